@@ -1,0 +1,1 @@
+//! InfiniBand MAD wire formats (placeholder until the wire layer lands).

@@ -1,0 +1,1 @@
+//! opensm.conf and ibqos.toml (placeholder until the readers land).

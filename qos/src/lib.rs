@@ -1,0 +1,19 @@
+//! The InfiniBand QoS domain.
+//!
+//! Service levels ([`Sl`]), virtual lanes ([`Vl`]) and VL counts ([`VlCount`]) with their PortInfo
+//! encodings; SL-to-VL mapping tables ([`Sl2VlTable`]) and VL arbitration tables ([`VlArbTable`]);
+//! the four port classes ([`PortClass`]); the QoS configuration with OpenSM's per-field fallback
+//! ([`QosConfig`]); and [`plan`], which turns a configuration and a port's capabilities into exactly
+//! the tables to program.
+
+mod config;
+mod plan;
+mod tables;
+mod types;
+
+pub use config::{EffectiveQos, PortClass, QosConfig, QosSet, defaults};
+pub use plan::{
+    PlanError, PortCaps, PortPlan, VLARB_BLOCK_ENTRIES, VlArbBlock, VlArbBlockId, plan,
+};
+pub use tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbEntry, VlArbTable};
+pub use types::{Sl, Vl, VlCount, VlCountError};

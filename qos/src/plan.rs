@@ -1,0 +1,193 @@
+//! The planner: from a configuration and one port's capabilities to exactly the SL2VL table, the
+//! VL arbitration blocks and the VLHighLimit to program on that port.
+//!
+//! It reproduces OpenSM 3.3.23 (`osm_qos.c`, ../shared/reference/opensm-qos.md §2) with two
+//! deliberate fixes:
+//! 1. A VLArb cap above 32 programs entries 33..=cap in the second block. OpenSM computes that
+//!    block's length as `cap % 32`, so a cap of 64 gets an empty second block and entries 33-64 are
+//!    never programmed.
+//! 2. VLs are masked with the OperVLs about to be programmed (the caller passes them in
+//!    [`PortCaps::oper_vls`]). OpenSM masks with the port's cached OperVLs, which on a first sweep
+//!    can still be the value the port had before the SM touched it.
+
+use serde::Serialize;
+
+use crate::config::{PortClass, QosConfig};
+use crate::tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbEntry, VlArbTable};
+use crate::types::VlCount;
+
+/// Entries in one VLArbitrationTable block (one MAD).
+pub const VLARB_BLOCK_ENTRIES: usize = 32;
+
+/// What the planner needs to know about a port, as its PortInfo reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortCaps {
+    /// PortInfo.VLCap.
+    pub vl_cap: VlCount,
+    /// The OperationalVLs the port will run: what the link manager programs.
+    pub oper_vls: VlCount,
+    /// PortInfo.VLArbitrationLowCap, 0..=64.
+    pub vlarb_low_cap: u8,
+    /// PortInfo.VLArbitrationHighCap, 0..=64.
+    pub vlarb_high_cap: u8,
+    /// PortInfo.CapabilityMask.IsSLMappingSupported (for a switch: that of port 0).
+    pub sl_mapping_supported: bool,
+}
+
+/// The four VLArbitrationTable blocks; the value is the block number in the attribute modifier's
+/// bits 31:16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum VlArbBlockId {
+    /// Low-priority entries 1-32.
+    LowFirst = 1,
+    /// Low-priority entries 33-64.
+    LowSecond = 2,
+    /// High-priority entries 1-32.
+    HighFirst = 3,
+    /// High-priority entries 33-64.
+    HighSecond = 4,
+}
+
+impl VlArbBlockId {
+    /// The block number carried in the attribute modifier.
+    pub const fn number(self) -> u8 {
+        self as u8
+    }
+
+    pub const fn is_high(self) -> bool {
+        matches!(self, VlArbBlockId::HighFirst | VlArbBlockId::HighSecond)
+    }
+}
+
+/// One VLArbitrationTable Set: a 32-entry block whose first `len` entries are meaningful; the
+/// rest are sent as `0:0`, as OpenSM sends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VlArbBlock {
+    pub id: VlArbBlockId,
+    pub len: u8,
+    pub entries: [VlArbEntry; VLARB_BLOCK_ENTRIES],
+}
+
+impl VlArbBlock {
+    /// The meaningful entries of this block.
+    pub fn programmed(&self) -> &[VlArbEntry] {
+        &self.entries[..usize::from(self.len)]
+    }
+}
+
+/// Everything QoS programs on one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortPlan {
+    pub class: PortClass,
+    /// The SL-to-VL table, already masked; `None` when the port does not support SL mapping.
+    pub sl2vl: Option<Sl2VlTable>,
+    /// The VLArbitrationTable blocks to send, in block order; empty when VLCap is 1.
+    pub vlarb: Vec<VlArbBlock>,
+    /// PortInfo.VLHighLimit, set by the link manager's PortInfo Set.
+    pub vl_high_limit: u8,
+}
+
+impl PortPlan {
+    /// The low-priority table as programmed: exactly VLArbitrationLowCap entries, or none.
+    pub fn vlarb_low(&self) -> Vec<VlArbEntry> {
+        self.entries(false)
+    }
+
+    /// The high-priority table as programmed: exactly VLArbitrationHighCap entries, or none.
+    pub fn vlarb_high(&self) -> Vec<VlArbEntry> {
+        self.entries(true)
+    }
+
+    fn entries(&self, high: bool) -> Vec<VlArbEntry> {
+        self.vlarb
+            .iter()
+            .filter(|b| b.id.is_high() == high)
+            .flat_map(|b| b.programmed().iter().copied())
+            .collect()
+    }
+}
+
+/// Capabilities no port can have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("VLArbitration{which}Cap {value} is out of range: a table has at most 64 entries")]
+    CapOutOfRange { which: &'static str, value: u8 },
+    #[error("OperVLs {oper} exceeds VLCap {cap}: a port cannot run more VLs than it has")]
+    OperVlsAboveCap { oper: VlCount, cap: VlCount },
+}
+
+/// The tables OpenSM 3.3.23 programs on a port of `class` with `caps`, with the two fixes listed
+/// in the module documentation.
+pub fn plan(config: &QosConfig, class: PortClass, caps: &PortCaps) -> Result<PortPlan, PlanError> {
+    for (which, value) in [("Low", caps.vlarb_low_cap), ("High", caps.vlarb_high_cap)] {
+        if usize::from(value) > VLARB_TABLE_ENTRIES {
+            return Err(PlanError::CapOutOfRange { which, value });
+        }
+    }
+    if caps.oper_vls > caps.vl_cap {
+        return Err(PlanError::OperVlsAboveCap {
+            oper: caps.oper_vls,
+            cap: caps.vl_cap,
+        });
+    }
+    let settings = config.effective(class);
+    let mask = caps.oper_vls.vl_mask();
+    let sl2vl = caps
+        .sl_mapping_supported
+        .then(|| settings.sl2vl.masked(mask));
+
+    // A port with a single VL has nothing to arbitrate: OpenSM sends no VLArb and forces the high
+    // limit to 0 (commit 78f262a4).
+    if caps.vl_cap == VlCount::One {
+        return Ok(PortPlan {
+            class,
+            sl2vl,
+            vlarb: Vec::new(),
+            vl_high_limit: 0,
+        });
+    }
+    let mut vlarb = Vec::new();
+    vlarb.extend(blocks(&settings.vlarb_low, caps.vlarb_low_cap, false, mask));
+    vlarb.extend(blocks(
+        &settings.vlarb_high,
+        caps.vlarb_high_cap,
+        true,
+        mask,
+    ));
+    Ok(PortPlan {
+        class,
+        sl2vl,
+        vlarb,
+        vl_high_limit: settings.high_limit,
+    })
+}
+
+/// The blocks for one priority's table on a port with `cap` entries.
+fn blocks(table: &VlArbTable, cap: u8, high: bool, mask: u8) -> Vec<VlArbBlock> {
+    let ids = if high {
+        [VlArbBlockId::HighFirst, VlArbBlockId::HighSecond]
+    } else {
+        [VlArbBlockId::LowFirst, VlArbBlockId::LowSecond]
+    };
+    let cap = usize::from(cap);
+    ids.into_iter()
+        .zip(table.0.chunks_exact(VLARB_BLOCK_ENTRIES))
+        .enumerate()
+        .filter_map(|(index, (id, source))| {
+            let len = cap
+                .saturating_sub(index * VLARB_BLOCK_ENTRIES)
+                .min(VLARB_BLOCK_ENTRIES);
+            (len > 0).then(|| {
+                let mut entries = [VlArbEntry::default(); VLARB_BLOCK_ENTRIES];
+                for (slot, entry) in entries.iter_mut().zip(&source[..len]) {
+                    *slot = VlArbEntry::new(entry.vl & mask, entry.weight);
+                }
+                VlArbBlock {
+                    id,
+                    len: len as u8,
+                    entries,
+                }
+            })
+        })
+        .collect()
+}

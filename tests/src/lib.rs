@@ -1,0 +1,1 @@
+//! Test support shared by the end-to-end tests.
