@@ -8,6 +8,7 @@
 
 mod config;
 mod plan;
+mod switch;
 mod tables;
 mod types;
 
@@ -15,5 +16,6 @@ pub use config::{EffectiveQos, PortClass, QosConfig, QosSet, defaults};
 pub use plan::{
     PlanError, PortCaps, PortPlan, VLARB_BLOCK_ENTRIES, VlArbBlock, VlArbBlockId, plan,
 };
+pub use switch::{Sl2VlScope, Sl2VlSet, SwitchSl2VlView, switch_sl2vl};
 pub use tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbEntry, VlArbTable};
 pub use types::{Sl, Vl, VlCount, VlCountError};

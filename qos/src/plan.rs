@@ -191,3 +191,82 @@ fn blocks(table: &VlArbTable, cap: u8, high: bool, mask: u8) -> Vec<VlArbBlock> 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn vl_count() -> impl Strategy<Value = VlCount> {
+        proptest::sample::select(VlCount::ALL.to_vec())
+    }
+
+    fn caps(vl_cap: VlCount, oper_vls: VlCount, low: u8, high: u8) -> PortCaps {
+        PortCaps {
+            vl_cap,
+            oper_vls,
+            vlarb_low_cap: low,
+            vlarb_high_cap: high,
+            sl_mapping_supported: true,
+        }
+    }
+
+    proptest! {
+        /// Whatever the port, the tables have exactly cap entries, every VL fits the OperVLs
+        /// mask, and the blocks sent are the ones the caps call for.
+        #[test]
+        fn plan_shape_follows_the_caps(
+            cap in vl_count(), oper in vl_count(), low in 0u8..=64, high in 0u8..=64,
+            entries in proptest::collection::vec((0u8..15, any::<u8>()), 0..=64),
+        ) {
+            prop_assume!(oper <= cap);
+            let mut config = QosConfig::default();
+            let table = VlArbTable::from_entries(
+                &entries.iter().map(|&(vl, w)| VlArbEntry::new(vl, w)).collect::<Vec<_>>());
+            config.generic.vlarb_low = Some(table);
+            config.generic.vlarb_high = Some(table);
+            let port = plan(&config, PortClass::Swe, &caps(cap, oper, low, high)).unwrap();
+            if cap == VlCount::One {
+                prop_assert!(port.vlarb.is_empty());
+                prop_assert_eq!(port.vl_high_limit, 0);
+            } else {
+                prop_assert_eq!(port.vlarb_low().len(), usize::from(low));
+                prop_assert_eq!(port.vlarb_high().len(), usize::from(high));
+                let blocks = |c: u8| usize::from(c > 0) + usize::from(c > 32);
+                prop_assert_eq!(port.vlarb.len(), blocks(low) + blocks(high));
+                for (i, e) in port.vlarb_low().iter().enumerate() {
+                    prop_assert_eq!(*e, VlArbEntry::new(table.0[i].vl & oper.vl_mask(), table.0[i].weight));
+                }
+            }
+            let sl2vl = port.sl2vl.unwrap();
+            prop_assert!(sl2vl.0.iter().all(|vl| vl.is_management() || vl.get() <= oper.vl_mask()));
+        }
+    }
+
+    #[test]
+    fn impossible_ports_are_refused() {
+        let config = QosConfig::default();
+        let too_big = caps(VlCount::Eight, VlCount::Eight, 65, 8);
+        assert_eq!(
+            plan(&config, PortClass::Ca, &too_big),
+            Err(PlanError::CapOutOfRange {
+                which: "Low",
+                value: 65
+            })
+        );
+        let oper_above = caps(VlCount::Four, VlCount::Eight, 8, 8);
+        assert!(matches!(
+            plan(&config, PortClass::Ca, &oper_above),
+            Err(PlanError::OperVlsAboveCap { .. })
+        ));
+    }
+
+    #[test]
+    fn no_sl_mapping_means_no_sl2vl_but_vlarb_still() {
+        let mut no_map = caps(VlCount::Eight, VlCount::Eight, 8, 8);
+        no_map.sl_mapping_supported = false;
+        let port = plan(&QosConfig::default(), PortClass::Ca, &no_map).unwrap();
+        assert_eq!(port.sl2vl, None);
+        assert_eq!(port.vlarb.len(), 2);
+    }
+}
