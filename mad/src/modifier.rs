@@ -212,6 +212,31 @@ pub enum VlArbBlock {
     High32To63,
 }
 
+impl VlArbBlock {
+    /// Every block, in block-number order.
+    pub const ALL: [VlArbBlock; 4] = [
+        VlArbBlock::Low0To31,
+        VlArbBlock::Low32To63,
+        VlArbBlock::High0To31,
+        VlArbBlock::High32To63,
+    ];
+
+    /// The block number the attribute modifier carries in bits 31:16 (1..=4).
+    pub const fn number(self) -> u8 {
+        match self {
+            VlArbBlock::Low0To31 => 1,
+            VlArbBlock::Low32To63 => 2,
+            VlArbBlock::High0To31 => 3,
+            VlArbBlock::High32To63 => 4,
+        }
+    }
+
+    /// Whether the block belongs to the high-priority table.
+    pub const fn is_high(self) -> bool {
+        matches!(self, VlArbBlock::High0To31 | VlArbBlock::High32To63)
+    }
+}
+
 /// The VLArbitrationTable modifier: a block of an output port's tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct VlArbModifier {
@@ -227,13 +252,7 @@ impl VlArbModifier {
 
 impl From<VlArbModifier> for u32 {
     fn from(m: VlArbModifier) -> Self {
-        let block: u32 = match m.block {
-            VlArbBlock::Low0To31 => 1,
-            VlArbBlock::Low32To63 => 2,
-            VlArbBlock::High0To31 => 3,
-            VlArbBlock::High32To63 => 4,
-        };
-        block << VlArbModifier::BLOCK_SHIFT | u32::from(m.port)
+        u32::from(m.block.number()) << VlArbModifier::BLOCK_SHIFT | u32::from(m.port)
     }
 }
 
@@ -241,18 +260,13 @@ impl TryFrom<u32> for VlArbModifier {
     type Error = Error;
     fn try_from(raw: u32) -> Result<Self> {
         check_reserved(raw, 0xff00)?;
-        let block = match raw >> Self::BLOCK_SHIFT {
-            1 => VlArbBlock::Low0To31,
-            2 => VlArbBlock::Low32To63,
-            3 => VlArbBlock::High0To31,
-            4 => VlArbBlock::High32To63,
-            _ => {
-                return Err(Error::BadValue {
-                    field: "attribute_modifier",
-                    value: raw.into(),
-                });
-            }
-        };
+        let block = VlArbBlock::ALL
+            .into_iter()
+            .find(|b| u32::from(b.number()) == raw >> Self::BLOCK_SHIFT)
+            .ok_or(Error::BadValue {
+                field: "attribute_modifier",
+                value: raw.into(),
+            })?;
         Ok(Self {
             block,
             port: raw as u8,

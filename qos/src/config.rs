@@ -6,7 +6,9 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tables::{Sl2VlTable, VlArbEntry, VlArbTable};
+use ibqos_mad::VlArbEntry;
+
+use crate::tables::{Sl2VlTable, VlArbTable};
 use crate::types::Vl;
 
 /// The four kinds of port that get their own QoS settings.

@@ -13,9 +13,8 @@ mod tables;
 mod types;
 
 pub use config::{EffectiveQos, PortClass, QosConfig, QosSet, defaults};
-pub use plan::{
-    PlanError, PortCaps, PortPlan, VLARB_BLOCK_ENTRIES, VlArbBlock, VlArbBlockId, plan,
-};
-pub use switch::{Sl2VlScope, Sl2VlSet, SwitchSl2VlView, switch_sl2vl};
-pub use tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbEntry, VlArbTable};
+pub use ibqos_mad::{SlToVlModifier, VlArbBlock, VlArbEntry};
+pub use plan::{PlanError, PortCaps, PortPlan, VLARB_BLOCK_ENTRIES, VlArbSet, plan};
+pub use switch::{Sl2VlSet, SwitchSl2VlView, switch_sl2vl};
+pub use tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbTable};
 pub use types::{Sl, Vl, VlCount, VlCountError};

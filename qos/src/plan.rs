@@ -10,10 +10,10 @@
 //!    [`PortCaps::oper_vls`]). OpenSM masks with the port's cached OperVLs, which on a first sweep
 //!    can still be the value the port had before the SM touched it.
 
-use serde::Serialize;
+use ibqos_mad::{VlArbBlock, VlArbEntry};
 
 use crate::config::{PortClass, QosConfig};
-use crate::tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbEntry, VlArbTable};
+use crate::tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbTable};
 use crate::types::VlCount;
 
 /// Entries in one VLArbitrationTable block (one MAD).
@@ -34,41 +34,16 @@ pub struct PortCaps {
     pub sl_mapping_supported: bool,
 }
 
-/// The four VLArbitrationTable blocks; the value is the block number in the attribute modifier's
-/// bits 31:16.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub enum VlArbBlockId {
-    /// Low-priority entries 1-32.
-    LowFirst = 1,
-    /// Low-priority entries 33-64.
-    LowSecond = 2,
-    /// High-priority entries 1-32.
-    HighFirst = 3,
-    /// High-priority entries 33-64.
-    HighSecond = 4,
-}
-
-impl VlArbBlockId {
-    /// The block number carried in the attribute modifier.
-    pub const fn number(self) -> u8 {
-        self as u8
-    }
-
-    pub const fn is_high(self) -> bool {
-        matches!(self, VlArbBlockId::HighFirst | VlArbBlockId::HighSecond)
-    }
-}
-
 /// One VLArbitrationTable Set: a 32-entry block whose first `len` entries are meaningful; the
 /// rest are sent as `0:0`, as OpenSM sends them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VlArbBlock {
-    pub id: VlArbBlockId,
+pub struct VlArbSet {
+    pub block: VlArbBlock,
     pub len: u8,
     pub entries: [VlArbEntry; VLARB_BLOCK_ENTRIES],
 }
 
-impl VlArbBlock {
+impl VlArbSet {
     /// The meaningful entries of this block.
     pub fn programmed(&self) -> &[VlArbEntry] {
         &self.entries[..usize::from(self.len)]
@@ -82,7 +57,7 @@ pub struct PortPlan {
     /// The SL-to-VL table, already masked; `None` when the port does not support SL mapping.
     pub sl2vl: Option<Sl2VlTable>,
     /// The VLArbitrationTable blocks to send, in block order; empty when VLCap is 1.
-    pub vlarb: Vec<VlArbBlock>,
+    pub vlarb: Vec<VlArbSet>,
     /// PortInfo.VLHighLimit, set by the link manager's PortInfo Set.
     pub vl_high_limit: u8,
 }
@@ -101,7 +76,7 @@ impl PortPlan {
     fn entries(&self, high: bool) -> Vec<VlArbEntry> {
         self.vlarb
             .iter()
-            .filter(|b| b.id.is_high() == high)
+            .filter(|b| b.block.is_high() == high)
             .flat_map(|b| b.programmed().iter().copied())
             .collect()
     }
@@ -163,17 +138,17 @@ pub fn plan(config: &QosConfig, class: PortClass, caps: &PortCaps) -> Result<Por
 }
 
 /// The blocks for one priority's table on a port with `cap` entries.
-fn blocks(table: &VlArbTable, cap: u8, high: bool, mask: u8) -> Vec<VlArbBlock> {
+fn blocks(table: &VlArbTable, cap: u8, high: bool, mask: u8) -> Vec<VlArbSet> {
     let ids = if high {
-        [VlArbBlockId::HighFirst, VlArbBlockId::HighSecond]
+        [VlArbBlock::High0To31, VlArbBlock::High32To63]
     } else {
-        [VlArbBlockId::LowFirst, VlArbBlockId::LowSecond]
+        [VlArbBlock::Low0To31, VlArbBlock::Low32To63]
     };
     let cap = usize::from(cap);
     ids.into_iter()
         .zip(table.0.chunks_exact(VLARB_BLOCK_ENTRIES))
         .enumerate()
-        .filter_map(|(index, (id, source))| {
+        .filter_map(|(index, (block, source))| {
             let len = cap
                 .saturating_sub(index * VLARB_BLOCK_ENTRIES)
                 .min(VLARB_BLOCK_ENTRIES);
@@ -182,8 +157,8 @@ fn blocks(table: &VlArbTable, cap: u8, high: bool, mask: u8) -> Vec<VlArbBlock> 
                 for (slot, entry) in entries.iter_mut().zip(&source[..len]) {
                     *slot = VlArbEntry::new(entry.vl & mask, entry.weight);
                 }
-                VlArbBlock {
-                    id,
+                VlArbSet {
+                    block,
                     len: len as u8,
                     entries,
                 }

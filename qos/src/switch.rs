@@ -13,6 +13,8 @@
 //! the per-pair path (once with the swe table from the external-port loop, then with the sw0
 //! table); ibqos sends it once, with the table OpenSM leaves in place.
 
+use ibqos_mad::SlToVlModifier;
+
 use crate::config::{PortClass, QosConfig};
 use crate::tables::Sl2VlTable;
 use crate::types::VlCount;
@@ -44,21 +46,11 @@ impl SwitchSl2VlView {
     }
 }
 
-/// The pairs of a switch one SLtoVLMappingTable Set covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Sl2VlScope {
-    /// One (input, output) pair.
-    Pair { input: u8, output: u8 },
-    /// Every input port to one output port (modifier bit 17).
-    AllInputs { output: u8 },
-    /// Every pair (modifier bits 16 and 17).
-    AllPairs,
-}
-
 /// One SLtoVLMappingTable Set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sl2VlSet {
-    pub scope: Sl2VlScope,
+    /// The pairs the Set covers.
+    pub scope: SlToVlModifier,
     pub table: Sl2VlTable,
 }
 
@@ -86,7 +78,7 @@ pub fn switch_sl2vl(
     if switch.enhanced_port0 && !optimized_covers_port0 {
         let table = sw0.masked(switch.port0_oper_vls.vl_mask());
         sets.push(Sl2VlSet {
-            scope: Sl2VlScope::Pair {
+            scope: SlToVlModifier::Pair {
                 input: 0,
                 output: 0,
             },
@@ -105,7 +97,7 @@ fn per_pair(switch: &SwitchSl2VlView, swe: &Sl2VlTable) -> Vec<Sl2VlSet> {
             // (0, 0) on an enhanced port 0 is programmed once, with the sw0 table.
             if (input, output) != (0, 0) {
                 sets.push(Sl2VlSet {
-                    scope: Sl2VlScope::Pair { input, output },
+                    scope: SlToVlModifier::Pair { input, output },
                     table,
                 });
             }
@@ -129,13 +121,13 @@ fn optimized(switch: &SwitchSl2VlView, swe: &Sl2VlTable) -> Vec<Sl2VlSet> {
     }
     let common = common.map_or(switch.port0_oper_vls, |(_, vls)| vls);
     let mut sets = vec![Sl2VlSet {
-        scope: Sl2VlScope::AllPairs,
+        scope: SlToVlModifier::All,
         table: swe.masked(common.vl_mask()),
     }];
     for (output, vls) in switch.up_ports().filter(|(_, vls)| *vls != common) {
         let table = swe.masked(vls.vl_mask());
         sets.push(Sl2VlSet {
-            scope: Sl2VlScope::AllInputs { output },
+            scope: SlToVlModifier::AllInputs { output },
             table,
         });
     }
@@ -175,10 +167,10 @@ mod tests {
         assert_eq!(sets.len(), 1332);
         assert!(
             sets.iter()
-                .all(|s| !matches!(s.scope, Sl2VlScope::Pair { output: 0, .. }))
+                .all(|s| !matches!(s.scope, SlToVlModifier::Pair { output: 0, .. }))
         );
         assert!(sets.contains(&Sl2VlSet {
-            scope: Sl2VlScope::Pair {
+            scope: SlToVlModifier::Pair {
                 input: 36,
                 output: 36
             },
@@ -199,7 +191,7 @@ mod tests {
             .iter()
             .filter(|s| {
                 s.scope
-                    == Sl2VlScope::Pair {
+                    == SlToVlModifier::Pair {
                         input: 0,
                         output: 0,
                     }
@@ -221,13 +213,13 @@ mod tests {
         assert_eq!(
             sets[0],
             Sl2VlSet {
-                scope: Sl2VlScope::AllPairs,
+                scope: SlToVlModifier::All,
                 table: default.masked(0x7)
             }
         );
         let rest: Vec<_> = sets[1..].iter().map(|s| (s.scope, s.table)).collect();
         let expected: Vec<_> = (31..=36)
-            .map(|output| (Sl2VlScope::AllInputs { output }, default.masked(0x3)))
+            .map(|output| (SlToVlModifier::AllInputs { output }, default.masked(0x3)))
             .collect();
         assert_eq!(rest, expected);
     }
@@ -259,7 +251,7 @@ mod tests {
         let outputs: std::collections::BTreeSet<u8> = sets
             .iter()
             .map(|s| match s.scope {
-                Sl2VlScope::Pair { output, .. } => output,
+                SlToVlModifier::Pair { output, .. } => output,
                 other => panic!("unexpected scope {other:?}"),
             })
             .collect();
@@ -279,7 +271,7 @@ mod tests {
         assert_eq!(sets.len(), 2);
         assert_eq!(
             sets[1].scope,
-            Sl2VlScope::Pair {
+            SlToVlModifier::Pair {
                 input: 0,
                 output: 0
             }

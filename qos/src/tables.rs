@@ -1,12 +1,27 @@
 //! SL-to-VL mapping tables and VL arbitration tables, as values.
 
-use serde::{Deserialize, Serialize};
+use ibqos_mad::{SlToVlMappingTable, SlToVlMappingTableRepr, VlArbEntry};
 
 use crate::types::{Sl, Vl};
 
 /// Which VL each of the 16 service levels travels on. VL15 means the packet is dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Sl2VlTable(pub [Vl; 16]);
+
+impl From<Sl2VlTable> for SlToVlMappingTableRepr {
+    fn from(table: Sl2VlTable) -> Self {
+        SlToVlMappingTableRepr {
+            vls: table.0.map(Vl::get),
+        }
+    }
+}
+
+impl From<SlToVlMappingTableRepr> for Sl2VlTable {
+    /// Each VL is the low nibble of the wire value, which is all a 4-bit field holds.
+    fn from(repr: SlToVlMappingTableRepr) -> Self {
+        Sl2VlTable(repr.vls.map(Vl::from_nibble))
+    }
+}
 
 impl Sl2VlTable {
     /// Every SL on VL0.
@@ -16,23 +31,12 @@ impl Sl2VlTable {
         self.0[usize::from(sl.get())]
     }
 
-    /// The 8-byte SLtoVLMappingTable payload: byte k holds SL 2k in bits 7:4 and SL 2k+1 in
-    /// bits 3:0.
+    /// The 8-byte SLtoVLMappingTable payload.
     pub fn to_wire(&self) -> [u8; 8] {
         let mut bytes = [0u8; 8];
-        for (k, byte) in bytes.iter_mut().enumerate() {
-            *byte = (self.0[2 * k].get() << 4) | self.0[2 * k + 1].get();
-        }
+        SlToVlMappingTableRepr::from(*self)
+            .emit(&mut SlToVlMappingTable::new_unchecked(&mut bytes));
         bytes
-    }
-
-    pub fn from_wire(bytes: [u8; 8]) -> Sl2VlTable {
-        let mut vls = [Vl::from_nibble(0); 16];
-        for (k, byte) in bytes.iter().enumerate() {
-            vls[2 * k] = Vl::from_nibble(byte >> 4);
-            vls[2 * k + 1] = Vl::from_nibble(*byte);
-        }
-        Sl2VlTable(vls)
     }
 
     /// Each data VL masked with `mask`; VL15 (drop) is kept, as OpenSM keeps it
@@ -45,20 +49,6 @@ impl Sl2VlTable {
                 Vl::from_nibble(vl.get() & mask)
             }
         }))
-    }
-}
-
-/// One VL arbitration entry: serve `vl` for `weight` units of 64 bytes. Weight 0 skips the entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-pub struct VlArbEntry {
-    /// The VL, 0..=14 in a meaningful table; the wire field has four bits.
-    pub vl: u8,
-    pub weight: u8,
-}
-
-impl VlArbEntry {
-    pub const fn new(vl: u8, weight: u8) -> VlArbEntry {
-        VlArbEntry { vl, weight }
     }
 }
 
@@ -124,7 +114,8 @@ mod tests {
     proptest! {
         #[test]
         fn sl2vl_wire_round_trip(bytes in any::<[u8; 8]>()) {
-            prop_assert_eq!(Sl2VlTable::from_wire(bytes).to_wire(), bytes);
+            let repr = SlToVlMappingTableRepr::parse(&SlToVlMappingTable::new_unchecked(&bytes)).unwrap();
+            prop_assert_eq!(Sl2VlTable::from(repr).to_wire(), bytes);
         }
     }
 }

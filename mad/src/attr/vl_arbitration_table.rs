@@ -24,6 +24,13 @@ pub struct VlArbEntry {
     pub weight: u8,
 }
 
+impl VlArbEntry {
+    /// Serve `vl` for `weight` units of 64 bytes.
+    pub const fn new(vl: u8, weight: u8) -> VlArbEntry {
+        VlArbEntry { vl, weight }
+    }
+}
+
 /// One VLArbitrationTable block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct VlArbitrationTableRepr {
