@@ -1,1 +1,51 @@
-//! opensm.conf and ibqos.toml (placeholder until the readers land).
+//! opensm.conf and ibqos.toml.
+//!
+//! opensm.conf is read exactly as OpenSM 3.3.23 reads it (`osm_subn_parse_conf_file`,
+//! `osm_subn_verify_config`, and `qos_build_config` for the VLArb and SL2VL strings), and every
+//! step where OpenSM silently drops or bends what the administrator wrote becomes a
+//! [`Diagnostic`] with its place in the file. The result is [`Settings`]: the QoS configuration
+//! ([`ibqos_qos::QosConfig`]), the typed SM and link options, and every other option OpenSM
+//! recognises, verbatim, so nothing is lost.
+//!
+//! ibqos.toml says the same in plain terms and is strict. [`to_opensm_conf`] and
+//! [`to_native_toml`] write either format and report whatever the target cannot say.
+//!
+//! No input panics: both readers take arbitrary bytes.
+//!
+//! # Diagnostic codes
+//!
+//! Codes are stable. E = error, W = warning, N = note.
+//!
+//! | code | | what |
+//! |---|---|---|
+//! | `unknown-key` | E | not an OpenSM option (case, `key=value`, a CR after a bare key...); OpenSM ignores the line |
+//! | `not-numeric`, `out-of-range`, `invalid-value` | E | OpenSM rejects the value and keeps the previous one |
+//! | `reset-to-default` | E | OpenSM's verify step throws the value away |
+//! | `opensm-crash` | E | OpenSM segfaults on this value |
+//! | `binary-file` | E | more than a tenth of the file is not text |
+//! | `not-utf8`, `invalid-native` | E | ibqos.toml errors |
+//! | `not-true` | W | a boolean other than exactly `TRUE`/`FALSE`: read as FALSE |
+//! | `negative-number`, `octal-number` | W | `-1` and `010` are not what they look like to `strtoul` |
+//! | `int-not-numeric`, `int-trailing-garbage`, `int-wrapped` | W | `strtol` without checks (`abc` is 0, `5x` is 5) |
+//! | `line-split`, `nul-byte`, `comment-in-quotes`, `unbalanced-quote` | W | line syntax traps |
+//! | `duplicate-key`, `overridden` | W | a value replaced by a later line or by another option |
+//! | `high-limit-negative`, `field-truncated`, `unchecked-value`, `max-op-vls-zero`, `max-op-vls-encoding`, `no-policy-file`, `sl-misread`, `value-truncated`, `invalid-utf8` | W | accepted, but not used as written |
+//! | `vl-mod-15`, `weight-wrapped`, `sl2vl-vl-truncated`, `number-truncated` | W | a VLArb/SL2VL number changed by the parser |
+//! | `separator-eaten`, `nonstandard-separator`, `empty-field`, `missing-weight` | W | a VLArb/SL2VL string that does not parse as it reads |
+//! | `too-many-entries`, `too-few-vls`, `empty-table` | W | a table longer or shorter than OpenSM takes |
+//! | `not-expressible` | W | a conversion cannot say a value exactly |
+//! | `opensm-says` | N | a warning OpenSM itself prints, verbatim |
+//! | `qos-disabled`, `qos-not-verified`, `max-vls-unused`, `max-wire-smps-unlimited`, `alias-key`, `vl15-drop`, `empty-file`, `too-many-diagnostics` | N | worth knowing |
+
+mod cnum;
+mod conf;
+mod diag;
+mod load;
+mod native;
+mod options;
+mod settings;
+mod tables;
+
+pub use diag::{Diagnostic, Location, MAX_PER_CODE, Severity};
+pub use load::{Format, LoadError, Loaded, load, load_bytes, to_native_toml, to_opensm_conf};
+pub use settings::{LinkSettings, Settings, SmSettings};

@@ -1,0 +1,670 @@
+//! ibqos.toml, the native configuration: the same settings in plain terms (VL counts, tables as
+//! lists), strict where opensm.conf is lenient, every error pointing at its place.
+//!
+//! ```toml
+//! [qos]
+//! enabled = true
+//! [qos.ca]
+//! high_limit = 6
+//! vlarb_high = [{ vl = 0, weight = 4 }]
+//! sl2vl = [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]
+//! [links]
+//! max_op_vls = 8
+//! [opensm]
+//! sminfo_polling_timeout = 10000
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use ibqos_qos::{PortClass, QosSet, Sl2VlTable, Vl, VlArbEntry, VlArbTable, VlCount};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+use toml::Spanned;
+
+use crate::conf;
+use crate::diag::{Diagnostic, Location, Severity, span_in_source};
+use crate::options::{self, Anchor, Kind, OPTIONS, U64};
+use crate::settings::{
+    QOS_SETS, QosField, Settings, TYPED_KEYS, parse_qos_key, qos_set, qos_set_mut,
+};
+
+/// Integers with a range, each with a message that says what the number is.
+macro_rules! ranged {
+    ($($name:ident: $t:ty = $min:literal..=$max:literal, $what:literal;)*) => {$(
+        #[derive(Debug, Clone, Copy, Deserialize)]
+        #[serde(try_from = "i64")]
+        struct $name($t);
+
+        impl TryFrom<i64> for $name {
+            type Error = String;
+            fn try_from(v: i64) -> Result<$name, String> {
+                <$t>::try_from(v)
+                    .ok()
+                    .filter(|v| ($min..=$max).contains(v))
+                    .map($name)
+                    .ok_or_else(|| format!("{v} is out of range {}-{}: {}", $min, $max, $what))
+            }
+        }
+    )*};
+}
+
+ranged! {
+    MaxVls: u8 = 1..=15, "max_vls is a number of VLs (OpenSM's 0 means unset: leave the key out)";
+    HighLimit: u8 = 0..=255, "high_limit is PortInfo.VLHighLimit, in 4 KB units";
+    DataVl: u8 = 0..=14, "a VLArb entry names a data VL (VL15 is never arbitrated)";
+    Weight: u8 = 0..=255, "a VLArb weight is 8 bits, in 64-byte units";
+    SlVl: u8 = 0..=15, "an SL2VL entry is a VL (15 drops the SL)";
+    Priority: u8 = 0..=15, "sm priority is 4 bits";
+    Lmc: u8 = 0..=7, "lmc is 3 bits";
+    SmSl: u8 = 0..=15, "sm_sl is an SL";
+    HoqLife: u8 = 0..=31, "the head-of-queue lifetime is a 5-bit PortInfo field";
+    StallCount: u8 = 0..=7, "the VL stall count is a 3-bit PortInfo field";
+    WireSmps: u32 = 1..=2147483647, "max_wire_smps is how many SMPs may be outstanding";
+}
+
+/// A VL count, 1, 2, 4, 8 or 15 (OpenSM's `max_op_vls` holds the PortInfo encoding instead).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(try_from = "i64")]
+struct OperVls(VlCount);
+
+impl TryFrom<i64> for OperVls {
+    type Error = String;
+    fn try_from(v: i64) -> Result<OperVls, String> {
+        let count = u32::try_from(v).unwrap_or(0);
+        VlCount::from_count(count)
+            .map(OperVls)
+            .map_err(|e| format!("max_op_vls: {e}"))
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    vl: DataVl,
+    weight: Weight,
+}
+
+/// A VLArb table: at most 64 entries; the rest are `0:0`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "Vec<Entry>")]
+struct VlArbList(VlArbTable);
+
+impl TryFrom<Vec<Entry>> for VlArbList {
+    type Error = String;
+    fn try_from(entries: Vec<Entry>) -> Result<VlArbList, String> {
+        if entries.len() > ibqos_qos::VLARB_TABLE_ENTRIES {
+            return Err(format!(
+                "{} entries: a VLArb table has at most 64",
+                entries.len()
+            ));
+        }
+        let entries: Vec<VlArbEntry> = entries
+            .iter()
+            .map(|e| VlArbEntry::new(e.vl.0, e.weight.0))
+            .collect();
+        Ok(VlArbList(VlArbTable::from_entries(&entries)))
+    }
+}
+
+/// An SL2VL table: exactly one VL per SL.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "Vec<SlVl>")]
+struct Sl2VlList(Sl2VlTable);
+
+impl TryFrom<Vec<SlVl>> for Sl2VlList {
+    type Error = String;
+    fn try_from(vls: Vec<SlVl>) -> Result<Sl2VlList, String> {
+        let vls: [SlVl; 16] = vls.try_into().map_err(|v: Vec<SlVl>| {
+            format!("{} VLs: sl2vl lists exactly 16, one per SL", v.len())
+        })?;
+        Ok(Sl2VlList(Sl2VlTable(vls.map(|v| Vl::from_nibble(v.0)))))
+    }
+}
+
+/// A string, integer or boolean, kept as the text OpenSM would read (booleans as TRUE/FALSE).
+#[derive(Debug, Clone)]
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Text;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string, an integer or a boolean")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Text, E> {
+                Ok(Text(options::bool_text(v).to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeFile {
+    #[serde(default)]
+    qos: NativeQos,
+    #[serde(default)]
+    sm: NativeSm,
+    #[serde(default)]
+    links: NativeLinks,
+    #[serde(default)]
+    opensm: BTreeMap<Spanned<String>, Spanned<Text>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeQos {
+    enabled: Option<bool>,
+    policy_file: Option<String>,
+    default: Option<NativeSet>,
+    ca: Option<NativeSet>,
+    sw0: Option<NativeSet>,
+    swe: Option<NativeSet>,
+    rtr: Option<NativeSet>,
+}
+
+impl NativeQos {
+    fn set(&self, class: Option<PortClass>) -> Option<&NativeSet> {
+        match class {
+            None => self.default.as_ref(),
+            Some(PortClass::Ca) => self.ca.as_ref(),
+            Some(PortClass::Sw0) => self.sw0.as_ref(),
+            Some(PortClass::Swe) => self.swe.as_ref(),
+            Some(PortClass::Rtr) => self.rtr.as_ref(),
+        }
+    }
+}
+
+/// The section name of a set: `default` for the generic one.
+fn section(class: Option<PortClass>) -> &'static str {
+    class.map_or("default", PortClass::name)
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeSet {
+    max_vls: Option<MaxVls>,
+    high_limit: Option<HighLimit>,
+    vlarb_high: Option<VlArbList>,
+    vlarb_low: Option<VlArbList>,
+    sl2vl: Option<Sl2VlList>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeSm {
+    guid: Option<Spanned<Text>>,
+    subnet_prefix: Option<Spanned<Text>>,
+    priority: Option<Priority>,
+    lmc: Option<Lmc>,
+    sweep_interval: Option<u32>,
+    transaction_timeout: Option<u32>,
+    long_transaction_timeout: Option<Spanned<u32>>,
+    transaction_retries: Option<u32>,
+    max_wire_smps: Option<WireSmps>,
+    routing_engine: Option<String>,
+    sm_sl: Option<SmSl>,
+    log_file: Option<String>,
+    dump_files_dir: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeLinks {
+    max_op_vls: Option<OperVls>,
+    head_of_queue_lifetime: Option<HoqLife>,
+    leaf_head_of_queue_lifetime: Option<HoqLife>,
+    vl_stall_count: Option<StallCount>,
+    leaf_vl_stall_count: Option<StallCount>,
+    use_optimized_slvl: Option<bool>,
+}
+
+/// Collects errors with their places in the source.
+struct Errors<'a> {
+    name: &'a str,
+    source: &'a [u8],
+    list: Vec<Diagnostic>,
+}
+
+impl Errors<'_> {
+    fn at(&self, span: std::ops::Range<usize>) -> Location {
+        span_in_source(self.name, self.source, span.start, span.end)
+    }
+
+    fn push(&mut self, span: std::ops::Range<usize>, message: String, help: Option<String>) {
+        let mut d = Diagnostic::error("invalid-native", message).at(Some(self.at(span)));
+        d.help = help;
+        self.list.push(d);
+    }
+}
+
+/// Reads ibqos.toml. `Err` holds the errors (with places) when the file cannot be used.
+pub(crate) fn read(name: &str, bytes: &[u8]) -> Result<Settings, Vec<Diagnostic>> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        vec![
+            Diagnostic::error("not-utf8", "ibqos.toml must be UTF-8 text")
+                .at(Some(span_in_source(name, bytes, at, at + 1))),
+        ]
+    })?;
+    let file: NativeFile = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        vec![
+            Diagnostic::error("invalid-native", e.message().trim_end().replace('\n', "; "))
+                .at(Some(span_in_source(name, bytes, span.start, span.end))),
+        ]
+    })?;
+    let mut errors = Errors {
+        name,
+        source: bytes,
+        list: Vec::new(),
+    };
+    let settings = build(file, &mut errors);
+    if errors.list.is_empty() {
+        Ok(settings)
+    } else {
+        Err(conf::finish(errors.list))
+    }
+}
+
+/// The settings a parsed file describes, over OpenSM's defaults.
+fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
+    let mut s = Settings::default();
+    let q = &file.qos;
+    s.qos.enabled = q.enabled.unwrap_or(s.qos.enabled);
+    if let Some(p) = &q.policy_file {
+        s.qos_policy_file = Some(p.clone());
+    }
+    for class in QOS_SETS {
+        let Some(n) = q.set(class) else { continue };
+        *qos_set_mut(&mut s.qos, class) = QosSet {
+            max_vls: n.max_vls.map(|v| v.0),
+            high_limit: n.high_limit.map(|v| v.0),
+            vlarb_high: n.vlarb_high.as_ref().map(|t| t.0),
+            vlarb_low: n.vlarb_low.as_ref().map(|t| t.0),
+            sl2vl: n.sl2vl.as_ref().map(|t| t.0),
+        };
+    }
+    let sm = &file.sm;
+    let sm_out = &mut s.sm;
+    for (key, value, out) in [
+        ("guid", &sm.guid, &mut sm_out.guid),
+        (
+            "subnet_prefix",
+            &sm.subnet_prefix,
+            &mut sm_out.subnet_prefix,
+        ),
+    ] {
+        if let Some(v) = value
+            && let Some(options::Value::Uint(n)) =
+                strict(key, Kind::Uint(U64), v, errors).map(|p| p.value)
+        {
+            *out = n;
+        }
+    }
+    set(&mut s.sm.priority, sm.priority.map(|v| v.0));
+    set(&mut s.sm.lmc, sm.lmc.map(|v| v.0));
+    set(&mut s.sm.sweep_interval, sm.sweep_interval);
+    set(&mut s.sm.transaction_timeout, sm.transaction_timeout);
+    set(&mut s.sm.transaction_retries, sm.transaction_retries);
+    set(&mut s.sm.max_wire_smps, sm.max_wire_smps.map(|v| v.0));
+    set(&mut s.sm.sm_sl, sm.sm_sl.map(|v| v.0));
+    for (out, value) in [
+        (&mut s.sm.routing_engine, &sm.routing_engine),
+        (&mut s.sm.log_file, &sm.log_file),
+        (&mut s.sm.dump_files_dir, &sm.dump_files_dir),
+    ] {
+        if value.is_some() {
+            out.clone_from(value);
+        }
+    }
+    if let Some(long) = &sm.long_transaction_timeout {
+        s.sm.long_transaction_timeout = *long.get_ref();
+        if s.sm.long_transaction_timeout < s.sm.transaction_timeout {
+            errors.push(
+                long.span(),
+                format!(
+                    "long_transaction_timeout {} is shorter than transaction_timeout {}",
+                    s.sm.long_transaction_timeout, s.sm.transaction_timeout
+                ),
+                Some("OpenSM would raise it to transaction_timeout".to_string()),
+            );
+        }
+    }
+    let l = &file.links;
+    if let Some(v) = l.max_op_vls {
+        s.links.max_op_vls = v.0.encoding();
+    }
+    set(
+        &mut s.links.head_of_queue_lifetime,
+        l.head_of_queue_lifetime.map(|v| v.0),
+    );
+    set(
+        &mut s.links.leaf_head_of_queue_lifetime,
+        l.leaf_head_of_queue_lifetime.map(|v| v.0),
+    );
+    set(&mut s.links.vl_stall_count, l.vl_stall_count.map(|v| v.0));
+    set(
+        &mut s.links.leaf_vl_stall_count,
+        l.leaf_vl_stall_count.map(|v| v.0),
+    );
+    set(&mut s.links.use_optimized_slvl, l.use_optimized_slvl);
+    for (key, value) in &file.opensm {
+        if let Some((k, text)) = passthrough(
+            key.get_ref(),
+            &value.get_ref().0,
+            key.span(),
+            value.span(),
+            errors,
+        ) {
+            s.opensm.insert(k, text);
+        }
+    }
+    s
+}
+
+/// Overwrites `out` with what the file says, if it says anything.
+fn set<T>(out: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *out = v;
+    }
+}
+
+/// Reads `value` with OpenSM's parser for `kind`; anything OpenSM would reject or bend is an
+/// error here.
+fn strict(
+    key: &str,
+    kind: Kind,
+    value: &Spanned<Text>,
+    errors: &mut Errors<'_>,
+) -> Option<options::Parsed> {
+    let anchor = Anchor::Whole(errors.at(value.span()));
+    let mut diags = Vec::new();
+    let parsed = options::parse_value(
+        key,
+        kind,
+        value.get_ref().0.as_bytes(),
+        Some(&anchor),
+        &mut diags,
+    );
+    let mut failed = false;
+    for mut d in diags {
+        if d.severity >= Severity::Warning {
+            failed = true;
+            d.severity = Severity::Error;
+        }
+        errors.list.push(d);
+    }
+    parsed.filter(|_| !failed)
+}
+
+/// An `[opensm]` entry: a recognised option ibqos has no typed field for, and its value as
+/// OpenSM would accept it.
+fn passthrough(
+    key: &str,
+    text: &str,
+    key_span: std::ops::Range<usize>,
+    value_span: std::ops::Range<usize>,
+    errors: &mut Errors<'_>,
+) -> Option<(String, String)> {
+    let (name, sl) = match key.split_once(' ') {
+        Some((name, sl)) => (name, Some(sl)),
+        None => (key, None),
+    };
+    let Some(index) = options::index(name) else {
+        let help = options::ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == name)
+            .map(|(_, to)| format!("use its current name, `{to}`"));
+        errors.push(key_span, format!("`{key}` is not an OpenSM option"), help);
+        return None;
+    };
+    if TYPED_KEYS.contains(&name) || parse_qos_key(name).is_some() {
+        errors.push(
+            key_span,
+            format!("`{name}` has its own setting in ibqos.toml ([qos], [sm] or [links]), not in [opensm]"),
+            None,
+        );
+        return None;
+    }
+    let kind = OPTIONS[index].kind;
+    let key = match (kind, sl.map(str::parse::<u8>)) {
+        (Kind::PerSl(_), Some(Ok(sl))) if sl < 16 => format!("{name} {sl}"),
+        (Kind::PerSl(_), _) => {
+            errors.push(
+                key_span,
+                format!("`{key}`: a per-SL option is written `\"{name} <SL>\"`, SL 0-15"),
+                None,
+            );
+            return None;
+        }
+        (_, Some(_)) => {
+            errors.push(key_span, format!("`{key}` is not an OpenSM option"), None);
+            return None;
+        }
+        (_, None) => name.to_string(),
+    };
+    let value = Spanned::new(value_span, Text(text.to_string()));
+    strict(name, kind, &value, errors).map(|p| (key, p.text))
+}
+
+/// The TOML spelling of a string.
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// A key as TOML writes it: bare when it can be.
+fn toml_key(k: &str) -> String {
+    if !k.is_empty()
+        && k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        k.to_string()
+    } else {
+        toml_str(k)
+    }
+}
+
+/// Whether `[opensm]` can hold `key = text` (what [`passthrough`] accepts).
+fn passthrough_ok(key: &str, text: &str) -> bool {
+    let mut errors = Errors {
+        name: "",
+        source: b"",
+        list: Vec::new(),
+    };
+    passthrough(key, text, 0..0, 0..0, &mut errors).is_some_and(|(k, t)| k == key && t == text)
+}
+
+/// The ibqos.toml text for `s`. Values ibqos.toml cannot say are written as the closest value it
+/// can (what OpenSM would effectively use); `to_native_toml` reports each of them.
+pub(crate) fn write(s: &Settings) -> String {
+    let mut out =
+        String::from("# ibqos configuration, written by ibqos (ibqos-opensm).\n\n[qos]\n");
+    let kv = |out: &mut String, key: &str, value: String| {
+        out.push_str(&format!("{key} = {value}\n"));
+    };
+    kv(&mut out, "enabled", s.qos.enabled.to_string());
+    if let Some(p) = &s.qos_policy_file {
+        kv(&mut out, "policy_file", toml_str(p));
+    }
+    for class in QOS_SETS {
+        let set = qos_set(&s.qos, class);
+        if set.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n[qos.{}]\n", section(class)));
+        for field in QosField::ALL {
+            let value = match field {
+                QosField::MaxVls => set
+                    .max_vls
+                    .filter(|v| (1..=15).contains(v))
+                    .map(|v| v.to_string()),
+                QosField::HighLimit => set.high_limit.map(|v| v.to_string()),
+                QosField::VlArbHigh => set.vlarb_high.as_ref().map(vlarb_list),
+                QosField::VlArbLow => set.vlarb_low.as_ref().map(vlarb_list),
+                QosField::Sl2Vl => set.sl2vl.as_ref().map(|t| {
+                    let vls: Vec<String> = t.0.iter().map(|v| v.get().to_string()).collect();
+                    format!("[{}]", vls.join(", "))
+                }),
+            };
+            if let Some(value) = value {
+                kv(&mut out, field.name(), value);
+            }
+        }
+    }
+    let sm = &s.sm;
+    out.push_str("\n[sm]\n");
+    kv(&mut out, "guid", toml_str(&format!("0x{:016x}", sm.guid)));
+    kv(
+        &mut out,
+        "subnet_prefix",
+        toml_str(&format!("0x{:016x}", sm.subnet_prefix)),
+    );
+    // Values OpenSM's verify step would replace are written as what it replaces them with.
+    let priority = if sm.priority > 15 { 0 } else { sm.priority };
+    let lmc = if sm.lmc > 7 { 0 } else { sm.lmc };
+    let wire = match sm.max_wire_smps {
+        0 => 0x7fff_ffff,
+        w if w > 0x7fff_ffff => 4,
+        w => w,
+    };
+    let numbers: [(&str, u64); 8] = [
+        ("priority", priority.into()),
+        ("lmc", lmc.into()),
+        ("sweep_interval", sm.sweep_interval.into()),
+        ("transaction_timeout", sm.transaction_timeout.into()),
+        (
+            "long_transaction_timeout",
+            sm.long_transaction_timeout
+                .max(sm.transaction_timeout)
+                .into(),
+        ),
+        ("transaction_retries", sm.transaction_retries.into()),
+        ("max_wire_smps", wire.into()),
+        ("sm_sl", (sm.sm_sl & 0xf).into()),
+    ];
+    for (key, value) in numbers {
+        kv(&mut out, key, value.to_string());
+    }
+    for (key, value) in [
+        ("routing_engine", &sm.routing_engine),
+        ("log_file", &sm.log_file),
+        ("dump_files_dir", &sm.dump_files_dir),
+    ] {
+        if let Some(v) = value {
+            kv(&mut out, key, toml_str(v));
+        }
+    }
+    let l = &s.links;
+    out.push_str("\n[links]\n");
+    let max_op_vls = l.oper_vls_cap().unwrap_or(VlCount::One);
+    kv(&mut out, "max_op_vls", max_op_vls.count().to_string());
+    for (key, value, bits) in [
+        ("head_of_queue_lifetime", l.head_of_queue_lifetime, 0x1f),
+        (
+            "leaf_head_of_queue_lifetime",
+            l.leaf_head_of_queue_lifetime,
+            0x1f,
+        ),
+        ("vl_stall_count", l.vl_stall_count, 0x7),
+        ("leaf_vl_stall_count", l.leaf_vl_stall_count, 0x7),
+    ] {
+        kv(&mut out, key, (value & bits).to_string());
+    }
+    kv(
+        &mut out,
+        "use_optimized_slvl",
+        l.use_optimized_slvl.to_string(),
+    );
+    let entries: Vec<(&String, &String)> = s
+        .opensm
+        .iter()
+        .filter(|(k, v)| passthrough_ok(k, v))
+        .collect();
+    if !entries.is_empty() {
+        out.push_str("\n[opensm]\n");
+        for (k, v) in entries {
+            kv(&mut out, &toml_key(k), toml_str(v));
+        }
+    }
+    out
+}
+
+/// A VLArb table as a TOML array of inline tables, four entries a line. VLs above 14 are
+/// written as OpenSM reads them, mod 15.
+fn vlarb_list(table: &VlArbTable) -> String {
+    let entries: Vec<String> = table
+        .significant_entries()
+        .iter()
+        .map(|e| format!("{{ vl = {}, weight = {} }}", e.vl % 15, e.weight))
+        .collect();
+    if entries.is_empty() {
+        return "[]".to_string();
+    }
+    let lines: Vec<String> = entries
+        .chunks(4)
+        .map(|c| format!("  {},", c.join(", ")))
+        .collect();
+    format!("[\n{}\n]", lines.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(text: &str) -> Vec<(usize, usize, String)> {
+        match read("t.toml", text.as_bytes()) {
+            Ok(_) => Vec::new(),
+            Err(diags) => diags
+                .into_iter()
+                .map(|d| {
+                    let l = d.location.expect("located");
+                    (l.line, l.col, d.message)
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn strict_values_point_at_their_place() {
+        let e = errors("[qos.ca]\nvlarb_high = [{ vl = 15, weight = 4 }]\n");
+        assert_eq!((e[0].0, e[0].1), (2, 22), "{e:?}");
+        assert!(e[0].2.contains("0-14"), "{e:?}");
+        let e = errors("[qos.default]\nsl2vl = [0, 1]\n");
+        assert_eq!((e[0].0, e[0].1), (2, 9), "{e:?}");
+        let e = errors("[links]\nmax_op_vls = 3\n");
+        assert_eq!((e[0].0, e[0].1), (2, 14), "{e:?}");
+        let e = errors("[sm]\nbogus = 1\n");
+        assert_eq!(e[0].0, 2, "{e:?}");
+        let e = errors("[opensm]\nm_key_lookup = \"true\"\n");
+        assert_eq!((e[0].0, e[0].1), (2, 16), "{e:?}");
+        let e = errors("[opensm]\nlmc = 1\n");
+        assert_eq!((e[0].0, e[0].1), (2, 1), "{e:?}");
+        let e = errors("[sm]\ntransaction_timeout = 300\nlong_transaction_timeout = 100\n");
+        assert_eq!((e[0].0, e[0].1), (3, 28), "{e:?}");
+    }
+
+    #[test]
+    fn passthrough_values_are_normalised() {
+        let s = read(
+            "t.toml",
+            b"[opensm]\nm_key_lookup = false\n\"cc_ca_cong_setting_ccti_timer 3\" = 5\n",
+        )
+        .expect("valid");
+        assert_eq!(s.opensm["m_key_lookup"], "FALSE");
+        assert_eq!(s.opensm["cc_ca_cong_setting_ccti_timer 3"], "5");
+    }
+}
