@@ -1,1 +1,33 @@
-fn main() {}
+//! The `ibqos` command.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use ibqos_sm::cli::{Cli, Command};
+use ibqos_sm::commands::{self, Outcome};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Check(args) => commands::check::run(args),
+        Command::Plan(args) => commands::plan::run(args),
+        Command::Migrate(args) => commands::migrate::run(args),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::from(1),
+        // `ibqos plan ... | head` closes the pipe early; that is the reader's choice, not a failure.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}

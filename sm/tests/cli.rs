@@ -1,0 +1,347 @@
+//! The `ibqos` command as an administrator runs it: exit statuses, messages for bad input, the
+//! JSON shape of `plan`, and `migrate` round trips.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/opensm-qos.conf");
+const MISTAKES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../examples/opensm-mistakes.conf"
+);
+
+fn ibqos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(args)
+        .output()
+        .expect("ibqos runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A directory of its own for one test, removed when the test ends.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("ibqos-cli-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str, contents: &[u8]) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).expect("write scratch file");
+        path
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn plan_json(config_flag: &str, config: &Path, class: &str) -> Value {
+    let output = ibqos(&[
+        "plan",
+        config_flag,
+        config.to_str().unwrap(),
+        "--class",
+        class,
+        "--vls",
+        "8",
+        "--low-cap",
+        "8",
+        "--high-cap",
+        "8",
+        "--json",
+    ]);
+    assert!(output.status.success(), "plan failed: {}", stderr(&output));
+    serde_json::from_slice(&output.stdout).expect("plan --json prints one JSON object")
+}
+
+fn entries(value: &Value) -> Vec<(u64, u64)> {
+    value
+        .as_array()
+        .expect("a list of entries")
+        .iter()
+        .map(|e| (e["vl"].as_u64().unwrap(), e["weight"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn plan_json_for_the_example_config() {
+    let plan = plan_json("-F", Path::new(EXAMPLE), "ca");
+    assert_eq!(plan["class"], "ca");
+    assert_eq!(plan["qos_enabled"], true);
+    let sl2vl: Vec<u64> = plan["sl2vl"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(sl2vl, vec![0, 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15]);
+    let mut low = vec![(0, 16), (1, 128), (3, 32)];
+    low.resize(8, (0, 0));
+    assert_eq!(entries(&plan["vlarb_low"]), low);
+    let mut high = vec![(2, 32)];
+    high.resize(8, (0, 0));
+    assert_eq!(entries(&plan["vlarb_high"]), high);
+    assert_eq!(plan["vl_high_limit"], 4);
+}
+
+/// A `key=value` line is reported and not applied; the plan is what OpenSM does without it, and
+/// only --strict refuses to plan.
+#[test]
+fn plan_reports_ignored_lines_and_strict_refuses() {
+    let plan = plan_json("-F", Path::new(MISTAKES), "ca");
+    let codes: Vec<&str> = plan["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"unknown-key"), "{codes:?}");
+    assert_eq!(plan["qos_enabled"], false, "`qos true` is FALSE to OpenSM");
+    assert_eq!(
+        plan["vl_high_limit"], 0,
+        "qos_ca_high_limit=6 is not applied"
+    );
+    let strict = ibqos(&[
+        "plan",
+        "--strict",
+        "-F",
+        MISTAKES,
+        "--class",
+        "ca",
+        "--vls",
+        "8",
+        "--low-cap",
+        "8",
+        "--high-cap",
+        "8",
+    ]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(
+        stdout(&strict).is_empty(),
+        "no plan under --strict: {}",
+        stdout(&strict)
+    );
+}
+
+#[test]
+fn plan_for_switch_external_ports_uses_the_swe_set() {
+    let plan = plan_json("-F", Path::new(EXAMPLE), "swe");
+    let mut low = vec![(0, 32), (1, 128), (2, 16), (3, 32)];
+    low.resize(8, (0, 0));
+    assert_eq!(entries(&plan["vlarb_low"]), low);
+}
+
+#[test]
+fn plan_with_one_vl_programs_no_vlarb_and_human_output_says_so() {
+    let output = ibqos(&[
+        "plan",
+        "-F",
+        EXAMPLE,
+        "--class",
+        "ca",
+        "--vls",
+        "1",
+        "--low-cap",
+        "8",
+        "--high-cap",
+        "8",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("VLArb  not programmed"), "{text}");
+    assert!(
+        text.contains("SL2VL  (payload 00 00 00 00 00 00 00 0f)"),
+        "{text}"
+    );
+    assert!(text.contains("VLHighLimit 0"), "{text}");
+}
+
+#[test]
+fn check_reports_like_a_compiler_and_fails_on_errors() {
+    let output = ibqos(&["check", MISTAKES]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("unknown-key"), "{text}");
+    assert!(
+        text.contains("opensm-mistakes.conf:4:1"),
+        "file:line:col of the bad line: {text}"
+    );
+    assert!(
+        text.contains("qos_ca_high_limit=6"),
+        "the line itself: {text}"
+    );
+    assert!(text.contains('^'), "a caret: {text}");
+}
+
+#[test]
+fn check_strict_fails_on_warnings_only_with_strict() {
+    let dir = Scratch::new("strict");
+    let conf = dir.file("opensm.conf", b"qos true\n");
+    let relaxed = ibqos(&["check", conf.to_str().unwrap()]);
+    assert_eq!(relaxed.status.code(), Some(0), "{}", stdout(&relaxed));
+    assert!(stdout(&relaxed).contains("warning"), "{}", stdout(&relaxed));
+    let strict = ibqos(&["check", "--strict", conf.to_str().unwrap()]);
+    assert_eq!(strict.status.code(), Some(1), "{}", stdout(&strict));
+}
+
+#[test]
+fn check_json_prints_one_object_per_diagnostic() {
+    let output = ibqos(&["check", "--json", MISTAKES]);
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert!(!lines.is_empty());
+    let unknown = lines
+        .iter()
+        .find(|d| d["code"] == "unknown-key")
+        .expect("unknown-key");
+    assert_eq!(unknown["line"], 4);
+    assert_eq!(unknown["severity"], "error");
+}
+
+#[test]
+fn a_missing_file_is_one_clear_error() {
+    let output = ibqos(&["check", "/nonexistent/opensm.conf"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stderr(&output);
+    assert!(text.contains("/nonexistent/opensm.conf"), "{text}");
+    assert_eq!(text.lines().count(), 1, "one message: {text}");
+}
+
+#[test]
+fn a_directory_is_one_clear_error() {
+    let dir = Scratch::new("directory");
+    let output = ibqos(&["check", dir.0.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
+}
+
+/// Garbage of every kind gets diagnostics and exit status 1, never a panic (status 101).
+#[test]
+fn bad_bytes_never_panic() {
+    let dir = Scratch::new("garbage");
+    let mut garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    garbage.extend(b"\0\xff\xfe");
+    let long_line = vec![b'a'; 10 * 1024 * 1024];
+    let invalid_utf8 = b"qos TRUE\nlog_file /var/log/\xff\xfe.log\n".to_vec();
+    for (name, bytes) in [
+        ("garbage.conf", garbage),
+        ("long.conf", long_line),
+        ("utf8.conf", invalid_utf8),
+    ] {
+        let path = dir.file(name, &bytes);
+        let output = ibqos(&["check", path.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", stderr(&output));
+        assert!(
+            !stdout(&output).is_empty(),
+            "{name}: a diagnostic is printed"
+        );
+        let toml = dir.file(&format!("{name}.toml"), &bytes);
+        let output = ibqos(&["check", toml.to_str().unwrap()]);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{name} as TOML: {}",
+            stderr(&output)
+        );
+    }
+}
+
+/// OpenSM strips the CR of CRLF lines with the trailing whitespace; so does ibqos.
+#[test]
+fn crlf_files_plan_like_lf_files() {
+    let dir = Scratch::new("crlf");
+    let lf = std::fs::read_to_string(EXAMPLE).unwrap();
+    let crlf = dir.file("crlf.conf", lf.replace('\n', "\r\n").as_bytes());
+    let a = plan_json("-F", Path::new(EXAMPLE), "ca");
+    let b = plan_json("-F", &crlf, "ca");
+    for field in ["sl2vl", "vlarb_low", "vlarb_high", "vl_high_limit"] {
+        assert_eq!(a[field], b[field], "{field}");
+    }
+}
+
+/// opensm.conf -> ibqos.toml -> opensm.conf plans the same tables for every port class.
+#[test]
+fn migrate_round_trip_keeps_every_table() {
+    let dir = Scratch::new("migrate");
+    let toml = dir.path("ibqos.toml");
+    let back = dir.path("opensm.conf");
+    let to_toml = ibqos(&["migrate", EXAMPLE, "-o", toml.to_str().unwrap()]);
+    assert!(to_toml.status.success(), "{}", stderr(&to_toml));
+    let to_conf = ibqos(&[
+        "migrate",
+        toml.to_str().unwrap(),
+        "-o",
+        back.to_str().unwrap(),
+    ]);
+    assert!(to_conf.status.success(), "{}", stderr(&to_conf));
+    for class in ["ca", "sw0", "swe", "rtr"] {
+        let original = plan_json("-F", Path::new(EXAMPLE), class);
+        let via_toml = plan_json("-c", &toml, class);
+        let via_conf = plan_json("-F", &back, class);
+        for field in [
+            "qos_enabled",
+            "sl2vl",
+            "vlarb_low",
+            "vlarb_high",
+            "vl_high_limit",
+        ] {
+            assert_eq!(original[field], via_toml[field], "{class} {field} via TOML");
+            assert_eq!(
+                original[field], via_conf[field],
+                "{class} {field} back in opensm.conf"
+            );
+        }
+    }
+}
+
+#[test]
+fn migrate_does_not_replace_a_file_without_force() {
+    let dir = Scratch::new("force");
+    let existing = dir.file("ibqos.toml", b"# mine\n");
+    let output = ibqos(&["migrate", EXAMPLE, "-o", existing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("--force"), "{}", stderr(&output));
+    assert_eq!(std::fs::read(&existing).unwrap(), b"# mine\n");
+    let forced = ibqos(&[
+        "migrate",
+        EXAMPLE,
+        "-o",
+        existing.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_ne!(std::fs::read(&existing).unwrap(), b"# mine\n");
+}
+
+#[test]
+fn help_teaches() {
+    let output = ibqos(&["--help"]);
+    let text = stdout(&output);
+    for word in ["check", "plan", "migrate", "Examples:"] {
+        assert!(text.contains(word), "--help mentions {word}: {text}");
+    }
+}
