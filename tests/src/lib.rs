@@ -1,1 +1,42 @@
 //! Test support shared by the end-to-end tests.
+//!
+//! The oracle tests run the real OpenSM against ibsim (the InfiniBand fabric simulator) and read
+//! back what it programmed with smpquery (infiniband-diags). These modules wrap each of those
+//! programs once, so a test reads as the scenario it checks:
+//!
+//! - [`tool`]: find the external programs; a missing one fails the test, naming its apt package.
+//! - [`testdir`]: a scratch directory per test, kept on failure for debugging.
+//! - [`process`]: run a program with a time limit, killing it by PID when it overruns.
+//! - [`ibsim`]: an ibsim instance per test, and the environment that attaches a client to it.
+//! - [`opensm`]: run `opensm -o` (one sweep, then exit) against an ibsim.
+//! - [`smpquery`]: read SL2VL, VLArb and PortInfo back, parsed into typed values.
+//! - [`netfile`]: the topology from an ibsim net file, and directed-route paths through it.
+//! - [`planner`]: run `ibqos plan` and parse its JSON.
+//!
+//! Everything here is Linux-only, as ibsim and its LD_PRELOAD shim are.
+
+pub mod error;
+pub mod ibsim;
+pub mod netfile;
+pub mod opensm;
+pub mod planner;
+pub mod process;
+pub mod smpquery;
+pub mod testdir;
+pub mod tool;
+
+pub use error::{Error, Result};
+pub use ibsim::Ibsim;
+pub use netfile::{DrPath, Node, NodeKind, Topology};
+pub use testdir::TestDir;
+pub use tool::{SimTools, Tool};
+
+/// A suffix unique within this machine for the lifetime of this process: the PID plus a
+/// process-wide counter. Used for scratch directory and ibsim socket names, so tests running in
+/// parallel (threads of one binary, or several binaries) never share one.
+pub fn unique_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}

@@ -1,0 +1,130 @@
+//! One ibsim per test, and the environment that attaches a client to it.
+//!
+//! Each test starts its own ibsim because ibsim keeps all state a subnet manager wrote (LIDs,
+//! port states, SL2VL and VLArb tables) after the SM exits: a second SM run on the same instance
+//! would find a configured fabric and the tables of the first run.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::{Error, Result, SimTools};
+
+/// How long ibsim may take to bind its sockets. It takes a few milliseconds on a small net.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+const READY_POLL: Duration = Duration::from_millis(5);
+
+/// A running `ibsim -s -n NETFILE`, killed by its PID when dropped.
+///
+/// `-s` starts the network at once; `-n` disables the console, without which ibsim spins at 100 %
+/// CPU once its stdin is at EOF. Output goes to `ibsim.out` in the test's directory.
+#[derive(Debug)]
+pub struct Ibsim {
+    child: Child,
+    sockname: String,
+    dir: PathBuf,
+    umad2sim: PathBuf,
+}
+
+impl Ibsim {
+    /// Starts ibsim on `netfile` with a socket name of its own, and waits until clients can
+    /// connect.
+    pub fn start(tools: &SimTools, netfile: &Path, dir: &Path) -> Result<Ibsim> {
+        let sockname = format!("ibqos-{}", crate::unique_suffix());
+        let out_path = dir.join("ibsim.out");
+        let out = File::create(&out_path)
+            .map_err(|e| Error::new(format!("cannot create {}: {e}", out_path.display())))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| Error::new(format!("cannot duplicate a file handle: {e}")))?;
+        let child = Command::new(&tools.ibsim.path)
+            .args(["-s", "-n"])
+            .arg(netfile)
+            .env("IBSIM_SOCKNAME", &sockname)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| Error::new(format!("cannot start {}: {e}", tools.ibsim.path.display())))?;
+        // From here on the guard owns the process, so every early return below kills it.
+        let mut sim = Ibsim {
+            child,
+            sockname,
+            dir: dir.to_owned(),
+            umad2sim: tools.umad2sim.clone(),
+        };
+        sim.wait_ready()?;
+        Ok(sim)
+    }
+
+    /// Waits until ibsim's control socket is bound.
+    ///
+    /// Its "Network simulator ready." line is not a readiness signal: ibsim prints it before it
+    /// binds its sockets (`sim_init_console` runs before `sim_init_conn`). A client started
+    /// before the bind does not fail either; it retries every 2 s forever. The bound abstract
+    /// socket `@<sockname>:ctl` in /proc/net/unix is exact.
+    fn wait_ready(&mut self) -> Result<()> {
+        let needle = format!("@{}:ctl@", self.sockname);
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(Error::new(format!(
+                    "ibsim exited with {status} before it was ready\n--- ibsim.out ---\n{}",
+                    self.output()
+                )));
+            }
+            let sockets = std::fs::read_to_string("/proc/net/unix")
+                .map_err(|e| Error::new(format!("cannot read /proc/net/unix: {e}")))?;
+            if sockets.contains(&needle) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::new(format!(
+                    "ibsim did not bind its socket {needle} within {READY_TIMEOUT:?}\n\
+                     --- ibsim.out ---\n{}",
+                    self.output()
+                )));
+            }
+            thread::sleep(READY_POLL);
+        }
+    }
+
+    /// The `IBSIM_SOCKNAME` clients must use.
+    pub fn sockname(&self) -> &str {
+        &self.sockname
+    }
+
+    /// What ibsim has printed so far.
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(self.dir.join("ibsim.out")).unwrap_or_default()
+    }
+
+    /// A command for `program` attached to this ibsim at `node` (a node id from the net file):
+    /// at port 1 of a CA, at port 0 of a switch.
+    ///
+    /// The client runs in the test's directory because umad2sim writes its fake sysfs tree to
+    /// `./sys-<pid>/` relative to the working directory. ibsim accepts at most 10 clients at once.
+    pub fn client(&self, program: &Path, node: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&self.dir)
+            .env("LD_PRELOAD", &self.umad2sim)
+            .env("SIM_HOST", node)
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            // Either of these in the caller's environment would change how the client connects.
+            .env_remove("IBSIM_SERVER_NAME")
+            .env_remove("IBSIM_SERVER_PORT")
+            .env_remove("SIM_SET_ISSM");
+        cmd
+    }
+}
+
+impl Drop for Ibsim {
+    fn drop(&mut self) {
+        // By PID, never by name: other tests run their own ibsim at the same time.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,121 @@
+//! Running the real OpenSM against an ibsim.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::process::{command_line, run_bounded};
+use crate::{Error, Ibsim, Result, SimTools};
+
+/// `opensm -o` on a small net reaches SUBNET UP in well under a second; the limit only bounds a
+/// hang.
+const OPENSM_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A qos-policy.conf with just the mandatory default level. Without a valid one OpenSM logs
+/// "ERR AC10"/"ERR AC04" on every sweep (and brings the subnet up anyway), which would hide real
+/// errors in the log.
+const QOS_POLICY: &str = "\
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 0
+    end-qos-level
+end-qos-levels
+";
+
+/// The default partition with every port a full member. An empty partitions.conf makes OpenSM
+/// log "Partition configuration in error; retrying with default config".
+const PARTITIONS: &str = "Default=0x7fff : ALL=full;\n";
+
+/// One finished `opensm -o` run.
+#[derive(Debug)]
+pub struct OpenSmRun {
+    /// Where its config, log and dump files are.
+    pub dir: PathBuf,
+    /// The config file it ran with.
+    pub config_file: PathBuf,
+    /// What it printed (config messages and state changes).
+    pub stdout: String,
+    /// Its log file (opensm.log).
+    pub log: String,
+}
+
+impl OpenSmRun {
+    /// The log lines reporting an error (`ERR xxxx:`).
+    pub fn error_lines(&self) -> Vec<&str> {
+        self.log.lines().filter(|l| l.contains(" ERR ")).collect()
+    }
+}
+
+/// Runs `opensm -o -F <dir>/opensm.conf` attached to `sim` at `node`, and checks that it brought
+/// the subnet up. `-o` runs one heavy sweep and exits; ibsim keeps what it programmed.
+///
+/// The config file is the harness's own lines (every path OpenSM writes, redirected into `dir`;
+/// a valid policy and partition file) followed by `options`, so `options` can override them.
+pub fn run_opensm_once(
+    tools: &SimTools,
+    sim: &Ibsim,
+    node: &str,
+    options: &str,
+    dir: &Path,
+) -> Result<OpenSmRun> {
+    let config_file = write_files(dir, options)?;
+    let mut cmd = sim.client(&tools.opensm.path, node);
+    cmd.arg("-o")
+        .arg("-F")
+        .arg(&config_file)
+        // OpenSM's cache (guid2lid and friends) and temporary files; the trailing slash matters,
+        // OpenSM appends file names to these without a separator.
+        .env("OSM_CACHE_DIR", format!("{}/cache/", dir.display()))
+        .env("OSM_TMP_DIR", format!("{}/", dir.display()));
+    let line = command_line(&cmd);
+    let finished = run_bounded(&mut cmd, OPENSM_TIMEOUT)?.success(&line)?;
+    let log_path = dir.join("opensm.log");
+    let log = std::fs::read_to_string(&log_path)
+        .map_err(|e| Error::new(format!("cannot read {}: {e}", log_path.display())))?;
+    let run = OpenSmRun {
+        dir: dir.to_owned(),
+        config_file,
+        stdout: finished.stdout,
+        log,
+    };
+    if !run.log.contains("SUBNET UP") {
+        return Err(Error::new(format!(
+            "`{line}` exited without SUBNET UP in {}\n--- stdout ---\n{}",
+            log_path.display(),
+            run.stdout
+        )));
+    }
+    Ok(run)
+}
+
+fn write_files(dir: &Path, options: &str) -> Result<PathBuf> {
+    // In opensm.conf a '#' starts a comment anywhere on a line, even inside quotes.
+    let d = dir.display().to_string();
+    if d.contains('#') {
+        return Err(Error::new(format!(
+            "OpenSM cannot use the directory {d:?}: opensm.conf cannot quote a '#'"
+        )));
+    }
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text)
+            .map(|()| path.clone())
+            .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))
+    };
+    std::fs::create_dir_all(dir.join("cache"))
+        .map_err(|e| Error::new(format!("cannot create {}/cache: {e}", dir.display())))?;
+    let policy = write("qos-policy.conf", QOS_POLICY)?;
+    let partitions = write("partitions.conf", PARTITIONS)?;
+    let mut conf = String::from("# Written by ibqos-tests: every file OpenSM writes or reads.\n");
+    writeln!(conf, "log_file {d}/opensm.log").unwrap();
+    writeln!(conf, "dump_files_dir {d}/").unwrap();
+    writeln!(conf, "partition_config_file {}", partitions.display()).unwrap();
+    writeln!(conf, "qos_policy_file {}", policy.display()).unwrap();
+    conf.push_str("\n# The test's options.\n");
+    conf.push_str(options);
+    if !conf.ends_with('\n') {
+        conf.push('\n');
+    }
+    write("opensm.conf", &conf)
+}
