@@ -326,7 +326,10 @@ pub(crate) fn parse_sl2vl(
         stream.diags.push(
             Diagnostic::warning(
                 "too-few-vls",
-                format!("`{key}` lists {listed} VLs: SL {listed}-15 go to VL0"),
+                match listed {
+                    15 => format!("`{key}` lists 15 VLs: SL 15 goes to VL0"),
+                    _ => format!("`{key}` lists {listed} VLs: SL {listed}-15 go to VL0"),
+                },
             )
             .with_help("list 16 VLs, one per SL")
             .at(whole(anchor)),

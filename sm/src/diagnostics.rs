@@ -45,10 +45,15 @@ impl Report {
             .count()
     }
 
-    /// Every diagnostic rendered for a terminal, then a one-line total.
-    pub fn render_human(&self) -> String {
+    /// Every diagnostic rendered for a terminal (notes only with `include_notes`), then a
+    /// one-line total.
+    pub fn render_human(&self, include_notes: bool) -> String {
         let mut out = String::new();
-        for diagnostic in &self.diagnostics {
+        let shown = self
+            .diagnostics
+            .iter()
+            .filter(|d| include_notes || self.severity(d) != Severity::Note);
+        for diagnostic in shown {
             out.push_str(&render_one(diagnostic, self.severity(diagnostic)));
             out.push('\n');
         }

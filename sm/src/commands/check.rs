@@ -19,7 +19,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
             writeln!(out, "{diagnostic}")?;
         }
     } else {
-        write!(out, "{}", report.render_human())?;
+        write!(out, "{}", report.render_human(true))?;
         if report.error_count() + report.warning_count() == 0 {
             writeln!(
                 out,

@@ -17,7 +17,7 @@ pub fn run(args: &MigrateArgs) -> Result<Outcome> {
     // A line the reader could not use would silently vanish from the output: refuse until it
     // is fixed, before converting anything.
     if report.error_count() > 0 {
-        eprint!("{}", report.render_human());
+        eprint!("{}", report.render_human(true));
         eprintln!(
             "nothing written: {} has errors; fix them and run again",
             args.input.display()
@@ -29,7 +29,7 @@ pub fn run(args: &MigrateArgs) -> Result<Outcome> {
         Format::NativeToml => to_opensm_conf(&loaded.settings),
     };
     report.extend(losses);
-    eprint!("{}", report.render_human());
+    eprint!("{}", report.render_human(true));
     let outcome = Outcome::from_report(&report);
     if outcome == Outcome::Failed {
         eprintln!("nothing written: see the problems above");

@@ -30,7 +30,7 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
     // Without --strict the plan is what OpenSM would do with the file as it stands (it ignores
     // bad lines); with --strict any problem stops it.
     if args.diagnostics.strict && report.error_count() > 0 {
-        eprint!("{}", report.render_human());
+        eprint!("{}", report.render_human(true));
         eprintln!("no plan: --strict refuses a configuration with problems");
         return Ok(Outcome::Failed);
     }
@@ -54,7 +54,8 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
         });
         writeln!(out, "{object}")?;
     } else {
-        eprint!("{}", report.render_human());
+        // Notes are for `ibqos check`; a plan shows only what changes the tables.
+        eprint!("{}", report.render_human(false));
         if !qos.enabled {
             writeln!(
                 out,
