@@ -1,6 +1,5 @@
 //! `ibqos plan`: what ibqos would program on a port, as JSON.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -14,35 +13,7 @@ use crate::{Error, Result};
 
 const PLAN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The four QoS port classes of opensm.conf (`qos_ca_*`, `qos_sw0_*`, `qos_swe_*`, `qos_rtr_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PortClass {
-    /// A CA port.
-    Ca,
-    /// Port 0 of a switch with enhanced port 0.
-    Sw0,
-    /// A switch external port.
-    Swe,
-    /// A router port.
-    Rtr,
-}
-
-impl PortClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PortClass::Ca => "ca",
-            PortClass::Sw0 => "sw0",
-            PortClass::Swe => "swe",
-            PortClass::Rtr => "rtr",
-        }
-    }
-}
-
-impl fmt::Display for PortClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use ibqos_qos::PortClass;
 
 /// What the planner needs to know about a port. VL values are counts of data VLs (1, 2, 4, 8
 /// or 15), not PortInfo's encoding.
@@ -131,7 +102,7 @@ pub fn plan(ibqos: &Path, config: &Path, class: PortClass, caps: PlanCaps) -> Re
     cmd.arg("plan")
         .arg("-F")
         .arg(config)
-        .args(["--class", class.as_str()])
+        .args(["--class", class.name()])
         .args(["--vls", &caps.vls.to_string()])
         .args(["--oper-vls", &caps.oper_vls.to_string()])
         .args(["--low-cap", &caps.low_cap.to_string()])
