@@ -1,0 +1,21 @@
+//! The fabric model of ibqos.
+//!
+//! - [`Topology`]: nodes, ports, links and port capabilities, built by the SM from discovery or
+//!   read from a net file;
+//! - [`netfile`]: ibsim / ibnetdiscover net files, read exactly as ibsim 0.10 reads them, and
+//!   written so that ibsim loads them;
+//! - [`generate`]: generated fabrics (ring, fat tree, 2-D torus) for tests and the simulator;
+//! - [`routing`]: the routing engines (minhop, up*/down*) as pure, deterministic functions from a
+//!   topology with LIDs to every switch's linear forwarding table, and a path tracer.
+//!
+//! The emulated fabric (one SMA per node) will build on [`Topology`]; it is not here yet.
+
+pub mod generate;
+pub mod netfile;
+pub mod routing;
+mod topology;
+
+pub use topology::{
+    LINK_SPEED_SDR, LINK_WIDTH_4X, LidError, LinkCaps, MAX_UNICAST_LID, Node, NodeId, NodeKind,
+    Port, PortRef, Topology, TopologyError,
+};

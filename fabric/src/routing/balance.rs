@@ -1,0 +1,133 @@
+//! The balancing step shared by every engine: which of the candidate ports a switch uses for
+//! each destination LID.
+//!
+//! It follows OpenSM's `osm_switch_recommend_path` (osm_switch.c) as called by
+//! `ucast_mgr_process_tbl` / `ucast_mgr_process_port` (osm_ucast_mgr.c) with default options:
+//! - LIDs are routed offset by offset (every destination's base LID, then every base + 1, ...),
+//!   destinations in the order of [`super::destinations`];
+//! - each switch keeps a per-port count of CA/router LIDs routed so far (OpenSM's port profile;
+//!   switch LIDs are not counted, as with `port_profile_switch_nodes FALSE`) and picks the
+//!   candidate with the lowest count, the first in port order on ties;
+//! - for the LIDs after a port's base LID (LMC > 0) the search starts after the port used for
+//!   the previous LID, and a candidate leading to a system image not yet used for this
+//!   destination wins, then one leading to a node not yet used, so the LID range spreads over
+//!   paths. OpenSM additionally breaks ties by how often a remote node was forwarded to; that
+//!   refinement is left out.
+//!
+//! Not mirrored: keeping existing LFT entries (the engines are pure functions), port shifting,
+//! scatter ports, and routing-order / port-profile-ignore files.
+
+use std::collections::BTreeMap;
+
+use super::{Dest, NO_ROUTE, Routes, RoutingError, SwitchGraph};
+use crate::topology::{PortRef, Topology};
+
+/// Builds every switch's table. `toward(is_switch, t, s)` lists the ports of switch `s` an engine
+/// allows toward a destination attached to switch `t` (a switch's own port 0 when `is_switch`),
+/// in port order.
+pub(super) fn build<'t>(
+    topo: &Topology,
+    graph: &SwitchGraph,
+    dests: &[Dest],
+    toward: impl Fn(bool, usize, usize) -> &'t [u8],
+) -> Result<Routes, RoutingError> {
+    let max_lid = dests
+        .iter()
+        .map(|d| d.base + (d.count - 1))
+        .max()
+        .unwrap_or(0);
+    let max_count = dests.iter().map(|d| d.count).max().unwrap_or(1);
+    let mut lfts = BTreeMap::new();
+    for (s, &id) in graph.ids.iter().enumerate() {
+        let Some(node) = topo.node(id) else { continue };
+        // (system image GUID, node GUID) behind each port.
+        let remote: Vec<(u64, u64)> = (0..node.ports.len())
+            .map(|p| {
+                node.port(p as u8)
+                    .and_then(|port| topo.node(port.peer?.node))
+                    .map_or((0, 0), |n| (n.system_image_guid, n.guid))
+            })
+            .collect();
+        let mut lft = vec![NO_ROUTE; usize::from(max_lid) + 1];
+        let mut profile = vec![0u32; node.ports.len()];
+        let mut used: Vec<Vec<(u64, u64)>> = vec![Vec::new(); dests.len()];
+        for offset in 0..max_count {
+            for (d, dest) in dests.iter().enumerate() {
+                if offset >= dest.count {
+                    continue;
+                }
+                let lid = dest.base + offset;
+                let unreachable = || RoutingError::Unreachable {
+                    switch: topo.describe(PortRef::new(id, 0)),
+                    dest: topo.describe(dest.port),
+                    lid,
+                };
+                let port = match dest.attach {
+                    Some((t, p)) if t == s => p,
+                    Some((t, _)) => {
+                        let start = if offset == 0 {
+                            1
+                        } else {
+                            usize::from(lft[usize::from(lid - 1)]) + 1
+                        };
+                        let choice = Choice {
+                            profile: &profile,
+                            remote: &remote,
+                            used: &used[d],
+                        };
+                        choice
+                            .best(toward(dest.is_switch, t, s), start)
+                            .ok_or_else(unreachable)?
+                    }
+                    None => return Err(unreachable()),
+                };
+                lft[usize::from(lid)] = port;
+                if !dest.is_switch {
+                    profile[usize::from(port)] += 1;
+                    if dest.count > 1 && port != 0 {
+                        used[d].push(remote[usize::from(port)]);
+                    }
+                }
+            }
+        }
+        lfts.insert(id, lft);
+    }
+    Ok(Routes { lfts, max_lid })
+}
+
+/// One switch's state while choosing a port for one LID.
+struct Choice<'a> {
+    profile: &'a [u32],
+    remote: &'a [(u64, u64)],
+    /// Remote (system image, node) GUIDs already used by this destination's LIDs.
+    used: &'a [(u64, u64)],
+}
+
+impl Choice<'_> {
+    /// The least-loaded candidate, searching from port `start` round the switch, preferring a
+    /// new remote system, then a new remote node.
+    fn best(&self, candidates: &[u8], start: usize) -> Option<u8> {
+        let ports = self.profile.len();
+        let mut order: Vec<u8> = candidates.to_vec();
+        order.sort_by_key(|&p| (usize::from(p) + ports - start % ports) % ports);
+        let mut best: Option<(u32, u8)> = None;
+        let mut other_sys: Option<(u32, u8)> = None;
+        let mut other_node: Option<(u32, u8)> = None;
+        let better = |slot: &mut Option<(u32, u8)>, count: u32, port: u8| {
+            if slot.is_none_or(|(c, _)| count < c) {
+                *slot = Some((count, port));
+            }
+        };
+        for p in order {
+            let count = self.profile[usize::from(p)];
+            let (sys, node) = self.remote[usize::from(p)];
+            if !self.used.iter().any(|u| u.0 == sys) {
+                better(&mut other_sys, count, p);
+            } else if !self.used.iter().any(|u| u.1 == node) {
+                better(&mut other_node, count, p);
+            }
+            better(&mut best, count, p);
+        }
+        other_sys.or(other_node).or(best).map(|(_, p)| p)
+    }
+}

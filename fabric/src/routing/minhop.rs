@@ -1,0 +1,35 @@
+//! Min-hop routing (OpenSM's default engine, `osm_ucast_mgr.c`).
+
+use super::{Routes, RoutingError, SwitchGraph, balance, destinations};
+use crate::topology::Topology;
+
+/// Routes every end port LID out of a port on a shortest switch-to-switch path, balanced across
+/// equal paths as OpenSM's minhop does (see the balancing rules in this module's parent).
+///
+/// Fails when no end port has a LID, a linked end port has none, LIDs collide, or some switch
+/// cannot reach some destination.
+pub fn minhop(topo: &Topology) -> Result<Routes, RoutingError> {
+    topo.validate()?;
+    let graph = SwitchGraph::new(topo);
+    let dests = destinations(topo, &graph)?;
+    let toward = shortest_ports(&graph);
+    balance::build(topo, &graph, &dests, |_, t, s| &toward[t][s])
+}
+
+/// `[t][s]`: the ports of switch `s` on a shortest path to switch `t`.
+pub(super) fn shortest_ports(graph: &SwitchGraph) -> Vec<Vec<Vec<u8>>> {
+    (0..graph.len())
+        .map(|t| {
+            let dist = graph.bfs(&[t], |_, _| true);
+            (0..graph.len())
+                .map(|s| {
+                    graph.adj[s]
+                        .iter()
+                        .filter(|&&(_, n)| dist[n] != u32::MAX && dist[n] + 1 == dist[s])
+                        .map(|&(p, _)| p)
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
