@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use ibqos_qos::{PortClass, VlCount};
 
+use crate::transport::FabricSpec;
+
 /// ibqos: an InfiniBand subnet manager centred on QoS.
 ///
 /// It reads OpenSM's own opensm.conf (exactly as OpenSM 3.3.23 reads it, and says where OpenSM
@@ -42,6 +44,64 @@ pub enum Command {
     /// else as ibqos.toml. Whatever the target format cannot express is reported, never dropped
     /// silently; with --strict such a loss is an error and nothing is written.
     Migrate(MigrateArgs),
+    /// Read one attribute of one node over the fabric, like smpquery.
+    ///
+    /// Sends one SubnGet (retrying on timeout) by directed route or to a LID and prints the
+    /// decoded attribute as `Name: value` lines, or JSON.
+    #[command(after_help = "Examples:\n  \
+        ibqos query nodeinfo --dr 0,1\n  \
+        ibqos query --fabric ibsim:sim@H1 portinfo --dr 0,1 --port 3\n  \
+        ibqos query --fabric umad:mlx5_0:1 vlarb --lid 2 --port 3 --json")]
+    Query(QueryArgs),
+    /// Run the subnet manager of a fabric.
+    ///
+    /// Discovers the fabric by directed route, assigns LIDs (keeping the ones ports already hold
+    /// and the ones its LID cache remembers), routes, programs every switch's forwarding table
+    /// and brings every link up to ACTIVE, as OpenSM's heavy sweep does, then logs SUBNET UP and
+    /// prints a summary. With --once it exits after that; otherwise it sweeps again every
+    /// sweep_interval seconds until SIGTERM or SIGINT.
+    Sm(SmArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("sm_config").args(["opensm_conf", "toml"])))]
+pub struct SmArgs {
+    /// The fabric: `ibsim:SOCKNAME@NODE` (a native client of a running ibsim, attached at NODE)
+    /// or `umad[:DEVICE[:PORT]]` (the kernel; by default the first InfiniBand port).
+    #[arg(long, value_name = "SPEC", default_value_t)]
+    pub fabric: FabricSpec,
+    /// An opensm.conf to read, as `opensm -F` reads it. Without one, OpenSM's defaults.
+    #[arg(short = 'F', long = "opensm-conf", value_name = "OPENSM_CONF")]
+    pub opensm_conf: Option<PathBuf>,
+    /// An ibqos.toml to read.
+    #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
+    pub toml: Option<PathBuf>,
+    /// Configure the subnet once and exit (0 if it came up), like `opensm --once`.
+    #[arg(short = 'o', long)]
+    pub once: bool,
+    /// Print each sweep's summary as one JSON object on standard output.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the guid2lid LID cache lives; default $OSM_CACHE_DIR, else /var/cache/ibqos.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Fault injection, for testing: the probability (0-1) that a MAD from the fabric is lost.
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
+    pub fault_loss: f64,
+    /// Fault injection: the probability (0-1) that a MAD from the fabric is truncated or has
+    /// bytes flipped.
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
+    pub fault_corrupt: f64,
+    /// The seed of the fault injection: the same seed loses and damages the same MADs.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fault_seed: u64,
+}
+
+impl SmArgs {
+    /// The configuration file given, if any.
+    pub fn config(&self) -> Option<&PathBuf> {
+        self.opensm_conf.as_ref().or(self.toml.as_ref())
+    }
 }
 
 /// Flags shared by every command that reads configuration.
@@ -115,6 +175,86 @@ pub struct MigrateArgs {
     pub diagnostics: DiagnosticArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The fabric: `ibsim:SOCKNAME@NODE` (a native ibsim client attached at NODE) or
+    /// `umad[:DEVICE[:PORT]]` (the kernel; by default the first InfiniBand port).
+    #[arg(long, value_name = "SPEC")]
+    pub fabric: Option<FabricSpec>,
+    /// The attribute to read.
+    #[arg(value_enum)]
+    pub attribute: QueryAttribute,
+    /// A directed route: egress ports from the local node, starting with 0 (the local node
+    /// itself), as smpquery -D takes it: `0` is this node, `0,1` the node behind local port 1.
+    /// The default when --lid is not given is `0`.
+    #[arg(long, value_name = "PATH", value_parser = parse_dr_route, conflicts_with = "lid")]
+    pub dr: Option<DrRoute>,
+    /// A destination LID (LID-routed SMP).
+    #[arg(long, value_name = "LID", value_parser = clap::value_parser!(u16).range(1..=0xfffe))]
+    pub lid: Option<u16>,
+    /// The port: for portinfo the port to read (0: the port the query arrives on, or a switch's
+    /// port 0); for sl2vl and vlarb the output port.
+    #[arg(long, value_name = "P")]
+    pub port: Option<u8>,
+    /// For sl2vl on a switch: the input port.
+    #[arg(long, value_name = "P")]
+    pub in_port: Option<u8>,
+    /// How long to wait for each answer, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub timeout_ms: u64,
+    /// How many times to resend an unanswered query.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub retries: u32,
+    /// Print one JSON object instead of `Name: value` lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `ibqos query` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QueryAttribute {
+    Nodeinfo,
+    Portinfo,
+    Nodedesc,
+    Switchinfo,
+    Sl2vl,
+    Vlarb,
+}
+
+/// The egress ports of a directed route (the leading 0 of the command-line form removed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrRoute(pub Vec<u8>);
+
+fn parse_dr_route(s: &str) -> Result<DrRoute, String> {
+    let mut ports = s
+        .split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<u8>()
+                .map_err(|_| format!("`{p}` is not a port number 0-255"))
+        })
+        .collect::<Result<Vec<u8>, String>>()?;
+    if ports.first() != Some(&0) {
+        return Err("a directed route starts with 0 (the local node), e.g. 0,1,3".into());
+    }
+    ports.remove(0);
+    if ports.len() > 63 {
+        return Err(format!(
+            "{} hops; a directed route has at most 63",
+            ports.len()
+        ));
+    }
+    Ok(DrRoute(ports))
+}
+
+fn parse_probability(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("`{s}` is not a probability between 0 and 1")),
+    }
+}
+
 fn parse_class(s: &str) -> Result<PortClass, String> {
     s.parse()
 }
@@ -152,6 +292,26 @@ mod tests {
         ])
         .unwrap_err();
         assert!(err.to_string().contains("1, 2, 4, 8 or 15"), "{err}");
+    }
+
+    #[test]
+    fn query_dr_route_needs_the_leading_zero() {
+        let cli = Cli::try_parse_from(["ibqos", "query", "nodeinfo", "--dr", "0,1,3"]).unwrap();
+        let Command::Query(args) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(args.dr, Some(DrRoute(vec![1, 3])));
+        let err = Cli::try_parse_from(["ibqos", "query", "nodeinfo", "--dr", "1,3"]).unwrap_err();
+        assert!(err.to_string().contains("starts with 0"), "{err}");
+        let err = Cli::try_parse_from(["ibqos", "query", "nodeinfo", "--dr", "0", "--lid", "2"]);
+        assert!(err.is_err());
+    }
+
+    #[test]
+    fn query_rejects_a_bad_fabric_with_its_reason() {
+        let err = Cli::try_parse_from(["ibqos", "query", "--fabric", "ibsim:sim", "nodeinfo"])
+            .unwrap_err();
+        assert!(err.to_string().contains("ibsim:SOCKNAME@NODE"), "{err}");
     }
 
     #[test]

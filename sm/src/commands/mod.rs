@@ -10,6 +10,8 @@ use crate::diagnostics::Report;
 pub mod check;
 pub mod migrate;
 pub mod plan;
+pub mod query;
+pub mod sm;
 
 /// How a command ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

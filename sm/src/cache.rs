@@ -1,0 +1,95 @@
+//! The guid2lid cache: which LIDs each port had, kept across restarts so a restarted SM gives
+//! every port its old address (OpenSM's `$OSM_CACHE_DIR/guid2lid`).
+//!
+//! Same format as OpenSM's, one port per line: `0x<port GUID> 0x<first LID> 0x<last LID>`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Reads a guid2lid file. A line that does not parse is skipped and reported in the returned
+/// list of problems: a damaged cache must not stop the SM, it only costs the old addresses.
+pub fn read_guid2lid(text: &str) -> (BTreeMap<u64, u16>, Vec<String>) {
+    let mut lids = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut fields = line.split_whitespace().map(parse_hex);
+        match (fields.next().flatten(), fields.next().flatten()) {
+            (Some(guid), Some(lid)) if lid <= u64::from(u16::MAX) => {
+                lids.insert(guid, lid as u16);
+            }
+            _ => problems.push(format!(
+                "line {}: `{line}` is not `GUID LID LID`",
+                number + 1
+            )),
+        }
+    }
+    (lids, problems)
+}
+
+fn parse_hex(field: &str) -> Option<u64> {
+    let digits = field
+        .strip_prefix("0x")
+        .or_else(|| field.strip_prefix("0X"))?;
+    u64::from_str_radix(digits, 16).ok()
+}
+
+/// The guid2lid file for these ports: (port GUID, base LID) with `lmc`.
+pub fn write_guid2lid(ports: impl IntoIterator<Item = (u64, u16)>, lmc: u8) -> String {
+    let span = 1u16 << lmc.min(7);
+    let mut out = String::new();
+    for (guid, lid) in ports {
+        let _ = writeln!(
+            out,
+            "{guid:#018x} {lid:#06x} {:#06x}",
+            lid.saturating_add(span - 1)
+        );
+    }
+    out
+}
+
+/// Reads `dir/guid2lid` if it exists; a missing file is an empty cache.
+pub fn load(dir: &Path) -> std::io::Result<(BTreeMap<u64, u16>, Vec<String>)> {
+    match std::fs::read_to_string(dir.join("guid2lid")) {
+        Ok(text) => Ok(read_guid2lid(&text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
+        Err(error) => Err(error),
+    }
+}
+
+/// Writes `dir/guid2lid` (creating the directory), replacing it atomically.
+pub fn store(dir: &Path, contents: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join("guid2lid.tmp");
+    std::fs::write(&tmp, contents)?;
+    std::fs::rename(tmp, dir.join("guid2lid"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_in_opensm_format() {
+        let text = write_guid2lid([(0x0002_c900_0010_0001, 1), (0x0002_c900_0000_1000, 4)], 1);
+        assert_eq!(
+            text,
+            "0x0002c90000100001 0x0001 0x0002\n0x0002c90000001000 0x0004 0x0005\n"
+        );
+        let (lids, problems) = read_guid2lid(&text);
+        assert!(problems.is_empty());
+        assert_eq!(lids.get(&0x0002_c900_0000_1000), Some(&4));
+    }
+
+    #[test]
+    fn damaged_lines_are_skipped_and_reported() {
+        let (lids, problems) = read_guid2lid("0x10 0x1 0x1\ngarbage\n0x20\n0x30 0x10000 0x1\n");
+        assert_eq!(lids.len(), 1);
+        assert_eq!(problems.len(), 3);
+        assert!(problems[0].starts_with("line 2"));
+    }
+}

@@ -1,0 +1,254 @@
+//! `ibqos sm`: the subnet manager.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ibqos_opensm::Settings;
+use ibqos_qos::VlCount;
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use crate::cache;
+use crate::cli::SmArgs;
+use crate::commands::{Outcome, load_config};
+use crate::diagnostics::Report;
+use crate::engine::routing::RoutingEngine;
+use crate::engine::scheduler::{SchedulerConfig, attribute_name, method_name};
+use crate::engine::sweep::{Phase, Sweep, SweepConfig};
+use crate::run::{Unsolicited, run_sweep};
+use crate::transport::fault::{FaultConfig, Faulty};
+use crate::transport::{OpenOptions, Role, open};
+
+/// Heavy sweeps `--once` makes before it gives up on bringing the subnet up.
+const ONCE_MAX_SWEEPS: u32 = 4;
+
+/// OpenSM's `subnet_timeout` default: 4.096 us x 2^18, about one second.
+const SUBNET_TIMEOUT: u8 = 18;
+
+pub fn run(args: &SmArgs) -> Result<Outcome> {
+    let settings = match args.config() {
+        Some(path) => {
+            let loaded = load_config(path)?;
+            let mut report = Report::new(false);
+            report.extend(loaded.diagnostics);
+            eprint!("{}", report.render_human(false));
+            loaded.settings
+        }
+        None => Settings::default(),
+    };
+    let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
+    let (guid2lid, problems) = cache::load(&cache_dir)
+        .with_context(|| format!("cannot read the LID cache in {}", cache_dir.display()))?;
+    for problem in problems {
+        warn!(cache = %cache_dir.join("guid2lid").display(), %problem, "guid2lid line skipped");
+    }
+    let config = sweep_config(&settings, guid2lid);
+    let options = OpenOptions {
+        role: Role::Sm,
+        response_timeout: config.scheduler.timeout * (config.scheduler.retries + 1),
+    };
+    let mut transport = open(&args.fabric, &options)?;
+    let faults = FaultConfig {
+        loss: args.fault_loss,
+        corrupt: args.fault_corrupt,
+        seed: args.fault_seed,
+    };
+    if faults.is_active() {
+        warn!(
+            loss = faults.loss,
+            corrupt = faults.corrupt,
+            seed = faults.seed,
+            "injecting faults"
+        );
+        transport = Box::new(Faulty::new(transport, faults));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("cannot install the SIGTERM/SIGINT handler")?;
+    }
+    let interval = Duration::from_secs(u64::from(settings.sm.sweep_interval.max(1)));
+    for sweep_number in 1.. {
+        let (sweep, unsolicited) = run_sweep(transport.as_mut(), config.clone())?;
+        save_lids(&sweep, &cache_dir, config.lmc);
+        let up = *sweep.phase() == Phase::SubnetUp;
+        // With --once, sweep again at once until the subnet is up, as `opensm -o` does, and
+        // report only the last sweep.
+        let last_once = args.once && (up || sweep_number >= ONCE_MAX_SWEEPS);
+        if !args.once || last_once {
+            let summary = summary(&sweep, &unsolicited, sweep_number);
+            if args.json {
+                writeln!(std::io::stdout().lock(), "{summary}")?;
+            } else {
+                eprint!("{}", describe(&summary));
+            }
+        }
+        if last_once {
+            // Dropping the transport releases the port's SM claim (issm) before exit.
+            return Ok(if up {
+                Outcome::Success
+            } else {
+                Outcome::Failed
+            });
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if args.once {
+            warn!(sweep = sweep_number, "subnet not up yet; sweeping again");
+        } else if !sleep_unless_stopped(interval, &stop) {
+            break;
+        }
+    }
+    info!("stopping on signal");
+    Ok(Outcome::Success)
+}
+
+/// Sleeps `interval` in short steps; false if a stop signal came.
+fn sleep_unless_stopped(interval: Duration, stop: &AtomicBool) -> bool {
+    let step = Duration::from_millis(100);
+    let mut slept = Duration::ZERO;
+    while slept < interval {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(step);
+        slept += step;
+    }
+    !stop.load(Ordering::Relaxed)
+}
+
+/// `$OSM_CACHE_DIR` as OpenSM reads it, else ibqos's own cache directory.
+fn default_cache_dir() -> PathBuf {
+    std::env::var_os("OSM_CACHE_DIR")
+        .map_or_else(|| PathBuf::from("/var/cache/ibqos"), PathBuf::from)
+}
+
+fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
+    let sm = &settings.sm;
+    let links = &settings.links;
+    let routing = match sm.routing_engine.as_deref().map(str::trim) {
+        None | Some("minhop") | Some("") => RoutingEngine::MinHop,
+        Some("updn") => RoutingEngine::UpDown,
+        Some(other) => {
+            warn!(
+                engine = other,
+                "routing engine not implemented; using minhop"
+            );
+            RoutingEngine::MinHop
+        }
+    };
+    SweepConfig {
+        scheduler: SchedulerConfig {
+            max_outstanding: usize::try_from(sm.max_wire_smps).unwrap_or(usize::MAX),
+            timeout: Duration::from_millis(u64::from(sm.transaction_timeout.max(1))),
+            retries: sm.transaction_retries,
+        },
+        lmc: sm.lmc,
+        subnet_prefix: sm.subnet_prefix,
+        sm_sl: sm.sm_sl & 0xf,
+        // OpenSM's max_op_vls 0 programs OperVLs 0, which no port can run; one VL is the
+        // nearest thing that works.
+        max_op_vls: links.oper_vls_cap().unwrap_or(VlCount::One),
+        head_of_queue_lifetime: links.head_of_queue_lifetime,
+        leaf_head_of_queue_lifetime: links.leaf_head_of_queue_lifetime,
+        vl_stall_count: links.vl_stall_count,
+        leaf_vl_stall_count: links.leaf_vl_stall_count,
+        subnet_timeout: SUBNET_TIMEOUT,
+        routing,
+        guid2lid,
+    }
+}
+
+fn save_lids(sweep: &Sweep, dir: &Path, lmc: u8) {
+    let ports = sweep
+        .subnet()
+        .endports()
+        .filter(|(_, _, p)| p.lid != 0)
+        .map(|(_, _, p)| (p.guid, p.lid));
+    if let Err(error) = cache::store(dir, &cache::write_guid2lid(ports, lmc)) {
+        warn!(dir = %dir.display(), %error, "cannot save the LID cache");
+    }
+}
+
+/// The end-of-sweep summary as one JSON object.
+fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32) -> Value {
+    let counts = sweep.counts();
+    let stats = sweep.stats();
+    let smps: Vec<Value> = stats
+        .sent
+        .iter()
+        .map(|((attribute, method), count)| {
+            json!({"attribute": attribute_name(*attribute), "method": method_name(*method), "count": count})
+        })
+        .collect();
+    let phase = match sweep.phase() {
+        Phase::SubnetUp => "subnet up".to_string(),
+        Phase::Failed(reason) => format!("failed: {reason}"),
+        Phase::Incomplete {
+            failed_requests,
+            ports_not_active,
+        } => format!(
+            "incomplete: {failed_requests} requests failed, {ports_not_active} linked ports not ACTIVE"
+        ),
+        other => format!("{other:?}"),
+    };
+    json!({
+        "sweep": sweep_number,
+        "subnet_up": *sweep.phase() == Phase::SubnetUp,
+        "result": phase,
+        "nodes": counts.nodes,
+        "switches": counts.switches,
+        "ports": counts.ports,
+        "lids": counts.lids,
+        "smps_sent": stats.total_sent(),
+        "smps": smps,
+        "retries": stats.retries,
+        "timeouts": stats.timeouts,
+        "error_statuses": stats.error_statuses,
+        "mismatched_answers": stats.mismatched,
+        "unmatched_answers": stats.unmatched,
+        "failed_requests": counts.failed_requests,
+        "ports_not_active": counts.ports_not_active,
+        "time_to_subnet_up_ms": sweep.subnet_up_after().map(|d| d.as_secs_f64() * 1000.0),
+        "traps": unsolicited.traps,
+        "unanswered_requests": unsolicited.requests,
+    })
+}
+
+/// The summary as a person reads it.
+fn describe(summary: &Value) -> String {
+    let mut out = format!(
+        "{}: {} nodes ({} switches), {} ports, {} LIDs\n",
+        summary["result"].as_str().unwrap_or("?"),
+        summary["nodes"],
+        summary["switches"],
+        summary["ports"],
+        summary["lids"],
+    );
+    out.push_str(&format!(
+        "SMPs sent: {} ({} retries, {} timeouts, {} error statuses, {} requests failed)\n",
+        summary["smps_sent"],
+        summary["retries"],
+        summary["timeouts"],
+        summary["error_statuses"],
+        summary["failed_requests"],
+    ));
+    for smp in summary["smps"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "  {:<24} {:<8} {}\n",
+            smp["attribute"].as_str().unwrap_or("?"),
+            smp["method"].as_str().unwrap_or("?"),
+            smp["count"]
+        ));
+    }
+    if let Some(ms) = summary["time_to_subnet_up_ms"].as_f64() {
+        out.push_str(&format!("time to SUBNET UP: {ms:.1} ms\n"));
+    }
+    out
+}

@@ -1,0 +1,9 @@
+//! The sans-IO subnet manager: it consumes received MADs and the time, and produces MADs to
+//! send. It never touches a file descriptor or the clock, which is what makes the emulated
+//! fabric, fault injection and deterministic tests cheap.
+
+pub mod lids;
+pub mod routing;
+pub mod scheduler;
+pub mod subnet;
+pub mod sweep;

@@ -1,0 +1,541 @@
+//! The MAD scheduler: which SMP goes on the wire next, and what became of each one.
+//!
+//! Sans-IO: the caller hands in requests, received MADs and the current time, and takes out
+//! SMPs to send; the scheduler never touches a socket or reads the clock. It keeps at most
+//! `max_outstanding` SMPs on the wire (OpenSM's `max_wire_smps`), serves the nodes round-robin so
+//! one large switch cannot starve the rest of a sweep, gives every request a transaction ID whose
+//! low 32 bits are never zero (OpenSM and the kernel read 0 as "no TID"), matches responses by
+//! those low 32 bits and the management class (the kernel and ibsim rewrite the high bits), and
+//! resends a request that gets no answer until its retries are spent.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use ibqos_mad::{AttributeId, Method, Routing, SmpRepr, Status};
+
+/// How the scheduler is tuned: OpenSM's `max_wire_smps`, `transaction_timeout` and
+/// `transaction_retries`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    pub max_outstanding: usize,
+    pub timeout: Duration,
+    pub retries: u32,
+}
+
+/// One SMP to send. `smp.transaction_id` is assigned by the scheduler.
+#[derive(Debug, Clone)]
+pub struct Request<C> {
+    pub smp: SmpRepr,
+    /// The destination LID of a LID-routed SMP; `None` for a directed route.
+    pub dlid: Option<u16>,
+    /// Whose queue the request waits in: requests to different nodes are served in turn.
+    pub node: u64,
+    /// A timeout other than the configured one (OpenSM's long transaction timeout).
+    pub timeout: Option<Duration>,
+    pub context: C,
+}
+
+/// An SMP ready for the transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    pub smp: SmpRepr,
+    pub dlid: Option<u16>,
+}
+
+/// Why a request ended without a good answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// No answer after every attempt (or the fabric handed each attempt back).
+    TimedOut { attempts: u32 },
+    /// The node answered with a non-zero MAD status (the D bit already removed), every time.
+    Status(Status),
+    /// The answers were for another attribute or modifier than the request's.
+    Mismatched,
+}
+
+/// What became of a request.
+#[derive(Debug, Clone)]
+pub enum Completion<C> {
+    Answered {
+        context: C,
+        response: SmpRepr,
+    },
+    Failed {
+        context: C,
+        request: SmpRepr,
+        failure: Failure,
+    },
+}
+
+/// Counts for the summary an administrator reads after a sweep.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchedulerStats {
+    /// SMPs put on the wire, retries included, per (attribute, method).
+    pub sent: BTreeMap<(u16, u8), u64>,
+    pub retries: u64,
+    pub timeouts: u64,
+    pub error_statuses: u64,
+    /// Received MADs that matched no outstanding request (late answers, duplicates, noise).
+    pub unmatched: u64,
+    /// Answers whose attribute or modifier differed from the request's.
+    pub mismatched: u64,
+}
+
+impl SchedulerStats {
+    pub fn total_sent(&self) -> u64 {
+        self.sent.values().sum()
+    }
+}
+
+#[derive(Debug)]
+struct InFlight<C> {
+    request: Request<C>,
+    deadline: Instant,
+    attempts: u32,
+}
+
+/// The scheduler itself; `C` is whatever the caller needs back with each completion.
+#[derive(Debug)]
+pub struct Scheduler<C> {
+    config: SchedulerConfig,
+    /// Requests not yet on the wire, per node.
+    queues: HashMap<u64, VecDeque<Request<C>>>,
+    /// Nodes with queued requests, in the order they are served next.
+    turn: VecDeque<u64>,
+    /// Requests on the wire, by the low 32 bits of their TID.
+    in_flight: HashMap<u32, InFlight<C>>,
+    /// Requests whose attempt timed out, to be sent again before new work.
+    resend: VecDeque<InFlight<C>>,
+    next_tid: u32,
+    stats: SchedulerStats,
+}
+
+impl<C> Scheduler<C> {
+    pub fn new(config: SchedulerConfig) -> Scheduler<C> {
+        Scheduler {
+            config: SchedulerConfig {
+                max_outstanding: config.max_outstanding.max(1),
+                ..config
+            },
+            queues: HashMap::new(),
+            turn: VecDeque::new(),
+            in_flight: HashMap::new(),
+            resend: VecDeque::new(),
+            next_tid: 0,
+            stats: SchedulerStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &SchedulerStats {
+        &self.stats
+    }
+
+    /// Queues a request behind the others for the same node.
+    pub fn submit(&mut self, request: Request<C>) {
+        let queue = self.queues.entry(request.node).or_default();
+        if queue.is_empty() {
+            self.turn.push_back(request.node);
+        }
+        queue.push_back(request);
+    }
+
+    /// Nothing queued, nothing on the wire.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight.is_empty() && self.resend.is_empty() && self.turn.is_empty()
+    }
+
+    /// Requests queued or on the wire.
+    pub fn pending(&self) -> usize {
+        self.in_flight.len()
+            + self.resend.len()
+            + self.queues.values().map(VecDeque::len).sum::<usize>()
+    }
+
+    /// The next SMP to send, if the wire has room: a resend first, then the next node's turn.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if self.in_flight.len() >= self.config.max_outstanding {
+            return None;
+        }
+        let in_flight = match self.resend.pop_front() {
+            Some(mut again) => {
+                again.attempts += 1;
+                self.stats.retries += 1;
+                again
+            }
+            None => {
+                let node = self.turn.pop_front()?;
+                let queue = self.queues.get_mut(&node)?;
+                let request = queue.pop_front()?;
+                if queue.is_empty() {
+                    self.queues.remove(&node);
+                } else {
+                    self.turn.push_back(node);
+                }
+                InFlight {
+                    request,
+                    deadline: now,
+                    attempts: 1,
+                }
+            }
+        };
+        Some(self.launch(in_flight, now))
+    }
+
+    fn launch(&mut self, mut in_flight: InFlight<C>, now: Instant) -> Transmit {
+        let tid = self.fresh_tid();
+        in_flight.request.smp.transaction_id = u64::from(tid);
+        in_flight.deadline = now + in_flight.request.timeout.unwrap_or(self.config.timeout);
+        let smp = in_flight.request.smp;
+        *self
+            .stats
+            .sent
+            .entry((u16::from(smp.attribute_id), u8::from(smp.method)))
+            .or_default() += 1;
+        let transmit = Transmit {
+            smp,
+            dlid: in_flight.request.dlid,
+        };
+        self.in_flight.insert(tid, in_flight);
+        transmit
+    }
+
+    /// A TID whose low 32 bits are not zero and not on the wire already (a second outstanding
+    /// request with the same TID makes the kernel's write fail).
+    fn fresh_tid(&mut self) -> u32 {
+        loop {
+            self.next_tid = self.next_tid.wrapping_add(1);
+            if self.next_tid != 0 && !self.in_flight.contains_key(&self.next_tid) {
+                return self.next_tid;
+            }
+        }
+    }
+
+    /// A response from the fabric. Returns the completion it settles, or `None` when it matches
+    /// nothing on the wire (it is counted and dropped) or the request is sent again.
+    ///
+    /// An answer for another attribute or modifier than the request's, or with an error status,
+    /// is retried like a lost one: a damaged answer looks like either, and a node that really
+    /// refuses gives the same error again, so the only cost is the retries.
+    pub fn on_response(&mut self, response: SmpRepr) -> Option<Completion<C>> {
+        let Some(in_flight) = self.take_matching(&response) else {
+            self.stats.unmatched += 1;
+            return None;
+        };
+        let request = &in_flight.request.smp;
+        if response.attribute_id != request.attribute_id
+            || response.attribute_modifier != request.attribute_modifier
+        {
+            self.stats.mismatched += 1;
+            return self.retry_or_fail(in_flight, Failure::Mismatched);
+        }
+        let status = response.status;
+        if status != Status::OK {
+            self.stats.error_statuses += 1;
+            return self.retry_or_fail(in_flight, Failure::Status(status));
+        }
+        Some(Completion::Answered {
+            context: in_flight.request.context,
+            response,
+        })
+    }
+
+    /// The fabric handed a request back unanswered (ibsim does so at once for no route or no
+    /// handler; the kernel after its own timeout): the same as a timeout of that attempt.
+    pub fn on_dropped(&mut self, request: SmpRepr) -> Option<Completion<C>> {
+        let in_flight = self.take_matching(&request)?;
+        self.stats.timeouts += 1;
+        let attempts = in_flight.attempts;
+        self.retry_or_fail(in_flight, Failure::TimedOut { attempts })
+    }
+
+    /// Every request whose deadline has passed is sent again or, with its retries spent, fails.
+    pub fn poll_timeouts(&mut self, now: Instant) -> Vec<Completion<C>> {
+        let expired: Vec<u32> = self
+            .in_flight
+            .iter()
+            .filter(|(_, f)| f.deadline <= now)
+            .map(|(tid, _)| *tid)
+            .collect();
+        let mut failed = Vec::new();
+        for tid in expired {
+            if let Some(in_flight) = self.in_flight.remove(&tid) {
+                self.stats.timeouts += 1;
+                let attempts = in_flight.attempts;
+                failed.extend(self.retry_or_fail(in_flight, Failure::TimedOut { attempts }));
+            }
+        }
+        failed
+    }
+
+    /// When the next request on the wire times out.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.in_flight.values().map(|f| f.deadline).min()
+    }
+
+    /// Sends the request again if it has retries left; otherwise it fails with `failure`.
+    fn retry_or_fail(&mut self, in_flight: InFlight<C>, failure: Failure) -> Option<Completion<C>> {
+        if in_flight.attempts <= self.config.retries {
+            self.resend.push_back(in_flight);
+            return None;
+        }
+        Some(Completion::Failed {
+            failure,
+            request: in_flight.request.smp,
+            context: in_flight.request.context,
+        })
+    }
+
+    /// The outstanding request a received MAD answers: same low 32 TID bits and same class.
+    fn take_matching(&mut self, mad: &SmpRepr) -> Option<InFlight<C>> {
+        let tid = mad.transaction_id as u32;
+        let same_class = |f: &InFlight<C>| {
+            matches!(
+                (&f.request.smp.routing, &mad.routing),
+                (Routing::Lid, Routing::Lid) | (Routing::Directed(_), Routing::Directed(_))
+            )
+        };
+        if self.in_flight.get(&tid).is_some_and(same_class) {
+            self.in_flight.remove(&tid)
+        } else {
+            None
+        }
+    }
+}
+
+/// The name OpenSM's logs use for an attribute, for the summary.
+pub fn attribute_name(id: u16) -> String {
+    match AttributeId::from(id) {
+        AttributeId::Unknown(raw) => format!("0x{raw:04x}"),
+        known => format!("{known:?}"),
+    }
+}
+
+/// A method's name for the summary.
+pub fn method_name(method: u8) -> String {
+    match Method::from(method) {
+        Method::Unknown(raw) => format!("0x{raw:02x}"),
+        known => format!("{known:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibqos_mad::DrPath;
+
+    const TIMEOUT: Duration = Duration::from_millis(200);
+
+    fn scheduler(max_outstanding: usize, retries: u32) -> Scheduler<(u64, u32)> {
+        Scheduler::new(SchedulerConfig {
+            max_outstanding,
+            timeout: TIMEOUT,
+            retries,
+        })
+    }
+
+    fn request(node: u64, n: u32) -> Request<(u64, u32)> {
+        let routing = Routing::Directed(DrPath::request(&[1]).unwrap());
+        Request {
+            smp: SmpRepr::get(AttributeId::NodeInfo, 0, 0, routing),
+            dlid: None,
+            node,
+            timeout: None,
+            context: (node, n),
+        }
+    }
+
+    /// The answer a node gives to `sent`, with the TID's high bits rewritten as ibsim and the
+    /// kernel do.
+    fn answer(sent: &Transmit, status: Status) -> SmpRepr {
+        SmpRepr {
+            method: Method::GetResp,
+            status,
+            transaction_id: sent.smp.transaction_id | 0xabcd_0000_0000_0000,
+            ..sent.smp
+        }
+    }
+
+    fn drain(s: &mut Scheduler<(u64, u32)>, now: Instant) -> Vec<Transmit> {
+        std::iter::from_fn(|| s.poll_transmit(now)).collect()
+    }
+
+    #[test]
+    fn never_more_than_max_outstanding_on_the_wire() {
+        let mut s = scheduler(4, 0);
+        let now = Instant::now();
+        (0..10).for_each(|n| s.submit(request(1, n)));
+        let first = drain(&mut s, now);
+        assert_eq!(first.len(), 4);
+        assert!(s.on_response(answer(&first[0], Status::OK)).is_some());
+        assert_eq!(drain(&mut s, now).len(), 1);
+    }
+
+    #[test]
+    fn nodes_take_turns() {
+        let mut s = scheduler(100, 0);
+        (0..3).for_each(|n| s.submit(request(1, n)));
+        (0..3).for_each(|n| s.submit(request(2, n)));
+        s.submit(request(3, 0));
+        let order: Vec<u64> = drain(&mut s, Instant::now())
+            .iter()
+            .map(|t| {
+                let c = s.on_response(answer(t, Status::OK)).unwrap();
+                match c {
+                    Completion::Answered { context, .. } => context.0,
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect();
+        assert_eq!(order, vec![1, 2, 3, 1, 2, 1, 2]);
+    }
+
+    #[test]
+    fn tids_skip_zero_and_match_on_the_low_32_bits() {
+        let mut s = scheduler(2, 0);
+        s.next_tid = u32::MAX - 1;
+        s.submit(request(1, 0));
+        s.submit(request(1, 1));
+        let sent = drain(&mut s, Instant::now());
+        let tids: Vec<u64> = sent.iter().map(|t| t.smp.transaction_id).collect();
+        assert_eq!(tids, vec![u64::from(u32::MAX), 1]);
+        let done = s.on_response(answer(&sent[1], Status::OK));
+        assert!(matches!(
+            done,
+            Some(Completion::Answered {
+                context: (1, 1),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_response_of_the_other_class_does_not_match() {
+        let mut s = scheduler(1, 0);
+        s.submit(request(1, 0));
+        let sent = s.poll_transmit(Instant::now()).unwrap();
+        let lid_routed = SmpRepr {
+            routing: Routing::Lid,
+            ..answer(&sent, Status::OK)
+        };
+        assert!(s.on_response(lid_routed).is_none());
+        assert_eq!(s.stats().unmatched, 1);
+        assert!(s.on_response(answer(&sent, Status::OK)).is_some());
+        assert!(s.is_idle());
+    }
+
+    #[test]
+    fn timeouts_are_retried_then_fail() {
+        let mut s = scheduler(1, 2);
+        let start = Instant::now();
+        s.submit(request(7, 0));
+        let mut now = start;
+        let mut attempts = 0;
+        let failure = loop {
+            if let Some(sent) = s.poll_transmit(now) {
+                attempts += 1;
+                assert_eq!(s.next_deadline(), Some(now + TIMEOUT));
+                let _ = sent;
+            }
+            now += TIMEOUT;
+            if let Some(done) = s.poll_timeouts(now).pop() {
+                break done;
+            }
+        };
+        assert_eq!(attempts, 3, "one send and two retries");
+        assert!(matches!(
+            failure,
+            Completion::Failed {
+                failure: Failure::TimedOut { attempts: 3 },
+                context: (7, 0),
+                ..
+            }
+        ));
+        assert_eq!(
+            (
+                s.stats().retries,
+                s.stats().timeouts,
+                s.stats().total_sent()
+            ),
+            (2, 3, 3)
+        );
+        assert!(s.is_idle());
+    }
+
+    #[test]
+    fn a_dropped_request_is_retried_with_a_fresh_tid() {
+        let mut s = scheduler(1, 1);
+        let now = Instant::now();
+        s.submit(request(1, 0));
+        let first = s.poll_transmit(now).unwrap();
+        assert!(s.on_dropped(first.smp).is_none());
+        let second = s.poll_transmit(now).unwrap();
+        assert_ne!(first.smp.transaction_id, second.smp.transaction_id);
+        assert!(matches!(
+            s.on_dropped(second.smp),
+            Some(Completion::Failed {
+                failure: Failure::TimedOut { attempts: 2 },
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn error_statuses_are_retried_then_fail() {
+        let mut s = scheduler(1, 1);
+        let now = Instant::now();
+        s.submit(request(1, 0));
+        let sent = s.poll_transmit(now).unwrap();
+        assert!(
+            s.on_response(answer(&sent, Status(0x0001))).is_none(),
+            "busy: resent"
+        );
+        let again = s.poll_transmit(now).unwrap();
+        let done = s.on_response(answer(&again, Status(0x001c)));
+        assert!(matches!(
+            done,
+            Some(Completion::Failed {
+                failure: Failure::Status(Status(0x001c)),
+                ..
+            })
+        ));
+        assert_eq!((s.stats().error_statuses, s.stats().retries), (2, 1));
+    }
+
+    #[test]
+    fn an_answer_for_another_attribute_is_retried() {
+        let mut s = scheduler(1, 1);
+        let now = Instant::now();
+        s.submit(request(1, 0));
+        let sent = s.poll_transmit(now).unwrap();
+        let wrong = SmpRepr {
+            attribute_id: AttributeId::PortInfo,
+            ..answer(&sent, Status::OK)
+        };
+        assert!(s.on_response(wrong).is_none());
+        let again = s.poll_transmit(now).unwrap();
+        let wrong_modifier = SmpRepr {
+            attribute_modifier: 9,
+            ..answer(&again, Status::OK)
+        };
+        assert!(matches!(
+            s.on_response(wrong_modifier),
+            Some(Completion::Failed {
+                failure: Failure::Mismatched,
+                ..
+            })
+        ));
+        assert_eq!(s.stats().mismatched, 2);
+    }
+
+    #[test]
+    fn long_timeouts_apply_per_request() {
+        let mut s = scheduler(1, 0);
+        let now = Instant::now();
+        let mut long = request(1, 0);
+        long.timeout = Some(Duration::from_millis(500));
+        s.submit(long);
+        s.poll_transmit(now).unwrap();
+        assert_eq!(s.next_deadline(), Some(now + Duration::from_millis(500)));
+        assert!(s.poll_timeouts(now + TIMEOUT).is_empty());
+    }
+}

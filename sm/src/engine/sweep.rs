@@ -1,0 +1,648 @@
+//! One heavy sweep, as a state machine: discover the fabric by directed route, assign LIDs,
+//! program every port's link settings and arm it, route and program the switches' forwarding
+//! tables, then make every port ACTIVE. That is the point OpenSM logs as SUBNET UP.
+//!
+//! Each phase queues its SMPs with the [`Scheduler`] and the next phase starts when the
+//! scheduler has nothing left; discovery alone grows as answers come in. A request that fails
+//! (no answer after its retries, or an error status) is logged and counted, and the sweep goes
+//! on with the rest of the fabric.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use ibqos_mad::{
+    Attribute, AttributeId, DrPath, LinearForwardingTableRepr, NodeDescriptionRepr, NodeInfoRepr,
+    NodeType, PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Routing, SmpRepr,
+};
+use ibqos_qos::VlCount;
+use tracing::{debug, info, warn};
+
+use super::lids::assign_lids;
+use super::routing::{Lfts, RoutingEngine, route};
+use super::scheduler::{Completion, Request, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
+use super::subnet::{Node, Port, PortKey, Subnet};
+
+/// What the sweep needs from the configuration.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    pub scheduler: SchedulerConfig,
+    pub lmc: u8,
+    pub subnet_prefix: u64,
+    pub sm_sl: u8,
+    /// `max_op_vls` as a cap on OperationalVLs.
+    pub max_op_vls: VlCount,
+    pub head_of_queue_lifetime: u8,
+    pub leaf_head_of_queue_lifetime: u8,
+    pub vl_stall_count: u8,
+    pub leaf_vl_stall_count: u8,
+    /// PortInfo.SubnetTimeOut given to endports (OpenSM's `subnet_timeout`, default 18).
+    pub subnet_timeout: u8,
+    pub routing: RoutingEngine,
+    /// LIDs to keep from an earlier run (the guid2lid cache), by port GUID.
+    pub guid2lid: BTreeMap<u64, u16>,
+}
+
+/// Where the sweep is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    Discovering,
+    /// LIDs, link settings and ARMED on every port.
+    ConfiguringPorts,
+    /// SwitchInfo.LinearFDBTop and the LFT blocks.
+    ProgrammingSwitches,
+    /// ACTIVE on every linked port.
+    Activating,
+    SubnetUp,
+    /// Every phase ran, but some requests failed or some linked ports are not ACTIVE.
+    Incomplete {
+        failed_requests: usize,
+        ports_not_active: usize,
+    },
+    /// The sweep could not go on (no LIDs, no routes); the reason is in the message.
+    Failed(String),
+}
+
+/// What an SMP in flight was for.
+#[derive(Debug, Clone)]
+enum Op {
+    NodeInfo { path: Vec<u8> },
+    NodeDescription { guid: u64 },
+    SwitchInfo { guid: u64 },
+    PortInfo { guid: u64, port: u8 },
+    SetPortInfo { port: PortKey },
+    SetSwitchInfo { guid: u64 },
+    SetLft { guid: u64 },
+}
+
+/// The counts an administrator reads after a sweep.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepCounts {
+    pub nodes: usize,
+    pub switches: usize,
+    pub ports: usize,
+    pub lids: usize,
+    /// Requests that failed after their retries, or with an error status.
+    pub failed_requests: usize,
+    /// Ports left not ACTIVE although linked.
+    pub ports_not_active: usize,
+}
+
+/// One heavy sweep.
+#[derive(Debug)]
+pub struct Sweep {
+    config: SweepConfig,
+    scheduler: Scheduler<Op>,
+    subnet: Subnet,
+    phase: Phase,
+    /// Switch ports whose far end has been (or is being) probed.
+    probed: BTreeSet<PortKey>,
+    /// The node each route answered from, to attribute a new link to its near end.
+    by_path: HashMap<Vec<u8>, u64>,
+    /// The route and port GUID by which each CA port was first reached: a CA answers PortInfo
+    /// for the port a request arrives on, so each CA port is read through its own route.
+    arrivals: BTreeMap<PortKey, (Vec<u8>, u64)>,
+    lfts: Lfts,
+    failed_requests: usize,
+    started: Instant,
+    subnet_up_after: Option<Duration>,
+}
+
+impl Sweep {
+    /// A sweep that starts by asking the SM's own node who it is.
+    pub fn start(config: SweepConfig, now: Instant) -> Sweep {
+        let mut sweep = Sweep {
+            scheduler: Scheduler::new(config.scheduler),
+            config,
+            subnet: Subnet::default(),
+            phase: Phase::Discovering,
+            probed: BTreeSet::new(),
+            by_path: HashMap::new(),
+            arrivals: BTreeMap::new(),
+            lfts: Lfts::default(),
+            failed_requests: 0,
+            started: now,
+            subnet_up_after: None,
+        };
+        info!("discovering the fabric");
+        sweep.get_node_info(Vec::new());
+        sweep
+    }
+
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    pub fn subnet(&self) -> &Subnet {
+        &self.subnet
+    }
+
+    pub fn lfts(&self) -> &Lfts {
+        &self.lfts
+    }
+
+    pub fn stats(&self) -> &SchedulerStats {
+        self.scheduler.stats()
+    }
+
+    /// How long the sweep took to reach SUBNET UP, once it has.
+    pub fn subnet_up_after(&self) -> Option<Duration> {
+        self.subnet_up_after
+    }
+
+    pub fn is_done(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::SubnetUp | Phase::Incomplete { .. } | Phase::Failed(_)
+        )
+    }
+
+    pub fn counts(&self) -> SweepCounts {
+        let linked_not_active = self
+            .subnet
+            .ports()
+            .filter(|(key, p)| {
+                self.subnet.peer(*key).is_some() && p.info.port_state != PortState::Active
+            })
+            .count();
+        SweepCounts {
+            nodes: self.subnet.nodes.len(),
+            switches: self.subnet.switches().count(),
+            ports: self.subnet.port_count(),
+            lids: self
+                .subnet
+                .endports()
+                .filter(|(_, _, p)| p.lid != 0)
+                .count(),
+            failed_requests: self.failed_requests,
+            ports_not_active: linked_not_active,
+        }
+    }
+
+    /// The next SMP to send.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.scheduler.poll_transmit(now)
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.scheduler.next_deadline()
+    }
+
+    /// A response (or any MAD) from the fabric.
+    pub fn on_response(&mut self, now: Instant, response: SmpRepr) {
+        if let Some(done) = self.scheduler.on_response(response) {
+            self.complete(done);
+        }
+        self.advance(now);
+    }
+
+    /// The fabric handed a request back undelivered.
+    pub fn on_dropped(&mut self, now: Instant, request: SmpRepr) {
+        if let Some(done) = self.scheduler.on_dropped(request) {
+            self.complete(done);
+        }
+        self.advance(now);
+    }
+
+    /// Time has passed: requests past their deadline are retried or given up.
+    pub fn on_time(&mut self, now: Instant) {
+        for done in self.scheduler.poll_timeouts(now) {
+            self.complete(done);
+        }
+        self.advance(now);
+    }
+
+    fn complete(&mut self, done: Completion<Op>) {
+        match done {
+            Completion::Answered { context, response } => {
+                match Attribute::parse(response.attribute_id, &response.data) {
+                    Ok(attribute) => self.answered(context, attribute),
+                    Err(error) => {
+                        warn!(?context, %error, "malformed answer; treating the request as failed");
+                        self.failed_requests += 1;
+                    }
+                }
+            }
+            Completion::Failed {
+                context, failure, ..
+            } => {
+                self.failed_requests += 1;
+                warn!(
+                    ?context,
+                    ?failure,
+                    "request failed after its retries; going on without it"
+                );
+            }
+        }
+    }
+
+    fn answered(&mut self, op: Op, attribute: Attribute) {
+        match (op, attribute) {
+            (Op::NodeInfo { path }, Attribute::NodeInfo(info)) => self.node_found(path, info),
+            (Op::NodeDescription { guid }, Attribute::NodeDescription(desc)) => {
+                if let Some(node) = self.subnet.nodes.get_mut(&guid) {
+                    node.description = description_text(&desc);
+                }
+            }
+            (Op::SwitchInfo { guid }, Attribute::SwitchInfo(info)) => {
+                if let Some(node) = self.subnet.nodes.get_mut(&guid) {
+                    node.switch = Some(info);
+                }
+            }
+            (Op::PortInfo { guid, port }, Attribute::PortInfo(info)) => {
+                self.port_found(guid, port, info)
+            }
+            (Op::SetPortInfo { port }, Attribute::PortInfo(info)) => {
+                if let Some(p) = self.subnet.port_mut(port) {
+                    p.info = info;
+                }
+            }
+            (Op::SetSwitchInfo { guid }, Attribute::SwitchInfo(info)) => {
+                if let Some(node) = self.subnet.nodes.get_mut(&guid) {
+                    node.switch = Some(info);
+                }
+            }
+            (Op::SetLft { guid }, Attribute::LinearForwardingTable(_)) => {
+                debug!(guid = %format!("{guid:#018x}"), "LFT block set");
+            }
+            (op, attribute) => {
+                warn!(?op, answer = ?attribute.id(), "answer of the wrong attribute; ignored");
+                self.failed_requests += 1;
+            }
+        }
+    }
+
+    /// NodeInfo answered at `path`: a new node is read in full; a node seen before only adds
+    /// the link (and, for a CA, the port this route arrives at).
+    fn node_found(&mut self, path: Vec<u8>, info: NodeInfoRepr) {
+        let guid = info.node_guid;
+        let arrival = info.local_port_num;
+        let here = (guid, arrival);
+        let new_node = !self.subnet.nodes.contains_key(&guid);
+        if new_node {
+            debug!(guid = %format!("{guid:#018x}"), ?path, kind = ?info.node_type, "found a node");
+            self.subnet.nodes.insert(
+                guid,
+                Node {
+                    info,
+                    description: String::new(),
+                    switch: None,
+                    path: path.clone(),
+                    ports: BTreeMap::new(),
+                },
+            );
+            self.get(
+                guid,
+                &path,
+                AttributeId::NodeDescription,
+                0,
+                Op::NodeDescription { guid },
+            );
+            if info.node_type == NodeType::Switch {
+                self.get(
+                    guid,
+                    &path,
+                    AttributeId::SwitchInfo,
+                    0,
+                    Op::SwitchInfo { guid },
+                );
+                for port in 0..=info.num_ports {
+                    self.get_port_info(guid, &path, port);
+                }
+            }
+        }
+        if path.is_empty() {
+            self.subnet.sm_port = Some(here);
+        }
+        if info.node_type != NodeType::Switch && !self.arrivals.contains_key(&here) {
+            self.arrivals.insert(here, (path.clone(), info.port_guid));
+            self.get_port_info(guid, &path, arrival);
+        }
+        if let Some((&egress, before)) = path.split_last() {
+            if let Some(&from) = self.by_path.get(before) {
+                self.subnet.link((from, egress), here);
+                self.probed.insert((from, egress));
+                self.probed.insert(here);
+            }
+        }
+        self.by_path.insert(path, guid);
+    }
+
+    fn port_found(&mut self, guid: u64, number: u8, info: PortInfoRepr) {
+        let Some(node) = self.subnet.nodes.get_mut(&guid) else {
+            return;
+        };
+        let is_switch = node.is_switch();
+        let (path, port_guid) = match self.arrivals.get(&(guid, number)) {
+            Some((path, port_guid)) if !is_switch => (path.clone(), *port_guid),
+            _ => (node.path.clone(), node.info.port_guid),
+        };
+        node.ports.insert(
+            number,
+            Port {
+                info,
+                guid: port_guid,
+                path: path.clone(),
+                lid: 0,
+            },
+        );
+        // Beyond a switch port whose link is up, or the SM's own port, is another node.
+        let link_up = info.port_phys_state == PhysPortState::LinkUp;
+        let is_sm_port = self.subnet.sm_port == Some((guid, number));
+        let leads_on = (is_switch && number != 0) || is_sm_port;
+        if link_up && leads_on && self.probed.insert((guid, number)) {
+            let mut next = path;
+            next.push(number);
+            self.get_node_info(next);
+        }
+    }
+
+    /// When a phase has nothing left on the wire, the next one starts.
+    fn advance(&mut self, now: Instant) {
+        while self.scheduler.is_idle() && !self.is_done() {
+            match self.phase {
+                Phase::Discovering => {
+                    let counts = self.counts();
+                    info!(
+                        nodes = counts.nodes,
+                        switches = counts.switches,
+                        ports = counts.ports,
+                        "discovery done"
+                    );
+                    self.configure_ports(now);
+                }
+                Phase::ConfiguringPorts => self.program_switches(),
+                Phase::ProgrammingSwitches => self.activate(),
+                Phase::Activating => self.finish(now),
+                Phase::SubnetUp | Phase::Incomplete { .. } | Phase::Failed(_) => {}
+            }
+        }
+    }
+
+    /// LIDs for every endport, then one PortInfo Set per port: LID, LMC and SM LID on endports,
+    /// OperVLs, NeighborMTU, HOQLife and VLStallCount on links, and ARMED on ports in INIT.
+    fn configure_ports(&mut self, _now: Instant) {
+        self.phase = Phase::ConfiguringPorts;
+        if let Err(error) = assign_lids(&mut self.subnet, self.config.lmc, &self.config.guid2lid) {
+            self.fail(error.to_string());
+            return;
+        }
+        let sm_lid = self
+            .subnet
+            .sm_port
+            .and_then(|k| self.subnet.port(k))
+            .map_or(0, |p| p.lid);
+        info!(lids = self.counts().lids, sm_lid, "LIDs assigned");
+        let keys: Vec<PortKey> = self.subnet.ports().map(|(key, _)| key).collect();
+        for key in keys {
+            if let Some(info) = self.port_settings(key, sm_lid) {
+                self.set_port_info(key, info);
+            }
+        }
+    }
+
+    /// The PortInfo to Set on a port, or `None` for a port to leave alone (down and not an
+    /// endport).
+    fn port_settings(&self, key: PortKey, sm_lid: u16) -> Option<PortInfoRepr> {
+        let node = self.subnet.nodes.get(&key.0)?;
+        let port = node.ports.get(&key.1)?;
+        let is_endport = !node.is_switch() || key.1 == 0;
+        let peer = self
+            .subnet
+            .peer(key)
+            .and_then(|k| Some((self.subnet.nodes.get(&k.0)?, self.subnet.port(k)?)));
+        if peer.is_none() && !is_endport {
+            return None;
+        }
+        let mut info = port.info;
+        // Only what is meant to change: no state change, no forced speed or width.
+        info.port_state = PortState::NoChange;
+        info.port_phys_state = PhysPortState::NoChange;
+        info.link_width_enabled = 0;
+        info.link_speed_enabled = 0;
+        info.link_speed_ext_enabled = 0;
+        if is_endport {
+            info.lid = port.lid;
+            info.lmc = self.config.lmc;
+            info.master_sm_lid = sm_lid;
+            info.gid_prefix = self.config.subnet_prefix;
+            info.master_sm_sl = self.config.sm_sl;
+            info.subnet_timeout = self.config.subnet_timeout;
+        }
+        if let Some((peer_node, peer_port)) = peer {
+            info.operational_vls = self.oper_vls(&port.info, &peer_port.info);
+            info.neighbor_mtu = port.info.mtu_cap.min(peer_port.info.mtu_cap);
+            let leaf = !peer_node.is_switch();
+            if node.is_switch() {
+                info.hoq_life = self.hoq(leaf);
+                info.vl_stall_count = if leaf {
+                    self.config.leaf_vl_stall_count
+                } else {
+                    self.config.vl_stall_count
+                } & 0x7;
+            } else if node.info.node_type == NodeType::Router {
+                info.hoq_life = self.hoq(true);
+            }
+            if port.info.port_state == PortState::Init {
+                info.port_state = PortState::Armed;
+            }
+        }
+        Some(info)
+    }
+
+    fn hoq(&self, leaf: bool) -> u8 {
+        let value = if leaf {
+            self.config.leaf_head_of_queue_lifetime
+        } else {
+            self.config.head_of_queue_lifetime
+        };
+        value & 0x1f
+    }
+
+    /// OperVLs: the lower VLCap of the two ends, capped by `max_op_vls` (`osm_port.c:239-296`).
+    fn oper_vls(&self, local: &PortInfoRepr, peer: &PortInfoRepr) -> u8 {
+        local
+            .vl_cap
+            .min(peer.vl_cap)
+            .max(1)
+            .min(self.config.max_op_vls.encoding())
+    }
+
+    /// SwitchInfo.LinearFDBTop and the LFT blocks up to it, on every switch.
+    fn program_switches(&mut self) {
+        self.phase = Phase::ProgrammingSwitches;
+        let lfts = match route(&self.subnet, &self.config.routing) {
+            Ok(lfts) => lfts,
+            Err(error) => {
+                self.fail(error.to_string());
+                return;
+            }
+        };
+        let top = lfts.max_lid();
+        for (guid, lft) in &lfts.tables {
+            let Some(node) = self.subnet.nodes.get(guid) else {
+                continue;
+            };
+            let path = node.path.clone();
+            if let Some(mut switch) = node.switch {
+                switch.linear_fdb_top = top;
+                // Writing 1 clears PortStateChange: the SM has seen this topology.
+                switch.port_state_change = true;
+                self.set(
+                    *guid,
+                    &path,
+                    Attribute::SwitchInfo(switch),
+                    0,
+                    Op::SetSwitchInfo { guid: *guid },
+                );
+            }
+            for (block, ports) in lft.chunks(64).enumerate() {
+                let mut table = LinearForwardingTableRepr {
+                    ports: [LinearForwardingTableRepr::NO_ROUTE; 64],
+                };
+                table.ports[..ports.len()].copy_from_slice(ports);
+                self.set(
+                    *guid,
+                    &path,
+                    Attribute::LinearForwardingTable(table),
+                    block as u32,
+                    Op::SetLft { guid: *guid },
+                );
+            }
+        }
+        info!(
+            switches = lfts.tables.len(),
+            max_lid = top,
+            "switches configured"
+        );
+        self.lfts = lfts;
+    }
+
+    /// ACTIVE on every ARMED port.
+    fn activate(&mut self) {
+        self.phase = Phase::Activating;
+        let armed: Vec<(PortKey, PortInfoRepr)> = self
+            .subnet
+            .ports()
+            .filter(|(_, port)| port.info.port_state == PortState::Armed)
+            .map(|(key, port)| (key, port.info))
+            .collect();
+        for (key, mut info) in armed {
+            info.port_state = PortState::Active;
+            info.port_phys_state = PhysPortState::NoChange;
+            info.link_width_enabled = 0;
+            info.link_speed_enabled = 0;
+            info.link_speed_ext_enabled = 0;
+            self.set_port_info(key, info);
+        }
+    }
+
+    /// SUBNET UP when every request succeeded and every linked port is ACTIVE; otherwise the
+    /// sweep is incomplete and another heavy sweep is due, as OpenSM re-sweeps after an
+    /// initialization error.
+    fn finish(&mut self, now: Instant) {
+        let counts = self.counts();
+        if counts.failed_requests == 0 && counts.ports_not_active == 0 {
+            self.phase = Phase::SubnetUp;
+            self.subnet_up_after = Some(now.saturating_duration_since(self.started));
+            info!("SUBNET UP");
+        } else {
+            warn!(
+                failed_requests = counts.failed_requests,
+                ports_not_active = counts.ports_not_active,
+                "sweep incomplete"
+            );
+            self.phase = Phase::Incomplete {
+                failed_requests: counts.failed_requests,
+                ports_not_active: counts.ports_not_active,
+            };
+        }
+    }
+
+    fn fail(&mut self, reason: String) {
+        warn!(%reason, "sweep failed");
+        self.phase = Phase::Failed(reason);
+    }
+
+    fn get_node_info(&mut self, path: Vec<u8>) {
+        let node = path_key(&path);
+        self.get(
+            node,
+            &path.clone(),
+            AttributeId::NodeInfo,
+            0,
+            Op::NodeInfo { path },
+        );
+    }
+
+    fn get_port_info(&mut self, guid: u64, path: &[u8], port: u8) {
+        let modifier = u32::from(PortInfoModifier {
+            port,
+            extended_speeds: false,
+        });
+        self.get(
+            guid,
+            path,
+            AttributeId::PortInfo,
+            modifier,
+            Op::PortInfo { guid, port },
+        );
+    }
+
+    fn set_port_info(&mut self, key: PortKey, info: PortInfoRepr) {
+        let Some(port) = self.subnet.port(key) else {
+            return;
+        };
+        let path = port.path.clone();
+        let modifier = u32::from(PortInfoModifier {
+            port: key.1,
+            extended_speeds: false,
+        });
+        self.set(
+            key.0,
+            &path,
+            Attribute::PortInfo(info),
+            modifier,
+            Op::SetPortInfo { port: key },
+        );
+    }
+
+    fn get(&mut self, node: u64, path: &[u8], id: AttributeId, modifier: u32, op: Op) {
+        let Ok(route) = DrPath::request(path) else {
+            warn!(?path, "route longer than 63 hops; not followed");
+            return;
+        };
+        let smp = SmpRepr::get(id, modifier, 0, Routing::Directed(route));
+        self.scheduler.submit(Request {
+            smp,
+            dlid: None,
+            node,
+            timeout: None,
+            context: op,
+        });
+    }
+
+    fn set(&mut self, node: u64, path: &[u8], attribute: Attribute, modifier: u32, op: Op) {
+        let Ok(route) = DrPath::request(path) else {
+            return;
+        };
+        let smp = SmpRepr::set(&attribute, modifier, 0, Routing::Directed(route));
+        self.scheduler.submit(Request {
+            smp,
+            dlid: None,
+            node,
+            timeout: None,
+            context: op,
+        });
+    }
+}
+
+/// A fairness key for a node not yet known by GUID: its route.
+fn path_key(path: &[u8]) -> u64 {
+    path.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn description_text(desc: &NodeDescriptionRepr) -> String {
+    desc.to_string_lossy().trim_end_matches('\0').to_string()
+}

@@ -1,0 +1,102 @@
+//! Fault injection on the receive path: a transport wrapper that loses or damages what the
+//! fabric sends back, seeded so a failing run can be replayed exactly (the idea of smoltcp's
+//! `phy::FaultInjector`). It tests the SM's retries and its handling of malformed MADs against
+//! any fabric, ibsim included.
+
+use std::time::Duration;
+
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64;
+
+use super::{Incoming, LocalPort, Outgoing, Transport, TransportError};
+
+/// How often each fault strikes a received MAD, as probabilities in 0..=1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FaultConfig {
+    /// The MAD is lost.
+    pub loss: f64,
+    /// The MAD is truncated or has bytes flipped.
+    pub corrupt: f64,
+    pub seed: u64,
+}
+
+impl FaultConfig {
+    pub fn is_active(&self) -> bool {
+        self.loss > 0.0 || self.corrupt > 0.0
+    }
+}
+
+/// What the wrapper did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    pub lost: u64,
+    pub corrupted: u64,
+}
+
+/// A transport whose received MADs are lost or damaged at the configured rates.
+#[derive(Debug)]
+pub struct Faulty<T> {
+    inner: T,
+    config: FaultConfig,
+    rng: Pcg64,
+    counts: FaultCounts,
+}
+
+impl<T: Transport> Faulty<T> {
+    pub fn new(inner: T, config: FaultConfig) -> Faulty<T> {
+        Faulty {
+            inner,
+            rng: Pcg64::seed_from_u64(config.seed),
+            config,
+            counts: FaultCounts::default(),
+        }
+    }
+
+    pub fn counts(&self) -> FaultCounts {
+        self.counts
+    }
+
+    /// Cuts the MAD short or flips a few of its bytes.
+    fn damage(&mut self, mad: &mut Vec<u8>) {
+        if self.rng.random_bool(0.5) && !mad.is_empty() {
+            let keep = self.rng.random_range(0..mad.len());
+            mad.truncate(keep);
+        } else {
+            for _ in 0..self.rng.random_range(1..=4) {
+                if mad.is_empty() {
+                    break;
+                }
+                let at = self.rng.random_range(0..mad.len());
+                mad[at] ^= self.rng.random_range(1..=u8::MAX);
+            }
+        }
+    }
+}
+
+impl<T: Transport> Transport for Faulty<T> {
+    fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
+        self.inner.send(out)
+    }
+
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Incoming>, TransportError> {
+        match self.inner.recv(timeout)? {
+            Some(Incoming::Mad { mut mad, slid }) => {
+                if self.rng.random_bool(self.config.loss.clamp(0.0, 1.0)) {
+                    self.counts.lost += 1;
+                    return Ok(None);
+                }
+                if self.rng.random_bool(self.config.corrupt.clamp(0.0, 1.0)) {
+                    self.counts.corrupted += 1;
+                    self.damage(&mut mad);
+                }
+                Ok(Some(Incoming::Mad { mad, slid }))
+            }
+            // Hand-backs of our own requests pass untouched: they never crossed the fabric.
+            other => Ok(other),
+        }
+    }
+
+    fn local_port(&self) -> LocalPort {
+        self.inner.local_port()
+    }
+}

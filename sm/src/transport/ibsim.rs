@@ -1,0 +1,380 @@
+//! A native client of ibsim's socket protocol: no LD_PRELOAD shim, no fake file descriptors.
+//!
+//! ibsim (local mode) listens on abstract-namespace AF_UNIX datagram sockets named
+//! `\0<sockname>:ctl\0` (control) and `\0<sockname>:out<N>\0` (data of client N); the trailing
+//! NUL is part of each name, as `/proc/net/unix` shows (`@sim:ctl@`). A client binds
+//! `<sockname>:ctl<id>` and `<sockname>:in<id>`, sends CONNECT (80-byte `struct sim_ctl`, host
+//! byte order) with its id, and ibsim connects `out<client>` to the client's `in<id>`. MADs then
+//! travel as 288-byte `struct sim_request` datagrams.
+
+use std::io;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixDatagram};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{
+    Address, ETIMEDOUT_STATUS, Incoming, LocalPort, Outgoing, Role, Transport, TransportError,
+    qp_for_class,
+};
+
+const SIM_MAGIC: u32 = 0xdead_beef;
+const CTL_LEN: usize = 80;
+const CTL_DATA: usize = 16;
+const REQUEST_LEN: usize = 288;
+const MAD_OFFSET: usize = 32;
+const MAD_LEN: usize = 256;
+
+/// `enum SIM_CTL_TYPES`.
+const CTL_ERROR: u32 = 0;
+const CTL_CONNECT: u32 = 1;
+const CTL_DISCONNECT: u32 = 2;
+const CTL_GET_NODEINFO: u32 = 7;
+const CTL_GET_PORTINFO: u32 = 8;
+const CTL_SET_ISSM: u32 = 9;
+
+/// A control exchange is one datagram each way with a single-threaded server that answers at
+/// once; this only bounds the wait when ibsim died between our connect and its reply.
+const CTL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Distinguishes transports within one process: ibsim names each client's data socket after
+/// the id in CONNECT, so two transports in one process need two ids. ibsim prints the id with
+/// `%d`, so it must stay below 2^31: the pid (below 2^22 on Linux) plus a 9-bit counter.
+static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(0);
+
+/// A client of one ibsim, attached at one node's port (port 1 of a CA, port 0 of a switch).
+#[derive(Debug)]
+pub struct IbsimTransport {
+    sockname: String,
+    ctl: UnixDatagram,
+    data: UnixDatagram,
+    client_id: u32,
+    role: Role,
+    local: LocalPort,
+    /// The node ibsim attached us to, as it names it.
+    attached_node: String,
+    malformed: u64,
+    /// Whether ibsim holds a client slot for us, which Drop must give back. Until CONNECT
+    /// succeeded `client_id` is not ours: a DISCONNECT would detach another client.
+    connected: bool,
+}
+
+impl IbsimTransport {
+    /// Attaches to the ibsim serving `sockname` at `node`. With [`Role::Sm`] the client is
+    /// flagged as the node's SM (ibsim then forwards SMInfo, SA and traps to it) and the port's
+    /// CapabilityMask.IsSM is set, as opening `issm` does on real hardware.
+    pub fn connect(sockname: &str, node: &str, role: Role) -> Result<Self, TransportError> {
+        let instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed) % 512;
+        let id = (std::process::id() & 0x3f_ffff) | (instance << 22);
+        let ctl_target = format!("ibsim @{sockname}:ctl");
+        let ctl = bind(&format!("{sockname}:ctl{id}"))?;
+        ctl.connect_addr(&abstract_addr(&format!("{sockname}:ctl"))?)
+            .map_err(|e| {
+                TransportError::os(
+                    format!("{ctl_target} (is ibsim running with IBSIM_SOCKNAME={sockname}?)"),
+                    "connect",
+                    e,
+                )
+            })?;
+        ctl.set_read_timeout(Some(CTL_TIMEOUT))
+            .map_err(|e| TransportError::os(ctl_target.clone(), "setsockopt(SO_RCVTIMEO)", e))?;
+        let data = bind(&format!("{sockname}:in{id}"))?;
+
+        // `struct sim_client_info { u32 id; u32 qp; u32 issm; char nodeid[32]; }`.
+        let mut info = [0u8; 44];
+        if node.is_empty() || node.len() >= 32 || node.contains('\0') {
+            return Err(TransportError::IbsimRefused {
+                sockname: sockname.to_owned(),
+                request: "CONNECT",
+                reason: format!("node name `{node}` must be 1 to 31 bytes without NUL"),
+            });
+        }
+        info[0..4].copy_from_slice(&id.to_ne_bytes());
+        // qp 0: this client takes SMPs (and, as SM, the GMPs of QP1) of its port.
+        info[8..12].copy_from_slice(&u32::from(role == Role::Sm).to_ne_bytes());
+        info[12..12 + node.len()].copy_from_slice(node.as_bytes());
+        let mut transport = IbsimTransport {
+            sockname: sockname.to_owned(),
+            ctl,
+            data,
+            client_id: 0,
+            role,
+            local: LocalPort {
+                port_num: 0,
+                lid: 0,
+                port_guid: 0,
+                node_guid: 0,
+            },
+            attached_node: String::new(),
+            malformed: 0,
+            connected: false,
+        };
+        let reply = transport
+            .ctl(CTL_CONNECT, "CONNECT", &info)
+            .map_err(|e| match e {
+                TransportError::IbsimRefused { sockname, .. } => TransportError::IbsimRefused {
+                    sockname,
+                    request: "CONNECT",
+                    reason: format!(
+                        "no node `{node}`, all 10 client slots taken{}",
+                        if role == Role::Sm {
+                            ", or another SM is attached there"
+                        } else {
+                            ""
+                        }
+                    ),
+                },
+                other => other,
+            })?;
+        transport.client_id = u32::from_ne_bytes(field4(&reply, 0));
+        transport.connected = true;
+        transport.attached_node = c_string(&reply[12..44]);
+        // From here on, Drop sends DISCONNECT, so every early return below frees the slot.
+        let out = abstract_addr(&format!("{sockname}:out{}", transport.client_id))?;
+        transport.data.connect_addr(&out).map_err(|e| {
+            TransportError::os(
+                format!("ibsim @{sockname}:out{}", transport.client_id),
+                "connect",
+                e,
+            )
+        })?;
+        transport.local = transport.query_local_port()?;
+        if role == Role::Sm {
+            transport.ctl(CTL_SET_ISSM, "SET_ISSM", &1i32.to_ne_bytes())?;
+        }
+        Ok(transport)
+    }
+
+    /// The node ibsim attached this client to (its id in the net file).
+    pub fn attached_node(&self) -> &str {
+        &self.attached_node
+    }
+
+    /// How many received datagrams were not a 288-byte `sim_request` and were dropped. ibsim
+    /// never sends such a thing; a non-zero count means something else wrote to our socket.
+    pub fn malformed_count(&self) -> u64 {
+        self.malformed
+    }
+
+    /// Reads the attach port's NodeInfo and PortInfo from ibsim's control channel.
+    fn query_local_port(&self) -> Result<LocalPort, TransportError> {
+        let node_info = self.ctl(CTL_GET_NODEINFO, "GET_NODEINFO", &[])?;
+        // data[0] = 0: the port this client is attached at.
+        let port_info = self.ctl(CTL_GET_PORTINFO, "GET_PORTINFO", &[0])?;
+        let node_type = node_info[2];
+        let node_guid = u64::from_be_bytes(field8(&node_info, 12));
+        let port_num = port_info[28];
+        let lid = u16::from_be_bytes([port_info[16], port_info[17]]);
+        // ibsim's rule (do_nodeinfo): a switch's ports share the node GUID, CA port n has
+        // NodeGUID + n. Its stored NodeInfo does not carry the attach port's PortGUID.
+        let port_guid = if node_type == 2 {
+            node_guid
+        } else {
+            node_guid.wrapping_add(port_num.into())
+        };
+        Ok(LocalPort {
+            port_num,
+            lid,
+            port_guid,
+            node_guid,
+        })
+    }
+
+    /// One control request and its reply's 64-byte data area.
+    fn ctl(
+        &self,
+        kind: u32,
+        request: &'static str,
+        data: &[u8],
+    ) -> Result<[u8; 64], TransportError> {
+        let target = || format!("ibsim @{}:ctl", self.sockname);
+        let mut msg = [0u8; CTL_LEN];
+        msg[0..4].copy_from_slice(&SIM_MAGIC.to_ne_bytes());
+        msg[4..8].copy_from_slice(&self.client_id.to_ne_bytes());
+        msg[8..12].copy_from_slice(&kind.to_ne_bytes());
+        msg[12..16].copy_from_slice(&(data.len() as u32).to_ne_bytes());
+        msg[CTL_DATA..CTL_DATA + data.len()].copy_from_slice(data);
+        self.ctl
+            .send(&msg)
+            .map_err(|e| TransportError::os(target(), "send", e))?;
+        let mut reply = [0u8; CTL_LEN + 1];
+        let n = self.ctl.recv(&mut reply).map_err(|e| {
+            let e = if is_timeout(&e) {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no reply within {CTL_TIMEOUT:?}"),
+                )
+            } else {
+                e
+            };
+            TransportError::os(target(), "recv", e)
+        })?;
+        let protocol = |reason: String| TransportError::IbsimProtocol {
+            sockname: self.sockname.clone(),
+            request,
+            reason,
+        };
+        if n != CTL_LEN {
+            return Err(protocol(format!("{n} bytes, not {CTL_LEN}")));
+        }
+        let magic = u32::from_ne_bytes(field4(&reply, 0));
+        if magic != SIM_MAGIC {
+            return Err(protocol(format!("magic {magic:#x}")));
+        }
+        if u32::from_ne_bytes(field4(&reply, 8)) == CTL_ERROR {
+            return Err(TransportError::IbsimRefused {
+                sockname: self.sockname.clone(),
+                request,
+                reason: "ibsim answered with an error".into(),
+            });
+        }
+        let mut out = [0u8; 64];
+        out.copy_from_slice(&reply[CTL_DATA..CTL_LEN]);
+        Ok(out)
+    }
+}
+
+impl Transport for IbsimTransport {
+    fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
+        let mut req = [0u8; REQUEST_LEN];
+        // ibsim's fields hold `htons(lid)` in a u32 and `htonl(x)` in the others; writing the
+        // same integers in native order reproduces its bytes on any host.
+        let (dlid, slid) = match out.address {
+            Address::Directed => (0xffff, 0xffff),
+            // slid 0: ibsim fills in the LID of our port.
+            Address::Lid(lid) => (lid, 0),
+        };
+        req[0..4].copy_from_slice(&u32::from(u16::to_be(dlid)).to_ne_bytes());
+        req[4..8].copy_from_slice(&u32::from(u16::to_be(slid)).to_ne_bytes());
+        let (qpn, _) = qp_for_class(out.mad[1]);
+        req[8..12].copy_from_slice(&qpn.to_be_bytes());
+        req[12..16].copy_from_slice(&qpn.to_be_bytes());
+        req[24..32].copy_from_slice(&(MAD_LEN as u64).to_be_bytes());
+        req[MAD_OFFSET..].copy_from_slice(&out.mad);
+        let n = self.data.send(&req).map_err(|e| {
+            TransportError::os(
+                format!("ibsim @{}:out{}", self.sockname, self.client_id),
+                "send",
+                e,
+            )
+        })?;
+        if n != REQUEST_LEN {
+            return Err(TransportError::Unsendable {
+                target: format!("ibsim @{}:out{}", self.sockname, self.client_id),
+                reason: format!("datagram cut to {n} bytes"),
+            });
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Incoming>, TransportError> {
+        let deadline = Instant::now() + timeout;
+        // One byte more than a request, so that an oversized datagram shows as such.
+        let mut buf = [0u8; REQUEST_LEN + 1];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let n = match self.recv_within(&mut buf, left) {
+                Ok(Some(n)) => n,
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    return Err(TransportError::os(
+                        format!("ibsim @{}:in (client {})", self.sockname, self.client_id),
+                        "recv",
+                        e,
+                    ));
+                }
+            };
+            if n != REQUEST_LEN {
+                // Not from ibsim, whose every datagram is a whole sim_request: skip it rather
+                // than fail the sweep, and count it for whoever investigates.
+                self.malformed += 1;
+                continue;
+            }
+            let status = u32::from_be_bytes(field4(&buf, 16));
+            let mad = buf[MAD_OFFSET..REQUEST_LEN].to_vec();
+            return Ok(Some(if status == ETIMEDOUT_STATUS {
+                Incoming::Dropped { mad }
+            } else {
+                Incoming::Mad {
+                    mad,
+                    slid: u16::from_be_bytes([buf[4], buf[5]]),
+                }
+            }));
+        }
+    }
+
+    fn local_port(&self) -> LocalPort {
+        self.local
+    }
+}
+
+impl IbsimTransport {
+    /// One datagram within `timeout`, `None` if none came.
+    fn recv_within(&self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
+        // SO_RCVTIMEO cannot be zero (zero means "forever"), so a zero timeout polls.
+        let polling = timeout.is_zero();
+        self.data.set_nonblocking(polling)?;
+        if !polling {
+            self.data.set_read_timeout(Some(timeout))?;
+        }
+        match self.data.recv(buf) {
+            Ok(n) => Ok(Some(n)),
+            Err(e) if is_timeout(&e) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for IbsimTransport {
+    fn drop(&mut self) {
+        if !self.connected {
+            return;
+        }
+        // ibsim does not clear IsSM on DISCONNECT (only when it finds the client dead), so an
+        // SM clears it first, as closing `issm` does on real hardware. Errors are moot here:
+        // if ibsim is gone, so is the state.
+        if self.role == Role::Sm {
+            let _ = self.ctl(CTL_SET_ISSM, "SET_ISSM", &0i32.to_ne_bytes());
+        }
+        let _ = self.ctl(CTL_DISCONNECT, "DISCONNECT", &[]);
+    }
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// The abstract socket address `\0name\0`: ibsim counts the trailing NUL into the name.
+fn abstract_addr(name: &str) -> Result<SocketAddr, TransportError> {
+    let mut bytes = name.as_bytes().to_vec();
+    bytes.push(0);
+    SocketAddr::from_abstract_name(&bytes)
+        .map_err(|e| TransportError::os(format!("ibsim @{name}"), "socket address", e))
+}
+
+fn bind(name: &str) -> Result<UnixDatagram, TransportError> {
+    UnixDatagram::bind_addr(&abstract_addr(name)?)
+        .map_err(|e| TransportError::os(format!("ibsim @{name}"), "bind", e))
+}
+
+fn field4(buf: &[u8], at: usize) -> [u8; 4] {
+    let mut out = [0; 4];
+    out.copy_from_slice(&buf[at..at + 4]);
+    out
+}
+
+fn field8(buf: &[u8], at: usize) -> [u8; 8] {
+    let mut out = [0; 8];
+    out.copy_from_slice(&buf[at..at + 8]);
+    out
+}
+
+/// A NUL-terminated C string from a fixed-size field.
+fn c_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}

@@ -1,0 +1,600 @@
+//! The kernel user-MAD interface (`/dev/infiniband/umadN`, `issmN`): real hardware, and ibsim
+//! through its LD_PRELOAD shim `libumad2sim.so`.
+//!
+//! This is the only module of the project allowed `unsafe`: the device is driven with raw
+//! `open`/`read`/`write`/`poll`/`ioctl`/`close` and sysfs with `open`/`read` and
+//! `opendir`/`readdir`. That is deliberate. umad2sim intercepts exactly the libc symbols `open`,
+//! `close`, `read`, `write`, `poll`, `ioctl`, `opendir` and `scandir`; Rust's `std::fs` calls
+//! `open64`/`statx` and would read the real `/sys` and miss the fake fds. nix is not used either:
+//! its `read` turns any return value other than -1 into a length, and umad2sim's `read` returns
+//! `-11` (without setting errno) when its queue is empty.
+//!
+//! Header size: the kernel's `struct ib_user_mad` header is 64 bytes once
+//! `IB_USER_MAD_ENABLE_PKEY` succeeded, 56 before (or on a kernel without it). umad2sim accepts
+//! ENABLE_PKEY but ignores it: it keeps using 56 bytes unless libibumad's own `umad_open_port()`
+//! ran in the process, and silently drops a MAD written with a 64-byte header. So the header is
+//! 56 bytes under umad2sim (detected by the shim being mapped into the process) or without
+//! ENABLE_PKEY, and 64 otherwise.
+
+#![allow(unsafe_code)]
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::time::{Duration, Instant};
+
+use super::{
+    Address, ETIMEDOUT_STATUS, Incoming, LocalPort, OpenOptions, Outgoing, Role, Transport,
+    TransportError, qp_for_class,
+};
+
+const SYS_INFINIBAND: &str = "/sys/class/infiniband";
+const SYS_INFINIBAND_MAD: &str = "/sys/class/infiniband_mad";
+
+/// `struct ib_user_mad` header with `pkey_index` (after ENABLE_PKEY) and without.
+const HDR_WITH_PKEY: usize = 64;
+const HDR_WITHOUT_PKEY: usize = 56;
+const MAD_LEN: usize = 256;
+/// The kernel hands back a timed-out request as the header plus the 24-byte MAD header.
+const MAD_COMMON_HEADER: usize = 24;
+
+/// `_IOWR(0x1b, 1, struct ib_user_mad_reg_req)`.
+const IB_USER_MAD_REGISTER_AGENT: libc::c_ulong = 0xc01c_1b01;
+/// `_IO(0x1b, 3)`.
+const IB_USER_MAD_ENABLE_PKEY: libc::c_ulong = 0x0000_1b03;
+
+/// `struct ib_user_mad_reg_req` (28 bytes).
+#[repr(C)]
+#[derive(Debug, Default)]
+struct RegReq {
+    id: u32,
+    method_mask: [u32; 4],
+    qpn: u8,
+    mgmt_class: u8,
+    mgmt_class_version: u8,
+    oui: [u8; 3],
+    rmpp_version: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<RegReq>() == 28);
+
+/// Methods an SM answers or receives unsolicited: SubnGet/Set (SMInfo from another SM),
+/// SubnTrap and SubnTrapRepress.
+const SM_SMP_METHODS: &[u8] = &[0x01, 0x02, 0x05, 0x07];
+/// SA methods a request to the SM's port can carry; the SM answers them (if only with "not
+/// supported").
+const SM_SA_METHODS: &[u8] = &[0x01, 0x02, 0x12, 0x15];
+
+/// A file descriptor closed with the plain `close` symbol (which umad2sim intercepts).
+#[derive(Debug)]
+struct Fd(libc::c_int);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // SAFETY: self.0 came from a successful open() and is owned by this value alone, so it
+        // is closed exactly once.
+        unsafe {
+            libc::close(self.0);
+        }
+    }
+}
+
+/// A umad device port opened for MADs.
+#[derive(Debug)]
+pub struct UmadTransport {
+    /// Held (opened) while the SM runs: the kernel sets IsSM on the port while it is open.
+    /// Declared before `fd` so that it is closed first.
+    issm: Option<Fd>,
+    fd: Fd,
+    device_path: String,
+    hdr_len: usize,
+    /// (management class, agent id) as registered.
+    agents: Vec<(u8, u32)>,
+    response_timeout_ms: u32,
+    local: LocalPort,
+    malformed: u64,
+}
+
+impl UmadTransport {
+    /// Opens `device` port `port`, or the first InfiniBand port (of the named device).
+    pub fn open(
+        device: Option<&str>,
+        port: Option<u8>,
+        options: &OpenOptions,
+    ) -> Result<Self, TransportError> {
+        let chosen = choose_port(device, port)?;
+        let local = read_local_port(&chosen.device, chosen.port)?;
+        let device_path = format!("/dev/infiniband/umad{}", chosen.umad);
+        let fd = open_path(
+            &device_path,
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )?;
+        // SAFETY: fd is an open umad fd; ENABLE_PKEY takes no argument.
+        let rc = unsafe { libc::ioctl(fd.0, IB_USER_MAD_ENABLE_PKEY) };
+        let pkey_enabled = if rc == 0 {
+            true
+        } else {
+            let e = io::Error::last_os_error();
+            // Kernels before 2.6.35 (ABI without pkey_index) do not know the ioctl.
+            if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOTTY)) {
+                return Err(TransportError::os(
+                    device_path,
+                    "ioctl(IB_USER_MAD_ENABLE_PKEY)",
+                    e,
+                ));
+            }
+            false
+        };
+        let hdr_len = if pkey_enabled && !umad2sim_loaded() {
+            HDR_WITH_PKEY
+        } else {
+            HDR_WITHOUT_PKEY
+        };
+        let mut transport = UmadTransport {
+            issm: None,
+            fd,
+            device_path,
+            hdr_len,
+            agents: Vec::new(),
+            response_timeout_ms: u32::try_from(options.response_timeout.as_millis())
+                .unwrap_or(u32::MAX)
+                .max(1),
+            local,
+            malformed: 0,
+        };
+        // Every class a MAD can arrive in must have an agent before anything can arrive:
+        // umad2sim dereferences NULL (and the process dies) on a MAD of a class nobody
+        // registered, and the SM's own trap 144 arrives as soon as issm is opened.
+        let sm = options.role == Role::Sm;
+        let smp_methods = if sm { SM_SMP_METHODS } else { &[] };
+        transport.register(0x81, 1, 0, smp_methods)?;
+        transport.register(0x01, 1, 0, smp_methods)?;
+        if sm {
+            transport.register(0x03, 2, 1, SM_SA_METHODS)?;
+            let issm_path = format!("/dev/infiniband/issm{}", chosen.umad);
+            // O_NONBLOCK: if another SM holds the port, fail with EAGAIN instead of waiting.
+            let issm = open_path(
+                &issm_path,
+                libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+            .map_err(|e| match e {
+                TransportError::Os { source, .. }
+                    if source.raw_os_error() == Some(libc::EAGAIN) =>
+                {
+                    TransportError::os(
+                        issm_path,
+                        "open",
+                        io::Error::new(
+                            io::ErrorKind::WouldBlock,
+                            "another SM already holds this port",
+                        ),
+                    )
+                }
+                other => other,
+            })?;
+            transport.issm = Some(issm);
+        }
+        Ok(transport)
+    }
+
+    /// The `struct ib_user_mad` header size in use: 56 or 64 bytes.
+    pub fn header_len(&self) -> usize {
+        self.hdr_len
+    }
+
+    /// Received MADs that were dropped because they were shorter than a MAD header or carried
+    /// a status other than 0 and ETIMEDOUT (neither the kernel nor umad2sim produces them).
+    pub fn malformed_count(&self) -> u64 {
+        self.malformed
+    }
+
+    fn register(
+        &mut self,
+        mgmt_class: u8,
+        version: u8,
+        qpn: u8,
+        methods: &[u8],
+    ) -> Result<(), TransportError> {
+        let mut req = RegReq {
+            qpn,
+            mgmt_class,
+            mgmt_class_version: version,
+            ..RegReq::default()
+        };
+        for &m in methods {
+            req.method_mask[usize::from(m / 32)] |= 1 << (m % 32);
+        }
+        // SAFETY: req is a live, properly laid out struct ib_user_mad_reg_req (size checked at
+        // compile time) that the kernel reads and writes (the agent id) during the call only.
+        let rc = unsafe { libc::ioctl(self.fd.0, IB_USER_MAD_REGISTER_AGENT, &mut req) };
+        if rc < 0 {
+            return Err(TransportError::os(
+                format!("{} (class {mgmt_class:#04x})", self.device_path),
+                "ioctl(IB_USER_MAD_REGISTER_AGENT)",
+                io::Error::last_os_error(),
+            ));
+        }
+        self.agents.push((mgmt_class, req.id));
+        Ok(())
+    }
+
+    fn os_error(&self, call: &'static str) -> TransportError {
+        TransportError::os(self.device_path.clone(), call, io::Error::last_os_error())
+    }
+}
+
+impl Transport for UmadTransport {
+    fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
+        let class = out.mad[1];
+        let agent = self
+            .agents
+            .iter()
+            .find(|(c, _)| *c == class)
+            .map(|&(_, id)| id)
+            .ok_or_else(|| TransportError::Unsendable {
+                target: self.device_path.clone(),
+                reason: format!("no agent registered for management class {class:#04x}"),
+            })?;
+        let method = out.mad[3];
+        // The kernel delivers a response only while it waits for it, and only for a request
+        // sent with a timeout. Responses and TrapRepress expect no answer.
+        let expects_response = method & 0x80 == 0 && method != 0x07;
+        let (qpn, qkey) = qp_for_class(class);
+        let lid = match out.address {
+            Address::Directed => 0xffff,
+            Address::Lid(lid) => lid,
+        };
+        let mut buf = vec![0u8; self.hdr_len + MAD_LEN];
+        buf[0..4].copy_from_slice(&agent.to_ne_bytes());
+        let timeout = if expects_response {
+            self.response_timeout_ms
+        } else {
+            0
+        };
+        buf[8..12].copy_from_slice(&timeout.to_ne_bytes());
+        // retries (12..16) 0: the scheduler retries.
+        buf[20..24].copy_from_slice(&qpn.to_be_bytes());
+        buf[24..28].copy_from_slice(&qkey.to_be_bytes());
+        buf[28..30].copy_from_slice(&lid.to_be_bytes());
+        buf[self.hdr_len..].copy_from_slice(&out.mad);
+        // SAFETY: buf is a live buffer of buf.len() bytes that write() only reads.
+        let n = unsafe { libc::write(self.fd.0, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            return Err(self.os_error("write"));
+        }
+        if n as usize != buf.len() {
+            return Err(TransportError::Unsendable {
+                target: self.device_path.clone(),
+                reason: format!("write took {n} of {} bytes", buf.len()),
+            });
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Incoming>, TransportError> {
+        let deadline = Instant::now() + timeout;
+        let mut buf = vec![0u8; self.hdr_len + MAD_LEN];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut pfd = libc::pollfd {
+                fd: self.fd.0,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // Round up, so that a short wait is not a busy loop of zero-millisecond polls.
+            let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+            // SAFETY: pfd is one live pollfd, matching the count 1. umad2sim's poll looks at
+            // the first umad fd only, so the umad fd is polled alone.
+            let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if ready < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(TransportError::os(self.device_path.clone(), "poll", e));
+            }
+            if ready > 0 {
+                // SAFETY: buf is a live, writable buffer of buf.len() bytes.
+                let n = unsafe { libc::read(self.fd.0, buf.as_mut_ptr().cast(), buf.len()) };
+                if n == -1 {
+                    let e = io::Error::last_os_error();
+                    if !matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) {
+                        return Err(TransportError::os(self.device_path.clone(), "read", e));
+                    }
+                } else if n >= 0 {
+                    if let Some(incoming) = self.decode(&buf[..n as usize]) {
+                        return Ok(Some(incoming));
+                    }
+                }
+                // n < -1: umad2sim returns -EWOULDBLOCK itself when its queue is empty.
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+        }
+    }
+
+    fn local_port(&self) -> LocalPort {
+        self.local
+    }
+}
+
+impl UmadTransport {
+    fn decode(&mut self, packet: &[u8]) -> Option<Incoming> {
+        if packet.len() < self.hdr_len + MAD_COMMON_HEADER {
+            self.malformed += 1;
+            return None;
+        }
+        let status = u32::from_ne_bytes([packet[4], packet[5], packet[6], packet[7]]);
+        let mad = packet[self.hdr_len..].to_vec();
+        match status {
+            0 => Some(Incoming::Mad {
+                mad,
+                slid: u16::from_be_bytes([packet[28], packet[29]]),
+            }),
+            ETIMEDOUT_STATUS => Some(Incoming::Dropped { mad }),
+            _ => {
+                self.malformed += 1;
+                None
+            }
+        }
+    }
+}
+
+/// Whether ibsim's umad2sim shim is loaded: it keeps the 56-byte header whatever ENABLE_PKEY
+/// says (see the module documentation).
+fn umad2sim_loaded() -> bool {
+    // /proc is not redirected by the shim, so std may read it.
+    std::fs::read_to_string("/proc/self/maps").is_ok_and(|maps| maps.contains("umad2sim"))
+}
+
+/// The device, port and umad index chosen.
+#[derive(Debug)]
+struct Chosen {
+    device: String,
+    port: u8,
+    umad: u32,
+}
+
+fn choose_port(device: Option<&str>, port: Option<u8>) -> Result<Chosen, TransportError> {
+    let mut devices = match list_dir(SYS_INFINIBAND) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(TransportError::NoDevice {
+                reason: format!("{SYS_INFINIBAND} does not exist (no RDMA driver loaded)"),
+            });
+        }
+        Err(e) => return Err(TransportError::os(SYS_INFINIBAND, "opendir", e)),
+    };
+    devices.sort();
+    if devices.is_empty() {
+        return Err(TransportError::NoDevice {
+            reason: format!("{SYS_INFINIBAND} is empty"),
+        });
+    }
+    let candidates: Vec<&String> =
+        match device {
+            Some(name) => {
+                let found = devices.iter().find(|d| *d == name).ok_or_else(|| {
+                    TransportError::NoDevice {
+                        reason: format!("no device `{name}` (there is {})", devices.join(", ")),
+                    }
+                })?;
+                vec![found]
+            }
+            None => devices.iter().collect(),
+        };
+    let mut skipped = Vec::new();
+    for dev in candidates {
+        let ports_dir = format!("{SYS_INFINIBAND}/{dev}/ports");
+        let mut ports: Vec<u8> = list_dir(&ports_dir)
+            .map_err(|e| TransportError::os(ports_dir.clone(), "opendir", e))?
+            .iter()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        ports.sort_unstable();
+        if let Some(p) = port {
+            if !ports.contains(&p) {
+                return Err(TransportError::NoDevice {
+                    reason: format!("{dev} has no port {p}"),
+                });
+            }
+            ports = vec![p];
+        }
+        for p in ports {
+            let layer = link_layer(dev, p)?;
+            if layer == "InfiniBand" {
+                return Ok(Chosen {
+                    device: dev.clone(),
+                    port: p,
+                    umad: umad_index(dev, p)?,
+                });
+            }
+            skipped.push(format!("{dev} port {p} is {layer}"));
+        }
+    }
+    Err(TransportError::NoDevice {
+        reason: format!("no InfiniBand port ({})", skipped.join(", ")),
+    })
+}
+
+/// A port's link layer; libibumad's rule: a port without the file (old kernels, umad2sim's fake
+/// sysfs) is InfiniBand.
+fn link_layer(device: &str, port: u8) -> Result<String, TransportError> {
+    let path = format!("{SYS_INFINIBAND}/{device}/ports/{port}/link_layer");
+    match read_sysfs(&path) {
+        Ok(s) => Ok(s),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok("InfiniBand".into()),
+        Err(e) => Err(TransportError::os(path, "read", e)),
+    }
+}
+
+/// N of the `umadN` serving (device, port), from `/sys/class/infiniband_mad/umadN/{ibdev,port}`.
+fn umad_index(device: &str, port: u8) -> Result<u32, TransportError> {
+    let entries = list_dir(SYS_INFINIBAND_MAD)
+        .map_err(|e| TransportError::os(SYS_INFINIBAND_MAD, "opendir", e))?;
+    for entry in entries {
+        let Some(n) = entry
+            .strip_prefix("umad")
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let dir = format!("{SYS_INFINIBAND_MAD}/{entry}");
+        let read = |f: &str| {
+            read_sysfs(&format!("{dir}/{f}"))
+                .map_err(|e| TransportError::os(format!("{dir}/{f}"), "read", e))
+        };
+        if read("ibdev")? == device && read("port")? == port.to_string() {
+            return Ok(n);
+        }
+    }
+    Err(TransportError::NoDevice {
+        reason: format!(
+            "no umad device for {device} port {port} in {SYS_INFINIBAND_MAD} \
+             (is the ib_umad module loaded?)"
+        ),
+    })
+}
+
+fn read_local_port(device: &str, port: u8) -> Result<LocalPort, TransportError> {
+    let read = |f: &str| {
+        let path = format!("{SYS_INFINIBAND}/{device}/{f}");
+        read_sysfs(&path)
+            .map_err(|e| TransportError::os(path.clone(), "read", e))
+            .map(|s| (path, s))
+    };
+    let bad = |path: String, text: &str, what: &str| TransportError::Sysfs {
+        path,
+        reason: format!("`{text}` is not {what}"),
+    };
+    let (path, text) = read(&format!("ports/{port}/lid"))?;
+    let lid = u16::from_str_radix(text.trim_start_matches("0x"), 16)
+        .map_err(|_| bad(path, &text, "a hexadecimal LID"))?;
+    let (path, text) = read("node_guid")?;
+    let node_guid = parse_guid(&text).ok_or_else(|| bad(path, &text, "a GUID"))?;
+    // GID 0 is the subnet prefix and the port GUID, as eight groups of four hex digits.
+    let (path, text) = read(&format!("ports/{port}/gids/0"))?;
+    let groups: Vec<&str> = text.split(':').collect();
+    let port_guid = (groups.len() == 8)
+        .then(|| parse_guid(&groups[4..].join(":")))
+        .flatten()
+        .ok_or_else(|| bad(path, &text, "a GID"))?;
+    Ok(LocalPort {
+        port_num: port,
+        lid,
+        port_guid,
+        node_guid,
+    })
+}
+
+/// `xxxx:xxxx:xxxx:xxxx`.
+fn parse_guid(text: &str) -> Option<u64> {
+    let groups: Vec<&str> = text.split(':').collect();
+    if groups.len() != 4 || groups.iter().any(|g| g.len() != 4) {
+        return None;
+    }
+    u64::from_str_radix(&groups.concat(), 16).ok()
+}
+
+fn c_path(path: &str) -> io::Result<CString> {
+    CString::new(path).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
+}
+
+fn open_path(path: &str, flags: libc::c_int) -> Result<Fd, TransportError> {
+    let c = c_path(path).map_err(|e| TransportError::os(path, "open", e))?;
+    // SAFETY: c is a NUL-terminated path that outlives the call.
+    let fd = unsafe { libc::open(c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(TransportError::os(path, "open", io::Error::last_os_error()));
+    }
+    Ok(Fd(fd))
+}
+
+/// A small sysfs file, trimmed, read through the intercepted `open`/`read`.
+fn read_sysfs(path: &str) -> io::Result<String> {
+    let c = c_path(path)?;
+    // SAFETY: c is a NUL-terminated path that outlives the call.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = Fd(fd);
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 256];
+    loop {
+        // SAFETY: chunk is a live, writable buffer of chunk.len() bytes.
+        let n = unsafe { libc::read(fd.0, chunk.as_mut_ptr().cast(), chunk.len()) };
+        match n {
+            0 => break,
+            n if n > 0 => out.extend_from_slice(&chunk[..n as usize]),
+            _ => return Err(io::Error::last_os_error()),
+        }
+        // sysfs attributes are one page at most; anything longer is not one.
+        if out.len() > 4096 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "longer than a sysfs attribute",
+            ));
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).trim().to_owned())
+}
+
+/// The names in a directory, `.` and `..` left out, through the intercepted `opendir`.
+fn list_dir(path: &str) -> io::Result<Vec<String>> {
+    let c = c_path(path)?;
+    // SAFETY: c is a NUL-terminated path that outlives the call.
+    let dir = unsafe { libc::opendir(c.as_ptr()) };
+    if dir.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    let mut names = Vec::new();
+    loop {
+        // SAFETY: dir is an open DIR* from opendir, not yet closed.
+        let entry = unsafe { libc::readdir(dir) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: readdir returned a valid dirent whose d_name is NUL-terminated; it stays
+        // valid until the next readdir/closedir on dir, and the name is copied out before.
+        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) };
+        let name = name.to_string_lossy();
+        if name != "." && name != ".." {
+            names.push(name.into_owned());
+        }
+    }
+    // SAFETY: dir is open and closed exactly once, here.
+    unsafe {
+        libc::closedir(dir);
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sysfs_guids() {
+        assert_eq!(
+            parse_guid("0002:c903:00a1:b2c3"),
+            Some(0x0002_c903_00a1_b2c3)
+        );
+        assert_eq!(parse_guid("0002:c903:00a1"), None);
+        assert_eq!(parse_guid("0002:c903:00a1:b2c"), None);
+        assert_eq!(parse_guid("zzzz:c903:00a1:b2c3"), None);
+    }
+
+    #[test]
+    fn reg_req_layout_matches_the_kernel() {
+        assert_eq!(std::mem::offset_of!(RegReq, method_mask), 4);
+        assert_eq!(std::mem::offset_of!(RegReq, qpn), 20);
+        assert_eq!(std::mem::offset_of!(RegReq, mgmt_class), 21);
+        assert_eq!(std::mem::offset_of!(RegReq, mgmt_class_version), 22);
+        assert_eq!(std::mem::offset_of!(RegReq, oui), 23);
+        assert_eq!(std::mem::offset_of!(RegReq, rmpp_version), 26);
+    }
+}
