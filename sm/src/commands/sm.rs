@@ -162,6 +162,9 @@ fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfi
         subnet_timeout: SUBNET_TIMEOUT,
         routing,
         guid2lid,
+        qos: settings.qos.clone(),
+        use_optimized_slvl: links.use_optimized_slvl,
+        long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
     }
 }
 
@@ -179,6 +182,7 @@ fn save_lids(sweep: &Sweep, dir: &Path, lmc: u8) {
 /// The end-of-sweep summary as one JSON object.
 fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32) -> Value {
     let counts = sweep.counts();
+    let qos = sweep.qos_counts();
     let stats = sweep.stats();
     let smps: Vec<Value> = stats
         .sent
@@ -215,6 +219,9 @@ fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32) -> Value
         "unmatched_answers": stats.unmatched,
         "failed_requests": counts.failed_requests,
         "ports_not_active": counts.ports_not_active,
+        "qos_ports_configured": qos.configured,
+        "qos_ports_verified": qos.verified,
+        "qos_ports_failed": qos.failed,
         "time_to_subnet_up_ms": sweep.subnet_up_after().map(|d| d.as_secs_f64() * 1000.0),
         "traps": unsolicited.traps,
         "unanswered_requests": unsolicited.requests,
@@ -245,6 +252,14 @@ fn describe(summary: &Value) -> String {
             smp["attribute"].as_str().unwrap_or("?"),
             smp["method"].as_str().unwrap_or("?"),
             smp["count"]
+        ));
+    }
+    if summary["qos_ports_configured"].as_u64().unwrap_or(0) > 0 {
+        out.push_str(&format!(
+            "QoS: {} ports configured, {} verified, {} failed\n",
+            summary["qos_ports_configured"],
+            summary["qos_ports_verified"],
+            summary["qos_ports_failed"],
         ));
     }
     if let Some(ms) = summary["time_to_subnet_up_ms"].as_f64() {

@@ -3,6 +3,7 @@
 //! fabric, fault injection and deterministic tests cheap.
 
 pub mod lids;
+pub mod qos;
 pub mod routing;
 pub mod scheduler;
 pub mod subnet;

@@ -106,6 +106,8 @@ pub struct Scheduler<C> {
     in_flight: HashMap<u32, InFlight<C>>,
     /// Requests whose attempt timed out, to be sent again before new work.
     resend: VecDeque<InFlight<C>>,
+    /// Requests held back until a time (a retry after a backoff), in submission order.
+    delayed: Vec<(Instant, Request<C>)>,
     next_tid: u32,
     stats: SchedulerStats,
 }
@@ -121,6 +123,7 @@ impl<C> Scheduler<C> {
             turn: VecDeque::new(),
             in_flight: HashMap::new(),
             resend: VecDeque::new(),
+            delayed: Vec::new(),
             next_tid: 0,
             stats: SchedulerStats::default(),
         }
@@ -139,20 +142,37 @@ impl<C> Scheduler<C> {
         queue.push_back(request);
     }
 
-    /// Nothing queued, nothing on the wire.
+    /// Queues a request once `not_before` has come: a retry after a backoff.
+    pub fn submit_at(&mut self, not_before: Instant, request: Request<C>) {
+        self.delayed.push((not_before, request));
+    }
+
+    /// Nothing queued, nothing held back, nothing on the wire.
     pub fn is_idle(&self) -> bool {
-        self.in_flight.is_empty() && self.resend.is_empty() && self.turn.is_empty()
+        self.in_flight.is_empty()
+            && self.resend.is_empty()
+            && self.turn.is_empty()
+            && self.delayed.is_empty()
     }
 
     /// Requests queued or on the wire.
     pub fn pending(&self) -> usize {
         self.in_flight.len()
             + self.resend.len()
+            + self.delayed.len()
             + self.queues.values().map(VecDeque::len).sum::<usize>()
     }
 
     /// The next SMP to send, if the wire has room: a resend first, then the next node's turn.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if self.delayed.iter().any(|(at, _)| *at <= now) {
+            let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.delayed)
+                .into_iter()
+                .partition(|(at, _)| *at <= now);
+            self.delayed = later;
+            due.into_iter()
+                .for_each(|(_, request)| self.submit(request));
+        }
         if self.in_flight.len() >= self.config.max_outstanding {
             return None;
         }
@@ -267,9 +287,10 @@ impl<C> Scheduler<C> {
         failed
     }
 
-    /// When the next request on the wire times out.
+    /// When the next request on the wire times out, or the next held-back one is due.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.in_flight.values().map(|f| f.deadline).min()
+        let timeouts = self.in_flight.values().map(|f| f.deadline);
+        timeouts.chain(self.delayed.iter().map(|(at, _)| *at)).min()
     }
 
     /// Sends the request again if it has retries left; otherwise it fails with `failure`.
@@ -525,6 +546,18 @@ mod tests {
             })
         ));
         assert_eq!(s.stats().mismatched, 2);
+    }
+
+    #[test]
+    fn a_held_back_request_waits_for_its_time() {
+        let mut s = scheduler(1, 0);
+        let now = Instant::now();
+        let later = now + Duration::from_millis(50);
+        s.submit_at(later, request(1, 0));
+        assert!(!s.is_idle());
+        assert_eq!(s.next_deadline(), Some(later));
+        assert!(s.poll_transmit(now).is_none());
+        assert!(s.poll_transmit(later).is_some());
     }
 
     #[test]

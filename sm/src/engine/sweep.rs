@@ -14,10 +14,11 @@ use ibqos_mad::{
     Attribute, AttributeId, DrPath, LinearForwardingTableRepr, NodeDescriptionRepr, NodeInfoRepr,
     NodeType, PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Routing, SmpRepr,
 };
-use ibqos_qos::VlCount;
+use ibqos_qos::{QosConfig, VlCount};
 use tracing::{debug, info, warn};
 
 use super::lids::assign_lids;
+use super::qos::{QosSet, port_plan, qos_sets};
 use super::routing::{Lfts, RoutingEngine, route};
 use super::scheduler::{Completion, Request, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, Port, PortKey, Subnet};
@@ -40,6 +41,12 @@ pub struct SweepConfig {
     pub routing: RoutingEngine,
     /// LIDs to keep from an earlier run (the guid2lid cache), by port GUID.
     pub guid2lid: BTreeMap<u64, u16>,
+    /// QoS: nothing is programmed unless `qos.enabled`.
+    pub qos: QosConfig,
+    /// One SL2VL Set for all a switch's ports where the switch supports it.
+    pub use_optimized_slvl: bool,
+    /// The timeout of those all-ports Sets (OpenSM's `long_transaction_timeout`).
+    pub long_timeout: Duration,
 }
 
 /// Where the sweep is.
@@ -48,6 +55,8 @@ pub enum Phase {
     Discovering,
     /// LIDs, link settings and ARMED on every port.
     ConfiguringPorts,
+    /// SL2VL and VLArb tables, each Set's echo checked against what was sent.
+    ProgrammingQos,
     /// SwitchInfo.LinearFDBTop and the LFT blocks.
     ProgrammingSwitches,
     /// ACTIVE on every linked port.
@@ -65,13 +74,49 @@ pub enum Phase {
 /// What an SMP in flight was for.
 #[derive(Debug, Clone)]
 enum Op {
-    NodeInfo { path: Vec<u8> },
-    NodeDescription { guid: u64 },
-    SwitchInfo { guid: u64 },
-    PortInfo { guid: u64, port: u8 },
-    SetPortInfo { port: PortKey },
-    SetSwitchInfo { guid: u64 },
-    SetLft { guid: u64 },
+    NodeInfo {
+        path: Vec<u8>,
+    },
+    NodeDescription {
+        guid: u64,
+    },
+    SwitchInfo {
+        guid: u64,
+    },
+    PortInfo {
+        guid: u64,
+        port: u8,
+    },
+    SetPortInfo {
+        port: PortKey,
+    },
+    SetSwitchInfo {
+        guid: u64,
+    },
+    SetLft {
+        guid: u64,
+    },
+    /// Entry `index` of the QoS Sets, sent for the `attempt`th time.
+    SetQos {
+        index: usize,
+        attempt: u32,
+    },
+}
+
+/// Echo mismatches a QoS Set may have before the port is reported failed.
+const QOS_ATTEMPTS: u32 = 3;
+/// The wait before resending a QoS Set whose echo differed, doubled on each further attempt.
+const QOS_BACKOFF: Duration = Duration::from_millis(20);
+
+/// What became of the QoS programming of each port.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QosCounts {
+    /// Ports that were sent at least one SL2VL or VLArb Set.
+    pub configured: usize,
+    /// Ports whose every Set was echoed back exactly as sent.
+    pub verified: usize,
+    /// Ports with a Set that failed or kept echoing something else.
+    pub failed: usize,
 }
 
 /// The counts an administrator reads after a sweep.
@@ -102,6 +147,9 @@ pub struct Sweep {
     /// for the port a request arrives on, so each CA port is read through its own route.
     arrivals: BTreeMap<PortKey, (Vec<u8>, u64)>,
     lfts: Lfts,
+    /// The QoS Sets of this sweep, and per Set whether its echo matched (None: not settled).
+    qos_sets: Vec<QosSet>,
+    qos_settled: Vec<Option<bool>>,
     failed_requests: usize,
     started: Instant,
     subnet_up_after: Option<Duration>,
@@ -119,6 +167,8 @@ impl Sweep {
             by_path: HashMap::new(),
             arrivals: BTreeMap::new(),
             lfts: Lfts::default(),
+            qos_sets: Vec::new(),
+            qos_settled: Vec::new(),
             failed_requests: 0,
             started: now,
             subnet_up_after: None,
@@ -190,7 +240,7 @@ impl Sweep {
     /// A response (or any MAD) from the fabric.
     pub fn on_response(&mut self, now: Instant, response: SmpRepr) {
         if let Some(done) = self.scheduler.on_response(response) {
-            self.complete(done);
+            self.complete(now, done);
         }
         self.advance(now);
     }
@@ -198,7 +248,7 @@ impl Sweep {
     /// The fabric handed a request back undelivered.
     pub fn on_dropped(&mut self, now: Instant, request: SmpRepr) {
         if let Some(done) = self.scheduler.on_dropped(request) {
-            self.complete(done);
+            self.complete(now, done);
         }
         self.advance(now);
     }
@@ -206,16 +256,16 @@ impl Sweep {
     /// Time has passed: requests past their deadline are retried or given up.
     pub fn on_time(&mut self, now: Instant) {
         for done in self.scheduler.poll_timeouts(now) {
-            self.complete(done);
+            self.complete(now, done);
         }
         self.advance(now);
     }
 
-    fn complete(&mut self, done: Completion<Op>) {
+    fn complete(&mut self, now: Instant, done: Completion<Op>) {
         match done {
             Completion::Answered { context, response } => {
                 match Attribute::parse(response.attribute_id, &response.data) {
-                    Ok(attribute) => self.answered(context, attribute),
+                    Ok(attribute) => self.answered(now, context, attribute),
                     Err(error) => {
                         warn!(?context, %error, "malformed answer; treating the request as failed");
                         self.failed_requests += 1;
@@ -235,7 +285,7 @@ impl Sweep {
         }
     }
 
-    fn answered(&mut self, op: Op, attribute: Attribute) {
+    fn answered(&mut self, now: Instant, op: Op, attribute: Attribute) {
         match (op, attribute) {
             (Op::NodeInfo { path }, Attribute::NodeInfo(info)) => self.node_found(path, info),
             (Op::NodeDescription { guid }, Attribute::NodeDescription(desc)) => {
@@ -264,6 +314,7 @@ impl Sweep {
             (Op::SetLft { guid }, Attribute::LinearForwardingTable(_)) => {
                 debug!(guid = %format!("{guid:#018x}"), "LFT block set");
             }
+            (Op::SetQos { index, attempt }, echo) => self.qos_echo(now, index, attempt, echo),
             (op, attribute) => {
                 warn!(?op, answer = ?attribute.id(), "answer of the wrong attribute; ignored");
                 self.failed_requests += 1;
@@ -370,7 +421,8 @@ impl Sweep {
                     );
                     self.configure_ports(now);
                 }
-                Phase::ConfiguringPorts => self.program_switches(),
+                Phase::ConfiguringPorts => self.program_qos(),
+                Phase::ProgrammingQos => self.program_switches(),
                 Phase::ProgrammingSwitches => self.activate(),
                 Phase::Activating => self.finish(now),
                 Phase::SubnetUp | Phase::Incomplete { .. } | Phase::Failed(_) => {}
@@ -446,6 +498,14 @@ impl Sweep {
                 info.port_state = PortState::Armed;
             }
         }
+        // VLHighLimit travels in this Set, as in OpenSM's link manager; with qos off it is
+        // left as the port has it.
+        if self.config.qos.enabled {
+            if let Some(plan) = port_plan(&self.subnet, &self.config.qos, key, info.operational_vls)
+            {
+                info.vl_high_limit = plan.vl_high_limit;
+            }
+        }
         Some(info)
     }
 
@@ -465,6 +525,91 @@ impl Sweep {
             .min(peer.vl_cap)
             .max(1)
             .min(self.config.max_op_vls.encoding())
+    }
+
+    /// Every SL2VL and VLArb Set the configuration calls for, masked with the OperVLs the ports
+    /// now run; nothing when qos is off.
+    fn program_qos(&mut self) {
+        self.phase = Phase::ProgrammingQos;
+        if !self.config.qos.enabled {
+            return;
+        }
+        self.qos_sets = qos_sets(
+            &self.subnet,
+            &self.config.qos,
+            self.config.use_optimized_slvl,
+        );
+        self.qos_settled = vec![None; self.qos_sets.len()];
+        for index in 0..self.qos_sets.len() {
+            self.send_qos(index, 1, None);
+        }
+        info!(sets = self.qos_sets.len(), "programming QoS tables");
+    }
+
+    fn send_qos(&mut self, index: usize, attempt: u32, not_before: Option<Instant>) {
+        let Some(set) = self.qos_sets.get(index) else {
+            return;
+        };
+        let Some(path) = self.subnet.port(set.via).map(|p| p.path.clone()) else {
+            return;
+        };
+        let Ok(route) = DrPath::request(&path) else {
+            return;
+        };
+        let smp = SmpRepr::set(&set.attribute, set.modifier, 0, Routing::Directed(route));
+        let request = Request {
+            smp,
+            dlid: None,
+            node: set.node,
+            timeout: set.long.then_some(self.config.long_timeout),
+            context: Op::SetQos { index, attempt },
+        };
+        match not_before {
+            Some(at) => self.scheduler.submit_at(at, request),
+            None => self.scheduler.submit(request),
+        }
+    }
+
+    /// A QoS Set answered: the echo must be what was sent. A port that echoes something else is
+    /// sent the table again after a backoff, and reported once its attempts are spent, never
+    /// taken as programmed.
+    fn qos_echo(&mut self, now: Instant, index: usize, attempt: u32, echo: Attribute) {
+        let Some(set) = self.qos_sets.get(index) else {
+            return;
+        };
+        if set.attribute == echo {
+            self.settle_qos(index, true);
+        } else if attempt < QOS_ATTEMPTS {
+            warn!(ports = ?set.ports, attempt, "QoS table echoed back different; sending it again");
+            let backoff = QOS_BACKOFF * 2u32.pow(attempt - 1);
+            self.send_qos(index, attempt + 1, Some(now + backoff));
+        } else {
+            warn!(ports = ?set.ports, "QoS table still echoed back different; port not verified");
+            self.settle_qos(index, false);
+        }
+    }
+
+    fn settle_qos(&mut self, index: usize, verified: bool) {
+        if let Some(slot) = self.qos_settled.get_mut(index) {
+            *slot = Some(verified);
+        }
+    }
+
+    /// Per port: configured, verified, failed.
+    pub fn qos_counts(&self) -> QosCounts {
+        let mut ports: BTreeMap<PortKey, bool> = BTreeMap::new();
+        for (set, settled) in self.qos_sets.iter().zip(&self.qos_settled) {
+            for port in &set.ports {
+                let ok = ports.entry(*port).or_insert(true);
+                *ok &= *settled == Some(true);
+            }
+        }
+        let verified = ports.values().filter(|ok| **ok).count();
+        QosCounts {
+            configured: ports.len(),
+            verified,
+            failed: ports.len() - verified,
+        }
     }
 
     /// SwitchInfo.LinearFDBTop and the LFT blocks up to it, on every switch.
@@ -541,7 +686,8 @@ impl Sweep {
     /// initialization error.
     fn finish(&mut self, now: Instant) {
         let counts = self.counts();
-        if counts.failed_requests == 0 && counts.ports_not_active == 0 {
+        let qos = self.qos_counts();
+        if counts.failed_requests == 0 && counts.ports_not_active == 0 && qos.failed == 0 {
             self.phase = Phase::SubnetUp;
             self.subnet_up_after = Some(now.saturating_duration_since(self.started));
             info!("SUBNET UP");

@@ -1,0 +1,200 @@
+//! The QoS manager: from the discovered subnet and the configuration to every SLtoVLMapping
+//! and VLArbitration Set, and each port's VLHighLimit (OpenSM's `osm_qos.c`; what differs from
+//! it is listed in the qos crate's planner).
+//!
+//! Pure functions: the sweep sends what they return and checks each echo against it.
+
+use ibqos_mad::{
+    Attribute, CapabilityMask, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
+    VlArbitrationTableRepr,
+};
+use ibqos_qos::{
+    PortCaps, PortClass, PortPlan, QosConfig, SwitchSl2VlView, VlCount, plan, switch_sl2vl,
+};
+
+use super::subnet::{Node, PortKey, Subnet};
+
+/// One QoS Set: which node, with what modifier, and the ports whose tables it writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QosSet {
+    pub node: u64,
+    /// The port whose directed route reaches the node (a CA answers for its arrival port).
+    pub via: PortKey,
+    pub attribute: Attribute,
+    pub modifier: u32,
+    /// The ports this Set programs, for the per-port summary.
+    pub ports: Vec<PortKey>,
+    /// An all-ports SL2VL Set, which OpenSM gives its long transaction timeout.
+    pub long: bool,
+}
+
+/// The class of a port, or `None` for a port QoS leaves alone (a base switch port 0).
+pub fn port_class(node: &Node, port: u8) -> Option<PortClass> {
+    match node.info.node_type {
+        NodeType::Switch if port == 0 => node
+            .switch
+            .filter(|s| s.enhanced_port0)
+            .map(|_| PortClass::Sw0),
+        NodeType::Switch => Some(PortClass::Swe),
+        NodeType::Router => Some(PortClass::Rtr),
+        _ => Some(PortClass::Ca),
+    }
+}
+
+/// The planner's answer for one port, running `oper_vls` (PortInfo encoding) VLs.
+pub fn port_plan(
+    subnet: &Subnet,
+    config: &QosConfig,
+    key: PortKey,
+    oper_vls: u8,
+) -> Option<PortPlan> {
+    let node = subnet.nodes.get(&key.0)?;
+    let port = node.ports.get(&key.1)?;
+    let class = port_class(node, key.1)?;
+    let vl_cap = VlCount::from_encoding(port.info.vl_cap).ok()?;
+    // A port reporting OperVLs the planner cannot mask with (0, or above VLCap) is planned for
+    // its VLCap: the link manager programs at most that.
+    let oper_vls = VlCount::from_encoding(oper_vls)
+        .ok()
+        .filter(|v| *v <= vl_cap)
+        .unwrap_or(vl_cap);
+    let sl_mapping = match class {
+        // A switch programs SL2VL for all its ports only if port 0 supports SL mapping.
+        PortClass::Swe | PortClass::Sw0 => node.ports.get(&0)?.info.capability_mask,
+        PortClass::Ca | PortClass::Rtr => port.info.capability_mask,
+    }
+    .contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED);
+    let caps = PortCaps {
+        vl_cap,
+        oper_vls,
+        vlarb_low_cap: port.info.vl_arbitration_low_cap.min(64),
+        vlarb_high_cap: port.info.vl_arbitration_high_cap.min(64),
+        sl_mapping_supported: sl_mapping,
+    };
+    plan(config, class, &caps).ok()
+}
+
+/// Every QoS Set for the subnet, from the ports' current (just programmed) OperVLs.
+pub fn qos_sets(subnet: &Subnet, config: &QosConfig, use_optimized_slvl: bool) -> Vec<QosSet> {
+    let mut sets = Vec::new();
+    for (guid, node) in &subnet.nodes {
+        if node.is_switch() {
+            switch_sets(subnet, config, use_optimized_slvl, *guid, node, &mut sets);
+            continue;
+        }
+        for (number, port) in &node.ports {
+            let key = (*guid, *number);
+            let Some(plan) = port_plan(subnet, config, key, port.info.operational_vls) else {
+                continue;
+            };
+            if let Some(table) = plan.sl2vl {
+                sets.push(sl2vl_set(
+                    *guid,
+                    key,
+                    SlToVlModifier::Pair {
+                        input: 0,
+                        output: 0,
+                    },
+                    table.into(),
+                    vec![key],
+                ));
+            }
+            vlarb_sets(&plan, *guid, key, 0, &mut sets);
+        }
+    }
+    sets
+}
+
+fn switch_sets(
+    subnet: &Subnet,
+    config: &QosConfig,
+    use_optimized_slvl: bool,
+    guid: u64,
+    node: &Node,
+    sets: &mut Vec<QosSet>,
+) {
+    let via = (guid, 0);
+    let up = |port: u8| port == 0 || subnet.peer((guid, port)).is_some();
+    for (number, port) in node.ports.iter().filter(|(n, _)| up(**n)) {
+        if let Some(plan) = port_plan(subnet, config, (guid, *number), port.info.operational_vls) {
+            vlarb_sets(&plan, guid, via, *number, sets);
+        }
+    }
+    let Some(port0) = node.ports.get(&0) else {
+        return;
+    };
+    let oper = |info_vls: u8, cap: u8| {
+        VlCount::from_encoding(info_vls)
+            .or_else(|_| VlCount::from_encoding(cap))
+            .unwrap_or(VlCount::One)
+    };
+    let view = SwitchSl2VlView {
+        enhanced_port0: port_class(node, 0).is_some(),
+        optimized_supported: node.switch.is_some_and(|s| s.supports_optimized_sl_to_vl()),
+        port0_oper_vls: oper(port0.info.operational_vls, port0.info.vl_cap),
+        ports: (1..=node.info.num_ports)
+            .map(|n| {
+                let port = node.ports.get(&n).filter(|_| up(n))?;
+                Some(oper(port.info.operational_vls, port.info.vl_cap))
+            })
+            .collect(),
+    };
+    let sl_mapping = port0
+        .info
+        .capability_mask
+        .contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED);
+    for set in switch_sl2vl(config, &view, sl_mapping, use_optimized_slvl) {
+        let ports = match set.scope {
+            SlToVlModifier::Pair { output, .. } | SlToVlModifier::AllInputs { output } => {
+                vec![(guid, output)]
+            }
+            SlToVlModifier::AllOutputs { .. } | SlToVlModifier::All => node
+                .ports
+                .keys()
+                .filter(|n| up(**n))
+                .map(|n| (guid, *n))
+                .collect(),
+        };
+        sets.push(sl2vl_set(guid, via, set.scope, set.table.into(), ports));
+    }
+}
+
+fn sl2vl_set(
+    node: u64,
+    via: PortKey,
+    scope: SlToVlModifier,
+    table: SlToVlMappingTableRepr,
+    ports: Vec<PortKey>,
+) -> QosSet {
+    QosSet {
+        node,
+        via,
+        attribute: Attribute::SlToVlMappingTable(table),
+        modifier: u32::from(scope),
+        ports,
+        long: matches!(
+            scope,
+            SlToVlModifier::AllInputs { .. } | SlToVlModifier::All
+        ),
+    }
+}
+
+/// The VLArb blocks of one port; `port_field` is the modifier's port (0 on a CA or port 0).
+fn vlarb_sets(plan: &PortPlan, node: u64, via: PortKey, port_field: u8, sets: &mut Vec<QosSet>) {
+    for block in &plan.vlarb {
+        let modifier = VlArbModifier {
+            block: block.block,
+            port: port_field,
+        };
+        sets.push(QosSet {
+            node,
+            via,
+            attribute: Attribute::VlArbitrationTable(VlArbitrationTableRepr {
+                entries: block.entries,
+            }),
+            modifier: u32::from(modifier),
+            ports: vec![(node, if port_field == 0 { via.1 } else { port_field })],
+            long: false,
+        });
+    }
+}
