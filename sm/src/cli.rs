@@ -95,6 +95,10 @@ pub struct SmArgs {
     /// The seed of the fault injection: the same seed loses and damages the same MADs.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub fault_seed: u64,
+    /// Discover and plan, read what the fabric holds, and print every Set that would be sent
+    /// with what it would change, sending no Set at all. Implies --once.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 impl SmArgs {

@@ -19,7 +19,7 @@ use crate::commands::{Outcome, load_config};
 use crate::diagnostics::Report;
 use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::{SchedulerConfig, attribute_name, method_name};
-use crate::engine::sweep::{Phase, Sweep, SweepConfig};
+use crate::engine::sweep::{Phase, Sweep, SweepConfig, SweepMode};
 use crate::run::{Unsolicited, run_sweep};
 use crate::transport::fault::{FaultConfig, Faulty};
 use crate::transport::{OpenOptions, Role, open};
@@ -31,23 +31,22 @@ const ONCE_MAX_SWEEPS: u32 = 4;
 const SUBNET_TIMEOUT: u8 = 18;
 
 pub fn run(args: &SmArgs) -> Result<Outcome> {
-    let settings = match args.config() {
-        Some(path) => {
-            let loaded = load_config(path)?;
-            let mut report = Report::new(false);
-            report.extend(loaded.diagnostics);
-            eprint!("{}", report.render_human(false));
-            loaded.settings
-        }
-        None => Settings::default(),
-    };
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
+    let mut settings = read_settings(args)?;
     let (guid2lid, problems) = cache::load(&cache_dir)
         .with_context(|| format!("cannot read the LID cache in {}", cache_dir.display()))?;
     for problem in problems {
         warn!(cache = %cache_dir.join("guid2lid").display(), %problem, "guid2lid line skipped");
     }
-    let config = sweep_config(&settings, guid2lid);
+    let mut config = sweep_config(&settings, guid2lid);
+    let once = args.once || args.dry_run;
+    // The first sweep writes everything, as OpenSM's first sweep forces every table; later ones
+    // read the fabric and write only what differs.
+    config.mode = if args.dry_run {
+        SweepMode::DryRun
+    } else {
+        SweepMode::Forced
+    };
     let options = OpenOptions {
         role: Role::Sm,
         response_timeout: config.scheduler.timeout * (config.scheduler.retries + 1),
@@ -68,20 +67,25 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
         transport = Box::new(Faulty::new(transport, faults));
     }
     let stop = Arc::new(AtomicBool::new(false));
+    let reload = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .context("cannot install the SIGTERM/SIGINT handler")?;
     }
-    let interval = Duration::from_secs(u64::from(settings.sm.sweep_interval.max(1)));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload))
+        .context("cannot install the SIGHUP handler")?;
     for sweep_number in 1.. {
         let (sweep, unsolicited) = run_sweep(transport.as_mut(), config.clone())?;
-        save_lids(&sweep, &cache_dir, config.lmc);
+        if config.mode != SweepMode::DryRun {
+            save_lids(&sweep, &cache_dir, config.lmc);
+        }
+        config.unkept = sweep.unkept().clone();
         let up = *sweep.phase() == Phase::SubnetUp;
         // With --once, sweep again at once until the subnet is up, as `opensm -o` does, and
-        // report only the last sweep.
-        let last_once = args.once && (up || sweep_number >= ONCE_MAX_SWEEPS);
-        if !args.once || last_once {
-            let summary = summary(&sweep, &unsolicited, sweep_number);
+        // report only the last sweep. A dry run is one sweep.
+        let last_once = once && (up || args.dry_run || sweep_number >= ONCE_MAX_SWEEPS);
+        if !once || last_once {
+            let summary = summary(&sweep, &unsolicited, sweep_number, config.mode);
             if args.json {
                 writeln!(std::io::stdout().lock(), "{summary}")?;
             } else {
@@ -90,7 +94,7 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
         }
         if last_once {
             // Dropping the transport releases the port's SM claim (issm) before exit.
-            return Ok(if up {
+            return Ok(if up || args.dry_run {
                 Outcome::Success
             } else {
                 Outcome::Failed
@@ -99,21 +103,57 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        if args.once {
+        if once {
             warn!(sweep = sweep_number, "subnet not up yet; sweeping again");
-        } else if !sleep_unless_stopped(interval, &stop) {
+        } else if !sleep_until_due(interval(&settings), &stop, &reload) {
             break;
         }
+        if reload.swap(false, Ordering::Relaxed) {
+            // SIGHUP: read the configuration again; the next sweep applies what changed.
+            match read_settings(args) {
+                Ok(new) => {
+                    info!("configuration re-read on SIGHUP");
+                    settings = new;
+                    let guid2lid = std::mem::take(&mut config.guid2lid);
+                    let unkept = std::mem::take(&mut config.unkept);
+                    config = SweepConfig {
+                        unkept,
+                        ..sweep_config(&settings, guid2lid)
+                    };
+                }
+                Err(error) => {
+                    warn!(%error, "SIGHUP: configuration not re-read; keeping the old one")
+                }
+            }
+        }
+        config.mode = SweepMode::Diff;
     }
     info!("stopping on signal");
     Ok(Outcome::Success)
 }
 
-/// Sleeps `interval` in short steps; false if a stop signal came.
-fn sleep_unless_stopped(interval: Duration, stop: &AtomicBool) -> bool {
-    let step = Duration::from_millis(100);
+fn read_settings(args: &SmArgs) -> Result<Settings> {
+    Ok(match args.config() {
+        Some(path) => {
+            let loaded = load_config(path)?;
+            let mut report = Report::new(false);
+            report.extend(loaded.diagnostics);
+            eprint!("{}", report.render_human(false));
+            loaded.settings
+        }
+        None => Settings::default(),
+    })
+}
+
+fn interval(settings: &Settings) -> Duration {
+    Duration::from_secs(u64::from(settings.sm.sweep_interval.max(1)))
+}
+
+/// Sleeps until the next sweep is due or SIGHUP asks for one now; false if a stop signal came.
+fn sleep_until_due(interval: Duration, stop: &AtomicBool, reload: &AtomicBool) -> bool {
+    let step = Duration::from_millis(50);
     let mut slept = Duration::ZERO;
-    while slept < interval {
+    while slept < interval && !reload.load(Ordering::Relaxed) {
         if stop.load(Ordering::Relaxed) {
             return false;
         }
@@ -165,6 +205,8 @@ fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfi
         qos: settings.qos.clone(),
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
+        mode: SweepMode::Forced,
+        unkept: BTreeMap::new(),
     }
 }
 
@@ -180,7 +222,7 @@ fn save_lids(sweep: &Sweep, dir: &Path, lmc: u8) {
 }
 
 /// The end-of-sweep summary as one JSON object.
-fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32) -> Value {
+fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32, mode: SweepMode) -> Value {
     let counts = sweep.counts();
     let qos = sweep.qos_counts();
     let stats = sweep.stats();
@@ -202,8 +244,23 @@ fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32) -> Value
         ),
         other => format!("{other:?}"),
     };
+    let changes: Vec<Value> = sweep
+        .changes()
+        .iter()
+        .map(|c| {
+            json!({
+                "target": c.target,
+                "attribute": format!("{:?}", c.attribute),
+                "modifier": format!("{:#x}", c.modifier),
+                "differences": c.differences,
+                "sent": c.sent,
+            })
+        })
+        .collect();
     json!({
         "sweep": sweep_number,
+        "mode": format!("{mode:?}").to_lowercase(),
+        "changes": changes,
         "subnet_up": *sweep.phase() == Phase::SubnetUp,
         "result": phase,
         "nodes": counts.nodes,
@@ -261,6 +318,30 @@ fn describe(summary: &Value) -> String {
             summary["qos_ports_verified"],
             summary["qos_ports_failed"],
         ));
+    }
+    let changes = summary["changes"].as_array().map_or(&[][..], Vec::as_slice);
+    if summary["mode"] != "forced" {
+        let verb = if summary["mode"] == "dryrun" {
+            "would change"
+        } else {
+            "changed"
+        };
+        out.push_str(&format!("{} values {verb}:\n", changes.len()));
+        for change in changes {
+            let differences: Vec<&str> = change["differences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            out.push_str(&format!(
+                "  {} {} {}: {}\n",
+                change["target"].as_str().unwrap_or("?"),
+                change["attribute"].as_str().unwrap_or("?"),
+                change["modifier"].as_str().unwrap_or("?"),
+                differences.join("; "),
+            ));
+        }
     }
     if let Some(ms) = summary["time_to_subnet_up_ms"].as_f64() {
         out.push_str(&format!("time to SUBNET UP: {ms:.1} ms\n"));

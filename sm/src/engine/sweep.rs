@@ -22,6 +22,7 @@ use super::qos::{QosSet, port_plan, qos_sets};
 use super::routing::{Lfts, RoutingEngine, route};
 use super::scheduler::{Completion, Request, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, Port, PortKey, Subnet};
+use ibqos_mad::SlToVlModifier;
 
 /// What the sweep needs from the configuration.
 #[derive(Debug, Clone)]
@@ -47,6 +48,81 @@ pub struct SweepConfig {
     pub use_optimized_slvl: bool,
     /// The timeout of those all-ports Sets (OpenSM's `long_transaction_timeout`).
     pub long_timeout: Duration,
+    /// Whether to Set everything, only what differs from the fabric, or nothing.
+    pub mode: SweepMode,
+    /// PortInfo fields each port was seen not to keep; not compared in Diff mode.
+    pub unkept: BTreeMap<PortKey, Vec<&'static str>>,
+}
+
+/// The PortInfo fields the sweep programs and compares.
+const PORT_INFO_FIELDS: [&str; 12] = [
+    "LID",
+    "LMC",
+    "MasterSMLID",
+    "SubnetPrefix",
+    "MasterSMSL",
+    "SubnetTimeOut",
+    "OperVLs",
+    "NeighborMTU",
+    "HOQLife",
+    "VLStallCount",
+    "VLHighLimit",
+    "PortState",
+];
+
+/// How a sweep treats what the fabric already holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SweepMode {
+    /// Set every value, whatever the fabric holds (the first sweep: OpenSM's forced update).
+    #[default]
+    Forced,
+    /// Read what the fabric holds and Set only what differs: later sweeps, which repair what
+    /// changed behind the SM's back and apply an edited configuration.
+    Diff,
+    /// Read and compare like `Diff`, and Set nothing: `ibqos sm --dry-run`.
+    DryRun,
+}
+
+/// One value the sweep programs that the fabric held differently (Diff and DryRun modes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Which node and port or table, for people.
+    pub target: String,
+    pub attribute: AttributeId,
+    pub modifier: u32,
+    /// Each difference, as `field: held -> programmed`.
+    pub differences: Vec<String>,
+    /// Whether the Set was sent (false in DryRun mode).
+    pub sent: bool,
+}
+
+/// A Set the sweep wants to make, before it knows whether it is needed.
+#[derive(Debug, Clone)]
+struct Planned {
+    node: u64,
+    path: Vec<u8>,
+    attribute: Attribute,
+    modifier: u32,
+    op: Op,
+    timeout: Option<Duration>,
+    target: String,
+}
+
+/// What the fabric holds for a planned Set.
+enum Held {
+    /// Known already (PortInfo and SwitchInfo from discovery).
+    Known(Attribute),
+    /// To be read with a Get of each of these modifiers (an SL2VL Set for all pairs is read
+    /// pair by pair).
+    Read(Vec<u32>),
+}
+
+/// A planned Set waiting for the reads of what the fabric holds.
+#[derive(Debug)]
+struct PendingRead {
+    planned: Planned,
+    reads_left: usize,
+    differences: Vec<String>,
 }
 
 /// Where the sweep is.
@@ -89,6 +165,8 @@ enum Op {
     },
     SetPortInfo {
         port: PortKey,
+        /// What was sent, to learn from the echo which fields the port keeps.
+        sent: Box<PortInfoRepr>,
     },
     SetSwitchInfo {
         guid: u64,
@@ -100,6 +178,10 @@ enum Op {
     SetQos {
         index: usize,
         attempt: u32,
+    },
+    /// A read of what the fabric holds for pending planned Set `pending`.
+    ReadBack {
+        pending: usize,
     },
 }
 
@@ -150,6 +232,8 @@ pub struct Sweep {
     /// The QoS Sets of this sweep, and per Set whether its echo matched (None: not settled).
     qos_sets: Vec<QosSet>,
     qos_settled: Vec<Option<bool>>,
+    pending_reads: Vec<PendingRead>,
+    changes: Vec<Change>,
     failed_requests: usize,
     started: Instant,
     subnet_up_after: Option<Duration>,
@@ -169,6 +253,8 @@ impl Sweep {
             lfts: Lfts::default(),
             qos_sets: Vec::new(),
             qos_settled: Vec::new(),
+            pending_reads: Vec::new(),
+            changes: Vec::new(),
             failed_requests: 0,
             started: now,
             subnet_up_after: None,
@@ -207,11 +293,17 @@ impl Sweep {
     }
 
     pub fn counts(&self) -> SweepCounts {
+        // A port counts as linked once its peer is known or its physical link is up: a link
+        // whose far end never answered is still a link left out of service.
         let linked_not_active = self
             .subnet
             .ports()
             .filter(|(key, p)| {
-                self.subnet.peer(*key).is_some() && p.info.port_state != PortState::Active
+                let node_is_switch = self.subnet.nodes.get(&key.0).is_some_and(Node::is_switch);
+                let management_port = node_is_switch && key.1 == 0;
+                let linked = self.subnet.peer(*key).is_some()
+                    || p.info.port_phys_state == PhysPortState::LinkUp;
+                linked && !management_port && p.info.port_state != PortState::Active
             })
             .count();
         SweepCounts {
@@ -301,7 +393,8 @@ impl Sweep {
             (Op::PortInfo { guid, port }, Attribute::PortInfo(info)) => {
                 self.port_found(guid, port, info)
             }
-            (Op::SetPortInfo { port }, Attribute::PortInfo(info)) => {
+            (Op::SetPortInfo { port, sent }, Attribute::PortInfo(info)) => {
+                self.learn_unkept(port, &sent, &info);
                 if let Some(p) = self.subnet.port_mut(port) {
                     p.info = info;
                 }
@@ -315,6 +408,7 @@ impl Sweep {
                 debug!(guid = %format!("{guid:#018x}"), "LFT block set");
             }
             (Op::SetQos { index, attempt }, echo) => self.qos_echo(now, index, attempt, echo),
+            (Op::ReadBack { pending }, held) => self.read_back(pending, Some(held)),
             (op, attribute) => {
                 warn!(?op, answer = ?attribute.id(), "answer of the wrong attribute; ignored");
                 self.failed_requests += 1;
@@ -541,33 +635,29 @@ impl Sweep {
         );
         self.qos_settled = vec![None; self.qos_sets.len()];
         for index in 0..self.qos_sets.len() {
-            self.send_qos(index, 1, None);
+            let Some(planned) = self.planned_qos(index, 1) else {
+                continue;
+            };
+            let held = Held::Read(read_modifiers(&self.subnet, &self.qos_sets[index]));
+            self.plan_set(planned, held);
         }
         info!(sets = self.qos_sets.len(), "programming QoS tables");
     }
 
-    fn send_qos(&mut self, index: usize, attempt: u32, not_before: Option<Instant>) {
-        let Some(set) = self.qos_sets.get(index) else {
-            return;
-        };
-        let Some(path) = self.subnet.port(set.via).map(|p| p.path.clone()) else {
-            return;
-        };
-        let Ok(route) = DrPath::request(&path) else {
-            return;
-        };
-        let smp = SmpRepr::set(&set.attribute, set.modifier, 0, Routing::Directed(route));
-        let request = Request {
-            smp,
-            dlid: None,
+    /// QoS Set `index` as a planned Set, for its `attempt`th sending.
+    fn planned_qos(&self, index: usize, attempt: u32) -> Option<Planned> {
+        let set = self.qos_sets.get(index)?;
+        let path = self.subnet.port(set.via)?.path.clone();
+        let ports: Vec<String> = set.ports.iter().map(|(_, p)| p.to_string()).collect();
+        Some(Planned {
             node: set.node,
+            path,
+            attribute: set.attribute,
+            modifier: set.modifier,
+            op: Op::SetQos { index, attempt },
             timeout: set.long.then_some(self.config.long_timeout),
-            context: Op::SetQos { index, attempt },
-        };
-        match not_before {
-            Some(at) => self.scheduler.submit_at(at, request),
-            None => self.scheduler.submit(request),
-        }
+            target: format!("{:#018x}[{}]", set.node, ports.join(",")),
+        })
     }
 
     /// A QoS Set answered: the echo must be what was sent. A port that echoes something else is
@@ -582,7 +672,9 @@ impl Sweep {
         } else if attempt < QOS_ATTEMPTS {
             warn!(ports = ?set.ports, attempt, "QoS table echoed back different; sending it again");
             let backoff = QOS_BACKOFF * 2u32.pow(attempt - 1);
-            self.send_qos(index, attempt + 1, Some(now + backoff));
+            if let Some(planned) = self.planned_qos(index, attempt + 1) {
+                self.send_at(planned, Some(now + backoff));
+            }
         } else {
             warn!(ports = ?set.ports, "QoS table still echoed back different; port not verified");
             self.settle_qos(index, false);
@@ -628,30 +720,37 @@ impl Sweep {
                 continue;
             };
             let path = node.path.clone();
-            if let Some(mut switch) = node.switch {
+            if let Some(held) = node.switch {
+                let mut switch = held;
                 switch.linear_fdb_top = top;
                 // Writing 1 clears PortStateChange: the SM has seen this topology.
                 switch.port_state_change = true;
-                self.set(
-                    *guid,
-                    &path,
-                    Attribute::SwitchInfo(switch),
-                    0,
-                    Op::SetSwitchInfo { guid: *guid },
-                );
+                let planned = Planned {
+                    node: *guid,
+                    path: path.clone(),
+                    attribute: Attribute::SwitchInfo(switch),
+                    modifier: 0,
+                    op: Op::SetSwitchInfo { guid: *guid },
+                    timeout: None,
+                    target: format!("{guid:#018x} SwitchInfo"),
+                };
+                self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
             }
             for (block, ports) in lft.chunks(64).enumerate() {
                 let mut table = LinearForwardingTableRepr {
                     ports: [LinearForwardingTableRepr::NO_ROUTE; 64],
                 };
                 table.ports[..ports.len()].copy_from_slice(ports);
-                self.set(
-                    *guid,
-                    &path,
-                    Attribute::LinearForwardingTable(table),
-                    block as u32,
-                    Op::SetLft { guid: *guid },
-                );
+                let planned = Planned {
+                    node: *guid,
+                    path: path.clone(),
+                    attribute: Attribute::LinearForwardingTable(table),
+                    modifier: block as u32,
+                    op: Op::SetLft { guid: *guid },
+                    timeout: None,
+                    target: format!("{guid:#018x} LFT block {block}"),
+                };
+                self.plan_set(planned, Held::Read(vec![block as u32]));
             }
         }
         info!(
@@ -738,18 +837,176 @@ impl Sweep {
         let Some(port) = self.subnet.port(key) else {
             return;
         };
-        let path = port.path.clone();
-        let modifier = u32::from(PortInfoModifier {
-            port: key.1,
-            extended_speeds: false,
+        let held = Held::Known(Attribute::PortInfo(port.info));
+        let planned = Planned {
+            node: key.0,
+            path: port.path.clone(),
+            attribute: Attribute::PortInfo(info),
+            modifier: u32::from(PortInfoModifier {
+                port: key.1,
+                extended_speeds: false,
+            }),
+            op: Op::SetPortInfo {
+                port: key,
+                sent: Box::new(info),
+            },
+            timeout: None,
+            target: format!("{:#018x}[{}]", key.0, key.1),
+        };
+        self.plan_set(planned, held);
+    }
+
+    /// Sends a planned Set, or in Diff and DryRun modes first compares it with what the fabric
+    /// holds: reading that where it is not known, and recording every difference.
+    fn plan_set(&mut self, planned: Planned, held: Held) {
+        if self.config.mode == SweepMode::Forced {
+            self.send(planned);
+            return;
+        }
+        match held {
+            Held::Known(attribute) => {
+                let ignored: &[&str] = match &planned.op {
+                    Op::SetPortInfo { port, .. } => {
+                        self.config.unkept.get(port).map_or(&[], Vec::as_slice)
+                    }
+                    _ => &[],
+                };
+                let mut differences = differences(&attribute, &planned.attribute, "");
+                differences.retain(|d| !ignored.iter().any(|f| d.starts_with(&format!("{f}:"))));
+                self.decide(planned, differences);
+            }
+            Held::Read(modifiers) => {
+                let pending = self.pending_reads.len();
+                let id = planned.attribute.id();
+                let (node, path) = (planned.node, planned.path.clone());
+                self.pending_reads.push(PendingRead {
+                    planned,
+                    reads_left: modifiers.len(),
+                    differences: Vec::new(),
+                });
+                for modifier in modifiers {
+                    self.get(node, &path, id, modifier, Op::ReadBack { pending });
+                }
+            }
+        }
+    }
+
+    /// One read for a pending planned Set came back (`None`: it could not be read).
+    fn read_back(&mut self, pending: usize, held: Option<Attribute>) {
+        let Some(entry) = self.pending_reads.get_mut(pending) else {
+            return;
+        };
+        let label =
+            if entry.reads_left > 1 || matches!(held, Some(Attribute::SlToVlMappingTable(_))) {
+                format!("{:#x} ", entry.planned.modifier)
+            } else {
+                String::new()
+            };
+        match held {
+            Some(held) => {
+                entry
+                    .differences
+                    .extend(differences(&held, &entry.planned.attribute, &label))
+            }
+            None => entry.differences.push(format!("{label}could not be read")),
+        }
+        entry.reads_left = entry.reads_left.saturating_sub(1);
+        if entry.reads_left == 0 {
+            let planned = entry.planned.clone();
+            let differences = std::mem::take(&mut entry.differences);
+            self.decide(planned, differences);
+        }
+    }
+
+    /// A compared planned Set: nothing to do if nothing differs; otherwise recorded, and sent
+    /// unless this is a dry run. A dry run updates the model as if the Set had been made, so the
+    /// later phases plan from the state the fabric would be in.
+    fn decide(&mut self, planned: Planned, differences: Vec<String>) {
+        if differences.is_empty() {
+            if let Op::SetQos { index, .. } = planned.op {
+                self.settle_qos(index, true);
+            }
+            return;
+        }
+        let sent = self.config.mode != SweepMode::DryRun;
+        self.changes.push(Change {
+            target: planned.target.clone(),
+            attribute: planned.attribute.id(),
+            modifier: planned.modifier,
+            differences,
+            sent,
         });
-        self.set(
-            key.0,
-            &path,
-            Attribute::PortInfo(info),
-            modifier,
-            Op::SetPortInfo { port: key },
+        if sent {
+            self.send(planned);
+        } else if let (Op::SetPortInfo { port, .. }, Attribute::PortInfo(info)) =
+            (&planned.op, &planned.attribute)
+        {
+            if let Some(p) = self.subnet.port_mut(*port) {
+                p.info = PortInfoRepr {
+                    port_state: resulting_state(p.info.port_state, info.port_state),
+                    ..*info
+                };
+            }
+        }
+    }
+
+    /// A PortInfo Set's echo: a programmed field the port answers differently was not kept
+    /// (ibsim keeps no VLHighLimit, NeighborMTU, VLStallCount or SubnetTimeOut). It is
+    /// remembered, so later sweeps do not rewrite it forever.
+    fn learn_unkept(&mut self, port: PortKey, sent: &PortInfoRepr, echo: &PortInfoRepr) {
+        for line in differences(&Attribute::PortInfo(*echo), &Attribute::PortInfo(*sent), "") {
+            let Some((field, _)) = line.split_once(':') else {
+                continue;
+            };
+            let field = PORT_INFO_FIELDS
+                .iter()
+                .find(|f| **f == field && **f != "PortState");
+            if let Some(field) = field {
+                let known = self.config.unkept.entry(port).or_default();
+                if !known.contains(field) {
+                    debug!(?port, field, "port does not keep this PortInfo field");
+                    known.push(field);
+                }
+            }
+        }
+    }
+
+    /// Per port, the PortInfo fields found not to be kept (to carry into the next sweep).
+    pub fn unkept(&self) -> &BTreeMap<PortKey, Vec<&'static str>> {
+        &self.config.unkept
+    }
+
+    /// The changes found (Diff and DryRun modes), in the order they were decided.
+    pub fn changes(&self) -> &[Change] {
+        &self.changes
+    }
+
+    fn send(&mut self, planned: Planned) {
+        self.send_at(planned, None);
+    }
+
+    /// Sends a Set now, or once `not_before` has come.
+    fn send_at(&mut self, planned: Planned, not_before: Option<Instant>) {
+        let Ok(route) = DrPath::request(&planned.path) else {
+            return;
+        };
+        let smp = SmpRepr::set(
+            &planned.attribute,
+            planned.modifier,
+            0,
+            Routing::Directed(route),
         );
+        let request = Request {
+            smp,
+            dlid: None,
+            node: planned.node,
+            timeout: planned.timeout,
+            context: planned.op,
+        };
+        match not_before {
+            Some(at) => self.scheduler.submit_at(at, request),
+            None => self.scheduler.submit(request),
+        }
     }
 
     fn get(&mut self, node: u64, path: &[u8], id: AttributeId, modifier: u32, op: Op) {
@@ -766,20 +1023,144 @@ impl Sweep {
             context: op,
         });
     }
+}
 
-    fn set(&mut self, node: u64, path: &[u8], attribute: Attribute, modifier: u32, op: Op) {
-        let Ok(route) = DrPath::request(path) else {
-            return;
-        };
-        let smp = SmpRepr::set(&attribute, modifier, 0, Routing::Directed(route));
-        self.scheduler.submit(Request {
-            smp,
-            dlid: None,
-            node,
-            timeout: None,
-            context: op,
-        });
+/// The Gets that read what a QoS Set would overwrite: the Set's own modifier, except that an
+/// SL2VL Set for several pairs is read pair by pair (a Get cannot use the all-ports bits).
+fn read_modifiers(subnet: &Subnet, set: &QosSet) -> Vec<u32> {
+    let Attribute::SlToVlMappingTable(_) = set.attribute else {
+        return vec![set.modifier];
+    };
+    let pair = |input, output| u32::from(SlToVlModifier::Pair { input, output });
+    let inputs = || 0..=subnet.nodes.get(&set.node).map_or(0, |n| n.info.num_ports);
+    match SlToVlModifier::try_from(set.modifier) {
+        Ok(SlToVlModifier::All) => set
+            .ports
+            .iter()
+            .flat_map(|&(_, output)| inputs().map(move |input| pair(input, output)))
+            .collect(),
+        Ok(SlToVlModifier::AllInputs { output }) => {
+            inputs().map(|input| pair(input, output)).collect()
+        }
+        _ => vec![set.modifier],
     }
+}
+
+/// The state a port would be in after a PortInfo Set asking for `asked`.
+fn resulting_state(held: PortState, asked: PortState) -> PortState {
+    if asked == PortState::NoChange {
+        held
+    } else {
+        asked
+    }
+}
+
+/// What differs between what the fabric holds and what a Set would write, one line each. Only
+/// what the SM programs is compared: for PortInfo, the fields the LID and link managers and QoS
+/// set; a state change counts only when one is asked for.
+fn differences(held: &Attribute, planned: &Attribute, label: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut field = |name: &str, held: String, planned: String| {
+        if held != planned {
+            out.push(format!("{label}{name}: {held} -> {planned}"));
+        }
+    };
+    match (held, planned) {
+        (Attribute::PortInfo(h), Attribute::PortInfo(p)) => {
+            field("LID", h.lid.to_string(), p.lid.to_string());
+            field("LMC", h.lmc.to_string(), p.lmc.to_string());
+            field(
+                "MasterSMLID",
+                h.master_sm_lid.to_string(),
+                p.master_sm_lid.to_string(),
+            );
+            field(
+                "SubnetPrefix",
+                format!("{:#x}", h.gid_prefix),
+                format!("{:#x}", p.gid_prefix),
+            );
+            field(
+                "MasterSMSL",
+                h.master_sm_sl.to_string(),
+                p.master_sm_sl.to_string(),
+            );
+            field(
+                "SubnetTimeOut",
+                h.subnet_timeout.to_string(),
+                p.subnet_timeout.to_string(),
+            );
+            field(
+                "OperVLs",
+                h.operational_vls.to_string(),
+                p.operational_vls.to_string(),
+            );
+            field(
+                "NeighborMTU",
+                h.neighbor_mtu.to_string(),
+                p.neighbor_mtu.to_string(),
+            );
+            field("HOQLife", h.hoq_life.to_string(), p.hoq_life.to_string());
+            field(
+                "VLStallCount",
+                h.vl_stall_count.to_string(),
+                p.vl_stall_count.to_string(),
+            );
+            field(
+                "VLHighLimit",
+                h.vl_high_limit.to_string(),
+                p.vl_high_limit.to_string(),
+            );
+            if p.port_state != PortState::NoChange {
+                field(
+                    "PortState",
+                    format!("{:?}", h.port_state),
+                    format!("{:?}", p.port_state),
+                );
+            }
+        }
+        (Attribute::SwitchInfo(h), Attribute::SwitchInfo(p)) => {
+            field(
+                "LinearFDBTop",
+                h.linear_fdb_top.to_string(),
+                p.linear_fdb_top.to_string(),
+            );
+            if h.port_state_change {
+                out.push(format!("{label}PortStateChange: set -> cleared"));
+            }
+        }
+        (Attribute::LinearForwardingTable(h), Attribute::LinearForwardingTable(p)) => {
+            let differing = h.ports.iter().zip(&p.ports).filter(|(a, b)| a != b).count();
+            if differing > 0 {
+                out.push(format!(
+                    "{label}{differing} of 64 LIDs forwarded differently"
+                ));
+            }
+        }
+        (Attribute::SlToVlMappingTable(h), Attribute::SlToVlMappingTable(p)) => {
+            field("SL2VL", format!("{:?}", h.vls), format!("{:?}", p.vls));
+        }
+        (Attribute::VlArbitrationTable(h), Attribute::VlArbitrationTable(p)) => {
+            let show = |t: &ibqos_mad::VlArbitrationTableRepr| {
+                let last = t
+                    .entries
+                    .iter()
+                    .rposition(|e| e.weight != 0 || e.vl != 0)
+                    .map_or(0, |i| i + 1);
+                t.entries[..last]
+                    .iter()
+                    .map(|e| format!("{}:{}", e.vl, e.weight))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            field("VLArb", show(h), show(p));
+        }
+        (held, planned) => out.push(format!(
+            "{label}read {:?}, planned {:?}",
+            held.id(),
+            planned.id()
+        )),
+    }
+    out
 }
 
 /// A fairness key for a node not yet known by GUID: its route.
