@@ -89,7 +89,7 @@ pub struct SmArgs {
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
     pub fault_loss: f64,
     /// Fault injection: the probability (0-1) that a MAD from the fabric is truncated or has
-    /// bytes flipped.
+    /// bytes of its header flipped.
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
     pub fault_corrupt: f64,
     /// The seed of the fault injection: the same seed loses and damages the same MADs.

@@ -5,8 +5,9 @@
 //! would find a configured fabric and the tables of the first run.
 
 use std::fs::File;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,11 @@ use crate::{Error, Result, SimTools};
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 const READY_POLL: Duration = Duration::from_millis(5);
 
-/// A running `ibsim -s -n NETFILE`, killed by its PID when dropped.
+/// How long ibsim may take to act on a console command (it prints its next prompt).
+const CONSOLE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A running `ibsim -s -n NETFILE` (or `ibsim -s NETFILE` with a console), killed by its PID
+/// when dropped.
 ///
 /// `-s` starts the network at once; `-n` disables the console, without which ibsim spins at 100 %
 /// CPU once its stdin is at EOF. Output goes to `ibsim.out` in the test's directory.
@@ -26,12 +31,27 @@ pub struct Ibsim {
     sockname: String,
     dir: PathBuf,
     umad2sim: PathBuf,
+    /// The write end of ibsim's stdin when it runs with a console. Held open for ibsim's whole
+    /// life: at EOF its console loop would spin at 100 % CPU (wire-and-ibsim.md §5.7).
+    console: Option<ChildStdin>,
+    /// Set once [`Ibsim::kill`] has reaped the process.
+    killed: bool,
 }
 
 impl Ibsim {
     /// Starts ibsim on `netfile` with a socket name of its own, and waits until clients can
     /// connect.
     pub fn start(tools: &SimTools, netfile: &Path, dir: &Path) -> Result<Ibsim> {
+        Ibsim::spawn(tools, netfile, dir, false)
+    }
+
+    /// Like [`Ibsim::start`], but with ibsim's console enabled (no `-n`) and its stdin a pipe
+    /// this guard holds open, so [`Ibsim::console`] can send it commands such as `Error`.
+    pub fn start_with_console(tools: &SimTools, netfile: &Path, dir: &Path) -> Result<Ibsim> {
+        Ibsim::spawn(tools, netfile, dir, true)
+    }
+
+    fn spawn(tools: &SimTools, netfile: &Path, dir: &Path, console: bool) -> Result<Ibsim> {
         let sockname = format!("ibqos-{}", crate::unique_suffix());
         let out_path = dir.join("ibsim.out");
         let out = File::create(&out_path)
@@ -39,22 +59,28 @@ impl Ibsim {
         let err = out
             .try_clone()
             .map_err(|e| Error::new(format!("cannot duplicate a file handle: {e}")))?;
-        let child = Command::new(&tools.ibsim.path)
-            .args(["-s", "-n"])
+        let mut cmd = Command::new(&tools.ibsim.path);
+        if console {
+            cmd.arg("-s").stdin(Stdio::piped());
+        } else {
+            cmd.args(["-s", "-n"]).stdin(Stdio::null());
+        }
+        let mut child = cmd
             .arg(netfile)
             .env("IBSIM_SOCKNAME", &sockname)
             .current_dir(dir)
-            .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
             .spawn()
             .map_err(|e| Error::new(format!("cannot start {}: {e}", tools.ibsim.path.display())))?;
         // From here on the guard owns the process, so every early return below kills it.
         let mut sim = Ibsim {
+            console: child.stdin.take(),
             child,
             sockname,
             dir: dir.to_owned(),
             umad2sim: tools.umad2sim.clone(),
+            killed: false,
         };
         sim.wait_ready()?;
         Ok(sim)
@@ -121,10 +147,76 @@ impl Ibsim {
     }
 }
 
+impl Ibsim {
+    /// Sends one console command (for example `Error "S1"[3] 100`) and waits until ibsim has
+    /// acted on it: it prints a new `sim> ` prompt after each command it has read.
+    pub fn console(&mut self, command: &str) -> Result<()> {
+        let prompts_before = self.output().matches("sim> ").count();
+        let stdin = self.console.as_mut().ok_or_else(|| {
+            Error::new("this ibsim has no console; start it with Ibsim::start_with_console")
+        })?;
+        writeln!(stdin, "{command}")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| Error::new(format!("cannot send `{command}` to ibsim: {e}")))?;
+        let deadline = Instant::now() + CONSOLE_TIMEOUT;
+        while self.output().matches("sim> ").count() <= prompts_before {
+            if Instant::now() >= deadline {
+                return Err(Error::new(format!(
+                    "ibsim did not act on `{command}` within {CONSOLE_TIMEOUT:?}\n\
+                     --- ibsim.out ---\n{}",
+                    self.output()
+                )));
+            }
+            thread::sleep(READY_POLL);
+        }
+        Ok(())
+    }
+
+    /// ibsim's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills ibsim now (by its PID) and reaps it: for tests of a fabric that goes away.
+    pub fn kill(&mut self) {
+        if !self.killed {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.killed = true;
+        }
+    }
+
+    /// Sends `signal` (a name `kill -s` knows, such as `STOP`) to ibsim, by its PID.
+    pub fn signal(&self, signal: &str) -> Result<()> {
+        if self.killed {
+            return Err(Error::new("ibsim has already been killed"));
+        }
+        let status = Command::new("kill")
+            .args(["-s", signal, &self.pid().to_string()])
+            .status()
+            .map_err(|e| Error::new(format!("cannot run kill: {e}")))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Error::new(format!(
+                "kill -s {signal} {} failed: {status}",
+                self.pid()
+            )))
+        }
+    }
+
+    /// Whether a client of this ibsim has bound its data socket (`@<sockname>:in<id>`): the
+    /// first thing a native client does, before its CONNECT.
+    pub fn has_native_client(&self) -> bool {
+        let needle = format!("@{}:in", self.sockname);
+        std::fs::read_to_string("/proc/net/unix").is_ok_and(|s| s.contains(&needle))
+    }
+}
+
 impl Drop for Ibsim {
     fn drop(&mut self) {
-        // By PID, never by name: other tests run their own ibsim at the same time.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // By PID, never by name: other tests run their own ibsim at the same time. The console
+        // pipe (a field) closes only after this, so ibsim never sees EOF while it runs.
+        self.kill();
     }
 }

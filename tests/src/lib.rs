@@ -12,6 +12,9 @@
 //! - [`smpquery`]: read SL2VL, VLArb and PortInfo back, parsed into typed values.
 //! - [`netfile`]: the topology from an ibsim net file, and directed-route paths through it.
 //! - [`planner`]: run `ibqos plan` and parse its JSON.
+//! - [`sm`]: run `ibqos sm --once --json` and parse its summary.
+//! - [`readback`]: read a configured fabric back (PortInfo, forwarding tables) and check it.
+//! - [`scenario`]: the fabrics `ibqos sm` runs on, and the checks every run must pass.
 //!
 //! Everything here is Linux-only, as ibsim and its LD_PRELOAD shim are.
 
@@ -21,6 +24,9 @@ pub mod netfile;
 pub mod opensm;
 pub mod planner;
 pub mod process;
+pub mod readback;
+pub mod scenario;
+pub mod sm;
 pub mod smpquery;
 pub mod testdir;
 pub mod tool;

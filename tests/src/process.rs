@@ -48,6 +48,18 @@ pub fn command_line(cmd: &Command) -> String {
 /// `timeout`, it is killed by its PID (`Child::kill`, then reaped) and an error returned with the
 /// output so far.
 pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> Result<Finished> {
+    run_bounded_while(cmd, timeout, |_| ())
+}
+
+/// Like [`run_bounded`], but calls `meanwhile` with the running child right after it started
+/// (for a test that acts on the world while the program runs, such as killing its fabric). The
+/// time limit counts from the start, `meanwhile` included.
+pub fn run_bounded_while(
+    cmd: &mut Command,
+    timeout: Duration,
+    meanwhile: impl FnOnce(&mut Child),
+) -> Result<Finished> {
+    let deadline = Instant::now() + timeout;
     let line = command_line(cmd);
     let mut child = cmd
         .stdin(Stdio::null())
@@ -58,7 +70,8 @@ pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> Result<Finished> {
     // Drain both pipes on their own threads so a chatty child never blocks on a full pipe.
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
-    let status = wait_until(&mut child, Instant::now() + timeout)
+    meanwhile(&mut child);
+    let status = wait_until(&mut child, deadline)
         .map_err(|e| Error::new(format!("waiting for `{line}`: {e}")))?;
     let (stdout, stderr) = (join(stdout), join(stderr));
     match status {

@@ -49,7 +49,8 @@ fn is_executable(path: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Everything an ibsim-based test runs: the simulator, its LD_PRELOAD shim, OpenSM and smpquery.
+/// Everything an ibsim-based test runs: the simulator, its LD_PRELOAD shim, OpenSM, smpquery and
+/// ibroute.
 #[derive(Debug, Clone)]
 pub struct SimTools {
     pub ibsim: Tool,
@@ -58,10 +59,12 @@ pub struct SimTools {
     pub umad2sim: PathBuf,
     pub opensm: Tool,
     pub smpquery: Tool,
+    /// Dumps a switch's linear forwarding table.
+    pub ibroute: Tool,
 }
 
 impl SimTools {
-    /// Finds all four.
+    /// Finds all of them.
     ///
     /// # Panics
     /// If one is missing, naming its apt package.
@@ -71,6 +74,7 @@ impl SimTools {
             umad2sim: require_umad2sim(),
             opensm: Tool::require("opensm", "opensm"),
             smpquery: Tool::require("smpquery", "infiniband-diags"),
+            ibroute: Tool::require("ibroute", "infiniband-diags"),
         }
     }
 }

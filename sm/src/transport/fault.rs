@@ -15,7 +15,7 @@ use super::{Incoming, LocalPort, Outgoing, Transport, TransportError};
 pub struct FaultConfig {
     /// The MAD is lost.
     pub loss: f64,
-    /// The MAD is truncated or has bytes flipped.
+    /// The MAD is truncated or has bytes of its header flipped.
     pub corrupt: f64,
     pub seed: u64,
 }
@@ -26,20 +26,12 @@ impl FaultConfig {
     }
 }
 
-/// What the wrapper did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FaultCounts {
-    pub lost: u64,
-    pub corrupted: u64,
-}
-
 /// A transport whose received MADs are lost or damaged at the configured rates.
 #[derive(Debug)]
 pub struct Faulty<T> {
     inner: T,
     config: FaultConfig,
     rng: Pcg64,
-    counts: FaultCounts,
 }
 
 impl<T: Transport> Faulty<T> {
@@ -48,30 +40,34 @@ impl<T: Transport> Faulty<T> {
             inner,
             rng: Pcg64::seed_from_u64(config.seed),
             config,
-            counts: FaultCounts::default(),
         }
     }
 
-    pub fn counts(&self) -> FaultCounts {
-        self.counts
-    }
-
-    /// Cuts the MAD short or flips a few of its bytes.
+    /// Cuts the MAD short or flips a few bytes of its common header.
+    ///
+    /// Only the header: on a real link the ICRC and VCRC drop a packet whose bytes changed, so
+    /// what reaches an SM damaged is a MAD that a buggy or confused agent built wrong (bad
+    /// version, class, method, TID, attribute, status). Flipping the attribute data instead
+    /// would hand the SM well-formed lies (a wrong GUID) that no SM can tell from the truth.
     fn damage(&mut self, mad: &mut Vec<u8>) {
         if self.rng.random_bool(0.5) && !mad.is_empty() {
             let keep = self.rng.random_range(0..mad.len());
             mad.truncate(keep);
         } else {
+            let header = mad.len().min(MAD_HEADER_BYTES);
             for _ in 0..self.rng.random_range(1..=4) {
-                if mad.is_empty() {
+                if header == 0 {
                     break;
                 }
-                let at = self.rng.random_range(0..mad.len());
+                let at = self.rng.random_range(0..header);
                 mad[at] ^= self.rng.random_range(1..=u8::MAX);
             }
         }
     }
 }
+
+/// The MAD common header: versions, class, method, status, TID, attribute and modifier.
+const MAD_HEADER_BYTES: usize = 24;
 
 impl<T: Transport> Transport for Faulty<T> {
     fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
@@ -82,11 +78,9 @@ impl<T: Transport> Transport for Faulty<T> {
         match self.inner.recv(timeout)? {
             Some(Incoming::Mad { mut mad, slid }) => {
                 if self.rng.random_bool(self.config.loss.clamp(0.0, 1.0)) {
-                    self.counts.lost += 1;
                     return Ok(None);
                 }
                 if self.rng.random_bool(self.config.corrupt.clamp(0.0, 1.0)) {
-                    self.counts.corrupted += 1;
                     self.damage(&mut mad);
                 }
                 Ok(Some(Incoming::Mad { mad, slid }))
