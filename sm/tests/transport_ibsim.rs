@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Ibsim, field, ibqos, run, two_switch_net};
+use common::{Ibsim, field, ibqos, run, stdout_of, two_switch_net};
 use ibqos_mad::{AttributeId, CapabilityMask, DrPath, Routing, Smp, SmpRepr};
 use ibqos_sm::transport::{
     Address, Incoming, OpenOptions, Outgoing, Role, Transport, ibsim::IbsimTransport,
@@ -15,15 +15,6 @@ use ibqos_sm::transport::{
 fn query(sim: &Ibsim, args: &[&str]) -> std::process::Output {
     let fabric = format!("ibsim:{}@H1", sim.sockname());
     run(ibqos().args(["query", "--fabric", &fabric]).args(args))
-}
-
-fn stdout_of(out: &std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
 }
 
 #[test]

@@ -6,20 +6,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Ibsim, field, run, smpquery_field, tool, two_switch_net};
+use common::{Ibsim, field, run, smpquery_field, stdout_of, tool, two_switch_net};
 
 fn query(sim: &Ibsim, args: &[&str]) -> std::process::Output {
     let mut cmd = sim.shim_client(std::path::Path::new(env!("CARGO_BIN_EXE_ibqos")), "H1");
     run(cmd.args(["query", "--fabric", "umad"]).args(args))
-}
-
-fn stdout_of(out: &std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
 }
 
 #[test]

@@ -54,20 +54,23 @@ pub struct SweepConfig {
     pub unkept: BTreeMap<PortKey, Vec<&'static str>>,
 }
 
-/// The PortInfo fields the sweep programs and compares.
-const PORT_INFO_FIELDS: [&str; 12] = [
-    "LID",
-    "LMC",
-    "MasterSMLID",
-    "SubnetPrefix",
-    "MasterSMSL",
-    "SubnetTimeOut",
-    "OperVLs",
-    "NeighborMTU",
-    "HOQLife",
-    "VLStallCount",
-    "VLHighLimit",
-    "PortState",
+/// How a compared PortInfo field is shown.
+type ShowField = fn(&PortInfoRepr) -> String;
+
+/// The PortInfo fields the sweep programs and compares (besides PortState, which counts only
+/// when a Set asks for a change), each with how it is shown.
+const PORT_INFO_FIELDS: [(&str, ShowField); 11] = [
+    ("LID", |p| p.lid.to_string()),
+    ("LMC", |p| p.lmc.to_string()),
+    ("MasterSMLID", |p| p.master_sm_lid.to_string()),
+    ("SubnetPrefix", |p| format!("{:#x}", p.gid_prefix)),
+    ("MasterSMSL", |p| p.master_sm_sl.to_string()),
+    ("SubnetTimeOut", |p| p.subnet_timeout.to_string()),
+    ("OperVLs", |p| p.operational_vls.to_string()),
+    ("NeighborMTU", |p| p.neighbor_mtu.to_string()),
+    ("HOQLife", |p| p.hoq_life.to_string()),
+    ("VLStallCount", |p| p.vl_stall_count.to_string()),
+    ("VLHighLimit", |p| p.vl_high_limit.to_string()),
 ];
 
 /// How a sweep treats what the fabric already holds.
@@ -958,12 +961,15 @@ impl Sweep {
             let Some((field, _)) = line.split_once(':') else {
                 continue;
             };
+            // PortState is not among the table's fields: a refused transition is a failure,
+            // not a field the port does not keep.
             let field = PORT_INFO_FIELDS
                 .iter()
-                .find(|f| **f == field && **f != "PortState");
+                .map(|(name, _)| *name)
+                .find(|name| *name == field);
             if let Some(field) = field {
                 let known = self.config.unkept.entry(port).or_default();
-                if !known.contains(field) {
+                if !known.contains(&field) {
                     debug!(?port, field, "port does not keep this PortInfo field");
                     known.push(field);
                 }
@@ -1067,49 +1073,9 @@ fn differences(held: &Attribute, planned: &Attribute, label: &str) -> Vec<String
     };
     match (held, planned) {
         (Attribute::PortInfo(h), Attribute::PortInfo(p)) => {
-            field("LID", h.lid.to_string(), p.lid.to_string());
-            field("LMC", h.lmc.to_string(), p.lmc.to_string());
-            field(
-                "MasterSMLID",
-                h.master_sm_lid.to_string(),
-                p.master_sm_lid.to_string(),
-            );
-            field(
-                "SubnetPrefix",
-                format!("{:#x}", h.gid_prefix),
-                format!("{:#x}", p.gid_prefix),
-            );
-            field(
-                "MasterSMSL",
-                h.master_sm_sl.to_string(),
-                p.master_sm_sl.to_string(),
-            );
-            field(
-                "SubnetTimeOut",
-                h.subnet_timeout.to_string(),
-                p.subnet_timeout.to_string(),
-            );
-            field(
-                "OperVLs",
-                h.operational_vls.to_string(),
-                p.operational_vls.to_string(),
-            );
-            field(
-                "NeighborMTU",
-                h.neighbor_mtu.to_string(),
-                p.neighbor_mtu.to_string(),
-            );
-            field("HOQLife", h.hoq_life.to_string(), p.hoq_life.to_string());
-            field(
-                "VLStallCount",
-                h.vl_stall_count.to_string(),
-                p.vl_stall_count.to_string(),
-            );
-            field(
-                "VLHighLimit",
-                h.vl_high_limit.to_string(),
-                p.vl_high_limit.to_string(),
-            );
+            for (name, show) in PORT_INFO_FIELDS {
+                field(name, show(h), show(p));
+            }
             if p.port_state != PortState::NoChange {
                 field(
                     "PortState",

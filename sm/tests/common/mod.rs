@@ -182,6 +182,16 @@ pub fn run(cmd: &mut Command) -> Output {
 }
 
 /// The value of `Name: value` in ibqos output.
+/// The standard output of a command that must have succeeded (else its stderr is the failure).
+pub fn stdout_of(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
+}
+
 pub fn field<'a>(stdout: &'a str, name: &str) -> &'a str {
     stdout
         .lines()
