@@ -61,6 +61,18 @@ pub enum Command {
     /// prints a summary. With --once it exits after that; otherwise it sweeps again every
     /// sweep_interval seconds until SIGTERM or SIGINT.
     Sm(SmArgs),
+    /// Simulate traffic over a fabric with the QoS tables a configuration programs.
+    ///
+    /// A credit-based, packet-level simulation: links with speed, width and propagation, per-VL
+    /// receive buffers in 64-byte credits, the IBA 7.6.9 VL arbiter on every output port with
+    /// the tables the planner gives each port, SL-to-VL at every hop, routes from minhop (as
+    /// the SM computes them). Prints per flow, per SL and per VL on every link: bytes,
+    /// throughput, share, latency, time blocked on credits, buffer occupancy and drops.
+    #[command(after_help = "Examples:\n  \
+        ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml\n  \
+        ibqos sim --topology fabric.net -c ibqos.toml --traffic traffic.toml --seed 7 --json\n  \
+        ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml --plot plots/")]
+    Sim(SimArgs),
 }
 
 #[derive(Debug, Args)]
@@ -266,6 +278,41 @@ fn parse_class(s: &str) -> Result<PortClass, String> {
 fn parse_vl_count(s: &str) -> Result<VlCount, String> {
     let count: u32 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
     VlCount::from_count(count).map_err(|e| e.to_string())
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("sim_config").required(true).args(["opensm_conf", "toml"])))]
+pub struct SimArgs {
+    /// The fabric: an ibnetdiscover / ibsim net file.
+    #[arg(long, value_name = "NET")]
+    pub topology: PathBuf,
+    /// An opensm.conf to read, as `opensm -F` reads it: the QoS tables come from it.
+    #[arg(short = 'F', long = "opensm-conf", value_name = "OPENSM_CONF")]
+    pub opensm_conf: Option<PathBuf>,
+    /// An ibqos.toml to read.
+    #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
+    pub toml: Option<PathBuf>,
+    /// The traffic: duration, link parameters, arbiter options, flows and patterns (TOML).
+    #[arg(long, value_name = "TRAFFIC_TOML")]
+    pub traffic: PathBuf,
+    /// Seeds the random choices (rate-limited flows' phases, permutation patterns): the same
+    /// seed gives the same output, byte for byte.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write SVG charts into DIR: bandwidth share per VL over time on the busiest link, and
+    /// the latency CDF per SL.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+}
+
+impl SimArgs {
+    /// The configuration file given (clap requires one).
+    pub fn config(&self) -> Option<&PathBuf> {
+        self.opensm_conf.as_ref().or(self.toml.as_ref())
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => commands::plan::run(args),
         Command::Migrate(args) => commands::migrate::run(args),
         Command::Query(args) => commands::query::run(args),
+        Command::Sim(args) => commands::sim::run(args),
         Command::Sm(args) => {
             init_logging();
             commands::sm::run(args)

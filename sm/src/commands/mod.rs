@@ -11,6 +11,7 @@ pub mod check;
 pub mod migrate;
 pub mod plan;
 pub mod query;
+pub mod sim;
 pub mod sm;
 
 /// How a command ended, for the exit status.

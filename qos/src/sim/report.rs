@@ -1,0 +1,271 @@
+//! What a run measured: per flow, per SL and per VL on every link. Serializable, with every list
+//! in a fixed order (flows as given, SLs and VLs ascending, links by their sending port), so
+//! the same run gives the same bytes.
+
+use serde::Serialize;
+
+/// Sub-buckets per power of two in a [`Histogram`]: a value is known within 1/16 (6.25 %).
+const SUB_BITS: u32 = 4;
+const SUB: u64 = 1 << SUB_BITS;
+
+/// A log-linear latency histogram in nanoseconds: exact below 16 ns, then 16 buckets per power
+/// of two. Stored as the span of buckets actually used, so a flow whose latencies cluster costs
+/// a few hundred bytes, whatever its packet count.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Histogram {
+    /// Index of `counts[0]`.
+    first: usize,
+    counts: Vec<u64>,
+    total: u64,
+    sum: u128,
+    max: u64,
+}
+
+impl Histogram {
+    fn index(value: u64) -> usize {
+        if value < SUB {
+            return value as usize;
+        }
+        let exp = 63 - value.leading_zeros();
+        let mantissa = (value >> (exp - SUB_BITS)) & (SUB - 1);
+        ((u64::from(exp - SUB_BITS + 1) << SUB_BITS) + mantissa) as usize
+    }
+
+    /// The largest value bucket `index` holds.
+    fn upper(index: usize) -> u64 {
+        let index = index as u64;
+        if index < SUB {
+            return index;
+        }
+        let exp = (index >> SUB_BITS) + u64::from(SUB_BITS) - 1;
+        let mantissa = index & (SUB - 1);
+        ((SUB + mantissa + 1) << (exp - u64::from(SUB_BITS))) - 1
+    }
+
+    pub fn record(&mut self, value: u64) {
+        self.add(Self::index(value), 1);
+        self.total += 1;
+        self.sum += u128::from(value);
+        self.max = self.max.max(value);
+    }
+
+    fn add(&mut self, index: usize, count: u64) {
+        if self.counts.is_empty() {
+            self.first = index;
+        } else if index < self.first {
+            let grow = self.first - index;
+            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
+            self.first = index;
+        }
+        let at = index - self.first;
+        if at >= self.counts.len() {
+            self.counts.resize(at + 1, 0);
+        }
+        self.counts[at] += count;
+    }
+
+    /// Adds every value of `other`.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (i, &count) in other.counts.iter().enumerate() {
+            if count > 0 {
+                self.add(other.first + i, count);
+            }
+        }
+        self.total += other.total;
+        self.sum += other.sum;
+        self.max = self.max.max(other.max);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    /// The value at quantile `q` (0..=1): the upper edge of its bucket, never above the largest
+    /// value recorded; 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.total == 0 {
+            return 0;
+        }
+        let rank = ((q * self.total as f64).ceil() as u64).clamp(1, self.total);
+        let mut seen = 0;
+        for (i, &count) in self.counts.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                return Self::upper(self.first + i).min(self.max);
+            }
+        }
+        self.max
+    }
+
+    /// (value, fraction of values at or below it) at every bucket used: a CDF to plot.
+    pub fn cdf(&self) -> Vec<(u64, f64)> {
+        let mut seen = 0;
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, &count)| {
+                seen += count;
+                (
+                    Self::upper(self.first + i).min(self.max),
+                    seen as f64 / self.total as f64,
+                )
+            })
+            .collect()
+    }
+
+    pub fn summary(&self) -> Latency {
+        Latency {
+            p50: self.quantile(0.5),
+            p99: self.quantile(0.99),
+            max: self.max,
+            mean: if self.total == 0 {
+                0.0
+            } else {
+                (self.sum as f64 / self.total as f64 * 10.0).round() / 10.0
+            },
+        }
+    }
+}
+
+/// Latency percentiles in nanoseconds (p50 and p99 within 6.25 %, max exact).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Latency {
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+    pub mean: f64,
+}
+
+/// One flow's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowReport {
+    pub name: String,
+    pub src: String,
+    pub dst: String,
+    pub sl: u8,
+    pub management: bool,
+    pub sent_packets: u64,
+    pub delivered_packets: u64,
+    /// Payload bytes delivered.
+    pub delivered_bytes: u64,
+    /// Delivered payload over the flow's active time (start to stop, within the run).
+    pub throughput_gbps: f64,
+    pub latency_ns: Latency,
+    /// Dropped anywhere: an SL mapped to VL15 (at the source or a switch) or no route.
+    pub dropped_packets: u64,
+    /// Still in the fabric or the source queue when the run ended.
+    pub in_flight_packets: u64,
+}
+
+/// All flows of one SL together (management flows excluded).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlReport {
+    pub sl: u8,
+    pub flows: usize,
+    pub delivered_bytes: u64,
+    /// Delivered payload over the run's duration.
+    pub throughput_gbps: f64,
+    pub latency_ns: Latency,
+    pub dropped_packets: u64,
+}
+
+/// One VL in one direction of one link, as the sending port saw it (blocking) and the receiving
+/// port's buffer held it (occupancy).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VlReport {
+    pub vl: u8,
+    pub packets: u64,
+    /// Bytes on the wire: headers included, in whole 64-byte blocks.
+    pub bytes: u64,
+    pub throughput_gbps: f64,
+    /// This VL's part of the bytes the link carried.
+    pub share: f64,
+    /// This VL's part of the link's capacity over the run.
+    pub utilization: f64,
+    /// Time a packet waited at the head of this VL for credits.
+    pub blocked_ns: u64,
+    /// Receive buffer occupancy at the far end, time-averaged and peak (management VL15: the
+    /// bytes waiting, without a credit limit).
+    pub buffer_mean_bytes: f64,
+    pub buffer_peak_bytes: u64,
+    /// Packets dropped here because the switch's SL-to-VL table maps their SL to VL15.
+    pub dropped_packets: u64,
+}
+
+/// One direction of one link.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkReport {
+    /// `NODE[PORT]`.
+    pub from: String,
+    pub to: String,
+    pub gbps: f64,
+    pub bytes: u64,
+    pub utilization: f64,
+    /// The VLs that carried, held, blocked or dropped anything, ascending.
+    pub vls: Vec<VlReport>,
+}
+
+/// Bytes each VL sent on one link direction in each interval of the run, for plots.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timeline {
+    pub from: String,
+    pub to: String,
+    pub interval_ns: u64,
+    /// (VL, bytes per interval).
+    pub vls: Vec<(u8, Vec<u64>)>,
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub events: u64,
+    /// Packets sent on a link: one per packet per hop.
+    pub packet_hops: u64,
+    pub flows: Vec<FlowReport>,
+    pub sls: Vec<SlReport>,
+    pub links: Vec<LinkReport>,
+    /// Per SL (management flows excluded), the latency histogram, for CDF plots.
+    #[serde(skip)]
+    pub sl_latency: Vec<(u8, Histogram)>,
+    /// The busiest link direction's bytes per VL over time, when asked for.
+    #[serde(skip)]
+    pub timeline: Option<Timeline>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_hold_their_values() {
+        for value in [0u64, 1, 15, 16, 17, 31, 32, 33, 100, 1_000, 65_535, 1 << 40] {
+            let i = Histogram::index(value);
+            assert!(Histogram::upper(i) >= value, "{value}");
+            assert!(i == 0 || Histogram::upper(i - 1) < value, "{value}");
+            // Within 1/16 of the value.
+            assert!(Histogram::upper(i) - value <= value / 16, "{value}");
+        }
+    }
+
+    #[test]
+    fn quantiles_and_merge() {
+        let mut h = Histogram::default();
+        for v in 1..=100 {
+            h.record(v * 10);
+        }
+        let s = h.summary();
+        assert!((490..=530).contains(&s.p50), "{s:?}");
+        assert!((980..=1000).contains(&s.p99), "{s:?}");
+        assert_eq!(s.max, 1000);
+        let mut low = Histogram::default();
+        low.record(3);
+        low.merge(&h);
+        assert_eq!(low.count(), 101);
+        assert_eq!(low.quantile(0.0), 3);
+        assert_eq!(Histogram::default().summary().p99, 0);
+        assert_eq!(h.cdf().last().map(|p| p.1), Some(1.0));
+    }
+}

@@ -1,0 +1,378 @@
+//! `ibqos sim` against results worked out by hand from the arbitration and credit rules.
+//!
+//! Every scenario runs on one 8-port switch S1 with hosts H1-H4 (H4 the destination), links
+//! 4x QDR = 32 Gb/s. A 4096-byte payload is 4096 + 26 header bytes = 65 blocks = 4160 bytes on
+//! the wire, 1040 ns; a 2048-byte payload is 33 blocks, 2112 bytes, 528 ns; 256 bytes is 5
+//! blocks, 320 bytes, 80 ns. Each expectation states its tolerance and why.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const STAR: &str = r#"
+switchguid=0x0002c90000001000
+Switch	8 "S1"	# "leaf"
+[1]	"H1"[1]
+[2]	"H2"[1]
+[3]	"H3"[1]
+[4]	"H4"[1]
+
+hcaguids=0x0002c90000100000
+Hca	1 "H1"	# "host-one"
+[1]	"S1"[1]
+
+Hca	1 "H2"	# "host-two"
+[1]	"S1"[2]
+
+Hca	1 "H3"	# "host-three"
+[1]	"S1"[3]
+
+Hca	1 "H4"	# "host-four"
+[1]	"S1"[4]
+"#;
+
+const LINK: &str = r#"
+duration_us = 200
+[link]
+speed = "QDR"
+width = 4
+propagation_ns = 5
+vl_buffer_bytes = 65536
+credit_latency_ns = 100
+"#;
+
+/// A directory of its own for one test, removed when the test ends.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("ibqos-sim-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).expect("write scratch file");
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn ibqos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(args)
+        .output()
+        .expect("ibqos runs")
+}
+
+/// Runs the star with `conf` and `traffic`, returns the JSON report.
+fn simulate(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Value {
+    let output = run(name, conf, traffic, extra);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
+fn run(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Output {
+    let dir = Scratch::new(name);
+    let net = dir.file("star.net", STAR);
+    let conf = dir.file("opensm.conf", conf);
+    let traffic = dir.file("traffic.toml", traffic);
+    let mut args = vec![
+        "sim",
+        "--topology",
+        net.to_str().unwrap(),
+        "-F",
+        conf.to_str().unwrap(),
+        "--traffic",
+        traffic.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend(extra);
+    ibqos(&args)
+}
+
+fn flow(name: &str, src: &str, sl: u8, payload: u32, rest: &str) -> String {
+    format!(
+        "[[flow]]\nname = \"{name}\"\nsrc = \"{src}\"\ndst = \"H4\"\nsl = {sl}\npayload = {payload}\n{rest}\n"
+    )
+}
+
+/// Bytes of `vl` on the link `from` -> `to` (0 if the VL carried nothing).
+fn vl_field(report: &Value, from: &str, to: &str, vl: u64, field: &str) -> f64 {
+    let link = report["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["from"] == from && l["to"] == to)
+        .unwrap_or_else(|| panic!("no link {from} -> {to}"));
+    link["vls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["vl"] == vl)
+        .map_or(0.0, |v| v[field].as_f64().unwrap())
+}
+
+fn share(report: &Value, vl: u64) -> f64 {
+    vl_field(report, "S1[4]", "H4[1]", vl, "share")
+}
+
+fn flow_of<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no flow {name}"))
+}
+
+fn num(value: &Value) -> f64 {
+    value.as_f64().unwrap()
+}
+
+fn assert_near(got: f64, expected: f64, tolerance: f64, what: &str) {
+    assert!(
+        (got - expected).abs() <= tolerance,
+        "{what}: got {got}, expected {expected} +- {tolerance}"
+    );
+}
+
+/// Only the low table: every SL n on VL n, the high table empty.
+fn low_only(low: &str) -> String {
+    format!(
+        "qos TRUE\nqos_vlarb_high 0:0\nqos_vlarb_low {low}\nqos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\n"
+    )
+}
+
+/// Two saturated VLs into S1[4] share it in proportion to what their weights let them send
+/// per turn (overshoot forgiven: an entry sends while it has weight left):
+/// - 4 KB packets (65 blocks), weights 64:192: VL0 sends 1 packet per turn (64 < 65), VL1
+///   sends at used = 0, 65, 130 < 192, i.e. 3: shares 1/4 and 3/4.
+/// - 256-byte packets (5 blocks), weights 20:60: 4 and 12 packets: 1/4 and 3/4 again.
+///
+/// Tolerance 0.01: only the first turn and the last packet at the cut-off can differ.
+#[test]
+fn saturated_vls_share_in_proportion_to_their_weights() {
+    for (weights, payload) in [("0:64,1:192", 4096), ("0:20,1:60", 256)] {
+        let traffic = format!(
+            "{LINK}{}{}",
+            flow("a", "H1", 0, payload, ""),
+            flow("b", "H2", 1, payload, "")
+        );
+        let report = simulate("weights", &low_only(weights), &traffic, &[]);
+        assert_near(share(&report, 0), 0.25, 0.01, weights);
+        assert_near(share(&report, 1), 0.75, 0.01, weights);
+        // The link is saturated.
+        let utilization = vl_field(&report, "S1[4]", "H4[1]", 0, "utilization")
+            + vl_field(&report, "S1[4]", "H4[1]", 1, "utilization");
+        assert_near(utilization, 1.0, 0.01, "utilization");
+    }
+}
+
+/// VL0 in the high table (0:255), VL1 in the low table (1:255), both saturated with 4 KB
+/// packets (4160 bytes on the wire). With high limit L, high packets start while fewer than
+/// L x 4096 bytes were sent since the low table's last opportunity, and at least one:
+/// - L = 2: 0 and 4160 < 8192, 8320 is not: 2 high packets, then 1 low: VL0 share 2/3;
+/// - L = 0: one high packet, then one low: 1/2 (alternating);
+/// - L = 255: unbounded: the low table starves: VL1 share 0.
+///
+/// Tolerance 0.01 (the start and the cut-off).
+#[test]
+fn high_limit_bounds_high_priority_bursts() {
+    let traffic = format!(
+        "{LINK}{}{}",
+        flow("high", "H1", 0, 4096, ""),
+        flow("low", "H2", 1, 4096, "")
+    );
+    for (limit, expected) in [(2, 2.0 / 3.0), (0, 0.5), (255, 1.0)] {
+        let conf = format!(
+            "qos TRUE\nqos_high_limit {limit}\nqos_vlarb_high 0:255\nqos_vlarb_low 1:255\nqos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\n"
+        );
+        let report = simulate("highlimit", &conf, &traffic, &[]);
+        let what = format!("high limit {limit}");
+        assert_near(share(&report, 0), expected, 0.01, &what);
+        assert_near(share(&report, 1), 1.0 - expected, 0.01, &what);
+    }
+}
+
+/// The switches map SL2 to VL15, the hosts map SL3 to VL15.
+/// - SL2 from H1: every packet reaches S1 and is dropped there; S1 frees its buffer at once,
+///   so H1 sends at line rate: nothing delivered, every packet sent is dropped except the one
+///   or two still on the wire at the end.
+/// - SL3 from H3: H3 drops every packet itself, one per 1040 ns (line rate) from t = 0:
+///   t = 0, 1040, ..., 199,680 < 200,000: exactly 193 packets.
+/// - SL0 from H2, alone on S1[4], gets the whole link: 32 x 4096/4160 = 31.51 Gb/s of
+///   payload, within 1 %.
+#[test]
+fn an_sl_mapped_to_vl15_delivers_nothing() {
+    let conf = "qos TRUE\nqos_ca_sl2vl 0,1,2,15,4,5,6,7,8,9,10,11,12,13,14,15\n\
+                qos_swe_sl2vl 0,1,15,3,4,5,6,7,8,9,10,11,12,13,14,15\n";
+    let traffic = format!(
+        "{LINK}{}{}{}",
+        flow("to-vl15-at-switch", "H1", 2, 4096, ""),
+        flow("to-vl15-at-host", "H3", 3, 4096, ""),
+        flow("fine", "H2", 0, 4096, "")
+    );
+    let report = simulate("vl15", conf, &traffic, &[]);
+    let at_switch = flow_of(&report, "to-vl15-at-switch");
+    assert_eq!(at_switch["delivered_bytes"], 0);
+    let (sent, dropped) = (
+        num(&at_switch["sent_packets"]),
+        num(&at_switch["dropped_packets"]),
+    );
+    assert!(sent > 190.0 && dropped >= sent - 2.0, "{at_switch}");
+    assert_eq!(
+        vl_field(&report, "S1[4]", "H4[1]", 15, "dropped_packets"),
+        dropped
+    );
+    let at_host = flow_of(&report, "to-vl15-at-host");
+    assert_eq!(at_host["delivered_bytes"], 0);
+    assert_eq!(at_host["dropped_packets"], 193);
+    let fine = flow_of(&report, "fine");
+    assert_near(
+        num(&fine["throughput_gbps"]),
+        32.0 * 4096.0 / 4160.0,
+        0.01 * 31.5,
+        "SL0 alone",
+    );
+}
+
+/// Buffers of 4224 bytes (66 credits: two 2048-byte packets of 33), propagation 100 ns,
+/// credit latency 1000 ns. A packet H1 starts at t reaches S1 at t + 528 + 100, leaves it at
+/// once and is out at t + 1156, when S1 frees its blocks; the credits reach H1 at
+/// t + 1156 + 1000 + 100 = t + 2256. So H1 sends two packets per 2256 ns:
+/// 2 x 2048 x 8 / 2256 ns = 14.52 Gb/s, well below the 31.03 Gb/s of payload the link carries
+/// (the bandwidth-delay product, 2256 ns x 32 Gb/s = 9 KB, exceeds the buffer). With 64 KB
+/// buffers the same flow runs at 31.03 Gb/s. Tolerance 2 % (the first round trip and the
+/// cut-off).
+#[test]
+fn small_buffers_cap_throughput_at_buffer_over_round_trip() {
+    let link = |buffer: u32| {
+        format!(
+            "duration_us = 200\n[link]\nspeed = \"QDR\"\nwidth = 4\npropagation_ns = 100\nvl_buffer_bytes = {buffer}\ncredit_latency_ns = 1000\n{}",
+            flow("f", "H1", 0, 2048, "")
+        )
+    };
+    let conf = low_only("0:255");
+    let capped = simulate("buffer-small", &conf, &link(4224), &[]);
+    let expected = 2.0 * 2048.0 * 8.0 / 2256.0;
+    let got = num(&flow_of(&capped, "f")["throughput_gbps"]);
+    assert_near(got, expected, 0.02 * expected, "4224-byte buffers");
+    // H1 waits for credits most of the time: (2256 - 2 x 528) / 2256 = 53 % of the run.
+    let blocked = vl_field(&capped, "H1[1]", "S1[1]", 0, "blocked_ns");
+    assert_near(
+        blocked / 200_000.0,
+        1200.0 / 2256.0,
+        0.02,
+        "blocked fraction",
+    );
+
+    let free = simulate("buffer-large", &conf, &link(65536), &[]);
+    let line = 32.0 * 2048.0 / 2112.0;
+    let got = num(&flow_of(&free, "f")["throughput_gbps"]);
+    assert_near(got, line, 0.02 * line, "64 KB buffers");
+}
+
+/// H1 and H2 saturate S1[4] on SL0 (twice what it carries: queues and credit stalls build up)
+/// while H3 sends 1 Gb/s of 256-byte management packets on VL15 to H4. VL15 outranks the data
+/// VLs and needs no credits, so a management packet waits at most for the data packet being
+/// sent at S1[4]: latency <= (80 + 5) + 1040 + (80 + 5) = 1210 ns, against tens of
+/// microseconds for the data. It gets all of its 1 Gb/s through (tolerance 3 %: one packet of
+/// ~98 at either end of the run), and the same as without the congestion (give or take the
+/// one packet the congestion may hold past the end of the run).
+#[test]
+fn vl15_is_unaffected_by_data_congestion() {
+    let conf = low_only("0:64");
+    let smp = flow("smp", "H3", 0, 256, "rate_gbps = 1\nmanagement = true");
+    // The management flow first, so that it is flow 0 (the same seeded phase) in both runs.
+    let congested = format!(
+        "{LINK}{smp}{}{}",
+        flow("bulk1", "H1", 0, 4096, ""),
+        flow("bulk2", "H2", 0, 4096, "")
+    );
+    let report = simulate("vl15-congested", &conf, &congested, &[]);
+    let m = flow_of(&report, "smp");
+    assert_near(
+        num(&m["throughput_gbps"]),
+        1.0,
+        0.03,
+        "management throughput",
+    );
+    assert_eq!(m["dropped_packets"], 0);
+    assert!(num(&m["latency_ns"]["max"]) <= 1210.0, "{m}");
+    let data_p50 = num(&flow_of(&report, "bulk1")["latency_ns"]["p50"]);
+    assert!(data_p50 > 10_000.0, "data p50 {data_p50}");
+    // Each bulk sender gets half of S1[4], so once S1's buffer for it is full (about 16
+    // packets, 16 us) it waits for credits half the time: about 92 us of the 200.
+    let blocked = vl_field(&report, "H1[1]", "S1[1]", 0, "blocked_ns");
+    assert_near(blocked, 92_000.0, 8_000.0, "bulk sender blocked");
+
+    let quiet = simulate("vl15-quiet", &conf, &format!("{LINK}{smp}"), &[]);
+    let quiet_bytes = num(&flow_of(&quiet, "smp")["delivered_bytes"]);
+    assert_near(
+        num(&m["delivered_bytes"]),
+        quiet_bytes,
+        256.0,
+        "same as quiet",
+    );
+}
+
+const SEEDED: &str = r#"
+duration_us = 50
+[[pattern]]
+kind = "permutation"
+nodes = ["H1", "H2", "H3", "H4"]
+sl = 1
+payload = 1024
+rate_gbps = 7
+[[pattern]]
+kind = "incast"
+dst = "H4"
+payload = 2048
+"#;
+
+/// The same seed gives the same JSON, byte for byte; the seed does change the run.
+#[test]
+fn the_same_seed_gives_the_same_json() {
+    let conf = low_only("0:32,1:32");
+    let a = run("seed-a", &conf, SEEDED, &["--seed", "5"]);
+    let b = run("seed-b", &conf, SEEDED, &["--seed", "5"]);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(a.stdout, b.stdout);
+    let c = run("seed-c", &conf, SEEDED, &["--seed", "6"]);
+    assert_ne!(a.stdout, c.stdout);
+}
+
+/// Bad traffic files fail with one located message and no panic.
+#[test]
+fn bad_traffic_is_reported_with_its_place() {
+    let conf = low_only("0:32");
+    let cases = [
+        (flow("x", "H9", 0, 256, ""), ":11:7: unknown node `H9`"),
+        (flow("x", "S1", 0, 256, ""), "`S1` is a switch"),
+        (flow("x", "H1", 16, 256, ""), ":13:6: SL 16 is out of range"),
+        (
+            flow("x", "H1", 0, 5000, ""),
+            ":14:11: payload 5000 is out of range",
+        ),
+    ];
+    for (traffic, expected) in cases {
+        let output = run("bad", &conf, &format!("{LINK}{traffic}"), &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(expected), "{expected}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
