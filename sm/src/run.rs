@@ -3,7 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{AttributeId, Method, Smp, SmpRepr};
+use ibqos_mad::{
+    Attribute, AttributeId, Direction, Mad, Method, MgmtClass, Routing, SmInfoRepr, SmState, Smp,
+    SmpRepr, Status,
+};
 use tracing::{debug, info, warn};
 
 use crate::engine::scheduler::Transmit;
@@ -17,17 +20,33 @@ const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// What arrived that was not an answer to the sweep.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Unsolicited {
+    /// Traps (128 link state change, 144 capability change, ...), each answered with
+    /// TrapRepress.
     pub traps: u64,
-    /// Requests to the SM (SMInfo from another SM, SA) that this version does not answer.
-    pub requests: u64,
-    /// Datagrams that are not SMPs at all.
+    /// SMInfo Gets and Sets from other SMs, answered with this SM's SMInfo.
+    pub sm_info: u64,
+    /// Other requests (SA queries, attributes an SM does not handle), answered with status
+    /// "method/attribute unsupported".
+    pub unsupported: u64,
+    /// Datagrams that are not MADs at all.
     pub malformed: u64,
 }
+
+/// Who this SM is, for SMInfo answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmIdentity {
+    pub port_guid: u64,
+    pub priority: u8,
+}
+
+/// MAD status "the method/attribute combination is not supported" (IBA 13.4.7).
+const UNSUPPORTED: Status = Status(0x000c);
 
 /// Runs one sweep to SUBNET UP or failure.
 pub fn run_sweep(
     transport: &mut dyn Transport,
     config: SweepConfig,
+    identity: SmIdentity,
 ) -> Result<(Sweep, Unsolicited), TransportError> {
     let mut sweep = Sweep::start(config, Instant::now());
     let mut unsolicited = Unsolicited::default();
@@ -45,8 +64,10 @@ pub fn run_sweep(
         match transport.recv(wait)? {
             Some(Incoming::Mad { mad, slid }) => match parse(&mad) {
                 Some(smp) if smp.method.is_response() => sweep.on_response(Instant::now(), smp),
-                Some(smp) => note_request(&smp, slid, &mut unsolicited),
-                None => unsolicited.malformed += 1,
+                _ => match answer(&mad, slid, identity, &mut unsolicited) {
+                    Some(reply) => transport.send(&reply)?,
+                    None => unsolicited.malformed += 1,
+                },
             },
             Some(Incoming::Dropped { mad }) => match parse(&mad) {
                 Some(smp) => sweep.on_dropped(Instant::now(), smp),
@@ -76,12 +97,89 @@ fn parse(mad: &[u8]) -> Option<SmpRepr> {
     }
 }
 
-fn note_request(smp: &SmpRepr, slid: u16, unsolicited: &mut Unsolicited) {
-    if smp.method == Method::Trap && smp.attribute_id == AttributeId::Notice {
-        unsolicited.traps += 1;
-        info!(slid, "trap received");
-    } else {
-        unsolicited.requests += 1;
-        warn!(slid, attribute = ?smp.attribute_id, method = ?smp.method, "request to the SM not answered");
+/// The answer to a request that reached the SM, as OpenSM's `osm_resp_send` builds it: the
+/// request with the response method, the D bit on a directed route, and the requester's LID as
+/// the destination. `None` for anything that is not a request MAD.
+fn answer(
+    mad: &[u8],
+    slid: u16,
+    identity: SmIdentity,
+    unsolicited: &mut Unsolicited,
+) -> Option<Outgoing> {
+    let header = Mad::new_checked(mad).ok()?;
+    if header.method().is_response() || mad.len() < 256 {
+        return None;
     }
+    if header.mgmt_class() == MgmtClass::SubnAdm {
+        // This SM has no SA yet: every SA request gets "unsupported" rather than silence, so a
+        // client fails at once instead of timing out.
+        unsolicited.unsupported += 1;
+        let mut reply = [0u8; 256];
+        reply.copy_from_slice(&mad[..256]);
+        let mut view = Mad::new_unchecked(&mut reply[..]);
+        view.set_method(Method::from(u8::from(header.method()) | 0x80));
+        view.set_status(UNSUPPORTED);
+        return Some(Outgoing {
+            mad: reply,
+            address: Address::Lid(slid),
+        });
+    }
+    let request = parse(mad)?;
+    let (method, status, data) = match (request.method, request.attribute_id) {
+        (Method::Trap, _) => {
+            unsolicited.traps += 1;
+            info!(
+                slid,
+                modifier = request.attribute_modifier,
+                "trap received; repressed"
+            );
+            (Method::TrapRepress, Status::OK, request.data)
+        }
+        (Method::Get | Method::Set, AttributeId::SmInfo) => {
+            unsolicited.sm_info += 1;
+            debug!(slid, method = ?request.method, "SMInfo from another SM");
+            let info = SmInfoRepr {
+                guid: identity.port_guid,
+                sm_key: 0,
+                act_count: u32::try_from(unsolicited.sm_info).unwrap_or(u32::MAX),
+                priority: identity.priority & 0xf,
+                sm_state: SmState::Master,
+            };
+            (
+                Method::GetResp,
+                Status::OK,
+                Attribute::SmInfo(info).to_data(),
+            )
+        }
+        (Method::Get | Method::Set, attribute) => {
+            unsolicited.unsupported += 1;
+            warn!(
+                slid,
+                ?attribute,
+                "request to the SM for an attribute it does not handle"
+            );
+            (Method::GetResp, UNSUPPORTED, request.data)
+        }
+        _ => return None,
+    };
+    let routing = match request.routing {
+        Routing::Lid => Routing::Lid,
+        Routing::Directed(mut path) => {
+            path.direction = Direction::Returning;
+            std::mem::swap(&mut path.dr_slid, &mut path.dr_dlid);
+            Routing::Directed(path)
+        }
+    };
+    let reply = SmpRepr {
+        method,
+        status,
+        data,
+        routing,
+        ..request
+    };
+    let dlid = match reply.routing {
+        Routing::Lid => Some(slid),
+        Routing::Directed(_) => None,
+    };
+    Some(outgoing(&Transmit { smp: reply, dlid }))
 }

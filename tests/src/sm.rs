@@ -174,7 +174,8 @@ pub struct SmSummary {
     pub failed_requests: u64,
     pub ports_not_active: u64,
     pub traps: u64,
-    pub unanswered_requests: u64,
+    pub sm_info_requests: u64,
+    pub unsupported_requests: u64,
     /// The whole object, for fields not typed here and for messages.
     pub raw: Value,
 }
@@ -215,7 +216,8 @@ pub fn parse_summary(text: &str) -> Result<SmSummary> {
         failed_requests: count("failed_requests")?,
         ports_not_active: count("ports_not_active")?,
         traps: count("traps")?,
-        unanswered_requests: count("unanswered_requests")?,
+        sm_info_requests: count("sm_info_requests")?,
+        unsupported_requests: count("unsupported_requests")?,
         raw,
     })
 }
@@ -237,7 +239,7 @@ mod tests {
         let text = r#"{"error_statuses":0,"failed_requests":2,"lids":8,"nodes":7,"ports":24,
             "ports_not_active":0,"result":"subnet up","retries":6,"smps":[],"smps_sent":83,
             "subnet_up":true,"switches":2,"time_to_subnet_up_ms":3.1,"timeouts":8,"traps":0,
-            "unanswered_requests":0}"#
+            "sm_info_requests":0,"unsupported_requests":0}"#
             .replace('\n', "");
         let s = parse_summary(&format!("noise\n{text}\n")).unwrap();
         assert!(s.subnet_up);

@@ -20,7 +20,7 @@ use crate::diagnostics::Report;
 use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::{SchedulerConfig, attribute_name, method_name};
 use crate::engine::sweep::{Phase, Sweep, SweepConfig, SweepMode};
-use crate::run::{Unsolicited, run_sweep};
+use crate::run::{SmIdentity, Unsolicited, run_sweep};
 use crate::transport::fault::{FaultConfig, Faulty};
 use crate::transport::{OpenOptions, Role, open};
 
@@ -75,7 +75,11 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
     signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload))
         .context("cannot install the SIGHUP handler")?;
     for sweep_number in 1.. {
-        let (sweep, unsolicited) = run_sweep(transport.as_mut(), config.clone())?;
+        let identity = SmIdentity {
+            port_guid: transport.local_port().port_guid,
+            priority: settings.sm.priority,
+        };
+        let (sweep, unsolicited) = run_sweep(transport.as_mut(), config.clone(), identity)?;
         if config.mode != SweepMode::DryRun {
             save_lids(&sweep, &cache_dir, config.lmc);
         }
@@ -281,7 +285,9 @@ fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32, mode: Sw
         "qos_ports_failed": qos.failed,
         "time_to_subnet_up_ms": sweep.subnet_up_after().map(|d| d.as_secs_f64() * 1000.0),
         "traps": unsolicited.traps,
-        "unanswered_requests": unsolicited.requests,
+        "sm_info_requests": unsolicited.sm_info,
+        "unsupported_requests": unsolicited.unsupported,
+        "malformed_mads": unsolicited.malformed,
     })
 }
 
