@@ -503,8 +503,8 @@ fn plot_cdf(path: &Path, report: &Report) -> PlotResult {
         .build_cartesian_2d((min * 0.9..max * 1.1).log_scale(), 0f64..1.02f64)?;
     chart
         .configure_mesh()
-        .x_labels(10)
-        .x_label_formatter(&|v| format!("{v:.0}"))
+        .x_labels(20)
+        .x_label_formatter(&|v| compact_ns(*v))
         .light_line_style(WHITE)
         .x_desc("latency (ns, log scale)")
         .y_desc("fraction of packets")
@@ -538,4 +538,18 @@ fn plot_cdf(path: &Path, report: &Report) -> PlotResult {
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+/// A latency axis label that stays short on a log axis: 900, 2k, 30k, 1.5M.
+fn compact_ns(ns: f64) -> String {
+    match ns {
+        n if n >= 1e6 => format!("{}M", trim_float(n / 1e6)),
+        n if n >= 1e3 => format!("{}k", trim_float(n / 1e3)),
+        n => format!("{n:.0}"),
+    }
+}
+
+fn trim_float(x: f64) -> String {
+    let text = format!("{x:.1}");
+    text.strip_suffix(".0").unwrap_or(&text).to_string()
 }
