@@ -8,8 +8,10 @@
 //! - [`routing`]: the routing engines (minhop, up*/down*) as pure, deterministic functions from a
 //!   topology with LIDs to every switch's linear forwarding table, and a path tracer.
 //!
-//! The emulated fabric (one SMA per node) will build on [`Topology`]; it is not here yet.
+//! - [`emu`]: the emulated fabric, one subnet management agent per node of a [`Topology`],
+//!   answering SMPs like real switches and HCAs (sans-IO, deterministic).
 
+pub mod emu;
 pub mod generate;
 pub mod netfile;
 pub mod routing;

@@ -170,6 +170,9 @@ pub struct Node {
     pub device_id: u16,
     /// SwitchInfo.EnhancedPort0; always false on CAs and routers.
     pub enhanced_port0: bool,
+    /// SwitchInfo.OptimizedSLtoVLMappingProgramming: the switch takes one SL2VL Set for all
+    /// its input and/or output ports. Net files cannot say it; ibsim never advertises it.
+    pub optimized_sl_to_vl: bool,
     /// Indexed by port number: a switch has port 0 and 1..=N, a CA or router 1..=N (index 0 is
     /// `None`). A `None` above 0 is a port the model knows nothing about.
     pub ports: Vec<Option<Port>>,
@@ -201,6 +204,7 @@ impl Node {
             vendor_id: 0,
             device_id: 0,
             enhanced_port0: false,
+            optimized_sl_to_vl: false,
             ports,
         }
     }

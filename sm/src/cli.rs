@@ -78,9 +78,12 @@ pub enum Command {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("sm_config").args(["opensm_conf", "toml"])))]
 pub struct SmArgs {
-    /// The fabric: `ibsim:SOCKNAME@NODE` (a native client of a running ibsim, attached at NODE)
-    /// or `umad[:DEVICE[:PORT]]` (the kernel; by default the first InfiniBand port).
-    #[arg(long, value_name = "SPEC", default_value_t)]
+    /// The fabric: `sim:TOPOLOGY[@NODE]` (a fabric emulated in this process, from a net file or
+    /// a built-in topology; the default is the built-in two-switch fabric, so the SM runs with
+    /// nothing else installed), `ibsim:SOCKNAME@NODE` (a native client of a running ibsim,
+    /// attached at NODE) or `umad[:DEVICE[:PORT]]` (the kernel; by default the first
+    /// InfiniBand port).
+    #[arg(long, value_name = "SPEC", default_value_t = FabricSpec::builtin())]
     pub fabric: FabricSpec,
     /// An opensm.conf to read, as `opensm -F` reads it. Without one, OpenSM's defaults.
     #[arg(short = 'F', long = "opensm-conf", value_name = "OPENSM_CONF")]

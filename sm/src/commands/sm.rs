@@ -173,7 +173,8 @@ fn default_cache_dir() -> PathBuf {
         .map_or_else(|| PathBuf::from("/var/cache/ibqos"), PathBuf::from)
 }
 
-fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
+/// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
+pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
     let sm = &settings.sm;
     let links = &settings.links;
     let routing = match sm.routing_engine.as_deref().map(str::trim) {

@@ -16,6 +16,7 @@ use std::io;
 use std::str::FromStr;
 use std::time::Duration;
 
+pub mod emulated;
 pub mod fault;
 pub mod ibsim;
 pub mod umad;
@@ -118,6 +119,24 @@ pub enum FabricSpec {
         device: Option<String>,
         port: Option<u8>,
     },
+    /// `sim:TOPOLOGY[@NODE]`: a fabric emulated inside the process. TOPOLOGY is the name of a
+    /// built-in fabric (`two-switch`) or a net file's path; the SM attaches at NODE (a node id
+    /// or NodeDescription) or at the first CA.
+    Emulated {
+        topology: String,
+        node: Option<String>,
+    },
+}
+
+impl FabricSpec {
+    /// The built-in emulated fabric: what `ibqos sm` runs against when no --fabric is given,
+    /// so that it runs on a machine with no InfiniBand hardware and no ibsim.
+    pub fn builtin() -> FabricSpec {
+        FabricSpec::Emulated {
+            topology: ibqos_fabric::emu::DEFAULT_TOPOLOGY.to_owned(),
+            node: None,
+        }
+    }
 }
 
 impl Default for FabricSpec {
@@ -137,12 +156,16 @@ const IBSIM_SOCKNAME_MAX: usize = 80;
 /// Why a `--fabric` value was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FabricSpecError {
-    #[error("empty fabric; use ibsim:SOCKNAME@NODE or umad[:DEVICE[:PORT]]")]
+    #[error("empty fabric; use sim:TOPOLOGY[@NODE], ibsim:SOCKNAME@NODE or umad[:DEVICE[:PORT]]")]
     Empty,
-    #[error("unknown fabric kind `{0}`; use ibsim:SOCKNAME@NODE or umad[:DEVICE[:PORT]]")]
+    #[error(
+        "unknown fabric kind `{0}`; use sim:TOPOLOGY[@NODE], ibsim:SOCKNAME@NODE or umad[:DEVICE[:PORT]]"
+    )]
     UnknownKind(String),
-    #[error("the emulated fabric (`sim:TOPOLOGY`) is not available yet; use ibsim:SOCKNAME@NODE")]
-    EmulatedNotYet,
+    #[error(
+        "`{0}`: an emulated fabric is sim:TOPOLOGY[@NODE], e.g. sim:two-switch@H3 or sim:fabric.net"
+    )]
+    EmulatedSyntax(String),
     #[error("`{0}`: an ibsim fabric is ibsim:SOCKNAME@NODE, e.g. ibsim:sim@H1")]
     IbsimSyntax(String),
     #[error("ibsim socket name `{0}` must be 1 to {IBSIM_SOCKNAME_MAX} bytes without NUL or `@`")]
@@ -209,7 +232,21 @@ impl FromStr for FabricSpec {
                     port,
                 })
             }
-            "sim" => Err(FabricSpecError::EmulatedNotYet),
+            "sim" => {
+                let rest = rest.unwrap_or_default();
+                // Node names cannot contain `@` (ibsim reserves it), so the last one splits.
+                let (topology, node) = match rest.rsplit_once('@') {
+                    Some((topology, node)) => (topology, Some(node)),
+                    None => (rest, None),
+                };
+                if topology.is_empty() || node.is_some_and(str::is_empty) {
+                    return Err(FabricSpecError::EmulatedSyntax(s.to_owned()));
+                }
+                Ok(FabricSpec::Emulated {
+                    topology: topology.to_owned(),
+                    node: node.map(str::to_owned),
+                })
+            }
             other => Err(FabricSpecError::UnknownKind(other.to_owned())),
         }
     }
@@ -228,6 +265,14 @@ impl fmt::Display for FabricSpec {
                 device: Some(d),
                 port: Some(p),
             } => write!(f, "umad:{d}:{p}"),
+            FabricSpec::Emulated {
+                topology,
+                node: None,
+            } => write!(f, "sim:{topology}"),
+            FabricSpec::Emulated {
+                topology,
+                node: Some(n),
+            } => write!(f, "sim:{topology}@{n}"),
         }
     }
 }
@@ -247,6 +292,10 @@ pub fn open(
             device.as_deref(),
             *port,
             options,
+        )?),
+        FabricSpec::Emulated { topology, node } => Box::new(emulated::EmulatedTransport::open(
+            topology,
+            node.as_deref(),
         )?),
     })
 }
@@ -284,6 +333,9 @@ pub enum TransportError {
         request: &'static str,
         reason: String,
     },
+    /// The emulated fabric could not be built: a net file that does not load, an unknown node.
+    #[error("emulated fabric `{topology}`: {reason}")]
+    Emulated { topology: String, reason: String },
     /// The MAD cannot be sent on this transport.
     #[error("{target}: cannot send: {reason}")]
     Unsendable { target: String, reason: String },
@@ -355,6 +407,25 @@ mod tests {
     }
 
     #[test]
+    fn parses_emulated_specs() {
+        assert_eq!(
+            "sim:fat.net".parse(),
+            Ok(FabricSpec::Emulated {
+                topology: "fat.net".into(),
+                node: None
+            })
+        );
+        assert_eq!(
+            "sim:dir@x/fat.net@S1".parse(),
+            Ok(FabricSpec::Emulated {
+                topology: "dir@x/fat.net".into(),
+                node: Some("S1".into())
+            })
+        );
+        assert_eq!(FabricSpec::builtin().to_string(), "sim:two-switch");
+    }
+
+    #[test]
     fn rejects_bad_specs_with_a_reason() {
         let cases = [
             ("", FabricSpecError::Empty),
@@ -373,7 +444,13 @@ mod tests {
             ("umad:../x", FabricSpecError::UmadSyntax("umad:../x".into())),
             ("umad:mlx5_0:x", FabricSpecError::UmadPort("x".into())),
             ("umad:mlx5_0:300", FabricSpecError::UmadPort("300".into())),
-            ("sim:fat.net", FabricSpecError::EmulatedNotYet),
+            ("sim", FabricSpecError::EmulatedSyntax("sim".into())),
+            ("sim:", FabricSpecError::EmulatedSyntax("sim:".into())),
+            ("sim:@H1", FabricSpecError::EmulatedSyntax("sim:@H1".into())),
+            (
+                "sim:a.net@",
+                FabricSpecError::EmulatedSyntax("sim:a.net@".into()),
+            ),
             ("rdma", FabricSpecError::UnknownKind("rdma".into())),
         ];
         for (input, want) in cases {
@@ -383,7 +460,14 @@ mod tests {
 
     #[test]
     fn display_round_trips() {
-        for s in ["ibsim:sim@H1", "umad", "umad:mlx5_0", "umad:mlx5_0:1"] {
+        for s in [
+            "ibsim:sim@H1",
+            "umad",
+            "umad:mlx5_0",
+            "umad:mlx5_0:1",
+            "sim:two-switch",
+            "sim:/tmp/fat.net@H1",
+        ] {
             assert_eq!(s.parse::<FabricSpec>().unwrap().to_string(), s);
         }
     }

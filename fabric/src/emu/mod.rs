@@ -1,0 +1,475 @@
+//! The emulated fabric: a subnet management agent (SMA) for every node of a [`Topology`],
+//! answering SMPs the way real switches and HCAs do, so that an SM can run with no hardware and
+//! no ibsim.
+//!
+//! [`Emulator`] is sans-IO and deterministic: [`Emulator::handle`] takes the bytes of one SMP the
+//! SM sends from its port and returns the bytes of the response that comes back, or `None`
+//! where a real fabric would drop the SMP (a bad directed route, no LID route, a malformed
+//! MAD). Nothing depends on time or randomness, so the same requests give the same bytes.
+//!
+//! What each attribute does is in [`sma`]; this module moves SMPs: directed routes as IBA 14.2.2
+//! specifies them, LID routes through the linear forwarding tables the SM programmed, and the
+//! link-level effects of PortInfo Sets (a port taken down takes its neighbour with it).
+
+mod sma;
+
+use std::collections::BTreeMap;
+
+use ibqos_mad::{
+    Attribute, AttributeId, Direction, DrPath, Method, PhysPortState, PortInfoModifier,
+    PortInfoRepr, PortState, Routing, SlToVlMappingTableRepr, Smp, SmpRepr, Status, SwitchInfoRepr,
+    VlArbEntry,
+};
+
+use crate::{NodeId, PortRef, Topology};
+use sma::{INVALID_VALUE, METHOD_UNSUPPORTED, NodeSma, check_port_info, negotiate};
+
+pub use sma::LINEAR_FDB_CAP;
+
+/// The fabrics built into the emulator, by name, as net-file text: what an SM can run against
+/// on a machine with nothing else installed.
+pub const BUILTIN_TOPOLOGIES: [(&str, &str); 1] = [("two-switch", include_str!("two-switch.net"))];
+
+/// The built-in fabric `ibqos sm` runs against by default.
+pub const DEFAULT_TOPOLOGY: &str = "two-switch";
+
+/// The net-file text of built-in fabric `name`.
+pub fn builtin_topology(name: &str) -> Option<&'static str> {
+    BUILTIN_TOPOLOGIES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+}
+
+/// The most switches a LID-routed SMP crosses before the emulator calls it a loop (ibsim: 16;
+/// a directed route may have 63 hops, so a LID route is allowed as many).
+const MAX_LID_HOPS: usize = DrPath::MAX_HOPS as usize;
+
+/// Why an emulator cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmuError {
+    #[error("{0}: the SM's port does not exist")]
+    NoSuchPort(PortRef),
+    #[error(
+        "{0}: an SM attaches at a CA or router port or at switch port 0, not at an external switch port"
+    )]
+    ExternalSwitchPort(PortRef),
+    #[error(transparent)]
+    Topology(#[from] crate::TopologyError),
+}
+
+/// Every node's SMA, wired as a [`Topology`] wires them, and the SM's port.
+#[derive(Debug, Clone)]
+pub struct Emulator {
+    topology: Topology,
+    attach: PortRef,
+    nodes: Vec<NodeSma>,
+    /// SMPs that reached an SMA, by (AttributeID, Method) raw values.
+    handled: BTreeMap<(u16, u8), u64>,
+}
+
+/// Where an SMP is answered: the node and the port it arrived at.
+type Arrival = PortRef;
+
+impl Emulator {
+    /// The fabric of `topology` in its power-on state (see [`sma`]), with the SM at `attach`: a
+    /// CA or router port, or port 0 of a switch. The SM's port advertises CapabilityMask.IsSM,
+    /// as a port does once an SM opens it (ibsim: SET_ISSM).
+    pub fn new(topology: Topology, attach: PortRef) -> Result<Emulator, EmuError> {
+        topology.validate()?;
+        let node = topology
+            .node(attach.node)
+            .filter(|n| n.port(attach.port).is_some())
+            .ok_or(EmuError::NoSuchPort(attach))?;
+        if node.is_switch() && attach.port != 0 {
+            return Err(EmuError::ExternalSwitchPort(attach));
+        }
+        let nodes = topology.nodes().map(|(_, n)| NodeSma::new(n)).collect();
+        let mut emulator = Emulator {
+            topology,
+            attach,
+            nodes,
+            handled: BTreeMap::new(),
+        };
+        if let Some(port) = emulator.sma_port_mut(attach) {
+            port.info.capability_mask.0 |= ibqos_mad::CapabilityMask::IS_SM.0;
+        }
+        let links: Vec<(PortRef, PortRef)> = emulator.topology.links().collect();
+        for (a, b) in links {
+            emulator.train(a, b);
+        }
+        Ok(emulator)
+    }
+
+    /// The fabric's topology, as built (links the emulator took down are still in it).
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The SM's port.
+    pub fn attach(&self) -> PortRef {
+        self.attach
+    }
+
+    /// Answers one SMP sent from the SM's port: the response MAD, or `None` where a real fabric
+    /// drops it. `dlid` is the destination LID of a LID-routed SMP (from the transport header,
+    /// not the MAD); a directed-route SMP ignores it. Never panics, whatever the bytes.
+    pub fn handle(&mut self, request: &[u8], dlid: Option<u16>) -> Option<Vec<u8>> {
+        let request = SmpRepr::parse(&Smp::new_checked(request).ok()?).ok()?;
+        // An SMA answers requests; it never answers a response, and TrapRepress has no
+        // response (IBA 14.2.5.1).
+        if request.method.is_response() || request.method == Method::TrapRepress {
+            return None;
+        }
+        let (at, routing) = match request.routing {
+            Routing::Directed(path) => {
+                let (at, path) = self.directed(path)?;
+                (at, Routing::Directed(path))
+            }
+            Routing::Lid => (self.lid_routed(dlid?)?, Routing::Lid),
+        };
+        let (status, data) = match self.answer(at, &request) {
+            Ok(attribute) => (Status::OK, attribute.to_data()),
+            // On an error the data area goes back as it came (as ibsim does).
+            Err(status) => (status, request.data),
+        };
+        let response = SmpRepr {
+            method: Method::GetResp,
+            status,
+            routing,
+            data,
+            ..request
+        };
+        let mut bytes = vec![0; 256];
+        response.emit(&mut Smp::new_unchecked(&mut bytes[..]));
+        Some(bytes)
+    }
+
+    /// How many SMPs with this AttributeID and Method reached an SMA (whatever the answer).
+    pub fn handled(&self, attribute: AttributeId, method: Method) -> u64 {
+        self.handled
+            .get(&(u16::from(attribute), u8::from(method)))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Every (AttributeID, Method) that reached an SMA with its count, in AttributeID order.
+    pub fn handled_all(&self) -> impl Iterator<Item = (AttributeId, Method, u64)> + '_ {
+        self.handled
+            .iter()
+            .map(|(&(a, m), &n)| (AttributeId::from(a), Method::from(m), n))
+    }
+
+    /// What a Get of `attribute` with `modifier` answers at `port` (the port the SMP arrives at:
+    /// it picks a CA's port; any port of a switch), without counting it: for reading the
+    /// fabric's state back.
+    pub fn get(
+        &self,
+        port: PortRef,
+        attribute: AttributeId,
+        modifier: u32,
+    ) -> Result<Attribute, Status> {
+        self.sma(port.node)
+            .ok_or(INVALID_VALUE)?
+            .get(port.port, attribute, modifier)
+    }
+
+    /// The PortInfo a port holds.
+    pub fn port_info(&self, port: PortRef) -> Option<&PortInfoRepr> {
+        Some(&self.sma(port.node)?.port(port.port)?.info)
+    }
+
+    /// A switch's SwitchInfo.
+    pub fn switch_info(&self, switch: NodeId) -> Option<&SwitchInfoRepr> {
+        Some(&self.sma(switch)?.switch.as_ref()?.info)
+    }
+
+    /// The SL2VL table of traffic entering `input` and leaving by port `output` of a switch; on
+    /// a CA, `output` is ignored and the table is the port's.
+    pub fn sl2vl(&self, input: PortRef, output: u8) -> Option<&SlToVlMappingTableRepr> {
+        let sma = self.sma(input.node)?;
+        let tables = &sma.port(input.port)?.sl2vl;
+        tables.get(if sma.switch.is_some() {
+            usize::from(output)
+        } else {
+            0
+        })
+    }
+
+    /// A port's VL arbitration table, high or low priority: exactly its cap's entries.
+    pub fn vlarb(&self, port: PortRef, high: bool) -> Option<&[VlArbEntry]> {
+        let port = self.sma(port.node)?.port(port.port)?;
+        Some(if high {
+            &port.vlarb_high
+        } else {
+            &port.vlarb_low
+        })
+    }
+
+    /// The egress port a switch's LFT gives `lid` (0xFF: none).
+    pub fn lft(&self, switch: NodeId, lid: u16) -> Option<u8> {
+        let lft = &self.sma(switch)?.switch.as_ref()?.lft;
+        Some(
+            lft.get(usize::from(lid))
+                .copied()
+                .unwrap_or(ibqos_mad::LinearForwardingTableRepr::NO_ROUTE),
+        )
+    }
+
+    fn sma(&self, node: NodeId) -> Option<&NodeSma> {
+        self.nodes.get(node.index())
+    }
+
+    fn sma_port(&self, port: PortRef) -> Option<&sma::PortSma> {
+        self.sma(port.node)?.port(port.port)
+    }
+
+    fn sma_port_mut(&mut self, port: PortRef) -> Option<&mut sma::PortSma> {
+        self.nodes.get_mut(port.node.index())?.port_mut(port.port)
+    }
+
+    fn is_switch(&self, node: NodeId) -> bool {
+        self.sma(node).is_some_and(|n| n.switch.is_some())
+    }
+
+    /// The SMA at `at` answers `request`, counted per attribute and method.
+    fn answer(&mut self, at: Arrival, request: &SmpRepr) -> Result<Attribute, Status> {
+        *self
+            .handled
+            .entry((u16::from(request.attribute_id), u8::from(request.method)))
+            .or_default() += 1;
+        match request.method {
+            Method::Get => self.get(at, request.attribute_id, request.attribute_modifier),
+            Method::Set => {
+                // Never fails: every attribute ID has a decoder or is kept raw, and the data
+                // area is 64 bytes.
+                let attribute = Attribute::parse(request.attribute_id, &request.data)
+                    .map_err(|_| INVALID_VALUE)?;
+                if let Attribute::PortInfo(info) = attribute {
+                    return self.set_port_info(at, request.attribute_modifier, &info);
+                }
+                self.nodes
+                    .get_mut(at.node.index())
+                    .ok_or(INVALID_VALUE)?
+                    .set(at.port, request.attribute_modifier, attribute)
+            }
+            _ => Err(METHOD_UNSUPPORTED),
+        }
+    }
+
+    /// PortInfo Set: the port's checks need its link, and a state change reaches the neighbour.
+    fn set_port_info(
+        &mut self,
+        at: Arrival,
+        modifier: u32,
+        new: &PortInfoRepr,
+    ) -> Result<Attribute, Status> {
+        let m = PortInfoModifier::try_from(modifier).map_err(|_| INVALID_VALUE)?;
+        let port = if self.is_switch(at.node) {
+            PortRef::new(at.node, m.port)
+        } else {
+            at
+        };
+        let held = self.sma_port(port).ok_or(INVALID_VALUE)?.info;
+        let peer = self.up_peer(port);
+        let peer_state = peer
+            .and_then(|p| self.sma_port(p))
+            .map(|p| p.info.port_state);
+        let stored = check_port_info(&held, new, peer_state)?;
+        let retrain = new.port_state == PortState::Down;
+        if let Some(p) = self.sma_port_mut(port) {
+            p.info = stored;
+        }
+        let phys = Some(new.port_phys_state).filter(|&p| p != held.port_phys_state);
+        match (phys, peer) {
+            (Some(PhysPortState::Disabled), _) => self.disable(port),
+            (Some(PhysPortState::Polling), _) => self.enable(port),
+            (_, Some(peer)) if retrain => self.train(port, peer),
+            (_, Some(peer)) => self.renegotiate(port, peer),
+            _ => {}
+        }
+        self.get(at, AttributeId::PortInfo, modifier)
+    }
+
+    /// The port at the other end of `port`'s link if the link is physically up at both ends
+    /// (IBA: a DR SMP crosses a link in any PortState once it is up; ibsim checks LinkUp).
+    fn up_peer(&self, port: PortRef) -> Option<PortRef> {
+        let peer = self.topology.peer(port)?;
+        (self.sma_port(port)?.is_up() && self.sma_port(peer)?.is_up()).then_some(peer)
+    }
+
+    /// The port at the other end of `port`'s link if both ends are ACTIVE: the only links a
+    /// LID-routed SMP crosses in ibsim (a real VL15 SMP also crosses Init and Armed links).
+    fn active_peer(&self, port: PortRef) -> Option<PortRef> {
+        let peer = self.up_peer(port)?;
+        let active = |p: PortRef| {
+            self.sma_port(p)
+                .is_some_and(|s| s.info.port_state == PortState::Active)
+        };
+        (active(port) && active(peer)).then_some(peer)
+    }
+
+    /// Link training: both ends come up in Init with the best common width and speed, and a
+    /// switch at either end notes the change in SwitchInfo.PortStateChange (IBA 14.2.5.4).
+    fn train(&mut self, a: PortRef, b: PortRef) {
+        for p in [a, b] {
+            if let Some(port) = self.sma_port_mut(p) {
+                port.info.port_state = PortState::Init;
+                port.info.port_phys_state = PhysPortState::LinkUp;
+            }
+        }
+        self.renegotiate(a, b);
+        self.note_state_change([a, b]);
+    }
+
+    fn renegotiate(&mut self, a: PortRef, b: PortRef) {
+        let (Some(ia), Some(ib)) = (self.sma_port(a), self.sma_port(b)) else {
+            return;
+        };
+        let (width, speed, ext) = negotiate(&ia.info, &ib.info);
+        for p in [a, b] {
+            if let Some(port) = self.sma_port_mut(p) {
+                port.info.link_width_active = width;
+                port.info.link_speed_active = speed;
+                port.info.link_speed_ext_active = ext;
+            }
+        }
+    }
+
+    /// PortPhysicalState Disabled: the port goes Down/Disabled, its neighbour Down/Polling.
+    fn disable(&mut self, port: PortRef) {
+        let peer = self.topology.peer(port);
+        for (p, phys) in [
+            (Some(port), PhysPortState::Disabled),
+            (peer, PhysPortState::Polling),
+        ] {
+            if let Some(state) = p.and_then(|p| self.sma_port_mut(p)) {
+                state.info.port_state = PortState::Down;
+                state.info.port_phys_state = phys;
+            }
+        }
+        self.note_state_change([Some(port), peer].into_iter().flatten());
+    }
+
+    /// PortPhysicalState Polling: the port looks for its neighbour again; the link trains if
+    /// the other end is not disabled.
+    fn enable(&mut self, port: PortRef) {
+        let peer = self.topology.peer(port).filter(|&p| {
+            self.sma_port(p)
+                .is_some_and(|s| s.info.port_phys_state != PhysPortState::Disabled)
+        });
+        match peer {
+            Some(peer) => self.train(port, peer),
+            None => {
+                if let Some(state) = self.sma_port_mut(port) {
+                    state.info.port_state = PortState::Down;
+                    state.info.port_phys_state = PhysPortState::Polling;
+                }
+            }
+        }
+    }
+
+    fn note_state_change(&mut self, ports: impl IntoIterator<Item = PortRef>) {
+        for p in ports {
+            if let Some(switch) = self
+                .nodes
+                .get_mut(p.node.index())
+                .and_then(|n| n.switch.as_mut())
+            {
+                switch.info.port_state_change = true;
+            }
+        }
+    }
+
+    /// Walks a directed route from the SM's port (IBA 14.2.2.2): the node and port it arrives
+    /// at, and the path of the response, or `None` where a real fabric drops it.
+    ///
+    /// The request must be outbound with HopPointer 0 and DrSLID = DrDLID = permissive: like
+    /// ibsim, the emulator does not support routes with LID-routed legs. The first hop from a
+    /// CA leaves by the CA's own port (the Linux kernel insists on it); only switches forward,
+    /// and only over links that are physically up. ReturnPath gets each hop's ingress port, and
+    /// entry 0 the SM's port, as ibsim fills it. The response arrives with D = 1 and HopPointer
+    /// 0 (it walked back down to the requester).
+    fn directed(&self, mut path: DrPath) -> Option<(Arrival, DrPath)> {
+        if path.direction != Direction::Outbound
+            || path.hop_pointer != 0
+            || path.dr_slid != DrPath::PERMISSIVE_LID
+            || path.dr_dlid != DrPath::PERMISSIVE_LID
+        {
+            return None;
+        }
+        let mut at = self.attach;
+        path.return_path[0] = self.attach.port;
+        for hop in 1..=usize::from(path.hop_count) {
+            let egress = *path.initial_path.get(hop)?;
+            let from_requester = hop == 1;
+            if from_requester && !self.is_switch(at.node) && egress != self.attach.port {
+                return None;
+            }
+            if !from_requester && !self.is_switch(at.node) {
+                return None;
+            }
+            let out = PortRef::new(at.node, egress);
+            if self.is_switch(at.node) && egress == 0 {
+                return None;
+            }
+            at = self.up_peer(out)?;
+            *path.return_path.get_mut(hop)? = at.port;
+        }
+        path.direction = Direction::Returning;
+        path.hop_pointer = 0;
+        Some((at, path))
+    }
+
+    /// Routes a LID-routed SMP from the SM's port to `dlid` through the LFTs and ACTIVE links,
+    /// and checks that the response finds its way back to the SM's LID: where either way has
+    /// no route, a real fabric loses the SMP.
+    fn lid_routed(&self, dlid: u16) -> Option<Arrival> {
+        let sm_lid = self.sma_port(self.attach)?.info.lid;
+        if sm_lid == 0 {
+            return None;
+        }
+        let at = self.lid_route(self.attach, dlid)?;
+        let back = self.lid_route(at, sm_lid)?;
+        (back.node == self.attach.node).then_some(at)
+    }
+
+    /// Where an SMP for `dlid` that is at port `from` ends: a switch forwards by its LFT (LIDs
+    /// up to LinearFDBTop) and answers its own LIDs on port 0; a CA port answers its LID range
+    /// and otherwise sends the SMP onto its link only if the SMP starts there.
+    fn lid_route(&self, from: PortRef, dlid: u16) -> Option<Arrival> {
+        let mut at = from;
+        for _ in 0..=MAX_LID_HOPS {
+            let node = self.sma(at.node)?;
+            if let Some(switch) = &node.switch {
+                if self.owns(PortRef::new(at.node, 0), dlid) {
+                    return Some(at);
+                }
+                if dlid > switch.info.linear_fdb_top {
+                    return None;
+                }
+                let egress = *switch.lft.get(usize::from(dlid))?;
+                if egress == 0 {
+                    return None;
+                }
+                at = self.active_peer(PortRef::new(at.node, egress))?;
+            } else if self.owns(at, dlid) {
+                return Some(at);
+            } else if at == from {
+                at = self.active_peer(at)?;
+            } else {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Whether the end port `port` answers `lid`: its base LID with LMC (IBA 7.11.1).
+    fn owns(&self, port: PortRef, lid: u16) -> bool {
+        self.sma_port(port).is_some_and(|p| {
+            let base = u32::from(p.info.lid);
+            let lid = u32::from(lid);
+            base != 0 && lid >= base && lid < base + (1 << p.info.lmc)
+        })
+    }
+}

@@ -1,0 +1,545 @@
+//! The emulated fabric answering SMPs: per-attribute round trips, the IBA status codes, the
+//! PortState rules, directed-route and LID-routed travel, and malformed input.
+
+use ibqos_fabric::emu::{Emulator, builtin_topology};
+use ibqos_fabric::netfile::parse_net_str;
+use ibqos_fabric::{LinkCaps, NodeId, PortRef, Topology};
+use ibqos_mad::{
+    Attribute, AttributeId, Direction, DrPath, GuidInfoRepr, LinearForwardingTableRepr, Method,
+    PKeyTableRepr, PortInfoRepr, PortState, Routing, SlToVlMappingTableRepr, SlToVlModifier, Smp,
+    SmpRepr, Status, VlArbEntry, VlArbitrationTableRepr,
+};
+use proptest::prelude::*;
+
+const INVALID: Status = Status(0x001c);
+
+/// The built-in two-switch fabric: S1 (enhanced port 0) ports 1, 2 to H1, H2, 3 and 4 to S2,
+/// 5 to H5; S2 ports 1, 2 to H3, H4, 5 to H5 port 2. The SM is at H1 port 1.
+fn two_switch() -> Topology {
+    parse_net_str(builtin_topology("two-switch").unwrap())
+        .unwrap()
+        .topology
+}
+
+fn node(t: &Topology, name: &str) -> NodeId {
+    t.node_by_name(name).unwrap()
+}
+
+fn emulator() -> Emulator {
+    let t = two_switch();
+    let h1 = PortRef::new(node(&t, "H1"), 1);
+    Emulator::new(t, h1).unwrap()
+}
+
+fn bytes(smp: &SmpRepr) -> Vec<u8> {
+    let mut out = vec![0; 256];
+    smp.emit(&mut Smp::new_unchecked(&mut out[..]));
+    out
+}
+
+fn send(emu: &mut Emulator, smp: &SmpRepr, dlid: Option<u16>) -> Option<SmpRepr> {
+    let response = emu.handle(&bytes(smp), dlid)?;
+    Some(SmpRepr::parse(&Smp::new_checked(&response[..]).unwrap()).unwrap())
+}
+
+fn dr(path: &[u8]) -> Routing {
+    Routing::Directed(DrPath::request(path).unwrap())
+}
+
+fn get(emu: &mut Emulator, path: &[u8], id: AttributeId, modifier: u32) -> SmpRepr {
+    send(emu, &SmpRepr::get(id, modifier, 7, dr(path)), None).expect("an answer")
+}
+
+fn set(emu: &mut Emulator, path: &[u8], attribute: Attribute, modifier: u32) -> SmpRepr {
+    send(emu, &SmpRepr::set(&attribute, modifier, 8, dr(path)), None).expect("an answer")
+}
+
+fn attr(smp: &SmpRepr) -> Attribute {
+    Attribute::parse(smp.attribute_id, &smp.data).unwrap()
+}
+
+fn port_info(emu: &mut Emulator, path: &[u8], port: u32) -> PortInfoRepr {
+    match attr(&get(emu, path, AttributeId::PortInfo, port)) {
+        Attribute::PortInfo(p) => p,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn directed_routes_reach_each_node_with_a_return_path() {
+    let mut emu = emulator();
+    let t = emu.topology().clone();
+    // Hop 0: the SM's own CA.
+    let here = get(&mut emu, &[], AttributeId::NodeInfo, 0);
+    let Attribute::NodeInfo(info) = attr(&here) else {
+        panic!()
+    };
+    assert_eq!(info.node_guid, t.node(node(&t, "H1")).unwrap().guid);
+    assert_eq!(info.port_guid, info.node_guid + 1);
+    assert_eq!(info.local_port_num, 1);
+    // Two hops: out of H1 port 1, then S1 port 3 into S2 port 3.
+    let far = get(&mut emu, &[1, 3], AttributeId::NodeInfo, 0);
+    assert_eq!(far.method, Method::GetResp);
+    assert_eq!(far.status, Status::OK);
+    assert_eq!(far.transaction_id, 7);
+    let Routing::Directed(path) = far.routing else {
+        panic!()
+    };
+    assert_eq!(path.direction, Direction::Returning);
+    assert_eq!(path.hop_pointer, 0);
+    assert_eq!(path.hop_count, 2);
+    assert_eq!(&path.return_path[..4], &[1, 1, 3, 0]);
+    let Attribute::NodeInfo(s2) = attr(&far) else {
+        panic!()
+    };
+    assert_eq!(s2.node_guid, 0x0002_c900_0000_2000);
+    assert_eq!(s2.local_port_num, 3);
+    // Byte-exact: the D bit and the ingress ports on the wire.
+    let raw = emu
+        .handle(
+            &bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 7, dr(&[1, 3]))),
+            None,
+        )
+        .unwrap();
+    assert_eq!(&raw[..8], &[0x01, 0x81, 0x01, 0x81, 0x80, 0x00, 0x00, 0x02]);
+    assert_eq!(&raw[192..196], &[1, 1, 3, 0]);
+    assert_eq!(&raw[128..132], &[0, 1, 3, 0]);
+}
+
+#[test]
+fn bad_directed_routes_get_no_answer() {
+    let mut emu = emulator();
+    let mut no_answer = |path: &[u8]| {
+        let smp = SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(path));
+        emu.handle(&bytes(&smp), None)
+    };
+    // The first hop from a CA must leave by the CA's own port.
+    assert!(no_answer(&[2]).is_none());
+    // Unlinked port, port 0, a port that does not exist.
+    assert!(no_answer(&[1, 7]).is_none());
+    assert!(no_answer(&[1, 0]).is_none());
+    assert!(no_answer(&[1, 9]).is_none());
+    // H1 itself is reachable back through S1 port 1, but a CA is never an intermediate hop.
+    assert!(no_answer(&[1, 1]).is_some());
+    assert!(no_answer(&[1, 1, 1]).is_none());
+    // A route with a LID-routed leg (DrSLID not permissive) is not supported, as in ibsim.
+    let mut path = DrPath::request(&[1]).unwrap();
+    path.dr_slid = 1;
+    let smp = SmpRepr::get(AttributeId::NodeInfo, 0, 1, Routing::Directed(path));
+    assert!(emu.handle(&bytes(&smp), None).is_none());
+    // Hop count 64 is not a directed route.
+    let mut raw = bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(&[1])));
+    raw[7] = 64;
+    assert!(emu.handle(&raw, None).is_none());
+}
+
+#[test]
+fn status_codes() {
+    let mut emu = emulator();
+    let status = |smp: SmpRepr| smp.status;
+    let node_info = attr(&get(&mut emu, &[], AttributeId::NodeInfo, 0));
+    assert_eq!(status(set(&mut emu, &[], node_info, 0)), Status(0x0008));
+    assert_eq!(
+        status(get(&mut emu, &[], AttributeId::SmInfo, 0)),
+        Status(0x000c)
+    );
+    assert_eq!(
+        status(get(&mut emu, &[], AttributeId::SwitchInfo, 0)),
+        Status(0x000c)
+    );
+    assert_eq!(
+        status(get(&mut emu, &[], AttributeId::LinearForwardingTable, 0)),
+        Status(0x000c)
+    );
+    // S1 has 8 ports and the default VLArb caps 8/8: no port 9, no second block.
+    assert_eq!(
+        status(get(&mut emu, &[1], AttributeId::PortInfo, 9)),
+        INVALID
+    );
+    assert_eq!(
+        status(get(
+            &mut emu,
+            &[1],
+            AttributeId::VlArbitrationTable,
+            0x2_0001
+        )),
+        INVALID
+    );
+    assert_eq!(
+        status(get(&mut emu, &[1], AttributeId::LinearForwardingTable, 768)),
+        INVALID
+    );
+    // OperVLs above VLCap.
+    let mut p = port_info(&mut emu, &[1], 1);
+    p.operational_vls = p.vl_cap + 1;
+    let answer = set(&mut emu, &[1], Attribute::PortInfo(p), 1);
+    assert_eq!(answer.status, INVALID);
+    // The data area comes back as sent.
+    assert_eq!(attr(&answer), Attribute::PortInfo(p));
+    // All-ports SL2VL on a switch that does not advertise optimized programming.
+    let table = SlToVlMappingTableRepr { vls: [1; 16] };
+    let all = u32::from(SlToVlModifier::All);
+    let answer = set(&mut emu, &[1], Attribute::SlToVlMappingTable(table), all);
+    assert_eq!(answer.status, INVALID);
+    // A method an SMA does not take.
+    let mut send_method = SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(&[]));
+    send_method.method = Method::Send;
+    assert_eq!(
+        send(&mut emu, &send_method, None).unwrap().status,
+        Status(0x0008)
+    );
+    assert_eq!(emu.handled(AttributeId::NodeInfo, Method::Set), 1);
+    assert_eq!(emu.handled(AttributeId::PortInfo, Method::Set), 1);
+}
+
+#[test]
+fn port_info_stores_every_writable_field() {
+    let mut emu = emulator();
+    let mut p = port_info(&mut emu, &[], 0);
+    assert_eq!(p.capability_mask.0 & 0x2, 0x2, "the SM's port is IsSM");
+    p.lid = 9;
+    p.master_sm_lid = 9;
+    p.gid_prefix = 0xfe80_0000_0000_0000;
+    p.vl_high_limit = 4;
+    p.neighbor_mtu = 3;
+    p.vl_stall_count = 5;
+    p.subnet_timeout = 18;
+    p.hoq_life = 0x10;
+    p.master_sm_sl = 3;
+    p.operational_vls = 2;
+    p.m_key_lease_period = 77;
+    p.client_reregister = true;
+    // A read-only field the SM cannot change.
+    let mut sent = p;
+    sent.vl_cap = 1;
+    let answer = set(&mut emu, &[], Attribute::PortInfo(sent), 0);
+    assert_eq!(answer.status, Status::OK);
+    assert_eq!(attr(&answer), Attribute::PortInfo(p));
+    assert_eq!(port_info(&mut emu, &[], 0), p);
+    assert_eq!(emu.port_info(emu.attach()), Some(&p));
+    // NeighborMTU above MTUCap.
+    p.neighbor_mtu = p.mtu_cap + 1;
+    assert_eq!(
+        set(&mut emu, &[], Attribute::PortInfo(p), 0).status,
+        INVALID
+    );
+}
+
+#[test]
+fn port_state_rules() {
+    let mut emu = emulator();
+    let s1 = node(emu.topology(), "S1");
+    let to_state = |emu: &mut Emulator, path: &[u8], port: u32, state: PortState| {
+        let mut p = port_info(emu, path, port);
+        p.port_state = state;
+        set(emu, path, Attribute::PortInfo(p), port).status
+    };
+    assert_eq!(port_info(&mut emu, &[1], 3).port_state, PortState::Init);
+    assert_eq!(port_info(&mut emu, &[1], 7).port_state, PortState::Down);
+    assert_eq!(port_info(&mut emu, &[1], 0).port_state, PortState::Active);
+    // Not stepwise, switch port 0, an unlinked port, Init itself.
+    assert_eq!(to_state(&mut emu, &[1], 3, PortState::Active), INVALID);
+    assert_eq!(to_state(&mut emu, &[1], 0, PortState::Armed), INVALID);
+    assert_eq!(to_state(&mut emu, &[1], 7, PortState::Armed), INVALID);
+    // Armed, then Active only once the neighbour (S2 port 3) is Armed; never back to Init.
+    assert_eq!(to_state(&mut emu, &[1], 3, PortState::Armed), Status::OK);
+    assert_eq!(to_state(&mut emu, &[1], 3, PortState::Init), INVALID);
+    assert_eq!(to_state(&mut emu, &[1], 3, PortState::Active), INVALID);
+    assert_eq!(to_state(&mut emu, &[1, 3], 3, PortState::Armed), Status::OK);
+    assert_eq!(to_state(&mut emu, &[1], 3, PortState::Active), Status::OK);
+    assert_eq!(to_state(&mut emu, &[1], 3, PortState::Active), Status::OK);
+    assert_eq!(port_info(&mut emu, &[1], 3).port_state, PortState::Active);
+    // Down restarts the link: both ends back in Init, PortStateChange on both switches,
+    // which writing 1 clears.
+    assert_eq!(to_state(&mut emu, &[1], 3, PortState::Down), Status::OK);
+    assert_eq!(port_info(&mut emu, &[1], 3).port_state, PortState::Init);
+    assert_eq!(port_info(&mut emu, &[1, 3], 3).port_state, PortState::Init);
+    assert!(emu.switch_info(s1).unwrap().port_state_change);
+    let mut info = *emu.switch_info(s1).unwrap();
+    info.linear_fdb_top = 12;
+    info.life_time_value = 9;
+    let answer = set(&mut emu, &[1], Attribute::SwitchInfo(info), 0);
+    let Attribute::SwitchInfo(held) = attr(&answer) else {
+        panic!()
+    };
+    assert!(!held.port_state_change);
+    assert_eq!((held.linear_fdb_top, held.life_time_value), (12, 9));
+    assert!(held.enhanced_port0);
+}
+
+#[test]
+fn tables_round_trip() {
+    let mut emu = emulator();
+    let h1 = emu.attach();
+    // SL2VL: per (input, output) on a switch, per port on a CA.
+    let table = SlToVlMappingTableRepr {
+        vls: [3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 15],
+    };
+    let pair = u32::from(SlToVlModifier::Pair {
+        input: 3,
+        output: 5,
+    });
+    let answer = set(&mut emu, &[1], Attribute::SlToVlMappingTable(table), pair);
+    assert_eq!(answer.status, Status::OK);
+    assert_eq!(
+        &answer.data[..8],
+        &[0x32, 0x10, 0x32, 0x10, 0x32, 0x10, 0x32, 0x1f]
+    );
+    let s1 = node(emu.topology(), "S1");
+    assert_eq!(emu.sl2vl(PortRef::new(s1, 3), 5), Some(&table));
+    assert_ne!(emu.sl2vl(PortRef::new(s1, 5), 3), Some(&table));
+    let default = get(&mut emu, &[], AttributeId::SlToVlMappingTable, 0);
+    assert_eq!(
+        &default.data[..8],
+        &[0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7]
+    );
+    set(&mut emu, &[], Attribute::SlToVlMappingTable(table), 0x0305);
+    assert_eq!(emu.sl2vl(h1, 0), Some(&table));
+    // VLArb block 1, cap 8: entries past the cap read back zero.
+    let mut entries = [VlArbEntry::new(1, 9); 32];
+    entries[0] = VlArbEntry::new(0, 200);
+    let answer = set(
+        &mut emu,
+        &[1],
+        Attribute::VlArbitrationTable(VlArbitrationTableRepr { entries }),
+        0x1_0002,
+    );
+    let Attribute::VlArbitrationTable(held) = attr(&answer) else {
+        panic!()
+    };
+    assert_eq!(held.entries[..8], entries[..8]);
+    assert_eq!(held.entries[8], VlArbEntry::default());
+    assert_eq!(
+        emu.vlarb(PortRef::new(s1, 2), false).unwrap(),
+        &entries[..8]
+    );
+    // P_Key: entry 0 defaults to the full default partition.
+    let Attribute::PKeyTable(keys) = attr(&get(&mut emu, &[], AttributeId::PKeyTable, 0)) else {
+        panic!()
+    };
+    assert_eq!(keys.p_keys[0], 0xffff);
+    let mut p_keys = [0; 32];
+    p_keys[1] = 0x8001;
+    set(
+        &mut emu,
+        &[],
+        Attribute::PKeyTable(PKeyTableRepr { p_keys }),
+        0,
+    );
+    let Attribute::PKeyTable(keys) = attr(&get(&mut emu, &[], AttributeId::PKeyTable, 0)) else {
+        panic!()
+    };
+    assert_eq!(keys.p_keys, p_keys);
+    assert_eq!(
+        get(&mut emu, &[], AttributeId::PKeyTable, 2).status,
+        INVALID
+    );
+    // GUIDInfo: entry 0 is the port GUID and stays so.
+    let answer = set(
+        &mut emu,
+        &[],
+        Attribute::GuidInfo(GuidInfoRepr { guids: [5; 8] }),
+        0,
+    );
+    let Attribute::GuidInfo(guids) = attr(&answer) else {
+        panic!()
+    };
+    assert_eq!(guids.guids[0], emu.topology().port(h1).unwrap().guid);
+    assert_eq!(guids.guids[1..], [5; 7]);
+    // LFT.
+    let mut lft = LinearForwardingTableRepr { ports: [0xff; 64] };
+    lft.ports[1] = 4;
+    let answer = set(&mut emu, &[1], Attribute::LinearForwardingTable(lft), 1);
+    assert_eq!(attr(&answer), Attribute::LinearForwardingTable(lft));
+    assert_eq!(emu.lft(s1, 65), Some(4));
+    assert_eq!(emu.lft(s1, 64), Some(0xff));
+}
+
+#[test]
+fn optimized_sl2vl_and_large_vlarb_caps() {
+    let mut t = two_switch();
+    let s2 = node(&t, "S2");
+    t.node_mut(s2).unwrap().optimized_sl_to_vl = true;
+    let h3 = node(&t, "H3");
+    t.port_mut(PortRef::new(h3, 1)).unwrap().link = LinkCaps {
+        vlarb_low_cap: 64,
+        vlarb_high_cap: 40,
+        ..LinkCaps::end_port()
+    };
+    let mut emu = Emulator::new(t, PortRef::new(h3, 1)).unwrap();
+    let table = SlToVlMappingTableRepr { vls: [2; 16] };
+    let all_inputs = u32::from(SlToVlModifier::AllInputs { output: 4 });
+    let answer = set(
+        &mut emu,
+        &[1],
+        Attribute::SlToVlMappingTable(table),
+        all_inputs,
+    );
+    assert_eq!(answer.status, Status::OK);
+    for input in 0..=8 {
+        assert_eq!(emu.sl2vl(PortRef::new(s2, input), 4), Some(&table));
+    }
+    assert_ne!(emu.sl2vl(PortRef::new(s2, 1), 3), Some(&table));
+    // S2's port 0 is not enhanced: no output port 0.
+    let to_port0 = u32::from(SlToVlModifier::Pair {
+        input: 1,
+        output: 0,
+    });
+    assert_eq!(
+        get(&mut emu, &[1], AttributeId::SlToVlMappingTable, to_port0).status,
+        INVALID
+    );
+    // Low cap 64: both low blocks; high cap 40: block 4 holds 8 entries.
+    let entries = [VlArbEntry::new(1, 1); 32];
+    for block in 1..=4 {
+        let answer = set(
+            &mut emu,
+            &[],
+            Attribute::VlArbitrationTable(VlArbitrationTableRepr { entries }),
+            block << 16,
+        );
+        assert_eq!(answer.status, Status::OK, "block {block}");
+    }
+    let h3 = emu.attach();
+    assert_eq!(emu.vlarb(h3, false).unwrap().len(), 64);
+    assert_eq!(emu.vlarb(h3, true).unwrap().len(), 40);
+}
+
+/// Brings the links on the way to H3 up as an SM does and programs the LFTs by hand.
+#[test]
+fn lid_routing_follows_the_lfts_over_active_links() {
+    let mut emu = emulator();
+    let t = emu.topology().clone();
+    let (s1, s2, h3) = (node(&t, "S1"), node(&t, "S2"), node(&t, "H3"));
+    // LIDs: H1 1, S1 2, S2 3, H3 4.
+    let lids = [
+        (&[][..], 0, 1u16),
+        (&[1][..], 0, 2),
+        (&[1, 3][..], 0, 3),
+        (&[1, 3, 1][..], 0, 4),
+    ];
+    for (path, port, lid) in lids {
+        let mut p = port_info(&mut emu, path, port);
+        p.lid = lid;
+        assert_eq!(
+            set(&mut emu, path, Attribute::PortInfo(p), port).status,
+            Status::OK
+        );
+    }
+    let nodeinfo_at = |emu: &mut Emulator, dlid| {
+        let smp = SmpRepr::get(AttributeId::NodeInfo, 0, 3, Routing::Lid);
+        send(emu, &smp, Some(dlid)).map(|r| match attr(&r) {
+            Attribute::NodeInfo(n) => n.node_guid,
+            other => panic!("{other:?}"),
+        })
+    };
+    // The SM's own LID needs no link.
+    assert_eq!(
+        nodeinfo_at(&mut emu, 1),
+        Some(t.node(node(&t, "H1")).unwrap().guid)
+    );
+    // Links still in Init: nothing crosses them by LID.
+    assert_eq!(nodeinfo_at(&mut emu, 2), None);
+    for (path, port) in [
+        (&[][..], 1),
+        (&[1][..], 1),
+        (&[1][..], 3),
+        (&[1, 3][..], 3),
+        (&[1, 3][..], 1),
+        (&[1, 3, 1][..], 1),
+    ] {
+        for state in [PortState::Armed, PortState::Active] {
+            let mut p = port_info(&mut emu, path, port);
+            p.port_state = state;
+            set(&mut emu, path, Attribute::PortInfo(p), port);
+        }
+    }
+    // Armed then Active pairwise: the first end of each link stayed Armed until its peer was.
+    for (path, port) in [(&[][..], 1), (&[1][..], 3), (&[1, 3][..], 1)] {
+        let mut p = port_info(&mut emu, path, port);
+        p.port_state = PortState::Active;
+        set(&mut emu, path, Attribute::PortInfo(p), port);
+    }
+    let lft = |emu: &mut Emulator, path: &[u8], to: [(u16, u8); 4]| {
+        let mut table = LinearForwardingTableRepr { ports: [0xff; 64] };
+        for (lid, port) in to {
+            table.ports[usize::from(lid)] = port;
+        }
+        set(emu, path, Attribute::LinearForwardingTable(table), 0);
+        let mut switch = *emu
+            .switch_info(if path.len() == 1 { s1 } else { s2 })
+            .unwrap();
+        switch.linear_fdb_top = 4;
+        set(emu, path, Attribute::SwitchInfo(switch), 0);
+    };
+    // Before any LFT: no route.
+    assert_eq!(nodeinfo_at(&mut emu, 3), None);
+    lft(&mut emu, &[1], [(1, 1), (2, 0), (3, 3), (4, 3)]);
+    lft(&mut emu, &[1, 3], [(1, 3), (2, 3), (3, 0), (4, 1)]);
+    assert_eq!(nodeinfo_at(&mut emu, 2), Some(t.node(s1).unwrap().guid));
+    assert_eq!(nodeinfo_at(&mut emu, 3), Some(t.node(s2).unwrap().guid));
+    assert_eq!(nodeinfo_at(&mut emu, 4), Some(t.node(h3).unwrap().guid));
+    // A LID no port has, and one past LinearFDBTop.
+    assert_eq!(nodeinfo_at(&mut emu, 5), None);
+    assert_eq!(nodeinfo_at(&mut emu, 40), None);
+}
+
+#[test]
+fn malformed_smps_get_no_answer() {
+    let mut emu = emulator();
+    let good = bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(&[])));
+    assert!(emu.handle(&good, None).is_some());
+    for len in 0..256 {
+        assert!(emu.handle(&good[..len], None).is_none(), "{len} bytes");
+    }
+    for (offset, value) in [(0, 2), (1, 0x04), (2, 2)] {
+        let mut bad = good.clone();
+        bad[offset] = value;
+        assert!(emu.handle(&bad, None).is_none(), "byte {offset} = {value}");
+    }
+    // A LID-routed SMP needs the transport's destination LID.
+    let lid = bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 1, Routing::Lid));
+    assert!(emu.handle(&lid, None).is_none());
+    // A response or a TrapRepress is never answered.
+    let mut response = good.clone();
+    response[3] = 0x81;
+    assert!(emu.handle(&response, None).is_none());
+    response[3] = 0x07;
+    assert!(emu.handle(&response, None).is_none());
+}
+
+proptest! {
+    #[test]
+    fn random_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        dlid in proptest::option::of(any::<u16>()),
+    ) {
+        let _ = emulator().handle(&bytes, dlid);
+    }
+
+    /// Valid SMP framing with random contents, routed or not: an answer or none, no panic,
+    /// and any answer is a response to the same transaction.
+    #[test]
+    fn random_smps_never_panic(
+        mut bytes in proptest::collection::vec(any::<u8>(), 256),
+        directed: bool,
+        set: bool,
+        hops in 0u8..=3,
+        attribute in 0x10u16..=0x20,
+    ) {
+        bytes[..4].copy_from_slice(&[1, if directed { 0x81 } else { 0x01 }, 1, if set { 2 } else { 1 }]);
+        bytes[4] = 0;
+        bytes[6] = 0;
+        bytes[7] = hops;
+        bytes[16..18].copy_from_slice(&attribute.to_be_bytes());
+        bytes[32..36].fill(0xff);
+        for b in &mut bytes[129..132] {
+            *b %= 10;
+        }
+        let mut emu = emulator();
+        if let Some(answer) = emu.handle(&bytes, Some(1)) {
+            prop_assert_eq!(&answer[8..16], &bytes[8..16]);
+            prop_assert_eq!(answer[3], 0x81);
+        }
+    }
+}
