@@ -7,11 +7,11 @@ use std::process::Command;
 
 use ibqos_fabric::emu::Emulator;
 use ibqos_fabric::{LinkCaps, PortRef, generate};
-use ibqos_mad::PortState;
+use ibqos_mad::{AttributeId, Method, PortState};
 use ibqos_qos::VlCount;
 use ibqos_sm::commands::sm::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
-use ibqos_sm::engine::sweep::{Phase, SweepConfig};
+use ibqos_sm::engine::sweep::{Phase, SweepConfig, SweepMode};
 use ibqos_sm::run::{SmIdentity, run_sweep};
 use ibqos_sm::transport::Transport;
 use ibqos_sm::transport::emulated::EmulatedTransport;
@@ -143,4 +143,81 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
             set.modifier
         );
     }
+}
+
+/// The Sets the fabric itself has handled so far, counted by the emulator.
+fn sets_handled(emulator: &Emulator) -> u64 {
+    emulator
+        .handled_all()
+        .filter(|(_, method, _)| *method == Method::Set)
+        .map(|(_, _, count)| count)
+        .sum()
+}
+
+/// `--dry-run`: after a forced sweep with one configuration, a dry run with another reads the
+/// fabric, sends no Set (counted where the SMPs arrive), and lists exactly what differs: here
+/// only the CA ports' low-priority VLArb block, which is all the second configuration changes.
+#[test]
+fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
+    let mut transport = EmulatedTransport::open("two-switch", None).unwrap();
+    let identity = SmIdentity {
+        port_guid: transport.local_port().port_guid,
+        priority: 0,
+    };
+    let example = repo("examples/opensm-qos.conf");
+    let (forced, _) = run_sweep(&mut transport, config_from(&example), identity).unwrap();
+    assert_eq!(*forced.phase(), Phase::SubnetUp);
+    let sets_before = sets_handled(transport.emulator());
+    assert!(sets_before > 0);
+
+    let dir = std::env::temp_dir().join(format!("ibqos-dry-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let changed = dir.join("opensm.conf");
+    let mut text = std::fs::read_to_string(&example).unwrap();
+    text.push_str("qos_ca_vlarb_low 0:8,1:200,3:16\n");
+    std::fs::write(&changed, text).unwrap();
+    let config = SweepConfig {
+        mode: SweepMode::DryRun,
+        ..config_from(&changed)
+    };
+    let (dry, _) = run_sweep(&mut transport, config, identity).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    assert_eq!(
+        sets_handled(transport.emulator()),
+        sets_before,
+        "a dry run sent a Set"
+    );
+    let ca_ports: Vec<String> = transport
+        .emulator()
+        .topology()
+        .cas()
+        .flat_map(|(_, node)| {
+            node.existing_ports()
+                .filter(|(_, port)| port.peer.is_some())
+                .map(|(number, _)| format!("{:#018x}[{number}]", node.guid))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut listed: Vec<(String, u16, u32)> = dry
+        .changes()
+        .iter()
+        .map(|c| (c.target.clone(), u16::from(c.attribute), c.modifier))
+        .collect();
+    listed.sort();
+    let mut expected: Vec<(String, u16, u32)> = ca_ports
+        .into_iter()
+        .map(|target| (target, u16::from(AttributeId::VlArbitrationTable), 0x1_0000))
+        .collect();
+    expected.sort();
+    assert!(dry.changes().iter().all(|c| !c.sent));
+    // Ports already holding their planned tables count as verified; those with a change left
+    // unsent are neither verified nor failed.
+    let qos = dry.qos_counts();
+    assert_eq!(
+        (qos.failed, qos.configured - qos.verified),
+        (0, expected.len()),
+        "{qos:?}"
+    );
+    assert_eq!(listed, expected, "{:#?}", dry.changes());
 }

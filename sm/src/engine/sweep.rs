@@ -196,9 +196,10 @@ const QOS_BACKOFF: Duration = Duration::from_millis(20);
 /// What became of the QoS programming of each port.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QosCounts {
-    /// Ports that were sent at least one SL2VL or VLArb Set.
+    /// Ports with at least one SL2VL or VLArb table to program.
     pub configured: usize,
-    /// Ports whose every Set was echoed back exactly as sent.
+    /// Ports whose every table was echoed back exactly as sent (or, in Diff and DryRun modes,
+    /// already held as planned).
     pub verified: usize,
     /// Ports with a Set that failed or kept echoing something else.
     pub failed: usize,
@@ -692,18 +693,24 @@ impl Sweep {
 
     /// Per port: configured, verified, failed.
     pub fn qos_counts(&self) -> QosCounts {
-        let mut ports: BTreeMap<PortKey, bool> = BTreeMap::new();
+        // Per port: Some(true) while every Set settled verified, Some(false) once one failed,
+        // None while one is unsettled (a dry run's changes are never sent, so never settle).
+        let mut ports: BTreeMap<PortKey, Option<bool>> = BTreeMap::new();
         for (set, settled) in self.qos_sets.iter().zip(&self.qos_settled) {
             for port in &set.ports {
-                let ok = ports.entry(*port).or_insert(true);
-                *ok &= *settled == Some(true);
+                let state = ports.entry(*port).or_insert(Some(true));
+                *state = match (*state, *settled) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                };
             }
         }
-        let verified = ports.values().filter(|ok| **ok).count();
+        let count = |wanted: Option<bool>| ports.values().filter(|s| **s == wanted).count();
         QosCounts {
             configured: ports.len(),
-            verified,
-            failed: ports.len() - verified,
+            verified: count(Some(true)),
+            failed: count(Some(false)),
         }
     }
 
