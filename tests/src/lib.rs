@@ -13,17 +13,21 @@
 //! - [`netfile`]: the topology from an ibsim net file, and directed-route paths through it.
 //! - [`planner`]: run `ibqos plan` and parse its JSON.
 //! - [`sm`]: run `ibqos sm --once --json` and parse its summary.
+//! - [`daemon`]: run `ibqos sm` as a daemon, read its per-sweep summaries, signal and stop it.
+//! - [`qos`]: read every QoS table of a fabric back and compare two fabrics port by port.
 //! - [`readback`]: read a configured fabric back (PortInfo, forwarding tables) and check it.
 //! - [`scenario`]: the fabrics `ibqos sm` runs on, and the checks every run must pass.
 //!
 //! Everything here is Linux-only, as ibsim and its LD_PRELOAD shim are.
 
+pub mod daemon;
 pub mod error;
 pub mod ibsim;
 pub mod netfile;
 pub mod opensm;
 pub mod planner;
 pub mod process;
+pub mod qos;
 pub mod readback;
 pub mod scenario;
 pub mod sm;

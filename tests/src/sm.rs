@@ -62,6 +62,16 @@ impl SmInvocation {
 
     /// The command line, attached to `sim`.
     pub fn command(&self, ibqos: &Path, sim: &Ibsim) -> Command {
+        self.command_with(ibqos, sim, true)
+    }
+
+    /// The command line without `--once`: the SM as a daemon, sweeping every
+    /// `sweep_interval` seconds until SIGTERM (see [`crate::daemon::Daemon`]).
+    pub fn daemon_command(&self, ibqos: &Path, sim: &Ibsim) -> Command {
+        self.command_with(ibqos, sim, false)
+    }
+
+    fn command_with(&self, ibqos: &Path, sim: &Ibsim, once: bool) -> Command {
         let mut cmd = match self.fabric {
             SmFabric::Native => {
                 let mut cmd = Command::new(ibqos);
@@ -77,8 +87,10 @@ impl SmInvocation {
                 cmd
             }
         };
-        cmd.args(["--once", "--json", "--cache-dir"])
-            .arg(&self.cache_dir);
+        if once {
+            cmd.arg("--once");
+        }
+        cmd.args(["--json", "--cache-dir"]).arg(&self.cache_dir);
         if let Some(conf) = &self.opensm_conf {
             cmd.arg("-F").arg(conf);
         }

@@ -135,6 +135,13 @@ impl<'a> SmpQuery<'a> {
         parse_portinfo(&text).map_err(|e| e.context(format!("portinfo of {target}")))
     }
 
+    /// The NodeGUID of the node at `target` (`smpquery nodeinfo`): how `ibqos sm` names nodes
+    /// in its JSON output.
+    pub fn node_guid(&self, target: &Target) -> Result<u64> {
+        let text = self.run("nodeinfo", target, None)?;
+        parse_node_guid(&text).map_err(|e| e.context(format!("nodeinfo of {target}")))
+    }
+
     fn run(&self, op: &str, target: &Target, port: Option<u8>) -> Result<String> {
         let mut cmd = self.sim.client(&self.program, &self.node);
         match target {
@@ -147,6 +154,15 @@ impl<'a> SmpQuery<'a> {
         let line = command_line(&cmd);
         Ok(run_bounded(&mut cmd, QUERY_TIMEOUT)?.success(&line)?.stdout)
     }
+}
+
+/// Parses the `Guid:.....0x0002c90000001000` (NodeGUID) line of `smpquery nodeinfo` output.
+pub fn parse_node_guid(text: &str) -> Result<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Guid:"))
+        .map(|v| v.trim_start_matches('.').trim())
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .ok_or_else(|| Error::new(format!("no 'Guid:' line in:\n{text}")))
 }
 
 /// Parses `smpquery sl2vl` output:
