@@ -12,6 +12,7 @@
 //! - [`smpquery`]: read SL2VL, VLArb and PortInfo back, parsed into typed values.
 //! - [`netfile`]: the topology from an ibsim net file, and directed-route paths through it.
 //! - [`planner`]: run `ibqos plan` and parse its JSON.
+//! - [`query`]: run `ibqos query` (native ibsim client or umad under the shim) and read it.
 //! - [`sm`]: run `ibqos sm --once --json` and parse its summary.
 //! - [`daemon`]: run `ibqos sm` as a daemon, read its per-sweep summaries, signal and stop it.
 //! - [`qos`]: read every QoS table of a fabric back and compare two fabrics port by port.
@@ -28,6 +29,7 @@ pub mod opensm;
 pub mod planner;
 pub mod process;
 pub mod qos;
+pub mod query;
 pub mod readback;
 pub mod scenario;
 pub mod sm;

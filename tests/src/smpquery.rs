@@ -165,6 +165,16 @@ pub fn parse_node_guid(text: &str) -> Result<u64> {
         .ok_or_else(|| Error::new(format!("no 'Guid:' line in:\n{text}")))
 }
 
+/// Every `Name:....value` line of smpquery's attribute output, keyed by name (comment lines and
+/// the tab-indented lines under a field, such as capability names, are left out).
+pub fn dotted_fields(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with('\t'))
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_owned(), v.trim_start_matches('.').trim().to_owned()))
+        .collect()
+}
+
 /// Parses `smpquery sl2vl` output:
 ///
 /// ```text
@@ -316,12 +326,7 @@ fn hex_cells(cells: &str) -> std::result::Result<Vec<u8>, String> {
 /// OperVLs:.........................VL0-3
 /// ```
 pub fn parse_portinfo(text: &str) -> Result<PortInfo> {
-    let fields: BTreeMap<String, String> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with('\t'))
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.to_owned(), v.trim_start_matches('.').trim().to_owned()))
-        .collect();
+    let fields = dotted_fields(text);
     let field = |key: &str| -> Result<&str> {
         fields
             .get(key)

@@ -2,25 +2,44 @@
 //! fresh ibsim on tests/testdata/two-switch.net, and the library API for what the command does
 //! not show (the SM role, a request ibsim never answers).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Ibsim, field, ibqos, run, stdout_of, two_switch_net};
 use ibqos_mad::{AttributeId, CapabilityMask, DrPath, Routing, Smp, SmpRepr};
 use ibqos_sm::transport::{
     Address, Incoming, OpenOptions, Outgoing, Role, Transport, ibsim::IbsimTransport,
 };
+use ibqos_tests::process::{Finished, run_bounded};
+use ibqos_tests::query::{self, field};
+use ibqos_tests::scenario::testdata;
+use ibqos_tests::{Ibsim, SimTools, TestDir};
 
-fn query(sim: &Ibsim, args: &[&str]) -> std::process::Output {
-    let fabric = format!("ibsim:{}@H1", sim.sockname());
-    run(ibqos().args(["query", "--fabric", &fabric]).args(args))
+/// A fresh ibsim on two-switch.net, in its own directory.
+fn two_switch() -> (Ibsim, TestDir) {
+    let dir = TestDir::new("transport-ibsim");
+    let sim = Ibsim::start(
+        &SimTools::require(),
+        &testdata("two-switch.net"),
+        dir.path(),
+    )
+    .unwrap();
+    (sim, dir)
+}
+
+/// `ibqos query --fabric ibsim:SOCK@H1 ARGS`.
+fn query(sim: &Ibsim, args: &[&str]) -> Finished {
+    let ibqos = ibqos_tests::planner::ibqos_binary().unwrap();
+    query::native(&ibqos, sim, "H1", args).unwrap()
+}
+
+/// The output of a query that must have succeeded.
+fn stdout_of(out: Finished) -> String {
+    out.success("ibqos query").unwrap().stdout
 }
 
 #[test]
 fn nodeinfo_at_hop_0_is_the_attach_node() {
-    let sim = Ibsim::start(&two_switch_net());
-    let out = stdout_of(&query(&sim, &["nodeinfo", "--dr", "0"]));
+    let (sim, _dir) = two_switch();
+    let out = stdout_of(query(&sim, &["nodeinfo", "--dr", "0"]));
     assert_eq!(field(&out, "NodeType"), "Ca");
     // hcaguids=0x0002c90000100000: H1 is the first CA, its port 1 GUID is NodeGUID + 1.
     assert_eq!(field(&out, "NodeGUID"), "0x0002c90000100000");
@@ -30,27 +49,27 @@ fn nodeinfo_at_hop_0_is_the_attach_node() {
 
 #[test]
 fn nodeinfo_one_hop_out_is_switch_s1() {
-    let sim = Ibsim::start(&two_switch_net());
-    let out = stdout_of(&query(&sim, &["nodeinfo", "--dr", "0,1"]));
+    let (sim, _dir) = two_switch();
+    let out = stdout_of(query(&sim, &["nodeinfo", "--dr", "0,1"]));
     assert_eq!(field(&out, "NodeType"), "Switch");
     assert_eq!(field(&out, "NumPorts"), "8");
     assert_eq!(field(&out, "NodeGUID"), "0x0002c90000001000");
     // The SMP entered S1 through its port 1, the one H1 is cabled to.
     assert_eq!(field(&out, "LocalPortNum"), "1");
-    let desc = stdout_of(&query(&sim, &["nodedesc", "--dr", "0,1"]));
+    let desc = stdout_of(query(&sim, &["nodedesc", "--dr", "0,1"]));
     assert_eq!(field(&desc, "NodeDescription"), "sw-one");
 }
 
 #[test]
 fn portinfo_of_a_linked_switch_port_is_link_up() {
-    let sim = Ibsim::start(&two_switch_net());
-    let out = stdout_of(&query(&sim, &["portinfo", "--dr", "0,1", "--port", "3"]));
+    let (sim, _dir) = two_switch();
+    let out = stdout_of(query(&sim, &["portinfo", "--dr", "0,1", "--port", "3"]));
     assert_eq!(field(&out, "PortPhysicalState"), "LinkUp");
     // No SM has run: linked ports wait in Init.
     assert_eq!(field(&out, "PortState"), "Init");
     // LocalPortNum is the port the SMP came in by (S1 port 1), not the port read.
     assert_eq!(field(&out, "LocalPortNum"), "1");
-    let json = stdout_of(&query(
+    let json = stdout_of(query(
         &sim,
         &["portinfo", "--dr", "0,1", "--port", "3", "--json"],
     ));
@@ -61,12 +80,12 @@ fn portinfo_of_a_linked_switch_port_is_link_up() {
 
 #[test]
 fn a_path_into_an_unlinked_port_is_dropped_not_hung() {
-    let sim = Ibsim::start(&two_switch_net());
+    let (sim, _dir) = two_switch();
     let started = Instant::now();
     // S1 port 6 has no cable.
     let out = query(&sim, &["nodeinfo", "--dr", "0,1,6", "--timeout-ms", "5000"]);
     assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     assert!(stderr.contains("dropped by the fabric"), "{stderr}");
     // ibsim hands the request back at once: three tries take far less than one timeout.
     assert!(started.elapsed() < Duration::from_secs(5), "{stderr}");
@@ -74,16 +93,21 @@ fn a_path_into_an_unlinked_port_is_dropped_not_hung() {
 
 #[test]
 fn a_missing_node_or_ibsim_is_a_clear_error() {
-    let sim = Ibsim::start(&two_switch_net());
-    let fabric = format!("ibsim:{}@NOPE", sim.sockname());
-    let out = run(ibqos().args(["query", "--fabric", &fabric, "nodeinfo"]));
+    let (sim, _dir) = two_switch();
+    let ibqos = ibqos_tests::planner::ibqos_binary().unwrap();
+    let out = query::native(&ibqos, &sim, "NOPE", &["nodeinfo"]).unwrap();
     assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     assert!(stderr.contains("no node `NOPE`"), "{stderr}");
 
     let fabric = format!("ibsim:{}-gone@H1", sim.sockname());
-    let out = run(ibqos().args(["query", "--fabric", &fabric, "nodeinfo"]));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut gone = std::process::Command::new(&ibqos);
+    let out = run_bounded(
+        gone.args(["query", "--fabric", &fabric, "nodeinfo"]),
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let stderr = &out.stderr;
     assert!(stderr.contains("is ibsim running"), "{stderr}");
     assert!(stderr.contains("Connection refused"), "{stderr}");
 }
@@ -122,7 +146,7 @@ fn h2_capability_mask(sim: &Ibsim) -> CapabilityMask {
 
 #[test]
 fn the_sm_role_sets_is_sm_until_dropped() {
-    let sim = Ibsim::start(&two_switch_net());
+    let (sim, _dir) = two_switch();
     assert!(!h2_capability_mask(&sim).contains(CapabilityMask::IS_SM));
     let sm = IbsimTransport::connect(sim.sockname(), "H2", Role::Sm).unwrap();
     assert_eq!(sm.attached_node(), "H2");
@@ -148,7 +172,7 @@ fn the_sm_role_sets_is_sm_until_dropped() {
 
 #[test]
 fn a_request_ibsim_never_answers_times_out() {
-    let sim = Ibsim::start(&two_switch_net());
+    let (sim, _dir) = two_switch();
     let mut t = IbsimTransport::connect(sim.sockname(), "H1", Role::Client).unwrap();
     let mut out = node_info_request(0x4242, &[1]);
     // DrSLID other than 0xFFFF: ibsim logs "dr[ds]lids are used" and sends nothing back.
