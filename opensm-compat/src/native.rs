@@ -361,7 +361,10 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
         &mut s.links.leaf_vl_stall_count,
         l.leaf_vl_stall_count.map(|v| v.0),
     );
-    set(&mut s.links.use_optimized_slvl, l.use_optimized_slvl);
+    // The one place ibqos.toml does not default to OpenSM: OpenSM's FALSE costs N_up x (N + 1)
+    // SL2VL Sets per switch (1332 on a 36-port switch) where one would do, on every switch that
+    // advertises optimized programming. ibqos uses it there unless told not to.
+    s.links.use_optimized_slvl = l.use_optimized_slvl.unwrap_or(true);
     for (key, value) in &file.opensm {
         if let Some((k, text)) = passthrough(
             key.get_ref(),

@@ -91,3 +91,21 @@ fn load_errors_display_the_first_problem() {
         "{text}"
     );
 }
+
+/// ibqos.toml's one departure from OpenSM's defaults: optimized SL2VL programming is on unless
+/// the file says otherwise (opensm.conf keeps OpenSM's FALSE).
+#[test]
+fn optimized_sl2vl_defaults_on_in_ibqos_toml_only() {
+    use ibqos_opensm::{Format, load_bytes};
+    let native = load_bytes("ibqos.toml", b"", Format::NativeToml).unwrap();
+    assert!(native.settings.links.use_optimized_slvl);
+    let off = load_bytes(
+        "ibqos.toml",
+        b"[links]\nuse_optimized_slvl = false\n",
+        Format::NativeToml,
+    )
+    .unwrap();
+    assert!(!off.settings.links.use_optimized_slvl);
+    let conf = load_bytes("opensm.conf", b"", Format::OpenSmConf).unwrap();
+    assert!(!conf.settings.links.use_optimized_slvl);
+}

@@ -118,7 +118,10 @@ fn an_empty_file_is_the_defaults() {
     assert_eq!(loaded.settings, ibqos_opensm::Settings::default());
     assert_eq!(codes(b""), vec!["empty-file"]);
     let native = load_bytes("e.toml", b"", Format::NativeToml).expect("valid");
-    assert_eq!(native.settings, ibqos_opensm::Settings::default());
+    // OpenSM's defaults, but for ibqos.toml's own: optimized SL2VL where switches offer it.
+    let mut expected = ibqos_opensm::Settings::default();
+    expected.links.use_optimized_slvl = true;
+    assert_eq!(native.settings, expected);
 }
 
 #[test]
