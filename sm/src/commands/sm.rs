@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ibqos_opensm::Settings;
+use ibqos_opensm::{Format, Settings};
 use ibqos_qos::VlCount;
 use serde_json::{Value, json};
 use tracing::{info, warn};
@@ -145,7 +145,8 @@ fn read_settings(args: &SmArgs) -> Result<Settings> {
             eprint!("{}", report.render_human(false));
             loaded.settings
         }
-        None => Settings::default(),
+        // No file: ibqos's own defaults, which are an empty ibqos.toml.
+        None => ibqos_opensm::load_bytes("(defaults)", b"", Format::NativeToml)?.settings,
     })
 }
 
