@@ -8,9 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::readback::{Failures, PortKey, port_name};
-use crate::smpquery::{PortInfo, Sl2VlRow, SmpQuery, Target, VlArbTables};
-use crate::{Error, Ibsim, NodeKind, Result, SimTools, Topology};
+use crate::readback::{Failures, PortKey, port_name, port_targets};
+use crate::smpquery::{PortInfo, Sl2VlRow, SmpQuery, VlArbTables};
+use crate::{Error, Ibsim, Result, SimTools, Topology};
 
 /// The QoS settings of one port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,53 +41,21 @@ impl QosReadback {
         let query = SmpQuery::new(tools, sim, query_node);
         let mut ports = BTreeMap::new();
         let mut guids = BTreeMap::new();
-        for node in topology.nodes() {
-            if node.kind == NodeKind::Switch {
-                let path = topology.dr_path(query_node, &node.id).ok_or_else(|| {
-                    Error::new(format!(
-                        "no directed route from {query_node} to {}",
-                        node.id
-                    ))
-                })?;
-                let target = Target::Dr(path);
-                guids.insert(query.node_guid(&target)?, node.id.clone());
-                for port in 0..=node.num_ports {
-                    let at = |e: Error| e.context(format!("{}[{port}]", node.id));
-                    let qos = PortQos {
-                        info: query.portinfo(&target, Some(port)).map_err(at)?,
-                        sl2vl: query.sl2vl(&target, Some(port)).map_err(at)?,
-                        vlarb: query.vlarb(&target, Some(port)).map_err(at)?,
-                    };
-                    ports.insert((node.id.clone(), port), qos);
-                }
-            } else {
-                for &port in node.links.keys() {
-                    let path = topology
-                        .dr_path_to_port(query_node, &node.id, port)
-                        .ok_or_else(|| {
-                            Error::new(format!(
-                                "no directed route from {query_node} to {}[{port}]",
-                                node.id
-                            ))
-                        })?;
-                    let target = Target::Dr(path);
-                    let at = |e: Error| e.context(format!("{}[{port}]", node.id));
-                    let info = query.portinfo(&target, None).map_err(at)?;
-                    if info.local_port != port {
-                        return Err(Error::new(format!(
-                            "{}[{port}]: the directed route reached port {}",
-                            node.id, info.local_port
-                        )));
-                    }
-                    guids.insert(query.node_guid(&target).map_err(at)?, node.id.clone());
-                    let qos = PortQos {
-                        info,
-                        sl2vl: query.sl2vl(&target, None).map_err(at)?,
-                        vlarb: query.vlarb(&target, None).map_err(at)?,
-                    };
-                    ports.insert((node.id.clone(), port), qos);
-                }
+        for port in port_targets(topology, query_node)? {
+            let at = |e: Error| e.context(port.name());
+            // A switch's NodeGUID once, through port 0; each CA port's (the node's) every time.
+            if port.port_arg.is_none() || port.port == 0 {
+                guids.insert(
+                    query.node_guid(&port.target).map_err(at)?,
+                    port.node.id.clone(),
+                );
             }
+            let qos = PortQos {
+                info: port.portinfo(&query)?,
+                sl2vl: query.sl2vl(&port.target, port.port_arg).map_err(at)?,
+                vlarb: query.vlarb(&port.target, port.port_arg).map_err(at)?,
+            };
+            ports.insert((port.node.id.clone(), port.port), qos);
         }
         Ok(QosReadback { ports, guids })
     }

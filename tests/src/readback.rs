@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::process::{command_line, run_bounded};
 use crate::smpquery::{PortInfo, SmpQuery, Target};
-use crate::{Error, Ibsim, NodeKind, Result, SimTools, Topology};
+use crate::{DrPath, Error, Ibsim, Node, NodeKind, Result, SimTools, Topology};
 
 /// One ibroute takes about 15 ms; the limit only bounds a hang.
 const IBROUTE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -40,6 +40,82 @@ pub struct Readback {
     pub lfts: BTreeMap<String, BTreeMap<u16, u8>>,
 }
 
+/// One port to read, and how: the directed route from the querying CA and the port argument
+/// smpquery takes (`Some(port)` on a switch; `None` on a CA, which answers for the port the
+/// route arrives at).
+#[derive(Debug, Clone)]
+pub struct PortTarget<'a> {
+    pub node: &'a Node,
+    pub port: u8,
+    pub target: Target,
+    pub port_arg: Option<u8>,
+}
+
+/// The directed route from port 1 of `query_node` to a node.
+pub fn route_to(topology: &Topology, query_node: &str, node: &str) -> Result<DrPath> {
+    topology
+        .dr_path(query_node, node)
+        .ok_or_else(|| Error::new(format!("no directed route from {query_node} to {node}")))
+}
+
+/// Every port of every switch (0 to NumPorts) and every linked CA port, in node order.
+pub fn port_targets<'a>(topology: &'a Topology, query_node: &str) -> Result<Vec<PortTarget<'a>>> {
+    let mut targets = Vec::new();
+    for node in topology.nodes() {
+        if node.kind == NodeKind::Switch {
+            let target = Target::Dr(route_to(topology, query_node, &node.id)?);
+            for port in 0..=node.num_ports {
+                targets.push(PortTarget {
+                    node,
+                    port,
+                    target: target.clone(),
+                    port_arg: Some(port),
+                });
+            }
+        } else {
+            for &port in node.links.keys() {
+                let path = topology
+                    .dr_path_to_port(query_node, &node.id, port)
+                    .ok_or_else(|| {
+                        Error::new(format!(
+                            "no directed route from {query_node} to {}[{port}]",
+                            node.id
+                        ))
+                    })?;
+                targets.push(PortTarget {
+                    node,
+                    port,
+                    target: Target::Dr(path),
+                    port_arg: None,
+                });
+            }
+        }
+    }
+    Ok(targets)
+}
+
+impl PortTarget<'_> {
+    /// `node[port]`, for messages.
+    pub fn name(&self) -> String {
+        format!("{}[{}]", self.node.id, self.port)
+    }
+
+    /// The port's PortInfo; on a CA, checked to be the port meant (the route's arrival port).
+    pub fn portinfo(&self, query: &SmpQuery) -> Result<PortInfo> {
+        let info = query
+            .portinfo(&self.target, self.port_arg)
+            .map_err(|e| e.context(self.name()))?;
+        if self.port_arg.is_none() && info.local_port != self.port {
+            return Err(Error::new(format!(
+                "{}: the directed route reached port {}",
+                self.name(),
+                info.local_port
+            )));
+        }
+        Ok(info)
+    }
+}
+
 impl Readback {
     /// Reads `topology` back from `sim`, querying from port 1 of the CA `query_node`.
     pub fn read(
@@ -50,48 +126,15 @@ impl Readback {
     ) -> Result<Readback> {
         let query = SmpQuery::new(tools, sim, query_node);
         let mut ports = BTreeMap::new();
+        for port in port_targets(topology, query_node)? {
+            ports.insert((port.node.id.clone(), port.port), port.portinfo(&query)?);
+        }
         let mut lfts = BTreeMap::new();
-        for node in topology.nodes() {
-            if node.kind == NodeKind::Switch {
-                let path = topology.dr_path(query_node, &node.id).ok_or_else(|| {
-                    Error::new(format!(
-                        "no directed route from {query_node} to {}",
-                        node.id
-                    ))
-                })?;
-                let target = Target::Dr(path.clone());
-                for port in 0..=node.num_ports {
-                    let info = query
-                        .portinfo(&target, Some(port))
-                        .map_err(|e| e.context(format!("{}[{port}]", node.id)))?;
-                    ports.insert((node.id.clone(), port), info);
-                }
-                let lft = read_lft(tools, sim, query_node, &path.to_string())
-                    .map_err(|e| e.context(format!("forwarding table of {}", node.id)))?;
-                lfts.insert(node.id.clone(), lft);
-            } else {
-                for &port in node.links.keys() {
-                    let path = topology
-                        .dr_path_to_port(query_node, &node.id, port)
-                        .ok_or_else(|| {
-                            Error::new(format!(
-                                "no directed route from {query_node} to {}[{port}]",
-                                node.id
-                            ))
-                        })?;
-                    let info = query
-                        .portinfo(&Target::Dr(path), None)
-                        .map_err(|e| e.context(format!("{}[{port}]", node.id)))?;
-                    // On a CA, port 0 means the port the SMP came in by: make sure it is `port`.
-                    if info.local_port != port {
-                        return Err(Error::new(format!(
-                            "{}[{port}]: the directed route reached port {}",
-                            node.id, info.local_port
-                        )));
-                    }
-                    ports.insert((node.id.clone(), port), info);
-                }
-            }
+        for node in topology.nodes().filter(|n| n.kind == NodeKind::Switch) {
+            let path = route_to(topology, query_node, &node.id)?;
+            let lft = read_lft(tools, sim, query_node, &path.to_string())
+                .map_err(|e| e.context(format!("forwarding table of {}", node.id)))?;
+            lfts.insert(node.id.clone(), lft);
         }
         Ok(Readback { ports, lfts })
     }
