@@ -10,11 +10,14 @@
 //!
 //! - [`emu`]: the emulated fabric, one subnet management agent per node of a [`Topology`],
 //!   answering SMPs like real switches and HCAs (sans-IO, deterministic).
+//! - [`serve`]: that emulated fabric behind ibsim's socket protocol, for OpenSM, infiniband-diags
+//!   and any other ibsim client.
 
 pub mod emu;
 pub mod generate;
 pub mod netfile;
 pub mod routing;
+pub mod serve;
 mod topology;
 
 pub use topology::{

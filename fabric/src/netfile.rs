@@ -158,6 +158,8 @@ pub enum NetErrorKind {
         b: String,
         what: &'static str,
     },
+    #[error("bad `# ibqos:` setting {0:?}: {1}")]
+    BadExtension(String, &'static str),
     #[error(transparent)]
     Topology(#[from] TopologyError),
 }
@@ -442,6 +444,19 @@ impl<'r> Parser<'r> {
             port.link.speed_enabled = self.d.speed;
             port.link.speed_ext_enabled = self.d.speed_ext;
         }
+        // A header's `# ibqos:` settings apply to every port of the node; port lines refine them.
+        for setting in extension(header) {
+            match setting {
+                ("optsl2vl", value) if kind == NodeKind::Switch => {
+                    node.optimized_sl_to_vl = flag(at, setting.0, value)?;
+                }
+                (key, value) => {
+                    for port in node.ports.iter_mut().flatten() {
+                        apply_port_extension(at, &mut port.link, key, value)?;
+                    }
+                }
+            }
+        }
         if kind == NodeKind::Switch {
             if let Some(rest) = rest {
                 node.enhanced_port0 = rest.contains("enhanced port 0");
@@ -592,6 +607,9 @@ impl<'r> Parser<'r> {
                 _ => {}
             }
         }
+        for (key, value) in extension(line) {
+            apply_port_extension(at, link, key, value)?;
+        }
         // sim_net.c `parse_port_connection_data`: ibnetdiscover's `lid N WxSPEED` trailer.
         let trailer = (0..rest.len())
             .filter(|&k| rest.is_char_boundary(k))
@@ -709,6 +727,72 @@ impl<'r> Parser<'r> {
             }
         }
         Ok(())
+    }
+}
+
+/// The marker of ibqos's own settings in a net file: a trailing comment, which ibsim skips.
+const EXTENSION: &str = "# ibqos:";
+
+/// The `key=value` words after `# ibqos:` on a line.
+///
+/// ibsim reads port options as "every '=' keyed by the nearest letter before it" (`w`, `s`,
+/// `e`) and looks for a `lid` trailer, so no key ends in one of those letters or contains
+/// `lid`: ibsim ignores these settings, and the line means to it what it meant without them.
+fn extension(line: &str) -> impl Iterator<Item = (&str, &str)> {
+    line.split_once(EXTENSION)
+        .map_or("", |(_, words)| words)
+        .split_whitespace()
+        .map(|word| word.split_once('=').unwrap_or((word, "")))
+}
+
+/// One port setting of a `# ibqos:` comment: `vlcap=N` (VLCap: 1, 2, 4, 8 or 15 VLs),
+/// `vlarb=LOW/HIGH` (VLArbitrationLowCap/HighCap, 0 to 64), `mtucap=N` (MTUCap encoding, 1 = 256
+/// to 5 = 4096), `slmap=0|1` (CapabilityMask.IsSLMappingSupported).
+fn apply_port_extension(
+    at: At<'_>,
+    link: &mut crate::topology::LinkCaps,
+    key: &str,
+    value: &str,
+) -> Result<(), NetError> {
+    let bad = |why| at.err(NetErrorKind::BadExtension(format!("{key}={value}"), why));
+    let number = |text: &str, lo: u8, hi: u8, why| {
+        text.parse::<u8>()
+            .ok()
+            .filter(|n| (lo..=hi).contains(n))
+            .ok_or_else(|| bad(why))
+    };
+    match key {
+        "vlcap" => {
+            let count = number(value, 1, 15, "VLCap is 1, 2, 4, 8 or 15 VLs")?;
+            link.vl_cap = ibqos_qos::VlCount::from_count(count.into())
+                .map_err(|_| bad("VLCap is 1, 2, 4, 8 or 15 VLs"))?;
+        }
+        "vlarb" => {
+            let (low, high) = value
+                .split_once('/')
+                .ok_or_else(|| bad("write the caps as LOW/HIGH"))?;
+            link.vlarb_low_cap = number(low, 0, 64, "a VLArb cap is 0 to 64 entries")?;
+            link.vlarb_high_cap = number(high, 0, 64, "a VLArb cap is 0 to 64 entries")?;
+        }
+        "mtucap" => link.mtu_cap = number(value, 1, 5, "MTUCap is 1 (256) to 5 (4096)")?,
+        "slmap" => link.sl_mapping_supported = flag(at, key, value)?,
+        _ => {
+            return Err(bad(
+                "unknown setting (vlcap, vlarb, mtucap, slmap; optsl2vl on a switch)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn flag(at: At<'_>, key: &str, value: &str) -> Result<bool, NetError> {
+    match value {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(at.err(NetErrorKind::BadExtension(
+            format!("{key}={value}"),
+            "write 0 or 1",
+        ))),
     }
 }
 
@@ -968,6 +1052,9 @@ pub fn to_net_file(topology: &Topology) -> Result<String, WriteError> {
             if let Some(port0) = node.port(0).filter(|p| p.lid != 0 || p.lmc != 0) {
                 let _ = write!(out, " lid {} lmc {}", port0.lid, port0.lmc);
             }
+            if node.optimized_sl_to_vl {
+                let _ = write!(out, " {EXTENSION} optsl2vl=1");
+            }
         }
         out.push('\n');
         for (p, port) in node.existing_ports() {
@@ -998,10 +1085,40 @@ pub fn to_net_file(topology: &Topology) -> Result<String, WriteError> {
             if node.kind == NodeKind::Ca && port.lid != 0 {
                 let _ = write!(out, "\t# lid {} lmc {}", port.lid, port.lmc);
             }
+            write_port_extension(&mut out, &link, node.is_switch());
             out.push('\n');
         }
     }
     Ok(out)
+}
+
+/// The `# ibqos:` settings of a linked port that differ from what the parser gives it by default.
+fn write_port_extension(out: &mut String, link: &crate::LinkCaps, switch: bool) {
+    let default = if switch {
+        crate::LinkCaps::switch_port()
+    } else {
+        crate::LinkCaps::end_port()
+    };
+    let mut words = Vec::new();
+    if link.vl_cap != default.vl_cap {
+        words.push(format!("vlcap={}", link.vl_cap.count()));
+    }
+    if (link.vlarb_low_cap, link.vlarb_high_cap) != (default.vlarb_low_cap, default.vlarb_high_cap)
+    {
+        words.push(format!(
+            "vlarb={}/{}",
+            link.vlarb_low_cap, link.vlarb_high_cap
+        ));
+    }
+    if link.mtu_cap != default.mtu_cap {
+        words.push(format!("mtucap={}", link.mtu_cap));
+    }
+    if link.sl_mapping_supported != default.sl_mapping_supported {
+        words.push(format!("slmap={}", u8::from(link.sl_mapping_supported)));
+    }
+    if !words.is_empty() {
+        let _ = write!(out, "\t{EXTENSION} {}", words.join(" "));
+    }
 }
 
 fn check_name(name: &str) -> Result<(), WriteError> {
@@ -1061,5 +1178,83 @@ mod tests {
         assert!(apply_width_speed(&mut link, 4, "FDR10"));
         assert_eq!(link.speed_enabled, 7);
         assert!(!apply_width_speed(&mut link, 3, "XDR"));
+    }
+
+    /// QoS capabilities in `# ibqos:` comments: per node on the header, per port on a port line
+    /// (which wins), written back by the writer.
+    #[test]
+    fn ibqos_settings_read_and_write_back() {
+        let text = "\
+Switch\t4 \"S\"\t# \"sw\" enhanced port 0 # ibqos: optsl2vl=1 vlcap=4
+[1]\t\"H\"[1]\tw=3 # ibqos: vlarb=64/16 mtucap=5
+[2]\t\"H\"[2]
+
+Ca\t2 \"H\"
+[1]\t\"S\"[1]\tw=3 # ibqos: vlcap=2 slmap=0
+[2]\t\"S\"[2]
+";
+        let topo = parse_net_str(text).unwrap().topology;
+        let switch = topo
+            .node_by_name("S")
+            .map(|id| topo.node(id).unwrap())
+            .unwrap();
+        assert!(switch.optimized_sl_to_vl && switch.enhanced_port0);
+        let p1 = switch.port(1).unwrap().link;
+        assert_eq!(
+            (
+                p1.vl_cap.count(),
+                p1.vlarb_low_cap,
+                p1.vlarb_high_cap,
+                p1.mtu_cap,
+                p1.width_enabled
+            ),
+            (4, 64, 16, 5, 3)
+        );
+        assert_eq!(
+            switch.port(0).unwrap().link.vl_cap.count(),
+            4,
+            "header: every port"
+        );
+        let ca = topo
+            .node_by_name("H")
+            .map(|id| topo.node(id).unwrap())
+            .unwrap();
+        let h1 = ca.port(1).unwrap().link;
+        assert_eq!((h1.vl_cap.count(), h1.sl_mapping_supported), (2, false));
+        assert_eq!(ca.port(2).unwrap().link, crate::LinkCaps::end_port());
+
+        let written = to_net_file(&topo).unwrap();
+        assert!(written.contains("# ibqos: optsl2vl=1"), "{written}");
+        assert!(
+            written.contains("# ibqos: vlcap=4 vlarb=64/16 mtucap=5"),
+            "{written}"
+        );
+        let again = parse_net_str(&written).unwrap().topology;
+        let links = |t: &Topology| -> Vec<_> {
+            t.nodes()
+                .flat_map(|(_, n)| n.existing_ports().filter(|(_, p)| p.peer.is_some()))
+                .map(|(_, p)| p.link)
+                .collect()
+        };
+        assert_eq!(links(&again), links(&topo));
+    }
+
+    #[test]
+    fn bad_ibqos_settings_are_errors() {
+        for setting in [
+            "vlarb=65/8",
+            "vlarb=8",
+            "vlcap=3",
+            "mtucap=6",
+            "slmap=yes",
+            "speed=2",
+        ] {
+            let text = format!("Ca\t1 \"H\"\n[1]\t\"S\"[1] # ibqos: {setting}\n");
+            let err = parse_net_str(&text).unwrap_err();
+            assert!(
+                matches!(err.what, NetErrorKind::BadExtension(..)),
+                "{setting}: {err}"
+            );
+        }
     }
 }

@@ -73,6 +73,105 @@ pub enum Command {
         ibqos sim --topology fabric.net -c ibqos.toml --traffic traffic.toml --seed 7 --json\n  \
         ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml --plot plots/")]
     Sim(SimArgs),
+    /// Serve or generate emulated fabrics.
+    #[command(subcommand)]
+    Fabric(FabricCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FabricCommand {
+    /// Serve an emulated fabric behind ibsim 0.10's socket protocol.
+    ///
+    /// Binds the abstract sockets @NAME:ctl and @NAME:out0..9 as ibsim does, so OpenSM and
+    /// infiniband-diags run against it under libumad2sim.so (IBSIM_SOCKNAME=NAME SIM_HOST=NODE)
+    /// and `ibqos sm --fabric ibsim:NAME@NODE` attaches natively. Every client attaches at one
+    /// port: port 1 of the --attach CA (port 0 if it is a switch). Runs until SIGTERM or SIGINT.
+    #[command(after_help = "Examples:\n  \
+        ibqos fabric serve fabric.net --sockname lab\n  \
+        IBSIM_SOCKNAME=lab SIM_HOST=H1 LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so opensm -o")]
+    Serve(FabricServeArgs),
+    /// Generate a fabric and write it as a net file that ibsim and `fabric serve` load.
+    #[command(after_help = "Examples:\n  \
+        ibqos fabric gen fat-tree --leaves 4 --spines 2 --hosts 4 --radix 8 -o ft.net\n  \
+        ibqos fabric gen ring --switches 5 --hosts 2 -o ring.net\n  \
+        ibqos fabric gen torus --x 4 --y 4 --hosts 1 -o torus.net")]
+    Gen(FabricGenArgs),
+    /// Write every port's state of an emulated fabric, as loaded, as JSON: SL2VL per input port,
+    /// VLArb low and high, VLHighLimit, OperVLs, HOQLife, VLStallCount, NeighborMTU, LID and
+    /// PortState, keyed by node GUID and port. `ibqos sm --dump-fabric` writes the same format
+    /// after a run, so a run's end state can be compared with another's.
+    Dump(FabricDumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FabricDumpArgs {
+    /// An ibsim / ibnetdiscover net file, or the name of a built-in fabric (two-switch).
+    #[arg(value_name = "TOPOLOGY")]
+    pub topology: String,
+    /// The node the emulated SM port is at (it advertises IsSM); default: the first CA.
+    #[arg(long, value_name = "NODE")]
+    pub attach: Option<String>,
+    /// Where to write the JSON; standard output without it.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct FabricServeArgs {
+    /// An ibsim / ibnetdiscover net file, or the name of a built-in fabric (two-switch).
+    #[arg(value_name = "TOPOLOGY")]
+    pub topology: String,
+    /// The socket base name clients give as IBSIM_SOCKNAME (ibsim's default is `sim`).
+    #[arg(long, default_value = "sim", value_name = "NAME")]
+    pub sockname: String,
+    /// The node (id or NodeDescription) every client attaches at; default: the first CA.
+    #[arg(long, value_name = "NODE")]
+    pub attach: Option<String>,
+    /// On SIGTERM or SIGINT, write every port's state as JSON here (the `fabric dump` format).
+    #[arg(long, value_name = "FILE")]
+    pub dump: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct FabricGenArgs {
+    #[command(subcommand)]
+    pub shape: GenShape,
+    /// The net file to write; standard output without it.
+    #[arg(short, long, value_name = "FILE", global = true)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenShape {
+    /// A two-level fat tree: leaves with hosts, each leaf linked once to every spine.
+    FatTree {
+        #[arg(long)]
+        leaves: usize,
+        #[arg(long)]
+        spines: usize,
+        /// Hosts (single-port CAs) per leaf.
+        #[arg(long)]
+        hosts: usize,
+        /// Ports per switch.
+        #[arg(long, default_value_t = 36)]
+        radix: usize,
+    },
+    /// A ring of switches, each with its own hosts.
+    Ring {
+        #[arg(long)]
+        switches: usize,
+        #[arg(long, default_value_t = 1)]
+        hosts: usize,
+    },
+    /// A 2-D torus of switches, each with its own hosts.
+    Torus {
+        #[arg(long)]
+        x: usize,
+        #[arg(long)]
+        y: usize,
+        #[arg(long, default_value_t = 1)]
+        hosts: usize,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -100,16 +199,33 @@ pub struct SmArgs {
     /// Where the guid2lid LID cache lives; default $OSM_CACHE_DIR, else /var/cache/ibqos.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Fault injection, for testing: the probability (0-1) that a MAD from the fabric is lost.
+    /// Fault injection, for testing: the probability (0-1) that a MAD is lost. On a `sim:`
+    /// fabric the fabric itself loses it, each request and each response drawn separately (a
+    /// lost response leaves its Set done); on ibsim or umad, a MAD the SM receives is dropped.
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
     pub fault_loss: f64,
-    /// Fault injection: the probability (0-1) that a MAD from the fabric is truncated or has
-    /// bytes of its header flipped.
+    /// Fault injection: the probability (0-1) that a response is truncated or has bytes of its
+    /// header flipped (on a `sim:` fabric by the fabric, elsewhere on receipt).
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
     pub fault_corrupt: f64,
-    /// The seed of the fault injection: the same seed loses and damages the same MADs.
+    /// Fault injection on a `sim:` fabric only: each response comes back up to N microseconds
+    /// later than the fabric's latency model says, uniformly, so responses overtake each other.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fault_jitter_us: u64,
+    /// Fault injection on a `sim:` fabric only: a TOML file of scheduled faults, counted from
+    /// when the fabric opens: `[[flap]] node = "S1" port = 3 down_ms = 5 up_ms = 50` (the link
+    /// goes down, then trains to Init again; without up_ms it stays down) and `[[dead]] node =
+    /// "H3"` (its SMA answers nothing).
+    #[arg(long, value_name = "FILE")]
+    pub fault_schedule: Option<PathBuf>,
+    /// The seed of the fault injection: the same seed loses, damages and delays the same MADs.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub fault_seed: u64,
+    /// On a `sim:` fabric: when the SM stops, write every port's state (LID, PortState,
+    /// OperVLs, NeighborMTU, VLHighLimit, HOQLife, VLStallCount, SL2VL, VLArb) to FILE as
+    /// JSON, sorted by node GUID and port, the same state always the same bytes.
+    #[arg(long, value_name = "FILE")]
+    pub dump_fabric: Option<PathBuf>,
     /// Discover and plan, read what the fabric holds, and print every Set that would be sent
     /// with what it would change, sending no Set at all. Implies --once.
     #[arg(long)]
@@ -366,6 +482,32 @@ mod tests {
         let err = Cli::try_parse_from(["ibqos", "query", "--fabric", "ibsim:sim", "nodeinfo"])
             .unwrap_err();
         assert!(err.to_string().contains("ibsim:SOCKNAME@NODE"), "{err}");
+    }
+
+    #[test]
+    fn fabric_gen_takes_the_output_after_the_shape() {
+        let cli = Cli::try_parse_from([
+            "ibqos",
+            "fabric",
+            "gen",
+            "ring",
+            "--switches",
+            "3",
+            "-o",
+            "r.net",
+        ])
+        .unwrap();
+        let Command::Fabric(FabricCommand::Gen(args)) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(args.output, Some(PathBuf::from("r.net")));
+        assert!(matches!(
+            args.shape,
+            GenShape::Ring {
+                switches: 3,
+                hosts: 1
+            }
+        ));
     }
 
     #[test]

@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         Command::Migrate(args) => commands::migrate::run(args),
         Command::Query(args) => commands::query::run(args),
         Command::Sim(args) => commands::sim::run(args),
+        Command::Fabric(command) => commands::fabric::run(command),
         Command::Sm(args) => {
             init_logging();
             commands::sm::run(args)

@@ -1,7 +1,7 @@
 //! Drives the sans-IO sweep over a transport: the only place where the SM meets the clock and
 //! the fabric.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ibqos_mad::{
     Attribute, AttributeId, Direction, Mad, Method, MgmtClass, Routing, SmInfoRepr, SmState, Smp,
@@ -48,10 +48,10 @@ pub fn run_sweep(
     config: SweepConfig,
     identity: SmIdentity,
 ) -> Result<(Sweep, Unsolicited), TransportError> {
-    let mut sweep = Sweep::start(config, Instant::now());
+    let mut sweep = Sweep::start(config, transport.now());
     let mut unsolicited = Unsolicited::default();
     loop {
-        let now = Instant::now();
+        let now = transport.now();
         while let Some(transmit) = sweep.poll_transmit(now) {
             transport.send(&outgoing(&transmit))?;
         }
@@ -63,19 +63,19 @@ pub fn run_sweep(
             .map_or(IDLE_WAIT, |d| d.saturating_duration_since(now));
         match transport.recv(wait)? {
             Some(Incoming::Mad { mad, slid }) => match parse(&mad) {
-                Some(smp) if smp.method.is_response() => sweep.on_response(Instant::now(), smp),
+                Some(smp) if smp.method.is_response() => sweep.on_response(transport.now(), smp),
                 _ => match answer(&mad, slid, identity, &mut unsolicited) {
                     Some(reply) => transport.send(&reply)?,
                     None => unsolicited.malformed += 1,
                 },
             },
             Some(Incoming::Dropped { mad }) => match parse(&mad) {
-                Some(smp) => sweep.on_dropped(Instant::now(), smp),
+                Some(smp) => sweep.on_dropped(transport.now(), smp),
                 None => unsolicited.malformed += 1,
             },
             None => {}
         }
-        sweep.on_time(Instant::now());
+        sweep.on_time(transport.now());
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use ibqos_fabric::emu::Emulator;
+use ibqos_fabric::emu::{Emulator, FabricDump};
 use ibqos_fabric::{LinkCaps, PortRef, generate};
 use ibqos_mad::{AttributeId, Method, PortState};
 use ibqos_qos::VlCount;
@@ -220,4 +220,45 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
         "{qos:?}"
     );
     assert_eq!(listed, expected, "{:#?}", dry.changes());
+}
+
+/// `ibqos fabric dump` (the fabric as loaded) and `ibqos sm --dump-fabric` (as the SM left it)
+/// write the same format: before, no linked port is ACTIVE; after, every one is.
+#[test]
+fn fabric_dump_before_and_after_the_sm() {
+    let dir = std::env::temp_dir().join(format!("ibqos-dumps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (before, after) = (dir.join("before.json"), dir.join("after.json"));
+    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(["fabric", "dump", "two-switch", "-o"])
+        .arg(&before)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (up, summary) = sm_once(&["--dump-fabric", after.to_str().unwrap()]);
+    assert!(up, "{summary}");
+    let read =
+        |path: &Path| FabricDump::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (before, after) = (read(&before), read(&after));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let states = |dump: &FabricDump| -> Vec<String> {
+        dump.nodes
+            .values()
+            .flat_map(|n| n.ports.iter().filter(|(p, _)| n.kind == "ca" || **p != 0))
+            .filter(|(_, p)| p.phys_state == "LinkUp")
+            .map(|(_, p)| p.port_state.clone())
+            .collect()
+    };
+    let (was, now) = (states(&before), states(&after));
+    assert_eq!(was.len(), 16, "both ends of the 8 links of two-switch");
+    assert!(was.iter().all(|s| s != "Active"), "{was:?}");
+    assert!(now.iter().all(|s| s == "Active"), "{now:?}");
+    assert_eq!(
+        before.nodes.keys().collect::<Vec<_>>(),
+        after.nodes.keys().collect::<Vec<_>>()
+    );
 }

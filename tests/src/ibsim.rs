@@ -11,6 +11,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::process::command_line;
 use crate::{Error, Result, SimTools};
 
 /// How long ibsim may take to bind its sockets. It takes a few milliseconds on a small net.
@@ -52,27 +53,60 @@ impl Ibsim {
     }
 
     fn spawn(tools: &SimTools, netfile: &Path, dir: &Path, console: bool) -> Result<Ibsim> {
-        let sockname = format!("ibqos-{}", crate::unique_suffix());
-        let out_path = dir.join("ibsim.out");
-        let out = File::create(&out_path)
-            .map_err(|e| Error::new(format!("cannot create {}: {e}", out_path.display())))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| Error::new(format!("cannot duplicate a file handle: {e}")))?;
         let mut cmd = Command::new(&tools.ibsim.path);
         if console {
             cmd.arg("-s").stdin(Stdio::piped());
         } else {
             cmd.args(["-s", "-n"]).stdin(Stdio::null());
         }
+        cmd.arg(netfile);
+        // ibsim takes its socket name from the environment only.
+        Ibsim::launch(tools, dir, |_| cmd)
+    }
+
+    /// Starts `ibqos fabric serve NETFILE --attach NODE` (ibqos's emulated fabric behind ibsim's
+    /// socket protocol) in place of ibsim. Clients attach to it exactly as to ibsim, all at
+    /// `attach`; it has no console.
+    pub fn serve(
+        tools: &SimTools,
+        ibqos: &Path,
+        netfile: &Path,
+        attach: &str,
+        dir: &Path,
+    ) -> Result<Ibsim> {
+        Ibsim::launch(tools, dir, |sockname| {
+            let mut cmd = Command::new(ibqos);
+            cmd.args(["fabric", "serve"])
+                .arg(netfile)
+                .args(["--attach", attach, "--sockname", sockname])
+                .stdin(Stdio::null());
+            cmd
+        })
+    }
+
+    /// Runs the simulator `command` builds for a socket name of its own, with output to
+    /// `ibsim.out`, and waits until clients can connect.
+    fn launch(
+        tools: &SimTools,
+        dir: &Path,
+        command: impl FnOnce(&str) -> Command,
+    ) -> Result<Ibsim> {
+        let sockname = format!("ibqos-{}", crate::unique_suffix());
+        let mut cmd = command(&sockname);
+        let out_path = dir.join("ibsim.out");
+        let out = File::create(&out_path)
+            .map_err(|e| Error::new(format!("cannot create {}: {e}", out_path.display())))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| Error::new(format!("cannot duplicate a file handle: {e}")))?;
+        let program = command_line(&cmd);
         let mut child = cmd
-            .arg(netfile)
             .env("IBSIM_SOCKNAME", &sockname)
             .current_dir(dir)
             .stdout(out)
             .stderr(err)
             .spawn()
-            .map_err(|e| Error::new(format!("cannot start {}: {e}", tools.ibsim.path.display())))?;
+            .map_err(|e| Error::new(format!("cannot start `{program}`: {e}")))?;
         // From here on the guard owns the process, so every early return below kills it.
         let mut sim = Ibsim {
             console: child.stdin.take(),

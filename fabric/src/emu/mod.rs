@@ -5,15 +5,26 @@
 //! [`Emulator`] is sans-IO and deterministic: [`Emulator::handle`] takes the bytes of one SMP the
 //! SM sends from its port and returns the bytes of the response that comes back, or `None`
 //! where a real fabric would drop the SMP (a bad directed route, no LID route, a malformed
-//! MAD). Nothing depends on time or randomness, so the same requests give the same bytes.
+//! MAD, a dead node). It depends on neither time nor randomness, so the same requests give the
+//! same bytes.
+//!
+//! [`Emulator::handle_at`] is the same exchange on a fabric with [`models`]: the caller says
+//! when the request leaves the SM, scheduled link flaps up to then take effect ([`schedule`]),
+//! the request or its response may be lost, damaged or delayed, and the response comes back
+//! with the emulated time it reaches the SM. All of it is drawn from one seeded generator: the
+//! same seed, requests and times give the same bytes at the same times. [`dump`] reads every
+//! port's QoS state back as JSON.
 //!
 //! What each attribute does is in [`sma`]; this module moves SMPs: directed routes as IBA 14.2.2
 //! specifies them, LID routes through the linear forwarding tables the SM programmed, and the
 //! link-level effects of PortInfo Sets (a port taken down takes its neighbour with it).
 
+mod dump;
+mod models;
+mod schedule;
 mod sma;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_mad::{
     Attribute, AttributeId, Direction, DrPath, Method, PhysPortState, PortInfoModifier,
@@ -21,9 +32,14 @@ use ibqos_mad::{
     VlArbEntry,
 };
 
-use crate::{NodeId, PortRef, Topology};
+use crate::netfile::{NetError, NetFile, parse_net_file, parse_net_str};
+use crate::{NodeId, NodeKind, PortRef, Topology};
+use models::Dice;
 use sma::{INVALID_VALUE, METHOD_UNSUPPORTED, NodeSma, check_port_info, negotiate};
 
+pub use dump::{FabricDump, NodeDump, PortDump, dump};
+pub use models::{Faults, Latency, Models, damage};
+pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
 pub use sma::LINEAR_FDB_CAP;
 
 /// The fabrics built into the emulator, by name, as net-file text: what an SM can run against
@@ -39,6 +55,26 @@ pub fn builtin_topology(name: &str) -> Option<&'static str> {
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, text)| *text)
+}
+
+/// A built-in fabric by name, else a net file by path: what `sim:TOPOLOGY`, `ibqos fabric
+/// serve TOPOLOGY` and `ibqos fabric dump TOPOLOGY` take.
+pub fn load_topology(spec: &str) -> Result<NetFile, NetError> {
+    match builtin_topology(spec) {
+        Some(text) => parse_net_str(text),
+        None => parse_net_file(std::path::Path::new(spec)),
+    }
+}
+
+/// The node of `topology` with this name, else the first with this NodeDescription (ibsim
+/// takes either).
+pub fn node_named(topology: &Topology, name: &str) -> Option<NodeId> {
+    topology.node_by_name(name).or_else(|| {
+        topology
+            .nodes()
+            .find(|(_, n)| n.description == name)
+            .map(|(id, _)| id)
+    })
 }
 
 /// The most switches a LID-routed SMP crosses before the emulator calls it a loop (ibsim: 16;
@@ -66,10 +102,40 @@ pub struct Emulator {
     nodes: Vec<NodeSma>,
     /// SMPs that reached an SMA, by (AttributeID, Method) raw values.
     handled: BTreeMap<(u16, u8), u64>,
+    models: Models,
+    dice: Dice,
+    /// Nodes whose SMA is dead: it answers nothing and forwards no directed-route SMP.
+    dead: BTreeSet<NodeId>,
+    /// Scheduled link events not yet due, in time order.
+    events: Vec<LinkEvent>,
+}
+
+/// A response on its way back to the SM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The emulated time, in ns, at which it reaches the SM's port.
+    pub at_ns: u64,
+    pub mad: Vec<u8>,
+}
+
+/// A scheduled change of one link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LinkEvent {
+    at_ns: u64,
+    port: PortRef,
+    up: bool,
 }
 
 /// Where an SMP is answered: the node and the port it arrived at.
 type Arrival = PortRef;
+
+/// An SMP answered: the response, where it was answered, and how many links it crossed there
+/// and back.
+struct Exchange {
+    mad: Vec<u8>,
+    at: Arrival,
+    links: u64,
+}
 
 impl Emulator {
     /// The fabric of `topology` in its power-on state (see [`sma`]), with the SM at `attach`: a
@@ -90,6 +156,10 @@ impl Emulator {
             attach,
             nodes,
             handled: BTreeMap::new(),
+            models: Models::default(),
+            dice: Dice::new(0),
+            dead: BTreeSet::new(),
+            events: Vec::new(),
         };
         if let Some(port) = emulator.sma_port_mut(attach) {
             port.info.capability_mask.0 |= ibqos_mad::CapabilityMask::IS_SM.0;
@@ -113,21 +183,123 @@ impl Emulator {
 
     /// Answers one SMP sent from the SM's port: the response MAD, or `None` where a real fabric
     /// drops it. `dlid` is the destination LID of a LID-routed SMP (from the transport header,
-    /// not the MAD); a directed-route SMP ignores it. Never panics, whatever the bytes.
+    /// not the MAD); a directed-route SMP ignores it. Never panics, whatever the bytes. No
+    /// time passes and the [`Models`] play no part; dead nodes stay dead.
     pub fn handle(&mut self, request: &[u8], dlid: Option<u16>) -> Option<Vec<u8>> {
+        self.exchange(request, dlid).map(|e| e.mad)
+    }
+
+    /// [`Emulator::handle`] for a request the SM sends at emulated time `now_ns`, on a fabric
+    /// with [`Models`]: first the link events scheduled up to `now_ns` happen, then the request
+    /// may be lost on its way, and the response lost, damaged or delayed on its way back.
+    /// `now_ns` never goes backwards: an earlier time than a previous call's is taken as that.
+    pub fn handle_at(
+        &mut self,
+        now_ns: u64,
+        request: &[u8],
+        dlid: Option<u16>,
+    ) -> Option<Delivery> {
+        self.advance_to(now_ns);
+        let faults = self.models.faults;
+        if self.dice.chance(faults.loss) {
+            return None;
+        }
+        let Exchange { mut mad, at, links } = self.exchange(request, dlid)?;
+        if self.dice.chance(faults.loss) {
+            return None;
+        }
+        if self.dice.chance(faults.corrupt) {
+            self.dice.damage(&mut mad);
+        }
+        let latency = self.models.latency;
+        let sma = match self.topology.node(at.node).map(|n| n.kind) {
+            Some(NodeKind::Switch) => latency.switch_sma_ns,
+            _ => latency.ca_sma_ns,
+        };
+        let at_ns = now_ns
+            .saturating_add(links.saturating_mul(latency.wire_ns))
+            .saturating_add(sma)
+            .saturating_add(self.dice.up_to(faults.jitter_ns));
+        Some(Delivery { at_ns, mad })
+    }
+
+    /// The fabric's models from now on; the seed restarts the random draws.
+    pub fn set_models(&mut self, models: Models) {
+        self.dice = Dice::new(models.seed);
+        self.models = models;
+    }
+
+    /// The fabric's models.
+    pub fn models(&self) -> &Models {
+        &self.models
+    }
+
+    /// Adds a schedule: its dead nodes die at once, its flaps happen as [`Emulator::handle_at`]
+    /// or [`Emulator::advance_to`] reach their times.
+    pub fn schedule(&mut self, schedule: &FaultSchedule) {
+        self.dead.extend(schedule.dead.iter().copied());
+        for flap in &schedule.flaps {
+            self.events.push(LinkEvent {
+                at_ns: flap.down_ns,
+                port: flap.port,
+                up: false,
+            });
+            if let Some(up_ns) = flap.up_ns {
+                self.events.push(LinkEvent {
+                    at_ns: up_ns,
+                    port: flap.port,
+                    up: true,
+                });
+            }
+        }
+        // Stable: events at the same time happen in the order the schedule lists them.
+        self.events.sort_by_key(|e| e.at_ns);
+    }
+
+    /// Whether `node`'s SMA is dead.
+    pub fn is_dead(&self, node: NodeId) -> bool {
+        self.dead.contains(&node)
+    }
+
+    /// Makes every scheduled link event up to `now_ns` happen.
+    pub fn advance_to(&mut self, now_ns: u64) {
+        let due = self.events.partition_point(|e| e.at_ns <= now_ns);
+        let events: Vec<LinkEvent> = self.events.drain(..due).collect();
+        for event in events {
+            if event.up {
+                self.link_up(event.port);
+            } else {
+                self.link_down(event.port);
+            }
+        }
+    }
+
+    /// The emulated time of the next scheduled link event, if any is left.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        self.events.first().map(|e| e.at_ns)
+    }
+
+    /// Routes, answers and counts one SMP: what [`Emulator::handle`] does, and where.
+    fn exchange(&mut self, request: &[u8], dlid: Option<u16>) -> Option<Exchange> {
         let request = SmpRepr::parse(&Smp::new_checked(request).ok()?).ok()?;
         // An SMA answers requests; it never answers a response, and TrapRepress has no
         // response (IBA 14.2.5.1).
         if request.method.is_response() || request.method == Method::TrapRepress {
             return None;
         }
-        let (at, routing) = match request.routing {
+        let (at, routing, links) = match request.routing {
             Routing::Directed(path) => {
                 let (at, path) = self.directed(path)?;
-                (at, Routing::Directed(path))
+                (at, Routing::Directed(path), 2 * u64::from(path.hop_count))
             }
-            Routing::Lid => (self.lid_routed(dlid?)?, Routing::Lid),
+            Routing::Lid => {
+                let (at, links) = self.lid_routed(dlid?)?;
+                (at, Routing::Lid, links)
+            }
         };
+        if self.is_dead(at.node) {
+            return None;
+        }
         let (status, data) = match self.answer(at, &request) {
             Ok(attribute) => (Status::OK, attribute.to_data()),
             // On an error the data area goes back as it came (as ibsim does).
@@ -140,9 +312,9 @@ impl Emulator {
             data,
             ..request
         };
-        let mut bytes = vec![0; 256];
-        response.emit(&mut Smp::new_unchecked(&mut bytes[..]));
-        Some(bytes)
+        let mut mad = vec![0; 256];
+        response.emit(&mut Smp::new_unchecked(&mut mad[..]));
+        Some(Exchange { mad, at, links })
     }
 
     /// How many SMPs with this AttributeID and Method reached an SMA (whatever the answer).
@@ -369,6 +541,34 @@ impl Emulator {
         }
     }
 
+    /// A scheduled flap takes the link down: both ends go Down and keep polling for each
+    /// other, as after a cable pull; a switch at either end sets PortStateChange. An end the
+    /// SM disabled stays Disabled.
+    fn link_down(&mut self, port: PortRef) {
+        let ends = [Some(port), self.topology.peer(port)];
+        for p in ends.into_iter().flatten() {
+            if let Some(state) = self.sma_port_mut(p) {
+                state.info.port_state = PortState::Down;
+                if state.info.port_phys_state != PhysPortState::Disabled {
+                    state.info.port_phys_state = PhysPortState::Polling;
+                }
+            }
+        }
+        self.note_state_change(ends.into_iter().flatten());
+    }
+
+    /// The flap ends: the link trains to Init again, unless the SM disabled an end meanwhile.
+    fn link_up(&mut self, port: PortRef) {
+        let polling = |p: Option<PortRef>| {
+            p.and_then(|p| self.sma_port(p))
+                .is_some_and(|s| s.info.port_phys_state == PhysPortState::Polling)
+        };
+        let peer = self.topology.peer(port);
+        if polling(Some(port)) && polling(peer) {
+            self.enable(port);
+        }
+    }
+
     fn note_state_change(&mut self, ports: impl IntoIterator<Item = PortRef>) {
         for p in ports {
             if let Some(switch) = self
@@ -413,6 +613,11 @@ impl Emulator {
             if self.is_switch(at.node) && egress == 0 {
                 return None;
             }
+            // A switch's SMA forwards a directed-route SMP (it moves the hop pointer): a dead
+            // one loses it.
+            if !from_requester && self.is_dead(at.node) {
+                return None;
+            }
             at = self.up_peer(out)?;
             *path.return_path.get_mut(hop)? = at.port;
         }
@@ -423,27 +628,28 @@ impl Emulator {
 
     /// Routes a LID-routed SMP from the SM's port to `dlid` through the LFTs and ACTIVE links,
     /// and checks that the response finds its way back to the SM's LID: where either way has
-    /// no route, a real fabric loses the SMP.
-    fn lid_routed(&self, dlid: u16) -> Option<Arrival> {
+    /// no route, a real fabric loses the SMP. Also the links crossed there and back.
+    fn lid_routed(&self, dlid: u16) -> Option<(Arrival, u64)> {
         let sm_lid = self.sma_port(self.attach)?.info.lid;
         if sm_lid == 0 {
             return None;
         }
-        let at = self.lid_route(self.attach, dlid)?;
-        let back = self.lid_route(at, sm_lid)?;
-        (back.node == self.attach.node).then_some(at)
+        let (at, there) = self.lid_route(self.attach, dlid)?;
+        let (back, back_links) = self.lid_route(at, sm_lid)?;
+        (back.node == self.attach.node).then_some((at, there + back_links))
     }
 
     /// Where an SMP for `dlid` that is at port `from` ends: a switch forwards by its LFT (LIDs
     /// up to LinearFDBTop) and answers its own LIDs on port 0; a CA port answers its LID range
-    /// and otherwise sends the SMP onto its link only if the SMP starts there.
-    fn lid_route(&self, from: PortRef, dlid: u16) -> Option<Arrival> {
+    /// and otherwise sends the SMP onto its link only if the SMP starts there. Also the links
+    /// crossed.
+    fn lid_route(&self, from: PortRef, dlid: u16) -> Option<(Arrival, u64)> {
         let mut at = from;
-        for _ in 0..=MAX_LID_HOPS {
+        for links in 0..=MAX_LID_HOPS as u64 {
             let node = self.sma(at.node)?;
             if let Some(switch) = &node.switch {
                 if self.owns(PortRef::new(at.node, 0), dlid) {
-                    return Some(at);
+                    return Some((at, links));
                 }
                 if dlid > switch.info.linear_fdb_top {
                     return None;
@@ -454,7 +660,7 @@ impl Emulator {
                 }
                 at = self.active_peer(PortRef::new(at.node, egress))?;
             } else if self.owns(at, dlid) {
-                return Some(at);
+                return Some((at, links));
             } else if at == from {
                 at = self.active_peer(at)?;
             } else {

@@ -8,6 +8,7 @@ use ibqos_opensm::{Loaded, load};
 use crate::diagnostics::Report;
 
 pub mod check;
+pub mod fabric;
 pub mod migrate;
 pub mod plan;
 pub mod query;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use ibqos_fabric::emu::{FaultSchedule, Faults, Models, dump};
 use ibqos_opensm::{Format, Settings};
 use ibqos_qos::VlCount;
 use serde_json::{Value, json};
@@ -21,8 +22,9 @@ use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::{SchedulerConfig, attribute_name, method_name};
 use crate::engine::sweep::{Phase, Sweep, SweepConfig, SweepMode};
 use crate::run::{SmIdentity, Unsolicited, run_sweep};
+use crate::transport::emulated::EmulatedTransport;
 use crate::transport::fault::{FaultConfig, Faulty};
-use crate::transport::{OpenOptions, Role, open};
+use crate::transport::{FabricSpec, OpenOptions, Role, Transport, open};
 
 /// Heavy sweeps `--once` makes before it gives up on bringing the subnet up.
 const ONCE_MAX_SWEEPS: u32 = 4;
@@ -32,14 +34,13 @@ const SUBNET_TIMEOUT: u8 = 18;
 
 pub fn run(args: &SmArgs) -> Result<Outcome> {
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
-    let mut settings = read_settings(args)?;
+    let settings = read_settings(args)?;
     let (guid2lid, problems) = cache::load(&cache_dir)
         .with_context(|| format!("cannot read the LID cache in {}", cache_dir.display()))?;
     for problem in problems {
         warn!(cache = %cache_dir.join("guid2lid").display(), %problem, "guid2lid line skipped");
     }
     let mut config = sweep_config(&settings, guid2lid);
-    let once = args.once || args.dry_run;
     // The first sweep writes everything, as OpenSM's first sweep forces every table; later ones
     // read the fabric and write only what differs.
     config.mode = if args.dry_run {
@@ -51,21 +52,106 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
         role: Role::Sm,
         response_timeout: config.scheduler.timeout * (config.scheduler.retries + 1),
     };
-    let mut transport = open(&args.fabric, &options)?;
-    let faults = FaultConfig {
+    let mut fabric = open_fabric(args, &options)?;
+    let outcome = serve(args, fabric.transport(), settings, config, &cache_dir)?;
+    if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
+        // The fabric as it is now, scheduled flaps up to now included, even those no SMP saw.
+        let now = transport.now_ns();
+        transport.emulator_mut().advance_to(now);
+        std::fs::write(path, dump(transport.emulator()).to_json())
+            .with_context(|| format!("cannot write the fabric dump {}", path.display()))?;
+    }
+    Ok(outcome)
+}
+
+/// The SM's transport. An emulated fabric stays a concrete type so that it can be read back.
+/// One per run, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Fabric {
+    Emulated(EmulatedTransport),
+    Other(Box<dyn Transport>),
+}
+
+impl Fabric {
+    fn transport(&mut self) -> &mut dyn Transport {
+        match self {
+            Fabric::Emulated(transport) => transport,
+            Fabric::Other(transport) => transport.as_mut(),
+        }
+    }
+}
+
+/// Opens the fabric with the fault flags applied: on a `sim:` fabric inside the emulator (the
+/// fabric itself loses, damages and delays MADs, and runs the schedule), elsewhere on the
+/// receive side, where the flags that need the fabric's inside are refused.
+fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
+    let FabricSpec::Emulated { topology, node } = &args.fabric else {
+        let emulated_only = [
+            (args.fault_jitter_us > 0, "--fault-jitter-us"),
+            (args.fault_schedule.is_some(), "--fault-schedule"),
+            (args.dump_fabric.is_some(), "--dump-fabric"),
+        ];
+        if let Some((_, flag)) = emulated_only.iter().find(|(given, _)| *given) {
+            bail!(
+                "{flag} needs an emulated fabric (--fabric sim:TOPOLOGY), not {}",
+                args.fabric
+            );
+        }
+        let mut transport = open(&args.fabric, options)?;
+        let faults = FaultConfig {
+            loss: args.fault_loss,
+            corrupt: args.fault_corrupt,
+            seed: args.fault_seed,
+        };
+        if faults.is_active() {
+            warn!(
+                loss = faults.loss,
+                corrupt = faults.corrupt,
+                seed = faults.seed,
+                "injecting faults on receipt"
+            );
+            transport = Box::new(Faulty::new(transport, faults));
+        }
+        return Ok(Fabric::Other(transport));
+    };
+    let mut transport = EmulatedTransport::open(topology, node.as_deref())?;
+    let emulator = transport.emulator_mut();
+    let faults = Faults {
         loss: args.fault_loss,
         corrupt: args.fault_corrupt,
-        seed: args.fault_seed,
+        jitter_ns: args.fault_jitter_us.saturating_mul(1000),
     };
-    if faults.is_active() {
+    if faults != Faults::default() {
         warn!(
             loss = faults.loss,
             corrupt = faults.corrupt,
-            seed = faults.seed,
-            "injecting faults"
+            jitter_ns = faults.jitter_ns,
+            seed = args.fault_seed,
+            "the emulated fabric injects faults"
         );
-        transport = Box::new(Faulty::new(transport, faults));
     }
+    emulator.set_models(Models {
+        faults,
+        seed: args.fault_seed,
+        ..*emulator.models()
+    });
+    if let Some(path) = &args.fault_schedule {
+        let schedule = FaultSchedule::load(path, emulator.topology())?;
+        emulator.schedule(&schedule);
+    }
+    Ok(Fabric::Emulated(transport))
+}
+
+/// Sweeps until the subnet is up (`--once`) or a stop signal, re-reading the configuration on
+/// SIGHUP.
+fn serve(
+    args: &SmArgs,
+    transport: &mut dyn Transport,
+    mut settings: Settings,
+    mut config: SweepConfig,
+    cache_dir: &Path,
+) -> Result<Outcome> {
+    let once = args.once || args.dry_run;
     let stop = Arc::new(AtomicBool::new(false));
     let reload = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -79,9 +165,9 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
             port_guid: transport.local_port().port_guid,
             priority: settings.sm.priority,
         };
-        let (sweep, unsolicited) = run_sweep(transport.as_mut(), config.clone(), identity)?;
+        let (sweep, unsolicited) = run_sweep(transport, config.clone(), identity)?;
         if config.mode != SweepMode::DryRun {
-            save_lids(&sweep, &cache_dir, config.lmc);
+            save_lids(&sweep, cache_dir, config.lmc);
         }
         config.unkept = sweep.unkept().clone();
         let up = *sweep.phase() == Phase::SubnetUp;

@@ -1,32 +1,61 @@
-//! The emulated fabric in the same process: every MAD the SM sends is answered at once by
-//! [`ibqos_fabric::emu::Emulator`], and the answers wait in a queue for `recv`.
+//! The emulated fabric in the same process: every MAD the SM sends is answered by
+//! [`ibqos_fabric::emu::Emulator::handle_at`], and each answer waits in a queue until the
+//! emulated time it reaches the SM.
 //!
-//! Deterministic: the same requests in the same order give the same responses. A request the
-//! emulator drops (a bad directed route, no LID route) gets nothing back, as on a real fabric,
+//! Two clocks. [`Clock::Real`] (what `ibqos sm` uses) makes emulated time real time since the
+//! transport opened: a response is held until then, so the SM lives with the fabric's
+//! latency, and scheduled flaps happen at their wall-clock times. [`Clock::Virtual`] (for
+//! tests) never sleeps: time jumps to the next response, or to the end of the wait when none
+//! is due, and the SM's timers run on it too ([`Transport::now`]), so a run depends only on
+//! the seed, not on the machine's speed, and a lost MAD costs no real time. A request the
+//! emulator drops (a bad route, a loss, a dead node) gets nothing back, as on a real fabric,
 //! and the SM's own timeout deals with it.
 
-use std::collections::VecDeque;
-use std::path::Path;
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-use ibqos_fabric::emu::{Emulator, builtin_topology};
-use ibqos_fabric::netfile::{NetFile, parse_net_file, parse_net_str};
+use ibqos_fabric::emu::{Emulator, load_topology, node_named};
 use ibqos_fabric::{NodeKind, PortRef, Topology};
 use ibqos_mad::DrPath;
 
 use super::{Address, Incoming, LocalPort, Outgoing, Transport, TransportError};
 
+/// How emulated time passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// Emulated ns are real ns since this instant.
+    Real(Instant),
+    /// Emulated time is `ns` past `origin`, moved on by the transport alone.
+    Virtual { origin: Instant, ns: u64 },
+}
+
 /// An SM's port on an emulated fabric.
 #[derive(Debug)]
 pub struct EmulatedTransport {
     emulator: Emulator,
-    responses: VecDeque<Incoming>,
+    /// Responses on their way, by (arrival ns, send order): ties leave in the order sent.
+    responses: BTreeMap<(u64, u64), Incoming>,
+    sent: u64,
+    clock: Clock,
     local: LocalPort,
 }
 
 impl EmulatedTransport {
-    /// The SM at the emulator's attach port.
+    /// The SM at the emulator's attach port, on real time from now.
     pub fn new(emulator: Emulator) -> EmulatedTransport {
+        EmulatedTransport::with_clock(emulator, Clock::Real(Instant::now()))
+    }
+
+    /// The SM at the emulator's attach port, on virtual time from 0.
+    pub fn virtual_time(emulator: Emulator) -> EmulatedTransport {
+        let clock = Clock::Virtual {
+            origin: Instant::now(),
+            ns: 0,
+        };
+        EmulatedTransport::with_clock(emulator, clock)
+    }
+
+    fn with_clock(emulator: Emulator, clock: Clock) -> EmulatedTransport {
         let attach = emulator.attach();
         let topology = emulator.topology();
         let local = LocalPort {
@@ -37,7 +66,9 @@ impl EmulatedTransport {
         };
         EmulatedTransport {
             emulator,
-            responses: VecDeque::new(),
+            responses: BTreeMap::new(),
+            sent: 0,
+            clock,
             local,
         }
     }
@@ -49,11 +80,7 @@ impl EmulatedTransport {
             topology: topology.to_owned(),
             reason,
         };
-        let net: NetFile = match builtin_topology(topology) {
-            Some(text) => parse_net_str(text),
-            None => parse_net_file(Path::new(topology)),
-        }
-        .map_err(|e| error(e.to_string()))?;
+        let net = load_topology(topology).map_err(|e| error(e.to_string()))?;
         let attach = attach_port(&net.topology, node).map_err(error)?;
         let emulator = Emulator::new(net.topology, attach).map_err(|e| error(e.to_string()))?;
         Ok(EmulatedTransport::new(emulator))
@@ -64,25 +91,46 @@ impl EmulatedTransport {
         &self.emulator
     }
 
+    /// The emulated fabric, to change its models or schedule.
+    pub fn emulator_mut(&mut self) -> &mut Emulator {
+        &mut self.emulator
+    }
+
     /// The emulated fabric, taken back.
     pub fn into_emulator(self) -> Emulator {
         self.emulator
+    }
+
+    /// The emulated time now, in ns.
+    pub fn now_ns(&self) -> u64 {
+        match self.clock {
+            Clock::Real(start) => u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Clock::Virtual { ns, .. } => ns,
+        }
+    }
+
+    /// The next response if it has arrived by emulated time `by_ns`, the clock moved on to
+    /// its arrival in virtual time.
+    fn arrived_by(&mut self, by_ns: u64) -> Option<Incoming> {
+        let entry = self.responses.first_entry()?;
+        let at_ns = entry.key().0;
+        if at_ns > by_ns {
+            return None;
+        }
+        if let Clock::Virtual { ns, .. } = &mut self.clock {
+            *ns = (*ns).max(at_ns);
+        }
+        Some(entry.remove())
     }
 }
 
 /// Where the SM attaches: a named switch at port 0, a named CA or router at its first linked
 /// port (else its first port); unnamed, the first CA's.
-fn attach_port(topology: &Topology, node: Option<&str>) -> Result<PortRef, String> {
+pub fn attach_port(topology: &Topology, node: Option<&str>) -> Result<PortRef, String> {
     let id = match node {
-        Some(name) => topology
-            .node_by_name(name)
-            .or_else(|| {
-                topology
-                    .nodes()
-                    .find(|(_, n)| n.description == name)
-                    .map(|(id, _)| id)
-            })
-            .ok_or_else(|| format!("no node named `{name}`"))?,
+        Some(name) => {
+            node_named(topology, name).ok_or_else(|| format!("no node named `{name}`"))?
+        }
         None => topology
             .cas()
             .next()
@@ -108,23 +156,56 @@ impl Transport for EmulatedTransport {
             Address::Directed => (None, DrPath::PERMISSIVE_LID),
             Address::Lid(lid) => (Some(lid), lid),
         };
-        if let Some(mad) = self.emulator.handle(&out.mad, dlid) {
-            self.responses.push_back(Incoming::Mad { mad, slid });
+        let now = self.now_ns();
+        self.sent += 1;
+        if let Some(delivery) = self.emulator.handle_at(now, &out.mad, dlid) {
+            let mad = delivery.mad;
+            self.responses
+                .insert((delivery.at_ns, self.sent), Incoming::Mad { mad, slid });
         }
         Ok(())
     }
 
-    /// A queued response at once; with none queued nothing can arrive, so it waits out the
-    /// timeout as a real port would.
+    /// The first response to arrive within `timeout`, waiting for it as a port would; in
+    /// virtual time without waiting.
     fn recv(&mut self, timeout: Duration) -> Result<Option<Incoming>, TransportError> {
-        let next = self.responses.pop_front();
-        if next.is_none() {
-            std::thread::sleep(timeout);
+        let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        let deadline = self.now_ns().saturating_add(timeout_ns);
+        loop {
+            if let Some(next) = self.arrived_by(match self.clock {
+                Clock::Real(_) => self.now_ns(),
+                Clock::Virtual { .. } => deadline,
+            }) {
+                return Ok(Some(next));
+            }
+            let now = self.now_ns();
+            if now >= deadline {
+                return Ok(None);
+            }
+            match &mut self.clock {
+                Clock::Real(_) => {
+                    let wake = self
+                        .responses
+                        .first_key_value()
+                        .map_or(deadline, |((at_ns, _), _)| (*at_ns).min(deadline));
+                    std::thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
+                }
+                Clock::Virtual { ns, .. } => {
+                    *ns = deadline;
+                    return Ok(None);
+                }
+            }
         }
-        Ok(next)
     }
 
     fn local_port(&self) -> LocalPort {
         self.local
+    }
+
+    fn now(&self) -> Instant {
+        match self.clock {
+            Clock::Real(_) => Instant::now(),
+            Clock::Virtual { origin, ns } => origin + Duration::from_nanos(ns),
+        }
     }
 }

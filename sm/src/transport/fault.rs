@@ -3,8 +3,9 @@
 //! `phy::FaultInjector`). It tests the SM's retries and its handling of malformed MADs against
 //! any fabric, ibsim included.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use ibqos_fabric::emu::damage;
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -42,32 +43,7 @@ impl<T: Transport> Faulty<T> {
             config,
         }
     }
-
-    /// Cuts the MAD short or flips a few bytes of its common header.
-    ///
-    /// Only the header: on a real link the ICRC and VCRC drop a packet whose bytes changed, so
-    /// what reaches an SM damaged is a MAD that a buggy or confused agent built wrong (bad
-    /// version, class, method, TID, attribute, status). Flipping the attribute data instead
-    /// would hand the SM well-formed lies (a wrong GUID) that no SM can tell from the truth.
-    fn damage(&mut self, mad: &mut Vec<u8>) {
-        if self.rng.random_bool(0.5) && !mad.is_empty() {
-            let keep = self.rng.random_range(0..mad.len());
-            mad.truncate(keep);
-        } else {
-            let header = mad.len().min(MAD_HEADER_BYTES);
-            for _ in 0..self.rng.random_range(1..=4) {
-                if header == 0 {
-                    break;
-                }
-                let at = self.rng.random_range(0..header);
-                mad[at] ^= self.rng.random_range(1..=u8::MAX);
-            }
-        }
-    }
 }
-
-/// The MAD common header: versions, class, method, status, TID, attribute and modifier.
-const MAD_HEADER_BYTES: usize = 24;
 
 impl<T: Transport> Transport for Faulty<T> {
     fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
@@ -81,7 +57,7 @@ impl<T: Transport> Transport for Faulty<T> {
                     return Ok(None);
                 }
                 if self.rng.random_bool(self.config.corrupt.clamp(0.0, 1.0)) {
-                    self.damage(&mut mad);
+                    damage(&mut self.rng, &mut mad);
                 }
                 Ok(Some(Incoming::Mad { mad, slid }))
             }
@@ -92,5 +68,9 @@ impl<T: Transport> Transport for Faulty<T> {
 
     fn local_port(&self) -> LocalPort {
         self.inner.local_port()
+    }
+
+    fn now(&self) -> Instant {
+        self.inner.now()
     }
 }

@@ -14,7 +14,7 @@
 use std::fmt;
 use std::io;
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub mod emulated;
 pub mod fault;
@@ -71,6 +71,13 @@ pub trait Transport {
 
     /// The port this transport sends from.
     fn local_port(&self) -> LocalPort;
+
+    /// The time the SM's timers run on: the real clock, except on a fabric emulated in
+    /// virtual time, whose timeouts must pass when its responses are late, not when the
+    /// machine is slow.
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -82,6 +89,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn local_port(&self) -> LocalPort {
         (**self).local_port()
+    }
+    fn now(&self) -> Instant {
+        (**self).now()
     }
 }
 

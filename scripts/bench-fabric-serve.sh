@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# `ibqos fabric serve` on a generated fat tree of about 10,000 nodes: time to load and serve it,
+# then `ibqos sm --once` and `opensm -o` (defaults; qos TRUE; qos TRUE with use_optimized_slvl
+# TRUE on switches that advertise it), each on a fresh served fabric: MADs the fabric received and
+# time to SUBNET UP. Run by hand (not a test).
+#
+#   scripts/bench-fabric-serve.sh [LEAVES SPINES HOSTS RADIX]     default: 128 48 80 128
+#                                                                   (10,416 nodes, 10,416 LIDs)
+#
+# Needs opensm, ibsim-utils (libumad2sim.so) and python3. Every process started here is ended
+# by its PID.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+leaves=${1:-128} spines=${2:-48} hosts=${3:-80} radix=${4:-128}
+shim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+for tool in opensm python3; do
+    command -v "$tool" >/dev/null || { echo "bench: $tool is missing" >&2; exit 1; }
+done
+[ -f "$shim" ] || { echo "bench: $shim is missing (apt-get install ibsim-utils)" >&2; exit 1; }
+
+cargo build --release --quiet -p ibqos-sm
+ibqos=${CARGO_TARGET_DIR:-$PWD/target}/release/ibqos
+work=$(mktemp -d)
+net=$work/fat-tree.net
+"$ibqos" fabric gen fat-tree --leaves "$leaves" --spines "$spines" --hosts "$hosts" \
+    --radix "$radix" -o "$net"
+node=H0_0
+echo "fabric: $(grep -c '^Switch' "$net") switches, $(grep -c '^Ca' "$net") CAs ($net)"
+
+serve_pid=
+start_serve() { # $1: label. Prints the time from start to the bound control socket.
+    export IBSIM_SOCKNAME="bench$$-$1"
+    local t0 t1
+    t0=$(date +%s%N)
+    "$ibqos" fabric serve "$net" --sockname "$IBSIM_SOCKNAME" --attach "$node" \
+        2>"$work/serve-$1.log" &
+    serve_pid=$!
+    for _ in $(seq 2000); do
+        if grep -q "@$IBSIM_SOCKNAME:ctl@" /proc/net/unix; then
+            t1=$(date +%s%N)
+            echo "serve $1: ready in $(( (t1 - t0) / 1000000 )) ms"
+            return
+        fi
+        sleep 0.01
+    done
+    echo "bench: ibqos fabric serve did not come up" >&2
+    exit 1
+}
+stop_serve() { # Prints the fabric's own count of what it carried.
+    kill "$serve_pid"
+    wait "$serve_pid" 2>/dev/null || true
+    serve_pid=
+    tail -n 1 "$work/serve-$1.log"
+}
+trap '[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; true' EXIT
+
+printf 'qos-levels\nqos-level\nname: DEFAULT\nsl: 0\nend-qos-level\nend-qos-levels\n' \
+    >"$work/qos-policy.conf"
+echo 'Default=0x7fff, ipoib : ALL=full;' >"$work/partitions.conf"
+osm_conf() { # $1: name, $2: extra options
+    printf 'log_file %s/%s.log\ndump_files_dir %s/\npartition_config_file %s/partitions.conf\nqos_policy_file %s/qos-policy.conf\n%b' \
+        "$work" "$1" "$work" "$work" "$work" "$2" >"$work/$1.conf"
+}
+
+run_opensm() { # $1: name, $2: extra options
+    osm_conf "$1" "$2"
+    start_serve "$1"
+    local t0 t1
+    t0=$(date +%s%N)
+    (cd "$work" && OSM_CACHE_DIR="$work/cache-$1/" OSM_TMP_DIR="$work/" SIM_HOST="$node" \
+        LD_PRELOAD="$shim" opensm -o -F "$work/$1.conf" >"$work/$1.stdout" 2>&1)
+    t1=$(date +%s%N)
+    echo "opensm -o ($1): exit after $(( (t1 - t0) / 1000000 )) ms;" \
+        "SUBNET UP after $(python3 - "$work/$1.log" <<'PY'
+import sys
+def stamp(line):
+    _, _, clock, micros = line.split()[:4]
+    h, m, s = (int(x) for x in clock.split(":"))
+    return ((h * 60 + m) * 60 + s) * 1_000_000 + int(micros)
+log = open(sys.argv[1]).read().splitlines()
+start = next(stamp(l) for l in log if "Entering DISCOVERING state" in l)
+up = next((stamp(l) for l in log if "SUBNET UP" in l), None)
+print("never" if up is None else f"{(up - start) / 1000:.0f} ms")
+PY
+)"
+    stop_serve "$1"
+}
+
+start_serve ibqos
+t0=$(date +%s%N)
+"$ibqos" sm --once --json --fabric "ibsim:$IBSIM_SOCKNAME@$node" --cache-dir "$work/cache-ibqos" \
+    >"$work/ibqos.json" 2>"$work/ibqos.log"
+t1=$(date +%s%N)
+python3 - "$work/ibqos.json" "$(( (t1 - t0) / 1000000 ))" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"ibqos sm --once: exit after {sys.argv[2]} ms; {s['result']} after "
+      f"{s['time_to_subnet_up_ms']:.0f} ms; {s['smps_sent']} SMPs sent, {s['timeouts']} timeouts")
+PY
+stop_serve ibqos
+
+run_opensm opensm-defaults ""
+run_opensm opensm-qos "qos TRUE\n"
+# use_optimized_slvl only changes anything on switches that advertise
+# OptimizedSLtoVLMappingProgramming: the same fabric with `# ibqos: optsl2vl=1` on every switch.
+sed -e '/^Switch/s/$/ # ibqos: optsl2vl=1/' "$net" >"$work/fat-tree-optsl2vl.net"
+net=$work/fat-tree-optsl2vl.net
+run_opensm opensm-qos-optimized-slvl "qos TRUE\nuse_optimized_slvl TRUE\n"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; files in $work"
