@@ -7,7 +7,7 @@ use std::process::Command;
 
 use ibqos_fabric::emu::{Emulator, FabricDump};
 use ibqos_fabric::{LinkCaps, PortRef, generate};
-use ibqos_mad::{AttributeId, Method, PortState};
+use ibqos_mad::{Attribute, AttributeId, Method, PortState, SlToVlModifier};
 use ibqos_qos::VlCount;
 use ibqos_sm::commands::sm::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
@@ -92,8 +92,13 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
             ..*link
         };
     }
-    let first_switch = topology.switches().next().unwrap().0;
-    topology.node_mut(first_switch).unwrap().enhanced_port0 = true;
+    let switches: Vec<_> = topology.switches().map(|(id, _)| id).collect();
+    topology.node_mut(switches[0]).unwrap().enhanced_port0 = true;
+    // Two switches advertise optimized SL2VL programming, one with an enhanced port 0 too.
+    for &id in &switches[1..3] {
+        topology.node_mut(id).unwrap().optimized_sl_to_vl = true;
+    }
+    topology.node_mut(switches[2]).unwrap().enhanced_port0 = true;
     let attach = topology
         .cas()
         .next()
@@ -101,7 +106,8 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         .unwrap();
     let emulator = Emulator::new(topology, attach).unwrap();
     let mut transport = EmulatedTransport::new(emulator);
-    let config = config_from(&repo("examples/opensm-qos.conf"));
+    let mut config = config_from(&repo("examples/opensm-qos.conf"));
+    config.use_optimized_slvl = true;
     let identity = SmIdentity {
         port_guid: transport.local_port().port_guid,
         priority: 0,
@@ -128,20 +134,55 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
     // Every QoS table the planner calls for, as the fabric now holds it.
     let sets = qos_sets(sweep.subnet(), &config.qos, config.use_optimized_slvl);
     assert!(!sets.is_empty());
+    let all_pairs = u32::from(SlToVlModifier::All);
+    assert!(
+        sets.iter().any(|set| set.modifier == all_pairs),
+        "the optimized switches get one all-pairs SL2VL Set"
+    );
+    // SL2VL: what each (input, output) pair should hold once every Set has landed, later Sets
+    // overriding earlier ones (an all-pairs Set, then all-inputs Sets for ports running other
+    // OperVLs); a Get cannot use the all-ports bits, so each pair is read on its own.
+    let mut pairs = BTreeMap::new();
     for set in &sets {
         let node = t.node_by_guid(set.node).unwrap();
-        let held = emu.get(
-            PortRef::new(node, set.via.1),
-            set.attribute.id(),
-            set.modifier,
-        );
-        assert_eq!(
-            held,
-            Ok(set.attribute),
-            "{:#x} modifier {:#x}",
-            set.node,
-            set.modifier
-        );
+        let Attribute::SlToVlMappingTable(table) = set.attribute else {
+            let held = emu.get(
+                PortRef::new(node, set.via.1),
+                set.attribute.id(),
+                set.modifier,
+            );
+            assert_eq!(
+                held,
+                Ok(set.attribute),
+                "{:#x} modifier {:#x}",
+                set.node,
+                set.modifier
+            );
+            continue;
+        };
+        let inputs = 0..=t.node(node).unwrap().num_ports();
+        let covered: Vec<(u8, u8)> = match SlToVlModifier::try_from(set.modifier).unwrap() {
+            SlToVlModifier::Pair { input, output } => vec![(input, output)],
+            SlToVlModifier::AllInputs { output } => inputs.map(|i| (i, output)).collect(),
+            SlToVlModifier::All | SlToVlModifier::AllOutputs { .. } => set
+                .ports
+                .iter()
+                .flat_map(|&(_, out)| inputs.clone().map(move |i| (i, out)))
+                .collect(),
+        };
+        for (input, output) in covered {
+            // A CA has one table, under input 0 here and its own port in the emulator.
+            let input = if t.node(node).unwrap().is_switch() {
+                input
+            } else {
+                set.via.1
+            };
+            pairs.insert((node, input, output), table);
+        }
+    }
+    for ((node, input, output), table) in &pairs {
+        let held = emu.sl2vl(PortRef::new(*node, *input), *output);
+        assert_eq!(held, Some(table), "{node:?} pair {input}->{output}");
     }
 }
 

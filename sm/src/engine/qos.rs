@@ -148,10 +148,12 @@ fn switch_sets(
             SlToVlModifier::Pair { output, .. } | SlToVlModifier::AllInputs { output } => {
                 vec![(guid, output)]
             }
+            // All outputs: the up external ports, and port 0 only where it is enhanced (a base
+            // port 0 has no SL2VL tables of its own).
             SlToVlModifier::AllOutputs { .. } | SlToVlModifier::All => node
                 .ports
                 .keys()
-                .filter(|n| up(**n))
+                .filter(|n| up(**n) && (**n != 0 || view.enhanced_port0))
                 .map(|n| (guid, *n))
                 .collect(),
         };
