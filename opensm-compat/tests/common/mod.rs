@@ -183,44 +183,66 @@ pub mod strategy {
         btree_map(entry, Just(()), 0..6).prop_map(|m| m.into_keys().collect())
     }
 
+    /// Drawn SM option values, grouped as proptest tuples allow (at most 12 per tuple).
+    type SmDraw = (
+        (u64, u64, u8, u8, u32),
+        ((u32, u32), u32, u32),
+        (Option<String>, u8, Option<String>, Option<String>),
+    );
+
+    /// The SM options from drawn values: (guid, prefix, priority, lmc, sweep interval),
+    /// ((timeout, long timeout), retries, max wire SMPs), (engine, SMSL, log file, dump dir).
+    fn sm_settings((ids, (timeouts, retries, wire), names): SmDraw) -> SmSettings {
+        let (guid, subnet_prefix, priority, lmc, sweep_interval) = ids;
+        let (routing_engine, sm_sl, log_file, dump_files_dir) = names;
+        SmSettings {
+            guid,
+            subnet_prefix,
+            priority,
+            lmc,
+            sweep_interval,
+            transaction_timeout: timeouts.0,
+            long_transaction_timeout: timeouts.1,
+            transaction_retries: retries,
+            max_wire_smps: wire,
+            routing_engine,
+            sm_sl,
+            log_file,
+            dump_files_dir,
+        }
+    }
+
+    /// The link options from drawn values, in LinkSettings' field order.
+    fn link_settings(
+        (max_op_vls, hoq, leaf_hoq, stall, leaf_stall, optimized): (u8, u8, u8, u8, u8, bool),
+    ) -> LinkSettings {
+        LinkSettings {
+            max_op_vls,
+            head_of_queue_lifetime: hoq,
+            leaf_head_of_queue_lifetime: leaf_hoq,
+            vl_stall_count: stall,
+            leaf_vl_stall_count: leaf_stall,
+            use_optimized_slvl: optimized,
+        }
+    }
+
     /// Settings both opensm.conf and ibqos.toml can say exactly.
     pub fn expressible() -> impl Strategy<Value = Settings> {
+        let timeouts =
+            (any::<u32>(), any::<u32>()).prop_map(|(tt, extra)| (tt, tt.saturating_add(extra)));
         let sm = (
             (any::<u64>(), any::<u64>(), 0u8..=15, 0u8..=7, any::<u32>()),
-            (any::<u32>(), any::<u32>(), any::<u32>(), 1u32..=0x7fff_ffff),
-            (option::of(text()), 0u8..=15, text(), text()),
+            (timeouts, any::<u32>(), 1u32..=0x7fff_ffff),
+            (
+                option::of(text()),
+                0u8..=15,
+                text().prop_map(Some),
+                text().prop_map(Some),
+            ),
         )
-            .prop_map(
-                |(
-                    (guid, subnet_prefix, priority, lmc, sweep_interval),
-                    (tt, extra, retries, wire),
-                    (engine, sm_sl, log, dump),
-                )| SmSettings {
-                    guid,
-                    subnet_prefix,
-                    priority,
-                    lmc,
-                    sweep_interval,
-                    transaction_timeout: tt,
-                    long_transaction_timeout: tt.saturating_add(extra),
-                    transaction_retries: retries,
-                    max_wire_smps: wire,
-                    routing_engine: engine,
-                    sm_sl,
-                    log_file: Some(log),
-                    dump_files_dir: Some(dump),
-                },
-            );
-        let links = (1u8..=5, 0u8..=31, 0u8..=31, 0u8..=7, 0u8..=7, any::<bool>()).prop_map(
-            |(max_op_vls, hoq, leaf_hoq, stall, leaf_stall, optimized)| LinkSettings {
-                max_op_vls,
-                head_of_queue_lifetime: hoq,
-                leaf_head_of_queue_lifetime: leaf_hoq,
-                vl_stall_count: stall,
-                leaf_vl_stall_count: leaf_stall,
-                use_optimized_slvl: optimized,
-            },
-        );
+            .prop_map(sm_settings);
+        let links =
+            (1u8..=5, 0u8..=31, 0u8..=31, 0u8..=7, 0u8..=7, any::<bool>()).prop_map(link_settings);
         (qos(1u8..=15, 0u8..=14), text(), sm, links, passthrough()).prop_map(
             |(qos, policy, sm, links, opensm)| Settings {
                 qos,
@@ -242,7 +264,7 @@ pub mod strategy {
                 any::<u8>(),
                 any::<u32>(),
             ),
-            (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()),
+            ((any::<u32>(), any::<u32>()), any::<u32>(), any::<u32>()),
             (
                 option::of(any_text()),
                 any::<u8>(),
@@ -250,27 +272,7 @@ pub mod strategy {
                 option::of(any_text()),
             ),
         )
-            .prop_map(
-                |(
-                    (guid, subnet_prefix, priority, lmc, sweep_interval),
-                    (tt, long, retries, wire),
-                    (engine, sm_sl, log, dump),
-                )| SmSettings {
-                    guid,
-                    subnet_prefix,
-                    priority,
-                    lmc,
-                    sweep_interval,
-                    transaction_timeout: tt,
-                    long_transaction_timeout: long,
-                    transaction_retries: retries,
-                    max_wire_smps: wire,
-                    routing_engine: engine,
-                    sm_sl,
-                    log_file: log,
-                    dump_files_dir: dump,
-                },
-            );
+            .prop_map(sm_settings);
         let links = (
             any::<u8>(),
             any::<u8>(),
@@ -279,16 +281,7 @@ pub mod strategy {
             any::<u8>(),
             any::<bool>(),
         )
-            .prop_map(
-                |(max_op_vls, hoq, leaf_hoq, stall, leaf_stall, optimized)| LinkSettings {
-                    max_op_vls,
-                    head_of_queue_lifetime: hoq,
-                    leaf_head_of_queue_lifetime: leaf_hoq,
-                    vl_stall_count: stall,
-                    leaf_vl_stall_count: leaf_stall,
-                    use_optimized_slvl: optimized,
-                },
-            );
+            .prop_map(link_settings);
         let opensm = btree_map("[a-z_ 0-9]{1,30}", any_text(), 0..4);
         (
             qos(any::<u8>(), any::<u8>()),
