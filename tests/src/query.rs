@@ -31,6 +31,12 @@ pub fn umad(ibqos: &Path, sim: &Ibsim, node: &str, args: &[&str]) -> Result<Fini
     )
 }
 
+/// The standard output of a query that must have succeeded (else the failure shows both
+/// streams).
+pub fn stdout(out: Finished) -> String {
+    out.success("ibqos query").unwrap().stdout
+}
+
 /// The value of `Name: value` in `ibqos query` output.
 pub fn field<'a>(stdout: &'a str, name: &str) -> &'a str {
     stdout

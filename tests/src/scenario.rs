@@ -77,6 +77,14 @@ impl Fabric {
     }
 }
 
+/// A fresh ibsim on testdata/`net`, in a scratch directory of its own (labelled `label`); the
+/// directory lives as long as the returned guard.
+pub fn fresh_ibsim(tools: &SimTools, net: &str, label: &str) -> Result<(Ibsim, TestDir)> {
+    let dir = TestDir::new(label);
+    let sim = Ibsim::start(tools, &testdata(net), dir.path())?;
+    Ok((sim, dir))
+}
+
 /// Requires the summary's nodes, switches and LIDs to match the net file.
 pub fn check_summary_counts(f: &mut Failures, fabric: &Fabric, summary: &SmSummary) {
     let (nodes, switches, lids) = fabric.expected_counts();

@@ -10,20 +10,8 @@ use ibqos_sm::transport::{
 };
 use ibqos_tests::process::{Finished, run_bounded};
 use ibqos_tests::query::{self, field};
-use ibqos_tests::scenario::testdata;
-use ibqos_tests::{Ibsim, SimTools, TestDir};
-
-/// A fresh ibsim on two-switch.net, in its own directory.
-fn two_switch() -> (Ibsim, TestDir) {
-    let dir = TestDir::new("transport-ibsim");
-    let sim = Ibsim::start(
-        &SimTools::require(),
-        &testdata("two-switch.net"),
-        dir.path(),
-    )
-    .unwrap();
-    (sim, dir)
-}
+use ibqos_tests::scenario::fresh_ibsim;
+use ibqos_tests::{Ibsim, SimTools};
 
 /// `ibqos query --fabric ibsim:SOCK@H1 ARGS`.
 fn query(sim: &Ibsim, args: &[&str]) -> Finished {
@@ -31,15 +19,11 @@ fn query(sim: &Ibsim, args: &[&str]) -> Finished {
     query::native(&ibqos, sim, "H1", args).unwrap()
 }
 
-/// The output of a query that must have succeeded.
-fn stdout_of(out: Finished) -> String {
-    out.success("ibqos query").unwrap().stdout
-}
-
 #[test]
 fn nodeinfo_at_hop_0_is_the_attach_node() {
-    let (sim, _dir) = two_switch();
-    let out = stdout_of(query(&sim, &["nodeinfo", "--dr", "0"]));
+    let (sim, _dir) =
+        fresh_ibsim(&SimTools::require(), "two-switch.net", "transport-ibsim").unwrap();
+    let out = query::stdout(query(&sim, &["nodeinfo", "--dr", "0"]));
     assert_eq!(field(&out, "NodeType"), "Ca");
     // hcaguids=0x0002c90000100000: H1 is the first CA, its port 1 GUID is NodeGUID + 1.
     assert_eq!(field(&out, "NodeGUID"), "0x0002c90000100000");
@@ -49,27 +33,29 @@ fn nodeinfo_at_hop_0_is_the_attach_node() {
 
 #[test]
 fn nodeinfo_one_hop_out_is_switch_s1() {
-    let (sim, _dir) = two_switch();
-    let out = stdout_of(query(&sim, &["nodeinfo", "--dr", "0,1"]));
+    let (sim, _dir) =
+        fresh_ibsim(&SimTools::require(), "two-switch.net", "transport-ibsim").unwrap();
+    let out = query::stdout(query(&sim, &["nodeinfo", "--dr", "0,1"]));
     assert_eq!(field(&out, "NodeType"), "Switch");
     assert_eq!(field(&out, "NumPorts"), "8");
     assert_eq!(field(&out, "NodeGUID"), "0x0002c90000001000");
     // The SMP entered S1 through its port 1, the one H1 is cabled to.
     assert_eq!(field(&out, "LocalPortNum"), "1");
-    let desc = stdout_of(query(&sim, &["nodedesc", "--dr", "0,1"]));
+    let desc = query::stdout(query(&sim, &["nodedesc", "--dr", "0,1"]));
     assert_eq!(field(&desc, "NodeDescription"), "sw-one");
 }
 
 #[test]
 fn portinfo_of_a_linked_switch_port_is_link_up() {
-    let (sim, _dir) = two_switch();
-    let out = stdout_of(query(&sim, &["portinfo", "--dr", "0,1", "--port", "3"]));
+    let (sim, _dir) =
+        fresh_ibsim(&SimTools::require(), "two-switch.net", "transport-ibsim").unwrap();
+    let out = query::stdout(query(&sim, &["portinfo", "--dr", "0,1", "--port", "3"]));
     assert_eq!(field(&out, "PortPhysicalState"), "LinkUp");
     // No SM has run: linked ports wait in Init.
     assert_eq!(field(&out, "PortState"), "Init");
     // LocalPortNum is the port the SMP came in by (S1 port 1), not the port read.
     assert_eq!(field(&out, "LocalPortNum"), "1");
-    let json = stdout_of(query(
+    let json = query::stdout(query(
         &sim,
         &["portinfo", "--dr", "0,1", "--port", "3", "--json"],
     ));
@@ -80,7 +66,8 @@ fn portinfo_of_a_linked_switch_port_is_link_up() {
 
 #[test]
 fn a_path_into_an_unlinked_port_is_dropped_not_hung() {
-    let (sim, _dir) = two_switch();
+    let (sim, _dir) =
+        fresh_ibsim(&SimTools::require(), "two-switch.net", "transport-ibsim").unwrap();
     let started = Instant::now();
     // S1 port 6 has no cable.
     let out = query(&sim, &["nodeinfo", "--dr", "0,1,6", "--timeout-ms", "5000"]);
@@ -93,7 +80,8 @@ fn a_path_into_an_unlinked_port_is_dropped_not_hung() {
 
 #[test]
 fn a_missing_node_or_ibsim_is_a_clear_error() {
-    let (sim, _dir) = two_switch();
+    let (sim, _dir) =
+        fresh_ibsim(&SimTools::require(), "two-switch.net", "transport-ibsim").unwrap();
     let ibqos = ibqos_tests::planner::ibqos_binary().unwrap();
     let out = query::native(&ibqos, &sim, "NOPE", &["nodeinfo"]).unwrap();
     assert!(!out.status.success());
@@ -146,7 +134,8 @@ fn h2_capability_mask(sim: &Ibsim) -> CapabilityMask {
 
 #[test]
 fn the_sm_role_sets_is_sm_until_dropped() {
-    let (sim, _dir) = two_switch();
+    let (sim, _dir) =
+        fresh_ibsim(&SimTools::require(), "two-switch.net", "transport-ibsim").unwrap();
     assert!(!h2_capability_mask(&sim).contains(CapabilityMask::IS_SM));
     let sm = IbsimTransport::connect(sim.sockname(), "H2", Role::Sm).unwrap();
     assert_eq!(sm.attached_node(), "H2");
@@ -172,7 +161,8 @@ fn the_sm_role_sets_is_sm_until_dropped() {
 
 #[test]
 fn a_request_ibsim_never_answers_times_out() {
-    let (sim, _dir) = two_switch();
+    let (sim, _dir) =
+        fresh_ibsim(&SimTools::require(), "two-switch.net", "transport-ibsim").unwrap();
     let mut t = IbsimTransport::connect(sim.sockname(), "H1", Role::Client).unwrap();
     let mut out = node_info_request(0x4242, &[1]);
     // DrSLID other than 0xFFFF: ibsim logs "dr[ds]lids are used" and sends nothing back.

@@ -6,16 +6,9 @@ use std::time::{Duration, Instant};
 
 use ibqos_tests::process::{Finished, run_bounded};
 use ibqos_tests::query::{self, field};
-use ibqos_tests::scenario::testdata;
+use ibqos_tests::scenario::fresh_ibsim;
 use ibqos_tests::smpquery::dotted_fields;
-use ibqos_tests::{Ibsim, SimTools, TestDir};
-
-/// A fresh ibsim on two-switch.net, in its own directory.
-fn two_switch(tools: &SimTools) -> (Ibsim, TestDir) {
-    let dir = TestDir::new("transport-umad");
-    let sim = Ibsim::start(tools, &testdata("two-switch.net"), dir.path()).unwrap();
-    (sim, dir)
-}
+use ibqos_tests::{Ibsim, SimTools};
 
 /// `ibqos query --fabric umad ARGS` under the shim, attached at H1.
 fn query(sim: &Ibsim, args: &[&str]) -> Finished {
@@ -23,23 +16,18 @@ fn query(sim: &Ibsim, args: &[&str]) -> Finished {
     query::umad(&ibqos, sim, "H1", args).unwrap()
 }
 
-/// The output of a command that must have succeeded.
-fn stdout_of(out: Finished) -> String {
-    out.success("under the shim").unwrap().stdout
-}
-
 #[test]
 fn nodeinfo_through_the_shim_matches_smpquery() {
     let tools = SimTools::require();
-    let (sim, _dir) = two_switch(&tools);
+    let (sim, _dir) = fresh_ibsim(&tools, "two-switch.net", "transport-umad").unwrap();
 
-    let local = stdout_of(query(&sim, &["nodeinfo", "--dr", "0"]));
+    let local = query::stdout(query(&sim, &["nodeinfo", "--dr", "0"]));
     assert_eq!(field(&local, "NodeGUID"), "0x0002c90000100000");
     assert_eq!(field(&local, "NodeType"), "Ca");
 
-    let ours = stdout_of(query(&sim, &["nodeinfo", "--dr", "0,1"]));
+    let ours = query::stdout(query(&sim, &["nodeinfo", "--dr", "0,1"]));
     let mut smpquery = sim.client(&tools.smpquery.path, "H1");
-    let theirs = stdout_of(
+    let theirs = query::stdout(
         run_bounded(
             smpquery.args(["-D", "nodeinfo", "0,1"]),
             Duration::from_secs(30),
@@ -63,8 +51,9 @@ fn nodeinfo_through_the_shim_matches_smpquery() {
 
 #[test]
 fn portinfo_through_the_shim_is_link_up() {
-    let (sim, _dir) = two_switch(&SimTools::require());
-    let out = stdout_of(query(&sim, &["portinfo", "--dr", "0,1", "--port", "3"]));
+    let (sim, _dir) =
+        fresh_ibsim(&SimTools::require(), "two-switch.net", "transport-umad").unwrap();
+    let out = query::stdout(query(&sim, &["portinfo", "--dr", "0,1", "--port", "3"]));
     assert_eq!(field(&out, "PortPhysicalState"), "LinkUp");
     // LocalPortNum is the port the SMP came in by (S1 port 1), not the port read.
     assert_eq!(field(&out, "LocalPortNum"), "1");
@@ -72,7 +61,8 @@ fn portinfo_through_the_shim_is_link_up() {
 
 #[test]
 fn a_dropped_request_through_the_shim_is_an_error_not_a_hang() {
-    let (sim, _dir) = two_switch(&SimTools::require());
+    let (sim, _dir) =
+        fresh_ibsim(&SimTools::require(), "two-switch.net", "transport-umad").unwrap();
     let started = Instant::now();
     let out = query(&sim, &["nodeinfo", "--dr", "0,1,6", "--timeout-ms", "5000"]);
     assert!(!out.status.success());
