@@ -543,3 +543,39 @@ proptest! {
         }
     }
 }
+
+/// Clients elsewhere in the fabric (as `ibqos fabric serve` attaches them): a directed route
+/// starts at their own port, and an external switch port is no place to send from.
+#[test]
+fn smps_from_another_port_start_there() {
+    let mut emu = emulator();
+    let t = emu.topology().clone();
+    let (s2, h3) = (node(&t, "S2"), node(&t, "H3"));
+    let node_guid = |emu: &mut Emulator, origin, path: &[u8]| {
+        let request = bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 9, dr(path)));
+        let response = emu.handle_from(origin, &request, None)?;
+        match attr(&SmpRepr::parse(&Smp::new_checked(&response[..]).unwrap()).unwrap()) {
+            Attribute::NodeInfo(n) => Some(n.node_guid),
+            other => panic!("{other:?}"),
+        }
+    };
+    let guid = |id| t.node(id).unwrap().guid;
+    let from_h3 = PortRef::new(h3, 1);
+    assert_eq!(node_guid(&mut emu, from_h3, &[]), Some(guid(h3)));
+    assert_eq!(node_guid(&mut emu, from_h3, &[1]), Some(guid(s2)));
+    assert_eq!(
+        node_guid(&mut emu, from_h3, &[1, 3]),
+        Some(guid(node(&t, "S1")))
+    );
+    // A CA's first hop leaves by the client's own port, not another.
+    assert_eq!(node_guid(&mut emu, from_h3, &[2]), None);
+    let from_s2 = PortRef::new(s2, 0);
+    assert_eq!(node_guid(&mut emu, from_s2, &[1]), Some(guid(h3)));
+    assert_eq!(node_guid(&mut emu, PortRef::new(s2, 1), &[]), None);
+    // Where an SMP no SMA answers (SMInfo) would arrive.
+    let sm_info = bytes(&SmpRepr::get(AttributeId::SmInfo, 0, 9, dr(&[1, 3, 1])));
+    assert_eq!(
+        emu.destination(from_h3, &sm_info, None),
+        Some(PortRef::new(node(&t, "H1"), 1))
+    );
+}

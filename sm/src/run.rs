@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use ibqos_mad::{
-    Attribute, AttributeId, Direction, Mad, Method, MgmtClass, Routing, SmInfoRepr, SmState, Smp,
-    SmpRepr, Status,
+    Attribute, AttributeId, Direction, Mad, Method, MgmtClass, Notice, Routing, SmInfoRepr,
+    SmState, Smp, SmpRepr, Status,
 };
 use tracing::{debug, info, warn};
 
@@ -23,6 +23,8 @@ pub struct Unsolicited {
     /// Traps (128 link state change, 144 capability change, ...), each answered with
     /// TrapRepress.
     pub traps: u64,
+    /// Of those, traps 128: a switch saw a link change state, so the fabric needs a sweep.
+    pub link_changes: u64,
     /// SMInfo Gets and Sets from other SMs, answered with this SM's SMInfo.
     pub sm_info: u64,
     /// Other requests (SA queries, attributes an SM does not handle), answered with status
@@ -42,14 +44,21 @@ pub struct SmIdentity {
 /// MAD status "the method/attribute combination is not supported" (IBA 13.4.7).
 const UNSUPPORTED: Status = Status(0x000c);
 
-/// Runs one sweep to SUBNET UP or failure.
+/// Trap 128: "link state of at least one port of a switch has changed" (IBA 14.2.5.1).
+const TRAP_LINK_STATE_CHANGE: u16 = 128;
+
+/// How often [`listen`] looks at its `interrupted` check when nothing arrives.
+const LISTEN_STEP: Duration = Duration::from_millis(50);
+
+/// Runs one sweep to SUBNET UP or failure. `unsolicited` holds what arrived since the last
+/// sweep (see [`listen`]); the sweep's own arrivals are added to it.
 pub fn run_sweep(
     transport: &mut dyn Transport,
     config: SweepConfig,
     identity: SmIdentity,
+    mut unsolicited: Unsolicited,
 ) -> Result<(Sweep, Unsolicited), TransportError> {
     let mut sweep = Sweep::start(config, transport.now());
-    let mut unsolicited = Unsolicited::default();
     loop {
         let now = transport.now();
         while let Some(transmit) = sweep.poll_transmit(now) {
@@ -64,10 +73,7 @@ pub fn run_sweep(
         match transport.recv(wait)? {
             Some(Incoming::Mad { mad, slid }) => match parse(&mad) {
                 Some(smp) if smp.method.is_response() => sweep.on_response(transport.now(), smp),
-                _ => match answer(&mad, slid, identity, &mut unsolicited) {
-                    Some(reply) => transport.send(&reply)?,
-                    None => unsolicited.malformed += 1,
-                },
+                _ => on_request(transport, &mad, slid, identity, &mut unsolicited)?,
             },
             Some(Incoming::Dropped { mad }) => match parse(&mad) {
                 Some(smp) => sweep.on_dropped(transport.now(), smp),
@@ -76,6 +82,67 @@ pub fn run_sweep(
             None => {}
         }
         sweep.on_time(transport.now());
+    }
+}
+
+/// Why [`listen`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// The time given has come.
+    Due,
+    /// A switch sent trap 128: a link changed state, so sweep now (as OpenSM does).
+    LinkChange,
+    /// The `interrupted` check said so (a signal).
+    Interrupted,
+}
+
+/// Between sweeps: answers what reaches the SM (traps, SMInfo, SA requests; responses to the
+/// last sweep that come late are ignored) until `until`, a trap 128, or `interrupted()`.
+pub fn listen(
+    transport: &mut dyn Transport,
+    until: std::time::Instant,
+    identity: SmIdentity,
+    unsolicited: &mut Unsolicited,
+    interrupted: &dyn Fn() -> bool,
+) -> Result<Wake, TransportError> {
+    loop {
+        if interrupted() {
+            return Ok(Wake::Interrupted);
+        }
+        let now = transport.now();
+        if now >= until {
+            return Ok(Wake::Due);
+        }
+        let incoming = transport.recv((until - now).min(LISTEN_STEP))?;
+        let Some(Incoming::Mad { mad, slid }) = incoming else {
+            continue;
+        };
+        if parse(&mad).is_some_and(|smp| smp.method.is_response()) {
+            debug!("a response after its sweep ended; ignored");
+            continue;
+        }
+        let link_changes = unsolicited.link_changes;
+        on_request(transport, &mad, slid, identity, unsolicited)?;
+        if unsolicited.link_changes > link_changes {
+            return Ok(Wake::LinkChange);
+        }
+    }
+}
+
+/// A request that reached the SM gets its answer; anything that is no request is counted.
+fn on_request(
+    transport: &mut dyn Transport,
+    mad: &[u8],
+    slid: u16,
+    identity: SmIdentity,
+    unsolicited: &mut Unsolicited,
+) -> Result<(), TransportError> {
+    match answer(mad, slid, identity, unsolicited) {
+        Some(reply) => transport.send(&reply),
+        None => {
+            unsolicited.malformed += 1;
+            Ok(())
+        }
     }
 }
 
@@ -128,8 +195,16 @@ fn answer(
     let (method, status, data) = match (request.method, request.attribute_id) {
         (Method::Trap, _) => {
             unsolicited.traps += 1;
+            let trap = Notice::new_checked(&request.data[..])
+                .ok()
+                .filter(|notice| notice.is_generic())
+                .map(|notice| notice.trap_number());
+            if trap == Some(TRAP_LINK_STATE_CHANGE) {
+                unsolicited.link_changes += 1;
+            }
             info!(
                 slid,
+                trap,
                 modifier = request.attribute_modifier,
                 "trap received; repressed"
             );

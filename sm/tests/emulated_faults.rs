@@ -15,11 +15,11 @@ use ibqos_fabric::emu::{
 };
 use ibqos_fabric::netfile::parse_net_str;
 use ibqos_fabric::{NodeId, PortRef};
-use ibqos_mad::PortState;
+use ibqos_mad::{Attribute, Method, Notice, PortState, Routing, Smp, SmpRepr, parse_any};
 use ibqos_sm::commands::sm::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
 use ibqos_sm::engine::sweep::{Phase, Sweep, SweepConfig, SweepMode};
-use ibqos_sm::run::{SmIdentity, run_sweep};
+use ibqos_sm::run::{SmIdentity, Unsolicited, Wake, listen, run_sweep};
 use ibqos_sm::transport::Transport;
 use ibqos_sm::transport::emulated::EmulatedTransport;
 
@@ -70,10 +70,22 @@ fn sweep(transport: &mut EmulatedTransport, config: &mut SweepConfig) -> Sweep {
         port_guid: transport.local_port().port_guid,
         priority: 0,
     };
-    let (sweep, _) = run_sweep(transport, config.clone(), identity).unwrap();
+    let (sweep, _) =
+        run_sweep(transport, config.clone(), identity, Unsolicited::default()).unwrap();
     config.unkept = sweep.unkept().clone();
     config.mode = SweepMode::Diff;
     sweep
+}
+
+/// The SM between sweeps for up to `interval`, as `ibqos sm` waits.
+fn wait_for_sweep(transport: &mut EmulatedTransport, interval: Duration) -> Wake {
+    let identity = SmIdentity {
+        port_guid: transport.local_port().port_guid,
+        priority: 0,
+    };
+    let until = transport.now() + interval;
+    let mut unsolicited = Unsolicited::default();
+    listen(transport, until, identity, &mut unsolicited, &|| false).unwrap()
 }
 
 /// Every link ACTIVE at both ends except those of `except`, and every QoS table the sweep
@@ -175,12 +187,127 @@ fn a_link_flapping_in_the_middle_of_a_sweep_comes_back_by_the_next() {
     let mut config = config();
     let first = sweep(&mut transport, &mut config);
     assert!(converged(transport.emulator(), &first, &config, &[]).is_err());
-    // The sweep interval passes; the next sweep brings both links back.
-    assert_eq!(transport.recv(Duration::from_secs(10)).unwrap(), None);
+    // While the SM waits for its next sweep, H2's link comes back: S1, whose PortStateChange
+    // the first sweep cleared, sends trap 128, and the SM sweeps at once instead of waiting
+    // out the interval. The next sweep brings both links back.
+    let flap_ends = length / 2 + 10_000_000_000;
+    let wake = wait_for_sweep(&mut transport, Duration::from_secs(20));
+    assert_eq!(wake, Wake::LinkChange);
+    assert!(transport.now_ns() > flap_ends && transport.now_ns() < flap_ends + 1_000_000);
+    assert_eq!(transport.emulator().unrepressed_traps(), 0);
     let second = sweep(&mut transport, &mut config);
     assert_eq!(transport.emulator().next_event_ns(), None);
     converged(transport.emulator(), &second, &config, &[]).unwrap();
     assert_eq!(*second.phase(), Phase::SubnetUp);
+}
+
+#[test]
+fn a_link_going_down_after_subnet_up_wakes_the_sm_with_trap_128() {
+    let mut transport = fabric(Models::default(), no_schedule);
+    let mut config = config();
+    let first = sweep(&mut transport, &mut config);
+    assert_eq!(*first.phase(), Phase::SubnetUp);
+    // Nothing happens: the SM waits out its interval.
+    assert_eq!(
+        wait_for_sweep(&mut transport, Duration::from_secs(1)),
+        Wake::Due
+    );
+    // A cable between the switches is pulled a second later and plugged back in a second
+    // after that. Each change wakes the SM within microseconds, not a sweep interval: S1
+    // sends trap 128 when its PortStateChange goes from clear to set (S2 too: one trap each
+    // until the SM's next sweep clears the bit).
+    let down_ns = transport.now_ns() + 1_000_000_000;
+    let up_ns = down_ns + 1_000_000_000;
+    let s1 = node(transport.emulator(), "S1");
+    transport.emulator_mut().schedule(&FaultSchedule {
+        flaps: vec![Flap {
+            port: PortRef::new(s1, 3),
+            down_ns,
+            up_ns: Some(up_ns),
+        }],
+        dead: vec![],
+    });
+    for (change_ns, what) in [(down_ns, "down"), (up_ns, "up")] {
+        assert_eq!(
+            wait_for_sweep(&mut transport, Duration::from_secs(10)),
+            Wake::LinkChange,
+            "link {what}"
+        );
+        let late = transport.now_ns() - change_ns;
+        assert!(late < 100_000, "link {what}: woken {late} ns after");
+        let swept = sweep(&mut transport, &mut config);
+        assert_eq!(*swept.phase(), Phase::SubnetUp, "link {what}");
+        let all_active = converged(transport.emulator(), &swept, &config, &[]);
+        assert_eq!(
+            all_active.is_ok(),
+            what == "up",
+            "link {what}: {all_active:?}"
+        );
+    }
+    // Every trap was repressed.
+    assert_eq!(transport.emulator().unrepressed_traps(), 0);
+}
+
+#[test]
+fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
+    // Before an SM has told the switches where it is, a link change sends no trap.
+    let mut transport = fabric(Models::default(), no_schedule);
+    let s2 = node(transport.emulator(), "S2");
+    let pull = |transport: &mut EmulatedTransport, at_ns| {
+        transport.emulator_mut().schedule(&FaultSchedule {
+            flaps: vec![Flap {
+                port: PortRef::new(s2, 1),
+                down_ns: at_ns,
+                up_ns: None,
+            }],
+            dead: vec![],
+        });
+        transport.emulator_mut().advance_to(at_ns);
+        transport.emulator_mut().take_traps()
+    };
+    assert_eq!(pull(&mut transport, 1_000), vec![]);
+
+    let mut transport = fabric(Models::default(), no_schedule);
+    let mut config = config();
+    sweep(&mut transport, &mut config);
+    let s2_lid = transport
+        .emulator()
+        .port_info(PortRef::new(s2, 0))
+        .unwrap()
+        .lid;
+    let soon = transport.now_ns() + 1_000;
+    let traps = pull(&mut transport, soon);
+    assert_eq!(traps.len(), 1, "{traps:?}");
+    let trap = &traps[0];
+    assert_eq!(trap.to, transport.emulator().attach());
+    assert_eq!(trap.slid, s2_lid);
+    let (smp, attribute) = parse_any(&trap.mad).unwrap();
+    assert_eq!((smp.method, smp.routing), (Method::Trap, Routing::Lid));
+    let Attribute::Notice(notice) = attribute else {
+        panic!("{attribute:?}")
+    };
+    assert!(notice.is_generic);
+    assert_eq!((notice.trap_number, notice.producer_type), (128, 2));
+    assert_eq!(notice.issuer_lid, s2_lid);
+    assert_eq!(
+        Notice::new_checked(&smp.data[..])
+            .unwrap()
+            .trap128_lid_addr(),
+        s2_lid
+    );
+    // A repress with another TID leaves it standing; its own ends it.
+    assert_eq!(transport.emulator().unrepressed_traps(), 1);
+    for (tid, left) in [(smp.transaction_id + 1, 1), (smp.transaction_id, 0)] {
+        let repress = SmpRepr {
+            method: Method::TrapRepress,
+            transaction_id: tid,
+            ..smp
+        };
+        let mut mad = vec![0; 256];
+        repress.emit(&mut Smp::new_unchecked(&mut mad[..]));
+        assert_eq!(transport.emulator_mut().handle(&mad, Some(s2_lid)), None);
+        assert_eq!(transport.emulator().unrepressed_traps(), left);
+    }
 }
 
 #[test]

@@ -12,7 +12,7 @@ use ibqos_qos::VlCount;
 use ibqos_sm::commands::sm::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
 use ibqos_sm::engine::sweep::{Phase, SweepConfig, SweepMode};
-use ibqos_sm::run::{SmIdentity, run_sweep};
+use ibqos_sm::run::{SmIdentity, Unsolicited, run_sweep};
 use ibqos_sm::transport::Transport;
 use ibqos_sm::transport::emulated::EmulatedTransport;
 use serde_json::Value;
@@ -112,7 +112,13 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         port_guid: transport.local_port().port_guid,
         priority: 0,
     };
-    let (sweep, _) = run_sweep(&mut transport, config.clone(), identity).unwrap();
+    let (sweep, _) = run_sweep(
+        &mut transport,
+        config.clone(),
+        identity,
+        Unsolicited::default(),
+    )
+    .unwrap();
     assert_eq!(*sweep.phase(), Phase::SubnetUp, "{:?}", sweep.counts());
     let emu = transport.emulator();
     let t = emu.topology();
@@ -206,7 +212,13 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
         priority: 0,
     };
     let example = repo("examples/opensm-qos.conf");
-    let (forced, _) = run_sweep(&mut transport, config_from(&example), identity).unwrap();
+    let (forced, _) = run_sweep(
+        &mut transport,
+        config_from(&example),
+        identity,
+        Unsolicited::default(),
+    )
+    .unwrap();
     assert_eq!(*forced.phase(), Phase::SubnetUp);
     let sets_before = sets_handled(transport.emulator());
     assert!(sets_before > 0);
@@ -221,7 +233,7 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
         mode: SweepMode::DryRun,
         ..config_from(&changed)
     };
-    let (dry, _) = run_sweep(&mut transport, config, identity).unwrap();
+    let (dry, _) = run_sweep(&mut transport, config, identity, Unsolicited::default()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 
     assert_eq!(

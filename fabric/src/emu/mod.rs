@@ -27,9 +27,9 @@ mod sma;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_mad::{
-    Attribute, AttributeId, Direction, DrPath, Method, PhysPortState, PortInfoModifier,
-    PortInfoRepr, PortState, Routing, SlToVlMappingTableRepr, Smp, SmpRepr, Status, SwitchInfoRepr,
-    VlArbEntry,
+    Attribute, AttributeId, Direction, DrPath, Method, Notice, NoticeRepr, NoticeType,
+    PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Routing, SlToVlMappingTableRepr, Smp,
+    SmpRepr, Status, SwitchInfoRepr, VlArbEntry,
 };
 
 use crate::netfile::{NetError, NetFile, parse_net_file, parse_net_str};
@@ -81,6 +81,9 @@ pub fn node_named(topology: &Topology, name: &str) -> Option<NodeId> {
 /// a directed route may have 63 hops, so a LID route is allowed as many).
 const MAX_LID_HOPS: usize = DrPath::MAX_HOPS as usize;
 
+/// Notice.ProducerType of a generic trap from a switch (IBA 14.2.5.1; 1 is a CA).
+const PRODUCER_SWITCH: u32 = 2;
+
 /// Why an emulator cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EmuError {
@@ -108,6 +111,26 @@ pub struct Emulator {
     dead: BTreeSet<NodeId>,
     /// Scheduled link events not yet due, in time order.
     events: Vec<LinkEvent>,
+    /// The emulated time the fabric has reached, in ns (see [`Emulator::advance_to`]).
+    now_ns: u64,
+    /// Traps raised and not yet taken by [`Emulator::take_traps`].
+    outbox: Vec<Trap>,
+    /// Traps sent and not yet repressed, by issuing node and TransactionID.
+    unrepressed: BTreeSet<(NodeId, u64)>,
+    /// The TransactionID of the next trap (an SMA numbers its own traps).
+    next_trap_tid: u64,
+}
+
+/// A trap an SMA sends: a LID-routed SubnTrap(Notice) to the MasterSMLID its port 0 holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trap {
+    /// The port it arrives at: the port owning the MasterSMLID.
+    pub to: PortRef,
+    /// The issuer's LID, the source LID of the packet.
+    pub slid: u16,
+    /// The emulated time, in ns, at which it arrives.
+    pub at_ns: u64,
+    pub mad: Vec<u8>,
 }
 
 /// A response on its way back to the SM.
@@ -160,6 +183,10 @@ impl Emulator {
             dice: Dice::new(0),
             dead: BTreeSet::new(),
             events: Vec::new(),
+            now_ns: 0,
+            outbox: Vec::new(),
+            unrepressed: BTreeSet::new(),
+            next_trap_tid: 1,
         };
         if let Some(port) = emulator.sma_port_mut(attach) {
             port.info.capability_mask.0 |= ibqos_mad::CapabilityMask::IS_SM.0;
@@ -186,7 +213,18 @@ impl Emulator {
     /// not the MAD); a directed-route SMP ignores it. Never panics, whatever the bytes. No
     /// time passes and the [`Models`] play no part; dead nodes stay dead.
     pub fn handle(&mut self, request: &[u8], dlid: Option<u16>) -> Option<Vec<u8>> {
-        self.exchange(request, dlid).map(|e| e.mad)
+        self.handle_from(self.attach, request, dlid)
+    }
+
+    /// [`Emulator::handle`] for an SMP sent from `origin`, another port where a client is
+    /// attached (a CA or router port, or switch port 0; anything else gets `None`).
+    pub fn handle_from(
+        &mut self,
+        origin: PortRef,
+        request: &[u8],
+        dlid: Option<u16>,
+    ) -> Option<Vec<u8>> {
+        self.exchange(origin, request, dlid).map(|e| e.mad)
     }
 
     /// [`Emulator::handle`] for a request the SM sends at emulated time `now_ns`, on a fabric
@@ -199,28 +237,85 @@ impl Emulator {
         request: &[u8],
         dlid: Option<u16>,
     ) -> Option<Delivery> {
+        self.handle_at_from(self.attach, now_ns, request, dlid)
+    }
+
+    /// [`Emulator::handle_at`] for a request sent from `origin` (see
+    /// [`Emulator::handle_from`]).
+    pub fn handle_at_from(
+        &mut self,
+        origin: PortRef,
+        now_ns: u64,
+        request: &[u8],
+        dlid: Option<u16>,
+    ) -> Option<Delivery> {
         self.advance_to(now_ns);
+        let now_ns = self.now_ns;
         let faults = self.models.faults;
         if self.dice.chance(faults.loss) {
             return None;
         }
-        let Exchange { mut mad, at, links } = self.exchange(request, dlid)?;
+        let Exchange { mut mad, at, links } = self.exchange(origin, request, dlid)?;
         if self.dice.chance(faults.loss) {
             return None;
         }
         if self.dice.chance(faults.corrupt) {
             self.dice.damage(&mut mad);
         }
+        let at_ns = now_ns
+            .saturating_add(self.travel_ns(at.node, links))
+            .saturating_add(self.dice.up_to(faults.jitter_ns));
+        Some(Delivery { at_ns, mad })
+    }
+
+    /// How long an SMA's answer takes to reach its requester: `links` crossed in all and the
+    /// SMA of `node` at work.
+    fn travel_ns(&self, node: NodeId, links: u64) -> u64 {
         let latency = self.models.latency;
-        let sma = match self.topology.node(at.node).map(|n| n.kind) {
+        let sma = match self.topology.node(node).map(|n| n.kind) {
             Some(NodeKind::Switch) => latency.switch_sma_ns,
             _ => latency.ca_sma_ns,
         };
-        let at_ns = now_ns
-            .saturating_add(links.saturating_mul(latency.wire_ns))
-            .saturating_add(sma)
-            .saturating_add(self.dice.up_to(faults.jitter_ns));
-        Some(Delivery { at_ns, mad })
+        links.saturating_mul(latency.wire_ns).saturating_add(sma)
+    }
+
+    /// Where an SMP sent from `origin` arrives (the node's port that answers it, or the port
+    /// of a client there), without answering it: for SMPs no SMA handles, such as SMInfo,
+    /// which go to an SM attached at that port. `None` where the fabric drops it.
+    pub fn destination(
+        &self,
+        origin: PortRef,
+        request: &[u8],
+        dlid: Option<u16>,
+    ) -> Option<PortRef> {
+        let request = SmpRepr::parse(&Smp::new_checked(request).ok()?).ok()?;
+        self.route(origin, &request, dlid).map(|(at, _, _)| at)
+    }
+
+    /// Marks `port` as one where an SM runs (CapabilityMask.IsSM), or no longer (ibsim:
+    /// SET_ISSM).
+    pub fn set_is_sm(&mut self, port: PortRef, is_sm: bool) {
+        if let Some(p) = self.sma_port_mut(port) {
+            let bit = ibqos_mad::CapabilityMask::IS_SM.0;
+            p.info.capability_mask.0 = if is_sm {
+                p.info.capability_mask.0 | bit
+            } else {
+                p.info.capability_mask.0 & !bit
+            };
+        }
+    }
+
+    /// The traps raised since the last call, each with the port and time it arrives at. A
+    /// trap whose MasterSMLID has no route is lost, as on a real fabric.
+    pub fn take_traps(&mut self) -> Vec<Trap> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// Traps sent and not yet repressed by a TrapRepress with their TransactionID. An SMA
+    /// here sends each trap once: the repeats IBA allows until the SM represses it are not
+    /// modelled, this count shows what an SM left unanswered.
+    pub fn unrepressed_traps(&self) -> usize {
+        self.unrepressed.len()
     }
 
     /// The fabric's models from now on; the seed restarts the random draws.
@@ -266,12 +361,15 @@ impl Emulator {
         let due = self.events.partition_point(|e| e.at_ns <= now_ns);
         let events: Vec<LinkEvent> = self.events.drain(..due).collect();
         for event in events {
+            // A trap the event raises leaves at the event's time.
+            self.now_ns = self.now_ns.max(event.at_ns);
             if event.up {
                 self.link_up(event.port);
             } else {
                 self.link_down(event.port);
             }
         }
+        self.now_ns = self.now_ns.max(now_ns);
     }
 
     /// The emulated time of the next scheduled link event, if any is left.
@@ -279,24 +377,19 @@ impl Emulator {
         self.events.first().map(|e| e.at_ns)
     }
 
-    /// Routes, answers and counts one SMP: what [`Emulator::handle`] does, and where.
-    fn exchange(&mut self, request: &[u8], dlid: Option<u16>) -> Option<Exchange> {
+    /// Routes, answers and counts one SMP: what [`Emulator::handle_from`] does, and where.
+    fn exchange(&mut self, origin: PortRef, request: &[u8], dlid: Option<u16>) -> Option<Exchange> {
         let request = SmpRepr::parse(&Smp::new_checked(request).ok()?).ok()?;
         // An SMA answers requests; it never answers a response, and TrapRepress has no
-        // response (IBA 14.2.5.1).
-        if request.method.is_response() || request.method == Method::TrapRepress {
+        // response (IBA 14.2.5.1): it only ends a trap.
+        if request.method == Method::TrapRepress {
+            self.repress(origin, &request, dlid);
             return None;
         }
-        let (at, routing, links) = match request.routing {
-            Routing::Directed(path) => {
-                let (at, path) = self.directed(path)?;
-                (at, Routing::Directed(path), 2 * u64::from(path.hop_count))
-            }
-            Routing::Lid => {
-                let (at, links) = self.lid_routed(dlid?)?;
-                (at, Routing::Lid, links)
-            }
-        };
+        if request.method.is_response() {
+            return None;
+        }
+        let (at, routing, links) = self.route(origin, &request, dlid)?;
         if self.is_dead(at.node) {
             return None;
         }
@@ -315,6 +408,43 @@ impl Emulator {
         let mut mad = vec![0; 256];
         response.emit(&mut Smp::new_unchecked(&mut mad[..]));
         Some(Exchange { mad, at, links })
+    }
+
+    /// Where `request` from `origin` arrives, the routing its response carries, and the links
+    /// crossed there and back; `None` where the fabric drops it (and for an origin where no
+    /// client can be: an external switch port).
+    fn route(
+        &self,
+        origin: PortRef,
+        request: &SmpRepr,
+        dlid: Option<u16>,
+    ) -> Option<(Arrival, Routing, u64)> {
+        if self.is_switch(origin.node) && origin.port != 0 {
+            return None;
+        }
+        self.sma_port(origin)?;
+        match request.routing {
+            Routing::Directed(path) => {
+                let (at, path) = self.directed(origin, path)?;
+                Some((at, Routing::Directed(path), 2 * u64::from(path.hop_count)))
+            }
+            Routing::Lid => {
+                let (at, links) = self.lid_routed(origin, dlid?)?;
+                Some((at, Routing::Lid, links))
+            }
+        }
+    }
+
+    /// A TrapRepress that reaches the trap's issuer ends that trap.
+    fn repress(&mut self, origin: PortRef, request: &SmpRepr, dlid: Option<u16>) {
+        let at = match request.routing {
+            Routing::Directed(path) => self.directed(origin, path).map(|(at, _)| at),
+            Routing::Lid => dlid.and_then(|lid| self.lid_route(origin, lid).map(|(at, _)| at)),
+        };
+        if let Some(at) = at.filter(|at| !self.is_dead(at.node)) {
+            self.count(request);
+            self.unrepressed.remove(&(at.node, request.transaction_id));
+        }
     }
 
     /// How many SMPs with this AttributeID and Method reached an SMA (whatever the answer).
@@ -406,10 +536,7 @@ impl Emulator {
 
     /// The SMA at `at` answers `request`, counted per attribute and method.
     fn answer(&mut self, at: Arrival, request: &SmpRepr) -> Result<Attribute, Status> {
-        *self
-            .handled
-            .entry((u16::from(request.attribute_id), u8::from(request.method)))
-            .or_default() += 1;
+        self.count(request);
         match request.method {
             Method::Get => self.get(at, request.attribute_id, request.attribute_modifier),
             Method::Set => {
@@ -427,6 +554,13 @@ impl Emulator {
             }
             _ => Err(METHOD_UNSUPPORTED),
         }
+    }
+
+    fn count(&mut self, request: &SmpRepr) {
+        *self
+            .handled
+            .entry((u16::from(request.attribute_id), u8::from(request.method)))
+            .or_default() += 1;
     }
 
     /// PortInfo Set: the port's checks need its link, and a state change reaches the neighbour.
@@ -569,19 +703,77 @@ impl Emulator {
         }
     }
 
+    /// A switch at any of `ports` sets SwitchInfo.PortStateChange; one that had it clear sends
+    /// trap 128 (IBA 14.2.5.1: the SM clears the bit when it has seen the change, so one trap
+    /// stands for every change until then).
     fn note_state_change(&mut self, ports: impl IntoIterator<Item = PortRef>) {
         for p in ports {
-            if let Some(switch) = self
+            let newly_set = self
                 .nodes
                 .get_mut(p.node.index())
                 .and_then(|n| n.switch.as_mut())
-            {
-                switch.info.port_state_change = true;
+                .is_some_and(|switch| !std::mem::replace(&mut switch.info.port_state_change, true));
+            if newly_set {
+                self.raise_link_state_trap(p.node);
             }
         }
     }
 
-    /// Walks a directed route from the SM's port (IBA 14.2.2.2): the node and port it arrives
+    /// Trap 128 from `switch` to the MasterSMLID of its port 0, LID-routed: sent only once the
+    /// SM has given the switch a LID and told it where the SM is, and lost where no route
+    /// leads there (or the switch's SMA is dead), as on a real fabric.
+    fn raise_link_state_trap(&mut self, switch: NodeId) {
+        let port0 = PortRef::new(switch, 0);
+        let Some(info) = self.port_info(port0) else {
+            return;
+        };
+        let (issuer, sm_lid) = (info.lid, info.master_sm_lid);
+        if issuer == 0 || sm_lid == 0 || self.is_dead(switch) {
+            return;
+        }
+        let Some((to, links)) = self.lid_route(port0, sm_lid) else {
+            return;
+        };
+        if self.dice.chance(self.models.faults.loss) {
+            return;
+        }
+        let tid = self.next_trap_tid;
+        self.next_trap_tid += 1;
+        let notice = NoticeRepr {
+            is_generic: true,
+            notice_type: NoticeType::Urgent,
+            producer_type: PRODUCER_SWITCH,
+            trap_number: 128,
+            issuer_lid: issuer,
+            notice_toggle: false,
+            notice_count: 0,
+            data_details: [0; 54],
+        };
+        let mut data = Attribute::Notice(notice).to_data();
+        Notice::new_unchecked(&mut data[..]).set_trap128_lid_addr(issuer);
+        let trap = SmpRepr {
+            method: Method::Trap,
+            status: Status::OK,
+            transaction_id: tid,
+            attribute_id: AttributeId::Notice,
+            attribute_modifier: 0,
+            m_key: 0,
+            routing: Routing::Lid,
+            data,
+        };
+        let mut mad = vec![0; 256];
+        trap.emit(&mut Smp::new_unchecked(&mut mad[..]));
+        self.unrepressed.insert((switch, tid));
+        let at_ns = self.now_ns.saturating_add(self.travel_ns(switch, links));
+        self.outbox.push(Trap {
+            to,
+            slid: issuer,
+            at_ns,
+            mad,
+        });
+    }
+
+    /// Walks a directed route from the requester's port `origin` (IBA 14.2.2.2): the node and port it arrives
     /// at, and the path of the response, or `None` where a real fabric drops it.
     ///
     /// The request must be outbound with HopPointer 0 and DrSLID = DrDLID = permissive: like
@@ -590,7 +782,7 @@ impl Emulator {
     /// and only over links that are physically up. ReturnPath gets each hop's ingress port, and
     /// entry 0 the SM's port, as ibsim fills it. The response arrives with D = 1 and HopPointer
     /// 0 (it walked back down to the requester).
-    fn directed(&self, mut path: DrPath) -> Option<(Arrival, DrPath)> {
+    fn directed(&self, origin: PortRef, mut path: DrPath) -> Option<(Arrival, DrPath)> {
         if path.direction != Direction::Outbound
             || path.hop_pointer != 0
             || path.dr_slid != DrPath::PERMISSIVE_LID
@@ -598,12 +790,12 @@ impl Emulator {
         {
             return None;
         }
-        let mut at = self.attach;
-        path.return_path[0] = self.attach.port;
+        let mut at = origin;
+        path.return_path[0] = origin.port;
         for hop in 1..=usize::from(path.hop_count) {
             let egress = *path.initial_path.get(hop)?;
             let from_requester = hop == 1;
-            if from_requester && !self.is_switch(at.node) && egress != self.attach.port {
+            if from_requester && !self.is_switch(at.node) && egress != origin.port {
                 return None;
             }
             if !from_requester && !self.is_switch(at.node) {
@@ -626,17 +818,17 @@ impl Emulator {
         Some((at, path))
     }
 
-    /// Routes a LID-routed SMP from the SM's port to `dlid` through the LFTs and ACTIVE links,
-    /// and checks that the response finds its way back to the SM's LID: where either way has
+    /// Routes a LID-routed SMP from `origin` to `dlid` through the LFTs and ACTIVE links, and
+    /// checks that the response finds its way back to the requester's LID: where either way has
     /// no route, a real fabric loses the SMP. Also the links crossed there and back.
-    fn lid_routed(&self, dlid: u16) -> Option<(Arrival, u64)> {
-        let sm_lid = self.sma_port(self.attach)?.info.lid;
-        if sm_lid == 0 {
+    fn lid_routed(&self, origin: PortRef, dlid: u16) -> Option<(Arrival, u64)> {
+        let requester_lid = self.sma_port(origin)?.info.lid;
+        if requester_lid == 0 {
             return None;
         }
-        let (at, there) = self.lid_route(self.attach, dlid)?;
-        let (back, back_links) = self.lid_route(at, sm_lid)?;
-        (back.node == self.attach.node).then_some((at, there + back_links))
+        let (at, there) = self.lid_route(origin, dlid)?;
+        let (back, back_links) = self.lid_route(at, requester_lid)?;
+        (back.node == origin.node).then_some((at, there + back_links))
     }
 
     /// Where an SMP for `dlid` that is at port `from` ends: a switch forwards by its LFT (LIDs

@@ -21,7 +21,7 @@ use crate::diagnostics::Report;
 use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::{SchedulerConfig, attribute_name, method_name};
 use crate::engine::sweep::{Phase, Sweep, SweepConfig, SweepMode};
-use crate::run::{SmIdentity, Unsolicited, run_sweep};
+use crate::run::{SmIdentity, Unsolicited, Wake, listen, run_sweep};
 use crate::transport::emulated::EmulatedTransport;
 use crate::transport::fault::{FaultConfig, Faulty};
 use crate::transport::{FabricSpec, OpenOptions, Role, Transport, open};
@@ -160,22 +160,32 @@ fn serve(
     }
     signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload))
         .context("cannot install the SIGHUP handler")?;
+    let mut unsolicited = Unsolicited::default();
     for sweep_number in 1.. {
         let identity = SmIdentity {
             port_guid: transport.local_port().port_guid,
             priority: settings.sm.priority,
         };
-        let (sweep, unsolicited) = run_sweep(transport, config.clone(), identity)?;
+        let (sweep, during) = run_sweep(
+            transport,
+            config.clone(),
+            identity,
+            std::mem::take(&mut unsolicited),
+        )?;
         if config.mode != SweepMode::DryRun {
             save_lids(&sweep, cache_dir, config.lmc);
         }
         config.unkept = sweep.unkept().clone();
         let up = *sweep.phase() == Phase::SubnetUp;
+        // A trap 128 during the sweep: a link changed after discovery saw it, so what the sweep
+        // found may be stale already; sweep again at once, as OpenSM does.
+        let link_changed = during.link_changes > 0;
         // With --once, sweep again at once until the subnet is up, as `opensm -o` does, and
         // report only the last sweep. A dry run is one sweep.
-        let last_once = once && (up || args.dry_run || sweep_number >= ONCE_MAX_SWEEPS);
+        let last_once =
+            once && ((up && !link_changed) || args.dry_run || sweep_number >= ONCE_MAX_SWEEPS);
         if !once || last_once {
-            let summary = summary(&sweep, &unsolicited, sweep_number, config.mode);
+            let summary = summary(&sweep, &during, sweep_number, config.mode);
             if args.json {
                 writeln!(std::io::stdout().lock(), "{summary}")?;
             } else {
@@ -193,10 +203,23 @@ fn serve(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        if once {
+        if link_changed {
+            info!(
+                traps = during.link_changes,
+                "a link changed during the sweep; sweeping again"
+            );
+        } else if once {
             warn!(sweep = sweep_number, "subnet not up yet; sweeping again");
-        } else if !sleep_until_due(interval(&settings), &stop, &reload) {
-            break;
+        } else {
+            let until = transport.now() + interval(&settings);
+            let signalled = || stop.load(Ordering::Relaxed) || reload.load(Ordering::Relaxed);
+            match listen(transport, until, identity, &mut unsolicited, &signalled)? {
+                Wake::LinkChange => info!("trap 128: a link changed; sweeping now"),
+                Wake::Due | Wake::Interrupted => {}
+            }
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
         }
         if reload.swap(false, Ordering::Relaxed) {
             // SIGHUP: read the configuration again; the next sweep applies what changed.
@@ -238,20 +261,6 @@ fn read_settings(args: &SmArgs) -> Result<Settings> {
 
 fn interval(settings: &Settings) -> Duration {
     Duration::from_secs(u64::from(settings.sm.sweep_interval.max(1)))
-}
-
-/// Sleeps until the next sweep is due or SIGHUP asks for one now; false if a stop signal came.
-fn sleep_until_due(interval: Duration, stop: &AtomicBool, reload: &AtomicBool) -> bool {
-    let step = Duration::from_millis(50);
-    let mut slept = Duration::ZERO;
-    while slept < interval && !reload.load(Ordering::Relaxed) {
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        std::thread::sleep(step);
-        slept += step;
-    }
-    !stop.load(Ordering::Relaxed)
 }
 
 /// `$OSM_CACHE_DIR` as OpenSM reads it, else ibqos's own cache directory.
@@ -373,6 +382,7 @@ fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32, mode: Sw
         "qos_ports_failed": qos.failed,
         "time_to_subnet_up_ms": sweep.subnet_up_after().map(|d| d.as_secs_f64() * 1000.0),
         "traps": unsolicited.traps,
+        "link_change_traps": unsolicited.link_changes,
         "sm_info_requests": unsolicited.sm_info,
         "unsupported_requests": unsolicited.unsupported,
         "malformed_mads": unsolicited.malformed,

@@ -9,7 +9,8 @@
 //! is due, and the SM's timers run on it too ([`Transport::now`]), so a run depends only on
 //! the seed, not on the machine's speed, and a lost MAD costs no real time. A request the
 //! emulator drops (a bad route, a loss, a dead node) gets nothing back, as on a real fabric,
-//! and the SM's own timeout deals with it.
+//! and the SM's own timeout deals with it. Traps the fabric sends to the SM's port (trap 128
+//! when a link changes) arrive the same way as responses.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -109,9 +110,21 @@ impl EmulatedTransport {
         }
     }
 
-    /// The next response if it has arrived by emulated time `by_ns`, the clock moved on to
-    /// its arrival in virtual time.
+    /// What reaches the SM next by emulated time `by_ns`: the earliest of a response and a
+    /// trap, after the fabric events due before it have happened (a flap raises its trap at
+    /// its own time). In virtual time the clock moves on to its arrival.
     fn arrived_by(&mut self, by_ns: u64) -> Option<Incoming> {
+        loop {
+            let next_response = self.responses.first_key_value().map(|((at, _), _)| *at);
+            let next_event = self.emulator.next_event_ns();
+            match (next_event, next_response) {
+                (Some(event), response) if event <= by_ns && response.is_none_or(|r| event < r) => {
+                    self.emulator.advance_to(event);
+                    self.collect_traps();
+                }
+                _ => break,
+            }
+        }
         let entry = self.responses.first_entry()?;
         let at_ns = entry.key().0;
         if at_ns > by_ns {
@@ -121,6 +134,31 @@ impl EmulatedTransport {
             *ns = (*ns).max(at_ns);
         }
         Some(entry.remove())
+    }
+
+    /// The traps the fabric raised for the SM's port join the responses on their way; traps for
+    /// other ports have no one to go to.
+    fn collect_traps(&mut self) {
+        let attach = self.emulator.attach();
+        for trap in self.emulator.take_traps() {
+            if trap.to == attach {
+                self.sent += 1;
+                let incoming = Incoming::Mad {
+                    mad: trap.mad,
+                    slid: trap.slid,
+                };
+                self.responses.insert((trap.at_ns, self.sent), incoming);
+            }
+        }
+    }
+
+    /// When something may next reach the SM: its next response or the fabric's next event.
+    fn next_wake_ns(&self) -> Option<u64> {
+        let response = self.responses.first_key_value().map(|((at, _), _)| *at);
+        match (response, self.emulator.next_event_ns()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 
@@ -163,11 +201,13 @@ impl Transport for EmulatedTransport {
             self.responses
                 .insert((delivery.at_ns, self.sent), Incoming::Mad { mad, slid });
         }
+        // A Set may change a link, and the switch at its end then sends trap 128.
+        self.collect_traps();
         Ok(())
     }
 
-    /// The first response to arrive within `timeout`, waiting for it as a port would; in
-    /// virtual time without waiting.
+    /// The first response or trap to arrive within `timeout`, waiting for it as a port would;
+    /// in virtual time without waiting.
     fn recv(&mut self, timeout: Duration) -> Result<Option<Incoming>, TransportError> {
         let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
         let deadline = self.now_ns().saturating_add(timeout_ns);
@@ -184,10 +224,7 @@ impl Transport for EmulatedTransport {
             }
             match &mut self.clock {
                 Clock::Real(_) => {
-                    let wake = self
-                        .responses
-                        .first_key_value()
-                        .map_or(deadline, |((at_ns, _), _)| (*at_ns).min(deadline));
+                    let wake = self.next_wake_ns().map_or(deadline, |at| at.min(deadline));
                     std::thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
                 }
                 Clock::Virtual { ns, .. } => {
