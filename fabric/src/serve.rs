@@ -12,20 +12,28 @@
 //! datagrams between it and the sockets in one single-threaded `poll` loop. Both are
 //! deterministic: the same datagrams in the same order give the same bytes.
 //!
-//! One difference from ibsim follows from [`Emulator`]: it answers SMPs as seen from one port,
-//! the SM's, so every client attaches at that port (the node named by `--attach`, the first CA by
-//! default); a CONNECT naming another node is refused with a control error.
+//! Clients attach where ibsim attaches them: at the node CONNECT names (`SIM_HOST`, by id or
+//! NodeDescription), port 1 of a CA or port 0 of a switch; a CONNECT naming no node attaches at
+//! the server's default node (`--attach`, else the first CA). SMPs leave from the client's own
+//! port, SMInfo and the other attributes no SMA handles go to the SM client attached at the port
+//! they reach, and traps (128 on a link change) go to the SM client at their MasterSMLID.
+//!
+//! Beyond ibsim, which answers at once, the fabric's [`Models`](crate::emu::Models) apply: an
+//! SMA's answer is due at the emulated time [`Emulator::handle_at_from`] says, and [`Server`]
+//! holds it until then in real time (emulated ns are ns since the server started). A MAD the
+//! fabric loses comes back at once with status 110, as ibsim reports what it cannot deliver.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ibqos_mad::{Attribute, AttributeId};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use crate::emu::{EmuError, Emulator};
+use crate::emu::{EmuError, Emulator, node_named};
 use crate::{NodeKind, PortRef, Topology};
 
 /// `IBSIM_MAX_CLIENTS`: ibsim binds exactly this many data sockets.
@@ -79,7 +87,7 @@ const PORT_INFO_GID_PREFIX: usize = 8;
 const PORT_INFO_LID: usize = 16;
 const PORT_INFO_STATE: usize = 32;
 
-/// How often the loop looks at the stop flag when no datagram comes: a signal handler that only
+/// How often the loop looks at the stop flag when nothing is due: a signal handler that only
 /// sets a flag cannot be relied on to interrupt `poll` (it may run on another thread).
 const STOP_CHECK: Duration = Duration::from_millis(100);
 
@@ -112,8 +120,11 @@ pub struct ServeStats {
     pub answered: u64,
     /// Requests passed to an SM client, and responses passed back.
     pub forwarded: u64,
-    /// MADs that came back with status 110, or vanished (TrapRepress, orphan responses).
+    /// MADs that came back with status 110, or vanished (TrapRepress, which only ends a trap;
+    /// orphan responses).
     pub dropped: u64,
+    /// Traps the fabric sent to an SM client.
+    pub traps: u64,
     /// Datagrams of the wrong length, magic or client number, dropped.
     pub malformed: u64,
 }
@@ -123,13 +134,17 @@ struct Client {
     /// The id the client sent in CONNECT (its pid): its data socket is `NAME:in<pid>`.
     pid: u32,
     issm: bool,
+    /// Where it is attached.
+    port: PortRef,
 }
 
-/// One datagram to send: the client it goes to and its bytes.
+/// One datagram to send: the client it goes to, its bytes, and the emulated time (ns since the
+/// server started) it is due.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
     pub client: usize,
     pub datagram: [u8; REQUEST_LEN],
+    pub at_ns: u64,
 }
 
 /// The protocol state: the emulated fabric and its clients, without sockets.
@@ -138,11 +153,14 @@ pub struct Switchboard {
     emu: Emulator,
     clients: [Option<Client>; MAX_CLIENTS],
     stats: ServeStats,
+    /// The emulated time of the datagram being handled.
+    now_ns: u64,
 }
 
 impl Switchboard {
-    /// The fabric of `topology`, with clients attached at `attach` (a node's id or description;
-    /// by default the first CA): at port 1 of a CA, port 0 of a switch, as ibsim attaches them.
+    /// The fabric of `topology`, with clients that name no node attached at `attach` (a node's
+    /// id or description; by default the first CA). No port advertises IsSM until an SM client
+    /// connects there (ibsim: SET_ISSM).
     pub fn new(topology: Topology, attach: Option<&str>) -> Result<Switchboard, ServeError> {
         let node = match attach {
             Some(name) => topology
@@ -156,18 +174,30 @@ impl Switchboard {
                 .or_else(|| topology.nodes().next())
                 .ok_or(ServeError::NoNodes)?,
         };
-        let port = if node.1.is_switch() { 0 } else { 1 };
-        let attach = PortRef::new(node.0, port);
+        let attach = client_port(node.0, node.1);
+        let mut emu = Emulator::new(topology, attach)?;
+        emu.set_is_sm(attach, false);
         Ok(Switchboard {
-            emu: Emulator::new(topology, attach)?,
+            emu,
             clients: [None; MAX_CLIENTS],
             stats: ServeStats::default(),
+            now_ns: 0,
         })
     }
 
     /// The emulated fabric, as the clients left it.
     pub fn emulator(&self) -> &Emulator {
         &self.emu
+    }
+
+    /// The emulated fabric, to set its models and schedule.
+    pub fn emulator_mut(&mut self) -> &mut Emulator {
+        &mut self.emu
+    }
+
+    /// The port a connected client is attached at.
+    pub fn client_port(&self, client: usize) -> Option<PortRef> {
+        Some(self.clients.get(client)?.as_ref()?.port)
     }
 
     pub fn stats(&self) -> ServeStats {
@@ -179,10 +209,13 @@ impl Switchboard {
         Some(self.clients.get(client)?.as_ref()?.pid)
     }
 
-    /// Forgets a client whose socket is gone, as ibsim does when a write to it fails.
+    /// Forgets a client whose socket is gone, as ibsim does when a write to it fails. An SM
+    /// client's port stops advertising IsSM.
     pub fn disconnect(&mut self, client: usize) {
-        if let Some(slot) = self.clients.get_mut(client) {
-            *slot = None;
+        if let Some(gone) = self.clients.get_mut(client).and_then(Option::take) {
+            if gone.issm {
+                self.emu.set_is_sm(gone.port, false);
+            }
         }
     }
 
@@ -209,13 +242,9 @@ impl Switchboard {
                 self.disconnect(client);
                 Some(())
             }
-            CTL_SET_ISSM => self.clients[client].as_mut().map(|c| {
-                // The emulator advertises IsSM on its port from the start (Emulator::new), so
-                // only the routing of SMInfo and SA to this client changes.
-                c.issm = ne_u32(&data, 0) != 0;
-            }),
+            CTL_SET_ISSM => self.set_issm(client, ne_u32(&data, 0) != 0),
             CTL_GET_PORT | CTL_GET_VENDOR | CTL_GET_GID | CTL_GET_GUID | CTL_GET_NODEINFO
-            | CTL_GET_PORTINFO | CTL_GET_PKEYS => self.query(kind, &mut data),
+            | CTL_GET_PORTINFO | CTL_GET_PKEYS => self.query(client, kind, &mut data),
             // ibsim warns and echoes an unknown type unchanged.
             _ => Some(()),
         };
@@ -231,16 +260,24 @@ impl Switchboard {
         let pid = ne_u32(data, 0);
         let issm = ne_u32(data, 8) != 0;
         let wanted = c_str(&data[12..44]);
-        let node = self.emu.topology().node(self.emu.attach().node)?;
-        if !wanted.is_empty() && wanted != node.name && wanted != node.description {
-            return None;
-        }
+        let topology = self.emu.topology();
+        let port = if wanted.is_empty() {
+            self.emu.attach()
+        } else {
+            let id = node_named(topology, &wanted)?;
+            client_port(id, topology.node(id)?)
+        };
+        topology.port(port)?;
         // ibsim refuses a second SM client at one node.
-        if issm && self.clients.iter().flatten().any(|c| c.issm) {
+        if issm && self.sm_client_at_node(port.node).is_some() {
             return None;
         }
         let index = self.clients.iter().position(Option::is_none)?;
-        self.clients[index] = Some(Client { pid, issm });
+        self.clients[index] = Some(Client { pid, issm, port });
+        if issm {
+            self.emu.set_is_sm(port, true);
+        }
+        let node = self.emu.topology().node(port.node)?;
         let name = node.name.as_bytes();
         let name = &name[..name.len().min(31)];
         data[0..4].copy_from_slice(&(index as u32).to_ne_bytes());
@@ -249,9 +286,38 @@ impl Switchboard {
         Some(())
     }
 
-    /// The GET_* control requests: facts of the attach port, in ibsim's layouts.
-    fn query(&self, kind: u32, data: &mut [u8; 64]) -> Option<()> {
-        let attach = self.emu.attach();
+    /// SET_ISSM: the client is an SM from now on, or no longer; its port's IsSM follows.
+    fn set_issm(&mut self, client: usize, issm: bool) -> Option<()> {
+        let port = self.client_port(client)?;
+        if issm
+            && self
+                .sm_client_at_node(port.node)
+                .is_some_and(|c| c != client)
+        {
+            return None;
+        }
+        self.clients[client].as_mut()?.issm = issm;
+        self.emu.set_is_sm(port, issm);
+        Some(())
+    }
+
+    /// The SM client attached at `node`, if any.
+    fn sm_client_at_node(&self, node: crate::NodeId) -> Option<usize> {
+        self.clients
+            .iter()
+            .position(|c| c.is_some_and(|c| c.issm && c.port.node == node))
+    }
+
+    /// The SM client attached at `port`, if any.
+    fn sm_client_at(&self, port: PortRef) -> Option<usize> {
+        self.clients
+            .iter()
+            .position(|c| c.is_some_and(|c| c.issm && c.port == port))
+    }
+
+    /// The GET_* control requests: facts of the client's port, in ibsim's layouts.
+    fn query(&self, client: usize, kind: u32, data: &mut [u8; 64]) -> Option<()> {
+        let attach = self.client_port(client)?;
         let sma = |id, modifier| {
             self.emu
                 .get(attach, id, modifier)
@@ -310,23 +376,26 @@ impl Switchboard {
         Some(())
     }
 
-    /// What one datagram from client `from` causes: at most one datagram to some client.
-    pub fn request(&mut self, from: usize, datagram: &[u8]) -> Option<Delivery> {
-        let connected = self.client_pid(from).is_some();
+    /// What one datagram from client `from` causes, at emulated time `now_ns`: at most one
+    /// datagram to some client, due at once or when the fabric's answer arrives. Traps it
+    /// raised wait in [`Switchboard::take_traps`].
+    pub fn request(&mut self, from: usize, datagram: &[u8], now_ns: u64) -> Option<Delivery> {
+        self.now_ns = now_ns;
         let Ok(mut dgram) = <[u8; REQUEST_LEN]>::try_from(datagram) else {
             self.stats.malformed += 1;
             return None;
         };
-        if !connected {
+        let Some(origin) = self.client_port(from) else {
             self.stats.malformed += 1;
             return None;
-        }
+        };
         self.stats.mads += 1;
         let mad = &dgram[MAD_OFFSET..];
         let (class, method) = (mad[1], mad[3]);
         let attribute = u16::from_be_bytes([mad[16], mad[17]]);
         let dlid = u16::from_be_bytes([dgram[0], dgram[1]]);
         let directed = dlid == PERMISSIVE_LID;
+        let lid = (!directed).then_some(dlid);
         if method & METHOD_RESPONSE != 0 {
             // A client (an SM) answering a request forwarded to it: back to the requester
             // ibsim wrote into TID[63:48].
@@ -336,24 +405,24 @@ impl Switchboard {
                 return None;
             }
             self.stats.forwarded += 1;
-            self.fill_slid(&mut dgram, directed);
-            return Some(Delivery {
-                client: requester,
-                datagram: dgram,
-            });
+            self.fill_slid(&mut dgram, origin, directed);
+            return Some(self.now(requester, dgram));
         }
+        let smp = class == CLASS_SMP_LID || class == CLASS_SMP_DR;
         if method == METHOD_TRAP_REPRESS {
+            // It has no answer; an SMP one ends the trap at the SMA it reaches.
+            if smp {
+                self.emu.handle_at_from(origin, now_ns, mad, lid);
+            }
             self.stats.dropped += 1;
             return None;
         }
-        let smp = class == CLASS_SMP_LID || class == CLASS_SMP_DR;
         if smp && SMA_ATTRIBUTES.contains(&attribute) {
-            let answer = self.emu.handle(mad, (!directed).then_some(dlid));
-            let Some(answer) = answer else {
+            let Some(answer) = self.emu.handle_at_from(origin, now_ns, mad, lid) else {
                 return Some(self.drop_back(from, dgram));
             };
             self.stats.answered += 1;
-            dgram[MAD_OFFSET..].copy_from_slice(&answer);
+            dgram[MAD_OFFSET..].copy_from_slice(&answer.mad);
             // The response travels from the destination back: swap dlid/slid and dqp/sqp.
             for field in [0, 8] {
                 let (dst, src) = dgram[field..field + 8].split_at_mut(4);
@@ -362,61 +431,106 @@ impl Switchboard {
             return Some(Delivery {
                 client: from,
                 datagram: dgram,
+                at_ns: answer.at_ns,
             });
         }
         // SMInfo, SA and every attribute without an SMA handler: for the SM client at the
-        // destination port, which here is only ever the attach port.
-        let hop_count = mad[7];
-        let at_attach = if directed {
-            class == CLASS_SMP_DR && hop_count == 0
+        // port it reaches (a hop-0 directed route or the client's own LID: its own port).
+        let reaches = if smp {
+            self.emu.destination(origin, mad, lid)
+        } else if self.owns_lid(origin, dlid) {
+            Some(origin)
         } else {
-            self.owns_attach_lid(dlid)
+            self.lid_owner(dlid)
         };
-        let target = self
-            .clients
-            .iter()
-            .position(|c| c.is_some_and(|c| c.issm))
-            .filter(|_| at_attach);
-        let Some(target) = target else {
+        let Some(target) = reaches.and_then(|port| self.sm_client_at(port)) else {
             return Some(self.drop_back(from, dgram));
         };
         self.stats.forwarded += 1;
         dgram[MAD_OFFSET + 8..MAD_OFFSET + 10].copy_from_slice(&(from as u16).to_be_bytes());
-        self.fill_slid(&mut dgram, directed);
-        Some(Delivery {
-            client: target,
-            datagram: dgram,
-        })
+        self.fill_slid(&mut dgram, origin, directed);
+        Some(self.now(target, dgram))
     }
 
-    /// The request back to its sender with status 110, as ibsim answers what it cannot deliver.
+    /// The traps the fabric raised since the last call, each for the SM client at the port it
+    /// reaches; a trap with no SM client there is lost, as in ibsim.
+    pub fn take_traps(&mut self) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        for trap in self.emu.take_traps() {
+            let Some(client) = self.sm_client_at(trap.to) else {
+                continue;
+            };
+            let sm_lid = self.emu.port_info(trap.to).map_or(0, |info| info.lid);
+            let mut datagram = [0u8; REQUEST_LEN];
+            datagram[0..4].copy_from_slice(&u32::from(sm_lid.to_be()).to_ne_bytes());
+            datagram[4..8].copy_from_slice(&u32::from(trap.slid.to_be()).to_ne_bytes());
+            datagram[24..32].copy_from_slice(&256u64.to_be_bytes());
+            let len = trap.mad.len().min(REQUEST_LEN - MAD_OFFSET);
+            datagram[MAD_OFFSET..MAD_OFFSET + len].copy_from_slice(&trap.mad[..len]);
+            self.stats.traps += 1;
+            out.push(Delivery {
+                client,
+                datagram,
+                at_ns: trap.at_ns,
+            });
+        }
+        out
+    }
+
+    /// Lets the fabric's scheduled events up to `now_ns` happen (their traps then wait in
+    /// [`Switchboard::take_traps`]).
+    pub fn advance_to(&mut self, now_ns: u64) {
+        self.now_ns = self.now_ns.max(now_ns);
+        self.emu.advance_to(now_ns);
+    }
+
+    /// A datagram due at once.
+    fn now(&self, client: usize, datagram: [u8; REQUEST_LEN]) -> Delivery {
+        Delivery {
+            client,
+            datagram,
+            at_ns: self.now_ns,
+        }
+    }
+
+    /// The request back to its sender at once with status 110, as ibsim answers what it cannot
+    /// deliver.
     fn drop_back(&mut self, from: usize, mut dgram: [u8; REQUEST_LEN]) -> Delivery {
         self.stats.dropped += 1;
         dgram[16..20].copy_from_slice(&DROPPED_STATUS.to_be_bytes());
-        Delivery {
-            client: from,
-            datagram: dgram,
-        }
+        self.now(from, dgram)
     }
 
-    /// A LID-routed MAD with slid 0 comes from the attach port's LID (ibsim fills it in).
-    fn fill_slid(&self, dgram: &mut [u8; REQUEST_LEN], directed: bool) {
+    /// A LID-routed MAD with slid 0 comes from its sender's LID (ibsim fills it in).
+    fn fill_slid(&self, dgram: &mut [u8; REQUEST_LEN], origin: PortRef, directed: bool) {
         if directed || dgram[4..6] != [0, 0] {
             return;
         }
-        let lid = self
-            .emu
-            .port_info(self.emu.attach())
-            .map_or(0, |info| info.lid);
+        let lid = self.emu.port_info(origin).map_or(0, |info| info.lid);
         dgram[4..8].copy_from_slice(&u32::from(lid.to_be()).to_ne_bytes());
     }
 
-    fn owns_attach_lid(&self, dlid: u16) -> bool {
-        self.emu.port_info(self.emu.attach()).is_some_and(|info| {
+    fn owns_lid(&self, port: PortRef, dlid: u16) -> bool {
+        self.emu.port_info(port).is_some_and(|info| {
             let base = u32::from(info.lid);
             base != 0 && (base..base + (1 << info.lmc)).contains(&u32::from(dlid))
         })
     }
+
+    /// The port of a connected client that owns `dlid`: where a non-SMP MAD (SA) goes.
+    fn lid_owner(&self, dlid: u16) -> Option<PortRef> {
+        self.clients
+            .iter()
+            .flatten()
+            .map(|c| c.port)
+            .find(|&port| self.owns_lid(port, dlid))
+    }
+}
+
+/// Where a client attached at `node` sits, as ibsim attaches it: port 0 of a switch, port 1 of
+/// a CA or router.
+fn client_port(id: crate::NodeId, node: &crate::Node) -> PortRef {
+    PortRef::new(id, if node.is_switch() { 0 } else { 1 })
 }
 
 /// A [`Switchboard`] on ibsim's sockets.
@@ -426,6 +540,11 @@ pub struct Server {
     sockname: String,
     ctl: UnixDatagram,
     out: Vec<UnixDatagram>,
+    /// Emulated time zero: emulated ns are real ns since then.
+    started: Instant,
+    /// Datagrams not yet due, by (due ns, order queued): ties leave in the order queued.
+    pending: BTreeMap<(u64, u64), Delivery>,
+    queued: u64,
 }
 
 impl Server {
@@ -440,6 +559,9 @@ impl Server {
             sockname: sockname.to_owned(),
             ctl,
             out,
+            started: Instant::now(),
+            pending: BTreeMap::new(),
+            queued: 0,
         })
     }
 
@@ -447,11 +569,17 @@ impl Server {
         &self.board
     }
 
+    pub fn switchboard_mut(&mut self) -> &mut Switchboard {
+        &mut self.board
+    }
+
     /// Serves until `stop` is set (by a SIGTERM/SIGINT handler). Datagrams are taken in a fixed
-    /// order, control first, then client 0 to 9, each socket drained before the next.
+    /// order, control first, then client 0 to 9, each socket drained before the next; answers
+    /// and traps leave when the fabric's models say they arrive.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), ServeError> {
-        let timeout = Timespec::try_from(STOP_CHECK).unwrap_or_default();
         while !stop.load(Ordering::Relaxed) {
+            let timeout = self.until_next_due();
+            let timeout = Timespec::try_from(timeout).unwrap_or_default();
             let ready = {
                 let mut fds: Vec<PollFd<'_>> = std::iter::once(&self.ctl)
                     .chain(&self.out)
@@ -472,8 +600,54 @@ impl Server {
             for (client, _) in ready[1..].iter().enumerate().filter(|(_, r)| **r) {
                 self.drain_client(client)?;
             }
+            self.board.advance_to(self.now_ns());
+            self.queue_traps();
+            self.send_due();
         }
         Ok(())
+    }
+
+    /// Emulated time now.
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// How long `poll` may wait: until the next datagram or fabric event is due, at most
+    /// [`STOP_CHECK`].
+    fn until_next_due(&self) -> Duration {
+        let next = [
+            self.pending.first_key_value().map(|((at, _), _)| *at),
+            self.board.emulator().next_event_ns(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        next.map_or(STOP_CHECK, |at| {
+            Duration::from_nanos(at.saturating_sub(self.now_ns())).min(STOP_CHECK)
+        })
+    }
+
+    fn queue(&mut self, delivery: Delivery) {
+        self.queued += 1;
+        self.pending.insert((delivery.at_ns, self.queued), delivery);
+    }
+
+    fn queue_traps(&mut self) {
+        for trap in self.board.take_traps() {
+            self.queue(trap);
+        }
+    }
+
+    /// Sends every datagram that is due; one for a client gone since is lost.
+    fn send_due(&mut self) {
+        let now = self.now_ns();
+        while let Some(entry) = self.pending.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let delivery = entry.remove();
+            self.deliver(&delivery);
+        }
     }
 
     fn drain_control(&mut self) -> Result<(), ServeError> {
@@ -500,17 +674,21 @@ impl Server {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) => return Err(self.error(&format!("out{client}"), "recv", e)),
             };
-            let Some(delivery) = self.board.request(client, &buf[..n]) else {
+            let now = self.now_ns();
+            let Some(delivery) = self.board.request(client, &buf[..n], now) else {
                 continue;
             };
-            if !self.deliver(&delivery) && delivery.client != client {
+            self.queue_traps();
+            if delivery.at_ns > now {
+                self.queue(delivery);
+            } else if !self.deliver(&delivery) && delivery.client != client {
                 // The SM client it was for is gone: ibsim then answers the sender with 110.
-                self.board.disconnect(delivery.client);
                 let mut back = delivery.datagram;
                 back[16..20].copy_from_slice(&DROPPED_STATUS.to_be_bytes());
                 self.deliver(&Delivery {
                     client,
                     datagram: back,
+                    at_ns: now,
                 });
             }
         }

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ibqos_fabric::emu::builtin_topology;
+use ibqos_fabric::PortRef;
+use ibqos_fabric::emu::{Latency, Models, builtin_topology};
 use ibqos_fabric::netfile::parse_net_str;
 use ibqos_fabric::serve::{CTL_LEN, DROPPED_STATUS, REQUEST_LEN, Server, Switchboard};
-use ibqos_mad::{Attribute, AttributeId, DrPath, Method, Routing, Smp, SmpRepr};
+use ibqos_mad::{Attribute, AttributeId, CapabilityMask, DrPath, Method, Routing, Smp, SmpRepr};
 use proptest::prelude::*;
 
 const MAGIC: u32 = 0xdead_beef;
@@ -70,7 +71,7 @@ fn smp(dgram: &[u8; REQUEST_LEN]) -> SmpRepr {
 }
 
 #[test]
-fn connect_attaches_at_the_attach_node_and_refuses_others() {
+fn connect_attaches_at_the_node_named_as_ibsim_does() {
     let mut b = board();
     assert_eq!(connect(&mut b, 100, false, "H1"), Some(0));
     assert_eq!(
@@ -79,10 +80,30 @@ fn connect_attaches_at_the_attach_node_and_refuses_others() {
         "empty: default node"
     );
     assert_eq!(connect(&mut b, 102, false, "host-one HCA-1"), Some(2));
-    assert_eq!(connect(&mut b, 103, false, "H2"), None, "another node");
-    assert_eq!(connect(&mut b, 104, true, "H1"), Some(3));
+    assert_eq!(connect(&mut b, 103, false, "H3"), Some(3), "another CA");
+    assert_eq!(connect(&mut b, 113, false, "S2"), Some(4), "a switch");
+    assert_eq!(connect(&mut b, 114, false, "nowhere"), None);
+    let t = b.emulator().topology().clone();
+    let at = |name: &str, port| Some(PortRef::new(t.node_by_name(name).unwrap(), port));
+    assert_eq!(b.client_port(1), at("H1", 1));
+    assert_eq!(b.client_port(3), at("H3", 1));
+    assert_eq!(b.client_port(4), at("S2", 0), "switch port 0");
+    // An SM client makes its port advertise IsSM; one per node.
+    let is_sm = |b: &Switchboard, port: Option<PortRef>| {
+        b.emulator()
+            .port_info(port.unwrap())
+            .unwrap()
+            .capability_mask
+            .0
+            & CapabilityMask::IS_SM.0
+            != 0
+    };
+    assert!(!is_sm(&b, at("H1", 1)), "no SM yet");
+    assert_eq!(connect(&mut b, 104, true, "H1"), Some(5));
+    assert!(is_sm(&b, at("H1", 1)));
     assert_eq!(connect(&mut b, 105, true, "H1"), None, "a second SM");
-    for pid in 106..112 {
+    assert_eq!(connect(&mut b, 106, true, "H3"), Some(6), "an SM elsewhere");
+    for pid in 107..110 {
         connect(&mut b, pid, false, "H1");
     }
     assert_eq!(
@@ -90,9 +111,64 @@ fn connect_attaches_at_the_attach_node_and_refuses_others() {
         None,
         "all 10 slots taken"
     );
-    assert_eq!(b.client_pid(3), Some(104));
-    b.control(&ctl(3, 2, &[])).unwrap();
-    assert_eq!(b.client_pid(3), None, "DISCONNECT frees the slot");
+    assert_eq!(b.client_pid(5), Some(104));
+    b.control(&ctl(5, 2, &[])).unwrap();
+    assert_eq!(b.client_pid(5), None, "DISCONNECT frees the slot");
+    assert!(!is_sm(&b, at("H1", 1)), "and its port is no SM's any more");
+}
+
+/// An SM client elsewhere receives the SMInfo sent to its port; the SMAs answer after the
+/// fabric's latency, not at once.
+#[test]
+fn clients_at_other_ports_send_from_there_and_answers_wait_for_the_latency_model() {
+    let mut b = board();
+    let diag = connect(&mut b, 1, false, "H1").unwrap() as usize;
+    let sm = connect(&mut b, 2, true, "H3").unwrap() as usize;
+    b.emulator_mut().set_models(Models {
+        latency: Latency {
+            wire_ns: 100,
+            switch_sma_ns: 20_000,
+            ca_sma_ns: 2_000,
+        },
+        ..Models::default()
+    });
+    // From H3, hop 0 is H3 itself, answered by its own SMA: 2 us.
+    let answer = b
+        .request(
+            sm,
+            &request(&dr_get(AttributeId::NodeInfo, &[], 1), 0xffff),
+            1_000,
+        )
+        .unwrap();
+    let Ok(Attribute::NodeInfo(info)) =
+        Attribute::parse(AttributeId::NodeInfo, &smp(&answer.datagram).data)
+    else {
+        panic!()
+    };
+    let t = b.emulator().topology();
+    assert_eq!(
+        info.node_guid,
+        t.node(t.node_by_name("H3").unwrap()).unwrap().guid
+    );
+    assert_eq!(answer.at_ns, 1_000 + 2_000);
+    // Two hops to S1, a switch: 4 links and 20 us.
+    let answer = b
+        .request(
+            sm,
+            &request(&dr_get(AttributeId::NodeInfo, &[1, 3], 2), 0xffff),
+            5_000,
+        )
+        .unwrap();
+    assert_eq!(answer.at_ns, 5_000 + 4 * 100 + 20_000);
+    // SMInfo from H1 along H1-S1-S2-H3 reaches the SM client at H3, at once.
+    let fwd = b
+        .request(
+            diag,
+            &request(&dr_get(AttributeId::SmInfo, &[1, 3, 1], 3), 0xffff),
+            9_000,
+        )
+        .unwrap();
+    assert_eq!((fwd.client, fwd.at_ns), (sm, 9_000));
 }
 
 #[test]
@@ -133,6 +209,7 @@ fn smps_are_answered_and_sminfo_goes_to_the_sm_client_and_back() {
         .request(
             diag,
             &request(&dr_get(AttributeId::NodeInfo, &[1], 9), 0xffff),
+            0,
         )
         .unwrap();
     assert_eq!((answer.client, status(&answer.datagram)), (diag, 0));
@@ -144,13 +221,14 @@ fn smps_are_answered_and_sminfo_goes_to_the_sm_client_and_back() {
         .request(
             diag,
             &request(&dr_get(AttributeId::SmInfo, &[], 0x1234), 0xffff),
+            0,
         )
         .unwrap();
     assert_eq!(fwd.client, sm);
     assert_eq!(smp(&fwd.datagram).transaction_id >> 48, diag as u64);
     let mut reply = smp(&fwd.datagram);
     reply.method = Method::GetResp;
-    let back = b.request(sm, &request(&reply, 0xffff)).unwrap();
+    let back = b.request(sm, &request(&reply, 0xffff), 0).unwrap();
     assert_eq!(back.client, diag);
     assert_eq!(smp(&back.datagram).transaction_id & 0xffff, 0x1234);
 
@@ -159,6 +237,7 @@ fn smps_are_answered_and_sminfo_goes_to_the_sm_client_and_back() {
         .request(
             diag,
             &request(&dr_get(AttributeId::SmInfo, &[1], 5), 0xffff),
+            0,
         )
         .unwrap();
     assert_eq!(
@@ -170,6 +249,7 @@ fn smps_are_answered_and_sminfo_goes_to_the_sm_client_and_back() {
         .request(
             diag,
             &request(&dr_get(AttributeId::NodeInfo, &[1, 7], 6), 0xffff),
+            0,
         )
         .unwrap();
     assert_eq!(status(&lost.datagram), DROPPED_STATUS);
@@ -189,9 +269,12 @@ fn malformed_datagrams_are_counted_and_dropped() {
         b.control(&ctl(10, 7, &[])).is_none(),
         "client 10 does not exist"
     );
-    assert!(b.request(client, &[0u8; 287]).is_none());
-    assert!(b.request(client, &[0u8; 289]).is_none());
-    assert!(b.request(5, &[0u8; REQUEST_LEN]).is_none(), "unconnected");
+    assert!(b.request(client, &[0u8; 287], 0).is_none());
+    assert!(b.request(client, &[0u8; 289], 0).is_none());
+    assert!(
+        b.request(5, &[0u8; REQUEST_LEN], 0).is_none(),
+        "unconnected"
+    );
     assert_eq!(b.stats().malformed, 6);
 }
 
@@ -201,12 +284,12 @@ proptest! {
         let mut b = board();
         connect(&mut b, 1, true, "H1");
         let _ = b.control(&bytes);
-        let _ = b.request(client, &bytes);
+        let _ = b.request(client, &bytes, 0);
         let mut sized = [0u8; REQUEST_LEN];
         for (d, s) in sized.iter_mut().zip(&bytes) {
             *d = *s;
         }
-        let _ = b.request(0, &sized);
+        let _ = b.request(0, &sized, 0);
     }
 }
 

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use ibqos_qos::{PortClass, VlCount};
 
+use ibqos_fabric::emu::Latency;
+
 use crate::transport::FabricSpec;
 
 /// ibqos: an InfiniBand subnet manager centred on QoS.
@@ -116,6 +118,63 @@ pub struct FabricDumpArgs {
     pub output: Option<PathBuf>,
 }
 
+/// Faults to inject: into an emulated fabric (`ibqos sm --fabric sim:...`, `ibqos fabric
+/// serve`), or on receipt for `ibqos sm` on other fabrics.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Fault injection")]
+pub struct FaultArgs {
+    /// The probability (0-1) that a MAD is lost. On an emulated fabric the fabric itself loses
+    /// it, each request and each response drawn separately (a lost response leaves its Set
+    /// done); on ibsim or umad, a MAD the SM receives is dropped.
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
+    pub fault_loss: f64,
+    /// The probability (0-1) that a response is truncated or has bytes of its header flipped
+    /// (on an emulated fabric by the fabric, elsewhere on receipt).
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
+    pub fault_corrupt: f64,
+    /// Emulated fabrics only: each response comes back up to N microseconds later than the
+    /// fabric's latency model says, uniformly, so responses overtake each other.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fault_jitter_us: u64,
+    /// Emulated fabrics only: a TOML file of scheduled faults, counted from when the fabric
+    /// opens: `[[flap]] node = "S1" port = 3 down_ms = 5 up_ms = 50` (the link goes down, then
+    /// trains to Init again; without up_ms it stays down) and `[[dead]] node = "H3"` (its SMA
+    /// answers nothing).
+    #[arg(long, value_name = "FILE")]
+    pub fault_schedule: Option<PathBuf>,
+    /// The seed of the fault injection: the same seed loses, damages and delays the same MADs.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fault_seed: u64,
+}
+
+/// How long an emulated fabric takes to answer an SMP: the links it crosses both ways, and the
+/// SMA that answers. The defaults are assumptions of the right order, not measurements: a
+/// switch's management processor is a small embedded CPU, far slower than its wire. All zero
+/// answers at once, as ibsim does.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Emulated fabric latency")]
+pub struct LatencyArgs {
+    /// One link crossed one way, in ns.
+    #[arg(long, value_name = "NS", default_value_t = Latency::default().wire_ns)]
+    pub wire_ns: u64,
+    /// A switch's SMA answering one SMP, in ns.
+    #[arg(long, value_name = "NS", default_value_t = Latency::default().switch_sma_ns)]
+    pub switch_sma_ns: u64,
+    /// A CA's SMA answering one SMP, in ns.
+    #[arg(long, value_name = "NS", default_value_t = Latency::default().ca_sma_ns)]
+    pub ca_sma_ns: u64,
+}
+
+impl LatencyArgs {
+    pub fn latency(&self) -> Latency {
+        Latency {
+            wire_ns: self.wire_ns,
+            switch_sma_ns: self.switch_sma_ns,
+            ca_sma_ns: self.ca_sma_ns,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct FabricServeArgs {
     /// An ibsim / ibnetdiscover net file, or the name of a built-in fabric (two-switch).
@@ -124,12 +183,17 @@ pub struct FabricServeArgs {
     /// The socket base name clients give as IBSIM_SOCKNAME (ibsim's default is `sim`).
     #[arg(long, default_value = "sim", value_name = "NAME")]
     pub sockname: String,
-    /// The node (id or NodeDescription) every client attaches at; default: the first CA.
+    /// The node (id or NodeDescription) a client attaches at when it names none (SIM_HOST
+    /// unset); default: the first CA. A client naming a node attaches there, as under ibsim.
     #[arg(long, value_name = "NODE")]
     pub attach: Option<String>,
     /// On SIGTERM or SIGINT, write every port's state as JSON here (the `fabric dump` format).
     #[arg(long, value_name = "FILE")]
     pub dump: Option<PathBuf>,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+    #[command(flatten)]
+    pub latency: LatencyArgs,
 }
 
 #[derive(Debug, Args)]
@@ -199,28 +263,10 @@ pub struct SmArgs {
     /// Where the guid2lid LID cache lives; default $OSM_CACHE_DIR, else /var/cache/ibqos.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Fault injection, for testing: the probability (0-1) that a MAD is lost. On a `sim:`
-    /// fabric the fabric itself loses it, each request and each response drawn separately (a
-    /// lost response leaves its Set done); on ibsim or umad, a MAD the SM receives is dropped.
-    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
-    pub fault_loss: f64,
-    /// Fault injection: the probability (0-1) that a response is truncated or has bytes of its
-    /// header flipped (on a `sim:` fabric by the fabric, elsewhere on receipt).
-    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
-    pub fault_corrupt: f64,
-    /// Fault injection on a `sim:` fabric only: each response comes back up to N microseconds
-    /// later than the fabric's latency model says, uniformly, so responses overtake each other.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fault_jitter_us: u64,
-    /// Fault injection on a `sim:` fabric only: a TOML file of scheduled faults, counted from
-    /// when the fabric opens: `[[flap]] node = "S1" port = 3 down_ms = 5 up_ms = 50` (the link
-    /// goes down, then trains to Init again; without up_ms it stays down) and `[[dead]] node =
-    /// "H3"` (its SMA answers nothing).
-    #[arg(long, value_name = "FILE")]
-    pub fault_schedule: Option<PathBuf>,
-    /// The seed of the fault injection: the same seed loses, damages and delays the same MADs.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fault_seed: u64,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+    #[command(flatten)]
+    pub latency: LatencyArgs,
     /// On a `sim:` fabric: when the SM stops, write every port's state (LID, PortState,
     /// OperVLs, NeighborMTU, VLHighLimit, HOQLife, VLStallCount, SL2VL, VLArb) to FILE as
     /// JSON, sorted by node GUID and port, the same state always the same bytes.

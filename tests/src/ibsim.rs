@@ -65,8 +65,8 @@ impl Ibsim {
     }
 
     /// Starts `ibqos fabric serve NETFILE --attach NODE` (ibqos's emulated fabric behind ibsim's
-    /// socket protocol) in place of ibsim. Clients attach to it exactly as to ibsim, all at
-    /// `attach`; it has no console.
+    /// socket protocol) in place of ibsim. Clients attach to it exactly as to ibsim, at the node
+    /// each names (`attach` for those naming none); it has no console.
     pub fn serve(
         tools: &SimTools,
         ibqos: &Path,
@@ -74,11 +74,25 @@ impl Ibsim {
         attach: &str,
         dir: &Path,
     ) -> Result<Ibsim> {
+        Ibsim::serve_with(tools, ibqos, netfile, attach, dir, &[])
+    }
+
+    /// [`Ibsim::serve`] with more `ibqos fabric serve` arguments (a fault schedule, a latency
+    /// model).
+    pub fn serve_with(
+        tools: &SimTools,
+        ibqos: &Path,
+        netfile: &Path,
+        attach: &str,
+        dir: &Path,
+        extra: &[&str],
+    ) -> Result<Ibsim> {
         Ibsim::launch(tools, dir, |sockname| {
             let mut cmd = Command::new(ibqos);
             cmd.args(["fabric", "serve"])
                 .arg(netfile)
                 .args(["--attach", attach, "--sockname", sockname])
+                .args(extra)
                 .stdin(Stdio::null());
             cmd
         })

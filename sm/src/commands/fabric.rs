@@ -7,12 +7,16 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
-use ibqos_fabric::emu::{Emulator, dump, load_topology};
+use ibqos_fabric::emu::{Emulator, FaultSchedule, Faults, Models, dump, load_topology};
 use ibqos_fabric::netfile::to_net_file;
 use ibqos_fabric::serve::{Server, Switchboard};
 use ibqos_fabric::{Topology, generate};
 
-use crate::cli::{FabricCommand, FabricDumpArgs, FabricGenArgs, FabricServeArgs, GenShape};
+use tracing::warn;
+
+use crate::cli::{
+    FabricCommand, FabricDumpArgs, FabricGenArgs, FabricServeArgs, FaultArgs, GenShape, LatencyArgs,
+};
 use crate::commands::Outcome;
 use crate::transport::emulated::attach_port;
 
@@ -28,7 +32,8 @@ fn serve(args: &FabricServeArgs) -> Result<Outcome> {
     let started = Instant::now();
     let topology = load(&args.topology)?;
     let nodes = topology.nodes().count();
-    let board = Switchboard::new(topology, args.attach.as_deref())?;
+    let mut board = Switchboard::new(topology, args.attach.as_deref())?;
+    configure_emulator(board.emulator_mut(), &args.faults, &args.latency)?;
     let mut server = Server::bind(board, &args.sockname)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -43,11 +48,16 @@ fn serve(args: &FabricServeArgs) -> Result<Outcome> {
         .map_or_else(String::new, |n| n.name.clone());
     // One line when the sockets are bound: scripts wait for it (or for @NAME:ctl in
     // /proc/net/unix) before they start clients.
+    let latency = args.latency.latency();
     eprintln!(
-        "ibqos fabric: serving {nodes} nodes at @{}:ctl, clients attach at \"{attach_name}\"[{}] \
+        "ibqos fabric: serving {nodes} nodes at @{}:ctl, clients naming no node attach at \
+         \"{attach_name}\"[{}]; SMAs answer in {} ns (switch) / {} ns (CA) plus {} ns a link \
          (loaded in {:.3} s)",
         args.sockname,
         attach.port,
+        latency.switch_sma_ns,
+        latency.ca_sma_ns,
+        latency.wire_ns,
         started.elapsed().as_secs_f64()
     );
     server.run(&stop)?;
@@ -57,11 +67,44 @@ fn serve(args: &FabricServeArgs) -> Result<Outcome> {
     }
     let s = server.switchboard().stats();
     eprintln!(
-        "ibqos fabric: stopped; {} MADs ({} answered, {} forwarded, {} dropped), {} control \
-         requests, {} malformed datagrams",
-        s.mads, s.answered, s.forwarded, s.dropped, s.control, s.malformed
+        "ibqos fabric: stopped; {} MADs ({} answered, {} forwarded, {} dropped), {} traps, {} \
+         control requests, {} malformed datagrams",
+        s.mads, s.answered, s.forwarded, s.dropped, s.traps, s.control, s.malformed
     );
     Ok(Outcome::Success)
+}
+
+/// Applies the fault and latency flags to an emulated fabric (`ibqos sm --fabric sim:` and
+/// `ibqos fabric serve` take the same ones).
+pub(crate) fn configure_emulator(
+    emulator: &mut Emulator,
+    faults: &FaultArgs,
+    latency: &LatencyArgs,
+) -> Result<()> {
+    let injected = Faults {
+        loss: faults.fault_loss,
+        corrupt: faults.fault_corrupt,
+        jitter_ns: faults.fault_jitter_us.saturating_mul(1000),
+    };
+    if injected != Faults::default() {
+        warn!(
+            loss = injected.loss,
+            corrupt = injected.corrupt,
+            jitter_ns = injected.jitter_ns,
+            seed = faults.fault_seed,
+            "the emulated fabric injects faults"
+        );
+    }
+    emulator.set_models(Models {
+        latency: latency.latency(),
+        faults: injected,
+        seed: faults.fault_seed,
+    });
+    if let Some(path) = &faults.fault_schedule {
+        let schedule = FaultSchedule::load(path, emulator.topology())?;
+        emulator.schedule(&schedule);
+    }
+    Ok(())
 }
 
 /// A built-in fabric by name, else a net file.

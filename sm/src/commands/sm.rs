@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use ibqos_fabric::emu::{FaultSchedule, Faults, Models, dump};
+use ibqos_fabric::emu::{Latency, dump};
 use ibqos_opensm::{Format, Settings};
 use ibqos_qos::VlCount;
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ use tracing::{info, warn};
 
 use crate::cache;
 use crate::cli::SmArgs;
+use crate::commands::fabric::configure_emulator;
 use crate::commands::{Outcome, load_config};
 use crate::diagnostics::Report;
 use crate::engine::routing::RoutingEngine;
@@ -86,10 +87,15 @@ impl Fabric {
 /// receive side, where the flags that need the fabric's inside are refused.
 fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
     let FabricSpec::Emulated { topology, node } = &args.fabric else {
+        let f = &args.faults;
         let emulated_only = [
-            (args.fault_jitter_us > 0, "--fault-jitter-us"),
-            (args.fault_schedule.is_some(), "--fault-schedule"),
+            (f.fault_jitter_us > 0, "--fault-jitter-us"),
+            (f.fault_schedule.is_some(), "--fault-schedule"),
             (args.dump_fabric.is_some(), "--dump-fabric"),
+            (
+                args.latency.latency() != Latency::default(),
+                "--wire-ns/--switch-sma-ns/--ca-sma-ns",
+            ),
         ];
         if let Some((_, flag)) = emulated_only.iter().find(|(given, _)| *given) {
             bail!(
@@ -99,9 +105,9 @@ fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
         }
         let mut transport = open(&args.fabric, options)?;
         let faults = FaultConfig {
-            loss: args.fault_loss,
-            corrupt: args.fault_corrupt,
-            seed: args.fault_seed,
+            loss: f.fault_loss,
+            corrupt: f.fault_corrupt,
+            seed: f.fault_seed,
         };
         if faults.is_active() {
             warn!(
@@ -115,30 +121,7 @@ fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
         return Ok(Fabric::Other(transport));
     };
     let mut transport = EmulatedTransport::open(topology, node.as_deref())?;
-    let emulator = transport.emulator_mut();
-    let faults = Faults {
-        loss: args.fault_loss,
-        corrupt: args.fault_corrupt,
-        jitter_ns: args.fault_jitter_us.saturating_mul(1000),
-    };
-    if faults != Faults::default() {
-        warn!(
-            loss = faults.loss,
-            corrupt = faults.corrupt,
-            jitter_ns = faults.jitter_ns,
-            seed = args.fault_seed,
-            "the emulated fabric injects faults"
-        );
-    }
-    emulator.set_models(Models {
-        faults,
-        seed: args.fault_seed,
-        ..*emulator.models()
-    });
-    if let Some(path) = &args.fault_schedule {
-        let schedule = FaultSchedule::load(path, emulator.topology())?;
-        emulator.schedule(&schedule);
-    }
+    configure_emulator(transport.emulator_mut(), &args.faults, &args.latency)?;
     Ok(Fabric::Emulated(transport))
 }
 

@@ -1,0 +1,136 @@
+//! `ibqos fabric serve` beyond one attach point: clients attach at the node `SIM_HOST` names,
+//! as under ibsim (checked against ibsim itself with smpquery), OpenSM runs from any CA, and
+//! the served fabric sends trap 128 when a scheduled flap changes a link, which wakes an
+//! `ibqos sm` daemon long before its sweep interval would.
+//!
+//! A missing tool (ibsim, libumad2sim.so, opensm, smpquery) fails the test.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use ibqos_tests::daemon::Daemon;
+use ibqos_tests::netfile::DrPath;
+use ibqos_tests::opensm::run_opensm_once;
+use ibqos_tests::planner::ibqos_binary;
+use ibqos_tests::readback::{
+    Failures, Readback, ca_ports, check_active, check_lids, check_reachability, endports,
+};
+use ibqos_tests::scenario::testdata;
+use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
+use ibqos_tests::smpquery::{SmpQuery, Target};
+use ibqos_tests::{Ibsim, SimTools, TestDir, Topology};
+
+/// Every linked port Active, every endport a unique LID, and from every CA port the forwarding
+/// tables lead to every endport; read by smpquery attached at `node`.
+fn check_up(what: &str, tools: &SimTools, sim: &Ibsim, topology: &Topology, node: &str) {
+    let rb = Readback::read(tools, sim, topology, node).unwrap();
+    let mut f = Failures::new(what);
+    check_active(&mut f, topology, &rb, &|_| true);
+    check_lids(&mut f, topology, &rb, &|_| true);
+    check_reachability(
+        &mut f,
+        topology,
+        &rb,
+        &ca_ports(topology),
+        &endports(topology),
+    );
+    f.assert_none();
+}
+
+#[test]
+fn clients_attach_where_sim_host_says_as_under_ibsim() {
+    let tools = SimTools::require();
+    let ibqos = ibqos_binary().unwrap();
+    let dir = TestDir::new("fabric-serve-attach");
+    let netfile = testdata("two-switch.net");
+    let topology = Topology::load(&netfile).unwrap();
+    let served_dir = dir.path().join("served");
+    let ibsim_dir = dir.path().join("ibsim");
+    for d in [&served_dir, &ibsim_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let served = Ibsim::serve(&tools, &ibqos, &netfile, "H1", &served_dir).unwrap();
+    let ibsim = Ibsim::start(&tools, &netfile, &ibsim_dir).unwrap();
+
+    // From each node: the node at hop 0 (the client's own) and one hop out of port 1.
+    let mut own = BTreeSet::new();
+    for node in ["H1", "H2", "H3", "H5", "S1", "S2"] {
+        for path in [vec![], vec![1]] {
+            let target = Target::Dr(DrPath(path.clone()));
+            let ours = SmpQuery::new(&tools, &served, node).node_guid(&target);
+            let theirs = SmpQuery::new(&tools, &ibsim, node).node_guid(&target);
+            let ours = ours.unwrap_or_else(|e| panic!("served, from {node} {target}: {e}"));
+            assert_eq!(
+                Some(ours),
+                theirs.ok(),
+                "from {node}, {target}: served vs ibsim"
+            );
+            if path.is_empty() {
+                own.insert(ours);
+            }
+        }
+    }
+    assert_eq!(own.len(), 6, "each client is at its own node: {own:x?}");
+
+    // OpenSM from H3, far from the default attach point, brings the served fabric up.
+    let run = run_opensm_once(&tools, &served, "H3", "", &served_dir.join("opensm")).unwrap();
+    assert_eq!(run.error_lines(), Vec::<&str>::new(), "{}", run.log);
+    check_up("opensm from H3", &tools, &served, &topology, "H3");
+}
+
+#[test]
+fn a_scheduled_flap_sends_trap_128_and_wakes_the_ibqos_sm_daemon() {
+    let tools = SimTools::require();
+    let ibqos = ibqos_binary().unwrap();
+    let dir = TestDir::new("fabric-serve-trap");
+    let netfile = testdata("two-switch.net");
+    let topology = Topology::load(&netfile).unwrap();
+    // One of the two inter-switch links goes down 3 s after the fabric starts and comes back
+    // 200 ms later: well after the daemon's first sweep, and a second each way from any
+    // sweep the daemon's own interval (an hour) would bring.
+    let schedule = dir.path().join("flaps.toml");
+    std::fs::write(
+        &schedule,
+        "[[flap]]\nnode = \"S1\"\nport = 3\ndown_ms = 3000\nup_ms = 3200\n",
+    )
+    .unwrap();
+    let schedule = schedule.display().to_string();
+    let served_at = Instant::now();
+    let served = Ibsim::serve_with(
+        &tools,
+        &ibqos,
+        &netfile,
+        "H1",
+        dir.path(),
+        &["--fault-schedule", &schedule],
+    )
+    .unwrap();
+    let conf = write_opensm_conf(dir.path(), "sweep_interval 3600\n").unwrap();
+    let sm =
+        SmInvocation::new(SmFabric::Native, "H1", &dir.path().join("cache")).opensm_conf(&conf);
+    let mut daemon = Daemon::start(&sm, &ibqos, &served).unwrap();
+    let first = daemon.next_summary(Duration::from_secs(20)).unwrap();
+    assert_eq!(first["subnet_up"], true, "{first}");
+    assert!(
+        served_at.elapsed() < Duration::from_secs(3),
+        "the first sweep must end before the flap; took until {:?}",
+        served_at.elapsed()
+    );
+
+    // The flap: trap 128 wakes the daemon, and it sweeps until both links are back. Every
+    // sweep it reports is one a trap started (the interval is an hour).
+    let mut traps = 0;
+    loop {
+        let summary = daemon.next_summary(Duration::from_secs(10)).unwrap();
+        traps += summary["link_change_traps"].as_u64().unwrap();
+        if summary["subnet_up"] == true && summary["ports_not_active"] == 0 && traps >= 2 {
+            break;
+        }
+        assert!(
+            served_at.elapsed() < Duration::from_secs(15),
+            "no settled sweep after the flap: {summary}"
+        );
+    }
+    daemon.stop(Duration::from_secs(10)).unwrap();
+    check_up("after the flap", &tools, &served, &topology, "H1");
+}
