@@ -4,7 +4,7 @@
 //! advancing by ports + 1), and nodes are created switches first, so a generated fabric written
 //! with [`to_net_file`](crate::netfile::to_net_file) and one ibsim builds from an equivalent
 //! hand-written file without GUID lines agree. [`fat_tree`] builds exactly the fabrics of the
-//! shared `fat-tree-16.net` and `fat-tree-648.net`.
+//! shared `fat-tree-16.net` and `fat-tree-648.net`; [`fat_tree3`] builds three-level ones.
 
 use crate::topology::{Node, NodeId, NodeKind, PortRef, Topology, TopologyError};
 
@@ -58,6 +58,35 @@ impl Builder {
             .connect(PortRef::new(a, port(pa)?), PortRef::new(b, port(pb)?))?)
     }
 
+    /// `count` switches of `ports` ports, the `i`th named `name(i)`.
+    fn switches(
+        &mut self,
+        count: usize,
+        ports: usize,
+        name: impl Fn(usize) -> String,
+    ) -> Result<Vec<NodeId>, GenError> {
+        (0..count)
+            .map(|i| self.node(NodeKind::Switch, name(i), ports))
+            .collect()
+    }
+
+    /// Links every switch of `lower` to every switch of `upper`: `lower[i]` port `up + j` to
+    /// `upper[j]` port `down + i`. One layer of a fat tree, whatever its level.
+    fn mesh(
+        &mut self,
+        lower: &[NodeId],
+        up: usize,
+        upper: &[NodeId],
+        down: usize,
+    ) -> Result<(), GenError> {
+        for (i, &l) in lower.iter().enumerate() {
+            for (j, &u) in upper.iter().enumerate() {
+                self.link(l, up + j, u, down + i)?;
+            }
+        }
+        Ok(())
+    }
+
     /// One single-port CA `H{tag}_{h}` on each of `ports` of `switch`.
     fn hosts(
         &mut self,
@@ -80,9 +109,7 @@ pub fn ring(switches: usize, hosts: usize) -> Result<Topology, GenError> {
         return Err(GenError::Shape("a ring needs at least 2 switches".into()));
     }
     let mut b = Builder::new();
-    let sw = (0..switches)
-        .map(|i| b.node(NodeKind::Switch, format!("S{i}"), 2 + hosts))
-        .collect::<Result<Vec<_>, _>>()?;
+    let sw = b.switches(switches, 2 + hosts, |i| format!("S{i}"))?;
     for (i, &s) in sw.iter().enumerate() {
         b.link(s, 2, sw[(i + 1) % switches], 1)?;
     }
@@ -106,19 +133,79 @@ pub fn fat_tree(
         )));
     }
     let mut b = Builder::new();
-    let leaf = (0..leaves)
-        .map(|l| b.node(NodeKind::Switch, format!("L{l}"), radix))
-        .collect::<Result<Vec<_>, _>>()?;
-    let spine = (0..spines)
-        .map(|s| b.node(NodeKind::Switch, format!("S{s}"), radix))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (l, &lf) in leaf.iter().enumerate() {
-        for (s, &sp) in spine.iter().enumerate() {
-            b.link(lf, hosts_per_leaf + 1 + s, sp, l + 1)?;
-        }
-    }
+    let leaf = b.switches(leaves, radix, |l| format!("L{l}"))?;
+    let spine = b.switches(spines, radix, |s| format!("S{s}"))?;
+    b.mesh(&leaf, hosts_per_leaf + 1, &spine, 1)?;
     for (l, &lf) in leaf.iter().enumerate() {
         b.hosts(lf, &l.to_string(), 1..=hosts_per_leaf)?;
+    }
+    Ok(b.topo)
+}
+
+/// A three-level fat tree of `radix`-port switches, the k-ary fat tree of Al-Fares et al. ("A
+/// scalable, commodity data center network architecture", SIGCOMM 2008) with `k = radix`,
+/// sized down by `pods` (at most `k`) and `hosts_per_edge` (at most `k / 2`). With `m = k / 2`:
+///
+/// - `pods` pods `p`, each of `m` edge switches `E{p}_{e}` and `m` aggregation switches
+///   `A{p}_{a}`, every edge switch linked to every aggregation switch of its pod;
+/// - `m * m` core switches `C{c}` in `m` groups of `m` (core `c` is in group `c / m`), group `a`
+///   linked to aggregation switch `a` of every pod;
+/// - `hosts_per_edge` single-port CAs `H{p}_{e}_{h}` on each edge switch.
+///
+/// Port numbers do not depend on the size, so a port's number alone says where it leads:
+///
+/// - edge `E{p}_{e}`: host `h` on port `h + 1`, aggregation `A{p}_{a}` on port `m + 1 + a`;
+/// - aggregation `A{p}_{a}`: edge `E{p}_{e}` on port `e + 1`, core `C{a * m + j}` on port
+///   `m + 1 + j`;
+/// - core `C{c}`: aggregation `A{p}_{c / m}` on port `p + 1`.
+///
+/// A sized-down tree leaves edge ports `hosts_per_edge + 1..=m` and core ports `pods + 1..=k`
+/// unlinked; the full tree (`pods = k`, `hosts_per_edge = m`) uses every switch port and has
+/// `5k²/4` switches and `k³/4` hosts.
+///
+/// Switches are created bottom-up, as [`fat_tree`] creates leaves before spines: the edge
+/// switches pod by pod, then the aggregation switches pod by pod, then the cores; then the hosts,
+/// edge switch by edge switch. So `E0_0` has the first switch GUID and `H0_0_0` the first CA GUID.
+pub fn fat_tree3(radix: usize, pods: usize, hosts_per_edge: usize) -> Result<Topology, GenError> {
+    let m = radix / 2;
+    if radix == 0 || radix % 2 != 0 {
+        return Err(GenError::Shape(format!(
+            "a three-level fat tree needs an even radix of at least 2, not {radix}: half of each \
+             switch's ports go down, half up"
+        )));
+    }
+    if pods == 0 || pods > radix {
+        return Err(GenError::Shape(format!(
+            "{pods} pods on {radix}-port switches: each core switch has one port per pod, so 1 to \
+             {radix} pods"
+        )));
+    }
+    if hosts_per_edge == 0 || hosts_per_edge > m {
+        return Err(GenError::Shape(format!(
+            "{hosts_per_edge} hosts per edge switch on {radix}-port switches: an edge switch keeps \
+             {m} ports for its uplinks, so 1 to {m} hosts"
+        )));
+    }
+    let mut b = Builder::new();
+    let edge = (0..pods)
+        .map(|p| b.switches(m, radix, |e| format!("E{p}_{e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let aggregation = (0..pods)
+        .map(|p| b.switches(m, radix, |a| format!("A{p}_{a}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let core = b.switches(m * m, radix, |c| format!("C{c}"))?;
+    for (p, (edges, aggs)) in edge.iter().zip(&aggregation).enumerate() {
+        b.mesh(edges, m + 1, aggs, 1)?;
+        // Aggregation switch `a` of every pod takes core group `a`, so each core reaches every
+        // pod once, by the port numbered after the pod.
+        for (group, &agg) in core.chunks(m).zip(aggs) {
+            b.mesh(&[agg], m + 1, group, p + 1)?;
+        }
+    }
+    for (p, edges) in edge.iter().enumerate() {
+        for (e, &sw) in edges.iter().enumerate() {
+            b.hosts(sw, &format!("{p}_{e}"), 1..=hosts_per_edge)?;
+        }
     }
     Ok(b.topo)
 }
@@ -131,12 +218,7 @@ pub fn torus_2d(x: usize, y: usize, hosts: usize) -> Result<Topology, GenError> 
         return Err(GenError::Shape(format!("a {x}x{y} torus")));
     }
     let mut b = Builder::new();
-    let mut sw = Vec::with_capacity(x * y);
-    for i in 0..x {
-        for j in 0..y {
-            sw.push(b.node(NodeKind::Switch, format!("S{i}_{j}"), 4 + hosts)?);
-        }
-    }
+    let sw = b.switches(x * y, 4 + hosts, |n| format!("S{}_{}", n / y, n % y))?;
     let at = |i: usize, j: usize| sw[i * y + j];
     for i in 0..x {
         for j in 0..y {
@@ -189,6 +271,8 @@ pub fn assign_lids(topo: &mut Topology, lmc: u8) -> Result<u16, GenError> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     #[test]
@@ -208,6 +292,128 @@ mod tests {
         assert_eq!((t.switches().count(), t.links().count() - 6), (6, 12));
         assert!(fat_tree(4, 5, 4, 8).is_err());
         assert!(ring(1, 1).is_err());
+    }
+
+    #[test]
+    fn three_level_sizes() {
+        // (radix, pods, hosts per edge) -> (switches, hosts, links).
+        for (shape, expected) in [
+            // Full trees: 5k²/4 switches, k³/4 hosts, k³/4 links per level.
+            ((4, 4, 2), (20, 16, 48)),
+            ((8, 8, 4), (80, 128, 384)),
+            // Sized down: 4 cores, 2 pods of 2 + 2 switches, 1 host per edge.
+            ((4, 2, 1), (12, 4, 20)),
+            ((2, 1, 1), (3, 1, 3)),
+        ] {
+            let (k, pods, hosts) = shape;
+            let t = fat_tree3(k, pods, hosts).unwrap();
+            assert_eq!(
+                (t.switches().count(), t.cas().count(), t.links().count()),
+                expected,
+                "{shape:?}"
+            );
+            assert!(t.switches().all(|(_, n)| usize::from(n.num_ports()) == k));
+        }
+    }
+
+    /// Every link of a three-level tree is where [`fat_tree3`]'s doc comment puts it, nothing
+    /// else is linked, and the full tree uses every switch port.
+    #[test]
+    fn three_level_ports_follow_the_documented_numbering() {
+        for (k, pods, hosts) in [(4, 4, 2), (8, 8, 4), (6, 3, 1)] {
+            let t = fat_tree3(k, pods, hosts).unwrap();
+            let m = k / 2;
+            let mut designed = BTreeSet::new();
+            let mut link = |a: String, pa: usize, b: String, pb: usize| {
+                designed.insert((a.clone(), pa, b.clone(), pb));
+                designed.insert((b, pb, a, pa));
+            };
+            for p in 0..pods {
+                for e in 0..m {
+                    for h in 0..hosts {
+                        link(format!("E{p}_{e}"), h + 1, format!("H{p}_{e}_{h}"), 1);
+                    }
+                    for a in 0..m {
+                        link(format!("E{p}_{e}"), m + 1 + a, format!("A{p}_{a}"), e + 1);
+                    }
+                }
+                for a in 0..m {
+                    for j in 0..m {
+                        link(
+                            format!("A{p}_{a}"),
+                            m + 1 + j,
+                            format!("C{}", a * m + j),
+                            p + 1,
+                        );
+                    }
+                }
+            }
+            let name = |id: NodeId| t.node(id).unwrap().name.clone();
+            let linked: BTreeSet<_> = t
+                .nodes()
+                .flat_map(|(id, n)| {
+                    n.existing_ports().filter_map(move |(p, port)| {
+                        let peer = port.peer?;
+                        Some((id, p, peer))
+                    })
+                })
+                .map(|(id, p, peer)| {
+                    let (p, q) = (usize::from(p), usize::from(peer.port));
+                    (name(id), p, name(peer.node), q)
+                })
+                .collect();
+            assert_eq!(linked, designed, "({k}, {pods}, {hosts})");
+            if (pods, hosts) == (k, m) {
+                let used = |n: &Node| n.existing_ports().filter(|(_, p)| p.peer.is_some()).count();
+                assert!(
+                    t.switches().all(|(_, n)| used(n) == k),
+                    "({k}, {pods}, {hosts})"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn three_level_guids_follow_ibsims_sequence() {
+        let (pods, m, hosts) = (3, 2, 2);
+        let t = fat_tree3(2 * m, pods, hosts).unwrap();
+        let tier = |prefix: char| {
+            (0..pods).flat_map(move |p| (0..m).map(move |i| format!("{prefix}{p}_{i}")))
+        };
+        // Switches bottom-up, GUIDs from 0x200000 by 1.
+        let switches: Vec<String> = tier('E')
+            .chain(tier('A'))
+            .chain((0..m * m).map(|c| format!("C{c}")))
+            .collect();
+        // Single-port CAs edge switch by edge switch, GUIDs from 0x100000 by 2.
+        let cas: Vec<String> = tier('E')
+            .flat_map(|edge| (0..hosts).map(move |h| format!("H{}_{h}", &edge[1..])))
+            .collect();
+        for (names, base, step) in [(switches, 0x200000, 1), (cas, 0x100000, 2)] {
+            for (i, name) in names.iter().enumerate() {
+                let node = t.node(t.node_by_name(name).unwrap()).unwrap();
+                assert_eq!(node.guid, base + step * i as u64, "{name}");
+            }
+        }
+        assert_eq!(t.len(), 16 + 12);
+    }
+
+    #[test]
+    fn impossible_three_level_shapes_say_why() {
+        for ((k, pods, hosts), why) in [
+            ((5, 5, 2), "an even radix of at least 2, not 5"),
+            ((0, 1, 1), "an even radix of at least 2, not 0"),
+            ((4, 5, 2), "5 pods on 4-port switches"),
+            ((4, 0, 2), "0 pods on 4-port switches"),
+            ((4, 4, 3), "3 hosts per edge switch on 4-port switches"),
+            ((4, 4, 0), "0 hosts per edge switch"),
+            ((256, 1, 1), "E0_0 would need 256 ports"),
+        ] {
+            match fat_tree3(k, pods, hosts) {
+                Err(GenError::Shape(message)) => assert!(message.contains(why), "{message}"),
+                other => panic!("({k}, {pods}, {hosts}): {other:?}"),
+            }
+        }
     }
 
     #[test]

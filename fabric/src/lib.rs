@@ -4,7 +4,8 @@
 //!   read from a net file;
 //! - [`netfile`]: ibsim / ibnetdiscover net files, read exactly as ibsim 0.10 reads them, and
 //!   written so that ibsim loads them;
-//! - [`generate`]: generated fabrics (ring, fat tree, 2-D torus) for tests and the simulator;
+//! - [`generate`]: generated fabrics (ring, two- and three-level fat trees, 2-D torus) for tests
+//!   and the simulator;
 //! - [`routing`]: the routing engines (minhop, up*/down*) as pure, deterministic functions from a
 //!   topology with LIDs to every switch's linear forwarding table, and a path tracer.
 //!

@@ -238,6 +238,23 @@ fn shared_topologies_round_trip() {
     }
 }
 
+/// A three-level fat tree reads back the same from the written file, and from that file with its
+/// GUID lines removed: its GUIDs are the ones ibsim gives by default.
+#[test]
+fn three_level_fat_trees_round_trip_with_ibsims_default_guids() {
+    for (k, pods, hosts) in [(4, 4, 2), (8, 8, 4), (6, 3, 1)] {
+        let t = generate::fat_tree3(k, pods, hosts).unwrap();
+        let text = to_net_file(&t).unwrap();
+        assert_eq!(parse(&text), t, "({k}, {pods}, {hosts})");
+        let without_guids: String = text
+            .lines()
+            .filter(|l| !l.starts_with("switchguid=") && !l.starts_with("caguid="))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(parse(&without_guids), t, "({k}, {pods}, {hosts})");
+    }
+}
+
 #[test]
 fn writer_rejects_what_ibsim_cannot_read() {
     let mut t = generate::ring(2, 0).unwrap();

@@ -19,6 +19,10 @@ fn fabrics() -> Vec<(&'static str, Topology)> {
     vec![
         ("two-switch", net(include_str!("data/two-switch.net"))),
         ("fat-tree-16", net(include_str!("data/fat-tree-16.net"))),
+        (
+            "fat-tree3",
+            with_lids(generate::fat_tree3(4, 4, 2).unwrap(), 0),
+        ),
         ("ring", with_lids(generate::ring(6, 2).unwrap(), 0)),
         ("torus", with_lids(generate::torus_2d(4, 3, 1).unwrap(), 0)),
         (
@@ -126,6 +130,44 @@ fn minhop_balances_leaf_uplinks_like_opensm() {
     }
 }
 
+/// On a full three-level fat tree every host reaches every other up to the lowest common tier and
+/// straight back down: 2 links behind one edge switch, 4 within a pod, 6 between pods.
+#[test]
+fn minhop_on_a_three_level_fat_tree_goes_up_then_down() {
+    for k in [4, 8] {
+        let t = with_lids(generate::fat_tree3(k, k, k / 2).unwrap(), 0);
+        let routes = minhop(&t).unwrap();
+        let name = |p: PortRef| t.node(p.node).unwrap().name.as_str();
+        // `H{pod}_{edge}_{h}` without its host number: the edge switch it hangs off.
+        let edge = |p: PortRef| name(p).rsplit_once('_').unwrap().0.to_owned();
+        let pod = |p: PortRef| name(p).split_once('_').unwrap().0.to_owned();
+        // Switch names start with their tier: Edge, Aggregation, Core.
+        let tier = |p: &PortRef| "EAC".find(&name(*p)[..1]).unwrap();
+        let mut pairs = 0;
+        for (from, to, path) in all_paths(&t, &routes) {
+            if from == to || is_switch(&t, from.node) || is_switch(&t, to.node) {
+                continue;
+            }
+            let tiers: Vec<usize> = path[1..path.len() - 1].iter().map(tier).collect();
+            let expected: &[usize] = if pod(from) != pod(to) {
+                &[0, 1, 2, 1, 0]
+            } else if edge(from) != edge(to) {
+                &[0, 1, 0]
+            } else {
+                &[0]
+            };
+            assert_eq!(
+                (path.len() - 1, tiers.as_slice()),
+                (expected.len() + 1, expected),
+                "k={k}: {from} -> {to}: {path:?}"
+            );
+            pairs += 1;
+        }
+        let hosts = k * k * k / 4;
+        assert_eq!(pairs, hosts * (hosts - 1), "k={k}");
+    }
+}
+
 #[test]
 fn lmc_ranges_spread_over_paths() {
     let t = with_lids(generate::fat_tree(2, 2, 1, 4).unwrap(), 1);
@@ -174,6 +216,13 @@ fn updn_roots_are_the_spines_of_a_fat_tree() {
         .map(|id| t.node(id).unwrap().name.as_str())
         .collect();
     assert_eq!(names, vec!["S0", "S1"]);
+    // Three levels: the cores, two hops from every edge switch.
+    let t = generate::fat_tree3(4, 4, 2).unwrap();
+    let names: Vec<&str> = updn_roots(&t)
+        .into_iter()
+        .map(|id| t.node(id).unwrap().name.as_str())
+        .collect();
+    assert_eq!(names, vec!["C0", "C1", "C2", "C3"]);
     // A ring has no spine: one median root, the lowest GUID among equals.
     let ring = generate::ring(5, 1).unwrap();
     assert_eq!(updn_roots(&ring), vec![ring.node_by_name("S0").unwrap()]);

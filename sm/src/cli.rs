@@ -95,6 +95,7 @@ pub enum FabricCommand {
     /// Generate a fabric and write it as a net file that ibsim and `fabric serve` load.
     #[command(after_help = "Examples:\n  \
         ibqos fabric gen fat-tree --leaves 4 --spines 2 --hosts 4 --radix 8 -o ft.net\n  \
+        ibqos fabric gen fat-tree3 --radix 8 -o ft3.net\n  \
         ibqos fabric gen ring --switches 5 --hosts 2 -o ring.net\n  \
         ibqos fabric gen torus --x 4 --y 4 --hosts 1 -o torus.net")]
     Gen(FabricGenArgs),
@@ -219,6 +220,36 @@ pub enum GenShape {
         /// Ports per switch.
         #[arg(long, default_value_t = 36)]
         radix: usize,
+    },
+    /// A three-level (k-ary) fat tree: pods of edge and aggregation switches under core switches.
+    ///
+    /// Every switch has K = --radix ports, half down and half up. Each pod has K/2 edge switches
+    /// (E<pod>_<e>, hosts H<pod>_<e>_<h> on ports 1.., uplinks on ports K/2+1..) and K/2
+    /// aggregation switches (A<pod>_<a>, edges on ports 1..K/2, cores on ports K/2+1..K), every
+    /// edge linked to every aggregation switch of its pod. The (K/2)² core switches C<c> form K/2
+    /// groups of K/2; aggregation switch a of every pod links to each core of group a, pod p on
+    /// the core's port p+1. Between hosts in different pods a route is 6 links: edge,
+    /// aggregation, core, aggregation, edge.
+    ///
+    /// The full tree (the defaults) has 5K²/4 switches and K³/4 hosts: --radix 4 gives 20
+    /// switches and 16 hosts, --radix 8 80 and 128, --radix 36 1620 and 11664. Fewer pods or
+    /// hosts size it down, leaving those ports unlinked; the (K/2)² cores stay.
+    #[command(
+        name = "fat-tree3",
+        after_help = "Examples:\n  \
+            ibqos fabric gen fat-tree3 --radix 4 -o ft3-k4.net\n  \
+            ibqos fabric gen fat-tree3 --radix 8 --pods 2 --hosts 1 -o ft3-small.net"
+    )]
+    FatTree3 {
+        /// Ports per switch, K: even.
+        #[arg(long, value_name = "K")]
+        radix: usize,
+        /// Pods, 1 to K; default K.
+        #[arg(long, value_name = "P")]
+        pods: Option<usize>,
+        /// Hosts (single-port CAs) per edge switch, 1 to K/2; default K/2.
+        #[arg(long, value_name = "H")]
+        hosts: Option<usize>,
     },
     /// A ring of switches, each with its own hosts.
     Ring {

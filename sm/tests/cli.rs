@@ -1,9 +1,11 @@
 //! The `ibqos` command as an administrator runs it: exit statuses, messages for bad input, the
-//! JSON shape of `plan`, and `migrate` round trips.
+//! JSON shape of `plan`, `migrate` round trips, and the fabrics `fabric gen` writes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use ibqos_fabric::Topology;
+use ibqos_fabric::netfile::parse_net_str;
 use serde_json::Value;
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/opensm-qos.conf");
@@ -335,6 +337,57 @@ fn migrate_does_not_replace_a_file_without_force() {
     ]);
     assert!(forced.status.success(), "{}", stderr(&forced));
     assert_ne!(std::fs::read(&existing).unwrap(), b"# mine\n");
+}
+
+/// What `ibqos fabric gen` wrote to standard output, read back as ibsim reads it.
+fn generated(shape: &[&str]) -> Topology {
+    let output = ibqos(&[&["fabric", "gen"][..], shape].concat());
+    assert!(output.status.success(), "{shape:?}: {}", stderr(&output));
+    let net = parse_net_str(&stdout(&output)).expect("a net file");
+    assert_eq!(net.notes, vec![], "{shape:?}");
+    net.topology
+}
+
+#[test]
+fn fabric_gen_fat_tree3_defaults_to_the_full_k_ary_tree() {
+    let t = generated(&["fat-tree3", "--radix", "4"]);
+    assert_eq!(
+        (t.switches().count(), t.cas().count(), t.links().count()),
+        (20, 16, 48)
+    );
+    let t = generated(&["fat-tree3", "--radix", "8", "--pods", "2", "--hosts", "1"]);
+    // 16 cores, 2 pods of 4 edge and 4 aggregation switches, one host per edge switch.
+    assert_eq!((t.switches().count(), t.cas().count()), (32, 8));
+}
+
+#[test]
+fn fabric_gen_fat_tree_keeps_its_two_level_form() {
+    let shared = include_str!("../../tests/testdata/fat-tree-16.net");
+    let t = generated(&[
+        "fat-tree", "--leaves", "4", "--spines", "2", "--hosts", "4", "--radix", "8",
+    ]);
+    assert_eq!(t, parse_net_str(shared).unwrap().topology);
+}
+
+#[test]
+fn fabric_gen_refuses_an_impossible_fat_tree3_and_says_why() {
+    for (shape, why) in [
+        (&["--radix", "5"][..], "even radix of at least 2, not 5"),
+        (
+            &["--radix", "4", "--pods", "5"],
+            "5 pods on 4-port switches",
+        ),
+        (&["--radix", "4", "--hosts", "3"], "3 hosts per edge switch"),
+    ] {
+        let output = ibqos(&[&["fabric", "gen", "fat-tree3"][..], shape].concat());
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{shape:?}: {message}");
+        assert!(
+            message.starts_with("error: impossible shape: ") && message.contains(why),
+            "{shape:?}: {message}"
+        );
+        assert!(output.stdout.is_empty(), "{shape:?}");
+    }
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ibqos_fabric::emu::{Emulator, FabricDump};
 use ibqos_fabric::{LinkCaps, PortRef, generate};
@@ -24,10 +25,13 @@ fn repo(path: &str) -> std::path::PathBuf {
 /// Runs `ibqos sm --once --json` with `args` and a scratch LID cache; its exit status and
 /// summary.
 fn sm_once(args: &[&str]) -> (bool, Value) {
+    // One cache per run: tests run in parallel, and two sharing a cache would remove it under
+    // each other.
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
     let cache = std::env::temp_dir().join(format!(
         "ibqos-emulated-{}-{}",
         std::process::id(),
-        args.len()
+        RUNS.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&cache).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
@@ -65,6 +69,37 @@ fn sm_on_an_emulated_net_file() {
     assert_eq!(summary["subnet_up"], true);
     assert_eq!(summary["nodes"], 22);
     assert_eq!(summary["qos_ports_failed"], 0);
+}
+
+/// `ibqos fabric gen fat-tree3 --radix 4` written to a file, then `ibqos sm --once` on it: the
+/// SM finds all 36 nodes and brings up the subnet, and the fabric's own dump shows both ends of
+/// all 48 links ACTIVE.
+#[test]
+fn sm_brings_up_a_generated_three_level_fat_tree() {
+    let dir = std::env::temp_dir().join(format!("ibqos-fat-tree3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (net, after) = (dir.join("ft3-k4.net"), dir.join("after.json"));
+    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(["fabric", "gen", "fat-tree3", "--radix", "4", "-o"])
+        .arg(&net)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spec = format!("sim:{}", net.display());
+    let (up, summary) = sm_once(&["--fabric", &spec, "--dump-fabric", after.to_str().unwrap()]);
+    let dump = FabricDump::from_json(&std::fs::read_to_string(&after).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(up, "{summary}");
+    assert_eq!(summary["subnet_up"], true);
+    assert_eq!(summary["nodes"], 36);
+    assert_eq!(summary["ports_not_active"], 0);
+    let states = linked_port_states(&dump);
+    assert_eq!(states.len(), 2 * 48);
+    assert!(states.iter().all(|s| s == "Active"), "{states:?}");
 }
 
 /// The sweep configuration `ibqos sm` builds from an opensm.conf.
@@ -298,15 +333,7 @@ fn fabric_dump_before_and_after_the_sm() {
         |path: &Path| FabricDump::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
     let (before, after) = (read(&before), read(&after));
     std::fs::remove_dir_all(&dir).unwrap();
-    let states = |dump: &FabricDump| -> Vec<String> {
-        dump.nodes
-            .values()
-            .flat_map(|n| n.ports.iter().filter(|(p, _)| n.kind == "ca" || **p != 0))
-            .filter(|(_, p)| p.phys_state == "LinkUp")
-            .map(|(_, p)| p.port_state.clone())
-            .collect()
-    };
-    let (was, now) = (states(&before), states(&after));
+    let (was, now) = (linked_port_states(&before), linked_port_states(&after));
     assert_eq!(was.len(), 16, "both ends of the 8 links of two-switch");
     assert!(was.iter().all(|s| s != "Active"), "{was:?}");
     assert!(now.iter().all(|s| s == "Active"), "{now:?}");
@@ -314,4 +341,14 @@ fn fabric_dump_before_and_after_the_sm() {
         before.nodes.keys().collect::<Vec<_>>(),
         after.nodes.keys().collect::<Vec<_>>()
     );
+}
+
+/// The PortState of every linked port in a dump (a switch's port 0 is no link's end).
+fn linked_port_states(dump: &FabricDump) -> Vec<String> {
+    dump.nodes
+        .values()
+        .flat_map(|n| n.ports.iter().filter(|(p, _)| n.kind == "ca" || **p != 0))
+        .filter(|(_, p)| p.phys_state == "LinkUp")
+        .map(|(_, p)| p.port_state.clone())
+        .collect()
 }

@@ -139,6 +139,10 @@ fn gen_net_file(args: &FabricGenArgs) -> Result<Outcome> {
             hosts,
             radix,
         } => generate::fat_tree(leaves, spines, hosts, radix),
+        GenShape::FatTree3 { radix, pods, hosts } => {
+            // The full k-ary tree unless told otherwise; an odd radix is refused by the generator.
+            generate::fat_tree3(radix, pods.unwrap_or(radix), hosts.unwrap_or(radix / 2))
+        }
         GenShape::Ring { switches, hosts } => generate::ring(switches, hosts),
         GenShape::Torus { x, y, hosts } => generate::torus_2d(x, y, hosts),
     }?;
