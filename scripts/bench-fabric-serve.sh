@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # `ibqos fabric serve` on a generated fat tree of about 10,000 nodes: time to load and serve it,
-# then `ibqos sm --once` and `opensm -o` (defaults; qos TRUE; qos TRUE with use_optimized_slvl
-# TRUE on switches that advertise it), each on a fresh served fabric: MADs the fabric received and
-# time to SUBNET UP. Run by hand (not a test).
+# then `ibqos sm --once -F` and `opensm -o -F` with the same opensm.conf (defaults; qos TRUE; qos
+# TRUE with use_optimized_slvl TRUE on switches that advertise it), each on a fresh served fabric
+# with the served fabric's default latency model (20 us a switch SMA, 2 us a CA's, 100 ns a
+# link; SERVE_ARGS adds `ibqos fabric serve` flags, e.g. "--switch-sma-ns 0 --ca-sma-ns 0
+# --wire-ns 0" for ibsim's instant answers): MADs the fabric received and time to SUBNET UP.
+# Run by hand (not a test).
 #
 #   scripts/bench-fabric-serve.sh [LEAVES SPINES HOSTS RADIX]     default: 128 48 80 128
 #                                                                   (10,416 nodes, 10,416 LIDs)
@@ -33,7 +36,8 @@ start_serve() { # $1: label. Prints the time from start to the bound control soc
     export IBSIM_SOCKNAME="bench$$-$1"
     local t0 t1
     t0=$(date +%s%N)
-    "$ibqos" fabric serve "$net" --sockname "$IBSIM_SOCKNAME" --attach "$node" \
+    # shellcheck disable=SC2086 # SERVE_ARGS is a list of flags
+    "$ibqos" fabric serve "$net" --sockname "$IBSIM_SOCKNAME" --attach "$node" ${SERVE_ARGS:-} \
         2>"$work/serve-$1.log" &
     serve_pid=$!
     for _ in $(seq 2000); do
@@ -87,24 +91,32 @@ PY
     stop_serve "$1"
 }
 
-start_serve ibqos
-t0=$(date +%s%N)
-"$ibqos" sm --once --json --fabric "ibsim:$IBSIM_SOCKNAME@$node" --cache-dir "$work/cache-ibqos" \
-    >"$work/ibqos.json" 2>"$work/ibqos.log"
-t1=$(date +%s%N)
-python3 - "$work/ibqos.json" "$(( (t1 - t0) / 1000000 ))" <<'PY'
+run_ibqos() { # $1: name, $2: opensm.conf options for ibqos sm -F
+    osm_conf "$1" "$2"
+    start_serve "$1"
+    local t0 t1
+    t0=$(date +%s%N)
+    "$ibqos" sm --once --json -F "$work/$1.conf" --fabric "ibsim:$IBSIM_SOCKNAME@$node" \
+        --cache-dir "$work/cache-$1" >"$work/$1.json" 2>"$work/$1.stderr"
+    t1=$(date +%s%N)
+    python3 - "$work/$1.json" "$(( (t1 - t0) / 1000000 ))" "$1" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-print(f"ibqos sm --once: exit after {sys.argv[2]} ms; {s['result']} after "
-      f"{s['time_to_subnet_up_ms']:.0f} ms; {s['smps_sent']} SMPs sent, {s['timeouts']} timeouts")
+print(f"ibqos sm --once ({sys.argv[3]}): exit after {sys.argv[2]} ms; {s['result']} after "
+      f"{s['time_to_subnet_up_ms']:.0f} ms; {s['smps_sent']} SMPs sent, {s['timeouts']} timeouts, "
+      f"{s['qos_ports_verified']} QoS ports verified, {s['qos_ports_failed']} failed")
 PY
-stop_serve ibqos
+    stop_serve "$1"
+}
 
+run_ibqos ibqos-defaults ""
 run_opensm opensm-defaults ""
+run_ibqos ibqos-qos "qos TRUE\n"
 run_opensm opensm-qos "qos TRUE\n"
 # use_optimized_slvl only changes anything on switches that advertise
 # OptimizedSLtoVLMappingProgramming: the same fabric with `# ibqos: optsl2vl=1` on every switch.
 sed -e '/^Switch/s/$/ # ibqos: optsl2vl=1/' "$net" >"$work/fat-tree-optsl2vl.net"
 net=$work/fat-tree-optsl2vl.net
+run_ibqos ibqos-qos-optimized-slvl "qos TRUE\nuse_optimized_slvl TRUE\n"
 run_opensm opensm-qos-optimized-slvl "qos TRUE\nuse_optimized_slvl TRUE\n"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; files in $work"
