@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use ibqos_mad::{Attribute, AttributeId};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use crate::emu::{EmuError, Emulator, node_named};
+use crate::emu::{EmuError, Emulator, node_named, precise_timers};
 use crate::{NodeKind, PortRef, Topology};
 
 /// `IBSIM_MAX_CLIENTS`: ibsim binds exactly this many data sockets.
@@ -577,6 +577,7 @@ impl Server {
     /// order, control first, then client 0 to 9, each socket drained before the next; answers
     /// and traps leave when the fabric's models say they arrive.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), ServeError> {
+        precise_timers();
         while !stop.load(Ordering::Relaxed) {
             let timeout = self.until_next_due();
             let timeout = Timespec::try_from(timeout).unwrap_or_default();

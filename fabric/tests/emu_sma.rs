@@ -1,5 +1,5 @@
 //! The emulated fabric answering SMPs: per-attribute round trips, the IBA status codes, the
-//! PortState rules, directed-route and LID-routed travel, and malformed input.
+//! PortState rules, directed-route and LID-routed travel, M_Key protection, and malformed input.
 
 use ibqos_fabric::emu::{Emulator, builtin_topology};
 use ibqos_fabric::netfile::parse_net_str;
@@ -482,6 +482,219 @@ fn lid_routing_follows_the_lfts_over_active_links() {
     // A LID no port has, and one past LinearFDBTop.
     assert_eq!(nodeinfo_at(&mut emu, 5), None);
     assert_eq!(nodeinfo_at(&mut emu, 40), None);
+}
+
+const M_KEY: u64 = 0x0123_4567_89ab_cdef;
+const WRONG_KEY: u64 = 0xbad;
+const SECOND: u64 = 1_000_000_000;
+
+fn keyed(smp: SmpRepr, m_key: u64) -> SmpRepr {
+    SmpRepr { m_key, ..smp }
+}
+
+/// The PortInfo of the port at the end of `path` (port 0 of a switch) as a Get carrying
+/// `m_key` reads it, or `None` if the SMA drops the Get.
+fn port_info_with(emu: &mut Emulator, path: &[u8], m_key: u64) -> Option<PortInfoRepr> {
+    let get = SmpRepr::get(AttributeId::PortInfo, 0, 9, dr(path));
+    match attr(&send(emu, &keyed(get, m_key), None)?) {
+        Attribute::PortInfo(p) => Some(p),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A PortInfo Set carrying `m_key` of `info` to the port at the end of `path`: its status, or
+/// `None` if the SMA drops it.
+fn set_port_info(
+    emu: &mut Emulator,
+    path: &[u8],
+    info: PortInfoRepr,
+    m_key: u64,
+) -> Option<Status> {
+    let set = SmpRepr::set(&Attribute::PortInfo(info), 0, 9, dr(path));
+    Some(send(emu, &keyed(set, m_key), None)?.status)
+}
+
+/// Gives the port at the end of `path` the M_Key [`M_KEY`], `protect` bits and a lease of
+/// `lease_s` seconds, with a Set that carries `current`, its key until then.
+fn protect(emu: &mut Emulator, path: &[u8], current: u64, protect: u8, lease_s: u16) {
+    let mut p = port_info_with(emu, path, current).expect("the port's own key");
+    p.m_key = M_KEY;
+    p.m_key_protect_bits = protect;
+    p.m_key_lease_period = lease_s;
+    assert_eq!(set_port_info(emu, path, p, current), Some(Status::OK));
+}
+
+#[test]
+fn m_key_sets_need_the_key() {
+    let mut emu = emulator();
+    // The SM's own port checks like any other.
+    protect(&mut emu, &[], 0, 0, 0);
+    let mut p = port_info_with(&mut emu, &[], M_KEY).unwrap();
+    assert_eq!(p.m_key, M_KEY);
+    p.lid = 7;
+    // A wrong key and no key: no answer, nothing stored, a violation each.
+    assert_eq!(set_port_info(&mut emu, &[], p, WRONG_KEY), None);
+    assert_eq!(set_port_info(&mut emu, &[], p, 0), None);
+    let held = port_info_with(&mut emu, &[], M_KEY).unwrap();
+    assert_eq!((held.lid, held.m_key_violations), (0, 2));
+    assert_eq!(emu.handled(AttributeId::PortInfo, Method::Set), 1);
+    // The right key: stored, M_Key changes included; the old key is wrong from then on.
+    p.m_key = 0x5eed;
+    assert_eq!(set_port_info(&mut emu, &[], p, M_KEY), Some(Status::OK));
+    assert_eq!(emu.port_info(emu.attach()).map(|p| p.lid), Some(7));
+    assert_eq!(set_port_info(&mut emu, &[], p, M_KEY), None);
+    assert_eq!(set_port_info(&mut emu, &[], p, 0x5eed), Some(Status::OK));
+    // M_KeyViolations is writable, and saturates.
+    p.m_key_violations = 0xfffe;
+    assert_eq!(set_port_info(&mut emu, &[], p, 0x5eed), Some(Status::OK));
+    for _ in 0..2 {
+        assert_eq!(set_port_info(&mut emu, &[], p, M_KEY), None);
+    }
+    let held = emu.port_info(emu.attach()).unwrap();
+    assert_eq!(held.m_key_violations, 0xffff);
+}
+
+#[test]
+fn protection_levels_decide_what_a_get_without_the_key_sees() {
+    let mut emu = emulator();
+    let h3 = PortRef::new(node(emu.topology(), "H3"), 1);
+    let path = [1, 3, 1];
+    let node_info = |emu: &mut Emulator, m_key| {
+        let get = SmpRepr::get(AttributeId::NodeInfo, 0, 9, dr(&path));
+        send(emu, &keyed(get, m_key), None)
+    };
+    let mut current = 0;
+    for (level, answered, key_read) in
+        [(0, true, M_KEY), (1, true, 0), (2, false, 0), (3, false, 0)]
+    {
+        protect(&mut emu, &path, current, level, 0);
+        current = M_KEY;
+        let violations = emu.port_info(h3).unwrap().m_key_violations;
+        let read = port_info_with(&mut emu, &path, WRONG_KEY);
+        assert_eq!(read.is_some(), answered, "level {level}");
+        assert_eq!(node_info(&mut emu, WRONG_KEY).is_some(), answered);
+        if let Some(read) = read {
+            assert_eq!(read.m_key, key_read, "level {level}");
+            assert_eq!(read.m_key_protect_bits, level);
+        }
+        // A Get the level lets through is no violation; one it stops is.
+        let counted = if answered { 0 } else { 2 };
+        let held = emu.port_info(h3).unwrap();
+        assert_eq!(held.m_key_violations, violations + counted, "level {level}");
+        // With the key, every level answers in full.
+        assert_eq!(port_info_with(&mut emu, &path, M_KEY).unwrap().m_key, M_KEY);
+        assert!(node_info(&mut emu, M_KEY).is_some());
+    }
+}
+
+#[test]
+fn a_switch_answers_to_the_key_of_its_port_0() {
+    let mut emu = emulator();
+    let s1 = node(emu.topology(), "S1");
+    protect(&mut emu, &[1], 0, 2, 0);
+    let port3 = |emu: &mut Emulator, path: &[u8], m_key| {
+        let get = SmpRepr::get(AttributeId::PortInfo, 3, 9, dr(path));
+        send(emu, &keyed(get, m_key), None)
+    };
+    // In at port 1 from H1, and at port 3 from S2: port 0's key governs either way, and port 0
+    // counts the violations.
+    for path in [&[1][..], &[1, 3, 3]] {
+        assert!(port3(&mut emu, path, WRONG_KEY).is_none(), "{path:?}");
+        assert!(port3(&mut emu, path, M_KEY).is_some(), "{path:?}");
+    }
+    let violations = |emu: &Emulator, port| {
+        emu.port_info(PortRef::new(s1, port))
+            .unwrap()
+            .m_key_violations
+    };
+    assert_eq!(
+        (
+            violations(&emu, 0),
+            violations(&emu, 1),
+            violations(&emu, 3)
+        ),
+        (2, 0, 0)
+    );
+    // An external port's own M_Key fields protect nothing.
+    let mut p = match attr(&port3(&mut emu, &[1], M_KEY).unwrap()) {
+        Attribute::PortInfo(p) => p,
+        other => panic!("{other:?}"),
+    };
+    p.m_key = 0x5eed;
+    let set = SmpRepr::set(&Attribute::PortInfo(p), 3, 9, dr(&[1]));
+    assert_eq!(
+        send(&mut emu, &keyed(set, M_KEY), None).unwrap().status,
+        Status::OK
+    );
+    assert!(port3(&mut emu, &[1], 0x5eed).is_none());
+    assert!(port3(&mut emu, &[1], M_KEY).is_some());
+    // S2 has no key: anything goes.
+    assert!(port_info_with(&mut emu, &[1, 3], WRONG_KEY).is_some());
+}
+
+#[test]
+fn a_lease_clears_the_protect_bits_in_emulated_time() {
+    let mut emu = emulator();
+    let h3 = PortRef::new(node(emu.topology(), "H3"), 1);
+    let path = [1, 3, 1];
+    protect(&mut emu, &path, 0, 2, 10);
+    let protect_bits = |emu: &Emulator| emu.port_info(h3).unwrap().m_key_protect_bits;
+    // The first violation starts a 10 s lease; a second does not restart it.
+    emu.advance_to(SECOND);
+    assert_eq!(port_info_with(&mut emu, &path, WRONG_KEY), None);
+    emu.advance_to(5 * SECOND);
+    assert_eq!(port_info_with(&mut emu, &path, WRONG_KEY), None);
+    emu.advance_to(11 * SECOND - 1);
+    assert_eq!(protect_bits(&emu), 2);
+    // handle_at moves lease time on too: at 11 s the lease is over, and the key is for anyone
+    // to read.
+    let get = SmpRepr::get(AttributeId::PortInfo, 0, 9, dr(&path));
+    let answer = emu.handle_at(11 * SECOND, &bytes(&keyed(get, WRONG_KEY)), None);
+    let answer = SmpRepr::parse(&Smp::new_checked(&answer.unwrap().mad[..]).unwrap()).unwrap();
+    let Attribute::PortInfo(read) = attr(&answer) else {
+        panic!()
+    };
+    assert_eq!((read.m_key, read.m_key_protect_bits), (M_KEY, 0));
+    assert_eq!(read.m_key_violations, 2);
+    // handle takes no time: a lease it starts begins at the last time advanced to, and ends
+    // only when the emulator is advanced past it.
+    protect(&mut emu, &path, M_KEY, 2, 10);
+    emu.advance_to(100 * SECOND);
+    assert_eq!(port_info_with(&mut emu, &path, WRONG_KEY), None);
+    emu.advance_to(110 * SECOND - 1);
+    assert_eq!(protect_bits(&emu), 2);
+    emu.advance_to(110 * SECOND);
+    assert_eq!(protect_bits(&emu), 0);
+}
+
+#[test]
+fn only_the_valid_key_stops_a_lease() {
+    let mut emu = emulator();
+    let h3 = PortRef::new(node(emu.topology(), "H3"), 1);
+    let path = [1, 3, 1];
+    let protect_bits = |emu: &Emulator| emu.port_info(h3).unwrap().m_key_protect_bits;
+    // The key, 5 s into a 10 s lease: the lease stops.
+    protect(&mut emu, &path, 0, 2, 10);
+    assert_eq!(port_info_with(&mut emu, &path, WRONG_KEY), None);
+    emu.advance_to(5 * SECOND);
+    assert!(port_info_with(&mut emu, &path, M_KEY).is_some());
+    emu.advance_to(20 * SECOND);
+    assert_eq!(protect_bits(&emu), 2);
+    // At level 1 a Get with a wrong key is answered, and the lease runs on (C14-17).
+    protect(&mut emu, &path, M_KEY, 1, 10);
+    let p = port_info_with(&mut emu, &path, M_KEY).unwrap();
+    assert_eq!(set_port_info(&mut emu, &path, p, WRONG_KEY), None);
+    emu.advance_to(25 * SECOND);
+    assert_eq!(
+        port_info_with(&mut emu, &path, WRONG_KEY).map(|p| p.m_key),
+        Some(0)
+    );
+    emu.advance_to(30 * SECOND);
+    assert_eq!(protect_bits(&emu), 0);
+    assert_eq!(
+        port_info_with(&mut emu, &path, WRONG_KEY).map(|p| p.m_key),
+        Some(M_KEY)
+    );
 }
 
 #[test]

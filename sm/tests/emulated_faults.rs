@@ -15,7 +15,9 @@ use ibqos_fabric::emu::{
 };
 use ibqos_fabric::netfile::parse_net_str;
 use ibqos_fabric::{NodeId, PortRef};
-use ibqos_mad::{Attribute, Method, Notice, PortState, Routing, Smp, SmpRepr, parse_any};
+use ibqos_mad::{
+    Attribute, DrPath, Method, Notice, PhysPortState, PortState, Routing, Smp, SmpRepr, parse_any,
+};
 use ibqos_sm::commands::sm::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
 use ibqos_sm::engine::sweep::{Phase, Sweep, SweepConfig, SweepMode};
@@ -295,12 +297,27 @@ fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
             .trap128_lid_addr(),
         s2_lid
     );
-    // A repress with another TID leaves it standing; its own ends it.
+    // S2 gets an M_Key (protection level 2) from a Set that needs none yet.
+    const KEY: u64 = 0x5eed;
+    let mut keyed = *transport.emulator().port_info(PortRef::new(s2, 0)).unwrap();
+    keyed.m_key = KEY;
+    keyed.m_key_protect_bits = 2;
+    keyed.port_state = PortState::NoChange;
+    keyed.port_phys_state = PhysPortState::NoChange;
+    let route = Routing::Directed(DrPath::request(&[1, 3]).unwrap());
+    let set = SmpRepr::set(&Attribute::PortInfo(keyed), 0, 99, route);
+    let mut mad = vec![0; 256];
+    set.emit(&mut Smp::new_unchecked(&mut mad[..]));
+    assert!(transport.emulator_mut().handle(&mad, None).is_some());
+    // A repress with another TID, or without S2's key, leaves the trap standing; its own TID
+    // with the key ends it.
     assert_eq!(transport.emulator().unrepressed_traps(), 1);
-    for (tid, left) in [(smp.transaction_id + 1, 1), (smp.transaction_id, 0)] {
+    let tid = smp.transaction_id;
+    for (tid, m_key, left) in [(tid + 1, KEY, 1), (tid, 0, 1), (tid, KEY, 0)] {
         let repress = SmpRepr {
             method: Method::TrapRepress,
             transaction_id: tid,
+            m_key,
             ..smp
         };
         let mut mad = vec![0; 256];
@@ -308,6 +325,11 @@ fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
         assert_eq!(transport.emulator_mut().handle(&mad, Some(s2_lid)), None);
         assert_eq!(transport.emulator().unrepressed_traps(), left);
     }
+    let violations = transport.emulator().port_info(PortRef::new(s2, 0)).unwrap();
+    assert_eq!(
+        violations.m_key_violations, 1,
+        "the repress without the key"
+    );
 }
 
 #[test]

@@ -102,6 +102,8 @@ pub struct SmpQuery<'a> {
     sim: &'a Ibsim,
     program: PathBuf,
     node: String,
+    /// The M_Key every query carries (smpquery's default is 0).
+    m_key: Option<u64>,
 }
 
 impl<'a> SmpQuery<'a> {
@@ -112,6 +114,16 @@ impl<'a> SmpQuery<'a> {
             sim,
             program: tools.smpquery.path.clone(),
             node: node.to_owned(),
+            m_key: None,
+        }
+    }
+
+    /// The same queries carrying `m_key` (`--m_key`), for a fabric an SM protected with it.
+    /// They also show the keys (`--show_keys`): smpquery prints PortInfo.M_Key only then.
+    pub fn with_m_key(self, m_key: u64) -> SmpQuery<'a> {
+        SmpQuery {
+            m_key: Some(m_key),
+            ..self
         }
     }
 
@@ -144,6 +156,9 @@ impl<'a> SmpQuery<'a> {
 
     fn run(&self, op: &str, target: &Target, port: Option<u8>) -> Result<String> {
         let mut cmd = self.sim.client(&self.program, &self.node);
+        if let Some(m_key) = self.m_key {
+            cmd.args(["--show_keys", "--m_key", &format!("{m_key:#x}")]);
+        }
         match target {
             Target::Lid(lid) => cmd.args([op.to_owned(), lid.to_string()]),
             Target::Dr(path) => cmd.args(["-D".to_owned(), op.to_owned(), path.to_string()]),

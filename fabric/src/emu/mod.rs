@@ -5,8 +5,8 @@
 //! [`Emulator`] is sans-IO and deterministic: [`Emulator::handle`] takes the bytes of one SMP the
 //! SM sends from its port and returns the bytes of the response that comes back, or `None`
 //! where a real fabric would drop the SMP (a bad directed route, no LID route, a malformed
-//! MAD, a dead node). It depends on neither time nor randomness, so the same requests give the
-//! same bytes.
+//! MAD, a dead node, a wrong M_Key). It depends on neither time nor randomness, so the same
+//! requests give the same bytes.
 //!
 //! [`Emulator::handle_at`] is the same exchange on a fabric with [`models`]: the caller says
 //! when the request leaves the SM, scheduled link flaps up to then take effect ([`schedule`]),
@@ -17,9 +17,11 @@
 //!
 //! What each attribute does is in [`sma`]; this module moves SMPs: directed routes as IBA 14.2.2
 //! specifies them, LID routes through the linear forwarding tables the SM programmed, and the
-//! link-level effects of PortInfo Sets (a port taken down takes its neighbour with it).
+//! link-level effects of PortInfo Sets (a port taken down takes its neighbour with it). Which
+//! SMPs an SMA answers when it holds an M_Key is in [`mkey`].
 
 mod dump;
+mod mkey;
 mod models;
 mod schedule;
 mod sma;
@@ -38,7 +40,7 @@ use models::Dice;
 use sma::{INVALID_VALUE, METHOD_UNSUPPORTED, NodeSma, check_port_info, negotiate};
 
 pub use dump::{FabricDump, NodeDump, PortDump, dump};
-pub use models::{Faults, Latency, Models, damage};
+pub use models::{Faults, Latency, Models, damage, precise_timers};
 pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
 pub use sma::LINEAR_FDB_CAP;
 
@@ -119,6 +121,8 @@ pub struct Emulator {
     unrepressed: BTreeSet<(NodeId, u64)>,
     /// The TransactionID of the next trap (an SMA numbers its own traps).
     next_trap_tid: u64,
+    /// M_Key leases running, in emulated time.
+    leases: mkey::Leases,
 }
 
 /// A trap an SMA sends: a LID-routed SubnTrap(Notice) to the MasterSMLID its port 0 holds.
@@ -187,6 +191,7 @@ impl Emulator {
             outbox: Vec::new(),
             unrepressed: BTreeSet::new(),
             next_trap_tid: 1,
+            leases: mkey::Leases::default(),
         };
         if let Some(port) = emulator.sma_port_mut(attach) {
             port.info.capability_mask.0 |= ibqos_mad::CapabilityMask::IS_SM.0;
@@ -211,7 +216,8 @@ impl Emulator {
     /// Answers one SMP sent from the SM's port: the response MAD, or `None` where a real fabric
     /// drops it. `dlid` is the destination LID of a LID-routed SMP (from the transport header,
     /// not the MAD); a directed-route SMP ignores it. Never panics, whatever the bytes. No
-    /// time passes and the [`Models`] play no part; dead nodes stay dead.
+    /// time passes and the [`Models`] play no part; dead nodes stay dead, and an M_Key lease
+    /// never runs out (only [`Emulator::advance_to`] moves lease time on).
     pub fn handle(&mut self, request: &[u8], dlid: Option<u16>) -> Option<Vec<u8>> {
         self.handle_from(self.attach, request, dlid)
     }
@@ -356,8 +362,10 @@ impl Emulator {
         self.dead.contains(&node)
     }
 
-    /// Makes every scheduled link event up to `now_ns` happen.
+    /// Makes every scheduled link event up to `now_ns` happen, and ends the M_Key leases due
+    /// by then.
     pub fn advance_to(&mut self, now_ns: u64) {
+        self.expire_leases(now_ns);
         let due = self.events.partition_point(|e| e.at_ns <= now_ns);
         let events: Vec<LinkEvent> = self.events.drain(..due).collect();
         for event in events {
@@ -393,8 +401,9 @@ impl Emulator {
         if self.is_dead(at.node) {
             return None;
         }
+        let access = self.check_m_key(at, &request)?;
         let (status, data) = match self.answer(at, &request) {
-            Ok(attribute) => (Status::OK, attribute.to_data()),
+            Ok(attribute) => (Status::OK, access.show(attribute).to_data()),
             // On an error the data area goes back as it came (as ibsim does).
             Err(status) => (status, request.data),
         };
@@ -441,13 +450,17 @@ impl Emulator {
             Routing::Directed(path) => self.directed(origin, path).map(|(at, _)| at),
             Routing::Lid => dlid.and_then(|lid| self.lid_route(origin, lid).map(|(at, _)| at)),
         };
-        if let Some(at) = at.filter(|at| !self.is_dead(at.node)) {
+        let Some(at) = at.filter(|at| !self.is_dead(at.node)) else {
+            return;
+        };
+        if self.check_m_key(at, request).is_some() {
             self.count(request);
             self.unrepressed.remove(&(at.node, request.transaction_id));
         }
     }
 
-    /// How many SMPs with this AttributeID and Method reached an SMA (whatever the answer).
+    /// How many SMPs with this AttributeID and Method reached an SMA and passed its M_Key check
+    /// (whatever the answer).
     pub fn handled(&self, attribute: AttributeId, method: Method) -> u64 {
         self.handled
             .get(&(u16::from(attribute), u8::from(method)))

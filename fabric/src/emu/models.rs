@@ -68,6 +68,15 @@ pub struct Models {
     pub seed: u64,
 }
 
+/// Asks Linux to wake the calling thread within 1 ns of the time it asked for, rather than
+/// within its timer slack (50 us by default). A fabric that holds answers in real time waits
+/// for microsecond-scale deadlines; with the default slack every wait could oversleep by more
+/// than a switch SMA's whole answer time, and the latency model would not be the one applied.
+/// Best effort: where the kernel refuses, the waits are only coarser.
+pub fn precise_timers() {
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+}
+
 /// The seeded generator behind the fault models.
 #[derive(Debug, Clone)]
 pub(crate) struct Dice(Pcg64);

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ibqos_fabric::emu::{Emulator, load_topology, node_named};
+use ibqos_fabric::emu::{Emulator, load_topology, node_named, precise_timers};
 use ibqos_fabric::{NodeKind, PortRef, Topology};
 use ibqos_mad::DrPath;
 
@@ -42,8 +42,10 @@ pub struct EmulatedTransport {
 }
 
 impl EmulatedTransport {
-    /// The SM at the emulator's attach port, on real time from now.
+    /// The SM at the emulator's attach port, on real time from now (this thread then sleeps
+    /// with [`precise_timers`]).
     pub fn new(emulator: Emulator) -> EmulatedTransport {
+        precise_timers();
         EmulatedTransport::with_clock(emulator, Clock::Real(Instant::now()))
     }
 
