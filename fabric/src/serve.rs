@@ -87,6 +87,13 @@ const PORT_INFO_GID_PREFIX: usize = 8;
 const PORT_INFO_LID: usize = 16;
 const PORT_INFO_STATE: usize = 32;
 
+/// A wait shorter than this is spun (polled without a timeout) rather than slept. Measured on
+/// the 2-core VM of BENCHMARKS.md, even with 1 ns timer slack a 20 us `poll` timeout returned
+/// tens of us late, so the fabric answered at several times its latency model; spinning the
+/// last 100 us makes the answers leave on time, at the price of one busy core while MADs are
+/// in flight (as ibsim's own loop is busy while it has work).
+const SPIN_BELOW: Duration = Duration::from_micros(100);
+
 /// How often the loop looks at the stop flag when nothing is due: a signal handler that only
 /// sets a flag cannot be relied on to interrupt `poll` (it may run on another thread).
 const STOP_CHECK: Duration = Duration::from_millis(100);
@@ -614,7 +621,7 @@ impl Server {
     }
 
     /// How long `poll` may wait: until the next datagram or fabric event is due, at most
-    /// [`STOP_CHECK`].
+    /// [`STOP_CHECK`], and not at all when that is under [`SPIN_BELOW`].
     fn until_next_due(&self) -> Duration {
         let next = [
             self.pending.first_key_value().map(|((at, _), _)| *at),
@@ -624,7 +631,12 @@ impl Server {
         .flatten()
         .min();
         next.map_or(STOP_CHECK, |at| {
-            Duration::from_nanos(at.saturating_sub(self.now_ns())).min(STOP_CHECK)
+            let wait = Duration::from_nanos(at.saturating_sub(self.now_ns()));
+            if wait < SPIN_BELOW {
+                Duration::ZERO
+            } else {
+                wait.min(STOP_CHECK)
+            }
         })
     }
 

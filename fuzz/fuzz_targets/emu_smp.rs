@@ -1,25 +1,37 @@
-//! Any bytes sent to the emulated fabric as an SMP, directed or LID-routed: the status a real
-//! SMA returns or silence, never a panic.
+//! Any bytes sent to the emulated fabric as SMPs, directed or LID-routed, from any port, in
+//! sequence and over emulated time (so Sets change what later SMPs meet: M_Keys, leases, link
+//! states and the traps they raise): the status a real SMA returns or silence, never a panic.
 #![no_main]
 
 use std::sync::OnceLock;
 
 use ibqos_fabric::emu::{Emulator, load_topology};
-use ibqos_fabric::{NodeKind, PortRef};
+use ibqos_fabric::{NodeId, NodeKind, PortRef};
 use libfuzzer_sys::fuzz_target;
 
 /// The built-in fabric, attached at its first CA, built once and cloned per input.
-fn fabric() -> &'static Emulator {
-    static FABRIC: OnceLock<Emulator> = OnceLock::new();
+fn fabric() -> &'static (Emulator, Vec<NodeId>) {
+    static FABRIC: OnceLock<(Emulator, Vec<NodeId>)> = OnceLock::new();
     FABRIC.get_or_init(|| {
         let topology = load_topology("two-switch").expect("built-in fabric").topology;
+        let nodes = topology.nodes().map(|(id, _)| id).collect();
         let ca = topology.nodes().find(|(_, n)| n.kind == NodeKind::Ca).expect("a CA").0;
-        Emulator::new(topology, PortRef::new(ca, 1)).expect("emulator")
+        (Emulator::new(topology, PortRef::new(ca, 1)).expect("emulator"), nodes)
     })
 }
 
-fuzz_target!(|input: (Option<u16>, Vec<u8>)| {
-    let (dlid, bytes) = input;
-    let mut emulator = fabric().clone();
-    let _ = emulator.handle(&bytes, dlid);
+/// One SMP: the node and port it leaves from (any, valid or not), its destination LID, how
+/// many ns after the previous one it is sent, and its bytes.
+type Send = (u8, u8, Option<u16>, u32, Vec<u8>);
+
+fuzz_target!(|sends: Vec<Send>| {
+    let (fabric, nodes) = fabric();
+    let mut emulator = fabric.clone();
+    let mut now_ns = 0u64;
+    for (node, port, dlid, after_ns, bytes) in sends {
+        let origin = PortRef::new(nodes[usize::from(node) % nodes.len()], port);
+        now_ns += u64::from(after_ns);
+        let _ = emulator.handle_at_from(origin, now_ns, &bytes, dlid);
+        let _ = emulator.take_traps();
+    }
 });

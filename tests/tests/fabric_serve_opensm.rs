@@ -2,7 +2,7 @@
 //! (native ibsim client) bring the served fabric up, and smpquery and ibroute, also under the
 //! shim, read back what they programmed.
 //!
-//! Every client attaches at H1, the one port the served fabric is emulated from. The QoS
+//! Every client here attaches at H1 (fabric_serve_attach.rs covers the others). The QoS
 //! tables OpenSM programs are compared port by port with what the same `opensm -o` programs on
 //! the real ibsim of the same net file: the served fabric must be indistinguishable. For that
 //! comparison both switches have an enhanced port 0: on a base port 0 the emulator refuses an
