@@ -39,10 +39,10 @@ use crate::{NodeKind, PortRef, Topology};
 /// `IBSIM_MAX_CLIENTS`: ibsim binds exactly this many data sockets.
 pub const MAX_CLIENTS: usize = 10;
 const SIM_MAGIC: u32 = 0xdead_beef;
-/// `sizeof(struct sim_ctl)`: magic, clientid, type, len, data[64].
+/// `sizeof(struct sim_ctl)`: magic, clientid, type, len, `data[64]`.
 pub const CTL_LEN: usize = 80;
 const CTL_DATA: usize = 16;
-/// `sizeof(struct sim_request)`: dlid, slid, dqp, sqp, status, pad, u64 length, mad[256].
+/// `sizeof(struct sim_request)`: dlid, slid, dqp, sqp, status, pad, u64 length, `mad[256]`.
 pub const REQUEST_LEN: usize = 288;
 const MAD_OFFSET: usize = 32;
 /// The umad status of a MAD the fabric lost (ETIMEDOUT), as ibsim reports it.

@@ -224,9 +224,9 @@ pub enum GenShape {
     /// A three-level (k-ary) fat tree: pods of edge and aggregation switches under core switches.
     ///
     /// Every switch has K = --radix ports, half down and half up. Each pod has K/2 edge switches
-    /// (E<pod>_<e>, hosts H<pod>_<e>_<h> on ports 1.., uplinks on ports K/2+1..) and K/2
-    /// aggregation switches (A<pod>_<a>, edges on ports 1..K/2, cores on ports K/2+1..K), every
-    /// edge linked to every aggregation switch of its pod. The (K/2)² core switches C<c> form K/2
+    /// (E{pod}_{e}, hosts H{pod}_{e}_{h} on ports 1.., uplinks on ports K/2+1..) and K/2
+    /// aggregation switches (A{pod}_{a}, edges on ports 1..K/2, cores on ports K/2+1..K), every
+    /// edge linked to every aggregation switch of its pod. The (K/2)² core switches C{c} form K/2
     /// groups of K/2; aggregation switch a of every pod links to each core of group a, pod p on
     /// the core's port p+1. Between hosts in different pods a route is 6 links: edge,
     /// aggregation, core, aggregation, edge.

@@ -8,17 +8,17 @@
 //! MAD, a dead node, a wrong M_Key). It depends on neither time nor randomness, so the same
 //! requests give the same bytes.
 //!
-//! [`Emulator::handle_at`] is the same exchange on a fabric with [`models`]: the caller says
-//! when the request leaves the SM, scheduled link flaps up to then take effect ([`schedule`]),
+//! [`Emulator::handle_at`] is the same exchange on a fabric with [`Models`]: the caller says
+//! when the request leaves the SM, scheduled link flaps up to then take effect ([`FaultSchedule`]),
 //! the request or its response may be lost, damaged or delayed, and the response comes back
 //! with the emulated time it reaches the SM. All of it is drawn from one seeded generator: the
 //! same seed, requests and times give the same bytes at the same times. [`dump`] reads every
 //! port's QoS state back as JSON.
 //!
-//! What each attribute does is in [`sma`]; this module moves SMPs: directed routes as IBA 14.2.2
+//! What each attribute does is in the `sma` module; this module moves SMPs: directed routes as IBA 14.2.2
 //! specifies them, LID routes through the linear forwarding tables the SM programmed, and the
 //! link-level effects of PortInfo Sets (a port taken down takes its neighbour with it). Which
-//! SMPs an SMA answers when it holds an M_Key is in [`mkey`].
+//! SMPs an SMA answers when it holds an M_Key is in the `mkey` module.
 
 mod dump;
 mod mkey;
@@ -165,7 +165,7 @@ struct Exchange {
 }
 
 impl Emulator {
-    /// The fabric of `topology` in its power-on state (see [`sma`]), with the SM at `attach`: a
+    /// The fabric of `topology` in its power-on state (see the `sma` module), with the SM at `attach`: a
     /// CA or router port, or port 0 of a switch. The SM's port advertises CapabilityMask.IsSM,
     /// as a port does once an SM opens it (ibsim: SET_ISSM).
     pub fn new(topology: Topology, attach: PortRef) -> Result<Emulator, EmuError> {
