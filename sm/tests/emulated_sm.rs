@@ -46,6 +46,19 @@ fn sm_once(args: &[&str]) -> (bool, Value) {
     (out.status.success(), summary)
 }
 
+/// Runs `ibqos` with `args`, which must succeed.
+fn ibqos_ok(args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ibqos {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn sm_with_no_fabric_runs_on_the_builtin_emulated_fabric() {
     let (ok, summary) = sm_once(&[]);
@@ -79,16 +92,15 @@ fn sm_brings_up_a_generated_three_level_fat_tree() {
     let dir = std::env::temp_dir().join(format!("ibqos-fat-tree3-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (net, after) = (dir.join("ft3-k4.net"), dir.join("after.json"));
-    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
-        .args(["fabric", "gen", "fat-tree3", "--radix", "4", "-o"])
-        .arg(&net)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ibqos_ok(&[
+        "fabric",
+        "gen",
+        "fat-tree3",
+        "--radix",
+        "4",
+        "-o",
+        net.to_str().unwrap(),
+    ]);
     let spec = format!("sim:{}", net.display());
     let (up, summary) = sm_once(&["--fabric", &spec, "--dump-fabric", after.to_str().unwrap()]);
     let dump = FabricDump::from_json(&std::fs::read_to_string(&after).unwrap()).unwrap();
@@ -317,16 +329,13 @@ fn fabric_dump_before_and_after_the_sm() {
     let dir = std::env::temp_dir().join(format!("ibqos-dumps-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (before, after) = (dir.join("before.json"), dir.join("after.json"));
-    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
-        .args(["fabric", "dump", "two-switch", "-o"])
-        .arg(&before)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ibqos_ok(&[
+        "fabric",
+        "dump",
+        "two-switch",
+        "-o",
+        before.to_str().unwrap(),
+    ]);
     let (up, summary) = sm_once(&["--dump-fabric", after.to_str().unwrap()]);
     assert!(up, "{summary}");
     let read =

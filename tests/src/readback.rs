@@ -312,6 +312,25 @@ pub fn check_lids(
     }
 }
 
+/// The whole fabric is up, read by smpquery and ibroute attached at `node`: every linked port
+/// Active, every endport a unique LID, and from every CA port the forwarding tables lead to
+/// every endport. Panics with every failure, titled `what`.
+pub fn check_up(what: &str, tools: &SimTools, sim: &Ibsim, topology: &Topology, node: &str) {
+    let rb = Readback::read(tools, sim, topology, node)
+        .unwrap_or_else(|e| panic!("{what}: reading the fabric back: {e}"));
+    let mut f = Failures::new(what);
+    check_active(&mut f, topology, &rb, &|_| true);
+    check_lids(&mut f, topology, &rb, &|_| true);
+    check_reachability(
+        &mut f,
+        topology,
+        &rb,
+        &ca_ports(topology),
+        &endports(topology),
+    );
+    f.assert_none();
+}
+
 /// From every CA port in `sources`, the forwarding tables lead to every endport in `targets`.
 pub fn check_reachability(
     f: &mut Failures,

@@ -12,30 +12,11 @@ use ibqos_tests::daemon::Daemon;
 use ibqos_tests::netfile::DrPath;
 use ibqos_tests::opensm::run_opensm_once;
 use ibqos_tests::planner::ibqos_binary;
-use ibqos_tests::readback::{
-    Failures, Readback, ca_ports, check_active, check_lids, check_reachability, endports,
-};
+use ibqos_tests::readback::check_up;
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
 use ibqos_tests::smpquery::{SmpQuery, Target};
 use ibqos_tests::{Ibsim, SimTools, TestDir, Topology};
-
-/// Every linked port Active, every endport a unique LID, and from every CA port the forwarding
-/// tables lead to every endport; read by smpquery attached at `node`.
-fn check_up(what: &str, tools: &SimTools, sim: &Ibsim, topology: &Topology, node: &str) {
-    let rb = Readback::read(tools, sim, topology, node).unwrap();
-    let mut f = Failures::new(what);
-    check_active(&mut f, topology, &rb, &|_| true);
-    check_lids(&mut f, topology, &rb, &|_| true);
-    check_reachability(
-        &mut f,
-        topology,
-        &rb,
-        &ca_ports(topology),
-        &endports(topology),
-    );
-    f.assert_none();
-}
 
 #[test]
 fn clients_attach_where_sim_host_says_as_under_ibsim() {

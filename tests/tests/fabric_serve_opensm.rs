@@ -14,10 +14,7 @@
 use ibqos_tests::opensm::run_opensm_once;
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::qos::{QosReadback, compare_fabrics};
-use ibqos_tests::readback::{
-    Failures, Readback, ca_ports, check_active, check_lids, check_reachability, endports,
-    write_net_file,
-};
+use ibqos_tests::readback::{Failures, check_up, write_net_file};
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
 use ibqos_tests::{Ibsim, SimTools, TestDir, Topology};
@@ -36,23 +33,6 @@ qos_vlarb_low 0:32,1:32,2:32,3:32
 qos_sl2vl 0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15
 ";
 
-/// Every linked port Active, every endport a unique LID, and from every CA port the forwarding
-/// tables lead to every endport.
-fn check_up(what: &str, tools: &SimTools, sim: &Ibsim, topology: &Topology) {
-    let rb = Readback::read(tools, sim, topology, ATTACH).unwrap();
-    let mut f = Failures::new(what);
-    check_active(&mut f, topology, &rb, &|_| true);
-    check_lids(&mut f, topology, &rb, &|_| true);
-    check_reachability(
-        &mut f,
-        topology,
-        &rb,
-        &ca_ports(topology),
-        &endports(topology),
-    );
-    f.assert_none();
-}
-
 #[test]
 fn opensm_programs_the_served_fabric_as_it_programs_ibsim() {
     let tools = SimTools::require();
@@ -68,7 +48,13 @@ fn opensm_programs_the_served_fabric_as_it_programs_ibsim() {
     let served = Ibsim::serve(&tools, &ibqos, &netfile, ATTACH, &served_dir).unwrap();
     let run = run_opensm_once(&tools, &served, ATTACH, QOS, &served_dir.join("opensm")).unwrap();
     assert_eq!(run.error_lines(), Vec::<&str>::new(), "{}", run.log);
-    check_up("opensm on the served fabric", &tools, &served, &topology);
+    check_up(
+        "opensm on the served fabric",
+        &tools,
+        &served,
+        &topology,
+        ATTACH,
+    );
     let ours = QosReadback::read(&tools, &served, &topology, ATTACH).unwrap();
 
     let ibsim_dir = dir.path().join("ibsim");
@@ -100,5 +86,11 @@ fn ibqos_sm_brings_the_served_fabric_up() {
         run.stderr
     );
     assert_eq!(summary.timeouts, 0, "{}", run.stderr);
-    check_up("ibqos sm on the served fabric", &tools, &served, &topology);
+    check_up(
+        "ibqos sm on the served fabric",
+        &tools,
+        &served,
+        &topology,
+        ATTACH,
+    );
 }
