@@ -10,7 +10,8 @@
 //!   topology with LIDs to every switch's linear forwarding table, and a path tracer.
 //!
 //! - [`emu`]: the emulated fabric, one subnet management agent per node of a [`Topology`],
-//!   answering SMPs like real switches and HCAs (sans-IO, deterministic).
+//!   answering SMPs like real switches and HCAs, and one performance management agent answering
+//!   PerfMgt GMPs as ibsim's do (sans-IO, deterministic).
 //! - [`serve`]: that emulated fabric behind ibsim's socket protocol, for OpenSM, infiniband-diags
 //!   and any other ibsim client.
 

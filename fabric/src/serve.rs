@@ -17,6 +17,8 @@
 //! the server's default node (`--attach`, else the first CA). SMPs leave from the client's own
 //! port, SMInfo and the other attributes no SMA handles go to the SM client attached at the port
 //! they reach, and traps (128 on a link change) go to the SM client at their MasterSMLID.
+//! Performance management GMPs (class 0x04, `perfquery`) are answered by the fabric's PMAs, as
+//! ibsim answers them; every MAD is counted in the port counters of the links it crosses.
 //!
 //! Beyond ibsim, which answers at once, the fabric's [`Models`](crate::emu::Models) apply: an
 //! SMA's answer is due at the emulated time [`Emulator::handle_at_from`] says, and [`Server`]
@@ -61,9 +63,11 @@ const CTL_GET_PORTINFO: u32 = 8;
 const CTL_SET_ISSM: u32 = 9;
 const CTL_GET_PKEYS: u32 = 10;
 
-/// Management classes of SMPs (LID-routed and directed-route).
+/// Management classes of SMPs (LID-routed and directed-route), and of performance management,
+/// which ibsim's PMAs answer.
 const CLASS_SMP_LID: u8 = 0x01;
 const CLASS_SMP_DR: u8 = 0x81;
+const CLASS_PERF_MGT: u8 = 0x04;
 /// Method bit of responses, and TrapRepress (which ibsim drops without a word).
 const METHOD_RESPONSE: u8 = 0x80;
 const METHOD_TRAP_REPRESS: u8 = 0x07;
@@ -405,11 +409,14 @@ impl Switchboard {
         let lid = (!directed).then_some(dlid);
         if method & METHOD_RESPONSE != 0 {
             // A client (an SM) answering a request forwarded to it: back to the requester
-            // ibsim wrote into TID[63:48].
+            // ibsim wrote into TID[63:48], across the fabric.
             let requester = usize::from(u16::from_be_bytes([mad[8], mad[9]]));
-            if self.client_pid(requester).is_none() {
+            let Some(requester_port) = self.client_port(requester) else {
                 self.stats.dropped += 1;
                 return None;
+            };
+            if !self.emu.carry_response(origin, requester_port, mad, lid) {
+                return Some(self.drop_back(from, dgram));
             }
             self.stats.forwarded += 1;
             self.fill_slid(&mut dgram, origin, directed);
@@ -424,8 +431,14 @@ impl Switchboard {
             self.stats.dropped += 1;
             return None;
         }
-        if smp && SMA_ATTRIBUTES.contains(&attribute) {
-            let Some(answer) = self.emu.handle_at_from(origin, now_ns, mad, lid) else {
+        let perf = class == CLASS_PERF_MGT;
+        if perf || (smp && SMA_ATTRIBUTES.contains(&attribute)) {
+            let answer = if perf {
+                self.emu.perf_at_from(origin, now_ns, mad, lid)
+            } else {
+                self.emu.handle_at_from(origin, now_ns, mad, lid)
+            };
+            let Some(answer) = answer else {
                 return Some(self.drop_back(from, dgram));
             };
             self.stats.answered += 1;
@@ -443,13 +456,7 @@ impl Switchboard {
         }
         // SMInfo, SA and every attribute without an SMA handler: for the SM client at the
         // port it reaches (a hop-0 directed route or the client's own LID: its own port).
-        let reaches = if smp {
-            self.emu.destination(origin, mad, lid)
-        } else if self.owns_lid(origin, dlid) {
-            Some(origin)
-        } else {
-            self.lid_owner(dlid)
-        };
+        let reaches = self.emu.carry(origin, mad, lid);
         let Some(target) = reaches.and_then(|port| self.sm_client_at(port)) else {
             return Some(self.drop_back(from, dgram));
         };
@@ -515,22 +522,6 @@ impl Switchboard {
         }
         let lid = self.emu.port_info(origin).map_or(0, |info| info.lid);
         dgram[4..8].copy_from_slice(&u32::from(lid.to_be()).to_ne_bytes());
-    }
-
-    fn owns_lid(&self, port: PortRef, dlid: u16) -> bool {
-        self.emu.port_info(port).is_some_and(|info| {
-            let base = u32::from(info.lid);
-            base != 0 && (base..base + (1 << info.lmc)).contains(&u32::from(dlid))
-        })
-    }
-
-    /// The port of a connected client that owns `dlid`: where a non-SMP MAD (SA) goes.
-    fn lid_owner(&self, dlid: u16) -> Option<PortRef> {
-        self.clients
-            .iter()
-            .flatten()
-            .map(|c| c.port)
-            .find(|&port| self.owns_lid(port, dlid))
     }
 }
 

@@ -788,7 +788,7 @@ fn smps_from_another_port_start_there() {
     // Where an SMP no SMA answers (SMInfo) would arrive.
     let sm_info = bytes(&SmpRepr::get(AttributeId::SmInfo, 0, 9, dr(&[1, 3, 1])));
     assert_eq!(
-        emu.destination(from_h3, &sm_info, None),
+        emu.carry(from_h3, &sm_info, None),
         Some(PortRef::new(node(&t, "H1"), 1))
     );
 }

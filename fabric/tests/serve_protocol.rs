@@ -257,6 +257,45 @@ fn smps_are_answered_and_sminfo_goes_to_the_sm_client_and_back() {
     assert_eq!((s.mads, s.answered, s.forwarded, s.dropped), (5, 1, 2, 2));
 }
 
+/// PerfMgt GMPs (what perfquery sends) are answered by the fabric's PMAs, as by ibsim's, and
+/// never forwarded to an SM client; one the fabric cannot route comes back with 110.
+#[test]
+fn perf_mgt_gmps_are_answered_by_the_fabric() {
+    let mut b = board();
+    let sm = connect(&mut b, 1, true, "H1").unwrap() as usize;
+    let diag = connect(&mut b, 2, false, "S1").unwrap() as usize;
+    let gmp = |dlid: u16, attribute: u8| {
+        let mut dgram = [0u8; REQUEST_LEN];
+        dgram[0..4].copy_from_slice(&u32::from(dlid.to_be()).to_ne_bytes());
+        dgram[24..32].copy_from_slice(&256u64.to_be_bytes());
+        dgram[32..36].copy_from_slice(&[1, 0x04, 1, 0x01]);
+        dgram[32 + 8..32 + 16].copy_from_slice(&7u64.to_be_bytes());
+        dgram[32 + 17] = attribute;
+        dgram
+    };
+    // ClassPortInfo of the client's own node, a switch: AllPortSelect.
+    let answer = b.request(diag, &gmp(0xffff, 0x01), 0).unwrap();
+    assert_eq!((answer.client, status(&answer.datagram)), (diag, 0));
+    let mad = &answer.datagram[32..];
+    assert_eq!(
+        (mad[3], &mad[4..6], &mad[66..68]),
+        (0x81, &[0, 0][..], &[0x13, 0][..])
+    );
+    // From the SM's port, PortCounters of H1 port 1.
+    let mut counters = gmp(0xffff, 0x12);
+    counters[32 + 65] = 1;
+    let answer = b.request(sm, &counters, 0).unwrap();
+    assert_eq!((answer.client, status(&answer.datagram)), (sm, 0));
+    // No LIDs yet: nowhere to go.
+    let lost = b.request(diag, &gmp(5, 0x12), 0).unwrap();
+    assert_eq!(
+        (lost.client, status(&lost.datagram)),
+        (diag, DROPPED_STATUS)
+    );
+    let s = b.stats();
+    assert_eq!((s.answered, s.forwarded, s.dropped), (2, 0, 1));
+}
+
 #[test]
 fn malformed_datagrams_are_counted_and_dropped() {
     let mut b = board();

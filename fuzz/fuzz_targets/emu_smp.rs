@@ -1,6 +1,7 @@
-//! Any bytes sent to the emulated fabric as SMPs, directed or LID-routed, from any port, in
-//! sequence and over emulated time (so Sets change what later SMPs meet: M_Keys, leases, link
-//! states and the traps they raise): the status a real SMA returns or silence, never a panic.
+//! Any bytes sent to the emulated fabric as SMPs, directed or LID-routed, or as PerfMgt GMPs,
+//! from any port, in sequence and over emulated time (so Sets change what later MADs meet:
+//! M_Keys, leases, link states, the traps they raise and the port counters every MAD adds to):
+//! the status a real SMA or PMA returns or silence, never a panic.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -20,22 +21,34 @@ fn fabric() -> &'static (Emulator, Vec<NodeId>) {
     })
 }
 
-/// One SMP: the node and port it leaves from (any, valid or not), its destination LID, how
+/// One MAD: the node and port it leaves from (any, valid or not), its destination LID, how
 /// many ns after the previous one it is sent, how to frame it, and its bytes.
 type Send = (u8, u8, Option<u16>, u32, u8, Vec<u8>);
 
-/// Three times in four the bytes become a 256-byte SMP with valid versions, a LID-routed or
-/// directed-route class and a short route, so that most inputs reach the SMAs' attribute code
-/// instead of stopping at the header checks; the fourth is sent as it came.
+/// Whether `how` sends the MAD to the PMAs (one in four) rather than the SMAs.
+fn is_perf(how: u8) -> bool {
+    how & 0x18 == 0x18
+}
+
+/// Three times in four the bytes become a 256-byte MAD with valid versions and the class of
+/// the agent they go to, a LID-routed or directed-route SMP with a short route or a PerfMgt
+/// GMP of an attribute the PMAs know, so that most inputs reach the attribute code instead of
+/// stopping at the header checks; the fourth is sent as it came.
 fn frame(how: u8, bytes: &mut Vec<u8>) {
     if how & 3 == 0 {
         return;
     }
     bytes.resize(256, 0);
     bytes[0] = 1;
-    bytes[1] = if how & 4 == 0 { 0x01 } else { 0x81 };
     bytes[2] = 1;
-    bytes[7] %= 6;
+    if is_perf(how) {
+        bytes[1] = 0x04;
+        bytes[16] = 0;
+        bytes[17] %= 0x20;
+    } else {
+        bytes[1] = if how & 4 == 0 { 0x01 } else { 0x81 };
+        bytes[7] %= 6;
+    }
 }
 
 fuzz_target!(|sends: Vec<Send>| {
@@ -46,7 +59,11 @@ fuzz_target!(|sends: Vec<Send>| {
         frame(how, &mut bytes);
         let origin = PortRef::new(nodes[usize::from(node) % nodes.len()], port);
         now_ns += u64::from(after_ns);
-        let _ = emulator.handle_at_from(origin, now_ns, &bytes, dlid);
+        let _ = if is_perf(how) {
+            emulator.perf_at_from(origin, now_ns, &bytes, dlid)
+        } else {
+            emulator.handle_at_from(origin, now_ns, &bytes, dlid)
+        };
         let _ = emulator.take_traps();
     }
 });

@@ -1,5 +1,6 @@
 //! InfiniBand MAD wire formats: the subnet management packets (SMPs) an SM sends and receives,
-//! and their attributes. No I/O, no `unsafe`.
+//! and their attributes, and the performance management (PerfMgt) MADs and counter attributes
+//! a port's PMA answers. No I/O, no `unsafe`.
 //!
 //! The crate follows smoltcp's `wire` module. Each layout has two forms:
 //!
@@ -31,6 +32,7 @@ mod bits;
 mod error;
 mod header;
 mod modifier;
+mod perf;
 mod smp;
 
 pub use attr::Attribute;
@@ -53,6 +55,14 @@ pub use modifier::{
     GuidInfoModifier, LftModifier, PKeyTableModifier, PortInfoModifier, SlToVlModifier,
     SmInfoModifier, VlArbBlock, VlArbModifier,
 };
+pub use perf::class_port_info::{ClassPortInfo, ClassPortInfoRepr};
+pub use perf::optional_counters::{
+    PortFlowCtlCounters, PortOpRcvCounters, PortRcvErrorDetails, PortVlOpData, PortVlOpPackets,
+    PortVlXmitFlowCtlUpdateErrors, PortVlXmitWaitCounters, PortXmitDiscardDetails,
+};
+pub use perf::port_counters::{PortCounters, PortCountersRepr};
+pub use perf::port_counters_extended::{PortCountersExtended, PortCountersExtendedRepr};
+pub use perf::{COUNTERS_OFFSET, CounterHeader, PerfAttributeId, PerfCapabilityMask, PerfMgtMad};
 pub use smp::{Direction, DrPath, Routing, Smp, SmpRepr};
 
 /// Parses `bytes` as an SMP and its data area as the attribute its AttributeID names.

@@ -49,8 +49,8 @@ fn is_executable(path: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Everything an ibsim-based test runs: the simulator, its LD_PRELOAD shim, OpenSM, smpquery and
-/// ibroute.
+/// Everything an ibsim-based test runs: the simulator, its LD_PRELOAD shim, OpenSM, smpquery,
+/// ibroute and perfquery.
 #[derive(Debug, Clone)]
 pub struct SimTools {
     pub ibsim: Tool,
@@ -61,6 +61,8 @@ pub struct SimTools {
     pub smpquery: Tool,
     /// Dumps a switch's linear forwarding table.
     pub ibroute: Tool,
+    /// Reads and clears a port's performance counters (PerfMgt GMPs).
+    pub perfquery: Tool,
 }
 
 impl SimTools {
@@ -75,6 +77,7 @@ impl SimTools {
             opensm: Tool::require("opensm", "opensm"),
             smpquery: Tool::require("smpquery", "infiniband-diags"),
             ibroute: Tool::require("ibroute", "infiniband-diags"),
+            perfquery: Tool::require("perfquery", "infiniband-diags"),
         }
     }
 }

@@ -18,25 +18,29 @@
 //! What each attribute does is in the `sma` module; this module moves SMPs: directed routes as IBA 14.2.2
 //! specifies them, LID routes through the linear forwarding tables the SM programmed, and the
 //! link-level effects of PortInfo Sets (a port taken down takes its neighbour with it). Which
-//! SMPs an SMA answers when it holds an M_Key is in the `mkey` module.
+//! SMPs an SMA answers when it holds an M_Key is in the `mkey` module. Every node also has a
+//! performance management agent ([`Emulator::perf_at_from`], the `perf` module), whose port
+//! counters count every MAD the fabric carries on every link it crosses, as ibsim's do.
 
 mod dump;
 mod mkey;
 mod models;
+mod perf;
 mod schedule;
 mod sma;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_mad::{
-    Attribute, AttributeId, Direction, DrPath, Method, Notice, NoticeRepr, NoticeType,
-    PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Routing, SlToVlMappingTableRepr, Smp,
-    SmpRepr, Status, SwitchInfoRepr, VlArbEntry,
+    Attribute, AttributeId, Direction, DrPath, Method, MgmtClass, Notice, NoticeRepr, NoticeType,
+    PerfMgtMad, PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Routing,
+    SlToVlMappingTableRepr, Smp, SmpRepr, Status, SwitchInfoRepr, VlArbEntry,
 };
 
 use crate::netfile::{NetError, NetFile, parse_net_file, parse_net_str};
 use crate::{NodeId, NodeKind, PortRef, Topology};
 use models::Dice;
+use perf::{Counter, Pmas, Trace};
 use sma::{INVALID_VALUE, METHOD_UNSUPPORTED, NodeSma, check_port_info, negotiate};
 
 pub use dump::{FabricDump, NodeDump, PortDump, dump};
@@ -123,6 +127,8 @@ pub struct Emulator {
     next_trap_tid: u64,
     /// M_Key leases running, in emulated time.
     leases: mkey::Leases,
+    /// Every node's performance management agent and its port counters.
+    pmas: Pmas,
 }
 
 /// A trap an SMA sends: a LID-routed SubnTrap(Notice) to the MasterSMLID its port 0 holds.
@@ -156,8 +162,8 @@ struct LinkEvent {
 /// Where an SMP is answered: the node and the port it arrived at.
 type Arrival = PortRef;
 
-/// An SMP answered: the response, where it was answered, and how many links it crossed there
-/// and back.
+/// A request answered (an SMP by an SMA, a PerfMgt GMP by a PMA): the response, where it was
+/// answered, and how many links it crossed there and back.
 struct Exchange {
     mad: Vec<u8>,
     at: Arrival,
@@ -178,6 +184,7 @@ impl Emulator {
             return Err(EmuError::ExternalSwitchPort(attach));
         }
         let nodes = topology.nodes().map(|(_, n)| NodeSma::new(n)).collect();
+        let pmas = Pmas::new(&topology);
         let mut emulator = Emulator {
             topology,
             attach,
@@ -192,6 +199,7 @@ impl Emulator {
             unrepressed: BTreeSet::new(),
             next_trap_tid: 1,
             leases: mkey::Leases::default(),
+            pmas,
         };
         if let Some(port) = emulator.sma_port_mut(attach) {
             port.info.capability_mask.0 |= ibqos_mad::CapabilityMask::IS_SM.0;
@@ -255,13 +263,50 @@ impl Emulator {
         request: &[u8],
         dlid: Option<u16>,
     ) -> Option<Delivery> {
+        self.deliver_at(now_ns, |emu| emu.exchange(origin, request, dlid))
+    }
+
+    /// Answers one PerfMgt GMP (class 0x04) sent from `origin` at emulated time `now_ns`, as
+    /// ibsim's PMAs answer them (see the `perf` module): ClassPortInfo, PortCounters,
+    /// PortCountersExtended and the optional counters, Get and Set (which clears the counters
+    /// CounterSelect names), PortSelect 0xFF for all of a switch's ports. The response is due
+    /// when the [`Models`] say, as for [`Emulator::handle_at_from`]; `None` where the fabric
+    /// loses the GMP or its response, or for bytes that are no PerfMgt request (shorter than
+    /// 256 bytes, BaseVersion not 1, a response or TrapRepress). Any other request is answered,
+    /// with a real PMA's status where it asks for something wrong: 0x0004 for a ClassVersion
+    /// other than 1, 0x0008 for a method other than Get and Set (and, as in ibsim, for a Set of
+    /// ClassPortInfo), 0x000C for an attribute the PMA does not have (ibsim drops those),
+    /// 0x001C for a PortSelect naming no port. Never panics, whatever the bytes.
+    ///
+    /// A GMP goes where its destination LID `dlid` leads through the switches' forwarding
+    /// tables, as ibsim routes it; with no LID (the permissive LID) it goes to `origin`'s own
+    /// port. Like every MAD the fabric carries, it and its response are counted on the links
+    /// they cross.
+    pub fn perf_at_from(
+        &mut self,
+        origin: PortRef,
+        now_ns: u64,
+        request: &[u8],
+        dlid: Option<u16>,
+    ) -> Option<Delivery> {
+        self.deliver_at(now_ns, |emu| emu.perf_exchange(origin, request, dlid))
+    }
+
+    /// An `exchange` of a request sent at `now_ns`, with the [`Models`] applied: link events
+    /// up to then happen first, then the request may be lost on its way and the response lost,
+    /// damaged or delayed on its way back.
+    fn deliver_at(
+        &mut self,
+        now_ns: u64,
+        exchange: impl FnOnce(&mut Self) -> Option<Exchange>,
+    ) -> Option<Delivery> {
         self.advance_to(now_ns);
         let now_ns = self.now_ns;
         let faults = self.models.faults;
         if self.dice.chance(faults.loss) {
             return None;
         }
-        let Exchange { mut mad, at, links } = self.exchange(origin, request, dlid)?;
+        let Exchange { mut mad, at, links } = exchange(self)?;
         if self.dice.chance(faults.loss) {
             return None;
         }
@@ -274,8 +319,8 @@ impl Emulator {
         Some(Delivery { at_ns, mad })
     }
 
-    /// How long an SMA's answer takes to reach its requester: `links` crossed in all and the
-    /// SMA of `node` at work.
+    /// How long an agent's answer takes to reach its requester: `links` crossed in all and the
+    /// agent of `node` at work (a PMA is taken to be as quick as the node's SMA).
     fn travel_ns(&self, node: NodeId, links: u64) -> u64 {
         let latency = self.models.latency;
         let sma = match self.topology.node(node).map(|n| n.kind) {
@@ -285,17 +330,65 @@ impl Emulator {
         links.saturating_mul(latency.wire_ns).saturating_add(sma)
     }
 
-    /// Where an SMP sent from `origin` arrives (the node's port that answers it, or the port
-    /// of a client there), without answering it: for SMPs no SMA handles, such as SMInfo,
-    /// which go to an SM attached at that port. `None` where the fabric drops it.
-    pub fn destination(
-        &self,
-        origin: PortRef,
-        request: &[u8],
+    /// Carries a request that no agent of the fabric answers (SMInfo, SA) from `origin` to the
+    /// port it reaches, where a client may take it, and counts it on the links it crosses;
+    /// `None` where the fabric drops it. An SMP (class 0x01 or 0x81) goes by its directed
+    /// route, or by `dlid`; any other MAD by `dlid` through the forwarding tables as ibsim
+    /// routes it, or with no LID (the permissive LID) to `origin` itself.
+    pub fn carry(&mut self, origin: PortRef, mad: &[u8], dlid: Option<u16>) -> Option<PortRef> {
+        let mut trace = Trace::default();
+        let at = match mad.get(1).copied().map(MgmtClass::from) {
+            Some(MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute) => {
+                let smp = SmpRepr::parse(&Smp::new_checked(mad).ok()?).ok()?;
+                self.route(origin, &smp, dlid, &mut trace).map(|(at, _)| at)
+            }
+            _ => self.gmp_route(origin, dlid, &mut trace),
+        };
+        self.pmas.record(&trace);
+        at
+    }
+
+    /// Carries a client's response from its port `responder` back to `requester`, the port of
+    /// the client that sent the request, and counts it on the links it crosses: a
+    /// directed-route SMP back along the route it names, anything else by `dlid` (see
+    /// [`Emulator::carry`]). Whether it arrives at the requester's node; ibsim tells the
+    /// responder with status 110 when it does not.
+    pub fn carry_response(
+        &mut self,
+        responder: PortRef,
+        requester: PortRef,
+        mad: &[u8],
         dlid: Option<u16>,
-    ) -> Option<PortRef> {
-        let request = SmpRepr::parse(&Smp::new_checked(request).ok()?).ok()?;
-        self.route(origin, &request, dlid).map(|(at, _, _)| at)
+    ) -> bool {
+        let directed = Smp::new_checked(mad)
+            .and_then(|smp| SmpRepr::parse(&smp))
+            .ok()
+            .and_then(|smp| match smp.routing {
+                Routing::Directed(path) => Some(path),
+                Routing::Lid => None,
+            });
+        match directed {
+            // The way back is the way out, walked from the requester again: the response
+            // carries the request's InitialPath, and the ReturnPath the switches wrote is the
+            // responder's to keep. Counted only if it leads to the responder.
+            Some(mut path) => {
+                path.direction = Direction::Outbound;
+                path.hop_pointer = 0;
+                let mut out = Trace::default();
+                let reached = self.directed(requester, path, &mut out).map(|(at, _)| at);
+                let arrived = reached == Some(responder);
+                if arrived {
+                    self.pmas.record(&out.reversed());
+                }
+                arrived
+            }
+            None => {
+                let mut trace = Trace::default();
+                let reached = self.gmp_route(responder, dlid, &mut trace);
+                self.pmas.record(&trace);
+                reached.is_some_and(|at| at.node == requester.node)
+            }
+        }
     }
 
     /// Marks `port` as one where an SM runs (CapabilityMask.IsSM), or no longer (ibsim:
@@ -397,7 +490,10 @@ impl Emulator {
         if request.method.is_response() {
             return None;
         }
-        let (at, routing, links) = self.route(origin, &request, dlid)?;
+        let mut there = Trace::default();
+        let routed = self.route(origin, &request, dlid, &mut there);
+        self.pmas.record(&there);
+        let (at, routing) = routed?;
         if self.is_dead(at.node) {
             return None;
         }
@@ -406,6 +502,14 @@ impl Emulator {
             Ok(attribute) => (Status::OK, access.show(attribute).to_data()),
             // On an error the data area goes back as it came (as ibsim does).
             Err(status) => (status, request.data),
+        };
+        // The response goes back the way the request came, or by LID to the requester.
+        let back = match routing {
+            Routing::Directed(_) => {
+                self.pmas.record(&there.reversed());
+                there.links()
+            }
+            Routing::Lid => self.reply_by_lid(origin, at)?,
         };
         let response = SmpRepr {
             method: Method::GetResp,
@@ -416,39 +520,114 @@ impl Emulator {
         };
         let mut mad = vec![0; 256];
         response.emit(&mut Smp::new_unchecked(&mut mad[..]));
-        Some(Exchange { mad, at, links })
+        Some(Exchange {
+            mad,
+            at,
+            links: there.links() + back,
+        })
     }
 
-    /// Where `request` from `origin` arrives, the routing its response carries, and the links
-    /// crossed there and back; `None` where the fabric drops it (and for an origin where no
-    /// client can be: an external switch port).
+    /// Routes, answers and counts one PerfMgt GMP: what [`Emulator::perf_at_from`] does, and
+    /// where.
+    fn perf_exchange(
+        &mut self,
+        origin: PortRef,
+        request: &[u8],
+        dlid: Option<u16>,
+    ) -> Option<Exchange> {
+        let request = PerfMgtMad::new_checked(request).ok()?;
+        let header = request.header();
+        let method = header.method();
+        // As ibsim: a MAD whose BaseVersion is not 1 is no MAD, and TrapRepress is dropped
+        // unanswered; a PMA answers requests only.
+        if header.base_version() != 1
+            || header.mgmt_class() != MgmtClass::PerfMgt
+            || method == Method::TrapRepress
+            || method.is_response()
+        {
+            return None;
+        }
+        let mut there = Trace::default();
+        let routed = self.gmp_route(origin, dlid, &mut there);
+        self.pmas.record(&there);
+        let at = routed?;
+        if self.is_dead(at.node) {
+            return None;
+        }
+        let mad = self.pmas.respond(at, request);
+        let back = self.reply_by_lid(origin, at)?;
+        Some(Exchange {
+            mad,
+            at,
+            links: there.links() + back,
+        })
+    }
+
+    /// Where `request` from `origin` arrives and the routing its response carries; `None`
+    /// where the fabric drops it (and for an origin where no client can be: an external switch
+    /// port). The way there goes into `trace`.
     fn route(
         &self,
         origin: PortRef,
         request: &SmpRepr,
         dlid: Option<u16>,
-    ) -> Option<(Arrival, Routing, u64)> {
-        if self.is_switch(origin.node) && origin.port != 0 {
-            return None;
-        }
-        self.sma_port(origin)?;
+        trace: &mut Trace,
+    ) -> Option<(Arrival, Routing)> {
+        self.check_origin(origin)?;
         match request.routing {
             Routing::Directed(path) => {
-                let (at, path) = self.directed(origin, path)?;
-                Some((at, Routing::Directed(path), 2 * u64::from(path.hop_count)))
+                let (at, path) = self.directed(origin, path, trace)?;
+                Some((at, Routing::Directed(path)))
             }
-            Routing::Lid => {
-                let (at, links) = self.lid_routed(origin, dlid?)?;
-                Some((at, Routing::Lid, links))
-            }
+            Routing::Lid => Some((self.lid_route(origin, dlid?, trace)?, Routing::Lid)),
         }
     }
 
-    /// A TrapRepress that reaches the trap's issuer ends that trap.
+    /// Where a GMP (or any MAD but an SMP) from `origin` arrives, as ibsim routes it: by
+    /// `dlid` through the forwarding tables, or with none (the permissive LID) at `origin`
+    /// itself. The way there goes into `trace`.
+    fn gmp_route(&self, origin: PortRef, dlid: Option<u16>, trace: &mut Trace) -> Option<Arrival> {
+        self.check_origin(origin)?;
+        match dlid {
+            Some(lid) => self.lid_route(origin, lid, trace),
+            None => Some(origin),
+        }
+    }
+
+    /// `Some` for a port a client can send from: a CA or router port, or switch port 0.
+    fn check_origin(&self, origin: PortRef) -> Option<()> {
+        if self.is_switch(origin.node) && origin.port != 0 {
+            return None;
+        }
+        self.sma_port(origin).map(|_| ())
+    }
+
+    /// The response of a LID-routed request answered at `at` goes back to the requester's LID,
+    /// counted on its way: the links it crosses, or `None` where it does not reach the
+    /// requester's node (no route, or a requester without a LID; the request was answered all
+    /// the same, as in ibsim and on a real fabric).
+    fn reply_by_lid(&mut self, origin: PortRef, at: Arrival) -> Option<u64> {
+        if at == origin {
+            return Some(0);
+        }
+        let requester_lid = self.sma_port(origin)?.info.lid;
+        let mut back = Trace::default();
+        let reached = self.lid_route(at, requester_lid, &mut back);
+        self.pmas.record(&back);
+        reached
+            .filter(|back| back.node == origin.node)
+            .map(|_| back.links())
+    }
+
+    /// A TrapRepress that reaches the trap's issuer ends that trap. ibsim drops it before it
+    /// travels, so it is not counted on the links.
     fn repress(&mut self, origin: PortRef, request: &SmpRepr, dlid: Option<u16>) {
+        let mut uncounted = Trace::default();
         let at = match request.routing {
-            Routing::Directed(path) => self.directed(origin, path).map(|(at, _)| at),
-            Routing::Lid => dlid.and_then(|lid| self.lid_route(origin, lid).map(|(at, _)| at)),
+            Routing::Directed(path) => self
+                .directed(origin, path, &mut uncounted)
+                .map(|(at, _)| at),
+            Routing::Lid => dlid.and_then(|lid| self.lid_route(origin, lid, &mut uncounted)),
         };
         let Some(at) = at.filter(|at| !self.is_dead(at.node)) else {
             return;
@@ -658,6 +837,7 @@ impl Emulator {
     /// PortPhysicalState Disabled: the port goes Down/Disabled, its neighbour Down/Polling.
     fn disable(&mut self, port: PortRef) {
         let peer = self.topology.peer(port);
+        self.count_link_downed([Some(port), peer].into_iter().flatten());
         for (p, phys) in [
             (Some(port), PhysPortState::Disabled),
             (peer, PhysPortState::Polling),
@@ -693,6 +873,7 @@ impl Emulator {
     /// SM disabled stays Disabled.
     fn link_down(&mut self, port: PortRef) {
         let ends = [Some(port), self.topology.peer(port)];
+        self.count_link_downed(ends.into_iter().flatten());
         for p in ends.into_iter().flatten() {
             if let Some(state) = self.sma_port_mut(p) {
                 state.info.port_state = PortState::Down;
@@ -702,6 +883,17 @@ impl Emulator {
             }
         }
         self.note_state_change(ends.into_iter().flatten());
+    }
+
+    /// The ends among `ports` whose link is up are about to go down: their LinkDownedCounter
+    /// counts it (IBA 16.1.3.5). An SM taking a port to Down to retrain it is not counted, as
+    /// the link never leaves LinkUp here.
+    fn count_link_downed(&mut self, ports: impl IntoIterator<Item = PortRef>) {
+        for port in ports {
+            if self.sma_port(port).is_some_and(sma::PortSma::is_up) {
+                self.pmas.link_downed(port);
+            }
+        }
     }
 
     /// The flap ends: the link trains to Init again, unless the SM disabled an end meanwhile.
@@ -744,12 +936,16 @@ impl Emulator {
         if issuer == 0 || sm_lid == 0 || self.is_dead(switch) {
             return;
         }
-        let Some((to, links)) = self.lid_route(port0, sm_lid) else {
+        let mut way = Trace::default();
+        let Some(to) = self.lid_route(port0, sm_lid, &mut way) else {
             return;
         };
         if self.dice.chance(self.models.faults.loss) {
             return;
         }
+        // Counted when it arrives: where a lost trap was lost is not modelled.
+        self.pmas.record(&way);
+        let links = way.links();
         let tid = self.next_trap_tid;
         self.next_trap_tid += 1;
         let notice = NoticeRepr {
@@ -787,7 +983,8 @@ impl Emulator {
     }
 
     /// Walks a directed route from the requester's port `origin` (IBA 14.2.2.2): the node and port it arrives
-    /// at, and the path of the response, or `None` where a real fabric drops it.
+    /// at, and the path of the response, or `None` where a real fabric drops it. The links it
+    /// crosses, and where it is lost, go into `trace`.
     ///
     /// The request must be outbound with HopPointer 0 and DrSLID = DrDLID = permissive: like
     /// ibsim, the emulator does not support routes with LID-routed legs. The first hop from a
@@ -795,7 +992,12 @@ impl Emulator {
     /// and only over links that are physically up. ReturnPath gets each hop's ingress port, and
     /// entry 0 the SM's port, as ibsim fills it. The response arrives with D = 1 and HopPointer
     /// 0 (it walked back down to the requester).
-    fn directed(&self, origin: PortRef, mut path: DrPath) -> Option<(Arrival, DrPath)> {
+    fn directed(
+        &self,
+        origin: PortRef,
+        mut path: DrPath,
+        trace: &mut Trace,
+    ) -> Option<(Arrival, DrPath)> {
         if path.direction != Direction::Outbound
             || path.hop_pointer != 0
             || path.dr_slid != DrPath::PERMISSIVE_LID
@@ -823,7 +1025,7 @@ impl Emulator {
             if !from_requester && self.is_dead(at.node) {
                 return None;
             }
-            at = self.up_peer(out)?;
+            at = self.cross_up(at, out, trace)?;
             *path.return_path.get_mut(hop)? = at.port;
         }
         path.direction = Direction::Returning;
@@ -831,46 +1033,71 @@ impl Emulator {
         Some((at, path))
     }
 
-    /// Routes a LID-routed SMP from `origin` to `dlid` through the LFTs and ACTIVE links, and
-    /// checks that the response finds its way back to the requester's LID: where either way has
-    /// no route, a real fabric loses the SMP. Also the links crossed there and back.
-    fn lid_routed(&self, origin: PortRef, dlid: u16) -> Option<(Arrival, u64)> {
-        let requester_lid = self.sma_port(origin)?.info.lid;
-        if requester_lid == 0 {
+    /// One directed-route hop out of `out`, a port of the node the SMP is at (it came in at
+    /// `at`): the port at the other end, and the crossing in `trace`, if the link is
+    /// physically up at both ends. Where it is lost, the ports count it as ibsim's do: a port
+    /// the node does not have is a relay error of the ingress port, a port down a discard, and
+    /// a far end down a discard and a receive error there.
+    fn cross_up(&self, at: PortRef, out: PortRef, trace: &mut Trace) -> Option<PortRef> {
+        let Some(port) = self.sma_port(out) else {
+            trace.lose(at, Counter::RcvSwitchRelayErrors);
+            return None;
+        };
+        let peer = self.topology.peer(out).filter(|_| port.is_up());
+        let Some(peer) = peer else {
+            trace.lose(out, Counter::XmitDiscards);
+            return None;
+        };
+        if !self.sma_port(peer).is_some_and(sma::PortSma::is_up) {
+            trace.lose(out, Counter::XmitDiscards);
+            trace.lose(peer, Counter::RcvErrors);
             return None;
         }
-        let (at, there) = self.lid_route(origin, dlid)?;
-        let (back, back_links) = self.lid_route(at, requester_lid)?;
-        (back.node == origin.node).then_some((at, there + back_links))
+        trace.cross(out, peer);
+        Some(peer)
     }
 
-    /// Where an SMP for `dlid` that is at port `from` ends: a switch forwards by its LFT (LIDs
+    /// Where a MAD for `dlid` that is at port `from` ends: a switch forwards by its LFT (LIDs
     /// up to LinearFDBTop) and answers its own LIDs on port 0; a CA port answers its LID range
-    /// and otherwise sends the SMP onto its link only if the SMP starts there. Also the links
-    /// crossed.
-    fn lid_route(&self, from: PortRef, dlid: u16) -> Option<(Arrival, u64)> {
+    /// and otherwise sends the MAD onto its link only if the MAD starts there. The links it
+    /// crosses, and where it is lost, go into `trace`, as ibsim counts them: a switch without a
+    /// route for `dlid` and a CA port that is not its destination count a relay error, a port
+    /// that cannot send (its link not ACTIVE at both ends) a discard.
+    fn lid_route(&self, from: PortRef, dlid: u16, trace: &mut Trace) -> Option<Arrival> {
+        if dlid == 0 {
+            return None;
+        }
         let mut at = from;
-        for links in 0..=MAX_LID_HOPS as u64 {
+        for _ in 0..=MAX_LID_HOPS {
             let node = self.sma(at.node)?;
-            if let Some(switch) = &node.switch {
+            let out = if let Some(switch) = &node.switch {
                 if self.owns(PortRef::new(at.node, 0), dlid) {
-                    return Some((at, links));
+                    return Some(at);
                 }
-                if dlid > switch.info.linear_fdb_top {
+                let egress = (dlid <= switch.info.linear_fdb_top)
+                    .then(|| switch.lft.get(usize::from(dlid)).copied())
+                    .flatten()
+                    .filter(|&port| port <= node.info.num_ports);
+                let Some(egress) = egress else {
+                    trace.lose(at, Counter::RcvSwitchRelayErrors);
                     return None;
-                }
-                let egress = *switch.lft.get(usize::from(dlid))?;
-                if egress == 0 {
-                    return None;
-                }
-                at = self.active_peer(PortRef::new(at.node, egress))?;
+                };
+                PortRef::new(at.node, egress)
             } else if self.owns(at, dlid) {
-                return Some((at, links));
+                return Some(at);
             } else if at == from {
-                at = self.active_peer(at)?;
+                at
             } else {
+                trace.lose(at, Counter::RcvSwitchRelayErrors);
                 return None;
-            }
+            };
+            // Switch port 0 has no link: an LFT that sends a MAD there discards it.
+            let Some(peer) = self.active_peer(out) else {
+                trace.lose(out, Counter::XmitDiscards);
+                return None;
+            };
+            trace.cross(out, peer);
+            at = peer;
         }
         None
     }

@@ -1,0 +1,221 @@
+//! `perfquery` (infiniband-diags, under libumad2sim.so) against `ibqos fabric serve` and against
+//! ibsim itself: the same net file, brought up by the same SM, then the same perfquery runs from
+//! the same CA print the same thing on both. ibsim counts every MAD on every link it crosses,
+//! so the counters hold what the SM and the queries before sent; the served fabric must count
+//! exactly as it does.
+//!
+//! Outputs are compared whole, stdout, stderr and exit status, with two exceptions where they
+//! must differ: the process ID in perfquery's own `ibwarn: [PID]` lines, and PortRcvPkts after
+//! a PortCountersExtended reset, which ibsim leaves (its Set clears PortXmitPkts for that bit)
+//! and the served fabric clears as IBA says.
+//!
+//! A missing tool (ibsim, libumad2sim.so, opensm, smpquery, ibroute, perfquery) fails the test.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ibqos_tests::netfile::DrPath;
+use ibqos_tests::opensm::run_opensm_once;
+use ibqos_tests::planner::ibqos_binary;
+use ibqos_tests::process::{command_line, run_bounded};
+use ibqos_tests::scenario::testdata;
+use ibqos_tests::sm::{SmFabric, SmInvocation};
+use ibqos_tests::smpquery::{SmpQuery, Target};
+use ibqos_tests::{Ibsim, SimTools, TestDir};
+
+/// Where the SM runs, and where perfquery and smpquery run: another CA, so that their queries
+/// cross links.
+const SM_NODE: &str = "H1";
+const QUERY_NODE: &str = "H2";
+
+/// perfquery takes milliseconds; the limit only bounds a hang.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The PortRcvPkts line of PortCountersExtended, which ibsim's reset leaves.
+const EXT_RCV_PKTS: &str = "PortRcvPkts:";
+
+/// Nodes perfquery addresses, found by directed route from [`QUERY_NODE`]: S1, the switch it
+/// hangs off; S2 behind it; H1, the SM's CA.
+const TARGETS: [(&str, &[u8]); 3] = [("S1", &[1]), ("S2", &[1, 3]), ("H1", &[1, 1])];
+
+/// One perfquery run: its arguments, with node names where their LIDs go.
+type Step = &'static [&'static str];
+
+/// What perfquery is run with, in order: the querying CA's own port; a CA port and a switch
+/// port elsewhere, with and without -x; all ports of a switch (AllPortSelect) and of a CA
+/// (perfquery loops over the ports itself); the optional counters; a port that does not
+/// exist; a PortCounters reset and a read after it.
+const STEPS: [Step; 14] = [
+    &[],
+    &["-x"],
+    &["H1", "1"],
+    &["-x", "H1", "1"],
+    &["S1", "3"],
+    &["-x", "S1", "3"],
+    &["-a", "S2"],
+    &["-x", "-a", "S2"],
+    &["-a", "H1"],
+    &["-E", "S1", "1"],
+    &["--vlxmitcounters", "S2", "255"],
+    &["S1", "9"],
+    &["-R", "S1", "3"],
+    &["S1", "3"],
+];
+
+/// A PortCountersExtended reset of a CA port, and the read after it (see the module doc).
+const EXT_RESET: [Step; 2] = [&["-x", "-R", "H1", "1"], &["-x", "H1", "1"]];
+
+#[test]
+fn perfquery_reads_the_served_fabric_as_ibsim_after_ibqos_sm() {
+    compare("fabric-serve-perfquery-ibqos", |_, sim, dir| {
+        let ibqos = ibqos_binary().unwrap();
+        let sm = SmInvocation::new(SmFabric::Native, SM_NODE, &dir.join("cache"));
+        let (_, summary) = sm.run_up(&ibqos, sim).unwrap();
+        // A retry would be one more SMP counted on one fabric and not on the other.
+        assert_eq!(
+            (summary.retries, summary.timeouts),
+            (0, 0),
+            "{}",
+            summary.raw
+        );
+    });
+}
+
+#[test]
+fn perfquery_reads_the_served_fabric_as_ibsim_after_opensm() {
+    compare("fabric-serve-perfquery-opensm", |tools, sim, dir| {
+        let run = run_opensm_once(tools, sim, SM_NODE, "", &dir.join("opensm")).unwrap();
+        assert_eq!(run.error_lines(), Vec::<&str>::new(), "{}", run.log);
+    });
+}
+
+/// Brings a served fabric and an ibsim of two-switch.net up with `bring_up`, runs the same
+/// smpquery and perfquery steps on both, and compares what perfquery printed.
+fn compare(name: &str, bring_up: impl Fn(&SimTools, &Ibsim, &Path)) {
+    let tools = SimTools::require();
+    let ibqos = ibqos_binary().unwrap();
+    let dir = TestDir::new(name);
+    let netfile = testdata("two-switch.net");
+    let served_dir = dir.path().join("served");
+    let ibsim_dir = dir.path().join("ibsim");
+    for d in [&served_dir, &ibsim_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let served = Ibsim::serve(&tools, &ibqos, &netfile, SM_NODE, &served_dir).unwrap();
+    let ibsim = Ibsim::start(&tools, &netfile, &ibsim_dir).unwrap();
+    bring_up(&tools, &served, &served_dir);
+    bring_up(&tools, &ibsim, &ibsim_dir);
+
+    let ours = Session::new(&tools, &served);
+    let theirs = Session::new(&tools, &ibsim);
+    assert_eq!(
+        ours.lids, theirs.lids,
+        "the SM gave both fabrics the same LIDs"
+    );
+    let mut last = String::new();
+    for step in STEPS {
+        let (a, b) = (ours.perfquery(step), theirs.perfquery(step));
+        assert_eq!(a, b, "perfquery {step:?}: served (left) vs ibsim (right)");
+        last = a;
+    }
+    // S1 port 3 leads to S2, where no query went since its reset.
+    for counter in ["PortXmitPkts:", "PortRcvPkts:", "PortXmitData:"] {
+        assert!(
+            last.lines()
+                .any(|l| l.starts_with(counter) && l.ends_with(".0")),
+            "{counter} after the reset: {last}"
+        );
+    }
+
+    let (reset, read) = (EXT_RESET[0], EXT_RESET[1]);
+    assert_eq!(ours.perfquery(reset), theirs.perfquery(reset));
+    let (a, b) = (ours.perfquery(read), theirs.perfquery(read));
+    let without = |out: &str| {
+        out.lines()
+            .filter(|l| !l.starts_with(EXT_RCV_PKTS))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        without(&a),
+        without(&b),
+        "perfquery {read:?}: served vs ibsim"
+    );
+    let rcv_pkts = |out: &str| -> u64 {
+        let line = out.lines().find(|l| l.starts_with(EXT_RCV_PKTS)).unwrap();
+        line.trim_start_matches(|c: char| !c.is_ascii_digit())
+            .parse()
+            .unwrap()
+    };
+    // Two received since the reset (ClassPortInfo, then the read itself); ibsim kept its count.
+    assert_eq!(rcv_pkts(&a), 2, "{a}");
+    assert!(rcv_pkts(&b) > 2, "{b}");
+}
+
+/// perfquery and smpquery at [`QUERY_NODE`] of one fabric, and the LIDs of [`TARGETS`] there.
+struct Session<'a> {
+    tools: &'a SimTools,
+    sim: &'a Ibsim,
+    lids: Vec<(&'static str, u16)>,
+}
+
+impl<'a> Session<'a> {
+    fn new(tools: &'a SimTools, sim: &'a Ibsim) -> Session<'a> {
+        let query = SmpQuery::new(tools, sim, QUERY_NODE);
+        let lids = TARGETS
+            .iter()
+            .map(|&(node, path)| {
+                let target = Target::Dr(DrPath(path.to_vec()));
+                let info = query
+                    .portinfo(&target, None)
+                    .unwrap_or_else(|e| panic!("the LID of {node}: {e}"));
+                (node, info.lid)
+            })
+            .collect();
+        Session { tools, sim, lids }
+    }
+
+    /// perfquery with `step`'s arguments, node names replaced by their LIDs: its exit status,
+    /// stdout and stderr, perfquery's own process ID left out.
+    fn perfquery(&self, step: Step) -> String {
+        let mut cmd = self.sim.client(&self.tools.perfquery.path, QUERY_NODE);
+        for arg in step {
+            match self.lids.iter().find(|(node, _)| node == arg) {
+                Some((_, lid)) => cmd.arg(lid.to_string()),
+                None => cmd.arg(arg),
+            };
+        }
+        let line = command_line(&cmd);
+        let out = run_bounded(&mut cmd, QUERY_TIMEOUT).unwrap_or_else(|e| panic!("{line}: {e}"));
+        format!(
+            "{}\n--- stdout ---\n{}--- stderr ---\n{}",
+            out.status,
+            out.stdout,
+            without_pids(&out.stderr)
+        )
+    }
+}
+
+/// `ibwarn: [12345] main: ...` with the process ID taken out: two runs never share it.
+fn without_pids(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.strip_prefix("ibwarn: [") {
+            Some(rest) => {
+                let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+                format!("ibwarn: [pid{rest}\n")
+            }
+            None => format!("{line}\n"),
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_process_id_is_left_out_of_ibwarn_lines() {
+    let stderr = "ibwarn: [27455] main: Emulating AllPortSelect by iterating through all ports\n\
+                  perfquery: iberror: failed: perfquery\n";
+    assert_eq!(
+        without_pids(stderr),
+        "ibwarn: [pid] main: Emulating AllPortSelect by iterating through all ports\n\
+         perfquery: iberror: failed: perfquery\n"
+    );
+}
