@@ -25,7 +25,6 @@
 //! holds it until then in real time (emulated ns are ns since the server started). A MAD the
 //! fabric loses comes back at once with status 110, as ibsim reports what it cannot deliver.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
@@ -35,7 +34,7 @@ use std::time::{Duration, Instant};
 use ibqos_mad::{Attribute, AttributeId};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use crate::emu::{EmuError, Emulator, node_named, precise_timers};
+use crate::emu::{DueQueue, EmuError, Emulator, node_named, precise_timers};
 use crate::{NodeKind, PortRef, Topology};
 
 /// `IBSIM_MAX_CLIENTS`: ibsim binds exactly this many data sockets.
@@ -173,19 +172,18 @@ impl Switchboard {
     /// id or description; by default the first CA). No port advertises IsSM until an SM client
     /// connects there (ibsim: SET_ISSM).
     pub fn new(topology: Topology, attach: Option<&str>) -> Result<Switchboard, ServeError> {
-        let node = match attach {
-            Some(name) => topology
-                .nodes()
-                .find(|(_, n)| n.name == name)
-                .or_else(|| topology.nodes().find(|(_, n)| n.description == name))
+        let id = match attach {
+            Some(name) => node_named(&topology, name)
                 .ok_or_else(|| ServeError::NoSuchNode(name.to_owned()))?,
             None => topology
                 .nodes()
                 .find(|(_, n)| n.kind == NodeKind::Ca)
                 .or_else(|| topology.nodes().next())
+                .map(|(id, _)| id)
                 .ok_or(ServeError::NoNodes)?,
         };
-        let attach = client_port(node.0, node.1);
+        let node = topology.node(id).ok_or(ServeError::NoNodes)?;
+        let attach = client_port(id, node);
         let mut emu = Emulator::new(topology, attach)?;
         emu.set_is_sm(attach, false);
         Ok(Switchboard {
@@ -280,7 +278,7 @@ impl Switchboard {
         };
         topology.port(port)?;
         // ibsim refuses a second SM client at one node.
-        if issm && self.sm_client_at_node(port.node).is_some() {
+        if issm && self.sm_client(|p| p.node == port.node).is_some() {
             return None;
         }
         let index = self.clients.iter().position(Option::is_none)?;
@@ -302,7 +300,7 @@ impl Switchboard {
         let port = self.client_port(client)?;
         if issm
             && self
-                .sm_client_at_node(port.node)
+                .sm_client(|p| p.node == port.node)
                 .is_some_and(|c| c != client)
         {
             return None;
@@ -312,18 +310,11 @@ impl Switchboard {
         Some(())
     }
 
-    /// The SM client attached at `node`, if any.
-    fn sm_client_at_node(&self, node: crate::NodeId) -> Option<usize> {
+    /// The SM client attached at a port `at` accepts, if any.
+    fn sm_client(&self, at: impl Fn(PortRef) -> bool) -> Option<usize> {
         self.clients
             .iter()
-            .position(|c| c.is_some_and(|c| c.issm && c.port.node == node))
-    }
-
-    /// The SM client attached at `port`, if any.
-    fn sm_client_at(&self, port: PortRef) -> Option<usize> {
-        self.clients
-            .iter()
-            .position(|c| c.is_some_and(|c| c.issm && c.port == port))
+            .position(|c| c.is_some_and(|c| c.issm && at(c.port)))
     }
 
     /// The GET_* control requests: facts of the client's port, in ibsim's layouts.
@@ -457,7 +448,7 @@ impl Switchboard {
         // SMInfo, SA and every attribute without an SMA handler: for the SM client at the
         // port it reaches (a hop-0 directed route or the client's own LID: its own port).
         let reaches = self.emu.carry(origin, mad, lid);
-        let Some(target) = reaches.and_then(|port| self.sm_client_at(port)) else {
+        let Some(target) = reaches.and_then(|port| self.sm_client(|p| p == port)) else {
             return Some(self.drop_back(from, dgram));
         };
         self.stats.forwarded += 1;
@@ -471,7 +462,7 @@ impl Switchboard {
     pub fn take_traps(&mut self) -> Vec<Delivery> {
         let mut out = Vec::new();
         for trap in self.emu.take_traps() {
-            let Some(client) = self.sm_client_at(trap.to) else {
+            let Some(client) = self.sm_client(|p| p == trap.to) else {
                 continue;
             };
             let sm_lid = self.emu.port_info(trap.to).map_or(0, |info| info.lid);
@@ -540,9 +531,8 @@ pub struct Server {
     out: Vec<UnixDatagram>,
     /// Emulated time zero: emulated ns are real ns since then.
     started: Instant,
-    /// Datagrams not yet due, by (due ns, order queued): ties leave in the order queued.
-    pending: BTreeMap<(u64, u64), Delivery>,
-    queued: u64,
+    /// Datagrams not yet due.
+    pending: DueQueue<Delivery>,
 }
 
 impl Server {
@@ -558,8 +548,7 @@ impl Server {
             ctl,
             out,
             started: Instant::now(),
-            pending: BTreeMap::new(),
-            queued: 0,
+            pending: DueQueue::default(),
         })
     }
 
@@ -615,7 +604,7 @@ impl Server {
     /// [`STOP_CHECK`], and not at all when that is under [`SPIN_BELOW`].
     fn until_next_due(&self) -> Duration {
         let next = [
-            self.pending.first_key_value().map(|((at, _), _)| *at),
+            self.pending.next_ns(),
             self.board.emulator().next_event_ns(),
         ]
         .into_iter()
@@ -631,25 +620,16 @@ impl Server {
         })
     }
 
-    fn queue(&mut self, delivery: Delivery) {
-        self.queued += 1;
-        self.pending.insert((delivery.at_ns, self.queued), delivery);
-    }
-
     fn queue_traps(&mut self) {
         for trap in self.board.take_traps() {
-            self.queue(trap);
+            self.pending.push(trap.at_ns, trap);
         }
     }
 
     /// Sends every datagram that is due; one for a client gone since is lost.
     fn send_due(&mut self) {
         let now = self.now_ns();
-        while let Some(entry) = self.pending.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let delivery = entry.remove();
+        while let Some((_, delivery)) = self.pending.pop_due(now) {
             self.deliver(&delivery);
         }
     }
@@ -684,7 +664,7 @@ impl Server {
             };
             self.queue_traps();
             if delivery.at_ns > now {
-                self.queue(delivery);
+                self.pending.push(delivery.at_ns, delivery);
             } else if !self.deliver(&delivery) && delivery.client != client {
                 // The SM client it was for is gone: ibsim then answers the sender with 110.
                 let mut back = delivery.datagram;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use ibqos_mad::{
-    Attribute, AttributeId, Direction, Mad, Method, MgmtClass, Notice, Routing, SmInfoRepr,
-    SmState, Smp, SmpRepr, Status,
+    Attribute, AttributeId, Direction, Mad, Method, MgmtClass, Notice, NoticeRepr, Routing,
+    SmInfoRepr, SmState, Smp, SmpRepr, Status,
 };
 use tracing::{debug, info, warn};
 
@@ -43,9 +43,6 @@ pub struct SmIdentity {
 
 /// MAD status "the method/attribute combination is not supported" (IBA 13.4.7).
 const UNSUPPORTED: Status = Status(0x000c);
-
-/// Trap 128: "link state of at least one port of a switch has changed" (IBA 14.2.5.1).
-const TRAP_LINK_STATE_CHANGE: u16 = 128;
 
 /// How often [`listen`] looks at its `interrupted` check when nothing arrives.
 const LISTEN_STEP: Duration = Duration::from_millis(50);
@@ -199,7 +196,7 @@ fn answer(
                 .ok()
                 .filter(|notice| notice.is_generic())
                 .map(|notice| notice.trap_number());
-            if trap == Some(TRAP_LINK_STATE_CHANGE) {
+            if trap == Some(NoticeRepr::TRAP_LINK_STATE_CHANGE) {
                 unsolicited.link_changes += 1;
             }
             info!(

@@ -15,13 +15,14 @@
 //! same seed, requests and times give the same bytes at the same times. [`dump`] reads every
 //! port's QoS state back as JSON.
 //!
-//! What each attribute does is in the `sma` module; this module moves SMPs: directed routes as IBA 14.2.2
-//! specifies them, LID routes through the linear forwarding tables the SM programmed, and the
-//! link-level effects of PortInfo Sets (a port taken down takes its neighbour with it). Which
+//! What each attribute does is in the `sma` module; this module moves SMPs: directed routes as IBA
+//! 14.2.2 specifies them, LID routes through the linear forwarding tables the SM programmed, and
+//! the link-level effects of PortInfo Sets (a port taken down takes its neighbour with it). Which
 //! SMPs an SMA answers when it holds an M_Key is in the `mkey` module. Every node also has a
 //! performance management agent ([`Emulator::perf_at_from`], the `perf` module), whose port
 //! counters count every MAD the fabric carries on every link it crosses, as ibsim's do.
 
+mod due;
 mod dump;
 mod mkey;
 mod models;
@@ -43,6 +44,7 @@ use models::Dice;
 use perf::{Counter, Pmas, Trace};
 use sma::{INVALID_VALUE, METHOD_UNSUPPORTED, NodeSma, check_port_info, negotiate};
 
+pub use due::DueQueue;
 pub use dump::{FabricDump, NodeDump, PortDump, dump};
 pub use models::{Faults, Latency, Models, damage, precise_timers};
 pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
@@ -86,9 +88,6 @@ pub fn node_named(topology: &Topology, name: &str) -> Option<NodeId> {
 /// The most switches a LID-routed SMP crosses before the emulator calls it a loop (ibsim: 16;
 /// a directed route may have 63 hops, so a LID route is allowed as many).
 const MAX_LID_HOPS: usize = DrPath::MAX_HOPS as usize;
-
-/// Notice.ProducerType of a generic trap from a switch (IBA 14.2.5.1; 1 is a CA).
-const PRODUCER_SWITCH: u32 = 2;
 
 /// Why an emulator cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -171,9 +170,9 @@ struct Exchange {
 }
 
 impl Emulator {
-    /// The fabric of `topology` in its power-on state (see the `sma` module), with the SM at `attach`: a
-    /// CA or router port, or port 0 of a switch. The SM's port advertises CapabilityMask.IsSM,
-    /// as a port does once an SM opens it (ibsim: SET_ISSM).
+    /// The fabric of `topology` in its power-on state (see the `sma` module), with the SM at
+    /// `attach`: a CA or router port, or port 0 of a switch. The SM's port advertises
+    /// CapabilityMask.IsSM, as a port does once an SM opens it (ibsim: SET_ISSM).
     pub fn new(topology: Topology, attach: PortRef) -> Result<Emulator, EmuError> {
         topology.validate()?;
         let node = topology
@@ -951,8 +950,8 @@ impl Emulator {
         let notice = NoticeRepr {
             is_generic: true,
             notice_type: NoticeType::Urgent,
-            producer_type: PRODUCER_SWITCH,
-            trap_number: 128,
+            producer_type: NoticeRepr::PRODUCER_SWITCH,
+            trap_number: NoticeRepr::TRAP_LINK_STATE_CHANGE,
             issuer_lid: issuer,
             notice_toggle: false,
             notice_count: 0,
@@ -982,9 +981,9 @@ impl Emulator {
         });
     }
 
-    /// Walks a directed route from the requester's port `origin` (IBA 14.2.2.2): the node and port it arrives
-    /// at, and the path of the response, or `None` where a real fabric drops it. The links it
-    /// crosses, and where it is lost, go into `trace`.
+    /// Walks a directed route from the requester's port `origin` (IBA 14.2.2.2): the node and
+    /// port it arrives at, and the path of the response, or `None` where a real fabric drops it.
+    /// The links it crosses, and where it is lost, go into `trace`.
     ///
     /// The request must be outbound with HopPointer 0 and DrSLID = DrDLID = permissive: like
     /// ibsim, the emulator does not support routes with LID-routed legs. The first hop from a

@@ -76,6 +76,11 @@ pub struct NoticeRepr {
 }
 
 impl NoticeRepr {
+    /// TrapNumber 128: "link state of at least one port of a switch has changed" (IBA 14.2.5.1).
+    pub const TRAP_LINK_STATE_CHANGE: u16 = 128;
+    /// ProducerType of a generic notice from a switch (1 is a CA, 3 a router, 4 an SM).
+    pub const PRODUCER_SWITCH: u32 = 2;
+
     /// Reads every field, after checking the buffer length.
     pub fn parse<T: AsRef<[u8]>>(view: &Notice<T>) -> Result<Self> {
         view.check_len()?;

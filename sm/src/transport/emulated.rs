@@ -12,10 +12,9 @@
 //! and the SM's own timeout deals with it. Traps the fabric sends to the SM's port (trap 128
 //! when a link changes) arrive the same way as responses.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ibqos_fabric::emu::{Emulator, load_topology, node_named, precise_timers};
+use ibqos_fabric::emu::{DueQueue, Emulator, load_topology, node_named, precise_timers};
 use ibqos_fabric::{NodeKind, PortRef, Topology};
 use ibqos_mad::DrPath;
 
@@ -34,9 +33,8 @@ pub enum Clock {
 #[derive(Debug)]
 pub struct EmulatedTransport {
     emulator: Emulator,
-    /// Responses on their way, by (arrival ns, send order): ties leave in the order sent.
-    responses: BTreeMap<(u64, u64), Incoming>,
-    sent: u64,
+    /// Responses and traps on their way, by the emulated ns they arrive.
+    responses: DueQueue<Incoming>,
     clock: Clock,
     local: LocalPort,
 }
@@ -69,8 +67,7 @@ impl EmulatedTransport {
         };
         EmulatedTransport {
             emulator,
-            responses: BTreeMap::new(),
-            sent: 0,
+            responses: DueQueue::default(),
             clock,
             local,
         }
@@ -117,9 +114,8 @@ impl EmulatedTransport {
     /// its own time). In virtual time the clock moves on to its arrival.
     fn arrived_by(&mut self, by_ns: u64) -> Option<Incoming> {
         loop {
-            let next_response = self.responses.first_key_value().map(|((at, _), _)| *at);
             let next_event = self.emulator.next_event_ns();
-            match (next_event, next_response) {
+            match (next_event, self.responses.next_ns()) {
                 (Some(event), response) if event <= by_ns && response.is_none_or(|r| event < r) => {
                     self.emulator.advance_to(event);
                     self.collect_traps();
@@ -127,15 +123,11 @@ impl EmulatedTransport {
                 _ => break,
             }
         }
-        let entry = self.responses.first_entry()?;
-        let at_ns = entry.key().0;
-        if at_ns > by_ns {
-            return None;
-        }
+        let (at_ns, incoming) = self.responses.pop_due(by_ns)?;
         if let Clock::Virtual { ns, .. } = &mut self.clock {
             *ns = (*ns).max(at_ns);
         }
-        Some(entry.remove())
+        Some(incoming)
     }
 
     /// The traps the fabric raised for the SM's port join the responses on their way; traps for
@@ -144,23 +136,21 @@ impl EmulatedTransport {
         let attach = self.emulator.attach();
         for trap in self.emulator.take_traps() {
             if trap.to == attach {
-                self.sent += 1;
                 let incoming = Incoming::Mad {
                     mad: trap.mad,
                     slid: trap.slid,
                 };
-                self.responses.insert((trap.at_ns, self.sent), incoming);
+                self.responses.push(trap.at_ns, incoming);
             }
         }
     }
 
     /// When something may next reach the SM: its next response or the fabric's next event.
     fn next_wake_ns(&self) -> Option<u64> {
-        let response = self.responses.first_key_value().map(|((at, _), _)| *at);
-        match (response, self.emulator.next_event_ns()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.responses.next_ns(), self.emulator.next_event_ns()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 
@@ -197,11 +187,10 @@ impl Transport for EmulatedTransport {
             Address::Lid(lid) => (Some(lid), lid),
         };
         let now = self.now_ns();
-        self.sent += 1;
         if let Some(delivery) = self.emulator.handle_at(now, &out.mad, dlid) {
             let mad = delivery.mad;
             self.responses
-                .insert((delivery.at_ns, self.sent), Incoming::Mad { mad, slid });
+                .push(delivery.at_ns, Incoming::Mad { mad, slid });
         }
         // A Set may change a link, and the switch at its end then sends trap 128.
         self.collect_traps();
