@@ -467,8 +467,8 @@ impl Switchboard {
             };
             let sm_lid = self.emu.port_info(trap.to).map_or(0, |info| info.lid);
             let mut datagram = [0u8; REQUEST_LEN];
-            datagram[0..4].copy_from_slice(&u32::from(sm_lid.to_be()).to_ne_bytes());
-            datagram[4..8].copy_from_slice(&u32::from(trap.slid.to_be()).to_ne_bytes());
+            datagram[0..4].copy_from_slice(&lid_field(sm_lid));
+            datagram[4..8].copy_from_slice(&lid_field(trap.slid));
             datagram[24..32].copy_from_slice(&256u64.to_be_bytes());
             let len = trap.mad.len().min(REQUEST_LEN - MAD_OFFSET);
             datagram[MAD_OFFSET..MAD_OFFSET + len].copy_from_slice(&trap.mad[..len]);
@@ -512,7 +512,7 @@ impl Switchboard {
             return;
         }
         let lid = self.emu.port_info(origin).map_or(0, |info| info.lid);
-        dgram[4..8].copy_from_slice(&u32::from(lid.to_be()).to_ne_bytes());
+        dgram[4..8].copy_from_slice(&lid_field(lid));
     }
 }
 
@@ -723,6 +723,12 @@ fn bind(name: &str) -> Result<UnixDatagram, ServeError> {
             source,
         })?;
     Ok(socket)
+}
+
+/// A `struct sim_request` dlid or slid field: a u32 holding `htons(lid)`, so on x86 the LID
+/// big-endian in its first two bytes.
+fn lid_field(lid: u16) -> [u8; 4] {
+    u32::from(lid.to_be()).to_ne_bytes()
 }
 
 fn ne_u32(buf: &[u8], at: usize) -> u32 {
