@@ -22,7 +22,7 @@ for tool in opensm python3; do
 done
 [ -f "$shim" ] || { echo "bench: $shim is missing (apt-get install ibsim-utils)" >&2; exit 1; }
 
-cargo build --release --quiet -p ibqos-sm
+cargo build --release --quiet -p ibqos
 ibqos=${CARGO_TARGET_DIR:-$PWD/target}/release/ibqos
 work=$(mktemp -d)
 net=$work/fat-tree.net

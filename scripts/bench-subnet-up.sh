@@ -17,7 +17,7 @@ for tool in ibsim opensm python3; do
 done
 [ -f "$shim" ] || { echo "bench: $shim is missing (apt-get install ibsim-utils)" >&2; exit 1; }
 
-cargo build --release --quiet -p ibqos-sm
+cargo build --release --quiet -p ibqos
 ibqos=$PWD/target/release/ibqos
 work=$(mktemp -d)
 # The SMs attach at the first CA of the net file.

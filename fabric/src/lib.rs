@@ -9,17 +9,12 @@
 //! - [`routing`]: the routing engines (minhop, up*/down*) as pure, deterministic functions from a
 //!   topology with LIDs to every switch's linear forwarding table, and a path tracer.
 //!
-//! - [`emu`]: the emulated fabric, one subnet management agent per node of a [`Topology`],
-//!   answering SMPs like real switches and HCAs, and one performance management agent answering
-//!   PerfMgt GMPs as ibsim's do (sans-IO, deterministic).
-//! - [`serve`]: that emulated fabric behind ibsim's socket protocol, for OpenSM, infiniband-diags
-//!   and any other ibsim client.
+//! Pure data and functions: no I/O beyond reading a net file, no clock. The emulated fabric that
+//! answers SMPs for these topologies is the `ibqos-emu` crate.
 
-pub mod emu;
 pub mod generate;
 pub mod netfile;
 pub mod routing;
-pub mod serve;
 mod topology;
 
 pub use topology::{

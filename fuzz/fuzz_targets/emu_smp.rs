@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use ibqos_fabric::emu::{Emulator, load_topology};
+use ibqos_emu::{Emulator, load_topology};
 use ibqos_fabric::{NodeId, NodeKind, PortRef};
 use libfuzzer_sys::fuzz_target;
 

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
-    let _ = ibqos_qos::sim::traffic::parse("fuzz.toml", bytes);
+    let _ = ibqos_sim::traffic::parse("fuzz.toml", bytes);
 });

@@ -8,7 +8,6 @@
 
 mod config;
 mod plan;
-pub mod sim;
 mod switch;
 mod tables;
 mod types;

@@ -1,9 +1,7 @@
-//! The ibqos subnet manager and its command-line front end.
+//! The ibqos subnet manager as a library: a sans-IO sweep engine (discovery, LIDs, routing, link
+//! and QoS managers, the reconciler of diff sweeps) over a MAD scheduler. Time and MADs come in,
+//! MADs go out; the transports and the loop that drives them are the `ibqos-transport` crate.
 
 pub mod cache;
-pub mod cli;
-pub mod commands;
-pub mod diagnostics;
+pub mod config;
 pub mod engine;
-pub mod run;
-pub mod transport;

@@ -41,13 +41,13 @@ pub struct Plan {
 /// The `ibqos` binary under test, built if needed.
 ///
 /// `$IBQOS_BIN` if set (to test another build). Otherwise this runs
-/// `cargo build -p ibqos-sm --bin ibqos` (once per test process) for the profile and target
+/// `cargo build -p ibqos --bin ibqos` (once per test process) for the profile and target
 /// directory of the running test, and returns `target/<profile>/ibqos`.
 ///
 /// Why not `env!("CARGO_BIN_EXE_ibqos")`: cargo sets it only when compiling integration tests of
-/// the package that owns the binary (ibqos-sm), not for a package that depends on it. And why
+/// the package that owns the binary (ibqos), not for a package that depends on it. And why
 /// build instead of just looking next to the test executable: `cargo test --workspace` does build
-/// `target/<profile>/ibqos` (because ibqos-sm has integration tests of its own), but
+/// `target/<profile>/ibqos` (because ibqos has integration tests of its own), but
 /// `cargo test -p ibqos-tests` does not, and would silently test a stale binary. The nested
 /// build is a no-op when the binary is up to date; cargo releases its build lock while tests
 /// run, so it does not deadlock.
@@ -78,7 +78,7 @@ fn build_ibqos() -> Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--quiet", "-p", "ibqos-sm", "--bin", "ibqos"])
+        .args(["build", "--quiet", "-p", "ibqos", "--bin", "ibqos"])
         .args(["--profile", profile])
         .arg("--target-dir")
         .arg(target_dir);

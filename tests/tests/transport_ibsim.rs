@@ -5,13 +5,13 @@
 use std::time::{Duration, Instant};
 
 use ibqos_mad::{AttributeId, CapabilityMask, DrPath, Routing, Smp, SmpRepr};
-use ibqos_sm::transport::{
-    Address, Incoming, OpenOptions, Outgoing, Role, Transport, ibsim::IbsimTransport,
-};
 use ibqos_tests::process::{Finished, run_bounded};
 use ibqos_tests::query::{self, field};
 use ibqos_tests::scenario::fresh_ibsim;
 use ibqos_tests::{Ibsim, SimTools};
+use ibqos_transport::{
+    Address, Incoming, OpenOptions, Outgoing, Role, Transport, ibsim::IbsimTransport,
+};
 
 /// `ibqos query --fabric ibsim:SOCK@H1 ARGS`.
 fn query(sim: &Ibsim, args: &[&str]) -> Finished {
@@ -149,7 +149,7 @@ fn the_sm_role_sets_is_sm_until_dropped() {
     assert!(second.to_string().contains("CONNECT refused"), "{second}");
     drop(sm);
     assert!(!h2_capability_mask(&sim).contains(CapabilityMask::IS_SM));
-    let _ = ibqos_sm::transport::open(
+    let _ = ibqos_transport::open(
         &format!("ibsim:{}@H2", sim.sockname()).parse().unwrap(),
         &OpenOptions {
             role: Role::Sm,

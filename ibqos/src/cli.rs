@@ -1,0 +1,609 @@
+//! The command line: what an administrator types, validated into typed values.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use ibqos_qos::{PortClass, VlCount};
+
+use ibqos_emu::Latency;
+
+use ibqos_transport::FabricSpec;
+
+/// ibqos: an InfiniBand subnet manager centred on QoS.
+///
+/// It reads OpenSM's own opensm.conf (exactly as OpenSM 3.3.23 reads it, and says where OpenSM
+/// would silently change what you wrote) and its own ibqos.toml.
+#[derive(Debug, Parser)]
+#[command(name = "ibqos", version, propagate_version = true)]
+#[command(after_help = "Examples:\n  \
+    ibqos check /etc/opensm/opensm.conf\n  \
+    ibqos plan -F opensm.conf --class ca --vls 8 --oper-vls 8 --low-cap 8 --high-cap 8\n  \
+    ibqos migrate /etc/opensm/opensm.conf -o ibqos.toml")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check configuration files and print diagnostics like a compiler.
+    ///
+    /// Each file is read as ibqos.toml if its name ends in .toml, otherwise as opensm.conf.
+    /// Every step OpenSM takes silently (a VL taken mod 15, a wrapped weight, a `key=value` line
+    /// ignored, `true` read as FALSE, ...) is reported with file:line:col. Exits 1 if any file has
+    /// an error, or with --strict any warning.
+    Check(CheckArgs),
+    /// Print the QoS tables programmed on one kind of port.
+    ///
+    /// Shows the SL-to-VL table, the VL arbitration blocks (low and high priority) and the
+    /// VLHighLimit that OpenSM 3.3.23 would program on a port of the given class and
+    /// capabilities, with two documented fixes: a VLArb cap above 32 programs entries 33-64,
+    /// and VLs are masked with the OperVLs being programmed.
+    Plan(PlanArgs),
+    /// Convert opensm.conf to ibqos.toml or back.
+    ///
+    /// The direction follows the input's name: a .toml input is written as opensm.conf, anything
+    /// else as ibqos.toml. Whatever the target format cannot express is reported, never dropped
+    /// silently; with --strict such a loss is an error and nothing is written.
+    Migrate(MigrateArgs),
+    /// Read one attribute of one node over the fabric, like smpquery.
+    ///
+    /// Sends one SubnGet (retrying on timeout) by directed route or to a LID and prints the
+    /// decoded attribute as `Name: value` lines, or JSON.
+    #[command(after_help = "Examples:\n  \
+        ibqos query nodeinfo --dr 0,1\n  \
+        ibqos query --fabric ibsim:sim@H1 portinfo --dr 0,1 --port 3\n  \
+        ibqos query --fabric umad:mlx5_0:1 vlarb --lid 2 --port 3 --json")]
+    Query(QueryArgs),
+    /// Run the subnet manager of a fabric.
+    ///
+    /// Discovers the fabric by directed route, assigns LIDs (keeping the ones ports already hold
+    /// and the ones its LID cache remembers), routes, programs every switch's forwarding table
+    /// and brings every link up to ACTIVE, as OpenSM's heavy sweep does, then logs SUBNET UP and
+    /// prints a summary. With --once it exits after that; otherwise it sweeps again every
+    /// sweep_interval seconds until SIGTERM or SIGINT.
+    Sm(SmArgs),
+    /// Simulate traffic over a fabric with the QoS tables a configuration programs.
+    ///
+    /// A credit-based, packet-level simulation: links with speed, width and propagation, per-VL
+    /// receive buffers in 64-byte credits, the IBA 7.6.9 VL arbiter on every output port with
+    /// the tables the planner gives each port, SL-to-VL at every hop, routes from minhop (as
+    /// the SM computes them). Prints per flow, per SL and per VL on every link: bytes,
+    /// throughput, share, latency, time blocked on credits, buffer occupancy and drops.
+    #[command(after_help = "Examples:\n  \
+        ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml\n  \
+        ibqos sim --topology fabric.net -c ibqos.toml --traffic traffic.toml --seed 7 --json\n  \
+        ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml --plot plots/")]
+    Sim(SimArgs),
+    /// Serve or generate emulated fabrics.
+    #[command(subcommand)]
+    Fabric(FabricCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FabricCommand {
+    /// Serve an emulated fabric behind ibsim 0.10's socket protocol.
+    ///
+    /// Binds the abstract sockets @NAME:ctl and @NAME:out0..9 as ibsim does, so OpenSM and
+    /// infiniband-diags run against it under libumad2sim.so (IBSIM_SOCKNAME=NAME SIM_HOST=NODE)
+    /// and `ibqos sm --fabric ibsim:NAME@NODE` attaches natively. Every client attaches at one
+    /// port: port 1 of the --attach CA (port 0 if it is a switch). Runs until SIGTERM or SIGINT.
+    #[command(after_help = "Examples:\n  \
+        ibqos fabric serve fabric.net --sockname lab\n  \
+        IBSIM_SOCKNAME=lab SIM_HOST=H1 LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so opensm -o")]
+    Serve(FabricServeArgs),
+    /// Generate a fabric and write it as a net file that ibsim and `fabric serve` load.
+    #[command(after_help = "Examples:\n  \
+        ibqos fabric gen fat-tree --leaves 4 --spines 2 --hosts 4 --radix 8 -o ft.net\n  \
+        ibqos fabric gen fat-tree3 --radix 8 -o ft3.net\n  \
+        ibqos fabric gen ring --switches 5 --hosts 2 -o ring.net\n  \
+        ibqos fabric gen torus --x 4 --y 4 --hosts 1 -o torus.net")]
+    Gen(FabricGenArgs),
+    /// Write every port's state of an emulated fabric, as loaded, as JSON: SL2VL per input port,
+    /// VLArb low and high, VLHighLimit, OperVLs, HOQLife, VLStallCount, NeighborMTU, LID and
+    /// PortState, keyed by node GUID and port. `ibqos sm --dump-fabric` writes the same format
+    /// after a run, so a run's end state can be compared with another's.
+    Dump(FabricDumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FabricDumpArgs {
+    /// An ibsim / ibnetdiscover net file, or the name of a built-in fabric (two-switch).
+    #[arg(value_name = "TOPOLOGY")]
+    pub topology: String,
+    /// The node the emulated SM port is at (it advertises IsSM); default: the first CA.
+    #[arg(long, value_name = "NODE")]
+    pub attach: Option<String>,
+    /// Where to write the JSON; standard output without it.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Faults to inject: into an emulated fabric (`ibqos sm --fabric sim:...`, `ibqos fabric
+/// serve`), or on receipt for `ibqos sm` on other fabrics.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Fault injection")]
+pub struct FaultArgs {
+    /// The probability (0-1) that a MAD is lost. On an emulated fabric the fabric itself loses
+    /// it, each request and each response drawn separately (a lost response leaves its Set
+    /// done); on ibsim or umad, a MAD the SM receives is dropped.
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
+    pub fault_loss: f64,
+    /// The probability (0-1) that a response is truncated or has bytes of its header flipped
+    /// (on an emulated fabric by the fabric, elsewhere on receipt).
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_probability)]
+    pub fault_corrupt: f64,
+    /// Emulated fabrics only: each response comes back up to N microseconds later than the
+    /// fabric's latency model says, uniformly, so responses overtake each other.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fault_jitter_us: u64,
+    /// Emulated fabrics only: a TOML file of scheduled faults, counted from when the fabric
+    /// opens: `[[flap]] node = "S1" port = 3 down_ms = 5 up_ms = 50` (the link goes down, then
+    /// trains to Init again; without up_ms it stays down) and `[[dead]] node = "H3"` (its SMA
+    /// answers nothing).
+    #[arg(long, value_name = "FILE")]
+    pub fault_schedule: Option<PathBuf>,
+    /// The seed of the fault injection: the same seed loses, damages and delays the same MADs.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fault_seed: u64,
+}
+
+/// How long an emulated fabric takes to answer an SMP: the links it crosses both ways, and the
+/// SMA that answers. The defaults are assumptions of the right order, not measurements: a
+/// switch's management processor is a small embedded CPU, far slower than its wire. All zero
+/// answers at once, as ibsim does.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Emulated fabric latency")]
+pub struct LatencyArgs {
+    /// One link crossed one way, in ns.
+    #[arg(long, value_name = "NS", default_value_t = Latency::default().wire_ns)]
+    pub wire_ns: u64,
+    /// A switch's SMA answering one SMP, in ns.
+    #[arg(long, value_name = "NS", default_value_t = Latency::default().switch_sma_ns)]
+    pub switch_sma_ns: u64,
+    /// A CA's SMA answering one SMP, in ns.
+    #[arg(long, value_name = "NS", default_value_t = Latency::default().ca_sma_ns)]
+    pub ca_sma_ns: u64,
+}
+
+impl LatencyArgs {
+    pub fn latency(&self) -> Latency {
+        Latency {
+            wire_ns: self.wire_ns,
+            switch_sma_ns: self.switch_sma_ns,
+            ca_sma_ns: self.ca_sma_ns,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct FabricServeArgs {
+    /// An ibsim / ibnetdiscover net file, or the name of a built-in fabric (two-switch).
+    #[arg(value_name = "TOPOLOGY")]
+    pub topology: String,
+    /// The socket base name clients give as IBSIM_SOCKNAME (ibsim's default is `sim`).
+    #[arg(long, default_value = "sim", value_name = "NAME")]
+    pub sockname: String,
+    /// The node (id or NodeDescription) a client attaches at when it names none (SIM_HOST
+    /// unset); default: the first CA. A client naming a node attaches there, as under ibsim.
+    #[arg(long, value_name = "NODE")]
+    pub attach: Option<String>,
+    /// On SIGTERM or SIGINT, write every port's state as JSON here (the `fabric dump` format).
+    #[arg(long, value_name = "FILE")]
+    pub dump: Option<PathBuf>,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+    #[command(flatten)]
+    pub latency: LatencyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct FabricGenArgs {
+    #[command(subcommand)]
+    pub shape: GenShape,
+    /// The net file to write; standard output without it.
+    #[arg(short, long, value_name = "FILE", global = true)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenShape {
+    /// A two-level fat tree: leaves with hosts, each leaf linked once to every spine.
+    FatTree {
+        #[arg(long)]
+        leaves: usize,
+        #[arg(long)]
+        spines: usize,
+        /// Hosts (single-port CAs) per leaf.
+        #[arg(long)]
+        hosts: usize,
+        /// Ports per switch.
+        #[arg(long, default_value_t = 36)]
+        radix: usize,
+    },
+    /// A three-level (k-ary) fat tree: pods of edge and aggregation switches under core switches.
+    ///
+    /// Every switch has K = --radix ports, half down and half up. Each pod has K/2 edge switches
+    /// (E{pod}_{e}, hosts H{pod}_{e}_{h} on ports 1.., uplinks on ports K/2+1..) and K/2
+    /// aggregation switches (A{pod}_{a}, edges on ports 1..K/2, cores on ports K/2+1..K), every
+    /// edge linked to every aggregation switch of its pod. The (K/2)² core switches C{c} form K/2
+    /// groups of K/2; aggregation switch a of every pod links to each core of group a, pod p on
+    /// the core's port p+1. Between hosts in different pods a route is 6 links: edge,
+    /// aggregation, core, aggregation, edge.
+    ///
+    /// The full tree (the defaults) has 5K²/4 switches and K³/4 hosts: --radix 4 gives 20
+    /// switches and 16 hosts, --radix 8 80 and 128, --radix 36 1620 and 11664. Fewer pods or
+    /// hosts size it down, leaving those ports unlinked; the (K/2)² cores stay.
+    #[command(
+        name = "fat-tree3",
+        after_help = "Examples:\n  \
+            ibqos fabric gen fat-tree3 --radix 4 -o ft3-k4.net\n  \
+            ibqos fabric gen fat-tree3 --radix 8 --pods 2 --hosts 1 -o ft3-small.net"
+    )]
+    FatTree3 {
+        /// Ports per switch, K: even.
+        #[arg(long, value_name = "K")]
+        radix: usize,
+        /// Pods, 1 to K; default K.
+        #[arg(long, value_name = "P")]
+        pods: Option<usize>,
+        /// Hosts (single-port CAs) per edge switch, 1 to K/2; default K/2.
+        #[arg(long, value_name = "H")]
+        hosts: Option<usize>,
+    },
+    /// A ring of switches, each with its own hosts.
+    Ring {
+        #[arg(long)]
+        switches: usize,
+        #[arg(long, default_value_t = 1)]
+        hosts: usize,
+    },
+    /// A 2-D torus of switches, each with its own hosts.
+    Torus {
+        #[arg(long)]
+        x: usize,
+        #[arg(long)]
+        y: usize,
+        #[arg(long, default_value_t = 1)]
+        hosts: usize,
+    },
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("sm_config").args(["opensm_conf", "toml"])))]
+pub struct SmArgs {
+    /// The fabric: `sim:TOPOLOGY[@NODE]` (a fabric emulated in this process, from a net file or
+    /// a built-in topology; the default is the built-in two-switch fabric, so the SM runs with
+    /// nothing else installed), `ibsim:SOCKNAME@NODE` (a native client of a running ibsim,
+    /// attached at NODE) or `umad[:DEVICE[:PORT]]` (the kernel; by default the first
+    /// InfiniBand port).
+    #[arg(long, value_name = "SPEC", default_value_t = FabricSpec::builtin())]
+    pub fabric: FabricSpec,
+    /// An opensm.conf to read, as `opensm -F` reads it. Without one, OpenSM's defaults.
+    #[arg(short = 'F', long = "opensm-conf", value_name = "OPENSM_CONF")]
+    pub opensm_conf: Option<PathBuf>,
+    /// An ibqos.toml to read.
+    #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
+    pub toml: Option<PathBuf>,
+    /// Configure the subnet once and exit (0 if it came up), like `opensm --once`.
+    #[arg(short = 'o', long)]
+    pub once: bool,
+    /// Print each sweep's summary as one JSON object on standard output.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the guid2lid LID cache lives; default $OSM_CACHE_DIR, else /var/cache/ibqos.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+    #[command(flatten)]
+    pub latency: LatencyArgs,
+    /// On a `sim:` fabric: when the SM stops, write every port's state (LID, PortState,
+    /// OperVLs, NeighborMTU, VLHighLimit, HOQLife, VLStallCount, SL2VL, VLArb) to FILE as
+    /// JSON, sorted by node GUID and port, the same state always the same bytes.
+    #[arg(long, value_name = "FILE")]
+    pub dump_fabric: Option<PathBuf>,
+    /// Discover and plan, read what the fabric holds, and print every Set that would be sent
+    /// with what it would change, sending no Set at all. Implies --once.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl SmArgs {
+    /// The configuration file given, if any.
+    pub fn config(&self) -> Option<&PathBuf> {
+        self.opensm_conf.as_ref().or(self.toml.as_ref())
+    }
+}
+
+/// Flags shared by every command that reads configuration.
+#[derive(Debug, Args)]
+pub struct DiagnosticArgs {
+    /// Treat warnings as errors.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// opensm.conf or ibqos.toml files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub diagnostics: DiagnosticArgs,
+    /// Print diagnostics as JSON Lines, one object per diagnostic.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("config").required(true).args(["opensm_conf", "toml"])))]
+pub struct PlanArgs {
+    /// An opensm.conf to read, as `opensm -F` reads it.
+    #[arg(short = 'F', long = "opensm-conf", value_name = "OPENSM_CONF")]
+    pub opensm_conf: Option<PathBuf>,
+    /// An ibqos.toml to read.
+    #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
+    pub toml: Option<PathBuf>,
+    /// The port class: ca (HCA port), sw0 (enhanced switch port 0), swe (switch external port)
+    /// or rtr (router port).
+    #[arg(long, value_parser = parse_class)]
+    pub class: PortClass,
+    /// Data VLs the port supports (PortInfo.VLCap) as a count: 1, 2, 4, 8 or 15.
+    #[arg(long, value_parser = parse_vl_count, value_name = "N")]
+    pub vls: VlCount,
+    /// Data VLs the port will run (OperationalVLs), as a count; defaults to --vls.
+    #[arg(long, value_parser = parse_vl_count, value_name = "N")]
+    pub oper_vls: Option<VlCount>,
+    /// VLArbitrationLowCap: entries in the low-priority table, 0-64.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=64), value_name = "N")]
+    pub low_cap: u8,
+    /// VLArbitrationHighCap: entries in the high-priority table, 0-64.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=64), value_name = "N")]
+    pub high_cap: u8,
+    /// The port does not support SL-to-VL mapping (CapabilityMask.IsSLMappingSupported clear):
+    /// no SL2VL table is programmed.
+    #[arg(long)]
+    pub no_sl_mapping: bool,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub diagnostics: DiagnosticArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The file to convert: opensm.conf, or ibqos.toml (by its .toml name).
+    #[arg(value_name = "INPUT")]
+    pub input: PathBuf,
+    /// Where to write the result; `-` writes to standard output.
+    #[arg(short, long, value_name = "OUTPUT")]
+    pub output: PathBuf,
+    /// Replace OUTPUT if it exists.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub diagnostics: DiagnosticArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The fabric: `ibsim:SOCKNAME@NODE` (a native ibsim client attached at NODE) or
+    /// `umad[:DEVICE[:PORT]]` (the kernel; by default the first InfiniBand port).
+    #[arg(long, value_name = "SPEC")]
+    pub fabric: Option<FabricSpec>,
+    /// The attribute to read.
+    #[arg(value_enum)]
+    pub attribute: QueryAttribute,
+    /// A directed route: egress ports from the local node, starting with 0 (the local node
+    /// itself), as smpquery -D takes it: `0` is this node, `0,1` the node behind local port 1.
+    /// The default when --lid is not given is `0`.
+    #[arg(long, value_name = "PATH", value_parser = parse_dr_route, conflicts_with = "lid")]
+    pub dr: Option<DrRoute>,
+    /// A destination LID (LID-routed SMP).
+    #[arg(long, value_name = "LID", value_parser = clap::value_parser!(u16).range(1..=0xfffe))]
+    pub lid: Option<u16>,
+    /// The port: for portinfo the port to read (0: the port the query arrives on, or a switch's
+    /// port 0); for sl2vl and vlarb the output port.
+    #[arg(long, value_name = "P")]
+    pub port: Option<u8>,
+    /// For sl2vl on a switch: the input port.
+    #[arg(long, value_name = "P")]
+    pub in_port: Option<u8>,
+    /// How long to wait for each answer, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub timeout_ms: u64,
+    /// How many times to resend an unanswered query.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub retries: u32,
+    /// Print one JSON object instead of `Name: value` lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `ibqos query` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QueryAttribute {
+    Nodeinfo,
+    Portinfo,
+    Nodedesc,
+    Switchinfo,
+    Sl2vl,
+    Vlarb,
+}
+
+/// The egress ports of a directed route (the leading 0 of the command-line form removed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrRoute(pub Vec<u8>);
+
+fn parse_dr_route(s: &str) -> Result<DrRoute, String> {
+    let mut ports = s
+        .split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<u8>()
+                .map_err(|_| format!("`{p}` is not a port number 0-255"))
+        })
+        .collect::<Result<Vec<u8>, String>>()?;
+    if ports.first() != Some(&0) {
+        return Err("a directed route starts with 0 (the local node), e.g. 0,1,3".into());
+    }
+    ports.remove(0);
+    if ports.len() > 63 {
+        return Err(format!(
+            "{} hops; a directed route has at most 63",
+            ports.len()
+        ));
+    }
+    Ok(DrRoute(ports))
+}
+
+fn parse_probability(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("`{s}` is not a probability between 0 and 1")),
+    }
+}
+
+fn parse_class(s: &str) -> Result<PortClass, String> {
+    s.parse()
+}
+
+fn parse_vl_count(s: &str) -> Result<VlCount, String> {
+    let count: u32 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    VlCount::from_count(count).map_err(|e| e.to_string())
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("sim_config").required(true).args(["opensm_conf", "toml"])))]
+pub struct SimArgs {
+    /// The fabric: an ibnetdiscover / ibsim net file.
+    #[arg(long, value_name = "NET")]
+    pub topology: PathBuf,
+    /// An opensm.conf to read, as `opensm -F` reads it: the QoS tables come from it.
+    #[arg(short = 'F', long = "opensm-conf", value_name = "OPENSM_CONF")]
+    pub opensm_conf: Option<PathBuf>,
+    /// An ibqos.toml to read.
+    #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
+    pub toml: Option<PathBuf>,
+    /// The traffic: duration, link parameters, arbiter options, flows and patterns (TOML).
+    #[arg(long, value_name = "TRAFFIC_TOML")]
+    pub traffic: PathBuf,
+    /// Seeds the random choices (rate-limited flows' phases, permutation patterns): the same
+    /// seed gives the same output, byte for byte.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write SVG charts into DIR: bandwidth share per VL over time on the busiest link, and
+    /// the latency CDF per SL.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+}
+
+impl SimArgs {
+    /// The configuration file given (clap requires one).
+    pub fn config(&self) -> Option<&PathBuf> {
+        self.opensm_conf.as_ref().or(self.toml.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn plan_rejects_a_vl_count_that_is_not_a_power_of_two_or_fifteen() {
+        let err = Cli::try_parse_from([
+            "ibqos",
+            "plan",
+            "-F",
+            "x",
+            "--class",
+            "ca",
+            "--vls",
+            "3",
+            "--low-cap",
+            "8",
+            "--high-cap",
+            "8",
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("1, 2, 4, 8 or 15"), "{err}");
+    }
+
+    #[test]
+    fn query_dr_route_needs_the_leading_zero() {
+        let cli = Cli::try_parse_from(["ibqos", "query", "nodeinfo", "--dr", "0,1,3"]).unwrap();
+        let Command::Query(args) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(args.dr, Some(DrRoute(vec![1, 3])));
+        let err = Cli::try_parse_from(["ibqos", "query", "nodeinfo", "--dr", "1,3"]).unwrap_err();
+        assert!(err.to_string().contains("starts with 0"), "{err}");
+        let err = Cli::try_parse_from(["ibqos", "query", "nodeinfo", "--dr", "0", "--lid", "2"]);
+        assert!(err.is_err());
+    }
+
+    #[test]
+    fn query_rejects_a_bad_fabric_with_its_reason() {
+        let err = Cli::try_parse_from(["ibqos", "query", "--fabric", "ibsim:sim", "nodeinfo"])
+            .unwrap_err();
+        assert!(err.to_string().contains("ibsim:SOCKNAME@NODE"), "{err}");
+    }
+
+    #[test]
+    fn fabric_gen_takes_the_output_after_the_shape() {
+        let cli = Cli::try_parse_from([
+            "ibqos",
+            "fabric",
+            "gen",
+            "ring",
+            "--switches",
+            "3",
+            "-o",
+            "r.net",
+        ])
+        .unwrap();
+        let Command::Fabric(FabricCommand::Gen(args)) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(args.output, Some(PathBuf::from("r.net")));
+        assert!(matches!(
+            args.shape,
+            GenShape::Ring {
+                switches: 3,
+                hosts: 1
+            }
+        ));
+    }
+
+    #[test]
+    fn plan_needs_exactly_one_config() {
+        let base = [
+            "ibqos",
+            "plan",
+            "--class",
+            "ca",
+            "--vls",
+            "8",
+            "--low-cap",
+            "8",
+        ];
+        let mut none: Vec<&str> = base.to_vec();
+        none.extend(["--high-cap", "8"]);
+        assert!(Cli::try_parse_from(&none).is_err());
+        let mut both = none.clone();
+        both.extend(["-F", "a", "-c", "b.toml"]);
+        assert!(Cli::try_parse_from(&both).is_err());
+    }
+}

@@ -1,0 +1,156 @@
+//! `ibqos fabric`: emulated fabrics served over ibsim's socket protocol, and generated fabrics
+//! written as net files.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow};
+use ibqos_emu::serve::{Server, Switchboard};
+use ibqos_emu::{Emulator, FaultSchedule, Faults, Models, dump, load_topology};
+use ibqos_fabric::netfile::to_net_file;
+use ibqos_fabric::{Topology, generate};
+
+use tracing::warn;
+
+use crate::cli::{
+    FabricCommand, FabricDumpArgs, FabricGenArgs, FabricServeArgs, FaultArgs, GenShape, LatencyArgs,
+};
+use crate::commands::Outcome;
+use ibqos_transport::emulated::attach_port;
+
+pub fn run(command: &FabricCommand) -> Result<Outcome> {
+    match command {
+        FabricCommand::Serve(args) => serve(args),
+        FabricCommand::Gen(args) => gen_net_file(args),
+        FabricCommand::Dump(args) => dump_fabric(args),
+    }
+}
+
+fn serve(args: &FabricServeArgs) -> Result<Outcome> {
+    let started = Instant::now();
+    let topology = load(&args.topology)?;
+    let nodes = topology.nodes().count();
+    let mut board = Switchboard::new(topology, args.attach.as_deref())?;
+    configure_emulator(board.emulator_mut(), &args.faults, &args.latency)?;
+    let mut server = Server::bind(board, &args.sockname)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("cannot install the SIGTERM/SIGINT handler")?;
+    }
+    let emu = server.switchboard().emulator();
+    let attach = emu.attach();
+    let attach_name = emu
+        .topology()
+        .node(attach.node)
+        .map_or_else(String::new, |n| n.name.clone());
+    // One line when the sockets are bound: scripts wait for it (or for @NAME:ctl in
+    // /proc/net/unix) before they start clients.
+    let latency = args.latency.latency();
+    eprintln!(
+        "ibqos fabric: serving {nodes} nodes at @{}:ctl, clients naming no node attach at \
+         \"{attach_name}\"[{}]; SMAs answer in {} ns (switch) / {} ns (CA) plus {} ns a link \
+         (loaded in {:.3} s)",
+        args.sockname,
+        attach.port,
+        latency.switch_sma_ns,
+        latency.ca_sma_ns,
+        latency.wire_ns,
+        started.elapsed().as_secs_f64()
+    );
+    server.run(&stop)?;
+    if let Some(path) = &args.dump {
+        let json = dump(server.switchboard().emulator()).to_json();
+        std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let s = server.switchboard().stats();
+    eprintln!(
+        "ibqos fabric: stopped; {} MADs ({} answered, {} forwarded, {} dropped), {} traps, {} \
+         control requests, {} malformed datagrams",
+        s.mads, s.answered, s.forwarded, s.dropped, s.traps, s.control, s.malformed
+    );
+    Ok(Outcome::Success)
+}
+
+/// Applies the fault and latency flags to an emulated fabric (`ibqos sm --fabric sim:` and
+/// `ibqos fabric serve` take the same ones).
+pub(crate) fn configure_emulator(
+    emulator: &mut Emulator,
+    faults: &FaultArgs,
+    latency: &LatencyArgs,
+) -> Result<()> {
+    let injected = Faults {
+        loss: faults.fault_loss,
+        corrupt: faults.fault_corrupt,
+        jitter_ns: faults.fault_jitter_us.saturating_mul(1000),
+    };
+    if injected != Faults::default() {
+        warn!(
+            loss = injected.loss,
+            corrupt = injected.corrupt,
+            jitter_ns = injected.jitter_ns,
+            seed = faults.fault_seed,
+            "the emulated fabric injects faults"
+        );
+    }
+    emulator.set_models(Models {
+        latency: latency.latency(),
+        faults: injected,
+        seed: faults.fault_seed,
+    });
+    if let Some(path) = &faults.fault_schedule {
+        let schedule = FaultSchedule::load(path, emulator.topology())?;
+        emulator.schedule(&schedule);
+    }
+    Ok(())
+}
+
+/// A built-in fabric by name, else a net file.
+fn load(topology: &str) -> Result<Topology> {
+    let net = load_topology(topology).with_context(|| {
+        format!("{topology}: not a built-in fabric (two-switch), nor a readable net file")
+    })?;
+    Ok(net.topology)
+}
+
+/// `ibqos fabric dump`: every port's state of an emulated fabric as loaded, in the format
+/// `ibqos sm --dump-fabric` writes after a run (so the two can be compared).
+fn dump_fabric(args: &FabricDumpArgs) -> Result<Outcome> {
+    let topology = load(&args.topology)?;
+    let attach = attach_port(&topology, args.attach.as_deref())
+        .map_err(|reason| anyhow!("{}: {reason}", args.topology))?;
+    let emulator = Emulator::new(topology, attach)?;
+    let json = dump(&emulator).to_json();
+    match &args.output {
+        Some(path) => std::fs::write(path, json)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => std::io::stdout().lock().write_all(json.as_bytes())?,
+    }
+    Ok(Outcome::Success)
+}
+
+fn gen_net_file(args: &FabricGenArgs) -> Result<Outcome> {
+    let topology = match args.shape {
+        GenShape::FatTree {
+            leaves,
+            spines,
+            hosts,
+            radix,
+        } => generate::fat_tree(leaves, spines, hosts, radix),
+        GenShape::FatTree3 { radix, pods, hosts } => {
+            // The full k-ary tree unless told otherwise; an odd radix is refused by the generator.
+            generate::fat_tree3(radix, pods.unwrap_or(radix), hosts.unwrap_or(radix / 2))
+        }
+        GenShape::Ring { switches, hosts } => generate::ring(switches, hosts),
+        GenShape::Torus { x, y, hosts } => generate::torus_2d(x, y, hosts),
+    }?;
+    let text = to_net_file(&topology)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => std::io::stdout().write_all(text.as_bytes())?,
+    }
+    Ok(Outcome::Success)
+}

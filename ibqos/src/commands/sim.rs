@@ -1,0 +1,121 @@
+//! `ibqos sim`: traffic over a fabric with the QoS tables a configuration programs. The
+//! simulator and the network it runs on are the `ibqos-sim` crate; this page reads the files,
+//! shows progress and prints.
+
+use std::io::{IsTerminal, Write as _};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use ibqos_fabric::netfile::parse_net_file;
+use ibqos_sim::traffic;
+use ibqos_sim::{
+    Flow, Network, Report, SimOptions, Simulation, TopologyHosts, build_network, describe,
+    plot::write_plots,
+};
+
+use crate::cli::SimArgs;
+use crate::commands::{Outcome, load_config};
+
+/// Steps a run is cut into, to drive the progress bar.
+const PROGRESS_STEPS: u64 = 200;
+/// A run shorter than this shows no progress bar.
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
+/// Intervals of the bandwidth-share chart: few enough that each holds many packets (a 4 KB
+/// packet is about 1 us at QDR), so the shares are not quantized into noise.
+const PLOT_INTERVALS: usize = 30;
+
+/// Everything a run needs, built from the three input files.
+#[derive(Debug)]
+pub struct Setup {
+    pub network: Network,
+    pub flows: Vec<Flow>,
+    pub options: SimOptions,
+}
+
+pub fn run(args: &SimArgs) -> Result<Outcome> {
+    let config = args.config().expect("clap requires a configuration");
+    let setup = setup(
+        &args.topology,
+        config,
+        &args.traffic,
+        args.seed,
+        args.plot.is_some(),
+    )?;
+    let report = simulate(&setup)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    } else {
+        write!(out, "{}", describe(&report))?;
+    }
+    if let Some(dir) = &args.plot {
+        let written = write_plots(dir, &report)?;
+        for path in written {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+/// Reads the topology, configuration and traffic files and builds the network and flows.
+pub fn setup(
+    topology: &Path,
+    config: &Path,
+    traffic_file: &Path,
+    seed: u64,
+    timeline: bool,
+) -> Result<Setup> {
+    let loaded = load_config(config)?;
+    if loaded.has_errors() {
+        eprintln!(
+            "note: {} has errors (see `ibqos check`); simulating what OpenSM would make of it",
+            config.display()
+        );
+    }
+    if !loaded.settings.qos.enabled {
+        eprintln!(
+            "note: `qos` is not TRUE in {}: OpenSM would program none of these tables; \
+             simulating what `qos TRUE` would program",
+            config.display()
+        );
+    }
+    let bytes = std::fs::read(traffic_file)
+        .with_context(|| format!("cannot read {}", traffic_file.display()))?;
+    let traffic = traffic::parse(&traffic_file.display().to_string(), &bytes)?;
+    let mut topo = parse_net_file(topology)?.topology;
+    let max_op_vls = loaded.settings.links.oper_vls_cap();
+    let network = build_network(&mut topo, &loaded.settings.qos, max_op_vls, &traffic)?;
+    let flows = traffic.flows(&TopologyHosts(&topo), seed)?;
+    Ok(Setup {
+        network,
+        flows,
+        options: SimOptions {
+            duration_ps: traffic.duration_ps,
+            seed,
+            arbiter: traffic.arbiter,
+            timeline_intervals: if timeline { PLOT_INTERVALS } else { 0 },
+        },
+    })
+}
+
+/// Runs a set-up simulation, with a progress bar on a terminal when it takes over a second.
+pub fn simulate(setup: &Setup) -> Result<Report> {
+    let mut sim = Simulation::new(&setup.network, &setup.flows, setup.options)?;
+    let started = Instant::now();
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let end = setup.options.duration_ps;
+    for step in 1..=PROGRESS_STEPS {
+        sim.run_until(end / PROGRESS_STEPS * step);
+        if bar.is_none() && started.elapsed() > PROGRESS_AFTER && std::io::stderr().is_terminal() {
+            bar = Some(indicatif::ProgressBar::new(PROGRESS_STEPS));
+        }
+        if let Some(bar) = &bar {
+            bar.set_position(step);
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(sim.finish())
+}

@@ -1,0 +1,55 @@
+//! The `ibqos` command.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+mod commands;
+mod diagnostics;
+
+use cli::{Cli, Command};
+use commands::Outcome;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Check(args) => commands::check::run(args),
+        Command::Plan(args) => commands::plan::run(args),
+        Command::Migrate(args) => commands::migrate::run(args),
+        Command::Query(args) => commands::query::run(args),
+        Command::Sim(args) => commands::sim::run(args),
+        Command::Fabric(command) => commands::fabric::run(command),
+        Command::Sm(args) => {
+            init_logging();
+            commands::sm::run(args)
+        }
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::from(1),
+        // `ibqos plan ... | head` closes the pipe early; that is the reader's choice, not a failure.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// Logs go to standard error, at `info` unless RUST_LOG says otherwise (OpenSM's milestones are
+/// info: discovering, LIDs assigned, switches configured, SUBNET UP).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,0 +1,363 @@
+//! `ibqos sm` on the emulated fabric: the default run with nothing installed, a net file, and a
+//! fabric of mixed port capabilities read back from the emulator after the SM programmed it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ibqos_emu::{Emulator, FabricDump};
+use ibqos_fabric::{LinkCaps, PortRef, generate};
+use ibqos_mad::{Attribute, AttributeId, Method, PortState, SlToVlModifier};
+use ibqos_qos::VlCount;
+use ibqos_sm::config::sweep_config;
+use ibqos_sm::engine::qos::qos_sets;
+use ibqos_sm::engine::sweep::{Phase, SweepConfig, SweepMode};
+use ibqos_transport::Transport;
+use ibqos_transport::driver::{SmIdentity, Unsolicited, run_sweep};
+use ibqos_transport::emulated::EmulatedTransport;
+use serde_json::Value;
+
+fn repo(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+}
+
+/// Runs `ibqos sm --once --json` with `args` and a scratch LID cache; its exit status and
+/// summary.
+fn sm_once(args: &[&str]) -> (bool, Value) {
+    // One cache per run: tests run in parallel, and two sharing a cache would remove it under
+    // each other.
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let cache = std::env::temp_dir().join(format!(
+        "ibqos-emulated-{}-{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&cache).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(["sm", "--once", "--json", "--cache-dir"])
+        .arg(&cache)
+        .args(args)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&cache).unwrap();
+    let summary = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.success(), summary)
+}
+
+/// Runs `ibqos` with `args`, which must succeed.
+fn ibqos_ok(args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ibqos {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn sm_with_no_fabric_runs_on_the_builtin_emulated_fabric() {
+    let (ok, summary) = sm_once(&[]);
+    assert!(ok, "{summary}");
+    assert_eq!(summary["subnet_up"], true);
+    assert_eq!(summary["nodes"], 7);
+    assert_eq!(summary["ports_not_active"], 0);
+}
+
+#[test]
+fn sm_on_an_emulated_net_file() {
+    let dir = std::env::temp_dir().join(format!("ibqos-emulated-net-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("fat-tree-16.net");
+    std::fs::copy(repo("tests/testdata/fat-tree-16.net"), &net).unwrap();
+    let spec = format!("sim:{}", net.display());
+    let config = repo("examples/opensm-qos.conf");
+    let (ok, summary) = sm_once(&["--fabric", &spec, "-F", config.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(ok, "{summary}");
+    assert_eq!(summary["subnet_up"], true);
+    assert_eq!(summary["nodes"], 22);
+    assert_eq!(summary["qos_ports_failed"], 0);
+}
+
+/// `ibqos fabric gen fat-tree3 --radix 4` written to a file, then `ibqos sm --once` on it: the
+/// SM finds all 36 nodes and brings up the subnet, and the fabric's own dump shows both ends of
+/// all 48 links ACTIVE.
+#[test]
+fn sm_brings_up_a_generated_three_level_fat_tree() {
+    let dir = std::env::temp_dir().join(format!("ibqos-fat-tree3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (net, after) = (dir.join("ft3-k4.net"), dir.join("after.json"));
+    ibqos_ok(&[
+        "fabric",
+        "gen",
+        "fat-tree3",
+        "--radix",
+        "4",
+        "-o",
+        net.to_str().unwrap(),
+    ]);
+    let spec = format!("sim:{}", net.display());
+    let (up, summary) = sm_once(&["--fabric", &spec, "--dump-fabric", after.to_str().unwrap()]);
+    let dump = FabricDump::from_json(&std::fs::read_to_string(&after).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(up, "{summary}");
+    assert_eq!(summary["subnet_up"], true);
+    assert_eq!(summary["nodes"], 36);
+    assert_eq!(summary["ports_not_active"], 0);
+    let states = linked_port_states(&dump);
+    assert_eq!(states.len(), 2 * 48);
+    assert!(states.iter().all(|s| s == "Active"), "{states:?}");
+}
+
+/// The sweep configuration `ibqos sm` builds from an opensm.conf.
+fn config_from(opensm_conf: &Path) -> SweepConfig {
+    let settings = ibqos_opensm::load(opensm_conf).unwrap().settings;
+    sweep_config(&settings, BTreeMap::new())
+}
+
+#[test]
+fn sm_converges_on_ports_of_mixed_qos_capabilities() {
+    let mut topology = generate::fat_tree(3, 2, 3, 8).unwrap();
+    // Every port a different mix: VLCap 1, 2, 4, 8, 15 and VLArb caps 0 to 64.
+    let vls = VlCount::ALL;
+    let arb = [0u8, 1, 8, 16, 32, 33, 64];
+    let ports: Vec<PortRef> = topology
+        .nodes()
+        .flat_map(|(id, n)| n.existing_ports().map(move |(p, _)| PortRef::new(id, p)))
+        .collect();
+    for (i, port) in ports.iter().enumerate() {
+        let link = &mut topology.port_mut(*port).unwrap().link;
+        *link = LinkCaps {
+            vl_cap: vls[i % vls.len()],
+            vlarb_low_cap: arb[i % arb.len()],
+            vlarb_high_cap: arb[(i + 3) % arb.len()],
+            ..*link
+        };
+    }
+    let switches: Vec<_> = topology.switches().map(|(id, _)| id).collect();
+    topology.node_mut(switches[0]).unwrap().enhanced_port0 = true;
+    // Two switches advertise optimized SL2VL programming, one with an enhanced port 0 too.
+    for &id in &switches[1..3] {
+        topology.node_mut(id).unwrap().optimized_sl_to_vl = true;
+    }
+    topology.node_mut(switches[2]).unwrap().enhanced_port0 = true;
+    let attach = topology
+        .cas()
+        .next()
+        .map(|(id, _)| PortRef::new(id, 1))
+        .unwrap();
+    let emulator = Emulator::new(topology, attach).unwrap();
+    let mut transport = EmulatedTransport::new(emulator);
+    let mut config = config_from(&repo("examples/opensm-qos.conf"));
+    config.use_optimized_slvl = true;
+    let identity = SmIdentity {
+        port_guid: transport.local_port().port_guid,
+        priority: 0,
+    };
+    let (sweep, _) = run_sweep(
+        &mut transport,
+        config.clone(),
+        identity,
+        Unsolicited::default(),
+    )
+    .unwrap();
+    assert_eq!(*sweep.phase(), Phase::SubnetUp, "{:?}", sweep.counts());
+    let emu = transport.emulator();
+    let t = emu.topology();
+
+    // Every linked port ACTIVE, running the OperVLs both ends can.
+    for (a, b) in t.links() {
+        let (pa, pb) = (emu.port_info(a).unwrap(), emu.port_info(b).unwrap());
+        assert_eq!(
+            (pa.port_state, pb.port_state),
+            (PortState::Active, PortState::Active)
+        );
+        let common = pa.vl_cap.min(pb.vl_cap).min(config.max_op_vls.encoding());
+        assert_eq!(
+            (pa.operational_vls, pb.operational_vls),
+            (common, common),
+            "{a} {b}"
+        );
+    }
+    // Every QoS table the planner calls for, as the fabric now holds it.
+    let sets = qos_sets(sweep.subnet(), &config.qos, config.use_optimized_slvl);
+    assert!(!sets.is_empty());
+    let all_pairs = u32::from(SlToVlModifier::All);
+    assert!(
+        sets.iter().any(|set| set.modifier == all_pairs),
+        "the optimized switches get one all-pairs SL2VL Set"
+    );
+    // SL2VL: what each (input, output) pair should hold once every Set has landed, later Sets
+    // overriding earlier ones (an all-pairs Set, then all-inputs Sets for ports running other
+    // OperVLs); a Get cannot use the all-ports bits, so each pair is read on its own.
+    let mut pairs = BTreeMap::new();
+    for set in &sets {
+        let node = t.node_by_guid(set.node).unwrap();
+        let Attribute::SlToVlMappingTable(table) = set.attribute else {
+            let held = emu.get(
+                PortRef::new(node, set.via.1),
+                set.attribute.id(),
+                set.modifier,
+            );
+            assert_eq!(
+                held,
+                Ok(set.attribute),
+                "{:#x} modifier {:#x}",
+                set.node,
+                set.modifier
+            );
+            continue;
+        };
+        let inputs = 0..=t.node(node).unwrap().num_ports();
+        let covered: Vec<(u8, u8)> = match SlToVlModifier::try_from(set.modifier).unwrap() {
+            SlToVlModifier::Pair { input, output } => vec![(input, output)],
+            SlToVlModifier::AllInputs { output } => inputs.map(|i| (i, output)).collect(),
+            SlToVlModifier::All | SlToVlModifier::AllOutputs { .. } => set
+                .ports
+                .iter()
+                .flat_map(|&(_, out)| inputs.clone().map(move |i| (i, out)))
+                .collect(),
+        };
+        for (input, output) in covered {
+            // A CA has one table, under input 0 here and its own port in the emulator.
+            let input = if t.node(node).unwrap().is_switch() {
+                input
+            } else {
+                set.via.1
+            };
+            pairs.insert((node, input, output), table);
+        }
+    }
+    for ((node, input, output), table) in &pairs {
+        let held = emu.sl2vl(PortRef::new(*node, *input), *output);
+        assert_eq!(held, Some(table), "{node:?} pair {input}->{output}");
+    }
+}
+
+/// The Sets the fabric itself has handled so far, counted by the emulator.
+fn sets_handled(emulator: &Emulator) -> u64 {
+    emulator
+        .handled_all()
+        .filter(|(_, method, _)| *method == Method::Set)
+        .map(|(_, _, count)| count)
+        .sum()
+}
+
+/// `--dry-run`: after a forced sweep with one configuration, a dry run with another reads the
+/// fabric, sends no Set (counted where the SMPs arrive), and lists exactly what differs: here
+/// only the CA ports' low-priority VLArb block, which is all the second configuration changes.
+#[test]
+fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
+    let mut transport = EmulatedTransport::open("two-switch", None).unwrap();
+    let identity = SmIdentity {
+        port_guid: transport.local_port().port_guid,
+        priority: 0,
+    };
+    let example = repo("examples/opensm-qos.conf");
+    let (forced, _) = run_sweep(
+        &mut transport,
+        config_from(&example),
+        identity,
+        Unsolicited::default(),
+    )
+    .unwrap();
+    assert_eq!(*forced.phase(), Phase::SubnetUp);
+    let sets_before = sets_handled(transport.emulator());
+    assert!(sets_before > 0);
+
+    let dir = std::env::temp_dir().join(format!("ibqos-dry-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let changed = dir.join("opensm.conf");
+    let mut text = std::fs::read_to_string(&example).unwrap();
+    text.push_str("qos_ca_vlarb_low 0:8,1:200,3:16\n");
+    std::fs::write(&changed, text).unwrap();
+    let config = SweepConfig {
+        mode: SweepMode::DryRun,
+        ..config_from(&changed)
+    };
+    let (dry, _) = run_sweep(&mut transport, config, identity, Unsolicited::default()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    assert_eq!(
+        sets_handled(transport.emulator()),
+        sets_before,
+        "a dry run sent a Set"
+    );
+    let ca_ports: Vec<String> = transport
+        .emulator()
+        .topology()
+        .cas()
+        .flat_map(|(_, node)| {
+            node.existing_ports()
+                .filter(|(_, port)| port.peer.is_some())
+                .map(|(number, _)| format!("{:#018x}[{number}]", node.guid))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut listed: Vec<(String, u16, u32)> = dry
+        .changes()
+        .iter()
+        .map(|c| (c.target.clone(), u16::from(c.attribute), c.modifier))
+        .collect();
+    listed.sort();
+    let mut expected: Vec<(String, u16, u32)> = ca_ports
+        .into_iter()
+        .map(|target| (target, u16::from(AttributeId::VlArbitrationTable), 0x1_0000))
+        .collect();
+    expected.sort();
+    assert!(dry.changes().iter().all(|c| !c.sent));
+    // Ports already holding their planned tables count as verified; those with a change left
+    // unsent are neither verified nor failed.
+    let qos = dry.qos_counts();
+    assert_eq!(
+        (qos.failed, qos.configured - qos.verified),
+        (0, expected.len()),
+        "{qos:?}"
+    );
+    assert_eq!(listed, expected, "{:#?}", dry.changes());
+}
+
+/// `ibqos fabric dump` (the fabric as loaded) and `ibqos sm --dump-fabric` (as the SM left it)
+/// write the same format: before, no linked port is ACTIVE; after, every one is.
+#[test]
+fn fabric_dump_before_and_after_the_sm() {
+    let dir = std::env::temp_dir().join(format!("ibqos-dumps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (before, after) = (dir.join("before.json"), dir.join("after.json"));
+    ibqos_ok(&[
+        "fabric",
+        "dump",
+        "two-switch",
+        "-o",
+        before.to_str().unwrap(),
+    ]);
+    let (up, summary) = sm_once(&["--dump-fabric", after.to_str().unwrap()]);
+    assert!(up, "{summary}");
+    let read =
+        |path: &Path| FabricDump::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (before, after) = (read(&before), read(&after));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (was, now) = (linked_port_states(&before), linked_port_states(&after));
+    assert_eq!(was.len(), 16, "both ends of the 8 links of two-switch");
+    assert!(was.iter().all(|s| s != "Active"), "{was:?}");
+    assert!(now.iter().all(|s| s == "Active"), "{now:?}");
+    assert_eq!(
+        before.nodes.keys().collect::<Vec<_>>(),
+        after.nodes.keys().collect::<Vec<_>>()
+    );
+}
+
+/// The PortState of every linked port in a dump (a switch's port 0 is no link's end).
+fn linked_port_states(dump: &FabricDump) -> Vec<String> {
+    dump.nodes
+        .values()
+        .flat_map(|n| n.ports.iter().filter(|(p, _)| n.kind == "ca" || **p != 0))
+        .filter(|(_, p)| p.phys_state == "LinkUp")
+        .map(|(_, p)| p.port_state.clone())
+        .collect()
+}

@@ -1,0 +1,99 @@
+//! Simulator throughput: events and packet-hops per second on one core, on the 648-host fat
+//! tree (fabric/tests/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
+//!
+//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD]]` (defaults 100 us, 2048 B).
+//! Every host sends to every other host as fast as the fabric allows (419,256 greedy flows),
+//! flow i on SL i mod 8, with the SL n -> VL n tables of an 8-VL configuration. Prints the
+//! figures and the peak resident memory; a timing belongs here, never in a test.
+
+use std::path::Path;
+use std::time::Instant;
+
+use ibqos_fabric::netfile::parse_net_file;
+use ibqos_opensm::load_bytes;
+use ibqos_qos::Sl;
+use ibqos_sim::traffic;
+use ibqos_sim::{Flow, SimOptions, Simulation, TopologyHosts, build_network};
+
+const CONF: &str = "qos TRUE\nqos_max_vls 8\nqos_high_limit 0\nqos_vlarb_high 0:0\n\
+    qos_vlarb_low 0:64,1:64,2:64,3:64,4:64,5:64,6:64,7:64\nqos_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\n";
+
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let duration_us: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(100);
+    let payload: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2048);
+    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/tests/data/fat-tree-648.net");
+    let mut topo = parse_net_file(&net).expect("fat-tree-648.net").topology;
+    let loaded = load_bytes(
+        "bench.conf",
+        CONF.as_bytes(),
+        ibqos_opensm::Format::OpenSmConf,
+    )
+    .expect("configuration");
+    let text = format!(
+        "duration_us = {duration_us}\n[[pattern]]\nkind = \"all-to-all\"\npayload = {payload}\n"
+    );
+    let traffic = traffic::parse("bench.toml", text.as_bytes()).expect("traffic");
+    let started = Instant::now();
+    let network = build_network(&mut topo, &loaded.settings.qos, None, &traffic).expect("network");
+    let flows: Vec<Flow> = traffic
+        .flows(&TopologyHosts(&topo), 0)
+        .expect("flows")
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| Flow {
+            sl: Sl::ALL[i % 8],
+            ..f
+        })
+        .collect();
+    let setup_s = started.elapsed().as_secs_f64();
+    let options = SimOptions {
+        duration_ps: traffic.duration_ps,
+        seed: 0,
+        arbiter: traffic.arbiter,
+        timeline_intervals: 0,
+    };
+    let started = Instant::now();
+    let mut sim = Simulation::new(&network, &flows, options).expect("simulation");
+    let new_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    sim.run_until(traffic.duration_ps);
+    let run_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let report = sim.finish();
+    let finish_s = started.elapsed().as_secs_f64();
+    let vls: std::collections::BTreeSet<u8> = report
+        .links
+        .iter()
+        .flat_map(|l| l.vls.iter().map(|v| v.vl))
+        .collect();
+    println!(
+        "fat-tree-648 all-to-all: {} flows, payload {payload} B, {duration_us} us simulated, VLs used {vls:?}",
+        flows.len()
+    );
+    println!(
+        "setup: routes, tables, flows {setup_s:.2} s; Simulation::new {new_s:.2} s; report {finish_s:.2} s"
+    );
+    println!(
+        "run: {run_s:.2} s, {} events ({:.1} M events/s), {} packet-hops ({:.1} M packet-hops/s)",
+        report.events,
+        report.events as f64 / run_s / 1e6,
+        report.packet_hops,
+        report.packet_hops as f64 / run_s / 1e6
+    );
+    println!("peak resident memory: {} MB", peak_rss_kb() / 1024);
+}

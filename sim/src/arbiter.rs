@@ -1,0 +1,536 @@
+//! The output-port VL arbiter of IBA 7.6.9, with the points the specification leaves open (or
+//! that hardware does differently) as named options.
+//!
+//! ../shared/reference/simulation.md §1.1 collects what the sources say and where they disagree;
+//! §1.2 describes the Mellanox flit-level model (`ib_flit_sim`), whose choices are the
+//! non-default options here. The defaults are the specification's reading:
+//! - a packet may start while its entry has weight left, and the overshoot is forgiven
+//!   ([`Overshoot::Forgive`]);
+//! - an entry of weight 0 is skipped ([`ZeroWeight::Skip`]);
+//! - the high limit counts the bytes of high-priority packets since the low table last had an
+//!   opportunity, 0 meaning one high packet and 255 unbounded ([`HighLimitMode::Spec`]).
+//!
+//! VL15 is not arbitrated here: it outranks every data VL, and the engine serves it first.
+
+use serde::{Deserialize, Serialize};
+
+use ibqos_qos::VlArbEntry;
+
+/// Bytes per credit (a 64-byte block), the unit of VLArb weights.
+pub const BLOCK_BYTES: u32 = 64;
+
+/// What happens when the packet at the head of an entry's VL is longer than the weight the entry
+/// has left. A 4 KB packet is 65 blocks, so with weights that are multiples of 64 (as the OpenSM
+/// documentation advises) this decides whether such a VL is served at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Overshoot {
+    /// The specification's reading (IBA 1.2.1 §7.6.9.2 as recollected, reference §1.1): a
+    /// packet may start while the entry has any weight left; the overshoot is forgiven.
+    #[default]
+    Forgive,
+    /// Shanley's wording: the entry needs weight left for the whole packet. An entry whose
+    /// weight is below one packet never sends.
+    MustFit,
+    /// `ib_flit_sim` (`vlarb.cc` l.405): a packet may start while `used <= weight`, so an entry
+    /// whose weight is used up exactly still sends one more packet.
+    FlitModel,
+}
+
+/// What a weight-0 entry means. NVIDIA documents "unexpected behavior" for weight 0 (Known
+/// Issue 1249608), so the alternative is there to reproduce a port that does not skip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZeroWeight {
+    /// The specification: "A weight of 0 indicates that this entry should be skipped."
+    #[default]
+    Skip,
+    /// The entry sends one packet per turn, as a `used <= weight` test without the explicit
+    /// zero check would.
+    OnePacket,
+}
+
+/// How VLHighLimit is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HighLimitMode {
+    /// The specification: high-priority packets may start while fewer than `limit` x 4096 bytes
+    /// (counted on the wire, in whole blocks) were sent since the low table last had an
+    /// opportunity, and always at least one; then the low table may send one packet (if it has
+    /// none ready, the opportunity passes) and the count starts again. 255 is unbounded: the
+    /// low table is served only when the high table has nothing to send.
+    #[default]
+    Spec,
+    /// `ib_flit_sim` (`vlarb.cc` l.150, 622-641): a counter of `limit` x 64 flits, decremented
+    /// by the continuation flits (blocks - 1) of each high packet; at or below 0 the low table
+    /// goes first, and the counter reloads only when it is exactly 0 as a low packet ends. So 0
+    /// means "low first for ever", 255 is not special, and a counter that overshoots below 0
+    /// never reloads.
+    FlitModel,
+}
+
+/// The arbiter's named options; the defaults are the specification's reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArbiterOptions {
+    pub overshoot: Overshoot,
+    pub zero_weight: ZeroWeight,
+    pub high_limit: HighLimitMode,
+}
+
+/// Which table a grant came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    High,
+    Low,
+}
+
+/// One priority table and where the arbiter is in it.
+#[derive(Debug, Clone)]
+struct Table {
+    entries: Vec<VlArbEntry>,
+    /// The entry whose turn it is.
+    cursor: usize,
+    /// Blocks sent from the current entry since its turn began.
+    used: u32,
+}
+
+impl Table {
+    fn new(entries: &[VlArbEntry]) -> Table {
+        Table {
+            entries: entries.to_vec(),
+            cursor: 0,
+            used: 0,
+        }
+    }
+
+    /// The VL of the first entry, from the current one on, that may send its head packet now,
+    /// and that packet's size in blocks, charged to the entry. `ready(vl)` is the head packet's size in blocks when
+    /// the VL has a packet and credits for all of it.
+    ///
+    /// The scan visits every entry once and then the starting entry again with a fresh weight,
+    /// as the reference model does: an entry that used up its weight gets a new turn when no
+    /// other entry can send.
+    fn pick(
+        &mut self,
+        options: &ArbiterOptions,
+        ready: &impl Fn(u8) -> Option<u32>,
+    ) -> Option<(u8, u32)> {
+        let n = self.entries.len();
+        if n == 0 {
+            return None;
+        }
+        for step in 0..=n {
+            if step > 0 {
+                self.cursor = (self.cursor + 1) % n;
+                self.used = 0;
+            }
+            let entry = self.entries[self.cursor];
+            // Entries for VL15 (or beyond) are skipped: a port may skip them (IBA 7.6.9).
+            if entry.vl >= 15 {
+                continue;
+            }
+            let weight = u32::from(entry.weight);
+            if weight == 0 && options.zero_weight == ZeroWeight::Skip {
+                continue;
+            }
+            let Some(blocks) = ready(entry.vl) else {
+                continue;
+            };
+            let allowed = if weight == 0 {
+                self.used == 0
+            } else {
+                match options.overshoot {
+                    Overshoot::Forgive => self.used < weight,
+                    Overshoot::MustFit => self.used + blocks <= weight,
+                    Overshoot::FlitModel => self.used <= weight,
+                }
+            };
+            if allowed {
+                self.used += blocks;
+                return Some((entry.vl, blocks));
+            }
+        }
+        None
+    }
+}
+
+/// The IBA 7.6.9 arbiter of one output port over its data VLs.
+#[derive(Debug, Clone)]
+pub struct Arbiter {
+    high: Table,
+    low: Table,
+    high_limit: u8,
+    options: ArbiterOptions,
+    /// [`HighLimitMode::Spec`]: high-priority bytes since the low table's last opportunity.
+    high_bytes: u32,
+    /// [`HighLimitMode::FlitModel`]: the flit counter.
+    flits_left: i64,
+}
+
+impl Arbiter {
+    /// An arbiter over the programmed tables (as many entries as the port's caps) and
+    /// PortInfo.VLHighLimit.
+    pub fn new(
+        high: &[VlArbEntry],
+        low: &[VlArbEntry],
+        high_limit: u8,
+        options: ArbiterOptions,
+    ) -> Arbiter {
+        Arbiter {
+            high: Table::new(high),
+            low: Table::new(low),
+            high_limit,
+            options,
+            high_bytes: 0,
+            flits_left: Self::flit_reload(high_limit),
+        }
+    }
+
+    fn flit_reload(high_limit: u8) -> i64 {
+        i64::from(high_limit) * 4096 / i64::from(BLOCK_BYTES)
+    }
+
+    /// Chooses the data VL that sends next and charges its packet to the tables, or `None` when
+    /// no entry of either table may send. `ready(vl)` is the head packet's size in blocks when
+    /// VL `vl` has a packet and the receiver has credits for all of it, else `None`.
+    pub fn next(&mut self, ready: impl Fn(u8) -> Option<u32>) -> Option<(u8, Priority)> {
+        let low_first = match self.options.high_limit {
+            HighLimitMode::Spec => {
+                self.high_limit != 255
+                    && self.high_bytes > 0
+                    && self.high_bytes >= u32::from(self.high_limit) * 4096
+            }
+            HighLimitMode::FlitModel => self.flits_left <= 0,
+        };
+        let order = if low_first {
+            [Priority::Low, Priority::High]
+        } else {
+            [Priority::High, Priority::Low]
+        };
+        for priority in order {
+            let table = match priority {
+                Priority::High => &mut self.high,
+                Priority::Low => &mut self.low,
+            };
+            match table.pick(&self.options, &ready) {
+                Some((vl, blocks)) => {
+                    self.charge(priority, blocks);
+                    return Some((vl, priority));
+                }
+                // The low table had its opportunity and nothing to send: the count of high
+                // bytes starts again (the flit model has no such event).
+                None if priority == Priority::Low
+                    && low_first
+                    && self.options.high_limit == HighLimitMode::Spec =>
+                {
+                    self.high_bytes = 0;
+                }
+                None => {}
+            }
+        }
+        None
+    }
+
+    fn charge(&mut self, priority: Priority, blocks: u32) {
+        match (self.options.high_limit, priority) {
+            (HighLimitMode::Spec, Priority::High) => self.high_bytes += blocks * BLOCK_BYTES,
+            // A low packet sent (whether the limit was reached or the high table was idle) is
+            // the low table's opportunity: the count starts again.
+            (HighLimitMode::Spec, Priority::Low) => self.high_bytes = 0,
+            (HighLimitMode::FlitModel, Priority::High) => {
+                self.flits_left -= i64::from(blocks.saturating_sub(1));
+            }
+            (HighLimitMode::FlitModel, Priority::Low) => {
+                if self.flits_left == 0 {
+                    self.flits_left = Self::flit_reload(self.high_limit);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(list: &[(u8, u8)]) -> Vec<VlArbEntry> {
+        list.iter().map(|&(vl, w)| VlArbEntry::new(vl, w)).collect()
+    }
+
+    /// Runs `n` grants with every VL in `saturated` always ready with `blocks`-block packets.
+    fn grants(arbiter: &mut Arbiter, saturated: &[u8], blocks: u32, n: usize) -> Vec<u8> {
+        (0..n)
+            .map_while(|_| {
+                arbiter
+                    .next(|vl| saturated.contains(&vl).then_some(blocks))
+                    .map(|(vl, _)| vl)
+            })
+            .collect()
+    }
+
+    struct Case {
+        name: &'static str,
+        high: &'static [(u8, u8)],
+        low: &'static [(u8, u8)],
+        limit: u8,
+        options: ArbiterOptions,
+        saturated: &'static [u8],
+        blocks: u32,
+        /// The first grants, worked out by hand from the rules.
+        expected: &'static [u8],
+    }
+
+    const SPEC: ArbiterOptions = ArbiterOptions {
+        overshoot: Overshoot::Forgive,
+        zero_weight: ZeroWeight::Skip,
+        high_limit: HighLimitMode::Spec,
+    };
+
+    fn with(overshoot: Overshoot, zero: ZeroWeight, high: HighLimitMode) -> ArbiterOptions {
+        ArbiterOptions {
+            overshoot,
+            zero_weight: zero,
+            high_limit: high,
+        }
+    }
+
+    #[test]
+    fn arbiter_cases() {
+        let cases = [
+            Case {
+                // Weights 2 and 6 blocks, 1-block packets: 2 from VL0, 6 from VL1, repeat.
+                name: "weights in blocks",
+                high: &[],
+                low: &[(0, 2), (1, 6)],
+                limit: 0,
+                options: SPEC,
+                saturated: &[0, 1],
+                blocks: 1,
+                expected: &[0, 0, 1, 1, 1, 1, 1, 1, 0, 0],
+            },
+            Case {
+                // Weight 64, 65-block packets: the overshoot is forgiven, one packet per turn.
+                name: "forgive: weight below one packet still sends one",
+                high: &[],
+                low: &[(0, 64), (1, 128)],
+                limit: 0,
+                options: SPEC,
+                saturated: &[0, 1],
+                blocks: 65,
+                expected: &[0, 1, 1, 0, 1, 1],
+            },
+            Case {
+                // Must fit: VL0's entry (64) can never carry a 65-block packet; VL1's 130 can
+                // carry two.
+                name: "must-fit starves an entry below one packet",
+                high: &[],
+                low: &[(0, 64), (1, 130)],
+                limit: 0,
+                options: with(Overshoot::MustFit, ZeroWeight::Skip, HighLimitMode::Spec),
+                saturated: &[0, 1],
+                blocks: 65,
+                expected: &[1, 1, 1, 1, 1, 1],
+            },
+            Case {
+                // Flit model: used 0, 65, 130 <= 130, so three packets from VL1 per turn.
+                name: "flit model sends while used <= weight",
+                high: &[],
+                low: &[(0, 64), (1, 130)],
+                limit: 0,
+                options: with(Overshoot::FlitModel, ZeroWeight::Skip, HighLimitMode::Spec),
+                saturated: &[0, 1],
+                blocks: 65,
+                expected: &[0, 1, 1, 1, 0, 1, 1, 1],
+            },
+            Case {
+                name: "weight 0 is skipped",
+                high: &[],
+                low: &[(0, 0), (1, 4)],
+                limit: 0,
+                options: SPEC,
+                saturated: &[0, 1],
+                blocks: 1,
+                expected: &[1, 1, 1, 1, 1, 1],
+            },
+            Case {
+                name: "weight 0 sends one packet when configured to",
+                high: &[],
+                low: &[(0, 0), (1, 2)],
+                limit: 0,
+                options: with(
+                    Overshoot::Forgive,
+                    ZeroWeight::OnePacket,
+                    HighLimitMode::Spec,
+                ),
+                saturated: &[0, 1],
+                blocks: 1,
+                expected: &[0, 1, 1, 0, 1, 1],
+            },
+            Case {
+                // An empty VL's entry is skipped; the table is work-conserving.
+                name: "empty VL skipped",
+                high: &[],
+                low: &[(0, 4), (1, 4), (2, 4)],
+                limit: 0,
+                options: SPEC,
+                saturated: &[2],
+                blocks: 1,
+                expected: &[2, 2, 2, 2, 2, 2],
+            },
+            Case {
+                // High limit 0: one high packet, then the low table's packet, alternating.
+                name: "high limit 0 alternates",
+                high: &[(0, 255)],
+                low: &[(1, 255)],
+                limit: 0,
+                options: SPEC,
+                saturated: &[0, 1],
+                blocks: 65,
+                expected: &[0, 1, 0, 1, 0, 1],
+            },
+            Case {
+                // Limit 2 = 8192 B; 4160-B packets: 0 < 8192, 4160 < 8192, 8320 reached, so two
+                // high packets then one low.
+                name: "high limit 2 bounds the burst",
+                high: &[(0, 255)],
+                low: &[(1, 255)],
+                limit: 2,
+                options: SPEC,
+                saturated: &[0, 1],
+                blocks: 65,
+                expected: &[0, 0, 1, 0, 0, 1],
+            },
+            Case {
+                name: "high limit 255 starves the low table",
+                high: &[(0, 255)],
+                low: &[(1, 255)],
+                limit: 255,
+                options: SPEC,
+                saturated: &[0, 1],
+                blocks: 65,
+                expected: &[0, 0, 0, 0, 0, 0, 0, 0],
+            },
+            Case {
+                // The high table idle: low is served (work-conserving).
+                name: "low served when high is idle",
+                high: &[(0, 255)],
+                low: &[(1, 255)],
+                limit: 255,
+                options: SPEC,
+                saturated: &[1],
+                blocks: 65,
+                expected: &[1, 1, 1],
+            },
+            Case {
+                // Flit model, limit 0: the counter starts at 0, so low first for ever.
+                name: "flit model: high limit 0 means low first",
+                high: &[(0, 255)],
+                low: &[(1, 255)],
+                limit: 0,
+                options: with(
+                    Overshoot::Forgive,
+                    ZeroWeight::Skip,
+                    HighLimitMode::FlitModel,
+                ),
+                saturated: &[0, 1],
+                blocks: 65,
+                expected: &[1, 1, 1, 1, 1, 1],
+            },
+            Case {
+                // Flit model, limit 1 = 64 flits; each 65-block high packet takes 64: one high
+                // packet brings it to 0, a low packet reloads it.
+                name: "flit model: limit 1 alternates",
+                high: &[(0, 255)],
+                low: &[(1, 255)],
+                limit: 1,
+                options: with(
+                    Overshoot::Forgive,
+                    ZeroWeight::Skip,
+                    HighLimitMode::FlitModel,
+                ),
+                saturated: &[0, 1],
+                blocks: 65,
+                expected: &[0, 1, 0, 1, 0, 1],
+            },
+            Case {
+                // Flit model, limit 1 with 66-block packets: the counter goes to -1 and never
+                // reloads, so high is served only when low is idle (here: never).
+                name: "flit model: overshoot below 0 never reloads",
+                high: &[(0, 255)],
+                low: &[(1, 255)],
+                limit: 1,
+                options: with(
+                    Overshoot::Forgive,
+                    ZeroWeight::Skip,
+                    HighLimitMode::FlitModel,
+                ),
+                saturated: &[0, 1],
+                blocks: 66,
+                expected: &[0, 1, 1, 1, 1, 1],
+            },
+            Case {
+                name: "VL15 entries are skipped",
+                high: &[],
+                low: &[(15, 8), (3, 8)],
+                limit: 0,
+                options: SPEC,
+                saturated: &[3, 15],
+                blocks: 1,
+                expected: &[3, 3, 3],
+            },
+        ];
+        for case in cases {
+            let mut arbiter = Arbiter::new(
+                &entries(case.high),
+                &entries(case.low),
+                case.limit,
+                case.options,
+            );
+            let got = grants(
+                &mut arbiter,
+                case.saturated,
+                case.blocks,
+                case.expected.len(),
+            );
+            assert_eq!(got, case.expected, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn nothing_ready_grants_nothing() {
+        let mut arbiter = Arbiter::new(&entries(&[(0, 4)]), &entries(&[(1, 4)]), 0, SPEC);
+        assert_eq!(arbiter.next(|_| None), None);
+        let mut empty = Arbiter::new(&[], &[], 0, SPEC);
+        assert_eq!(empty.next(|_| Some(1)), None);
+    }
+
+    /// A VL without credits is skipped like an empty one, and its turn resumes when they come.
+    #[test]
+    fn creditless_vl_skipped() {
+        let mut arbiter = Arbiter::new(&[], &entries(&[(0, 4), (1, 4)]), 0, SPEC);
+        let got: Vec<_> = (0..3)
+            .map(|_| arbiter.next(|vl| (vl == 1).then_some(1)).map(|g| g.0))
+            .collect();
+        assert_eq!(got, vec![Some(1), Some(1), Some(1)]);
+    }
+
+    /// When the limit is reached and the low table has nothing, the opportunity passes and the
+    /// count restarts.
+    #[test]
+    fn low_passed_restarts_the_count() {
+        let mut arbiter = Arbiter::new(&entries(&[(0, 255)]), &entries(&[(1, 255)]), 0, SPEC);
+        assert_eq!(
+            arbiter.next(|vl| (vl == 0).then_some(65)),
+            Some((0, Priority::High))
+        );
+        // Limit reached; low has nothing, so the count restarts and high sends again.
+        assert_eq!(
+            arbiter.next(|vl| (vl == 0).then_some(65)),
+            Some((0, Priority::High))
+        );
+        assert_eq!(arbiter.high_bytes, 65 * 64);
+        // Now low has a packet and gets its opportunity.
+        assert_eq!(arbiter.next(|_| Some(65)), Some((1, Priority::Low)));
+    }
+}

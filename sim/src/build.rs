@@ -1,0 +1,196 @@
+//! The simulator's view of a fabric, built the way the SM would program it: LIDs in endport
+//! order (as a simple LID manager assigns them) unless the net file gives them, minhop
+//! forwarding tables, and per port the planner's tables for its class, capabilities and OperVLs
+//! (the lower VLCap of the two ends, capped by `max_op_vls`). Link speed and width come from the
+//! traffic file, not the net file: net files carry ibsim's defaults (4x SDR), not the hardware's.
+
+use ibqos_fabric::generate::{GenError, assign_lids};
+use ibqos_fabric::routing::{RoutingError, minhop};
+use ibqos_fabric::{NodeId, NodeKind as FabricKind, PortRef, Topology};
+use ibqos_qos::{
+    PlanError, PortCaps, PortClass, QosConfig, Sl2VlTable, SlToVlModifier, SwitchSl2VlView,
+    VlCount, plan, switch_sl2vl,
+};
+
+use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
+use crate::traffic::{HostDirectory, HostRef, Traffic};
+
+/// Why a network could not be built from a topology.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("cannot assign LIDs: {0}")]
+    Lids(#[from] GenError),
+    #[error(transparent)]
+    Routing(#[from] RoutingError),
+    #[error("planning {port}: {source}")]
+    Plan { port: String, source: PlanError },
+}
+
+/// The hosts of a topology, by name or NodeDescription.
+#[derive(Debug, Clone, Copy)]
+pub struct TopologyHosts<'t>(pub &'t Topology);
+
+impl TopologyHosts<'_> {
+    fn host(&self, id: NodeId) -> Result<HostRef, String> {
+        let node = self.0.node(id).ok_or("not in the topology")?;
+        if node.is_switch() {
+            return Err(format!(
+                "`{}` is a switch: traffic runs between hosts",
+                node.name
+            ));
+        }
+        let (port, lid) = node
+            .existing_ports()
+            .find(|(_, p)| p.peer.is_some() && p.lid != 0)
+            .map(|(n, p)| (n, p.lid))
+            .ok_or_else(|| format!("host `{}` has no linked port", node.name))?;
+        Ok(HostRef {
+            name: node.name.clone(),
+            port: PortAddr {
+                node: id.index(),
+                port,
+            },
+            lid,
+        })
+    }
+}
+
+impl HostDirectory for TopologyHosts<'_> {
+    fn find(&self, name: &str) -> Result<HostRef, String> {
+        if let Some(id) = self.0.node_by_name(name) {
+            return self.host(id);
+        }
+        let mut by_description = self.0.nodes().filter(|(_, n)| n.description == name);
+        match (by_description.next(), by_description.next()) {
+            (Some((id, _)), None) => self.host(id),
+            (Some(_), Some(_)) => Err("several nodes have this NodeDescription".into()),
+            (None, _) => Err("no node has this name or NodeDescription".into()),
+        }
+    }
+
+    fn all(&self) -> Vec<HostRef> {
+        self.0
+            .nodes()
+            .filter_map(|(id, _)| self.host(id).ok())
+            .collect()
+    }
+}
+
+/// OperVLs of a port: the lower VLCap of the two ends, capped by `max_op_vls`.
+fn oper_vls(topo: &Topology, port: PortRef, max_op_vls: Option<VlCount>) -> Option<VlCount> {
+    let here = topo.port(port)?;
+    let peer = topo.port(here.peer?)?;
+    let vls = here.link.vl_cap.min(peer.link.vl_cap);
+    Some(max_op_vls.map_or(vls, |cap| vls.min(cap)))
+}
+
+/// The simulator's view of `topo` with the tables `qos` programs and minhop routes.
+pub fn build_network(
+    topo: &mut Topology,
+    qos: &QosConfig,
+    max_op_vls: Option<VlCount>,
+    traffic: &Traffic,
+) -> Result<Network, BuildError> {
+    let unassigned = topo.endports().any(|ep| {
+        topo.port(ep)
+            .is_some_and(|p| p.lid == 0 && (p.peer.is_some() || ep.port == 0))
+    });
+    if unassigned {
+        assign_lids(topo, 0)?;
+    }
+    let routes = minhop(topo)?;
+    let mut nodes = Vec::with_capacity(topo.len());
+    for (id, fnode) in topo.nodes() {
+        let kind = if fnode.is_switch() {
+            NodeKind::Switch
+        } else {
+            NodeKind::Host
+        };
+        let mut node = Node::new(
+            fnode.name.clone(),
+            kind,
+            fnode.num_ports(),
+            PortArbitration::default(),
+            Sl2VlTable::ALL_VL0,
+        );
+        let mut up = vec![None; usize::from(fnode.num_ports())];
+        for (p, port) in fnode.existing_ports() {
+            node.lids[usize::from(p)] = port.lid;
+            let Some(oper) = oper_vls(topo, PortRef::new(id, p), max_op_vls) else {
+                continue;
+            };
+            let class = match fnode.kind {
+                FabricKind::Switch => PortClass::Swe,
+                FabricKind::Ca => PortClass::Ca,
+                FabricKind::Router => PortClass::Rtr,
+            };
+            let caps = PortCaps {
+                vl_cap: port.link.vl_cap,
+                oper_vls: oper,
+                vlarb_low_cap: port.link.vlarb_low_cap,
+                vlarb_high_cap: port.link.vlarb_high_cap,
+                sl_mapping_supported: port.link.sl_mapping_supported,
+            };
+            let planned = plan(qos, class, &caps).map_err(|source| BuildError::Plan {
+                port: topo.describe(PortRef::new(id, p)),
+                source,
+            })?;
+            node.arbitration[usize::from(p)] = PortArbitration {
+                high: planned.vlarb_high(),
+                low: planned.vlarb_low(),
+                high_limit: planned.vl_high_limit,
+            };
+            if fnode.is_switch() {
+                up[usize::from(p) - 1] = Some(oper);
+            } else if let Some(table) = planned.sl2vl {
+                node.set_sl2vl(0, p, table);
+            }
+        }
+        if fnode.is_switch() {
+            let port0 = fnode.port(0);
+            let view = SwitchSl2VlView {
+                enhanced_port0: fnode.enhanced_port0,
+                optimized_supported: false,
+                port0_oper_vls: port0.map_or(VlCount::One, |p| p.link.vl_cap),
+                ports: up,
+            };
+            let supported = port0.is_some_and(|p| p.link.sl_mapping_supported);
+            let all = 0..=fnode.num_ports();
+            for set in switch_sl2vl(qos, &view, supported, false) {
+                let pairs: Vec<(u8, u8)> = match set.scope {
+                    SlToVlModifier::Pair { input, output } => vec![(input, output)],
+                    SlToVlModifier::AllOutputs { input } => {
+                        all.clone().map(|o| (input, o)).collect()
+                    }
+                    SlToVlModifier::AllInputs { output } => {
+                        all.clone().map(|i| (i, output)).collect()
+                    }
+                    SlToVlModifier::All => all
+                        .clone()
+                        .flat_map(|i| all.clone().map(move |o| (i, o)))
+                        .collect(),
+                };
+                for (input, output) in pairs {
+                    node.set_sl2vl(input, output, set.table);
+                }
+            }
+            node.lft = routes.lft(id).map(<[u8]>::to_vec).unwrap_or_default();
+        }
+        nodes.push(node);
+    }
+    let links = topo
+        .links()
+        .map(|(a, b)| Link {
+            a: PortAddr {
+                node: a.node.index(),
+                port: a.port,
+            },
+            b: PortAddr {
+                node: b.node.index(),
+                port: b.port,
+            },
+            params: traffic.link,
+        })
+        .collect();
+    Ok(Network { nodes, links })
+}

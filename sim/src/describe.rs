@@ -1,0 +1,110 @@
+//! The report as a person reads it: flows, SLs, and the busiest links per VL.
+
+use std::fmt::Write as _;
+
+use crate::Report;
+
+/// Rows of each table before "... more".
+const TABLE_ROWS: usize = 20;
+
+/// The report as tables: flows, SLs, and the busiest links per VL.
+pub fn describe(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Simulated {} us (seed {}): {} events, {} packet-hops\n",
+        report.duration_ns as f64 / 1e3,
+        report.seed,
+        report.events,
+        report.packet_hops
+    );
+    let _ = writeln!(
+        out,
+        "{:<28} {:>3} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8}",
+        "flow", "SL", "sent", "delivered", "Gb/s", "p50 ns", "p99 ns", "max ns", "dropped"
+    );
+    for f in report.flows.iter().take(TABLE_ROWS) {
+        let sl = if f.management {
+            "M".to_owned()
+        } else {
+            f.sl.to_string()
+        };
+        let _ = writeln!(
+            out,
+            "{:<28} {:>3} {:>9} {:>9} {:>8.3} {:>9} {:>9} {:>9} {:>8}",
+            f.name,
+            sl,
+            f.sent_packets,
+            f.delivered_packets,
+            f.throughput_gbps,
+            f.latency_ns.p50,
+            f.latency_ns.p99,
+            f.latency_ns.max,
+            f.dropped_packets
+        );
+    }
+    more(&mut out, report.flows.len(), "flows");
+    let _ = writeln!(
+        out,
+        "\n{:<4} {:>6} {:>12} {:>9} {:>9} {:>9} {:>8}",
+        "SL", "flows", "bytes", "Gb/s", "p50 ns", "p99 ns", "dropped"
+    );
+    for s in &report.sls {
+        let _ = writeln!(
+            out,
+            "{:<4} {:>6} {:>12} {:>9.3} {:>9} {:>9} {:>8}",
+            s.sl,
+            s.flows,
+            s.delivered_bytes,
+            s.throughput_gbps,
+            s.latency_ns.p50,
+            s.latency_ns.p99,
+            s.dropped_packets
+        );
+    }
+    let mut busiest: Vec<_> = report.links.iter().filter(|l| !l.vls.is_empty()).collect();
+    busiest.sort_by_key(|l| std::cmp::Reverse(l.bytes));
+    let _ = writeln!(
+        out,
+        "\n{:<30} {:>3} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8}",
+        "link (busiest first)",
+        "VL",
+        "Gb/s",
+        "share",
+        "util",
+        "blocked us",
+        "buf mean",
+        "buf peak",
+        "dropped"
+    );
+    for link in busiest.iter().take(TABLE_ROWS) {
+        let _ = writeln!(out, "{} -> {}", link.from, link.to);
+        for v in &link.vls {
+            let _ = writeln!(
+                out,
+                "{:<30} {:>3} {:>9.3} {:>6.1}% {:>6.1}% {:>11.3} {:>10.0} {:>10} {:>8}",
+                "",
+                v.vl,
+                v.throughput_gbps,
+                v.share * 100.0,
+                v.utilization * 100.0,
+                v.blocked_ns as f64 / 1e3,
+                v.buffer_mean_bytes,
+                v.buffer_peak_bytes,
+                v.dropped_packets
+            );
+        }
+    }
+    more(&mut out, busiest.len(), "links with traffic");
+    out
+}
+
+fn more(out: &mut String, total: usize, what: &str) {
+    if total > TABLE_ROWS {
+        let _ = writeln!(
+            out,
+            "... {} more {what} (all of them with --json)",
+            total - TABLE_ROWS
+        );
+    }
+}

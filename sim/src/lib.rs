@@ -1,0 +1,40 @@
+//! The credit-based link simulator: what a QoS configuration does to traffic.
+//!
+//! A packet-level discrete-event model of an InfiniBand fabric with integer time (picoseconds),
+//! deterministic for a seed. It sees only what [`Network`] describes: nodes with ports, links
+//! (speed, width, propagation, per-VL receive buffers in 64-byte credits, credit latency), each
+//! port's VL arbitration tables and VLHighLimit, each node's SL-to-VL tables per (input, output)
+//! pair and each switch's forwarding table. The engine never sees a topology file or a routing
+//! engine: [`build_network`] builds the [`Network`] from a fabric topology, the planner and
+//! minhop, so the tables and routes are those the SM would program.
+//!
+//! - [`arbiter`]: the IBA 7.6.9 VL arbiter, its open points as named options;
+//! - [`traffic`]: the traffic file (TOML) and the patterns it can generate;
+//! - [`Simulation`]: the engine ([`engine`](self) module docs give the model and its choices);
+//! - [`Report`]: per flow, per SL and per VL on every link; [`describe`] prints it as tables,
+//!   and the `plot` module (feature `plot`) draws it as SVG charts.
+
+pub mod arbiter;
+mod build;
+mod describe;
+mod engine;
+mod link;
+mod network;
+#[cfg(feature = "plot")]
+pub mod plot;
+mod report;
+pub mod traffic;
+mod wheel;
+
+pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, Priority, ZeroWeight};
+pub use build::{BuildError, TopologyHosts, build_network};
+pub use describe::describe;
+pub use engine::{SimOptions, Simulation, simulate};
+pub use link::{
+    BTH_BYTES, HEADER_BYTES, ICRC_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US,
+    Speed, VCRC_BYTES, Width, wire_blocks,
+};
+pub use network::{Flow, Link, Network, NetworkError, Node, NodeKind, PortAddr, PortArbitration};
+pub use report::{
+    FlowReport, Histogram, Latency, LinkReport, Report, SlReport, Timeline, VlReport,
+};

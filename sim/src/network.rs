@@ -1,0 +1,170 @@
+//! What the simulator is given: nodes with ports, links, each port's arbitration tables, each
+//! node's SL-to-VL tables and each switch's forwarding table. Neutral on purpose: the engine
+//! knows nothing of how a topology was described or routed (the `fabric` crate sits above this
+//! one), so `ibqos sim` builds this from a net file, the planner and minhop.
+
+use ibqos_qos::Sl2VlTable;
+use ibqos_qos::{Sl, VlArbEntry};
+
+use crate::link::LinkParams;
+
+/// A host (channel adapter) or a switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// Sources and sinks of traffic; a packet arriving at a host is delivered there.
+    Host,
+    /// Forwards by its linear forwarding table.
+    Switch,
+}
+
+/// A port of a node: (node index, port number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortAddr {
+    pub node: usize,
+    pub port: u8,
+}
+
+/// The arbitration a port applies to what it sends: the tables as programmed (as many entries as
+/// its caps) and PortInfo.VLHighLimit.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PortArbitration {
+    pub high: Vec<VlArbEntry>,
+    pub low: Vec<VlArbEntry>,
+    pub high_limit: u8,
+}
+
+/// One node.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// As the topology names it; reports name ports `NAME[PORT]`.
+    pub name: String,
+    pub kind: NodeKind,
+    /// Ports 0..=N. Port 0 of a switch is its management port, which the simulator does not
+    /// send from.
+    pub num_ports: u8,
+    /// Per port (index = port number): the LID a host port answers (0 on switches).
+    pub lids: Vec<u16>,
+    /// Per port (index = port number): its VL arbitration.
+    pub arbitration: Vec<PortArbitration>,
+    /// SL-to-VL tables by (input port, output port), `input * (num_ports + 1) + output`. A
+    /// switch has one per pair (IBA 7.6.6); a host uses input 0 for what it sends.
+    pub sl2vl: Vec<Sl2VlTable>,
+    /// A switch's linear forwarding table: output port by destination LID; `0xFF` or a LID
+    /// beyond the table means no route. Empty on hosts.
+    pub lft: Vec<u8>,
+}
+
+impl Node {
+    /// A node whose ports all use `arbitration` and whose SL-to-VL tables are all `sl2vl`; the
+    /// caller then sets what differs.
+    pub fn new(
+        name: impl Into<String>,
+        kind: NodeKind,
+        num_ports: u8,
+        arbitration: PortArbitration,
+        sl2vl: Sl2VlTable,
+    ) -> Node {
+        let ports = usize::from(num_ports) + 1;
+        Node {
+            name: name.into(),
+            kind,
+            num_ports,
+            lids: vec![0; ports],
+            arbitration: vec![arbitration; ports],
+            sl2vl: vec![sl2vl; ports * ports],
+            lft: Vec::new(),
+        }
+    }
+
+    fn pair(&self, input: u8, output: u8) -> usize {
+        usize::from(input) * (usize::from(self.num_ports) + 1) + usize::from(output)
+    }
+
+    /// The SL-to-VL table for packets from `input` to `output`.
+    pub fn sl2vl(&self, input: u8, output: u8) -> &Sl2VlTable {
+        &self.sl2vl[self.pair(input, output)]
+    }
+
+    pub fn set_sl2vl(&mut self, input: u8, output: u8, table: Sl2VlTable) {
+        let at = self.pair(input, output);
+        self.sl2vl[at] = table;
+    }
+
+    /// The output port for `dlid`, `None` when the table has no route.
+    pub fn route(&self, dlid: u16) -> Option<u8> {
+        self.lft
+            .get(usize::from(dlid))
+            .copied()
+            .filter(|&p| p != 0xFF && p != 0 && p <= self.num_ports)
+    }
+}
+
+/// A link between two ports.
+#[derive(Debug, Clone, Copy)]
+pub struct Link {
+    pub a: PortAddr,
+    pub b: PortAddr,
+    pub params: LinkParams,
+}
+
+/// The fabric as the simulator sees it.
+#[derive(Debug, Clone, Default)]
+pub struct Network {
+    pub nodes: Vec<Node>,
+    pub links: Vec<Link>,
+}
+
+/// One traffic flow, resolved to ports and LIDs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flow {
+    pub name: String,
+    /// The host port it leaves from.
+    pub src: PortAddr,
+    /// The destination LID.
+    pub dlid: u16,
+    /// The destination's name, for reports.
+    pub dst_name: String,
+    pub sl: Sl,
+    /// Payload bytes per packet, 1..=4096.
+    pub payload: u32,
+    /// Offered payload rate in bits per second; 0 = as fast as the fabric allows.
+    pub rate_bps: u64,
+    pub start_ps: u64,
+    pub stop_ps: u64,
+    /// Management traffic (SMPs): on VL15 at every hop, outranking the data VLs and without
+    /// flow control; its SL is not used.
+    pub management: bool,
+}
+
+/// Why a network cannot be simulated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetworkError {
+    #[error("link {index} names node {node}, but there are {nodes} nodes")]
+    NoSuchNode {
+        index: usize,
+        node: usize,
+        nodes: usize,
+    },
+    #[error("link {index} names port {port} of {name}, which has {num_ports} ports")]
+    NoSuchPort {
+        index: usize,
+        name: String,
+        port: u8,
+        num_ports: u8,
+    },
+    #[error("{name}[{port}] is linked twice")]
+    LinkedTwice { name: String, port: u8 },
+    #[error("node {name} does not have the per-port tables its {num_ports} ports need")]
+    BadTables { name: String, num_ports: u8 },
+    #[error(
+        "flow {flow}: a {payload}-byte packet needs {needed} credits, but receive buffers hold {buffer} per VL: it could never be sent"
+    )]
+    BufferTooSmall {
+        flow: String,
+        payload: u32,
+        needed: u32,
+        buffer: u32,
+    },
+    #[error("flow {flow} leaves from {port}, which is not a linked host port")]
+    BadSource { flow: String, port: String },
+}

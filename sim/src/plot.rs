@@ -1,0 +1,181 @@
+//! SVG charts of a report: each VL's share of a link over time, and the latency CDF per SL.
+
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use crate::{Report, Timeline};
+
+/// Why the charts could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {reason}", path.display())]
+    Draw { path: PathBuf, reason: String },
+    #[error("nothing to plot: no link carried traffic")]
+    NothingToPlot,
+}
+
+/// Writes `share_per_vl.svg` and `latency_cdf.svg` into `dir`; returns their paths.
+pub fn write_plots(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, PlotError> {
+    std::fs::create_dir_all(dir).map_err(|source| PlotError::CreateDir {
+        dir: dir.to_owned(),
+        source,
+    })?;
+    let drawn = |path: &Path, result: PlotResult| {
+        result.map_err(|e| PlotError::Draw {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })
+    };
+    let mut written = Vec::new();
+    if let Some(timeline) = &report.timeline {
+        let path = dir.join("share_per_vl.svg");
+        drawn(&path, plot_shares(&path, report, timeline))?;
+        written.push(path);
+    }
+    if report.sl_latency.iter().any(|(_, h)| h.count() > 0) {
+        let path = dir.join("latency_cdf.svg");
+        drawn(&path, plot_cdf(&path, report))?;
+        written.push(path);
+    }
+    if written.is_empty() {
+        return Err(PlotError::NothingToPlot);
+    }
+    Ok(written)
+}
+
+type PlotResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+/// Bandwidth share per VL over time on the busiest link: each VL's bytes in an interval over
+/// what the link could carry in it.
+fn plot_shares(path: &Path, report: &Report, timeline: &Timeline) -> PlotResult {
+    let link = report
+        .links
+        .iter()
+        .find(|l| l.from == timeline.from && l.to == timeline.to)
+        .ok_or("the busiest link is missing from the report")?;
+    let capacity = link.gbps * timeline.interval_ns as f64 / 8.0;
+    let interval_us = timeline.interval_ns as f64 / 1e3;
+    let end_us = report.duration_ns as f64 / 1e3;
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "Bandwidth share per VL, {} -> {}",
+                timeline.from, timeline.to
+            ),
+            ("sans-serif", 22),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..end_us, 0f64..1.05f64)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (us)")
+        .y_desc("share of link bandwidth")
+        .draw()?;
+    for (i, (vl, series)) in timeline.vls.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let points = series
+            .iter()
+            .enumerate()
+            .map(|(k, bytes)| ((k as f64 + 0.5) * interval_us, *bytes as f64 / capacity));
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+            .label(format!("VL {vl}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Latency CDF per SL (log time axis).
+fn plot_cdf(path: &Path, report: &Report) -> PlotResult {
+    let max = report
+        .sl_latency
+        .iter()
+        .flat_map(|(_, h)| h.cdf())
+        .map(|(v, _)| v)
+        .max()
+        .unwrap_or(1)
+        .max(2) as f64;
+    let min = report
+        .sl_latency
+        .iter()
+        .flat_map(|(_, h)| h.cdf())
+        .map(|(v, _)| v)
+        .min()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Latency CDF per SL", ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d((min * 0.9..max * 1.1).log_scale(), 0f64..1.02f64)?;
+    chart
+        .configure_mesh()
+        .x_labels(20)
+        .x_label_formatter(&|v| compact_ns(*v))
+        .light_line_style(WHITE)
+        .x_desc("latency (ns, log scale)")
+        .y_desc("fraction of packets")
+        .draw()?;
+    for (i, (sl, histogram)) in report
+        .sl_latency
+        .iter()
+        .filter(|(_, h)| h.count() > 0)
+        .enumerate()
+    {
+        let color = Palette99::pick(i).to_rgba();
+        // A step line: each fraction holds until the next bucket.
+        let mut points = Vec::new();
+        let mut last = 0.0;
+        for (value, fraction) in histogram.cdf() {
+            let x = (value as f64).max(min);
+            points.push((x, last));
+            points.push((x, fraction));
+            last = fraction;
+        }
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+            .label(format!("SL {sl}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// A latency axis label that stays short on a log axis: 900, 2k, 30k, 1.5M.
+fn compact_ns(ns: f64) -> String {
+    match ns {
+        n if n >= 1e6 => format!("{}M", trim_float(n / 1e6)),
+        n if n >= 1e3 => format!("{}k", trim_float(n / 1e3)),
+        n => format!("{n:.0}"),
+    }
+}
+
+fn trim_float(x: f64) -> String {
+    let text = format!("{x:.1}");
+    text.strip_suffix(".0").unwrap_or(&text).to_string()
+}

@@ -1,0 +1,57 @@
+//! The sweep configuration from the settings read from opensm.conf or ibqos.toml.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ibqos_opensm::Settings;
+use ibqos_qos::VlCount;
+use tracing::warn;
+
+use crate::engine::routing::RoutingEngine;
+use crate::engine::scheduler::SchedulerConfig;
+use crate::engine::sweep::{SweepConfig, SweepMode};
+
+/// OpenSM's `subnet_timeout` default: 4.096 us x 2^18, about one second.
+const SUBNET_TIMEOUT: u8 = 18;
+
+/// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
+pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
+    let sm = &settings.sm;
+    let links = &settings.links;
+    let routing = match sm.routing_engine.as_deref().map(str::trim) {
+        None | Some("minhop") | Some("") => RoutingEngine::MinHop,
+        Some("updn") => RoutingEngine::UpDown,
+        Some(other) => {
+            warn!(
+                engine = other,
+                "routing engine not implemented; using minhop"
+            );
+            RoutingEngine::MinHop
+        }
+    };
+    SweepConfig {
+        scheduler: SchedulerConfig {
+            max_outstanding: usize::try_from(sm.max_wire_smps).unwrap_or(usize::MAX),
+            timeout: Duration::from_millis(u64::from(sm.transaction_timeout.max(1))),
+            retries: sm.transaction_retries,
+        },
+        lmc: sm.lmc,
+        subnet_prefix: sm.subnet_prefix,
+        sm_sl: sm.sm_sl & 0xf,
+        // OpenSM's max_op_vls 0 programs OperVLs 0, which no port can run; one VL is the
+        // nearest thing that works.
+        max_op_vls: links.oper_vls_cap().unwrap_or(VlCount::One),
+        head_of_queue_lifetime: links.head_of_queue_lifetime,
+        leaf_head_of_queue_lifetime: links.leaf_head_of_queue_lifetime,
+        vl_stall_count: links.vl_stall_count,
+        leaf_vl_stall_count: links.leaf_vl_stall_count,
+        subnet_timeout: SUBNET_TIMEOUT,
+        routing,
+        guid2lid,
+        qos: settings.qos.clone(),
+        use_optimized_slvl: links.use_optimized_slvl,
+        long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
+        mode: SweepMode::Forced,
+        unkept: BTreeMap::new(),
+    }
+}
