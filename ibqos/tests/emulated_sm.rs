@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use ibqos_emu::{Emulator, FabricDump};
 use ibqos_fabric::{LinkCaps, PortRef, generate};
 use ibqos_mad::{Attribute, AttributeId, Method, PortState, SlToVlModifier};
-use ibqos_qos::VlCount;
+use ibqos_qos::{VlCount, oper_vls};
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
 use ibqos_sm::engine::sweep::{Phase, SweepConfig, SweepMode};
@@ -177,7 +177,13 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
             (pa.port_state, pb.port_state),
             (PortState::Active, PortState::Active)
         );
-        let common = pa.vl_cap.min(pb.vl_cap).min(config.max_op_vls.encoding());
+        let vl_cap = |encoding| VlCount::from_encoding(encoding).unwrap();
+        let common = oper_vls(
+            vl_cap(pa.vl_cap),
+            vl_cap(pb.vl_cap),
+            Some(config.max_op_vls),
+        );
+        let common = common.encoding();
         assert_eq!(
             (pa.operational_vls, pb.operational_vls),
             (common, common),
@@ -214,16 +220,9 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
             continue;
         };
         let inputs = 0..=t.node(node).unwrap().num_ports();
-        let covered: Vec<(u8, u8)> = match SlToVlModifier::try_from(set.modifier).unwrap() {
-            SlToVlModifier::Pair { input, output } => vec![(input, output)],
-            SlToVlModifier::AllInputs { output } => inputs.map(|i| (i, output)).collect(),
-            SlToVlModifier::All | SlToVlModifier::AllOutputs { .. } => set
-                .ports
-                .iter()
-                .flat_map(|&(_, out)| inputs.clone().map(move |i| (i, out)))
-                .collect(),
-        };
-        for (input, output) in covered {
+        let outputs = set.ports.iter().map(|&(_, output)| output);
+        let scope = SlToVlModifier::try_from(set.modifier).unwrap();
+        for (input, output) in scope.pairs(inputs, outputs) {
             // A CA has one table, under input 0 here and its own port in the emulator.
             let input = if t.node(node).unwrap().is_switch() {
                 input

@@ -144,19 +144,19 @@ fn switch_sets(
         .capability_mask
         .contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED);
     for set in switch_sl2vl(config, &view, sl_mapping, use_optimized_slvl) {
-        let ports = match set.scope {
-            SlToVlModifier::Pair { output, .. } | SlToVlModifier::AllInputs { output } => {
-                vec![(guid, output)]
-            }
-            // All outputs: the up external ports, and port 0 only where it is enhanced (a base
-            // port 0 has no SL2VL tables of its own).
-            SlToVlModifier::AllOutputs { .. } | SlToVlModifier::All => node
-                .ports
-                .keys()
-                .filter(|n| up(**n) && (**n != 0 || view.enhanced_port0))
-                .map(|n| (guid, *n))
-                .collect(),
-        };
+        // All outputs: the up external ports, and port 0 only where it is enhanced (a base
+        // port 0 has no SL2VL tables of its own). One input stands for them all, so that each
+        // output comes once.
+        let outputs = node
+            .ports
+            .keys()
+            .copied()
+            .filter(|n| up(*n) && (*n != 0 || view.enhanced_port0));
+        let ports = set
+            .scope
+            .pairs([0], outputs)
+            .map(|(_, output)| (guid, output))
+            .collect();
         sets.push(sl2vl_set(guid, via, set.scope, set.table.into(), ports));
     }
 }

@@ -14,7 +14,7 @@ use ibqos_mad::{
     Attribute, AttributeId, DrPath, LinearForwardingTableRepr, NodeDescriptionRepr, NodeInfoRepr,
     NodeType, PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Routing, SmpRepr,
 };
-use ibqos_qos::{QosConfig, VlCount};
+use ibqos_qos::{QosConfig, VlCount, oper_vls};
 use tracing::{debug, info, warn};
 
 use super::lids::assign_lids;
@@ -616,13 +616,14 @@ impl Sweep {
         value & 0x1f
     }
 
-    /// OperVLs: the lower VLCap of the two ends, capped by `max_op_vls` (`osm_port.c:239-296`).
+    /// OperVLs: the shared rule, on VLCaps as the ports report them.
     fn oper_vls(&self, local: &PortInfoRepr, peer: &PortInfoRepr) -> u8 {
-        local
-            .vl_cap
-            .min(peer.vl_cap)
-            .max(1)
-            .min(self.config.max_op_vls.encoding())
+        oper_vls(
+            reported_vl_cap(local.vl_cap),
+            reported_vl_cap(peer.vl_cap),
+            Some(self.config.max_op_vls),
+        )
+        .encoding()
     }
 
     /// Every SL2VL and VLArb Set the configuration calls for, masked with the OperVLs the ports
@@ -1044,19 +1045,21 @@ fn read_modifiers(subnet: &Subnet, set: &QosSet) -> Vec<u32> {
     let Attribute::SlToVlMappingTable(_) = set.attribute else {
         return vec![set.modifier];
     };
-    let pair = |input, output| u32::from(SlToVlModifier::Pair { input, output });
-    let inputs = || 0..=subnet.nodes.get(&set.node).map_or(0, |n| n.info.num_ports);
-    match SlToVlModifier::try_from(set.modifier) {
-        Ok(SlToVlModifier::All) => set
-            .ports
-            .iter()
-            .flat_map(|&(_, output)| inputs().map(move |input| pair(input, output)))
-            .collect(),
-        Ok(SlToVlModifier::AllInputs { output }) => {
-            inputs().map(|input| pair(input, output)).collect()
-        }
-        _ => vec![set.modifier],
-    }
+    let Ok(scope) = SlToVlModifier::try_from(set.modifier) else {
+        return vec![set.modifier];
+    };
+    let inputs = 0..=subnet.nodes.get(&set.node).map_or(0, |n| n.info.num_ports);
+    let outputs = set.ports.iter().map(|&(_, output)| output);
+    scope
+        .pairs(inputs, outputs)
+        .map(|(input, output)| u32::from(SlToVlModifier::Pair { input, output }))
+        .collect()
+}
+
+/// A VLCap as a count: an encoding outside 1..=5 is taken as the nearest count, so a port that
+/// reports 0 still runs one VL and one that reports more than 5 is limited by its peer alone.
+fn reported_vl_cap(encoding: u8) -> VlCount {
+    VlCount::from_encoding(encoding.clamp(1, VlCount::Fifteen.encoding())).unwrap_or(VlCount::One)
 }
 
 /// The state a port would be in after a PortInfo Set asking for `asked`.
