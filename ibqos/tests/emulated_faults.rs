@@ -115,7 +115,7 @@ fn converged(
     for set in &sets {
         let node = t.node_by_guid(set.node).ok_or("unknown node")?;
         let held = emulator.get(
-            PortRef::new(node, set.via.1),
+            PortRef::new(node, set.via.port),
             set.attribute.id(),
             set.modifier,
         );

@@ -206,7 +206,7 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         let node = t.node_by_guid(set.node).unwrap();
         let Attribute::SlToVlMappingTable(table) = set.attribute else {
             let held = emu.get(
-                PortRef::new(node, set.via.1),
+                PortRef::new(node, set.via.port),
                 set.attribute.id(),
                 set.modifier,
             );
@@ -220,14 +220,14 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
             continue;
         };
         let inputs = 0..=t.node(node).unwrap().num_ports();
-        let outputs = set.ports.iter().map(|&(_, output)| output);
+        let outputs = set.ports.iter().map(|k| k.port);
         let scope = SlToVlModifier::try_from(set.modifier).unwrap();
         for (input, output) in scope.pairs(inputs, outputs) {
             // A CA has one table, under input 0 here and its own port in the emulator.
             let input = if t.node(node).unwrap().is_switch() {
                 input
             } else {
-                set.via.1
+                set.via.port
             };
             pairs.insert((node, input, output), table);
         }

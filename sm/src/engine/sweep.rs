@@ -303,8 +303,12 @@ impl Sweep {
             .subnet
             .ports()
             .filter(|(key, p)| {
-                let node_is_switch = self.subnet.nodes.get(&key.0).is_some_and(Node::is_switch);
-                let management_port = node_is_switch && key.1 == 0;
+                let node_is_switch = self
+                    .subnet
+                    .nodes
+                    .get(&key.node)
+                    .is_some_and(Node::is_switch);
+                let management_port = node_is_switch && key.port == 0;
                 let linked = self.subnet.peer(*key).is_some()
                     || p.info.port_phys_state == PhysPortState::LinkUp;
                 linked && !management_port && p.info.port_state != PortState::Active
@@ -425,7 +429,7 @@ impl Sweep {
     fn node_found(&mut self, path: Vec<u8>, info: NodeInfoRepr) {
         let guid = info.node_guid;
         let arrival = info.local_port_num;
-        let here = (guid, arrival);
+        let here = PortKey::new(guid, arrival);
         let new_node = !self.subnet.nodes.contains_key(&guid);
         if new_node {
             debug!(guid = %format!("{guid:#018x}"), ?path, kind = ?info.node_type, "found a node");
@@ -468,8 +472,9 @@ impl Sweep {
         }
         if let Some((&egress, before)) = path.split_last() {
             if let Some(&from) = self.by_path.get(before) {
-                self.subnet.link((from, egress), here);
-                self.probed.insert((from, egress));
+                let near = PortKey::new(from, egress);
+                self.subnet.link(near, here);
+                self.probed.insert(near);
                 self.probed.insert(here);
             }
         }
@@ -481,7 +486,8 @@ impl Sweep {
             return;
         };
         let is_switch = node.is_switch();
-        let (path, port_guid) = match self.arrivals.get(&(guid, number)) {
+        let key = PortKey::new(guid, number);
+        let (path, port_guid) = match self.arrivals.get(&key) {
             Some((path, port_guid)) if !is_switch => (path.clone(), *port_guid),
             _ => (node.path.clone(), node.info.port_guid),
         };
@@ -496,9 +502,9 @@ impl Sweep {
         );
         // Beyond a switch port whose link is up, or the SM's own port, is another node.
         let link_up = info.port_phys_state == PhysPortState::LinkUp;
-        let is_sm_port = self.subnet.sm_port == Some((guid, number));
+        let is_sm_port = self.subnet.sm_port == Some(key);
         let leads_on = (is_switch && number != 0) || is_sm_port;
-        if link_up && leads_on && self.probed.insert((guid, number)) {
+        if link_up && leads_on && self.probed.insert(key) {
             let mut next = path;
             next.push(number);
             self.get_node_info(next);
@@ -553,13 +559,13 @@ impl Sweep {
     /// The PortInfo to Set on a port, or `None` for a port to leave alone (down and not an
     /// endport).
     fn port_settings(&self, key: PortKey, sm_lid: u16) -> Option<PortInfoRepr> {
-        let node = self.subnet.nodes.get(&key.0)?;
-        let port = node.ports.get(&key.1)?;
-        let is_endport = !node.is_switch() || key.1 == 0;
+        let node = self.subnet.nodes.get(&key.node)?;
+        let port = node.ports.get(&key.port)?;
+        let is_endport = !node.is_switch() || key.port == 0;
         let peer = self
             .subnet
             .peer(key)
-            .and_then(|k| Some((self.subnet.nodes.get(&k.0)?, self.subnet.port(k)?)));
+            .and_then(|k| Some((self.subnet.nodes.get(&k.node)?, self.subnet.port(k)?)));
         if peer.is_none() && !is_endport {
             return None;
         }
@@ -653,7 +659,7 @@ impl Sweep {
     fn planned_qos(&self, index: usize, attempt: u32) -> Option<Planned> {
         let set = self.qos_sets.get(index)?;
         let path = self.subnet.port(set.via)?.path.clone();
-        let ports: Vec<String> = set.ports.iter().map(|(_, p)| p.to_string()).collect();
+        let ports: Vec<String> = set.ports.iter().map(|k| k.port.to_string()).collect();
         Some(Planned {
             node: set.node,
             path,
@@ -850,11 +856,11 @@ impl Sweep {
         };
         let held = Held::Known(Attribute::PortInfo(port.info));
         let planned = Planned {
-            node: key.0,
+            node: key.node,
             path: port.path.clone(),
             attribute: Attribute::PortInfo(info),
             modifier: u32::from(PortInfoModifier {
-                port: key.1,
+                port: key.port,
                 extended_speeds: false,
             }),
             op: Op::SetPortInfo {
@@ -862,7 +868,7 @@ impl Sweep {
                 sent: Box::new(info),
             },
             timeout: None,
-            target: format!("{:#018x}[{}]", key.0, key.1),
+            target: format!("{:#018x}[{}]", key.node, key.port),
         };
         self.plan_set(planned, held);
     }
@@ -1049,7 +1055,7 @@ fn read_modifiers(subnet: &Subnet, set: &QosSet) -> Vec<u32> {
         return vec![set.modifier];
     };
     let inputs = 0..=subnet.nodes.get(&set.node).map_or(0, |n| n.info.num_ports);
-    let outputs = set.ports.iter().map(|&(_, output)| output);
+    let outputs = set.ports.iter().map(|k| k.port);
     scope
         .pairs(inputs, outputs)
         .map(|(input, output)| u32::from(SlToVlModifier::Pair { input, output }))
