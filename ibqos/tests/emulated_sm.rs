@@ -12,7 +12,7 @@ use ibqos_mad::{Attribute, AttributeId, Method, PortState, SlToVlModifier};
 use ibqos_qos::{VlCount, oper_vls};
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
-use ibqos_sm::engine::sweep::{Phase, SweepConfig, SweepMode};
+use ibqos_sm::engine::sweep::{Learned, Phase, SweepConfig, SweepMode};
 use ibqos_transport::Transport;
 use ibqos_transport::driver::{SmIdentity, Unsolicited, run_sweep};
 use ibqos_transport::emulated::EmulatedTransport;
@@ -162,6 +162,7 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
     let (sweep, _) = run_sweep(
         &mut transport,
         config.clone(),
+        Learned::default(),
         identity,
         Unsolicited::default(),
     )
@@ -261,6 +262,7 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
     let (forced, _) = run_sweep(
         &mut transport,
         config_from(&example),
+        Learned::default(),
         identity,
         Unsolicited::default(),
     )
@@ -279,7 +281,14 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
         mode: SweepMode::DryRun,
         ..config_from(&changed)
     };
-    let (dry, _) = run_sweep(&mut transport, config, identity, Unsolicited::default()).unwrap();
+    let (dry, _) = run_sweep(
+        &mut transport,
+        config,
+        Learned::default(),
+        identity,
+        Unsolicited::default(),
+    )
+    .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 
     assert_eq!(

@@ -1,44 +1,209 @@
-//! What differs between what the fabric holds and what a Set would write.
+//! What differs between what the fabric holds and what a Set would write, as typed values that
+//! display as one line each.
 
-use ibqos_mad::{Attribute, PortInfoRepr, PortState};
+use std::fmt;
 
-/// How a compared PortInfo field is shown.
-pub(super) type ShowField = fn(&PortInfoRepr) -> String;
+use ibqos_mad::{Attribute, AttributeId, PortInfoRepr, PortState, VlArbitrationTableRepr};
 
-/// The PortInfo fields the sweep programs and compares (besides PortState, which counts only
-/// when a Set asks for a change), each with how it is shown.
-pub(super) const PORT_INFO_FIELDS: [(&str, ShowField); 11] = [
-    ("LID", |p| p.lid.to_string()),
-    ("LMC", |p| p.lmc.to_string()),
-    ("MasterSMLID", |p| p.master_sm_lid.to_string()),
-    ("SubnetPrefix", |p| format!("{:#x}", p.gid_prefix)),
-    ("MasterSMSL", |p| p.master_sm_sl.to_string()),
-    ("SubnetTimeOut", |p| p.subnet_timeout.to_string()),
-    ("OperVLs", |p| p.operational_vls.to_string()),
-    ("NeighborMTU", |p| p.neighbor_mtu.to_string()),
-    ("HOQLife", |p| p.hoq_life.to_string()),
-    ("VLStallCount", |p| p.vl_stall_count.to_string()),
-    ("VLHighLimit", |p| p.vl_high_limit.to_string()),
-];
+/// The PortInfo fields the sweep programs and compares. PortState is not among them: it counts
+/// only when a Set asks for a change, and a refused transition is a failure, not a field the
+/// port does not keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PortInfoField {
+    Lid,
+    Lmc,
+    MasterSmLid,
+    SubnetPrefix,
+    MasterSmSl,
+    SubnetTimeOut,
+    OperVls,
+    NeighborMtu,
+    HoqLife,
+    VlStallCount,
+    VlHighLimit,
+}
 
-/// What differs between what the fabric holds and what a Set would write, one line each. Only
-/// what the SM programs is compared: for PortInfo, the fields the LID and link managers and QoS
-/// set; a state change counts only when one is asked for.
-pub(super) fn differences(held: &Attribute, planned: &Attribute, label: &str) -> Vec<String> {
+impl PortInfoField {
+    /// Every field, in the order differences are listed.
+    pub const ALL: [PortInfoField; 11] = [
+        PortInfoField::Lid,
+        PortInfoField::Lmc,
+        PortInfoField::MasterSmLid,
+        PortInfoField::SubnetPrefix,
+        PortInfoField::MasterSmSl,
+        PortInfoField::SubnetTimeOut,
+        PortInfoField::OperVls,
+        PortInfoField::NeighborMtu,
+        PortInfoField::HoqLife,
+        PortInfoField::VlStallCount,
+        PortInfoField::VlHighLimit,
+    ];
+
+    /// The field's label in a difference.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PortInfoField::Lid => "LID",
+            PortInfoField::Lmc => "LMC",
+            PortInfoField::MasterSmLid => "MasterSMLID",
+            PortInfoField::SubnetPrefix => "SubnetPrefix",
+            PortInfoField::MasterSmSl => "MasterSMSL",
+            PortInfoField::SubnetTimeOut => "SubnetTimeOut",
+            PortInfoField::OperVls => "OperVLs",
+            PortInfoField::NeighborMtu => "NeighborMTU",
+            PortInfoField::HoqLife => "HOQLife",
+            PortInfoField::VlStallCount => "VLStallCount",
+            PortInfoField::VlHighLimit => "VLHighLimit",
+        }
+    }
+
+    /// The field's value in `info`, as a difference shows it.
+    fn show(self, info: &PortInfoRepr) -> String {
+        match self {
+            PortInfoField::Lid => info.lid.to_string(),
+            PortInfoField::Lmc => info.lmc.to_string(),
+            PortInfoField::MasterSmLid => info.master_sm_lid.to_string(),
+            PortInfoField::SubnetPrefix => format!("{:#x}", info.gid_prefix),
+            PortInfoField::MasterSmSl => info.master_sm_sl.to_string(),
+            PortInfoField::SubnetTimeOut => info.subnet_timeout.to_string(),
+            PortInfoField::OperVls => info.operational_vls.to_string(),
+            PortInfoField::NeighborMtu => info.neighbor_mtu.to_string(),
+            PortInfoField::HoqLife => info.hoq_life.to_string(),
+            PortInfoField::VlStallCount => info.vl_stall_count.to_string(),
+            PortInfoField::VlHighLimit => info.vl_high_limit.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for PortInfoField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A value the sweep compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Field {
+    PortInfo(PortInfoField),
+    /// PortInfo.PortState, compared when a Set asks for a transition.
+    PortState,
+    /// SwitchInfo.LinearFDBTop.
+    LinearFdbTop,
+    /// SwitchInfo.PortStateChange, which the SM clears.
+    PortStateChange,
+    /// A whole SLtoVLMappingTable.
+    Sl2Vl,
+    /// A VLArbitrationTable block, up to its last entry in use.
+    VlArb,
+}
+
+impl Field {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Field::PortInfo(field) => field.name(),
+            Field::PortState => "PortState",
+            Field::LinearFdbTop => "LinearFDBTop",
+            Field::PortStateChange => "PortStateChange",
+            Field::Sl2Vl => "SL2VL",
+            Field::VlArb => "VLArb",
+        }
+    }
+}
+
+/// What was found to differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// A value the fabric holds, and the one the Set would write.
+    Value {
+        field: Field,
+        held: String,
+        planned: String,
+    },
+    /// LFT block entries (of 64) that forward differently.
+    Forwarding { entries: usize },
+    /// The read of what the fabric holds failed.
+    Unreadable,
+    /// The read answered another attribute than the one planned.
+    OtherAttribute {
+        held: AttributeId,
+        planned: AttributeId,
+    },
+}
+
+/// One difference between what the fabric holds and what a Set would write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// The planned Set's modifier, shown where the difference came from one of several reads
+    /// or from an SL2VL table.
+    pub modifier: Option<u32>,
+    pub found: Found,
+}
+
+impl Difference {
+    /// A value held and planned, as it is shown.
+    pub fn value(field: Field, held: String, planned: String) -> Difference {
+        Difference {
+            modifier: None,
+            found: Found::Value {
+                field,
+                held,
+                planned,
+            },
+        }
+    }
+
+    /// The PortInfo field this difference is in, if it is one.
+    pub fn port_info_field(&self) -> Option<PortInfoField> {
+        match self.found {
+            Found::Value {
+                field: Field::PortInfo(field),
+                ..
+            } => Some(field),
+            _ => None,
+        }
+    }
+}
+
+/// `field: held -> planned`, after the modifier where there is one.
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(modifier) = self.modifier {
+            write!(f, "{modifier:#x} ")?;
+        }
+        match &self.found {
+            Found::Value {
+                field,
+                held,
+                planned,
+            } => write!(f, "{}: {held} -> {planned}", field.name()),
+            Found::Forwarding { entries } => {
+                write!(f, "{entries} of 64 LIDs forwarded differently")
+            }
+            Found::Unreadable => f.write_str("could not be read"),
+            Found::OtherAttribute { held, planned } => {
+                write!(f, "read {held:?}, planned {planned:?}")
+            }
+        }
+    }
+}
+
+/// What differs between what the fabric holds and what a Set would write. Only what the SM
+/// programs is compared: for PortInfo, the fields the LID and link managers and QoS set; a state
+/// change counts only when one is asked for.
+pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
     let mut out = Vec::new();
-    let mut field = |name: &str, held: String, planned: String| {
+    let mut field = |field: Field, held: String, planned: String| {
         if held != planned {
-            out.push(format!("{label}{name}: {held} -> {planned}"));
+            out.push(Difference::value(field, held, planned));
         }
     };
     match (held, planned) {
         (Attribute::PortInfo(h), Attribute::PortInfo(p)) => {
-            for (name, show) in PORT_INFO_FIELDS {
-                field(name, show(h), show(p));
+            for name in PortInfoField::ALL {
+                field(Field::PortInfo(name), name.show(h), name.show(p));
             }
             if p.port_state != PortState::NoChange {
                 field(
-                    "PortState",
+                    Field::PortState,
                     format!("{:?}", h.port_state),
                     format!("{:?}", p.port_state),
                 );
@@ -46,45 +211,51 @@ pub(super) fn differences(held: &Attribute, planned: &Attribute, label: &str) ->
         }
         (Attribute::SwitchInfo(h), Attribute::SwitchInfo(p)) => {
             field(
-                "LinearFDBTop",
+                Field::LinearFdbTop,
                 h.linear_fdb_top.to_string(),
                 p.linear_fdb_top.to_string(),
             );
+            // Set is how the SM clears it, so a planned Set always carries it set.
             if h.port_state_change {
-                out.push(format!("{label}PortStateChange: set -> cleared"));
+                field(Field::PortStateChange, "set".into(), "cleared".into());
             }
         }
         (Attribute::LinearForwardingTable(h), Attribute::LinearForwardingTable(p)) => {
-            let differing = h.ports.iter().zip(&p.ports).filter(|(a, b)| a != b).count();
-            if differing > 0 {
-                out.push(format!(
-                    "{label}{differing} of 64 LIDs forwarded differently"
-                ));
+            let entries = h.ports.iter().zip(&p.ports).filter(|(a, b)| a != b).count();
+            if entries > 0 {
+                out.push(Difference {
+                    modifier: None,
+                    found: Found::Forwarding { entries },
+                });
             }
         }
         (Attribute::SlToVlMappingTable(h), Attribute::SlToVlMappingTable(p)) => {
-            field("SL2VL", format!("{:?}", h.vls), format!("{:?}", p.vls));
+            field(Field::Sl2Vl, format!("{:?}", h.vls), format!("{:?}", p.vls));
         }
         (Attribute::VlArbitrationTable(h), Attribute::VlArbitrationTable(p)) => {
-            let show = |t: &ibqos_mad::VlArbitrationTableRepr| {
-                let last = t
-                    .entries
-                    .iter()
-                    .rposition(|e| e.weight != 0 || e.vl != 0)
-                    .map_or(0, |i| i + 1);
-                t.entries[..last]
-                    .iter()
-                    .map(|e| format!("{}:{}", e.vl, e.weight))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            field("VLArb", show(h), show(p));
+            field(Field::VlArb, show_vlarb(h), show_vlarb(p));
         }
-        (held, planned) => out.push(format!(
-            "{label}read {:?}, planned {:?}",
-            held.id(),
-            planned.id()
-        )),
+        (held, planned) => out.push(Difference {
+            modifier: None,
+            found: Found::OtherAttribute {
+                held: held.id(),
+                planned: planned.id(),
+            },
+        }),
     }
     out
+}
+
+/// A VLArb block as `vl:weight,...` up to its last entry in use.
+fn show_vlarb(table: &VlArbitrationTableRepr) -> String {
+    let last = table
+        .entries
+        .iter()
+        .rposition(|e| e.weight != 0 || e.vl != 0)
+        .map_or(0, |i| i + 1);
+    table.entries[..last]
+        .iter()
+        .map(|e| format!("{}:{}", e.vl, e.weight))
+        .collect::<Vec<_>>()
+        .join(",")
 }

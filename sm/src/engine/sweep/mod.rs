@@ -28,10 +28,12 @@ use super::routing::RoutingEngine;
 use super::scheduler::{Completion, Request, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
 use discovery::description_text;
+use qos::Settled;
 use reconcile::PendingRead;
 
+pub use diff::{Difference, Field, Found, PortInfoField};
 pub use qos::QosCounts;
-pub use reconcile::Change;
+pub use reconcile::{Change, Learned};
 
 /// What the sweep needs from the configuration.
 #[derive(Debug, Clone)]
@@ -59,8 +61,6 @@ pub struct SweepConfig {
     pub long_timeout: Duration,
     /// Whether to Set everything, only what differs from the fabric, or nothing.
     pub mode: SweepMode,
-    /// PortInfo fields each port was seen not to keep; not compared in Diff mode.
-    pub unkept: BTreeMap<PortKey, Vec<&'static str>>,
 }
 
 /// How a sweep treats what the fabric already holds.
@@ -153,6 +153,8 @@ pub struct SweepCounts {
 #[derive(Debug)]
 pub struct Sweep {
     config: SweepConfig,
+    /// What earlier sweeps learned, added to as this one learns more.
+    learned: Learned,
     scheduler: Scheduler<Op>,
     subnet: Subnet,
     phase: Phase,
@@ -163,9 +165,9 @@ pub struct Sweep {
     /// The route and port GUID by which each CA port was first reached: a CA answers PortInfo
     /// for the port a request arrives on, so each CA port is read through its own route.
     arrivals: BTreeMap<PortKey, (Vec<u8>, u64)>,
-    /// The QoS Sets of this sweep, and per Set whether its echo matched (None: not settled).
+    /// The QoS Sets of this sweep, and where each stands.
     qos_sets: Vec<QosSet>,
-    qos_settled: Vec<Option<bool>>,
+    qos_settled: Vec<Settled>,
     pending_reads: Vec<PendingRead>,
     changes: Vec<Change>,
     failed_requests: usize,
@@ -174,11 +176,13 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// A sweep that starts by asking the SM's own node who it is.
-    pub fn start(config: SweepConfig, now: Instant) -> Sweep {
+    /// A sweep that starts by asking the SM's own node who it is, knowing what earlier sweeps
+    /// learned.
+    pub fn start(config: SweepConfig, learned: Learned, now: Instant) -> Sweep {
         let mut sweep = Sweep {
             scheduler: Scheduler::new(config.scheduler),
             config,
+            learned,
             subnet: Subnet::default(),
             phase: Phase::Discovering,
             probed: BTreeSet::new(),

@@ -47,6 +47,34 @@ pub struct QosCounts {
     pub failed: usize,
 }
 
+/// Where a QoS Set stands. The order is how a port with several Sets stands: its worst Set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Settled {
+    /// Echoed back exactly as sent, or (Diff and DryRun modes) already held as planned.
+    Verified,
+    /// Not answered yet; a dry run's Sets are never sent, so they stay here.
+    Pending,
+    /// Failed, or still echoed back different after its attempts.
+    Failed,
+}
+
+/// Per port: configured, verified, failed, from each Set and where it stands.
+fn count_ports(sets: &[QosSet], settled: &[Settled]) -> QosCounts {
+    let mut ports: BTreeMap<PortKey, Settled> = BTreeMap::new();
+    for (set, settled) in sets.iter().zip(settled) {
+        for port in &set.ports {
+            let state = ports.entry(*port).or_insert(Settled::Verified);
+            *state = (*state).max(*settled);
+        }
+    }
+    let count = |wanted: Settled| ports.values().filter(|s| **s == wanted).count();
+    QosCounts {
+        configured: ports.len(),
+        verified: count(Settled::Verified),
+        failed: count(Settled::Failed),
+    }
+}
+
 impl Sweep {
     /// Every SL2VL and VLArb Set the configuration calls for, masked with the OperVLs the ports
     /// now run; nothing when qos is off.
@@ -60,7 +88,7 @@ impl Sweep {
             &self.config.qos,
             self.config.use_optimized_slvl,
         );
-        self.qos_settled = vec![None; self.qos_sets.len()];
+        self.qos_settled = vec![Settled::Pending; self.qos_sets.len()];
         for index in 0..self.qos_sets.len() {
             let Some(planned) = self.planned_qos(index, 1) else {
                 continue;
@@ -95,7 +123,7 @@ impl Sweep {
             return;
         };
         if set.attribute == echo {
-            self.settle_qos(index, true);
+            self.settle_qos(index, Settled::Verified);
         } else if attempt < QOS_ATTEMPTS {
             warn!(ports = ?set.ports, attempt, "QoS table echoed back different; sending it again");
             let backoff = QOS_BACKOFF * 2u32.pow(attempt - 1);
@@ -104,36 +132,18 @@ impl Sweep {
             }
         } else {
             warn!(ports = ?set.ports, "QoS table still echoed back different; port not verified");
-            self.settle_qos(index, false);
+            self.settle_qos(index, Settled::Failed);
         }
     }
 
-    pub(super) fn settle_qos(&mut self, index: usize, verified: bool) {
+    pub(super) fn settle_qos(&mut self, index: usize, settled: Settled) {
         if let Some(slot) = self.qos_settled.get_mut(index) {
-            *slot = Some(verified);
+            *slot = settled;
         }
     }
 
     /// Per port: configured, verified, failed.
     pub fn qos_counts(&self) -> QosCounts {
-        // Per port: Some(true) while every Set settled verified, Some(false) once one failed,
-        // None while one is unsettled (a dry run's changes are never sent, so never settle).
-        let mut ports: BTreeMap<PortKey, Option<bool>> = BTreeMap::new();
-        for (set, settled) in self.qos_sets.iter().zip(&self.qos_settled) {
-            for port in &set.ports {
-                let state = ports.entry(*port).or_insert(Some(true));
-                *state = match (*state, *settled) {
-                    (Some(false), _) | (_, Some(false)) => Some(false),
-                    (Some(true), Some(true)) => Some(true),
-                    _ => None,
-                };
-            }
-        }
-        let count = |wanted: Option<bool>| ports.values().filter(|s| **s == wanted).count();
-        QosCounts {
-            configured: ports.len(),
-            verified: count(Some(true)),
-            failed: count(Some(false)),
-        }
+        count_ports(&self.qos_sets, &self.qos_settled)
     }
 }

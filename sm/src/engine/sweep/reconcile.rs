@@ -2,14 +2,15 @@
 //! sweep or dry run first compares it with what the fabric holds, reading that where discovery
 //! did not, and records each difference as a [`Change`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use ibqos_mad::{Attribute, AttributeId, DrPath, PortInfoRepr, Routing, SmpRepr};
 use tracing::debug;
 
-use super::diff::{PORT_INFO_FIELDS, differences};
+use super::diff::{Difference, Found, PortInfoField, differences};
 use super::links::resulting_state;
+use super::qos::Settled;
 use super::{Op, Sweep, SweepMode};
 use crate::engine::scheduler::Request;
 use crate::engine::subnet::PortKey;
@@ -21,10 +22,16 @@ pub struct Change {
     pub target: String,
     pub attribute: AttributeId,
     pub modifier: u32,
-    /// Each difference, as `field: held -> programmed`.
-    pub differences: Vec<String>,
+    pub differences: Vec<Difference>,
     /// Whether the Set was sent (false in DryRun mode).
     pub sent: bool,
+}
+
+/// What sweeps learn about the fabric and hand on to the next sweep.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Learned {
+    /// Per port, the PortInfo fields it was seen not to keep; not compared in Diff mode.
+    pub unkept: BTreeMap<PortKey, BTreeSet<PortInfoField>>,
 }
 
 /// A Set the sweep wants to make, before it knows whether it is needed.
@@ -53,7 +60,7 @@ pub(super) enum Held {
 pub(super) struct PendingRead {
     planned: Planned,
     reads_left: usize,
-    differences: Vec<String>,
+    differences: Vec<Difference>,
 }
 
 impl Sweep {
@@ -66,14 +73,15 @@ impl Sweep {
         }
         match held {
             Held::Known(attribute) => {
-                let ignored: &[&str] = match &planned.op {
-                    Op::SetPortInfo { port, .. } => {
-                        self.config.unkept.get(port).map_or(&[], Vec::as_slice)
-                    }
-                    _ => &[],
+                let unkept = match &planned.op {
+                    Op::SetPortInfo { port, .. } => self.learned.unkept.get(port),
+                    _ => None,
                 };
-                let mut differences = differences(&attribute, &planned.attribute, "");
-                differences.retain(|d| !ignored.iter().any(|f| d.starts_with(&format!("{f}:"))));
+                let mut differences = differences(&attribute, &planned.attribute);
+                differences.retain(|d| {
+                    let field = d.port_info_field();
+                    !field.is_some_and(|f| unkept.is_some_and(|u| u.contains(&f)))
+                });
                 self.decide(planned, differences);
             }
             Held::Read(modifiers) => {
@@ -97,20 +105,19 @@ impl Sweep {
         let Some(entry) = self.pending_reads.get_mut(pending) else {
             return;
         };
-        let label =
-            if entry.reads_left > 1 || matches!(held, Some(Attribute::SlToVlMappingTable(_))) {
-                format!("{:#x} ", entry.planned.modifier)
-            } else {
-                String::new()
-            };
-        match held {
-            Some(held) => {
-                entry
-                    .differences
-                    .extend(differences(&held, &entry.planned.attribute, &label))
-            }
-            None => entry.differences.push(format!("{label}could not be read")),
-        }
+        let modifier = (entry.reads_left > 1
+            || matches!(held, Some(Attribute::SlToVlMappingTable(_))))
+        .then_some(entry.planned.modifier);
+        let found = match held {
+            Some(held) => differences(&held, &entry.planned.attribute),
+            None => vec![Difference {
+                modifier: None,
+                found: Found::Unreadable,
+            }],
+        };
+        entry
+            .differences
+            .extend(found.into_iter().map(|d| Difference { modifier, ..d }));
         entry.reads_left = entry.reads_left.saturating_sub(1);
         if entry.reads_left == 0 {
             let planned = entry.planned.clone();
@@ -122,10 +129,10 @@ impl Sweep {
     /// A compared planned Set: nothing to do if nothing differs; otherwise recorded, and sent
     /// unless this is a dry run. A dry run updates the model as if the Set had been made, so the
     /// later phases plan from the state the fabric would be in.
-    pub(super) fn decide(&mut self, planned: Planned, differences: Vec<String>) {
+    pub(super) fn decide(&mut self, planned: Planned, differences: Vec<Difference>) {
         if differences.is_empty() {
             if let Op::SetQos { index, .. } = planned.op {
-                self.settle_qos(index, true);
+                self.settle_qos(index, Settled::Verified);
             }
             return;
         }
@@ -155,29 +162,17 @@ impl Sweep {
     /// (ibsim keeps no VLHighLimit, NeighborMTU, VLStallCount or SubnetTimeOut). It is
     /// remembered, so later sweeps do not rewrite it forever.
     pub(super) fn learn_unkept(&mut self, port: PortKey, sent: &PortInfoRepr, echo: &PortInfoRepr) {
-        for line in differences(&Attribute::PortInfo(*echo), &Attribute::PortInfo(*sent), "") {
-            let Some((field, _)) = line.split_once(':') else {
-                continue;
-            };
-            // PortState is not among the table's fields: a refused transition is a failure,
-            // not a field the port does not keep.
-            let field = PORT_INFO_FIELDS
-                .iter()
-                .map(|(name, _)| *name)
-                .find(|name| *name == field);
-            if let Some(field) = field {
-                let known = self.config.unkept.entry(port).or_default();
-                if !known.contains(&field) {
-                    debug!(?port, field, "port does not keep this PortInfo field");
-                    known.push(field);
-                }
+        let differing = differences(&Attribute::PortInfo(*echo), &Attribute::PortInfo(*sent));
+        for field in differing.iter().filter_map(Difference::port_info_field) {
+            if self.learned.unkept.entry(port).or_default().insert(field) {
+                debug!(?port, %field, "port does not keep this PortInfo field");
             }
         }
     }
 
-    /// Per port, the PortInfo fields found not to be kept (to carry into the next sweep).
-    pub fn unkept(&self) -> &BTreeMap<PortKey, Vec<&'static str>> {
-        &self.config.unkept
+    /// What this sweep and those before it learned, to hand to the next sweep.
+    pub fn learned(&self) -> &Learned {
+        &self.learned
     }
 
     /// The changes found (Diff and DryRun modes), in the order they were decided.
