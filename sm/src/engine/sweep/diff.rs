@@ -259,3 +259,152 @@ fn show_vlarb(table: &VlArbitrationTableRepr) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibqos_mad::{
+        LinearForwardingTableRepr, PortInfo, SlToVlMappingTableRepr, SwitchInfo, SwitchInfoRepr,
+        VlArbEntry,
+    };
+
+    /// A PortInfo of zeros, to set fields on.
+    fn port_info() -> PortInfoRepr {
+        PortInfoRepr::parse(&PortInfo::new_unchecked([0u8; PortInfo::<&[u8]>::LEN])).unwrap()
+    }
+
+    fn switch_info() -> SwitchInfoRepr {
+        SwitchInfoRepr::parse(&SwitchInfo::new_unchecked([0u8; SwitchInfo::<&[u8]>::LEN])).unwrap()
+    }
+
+    fn lines(held: &Attribute, planned: &Attribute) -> Vec<String> {
+        differences(held, planned)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn port_info_fields_in_order_and_state_only_when_asked() {
+        let held = PortInfoRepr {
+            lid: 1,
+            gid_prefix: 0xfe80_0000_0000_0000,
+            vl_high_limit: 4,
+            port_state: PortState::Armed,
+            ..port_info()
+        };
+        let mut planned = PortInfoRepr {
+            lid: 2,
+            gid_prefix: 0xfe80_0000_0000_0001,
+            port_state: PortState::NoChange,
+            ..held
+        };
+        let (h, p) = (Attribute::PortInfo(held), Attribute::PortInfo(planned));
+        assert_eq!(
+            lines(&h, &p),
+            [
+                "LID: 1 -> 2",
+                "SubnetPrefix: 0xfe80000000000000 -> 0xfe80000000000001"
+            ]
+        );
+        planned.port_state = PortState::Active;
+        let found = differences(&h, &Attribute::PortInfo(planned));
+        assert_eq!(found[2].to_string(), "PortState: Armed -> Active");
+        let fields: Vec<_> = found.iter().map(Difference::port_info_field).collect();
+        let (lid, prefix) = (PortInfoField::Lid, PortInfoField::SubnetPrefix);
+        assert_eq!(fields, [Some(lid), Some(prefix), None]);
+    }
+
+    #[test]
+    fn every_port_info_field_is_compared_under_its_name() {
+        let names: Vec<&str> = PortInfoField::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(
+            names.join(","),
+            "LID,LMC,MasterSMLID,SubnetPrefix,MasterSMSL,SubnetTimeOut,OperVLs,NeighborMTU,\
+             HOQLife,VLStallCount,VLHighLimit"
+        );
+        let planned = PortInfoRepr {
+            lid: 1,
+            lmc: 1,
+            master_sm_lid: 1,
+            gid_prefix: 1,
+            master_sm_sl: 1,
+            subnet_timeout: 1,
+            operational_vls: 1,
+            neighbor_mtu: 1,
+            hoq_life: 1,
+            vl_stall_count: 1,
+            vl_high_limit: 1,
+            ..port_info()
+        };
+        let held = Attribute::PortInfo(port_info());
+        let found = differences(&held, &Attribute::PortInfo(planned));
+        let fields: Vec<_> = found
+            .iter()
+            .filter_map(Difference::port_info_field)
+            .collect();
+        assert_eq!(fields, PortInfoField::ALL);
+    }
+
+    #[test]
+    fn switch_tables_and_reads() {
+        let held = SwitchInfoRepr {
+            linear_fdb_top: 3,
+            port_state_change: true,
+            ..switch_info()
+        };
+        let planned = SwitchInfoRepr {
+            linear_fdb_top: 7,
+            ..held
+        };
+        assert_eq!(
+            lines(
+                &Attribute::SwitchInfo(held),
+                &Attribute::SwitchInfo(planned)
+            ),
+            ["LinearFDBTop: 3 -> 7", "PortStateChange: set -> cleared"]
+        );
+        let none = LinearForwardingTableRepr {
+            ports: [LinearForwardingTableRepr::NO_ROUTE; 64],
+        };
+        let mut routed = none;
+        routed.ports[..3].copy_from_slice(&[1, 2, 3]);
+        let lft = |t| Attribute::LinearForwardingTable(t);
+        assert_eq!(
+            lines(&lft(none), &lft(routed)),
+            ["3 of 64 LIDs forwarded differently"]
+        );
+        assert!(lines(&lft(routed), &lft(routed)).is_empty());
+        assert_eq!(
+            lines(&lft(none), &Attribute::SwitchInfo(held)),
+            ["read LinearForwardingTable, planned SwitchInfo"]
+        );
+    }
+
+    #[test]
+    fn qos_tables_and_the_modifier_label() {
+        let sl2vl = |vl| Attribute::SlToVlMappingTable(SlToVlMappingTableRepr { vls: [vl; 16] });
+        let mut found = differences(&sl2vl(0), &sl2vl(1));
+        found[0].modifier = Some(0x3_0000);
+        assert_eq!(
+            found[0].to_string(),
+            format!("0x30000 SL2VL: {:?} -> {:?}", [0u8; 16], [1u8; 16])
+        );
+        let vlarb = |weights: &[(u8, u8)]| {
+            let mut entries = [VlArbEntry::default(); 32];
+            for (entry, &(vl, weight)) in entries.iter_mut().zip(weights) {
+                *entry = VlArbEntry { vl, weight };
+            }
+            Attribute::VlArbitrationTable(VlArbitrationTableRepr { entries })
+        };
+        assert_eq!(
+            lines(&vlarb(&[]), &vlarb(&[(0, 16), (1, 128), (0, 0), (3, 32)])),
+            ["VLArb:  -> 0:16,1:128,0:0,3:32"]
+        );
+        let unread = Difference {
+            modifier: Some(0x105),
+            found: Found::Unreadable,
+        };
+        assert_eq!(unread.to_string(), "0x105 could not be read");
+    }
+}

@@ -172,3 +172,49 @@ pub(super) fn resulting_state(held: PortState, asked: PortState) -> PortState {
         asked
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibqos_mad::PortInfo;
+
+    #[test]
+    fn a_state_change_is_what_was_asked_unless_none_was() {
+        assert_eq!(
+            resulting_state(PortState::Init, PortState::Armed),
+            PortState::Armed
+        );
+        assert_eq!(
+            resulting_state(PortState::Armed, PortState::NoChange),
+            PortState::Armed
+        );
+    }
+
+    #[test]
+    fn quiet_changes_no_state_speed_or_width_and_keeps_the_rest() {
+        let mut held = PortInfoRepr::parse(&PortInfo::new_unchecked([0xffu8; 64])).unwrap();
+        held.port_state = PortState::Armed;
+        let set = quiet(held);
+        assert_eq!(set.port_state, PortState::NoChange);
+        assert_eq!(set.port_phys_state, PhysPortState::NoChange);
+        assert_eq!(
+            (
+                set.link_width_enabled,
+                set.link_speed_enabled,
+                set.link_speed_ext_enabled
+            ),
+            (0, 0, 0)
+        );
+        assert_eq!(
+            (set.lid, set.vl_cap, set.mtu_cap),
+            (held.lid, held.vl_cap, held.mtu_cap)
+        );
+    }
+
+    #[test]
+    fn a_vl_cap_out_of_range_is_the_nearest_count() {
+        let caps: Vec<VlCount> = [0, 1, 3, 5, 6, 15].map(reported_vl_cap).to_vec();
+        use VlCount::*;
+        assert_eq!(caps, [One, One, Four, Fifteen, Fifteen, Fifteen]);
+    }
+}

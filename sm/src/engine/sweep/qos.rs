@@ -147,3 +147,96 @@ impl Sweep {
         count_ports(&self.qos_sets, &self.qos_settled)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibqos_mad::{NodeInfo, NodeInfoRepr, SlToVlMappingTableRepr, VlArbitrationTableRepr};
+
+    use crate::engine::subnet::Node;
+
+    fn set(attribute: Attribute, modifier: u32, outputs: &[u8]) -> QosSet {
+        QosSet {
+            node: 1,
+            via: PortKey::new(1, 0),
+            attribute,
+            modifier,
+            ports: outputs.iter().map(|&p| PortKey::new(1, p)).collect(),
+            long: false,
+        }
+    }
+
+    fn sl2vl() -> Attribute {
+        Attribute::SlToVlMappingTable(SlToVlMappingTableRepr { vls: [0; 16] })
+    }
+
+    /// A subnet of one switch with ports 0..=2.
+    fn subnet() -> Subnet {
+        let mut info = NodeInfoRepr::parse(&NodeInfo::new_unchecked([0u8; 40])).unwrap();
+        info.num_ports = 2;
+        let node = Node {
+            info,
+            description: String::new(),
+            switch: None,
+            path: Vec::new(),
+            ports: BTreeMap::new(),
+        };
+        Subnet {
+            nodes: BTreeMap::from([(1, node)]),
+            ..Subnet::default()
+        }
+    }
+
+    #[test]
+    fn an_all_ports_sl2vl_set_is_read_pair_by_pair() {
+        let subnet = subnet();
+        let pair = |input, output| u32::from(SlToVlModifier::Pair { input, output });
+        let all = set(sl2vl(), u32::from(SlToVlModifier::All), &[1, 2]);
+        let expected: Vec<u32> = [(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)]
+            .map(|(i, o)| pair(i, o))
+            .to_vec();
+        assert_eq!(read_modifiers(&subnet, &all), expected);
+        let inputs = set(
+            sl2vl(),
+            u32::from(SlToVlModifier::AllInputs { output: 2 }),
+            &[2],
+        );
+        assert_eq!(
+            read_modifiers(&subnet, &inputs),
+            [pair(0, 2), pair(1, 2), pair(2, 2)]
+        );
+        let one = set(sl2vl(), pair(1, 2), &[2]);
+        assert_eq!(read_modifiers(&subnet, &one), [pair(1, 2)]);
+        let vlarb = Attribute::VlArbitrationTable(VlArbitrationTableRepr {
+            entries: Default::default(),
+        });
+        assert_eq!(
+            read_modifiers(&subnet, &set(vlarb, 0x1_0002, &[2])),
+            [0x1_0002]
+        );
+    }
+
+    #[test]
+    fn a_port_counts_as_its_worst_set() {
+        let sets = [
+            set(sl2vl(), 0x0101, &[1]),
+            set(sl2vl(), 0x0102, &[2]),
+            set(sl2vl(), 0x0103, &[1, 3]),
+            set(sl2vl(), 0x0104, &[4]),
+        ];
+        use Settled::*;
+        let counts = count_ports(&sets, &[Verified, Failed, Pending, Verified]);
+        // Port 1: verified then pending; 2 failed; 3 pending; 4 verified.
+        assert_eq!(
+            counts,
+            QosCounts {
+                configured: 4,
+                verified: 1,
+                failed: 1,
+            }
+        );
+        // Port 1 failed once stays failed, whatever its other Set did.
+        let counts = count_ports(&sets, &[Failed, Verified, Verified, Verified]);
+        assert_eq!((counts.verified, counts.failed), (3, 1));
+    }
+}
