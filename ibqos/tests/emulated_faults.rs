@@ -20,7 +20,7 @@ use ibqos_mad::{
 };
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
-use ibqos_sm::engine::sweep::{Phase, Sweep, SweepConfig, SweepMode};
+use ibqos_sm::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use ibqos_transport::Transport;
 use ibqos_transport::driver::{SmIdentity, Unsolicited, Wake, listen, run_sweep};
 use ibqos_transport::emulated::EmulatedTransport;
@@ -67,14 +67,24 @@ fn node(emulator: &Emulator, name: &str) -> NodeId {
 
 /// One sweep as `ibqos sm` makes them: the first forced, later ones writing what differs,
 /// with what the previous sweep could not keep carried over.
-fn sweep(transport: &mut EmulatedTransport, config: &mut SweepConfig) -> Sweep {
+fn sweep(
+    transport: &mut EmulatedTransport,
+    config: &mut SweepConfig,
+    learned: &mut Learned,
+) -> Sweep {
     let identity = SmIdentity {
         port_guid: transport.local_port().port_guid,
         priority: 0,
     };
-    let (sweep, _) =
-        run_sweep(transport, config.clone(), identity, Unsolicited::default()).unwrap();
-    config.unkept = sweep.unkept().clone();
+    let (sweep, _) = run_sweep(
+        transport,
+        config.clone(),
+        std::mem::take(learned),
+        identity,
+        Unsolicited::default(),
+    )
+    .unwrap();
+    *learned = sweep.learned().clone();
     config.mode = SweepMode::Diff;
     sweep
 }
@@ -115,7 +125,7 @@ fn converged(
     for set in &sets {
         let node = t.node_by_guid(set.node).ok_or("unknown node")?;
         let held = emulator.get(
-            PortRef::new(node, set.via.1),
+            PortRef::new(node, set.via.port),
             set.attribute.id(),
             set.modifier,
         );
@@ -130,7 +140,8 @@ fn converged(
 fn clean_dump() -> String {
     let mut transport = fabric(Models::default(), no_schedule);
     let mut config = config();
-    let first = sweep(&mut transport, &mut config);
+    let mut learned = Learned::default();
+    let first = sweep(&mut transport, &mut config, &mut learned);
     assert_eq!(*first.phase(), Phase::SubnetUp);
     converged(transport.emulator(), &first, &config, &[]).unwrap();
     dump(transport.emulator()).to_json()
@@ -143,8 +154,9 @@ fn with_loss_and_jitter_every_seed_converges_within_two_sweeps() {
     for seed in 0..100 {
         let mut transport = fabric(faulty(seed), no_schedule);
         let mut config = config();
-        sweep(&mut transport, &mut config);
-        let second = sweep(&mut transport, &mut config);
+        let mut learned = Learned::default();
+        sweep(&mut transport, &mut config, &mut learned);
+        let second = sweep(&mut transport, &mut config, &mut learned);
         let emulator = transport.emulator();
         if let Err(what) = converged(emulator, &second, &config, &[]) {
             panic!(
@@ -166,7 +178,7 @@ fn with_loss_and_jitter_every_seed_converges_within_two_sweeps() {
 fn a_link_flapping_in_the_middle_of_a_sweep_comes_back_by_the_next() {
     // How long a clean first sweep takes in virtual time, to strike in its middle.
     let mut transport = fabric(Models::default(), no_schedule);
-    sweep(&mut transport, &mut config());
+    sweep(&mut transport, &mut config(), &mut Learned::default());
     let length = transport.now_ns();
     // Half-way through the first sweep the inter-switch link S1[3]-S2[3] and H2's link S1[2]
     // go down; the first comes back within the sweep, the second ten seconds later, while the
@@ -187,7 +199,8 @@ fn a_link_flapping_in_the_middle_of_a_sweep_comes_back_by_the_next() {
         }
     });
     let mut config = config();
-    let first = sweep(&mut transport, &mut config);
+    let mut learned = Learned::default();
+    let first = sweep(&mut transport, &mut config, &mut learned);
     assert!(converged(transport.emulator(), &first, &config, &[]).is_err());
     // While the SM waits for its next sweep, H2's link comes back: S1, whose PortStateChange
     // the first sweep cleared, sends trap 128, and the SM sweeps at once instead of waiting
@@ -197,7 +210,7 @@ fn a_link_flapping_in_the_middle_of_a_sweep_comes_back_by_the_next() {
     assert_eq!(wake, Wake::LinkChange);
     assert!(transport.now_ns() > flap_ends && transport.now_ns() < flap_ends + 1_000_000);
     assert_eq!(transport.emulator().unrepressed_traps(), 0);
-    let second = sweep(&mut transport, &mut config);
+    let second = sweep(&mut transport, &mut config, &mut learned);
     assert_eq!(transport.emulator().next_event_ns(), None);
     converged(transport.emulator(), &second, &config, &[]).unwrap();
     assert_eq!(*second.phase(), Phase::SubnetUp);
@@ -207,7 +220,8 @@ fn a_link_flapping_in_the_middle_of_a_sweep_comes_back_by_the_next() {
 fn a_link_going_down_after_subnet_up_wakes_the_sm_with_trap_128() {
     let mut transport = fabric(Models::default(), no_schedule);
     let mut config = config();
-    let first = sweep(&mut transport, &mut config);
+    let mut learned = Learned::default();
+    let first = sweep(&mut transport, &mut config, &mut learned);
     assert_eq!(*first.phase(), Phase::SubnetUp);
     // Nothing happens: the SM waits out its interval.
     assert_eq!(
@@ -237,7 +251,7 @@ fn a_link_going_down_after_subnet_up_wakes_the_sm_with_trap_128() {
         );
         let late = transport.now_ns() - change_ns;
         assert!(late < 100_000, "link {what}: woken {late} ns after");
-        let swept = sweep(&mut transport, &mut config);
+        let swept = sweep(&mut transport, &mut config, &mut learned);
         assert_eq!(*swept.phase(), Phase::SubnetUp, "link {what}");
         let all_active = converged(transport.emulator(), &swept, &config, &[]);
         assert_eq!(
@@ -271,7 +285,8 @@ fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
 
     let mut transport = fabric(Models::default(), no_schedule);
     let mut config = config();
-    sweep(&mut transport, &mut config);
+    let mut learned = Learned::default();
+    sweep(&mut transport, &mut config, &mut learned);
     let s2_lid = transport
         .emulator()
         .port_info(PortRef::new(s2, 0))
@@ -340,8 +355,9 @@ fn a_dead_node_leaves_the_rest_of_the_fabric_up() {
     });
     let h3 = node(transport.emulator(), "H3");
     let mut config = config();
-    sweep(&mut transport, &mut config);
-    let second = sweep(&mut transport, &mut config);
+    let mut learned = Learned::default();
+    sweep(&mut transport, &mut config, &mut learned);
+    let second = sweep(&mut transport, &mut config, &mut learned);
     converged(transport.emulator(), &second, &config, &[h3]).unwrap();
     let h3_guid = transport.emulator().topology().node(h3).unwrap().guid;
     assert!(!second.subnet().nodes.contains_key(&h3_guid));
@@ -381,8 +397,9 @@ fn damaged_responses_never_stop_the_sm() {
         };
         let mut transport = fabric(models, no_schedule);
         let mut config = config();
+        let mut learned = Learned::default();
         for _ in 0..3 {
-            sweep(&mut transport, &mut config);
+            sweep(&mut transport, &mut config, &mut learned);
         }
     }
 }
@@ -392,7 +409,8 @@ fn the_dump_is_the_same_bytes_for_the_same_seed() {
     let run = |seed| {
         let mut transport = fabric(faulty(seed), no_schedule);
         let mut config = config();
-        sweep(&mut transport, &mut config);
+        let mut learned = Learned::default();
+        sweep(&mut transport, &mut config, &mut learned);
         dump(transport.emulator()).to_json()
     };
     assert_eq!(run(17), run(17));

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use ibqos_emu::{Emulator, FabricDump};
 use ibqos_fabric::{LinkCaps, PortRef, generate};
 use ibqos_mad::{Attribute, AttributeId, Method, PortState, SlToVlModifier};
-use ibqos_qos::VlCount;
+use ibqos_qos::{VlCount, oper_vls};
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
-use ibqos_sm::engine::sweep::{Phase, SweepConfig, SweepMode};
+use ibqos_sm::engine::sweep::{Learned, Phase, SweepConfig, SweepMode};
 use ibqos_transport::Transport;
 use ibqos_transport::driver::{SmIdentity, Unsolicited, run_sweep};
 use ibqos_transport::emulated::EmulatedTransport;
@@ -162,6 +162,7 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
     let (sweep, _) = run_sweep(
         &mut transport,
         config.clone(),
+        Learned::default(),
         identity,
         Unsolicited::default(),
     )
@@ -177,7 +178,13 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
             (pa.port_state, pb.port_state),
             (PortState::Active, PortState::Active)
         );
-        let common = pa.vl_cap.min(pb.vl_cap).min(config.max_op_vls.encoding());
+        let vl_cap = |encoding| VlCount::from_encoding(encoding).unwrap();
+        let common = oper_vls(
+            vl_cap(pa.vl_cap),
+            vl_cap(pb.vl_cap),
+            Some(config.max_op_vls),
+        );
+        let common = common.encoding();
         assert_eq!(
             (pa.operational_vls, pb.operational_vls),
             (common, common),
@@ -200,7 +207,7 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         let node = t.node_by_guid(set.node).unwrap();
         let Attribute::SlToVlMappingTable(table) = set.attribute else {
             let held = emu.get(
-                PortRef::new(node, set.via.1),
+                PortRef::new(node, set.via.port),
                 set.attribute.id(),
                 set.modifier,
             );
@@ -214,21 +221,14 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
             continue;
         };
         let inputs = 0..=t.node(node).unwrap().num_ports();
-        let covered: Vec<(u8, u8)> = match SlToVlModifier::try_from(set.modifier).unwrap() {
-            SlToVlModifier::Pair { input, output } => vec![(input, output)],
-            SlToVlModifier::AllInputs { output } => inputs.map(|i| (i, output)).collect(),
-            SlToVlModifier::All | SlToVlModifier::AllOutputs { .. } => set
-                .ports
-                .iter()
-                .flat_map(|&(_, out)| inputs.clone().map(move |i| (i, out)))
-                .collect(),
-        };
-        for (input, output) in covered {
+        let outputs = set.ports.iter().map(|k| k.port);
+        let scope = SlToVlModifier::try_from(set.modifier).unwrap();
+        for (input, output) in scope.pairs(inputs, outputs) {
             // A CA has one table, under input 0 here and its own port in the emulator.
             let input = if t.node(node).unwrap().is_switch() {
                 input
             } else {
-                set.via.1
+                set.via.port
             };
             pairs.insert((node, input, output), table);
         }
@@ -262,6 +262,7 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
     let (forced, _) = run_sweep(
         &mut transport,
         config_from(&example),
+        Learned::default(),
         identity,
         Unsolicited::default(),
     )
@@ -280,7 +281,14 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
         mode: SweepMode::DryRun,
         ..config_from(&changed)
     };
-    let (dry, _) = run_sweep(&mut transport, config, identity, Unsolicited::default()).unwrap();
+    let (dry, _) = run_sweep(
+        &mut transport,
+        config,
+        Learned::default(),
+        identity,
+        Unsolicited::default(),
+    )
+    .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 
     assert_eq!(

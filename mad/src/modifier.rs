@@ -168,6 +168,28 @@ impl SlToVlModifier {
     const ALL_OUTPUTS: u32 = 1 << 16;
     const ALL_INPUTS: u32 = 1 << 17;
     const INPUT_SHIFT: u32 = 8;
+
+    /// The (input, output) port pairs whose tables this modifier writes, output by output:
+    /// `inputs` and `outputs` are the ports the "all input ports" and "all output ports" bits
+    /// stand for on the switch at hand (which ports have tables is the switch's business, so the
+    /// caller says), and a port the modifier names is taken as named.
+    pub fn pairs<I, O>(self, inputs: I, outputs: O) -> impl Iterator<Item = (u8, u8)>
+    where
+        I: IntoIterator<Item = u8>,
+        O: IntoIterator<Item = u8>,
+    {
+        let (input, output) = match self {
+            Self::Pair { input, output } => (Some(input), Some(output)),
+            Self::AllOutputs { input } => (Some(input), None),
+            Self::AllInputs { output } => (None, Some(output)),
+            Self::All => (None, None),
+        };
+        let inputs: Vec<u8> = input.map_or_else(|| inputs.into_iter().collect(), |i| vec![i]);
+        let outputs: Vec<u8> = output.map_or_else(|| outputs.into_iter().collect(), |o| vec![o]);
+        outputs
+            .into_iter()
+            .flat_map(move |o| inputs.clone().into_iter().map(move |i| (i, o)))
+    }
 }
 
 impl From<SlToVlModifier> for u32 {
@@ -370,6 +392,23 @@ mod tests {
         assert_eq!(M::try_from(0x1_0705), Ok(M::AllOutputs { input: 7 }));
         assert_eq!(M::try_from(0x3_0705), Ok(M::All));
         assert_eq!(M::try_from(0x4_0000), Err(bad(0x4_0000)));
+    }
+
+    #[test]
+    fn sl_to_vl_pairs() {
+        use SlToVlModifier as M;
+        let pairs = |m: M| m.pairs(0..=2, [1, 2]).collect::<Vec<_>>();
+        let one = M::Pair {
+            input: 3,
+            output: 5,
+        };
+        assert_eq!(pairs(one), [(3, 5)]);
+        assert_eq!(pairs(M::AllOutputs { input: 1 }), [(1, 1), (1, 2)]);
+        assert_eq!(pairs(M::AllInputs { output: 7 }), [(0, 7), (1, 7), (2, 7)]);
+        assert_eq!(
+            pairs(M::All),
+            [(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)]
+        );
     }
 
     #[test]

@@ -170,6 +170,13 @@ impl VlCount {
     }
 }
 
+/// The OperationalVLs a link runs: the lower VLCap of its two ends, capped by the SM's
+/// `max_op_vls` (OpenSM's `osm_port.c:239-296`).
+pub fn oper_vls(local: VlCount, peer: VlCount, cap: Option<VlCount>) -> VlCount {
+    let common = local.min(peer);
+    cap.map_or(common, |cap| common.min(cap))
+}
+
 impl fmt::Display for VlCount {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.count())
@@ -203,6 +210,15 @@ mod tests {
         assert_eq!(VlCount::from_count(3), Err(VlCountError::BadCount(3)));
         assert_eq!(VlCount::from_encoding(0), Err(VlCountError::BadEncoding(0)));
         assert_eq!(VlCount::from_encoding(6), Err(VlCountError::BadEncoding(6)));
+    }
+
+    #[test]
+    fn oper_vls_is_the_lower_cap_within_the_limit() {
+        use VlCount::*;
+        assert_eq!(oper_vls(Eight, Four, None), Four);
+        assert_eq!(oper_vls(Two, Fifteen, None), Two);
+        assert_eq!(oper_vls(Eight, Fifteen, Some(Four)), Four);
+        assert_eq!(oper_vls(Two, Eight, Some(Four)), Two);
     }
 
     #[test]

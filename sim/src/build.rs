@@ -8,8 +8,8 @@ use ibqos_fabric::generate::{GenError, assign_lids};
 use ibqos_fabric::routing::{RoutingError, minhop};
 use ibqos_fabric::{NodeId, NodeKind as FabricKind, PortRef, Topology};
 use ibqos_qos::{
-    PlanError, PortCaps, PortClass, QosConfig, Sl2VlTable, SlToVlModifier, SwitchSl2VlView,
-    VlCount, plan, switch_sl2vl,
+    PlanError, PortCaps, PortClass, QosConfig, Sl2VlTable, SwitchSl2VlView, VlCount, oper_vls,
+    plan, switch_sl2vl,
 };
 
 use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
@@ -76,12 +76,11 @@ impl HostDirectory for TopologyHosts<'_> {
     }
 }
 
-/// OperVLs of a port: the lower VLCap of the two ends, capped by `max_op_vls`.
-fn oper_vls(topo: &Topology, port: PortRef, max_op_vls: Option<VlCount>) -> Option<VlCount> {
+/// OperVLs of a linked port (`None` for a port without a link).
+fn link_oper_vls(topo: &Topology, port: PortRef, max_op_vls: Option<VlCount>) -> Option<VlCount> {
     let here = topo.port(port)?;
     let peer = topo.port(here.peer?)?;
-    let vls = here.link.vl_cap.min(peer.link.vl_cap);
-    Some(max_op_vls.map_or(vls, |cap| vls.min(cap)))
+    Some(oper_vls(here.link.vl_cap, peer.link.vl_cap, max_op_vls))
 }
 
 /// The simulator's view of `topo` with the tables `qos` programs and minhop routes.
@@ -116,7 +115,7 @@ pub fn build_network(
         let mut up = vec![None; usize::from(fnode.num_ports())];
         for (p, port) in fnode.existing_ports() {
             node.lids[usize::from(p)] = port.lid;
-            let Some(oper) = oper_vls(topo, PortRef::new(id, p), max_op_vls) else {
+            let Some(oper) = link_oper_vls(topo, PortRef::new(id, p), max_op_vls) else {
                 continue;
             };
             let class = match fnode.kind {
@@ -157,20 +156,7 @@ pub fn build_network(
             let supported = port0.is_some_and(|p| p.link.sl_mapping_supported);
             let all = 0..=fnode.num_ports();
             for set in switch_sl2vl(qos, &view, supported, false) {
-                let pairs: Vec<(u8, u8)> = match set.scope {
-                    SlToVlModifier::Pair { input, output } => vec![(input, output)],
-                    SlToVlModifier::AllOutputs { input } => {
-                        all.clone().map(|o| (input, o)).collect()
-                    }
-                    SlToVlModifier::AllInputs { output } => {
-                        all.clone().map(|i| (i, output)).collect()
-                    }
-                    SlToVlModifier::All => all
-                        .clone()
-                        .flat_map(|i| all.clone().map(move |o| (i, o)))
-                        .collect(),
-                };
-                for (input, output) in pairs {
+                for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
                     node.set_sl2vl(input, output, set.table);
                 }
             }

@@ -52,6 +52,5 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
         mode: SweepMode::Forced,
-        unkept: BTreeMap::new(),
     }
 }

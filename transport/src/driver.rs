@@ -11,7 +11,7 @@ use tracing::{debug, info, warn};
 
 use crate::{Address, Incoming, Outgoing, Transport, TransportError};
 use ibqos_sm::engine::scheduler::Transmit;
-use ibqos_sm::engine::sweep::{Sweep, SweepConfig};
+use ibqos_sm::engine::sweep::{Learned, Sweep, SweepConfig};
 
 /// How long to wait for the fabric when nothing is due sooner: long enough not to spin, short
 /// enough that a stalled sweep is noticed.
@@ -47,15 +47,17 @@ const UNSUPPORTED: Status = Status(0x000c);
 /// How often [`listen`] looks at its `interrupted` check when nothing arrives.
 const LISTEN_STEP: Duration = Duration::from_millis(50);
 
-/// Runs one sweep to SUBNET UP or failure. `unsolicited` holds what arrived since the last
-/// sweep (see [`listen`]); the sweep's own arrivals are added to it.
+/// Runs one sweep to SUBNET UP or failure, knowing what earlier sweeps `learned`.
+/// `unsolicited` holds what arrived since the last sweep (see [`listen`]); the sweep's own
+/// arrivals are added to it.
 pub fn run_sweep(
     transport: &mut dyn Transport,
     config: SweepConfig,
+    learned: Learned,
     identity: SmIdentity,
     mut unsolicited: Unsolicited,
 ) -> Result<(Sweep, Unsolicited), TransportError> {
-    let mut sweep = Sweep::start(config, transport.now());
+    let mut sweep = Sweep::start(config, learned, transport.now());
     loop {
         let now = transport.now();
         while let Some(transmit) = sweep.poll_transmit(now) {

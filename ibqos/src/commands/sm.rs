@@ -19,7 +19,7 @@ use crate::diagnostics::Report;
 use ibqos_sm::cache;
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::scheduler::{attribute_name, method_name};
-use ibqos_sm::engine::sweep::{Phase, Sweep, SweepConfig, SweepMode};
+use ibqos_sm::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use ibqos_transport::driver::{SmIdentity, Unsolicited, Wake, listen, run_sweep};
 use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::fault::{FaultConfig, Faulty};
@@ -139,6 +139,7 @@ fn serve(
     signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload))
         .context("cannot install the SIGHUP handler")?;
     let mut unsolicited = Unsolicited::default();
+    let mut learned = Learned::default();
     for sweep_number in 1.. {
         let identity = SmIdentity {
             port_guid: transport.local_port().port_guid,
@@ -147,13 +148,14 @@ fn serve(
         let (sweep, during) = run_sweep(
             transport,
             config.clone(),
+            std::mem::take(&mut learned),
             identity,
             std::mem::take(&mut unsolicited),
         )?;
         if config.mode != SweepMode::DryRun {
             save_lids(&sweep, cache_dir, config.lmc);
         }
-        config.unkept = sweep.unkept().clone();
+        learned = sweep.learned().clone();
         let up = *sweep.phase() == Phase::SubnetUp;
         // A trap 128 during the sweep: a link changed after discovery saw it, so what the sweep
         // found may be stale already; sweep again at once, as OpenSM does.
@@ -206,11 +208,7 @@ fn serve(
                     info!("configuration re-read on SIGHUP");
                     settings = new;
                     let guid2lid = std::mem::take(&mut config.guid2lid);
-                    let unkept = std::mem::take(&mut config.unkept);
-                    config = SweepConfig {
-                        unkept,
-                        ..sweep_config(&settings, guid2lid)
-                    };
+                    config = sweep_config(&settings, guid2lid);
                 }
                 Err(error) => {
                     warn!(%error, "SIGHUP: configuration not re-read; keeping the old one")
@@ -289,7 +287,7 @@ fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32, mode: Sw
                 "target": c.target,
                 "attribute": format!("{:?}", c.attribute),
                 "modifier": format!("{:#x}", c.modifier),
-                "differences": c.differences,
+                "differences": c.differences.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 "sent": c.sent,
             })
         })

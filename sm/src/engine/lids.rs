@@ -48,7 +48,7 @@ pub fn assign_lids(
     // lowest LID on a fresh fabric, as with OpenSM.
     let mut order: Vec<PortKey> = subnet
         .endports()
-        .map(|(guid, port, _)| (guid, port))
+        .map(|(guid, port, _)| PortKey::new(guid, port))
         .collect();
     order.sort_by_key(|key| (Some(*key) != subnet.sm_port, *key));
     let mut taken: BTreeSet<u16> = BTreeSet::new();

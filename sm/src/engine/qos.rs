@@ -48,9 +48,9 @@ pub fn port_plan(
     key: PortKey,
     oper_vls: u8,
 ) -> Option<PortPlan> {
-    let node = subnet.nodes.get(&key.0)?;
-    let port = node.ports.get(&key.1)?;
-    let class = port_class(node, key.1)?;
+    let node = subnet.nodes.get(&key.node)?;
+    let port = node.ports.get(&key.port)?;
+    let class = port_class(node, key.port)?;
     let vl_cap = VlCount::from_encoding(port.info.vl_cap).ok()?;
     // A port reporting OperVLs the planner cannot mask with (0, or above VLCap) is planned for
     // its VLCap: the link manager programs at most that.
@@ -83,7 +83,7 @@ pub fn qos_sets(subnet: &Subnet, config: &QosConfig, use_optimized_slvl: bool) -
             continue;
         }
         for (number, port) in &node.ports {
-            let key = (*guid, *number);
+            let key = PortKey::new(*guid, *number);
             let Some(plan) = port_plan(subnet, config, key, port.info.operational_vls) else {
                 continue;
             };
@@ -113,10 +113,11 @@ fn switch_sets(
     node: &Node,
     sets: &mut Vec<QosSet>,
 ) {
-    let via = (guid, 0);
-    let up = |port: u8| port == 0 || subnet.peer((guid, port)).is_some();
+    let via = PortKey::new(guid, 0);
+    let up = |port: u8| port == 0 || subnet.peer(PortKey::new(guid, port)).is_some();
     for (number, port) in node.ports.iter().filter(|(n, _)| up(**n)) {
-        if let Some(plan) = port_plan(subnet, config, (guid, *number), port.info.operational_vls) {
+        let key = PortKey::new(guid, *number);
+        if let Some(plan) = port_plan(subnet, config, key, port.info.operational_vls) {
             vlarb_sets(&plan, guid, via, *number, sets);
         }
     }
@@ -144,19 +145,19 @@ fn switch_sets(
         .capability_mask
         .contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED);
     for set in switch_sl2vl(config, &view, sl_mapping, use_optimized_slvl) {
-        let ports = match set.scope {
-            SlToVlModifier::Pair { output, .. } | SlToVlModifier::AllInputs { output } => {
-                vec![(guid, output)]
-            }
-            // All outputs: the up external ports, and port 0 only where it is enhanced (a base
-            // port 0 has no SL2VL tables of its own).
-            SlToVlModifier::AllOutputs { .. } | SlToVlModifier::All => node
-                .ports
-                .keys()
-                .filter(|n| up(**n) && (**n != 0 || view.enhanced_port0))
-                .map(|n| (guid, *n))
-                .collect(),
-        };
+        // All outputs: the up external ports, and port 0 only where it is enhanced (a base
+        // port 0 has no SL2VL tables of its own). One input stands for them all, so that each
+        // output comes once.
+        let outputs = node
+            .ports
+            .keys()
+            .copied()
+            .filter(|n| up(*n) && (*n != 0 || view.enhanced_port0));
+        let ports = set
+            .scope
+            .pairs([0], outputs)
+            .map(|(_, output)| PortKey::new(guid, output))
+            .collect();
         sets.push(sl2vl_set(guid, via, set.scope, set.table.into(), ports));
     }
 }
@@ -195,7 +196,14 @@ fn vlarb_sets(plan: &PortPlan, node: u64, via: PortKey, port_field: u8, sets: &m
                 entries: block.entries,
             }),
             modifier: u32::from(modifier),
-            ports: vec![(node, if port_field == 0 { via.1 } else { port_field })],
+            ports: vec![PortKey::new(
+                node,
+                if port_field == 0 {
+                    via.port
+                } else {
+                    port_field
+                },
+            )],
             long: false,
         });
     }

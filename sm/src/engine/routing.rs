@@ -79,22 +79,13 @@ fn topology(subnet: &Subnet) -> Result<(Topology, Vec<u64>), TopologyError> {
         }
         ids.insert(*guid, topology.add_node(fabric_node)?);
     }
-    for (&(a_guid, a_port), &(b_guid, b_port)) in &subnet.links {
+    for (a, b) in &subnet.links {
         // Each link is stored from both ends; connect it once.
-        if (a_guid, a_port) > (b_guid, b_port) {
+        if a > b {
             continue;
         }
-        if let (Some(&a), Some(&b)) = (ids.get(&a_guid), ids.get(&b_guid)) {
-            topology.connect(
-                PortRef {
-                    node: a,
-                    port: a_port,
-                },
-                PortRef {
-                    node: b,
-                    port: b_port,
-                },
-            )?;
+        if let (Some(&a_id), Some(&b_id)) = (ids.get(&a.node), ids.get(&b.node)) {
+            topology.connect(PortRef::new(a_id, a.port), PortRef::new(b_id, b.port))?;
         }
     }
     let guids = ids.keys().copied().collect();

@@ -270,12 +270,15 @@ impl<C> Scheduler<C> {
 
     /// Every request whose deadline has passed is sent again or, with its retries spent, fails.
     pub fn poll_timeouts(&mut self, now: Instant) -> Vec<Completion<C>> {
-        let expired: Vec<u32> = self
+        let mut expired: Vec<u32> = self
             .in_flight
             .iter()
             .filter(|(_, f)| f.deadline <= now)
             .map(|(tid, _)| *tid)
             .collect();
+        // In TID order, not the map's: requests that expire together are resent in the same
+        // order on every run, which replays of recorded sweeps depend on.
+        expired.sort_unstable();
         let mut failed = Vec::new();
         for tid in expired {
             if let Some(in_flight) = self.in_flight.remove(&tid) {

@@ -5,8 +5,18 @@ use std::collections::BTreeMap;
 
 use ibqos_mad::{NodeInfoRepr, NodeType, PortInfoRepr, SwitchInfoRepr};
 
-/// A port at the other end of a link: (node GUID, port number).
-pub type PortKey = (u64, u8);
+/// A port of the fabric: its node's GUID and its number on that node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortKey {
+    pub node: u64,
+    pub port: u8,
+}
+
+impl PortKey {
+    pub const fn new(node: u64, port: u8) -> PortKey {
+        PortKey { node, port }
+    }
+}
 
 /// One discovered node.
 #[derive(Debug, Clone)]
@@ -62,12 +72,12 @@ pub struct Subnet {
 }
 
 impl Subnet {
-    pub fn port(&self, (guid, number): PortKey) -> Option<&Port> {
-        self.nodes.get(&guid)?.ports.get(&number)
+    pub fn port(&self, key: PortKey) -> Option<&Port> {
+        self.nodes.get(&key.node)?.ports.get(&key.port)
     }
 
-    pub fn port_mut(&mut self, (guid, number): PortKey) -> Option<&mut Port> {
-        self.nodes.get_mut(&guid)?.ports.get_mut(&number)
+    pub fn port_mut(&mut self, key: PortKey) -> Option<&mut Port> {
+        self.nodes.get_mut(&key.node)?.ports.get_mut(&key.port)
     }
 
     /// Records a link, from both ends.
@@ -83,9 +93,11 @@ impl Subnet {
 
     /// Every port as (key, port).
     pub fn ports(&self) -> impl Iterator<Item = (PortKey, &Port)> {
-        self.nodes
-            .iter()
-            .flat_map(|(guid, node)| node.ports.iter().map(move |(n, p)| ((*guid, *n), p)))
+        self.nodes.iter().flat_map(|(guid, node)| {
+            node.ports
+                .iter()
+                .map(move |(n, p)| (PortKey::new(*guid, *n), p))
+        })
     }
 
     pub fn switches(&self) -> impl Iterator<Item = &Node> {

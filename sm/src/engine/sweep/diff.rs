@@ -1,0 +1,410 @@
+//! What differs between what the fabric holds and what a Set would write, as typed values that
+//! display as one line each.
+
+use std::fmt;
+
+use ibqos_mad::{Attribute, AttributeId, PortInfoRepr, PortState, VlArbitrationTableRepr};
+
+/// The PortInfo fields the sweep programs and compares. PortState is not among them: it counts
+/// only when a Set asks for a change, and a refused transition is a failure, not a field the
+/// port does not keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PortInfoField {
+    Lid,
+    Lmc,
+    MasterSmLid,
+    SubnetPrefix,
+    MasterSmSl,
+    SubnetTimeOut,
+    OperVls,
+    NeighborMtu,
+    HoqLife,
+    VlStallCount,
+    VlHighLimit,
+}
+
+impl PortInfoField {
+    /// Every field, in the order differences are listed.
+    pub const ALL: [PortInfoField; 11] = [
+        PortInfoField::Lid,
+        PortInfoField::Lmc,
+        PortInfoField::MasterSmLid,
+        PortInfoField::SubnetPrefix,
+        PortInfoField::MasterSmSl,
+        PortInfoField::SubnetTimeOut,
+        PortInfoField::OperVls,
+        PortInfoField::NeighborMtu,
+        PortInfoField::HoqLife,
+        PortInfoField::VlStallCount,
+        PortInfoField::VlHighLimit,
+    ];
+
+    /// The field's label in a difference.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PortInfoField::Lid => "LID",
+            PortInfoField::Lmc => "LMC",
+            PortInfoField::MasterSmLid => "MasterSMLID",
+            PortInfoField::SubnetPrefix => "SubnetPrefix",
+            PortInfoField::MasterSmSl => "MasterSMSL",
+            PortInfoField::SubnetTimeOut => "SubnetTimeOut",
+            PortInfoField::OperVls => "OperVLs",
+            PortInfoField::NeighborMtu => "NeighborMTU",
+            PortInfoField::HoqLife => "HOQLife",
+            PortInfoField::VlStallCount => "VLStallCount",
+            PortInfoField::VlHighLimit => "VLHighLimit",
+        }
+    }
+
+    /// The field's value in `info`, as a difference shows it.
+    fn show(self, info: &PortInfoRepr) -> String {
+        match self {
+            PortInfoField::Lid => info.lid.to_string(),
+            PortInfoField::Lmc => info.lmc.to_string(),
+            PortInfoField::MasterSmLid => info.master_sm_lid.to_string(),
+            PortInfoField::SubnetPrefix => format!("{:#x}", info.gid_prefix),
+            PortInfoField::MasterSmSl => info.master_sm_sl.to_string(),
+            PortInfoField::SubnetTimeOut => info.subnet_timeout.to_string(),
+            PortInfoField::OperVls => info.operational_vls.to_string(),
+            PortInfoField::NeighborMtu => info.neighbor_mtu.to_string(),
+            PortInfoField::HoqLife => info.hoq_life.to_string(),
+            PortInfoField::VlStallCount => info.vl_stall_count.to_string(),
+            PortInfoField::VlHighLimit => info.vl_high_limit.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for PortInfoField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A value the sweep compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Field {
+    PortInfo(PortInfoField),
+    /// PortInfo.PortState, compared when a Set asks for a transition.
+    PortState,
+    /// SwitchInfo.LinearFDBTop.
+    LinearFdbTop,
+    /// SwitchInfo.PortStateChange, which the SM clears.
+    PortStateChange,
+    /// A whole SLtoVLMappingTable.
+    Sl2Vl,
+    /// A VLArbitrationTable block, up to its last entry in use.
+    VlArb,
+}
+
+impl Field {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Field::PortInfo(field) => field.name(),
+            Field::PortState => "PortState",
+            Field::LinearFdbTop => "LinearFDBTop",
+            Field::PortStateChange => "PortStateChange",
+            Field::Sl2Vl => "SL2VL",
+            Field::VlArb => "VLArb",
+        }
+    }
+}
+
+/// What was found to differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// A value the fabric holds, and the one the Set would write.
+    Value {
+        field: Field,
+        held: String,
+        planned: String,
+    },
+    /// LFT block entries (of 64) that forward differently.
+    Forwarding { entries: usize },
+    /// The read of what the fabric holds failed.
+    Unreadable,
+    /// The read answered another attribute than the one planned.
+    OtherAttribute {
+        held: AttributeId,
+        planned: AttributeId,
+    },
+}
+
+/// One difference between what the fabric holds and what a Set would write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// The planned Set's modifier, shown where the difference came from one of several reads
+    /// or from an SL2VL table.
+    pub modifier: Option<u32>,
+    pub found: Found,
+}
+
+impl Difference {
+    /// A value held and planned, as it is shown.
+    pub fn value(field: Field, held: String, planned: String) -> Difference {
+        Difference {
+            modifier: None,
+            found: Found::Value {
+                field,
+                held,
+                planned,
+            },
+        }
+    }
+
+    /// The PortInfo field this difference is in, if it is one.
+    pub fn port_info_field(&self) -> Option<PortInfoField> {
+        match self.found {
+            Found::Value {
+                field: Field::PortInfo(field),
+                ..
+            } => Some(field),
+            _ => None,
+        }
+    }
+}
+
+/// `field: held -> planned`, after the modifier where there is one.
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(modifier) = self.modifier {
+            write!(f, "{modifier:#x} ")?;
+        }
+        match &self.found {
+            Found::Value {
+                field,
+                held,
+                planned,
+            } => write!(f, "{}: {held} -> {planned}", field.name()),
+            Found::Forwarding { entries } => {
+                write!(f, "{entries} of 64 LIDs forwarded differently")
+            }
+            Found::Unreadable => f.write_str("could not be read"),
+            Found::OtherAttribute { held, planned } => {
+                write!(f, "read {held:?}, planned {planned:?}")
+            }
+        }
+    }
+}
+
+/// What differs between what the fabric holds and what a Set would write. Only what the SM
+/// programs is compared: for PortInfo, the fields the LID and link managers and QoS set; a state
+/// change counts only when one is asked for.
+pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
+    let mut out = Vec::new();
+    let mut field = |field: Field, held: String, planned: String| {
+        if held != planned {
+            out.push(Difference::value(field, held, planned));
+        }
+    };
+    match (held, planned) {
+        (Attribute::PortInfo(h), Attribute::PortInfo(p)) => {
+            for name in PortInfoField::ALL {
+                field(Field::PortInfo(name), name.show(h), name.show(p));
+            }
+            if p.port_state != PortState::NoChange {
+                field(
+                    Field::PortState,
+                    format!("{:?}", h.port_state),
+                    format!("{:?}", p.port_state),
+                );
+            }
+        }
+        (Attribute::SwitchInfo(h), Attribute::SwitchInfo(p)) => {
+            field(
+                Field::LinearFdbTop,
+                h.linear_fdb_top.to_string(),
+                p.linear_fdb_top.to_string(),
+            );
+            // Set is how the SM clears it, so a planned Set always carries it set.
+            if h.port_state_change {
+                field(Field::PortStateChange, "set".into(), "cleared".into());
+            }
+        }
+        (Attribute::LinearForwardingTable(h), Attribute::LinearForwardingTable(p)) => {
+            let entries = h.ports.iter().zip(&p.ports).filter(|(a, b)| a != b).count();
+            if entries > 0 {
+                out.push(Difference {
+                    modifier: None,
+                    found: Found::Forwarding { entries },
+                });
+            }
+        }
+        (Attribute::SlToVlMappingTable(h), Attribute::SlToVlMappingTable(p)) => {
+            field(Field::Sl2Vl, format!("{:?}", h.vls), format!("{:?}", p.vls));
+        }
+        (Attribute::VlArbitrationTable(h), Attribute::VlArbitrationTable(p)) => {
+            field(Field::VlArb, show_vlarb(h), show_vlarb(p));
+        }
+        (held, planned) => out.push(Difference {
+            modifier: None,
+            found: Found::OtherAttribute {
+                held: held.id(),
+                planned: planned.id(),
+            },
+        }),
+    }
+    out
+}
+
+/// A VLArb block as `vl:weight,...` up to its last entry in use.
+fn show_vlarb(table: &VlArbitrationTableRepr) -> String {
+    let last = table
+        .entries
+        .iter()
+        .rposition(|e| e.weight != 0 || e.vl != 0)
+        .map_or(0, |i| i + 1);
+    table.entries[..last]
+        .iter()
+        .map(|e| format!("{}:{}", e.vl, e.weight))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibqos_mad::{
+        LinearForwardingTableRepr, PortInfo, SlToVlMappingTableRepr, SwitchInfo, SwitchInfoRepr,
+        VlArbEntry,
+    };
+
+    /// A PortInfo of zeros, to set fields on.
+    fn port_info() -> PortInfoRepr {
+        PortInfoRepr::parse(&PortInfo::new_unchecked([0u8; PortInfo::<&[u8]>::LEN])).unwrap()
+    }
+
+    fn switch_info() -> SwitchInfoRepr {
+        SwitchInfoRepr::parse(&SwitchInfo::new_unchecked([0u8; SwitchInfo::<&[u8]>::LEN])).unwrap()
+    }
+
+    fn lines(held: &Attribute, planned: &Attribute) -> Vec<String> {
+        differences(held, planned)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn port_info_fields_in_order_and_state_only_when_asked() {
+        let held = PortInfoRepr {
+            lid: 1,
+            gid_prefix: 0xfe80_0000_0000_0000,
+            vl_high_limit: 4,
+            port_state: PortState::Armed,
+            ..port_info()
+        };
+        let mut planned = PortInfoRepr {
+            lid: 2,
+            gid_prefix: 0xfe80_0000_0000_0001,
+            port_state: PortState::NoChange,
+            ..held
+        };
+        let (h, p) = (Attribute::PortInfo(held), Attribute::PortInfo(planned));
+        assert_eq!(
+            lines(&h, &p),
+            [
+                "LID: 1 -> 2",
+                "SubnetPrefix: 0xfe80000000000000 -> 0xfe80000000000001"
+            ]
+        );
+        planned.port_state = PortState::Active;
+        let found = differences(&h, &Attribute::PortInfo(planned));
+        assert_eq!(found[2].to_string(), "PortState: Armed -> Active");
+        let fields: Vec<_> = found.iter().map(Difference::port_info_field).collect();
+        let (lid, prefix) = (PortInfoField::Lid, PortInfoField::SubnetPrefix);
+        assert_eq!(fields, [Some(lid), Some(prefix), None]);
+    }
+
+    #[test]
+    fn every_port_info_field_is_compared_under_its_name() {
+        let names: Vec<&str> = PortInfoField::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(
+            names.join(","),
+            "LID,LMC,MasterSMLID,SubnetPrefix,MasterSMSL,SubnetTimeOut,OperVLs,NeighborMTU,\
+             HOQLife,VLStallCount,VLHighLimit"
+        );
+        let planned = PortInfoRepr {
+            lid: 1,
+            lmc: 1,
+            master_sm_lid: 1,
+            gid_prefix: 1,
+            master_sm_sl: 1,
+            subnet_timeout: 1,
+            operational_vls: 1,
+            neighbor_mtu: 1,
+            hoq_life: 1,
+            vl_stall_count: 1,
+            vl_high_limit: 1,
+            ..port_info()
+        };
+        let held = Attribute::PortInfo(port_info());
+        let found = differences(&held, &Attribute::PortInfo(planned));
+        let fields: Vec<_> = found
+            .iter()
+            .filter_map(Difference::port_info_field)
+            .collect();
+        assert_eq!(fields, PortInfoField::ALL);
+    }
+
+    #[test]
+    fn switch_tables_and_reads() {
+        let held = SwitchInfoRepr {
+            linear_fdb_top: 3,
+            port_state_change: true,
+            ..switch_info()
+        };
+        let planned = SwitchInfoRepr {
+            linear_fdb_top: 7,
+            ..held
+        };
+        assert_eq!(
+            lines(
+                &Attribute::SwitchInfo(held),
+                &Attribute::SwitchInfo(planned)
+            ),
+            ["LinearFDBTop: 3 -> 7", "PortStateChange: set -> cleared"]
+        );
+        let none = LinearForwardingTableRepr {
+            ports: [LinearForwardingTableRepr::NO_ROUTE; 64],
+        };
+        let mut routed = none;
+        routed.ports[..3].copy_from_slice(&[1, 2, 3]);
+        let lft = |t| Attribute::LinearForwardingTable(t);
+        assert_eq!(
+            lines(&lft(none), &lft(routed)),
+            ["3 of 64 LIDs forwarded differently"]
+        );
+        assert!(lines(&lft(routed), &lft(routed)).is_empty());
+        assert_eq!(
+            lines(&lft(none), &Attribute::SwitchInfo(held)),
+            ["read LinearForwardingTable, planned SwitchInfo"]
+        );
+    }
+
+    #[test]
+    fn qos_tables_and_the_modifier_label() {
+        let sl2vl = |vl| Attribute::SlToVlMappingTable(SlToVlMappingTableRepr { vls: [vl; 16] });
+        let mut found = differences(&sl2vl(0), &sl2vl(1));
+        found[0].modifier = Some(0x3_0000);
+        assert_eq!(
+            found[0].to_string(),
+            format!("0x30000 SL2VL: {:?} -> {:?}", [0u8; 16], [1u8; 16])
+        );
+        let vlarb = |weights: &[(u8, u8)]| {
+            let mut entries = [VlArbEntry::default(); 32];
+            for (entry, &(vl, weight)) in entries.iter_mut().zip(weights) {
+                *entry = VlArbEntry { vl, weight };
+            }
+            Attribute::VlArbitrationTable(VlArbitrationTableRepr { entries })
+        };
+        assert_eq!(
+            lines(&vlarb(&[]), &vlarb(&[(0, 16), (1, 128), (0, 0), (3, 32)])),
+            ["VLArb:  -> 0:16,1:128,0:0,3:32"]
+        );
+        let unread = Difference {
+            modifier: Some(0x105),
+            found: Found::Unreadable,
+        };
+        assert_eq!(unread.to_string(), "0x105 could not be read");
+    }
+}

@@ -1,0 +1,220 @@
+//! The link manager: LIDs, link settings and ARMED in one PortInfo Set per port, then ACTIVE.
+
+use ibqos_mad::{Attribute, NodeType, PhysPortState, PortInfoModifier, PortInfoRepr, PortState};
+use ibqos_qos::{VlCount, oper_vls};
+use tracing::info;
+
+use super::reconcile::{Held, Planned};
+use super::{Op, Phase, Sweep};
+use crate::engine::lids::assign_lids;
+use crate::engine::qos::port_plan;
+use crate::engine::subnet::PortKey;
+
+impl Sweep {
+    /// LIDs for every endport, then one PortInfo Set per port: LID, LMC and SM LID on endports,
+    /// OperVLs, NeighborMTU, HOQLife and VLStallCount on links, and ARMED on ports in INIT.
+    pub(super) fn configure_ports(&mut self) {
+        self.phase = Phase::ConfiguringPorts;
+        if let Err(error) = assign_lids(&mut self.subnet, self.config.lmc, &self.config.guid2lid) {
+            self.fail(error.to_string());
+            return;
+        }
+        let sm_lid = self
+            .subnet
+            .sm_port
+            .and_then(|k| self.subnet.port(k))
+            .map_or(0, |p| p.lid);
+        info!(lids = self.counts().lids, sm_lid, "LIDs assigned");
+        let keys: Vec<PortKey> = self.subnet.ports().map(|(key, _)| key).collect();
+        for key in keys {
+            if let Some(info) = self.port_settings(key, sm_lid) {
+                self.set_port_info(key, info);
+            }
+        }
+    }
+
+    /// The PortInfo to Set on a port, or `None` for a port to leave alone (down and not an
+    /// endport).
+    pub(super) fn port_settings(&self, key: PortKey, sm_lid: u16) -> Option<PortInfoRepr> {
+        let node = self.subnet.nodes.get(&key.node)?;
+        let port = node.ports.get(&key.port)?;
+        let is_endport = !node.is_switch() || key.port == 0;
+        let peer = self
+            .subnet
+            .peer(key)
+            .and_then(|k| Some((self.subnet.nodes.get(&k.node)?, self.subnet.port(k)?)));
+        if peer.is_none() && !is_endport {
+            return None;
+        }
+        let mut info = quiet(port.info);
+        if is_endport {
+            info.lid = port.lid;
+            info.lmc = self.config.lmc;
+            info.master_sm_lid = sm_lid;
+            info.gid_prefix = self.config.subnet_prefix;
+            info.master_sm_sl = self.config.sm_sl;
+            info.subnet_timeout = self.config.subnet_timeout;
+        }
+        if let Some((peer_node, peer_port)) = peer {
+            info.operational_vls = self.oper_vls(&port.info, &peer_port.info);
+            info.neighbor_mtu = port.info.mtu_cap.min(peer_port.info.mtu_cap);
+            let leaf = !peer_node.is_switch();
+            if node.is_switch() {
+                info.hoq_life = self.hoq(leaf);
+                info.vl_stall_count = if leaf {
+                    self.config.leaf_vl_stall_count
+                } else {
+                    self.config.vl_stall_count
+                } & 0x7;
+            } else if node.info.node_type == NodeType::Router {
+                info.hoq_life = self.hoq(true);
+            }
+            if port.info.port_state == PortState::Init {
+                info.port_state = PortState::Armed;
+            }
+        }
+        // VLHighLimit travels in this Set, as in OpenSM's link manager; with qos off it is
+        // left as the port has it.
+        if self.config.qos.enabled {
+            if let Some(plan) = port_plan(&self.subnet, &self.config.qos, key, info.operational_vls)
+            {
+                info.vl_high_limit = plan.vl_high_limit;
+            }
+        }
+        Some(info)
+    }
+
+    pub(super) fn hoq(&self, leaf: bool) -> u8 {
+        let value = if leaf {
+            self.config.leaf_head_of_queue_lifetime
+        } else {
+            self.config.head_of_queue_lifetime
+        };
+        value & 0x1f
+    }
+
+    /// OperVLs: the shared rule, on VLCaps as the ports report them.
+    pub(super) fn oper_vls(&self, local: &PortInfoRepr, peer: &PortInfoRepr) -> u8 {
+        oper_vls(
+            reported_vl_cap(local.vl_cap),
+            reported_vl_cap(peer.vl_cap),
+            Some(self.config.max_op_vls),
+        )
+        .encoding()
+    }
+
+    /// ACTIVE on every ARMED port.
+    pub(super) fn activate(&mut self) {
+        self.phase = Phase::Activating;
+        let armed: Vec<(PortKey, PortInfoRepr)> = self
+            .subnet
+            .ports()
+            .filter(|(_, port)| port.info.port_state == PortState::Armed)
+            .map(|(key, port)| (key, port.info))
+            .collect();
+        for (key, info) in armed {
+            let info = PortInfoRepr {
+                port_state: PortState::Active,
+                ..quiet(info)
+            };
+            self.set_port_info(key, info);
+        }
+    }
+
+    pub(super) fn set_port_info(&mut self, key: PortKey, info: PortInfoRepr) {
+        let Some(port) = self.subnet.port(key) else {
+            return;
+        };
+        let held = Held::Known(Attribute::PortInfo(port.info));
+        let planned = Planned {
+            node: key.node,
+            path: port.path.clone(),
+            attribute: Attribute::PortInfo(info),
+            modifier: u32::from(PortInfoModifier {
+                port: key.port,
+                extended_speeds: false,
+            }),
+            op: Op::SetPortInfo {
+                port: key,
+                sent: Box::new(info),
+            },
+            timeout: None,
+            target: format!("{:#018x}[{}]", key.node, key.port),
+        };
+        self.plan_set(planned, held);
+    }
+}
+
+/// A PortInfo to Set that changes only what the caller then sets in it: the port's own values,
+/// with no state change and no forced speed or width (the enable fields' 0 means "no change").
+fn quiet(held: PortInfoRepr) -> PortInfoRepr {
+    PortInfoRepr {
+        port_state: PortState::NoChange,
+        port_phys_state: PhysPortState::NoChange,
+        link_width_enabled: 0,
+        link_speed_enabled: 0,
+        link_speed_ext_enabled: 0,
+        ..held
+    }
+}
+
+/// A VLCap as a count: an encoding outside 1..=5 is taken as the nearest count, so a port that
+/// reports 0 still runs one VL and one that reports more than 5 is limited by its peer alone.
+pub(super) fn reported_vl_cap(encoding: u8) -> VlCount {
+    VlCount::from_encoding(encoding.clamp(1, VlCount::Fifteen.encoding())).unwrap_or(VlCount::One)
+}
+
+/// The state a port would be in after a PortInfo Set asking for `asked`.
+pub(super) fn resulting_state(held: PortState, asked: PortState) -> PortState {
+    if asked == PortState::NoChange {
+        held
+    } else {
+        asked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibqos_mad::PortInfo;
+
+    #[test]
+    fn a_state_change_is_what_was_asked_unless_none_was() {
+        assert_eq!(
+            resulting_state(PortState::Init, PortState::Armed),
+            PortState::Armed
+        );
+        assert_eq!(
+            resulting_state(PortState::Armed, PortState::NoChange),
+            PortState::Armed
+        );
+    }
+
+    #[test]
+    fn quiet_changes_no_state_speed_or_width_and_keeps_the_rest() {
+        let mut held = PortInfoRepr::parse(&PortInfo::new_unchecked([0xffu8; 64])).unwrap();
+        held.port_state = PortState::Armed;
+        let set = quiet(held);
+        assert_eq!(set.port_state, PortState::NoChange);
+        assert_eq!(set.port_phys_state, PhysPortState::NoChange);
+        assert_eq!(
+            (
+                set.link_width_enabled,
+                set.link_speed_enabled,
+                set.link_speed_ext_enabled
+            ),
+            (0, 0, 0)
+        );
+        assert_eq!(
+            (set.lid, set.vl_cap, set.mtu_cap),
+            (held.lid, held.vl_cap, held.mtu_cap)
+        );
+    }
+
+    #[test]
+    fn a_vl_cap_out_of_range_is_the_nearest_count() {
+        let caps: Vec<VlCount> = [0, 1, 3, 5, 6, 15].map(reported_vl_cap).to_vec();
+        use VlCount::*;
+        assert_eq!(caps, [One, One, Four, Fifteen, Fifteen, Fifteen]);
+    }
+}

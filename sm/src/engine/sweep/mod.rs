@@ -1,0 +1,421 @@
+//! One heavy sweep, as a state machine: discover the fabric by directed route, assign LIDs,
+//! program every port's link settings and arm it, route and program the switches' forwarding
+//! tables, then make every port ACTIVE. That is the point OpenSM logs as SUBNET UP.
+//!
+//! Each phase queues its SMPs with the [`Scheduler`] and the next phase starts when the
+//! scheduler has nothing left; discovery alone grows as answers come in. A request that fails
+//! (no answer after its retries, or an error status) is logged and counted, and the sweep goes
+//! on with the rest of the fabric.
+
+mod diff;
+mod discovery;
+mod links;
+mod qos;
+mod reconcile;
+mod switches;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use ibqos_mad::{
+    Attribute, AttributeId, DrPath, PhysPortState, PortInfoRepr, PortState, Routing, SmpRepr,
+};
+use ibqos_qos::{QosConfig, VlCount};
+use tracing::{debug, info, warn};
+
+use super::qos::QosSet;
+use super::routing::RoutingEngine;
+use super::scheduler::{Completion, Request, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
+use super::subnet::{Node, PortKey, Subnet};
+use discovery::description_text;
+use qos::Settled;
+use reconcile::PendingRead;
+
+pub use diff::{Difference, Field, Found, PortInfoField};
+pub use qos::QosCounts;
+pub use reconcile::{Change, Learned};
+
+/// What the sweep needs from the configuration.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    pub scheduler: SchedulerConfig,
+    pub lmc: u8,
+    pub subnet_prefix: u64,
+    pub sm_sl: u8,
+    /// `max_op_vls` as a cap on OperationalVLs.
+    pub max_op_vls: VlCount,
+    pub head_of_queue_lifetime: u8,
+    pub leaf_head_of_queue_lifetime: u8,
+    pub vl_stall_count: u8,
+    pub leaf_vl_stall_count: u8,
+    /// PortInfo.SubnetTimeOut given to endports (OpenSM's `subnet_timeout`, default 18).
+    pub subnet_timeout: u8,
+    pub routing: RoutingEngine,
+    /// LIDs to keep from an earlier run (the guid2lid cache), by port GUID.
+    pub guid2lid: BTreeMap<u64, u16>,
+    /// QoS: nothing is programmed unless `qos.enabled`.
+    pub qos: QosConfig,
+    /// One SL2VL Set for all a switch's ports where the switch supports it.
+    pub use_optimized_slvl: bool,
+    /// The timeout of those all-ports Sets (OpenSM's `long_transaction_timeout`).
+    pub long_timeout: Duration,
+    /// Whether to Set everything, only what differs from the fabric, or nothing.
+    pub mode: SweepMode,
+}
+
+/// How a sweep treats what the fabric already holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SweepMode {
+    /// Set every value, whatever the fabric holds (the first sweep: OpenSM's forced update).
+    #[default]
+    Forced,
+    /// Read what the fabric holds and Set only what differs: later sweeps, which repair what
+    /// changed behind the SM's back and apply an edited configuration.
+    Diff,
+    /// Read and compare like `Diff`, and Set nothing: `ibqos sm --dry-run`.
+    DryRun,
+}
+
+/// Where the sweep is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    Discovering,
+    /// LIDs, link settings and ARMED on every port.
+    ConfiguringPorts,
+    /// SL2VL and VLArb tables, each Set's echo checked against what was sent.
+    ProgrammingQos,
+    /// SwitchInfo.LinearFDBTop and the LFT blocks.
+    ProgrammingSwitches,
+    /// ACTIVE on every linked port.
+    Activating,
+    SubnetUp,
+    /// Every phase ran, but some requests failed or some linked ports are not ACTIVE.
+    Incomplete {
+        failed_requests: usize,
+        ports_not_active: usize,
+    },
+    /// The sweep could not go on (no LIDs, no routes); the reason is in the message.
+    Failed(String),
+}
+
+/// What an SMP in flight was for.
+#[derive(Debug, Clone)]
+enum Op {
+    NodeInfo {
+        path: Vec<u8>,
+    },
+    NodeDescription {
+        guid: u64,
+    },
+    SwitchInfo {
+        guid: u64,
+    },
+    PortInfo {
+        guid: u64,
+        port: u8,
+    },
+    SetPortInfo {
+        port: PortKey,
+        /// What was sent, to learn from the echo which fields the port keeps.
+        sent: Box<PortInfoRepr>,
+    },
+    SetSwitchInfo {
+        guid: u64,
+    },
+    SetLft {
+        guid: u64,
+    },
+    /// Entry `index` of the QoS Sets, sent for the `attempt`th time.
+    SetQos {
+        index: usize,
+        attempt: u32,
+    },
+    /// A read of what the fabric holds for pending planned Set `pending`.
+    ReadBack {
+        pending: usize,
+    },
+}
+
+/// The counts an administrator reads after a sweep.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepCounts {
+    pub nodes: usize,
+    pub switches: usize,
+    pub ports: usize,
+    pub lids: usize,
+    /// Requests that failed after their retries, or with an error status.
+    pub failed_requests: usize,
+    /// Ports left not ACTIVE although linked.
+    pub ports_not_active: usize,
+}
+
+/// One heavy sweep.
+#[derive(Debug)]
+pub struct Sweep {
+    config: SweepConfig,
+    /// What earlier sweeps learned, added to as this one learns more.
+    learned: Learned,
+    scheduler: Scheduler<Op>,
+    subnet: Subnet,
+    phase: Phase,
+    /// Switch ports whose far end has been (or is being) probed.
+    probed: BTreeSet<PortKey>,
+    /// The node each route answered from, to attribute a new link to its near end.
+    by_path: HashMap<Vec<u8>, u64>,
+    /// The route and port GUID by which each CA port was first reached: a CA answers PortInfo
+    /// for the port a request arrives on, so each CA port is read through its own route.
+    arrivals: BTreeMap<PortKey, (Vec<u8>, u64)>,
+    /// The QoS Sets of this sweep, and where each stands.
+    qos_sets: Vec<QosSet>,
+    qos_settled: Vec<Settled>,
+    pending_reads: Vec<PendingRead>,
+    changes: Vec<Change>,
+    failed_requests: usize,
+    started: Instant,
+    subnet_up_after: Option<Duration>,
+}
+
+impl Sweep {
+    /// A sweep that starts by asking the SM's own node who it is, knowing what earlier sweeps
+    /// learned.
+    pub fn start(config: SweepConfig, learned: Learned, now: Instant) -> Sweep {
+        let mut sweep = Sweep {
+            scheduler: Scheduler::new(config.scheduler),
+            config,
+            learned,
+            subnet: Subnet::default(),
+            phase: Phase::Discovering,
+            probed: BTreeSet::new(),
+            by_path: HashMap::new(),
+            arrivals: BTreeMap::new(),
+            qos_sets: Vec::new(),
+            qos_settled: Vec::new(),
+            pending_reads: Vec::new(),
+            changes: Vec::new(),
+            failed_requests: 0,
+            started: now,
+            subnet_up_after: None,
+        };
+        info!("discovering the fabric");
+        sweep.get_node_info(Vec::new());
+        sweep
+    }
+
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    pub fn subnet(&self) -> &Subnet {
+        &self.subnet
+    }
+
+    pub fn stats(&self) -> &SchedulerStats {
+        self.scheduler.stats()
+    }
+
+    /// How long the sweep took to reach SUBNET UP, once it has.
+    pub fn subnet_up_after(&self) -> Option<Duration> {
+        self.subnet_up_after
+    }
+
+    pub fn is_done(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::SubnetUp | Phase::Incomplete { .. } | Phase::Failed(_)
+        )
+    }
+
+    pub fn counts(&self) -> SweepCounts {
+        // A port counts as linked once its peer is known or its physical link is up: a link
+        // whose far end never answered is still a link left out of service.
+        let linked_not_active = self
+            .subnet
+            .ports()
+            .filter(|(key, p)| {
+                let node_is_switch = self
+                    .subnet
+                    .nodes
+                    .get(&key.node)
+                    .is_some_and(Node::is_switch);
+                let management_port = node_is_switch && key.port == 0;
+                let linked = self.subnet.peer(*key).is_some()
+                    || p.info.port_phys_state == PhysPortState::LinkUp;
+                linked && !management_port && p.info.port_state != PortState::Active
+            })
+            .count();
+        SweepCounts {
+            nodes: self.subnet.nodes.len(),
+            switches: self.subnet.switches().count(),
+            ports: self.subnet.port_count(),
+            lids: self
+                .subnet
+                .endports()
+                .filter(|(_, _, p)| p.lid != 0)
+                .count(),
+            failed_requests: self.failed_requests,
+            ports_not_active: linked_not_active,
+        }
+    }
+
+    /// The next SMP to send.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.scheduler.poll_transmit(now)
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.scheduler.next_deadline()
+    }
+
+    /// A response (or any MAD) from the fabric.
+    pub fn on_response(&mut self, now: Instant, response: SmpRepr) {
+        if let Some(done) = self.scheduler.on_response(response) {
+            self.complete(now, done);
+        }
+        self.advance(now);
+    }
+
+    /// The fabric handed a request back undelivered.
+    pub fn on_dropped(&mut self, now: Instant, request: SmpRepr) {
+        if let Some(done) = self.scheduler.on_dropped(request) {
+            self.complete(now, done);
+        }
+        self.advance(now);
+    }
+
+    /// Time has passed: requests past their deadline are retried or given up.
+    pub fn on_time(&mut self, now: Instant) {
+        for done in self.scheduler.poll_timeouts(now) {
+            self.complete(now, done);
+        }
+        self.advance(now);
+    }
+
+    fn complete(&mut self, now: Instant, done: Completion<Op>) {
+        match done {
+            Completion::Answered { context, response } => {
+                match Attribute::parse(response.attribute_id, &response.data) {
+                    Ok(attribute) => self.answered(now, context, attribute),
+                    Err(error) => {
+                        warn!(?context, %error, "malformed answer; treating the request as failed");
+                        self.failed_requests += 1;
+                    }
+                }
+            }
+            Completion::Failed {
+                context, failure, ..
+            } => {
+                self.failed_requests += 1;
+                warn!(
+                    ?context,
+                    ?failure,
+                    "request failed after its retries; going on without it"
+                );
+            }
+        }
+    }
+
+    fn answered(&mut self, now: Instant, op: Op, attribute: Attribute) {
+        match (op, attribute) {
+            (Op::NodeInfo { path }, Attribute::NodeInfo(info)) => self.node_found(path, info),
+            (Op::NodeDescription { guid }, Attribute::NodeDescription(desc)) => {
+                if let Some(node) = self.subnet.nodes.get_mut(&guid) {
+                    node.description = description_text(&desc);
+                }
+            }
+            (Op::SwitchInfo { guid }, Attribute::SwitchInfo(info)) => {
+                if let Some(node) = self.subnet.nodes.get_mut(&guid) {
+                    node.switch = Some(info);
+                }
+            }
+            (Op::PortInfo { guid, port }, Attribute::PortInfo(info)) => {
+                self.port_found(guid, port, info)
+            }
+            (Op::SetPortInfo { port, sent }, Attribute::PortInfo(info)) => {
+                self.learn_unkept(port, &sent, &info);
+                if let Some(p) = self.subnet.port_mut(port) {
+                    p.info = info;
+                }
+            }
+            (Op::SetSwitchInfo { guid }, Attribute::SwitchInfo(info)) => {
+                if let Some(node) = self.subnet.nodes.get_mut(&guid) {
+                    node.switch = Some(info);
+                }
+            }
+            (Op::SetLft { guid }, Attribute::LinearForwardingTable(_)) => {
+                debug!(guid = %format!("{guid:#018x}"), "LFT block set");
+            }
+            (Op::SetQos { index, attempt }, echo) => self.qos_echo(now, index, attempt, echo),
+            (Op::ReadBack { pending }, held) => self.read_back(pending, Some(held)),
+            (op, attribute) => {
+                warn!(?op, answer = ?attribute.id(), "answer of the wrong attribute; ignored");
+                self.failed_requests += 1;
+            }
+        }
+    }
+
+    /// When a phase has nothing left on the wire, the next one starts.
+    fn advance(&mut self, now: Instant) {
+        while self.scheduler.is_idle() && !self.is_done() {
+            match self.phase {
+                Phase::Discovering => {
+                    let counts = self.counts();
+                    info!(
+                        nodes = counts.nodes,
+                        switches = counts.switches,
+                        ports = counts.ports,
+                        "discovery done"
+                    );
+                    self.configure_ports();
+                }
+                Phase::ConfiguringPorts => self.program_qos(),
+                Phase::ProgrammingQos => self.program_switches(),
+                Phase::ProgrammingSwitches => self.activate(),
+                Phase::Activating => self.finish(now),
+                Phase::SubnetUp | Phase::Incomplete { .. } | Phase::Failed(_) => {}
+            }
+        }
+    }
+
+    /// SUBNET UP when every request succeeded and every linked port is ACTIVE; otherwise the
+    /// sweep is incomplete and another heavy sweep is due, as OpenSM re-sweeps after an
+    /// initialization error.
+    fn finish(&mut self, now: Instant) {
+        let counts = self.counts();
+        let qos = self.qos_counts();
+        if counts.failed_requests == 0 && counts.ports_not_active == 0 && qos.failed == 0 {
+            self.phase = Phase::SubnetUp;
+            self.subnet_up_after = Some(now.saturating_duration_since(self.started));
+            info!("SUBNET UP");
+        } else {
+            warn!(
+                failed_requests = counts.failed_requests,
+                ports_not_active = counts.ports_not_active,
+                "sweep incomplete"
+            );
+            self.phase = Phase::Incomplete {
+                failed_requests: counts.failed_requests,
+                ports_not_active: counts.ports_not_active,
+            };
+        }
+    }
+
+    fn fail(&mut self, reason: String) {
+        warn!(%reason, "sweep failed");
+        self.phase = Phase::Failed(reason);
+    }
+
+    fn get(&mut self, node: u64, path: &[u8], id: AttributeId, modifier: u32, op: Op) {
+        let Ok(route) = DrPath::request(path) else {
+            warn!(?path, "route longer than 63 hops; not followed");
+            return;
+        };
+        let smp = SmpRepr::get(id, modifier, 0, Routing::Directed(route));
+        self.scheduler.submit(Request {
+            smp,
+            dlid: None,
+            node,
+            timeout: None,
+            context: op,
+        });
+    }
+}

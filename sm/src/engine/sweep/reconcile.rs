@@ -1,0 +1,210 @@
+//! The reconciler: every Set a sweep plans goes through here. A forced sweep sends it; a diff
+//! sweep or dry run first compares it with what the fabric holds, reading that where discovery
+//! did not, and records each difference as a [`Change`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use ibqos_mad::{Attribute, AttributeId, DrPath, PortInfoRepr, Routing, SmpRepr};
+use tracing::debug;
+
+use super::diff::{Difference, Found, PortInfoField, differences};
+use super::links::resulting_state;
+use super::qos::Settled;
+use super::{Op, Sweep, SweepMode};
+use crate::engine::scheduler::Request;
+use crate::engine::subnet::PortKey;
+
+/// One value the sweep programs that the fabric held differently (Diff and DryRun modes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Which node and port or table, for people.
+    pub target: String,
+    pub attribute: AttributeId,
+    pub modifier: u32,
+    pub differences: Vec<Difference>,
+    /// Whether the Set was sent (false in DryRun mode).
+    pub sent: bool,
+}
+
+/// What sweeps learn about the fabric and hand on to the next sweep.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Learned {
+    /// Per port, the PortInfo fields it was seen not to keep; not compared in Diff mode.
+    pub unkept: BTreeMap<PortKey, BTreeSet<PortInfoField>>,
+}
+
+/// A Set the sweep wants to make, before it knows whether it is needed.
+#[derive(Debug, Clone)]
+pub(super) struct Planned {
+    pub(super) node: u64,
+    pub(super) path: Vec<u8>,
+    pub(super) attribute: Attribute,
+    pub(super) modifier: u32,
+    pub(super) op: Op,
+    pub(super) timeout: Option<Duration>,
+    pub(super) target: String,
+}
+
+/// What the fabric holds for a planned Set.
+pub(super) enum Held {
+    /// Known already (PortInfo and SwitchInfo from discovery).
+    Known(Attribute),
+    /// To be read with a Get of each of these modifiers (an SL2VL Set for all pairs is read
+    /// pair by pair).
+    Read(Vec<u32>),
+}
+
+/// A planned Set waiting for the reads of what the fabric holds.
+#[derive(Debug)]
+pub(super) struct PendingRead {
+    planned: Planned,
+    reads_left: usize,
+    differences: Vec<Difference>,
+}
+
+impl Sweep {
+    /// Sends a planned Set, or in Diff and DryRun modes first compares it with what the fabric
+    /// holds: reading that where it is not known, and recording every difference.
+    pub(super) fn plan_set(&mut self, planned: Planned, held: Held) {
+        if self.config.mode == SweepMode::Forced {
+            self.send(planned);
+            return;
+        }
+        match held {
+            Held::Known(attribute) => {
+                let unkept = match &planned.op {
+                    Op::SetPortInfo { port, .. } => self.learned.unkept.get(port),
+                    _ => None,
+                };
+                let mut differences = differences(&attribute, &planned.attribute);
+                differences.retain(|d| {
+                    let field = d.port_info_field();
+                    !field.is_some_and(|f| unkept.is_some_and(|u| u.contains(&f)))
+                });
+                self.decide(planned, differences);
+            }
+            Held::Read(modifiers) => {
+                let pending = self.pending_reads.len();
+                let id = planned.attribute.id();
+                let (node, path) = (planned.node, planned.path.clone());
+                self.pending_reads.push(PendingRead {
+                    planned,
+                    reads_left: modifiers.len(),
+                    differences: Vec::new(),
+                });
+                for modifier in modifiers {
+                    self.get(node, &path, id, modifier, Op::ReadBack { pending });
+                }
+            }
+        }
+    }
+
+    /// One read for a pending planned Set came back (`None`: it could not be read).
+    pub(super) fn read_back(&mut self, pending: usize, held: Option<Attribute>) {
+        let Some(entry) = self.pending_reads.get_mut(pending) else {
+            return;
+        };
+        let modifier = (entry.reads_left > 1
+            || matches!(held, Some(Attribute::SlToVlMappingTable(_))))
+        .then_some(entry.planned.modifier);
+        let found = match held {
+            Some(held) => differences(&held, &entry.planned.attribute),
+            None => vec![Difference {
+                modifier: None,
+                found: Found::Unreadable,
+            }],
+        };
+        entry
+            .differences
+            .extend(found.into_iter().map(|d| Difference { modifier, ..d }));
+        entry.reads_left = entry.reads_left.saturating_sub(1);
+        if entry.reads_left == 0 {
+            let planned = entry.planned.clone();
+            let differences = std::mem::take(&mut entry.differences);
+            self.decide(planned, differences);
+        }
+    }
+
+    /// A compared planned Set: nothing to do if nothing differs; otherwise recorded, and sent
+    /// unless this is a dry run. A dry run updates the model as if the Set had been made, so the
+    /// later phases plan from the state the fabric would be in.
+    pub(super) fn decide(&mut self, planned: Planned, differences: Vec<Difference>) {
+        if differences.is_empty() {
+            if let Op::SetQos { index, .. } = planned.op {
+                self.settle_qos(index, Settled::Verified);
+            }
+            return;
+        }
+        let sent = self.config.mode != SweepMode::DryRun;
+        self.changes.push(Change {
+            target: planned.target.clone(),
+            attribute: planned.attribute.id(),
+            modifier: planned.modifier,
+            differences,
+            sent,
+        });
+        if sent {
+            self.send(planned);
+        } else if let (Op::SetPortInfo { port, .. }, Attribute::PortInfo(info)) =
+            (&planned.op, &planned.attribute)
+        {
+            if let Some(p) = self.subnet.port_mut(*port) {
+                p.info = PortInfoRepr {
+                    port_state: resulting_state(p.info.port_state, info.port_state),
+                    ..*info
+                };
+            }
+        }
+    }
+
+    /// A PortInfo Set's echo: a programmed field the port answers differently was not kept
+    /// (ibsim keeps no VLHighLimit, NeighborMTU, VLStallCount or SubnetTimeOut). It is
+    /// remembered, so later sweeps do not rewrite it forever.
+    pub(super) fn learn_unkept(&mut self, port: PortKey, sent: &PortInfoRepr, echo: &PortInfoRepr) {
+        let differing = differences(&Attribute::PortInfo(*echo), &Attribute::PortInfo(*sent));
+        for field in differing.iter().filter_map(Difference::port_info_field) {
+            if self.learned.unkept.entry(port).or_default().insert(field) {
+                debug!(?port, %field, "port does not keep this PortInfo field");
+            }
+        }
+    }
+
+    /// What this sweep and those before it learned, to hand to the next sweep.
+    pub fn learned(&self) -> &Learned {
+        &self.learned
+    }
+
+    /// The changes found (Diff and DryRun modes), in the order they were decided.
+    pub fn changes(&self) -> &[Change] {
+        &self.changes
+    }
+
+    pub(super) fn send(&mut self, planned: Planned) {
+        self.send_at(planned, None);
+    }
+
+    /// Sends a Set now, or once `not_before` has come.
+    pub(super) fn send_at(&mut self, planned: Planned, not_before: Option<Instant>) {
+        let Ok(route) = DrPath::request(&planned.path) else {
+            return;
+        };
+        let smp = SmpRepr::set(
+            &planned.attribute,
+            planned.modifier,
+            0,
+            Routing::Directed(route),
+        );
+        let request = Request {
+            smp,
+            dlid: None,
+            node: planned.node,
+            timeout: planned.timeout,
+            context: planned.op,
+        };
+        match not_before {
+            Some(at) => self.scheduler.submit_at(at, request),
+            None => self.scheduler.submit(request),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Switch programming: the routes as LinearFDBTop and the LFT blocks of every switch.
+
+use ibqos_mad::{Attribute, LinearForwardingTableRepr};
+use tracing::info;
+
+use super::reconcile::{Held, Planned};
+use super::{Op, Phase, Sweep};
+use crate::engine::routing::route;
+
+impl Sweep {
+    /// SwitchInfo.LinearFDBTop and the LFT blocks up to it, on every switch.
+    pub(super) fn program_switches(&mut self) {
+        self.phase = Phase::ProgrammingSwitches;
+        let lfts = match route(&self.subnet, &self.config.routing) {
+            Ok(lfts) => lfts,
+            Err(error) => {
+                self.fail(error.to_string());
+                return;
+            }
+        };
+        let top = lfts.max_lid();
+        for (guid, lft) in &lfts.tables {
+            let Some(node) = self.subnet.nodes.get(guid) else {
+                continue;
+            };
+            let path = node.path.clone();
+            if let Some(held) = node.switch {
+                let mut switch = held;
+                switch.linear_fdb_top = top;
+                // Writing 1 clears PortStateChange: the SM has seen this topology.
+                switch.port_state_change = true;
+                let planned = Planned {
+                    node: *guid,
+                    path: path.clone(),
+                    attribute: Attribute::SwitchInfo(switch),
+                    modifier: 0,
+                    op: Op::SetSwitchInfo { guid: *guid },
+                    timeout: None,
+                    target: format!("{guid:#018x} SwitchInfo"),
+                };
+                self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
+            }
+            for (block, ports) in lft.chunks(64).enumerate() {
+                let mut table = LinearForwardingTableRepr {
+                    ports: [LinearForwardingTableRepr::NO_ROUTE; 64],
+                };
+                table.ports[..ports.len()].copy_from_slice(ports);
+                let planned = Planned {
+                    node: *guid,
+                    path: path.clone(),
+                    attribute: Attribute::LinearForwardingTable(table),
+                    modifier: block as u32,
+                    op: Op::SetLft { guid: *guid },
+                    timeout: None,
+                    target: format!("{guid:#018x} LFT block {block}"),
+                };
+                self.plan_set(planned, Held::Read(vec![block as u32]));
+            }
+        }
+        info!(
+            switches = lfts.tables.len(),
+            max_lid = top,
+            "switches configured"
+        );
+    }
+}
