@@ -302,4 +302,33 @@ mod tests {
         assert_eq!(MgmtClass::from(0x0a), MgmtClass::Unknown(0x0a));
         assert!(!Method::Set.is_response());
     }
+
+    #[test]
+    fn names_are_the_variants_and_unknown_values_are_hex() {
+        assert_eq!(
+            AttributeId::SlToVlMappingTable.to_string(),
+            "SlToVlMappingTable"
+        );
+        assert_eq!(AttributeId::Unknown(0xff12).to_string(), "0xff12");
+        assert_eq!(Method::GetResp.to_string(), "GetResp");
+        assert_eq!(Method::Unknown(0x7f).to_string(), "0x7f");
+        assert_eq!(MgmtClass::Unknown(0x0a).to_string(), "0x0a");
+    }
+
+    #[test]
+    fn order_and_equality_are_the_raw_values() {
+        assert_eq!(Method::Unknown(0x01), Method::Get);
+        let mut ids = [
+            AttributeId::Unknown(0x0013),
+            AttributeId::PortInfo,
+            AttributeId::Unknown(0x0003),
+            AttributeId::NodeInfo,
+        ];
+        ids.sort();
+        assert_eq!(
+            ids.map(u16::from),
+            [0x0003, 0x0011, 0x0013, 0x0015],
+            "Unknown sorts by value, not last"
+        );
+    }
 }

@@ -71,7 +71,7 @@ pub enum Completion<C> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SchedulerStats {
     /// SMPs put on the wire, retries included, per (attribute, method).
-    pub sent: BTreeMap<(u16, u8), u64>,
+    pub sent: BTreeMap<(AttributeId, Method), u64>,
     pub retries: u64,
     pub timeouts: u64,
     pub error_statuses: u64,
@@ -155,14 +155,6 @@ impl<C> Scheduler<C> {
             && self.delayed.is_empty()
     }
 
-    /// Requests queued or on the wire.
-    pub fn pending(&self) -> usize {
-        self.in_flight.len()
-            + self.resend.len()
-            + self.delayed.len()
-            + self.queues.values().map(VecDeque::len).sum::<usize>()
-    }
-
     /// The next SMP to send, if the wire has room: a resend first, then the next node's turn.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         if self.delayed.iter().any(|(at, _)| *at <= now) {
@@ -209,7 +201,7 @@ impl<C> Scheduler<C> {
         *self
             .stats
             .sent
-            .entry((u16::from(smp.attribute_id), u8::from(smp.method)))
+            .entry((smp.attribute_id, smp.method))
             .or_default() += 1;
         let transmit = Transmit {
             smp,
@@ -269,15 +261,20 @@ impl<C> Scheduler<C> {
     }
 
     /// Every request whose deadline has passed is sent again or, with its retries spent, fails.
+    ///
+    /// They are taken in deadline order, and requests with the same deadline in TID order (the
+    /// order they were sent, unless the TIDs wrapped in between), so that the failures and the
+    /// resends come out the same on every run.
     pub fn poll_timeouts(&mut self, now: Instant) -> Vec<Completion<C>> {
-        let expired: Vec<u32> = self
+        let mut expired: Vec<(Instant, u32)> = self
             .in_flight
             .iter()
             .filter(|(_, f)| f.deadline <= now)
-            .map(|(tid, _)| *tid)
+            .map(|(tid, f)| (f.deadline, *tid))
             .collect();
+        expired.sort_unstable();
         let mut failed = Vec::new();
-        for tid in expired {
+        for (_, tid) in expired {
             if let Some(in_flight) = self.in_flight.remove(&tid) {
                 self.stats.timeouts += 1;
                 let attempts = in_flight.attempts;
@@ -320,22 +317,6 @@ impl<C> Scheduler<C> {
         } else {
             None
         }
-    }
-}
-
-/// The name OpenSM's logs use for an attribute, for the summary.
-pub fn attribute_name(id: u16) -> String {
-    match AttributeId::from(id) {
-        AttributeId::Unknown(raw) => format!("0x{raw:04x}"),
-        known => format!("{known:?}"),
-    }
-}
-
-/// A method's name for the summary.
-pub fn method_name(method: u8) -> String {
-    match Method::from(method) {
-        Method::Unknown(raw) => format!("0x{raw:02x}"),
-        known => format!("{known:?}"),
     }
 }
 
@@ -480,6 +461,28 @@ mod tests {
             (2, 3, 3)
         );
         assert!(s.is_idle());
+    }
+
+    #[test]
+    fn timeouts_fail_in_deadline_order_then_in_sending_order() {
+        let mut s = scheduler(100, 0);
+        let now = Instant::now();
+        let mut late = request(0, 0);
+        late.timeout = Some(TIMEOUT * 2);
+        s.submit(late);
+        (1..=20).for_each(|node| s.submit(request(node, 0)));
+        assert_eq!(drain(&mut s, now).len(), 21);
+        let failed: Vec<u64> = s
+            .poll_timeouts(now + TIMEOUT * 2)
+            .into_iter()
+            .map(|done| match done {
+                Completion::Failed { context, .. } => context.0,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let mut want: Vec<u64> = (1..=20).collect();
+        want.push(0);
+        assert_eq!(failed, want);
     }
 
     #[test]
