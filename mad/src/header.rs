@@ -151,6 +151,22 @@ impl Status {
     pub fn without_direction(self) -> Self {
         Self(self.0 & !Self::DIRECTION)
     }
+
+    /// What a non-zero status means, in a few words for a person (IBA 13.4.7, table 113): the
+    /// invalid-field code if there is one, else busy, else the class-specific bits.
+    pub fn describe(self) -> &'static str {
+        match self.invalid_field() {
+            InvalidField::None if self.is_busy() => "busy",
+            InvalidField::None => "class-specific error",
+            InvalidField::BadVersion => "bad base or class version",
+            InvalidField::MethodUnsupported => "method not supported",
+            InvalidField::MethodAttributeUnsupported => {
+                "method/attribute combination not supported"
+            }
+            InvalidField::InvalidValue => "invalid attribute or modifier value",
+            InvalidField::Unknown(_) => "reserved invalid-field code",
+        }
+    }
 }
 
 impl FieldValue for Status {
@@ -292,6 +308,24 @@ mod tests {
         assert_eq!(Status(0x0300).class_specific(), 3);
         assert!(Status(0x0001).is_busy() && !Status(0x0001).is_redirect());
         assert!(Status(0x0002).is_redirect() && !Status(0x0002).is_busy());
+    }
+
+    #[test]
+    fn status_descriptions() {
+        let described = [0x0001, 0x0100, 0x0004, 0x0008, 0x000c, 0x001c, 0x0014]
+            .map(|raw| Status(raw).describe());
+        assert_eq!(
+            described,
+            [
+                "busy",
+                "class-specific error",
+                "bad base or class version",
+                "method not supported",
+                "method/attribute combination not supported",
+                "invalid attribute or modifier value",
+                "reserved invalid-field code",
+            ]
+        );
     }
 
     #[test]
