@@ -151,6 +151,22 @@ impl Status {
     pub fn without_direction(self) -> Self {
         Self(self.0 & !Self::DIRECTION)
     }
+
+    /// What a non-zero status means, in a few words for a person (IBA 13.4.7, table 113): the
+    /// invalid-field code if there is one, else busy, else the class-specific bits.
+    pub fn describe(self) -> &'static str {
+        match self.invalid_field() {
+            InvalidField::None if self.is_busy() => "busy",
+            InvalidField::None => "class-specific error",
+            InvalidField::BadVersion => "bad base or class version",
+            InvalidField::MethodUnsupported => "method not supported",
+            InvalidField::MethodAttributeUnsupported => {
+                "method/attribute combination not supported"
+            }
+            InvalidField::InvalidValue => "invalid attribute or modifier value",
+            InvalidField::Unknown(_) => "reserved invalid-field code",
+        }
+    }
 }
 
 impl FieldValue for Status {
@@ -295,11 +311,58 @@ mod tests {
     }
 
     #[test]
+    fn status_descriptions() {
+        let described = [0x0001, 0x0100, 0x0004, 0x0008, 0x000c, 0x001c, 0x0014]
+            .map(|raw| Status(raw).describe());
+        assert_eq!(
+            described,
+            [
+                "busy",
+                "class-specific error",
+                "bad base or class version",
+                "method not supported",
+                "method/attribute combination not supported",
+                "invalid attribute or modifier value",
+                "reserved invalid-field code",
+            ]
+        );
+    }
+
+    #[test]
     fn unknown_values_are_kept() {
         assert_eq!(Method::from(0x7f), Method::Unknown(0x7f));
         assert_eq!(u8::from(Method::Unknown(0x7f)), 0x7f);
         assert_eq!(AttributeId::from(0x1234), AttributeId::Unknown(0x1234));
         assert_eq!(MgmtClass::from(0x0a), MgmtClass::Unknown(0x0a));
         assert!(!Method::Set.is_response());
+    }
+
+    #[test]
+    fn names_are_the_variants_and_unknown_values_are_hex() {
+        assert_eq!(
+            AttributeId::SlToVlMappingTable.to_string(),
+            "SlToVlMappingTable"
+        );
+        assert_eq!(AttributeId::Unknown(0xff12).to_string(), "0xff12");
+        assert_eq!(Method::GetResp.to_string(), "GetResp");
+        assert_eq!(Method::Unknown(0x7f).to_string(), "0x7f");
+        assert_eq!(MgmtClass::Unknown(0x0a).to_string(), "0x0a");
+    }
+
+    #[test]
+    fn order_and_equality_are_the_raw_values() {
+        assert_eq!(Method::Unknown(0x01), Method::Get);
+        let mut ids = [
+            AttributeId::Unknown(0x0013),
+            AttributeId::PortInfo,
+            AttributeId::Unknown(0x0003),
+            AttributeId::NodeInfo,
+        ];
+        ids.sort();
+        assert_eq!(
+            ids.map(u16::from),
+            [0x0003, 0x0011, 0x0013, 0x0015],
+            "Unknown sorts by value, not last"
+        );
     }
 }

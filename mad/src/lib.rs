@@ -34,6 +34,7 @@ mod header;
 mod modifier;
 mod perf;
 mod smp;
+mod vocabulary;
 
 pub use attr::Attribute;
 pub use attr::guid_info::{GuidInfo, GuidInfoRepr};
@@ -64,6 +65,7 @@ pub use perf::port_counters::{PortCounters, PortCountersRepr};
 pub use perf::port_counters_extended::{PortCountersExtended, PortCountersExtendedRepr};
 pub use perf::{COUNTERS_OFFSET, CounterHeader, PerfAttributeId, PerfCapabilityMask, PerfMgtMad};
 pub use smp::{Direction, DrPath, Routing, Smp, SmpRepr};
+pub use vocabulary::{Guid, Lid, PortNum, Priority};
 
 /// Parses `bytes` as an SMP and its data area as the attribute its AttributeID names.
 ///

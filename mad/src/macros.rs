@@ -273,6 +273,11 @@ macro_rules! layout_field {
 /// Declares an open enum over an integer: named values, plus `Unknown(raw)` for every other
 /// value. Conversions both ways are total, so a value the crate has no name for (a vendor
 /// attribute, a newer method) survives parse and emit unchanged instead of failing the MAD.
+///
+/// Equality, hashing and order are those of the raw value, so `Unknown(0x01)` built by hand
+/// equals the variant named 0x01, and a map keyed by the enum iterates in wire-value order.
+/// `Display` writes the variant's name, or an unnamed value as `0x` and as many hex digits as the
+/// integer has nibbles.
 macro_rules! open_enum {
     (
         $(#[$meta:meta])*
@@ -281,7 +286,7 @@ macro_rules! open_enum {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, Copy)]
         pub enum $name {
             $( $(#[$vmeta])* $variant, )+
             /// A value with no name here, kept as received.
@@ -302,6 +307,43 @@ macro_rules! open_enum {
                 match value {
                     $( $name::$variant => $value, )+
                     $name::Unknown(other) => other,
+                }
+            }
+        }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                <$repr>::from(*self) == <$repr>::from(*other)
+            }
+        }
+
+        impl Eq for $name {}
+
+        impl core::hash::Hash for $name {
+            fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+                <$repr>::from(*self).hash(state);
+            }
+        }
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $name {
+            fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+                <$repr>::from(*self).cmp(&<$repr>::from(*other))
+            }
+        }
+
+        impl core::fmt::Display for $name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                match self {
+                    $( $name::$variant => f.write_str(stringify!($variant)), )+
+                    $name::Unknown(raw) => {
+                        write!(f, "{raw:#0width$x}", width = 2 + 2 * size_of::<$repr>())
+                    }
                 }
             }
         }

@@ -6,7 +6,7 @@
 //! to ignore (an SL2VL port number next to its "all ports" bit), so decode(encode(x)) == x always
 //! and encode(decode(raw)) == raw for every raw value without ignored bits.
 
-use crate::{Error, Result};
+use crate::{Error, Priority, Result};
 
 /// Fails with `BadValue` if `raw` has any bit of `reserved` set.
 fn check_reserved(raw: u32, reserved: u32) -> Result<()> {
@@ -243,6 +243,9 @@ impl VlArbBlock {
         VlArbBlock::High32To63,
     ];
 
+    /// Entries in one block (one MAD).
+    pub const ENTRIES: usize = 32;
+
     /// The block number the attribute modifier carries in bits 31:16 (1..=4).
     pub const fn number(self) -> u8 {
         match self {
@@ -253,9 +256,35 @@ impl VlArbBlock {
         }
     }
 
+    /// The table the block belongs to.
+    pub const fn priority(self) -> Priority {
+        match self {
+            VlArbBlock::Low0To31 | VlArbBlock::Low32To63 => Priority::Low,
+            VlArbBlock::High0To31 | VlArbBlock::High32To63 => Priority::High,
+        }
+    }
+
     /// Whether the block belongs to the high-priority table.
     pub const fn is_high(self) -> bool {
-        matches!(self, VlArbBlock::High0To31 | VlArbBlock::High32To63)
+        matches!(self.priority(), Priority::High)
+    }
+
+    /// The two blocks of a table, entries 0-31 first.
+    pub const fn of(priority: Priority) -> [VlArbBlock; 2] {
+        match priority {
+            Priority::Low => [VlArbBlock::Low0To31, VlArbBlock::Low32To63],
+            Priority::High => [VlArbBlock::High0To31, VlArbBlock::High32To63],
+        }
+    }
+
+    /// How many of the block's 32 entries a table of `cap` entries (its PortInfo
+    /// VLArbitration*Cap) has: 0 for the second block of a table of 32 or fewer.
+    pub fn entries_within(self, cap: u8) -> usize {
+        let first = match self {
+            VlArbBlock::Low0To31 | VlArbBlock::High0To31 => 0,
+            VlArbBlock::Low32To63 | VlArbBlock::High32To63 => Self::ENTRIES,
+        };
+        usize::from(cap).saturating_sub(first).min(Self::ENTRIES)
     }
 }
 
@@ -427,6 +456,24 @@ mod tests {
         assert_eq!(VlArbModifier::try_from(0x0_0003), Err(bad(3)));
         assert_eq!(VlArbModifier::try_from(0x5_0003), Err(bad(0x5_0003)));
         assert_eq!(VlArbModifier::try_from(0x1_0103), Err(bad(0x1_0103)));
+    }
+
+    #[test]
+    fn vl_arb_blocks_of_a_table() {
+        for priority in [Priority::High, Priority::Low] {
+            for block in VlArbBlock::of(priority) {
+                assert_eq!(block.priority(), priority);
+            }
+        }
+        let [first, second] = VlArbBlock::of(Priority::High);
+        assert_eq!((first.number(), second.number()), (3, 4));
+        let within = |cap| VlArbBlock::of(Priority::Low).map(|b| b.entries_within(cap));
+        assert_eq!(within(0), [0, 0]);
+        assert_eq!(within(8), [8, 0]);
+        assert_eq!(within(32), [32, 0]);
+        assert_eq!(within(33), [32, 1]);
+        assert_eq!(within(64), [32, 32]);
+        assert_eq!(within(255), [32, 32]);
     }
 
     #[test]

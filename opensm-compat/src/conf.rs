@@ -155,12 +155,12 @@ fn read_piece(
         len: end - start,
     };
     let key_span = Some(line.span(off + key_start, key.len()));
-    let Some((index, alias)) = options::lookup(key) else {
+    let Some((index, spelling)) = options::lookup(key) else {
         diags.push(unknown_key(key).at(key_span));
         return;
     };
     let name = OPTIONS[index].key;
-    if alias {
+    if spelling == options::KeySpelling::Alias {
         diags.push(
             Diagnostic::note(
                 "alias-key",

@@ -244,13 +244,22 @@ pub(crate) fn index(key: &str) -> Option<usize> {
     OPTIONS.iter().position(|o| o.key == key)
 }
 
-/// The option a key read from a file names, and whether it was an alias.
-pub(crate) fn lookup(key: &[u8]) -> Option<(usize, bool)> {
+/// How a key read from a file names its option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeySpelling {
+    /// The option's own key.
+    Current,
+    /// An old name OpenSM still accepts ([`ALIASES`]).
+    Alias,
+}
+
+/// The option a key read from a file names, and how it was spelt.
+pub(crate) fn lookup(key: &[u8]) -> Option<(usize, KeySpelling)> {
     if let Some(i) = OPTIONS.iter().position(|o| o.key.as_bytes() == key) {
-        return Some((i, false));
+        return Some((i, KeySpelling::Current));
     }
     let (_, target) = ALIASES.iter().find(|(alias, _)| alias.as_bytes() == key)?;
-    index(target).map(|i| (i, true))
+    index(target).map(|i| (i, KeySpelling::Alias))
 }
 
 /// A value as OpenSM holds it.

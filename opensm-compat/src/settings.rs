@@ -157,16 +157,16 @@ macro_rules! typed_options {
             }
         }
 
-        /// Sets typed option `key`; `false` if `key` has no typed field.
-        fn set_typed(s: &mut Settings, key: &str, value: &Value) -> bool {
+        /// Sets the field of typed option `key` (one of [`TYPED_KEYS`]) from `value`, if the
+        /// value has the field's type.
+        fn set_typed(s: &mut Settings, key: &str, value: &Value) {
             match key {
                 $($key => {
                     if let Some(v) = OptField::from_value(value) {
                         s.$($field).+ = v;
                     }
-                    true
                 })*
-                _ => false,
+                _ => {}
             }
         }
     };
@@ -489,7 +489,8 @@ impl Store {
         let mut s = blank();
         for (spec, slot) in OPTIONS.iter().zip(&self.slots) {
             let key = spec.key;
-            if set_typed(&mut s, key, &slot.value) {
+            if TYPED_KEYS.contains(&key) {
+                set_typed(&mut s, key, &slot.value);
                 continue;
             }
             if let Some((class, field)) = parse_qos_key(key) {

@@ -13,8 +13,8 @@ mod tables;
 mod types;
 
 pub use config::{EffectiveQos, PortClass, QosConfig, QosSet, defaults};
-pub use ibqos_mad::{SlToVlModifier, VlArbBlock, VlArbEntry};
-pub use plan::{PlanError, PortCaps, PortPlan, VLARB_BLOCK_ENTRIES, VlArbSet, plan};
-pub use switch::{Sl2VlSet, SwitchSl2VlView, switch_sl2vl};
+pub use ibqos_mad::{Priority, SlToVlModifier, VlArbBlock, VlArbEntry};
+pub use plan::{PlanError, PortCaps, PortPlan, VlArbSet, plan};
+pub use switch::{Sl2VlProgramming, Sl2VlSet, SwitchSl2VlView, switch_sl2vl};
 pub use tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbTable};
 pub use types::{Sl, Vl, VlCount, VlCountError, oper_vls};

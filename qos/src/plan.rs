@@ -10,14 +10,11 @@
 //!    [`PortCaps::oper_vls`]). OpenSM masks with the port's cached OperVLs, which on a first sweep
 //!    can still be the value the port had before the SM touched it.
 
-use ibqos_mad::{VlArbBlock, VlArbEntry};
+use ibqos_mad::{Priority, VlArbBlock, VlArbEntry};
 
 use crate::config::{PortClass, QosConfig};
 use crate::tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbTable};
 use crate::types::VlCount;
-
-/// Entries in one VLArbitrationTable block (one MAD).
-pub const VLARB_BLOCK_ENTRIES: usize = 32;
 
 /// What the planner needs to know about a port, as its PortInfo reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +37,7 @@ pub struct PortCaps {
 pub struct VlArbSet {
     pub block: VlArbBlock,
     pub len: u8,
-    pub entries: [VlArbEntry; VLARB_BLOCK_ENTRIES],
+    pub entries: [VlArbEntry; VlArbBlock::ENTRIES],
 }
 
 impl VlArbSet {
@@ -65,18 +62,18 @@ pub struct PortPlan {
 impl PortPlan {
     /// The low-priority table as programmed: exactly VLArbitrationLowCap entries, or none.
     pub fn vlarb_low(&self) -> Vec<VlArbEntry> {
-        self.entries(false)
+        self.entries(Priority::Low)
     }
 
     /// The high-priority table as programmed: exactly VLArbitrationHighCap entries, or none.
     pub fn vlarb_high(&self) -> Vec<VlArbEntry> {
-        self.entries(true)
+        self.entries(Priority::High)
     }
 
-    fn entries(&self, high: bool) -> Vec<VlArbEntry> {
+    fn entries(&self, priority: Priority) -> Vec<VlArbEntry> {
         self.vlarb
             .iter()
-            .filter(|b| b.block.is_high() == high)
+            .filter(|b| b.block.priority() == priority)
             .flat_map(|b| b.programmed().iter().copied())
             .collect()
     }
@@ -85,8 +82,11 @@ impl PortPlan {
 /// Capabilities no port can have.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error("VLArbitration{which}Cap {value} is out of range: a table has at most 64 entries")]
-    CapOutOfRange { which: &'static str, value: u8 },
+    #[error(
+        "VLArbitration{}Cap {value} is out of range: a table has at most 64 entries",
+        priority.name()
+    )]
+    CapOutOfRange { priority: Priority, value: u8 },
     #[error("OperVLs {oper} exceeds VLCap {cap}: a port cannot run more VLs than it has")]
     OperVlsAboveCap { oper: VlCount, cap: VlCount },
 }
@@ -94,9 +94,13 @@ pub enum PlanError {
 /// The tables OpenSM 3.3.23 programs on a port of `class` with `caps`, with the two fixes listed
 /// in the module documentation.
 pub fn plan(config: &QosConfig, class: PortClass, caps: &PortCaps) -> Result<PortPlan, PlanError> {
-    for (which, value) in [("Low", caps.vlarb_low_cap), ("High", caps.vlarb_high_cap)] {
+    let caps_of = [
+        (Priority::Low, caps.vlarb_low_cap),
+        (Priority::High, caps.vlarb_high_cap),
+    ];
+    for (priority, value) in caps_of {
         if usize::from(value) > VLARB_TABLE_ENTRIES {
-            return Err(PlanError::CapOutOfRange { which, value });
+            return Err(PlanError::CapOutOfRange { priority, value });
         }
     }
     if caps.oper_vls > caps.vl_cap {
@@ -122,11 +126,16 @@ pub fn plan(config: &QosConfig, class: PortClass, caps: &PortCaps) -> Result<Por
         });
     }
     let mut vlarb = Vec::new();
-    vlarb.extend(blocks(&settings.vlarb_low, caps.vlarb_low_cap, false, mask));
+    vlarb.extend(blocks(
+        &settings.vlarb_low,
+        caps.vlarb_low_cap,
+        Priority::Low,
+        mask,
+    ));
     vlarb.extend(blocks(
         &settings.vlarb_high,
         caps.vlarb_high_cap,
-        true,
+        Priority::High,
         mask,
     ));
     Ok(PortPlan {
@@ -137,23 +146,15 @@ pub fn plan(config: &QosConfig, class: PortClass, caps: &PortCaps) -> Result<Por
     })
 }
 
-/// The blocks for one priority's table on a port with `cap` entries.
-fn blocks(table: &VlArbTable, cap: u8, high: bool, mask: u8) -> Vec<VlArbSet> {
-    let ids = if high {
-        [VlArbBlock::High0To31, VlArbBlock::High32To63]
-    } else {
-        [VlArbBlock::Low0To31, VlArbBlock::Low32To63]
-    };
-    let cap = usize::from(cap);
-    ids.into_iter()
-        .zip(table.0.chunks_exact(VLARB_BLOCK_ENTRIES))
-        .enumerate()
-        .filter_map(|(index, (block, source))| {
-            let len = cap
-                .saturating_sub(index * VLARB_BLOCK_ENTRIES)
-                .min(VLARB_BLOCK_ENTRIES);
+/// The blocks of the `priority` table on a port with `cap` entries in it.
+fn blocks(table: &VlArbTable, cap: u8, priority: Priority, mask: u8) -> Vec<VlArbSet> {
+    VlArbBlock::of(priority)
+        .into_iter()
+        .zip(table.0.chunks_exact(VlArbBlock::ENTRIES))
+        .filter_map(|(block, source)| {
+            let len = block.entries_within(cap);
             (len > 0).then(|| {
-                let mut entries = [VlArbEntry::default(); VLARB_BLOCK_ENTRIES];
+                let mut entries = [VlArbEntry::default(); VlArbBlock::ENTRIES];
                 for (slot, entry) in entries.iter_mut().zip(&source[..len]) {
                     *slot = VlArbEntry::new(entry.vl & mask, entry.weight);
                 }
@@ -225,9 +226,19 @@ mod tests {
         assert_eq!(
             plan(&config, PortClass::Ca, &too_big),
             Err(PlanError::CapOutOfRange {
-                which: "Low",
+                priority: Priority::Low,
                 value: 65
             })
+        );
+        assert_eq!(
+            plan(
+                &config,
+                PortClass::Ca,
+                &caps(VlCount::Eight, VlCount::Eight, 8, 65)
+            )
+            .unwrap_err()
+            .to_string(),
+            "VLArbitrationHighCap 65 is out of range: a table has at most 64 entries"
         );
         let oper_above = caps(VlCount::Four, VlCount::Eight, 8, 8);
         assert!(matches!(

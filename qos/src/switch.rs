@@ -22,6 +22,8 @@ use crate::types::VlCount;
 /// What the SL2VL planning needs to know about a switch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SwitchSl2VlView {
+    /// Port 0's CapabilityMask.IsSLMappingSupported: OpenSM reads it for the whole switch.
+    pub sl_mapping_supported: bool,
     /// SwitchInfo.EnhancedPort0.
     pub enhanced_port0: bool,
     /// SwitchInfo.OptimizedSLtoVLMappingProgramming (bit 0 of the field, as OpenSM reads it).
@@ -54,27 +56,49 @@ pub struct Sl2VlSet {
     pub table: Sl2VlTable,
 }
 
+/// How the SM may program a switch's SL2VL tables: OpenSM's `use_optimized_slvl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sl2VlProgramming {
+    /// One Set per (input, output) pair (`use_optimized_slvl FALSE`, OpenSM's default).
+    PerPair,
+    /// The all-pairs and all-inputs Sets on a switch that advertises
+    /// OptimizedSLtoVLMappingProgramming, per pair on the others (`use_optimized_slvl TRUE`).
+    OptimizedIfSupported,
+}
+
+impl Sl2VlProgramming {
+    /// The programming OpenSM's `use_optimized_slvl` option selects.
+    pub const fn from_use_optimized_slvl(use_optimized_slvl: bool) -> Self {
+        if use_optimized_slvl {
+            Sl2VlProgramming::OptimizedIfSupported
+        } else {
+            Sl2VlProgramming::PerPair
+        }
+    }
+}
+
 /// The SL2VL Sets that program every table of a switch, or none when port 0 does not support SL
-/// mapping (OpenSM checks port 0's CapabilityMask for the whole switch).
+/// mapping.
 pub fn switch_sl2vl(
     config: &QosConfig,
     switch: &SwitchSl2VlView,
-    sl_mapping_supported: bool,
-    use_optimized: bool,
+    programming: Sl2VlProgramming,
 ) -> Vec<Sl2VlSet> {
-    if !sl_mapping_supported {
+    if !switch.sl_mapping_supported {
         return Vec::new();
     }
     let swe = config.effective(PortClass::Swe).sl2vl;
     let sw0 = config.effective(PortClass::Sw0).sl2vl;
-    let mut sets = if switch.optimized_supported && use_optimized {
+    let optimize =
+        switch.optimized_supported && programming == Sl2VlProgramming::OptimizedIfSupported;
+    let mut sets = if optimize {
         optimized(switch, &swe)
     } else {
         per_pair(switch, &swe)
     };
     // Optimized: the all-pairs Set covered (0, 0) with the swe table, so port 0 needs its own
     // Set only when the sw0 table differs (compared unmasked, as OpenSM does).
-    let optimized_covers_port0 = switch.optimized_supported && use_optimized && sw0 == swe;
+    let optimized_covers_port0 = optimize && sw0 == swe;
     if switch.enhanced_port0 && !optimized_covers_port0 {
         let table = sw0.masked(switch.port0_oper_vls.vl_mask());
         sets.push(Sl2VlSet {
@@ -136,6 +160,7 @@ fn optimized(switch: &SwitchSl2VlView, swe: &Sl2VlTable) -> Vec<Sl2VlSet> {
 
 #[cfg(test)]
 mod tests {
+    use super::Sl2VlProgramming::{OptimizedIfSupported, PerPair};
     use super::*;
     use crate::tables::Sl2VlTable;
 
@@ -145,6 +170,7 @@ mod tests {
         ports: Vec<Option<VlCount>>,
     ) -> SwitchSl2VlView {
         SwitchSl2VlView {
+            sl_mapping_supported: true,
             enhanced_port0,
             optimized_supported,
             port0_oper_vls: VlCount::Eight,
@@ -163,7 +189,7 @@ mod tests {
     #[test]
     fn base_port0_per_pair_programs_every_input_to_every_up_output() {
         let sw = switch(false, false, vec![Some(VlCount::Eight); 36]);
-        let sets = switch_sl2vl(&qos_on(), &sw, true, false);
+        let sets = switch_sl2vl(&qos_on(), &sw, PerPair);
         assert_eq!(sets.len(), 1332);
         assert!(
             sets.iter()
@@ -185,7 +211,7 @@ mod tests {
         let mut config = qos_on();
         config.sw0.sl2vl = Some(Sl2VlTable::ALL_VL0);
         let sw = switch(true, false, vec![Some(VlCount::Eight); 36]);
-        let sets = switch_sl2vl(&config, &sw, true, false);
+        let sets = switch_sl2vl(&config, &sw, PerPair);
         assert_eq!(sets.len(), 37 * 37);
         let port0: Vec<_> = sets
             .iter()
@@ -208,7 +234,7 @@ mod tests {
         let mut ports = vec![Some(VlCount::Eight); 30];
         ports.extend([Some(VlCount::Four); 6]);
         let sw = switch(false, true, ports);
-        let sets = switch_sl2vl(&qos_on(), &sw, true, true);
+        let sets = switch_sl2vl(&qos_on(), &sw, OptimizedIfSupported);
         let default = crate::defaults::sl2vl();
         assert_eq!(
             sets[0],
@@ -229,15 +255,15 @@ mod tests {
         let ports = vec![Some(VlCount::Eight); 4];
         let unsupported = switch(false, false, ports.clone());
         assert_eq!(
-            switch_sl2vl(&qos_on(), &unsupported, true, true).len(),
+            switch_sl2vl(&qos_on(), &unsupported, OptimizedIfSupported).len(),
             4 * 5
         );
         let supported = switch(false, true, ports);
+        assert_eq!(switch_sl2vl(&qos_on(), &supported, PerPair).len(), 4 * 5);
         assert_eq!(
-            switch_sl2vl(&qos_on(), &supported, true, false).len(),
-            4 * 5
+            switch_sl2vl(&qos_on(), &supported, OptimizedIfSupported).len(),
+            1
         );
-        assert_eq!(switch_sl2vl(&qos_on(), &supported, true, true).len(), 1);
     }
 
     #[test]
@@ -247,7 +273,7 @@ mod tests {
             false,
             vec![Some(VlCount::Eight), None, Some(VlCount::Two)],
         );
-        let sets = switch_sl2vl(&qos_on(), &sw, true, false);
+        let sets = switch_sl2vl(&qos_on(), &sw, PerPair);
         let outputs: std::collections::BTreeSet<u8> = sets
             .iter()
             .map(|s| match s.scope {
@@ -256,7 +282,11 @@ mod tests {
             })
             .collect();
         assert_eq!(outputs.into_iter().collect::<Vec<_>>(), vec![1, 3]);
-        assert!(switch_sl2vl(&qos_on(), &sw, false, false).is_empty());
+        let no_sl_mapping = SwitchSl2VlView {
+            sl_mapping_supported: false,
+            ..sw
+        };
+        assert!(switch_sl2vl(&qos_on(), &no_sl_mapping, PerPair).is_empty());
     }
 
     /// With an enhanced port 0 and the optimized path, port 0 gets its own Set only if its table
@@ -264,10 +294,10 @@ mod tests {
     #[test]
     fn optimized_enhanced_port0_set_only_when_tables_differ() {
         let sw = switch(true, true, vec![Some(VlCount::Eight); 4]);
-        assert_eq!(switch_sl2vl(&qos_on(), &sw, true, true).len(), 1);
+        assert_eq!(switch_sl2vl(&qos_on(), &sw, OptimizedIfSupported).len(), 1);
         let mut config = qos_on();
         config.sw0.sl2vl = Some(Sl2VlTable::ALL_VL0);
-        let sets = switch_sl2vl(&config, &sw, true, true);
+        let sets = switch_sl2vl(&config, &sw, OptimizedIfSupported);
         assert_eq!(sets.len(), 2);
         assert_eq!(
             sets[1].scope,

@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use ibqos_qos::VlArbEntry;
+use ibqos_qos::{Priority, VlArbEntry};
 
 /// Bytes per credit (a 64-byte block), the unit of VLArb weights.
 pub const BLOCK_BYTES: u32 = 64;
@@ -76,13 +76,6 @@ pub struct ArbiterOptions {
     pub overshoot: Overshoot,
     pub zero_weight: ZeroWeight,
     pub high_limit: HighLimitMode,
-}
-
-/// Which table a grant came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Priority {
-    High,
-    Low,
 }
 
 /// One priority table and where the arbiter is in it.

@@ -8,8 +8,8 @@ use ibqos_fabric::generate::{GenError, assign_lids};
 use ibqos_fabric::routing::{RoutingError, minhop};
 use ibqos_fabric::{NodeId, NodeKind as FabricKind, PortRef, Topology};
 use ibqos_qos::{
-    PlanError, PortCaps, PortClass, QosConfig, Sl2VlTable, SwitchSl2VlView, VlCount, oper_vls,
-    plan, switch_sl2vl,
+    PlanError, PortCaps, PortClass, QosConfig, Sl2VlProgramming, Sl2VlTable, SwitchSl2VlView,
+    VlCount, oper_vls, plan, switch_sl2vl,
 };
 
 use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
@@ -148,14 +148,14 @@ pub fn build_network(
         if fnode.is_switch() {
             let port0 = fnode.port(0);
             let view = SwitchSl2VlView {
+                sl_mapping_supported: port0.is_some_and(|p| p.link.sl_mapping_supported),
                 enhanced_port0: fnode.enhanced_port0,
                 optimized_supported: false,
                 port0_oper_vls: port0.map_or(VlCount::One, |p| p.link.vl_cap),
                 ports: up,
             };
-            let supported = port0.is_some_and(|p| p.link.sl_mapping_supported);
             let all = 0..=fnode.num_ports();
-            for set in switch_sl2vl(qos, &view, supported, false) {
+            for set in switch_sl2vl(qos, &view, Sl2VlProgramming::PerPair) {
                 for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
                     node.set_sl2vl(input, output, set.table);
                 }

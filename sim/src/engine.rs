@@ -34,8 +34,16 @@ use crate::wheel::Wheel;
 /// Lanes per port: data VLs 0-14 and VL15.
 const LANES: usize = 16;
 const VL15: u8 = 15;
-/// "No port": a packet from its source holds no receive buffer.
-const NONE: u32 = u32::MAX;
+
+/// The index of VL `vl` of port `port` in the lanes, laid out port after port.
+fn lane_index(port: u32, vl: u8) -> usize {
+    port as usize * LANES + usize::from(vl)
+}
+
+/// The indices of every lane of `port`.
+fn port_lanes(port: u32) -> std::ops::Range<usize> {
+    lane_index(port, 0)..lane_index(port + 1, 0)
+}
 /// The parameters of a port without a link: never used, as such a port sends nothing.
 const UNLINKED: LinkParams = LinkParams {
     speed: Speed::Sdr,
@@ -65,10 +73,11 @@ enum Event {
     Inject { flow: u32 },
     /// A greedy flow's stop time.
     Stop { flow: u32 },
-    /// A port finished sending a packet that held `blocks` of `release`'s buffer on `vl`.
+    /// A port finished sending a packet that held `blocks` of `release`'s buffer on `vl`
+    /// (`None` for a packet that left its source).
     TxDone {
         port: u32,
-        release: u32,
+        release: Option<u32>,
         vl: u8,
         blocks: u32,
     },
@@ -78,11 +87,13 @@ enum Event {
     Credit { port: u32, vl: u8, blocks: u32 },
 }
 
+/// One port of the network, as the engine indexes it.
 #[derive(Debug, Clone, Copy)]
-struct PortInfo {
+struct PortSlot {
     node: u32,
     num: u8,
-    peer: u32,
+    /// The port at the other end of the link, `None` for an unlinked port.
+    peer: Option<u32>,
     link: LinkParams,
 }
 
@@ -133,8 +144,8 @@ struct FlowState {
 struct Packet {
     created: u64,
     flow: u32,
-    /// The port whose receive buffer holds it, [`NONE`] at its source.
-    in_port: u32,
+    /// The port whose receive buffer holds it, `None` at its source.
+    in_port: Option<u32>,
     dlid: u16,
     blocks: u16,
     in_vl: u8,
@@ -149,7 +160,7 @@ struct Packet {
 pub struct Simulation<'n> {
     network: &'n Network,
     options: SimOptions,
-    ports: Vec<PortInfo>,
+    ports: Vec<PortSlot>,
     node_base: Vec<u32>,
     lanes: Vec<Lane>,
     arbiters: Vec<Arbiter>,
@@ -193,10 +204,10 @@ impl<'n> Simulation<'n> {
                 });
             }
             node_base.push(ports.len() as u32);
-            ports.extend((0..=node.num_ports).map(|num| PortInfo {
+            ports.extend((0..=node.num_ports).map(|num| PortSlot {
                 node: i as u32,
                 num,
-                peer: NONE,
+                peer: None,
                 link: UNLINKED,
             }));
         }
@@ -223,19 +234,19 @@ impl<'n> Simulation<'n> {
             let (a, b) = (index(link.a, i)?, index(link.b, i)?);
             for (from, to) in [(a, b), (b, a)] {
                 let port = &mut ports[from as usize];
-                if port.peer != NONE {
+                if port.peer.is_some() {
                     return Err(NetworkError::LinkedTwice {
                         name: network.nodes[port.node as usize].name.clone(),
                         port: port.num,
                     });
                 }
-                port.peer = to;
+                port.peer = Some(to);
                 port.link = link.params;
             }
         }
         let mut lanes: Vec<Lane> = (0..ports.len() * LANES).map(|_| Lane::default()).collect();
-        for (p, port) in ports.iter().enumerate() {
-            for lane in &mut lanes[p * LANES..(p + 1) * LANES] {
+        for (p, port) in (0..).zip(&ports) {
+            for lane in &mut lanes[port_lanes(p)] {
                 lane.credits = port.link.vl_buffer_blocks;
             }
         }
@@ -297,7 +308,7 @@ impl<'n> Simulation<'n> {
         }
         let port = self.node_base[flow.src.node] + u32::from(flow.src.port);
         let info = self.ports[port as usize];
-        if info.peer == NONE {
+        if info.peer.is_none() {
             return Err(bad_source());
         }
         let blocks = wire_blocks(flow.payload);
@@ -374,7 +385,7 @@ impl<'n> Simulation<'n> {
             Event::Start { flow } => {
                 let state = &self.flows[flow as usize];
                 if state.greedy && state.vl != VL15 {
-                    let lane = state.port as usize * LANES + usize::from(state.vl);
+                    let lane = lane_index(state.port, state.vl);
                     let port = state.port;
                     let blocks = state.blocks;
                     self.lanes[lane].greedy.push_back((flow, blocks));
@@ -387,7 +398,7 @@ impl<'n> Simulation<'n> {
             Event::Inject { flow } => self.inject(flow),
             Event::Stop { flow } => {
                 let state = &self.flows[flow as usize];
-                let lane = state.port as usize * LANES + usize::from(state.vl);
+                let lane = lane_index(state.port, state.vl);
                 self.lanes[lane].greedy.retain(|&(f, _)| f != flow);
                 self.refresh_lane(lane);
             }
@@ -398,14 +409,14 @@ impl<'n> Simulation<'n> {
                 blocks,
             } => {
                 self.set_busy(port, false);
-                if release != NONE {
+                if let Some(release) = release {
                     self.release(release, vl, blocks);
                 }
                 self.try_send(port);
             }
             Event::Arrive { port, packet } => self.arrive(port, packet),
             Event::Credit { port, vl, blocks } => {
-                let lane = port as usize * LANES + usize::from(vl);
+                let lane = lane_index(port, vl);
                 self.lanes[lane].credits += blocks;
                 self.refresh_lane(lane);
                 self.try_send(port);
@@ -436,7 +447,7 @@ impl<'n> Simulation<'n> {
             state.dropped += 1;
         } else {
             let packet = self.alloc(flow, vl);
-            let lane = port as usize * LANES + usize::from(vl);
+            let lane = lane_index(port, vl);
             self.lanes[lane].queue.push_back(packet);
             self.refresh_lane(lane);
             self.try_send(port);
@@ -451,7 +462,7 @@ impl<'n> Simulation<'n> {
         let packet = Packet {
             created: self.now,
             flow,
-            in_port: NONE,
+            in_port: None,
             dlid: f.spec.dlid,
             blocks: f.blocks as u16,
             in_vl: 0,
@@ -510,36 +521,39 @@ impl<'n> Simulation<'n> {
         self.busy[port as usize] = busy;
         let mut starved = self.starved[port as usize];
         while starved != 0 {
-            let vl = starved.trailing_zeros() as usize;
+            let vl = starved.trailing_zeros() as u8;
             starved &= starved - 1;
-            self.account_blocked(port as usize * LANES + vl, !busy);
+            self.account_blocked(lane_index(port, vl), !busy);
         }
     }
 
-    /// Changes what `port`'s receive buffer holds on `vl`, keeping its time integral.
-    fn occupy(&mut self, port: u32, vl: u8, blocks: u32, add: bool) {
+    /// Brings a lane's occupancy integral up to now, before its occupancy changes or is read.
+    fn integrate(&mut self, lane: usize) -> &mut Lane {
         let now = self.now;
-        let lane = &mut self.lanes[port as usize * LANES + usize::from(vl)];
+        let lane = &mut self.lanes[lane];
         lane.area += u128::from(lane.occupancy) * u128::from(now - lane.since);
         lane.since = now;
-        if add {
-            lane.occupancy += blocks;
-            lane.peak = lane.peak.max(lane.occupancy);
-        } else {
-            lane.occupancy -= blocks;
-        }
+        lane
+    }
+
+    /// `port`'s receive buffer takes `blocks` more on `vl`.
+    fn fill(&mut self, port: u32, vl: u8, blocks: u32) {
+        let lane = self.integrate(lane_index(port, vl));
+        lane.occupancy += blocks;
+        lane.peak = lane.peak.max(lane.occupancy);
     }
 
     /// `port`'s receive buffer frees `blocks` on `vl`; the credits go back to the sender.
     fn release(&mut self, port: u32, vl: u8, blocks: u32) {
-        self.occupy(port, vl, blocks, false);
-        if vl != VL15 {
-            let info = self.ports[port as usize];
+        self.integrate(lane_index(port, vl)).occupancy -= blocks;
+        let info = self.ports[port as usize];
+        // A packet only arrives over a link, so a port that releases one has a peer.
+        if let Some(sender) = info.peer.filter(|_| vl != VL15) {
             let at = self.now + info.link.credit_latency_ps + info.link.propagation_ps;
             self.queue.push(
                 at,
                 Event::Credit {
-                    port: info.peer,
+                    port: sender,
                     vl,
                     blocks,
                 },
@@ -551,7 +565,7 @@ impl<'n> Simulation<'n> {
         let info = self.ports[port as usize];
         let p = self.packets[packet as usize];
         let (blocks, dlid, management) = (u32::from(p.blocks), p.dlid, p.management);
-        self.occupy(port, p.vl, blocks, true);
+        self.fill(port, p.vl, blocks);
         let network = self.network;
         let node = &network.nodes[info.node as usize];
         let out = match node.kind {
@@ -582,15 +596,15 @@ impl<'n> Simulation<'n> {
         if vl == VL15 && !management {
             self.release(port, p.vl, blocks);
             self.flows[p.flow as usize].dropped += 1;
-            self.lanes[out_port as usize * LANES + usize::from(VL15)].dropped += 1;
+            self.lanes[lane_index(out_port, VL15)].dropped += 1;
             self.free.push(packet);
             return;
         }
         let pk = &mut self.packets[packet as usize];
-        pk.in_port = port;
+        pk.in_port = Some(port);
         pk.in_vl = pk.vl;
         pk.vl = vl;
-        let lane = out_port as usize * LANES + usize::from(vl);
+        let lane = lane_index(out_port, vl);
         self.lanes[lane].queue.push_back(packet);
         self.refresh_lane(lane);
         self.try_send(out_port);
@@ -598,14 +612,16 @@ impl<'n> Simulation<'n> {
 
     /// If `port` is idle, sends what VL15 or the arbiter gives it.
     fn try_send(&mut self, port: u32) {
-        if self.busy[port as usize] || self.ports[port as usize].peer == NONE {
+        let Some(peer) = self.ports[port as usize].peer else {
+            return;
+        };
+        if self.busy[port as usize] {
             return;
         }
-        let base = port as usize * LANES;
-        let vl = if !self.lanes[base + usize::from(VL15)].queue.is_empty() {
+        let vl = if !self.lanes[lane_index(port, VL15)].queue.is_empty() {
             VL15
         } else {
-            let lanes = &self.lanes[base..base + LANES];
+            let lanes = &self.lanes[port_lanes(port)];
             let grant = self.arbiters[port as usize].next(|vl| {
                 let lane = &lanes[usize::from(vl)];
                 (lane.head > 0 && lane.credits >= lane.head).then_some(lane.head)
@@ -615,12 +631,12 @@ impl<'n> Simulation<'n> {
                 None => return,
             }
         };
-        self.transmit(port, vl);
+        self.transmit(port, peer, vl);
     }
 
-    fn transmit(&mut self, port: u32, vl: u8) {
+    fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
         let now = self.now;
-        let lane = port as usize * LANES + usize::from(vl);
+        let lane = lane_index(port, vl);
         let packet = match self.lanes[lane].queue.pop_front() {
             Some(packet) => packet,
             None => {
@@ -648,8 +664,8 @@ impl<'n> Simulation<'n> {
             let at = (u128::from(now) * intervals as u128
                 / u128::from(self.options.duration_ps.max(1))) as usize;
             let at = at.min(intervals - 1);
-            self.timeline[(port as usize * intervals + at) * LANES + usize::from(vl)] +=
-                u64::from(blocks);
+            let index = self.timeline_index(port, at, vl);
+            self.timeline[index] += u64::from(blocks);
         }
         self.packet_hops += 1;
         let serialization = info.link.serialization_ps(blocks);
@@ -665,10 +681,7 @@ impl<'n> Simulation<'n> {
         self.packets[packet as usize].vl = vl;
         self.queue.push(
             now + serialization + info.link.propagation_ps,
-            Event::Arrive {
-                port: info.peer,
-                packet,
-            },
+            Event::Arrive { port: peer, packet },
         );
     }
 
@@ -681,8 +694,7 @@ impl<'n> Simulation<'n> {
             if let Some(since) = self.lanes[lane].blocked_since.take() {
                 self.lanes[lane].blocked_ps += end - since;
             }
-            let port = (lane / LANES) as u32;
-            self.occupy(port, (lane % LANES) as u8, 0, true);
+            self.integrate(lane);
         }
         let links = self.link_reports();
         let timeline = self.timeline_report(&links);
@@ -768,15 +780,26 @@ impl<'n> Simulation<'n> {
         (reports, histograms)
     }
 
+    /// Where the timeline counts the blocks `port` sent on `vl` in interval `interval`.
+    fn timeline_index(&self, port: u32, interval: usize, vl: u8) -> usize {
+        (port as usize * self.options.timeline_intervals + interval) * LANES + usize::from(vl)
+    }
+
+    /// Every linked port and its peer, in port order: one per direction of each link.
+    fn linked_ports(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        (0..)
+            .zip(&self.ports)
+            .filter_map(|(port, slot)| Some((port, slot.peer?)))
+    }
+
     fn link_reports(&self) -> Vec<LinkReport> {
         let duration = self.options.duration_ps;
         let block = u64::from(BLOCK_BYTES);
-        (0..self.ports.len() as u32)
-            .filter(|&p| self.ports[p as usize].peer != NONE)
-            .map(|p| {
+        self.linked_ports()
+            .map(|(p, peer)| {
                 let info = self.ports[p as usize];
-                let lanes = &self.lanes[p as usize * LANES..(p as usize + 1) * LANES];
-                let far = &self.lanes[info.peer as usize * LANES..(info.peer as usize + 1) * LANES];
+                let lanes = &self.lanes[port_lanes(p)];
+                let far = &self.lanes[port_lanes(peer)];
                 let total: u64 = lanes.iter().map(|l| l.blocks_sent * block).sum();
                 let capacity_bits = info.link.gbps() * duration as f64 / 1e3;
                 let fraction = |bytes: u64, of: f64| {
@@ -813,7 +836,7 @@ impl<'n> Simulation<'n> {
                     .collect();
                 LinkReport {
                     from: self.port_name(p),
-                    to: self.port_name(info.peer),
+                    to: self.port_name(peer),
                     gbps: round(info.link.gbps()),
                     bytes: total,
                     utilization: fraction(total * 8, capacity_bits),
@@ -829,9 +852,7 @@ impl<'n> Simulation<'n> {
         if intervals == 0 {
             return None;
         }
-        let linked: Vec<u32> = (0..self.ports.len() as u32)
-            .filter(|&p| self.ports[p as usize].peer != NONE)
-            .collect();
+        let linked: Vec<u32> = self.linked_ports().map(|(port, _)| port).collect();
         let (busiest, link) = linked
             .iter()
             .zip(links)
@@ -844,8 +865,7 @@ impl<'n> Simulation<'n> {
             .map(|v| {
                 let series = (0..intervals)
                     .map(|i| {
-                        self.timeline
-                            [(*busiest as usize * intervals + i) * LANES + usize::from(v.vl)]
+                        self.timeline[self.timeline_index(*busiest, i, v.vl)]
                             * u64::from(BLOCK_BYTES)
                     })
                     .collect();

@@ -26,7 +26,7 @@ mod report;
 pub mod traffic;
 mod wheel;
 
-pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, Priority, ZeroWeight};
+pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
 pub use build::{BuildError, TopologyHosts, build_network};
 pub use describe::describe;
 pub use engine::{SimOptions, Simulation, simulate};

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 pub mod driver;
 pub mod emulated;
+pub mod exchange;
 pub mod fault;
 pub mod ibsim;
 pub mod umad;

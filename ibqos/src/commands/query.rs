@@ -1,19 +1,20 @@
-//! `ibqos query`: read one attribute of one node, like smpquery.
+//! `ibqos query`: read one attribute of one node, like smpquery, through the SM's own
+//! scheduler (one request at a time, with its TIDs, retries and response matching).
 
 use std::io::Write as _;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use ibqos_mad::{
-    Attribute, AttributeId, DrPath, Method, PortInfoRepr, Routing, Smp, SmpRepr, Status, VlArbEntry,
+    Attribute, AttributeId, DrPath, Guid, PortInfoModifier, PortInfoRepr, Priority, Routing,
+    SlToVlModifier, SmpRepr, Status, VlArbBlock, VlArbEntry, VlArbModifier,
 };
+use ibqos_sm::engine::scheduler::{Completion, Failure, Request, Scheduler, SchedulerConfig};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{QueryArgs, QueryAttribute};
 use crate::commands::Outcome;
-use ibqos_transport::{
-    self as transport, Address, Incoming, OpenOptions, Outgoing, Role, Transport,
-};
+use ibqos_transport::{self as transport, OpenOptions, Role, Transport, exchange::exchange};
 
 /// Why a query got no usable answer.
 #[derive(Debug, thiserror::Error)]
@@ -29,11 +30,13 @@ pub enum QueryError {
         tries: u32,
         timeout: Duration,
     },
-    #[error("{attribute:?} answered with MAD status {:#06x} ({})", status.0, describe(*status))]
+    #[error("{attribute:?} answered with MAD status {:#06x} ({})", status.0, status.describe())]
     Status {
         attribute: AttributeId,
         status: Status,
     },
+    #[error("every answer to {attribute:?} was for another attribute or modifier")]
+    Mismatched { attribute: AttributeId },
     #[error("malformed {attribute:?} response: {source}")]
     Malformed {
         attribute: AttributeId,
@@ -41,18 +44,6 @@ pub enum QueryError {
     },
     #[error(transparent)]
     Transport(#[from] transport::TransportError),
-}
-
-fn describe(status: Status) -> &'static str {
-    match u8::from(status.invalid_field()) {
-        0 if status.is_busy() => "busy",
-        0 => "class-specific error",
-        1 => "bad base or class version",
-        2 => "method not supported",
-        3 => "method/attribute combination not supported",
-        7 => "invalid attribute or modifier value",
-        _ => "reserved invalid-field code",
-    }
 }
 
 pub fn run(args: &QueryArgs) -> Result<Outcome> {
@@ -66,21 +57,21 @@ pub fn run(args: &QueryArgs) -> Result<Outcome> {
         },
     )
     .with_context(|| format!("cannot open fabric {spec}"))?;
-    let (routing, address) = match (&args.dr, args.lid) {
-        (_, Some(lid)) => (Routing::Lid, Address::Lid(lid)),
-        (Some(route), None) => (
-            Routing::Directed(DrPath::request(&route.0)?),
-            Address::Directed,
-        ),
-        (None, None) => (Routing::Directed(DrPath::request(&[])?), Address::Directed),
+    let (routing, dlid) = match (&args.dr, args.lid) {
+        (_, Some(lid)) => (Routing::Lid, Some(lid)),
+        (Some(route), None) => (Routing::Directed(DrPath::request(&route.0)?), None),
+        (None, None) => (Routing::Directed(DrPath::request(&[])?), None),
     };
     let mut querier = Querier {
         transport,
+        scheduler: Scheduler::new(SchedulerConfig {
+            max_outstanding: 1,
+            timeout,
+            retries: args.retries,
+        }),
         routing,
-        address,
+        dlid,
         timeout,
-        tries: args.retries.saturating_add(1),
-        next_tid: initial_tid(),
     };
     let port = args.port.unwrap_or(0);
     let fields = match args.attribute {
@@ -90,9 +81,9 @@ pub fn run(args: &QueryArgs) -> Result<Outcome> {
                 ("ClassVersion", num(n.class_version)),
                 ("NodeType", text(format!("{:?}", n.node_type))),
                 ("NumPorts", num(n.num_ports)),
-                ("SystemImageGUID", hex(n.system_image_guid, 16)),
-                ("NodeGUID", hex(n.node_guid, 16)),
-                ("PortGUID", hex(n.port_guid, 16)),
+                ("SystemImageGUID", guid(n.system_image_guid)),
+                ("NodeGUID", guid(n.node_guid)),
+                ("PortGUID", guid(n.port_guid)),
                 ("PartitionCap", num(n.partition_cap)),
                 ("DeviceID", hex(n.device_id, 4)),
                 ("Revision", hex(n.revision, 8)),
@@ -141,9 +132,12 @@ pub fn run(args: &QueryArgs) -> Result<Outcome> {
             other => unreachable_attribute(other),
         },
         QueryAttribute::Sl2vl => {
-            // On a switch: input port << 8 | output port; a CA ignores the modifier.
-            let modifier = u32::from(args.in_port.unwrap_or(0)) << 8 | u32::from(port);
-            match querier.get(AttributeId::SlToVlMappingTable, modifier)? {
+            // A CA ignores the modifier and answers for the port the query arrives on.
+            let pair = SlToVlModifier::Pair {
+                input: args.in_port.unwrap_or(0),
+                output: port,
+            };
+            match querier.get(AttributeId::SlToVlMappingTable, pair.into())? {
                 Attribute::SlToVlMappingTable(t) => vec![(
                     "SLtoVL",
                     Field::List(t.vls.iter().map(|&v| v.into()).collect()),
@@ -152,13 +146,10 @@ pub fn run(args: &QueryArgs) -> Result<Outcome> {
             }
         }
         QueryAttribute::Vlarb => {
-            // The table sizes come from the same port's PortInfo; blocks 2 and 4 (entries 32-63)
-            // exist only when a cap is above 32.
+            // The table sizes come from the same port's PortInfo.
             let caps = querier.port_info(port)?;
-            let mut low = querier.vlarb_entries(1, port, caps.vl_arbitration_low_cap)?;
-            low.extend(querier.vlarb_entries(2, port, caps.vl_arbitration_low_cap)?);
-            let mut high = querier.vlarb_entries(3, port, caps.vl_arbitration_high_cap)?;
-            high.extend(querier.vlarb_entries(4, port, caps.vl_arbitration_high_cap)?);
+            let low = querier.vlarb_table(Priority::Low, port, caps.vl_arbitration_low_cap)?;
+            let high = querier.vlarb_table(Priority::High, port, caps.vl_arbitration_high_cap)?;
             vec![
                 ("VLArbitrationLowCap", num(caps.vl_arbitration_low_cap)),
                 ("VLArbitrationHighCap", num(caps.vl_arbitration_high_cap)),
@@ -182,144 +173,88 @@ pub fn run(args: &QueryArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// Attribute::parse decodes by the response's AttributeID, which `get` checked equals the
-/// request's, so another variant cannot come back.
+/// Attribute::parse decodes by the response's AttributeID, which the scheduler checked equals
+/// the request's, so another variant cannot come back.
 fn unreachable_attribute(attribute: Attribute) -> ! {
     unreachable!("get returned {attribute:?} for another attribute")
 }
 
 struct Querier {
     transport: Box<dyn Transport>,
+    /// Holds one request at a time, as smpquery sends them.
+    scheduler: Scheduler<()>,
     routing: Routing,
-    address: Address,
+    /// The destination of a LID-routed query; `None` for a directed route.
+    dlid: Option<u16>,
+    /// The scheduler's timeout per attempt, for the error that says how long it waited.
     timeout: Duration,
-    tries: u32,
-    next_tid: u64,
 }
 
 impl Querier {
-    /// One SubnGet, resent until answered or `tries` attempts went unanswered or dropped.
+    /// One SubnGet, resent by the scheduler until answered or its retries are spent.
     fn get(&mut self, attribute: AttributeId, modifier: u32) -> Result<Attribute, QueryError> {
-        let mut dropped = 0;
-        for _ in 0..self.tries {
-            // A new TID per attempt: the kernel refuses a second outstanding request with the
-            // same one, and a late answer to an earlier attempt is still welcome.
-            let tid = self.take_tid();
-            let request = SmpRepr::get(attribute, modifier, tid, self.routing);
-            let mut mad = [0u8; 256];
-            request.emit(&mut Smp::new_unchecked(&mut mad[..]));
-            self.transport.send(&Outgoing {
-                mad,
-                address: self.address,
-            })?;
-            let deadline = Instant::now() + self.timeout;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match self.transport.recv(left)? {
-                    None => break,
-                    Some(Incoming::Dropped { mad }) if answers(&mad, &request) => {
-                        dropped += 1;
-                        break;
-                    }
-                    Some(Incoming::Mad { mad, .. })
-                        if answers(&mad, &request) && mad[3] == u8::from(Method::GetResp) =>
-                    {
-                        return decode(&mad, attribute);
-                    }
-                    // Someone else's answer, a late one, or a trap: not ours.
-                    Some(_) => {}
-                }
+        let request = Request {
+            smp: SmpRepr::get(attribute, modifier, 0, self.routing),
+            dlid: self.dlid,
+            node: 0,
+            timeout: None,
+            context: (),
+        };
+        let response = match exchange(&mut *self.transport, &mut self.scheduler, request)? {
+            Completion::Answered { response, .. } => response,
+            Completion::Failed { failure, .. } => {
+                return Err(match failure {
+                    Failure::Dropped { attempts } => QueryError::Dropped {
+                        attribute,
+                        tries: attempts,
+                    },
+                    Failure::TimedOut { attempts } => QueryError::NoAnswer {
+                        attribute,
+                        tries: attempts,
+                        timeout: self.timeout,
+                    },
+                    Failure::Status(status) => QueryError::Status { attribute, status },
+                    Failure::Mismatched => QueryError::Mismatched { attribute },
+                });
             }
-        }
-        Err(if dropped == self.tries {
-            QueryError::Dropped {
-                attribute,
-                tries: self.tries,
-            }
-        } else {
-            QueryError::NoAnswer {
-                attribute,
-                tries: self.tries,
-                timeout: self.timeout,
-            }
-        })
+        };
+        Attribute::parse(attribute, &response.data)
+            .map_err(|source| QueryError::Malformed { attribute, source })
     }
 
     fn port_info(&mut self, port: u8) -> Result<PortInfoRepr, QueryError> {
-        match self.get(AttributeId::PortInfo, port.into())? {
+        let modifier = PortInfoModifier {
+            port,
+            extended_speeds: false,
+        };
+        match self.get(AttributeId::PortInfo, modifier.into())? {
             Attribute::PortInfo(p) => Ok(p),
             other => unreachable_attribute(other),
         }
     }
 
-    /// The entries of VLArb block `block` (1-4) that a table of `cap` entries has.
-    fn vlarb_entries(
+    /// The `priority` table of `port`: the entries of its blocks that a table of `cap` entries
+    /// has (the second block only when the cap is above 32).
+    fn vlarb_table(
         &mut self,
-        block: u8,
+        priority: Priority,
         port: u8,
         cap: u8,
     ) -> Result<Vec<VlArbEntry>, QueryError> {
-        let first = if block % 2 == 1 { 0 } else { 32 };
-        let count = usize::from(cap).saturating_sub(first).min(32);
-        if count == 0 {
-            return Ok(Vec::new());
+        let mut entries = Vec::new();
+        for block in VlArbBlock::of(priority) {
+            let count = block.entries_within(cap);
+            if count == 0 {
+                continue;
+            }
+            let modifier = VlArbModifier { block, port };
+            match self.get(AttributeId::VlArbitrationTable, modifier.into())? {
+                Attribute::VlArbitrationTable(t) => entries.extend(&t.entries[..count]),
+                other => unreachable_attribute(other),
+            }
         }
-        let modifier = u32::from(block) << 16 | u32::from(port);
-        match self.get(AttributeId::VlArbitrationTable, modifier)? {
-            Attribute::VlArbitrationTable(t) => Ok(t.entries[..count].to_vec()),
-            other => unreachable_attribute(other),
-        }
+        Ok(entries)
     }
-
-    fn take_tid(&mut self) -> u64 {
-        let tid = self.next_tid;
-        self.next_tid = self.next_tid.wrapping_add(1);
-        // TID bits 31..0 are what comes back unchanged; 0 there means "none" to OpenSM.
-        if self.next_tid as u32 == 0 {
-            self.next_tid += 1;
-        }
-        tid
-    }
-}
-
-/// A start for this process's TIDs (only bits 31..0 survive the trip), unlikely to equal
-/// another client's on the same port, never 0.
-fn initial_tid() -> u64 {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    u64::from((std::process::id() << 16 ^ nanos) | 1)
-}
-
-/// Whether `mad` (a response, or our request handed back) belongs to `request`: same class and
-/// TID bits 31..0.
-fn answers(mad: &[u8], request: &SmpRepr) -> bool {
-    let class = match request.routing {
-        Routing::Lid => 0x01,
-        Routing::Directed(_) => 0x81,
-    };
-    mad.len() >= 24
-        && mad[1] == class
-        && mad[12..16] == (request.transaction_id as u32).to_be_bytes()
-}
-
-fn decode(mad: &[u8], attribute: AttributeId) -> Result<Attribute, QueryError> {
-    let malformed = |source| QueryError::Malformed { attribute, source };
-    let smp = SmpRepr::parse(&Smp::new_checked(mad).map_err(malformed)?).map_err(malformed)?;
-    if smp.attribute_id != attribute {
-        return Err(malformed(ibqos_mad::Error::BadValue {
-            field: "attribute_id",
-            value: u16::from(smp.attribute_id).into(),
-        }));
-    }
-    if smp.status != Status::OK {
-        return Err(QueryError::Status {
-            attribute,
-            status: smp.status,
-        });
-    }
-    Attribute::parse(attribute, &smp.data).map_err(malformed)
 }
 
 fn port_info_fields(p: &PortInfoRepr) -> Vec<(&'static str, Field)> {
@@ -393,7 +328,7 @@ fn port_info_fields(p: &PortInfoRepr) -> Vec<(&'static str, Field)> {
 /// One printed value.
 enum Field {
     Num(u64),
-    /// A number shown in hexadecimal with this many digits (GUIDs, masks, IDs).
+    /// A number shown in hexadecimal with this many digits (masks, IDs).
     Hex(u64, usize),
     Text(String),
     Bool(bool),
@@ -407,6 +342,10 @@ fn num(v: impl Into<u64>) -> Field {
 
 fn hex(v: impl Into<u64>, digits: usize) -> Field {
     Field::Hex(v.into(), digits)
+}
+
+fn guid(v: u64) -> Field {
+    Field::Text(Guid(v).to_string())
 }
 
 fn text(s: String) -> Field {

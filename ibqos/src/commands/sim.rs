@@ -35,12 +35,18 @@ pub struct Setup {
 
 pub fn run(args: &SimArgs) -> Result<Outcome> {
     let config = args.config().expect("clap requires a configuration");
+    // The plots are the timeline's only reader.
+    let timeline_intervals = if args.plot.is_some() {
+        PLOT_INTERVALS
+    } else {
+        0
+    };
     let setup = setup(
         &args.topology,
         config,
         &args.traffic,
         args.seed,
-        args.plot.is_some(),
+        timeline_intervals,
     )?;
     let report = simulate(&setup)?;
     let mut out = std::io::stdout().lock();
@@ -58,13 +64,14 @@ pub fn run(args: &SimArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// Reads the topology, configuration and traffic files and builds the network and flows.
+/// Reads the topology, configuration and traffic files and builds the network and flows, to
+/// record a timeline of `timeline_intervals` intervals (0: none).
 pub fn setup(
     topology: &Path,
     config: &Path,
     traffic_file: &Path,
     seed: u64,
-    timeline: bool,
+    timeline_intervals: usize,
 ) -> Result<Setup> {
     let loaded = load_config(config)?;
     if loaded.has_errors() {
@@ -94,7 +101,7 @@ pub fn setup(
             duration_ps: traffic.duration_ps,
             seed,
             arbiter: traffic.arbiter,
-            timeline_intervals: if timeline { PLOT_INTERVALS } else { 0 },
+            timeline_intervals,
         },
     })
 }

@@ -18,7 +18,6 @@ use crate::commands::{Outcome, load_config};
 use crate::diagnostics::Report;
 use ibqos_sm::cache;
 use ibqos_sm::config::sweep_config;
-use ibqos_sm::engine::scheduler::{attribute_name, method_name};
 use ibqos_sm::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use ibqos_transport::driver::{SmIdentity, Unsolicited, Wake, listen, run_sweep};
 use ibqos_transport::emulated::EmulatedTransport;
@@ -265,7 +264,7 @@ fn summary(sweep: &Sweep, unsolicited: &Unsolicited, sweep_number: u32, mode: Sw
         .sent
         .iter()
         .map(|((attribute, method), count)| {
-            json!({"attribute": attribute_name(*attribute), "method": method_name(*method), "count": count})
+            json!({"attribute": attribute.to_string(), "method": method.to_string(), "count": count})
         })
         .collect();
     let phase = match sweep.phase() {

@@ -9,7 +9,8 @@ use ibqos_mad::{
     VlArbitrationTableRepr,
 };
 use ibqos_qos::{
-    PortCaps, PortClass, PortPlan, QosConfig, SwitchSl2VlView, VlCount, plan, switch_sl2vl,
+    PortCaps, PortClass, PortPlan, QosConfig, Sl2VlProgramming, SwitchSl2VlView, VlCount, plan,
+    switch_sl2vl,
 };
 
 use super::subnet::{Node, PortKey, Subnet};
@@ -130,6 +131,10 @@ fn switch_sets(
             .unwrap_or(VlCount::One)
     };
     let view = SwitchSl2VlView {
+        sl_mapping_supported: port0
+            .info
+            .capability_mask
+            .contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED),
         enhanced_port0: port_class(node, 0).is_some(),
         optimized_supported: node.switch.is_some_and(|s| s.supports_optimized_sl_to_vl()),
         port0_oper_vls: oper(port0.info.operational_vls, port0.info.vl_cap),
@@ -140,11 +145,8 @@ fn switch_sets(
             })
             .collect(),
     };
-    let sl_mapping = port0
-        .info
-        .capability_mask
-        .contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED);
-    for set in switch_sl2vl(config, &view, sl_mapping, use_optimized_slvl) {
+    let programming = Sl2VlProgramming::from_use_optimized_slvl(use_optimized_slvl);
+    for set in switch_sl2vl(config, &view, programming) {
         // All outputs: the up external ports, and port 0 only where it is enhanced (a base
         // port 0 has no SL2VL tables of its own). One input stands for them all, so that each
         // output comes once.

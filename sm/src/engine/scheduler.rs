@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{AttributeId, Method, Routing, SmpRepr, Status};
+use ibqos_mad::{AttributeId, Mad, Method, MgmtClass, Routing, SmpRepr, Status};
 
 /// How the scheduler is tuned: OpenSM's `max_wire_smps`, `transaction_timeout` and
 /// `transaction_retries`.
@@ -45,8 +45,11 @@ pub struct Transmit {
 /// Why a request ended without a good answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
-    /// No answer after every attempt (or the fabric handed each attempt back).
+    /// No answer after every attempt, some of them unanswered, some perhaps handed back.
     TimedOut { attempts: u32 },
+    /// The fabric handed every attempt back undelivered (no route, a path into a port that is
+    /// not LinkUp, or no agent at the destination).
+    Dropped { attempts: u32 },
     /// The node answered with a non-zero MAD status (the D bit already removed), every time.
     Status(Status),
     /// The answers were for another attribute or modifier than the request's.
@@ -71,7 +74,7 @@ pub enum Completion<C> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SchedulerStats {
     /// SMPs put on the wire, retries included, per (attribute, method).
-    pub sent: BTreeMap<(u16, u8), u64>,
+    pub sent: BTreeMap<(AttributeId, Method), u64>,
     pub retries: u64,
     pub timeouts: u64,
     pub error_statuses: u64,
@@ -92,6 +95,8 @@ struct InFlight<C> {
     request: Request<C>,
     deadline: Instant,
     attempts: u32,
+    /// Of the attempts, those the fabric handed back.
+    dropped: u32,
 }
 
 /// The scheduler itself; `C` is whatever the caller needs back with each completion.
@@ -155,14 +160,6 @@ impl<C> Scheduler<C> {
             && self.delayed.is_empty()
     }
 
-    /// Requests queued or on the wire.
-    pub fn pending(&self) -> usize {
-        self.in_flight.len()
-            + self.resend.len()
-            + self.delayed.len()
-            + self.queues.values().map(VecDeque::len).sum::<usize>()
-    }
-
     /// The next SMP to send, if the wire has room: a resend first, then the next node's turn.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         if self.delayed.iter().any(|(at, _)| *at <= now) {
@@ -195,6 +192,7 @@ impl<C> Scheduler<C> {
                     request,
                     deadline: now,
                     attempts: 1,
+                    dropped: 0,
                 }
             }
         };
@@ -209,7 +207,7 @@ impl<C> Scheduler<C> {
         *self
             .stats
             .sent
-            .entry((u16::from(smp.attribute_id), u8::from(smp.method)))
+            .entry((smp.attribute_id, smp.method))
             .or_default() += 1;
         let transmit = Transmit {
             smp,
@@ -237,7 +235,8 @@ impl<C> Scheduler<C> {
     /// is retried like a lost one: a damaged answer looks like either, and a node that really
     /// refuses gives the same error again, so the only cost is the retries.
     pub fn on_response(&mut self, response: SmpRepr) -> Option<Completion<C>> {
-        let Some(in_flight) = self.take_matching(&response) else {
+        let class = mgmt_class(&response.routing);
+        let Some(in_flight) = self.take_matching(response.transaction_id, class) else {
             self.stats.unmatched += 1;
             return None;
         };
@@ -262,25 +261,43 @@ impl<C> Scheduler<C> {
     /// The fabric handed a request back unanswered (ibsim does so at once for no route or no
     /// handler; the kernel after its own timeout): the same as a timeout of that attempt.
     pub fn on_dropped(&mut self, request: SmpRepr) -> Option<Completion<C>> {
-        let in_flight = self.take_matching(&request)?;
+        self.dropped(request.transaction_id, mgmt_class(&request.routing))
+    }
+
+    /// [`on_dropped`](Self::on_dropped) for a request of which only the common MAD header came
+    /// back, as the kernel returns it.
+    pub fn on_dropped_header(&mut self, header: &Mad<&[u8]>) -> Option<Completion<C>> {
+        self.dropped(header.transaction_id(), header.mgmt_class())
+    }
+
+    fn dropped(&mut self, tid: u64, class: MgmtClass) -> Option<Completion<C>> {
+        let mut in_flight = self.take_matching(tid, class)?;
         self.stats.timeouts += 1;
+        in_flight.dropped += 1;
         let attempts = in_flight.attempts;
-        self.retry_or_fail(in_flight, Failure::TimedOut { attempts })
+        let failure = if in_flight.dropped == attempts {
+            Failure::Dropped { attempts }
+        } else {
+            Failure::TimedOut { attempts }
+        };
+        self.retry_or_fail(in_flight, failure)
     }
 
     /// Every request whose deadline has passed is sent again or, with its retries spent, fails.
+    ///
+    /// They are taken in deadline order, and requests with the same deadline in TID order (the
+    /// order they were sent, unless the TIDs wrapped in between), so that the failures and the
+    /// resends come out the same on every run.
     pub fn poll_timeouts(&mut self, now: Instant) -> Vec<Completion<C>> {
-        let mut expired: Vec<u32> = self
+        let mut expired: Vec<(Instant, u32)> = self
             .in_flight
             .iter()
             .filter(|(_, f)| f.deadline <= now)
-            .map(|(tid, _)| *tid)
+            .map(|(tid, f)| (f.deadline, *tid))
             .collect();
-        // In TID order, not the map's: requests that expire together are resent in the same
-        // order on every run, which replays of recorded sweeps depend on.
         expired.sort_unstable();
         let mut failed = Vec::new();
-        for tid in expired {
+        for (_, tid) in expired {
             if let Some(in_flight) = self.in_flight.remove(&tid) {
                 self.stats.timeouts += 1;
                 let attempts = in_flight.attempts;
@@ -310,14 +327,9 @@ impl<C> Scheduler<C> {
     }
 
     /// The outstanding request a received MAD answers: same low 32 TID bits and same class.
-    fn take_matching(&mut self, mad: &SmpRepr) -> Option<InFlight<C>> {
-        let tid = mad.transaction_id as u32;
-        let same_class = |f: &InFlight<C>| {
-            matches!(
-                (&f.request.smp.routing, &mad.routing),
-                (Routing::Lid, Routing::Lid) | (Routing::Directed(_), Routing::Directed(_))
-            )
-        };
+    fn take_matching(&mut self, tid: u64, class: MgmtClass) -> Option<InFlight<C>> {
+        let tid = tid as u32;
+        let same_class = |f: &InFlight<C>| mgmt_class(&f.request.smp.routing) == class;
         if self.in_flight.get(&tid).is_some_and(same_class) {
             self.in_flight.remove(&tid)
         } else {
@@ -326,26 +338,18 @@ impl<C> Scheduler<C> {
     }
 }
 
-/// The name OpenSM's logs use for an attribute, for the summary.
-pub fn attribute_name(id: u16) -> String {
-    match AttributeId::from(id) {
-        AttributeId::Unknown(raw) => format!("0x{raw:04x}"),
-        known => format!("{known:?}"),
-    }
-}
-
-/// A method's name for the summary.
-pub fn method_name(method: u8) -> String {
-    match Method::from(method) {
-        Method::Unknown(raw) => format!("0x{raw:02x}"),
-        known => format!("{known:?}"),
+/// The management class an SMP routed this way travels in.
+fn mgmt_class(routing: &Routing) -> MgmtClass {
+    match routing {
+        Routing::Lid => MgmtClass::SubnLid,
+        Routing::Directed(_) => MgmtClass::SubnDirectedRoute,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ibqos_mad::DrPath;
+    use ibqos_mad::{DrPath, Smp};
 
     const TIMEOUT: Duration = Duration::from_millis(200);
 
@@ -486,6 +490,28 @@ mod tests {
     }
 
     #[test]
+    fn timeouts_fail_in_deadline_order_then_in_sending_order() {
+        let mut s = scheduler(100, 0);
+        let now = Instant::now();
+        let mut late = request(0, 0);
+        late.timeout = Some(TIMEOUT * 2);
+        s.submit(late);
+        (1..=20).for_each(|node| s.submit(request(node, 0)));
+        assert_eq!(drain(&mut s, now).len(), 21);
+        let failed: Vec<u64> = s
+            .poll_timeouts(now + TIMEOUT * 2)
+            .into_iter()
+            .map(|done| match done {
+                Completion::Failed { context, .. } => context.0,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let mut want: Vec<u64> = (1..=20).collect();
+        want.push(0);
+        assert_eq!(failed, want);
+    }
+
+    #[test]
     fn a_dropped_request_is_retried_with_a_fresh_tid() {
         let mut s = scheduler(1, 1);
         let now = Instant::now();
@@ -494,6 +520,48 @@ mod tests {
         assert!(s.on_dropped(first.smp).is_none());
         let second = s.poll_transmit(now).unwrap();
         assert_ne!(first.smp.transaction_id, second.smp.transaction_id);
+        assert!(matches!(
+            s.on_dropped(second.smp),
+            Some(Completion::Failed {
+                failure: Failure::Dropped { attempts: 2 },
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_request_handed_back_every_time_fails_as_dropped() {
+        let mut s = scheduler(1, 2);
+        let now = Instant::now();
+        s.submit(request(1, 0));
+        let first = s.poll_transmit(now).unwrap();
+        assert!(s.on_dropped(first.smp).is_none());
+        // The kernel hands back only the 24-byte common header.
+        let mut bytes = [0u8; 256];
+        s.poll_transmit(now)
+            .unwrap()
+            .smp
+            .emit(&mut Smp::new_unchecked(&mut bytes[..]));
+        let header = Mad::new_checked(&bytes[..24]).unwrap();
+        assert!(s.on_dropped_header(&header).is_none());
+        let third = s.poll_transmit(now).unwrap();
+        assert!(matches!(
+            s.on_dropped(third.smp),
+            Some(Completion::Failed {
+                failure: Failure::Dropped { attempts: 3 },
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_request_dropped_only_sometimes_fails_as_timed_out() {
+        let mut s = scheduler(1, 1);
+        let now = Instant::now();
+        s.submit(request(1, 0));
+        assert!(s.poll_transmit(now).is_some());
+        assert!(s.poll_timeouts(now + TIMEOUT).is_empty(), "resent");
+        let second = s.poll_transmit(now + TIMEOUT).unwrap();
         assert!(matches!(
             s.on_dropped(second.smp),
             Some(Completion::Failed {
