@@ -201,3 +201,113 @@ pub(crate) fn parse_smp(mad: &[u8]) -> Option<SmpRepr> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibqos_mad::{DrPath, NoticeType, SmInfo};
+
+    const GUID: u64 = 0x0002_c900_0010_0001;
+
+    fn emit(smp: &SmpRepr) -> [u8; 256] {
+        let mut mad = [0u8; 256];
+        smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
+        mad
+    }
+
+    fn reply_of(heard: Heard) -> (SmpRepr, Option<u16>) {
+        let (Heard::Request(reply) | Heard::LinkChange(reply)) = heard else {
+            panic!("{heard:?}")
+        };
+        (parse_smp(&reply.mad).unwrap(), reply.dlid)
+    }
+
+    fn trap(number: u16) -> [u8; 256] {
+        let notice = NoticeRepr {
+            is_generic: true,
+            notice_type: NoticeType::Urgent,
+            producer_type: NoticeRepr::PRODUCER_SWITCH,
+            trap_number: number,
+            issuer_lid: 7,
+            notice_toggle: false,
+            notice_count: 0,
+            data_details: [0; 54],
+        };
+        emit(&SmpRepr {
+            method: Method::Trap,
+            transaction_id: 0x1234_0000_0042,
+            data: Attribute::Notice(notice).to_data(),
+            ..SmpRepr::get(AttributeId::Notice, 0, 0, Routing::Lid)
+        })
+    }
+
+    #[test]
+    fn a_trap_is_repressed_with_its_tid_and_128_asks_for_a_sweep() {
+        let mut responder = Responder::new(GUID, 3);
+        let heard = responder.on_request(&trap(128), 7);
+        assert!(matches!(heard, Heard::LinkChange(_)), "{heard:?}");
+        let (repress, dlid) = reply_of(heard);
+        assert_eq!(
+            (repress.method, repress.transaction_id, dlid),
+            (Method::TrapRepress, 0x1234_0000_0042, Some(7))
+        );
+        assert!(matches!(
+            responder.on_request(&trap(144), 7),
+            Heard::Request(_)
+        ));
+        let heard = responder.take_heard();
+        assert_eq!((heard.traps, heard.link_changes), (2, 1));
+        assert_eq!(responder.take_heard(), Unsolicited::default());
+    }
+
+    #[test]
+    fn sminfo_is_answered_as_the_master_on_the_route_it_came() {
+        let mut responder = Responder::new(GUID, 0x13);
+        let path = DrPath::request(&[1, 3]).unwrap();
+        let request = SmpRepr::get(AttributeId::SmInfo, 0, 9, Routing::Directed(path));
+        let (answer, dlid) = reply_of(responder.on_request(&emit(&request), 0xffff));
+        assert_eq!(
+            (answer.method, answer.status, dlid),
+            (Method::GetResp, Status::OK, None)
+        );
+        let Routing::Directed(back) = answer.routing else {
+            panic!("{:?}", answer.routing)
+        };
+        assert_eq!(back.direction, Direction::Returning);
+        let info = SmInfo::new_checked(&answer.data[..]).unwrap();
+        assert_eq!(
+            (info.guid(), info.priority(), info.act_count()),
+            (GUID, 3, 1)
+        );
+    }
+
+    #[test]
+    fn sa_and_unknown_attributes_are_unsupported_and_non_requests_unanswerable() {
+        let mut responder = Responder::new(GUID, 0);
+        let mut query = emit(&SmpRepr::get(AttributeId::PortInfo, 0, 5, Routing::Lid));
+        let (answer, _) = reply_of(responder.on_request(&query, 4));
+        assert_eq!(
+            (answer.method, answer.status),
+            (Method::GetResp, unsupported())
+        );
+        let mut sa = Mad::new_unchecked(&mut query[..]);
+        sa.set_mgmt_class(MgmtClass::SubnAdm);
+        sa.set_method(Method::GetTable);
+        let Heard::Request(reply) = responder.on_request(&query, 4) else {
+            panic!("no answer to SA")
+        };
+        let header = Mad::new_checked(&reply.mad[..]).unwrap();
+        assert_eq!(
+            (header.method(), header.status(), reply.dlid),
+            (Method::GetTableResp, unsupported(), Some(4))
+        );
+        let response = emit(&SmpRepr {
+            method: Method::GetResp,
+            ..SmpRepr::get(AttributeId::PortInfo, 0, 5, Routing::Lid)
+        });
+        assert_eq!(responder.on_request(&response, 4), Heard::Unanswerable);
+        assert_eq!(responder.on_request(&[0; 10], 4), Heard::Unanswerable);
+        let heard = responder.take_heard();
+        assert_eq!((heard.unsupported, heard.malformed), (2, 2));
+    }
+}
