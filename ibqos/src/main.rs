@@ -7,6 +7,7 @@ use clap::Parser;
 mod cli;
 mod commands;
 mod diagnostics;
+mod signals;
 
 use cli::{Cli, Command};
 use commands::Outcome;

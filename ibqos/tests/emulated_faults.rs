@@ -7,8 +7,7 @@
 //! alone, not on the machine, and a lost MAD costs no real time.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ibqos_emu::{
     Emulator, FabricDump, FaultSchedule, Faults, Flap, Models, builtin_topology, dump,
@@ -20,15 +19,34 @@ use ibqos_mad::{
 };
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
-use ibqos_sm::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
-use ibqos_transport::Transport;
-use ibqos_transport::driver::{SmIdentity, Unsolicited, Wake, listen, run_sweep};
+use ibqos_sm::engine::sweep::{Phase, Sweep, SweepConfig};
+use ibqos_sm::manager::{Run, SweepReason};
 use ibqos_transport::emulated::EmulatedTransport;
 
+mod common;
+use common::{EmulatedSm, settings};
+
+const CONFIG: &str = "examples/opensm-qos.conf";
+
+/// The configuration the SM's sweeps run with, for what they should have programmed.
 fn config() -> SweepConfig {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/opensm-qos.conf");
-    let settings = ibqos_opensm::load(&path).unwrap().settings;
-    sweep_config(&settings, BTreeMap::new())
+    sweep_config(&settings(CONFIG), BTreeMap::new())
+}
+
+/// The SM as `ibqos sm` runs it, on `transport`: the first sweep forced, later ones writing
+/// what differs, with what earlier sweeps could not keep carried over.
+fn daemon(transport: EmulatedTransport) -> EmulatedSm {
+    EmulatedSm::new(transport, Run::Daemon, &settings(CONFIG))
+}
+
+/// Drives the SM to the end of its next sweep.
+fn sweep(sm: &mut EmulatedSm) {
+    sm.sweep_done();
+}
+
+/// The SM's last finished sweep.
+fn last(sm: &EmulatedSm) -> &Sweep {
+    sm.manager.last_sweep().unwrap()
 }
 
 /// The built-in two-switch fabric on virtual time, the SM at H1, with these models and
@@ -63,41 +81,6 @@ fn faulty(seed: u64) -> Models {
 
 fn node(emulator: &Emulator, name: &str) -> NodeId {
     emulator.topology().node_by_name(name).unwrap()
-}
-
-/// One sweep as `ibqos sm` makes them: the first forced, later ones writing what differs,
-/// with what the previous sweep could not keep carried over.
-fn sweep(
-    transport: &mut EmulatedTransport,
-    config: &mut SweepConfig,
-    learned: &mut Learned,
-) -> Sweep {
-    let identity = SmIdentity {
-        port_guid: transport.local_port().port_guid,
-        priority: 0,
-    };
-    let (sweep, _) = run_sweep(
-        transport,
-        config.clone(),
-        std::mem::take(learned),
-        identity,
-        Unsolicited::default(),
-    )
-    .unwrap();
-    *learned = sweep.learned().clone();
-    config.mode = SweepMode::Diff;
-    sweep
-}
-
-/// The SM between sweeps for up to `interval`, as `ibqos sm` waits.
-fn wait_for_sweep(transport: &mut EmulatedTransport, interval: Duration) -> Wake {
-    let identity = SmIdentity {
-        port_guid: transport.local_port().port_guid,
-        priority: 0,
-    };
-    let until = transport.now() + interval;
-    let mut unsolicited = Unsolicited::default();
-    listen(transport, until, identity, &mut unsolicited, &|| false).unwrap()
 }
 
 /// Every link ACTIVE at both ends except those of `except`, and every QoS table the sweep
@@ -138,13 +121,12 @@ fn converged(
 
 /// The dump a fault-free run leaves: every table as planned.
 fn clean_dump() -> String {
-    let mut transport = fabric(Models::default(), no_schedule);
-    let mut config = config();
-    let mut learned = Learned::default();
-    let first = sweep(&mut transport, &mut config, &mut learned);
+    let mut sm = daemon(fabric(Models::default(), no_schedule));
+    sweep(&mut sm);
+    let first = last(&sm);
     assert_eq!(*first.phase(), Phase::SubnetUp);
-    converged(transport.emulator(), &first, &config, &[]).unwrap();
-    dump(transport.emulator()).to_json()
+    converged(sm.transport.emulator(), first, &config(), &[]).unwrap();
+    dump(sm.transport.emulator()).to_json()
 }
 
 #[test]
@@ -152,13 +134,12 @@ fn with_loss_and_jitter_every_seed_converges_within_two_sweeps() {
     let clean = clean_dump();
     let started = Instant::now();
     for seed in 0..100 {
-        let mut transport = fabric(faulty(seed), no_schedule);
-        let mut config = config();
-        let mut learned = Learned::default();
-        sweep(&mut transport, &mut config, &mut learned);
-        let second = sweep(&mut transport, &mut config, &mut learned);
-        let emulator = transport.emulator();
-        if let Err(what) = converged(emulator, &second, &config, &[]) {
+        let mut sm = daemon(fabric(faulty(seed), no_schedule));
+        sweep(&mut sm);
+        sweep(&mut sm);
+        let second = last(&sm);
+        let emulator = sm.transport.emulator();
+        if let Err(what) = converged(emulator, second, &config(), &[]) {
             panic!(
                 "seed {seed}: {what} {:?} {:?}",
                 second.phase(),
@@ -177,13 +158,13 @@ fn with_loss_and_jitter_every_seed_converges_within_two_sweeps() {
 #[test]
 fn a_link_flapping_in_the_middle_of_a_sweep_comes_back_by_the_next() {
     // How long a clean first sweep takes in virtual time, to strike in its middle.
-    let mut transport = fabric(Models::default(), no_schedule);
-    sweep(&mut transport, &mut config(), &mut Learned::default());
-    let length = transport.now_ns();
+    let mut clean = daemon(fabric(Models::default(), no_schedule));
+    sweep(&mut clean);
+    let length = clean.transport.now_ns();
     // Half-way through the first sweep the inter-switch link S1[3]-S2[3] and H2's link S1[2]
     // go down; the first comes back within the sweep, the second ten seconds later, while the
     // SM waits for its next sweep. No random faults: the timeline is the clean sweep's.
-    let mut transport = fabric(Models::default(), |emulator| {
+    let mut sm = daemon(fabric(Models::default(), |emulator| {
         let s1 = node(emulator, "S1");
         let flap = |port, up_ns| Flap {
             port: PortRef::new(s1, port),
@@ -197,45 +178,49 @@ fn a_link_flapping_in_the_middle_of_a_sweep_comes_back_by_the_next() {
             ],
             dead: vec![],
         }
-    });
-    let mut config = config();
-    let mut learned = Learned::default();
-    let first = sweep(&mut transport, &mut config, &mut learned);
-    assert!(converged(transport.emulator(), &first, &config, &[]).is_err());
+    }));
+    let config = config();
+    sweep(&mut sm);
+    let first = last(&sm);
+    assert!(converged(sm.transport.emulator(), first, &config, &[]).is_err());
     // While the SM waits for its next sweep, H2's link comes back: S1, whose PortStateChange
     // the first sweep cleared, sends trap 128, and the SM sweeps at once instead of waiting
     // out the interval. The next sweep brings both links back.
     let flap_ends = length / 2 + 10_000_000_000;
-    let wake = wait_for_sweep(&mut transport, Duration::from_secs(20));
-    assert_eq!(wake, Wake::LinkChange);
-    assert!(transport.now_ns() > flap_ends && transport.now_ns() < flap_ends + 1_000_000);
-    assert_eq!(transport.emulator().unrepressed_traps(), 0);
-    let second = sweep(&mut transport, &mut config, &mut learned);
-    assert_eq!(transport.emulator().next_event_ns(), None);
-    converged(transport.emulator(), &second, &config, &[]).unwrap();
+    let (reason, at) = sm.sweep_started();
+    assert_eq!(reason, SweepReason::LinkChange);
+    assert!(at > flap_ends && at < flap_ends + 1_000_000);
+    assert_eq!(sm.transport.emulator().unrepressed_traps(), 0);
+    sweep(&mut sm);
+    let second = last(&sm);
+    assert_eq!(sm.transport.emulator().next_event_ns(), None);
+    converged(sm.transport.emulator(), second, &config, &[]).unwrap();
     assert_eq!(*second.phase(), Phase::SubnetUp);
 }
 
 #[test]
 fn a_link_going_down_after_subnet_up_wakes_the_sm_with_trap_128() {
-    let mut transport = fabric(Models::default(), no_schedule);
-    let mut config = config();
-    let mut learned = Learned::default();
-    let first = sweep(&mut transport, &mut config, &mut learned);
+    let mut sm = daemon(fabric(Models::default(), no_schedule));
+    let config = config();
+    sweep(&mut sm);
+    let first = last(&sm);
     assert_eq!(*first.phase(), Phase::SubnetUp);
     // Nothing happens: the SM waits out its interval.
+    let interval_ns = u64::from(settings(CONFIG).sm.sweep_interval) * 1_000_000_000;
+    let ended = sm.transport.now_ns();
     assert_eq!(
-        wait_for_sweep(&mut transport, Duration::from_secs(1)),
-        Wake::Due
+        sm.sweep_started(),
+        (SweepReason::Interval, ended + interval_ns)
     );
+    sweep(&mut sm);
     // A cable between the switches is pulled a second later and plugged back in a second
     // after that. Each change wakes the SM within microseconds, not a sweep interval: S1
     // sends trap 128 when its PortStateChange goes from clear to set (S2 too: one trap each
     // until the SM's next sweep clears the bit).
-    let down_ns = transport.now_ns() + 1_000_000_000;
+    let down_ns = sm.transport.now_ns() + 1_000_000_000;
     let up_ns = down_ns + 1_000_000_000;
-    let s1 = node(transport.emulator(), "S1");
-    transport.emulator_mut().schedule(&FaultSchedule {
+    let s1 = node(sm.transport.emulator(), "S1");
+    sm.transport.emulator_mut().schedule(&FaultSchedule {
         flaps: vec![Flap {
             port: PortRef::new(s1, 3),
             down_ns,
@@ -244,16 +229,14 @@ fn a_link_going_down_after_subnet_up_wakes_the_sm_with_trap_128() {
         dead: vec![],
     });
     for (change_ns, what) in [(down_ns, "down"), (up_ns, "up")] {
-        assert_eq!(
-            wait_for_sweep(&mut transport, Duration::from_secs(10)),
-            Wake::LinkChange,
-            "link {what}"
-        );
-        let late = transport.now_ns() - change_ns;
+        let (reason, at) = sm.sweep_started();
+        assert_eq!(reason, SweepReason::LinkChange, "link {what}");
+        let late = at - change_ns;
         assert!(late < 100_000, "link {what}: woken {late} ns after");
-        let swept = sweep(&mut transport, &mut config, &mut learned);
+        sweep(&mut sm);
+        let swept = last(&sm);
         assert_eq!(*swept.phase(), Phase::SubnetUp, "link {what}");
-        let all_active = converged(transport.emulator(), &swept, &config, &[]);
+        let all_active = converged(sm.transport.emulator(), swept, &config, &[]);
         assert_eq!(
             all_active.is_ok(),
             what == "up",
@@ -261,7 +244,7 @@ fn a_link_going_down_after_subnet_up_wakes_the_sm_with_trap_128() {
         );
     }
     // Every trap was repressed.
-    assert_eq!(transport.emulator().unrepressed_traps(), 0);
+    assert_eq!(sm.transport.emulator().unrepressed_traps(), 0);
 }
 
 #[test]
@@ -283,10 +266,9 @@ fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
     };
     assert_eq!(pull(&mut transport, 1_000), vec![]);
 
-    let mut transport = fabric(Models::default(), no_schedule);
-    let mut config = config();
-    let mut learned = Learned::default();
-    sweep(&mut transport, &mut config, &mut learned);
+    let mut sm = daemon(fabric(Models::default(), no_schedule));
+    sweep(&mut sm);
+    let mut transport = sm.transport;
     let s2_lid = transport
         .emulator()
         .port_info(PortRef::new(s2, 0))
@@ -349,17 +331,17 @@ fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
 
 #[test]
 fn a_dead_node_leaves_the_rest_of_the_fabric_up() {
-    let mut transport = fabric(faulty(9), |emulator| FaultSchedule {
+    let transport = fabric(faulty(9), |emulator| FaultSchedule {
         flaps: vec![],
         dead: vec![node(emulator, "H3")],
     });
     let h3 = node(transport.emulator(), "H3");
-    let mut config = config();
-    let mut learned = Learned::default();
-    sweep(&mut transport, &mut config, &mut learned);
-    let second = sweep(&mut transport, &mut config, &mut learned);
-    converged(transport.emulator(), &second, &config, &[h3]).unwrap();
-    let h3_guid = transport.emulator().topology().node(h3).unwrap().guid;
+    let mut sm = daemon(transport);
+    sweep(&mut sm);
+    sweep(&mut sm);
+    let second = last(&sm);
+    converged(sm.transport.emulator(), second, &config(), &[h3]).unwrap();
+    let h3_guid = sm.transport.emulator().topology().node(h3).unwrap().guid;
     assert!(!second.subnet().nodes.contains_key(&h3_guid));
 
     // Its end state differs from a clean run's exactly at H3 and its switch S2, whose port
@@ -373,7 +355,7 @@ fn a_dead_node_leaves_the_rest_of_the_fabric_up() {
         dump
     };
     let clean = without_lids(&clean_dump());
-    let after = without_lids(&dump(transport.emulator()).to_json());
+    let after = without_lids(&dump(sm.transport.emulator()).to_json());
     let differing: Vec<&str> = after
         .nodes
         .iter()
@@ -395,11 +377,9 @@ fn damaged_responses_never_stop_the_sm() {
             seed,
             ..Models::default()
         };
-        let mut transport = fabric(models, no_schedule);
-        let mut config = config();
-        let mut learned = Learned::default();
+        let mut sm = daemon(fabric(models, no_schedule));
         for _ in 0..3 {
-            sweep(&mut transport, &mut config, &mut learned);
+            sweep(&mut sm);
         }
     }
 }
@@ -407,11 +387,9 @@ fn damaged_responses_never_stop_the_sm() {
 #[test]
 fn the_dump_is_the_same_bytes_for_the_same_seed() {
     let run = |seed| {
-        let mut transport = fabric(faulty(seed), no_schedule);
-        let mut config = config();
-        let mut learned = Learned::default();
-        sweep(&mut transport, &mut config, &mut learned);
-        dump(transport.emulator()).to_json()
+        let mut sm = daemon(fabric(faulty(seed), no_schedule));
+        sweep(&mut sm);
+        dump(sm.transport.emulator()).to_json()
     };
     assert_eq!(run(17), run(17));
 }

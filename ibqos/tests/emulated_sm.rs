@@ -12,11 +12,13 @@ use ibqos_mad::{Attribute, AttributeId, Method, PortState, SlToVlModifier};
 use ibqos_qos::{VlCount, oper_vls};
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
-use ibqos_sm::engine::sweep::{Learned, Phase, SweepConfig, SweepMode};
-use ibqos_transport::Transport;
-use ibqos_transport::driver::{SmIdentity, Unsolicited, run_sweep};
+use ibqos_sm::engine::sweep::{Phase, SweepMode};
+use ibqos_sm::manager::{Outcome, Run};
 use ibqos_transport::emulated::EmulatedTransport;
 use serde_json::Value;
+
+mod common;
+use common::{EmulatedSm, settings};
 
 fn repo(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
@@ -114,12 +116,6 @@ fn sm_brings_up_a_generated_three_level_fat_tree() {
     assert!(states.iter().all(|s| s == "Active"), "{states:?}");
 }
 
-/// The sweep configuration `ibqos sm` builds from an opensm.conf.
-fn config_from(opensm_conf: &Path) -> SweepConfig {
-    let settings = ibqos_opensm::load(opensm_conf).unwrap().settings;
-    sweep_config(&settings, BTreeMap::new())
-}
-
 #[test]
 fn sm_converges_on_ports_of_mixed_qos_capabilities() {
     let mut topology = generate::fat_tree(3, 2, 3, 8).unwrap();
@@ -152,23 +148,16 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         .map(|(id, _)| PortRef::new(id, 1))
         .unwrap();
     let emulator = Emulator::new(topology, attach).unwrap();
-    let mut transport = EmulatedTransport::new(emulator);
-    let mut config = config_from(&repo("examples/opensm-qos.conf"));
-    config.use_optimized_slvl = true;
-    let identity = SmIdentity {
-        port_guid: transport.local_port().port_guid,
-        priority: 0,
-    };
-    let (sweep, _) = run_sweep(
-        &mut transport,
-        config.clone(),
-        Learned::default(),
-        identity,
-        Unsolicited::default(),
-    )
-    .unwrap();
+    let mut settings = settings("examples/opensm-qos.conf");
+    settings.links.use_optimized_slvl = true;
+    // The configuration the SM's sweeps run with, for what they should have programmed.
+    let config = sweep_config(&settings, BTreeMap::new());
+    let mut sm = EmulatedSm::new(EmulatedTransport::new(emulator), Run::Once, &settings);
+    let (summaries, _) = sm.finish();
+    let sweep = sm.manager.last_sweep().unwrap();
     assert_eq!(*sweep.phase(), Phase::SubnetUp, "{:?}", sweep.counts());
-    let emu = transport.emulator();
+    assert_eq!(summaries[0].sweep, 1, "up in one sweep");
+    let emu = sm.transport.emulator();
     let t = emu.topology();
 
     // Every linked port ACTIVE, running the OperVLs both ends can.
@@ -253,22 +242,15 @@ fn sets_handled(emulator: &Emulator) -> u64 {
 /// only the CA ports' low-priority VLArb block, which is all the second configuration changes.
 #[test]
 fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
-    let mut transport = EmulatedTransport::open("two-switch", None).unwrap();
-    let identity = SmIdentity {
-        port_guid: transport.local_port().port_guid,
-        priority: 0,
-    };
+    let transport = EmulatedTransport::open("two-switch", None).unwrap();
     let example = repo("examples/opensm-qos.conf");
-    let (forced, _) = run_sweep(
-        &mut transport,
-        config_from(&example),
-        Learned::default(),
-        identity,
-        Unsolicited::default(),
-    )
-    .unwrap();
-    assert_eq!(*forced.phase(), Phase::SubnetUp);
-    let sets_before = sets_handled(transport.emulator());
+    let mut forced = EmulatedSm::new(transport, Run::Once, &settings("examples/opensm-qos.conf"));
+    let (summaries, outcome) = forced.finish();
+    assert_eq!(outcome, Outcome::SubnetUp);
+    assert_eq!(summaries[0].mode, SweepMode::Forced);
+    let forced_sweep = forced.manager.last_sweep().unwrap();
+    assert_eq!(*forced_sweep.phase(), Phase::SubnetUp);
+    let sets_before = sets_handled(forced.transport.emulator());
     assert!(sets_before > 0);
 
     let dir = std::env::temp_dir().join(format!("ibqos-dry-run-{}", std::process::id()));
@@ -277,19 +259,14 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
     let mut text = std::fs::read_to_string(&example).unwrap();
     text.push_str("qos_ca_vlarb_low 0:8,1:200,3:16\n");
     std::fs::write(&changed, text).unwrap();
-    let config = SweepConfig {
-        mode: SweepMode::DryRun,
-        ..config_from(&changed)
-    };
-    let (dry, _) = run_sweep(
-        &mut transport,
-        config,
-        Learned::default(),
-        identity,
-        Unsolicited::default(),
-    )
-    .unwrap();
+    let changed = ibqos_opensm::load(&changed).unwrap().settings;
+    let mut dry_run = EmulatedSm::new(forced.transport, Run::DryRun, &changed);
+    let (summaries, outcome) = dry_run.finish();
     std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(outcome, Outcome::DryRunDone);
+    assert_eq!(summaries[0].mode, SweepMode::DryRun);
+    let transport = &dry_run.transport;
+    let dry = dry_run.manager.last_sweep().unwrap();
 
     assert_eq!(
         sets_handled(transport.emulator()),

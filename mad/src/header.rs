@@ -62,6 +62,17 @@ impl Method {
     pub fn is_response(self) -> bool {
         u8::from(self) & 0x80 != 0
     }
+
+    /// The method of the response to a request with this method (IBA 13.4.5, 15.2.5): Get and
+    /// Set are answered with GetResp, GetTraceTable with GetTableResp, any other with its own
+    /// value and the R bit set (as OpenSM's `osm_sa_send_error` builds it).
+    pub fn response(self) -> Method {
+        match self {
+            Method::Get | Method::Set => Method::GetResp,
+            Method::GetTraceTable => Method::GetTableResp,
+            other => Method::from(u8::from(other) | 0x80),
+        }
+    }
 }
 
 open_enum! {
@@ -145,6 +156,11 @@ impl Status {
     /// Bits 15:8, class specific (the SA status code; the D bit in a DR SMP).
     pub fn class_specific(self) -> u8 {
         (self.0 >> 8) as u8
+    }
+
+    /// The status that rejects a request for this reason (bits 4:2).
+    pub fn invalid(field: InvalidField) -> Self {
+        Self((u16::from(u8::from(field)) << Self::INVALID_FIELD_SHIFT) & Self::INVALID_FIELD_MASK)
     }
 
     /// The word with the DR SMP direction bit (bit 15) cleared: `status & 0x7fff`.
@@ -289,6 +305,23 @@ mod tests {
     }
 
     #[test]
+    fn response_methods() {
+        let answers = [
+            (Method::Get, Method::GetResp),
+            (Method::Set, Method::GetResp),
+            (Method::Report, Method::ReportResp),
+            (Method::GetTable, Method::GetTableResp),
+            (Method::GetTraceTable, Method::GetTableResp),
+            (Method::GetMulti, Method::GetMultiResp),
+            (Method::Delete, Method::DeleteResp),
+        ];
+        for (request, response) in answers {
+            assert_eq!(request.response(), response, "{request:?}");
+            assert!(response.is_response());
+        }
+    }
+
+    #[test]
     fn status_codes() {
         // The four codes ibsim returns, and a DR response's D bit.
         assert_eq!(Status(0x0000).invalid_field(), InvalidField::None);
@@ -301,6 +334,11 @@ mod tests {
             InvalidField::MethodAttributeUnsupported
         );
         assert_eq!(Status(0x001c).invalid_field(), InvalidField::InvalidValue);
+        assert_eq!(
+            Status::invalid(InvalidField::MethodAttributeUnsupported),
+            Status(0x000c)
+        );
+        assert_eq!(Status::invalid(InvalidField::InvalidValue), Status(0x001c));
         assert_eq!(Status(0x0010).invalid_field(), InvalidField::Unknown(4));
         assert_eq!(Status(0x801c).without_direction(), Status(0x001c));
         assert_eq!(Status(0x8000).without_direction(), Status::OK);

@@ -2,10 +2,10 @@
 //! every port its old address (OpenSM's `$OSM_CACHE_DIR/guid2lid`).
 //!
 //! Same format as OpenSM's, one port per line: `0x<port GUID> 0x<first LID> 0x<last LID>`.
+//! Only the text lives here; where the file is kept is the caller's business.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// Reads a guid2lid file. A line that does not parse is skipped and reported in the returned
 /// list of problems: a damaged cache must not stop the SM, it only costs the old addresses.
@@ -50,23 +50,6 @@ pub fn write_guid2lid(ports: impl IntoIterator<Item = (u64, u16)>, lmc: u8) -> S
         );
     }
     out
-}
-
-/// Reads `dir/guid2lid` if it exists; a missing file is an empty cache.
-pub fn load(dir: &Path) -> std::io::Result<(BTreeMap<u64, u16>, Vec<String>)> {
-    match std::fs::read_to_string(dir.join("guid2lid")) {
-        Ok(text) => Ok(read_guid2lid(&text)),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
-        Err(error) => Err(error),
-    }
-}
-
-/// Writes `dir/guid2lid` (creating the directory), replacing it atomically.
-pub fn store(dir: &Path, contents: &str) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join("guid2lid.tmp");
-    std::fs::write(&tmp, contents)?;
-    std::fs::rename(tmp, dir.join("guid2lid"))
 }
 
 #[cfg(test)]

@@ -14,6 +14,23 @@ use crate::engine::sweep::{SweepConfig, SweepMode};
 /// OpenSM's `subnet_timeout` default: 4.096 us x 2^18, about one second.
 const SUBNET_TIMEOUT: u8 = 18;
 
+/// How many SMPs the SM keeps on the wire, and how long and how often it waits for each.
+pub fn scheduler_config(settings: &Settings) -> SchedulerConfig {
+    let sm = &settings.sm;
+    SchedulerConfig {
+        max_outstanding: usize::try_from(sm.max_wire_smps).unwrap_or(usize::MAX),
+        timeout: Duration::from_millis(u64::from(sm.transaction_timeout.max(1))),
+        retries: sm.transaction_retries,
+    }
+}
+
+/// How long the SM waits for an answer to a request, its retries included: how long a kernel
+/// transport must keep waiting for a response before it hands the request back.
+pub fn response_timeout(settings: &Settings) -> Duration {
+    let scheduler = scheduler_config(settings);
+    scheduler.timeout * (scheduler.retries + 1)
+}
+
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
 pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
     let sm = &settings.sm;
@@ -30,11 +47,7 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         }
     };
     SweepConfig {
-        scheduler: SchedulerConfig {
-            max_outstanding: usize::try_from(sm.max_wire_smps).unwrap_or(usize::MAX),
-            timeout: Duration::from_millis(u64::from(sm.transaction_timeout.max(1))),
-            retries: sm.transaction_retries,
-        },
+        scheduler: scheduler_config(settings),
         lmc: sm.lmc,
         subnet_prefix: sm.subnet_prefix,
         sm_sl: sm.sm_sl & 0xf,

@@ -5,18 +5,10 @@
 use std::time::Duration;
 
 use ibqos_mad::{Mad, Smp, SmpRepr};
-use ibqos_sm::engine::scheduler::{Completion, Request, Scheduler, Transmit};
+use ibqos_sm::engine::scheduler::{Completion, Request, Scheduler};
+use ibqos_sm::manager::OutgoingMad;
 
-use crate::{Address, Incoming, Outgoing, Transport, TransportError};
-
-impl From<&Transmit> for Outgoing {
-    fn from(transmit: &Transmit) -> Self {
-        let mut mad = [0u8; 256];
-        transmit.smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
-        let address = transmit.dlid.map_or(Address::Directed, Address::Lid);
-        Outgoing { mad, address }
-    }
-}
+use crate::{Incoming, Outgoing, Transport, TransportError};
 
 /// Submits `request` and drives `scheduler` over `transport` until it completes: an answer, or
 /// a failure once its retries are spent. The scheduler must hold nothing else, since the first
@@ -34,7 +26,7 @@ pub fn exchange<C>(
             return Ok(done);
         }
         while let Some(transmit) = scheduler.poll_transmit(now) {
-            transport.send(&Outgoing::from(&transmit))?;
+            transport.send(&Outgoing::from(OutgoingMad::from(&transmit)))?;
         }
         let wait = scheduler
             .next_deadline()

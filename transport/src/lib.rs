@@ -16,6 +16,8 @@ use std::io;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use ibqos_sm::manager::OutgoingMad;
+
 pub mod driver;
 pub mod emulated;
 pub mod exchange;
@@ -38,6 +40,15 @@ pub enum Address {
 pub struct Outgoing {
     pub mad: [u8; 256],
     pub address: Address,
+}
+
+impl From<OutgoingMad> for Outgoing {
+    fn from(mad: OutgoingMad) -> Self {
+        Outgoing {
+            mad: mad.mad,
+            address: mad.dlid.map_or(Address::Directed, Address::Lid),
+        }
+    }
 }
 
 /// What a transport received.

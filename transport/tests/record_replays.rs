@@ -14,7 +14,8 @@ use ibqos_mad::{
 use ibqos_opensm::{Format, load_bytes};
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::sweep::{Learned, Sweep, SweepMode};
-use ibqos_transport::driver::{SmIdentity, Unsolicited, run_sweep};
+use ibqos_sm::manager::OutgoingMad;
+use ibqos_sm::responder::{Heard, Responder};
 use ibqos_transport::emulated::{EmulatedTransport, attach_port};
 use ibqos_transport::{Incoming, LocalPort, Outgoing, Transport, TransportError};
 use serde_json::{Value, json};
@@ -146,23 +147,57 @@ fn sweep(transport: &mut EmulatedTransport, setup: &Setup) -> (Sweep, Vec<Step>)
         mode: setup.mode,
         ..sweep_config(&settings, Default::default())
     };
-    let identity = SmIdentity {
-        port_guid: transport.local_port().port_guid,
-        priority: 0,
-    };
     let mut recorder = Recorder::new(transport);
-    let (sweep, _) = run_sweep(
-        &mut recorder,
-        config,
-        Learned::default(),
-        identity,
-        Unsolicited::default(),
-    )
-    .unwrap();
+    let start = Sweep::start(config, Learned::default(), recorder.now());
+    let sweep = drive(&mut recorder, start);
     // The emulator keeps every field, so no sweep learns anything: each replay starts from
     // nothing learned, as recorded.
     assert_eq!(*sweep.learned(), Learned::default());
     (sweep, recorder.steps)
+}
+
+/// How long to wait for the fabric when the sweep has no deadline sooner.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+
+/// Runs one bare sweep to its end over `transport`, as the SM's manager runs it: what the sweep
+/// polls is sent, answers go to the sweep, and whatever else reaches the SM (a trap, an SMInfo
+/// Get) is answered by the SM's responder, whose replies are not the sweep's and so are not
+/// recorded.
+fn drive(transport: &mut dyn Transport, mut sweep: Sweep) -> Sweep {
+    let mut responder = Responder::new(transport.local_port().port_guid, 0);
+    loop {
+        let now = transport.now();
+        while let Some(transmit) = sweep.poll_transmit(now) {
+            let mad = OutgoingMad::from(&transmit);
+            transport.send(&Outgoing::from(mad)).unwrap();
+        }
+        if sweep.is_done() {
+            return sweep;
+        }
+        let wait = sweep
+            .next_deadline()
+            .map_or(IDLE_WAIT, |d| d.saturating_duration_since(now));
+        match transport.recv(wait).unwrap() {
+            Some(Incoming::Mad { mad, slid }) => match smp(&mad) {
+                Some(response) if response.method.is_response() => {
+                    sweep.on_response(transport.now(), response)
+                }
+                _ => match responder.on_request(&mad, slid) {
+                    Heard::LinkChange(reply) | Heard::Request(reply) => {
+                        transport.send(&Outgoing::from(reply)).unwrap()
+                    }
+                    Heard::Unanswerable => {}
+                },
+            },
+            Some(Incoming::Dropped { mad }) => {
+                if let Some(request) = smp(&mad) {
+                    sweep.on_dropped(transport.now(), request)
+                }
+            }
+            None => {}
+        }
+        sweep.on_time(transport.now());
+    }
 }
 
 fn write(name: &str, header: Value, sweep: &Sweep, steps: &[Step]) {

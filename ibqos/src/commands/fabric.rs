@@ -2,8 +2,6 @@
 //! written as net files.
 
 use std::io::Write as _;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
@@ -18,6 +16,7 @@ use crate::cli::{
     FabricCommand, FabricDumpArgs, FabricGenArgs, FabricServeArgs, FaultArgs, GenShape, LatencyArgs,
 };
 use crate::commands::Outcome;
+use crate::signals::{Hangup, Signals};
 use ibqos_transport::emulated::attach_port;
 
 pub fn run(command: &FabricCommand) -> Result<Outcome> {
@@ -35,11 +34,7 @@ fn serve(args: &FabricServeArgs) -> Result<Outcome> {
     let mut board = Switchboard::new(topology, args.attach.as_deref())?;
     configure_emulator(board.emulator_mut(), &args.faults, &args.latency)?;
     let mut server = Server::bind(board, &args.sockname)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("cannot install the SIGTERM/SIGINT handler")?;
-    }
+    let signals = Signals::install(Hangup::Ends)?;
     let emu = server.switchboard().emulator();
     let attach = emu.attach();
     let attach_name = emu
@@ -60,7 +55,7 @@ fn serve(args: &FabricServeArgs) -> Result<Outcome> {
         latency.wire_ns,
         started.elapsed().as_secs_f64()
     );
-    server.run(&stop)?;
+    server.run(signals.stop())?;
     if let Some(path) = &args.dump {
         let json = dump(server.switchboard().emulator()).to_json();
         std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))?;

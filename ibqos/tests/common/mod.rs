@@ -1,0 +1,81 @@
+//! The subnet manager on an emulated fabric, driven as `ibqos sm` drives it, for tests that
+//! watch its events one by one. Each test crate uses a part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ibqos_opensm::Settings;
+use ibqos_sm::manager::{Event, Manager, Outcome, Run, SweepReason};
+use ibqos_sm::summary::SweepSummary;
+use ibqos_transport::Transport;
+use ibqos_transport::driver::next_event;
+use ibqos_transport::emulated::EmulatedTransport;
+
+/// The settings an opensm.conf (or ibqos.toml) in the repository gives.
+pub fn settings(path: &str) -> Settings {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    ibqos_opensm::load(&path).unwrap().settings
+}
+
+/// A manager with an empty LID cache and the emulated fabric it runs on.
+#[derive(Debug)]
+pub struct EmulatedSm {
+    pub transport: EmulatedTransport,
+    pub manager: Manager,
+}
+
+impl EmulatedSm {
+    pub fn new(transport: EmulatedTransport, run: Run, settings: &Settings) -> Self {
+        let port_guid = transport.local_port().port_guid;
+        let manager = Manager::new(run, settings, BTreeMap::new(), port_guid);
+        EmulatedSm { transport, manager }
+    }
+
+    /// The manager's next event.
+    pub fn next_event(&mut self) -> Event {
+        next_event(&mut self.transport, &mut self.manager, &|| false)
+            .unwrap()
+            .expect("nothing interrupts")
+    }
+
+    /// Drives the manager until `pick` takes an event; panics if the run ends first.
+    pub fn until<T>(&mut self, pick: impl Fn(&Event) -> Option<T>) -> T {
+        loop {
+            let event = self.next_event();
+            if let Some(picked) = pick(&event) {
+                return picked;
+            }
+            assert!(!matches!(event, Event::Finished(_)), "ended: {event:?}");
+        }
+    }
+
+    /// The summary of the next sweep that ends.
+    pub fn sweep_done(&mut self) -> SweepSummary {
+        self.until(|event| match event {
+            Event::SweepDone(summary) => Some(summary.as_ref().clone()),
+            _ => None,
+        })
+    }
+
+    /// Why the next sweep starts, and when (emulated ns).
+    pub fn sweep_started(&mut self) -> (SweepReason, u64) {
+        let reason = self.until(|event| match event {
+            Event::SweepStarted { reason, .. } => Some(*reason),
+            _ => None,
+        });
+        (reason, self.transport.now_ns())
+    }
+
+    /// Drives the manager to its end: the summaries it reported and how it ended.
+    pub fn finish(&mut self) -> (Vec<SweepSummary>, Outcome) {
+        let mut summaries = Vec::new();
+        loop {
+            match self.next_event() {
+                Event::SweepDone(summary) => summaries.push(*summary),
+                Event::Finished(outcome) => return (summaries, outcome),
+                Event::SweepStarted { .. } | Event::SaveLids(_) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! The SM's lifetime policy (`ibqos_sm::manager`) without a process: the manager driven over
+//! the built-in two-switch fabric emulated in virtual time, as `ibqos sm` drives it, with the
+//! Sets counted where they arrive. A sweep interval passes in no real time, so the daemon's
+//! waits cost nothing.
+//!
+//! These live with the binary's tests rather than in transport/tests: they read the settings
+//! from the repository's opensm.conf and check the summaries against what `ibqos sm` printed,
+//! and only this package depends on everything that takes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ibqos_emu::{Emulator, FaultSchedule, Flap, load_topology};
+use ibqos_fabric::PortRef;
+use ibqos_mad::{AttributeId, Method};
+use ibqos_opensm::{Format, Settings};
+use ibqos_sm::engine::sweep::SweepMode;
+use ibqos_sm::manager::{Event, Outcome, Run, SweepReason};
+use ibqos_sm::summary::{ChangeSummary, SweepSummary};
+use ibqos_transport::emulated::{EmulatedTransport, attach_port};
+
+mod common;
+use common::{EmulatedSm, settings};
+
+const CONFIG: &str = "examples/opensm-qos.conf";
+
+/// The built-in two-switch fabric in virtual time, the SM where `ibqos sm` attaches it.
+fn two_switch() -> EmulatedTransport {
+    let topology = load_topology("two-switch").unwrap().topology;
+    let attach = attach_port(&topology, None).unwrap();
+    EmulatedTransport::virtual_time(Emulator::new(topology, attach).unwrap())
+}
+
+/// The example configuration with one QoS setting edited: the CA ports' low-priority VLArb.
+fn edited_settings() -> Settings {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(CONFIG);
+    let mut text = std::fs::read(path).unwrap();
+    text.extend_from_slice(b"qos_ca_vlarb_low 0:8,1:200,3:16\n");
+    ibqos_opensm::load_bytes("edited", &text, Format::OpenSmConf)
+        .unwrap()
+        .settings
+}
+
+/// The Sets the fabric has handled so far, by AttributeID.
+fn sets_handled(sm: &EmulatedSm) -> BTreeMap<u16, u64> {
+    sm.transport
+        .emulator()
+        .handled_all()
+        .filter(|(_, method, _)| *method == Method::Set)
+        .map(|(attribute, _, count)| (u16::from(attribute), count))
+        .collect()
+}
+
+/// The Sets handled since `before`, by attribute.
+fn sets_since(sm: &EmulatedSm, before: &BTreeMap<u16, u64>) -> BTreeMap<u16, u64> {
+    sets_handled(sm)
+        .into_iter()
+        .map(|(attribute, count)| (attribute, count - before.get(&attribute).unwrap_or(&0)))
+        .filter(|(_, count)| *count > 0)
+        .collect()
+}
+
+fn interval_ns(settings: &Settings) -> u64 {
+    u64::from(settings.sm.sweep_interval) * 1_000_000_000
+}
+
+#[test]
+fn once_is_one_sweep_when_the_subnet_comes_up() {
+    let mut sm = EmulatedSm::new(two_switch(), Run::Once, &settings(CONFIG));
+    let mut events = Vec::new();
+    loop {
+        let event = sm.next_event();
+        let finished = matches!(event, Event::Finished(_));
+        events.push(event);
+        if finished {
+            break;
+        }
+    }
+    let [
+        started,
+        Event::SaveLids(guid2lid),
+        Event::SweepDone(summary),
+        finished,
+    ] = &events[..]
+    else {
+        panic!("{events:#?}")
+    };
+    let first = Event::SweepStarted {
+        sweep: 1,
+        mode: SweepMode::Forced,
+        reason: SweepReason::First,
+    };
+    assert_eq!(*started, first);
+    assert_eq!(guid2lid.lines().count(), summary.lids);
+    assert!(summary.subnet_up);
+    assert_eq!(*finished, Event::Finished(Outcome::SubnetUp));
+}
+
+#[test]
+fn once_gives_up_after_four_sweeps() {
+    // A dead CA leaves its switch port linked and never ACTIVE: no sweep brings the subnet up.
+    let mut transport = two_switch();
+    let h3 = transport.emulator().topology().node_by_name("H3").unwrap();
+    transport.emulator_mut().schedule(&FaultSchedule {
+        flaps: vec![],
+        dead: vec![h3],
+    });
+    let mut sm = EmulatedSm::new(transport, Run::Once, &settings(CONFIG));
+    let (mut reasons, mut summaries) = (Vec::new(), Vec::new());
+    let outcome = loop {
+        match sm.next_event() {
+            Event::SweepStarted { reason, .. } => reasons.push(reason),
+            Event::SweepDone(summary) => summaries.push(summary),
+            Event::SaveLids(_) => {}
+            Event::Finished(outcome) => break outcome,
+        }
+    };
+    let not_up = SweepReason::NotUpYet;
+    assert_eq!(reasons, [SweepReason::First, not_up, not_up, not_up]);
+    // Only the last sweep is reported.
+    let [last] = &summaries[..] else {
+        panic!("{summaries:#?}")
+    };
+    assert_eq!((last.sweep, last.subnet_up), (4, false));
+    assert_eq!(outcome, Outcome::GaveUp);
+    assert!(!Outcome::GaveUp.is_success());
+}
+
+#[test]
+fn a_dry_run_sends_no_set() {
+    let mut sm = EmulatedSm::new(two_switch(), Run::DryRun, &settings(CONFIG));
+    let (summaries, outcome) = sm.finish();
+    assert_eq!(outcome, Outcome::DryRunDone);
+    let [summary] = &summaries[..] else {
+        panic!("{summaries:#?}")
+    };
+    assert_eq!(summary.mode, SweepMode::DryRun);
+    assert_eq!(sets_handled(&sm), BTreeMap::new(), "a dry run sent a Set");
+    // A fresh fabric holds nothing the SM programs: the dry run lists it all, and sends none.
+    assert!(summary.changes.len() > 100, "{}", summary.changes.len());
+    assert!(summary.changes.iter().all(|change| !change.sent));
+}
+
+#[test]
+fn a_reload_sweeps_at_once_and_sets_only_what_changed() {
+    let settings = settings(CONFIG);
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings);
+    assert_eq!(sm.sweep_done().mode, SweepMode::Forced);
+    let ended = sm.transport.now_ns();
+    let before = sets_handled(&sm);
+
+    sm.manager.reload(edited_settings());
+    assert_eq!(sm.sweep_started(), (SweepReason::Reload, ended));
+    let reloaded = sm.sweep_done();
+    assert_eq!(reloaded.mode, SweepMode::Diff);
+    // The edit changes one VLArb block of each of the six CA ports, and that is all the fabric
+    // was sent.
+    let vlarb = AttributeId::VlArbitrationTable;
+    assert_eq!(
+        sets_since(&sm, &before),
+        BTreeMap::from([(u16::from(vlarb), 6)])
+    );
+    assert_eq!(reloaded.changes.len(), 6);
+    assert!(
+        reloaded
+            .changes
+            .iter()
+            .all(|c| c.attribute == vlarb && c.modifier == 0x1_0000 && c.sent),
+        "{:#?}",
+        reloaded.changes
+    );
+
+    // The next sweep, an interval later, finds nothing to change: the LIDs and what the SM
+    // learned were kept across the reload.
+    let ended = sm.transport.now_ns();
+    let before = sets_handled(&sm);
+    let interval = interval_ns(&settings);
+    assert_eq!(
+        sm.sweep_started(),
+        (SweepReason::Interval, ended + interval)
+    );
+    let quiet = sm.sweep_done();
+    assert_eq!(quiet.changes, vec![]);
+    assert_eq!(sets_since(&sm, &before), BTreeMap::new());
+}
+
+#[test]
+fn a_trap_128_between_sweeps_makes_a_sweep_at_once() {
+    let settings = settings(CONFIG);
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings);
+    sm.sweep_done();
+    let down_ns = sm.transport.now_ns() + 1_000_000_000;
+    let s1 = sm
+        .transport
+        .emulator()
+        .topology()
+        .node_by_name("S1")
+        .unwrap();
+    sm.transport.emulator_mut().schedule(&FaultSchedule {
+        flaps: vec![Flap {
+            port: PortRef::new(s1, 3),
+            down_ns,
+            up_ns: None,
+        }],
+        dead: vec![],
+    });
+    let (reason, at) = sm.sweep_started();
+    assert_eq!(reason, SweepReason::LinkChange);
+    assert!(at - down_ns < 100_000, "woken {} ns after", at - down_ns);
+    assert!(at - down_ns < interval_ns(&settings) / 1000);
+    let woken = sm.sweep_done();
+    assert_eq!(woken.link_change_traps, 1, "{woken:?}");
+    assert_eq!(sm.transport.emulator().unrepressed_traps(), 0);
+}
+
+#[test]
+fn a_trap_128_during_a_sweep_makes_another_sweep_at_once() {
+    let settings = settings(CONFIG);
+    // How long a diff sweep of the clean fabric takes, to strike in the middle of one.
+    let mut clean = EmulatedSm::new(two_switch(), Run::Daemon, &settings);
+    clean.sweep_done();
+    let (_, started) = clean.sweep_started();
+    clean.sweep_done();
+    let length = clean.transport.now_ns() - started;
+
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings);
+    sm.sweep_done();
+    let (reason, started) = sm.sweep_started();
+    assert_eq!(reason, SweepReason::Interval);
+    // S1[3] goes down half-way through the second sweep and is back a microsecond later.
+    let down_ns = started + length / 2;
+    let s1 = sm
+        .transport
+        .emulator()
+        .topology()
+        .node_by_name("S1")
+        .unwrap();
+    sm.transport.emulator_mut().schedule(&FaultSchedule {
+        flaps: vec![Flap {
+            port: PortRef::new(s1, 3),
+            down_ns,
+            up_ns: Some(down_ns + 1_000),
+        }],
+        dead: vec![],
+    });
+    let during = sm.sweep_done();
+    assert_eq!(during.link_change_traps, 1, "{during:?}");
+    let ended = sm.transport.now_ns();
+    assert_eq!(
+        sm.sweep_started(),
+        (SweepReason::LinkChangeDuringSweep, ended)
+    );
+    let again = sm.sweep_done();
+    assert!(again.subnet_up, "{again:?}");
+}
+
+#[test]
+fn a_stop_lets_the_sweep_under_way_finish() {
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings(CONFIG));
+    sm.sweep_started();
+    sm.manager.stop();
+    let (summaries, outcome) = sm.finish();
+    assert_eq!(outcome, Outcome::Stopped);
+    assert_eq!(summaries.len(), 1);
+    assert!(summaries[0].subnet_up);
+}
+
+/// Checks `summary` against the JSON and the text `ibqos sm` printed for the same sweep at
+/// b83334c (ibqos/tests/data/sm-summary, captured with `ibqos sm --once --json`, `--dry-run`,
+/// and a daemon given SIGHUP after the same edit as [`edited_settings`]). Two things a sweep in
+/// virtual time cannot reproduce are taken from each capture: the time to SUBNET UP, and the
+/// order of the changes, which is the order their reads were answered in on the real clock
+/// (the list itself must be the same).
+fn assert_printed_as_before(summary: &SweepSummary, capture: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sm-summary");
+    let read = |ext| std::fs::read_to_string(dir.join(format!("{capture}.{ext}"))).unwrap();
+    let (json, text) = (read("json"), read("txt"));
+    let captured: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let captured_changes: Vec<String> = captured["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|change| change.to_string())
+        .collect();
+    let mut timed = summary.clone();
+    let position = |change: &ChangeSummary| {
+        let json = serde_json::to_string(change).unwrap();
+        captured_changes.iter().position(|c| *c == json)
+    };
+    timed.changes.sort_by_key(position);
+    let positions: Vec<_> = timed.changes.iter().map(position).collect();
+    let all: Vec<_> = (0..captured_changes.len()).map(Some).collect();
+    assert_eq!(positions, all, "{capture}: not the changes captured");
+    timed.time_to_subnet_up_ms = captured["time_to_subnet_up_ms"].as_f64();
+    assert_eq!(
+        serde_json::to_string(&timed).unwrap() + "\n",
+        json,
+        "{capture}"
+    );
+    timed.time_to_subnet_up_ms = text
+        .lines()
+        .last()
+        .and_then(|line| line.strip_prefix("time to SUBNET UP: "))
+        .and_then(|ms| ms.strip_suffix(" ms"))
+        .map(|ms| ms.parse().unwrap());
+    assert_eq!(timed.to_string(), text, "{capture}");
+}
+
+#[test]
+fn summaries_print_as_before() {
+    let settings = settings(CONFIG);
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings);
+    assert_printed_as_before(&sm.sweep_done(), "forced");
+    sm.manager.reload(edited_settings());
+    assert_printed_as_before(&sm.sweep_done(), "diff");
+
+    let mut dry_run = EmulatedSm::new(two_switch(), Run::DryRun, &settings);
+    let (summaries, _) = dry_run.finish();
+    assert_printed_as_before(&summaries[0], "dryrun");
+}

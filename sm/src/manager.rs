@@ -1,0 +1,411 @@
+//! The subnet manager's whole lifetime, sans-IO: which sweep comes next and why, what it has
+//! learned from the fabric, and the answers to what reaches it. Time, MADs and the operator's
+//! requests come in; MADs to send and events go out. The caller owns the clock, the fabric and
+//! the files (`ibqos-transport`'s driver feeds a [`Manager`] from a transport).
+//!
+//! The policy, as OpenSM's state manager has it:
+//! - The first sweep is forced: it Sets every value, whatever the fabric holds (OpenSM's first
+//!   heavy sweep forces every table). Every later sweep is a diff sweep: it reads what the
+//!   fabric holds and Sets only what differs, so it repairs what changed behind the SM's back
+//!   and applies an edited configuration.
+//! - A dry run is one sweep that reads and compares like a diff sweep and sends no Set.
+//! - [`Run::Once`] (`opensm -o`) sweeps again at once until the subnet is up, and again at once
+//!   when a trap 128 came during the sweep (a link changed after discovery saw it, so what the
+//!   sweep found may already be stale); it gives up after [`ONCE_MAX_SWEEPS`] sweeps. Only the
+//!   last sweep is reported.
+//! - [`Run::Daemon`] reports every sweep. It sweeps again at once after a trap 128 during a
+//!   sweep, at once on a trap 128 between sweeps, and otherwise after the sweep interval.
+//! - A [`reload`](Manager::reload) (SIGHUP) applies to the next sweep, which starts at once (at
+//!   once after the current one, if a sweep is under way); the LID cache the SM started with and
+//!   what it learned from the fabric are kept, so the diff sweep Sets only what the new
+//!   configuration changes.
+//! - A [`stop`](Manager::stop) lets a sweep under way finish and be reported, then ends.
+//! - Every sweep but a dry run leaves the LIDs it found to be saved ([`Event::SaveLids`]), so a
+//!   restarted SM gives each port its old address.
+//!
+//! Traps, SMInfo and other requests are answered by the [`Responder`], during a sweep and
+//! between sweeps alike; its answers go out before the sweep's next SMP.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use ibqos_mad::Smp;
+use ibqos_opensm::Settings;
+use tracing::{debug, info, warn};
+
+use crate::cache::write_guid2lid;
+use crate::config::sweep_config;
+use crate::engine::scheduler::Transmit;
+use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
+use crate::responder::{Heard, Responder, parse_smp};
+use crate::summary::SweepSummary;
+
+/// Sweeps a [`Run::Once`] makes before it gives up on bringing the subnet up.
+pub const ONCE_MAX_SWEEPS: u32 = 4;
+
+/// A MAD for the fabric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutgoingMad {
+    pub mad: [u8; 256],
+    /// The destination LID of a LID-routed MAD; `None` for a directed-route SMP, whose path is
+    /// in the MAD itself.
+    pub dlid: Option<u16>,
+}
+
+impl From<&Transmit> for OutgoingMad {
+    fn from(transmit: &Transmit) -> Self {
+        let mut mad = [0u8; 256];
+        transmit.smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
+        OutgoingMad {
+            mad,
+            dlid: transmit.dlid,
+        }
+    }
+}
+
+/// How long the SM lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// Sweep until the subnet is up, then end (`ibqos sm --once`, `opensm -o`).
+    Once,
+    /// One sweep that Sets nothing and lists what it would change (`ibqos sm --dry-run`).
+    DryRun,
+    /// Sweep until stopped (`ibqos sm`).
+    Daemon,
+}
+
+/// Why a sweep starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepReason {
+    /// The run's first sweep.
+    First,
+    /// The sweep interval passed.
+    Interval,
+    /// A trap 128 came between sweeps: a link changed state.
+    LinkChange,
+    /// A trap 128 came during the last sweep, so what it found may be stale already.
+    LinkChangeDuringSweep,
+    /// [`Run::Once`]: the subnet is not up yet.
+    NotUpYet,
+    /// The configuration was read again.
+    Reload,
+}
+
+/// What the manager has for its caller.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A sweep started: the `sweep`th of the run.
+    SweepStarted {
+        sweep: u32,
+        mode: SweepMode,
+        reason: SweepReason,
+    },
+    /// The LIDs the ports hold after a sweep, as a guid2lid file to keep for the next run.
+    SaveLids(String),
+    /// A sweep ended (a [`Run::Once`] reports only its last).
+    SweepDone(Box<SweepSummary>),
+    /// Nothing more to send or wait for.
+    Finished(Outcome),
+}
+
+/// How the SM's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// [`Run::Once`]: the subnet is up.
+    SubnetUp,
+    /// [`Run::DryRun`]: its sweep ended.
+    DryRunDone,
+    /// [`Run::Once`]: the subnet was not up after [`ONCE_MAX_SWEEPS`] sweeps.
+    GaveUp,
+    /// [`Manager::stop`] was called.
+    Stopped,
+}
+
+impl Outcome {
+    /// Whether the run did what it was asked to.
+    pub fn is_success(self) -> bool {
+        self != Outcome::GaveUp
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    /// The next sweep starts at the next [`Manager::poll_transmit`].
+    Due(SweepReason),
+    /// Between sweeps, until this time.
+    Waiting {
+        until: Instant,
+    },
+    Sweeping {
+        sweep: Box<Sweep>,
+        mode: SweepMode,
+        /// Traps 128 that arrived during this sweep.
+        link_changes: u64,
+    },
+    Finished,
+}
+
+/// The subnet manager of one port, from its first sweep to its end.
+#[derive(Debug)]
+pub struct Manager {
+    run: Run,
+    config: SweepConfig,
+    interval: Duration,
+    /// PortInfo fields each port was seen not to keep; not compared by diff sweeps.
+    learned: Learned,
+    responder: Responder,
+    state: State,
+    last_sweep: Option<Box<Sweep>>,
+    /// Sweeps started so far.
+    sweeps: u32,
+    reloaded: Option<Settings>,
+    stopping: bool,
+    /// MADs to send before the sweep's next: answers to requests, and what a sweep left queued
+    /// when it ended.
+    queued: VecDeque<OutgoingMad>,
+    events: VecDeque<Event>,
+}
+
+impl Manager {
+    /// The SM of the port `port_guid`, configured by `settings`, with the LIDs of an earlier
+    /// run (a guid2lid cache). Its first sweep starts at the first [`poll_transmit`].
+    ///
+    /// [`poll_transmit`]: Manager::poll_transmit
+    pub fn new(
+        run: Run,
+        settings: &Settings,
+        guid2lid: BTreeMap<u64, u16>,
+        port_guid: u64,
+    ) -> Self {
+        Manager {
+            run,
+            config: sweep_config(settings, guid2lid),
+            interval: interval(settings),
+            learned: Learned::default(),
+            responder: Responder::new(port_guid, settings.sm.priority),
+            state: State::Due(SweepReason::First),
+            last_sweep: None,
+            sweeps: 0,
+            reloaded: None,
+            stopping: false,
+            queued: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The next MAD to send: an answer to something that reached the SM, else the sweep's next
+    /// SMP. Starts the next sweep when it is due.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
+        self.start_sweep_if_due(now);
+        if let Some(queued) = self.queued.pop_front() {
+            return Some(queued);
+        }
+        match &mut self.state {
+            State::Sweeping { sweep, .. } => sweep.poll_transmit(now).map(|t| (&t).into()),
+            _ => None,
+        }
+    }
+
+    /// The next thing for the caller, in the order it happened.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`on_time`](Manager::on_time) is next needed: a request's timeout, or the end of
+    /// the wait for the next sweep. `None` when nothing is timed, which includes a sweep that
+    /// is due now (it starts at the next [`poll_transmit`](Manager::poll_transmit)).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        match &self.state {
+            State::Sweeping { sweep, .. } => sweep.next_deadline(),
+            State::Waiting { until } => Some(*until),
+            State::Due(_) | State::Finished => None,
+        }
+    }
+
+    /// The last sweep that ended: what the SM knows of the fabric.
+    pub fn last_sweep(&self) -> Option<&Sweep> {
+        self.last_sweep.as_deref()
+    }
+
+    /// A MAD from the LID `slid` (0xFFFF for a directed-route MAD): an answer to the sweep, or
+    /// a request or trap for the SM.
+    pub fn on_mad(&mut self, now: Instant, mad: &[u8], slid: u16) {
+        match parse_smp(mad) {
+            Some(smp) if smp.method.is_response() => match &mut self.state {
+                State::Sweeping { sweep, .. } => sweep.on_response(now, smp),
+                _ => debug!("a response after its sweep ended; ignored"),
+            },
+            _ => match self.responder.on_request(mad, slid) {
+                Heard::LinkChange(reply) => {
+                    self.queued.push_back(reply);
+                    self.on_link_change();
+                }
+                Heard::Request(reply) => self.queued.push_back(reply),
+                Heard::Unanswerable => {}
+            },
+        }
+        self.end_sweep_if_done(now);
+    }
+
+    /// One of the SM's own MADs handed back undelivered.
+    pub fn on_dropped(&mut self, now: Instant, mad: &[u8]) {
+        let State::Sweeping { sweep, .. } = &mut self.state else {
+            return;
+        };
+        match parse_smp(mad) {
+            Some(request) => sweep.on_dropped(now, request),
+            None => self.responder.on_malformed(),
+        }
+        self.end_sweep_if_done(now);
+    }
+
+    /// Time has passed: requests past their deadline are retried or given up, and the wait for
+    /// the next sweep may be over.
+    pub fn on_time(&mut self, now: Instant) {
+        if let State::Sweeping { sweep, .. } = &mut self.state {
+            sweep.on_time(now);
+        }
+        self.end_sweep_if_done(now);
+        self.start_sweep_if_due(now);
+    }
+
+    /// A new configuration, for the next sweep, which starts at once (after the current one if
+    /// a sweep is under way).
+    pub fn reload(&mut self, settings: Settings) {
+        self.reloaded = Some(settings);
+        if matches!(self.state, State::Waiting { .. }) {
+            self.state = State::Due(SweepReason::Reload);
+        }
+    }
+
+    /// Ends the run once the sweep under way (if any) is done.
+    pub fn stop(&mut self) {
+        self.stopping = true;
+        if matches!(self.state, State::Due(_) | State::Waiting { .. }) {
+            self.state = self.finished(Outcome::Stopped);
+        }
+    }
+
+    fn on_link_change(&mut self) {
+        match &mut self.state {
+            State::Sweeping { link_changes, .. } => *link_changes += 1,
+            State::Waiting { .. } => {
+                info!("trap 128: a link changed; sweeping now");
+                self.state = State::Due(SweepReason::LinkChange);
+            }
+            State::Due(_) | State::Finished => {}
+        }
+    }
+
+    fn start_sweep_if_due(&mut self, now: Instant) {
+        let reason = match self.state {
+            State::Due(reason) => reason,
+            State::Waiting { until } if now >= until => SweepReason::Interval,
+            _ => return,
+        };
+        if let Some(settings) = self.reloaded.take() {
+            self.apply(&settings);
+        }
+        let mode = match self.run {
+            Run::DryRun => SweepMode::DryRun,
+            _ if self.sweeps == 0 => SweepMode::Forced,
+            _ => SweepMode::Diff,
+        };
+        self.sweeps += 1;
+        let config = SweepConfig {
+            mode,
+            ..self.config.clone()
+        };
+        self.state = State::Sweeping {
+            sweep: Box::new(Sweep::start(config, std::mem::take(&mut self.learned), now)),
+            mode,
+            link_changes: 0,
+        };
+        self.events.push_back(Event::SweepStarted {
+            sweep: self.sweeps,
+            mode,
+            reason,
+        });
+    }
+
+    /// Settings read again: the LID cache the SM started with is kept.
+    fn apply(&mut self, settings: &Settings) {
+        let guid2lid = std::mem::take(&mut self.config.guid2lid);
+        self.config = sweep_config(settings, guid2lid);
+        self.interval = interval(settings);
+        self.responder.set_priority(settings.sm.priority);
+    }
+
+    fn end_sweep_if_done(&mut self, now: Instant) {
+        match &self.state {
+            State::Sweeping { sweep, .. } if sweep.is_done() => {}
+            _ => return,
+        }
+        let State::Sweeping {
+            mut sweep,
+            mode,
+            link_changes,
+        } = std::mem::replace(&mut self.state, State::Finished)
+        else {
+            unreachable!("matched above")
+        };
+        // What the sweep queued before it ended still goes out.
+        while let Some(transmit) = sweep.poll_transmit(now) {
+            self.queued.push_back((&transmit).into());
+        }
+        self.learned = sweep.learned().clone();
+        let heard = self.responder.take_heard();
+        let up = *sweep.phase() == Phase::SubnetUp;
+        if mode != SweepMode::DryRun {
+            let ports = sweep.subnet().endports().filter(|(_, _, p)| p.lid != 0);
+            let ports = ports.map(|(_, _, p)| (p.guid, p.lid));
+            let guid2lid = write_guid2lid(ports, self.config.lmc);
+            self.events.push_back(Event::SaveLids(guid2lid));
+        }
+        let last = match self.run {
+            Run::Daemon => None,
+            Run::DryRun => Some(Outcome::DryRunDone),
+            Run::Once if up && (link_changes == 0 || self.sweeps >= ONCE_MAX_SWEEPS) => {
+                Some(Outcome::SubnetUp)
+            }
+            Run::Once if self.sweeps >= ONCE_MAX_SWEEPS => Some(Outcome::GaveUp),
+            Run::Once => None,
+        };
+        if self.run == Run::Daemon || last.is_some() {
+            let summary = SweepSummary::new(&sweep, mode, self.sweeps, &heard);
+            self.events.push_back(Event::SweepDone(Box::new(summary)));
+        }
+        self.last_sweep = Some(sweep);
+        self.state = if let Some(outcome) = last {
+            self.finished(outcome)
+        } else if self.stopping {
+            self.finished(Outcome::Stopped)
+        } else if link_changes > 0 {
+            info!(
+                traps = link_changes,
+                "a link changed during the sweep; sweeping again"
+            );
+            State::Due(SweepReason::LinkChangeDuringSweep)
+        } else if self.run == Run::Once {
+            warn!(sweep = self.sweeps, "subnet not up yet; sweeping again");
+            State::Due(SweepReason::NotUpYet)
+        } else if self.reloaded.is_some() {
+            State::Due(SweepReason::Reload)
+        } else {
+            State::Waiting {
+                until: now + self.interval,
+            }
+        };
+    }
+
+    fn finished(&mut self, outcome: Outcome) -> State {
+        self.events.push_back(Event::Finished(outcome));
+        State::Finished
+    }
+}
+
+/// The time between two sweeps when nothing happens; OpenSM's 0 (no periodic sweeps) is taken
+/// as one second.
+fn interval(settings: &Settings) -> Duration {
+    Duration::from_secs(u64::from(settings.sm.sweep_interval.max(1)))
+}
