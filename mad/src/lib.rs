@@ -31,6 +31,7 @@ mod attr;
 mod bits;
 mod error;
 mod header;
+pub mod ibsim;
 mod modifier;
 mod perf;
 mod smp;
