@@ -1,27 +1,26 @@
-//! The emulated fabric: a subnet management agent (SMA) for every node of a [`Topology`],
-//! answering SMPs the way real switches and HCAs do, so that an SM can run with no hardware and
-//! no ibsim.
+//! The emulated fabric: a subnet management agent (SMA) and a performance management agent
+//! (PMA) for every node of a [`Topology`], answering MADs the way real switches and HCAs do, so
+//! that an SM can run with no hardware and no ibsim.
 //!
-//! [`Emulator`] is sans-IO and deterministic: [`Emulator::handle`] takes the bytes of one SMP the
-//! SM sends from its port and returns the bytes of the response that comes back, or `None`
-//! where a real fabric would drop the SMP (a bad directed route, no LID route, a malformed
-//! MAD, a dead node, a wrong M_Key). It depends on neither time nor randomness, so the same
-//! requests give the same bytes.
+//! [`Emulator`] is sans-IO and deterministic, with one way in: [`Emulator::exchange`] takes a
+//! [`Request`] (the bytes of one SMP or PerfMgt GMP, the port it leaves from and the emulated
+//! time it leaves) and returns the [`Reply`] that comes back and when, or `None` where a real
+//! fabric drops it (a bad directed route, no LID route, a malformed MAD, a dead node, a wrong
+//! M_Key, a loss). Scheduled link flaps up to then take effect first ([`FaultSchedule`]), and
+//! the fabric's [`Models`] may lose, damage or delay what travels, all drawn from one seeded
+//! generator: the same seed, requests and times give the same bytes at the same times. Where a
+//! client sits is the `attach` module's rule; a client that is an SM claims CapabilityMask.IsSM
+//! with [`Emulator::set_is_sm`]. [`dump`] reads every port's QoS state back as JSON.
 //!
-//! [`Emulator::handle_at`] is the same exchange on a fabric with [`Models`]: the caller says
-//! when the request leaves the SM, scheduled link flaps up to then take effect ([`FaultSchedule`]),
-//! the request or its response may be lost, damaged or delayed, and the response comes back
-//! with the emulated time it reaches the SM. All of it is drawn from one seeded generator: the
-//! same seed, requests and times give the same bytes at the same times. [`dump`] reads every
-//! port's QoS state back as JSON.
-//!
-//! What each attribute does is in the `sma` module; this module moves SMPs: directed routes as IBA
-//! 14.2.2 specifies them, LID routes through the linear forwarding tables the SM programmed, and
-//! the link-level effects of PortInfo Sets (a port taken down takes its neighbour with it). Which
-//! SMPs an SMA answers when it holds an M_Key is in the `mkey` module. Every node also has a
-//! performance management agent ([`Emulator::perf_at_from`], the `perf` module), whose port
-//! counters count every MAD the fabric carries on every link it crosses, as ibsim's do.
+//! What each attribute does is in the `sma` module; the `travel` module moves MADs (directed
+//! routes as IBA 14.2.2 specifies them, LID routes through the linear forwarding tables the SM
+//! programmed), the `link` module does the link-level effects of PortInfo Sets and flaps (a
+//! port taken down takes its neighbour with it), and the `trap` module sends the traps they
+//! raise. Which SMPs an SMA answers when it holds an M_Key is in the `mkey` module. The PMAs'
+//! port counters (the `perf` module) count every MAD the fabric carries on every link it
+//! crosses, as ibsim's do. The `serve` module serves the fabric over ibsim's socket protocol.
 
+mod attach;
 mod due;
 mod dump;
 mod mkey;
@@ -45,9 +44,10 @@ use models::Dice;
 use perf::{Counter, Pmas, Trace};
 use sma::{INVALID_VALUE, METHOD_UNSUPPORTED, NodeSma, check_port_info, negotiate};
 
+pub use attach::{AttachError, attach_port};
 pub use due::DueQueue;
 pub use dump::{FabricDump, NodeDump, PortDump, dump};
-pub use models::{Faults, Latency, Models, damage, precise_timers};
+pub use models::{Faults, Latency, Models, precise_timers};
 pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
 pub use sma::LINEAR_FDB_CAP;
 
@@ -90,24 +90,10 @@ pub fn node_named(topology: &Topology, name: &str) -> Option<NodeId> {
 /// a directed route may have 63 hops, so a LID route is allowed as many).
 const MAX_LID_HOPS: usize = DrPath::MAX_HOPS as usize;
 
-/// Why an emulator cannot be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EmuError {
-    #[error("{0}: the SM's port does not exist")]
-    NoSuchPort(PortRef),
-    #[error(
-        "{0}: an SM attaches at a CA or router port or at switch port 0, not at an external switch port"
-    )]
-    ExternalSwitchPort(PortRef),
-    #[error(transparent)]
-    Topology(#[from] ibqos_fabric::TopologyError),
-}
-
-/// Every node's SMA, wired as a [`Topology`] wires them, and the SM's port.
+/// Every node's SMA and PMA, wired as a [`Topology`] wires them.
 #[derive(Debug, Clone)]
 pub struct Emulator {
     topology: Topology,
-    attach: PortRef,
     nodes: Vec<NodeSma>,
     /// SMPs that reached an SMA, by (AttributeID, Method) raw values.
     handled: BTreeMap<(u16, u8), u64>,
@@ -143,10 +129,25 @@ pub struct Trap {
     pub mad: Vec<u8>,
 }
 
-/// A response on its way back to the SM.
+/// One MAD a client sends into the fabric for an agent to answer: an SMP for an SMA, or a
+/// PerfMgt GMP (class 0x04) for a PMA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<'a> {
+    /// The port it leaves from, where the client sits (see the `attach` module): a CA or router
+    /// port, or port 0 of a switch.
+    pub origin: PortRef,
+    /// The emulated time, in ns, at which it leaves.
+    pub at_ns: u64,
+    /// The destination LID of the packet (from the transport header, not the MAD); `None` for
+    /// a directed-route SMP and for the permissive LID.
+    pub dlid: Option<u16>,
+    pub mad: &'a [u8],
+}
+
+/// The answer to a [`Request`] on its way back to the requester.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
-    /// The emulated time, in ns, at which it reaches the SM's port.
+pub struct Reply {
+    /// The emulated time, in ns, at which it reaches the requester's port.
     pub at_ns: u64,
     pub mad: Vec<u8>,
 }
@@ -171,23 +172,14 @@ struct Exchange {
 }
 
 impl Emulator {
-    /// The fabric of `topology` in its power-on state (see the `sma` module), with the SM at
-    /// `attach`: a CA or router port, or port 0 of a switch. The SM's port advertises
-    /// CapabilityMask.IsSM, as a port does once an SM opens it (ibsim: SET_ISSM).
-    pub fn new(topology: Topology, attach: PortRef) -> Result<Emulator, EmuError> {
+    /// The fabric of `topology` in its power-on state (see the `sma` module). No port
+    /// advertises CapabilityMask.IsSM until an SM claims it ([`Emulator::set_is_sm`]).
+    pub fn new(topology: Topology) -> Result<Emulator, ibqos_fabric::TopologyError> {
         topology.validate()?;
-        let node = topology
-            .node(attach.node)
-            .filter(|n| n.port(attach.port).is_some())
-            .ok_or(EmuError::NoSuchPort(attach))?;
-        if node.is_switch() && attach.port != 0 {
-            return Err(EmuError::ExternalSwitchPort(attach));
-        }
         let nodes = topology.nodes().map(|(_, n)| NodeSma::new(n)).collect();
         let pmas = Pmas::new(&topology);
         let mut emulator = Emulator {
             topology,
-            attach,
             nodes,
             handled: BTreeMap::new(),
             models: Models::default(),
@@ -201,9 +193,6 @@ impl Emulator {
             leases: mkey::Leases::default(),
             pmas,
         };
-        if let Some(port) = emulator.sma_port_mut(attach) {
-            port.info.capability_mask.0 |= ibqos_mad::CapabilityMask::IS_SM.0;
-        }
         let links: Vec<(PortRef, PortRef)> = emulator.topology.links().collect();
         for (a, b) in links {
             emulator.train(a, b);
@@ -216,97 +205,57 @@ impl Emulator {
         &self.topology
     }
 
-    /// The SM's port.
-    pub fn attach(&self) -> PortRef {
-        self.attach
-    }
-
-    /// Answers one SMP sent from the SM's port: the response MAD, or `None` where a real fabric
-    /// drops it. `dlid` is the destination LID of a LID-routed SMP (from the transport header,
-    /// not the MAD); a directed-route SMP ignores it. Never panics, whatever the bytes. No
-    /// time passes and the [`Models`] play no part; dead nodes stay dead, and an M_Key lease
-    /// never runs out (only [`Emulator::advance_to`] moves lease time on).
-    pub fn handle(&mut self, request: &[u8], dlid: Option<u16>) -> Option<Vec<u8>> {
-        self.handle_from(self.attach, request, dlid)
-    }
-
-    /// [`Emulator::handle`] for an SMP sent from `origin`, another port where a client is
-    /// attached (a CA or router port, or switch port 0; anything else gets `None`).
-    pub fn handle_from(
-        &mut self,
-        origin: PortRef,
-        request: &[u8],
-        dlid: Option<u16>,
-    ) -> Option<Vec<u8>> {
-        self.exchange(origin, request, dlid).map(|e| e.mad)
-    }
-
-    /// [`Emulator::handle`] for a request the SM sends at emulated time `now_ns`, on a fabric
-    /// with [`Models`]: first the link events scheduled up to `now_ns` happen, then the request
-    /// may be lost on its way, and the response lost, damaged or delayed on its way back.
-    /// `now_ns` never goes backwards: an earlier time than a previous call's is taken as that.
-    pub fn handle_at(
-        &mut self,
-        now_ns: u64,
-        request: &[u8],
-        dlid: Option<u16>,
-    ) -> Option<Delivery> {
-        self.handle_at_from(self.attach, now_ns, request, dlid)
-    }
-
-    /// [`Emulator::handle_at`] for a request sent from `origin` (see
-    /// [`Emulator::handle_from`]).
-    pub fn handle_at_from(
-        &mut self,
-        origin: PortRef,
-        now_ns: u64,
-        request: &[u8],
-        dlid: Option<u16>,
-    ) -> Option<Delivery> {
-        self.deliver_at(now_ns, |emu| emu.exchange(origin, request, dlid))
-    }
-
-    /// Answers one PerfMgt GMP (class 0x04) sent from `origin` at emulated time `now_ns`, as
-    /// ibsim's PMAs answer them (see the `perf` module): ClassPortInfo, PortCounters,
-    /// PortCountersExtended and the optional counters, Get and Set (which clears the counters
-    /// CounterSelect names), PortSelect 0xFF for all of a switch's ports. The response is due
-    /// when the [`Models`] say, as for [`Emulator::handle_at_from`]; `None` where the fabric
-    /// loses the GMP or its response, or for bytes that are no PerfMgt request (shorter than
-    /// 256 bytes, BaseVersion not 1, a response or TrapRepress). Any other request is answered,
-    /// with a real PMA's status where it asks for something wrong: 0x0004 for a ClassVersion
-    /// other than 1, 0x0008 for a method other than Get and Set (and, as in ibsim, for a Set of
-    /// ClassPortInfo), 0x000C for an attribute the PMA does not have (ibsim drops those),
-    /// 0x001C for a PortSelect naming no port. Never panics, whatever the bytes.
+    /// Answers one request: the response and when it reaches the requester, or `None` where a
+    /// real fabric gives none. Never panics, whatever the bytes.
     ///
-    /// A GMP goes where its destination LID `dlid` leads through the switches' forwarding
-    /// tables, as ibsim routes it; with no LID (the permissive LID) it goes to `origin`'s own
-    /// port. Like every MAD the fabric carries, it and its response are counted on the links
+    /// First the link events scheduled up to `at_ns` happen (and M_Key leases due by then
+    /// end); `at_ns` never goes backwards, an earlier time than a previous request's is taken
+    /// as that. Then the [`Models`] may lose the request on its way, and lose, damage or delay
+    /// the response on its way back; with the default models nothing is lost and the answer
+    /// depends neither on time nor on chance.
+    ///
+    /// An SMP (class 0x01 or 0x81) goes by its directed route or to `dlid`, and is answered by
+    /// the SMA it reaches (see the `sma` and `mkey` modules); `None` for a bad directed route,
+    /// no LID route, a malformed MAD, a dead node, a wrong M_Key, a response, or a TrapRepress
+    /// (which has no answer: it ends its trap at the SMA it reaches).
+    ///
+    /// Any other bytes are taken as a PerfMgt GMP, answered as ibsim's PMAs answer them (see
+    /// the `perf` module): ClassPortInfo, PortCounters, PortCountersExtended and the optional
+    /// counters, Get and Set (which clears the counters CounterSelect names), PortSelect 0xFF
+    /// for all of a switch's ports. `None` for bytes that are no PerfMgt request (shorter than
+    /// 256 bytes, BaseVersion not 1, another class, a response or TrapRepress). Any other
+    /// request is answered, with a real PMA's status where it asks for something wrong:
+    /// 0x0004 for a ClassVersion other than 1, 0x0008 for a method other than Get and Set
+    /// (and, as in ibsim, for a Set of ClassPortInfo), 0x000C for an attribute the PMA does not
+    /// have (ibsim drops those), 0x001C for a PortSelect naming no port. A GMP goes where
+    /// `dlid` leads through the switches' forwarding tables, as ibsim routes it; with no LID it
+    /// goes to `origin`'s own port.
+    ///
+    /// Like every MAD the fabric carries, a request and its response are counted on the links
     /// they cross.
-    pub fn perf_at_from(
-        &mut self,
-        origin: PortRef,
-        now_ns: u64,
-        request: &[u8],
-        dlid: Option<u16>,
-    ) -> Option<Delivery> {
-        self.deliver_at(now_ns, |emu| emu.perf_exchange(origin, request, dlid))
-    }
-
-    /// An `exchange` of a request sent at `now_ns`, with the [`Models`] applied: link events
-    /// up to then happen first, then the request may be lost on its way and the response lost,
-    /// damaged or delayed on its way back.
-    fn deliver_at(
-        &mut self,
-        now_ns: u64,
-        exchange: impl FnOnce(&mut Self) -> Option<Exchange>,
-    ) -> Option<Delivery> {
-        self.advance_to(now_ns);
+    pub fn exchange(&mut self, request: Request<'_>) -> Option<Reply> {
+        let Request {
+            origin,
+            at_ns,
+            dlid,
+            mad,
+        } = request;
+        self.advance_to(at_ns);
         let now_ns = self.now_ns;
         let faults = self.models.faults;
         if self.dice.chance(faults.loss) {
             return None;
         }
-        let Exchange { mut mad, at, links } = exchange(self)?;
+        let is_smp = matches!(
+            mad.get(1).copied().map(MgmtClass::from),
+            Some(MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute)
+        );
+        let answered = if is_smp {
+            self.smp_exchange(origin, mad, dlid)
+        } else {
+            self.perf_exchange(origin, mad, dlid)
+        };
+        let Exchange { mut mad, at, links } = answered?;
         if self.dice.chance(faults.loss) {
             return None;
         }
@@ -316,7 +265,7 @@ impl Emulator {
         let at_ns = now_ns
             .saturating_add(self.travel_ns(at.node, links))
             .saturating_add(self.dice.up_to(faults.jitter_ns));
-        Some(Delivery { at_ns, mad })
+        Some(Reply { at_ns, mad })
     }
 
     /// How long an agent's answer takes to reach its requester: `links` crossed in all and the
@@ -423,12 +372,7 @@ impl Emulator {
         self.models = models;
     }
 
-    /// The fabric's models.
-    pub fn models(&self) -> &Models {
-        &self.models
-    }
-
-    /// Adds a schedule: its dead nodes die at once, its flaps happen as [`Emulator::handle_at`]
+    /// Adds a schedule: its dead nodes die at once, its flaps happen as [`Emulator::exchange`]
     /// or [`Emulator::advance_to`] reach their times.
     pub fn schedule(&mut self, schedule: &FaultSchedule) {
         self.dead.extend(schedule.dead.iter().copied());
@@ -478,8 +422,13 @@ impl Emulator {
         self.events.first().map(|e| e.at_ns)
     }
 
-    /// Routes, answers and counts one SMP: what [`Emulator::handle_from`] does, and where.
-    fn exchange(&mut self, origin: PortRef, request: &[u8], dlid: Option<u16>) -> Option<Exchange> {
+    /// Routes, answers and counts one SMP: what [`Emulator::exchange`] does with it, and where.
+    fn smp_exchange(
+        &mut self,
+        origin: PortRef,
+        request: &[u8],
+        dlid: Option<u16>,
+    ) -> Option<Exchange> {
         let request = SmpRepr::parse(&Smp::new_checked(request).ok()?).ok()?;
         // An SMA answers requests; it never answers a response, and TrapRepress has no
         // response (IBA 14.2.5.1): it only ends a trap.
@@ -527,8 +476,8 @@ impl Emulator {
         })
     }
 
-    /// Routes, answers and counts one PerfMgt GMP: what [`Emulator::perf_at_from`] does, and
-    /// where.
+    /// Routes, answers and counts one PerfMgt GMP: what [`Emulator::exchange`] does with it,
+    /// and where.
     fn perf_exchange(
         &mut self,
         origin: PortRef,

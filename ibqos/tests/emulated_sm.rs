@@ -151,8 +151,8 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         .next()
         .map(|(id, _)| PortRef::new(id, 1))
         .unwrap();
-    let emulator = Emulator::new(topology, attach).unwrap();
-    let mut transport = EmulatedTransport::new(emulator);
+    let emulator = Emulator::new(topology).unwrap();
+    let mut transport = EmulatedTransport::new(emulator, attach);
     let mut config = config_from(&repo("examples/opensm-qos.conf"));
     config.use_optimized_slvl = true;
     let identity = SmIdentity {

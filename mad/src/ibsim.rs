@@ -24,6 +24,12 @@ pub const MAX_CLIENTS: usize = 10;
 /// the request back to its sender with it.
 pub const DROPPED_STATUS: u32 = 110;
 
+/// `sizeof(struct sim_ctl)`: a [`SimCtl`].
+pub const CTL_LEN: usize = 80;
+
+/// `sizeof(struct sim_request)`: a [`SimRequest`].
+pub const REQUEST_LEN: usize = 288;
+
 /// The size of a MAD inside a [`SimRequest`].
 pub const MAD_LEN: usize = 256;
 
@@ -89,7 +95,7 @@ open_enum! {
 
 layout! {
     /// `struct sim_ctl`: a control message to `NAME:ctl` and its answer.
-    pub struct SimCtl[80];
+    pub struct SimCtl[CTL_LEN];
     {
         /// [`MAGIC`].
         magic / set_magic: HostU32 = 0, 32;
@@ -121,7 +127,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SimCtl<T> {
 layout! {
     /// `struct sim_request`: one MAD to or from a client, with the addresses ibsim routes it
     /// by.
-    pub struct SimRequest[288];
+    pub struct SimRequest[REQUEST_LEN];
     {
         /// The destination LID, raw: see [`SimRequest::dlid`].
         raw_dlid / set_raw_dlid: HostU32 = 0, 32;
