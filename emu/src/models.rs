@@ -53,7 +53,7 @@ pub struct Faults {
     /// done that the SM never hears of. A round trip thus fails with 1 - (1 - loss)^2.
     pub loss: f64,
     /// The probability (0-1) that a response arrives truncated or with bytes of its MAD header
-    /// flipped (see [`damage`]).
+    /// flipped (see [`ibqos_mad::damage`]).
     pub corrupt: f64,
     /// Each response arrives up to this many ns late, uniformly: responses overtake each other.
     pub jitter_ns: u64,
