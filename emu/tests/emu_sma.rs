@@ -638,8 +638,8 @@ fn a_lease_clears_the_protect_bits_in_emulated_time() {
     assert_eq!(port_info_with(&mut emu, &path, WRONG_KEY), None);
     emu.advance_to(11 * SECOND - 1);
     assert_eq!(protect_bits(&emu), 2);
-    // A request's time moves lease time on too: at 11 s the lease is over, and the key is for anyone
-    // to read.
+    // A request's time moves lease time on too: at 11 s the lease is over, and the key is for
+    // anyone to read.
     let get = SmpRepr::get(AttributeId::PortInfo, 0, 9, dr(&path));
     let answer = sm_exchange_at(&mut emu, 11 * SECOND, &bytes(&keyed(get, WRONG_KEY)), None);
     let answer = SmpRepr::parse(&Smp::new_checked(&answer.unwrap().mad[..]).unwrap()).unwrap();
