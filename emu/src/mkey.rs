@@ -16,9 +16,9 @@
 //! (C14-19), not a Get a lower protection level lets through with a wrong one (C14-17, as the
 //! Linux qib fix "M_Key lease timeout handling" reads them).
 //!
-//! Lease time is the emulated time of [`Emulator::advance_to`] (which
-//! [`Emulator::handle_at`] calls): a lease starts at the latest time the emulator was advanced
-//! to and ends only when it is advanced past its end. [`Emulator::handle`] never advances it.
+//! Lease time is the emulated time of [`Emulator::advance_to`] (which [`Emulator::exchange`]
+//! calls): a lease starts at the latest time the emulator was advanced to and ends only when it
+//! is advanced past its end.
 //! A TrapRepress is checked like any SMP: one without the key does not end its trap.
 //!
 //! Not emulated: trap 256 (Bad M_Key), which a real SMA sends to the master SM on a violation.

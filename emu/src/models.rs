@@ -4,7 +4,7 @@
 //!
 //! The emulator stays sans-IO: time is a number of nanoseconds the caller passes in, and a
 //! response carries the emulated time at which it arrives back at the SM
-//! ([`super::Delivery`]). Holding it until then is the transport's business.
+//! ([`super::Reply`]). Holding it until then is the transport's business.
 
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
@@ -53,7 +53,7 @@ pub struct Faults {
     /// done that the SM never hears of. A round trip thus fails with 1 - (1 - loss)^2.
     pub loss: f64,
     /// The probability (0-1) that a response arrives truncated or with bytes of its MAD header
-    /// flipped (see [`damage`]).
+    /// flipped (see [`ibqos_mad::damage`]).
     pub corrupt: f64,
     /// Each response arrives up to this many ns late, uniformly: responses overtake each other.
     pub jitter_ns: u64,
@@ -101,32 +101,8 @@ impl Dice {
         }
     }
 
+    /// Damages a MAD as [`ibqos_mad::damage`] does, with draws from this generator.
     pub(crate) fn damage(&mut self, mad: &mut Vec<u8>) {
-        damage(&mut self.0, mad);
-    }
-}
-
-/// The MAD common header: versions, class, method, status, TID, attribute and modifier.
-const MAD_HEADER_BYTES: usize = 24;
-
-/// Cuts a MAD short or flips a few bytes of its common header.
-///
-/// Only the header: on a real link the ICRC and VCRC drop a packet whose bytes changed, so what
-/// reaches an SM damaged is a MAD that a buggy or confused agent built wrong (bad version,
-/// class, method, TID, attribute, status). Flipping the attribute data instead would hand the
-/// SM well-formed lies (a wrong GUID) that no SM can tell from the truth.
-pub fn damage(rng: &mut Pcg64, mad: &mut Vec<u8>) {
-    if rng.random_bool(0.5) && !mad.is_empty() {
-        let keep = rng.random_range(0..mad.len());
-        mad.truncate(keep);
-    } else {
-        let header = mad.len().min(MAD_HEADER_BYTES);
-        if header == 0 {
-            return;
-        }
-        for _ in 0..rng.random_range(1..=4) {
-            let at = rng.random_range(0..header);
-            mad[at] ^= rng.random_range(1..=u8::MAX);
-        }
+        ibqos_mad::damage(mad, |n| self.0.random_range(0..n));
     }
 }

@@ -2,26 +2,27 @@
 //! (OpenSM and infiniband-diags under `libumad2sim.so`, `ibqos sm --fabric ibsim:NAME@NODE`) run
 //! against an [`Emulator`] unchanged.
 //!
-//! The protocol (wire-and-ibsim.md §5.1, ibsim's `ibsim.c`): abstract AF_UNIX datagram sockets
-//! `\0NAME:ctl\0` (control) and `\0NAME:out0\0` ... `\0NAME:out9\0` (data of client 0..9); the
-//! trailing NUL is part of each name. A client binds `NAME:ctl<pid>` and `NAME:in<pid>`, sends
-//! CONNECT (80-byte `struct sim_ctl`, host byte order) and then exchanges 288-byte
+//! The protocol (ibsim's `ibsim.c`; the datagrams are [`ibqos_mad::ibsim`]'s): abstract AF_UNIX
+//! datagram sockets `\0NAME:ctl\0` (control) and `\0NAME:out0\0` ... `\0NAME:out9\0` (data of
+//! client 0..9); the trailing NUL is part of each name. A client binds `NAME:ctl<pid>` and
+//! `NAME:in<pid>`, sends CONNECT (an 80-byte `struct sim_ctl`) and then exchanges 288-byte
 //! `struct sim_request` datagrams with `NAME:out<client>`.
 //!
 //! [`Switchboard`] is the protocol without I/O (what each datagram causes), [`Server`] moves
 //! datagrams between it and the sockets in one single-threaded `poll` loop. Both are
 //! deterministic: the same datagrams in the same order give the same bytes.
 //!
-//! Clients attach where ibsim attaches them: at the node CONNECT names (`SIM_HOST`, by id or
-//! NodeDescription), port 1 of a CA or port 0 of a switch; a CONNECT naming no node attaches at
-//! the server's default node (`--attach`, else the first CA). SMPs leave from the client's own
-//! port, SMInfo and the other attributes no SMA handles go to the SM client attached at the port
-//! they reach, and traps (128 on a link change) go to the SM client at their MasterSMLID.
-//! Performance management GMPs (class 0x04, `perfquery`) are answered by the fabric's PMAs, as
-//! ibsim answers them; every MAD is counted in the port counters of the links it crosses.
+//! Clients attach where ibsim attaches them (the `attach` module's rule): at the node CONNECT
+//! names (`SIM_HOST`, by id or NodeDescription), port 1 of a CA or port 0 of a switch; a CONNECT
+//! naming no node attaches at the server's default port (`--attach`, else the first CA). SMPs
+//! leave from the client's own port, SMInfo and the other attributes no SMA handles go to the
+//! SM client attached at the port they reach, and traps (128 on a link change) go to the SM
+//! client at their MasterSMLID. Performance management GMPs (class 0x04, `perfquery`) are
+//! answered by the fabric's PMAs, as ibsim answers them; every MAD is counted in the port
+//! counters of the links it crosses.
 //!
 //! Beyond ibsim, which answers at once, the fabric's [`Models`](crate::Models) apply: an
-//! SMA's answer is due at the emulated time [`Emulator::handle_at_from`] says, and [`Server`]
+//! agent's answer is due at the emulated time [`Emulator::exchange`] says, and [`Server`]
 //! holds it until then in real time (emulated ns are ns since the server started). A MAD the
 //! fabric loses comes back at once with status 110, as ibsim reports what it cannot deliver.
 
@@ -31,64 +32,31 @@ use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{Attribute, AttributeId};
+use ibqos_mad::ibsim::{
+    CTL_LEN, CtlType, DROPPED_STATUS, HostU16, HostU32, HostU64, MAD_LEN, MAGIC, MAX_CLIENTS,
+    REQUEST_LEN, SimClientInfo, SimCtl, SimGid, SimPort, SimRequest, SimVendor,
+};
+use ibqos_mad::{Attribute, AttributeId, DrPath, Mad, Method, MgmtClass, NodeInfoRepr};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use crate::{DueQueue, EmuError, Emulator, node_named, precise_timers};
-use ibqos_fabric::{NodeKind, PortRef, Topology};
+use crate::{AttachError, DueQueue, Emulator, Request, attach_port, precise_timers};
+use ibqos_fabric::{PortRef, Topology, TopologyError};
 
-/// `IBSIM_MAX_CLIENTS`: ibsim binds exactly this many data sockets.
-pub const MAX_CLIENTS: usize = 10;
-const SIM_MAGIC: u32 = 0xdead_beef;
-/// `sizeof(struct sim_ctl)`: magic, clientid, type, len, `data[64]`.
-pub const CTL_LEN: usize = 80;
-const CTL_DATA: usize = 16;
-/// `sizeof(struct sim_request)`: dlid, slid, dqp, sqp, status, pad, u64 length, `mad[256]`.
-pub const REQUEST_LEN: usize = 288;
-const MAD_OFFSET: usize = 32;
-/// The umad status of a MAD the fabric lost (ETIMEDOUT), as ibsim reports it.
-pub const DROPPED_STATUS: u32 = 110;
-
-/// `enum SIM_CTL_TYPES`.
-const CTL_ERROR: u32 = 0;
-const CTL_CONNECT: u32 = 1;
-const CTL_DISCONNECT: u32 = 2;
-const CTL_GET_PORT: u32 = 3;
-const CTL_GET_VENDOR: u32 = 4;
-const CTL_GET_GID: u32 = 5;
-const CTL_GET_GUID: u32 = 6;
-const CTL_GET_NODEINFO: u32 = 7;
-const CTL_GET_PORTINFO: u32 = 8;
-const CTL_SET_ISSM: u32 = 9;
-const CTL_GET_PKEYS: u32 = 10;
-
-/// Management classes of SMPs (LID-routed and directed-route), and of performance management,
-/// which ibsim's PMAs answer.
-const CLASS_SMP_LID: u8 = 0x01;
-const CLASS_SMP_DR: u8 = 0x81;
-const CLASS_PERF_MGT: u8 = 0x04;
-/// Method bit of responses, and TrapRepress (which ibsim drops without a word).
-const METHOD_RESPONSE: u8 = 0x80;
-const METHOD_TRAP_REPRESS: u8 = 0x07;
-const PERMISSIVE_LID: u16 = 0xffff;
-
-/// The attributes ibsim's SMA answers itself (`sim_mad.c`'s handler table): NodeDescription,
-/// NodeInfo, SwitchInfo, GUIDInfo, PortInfo, P_KeyTable, SLtoVLMappingTable,
-/// VLArbitrationTable, LinearForwardingTable, MulticastForwardingTable and Mellanox
-/// ExtendedPortInfo. Everything else (SMInfo above all) goes to the SM client attached at the
-/// destination port.
-const SMA_ATTRIBUTES: [u16; 11] = [
-    0x0010, 0x0011, 0x0012, 0x0014, 0x0015, 0x0016, 0x0017, 0x0018, 0x0019, 0x001b, 0xff90,
+/// The attributes ibsim's SMA answers itself (`sim_mad.c`'s handler table). Everything else
+/// (SMInfo above all) goes to the SM client attached at the destination port.
+const SMA_ATTRIBUTES: [AttributeId; 11] = [
+    AttributeId::NodeDescription,
+    AttributeId::NodeInfo,
+    AttributeId::SwitchInfo,
+    AttributeId::GuidInfo,
+    AttributeId::PortInfo,
+    AttributeId::PKeyTable,
+    AttributeId::SlToVlMappingTable,
+    AttributeId::VlArbitrationTable,
+    AttributeId::LinearForwardingTable,
+    AttributeId::MulticastForwardingTable,
+    AttributeId::MlnxExtendedPortInfo,
 ];
-
-/// Byte offsets in NodeInfo (IBA 14.2.5.3) for GET_VENDOR.
-const NODE_INFO_DEVICE_ID: usize = 30;
-const NODE_INFO_REVISION: usize = 32;
-const NODE_INFO_VENDOR_ID: usize = 37;
-/// Byte offsets in PortInfo (IBA 14.2.5.6) for GET_PORT and GET_GID.
-const PORT_INFO_GID_PREFIX: usize = 8;
-const PORT_INFO_LID: usize = 16;
-const PORT_INFO_STATE: usize = 32;
 
 /// A wait shorter than this is spun (polled without a timeout) rather than slept. Measured on
 /// the 2-core VM of BENCHMARKS.md, even with 1 ns timer slack a 20 us `poll` timeout returned
@@ -104,12 +72,10 @@ const STOP_CHECK: Duration = Duration::from_millis(100);
 /// Why the fabric cannot be served.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("no node {0:?} in the fabric to attach clients at")]
-    NoSuchNode(String),
-    #[error("the fabric has no node to attach clients at")]
-    NoNodes,
+    #[error("clients naming no node: {0}")]
+    Attach(#[from] AttachError),
     #[error(transparent)]
-    Emu(#[from] EmuError),
+    Topology(#[from] TopologyError),
     #[error("socket @{name}: {op}: {source}")]
     Socket {
         name: String,
@@ -151,7 +117,7 @@ struct Client {
 /// One datagram to send: the client it goes to, its bytes, and the emulated time (ns since the
 /// server started) it is due.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
+pub struct DatagramDelivery {
     pub client: usize,
     pub datagram: [u8; REQUEST_LEN],
     pub at_ns: u64,
@@ -162,6 +128,8 @@ pub struct Delivery {
 pub struct Switchboard {
     emu: Emulator,
     clients: [Option<Client>; MAX_CLIENTS],
+    /// Where a client that names no node attaches.
+    default_port: PortRef,
     stats: ServeStats,
     /// The emulated time of the datagram being handled.
     now_ns: u64,
@@ -172,26 +140,19 @@ impl Switchboard {
     /// id or description; by default the first CA). No port advertises IsSM until an SM client
     /// connects there (ibsim: SET_ISSM).
     pub fn new(topology: Topology, attach: Option<&str>) -> Result<Switchboard, ServeError> {
-        let id = match attach {
-            Some(name) => node_named(&topology, name)
-                .ok_or_else(|| ServeError::NoSuchNode(name.to_owned()))?,
-            None => topology
-                .nodes()
-                .find(|(_, n)| n.kind == NodeKind::Ca)
-                .or_else(|| topology.nodes().next())
-                .map(|(id, _)| id)
-                .ok_or(ServeError::NoNodes)?,
-        };
-        let node = topology.node(id).ok_or(ServeError::NoNodes)?;
-        let attach = client_port(id, node);
-        let mut emu = Emulator::new(topology, attach)?;
-        emu.set_is_sm(attach, false);
+        let default_port = attach_port(&topology, attach)?;
         Ok(Switchboard {
-            emu,
+            emu: Emulator::new(topology)?,
             clients: [None; MAX_CLIENTS],
+            default_port,
             stats: ServeStats::default(),
             now_ns: 0,
         })
+    }
+
+    /// Where a client that names no node attaches.
+    pub fn default_port(&self) -> PortRef {
+        self.default_port
     }
 
     /// The emulated fabric, as the clients left it.
@@ -231,52 +192,56 @@ impl Switchboard {
     /// Answers one control datagram; `None` where ibsim sends nothing back (wrong length or
     /// magic, or a client number out of range).
     pub fn control(&mut self, msg: &[u8]) -> Option<[u8; CTL_LEN]> {
-        let Ok(msg) = <[u8; CTL_LEN]>::try_from(msg) else {
+        let Ok(mut reply) = <[u8; CTL_LEN]>::try_from(msg) else {
             self.stats.malformed += 1;
             return None;
         };
-        let kind = ne_u32(&msg, 8);
-        let client = ne_u32(&msg, 4) as usize;
-        if ne_u32(&msg, 0) != SIM_MAGIC || (client >= MAX_CLIENTS && kind != CTL_CONNECT) {
+        let ctl = SimCtl::new_unchecked(&reply[..]);
+        let kind = ctl.ctl_type();
+        let client = ctl.client_id().0 as usize;
+        if ctl.magic() != HostU32(MAGIC) || (client >= MAX_CLIENTS && kind != CtlType::Connect) {
             self.stats.malformed += 1;
             return None;
         }
         self.stats.control += 1;
-        let mut reply = msg;
         let mut data = [0u8; 64];
-        data.copy_from_slice(&msg[CTL_DATA..]);
+        data.copy_from_slice(ctl.data());
         let answered = match kind {
-            CTL_CONNECT => self.connect(&mut data),
-            CTL_DISCONNECT => {
+            CtlType::Connect => self.connect(&mut data),
+            CtlType::Disconnect => {
                 self.disconnect(client);
                 Some(())
             }
-            CTL_SET_ISSM => self.set_issm(client, ne_u32(&data, 0) != 0),
-            CTL_GET_PORT | CTL_GET_VENDOR | CTL_GET_GID | CTL_GET_GUID | CTL_GET_NODEINFO
-            | CTL_GET_PORTINFO | CTL_GET_PKEYS => self.query(client, kind, &mut data),
+            // A non-zero u32 in host order: non-zero in any order.
+            CtlType::SetIsSm => self.set_issm(client, data[..4] != [0; 4]),
+            CtlType::GetPort
+            | CtlType::GetVendor
+            | CtlType::GetGid
+            | CtlType::GetGuid
+            | CtlType::GetNodeInfo
+            | CtlType::GetPortInfo
+            | CtlType::GetPkeys => self.query(client, kind, &mut data),
             // ibsim warns and echoes an unknown type unchanged.
             _ => Some(()),
         };
+        let mut reply_ctl = SimCtl::new_unchecked(&mut reply[..]);
         match answered {
-            Some(()) => reply[CTL_DATA..].copy_from_slice(&data),
-            None => reply[8..12].copy_from_slice(&CTL_ERROR.to_ne_bytes()),
+            Some(()) => reply_ctl.data_mut().copy_from_slice(&data),
+            None => reply_ctl.set_ctl_type(CtlType::Error),
         }
         Some(reply)
     }
 
-    /// CONNECT: `{u32 id; u32 qp; u32 issm; char nodeid[32]}` in, client number and node id out.
+    /// CONNECT ([`SimClientInfo`]): the client's number and the node it is attached at go back
+    /// in the same layout.
     fn connect(&mut self, data: &mut [u8; 64]) -> Option<()> {
-        let pid = ne_u32(data, 0);
-        let issm = ne_u32(data, 8) != 0;
-        let wanted = c_str(&data[12..44]);
-        let topology = self.emu.topology();
+        let info = SimClientInfo::new_unchecked(&data[..]);
+        let (pid, issm, wanted) = (info.id().0, info.issm().0 != 0, info.node_id());
         let port = if wanted.is_empty() {
-            self.emu.attach()
+            self.default_port
         } else {
-            let id = node_named(topology, &wanted)?;
-            client_port(id, topology.node(id)?)
+            attach_port(self.emu.topology(), Some(&wanted)).ok()?
         };
-        topology.port(port)?;
         // ibsim refuses a second SM client at one node.
         if issm && self.sm_client(|p| p.node == port.node).is_some() {
             return None;
@@ -287,11 +252,9 @@ impl Switchboard {
             self.emu.set_is_sm(port, true);
         }
         let node = self.emu.topology().node(port.node)?;
-        let name = node.name.as_bytes();
-        let name = &name[..name.len().min(31)];
-        data[0..4].copy_from_slice(&(index as u32).to_ne_bytes());
-        data[12..44].fill(0);
-        data[12..12 + name.len()].copy_from_slice(name);
+        let mut info = SimClientInfo::new_unchecked(&mut data[..]);
+        info.set_id(HostU32(index as u32));
+        info.set_node_id(&node.name);
         Some(())
     }
 
@@ -318,61 +281,50 @@ impl Switchboard {
     }
 
     /// The GET_* control requests: facts of the client's port, in ibsim's layouts.
-    fn query(&self, client: usize, kind: u32, data: &mut [u8; 64]) -> Option<()> {
+    fn query(&self, client: usize, kind: CtlType, data: &mut [u8; 64]) -> Option<()> {
         let attach = self.client_port(client)?;
-        let sma = |id, modifier| {
-            self.emu
-                .get(attach, id, modifier)
-                .ok()
-                .as_ref()
-                .map(Attribute::to_data)
+        let sma = |id, modifier| self.emu.get(attach, id, modifier).ok();
+        let Some(Attribute::PortInfo(own_port)) = sma(AttributeId::PortInfo, attach.port.into())
+        else {
+            return None;
         };
-        let own_port = sma(AttributeId::PortInfo, u32::from(attach.port))?;
-        let node_info = sma(AttributeId::NodeInfo, 0)?;
-        let node_guid = self.emu.topology().node(attach.node)?.guid;
+        let Some(Attribute::NodeInfo(node_info)) = sma(AttributeId::NodeInfo, 0) else {
+            return None;
+        };
+        let node = self.emu.topology().node(attach.node)?;
         let mut out = [0u8; 64];
         match kind {
-            CTL_GET_PORT => {
-                let lid =
-                    u16::from_be_bytes([own_port[PORT_INFO_LID], own_port[PORT_INFO_LID + 1]]);
-                out[0..2].copy_from_slice(&lid.to_ne_bytes());
-                out[2] = own_port[PORT_INFO_STATE] & 0x0f;
+            CtlType::GetPort => {
+                let mut port = SimPort::new_unchecked(&mut out[..]);
+                port.set_lid(HostU16(own_port.lid));
+                port.set_state(own_port.port_state.into());
             }
-            CTL_GET_VENDOR => {
-                let be = |at: usize, len: usize| {
-                    node_info[at..at + len]
-                        .iter()
-                        .fold(0u32, |v, &b| (v << 8) | u32::from(b))
-                };
-                out[0..4].copy_from_slice(&be(NODE_INFO_VENDOR_ID, 3).to_ne_bytes());
-                out[4..8].copy_from_slice(&be(NODE_INFO_DEVICE_ID, 2).to_ne_bytes());
-                out[8..12].copy_from_slice(&be(NODE_INFO_REVISION, 4).to_ne_bytes());
-                // `struct sim_vendor` aligns its u64 fw_ver to offset 16; ibsim reports 1.
-                out[16..24].copy_from_slice(&1u64.to_ne_bytes());
-            }
-            CTL_GET_GID => {
-                out[0..8]
-                    .copy_from_slice(&own_port[PORT_INFO_GID_PREFIX..PORT_INFO_GID_PREFIX + 8]);
+            CtlType::GetVendor => vendor(&node_info, &mut out),
+            CtlType::GetGid => {
+                let mut gid = SimGid::new_unchecked(&mut out[..]);
+                gid.set_gid_prefix(own_port.gid_prefix);
                 // ibsim memcpys its host-order NodeGUID here.
-                out[8..16].copy_from_slice(&node_guid.to_ne_bytes());
+                gid.set_guid(HostU64(node.guid));
             }
-            CTL_GET_GUID => out[0..8].copy_from_slice(&node_guid.to_ne_bytes()),
-            CTL_GET_NODEINFO => out = node_info,
-            CTL_GET_PORTINFO => {
-                let num_ports = self.emu.topology().node(attach.node)?.num_ports();
+            CtlType::GetGuid => out[..8].copy_from_slice(&node.guid.to_ne_bytes()),
+            CtlType::GetNodeInfo => out = Attribute::NodeInfo(node_info).to_data(),
+            CtlType::GetPortInfo => {
                 let port = data[0];
-                out = if port == 0 || port > num_ports {
+                let info = if port == 0 || port > node.num_ports() {
                     own_port
-                } else if self.emu.topology().node(attach.node)?.is_switch() {
-                    sma(AttributeId::PortInfo, u32::from(port))?
+                } else if node.is_switch() {
+                    match sma(AttributeId::PortInfo, u32::from(port))? {
+                        Attribute::PortInfo(info) => info,
+                        _ => return None,
+                    }
                 } else {
                     // A CA's PortInfo is answered for the port asked, not the arrival port.
-                    Attribute::PortInfo(*self.emu.port_info(PortRef::new(attach.node, port))?)
-                        .to_data()
+                    *self.emu.port_info(PortRef::new(attach.node, port))?
                 };
+                out = Attribute::PortInfo(info).to_data();
             }
             // The first 32 P_Key entries, in wire order, as ibsim copies its table.
-            _ => out = sma(AttributeId::PKeyTable, 0)?,
+            _ => out = sma(AttributeId::PKeyTable, 0)?.to_data(),
         }
         *data = out;
         Some(())
@@ -381,7 +333,12 @@ impl Switchboard {
     /// What one datagram from client `from` causes, at emulated time `now_ns`: at most one
     /// datagram to some client, due at once or when the fabric's answer arrives. Traps it
     /// raised wait in [`Switchboard::take_traps`].
-    pub fn request(&mut self, from: usize, datagram: &[u8], now_ns: u64) -> Option<Delivery> {
+    pub fn request(
+        &mut self,
+        from: usize,
+        datagram: &[u8],
+        now_ns: u64,
+    ) -> Option<DatagramDelivery> {
         self.now_ns = now_ns;
         let Ok(mut dgram) = <[u8; REQUEST_LEN]>::try_from(datagram) else {
             self.stats.malformed += 1;
@@ -392,74 +349,79 @@ impl Switchboard {
             return None;
         };
         self.stats.mads += 1;
-        let mad = &dgram[MAD_OFFSET..];
-        let (class, method) = (mad[1], mad[3]);
-        let attribute = u16::from_be_bytes([mad[16], mad[17]]);
-        let dlid = u16::from_be_bytes([dgram[0], dgram[1]]);
-        let directed = dlid == PERMISSIVE_LID;
-        let lid = (!directed).then_some(dlid);
-        if method & METHOD_RESPONSE != 0 {
+        let sent = SimRequest::new_unchecked(datagram);
+        let header = Mad::new_unchecked(sent.mad());
+        let (class, method) = (header.mgmt_class(), header.method());
+        let directed = sent.dlid() == DrPath::PERMISSIVE_LID;
+        let dlid = (!directed).then_some(sent.dlid());
+        let request = Request {
+            origin,
+            at_ns: now_ns,
+            dlid,
+            mad: sent.mad(),
+        };
+        if method.is_response() {
             // A client (an SM) answering a request forwarded to it: back to the requester
             // ibsim wrote into TID[63:48], across the fabric.
-            let requester = usize::from(u16::from_be_bytes([mad[8], mad[9]]));
+            let requester = usize::from((header.transaction_id() >> 48) as u16);
             let Some(requester_port) = self.client_port(requester) else {
                 self.stats.dropped += 1;
                 return None;
             };
-            if !self.emu.carry_response(origin, requester_port, mad, lid) {
+            if !self
+                .emu
+                .carry_response(origin, requester_port, sent.mad(), dlid)
+            {
                 return Some(self.drop_back(from, dgram));
             }
             self.stats.forwarded += 1;
             self.fill_slid(&mut dgram, origin, directed);
             return Some(self.now(requester, dgram));
         }
-        let smp = class == CLASS_SMP_LID || class == CLASS_SMP_DR;
-        if method == METHOD_TRAP_REPRESS {
+        let smp = matches!(class, MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute);
+        if method == Method::TrapRepress {
             // It has no answer; an SMP one ends the trap at the SMA it reaches.
             if smp {
-                self.emu.handle_at_from(origin, now_ns, mad, lid);
+                self.emu.exchange(request);
             }
             self.stats.dropped += 1;
             return None;
         }
-        let perf = class == CLASS_PERF_MGT;
-        if perf || (smp && SMA_ATTRIBUTES.contains(&attribute)) {
-            let answer = if perf {
-                self.emu.perf_at_from(origin, now_ns, mad, lid)
-            } else {
-                self.emu.handle_at_from(origin, now_ns, mad, lid)
-            };
-            let Some(answer) = answer else {
+        if class == MgmtClass::PerfMgt || (smp && SMA_ATTRIBUTES.contains(&header.attribute_id())) {
+            let Some(reply) = self.emu.exchange(request) else {
                 return Some(self.drop_back(from, dgram));
             };
             self.stats.answered += 1;
-            dgram[MAD_OFFSET..].copy_from_slice(&answer.mad);
-            // The response travels from the destination back: swap dlid/slid and dqp/sqp.
-            for field in [0, 8] {
-                let (dst, src) = dgram[field..field + 8].split_at_mut(4);
-                dst.swap_with_slice(src);
-            }
-            return Some(Delivery {
+            let mut answer = SimRequest::new_unchecked(&mut dgram[..]);
+            // A damaged answer may come back short: the rest of the MAD is zero.
+            let len = reply.mad.len().min(MAD_LEN);
+            answer.mad_mut().fill(0);
+            answer.mad_mut()[..len].copy_from_slice(&reply.mad[..len]);
+            // The response travels from the destination back.
+            answer.swap_addresses();
+            return Some(DatagramDelivery {
                 client: from,
                 datagram: dgram,
-                at_ns: answer.at_ns,
+                at_ns: reply.at_ns,
             });
         }
         // SMInfo, SA and every attribute without an SMA handler: for the SM client at the
         // port it reaches (a hop-0 directed route or the client's own LID: its own port).
-        let reaches = self.emu.carry(origin, mad, lid);
+        let reaches = self.emu.carry(origin, sent.mad(), dlid);
         let Some(target) = reaches.and_then(|port| self.sm_client(|p| p == port)) else {
             return Some(self.drop_back(from, dgram));
         };
         self.stats.forwarded += 1;
-        dgram[MAD_OFFSET + 8..MAD_OFFSET + 10].copy_from_slice(&(from as u16).to_be_bytes());
+        let tid = header.transaction_id() & !(0xffff << 48) | (from as u64) << 48;
+        Mad::new_unchecked(SimRequest::new_unchecked(&mut dgram[..]).mad_mut())
+            .set_transaction_id(tid);
         self.fill_slid(&mut dgram, origin, directed);
         Some(self.now(target, dgram))
     }
 
     /// The traps the fabric raised since the last call, each for the SM client at the port it
     /// reaches; a trap with no SM client there is lost, as in ibsim.
-    pub fn take_traps(&mut self) -> Vec<Delivery> {
+    pub fn take_traps(&mut self) -> Vec<DatagramDelivery> {
         let mut out = Vec::new();
         for trap in self.emu.take_traps() {
             let Some(client) = self.sm_client(|p| p == trap.to) else {
@@ -467,13 +429,14 @@ impl Switchboard {
             };
             let sm_lid = self.emu.port_info(trap.to).map_or(0, |info| info.lid);
             let mut datagram = [0u8; REQUEST_LEN];
-            datagram[0..4].copy_from_slice(&lid_field(sm_lid));
-            datagram[4..8].copy_from_slice(&lid_field(trap.slid));
-            datagram[24..32].copy_from_slice(&256u64.to_be_bytes());
-            let len = trap.mad.len().min(REQUEST_LEN - MAD_OFFSET);
-            datagram[MAD_OFFSET..MAD_OFFSET + len].copy_from_slice(&trap.mad[..len]);
+            let mut request = SimRequest::new_unchecked(&mut datagram[..]);
+            request.set_dlid(sm_lid);
+            request.set_slid(trap.slid);
+            request.set_length(MAD_LEN as u64);
+            let len = trap.mad.len().min(MAD_LEN);
+            request.mad_mut()[..len].copy_from_slice(&trap.mad[..len]);
             self.stats.traps += 1;
-            out.push(Delivery {
+            out.push(DatagramDelivery {
                 client,
                 datagram,
                 at_ns: trap.at_ns,
@@ -490,8 +453,8 @@ impl Switchboard {
     }
 
     /// A datagram due at once.
-    fn now(&self, client: usize, datagram: [u8; REQUEST_LEN]) -> Delivery {
-        Delivery {
+    fn now(&self, client: usize, datagram: [u8; REQUEST_LEN]) -> DatagramDelivery {
+        DatagramDelivery {
             client,
             datagram,
             at_ns: self.now_ns,
@@ -500,26 +463,34 @@ impl Switchboard {
 
     /// The request back to its sender at once with status 110, as ibsim answers what it cannot
     /// deliver.
-    fn drop_back(&mut self, from: usize, mut dgram: [u8; REQUEST_LEN]) -> Delivery {
+    fn drop_back(&mut self, from: usize, dgram: [u8; REQUEST_LEN]) -> DatagramDelivery {
         self.stats.dropped += 1;
-        dgram[16..20].copy_from_slice(&DROPPED_STATUS.to_be_bytes());
-        self.now(from, dgram)
+        self.now(from, undelivered(dgram))
     }
 
     /// A LID-routed MAD with slid 0 comes from its sender's LID (ibsim fills it in).
     fn fill_slid(&self, dgram: &mut [u8; REQUEST_LEN], origin: PortRef, directed: bool) {
-        if directed || dgram[4..6] != [0, 0] {
+        let mut request = SimRequest::new_unchecked(&mut dgram[..]);
+        if directed || request.slid() != 0 {
             return;
         }
-        let lid = self.emu.port_info(origin).map_or(0, |info| info.lid);
-        dgram[4..8].copy_from_slice(&lid_field(lid));
+        request.set_slid(self.emu.port_info(origin).map_or(0, |info| info.lid));
     }
 }
 
-/// Where a client attached at `node` sits, as ibsim attaches it: port 0 of a switch, port 1 of
-/// a CA or router.
-fn client_port(id: ibqos_fabric::NodeId, node: &ibqos_fabric::Node) -> PortRef {
-    PortRef::new(id, if node.is_switch() { 0 } else { 1 })
+/// GET_VENDOR's answer: the NodeInfo fields `struct sim_vendor` holds.
+fn vendor(node_info: &NodeInfoRepr, out: &mut [u8; 64]) {
+    let mut vendor = SimVendor::new_unchecked(&mut out[..]);
+    vendor.set_vendor_id(HostU32(node_info.vendor_id));
+    vendor.set_vendor_part_id(HostU32(node_info.device_id.into()));
+    vendor.set_hw_ver(HostU32(node_info.revision));
+    vendor.set_fw_ver(HostU64(1));
+}
+
+/// A request with ibsim's status for a MAD it could not deliver.
+fn undelivered(mut dgram: [u8; REQUEST_LEN]) -> [u8; REQUEST_LEN] {
+    SimRequest::new_unchecked(&mut dgram[..]).set_status(DROPPED_STATUS);
+    dgram
 }
 
 /// A [`Switchboard`] on ibsim's sockets.
@@ -532,7 +503,7 @@ pub struct Server {
     /// Emulated time zero: emulated ns are real ns since then.
     started: Instant,
     /// Datagrams not yet due.
-    pending: DueQueue<Delivery>,
+    pending: DueQueue<DatagramDelivery>,
 }
 
 impl Server {
@@ -554,10 +525,6 @@ impl Server {
 
     pub fn switchboard(&self) -> &Switchboard {
         &self.board
-    }
-
-    pub fn switchboard_mut(&mut self) -> &mut Switchboard {
-        &mut self.board
     }
 
     /// Serves until `stop` is set (by a SIGTERM/SIGINT handler). Datagrams are taken in a fixed
@@ -667,11 +634,9 @@ impl Server {
                 self.pending.push(delivery.at_ns, delivery);
             } else if !self.deliver(&delivery) && delivery.client != client {
                 // The SM client it was for is gone: ibsim then answers the sender with 110.
-                let mut back = delivery.datagram;
-                back[16..20].copy_from_slice(&DROPPED_STATUS.to_be_bytes());
-                self.deliver(&Delivery {
+                self.deliver(&DatagramDelivery {
                     client,
-                    datagram: back,
+                    datagram: undelivered(delivery.datagram),
                     at_ns: now,
                 });
             }
@@ -679,11 +644,12 @@ impl Server {
     }
 
     /// Sends one datagram to a client's `NAME:in<pid>`; false if the client is gone.
-    fn deliver(&mut self, delivery: &Delivery) -> bool {
+    fn deliver(&mut self, delivery: &DatagramDelivery) -> bool {
         let Some(pid) = self.board.client_pid(delivery.client) else {
             return false;
         };
-        let sent = abstract_addr(&format!("{}:in{pid}", self.sockname)).is_ok_and(|addr| {
+        let name = format!("{}:in{pid}", self.sockname);
+        let sent = abstract_addr(&name).is_ok_and(|addr| {
             self.out[delivery.client]
                 .send_to_addr(&delivery.datagram, &addr)
                 .is_ok()
@@ -703,42 +669,22 @@ impl Server {
     }
 }
 
-/// The abstract address `\0name\0`: ibsim counts the trailing NUL into the name.
-fn abstract_addr(name: &str) -> Result<SocketAddr, ServeError> {
+/// The abstract socket address `\0name\0` of an ibsim socket: ibsim counts the trailing NUL
+/// into the name, as `/proc/net/unix` shows (`@sim:ctl@`).
+pub fn abstract_addr(name: &str) -> io::Result<SocketAddr> {
     let mut bytes = name.as_bytes().to_vec();
     bytes.push(0);
-    SocketAddr::from_abstract_name(&bytes).map_err(|source| ServeError::Socket {
-        name: name.to_owned(),
-        op: "address",
-        source,
-    })
+    SocketAddr::from_abstract_name(&bytes)
 }
 
 fn bind(name: &str) -> Result<UnixDatagram, ServeError> {
-    let socket = UnixDatagram::bind_addr(&abstract_addr(name)?)
+    let socket_error = |op, source| ServeError::Socket {
+        name: name.to_owned(),
+        op,
+        source,
+    };
+    let addr = abstract_addr(name).map_err(|e| socket_error("address", e))?;
+    UnixDatagram::bind_addr(&addr)
         .and_then(|s| s.set_nonblocking(true).map(|()| s))
-        .map_err(|source| ServeError::Socket {
-            name: name.to_owned(),
-            op: "bind",
-            source,
-        })?;
-    Ok(socket)
-}
-
-/// A `struct sim_request` dlid or slid field: a u32 holding `htons(lid)`, so on x86 the LID
-/// big-endian in its first two bytes.
-fn lid_field(lid: u16) -> [u8; 4] {
-    u32::from(lid.to_be()).to_ne_bytes()
-}
-
-fn ne_u32(buf: &[u8], at: usize) -> u32 {
-    let mut b = [0; 4];
-    b.copy_from_slice(&buf[at..at + 4]);
-    u32::from_ne_bytes(b)
-}
-
-/// A NUL-terminated C string from a fixed-size field.
-fn c_str(bytes: &[u8]) -> String {
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
+        .map_err(|e| socket_error("bind", e))
 }

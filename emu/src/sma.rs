@@ -136,9 +136,9 @@ fn highest_bit(mask: u8) -> u8 {
 }
 
 impl PortSma {
-    /// A port as ibsim starts it (`sim_net.c` templates, §5.3 of wire-and-ibsim.md): linked
-    /// ports Init/LinkUp, unlinked ones Down/Polling, switch port 0 Active/LinkUp; OperVLs =
-    /// VLCap, LIDs as the topology presets them, default tables.
+    /// A port as ibsim starts it (`sim_net.c` templates): linked ports Init/LinkUp, unlinked
+    /// ones Down/Polling, switch port 0 Active/LinkUp; OperVLs = VLCap, LIDs as the topology
+    /// presets them, default tables.
     pub(crate) fn new(node: &Node, number: u8, port: &Port) -> PortSma {
         let caps = port.link;
         let is_switch = node.is_switch();

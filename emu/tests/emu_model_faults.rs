@@ -1,34 +1,19 @@
 //! The emulator's models: latency as a delivery time, seeded loss, damage and jitter, link
 //! flaps on a schedule, dead nodes, the schedule file's errors, and the JSON dump.
 
+mod support;
+
 use ibqos_emu::{
-    Delivery, Emulator, FabricDump, FaultSchedule, Faults, Flap, Latency, Models, ScheduleProblem,
-    builtin_topology, dump,
+    Emulator, FabricDump, FaultSchedule, Faults, Flap, Latency, Models, Reply, ScheduleProblem,
+    dump,
 };
-use ibqos_fabric::netfile::parse_net_str;
-use ibqos_fabric::{NodeId, PortRef, Topology};
+use ibqos_fabric::PortRef;
 use ibqos_mad::{
     Attribute, AttributeId, DrPath, PhysPortState, PortState, Routing, Smp, SmpRepr, VlArbEntry,
     VlArbitrationTableRepr,
 };
 use proptest::prelude::*;
-
-/// The built-in two-switch fabric with the SM at H1 port 1 (see emu_sma.rs for its wiring).
-fn emulator() -> Emulator {
-    let t = two_switch();
-    let h1 = PortRef::new(node(&t, "H1"), 1);
-    Emulator::new(t, h1).unwrap()
-}
-
-fn two_switch() -> Topology {
-    parse_net_str(builtin_topology("two-switch").unwrap())
-        .unwrap()
-        .topology
-}
-
-fn node(t: &Topology, name: &str) -> NodeId {
-    t.node_by_name(name).unwrap()
-}
+use support::{emulator, node, sm_exchange, sm_exchange_at, two_switch};
 
 /// A directed-route Get of NodeInfo along `path`.
 fn node_info(path: &[u8]) -> Vec<u8> {
@@ -58,17 +43,20 @@ fn a_response_arrives_after_the_wire_and_the_sma() {
     let mut emu = emulator();
     let l = Latency::default();
     // H1 itself: no link crossed, a CA's SMA.
-    let here = emu.handle_at(1_000, &node_info(&[]), None).unwrap();
+    let here = sm_exchange_at(&mut emu, 1_000, &node_info(&[]), None).unwrap();
     assert_eq!(here.at_ns, 1_000 + l.ca_sma_ns);
     // S1, one hop: the link there and back, a switch's SMA (the slower one).
-    let s1 = emu.handle_at(1_000, &node_info(&[1]), None).unwrap();
+    let s1 = sm_exchange_at(&mut emu, 1_000, &node_info(&[1]), None).unwrap();
     assert_eq!(s1.at_ns, 1_000 + 2 * l.wire_ns + l.switch_sma_ns);
     // H3 behind S1 and S2: three links each way.
-    let h3 = emu.handle_at(1_000, &node_info(&[1, 3, 1]), None).unwrap();
+    let h3 = sm_exchange_at(&mut emu, 1_000, &node_info(&[1, 3, 1]), None).unwrap();
     assert_eq!(h3.at_ns, 1_000 + 6 * l.wire_ns + l.ca_sma_ns);
     assert!(l.switch_sma_ns > l.ca_sma_ns);
     // The same answer as the timeless exchange.
-    assert_eq!(Some(h3.mad), emu.handle(&node_info(&[1, 3, 1]), None));
+    assert_eq!(
+        Some(h3.mad),
+        sm_exchange(&mut emu, &node_info(&[1, 3, 1]), None)
+    );
 }
 
 #[test]
@@ -77,10 +65,10 @@ fn jitter_stays_within_its_bound_and_the_seed_replays_it() {
         jitter_ns: 5_000,
         ..Faults::default()
     };
-    let run = |seed| -> Vec<Delivery> {
+    let run = |seed| -> Vec<Reply> {
         let mut emu = with_faults(faults, seed);
         (0..200)
-            .filter_map(|_| emu.handle_at(0, &node_info(&[1]), None))
+            .filter_map(|_| sm_exchange_at(&mut emu, 0, &node_info(&[1]), None))
             .collect()
     };
     let base = 2 * Latency::default().wire_ns + Latency::default().switch_sma_ns;
@@ -105,7 +93,7 @@ fn loss_drops_requests_or_responses_at_about_the_rate_and_replays() {
     let answered = |seed| -> Vec<bool> {
         let mut emu = with_faults(faults, seed);
         (0..4000)
-            .map(|_| emu.handle_at(0, &node_info(&[1]), None).is_some())
+            .map(|_| sm_exchange_at(&mut emu, 0, &node_info(&[1]), None).is_some())
             .collect()
     };
     let first = answered(1);
@@ -124,9 +112,11 @@ fn damaged_responses_are_truncated_or_have_a_bad_header() {
         },
         3,
     );
-    let good = emulator().handle(&node_info(&[1]), None).unwrap();
+    let good = sm_exchange(&mut emulator(), &node_info(&[1]), None).unwrap();
     for _ in 0..100 {
-        let bad = emu.handle_at(0, &node_info(&[1]), None).unwrap().mad;
+        let bad = sm_exchange_at(&mut emu, 0, &node_info(&[1]), None)
+            .unwrap()
+            .mad;
         assert!(
             bad.len() < good.len() || bad[..24] != good[..24],
             "undamaged"
@@ -145,8 +135,8 @@ proptest! {
         dlid in proptest::option::of(any::<u16>()),
     ) {
         let mut emu = with_faults(Faults { loss: 0.2, corrupt: 0.5, jitter_ns: 1_000 }, seed);
-        emu.handle_at(u64::MAX, &bytes, dlid);
-        emu.handle_at(0, &node_info(&[1, 3]), None);
+        sm_exchange_at(&mut emu, u64::MAX, &bytes, dlid);
+        sm_exchange_at(&mut emu, 0, &node_info(&[1, 3]), None);
     }
 }
 
@@ -178,16 +168,10 @@ fn a_flap_takes_the_link_down_then_trains_it_to_init_with_port_state_change() {
     assert!(emu.switch_info(s1).unwrap().port_state_change);
     assert!(emu.switch_info(s2).unwrap().port_state_change);
     // A directed route across the downed link is lost; the parallel link still carries one.
-    assert!(
-        emu.handle_at(6_000_000, &node_info(&[1, 3]), None)
-            .is_none()
-    );
-    assert!(
-        emu.handle_at(6_000_000, &node_info(&[1, 4]), None)
-            .is_some()
-    );
+    assert!(sm_exchange_at(&mut emu, 6_000_000, &node_info(&[1, 3]), None).is_none());
+    assert!(sm_exchange_at(&mut emu, 6_000_000, &node_info(&[1, 4]), None).is_some());
     assert_eq!(emu.next_event_ns(), Some(50_000_000));
-    emu.handle_at(50_000_000, &node_info(&[1]), None);
+    sm_exchange_at(&mut emu, 50_000_000, &node_info(&[1]), None);
     for (n, p) in [(s1, 3), (s2, 3)] {
         assert_eq!(state(&emu, n, p), (PortState::Init, PhysPortState::LinkUp));
     }
@@ -202,9 +186,12 @@ fn a_dead_node_answers_nothing_and_forwards_no_directed_route() {
         flaps: vec![],
         dead: vec![node(&t, "H3"), node(&t, "S2")],
     });
-    assert!(emu.handle(&node_info(&[1, 3]), None).is_none());
-    assert!(emu.handle(&node_info(&[1, 3, 1]), None).is_none());
-    assert!(emu.handle(&node_info(&[1, 2]), None).is_some(), "H2 lives");
+    assert!(sm_exchange(&mut emu, &node_info(&[1, 3]), None).is_none());
+    assert!(sm_exchange(&mut emu, &node_info(&[1, 3, 1]), None).is_none());
+    assert!(
+        sm_exchange(&mut emu, &node_info(&[1, 2]), None).is_some(),
+        "H2 lives"
+    );
     // Its links still train: it is the SMA that is dead, not the port.
     let h3 = emu.port_info(PortRef::new(node(&t, "H3"), 1)).unwrap();
     assert_eq!(h3.port_phys_state, PhysPortState::LinkUp);
@@ -299,7 +286,7 @@ fn the_dump_is_stable_reads_back_and_shows_a_changed_table() {
     );
     let mut bytes = vec![0; 256];
     smp.emit(&mut Smp::new_unchecked(&mut bytes[..]));
-    changed.handle(&bytes, None).unwrap();
+    sm_exchange(&mut changed, &bytes, None).unwrap();
     let after = dump(&changed);
     assert_ne!(after.to_json(), text);
     let differing: Vec<&String> = after

@@ -3,6 +3,8 @@
 //! every MAD on every link it crosses (in ibsim's order), losses, LinkDownedCounter, the statuses
 //! of a real PMA, GMPs routed by LID to the port that owns it, and malformed input.
 
+mod support;
+
 use ibqos_emu::{Emulator, FaultSchedule, Flap, builtin_topology};
 use ibqos_fabric::netfile::parse_net_str;
 use ibqos_fabric::{NodeId, PortRef, Topology};
@@ -12,6 +14,7 @@ use ibqos_mad::{
     PortCountersRepr, PortState, PortVlOpData, Routing, Smp, SmpRepr, Status,
 };
 use proptest::prelude::*;
+use support::{exchange, sm_exchange, with_sm_at};
 
 const INVALID: Status = Status(0x001c);
 
@@ -32,7 +35,7 @@ Hca 2 "H2"
 fn fabric(text: &str) -> (Emulator, Topology) {
     let t = parse_net_str(text).unwrap().topology;
     let h1 = PortRef::new(t.node_by_name("H1").unwrap(), 1);
-    (Emulator::new(t.clone(), h1).unwrap(), t)
+    (with_sm_at(t.clone(), h1), t)
 }
 
 fn port(t: &Topology, node: &str, port: u8) -> PortRef {
@@ -62,7 +65,7 @@ fn select(port_select: u8, counter_select: u16) -> [u8; 4] {
 
 /// Sends `request` from `origin` to `dlid` (none: the permissive LID, `origin` itself).
 fn perf(emu: &mut Emulator, origin: PortRef, dlid: Option<u16>, request: &[u8]) -> Option<Vec<u8>> {
-    emu.perf_at_from(origin, 0, request, dlid).map(|d| d.mad)
+    exchange(emu, origin, 0, request, dlid).map(|reply| reply.mad)
 }
 
 fn status(response: &[u8]) -> Status {
@@ -142,15 +145,16 @@ fn dr_update(
     modifier: u32,
     change: impl FnOnce(&mut Attribute),
 ) {
-    let got = emu
-        .handle(&smp(&SmpRepr::get(id, modifier, 1, dr(path))), None)
-        .unwrap();
+    let got = sm_exchange(emu, &smp(&SmpRepr::get(id, modifier, 1, dr(path))), None).unwrap();
     let got = SmpRepr::parse(&Smp::new_checked(&got[..]).unwrap()).unwrap();
     let mut attribute = Attribute::parse(id, &got.data).unwrap();
     change(&mut attribute);
-    let set = emu
-        .handle(&smp(&SmpRepr::set(&attribute, modifier, 2, dr(path))), None)
-        .unwrap();
+    let set = sm_exchange(
+        emu,
+        &smp(&SmpRepr::set(&attribute, modifier, 2, dr(path))),
+        None,
+    )
+    .unwrap();
     let set = SmpRepr::parse(&Smp::new_checked(&set[..]).unwrap()).unwrap();
     assert_eq!(set.status, Status::OK, "{id:?} at {path:?} port {modifier}");
 }
@@ -194,9 +198,7 @@ fn bring_up(emu: &mut Emulator) {
     let mut lft = LinearForwardingTableRepr { ports: [0xff; 64] };
     lft.ports[1..=4].copy_from_slice(&[1, 0, 2, 3]);
     let lft = Attribute::LinearForwardingTable(lft);
-    let set = emu
-        .handle(&smp(&SmpRepr::set(&lft, 0, 3, dr(&[1]))), None)
-        .unwrap();
+    let set = sm_exchange(emu, &smp(&SmpRepr::set(&lft, 0, 3, dr(&[1]))), None).unwrap();
     assert_eq!(set[4..6], [0x80, 0x00]);
     dr_update(emu, &[1], AttributeId::SwitchInfo, 0, |a| match a {
         Attribute::SwitchInfo(s) => s.linear_fdb_top = 4,
@@ -244,7 +246,7 @@ fn directed_route_smps_count_on_every_link_both_ways() {
     );
     // Out of H1, S1 port 3 into S2 port 3, and back.
     let node_info = SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(&[1, 3]));
-    assert!(emu.handle(&smp(&node_info), None).is_some());
+    assert!(sm_exchange(&mut emu, &smp(&node_info), None).is_some());
     assert_eq!(traffic(&mut emu, h1.node, false, 1), (1, 1, 72, 72));
     assert_eq!(traffic(&mut emu, s1, true, 1), (1, 1, 72, 72));
     assert_eq!(traffic(&mut emu, s1, true, 3), (1, 1, 72, 72));
@@ -278,7 +280,8 @@ fn directed_route_smps_count_on_every_link_both_ways() {
     );
     // A hop-0 SMP and the reads above crossed no link.
     assert!(
-        emu.handle(
+        sm_exchange(
+            &mut emu,
             &smp(&SmpRepr::get(AttributeId::NodeInfo, 0, 2, dr(&[]))),
             None
         )
@@ -293,7 +296,7 @@ fn a_mad_lost_on_its_way_counts_where_it_was_lost() {
     let s1 = port(&t, "S1", 0);
     let lost = |emu: &mut Emulator, path: &[u8]| {
         let request = SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(path));
-        assert!(emu.handle(&smp(&request), None).is_none(), "{path:?}");
+        assert!(sm_exchange(emu, &smp(&request), None).is_none(), "{path:?}");
     };
     // S1 port 7 has no link: S1 discards the SMP there.
     lost(&mut emu, &[1, 7]);
@@ -322,12 +325,14 @@ fn a_set_clears_the_counters_counter_select_names_and_answers_them_cleared() {
     let (mut emu, t) = fabric(builtin_topology("two-switch").unwrap());
     let s1 = port(&t, "S1", 0);
     for _ in 0..3 {
-        emu.handle(
+        sm_exchange(
+            &mut emu,
             &smp(&SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(&[1, 3]))),
             None,
         );
     }
-    emu.handle(
+    sm_exchange(
+        &mut emu,
         &smp(&SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(&[1, 7]))),
         None,
     );
@@ -481,7 +486,8 @@ fn statuses_are_a_real_pmas_and_non_requests_are_dropped() {
 fn the_optional_counters_read_zero_whatever_the_request_holds() {
     let (mut emu, t) = fabric(builtin_topology("two-switch").unwrap());
     let s1 = port(&t, "S1", 0);
-    emu.handle(
+    sm_exchange(
+        &mut emu,
         &smp(&SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(&[1, 3]))),
         None,
     );

@@ -1,35 +1,19 @@
 //! The emulated fabric answering SMPs: per-attribute round trips, the IBA status codes, the
 //! PortState rules, directed-route and LID-routed travel, M_Key protection, and malformed input.
 
-use ibqos_emu::{Emulator, builtin_topology};
-use ibqos_fabric::netfile::parse_net_str;
-use ibqos_fabric::{LinkCaps, NodeId, PortRef, Topology};
+mod support;
+
+use ibqos_emu::Emulator;
+use ibqos_fabric::{LinkCaps, PortRef};
 use ibqos_mad::{
     Attribute, AttributeId, Direction, DrPath, GuidInfoRepr, LinearForwardingTableRepr, Method,
     PKeyTableRepr, PortInfoRepr, PortState, Routing, SlToVlMappingTableRepr, SlToVlModifier, Smp,
     SmpRepr, Status, VlArbEntry, VlArbitrationTableRepr,
 };
 use proptest::prelude::*;
+use support::{emulator, exchange, h1, node, sm_exchange, sm_exchange_at, two_switch, with_sm_at};
 
 const INVALID: Status = Status(0x001c);
-
-/// The built-in two-switch fabric: S1 (enhanced port 0) ports 1, 2 to H1, H2, 3 and 4 to S2,
-/// 5 to H5; S2 ports 1, 2 to H3, H4, 5 to H5 port 2. The SM is at H1 port 1.
-fn two_switch() -> Topology {
-    parse_net_str(builtin_topology("two-switch").unwrap())
-        .unwrap()
-        .topology
-}
-
-fn node(t: &Topology, name: &str) -> NodeId {
-    t.node_by_name(name).unwrap()
-}
-
-fn emulator() -> Emulator {
-    let t = two_switch();
-    let h1 = PortRef::new(node(&t, "H1"), 1);
-    Emulator::new(t, h1).unwrap()
-}
 
 fn bytes(smp: &SmpRepr) -> Vec<u8> {
     let mut out = vec![0; 256];
@@ -38,7 +22,17 @@ fn bytes(smp: &SmpRepr) -> Vec<u8> {
 }
 
 fn send(emu: &mut Emulator, smp: &SmpRepr, dlid: Option<u16>) -> Option<SmpRepr> {
-    let response = emu.handle(&bytes(smp), dlid)?;
+    let sm = h1(emu.topology());
+    send_from(emu, sm, smp, dlid)
+}
+
+fn send_from(
+    emu: &mut Emulator,
+    origin: PortRef,
+    smp: &SmpRepr,
+    dlid: Option<u16>,
+) -> Option<SmpRepr> {
+    let response = exchange(emu, origin, 0, &bytes(smp), dlid)?.mad;
     Some(SmpRepr::parse(&Smp::new_checked(&response[..]).unwrap()).unwrap())
 }
 
@@ -95,12 +89,12 @@ fn directed_routes_reach_each_node_with_a_return_path() {
     assert_eq!(s2.node_guid, 0x0002_c900_0000_2000);
     assert_eq!(s2.local_port_num, 3);
     // Byte-exact: the D bit and the ingress ports on the wire.
-    let raw = emu
-        .handle(
-            &bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 7, dr(&[1, 3]))),
-            None,
-        )
-        .unwrap();
+    let raw = sm_exchange(
+        &mut emu,
+        &bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 7, dr(&[1, 3]))),
+        None,
+    )
+    .unwrap();
     assert_eq!(&raw[..8], &[0x01, 0x81, 0x01, 0x81, 0x80, 0x00, 0x00, 0x02]);
     assert_eq!(&raw[192..196], &[1, 1, 3, 0]);
     assert_eq!(&raw[128..132], &[0, 1, 3, 0]);
@@ -111,7 +105,7 @@ fn bad_directed_routes_get_no_answer() {
     let mut emu = emulator();
     let mut no_answer = |path: &[u8]| {
         let smp = SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(path));
-        emu.handle(&bytes(&smp), None)
+        sm_exchange(&mut emu, &bytes(&smp), None)
     };
     // The first hop from a CA must leave by the CA's own port.
     assert!(no_answer(&[2]).is_none());
@@ -126,11 +120,11 @@ fn bad_directed_routes_get_no_answer() {
     let mut path = DrPath::request(&[1]).unwrap();
     path.dr_slid = 1;
     let smp = SmpRepr::get(AttributeId::NodeInfo, 0, 1, Routing::Directed(path));
-    assert!(emu.handle(&bytes(&smp), None).is_none());
+    assert!(sm_exchange(&mut emu, &bytes(&smp), None).is_none());
     // Hop count 64 is not a directed route.
     let mut raw = bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(&[1])));
     raw[7] = 64;
-    assert!(emu.handle(&raw, None).is_none());
+    assert!(sm_exchange(&mut emu, &raw, None).is_none());
 }
 
 #[test]
@@ -216,7 +210,7 @@ fn port_info_stores_every_writable_field() {
     assert_eq!(answer.status, Status::OK);
     assert_eq!(attr(&answer), Attribute::PortInfo(p));
     assert_eq!(port_info(&mut emu, &[], 0), p);
-    assert_eq!(emu.port_info(emu.attach()), Some(&p));
+    assert_eq!(emu.port_info(h1(emu.topology())), Some(&p));
     // NeighborMTU above MTUCap.
     p.neighbor_mtu = p.mtu_cap + 1;
     assert_eq!(
@@ -270,7 +264,7 @@ fn port_state_rules() {
 #[test]
 fn tables_round_trip() {
     let mut emu = emulator();
-    let h1 = emu.attach();
+    let h1 = h1(emu.topology());
     // SL2VL: per (input, output) on a switch, per port on a CA.
     let table = SlToVlMappingTableRepr {
         vls: [3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 15],
@@ -366,14 +360,19 @@ fn optimized_sl2vl_and_large_vlarb_caps() {
         vlarb_high_cap: 40,
         ..LinkCaps::end_port()
     };
-    let mut emu = Emulator::new(t, PortRef::new(h3, 1)).unwrap();
+    let h3 = PortRef::new(h3, 1);
+    let mut emu = with_sm_at(t, h3);
+    let from_h3 = |emu: &mut Emulator, smp| send_from(emu, h3, &smp, None).expect("an answer");
     let table = SlToVlMappingTableRepr { vls: [2; 16] };
     let all_inputs = u32::from(SlToVlModifier::AllInputs { output: 4 });
-    let answer = set(
+    let answer = from_h3(
         &mut emu,
-        &[1],
-        Attribute::SlToVlMappingTable(table),
-        all_inputs,
+        SmpRepr::set(
+            &Attribute::SlToVlMappingTable(table),
+            all_inputs,
+            8,
+            dr(&[1]),
+        ),
     );
     assert_eq!(answer.status, Status::OK);
     for input in 0..=8 {
@@ -385,22 +384,15 @@ fn optimized_sl2vl_and_large_vlarb_caps() {
         input: 1,
         output: 0,
     });
-    assert_eq!(
-        get(&mut emu, &[1], AttributeId::SlToVlMappingTable, to_port0).status,
-        INVALID
-    );
+    let get_to_port0 = SmpRepr::get(AttributeId::SlToVlMappingTable, to_port0, 7, dr(&[1]));
+    assert_eq!(from_h3(&mut emu, get_to_port0).status, INVALID);
     // Low cap 64: both low blocks; high cap 40: block 4 holds 8 entries.
     let entries = [VlArbEntry::new(1, 1); 32];
     for block in 1..=4 {
-        let answer = set(
-            &mut emu,
-            &[],
-            Attribute::VlArbitrationTable(VlArbitrationTableRepr { entries }),
-            block << 16,
-        );
+        let table = Attribute::VlArbitrationTable(VlArbitrationTableRepr { entries });
+        let answer = from_h3(&mut emu, SmpRepr::set(&table, block << 16, 8, dr(&[])));
         assert_eq!(answer.status, Status::OK, "block {block}");
     }
-    let h3 = emu.attach();
     assert_eq!(emu.vlarb(h3, false).unwrap().len(), 64);
     assert_eq!(emu.vlarb(h3, true).unwrap().len(), 40);
 }
@@ -541,7 +533,7 @@ fn m_key_sets_need_the_key() {
     // The right key: stored, M_Key changes included; the old key is wrong from then on.
     p.m_key = 0x5eed;
     assert_eq!(set_port_info(&mut emu, &[], p, M_KEY), Some(Status::OK));
-    assert_eq!(emu.port_info(emu.attach()).map(|p| p.lid), Some(7));
+    assert_eq!(emu.port_info(h1(emu.topology())).map(|p| p.lid), Some(7));
     assert_eq!(set_port_info(&mut emu, &[], p, M_KEY), None);
     assert_eq!(set_port_info(&mut emu, &[], p, 0x5eed), Some(Status::OK));
     // M_KeyViolations is writable, and saturates.
@@ -550,7 +542,7 @@ fn m_key_sets_need_the_key() {
     for _ in 0..2 {
         assert_eq!(set_port_info(&mut emu, &[], p, M_KEY), None);
     }
-    let held = emu.port_info(emu.attach()).unwrap();
+    let held = emu.port_info(h1(emu.topology())).unwrap();
     assert_eq!(held.m_key_violations, 0xffff);
 }
 
@@ -646,18 +638,18 @@ fn a_lease_clears_the_protect_bits_in_emulated_time() {
     assert_eq!(port_info_with(&mut emu, &path, WRONG_KEY), None);
     emu.advance_to(11 * SECOND - 1);
     assert_eq!(protect_bits(&emu), 2);
-    // handle_at moves lease time on too: at 11 s the lease is over, and the key is for anyone
-    // to read.
+    // A request's time moves lease time on too: at 11 s the lease is over, and the key is for
+    // anyone to read.
     let get = SmpRepr::get(AttributeId::PortInfo, 0, 9, dr(&path));
-    let answer = emu.handle_at(11 * SECOND, &bytes(&keyed(get, WRONG_KEY)), None);
+    let answer = sm_exchange_at(&mut emu, 11 * SECOND, &bytes(&keyed(get, WRONG_KEY)), None);
     let answer = SmpRepr::parse(&Smp::new_checked(&answer.unwrap().mad[..]).unwrap()).unwrap();
     let Attribute::PortInfo(read) = attr(&answer) else {
         panic!()
     };
     assert_eq!((read.m_key, read.m_key_protect_bits), (M_KEY, 0));
     assert_eq!(read.m_key_violations, 2);
-    // handle takes no time: a lease it starts begins at the last time advanced to, and ends
-    // only when the emulator is advanced past it.
+    // A request sent at an earlier time is taken as sent at the time the fabric has reached: a
+    // lease it starts begins then, and ends only when the emulator is advanced past it.
     protect(&mut emu, &path, M_KEY, 2, 10);
     emu.advance_to(100 * SECOND);
     assert_eq!(port_info_with(&mut emu, &path, WRONG_KEY), None);
@@ -701,24 +693,37 @@ fn only_the_valid_key_stops_a_lease() {
 fn malformed_smps_get_no_answer() {
     let mut emu = emulator();
     let good = bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(&[])));
-    assert!(emu.handle(&good, None).is_some());
+    assert!(sm_exchange(&mut emu, &good, None).is_some());
     for len in 0..256 {
-        assert!(emu.handle(&good[..len], None).is_none(), "{len} bytes");
+        assert!(
+            sm_exchange(&mut emu, &good[..len], None).is_none(),
+            "{len} bytes"
+        );
     }
-    for (offset, value) in [(0, 2), (1, 0x04), (2, 2)] {
+    // Class 0x03 (SA): no agent of the fabric answers it.
+    for (offset, value) in [(0, 2), (1, 0x03), (2, 2)] {
         let mut bad = good.clone();
         bad[offset] = value;
-        assert!(emu.handle(&bad, None).is_none(), "byte {offset} = {value}");
+        assert!(
+            sm_exchange(&mut emu, &bad, None).is_none(),
+            "byte {offset} = {value}"
+        );
     }
+    // Class 0x04 makes it a PerfMgt GMP: the PMA, not the SMA, answers, and it has no
+    // NodeInfo (0x000C).
+    let mut perf = good.clone();
+    perf[1] = 0x04;
+    let answer = sm_exchange(&mut emu, &perf, None).expect("a PMA's answer");
+    assert_eq!((answer[1], &answer[4..6]), (0x04, &[0x00, 0x0c][..]));
     // A LID-routed SMP needs the transport's destination LID.
     let lid = bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 1, Routing::Lid));
-    assert!(emu.handle(&lid, None).is_none());
+    assert!(sm_exchange(&mut emu, &lid, None).is_none());
     // A response or a TrapRepress is never answered.
     let mut response = good.clone();
     response[3] = 0x81;
-    assert!(emu.handle(&response, None).is_none());
+    assert!(sm_exchange(&mut emu, &response, None).is_none());
     response[3] = 0x07;
-    assert!(emu.handle(&response, None).is_none());
+    assert!(sm_exchange(&mut emu, &response, None).is_none());
 }
 
 proptest! {
@@ -727,7 +732,7 @@ proptest! {
         bytes in proptest::collection::vec(any::<u8>(), 0..300),
         dlid in proptest::option::of(any::<u16>()),
     ) {
-        let _ = emulator().handle(&bytes, dlid);
+        let _ = sm_exchange(&mut emulator(), &bytes, dlid);
     }
 
     /// Valid SMP framing with random contents, routed or not: an answer or none, no panic,
@@ -750,7 +755,7 @@ proptest! {
             *b %= 10;
         }
         let mut emu = emulator();
-        if let Some(answer) = emu.handle(&bytes, Some(1)) {
+        if let Some(answer) = sm_exchange(&mut emu, &bytes, Some(1)) {
             prop_assert_eq!(&answer[8..16], &bytes[8..16]);
             prop_assert_eq!(answer[3], 0x81);
         }
@@ -766,7 +771,7 @@ fn smps_from_another_port_start_there() {
     let (s2, h3) = (node(&t, "S2"), node(&t, "H3"));
     let node_guid = |emu: &mut Emulator, origin, path: &[u8]| {
         let request = bytes(&SmpRepr::get(AttributeId::NodeInfo, 0, 9, dr(path)));
-        let response = emu.handle_from(origin, &request, None)?;
+        let response = exchange(emu, origin, 0, &request, None)?.mad;
         match attr(&SmpRepr::parse(&Smp::new_checked(&response[..]).unwrap()).unwrap()) {
             Attribute::NodeInfo(n) => Some(n.node_guid),
             other => panic!("{other:?}"),

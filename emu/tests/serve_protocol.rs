@@ -2,55 +2,76 @@
 //! back, drops with status 110, and malformed datagrams counted, never a panic. The last test
 //! runs the real sockets.
 
-use std::os::linux::net::SocketAddrExt;
-use std::os::unix::net::{SocketAddr, UnixDatagram};
+use std::os::unix::net::UnixDatagram;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ibqos_emu::serve::{CTL_LEN, DROPPED_STATUS, REQUEST_LEN, Server, Switchboard};
+use ibqos_emu::serve::{Server, Switchboard, abstract_addr};
 use ibqos_emu::{Latency, Models, builtin_topology};
 use ibqos_fabric::PortRef;
 use ibqos_fabric::netfile::parse_net_str;
+use ibqos_mad::ibsim::{
+    CTL_LEN, CtlType, DROPPED_STATUS, HostU32, MAD_LEN, MAGIC, REQUEST_LEN, SimClientInfo, SimCtl,
+    SimRequest,
+};
 use ibqos_mad::{Attribute, AttributeId, CapabilityMask, DrPath, Method, Routing, Smp, SmpRepr};
 use proptest::prelude::*;
-
-const MAGIC: u32 = 0xdead_beef;
 
 fn board() -> Switchboard {
     let text = builtin_topology("two-switch").unwrap();
     Switchboard::new(parse_net_str(text).unwrap().topology, Some("H1")).unwrap()
 }
 
-fn ctl(client: u32, kind: u32, data: &[u8]) -> [u8; CTL_LEN] {
+fn ctl(client: u32, kind: CtlType, data: &[u8]) -> [u8; CTL_LEN] {
     let mut msg = [0u8; CTL_LEN];
-    msg[0..4].copy_from_slice(&MAGIC.to_ne_bytes());
-    msg[4..8].copy_from_slice(&client.to_ne_bytes());
-    msg[8..12].copy_from_slice(&kind.to_ne_bytes());
-    msg[12..16].copy_from_slice(&(data.len() as u32).to_ne_bytes());
-    msg[16..16 + data.len()].copy_from_slice(data);
+    let mut ctl = SimCtl::new_unchecked(&mut msg[..]);
+    ctl.set_magic(HostU32(MAGIC));
+    ctl.set_client_id(HostU32(client));
+    ctl.set_ctl_type(kind);
+    ctl.set_len(HostU32(data.len() as u32));
+    ctl.data_mut()[..data.len()].copy_from_slice(data);
     msg
 }
 
-/// CONNECT data: `{u32 id; u32 qp; u32 issm; char nodeid[32]}`.
-fn connect(board: &mut Switchboard, pid: u32, issm: bool, node: &str) -> Option<u32> {
+/// CONNECT's data.
+fn client_info(pid: u32, issm: bool, node: &str) -> [u8; 44] {
     let mut info = [0u8; 44];
-    info[0..4].copy_from_slice(&pid.to_ne_bytes());
-    info[8..12].copy_from_slice(&u32::from(issm).to_ne_bytes());
-    info[12..12 + node.len()].copy_from_slice(node.as_bytes());
-    let reply = board.control(&ctl(0, 1, &info)).unwrap();
-    (u32::from_ne_bytes(reply[8..12].try_into().unwrap()) != 0)
-        .then(|| u32::from_ne_bytes(reply[16..20].try_into().unwrap()))
+    let mut client = SimClientInfo::new_unchecked(&mut info[..]);
+    client.set_id(HostU32(pid));
+    client.set_issm(HostU32(issm.into()));
+    client.set_node_id(node);
+    info
+}
+
+/// The client number CONNECT gives, `None` if it is refused.
+fn connect(board: &mut Switchboard, pid: u32, issm: bool, node: &str) -> Option<u32> {
+    let reply = board
+        .control(&ctl(0, CtlType::Connect, &client_info(pid, issm, node)))
+        .unwrap();
+    let reply = SimCtl::new_unchecked(&reply[..]);
+    (reply.ctl_type() != CtlType::Error).then(|| SimClientInfo::new_unchecked(reply.data()).id().0)
+}
+
+/// A datagram with `mad` to `dlid` (0xFFFF: directed route), slid left for ibsim to fill in.
+fn datagram(mad: &[u8], dlid: u16) -> [u8; REQUEST_LEN] {
+    let mut dgram = [0u8; REQUEST_LEN];
+    let mut request = SimRequest::new_unchecked(&mut dgram[..]);
+    request.set_dlid(dlid);
+    request.set_slid(if dlid == DrPath::PERMISSIVE_LID {
+        dlid
+    } else {
+        0
+    });
+    request.set_length(MAD_LEN as u64);
+    request.mad_mut()[..mad.len()].copy_from_slice(mad);
+    dgram
 }
 
 fn request(smp: &SmpRepr, dlid: u16) -> [u8; REQUEST_LEN] {
-    let mut dgram = [0u8; REQUEST_LEN];
-    let slid = if dlid == 0xffff { 0xffff } else { 0 };
-    dgram[0..4].copy_from_slice(&u32::from(dlid.to_be()).to_ne_bytes());
-    dgram[4..8].copy_from_slice(&u32::from(u16::to_be(slid)).to_ne_bytes());
-    dgram[24..32].copy_from_slice(&256u64.to_be_bytes());
-    smp.emit(&mut Smp::new_unchecked(&mut dgram[32..]));
-    dgram
+    let mut mad = [0u8; MAD_LEN];
+    smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
+    datagram(&mad, dlid)
 }
 
 fn dr_get(attribute: AttributeId, path: &[u8], tid: u64) -> SmpRepr {
@@ -63,11 +84,11 @@ fn dr_get(attribute: AttributeId, path: &[u8], tid: u64) -> SmpRepr {
 }
 
 fn status(dgram: &[u8; REQUEST_LEN]) -> u32 {
-    u32::from_be_bytes(dgram[16..20].try_into().unwrap())
+    SimRequest::new_unchecked(&dgram[..]).status()
 }
 
 fn smp(dgram: &[u8; REQUEST_LEN]) -> SmpRepr {
-    SmpRepr::parse(&Smp::new_checked(&dgram[32..]).unwrap()).unwrap()
+    SmpRepr::parse(&Smp::new_checked(SimRequest::new_unchecked(&dgram[..]).mad()).unwrap()).unwrap()
 }
 
 #[test]
@@ -112,7 +133,7 @@ fn connect_attaches_at_the_node_named_as_ibsim_does() {
         "all 10 slots taken"
     );
     assert_eq!(b.client_pid(5), Some(104));
-    b.control(&ctl(5, 2, &[])).unwrap();
+    b.control(&ctl(5, CtlType::Disconnect, &[])).unwrap();
     assert_eq!(b.client_pid(5), None, "DISCONNECT frees the slot");
     assert!(!is_sm(&b, at("H1", 1)), "and its port is no SM's any more");
 }
@@ -175,26 +196,27 @@ fn clients_at_other_ports_send_from_there_and_answers_wait_for_the_latency_model
 fn control_queries_answer_in_ibsims_layouts() {
     let mut b = board();
     connect(&mut b, 7, false, "H1").unwrap();
-    let data = |b: &mut Switchboard, kind: u32, arg: &[u8]| {
+    let data = |b: &mut Switchboard, kind: CtlType, arg: &[u8]| {
         let reply = b.control(&ctl(0, kind, arg)).unwrap();
-        assert_ne!(u32::from_ne_bytes(reply[8..12].try_into().unwrap()), 0);
-        reply[16..].to_vec()
+        let reply = SimCtl::new_unchecked(&reply[..]);
+        assert_eq!(reply.ctl_type(), kind);
+        reply.data().to_vec()
     };
-    let node_info = data(&mut b, 7, &[]);
+    let node_info = data(&mut b, CtlType::GetNodeInfo, &[]);
     let Ok(Attribute::NodeInfo(info)) = Attribute::parse(AttributeId::NodeInfo, &node_info) else {
         panic!("NodeInfo {node_info:?}")
     };
     assert_eq!(info.node_guid, 0x0002_c900_0010_0000);
-    let guid = data(&mut b, 6, &[]);
+    let guid = data(&mut b, CtlType::GetGuid, &[]);
     assert_eq!(
         u64::from_ne_bytes(guid[0..8].try_into().unwrap()),
         0x0002_c900_0010_0000
     );
-    let port_info = data(&mut b, 8, &[0]);
+    let port_info = data(&mut b, CtlType::GetPortInfo, &[0]);
     assert_eq!(port_info[32] & 0x0f, 2, "H1[1] is INIT before an SM runs");
-    let vendor = data(&mut b, 4, &[]);
+    let vendor = data(&mut b, CtlType::GetVendor, &[]);
     assert_eq!(u64::from_ne_bytes(vendor[16..24].try_into().unwrap()), 1);
-    let pkeys = data(&mut b, 10, &[]);
+    let pkeys = data(&mut b, CtlType::GetPkeys, &[]);
     assert_eq!(&pkeys[0..2], &[0xff, 0xff], "default P_Key first");
     assert_eq!(b.stats().malformed, 0);
 }
@@ -265,13 +287,11 @@ fn perf_mgt_gmps_are_answered_by_the_fabric() {
     let sm = connect(&mut b, 1, true, "H1").unwrap() as usize;
     let diag = connect(&mut b, 2, false, "S1").unwrap() as usize;
     let gmp = |dlid: u16, attribute: u8| {
-        let mut dgram = [0u8; REQUEST_LEN];
-        dgram[0..4].copy_from_slice(&u32::from(dlid.to_be()).to_ne_bytes());
-        dgram[24..32].copy_from_slice(&256u64.to_be_bytes());
-        dgram[32..36].copy_from_slice(&[1, 0x04, 1, 0x01]);
-        dgram[32 + 8..32 + 16].copy_from_slice(&7u64.to_be_bytes());
-        dgram[32 + 17] = attribute;
-        dgram
+        let mut mad = [0u8; MAD_LEN];
+        mad[0..4].copy_from_slice(&[1, 0x04, 1, 0x01]);
+        mad[8..16].copy_from_slice(&7u64.to_be_bytes());
+        mad[17] = attribute;
+        datagram(&mad, dlid)
     };
     // ClassPortInfo of the client's own node, a switch: AllPortSelect.
     let answer = b.request(diag, &gmp(0xffff, 0x01), 0).unwrap();
@@ -301,11 +321,11 @@ fn malformed_datagrams_are_counted_and_dropped() {
     let mut b = board();
     let client = connect(&mut b, 1, false, "H1").unwrap() as usize;
     assert!(b.control(&[0u8; 79]).is_none());
-    let mut bad_magic = ctl(0, 7, &[]);
+    let mut bad_magic = ctl(0, CtlType::GetNodeInfo, &[]);
     bad_magic[0] = 0;
     assert!(b.control(&bad_magic).is_none());
     assert!(
-        b.control(&ctl(10, 7, &[])).is_none(),
+        b.control(&ctl(10, CtlType::GetNodeInfo, &[])).is_none(),
         "client 10 does not exist"
     );
     assert!(b.request(client, &[0u8; 287], 0).is_none());
@@ -332,10 +352,6 @@ proptest! {
     }
 }
 
-fn abstract_addr(name: &str) -> SocketAddr {
-    SocketAddr::from_abstract_name(format!("{name}\0").as_bytes()).unwrap()
-}
-
 /// A raw client as libumad2sim is one: ctl<pid> and in<pid>, CONNECT, then one DR NodeInfo.
 #[test]
 fn sockets_carry_the_protocol() {
@@ -348,26 +364,26 @@ fn sockets_carry_the_protocol() {
         server.switchboard().stats()
     });
     let pid: u32 = 4242;
-    let ctl_sock =
-        UnixDatagram::bind_addr(&abstract_addr(&format!("{sockname}:ctl{pid}"))).unwrap();
+    let addr = |name: String| abstract_addr(&name).unwrap();
+    let ctl_sock = UnixDatagram::bind_addr(&addr(format!("{sockname}:ctl{pid}"))).unwrap();
     ctl_sock
-        .connect_addr(&abstract_addr(&format!("{sockname}:ctl")))
+        .connect_addr(&addr(format!("{sockname}:ctl")))
         .unwrap();
     ctl_sock
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
-    let data = UnixDatagram::bind_addr(&abstract_addr(&format!("{sockname}:in{pid}"))).unwrap();
+    let data = UnixDatagram::bind_addr(&addr(format!("{sockname}:in{pid}"))).unwrap();
     data.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
 
     ctl_sock.send(&[1, 2, 3]).unwrap();
-    let mut info = [0u8; 44];
-    info[0..4].copy_from_slice(&pid.to_ne_bytes());
-    info[12..14].copy_from_slice(b"H1");
-    ctl_sock.send(&ctl(0, 1, &info)).unwrap();
+    let info = client_info(pid, false, "H1");
+    ctl_sock.send(&ctl(0, CtlType::Connect, &info)).unwrap();
     let mut reply = [0u8; CTL_LEN];
     assert_eq!(ctl_sock.recv(&mut reply).unwrap(), CTL_LEN);
-    let client = u32::from_ne_bytes(reply[16..20].try_into().unwrap());
-    data.connect_addr(&abstract_addr(&format!("{sockname}:out{client}")))
+    let client = SimClientInfo::new_unchecked(SimCtl::new_unchecked(&reply[..]).data())
+        .id()
+        .0;
+    data.connect_addr(&addr(format!("{sockname}:out{client}")))
         .unwrap();
     data.send(&[0u8; 12]).unwrap();
     data.send(&request(&dr_get(AttributeId::NodeInfo, &[1], 77), 0xffff))

@@ -6,26 +6,41 @@
 
 use std::sync::OnceLock;
 
-use ibqos_emu::{Emulator, load_topology};
-use ibqos_fabric::{NodeId, NodeKind, PortRef};
+use arbitrary::Arbitrary;
+use ibqos_emu::{Emulator, Request, attach_port, load_topology};
+use ibqos_fabric::{NodeId, PortRef};
 use libfuzzer_sys::fuzz_target;
 
-/// The built-in fabric, attached at its first CA, built once and cloned per input.
+/// The built-in fabric with an SM at the default attach port (its first CA), built once and
+/// cloned per input.
 fn fabric() -> &'static (Emulator, Vec<NodeId>) {
     static FABRIC: OnceLock<(Emulator, Vec<NodeId>)> = OnceLock::new();
     FABRIC.get_or_init(|| {
         let topology = load_topology("two-switch").expect("built-in fabric").topology;
         let nodes = topology.nodes().map(|(id, _)| id).collect();
-        let ca = topology.nodes().find(|(_, n)| n.kind == NodeKind::Ca).expect("a CA").0;
-        (Emulator::new(topology, PortRef::new(ca, 1)).expect("emulator"), nodes)
+        let sm = attach_port(&topology, None).expect("a port to attach at");
+        let mut emulator = Emulator::new(topology).expect("emulator");
+        emulator.set_is_sm(sm, true);
+        (emulator, nodes)
     })
 }
 
-/// One MAD: the node and port it leaves from (any, valid or not), its destination LID, how
-/// many ns after the previous one it is sent, how to frame it, and its bytes.
-type Send = (u8, u8, Option<u16>, u32, u8, Vec<u8>);
+/// One MAD sent into the fabric.
+#[derive(Debug, Arbitrary)]
+struct Send {
+    /// The node it leaves from, taken modulo the number of nodes.
+    node: u8,
+    /// The port it leaves from, valid or not.
+    port: u8,
+    dlid: Option<u16>,
+    /// How many ns after the previous MAD it is sent.
+    after_ns: u32,
+    /// How to frame it (see [`frame`]).
+    how: u8,
+    bytes: Vec<u8>,
+}
 
-/// Whether `how` sends the MAD to the PMAs (one in four) rather than the SMAs.
+/// Whether `how` frames the MAD for the PMAs (one in four) rather than the SMAs.
 fn is_perf(how: u8) -> bool {
     how & 0x18 == 0x18
 }
@@ -55,15 +70,15 @@ fuzz_target!(|sends: Vec<Send>| {
     let (fabric, nodes) = fabric();
     let mut emulator = fabric.clone();
     let mut now_ns = 0u64;
-    for (node, port, dlid, after_ns, how, mut bytes) in sends {
-        frame(how, &mut bytes);
-        let origin = PortRef::new(nodes[usize::from(node) % nodes.len()], port);
-        now_ns += u64::from(after_ns);
-        let _ = if is_perf(how) {
-            emulator.perf_at_from(origin, now_ns, &bytes, dlid)
-        } else {
-            emulator.handle_at_from(origin, now_ns, &bytes, dlid)
-        };
+    for mut send in sends {
+        frame(send.how, &mut send.bytes);
+        now_ns += u64::from(send.after_ns);
+        let _ = emulator.exchange(Request {
+            origin: PortRef::new(nodes[usize::from(send.node) % nodes.len()], send.port),
+            at_ns: now_ns,
+            dlid: send.dlid,
+            mad: &send.bytes,
+        });
         let _ = emulator.take_traps();
     }
 });

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use ibqos_emu::{
-    Emulator, FabricDump, FaultSchedule, Faults, Flap, Models, builtin_topology, dump,
+    Emulator, FabricDump, FaultSchedule, Faults, Flap, Models, Request, builtin_topology, dump,
 };
 use ibqos_fabric::netfile::parse_net_str;
 use ibqos_fabric::{NodeId, PortRef};
@@ -56,11 +56,31 @@ fn fabric(models: Models, schedule: impl FnOnce(&Emulator) -> FaultSchedule) -> 
         .unwrap()
         .topology;
     let h1 = PortRef::new(topology.node_by_name("H1").unwrap(), 1);
-    let mut emulator = Emulator::new(topology, h1).unwrap();
+    let mut emulator = Emulator::new(topology).unwrap();
     emulator.set_models(models);
     let schedule = schedule(&emulator);
     emulator.schedule(&schedule);
-    EmulatedTransport::virtual_time(emulator)
+    EmulatedTransport::virtual_time(emulator, h1)
+}
+
+/// `mad` sent straight to the emulator from the SM's port, at no time past what the fabric has
+/// reached: the response's bytes.
+fn sm_exchange(
+    transport: &mut EmulatedTransport,
+    mad: &[u8],
+    dlid: Option<u16>,
+) -> Option<Vec<u8>> {
+    let origin = transport.port();
+    let request = Request {
+        origin,
+        at_ns: 0,
+        dlid,
+        mad,
+    };
+    transport
+        .emulator_mut()
+        .exchange(request)
+        .map(|reply| reply.mad)
 }
 
 fn no_schedule(_: &Emulator) -> FaultSchedule {
@@ -278,7 +298,7 @@ fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
     let traps = pull(&mut transport, soon);
     assert_eq!(traps.len(), 1, "{traps:?}");
     let trap = &traps[0];
-    assert_eq!(trap.to, transport.emulator().attach());
+    assert_eq!(trap.to, transport.port());
     assert_eq!(trap.slid, s2_lid);
     let (smp, attribute) = parse_any(&trap.mad).unwrap();
     assert_eq!((smp.method, smp.routing), (Method::Trap, Routing::Lid));
@@ -305,7 +325,7 @@ fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
     let set = SmpRepr::set(&Attribute::PortInfo(keyed), 0, 99, route);
     let mut mad = vec![0; 256];
     set.emit(&mut Smp::new_unchecked(&mut mad[..]));
-    assert!(transport.emulator_mut().handle(&mad, None).is_some());
+    assert!(sm_exchange(&mut transport, &mad, None).is_some());
     // A repress with another TID, or without S2's key, leaves the trap standing; its own TID
     // with the key ends it.
     assert_eq!(transport.emulator().unrepressed_traps(), 1);
@@ -319,7 +339,7 @@ fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
         };
         let mut mad = vec![0; 256];
         repress.emit(&mut Smp::new_unchecked(&mut mad[..]));
-        assert_eq!(transport.emulator_mut().handle(&mad, Some(s2_lid)), None);
+        assert_eq!(sm_exchange(&mut transport, &mad, Some(s2_lid)), None);
         assert_eq!(transport.emulator().unrepressed_traps(), left);
     }
     let violations = transport.emulator().port_info(PortRef::new(s2, 0)).unwrap();

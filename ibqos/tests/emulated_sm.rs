@@ -147,12 +147,16 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         .next()
         .map(|(id, _)| PortRef::new(id, 1))
         .unwrap();
-    let emulator = Emulator::new(topology, attach).unwrap();
+    let emulator = Emulator::new(topology).unwrap();
     let mut settings = settings("examples/opensm-qos.conf");
     settings.links.use_optimized_slvl = true;
     // The configuration the SM's sweeps run with, for what they should have programmed.
     let config = sweep_config(&settings, BTreeMap::new());
-    let mut sm = EmulatedSm::new(EmulatedTransport::new(emulator), Run::Once, &settings);
+    let mut sm = EmulatedSm::new(
+        EmulatedTransport::new(emulator, attach),
+        Run::Once,
+        &settings,
+    );
     let (summaries, _) = sm.finish();
     let sweep = sm.manager.last_sweep().unwrap();
     assert_eq!(*sweep.phase(), Phase::SubnetUp, "{:?}", sweep.counts());

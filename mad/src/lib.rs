@@ -29,8 +29,10 @@ mod macros;
 
 mod attr;
 mod bits;
+mod damage;
 mod error;
 mod header;
+pub mod ibsim;
 mod modifier;
 mod perf;
 mod smp;
@@ -50,6 +52,7 @@ pub use attr::sl_to_vl_mapping_table::{SlToVlMappingTable, SlToVlMappingTableRep
 pub use attr::sm_info::{SmInfo, SmInfoRepr, SmState};
 pub use attr::switch_info::{SwitchInfo, SwitchInfoRepr};
 pub use attr::vl_arbitration_table::{VlArbEntry, VlArbitrationTable, VlArbitrationTableRepr};
+pub use damage::damage;
 pub use error::{Error, Result};
 pub use header::{AttributeId, InvalidField, Mad, Method, MgmtClass, Status};
 pub use modifier::{

@@ -1,5 +1,5 @@
 //! The emulated fabric in the same process: every MAD the SM sends is answered by
-//! [`ibqos_emu::Emulator::handle_at`], and each answer waits in a queue until the
+//! [`ibqos_emu::Emulator::exchange`], and each answer waits in a queue until the
 //! emulated time it reaches the SM.
 //!
 //! Two clocks. [`Clock::Real`] (what `ibqos sm` uses) makes emulated time real time since the
@@ -14,8 +14,8 @@
 
 use std::time::{Duration, Instant};
 
-use ibqos_emu::{DueQueue, Emulator, load_topology, node_named, precise_timers};
-use ibqos_fabric::{NodeKind, PortRef, Topology};
+use ibqos_emu::{DueQueue, Emulator, Request, attach_port, load_topology, precise_timers};
+use ibqos_fabric::PortRef;
 use ibqos_mad::DrPath;
 
 use super::{Address, Incoming, LocalPort, Outgoing, Transport, TransportError};
@@ -33,6 +33,8 @@ pub enum Clock {
 #[derive(Debug)]
 pub struct EmulatedTransport {
     emulator: Emulator,
+    /// The SM's port.
+    port: PortRef,
     /// Responses and traps on their way, by the emulated ns they arrive.
     responses: DueQueue<Incoming>,
     clock: Clock,
@@ -40,33 +42,36 @@ pub struct EmulatedTransport {
 }
 
 impl EmulatedTransport {
-    /// The SM at the emulator's attach port, on real time from now (this thread then sleeps
-    /// with [`precise_timers`]).
-    pub fn new(emulator: Emulator) -> EmulatedTransport {
+    /// The SM at `port` (where the `attach` rule puts a client), on real time from now (this
+    /// thread then sleeps with [`precise_timers`]).
+    pub fn new(emulator: Emulator, port: PortRef) -> EmulatedTransport {
         precise_timers();
-        EmulatedTransport::with_clock(emulator, Clock::Real(Instant::now()))
+        EmulatedTransport::with_clock(emulator, port, Clock::Real(Instant::now()))
     }
 
-    /// The SM at the emulator's attach port, on virtual time from 0.
-    pub fn virtual_time(emulator: Emulator) -> EmulatedTransport {
+    /// The SM at `port`, on virtual time from 0.
+    pub fn virtual_time(emulator: Emulator, port: PortRef) -> EmulatedTransport {
         let clock = Clock::Virtual {
             origin: Instant::now(),
             ns: 0,
         };
-        EmulatedTransport::with_clock(emulator, clock)
+        EmulatedTransport::with_clock(emulator, port, clock)
     }
 
-    fn with_clock(emulator: Emulator, clock: Clock) -> EmulatedTransport {
-        let attach = emulator.attach();
+    /// The SM claims its port: the port advertises CapabilityMask.IsSM, as one does once an SM
+    /// opens it.
+    fn with_clock(mut emulator: Emulator, port: PortRef, clock: Clock) -> EmulatedTransport {
+        emulator.set_is_sm(port, true);
         let topology = emulator.topology();
         let local = LocalPort {
-            port_num: attach.port,
-            lid: emulator.port_info(attach).map_or(0, |p| p.lid),
-            port_guid: topology.port(attach).map_or(0, |p| p.guid),
-            node_guid: topology.node(attach.node).map_or(0, |n| n.guid),
+            port_num: port.port,
+            lid: emulator.port_info(port).map_or(0, |p| p.lid),
+            port_guid: topology.port(port).map_or(0, |p| p.guid),
+            node_guid: topology.node(port.node).map_or(0, |n| n.guid),
         };
         EmulatedTransport {
             emulator,
+            port,
             responses: DueQueue::default(),
             clock,
             local,
@@ -74,16 +79,22 @@ impl EmulatedTransport {
     }
 
     /// The fabric `topology` names (a built-in fabric's name, else a net file's path) with the
-    /// SM at `node` (a node name or NodeDescription, as ibsim takes it), or at the first CA.
+    /// SM at `node` (a node name or NodeDescription, as ibsim takes it), or where a client naming
+    /// none attaches.
     pub fn open(topology: &str, node: Option<&str>) -> Result<EmulatedTransport, TransportError> {
         let error = |reason: String| TransportError::Emulated {
             topology: topology.to_owned(),
             reason,
         };
         let net = load_topology(topology).map_err(|e| error(e.to_string()))?;
-        let attach = attach_port(&net.topology, node).map_err(error)?;
-        let emulator = Emulator::new(net.topology, attach).map_err(|e| error(e.to_string()))?;
-        Ok(EmulatedTransport::new(emulator))
+        let port = attach_port(&net.topology, node).map_err(|e| error(e.to_string()))?;
+        let emulator = Emulator::new(net.topology).map_err(|e| error(e.to_string()))?;
+        Ok(EmulatedTransport::new(emulator, port))
+    }
+
+    /// The SM's port.
+    pub fn port(&self) -> PortRef {
+        self.port
     }
 
     /// The emulated fabric, for reading back what the SM programmed.
@@ -133,9 +144,8 @@ impl EmulatedTransport {
     /// The traps the fabric raised for the SM's port join the responses on their way; traps for
     /// other ports have no one to go to.
     fn collect_traps(&mut self) {
-        let attach = self.emulator.attach();
         for trap in self.emulator.take_traps() {
-            if trap.to == attach {
+            if trap.to == self.port {
                 let incoming = Incoming::Mad {
                     mad: trap.mad,
                     slid: trap.slid,
@@ -154,43 +164,22 @@ impl EmulatedTransport {
     }
 }
 
-/// Where the SM attaches: a named switch at port 0, a named CA or router at its first linked
-/// port (else its first port); unnamed, the first CA's.
-pub fn attach_port(topology: &Topology, node: Option<&str>) -> Result<PortRef, String> {
-    let id = match node {
-        Some(name) => {
-            node_named(topology, name).ok_or_else(|| format!("no node named `{name}`"))?
-        }
-        None => topology
-            .cas()
-            .next()
-            .map(|(id, _)| id)
-            .ok_or("the fabric has no CA to attach the SM to; name a node with @NODE")?,
-    };
-    let Some(n) = topology.node(id) else {
-        return Err(format!("{id} does not exist"));
-    };
-    if n.kind == NodeKind::Switch {
-        return Ok(PortRef::new(id, 0));
-    }
-    n.existing_ports()
-        .find(|(_, p)| p.peer.is_some())
-        .or_else(|| n.existing_ports().next())
-        .map(|(number, _)| PortRef::new(id, number))
-        .ok_or_else(|| format!("{} has no port", n.name))
-}
-
 impl Transport for EmulatedTransport {
     fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
         let (dlid, slid) = match out.address {
             Address::Directed => (None, DrPath::PERMISSIVE_LID),
             Address::Lid(lid) => (Some(lid), lid),
         };
-        let now = self.now_ns();
-        if let Some(delivery) = self.emulator.handle_at(now, &out.mad, dlid) {
-            let mad = delivery.mad;
+        let request = Request {
+            origin: self.port,
+            at_ns: self.now_ns(),
+            dlid,
+            mad: &out.mad,
+        };
+        if let Some(reply) = self.emulator.exchange(request) {
+            let mad = reply.mad;
             self.responses
-                .push(delivery.at_ns, Incoming::Mad { mad, slid });
+                .push(reply.at_ns, Incoming::Mad { mad, slid });
         }
         // A Set may change a link, and the switch at its end then sends trap 128.
         self.collect_traps();

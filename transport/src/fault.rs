@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use ibqos_emu::damage;
+use ibqos_mad::damage;
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -57,7 +57,7 @@ impl<T: Transport> Transport for Faulty<T> {
                     return Ok(None);
                 }
                 if self.rng.random_bool(self.config.corrupt.clamp(0.0, 1.0)) {
-                    damage(&mut self.rng, &mut mad);
+                    damage(&mut mad, |n| self.rng.random_range(0..n));
                 }
                 Ok(Some(Incoming::Mad { mad, slid }))
             }

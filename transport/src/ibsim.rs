@@ -8,30 +8,20 @@
 //! travel as 288-byte `struct sim_request` datagrams.
 
 use std::io;
-use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{
-    Address, ETIMEDOUT_STATUS, Incoming, LocalPort, Outgoing, Role, Transport, TransportError,
-    qp_for_class,
+use ibqos_emu::serve::abstract_addr as ibsim_addr;
+use ibqos_mad::ibsim::{
+    CTL_LEN, CtlType, DROPPED_STATUS, HostU32, MAD_LEN, MAGIC, MAX_CLIENTS, NODE_ID_MAX,
+    REQUEST_LEN, SimClientInfo, SimCtl, SimRequest,
 };
+use ibqos_mad::{DrPath, NodeInfo, NodeType, PortInfo};
 
-const SIM_MAGIC: u32 = 0xdead_beef;
-const CTL_LEN: usize = 80;
-const CTL_DATA: usize = 16;
-const REQUEST_LEN: usize = 288;
-const MAD_OFFSET: usize = 32;
-const MAD_LEN: usize = 256;
-
-/// `enum SIM_CTL_TYPES`.
-const CTL_ERROR: u32 = 0;
-const CTL_CONNECT: u32 = 1;
-const CTL_DISCONNECT: u32 = 2;
-const CTL_GET_NODEINFO: u32 = 7;
-const CTL_GET_PORTINFO: u32 = 8;
-const CTL_SET_ISSM: u32 = 9;
+use super::{
+    Address, Incoming, LocalPort, Outgoing, Role, Transport, TransportError, qp_for_class,
+};
 
 /// A control exchange is one datagram each way with a single-threaded server that answers at
 /// once; this only bounds the wait when ibsim died between our connect and its reply.
@@ -80,19 +70,19 @@ impl IbsimTransport {
             .map_err(|e| TransportError::os(ctl_target.clone(), "setsockopt(SO_RCVTIMEO)", e))?;
         let data = bind(&format!("{sockname}:in{id}"))?;
 
-        // `struct sim_client_info { u32 id; u32 qp; u32 issm; char nodeid[32]; }`.
-        let mut info = [0u8; 44];
-        if node.is_empty() || node.len() >= 32 || node.contains('\0') {
+        if node.is_empty() || node.len() > NODE_ID_MAX || node.contains('\0') {
             return Err(TransportError::IbsimRefused {
                 sockname: sockname.to_owned(),
                 request: "CONNECT",
                 reason: format!("node name `{node}` must be 1 to 31 bytes without NUL"),
             });
         }
-        info[0..4].copy_from_slice(&id.to_ne_bytes());
+        let mut info = [0u8; SimClientInfo::<&[u8]>::LEN];
+        let mut client = SimClientInfo::new_unchecked(&mut info[..]);
+        client.set_id(HostU32(id));
         // qp 0: this client takes SMPs (and, as SM, the GMPs of QP1) of its port.
-        info[8..12].copy_from_slice(&u32::from(role == Role::Sm).to_ne_bytes());
-        info[12..12 + node.len()].copy_from_slice(node.as_bytes());
+        client.set_issm(HostU32((role == Role::Sm).into()));
+        client.set_node_id(node);
         let mut transport = IbsimTransport {
             sockname: sockname.to_owned(),
             ctl,
@@ -110,13 +100,13 @@ impl IbsimTransport {
             connected: false,
         };
         let reply = transport
-            .ctl(CTL_CONNECT, "CONNECT", &info)
+            .ctl(CtlType::Connect, "CONNECT", &info)
             .map_err(|e| match e {
                 TransportError::IbsimRefused { sockname, .. } => TransportError::IbsimRefused {
                     sockname,
                     request: "CONNECT",
                     reason: format!(
-                        "no node `{node}`, all 10 client slots taken{}",
+                        "no node `{node}`, all {MAX_CLIENTS} client slots taken{}",
                         if role == Role::Sm {
                             ", or another SM is attached there"
                         } else {
@@ -126,9 +116,10 @@ impl IbsimTransport {
                 },
                 other => other,
             })?;
-        transport.client_id = u32::from_ne_bytes(field4(&reply, 0));
+        let attached = SimClientInfo::new_unchecked(&reply[..]);
+        transport.client_id = attached.id().0;
         transport.connected = true;
-        transport.attached_node = c_string(&reply[12..44]);
+        transport.attached_node = attached.node_id();
         // From here on, Drop sends DISCONNECT, so every early return below frees the slot.
         let out = abstract_addr(&format!("{sockname}:out{}", transport.client_id))?;
         transport.data.connect_addr(&out).map_err(|e| {
@@ -140,7 +131,7 @@ impl IbsimTransport {
         })?;
         transport.local = transport.query_local_port()?;
         if role == Role::Sm {
-            transport.ctl(CTL_SET_ISSM, "SET_ISSM", &1i32.to_ne_bytes())?;
+            transport.ctl(CtlType::SetIsSm, "SET_ISSM", &1i32.to_ne_bytes())?;
         }
         Ok(transport)
     }
@@ -158,16 +149,19 @@ impl IbsimTransport {
 
     /// Reads the attach port's NodeInfo and PortInfo from ibsim's control channel.
     fn query_local_port(&self) -> Result<LocalPort, TransportError> {
-        let node_info = self.ctl(CTL_GET_NODEINFO, "GET_NODEINFO", &[])?;
+        let node_info = self.ctl(CtlType::GetNodeInfo, "GET_NODEINFO", &[])?;
         // data[0] = 0: the port this client is attached at.
-        let port_info = self.ctl(CTL_GET_PORTINFO, "GET_PORTINFO", &[0])?;
-        let node_type = node_info[2];
-        let node_guid = u64::from_be_bytes(field8(&node_info, 12));
-        let port_num = port_info[28];
-        let lid = u16::from_be_bytes([port_info[16], port_info[17]]);
+        let port_info = self.ctl(CtlType::GetPortInfo, "GET_PORTINFO", &[0])?;
+        let (node_info, port_info) = (
+            NodeInfo::new_unchecked(&node_info[..]),
+            PortInfo::new_unchecked(&port_info[..]),
+        );
+        let node_guid = node_info.node_guid();
+        let port_num = port_info.local_port_num();
+        let lid = port_info.lid();
         // ibsim's rule (do_nodeinfo): a switch's ports share the node GUID, CA port n has
         // NodeGUID + n. Its stored NodeInfo does not carry the attach port's PortGUID.
-        let port_guid = if node_type == 2 {
+        let port_guid = if node_info.node_type() == NodeType::Switch {
             node_guid
         } else {
             node_guid.wrapping_add(port_num.into())
@@ -183,17 +177,18 @@ impl IbsimTransport {
     /// One control request and its reply's 64-byte data area.
     fn ctl(
         &self,
-        kind: u32,
+        kind: CtlType,
         request: &'static str,
         data: &[u8],
     ) -> Result<[u8; 64], TransportError> {
         let target = || format!("ibsim @{}:ctl", self.sockname);
         let mut msg = [0u8; CTL_LEN];
-        msg[0..4].copy_from_slice(&SIM_MAGIC.to_ne_bytes());
-        msg[4..8].copy_from_slice(&self.client_id.to_ne_bytes());
-        msg[8..12].copy_from_slice(&kind.to_ne_bytes());
-        msg[12..16].copy_from_slice(&(data.len() as u32).to_ne_bytes());
-        msg[CTL_DATA..CTL_DATA + data.len()].copy_from_slice(data);
+        let mut ctl = SimCtl::new_unchecked(&mut msg[..]);
+        ctl.set_magic(HostU32(MAGIC));
+        ctl.set_client_id(HostU32(self.client_id));
+        ctl.set_ctl_type(kind);
+        ctl.set_len(HostU32(data.len() as u32));
+        ctl.data_mut()[..data.len()].copy_from_slice(data);
         self.ctl
             .send(&msg)
             .map_err(|e| TransportError::os(target(), "send", e))?;
@@ -217,11 +212,12 @@ impl IbsimTransport {
         if n != CTL_LEN {
             return Err(protocol(format!("{n} bytes, not {CTL_LEN}")));
         }
-        let magic = u32::from_ne_bytes(field4(&reply, 0));
-        if magic != SIM_MAGIC {
+        let reply = SimCtl::new_unchecked(&reply[..n]);
+        let magic = reply.magic().0;
+        if magic != MAGIC {
             return Err(protocol(format!("magic {magic:#x}")));
         }
-        if u32::from_ne_bytes(field4(&reply, 8)) == CTL_ERROR {
+        if reply.ctl_type() == CtlType::Error {
             return Err(TransportError::IbsimRefused {
                 sockname: self.sockname.clone(),
                 request,
@@ -229,7 +225,7 @@ impl IbsimTransport {
             });
         }
         let mut out = [0u8; 64];
-        out.copy_from_slice(&reply[CTL_DATA..CTL_LEN]);
+        out.copy_from_slice(reply.data());
         Ok(out)
     }
 }
@@ -237,20 +233,19 @@ impl IbsimTransport {
 impl Transport for IbsimTransport {
     fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
         let mut req = [0u8; REQUEST_LEN];
-        // ibsim's fields hold `htons(lid)` in a u32 and `htonl(x)` in the others; writing the
-        // same integers in native order reproduces its bytes on any host.
+        let mut request = SimRequest::new_unchecked(&mut req[..]);
         let (dlid, slid) = match out.address {
-            Address::Directed => (0xffff, 0xffff),
+            Address::Directed => (DrPath::PERMISSIVE_LID, DrPath::PERMISSIVE_LID),
             // slid 0: ibsim fills in the LID of our port.
             Address::Lid(lid) => (lid, 0),
         };
-        req[0..4].copy_from_slice(&u32::from(u16::to_be(dlid)).to_ne_bytes());
-        req[4..8].copy_from_slice(&u32::from(u16::to_be(slid)).to_ne_bytes());
+        request.set_dlid(dlid);
+        request.set_slid(slid);
         let (qpn, _) = qp_for_class(out.mad[1]);
-        req[8..12].copy_from_slice(&qpn.to_be_bytes());
-        req[12..16].copy_from_slice(&qpn.to_be_bytes());
-        req[24..32].copy_from_slice(&(MAD_LEN as u64).to_be_bytes());
-        req[MAD_OFFSET..].copy_from_slice(&out.mad);
+        request.set_dqp(qpn);
+        request.set_sqp(qpn);
+        request.set_length(MAD_LEN as u64);
+        request.mad_mut().copy_from_slice(&out.mad);
         let n = self.data.send(&req).map_err(|e| {
             TransportError::os(
                 format!("ibsim @{}:out{}", self.sockname, self.client_id),
@@ -290,14 +285,14 @@ impl Transport for IbsimTransport {
                 self.malformed += 1;
                 continue;
             }
-            let status = u32::from_be_bytes(field4(&buf, 16));
-            let mad = buf[MAD_OFFSET..REQUEST_LEN].to_vec();
-            return Ok(Some(if status == ETIMEDOUT_STATUS {
+            let request = SimRequest::new_unchecked(&buf[..n]);
+            let mad = request.mad().to_vec();
+            return Ok(Some(if request.status() == DROPPED_STATUS {
                 Incoming::Dropped { mad }
             } else {
                 Incoming::Mad {
                     mad,
-                    slid: u16::from_be_bytes([buf[4], buf[5]]),
+                    slid: request.slid(),
                 }
             }));
         }
@@ -335,9 +330,9 @@ impl Drop for IbsimTransport {
         // SM clears it first, as closing `issm` does on real hardware. Errors are moot here:
         // if ibsim is gone, so is the state.
         if self.role == Role::Sm {
-            let _ = self.ctl(CTL_SET_ISSM, "SET_ISSM", &0i32.to_ne_bytes());
+            let _ = self.ctl(CtlType::SetIsSm, "SET_ISSM", &0i32.to_ne_bytes());
         }
-        let _ = self.ctl(CTL_DISCONNECT, "DISCONNECT", &[]);
+        let _ = self.ctl(CtlType::Disconnect, "DISCONNECT", &[]);
     }
 }
 
@@ -348,33 +343,12 @@ fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
-/// The abstract socket address `\0name\0`: ibsim counts the trailing NUL into the name.
+/// The address of the ibsim socket `name`.
 fn abstract_addr(name: &str) -> Result<SocketAddr, TransportError> {
-    let mut bytes = name.as_bytes().to_vec();
-    bytes.push(0);
-    SocketAddr::from_abstract_name(&bytes)
-        .map_err(|e| TransportError::os(format!("ibsim @{name}"), "socket address", e))
+    ibsim_addr(name).map_err(|e| TransportError::os(format!("ibsim @{name}"), "socket address", e))
 }
 
 fn bind(name: &str) -> Result<UnixDatagram, TransportError> {
     UnixDatagram::bind_addr(&abstract_addr(name)?)
         .map_err(|e| TransportError::os(format!("ibsim @{name}"), "bind", e))
-}
-
-fn field4(buf: &[u8], at: usize) -> [u8; 4] {
-    let mut out = [0; 4];
-    out.copy_from_slice(&buf[at..at + 4]);
-    out
-}
-
-fn field8(buf: &[u8], at: usize) -> [u8; 8] {
-    let mut out = [0; 8];
-    out.copy_from_slice(&buf[at..at + 8]);
-    out
-}
-
-/// A NUL-terminated C string from a fixed-size field.
-fn c_string(bytes: &[u8]) -> String {
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
 }

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ibqos_emu::{Emulator, Faults, Models, load_topology};
+use ibqos_emu::{Emulator, Faults, Models, Request, attach_port, load_topology};
 use ibqos_mad::{
     Attribute, DrPath, Method, Routing, Smp, SmpRepr, VlArbBlock, VlArbEntry, VlArbModifier,
     VlArbitrationTableRepr,
@@ -16,7 +16,7 @@ use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::sweep::{Learned, Sweep, SweepMode};
 use ibqos_sm::manager::OutgoingMad;
 use ibqos_sm::responder::{Heard, Responder};
-use ibqos_transport::emulated::{EmulatedTransport, attach_port};
+use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::{Incoming, LocalPort, Outgoing, Transport, TransportError};
 use serde_json::{Value, json};
 
@@ -115,9 +115,9 @@ fn repo(path: &str) -> PathBuf {
 fn two_switch(models: Models) -> EmulatedTransport {
     let net = load_topology("two-switch").unwrap();
     let attach = attach_port(&net.topology, None).unwrap();
-    let mut emulator = Emulator::new(net.topology, attach).unwrap();
+    let mut emulator = Emulator::new(net.topology).unwrap();
     emulator.set_models(models);
-    EmulatedTransport::virtual_time(emulator)
+    EmulatedTransport::virtual_time(emulator, attach)
 }
 
 /// How a recording configures its sweep; written as the file's first line, which is all the
@@ -249,7 +249,13 @@ fn scramble_own_vlarb(transport: &mut EmulatedTransport) {
     let set = SmpRepr::set(&table, u32::from(modifier), 0x5eed, route);
     let mut mad = [0u8; 256];
     set.emit(&mut Smp::new_unchecked(&mut mad[..]));
-    let answer = transport.emulator_mut().handle(&mad, None);
+    let request = Request {
+        origin: transport.port(),
+        at_ns: transport.now_ns(),
+        dlid: None,
+        mad: &mad,
+    };
+    let answer = transport.emulator_mut().exchange(request);
     assert!(answer.is_some(), "the emulator took the Set");
 }
 

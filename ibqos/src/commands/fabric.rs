@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
 use ibqos_emu::serve::{Server, Switchboard};
-use ibqos_emu::{Emulator, FaultSchedule, Faults, Models, dump, load_topology};
+use ibqos_emu::{Emulator, FaultSchedule, Faults, Models, attach_port, dump, load_topology};
 use ibqos_fabric::netfile::to_net_file;
 use ibqos_fabric::{Topology, generate};
 
@@ -17,7 +17,6 @@ use crate::cli::{
 };
 use crate::commands::Outcome;
 use crate::signals::{Hangup, Signals};
-use ibqos_transport::emulated::attach_port;
 
 pub fn run(command: &FabricCommand) -> Result<Outcome> {
     match command {
@@ -35,9 +34,10 @@ fn serve(args: &FabricServeArgs) -> Result<Outcome> {
     configure_emulator(board.emulator_mut(), &args.faults, &args.latency)?;
     let mut server = Server::bind(board, &args.sockname)?;
     let signals = Signals::install(Hangup::Ends)?;
-    let emu = server.switchboard().emulator();
-    let attach = emu.attach();
-    let attach_name = emu
+    let attach = server.switchboard().default_port();
+    let attach_name = server
+        .switchboard()
+        .emulator()
         .topology()
         .node(attach.node)
         .map_or_else(String::new, |n| n.name.clone());
@@ -116,7 +116,8 @@ fn dump_fabric(args: &FabricDumpArgs) -> Result<Outcome> {
     let topology = load(&args.topology)?;
     let attach = attach_port(&topology, args.attach.as_deref())
         .map_err(|reason| anyhow!("{}: {reason}", args.topology))?;
-    let emulator = Emulator::new(topology, attach)?;
+    let mut emulator = Emulator::new(topology)?;
+    emulator.set_is_sm(attach, true);
     let json = dump(&emulator).to_json();
     match &args.output {
         Some(path) => std::fs::write(path, json)
