@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use ibqos_mad::Priority;
 use serde::{Deserialize, Serialize};
 
 use super::Emulator;
@@ -92,9 +93,9 @@ pub fn dump(emulator: &Emulator) -> FabricDump {
                             .into_iter()
                             .collect()
                     };
-                    let vlarb = |high| {
+                    let vlarb = |priority| {
                         emulator
-                            .vlarb(port, high)
+                            .vlarb(port, priority)
                             .unwrap_or_default()
                             .iter()
                             .map(|e| [e.vl, e.weight])
@@ -110,8 +111,8 @@ pub fn dump(emulator: &Emulator) -> FabricDump {
                         hoq_life: info.hoq_life,
                         vl_stall_count: info.vl_stall_count,
                         sl2vl,
-                        vlarb_low: vlarb(false),
-                        vlarb_high: vlarb(true),
+                        vlarb_low: vlarb(Priority::Low),
+                        vlarb_high: vlarb(Priority::High),
                     };
                     Some((number, dump))
                 })

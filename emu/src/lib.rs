@@ -36,7 +36,7 @@ mod travel;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_mad::{
-    Attribute, AttributeId, Method, MgmtClass, PerfMgtMad, PortInfoRepr, Routing,
+    Attribute, AttributeId, Method, MgmtClass, PerfMgtMad, PortInfoRepr, Priority, Routing,
     SlToVlMappingTableRepr, Smp, SmpRepr, Status, SwitchInfoRepr, VlArbEntry,
 };
 
@@ -45,7 +45,7 @@ use ibqos_fabric::{NodeId, PortRef, Topology};
 use link::LinkEvent;
 use models::Dice;
 use perf::{Pmas, Trace};
-use sma::{INVALID_VALUE, METHOD_UNSUPPORTED, NodeSma};
+use sma::NodeSma;
 
 pub use attach::{AttachError, attach_port};
 pub use due::DueQueue;
@@ -96,7 +96,7 @@ pub struct Emulator {
     topology: Topology,
     nodes: Vec<NodeSma>,
     /// SMPs that reached an SMA, by (AttributeID, Method) raw values.
-    handled: BTreeMap<(u16, u8), u64>,
+    handled: BTreeMap<(AttributeId, Method), u64>,
     models: Models,
     dice: Dice,
     /// Nodes whose SMA is dead: it answers nothing and forwards no directed-route SMP.
@@ -365,17 +365,12 @@ impl Emulator {
     /// How many SMPs with this AttributeID and Method reached an SMA and passed its M_Key check
     /// (whatever the answer).
     pub fn handled(&self, attribute: AttributeId, method: Method) -> u64 {
-        self.handled
-            .get(&(u16::from(attribute), u8::from(method)))
-            .copied()
-            .unwrap_or(0)
+        self.handled.get(&(attribute, method)).copied().unwrap_or(0)
     }
 
     /// Every (AttributeID, Method) that reached an SMA with its count, in AttributeID order.
     pub fn handled_all(&self) -> impl Iterator<Item = (AttributeId, Method, u64)> + '_ {
-        self.handled
-            .iter()
-            .map(|(&(a, m), &n)| (AttributeId::from(a), Method::from(m), n))
+        self.handled.iter().map(|(&(a, m), &n)| (a, m, n))
     }
 
     /// What a Get of `attribute` with `modifier` answers at `port` (the port the SMP arrives at:
@@ -388,7 +383,7 @@ impl Emulator {
         modifier: u32,
     ) -> Result<Attribute, Status> {
         self.sma(port.node)
-            .ok_or(INVALID_VALUE)?
+            .ok_or(Status::INVALID_VALUE)?
             .get(port.port, attribute, modifier)
     }
 
@@ -415,13 +410,8 @@ impl Emulator {
     }
 
     /// A port's VL arbitration table, high or low priority: exactly its cap's entries.
-    pub fn vlarb(&self, port: PortRef, high: bool) -> Option<&[VlArbEntry]> {
-        let port = self.sma(port.node)?.port(port.port)?;
-        Some(if high {
-            &port.vlarb_high
-        } else {
-            &port.vlarb_low
-        })
+    pub fn vlarb(&self, port: PortRef, priority: Priority) -> Option<&[VlArbEntry]> {
+        Some(self.sma(port.node)?.port(port.port)?.vlarb(priority))
     }
 
     /// The egress port a switch's LFT gives `lid` (0xFF: none).
@@ -459,23 +449,23 @@ impl Emulator {
                 // Never fails: every attribute ID has a decoder or is kept raw, and the data
                 // area is 64 bytes.
                 let attribute = Attribute::parse(request.attribute_id, &request.data)
-                    .map_err(|_| INVALID_VALUE)?;
+                    .map_err(|_| Status::INVALID_VALUE)?;
                 if let Attribute::PortInfo(info) = attribute {
                     return self.set_port_info(at, request.attribute_modifier, &info);
                 }
                 self.nodes
                     .get_mut(at.node.index())
-                    .ok_or(INVALID_VALUE)?
+                    .ok_or(Status::INVALID_VALUE)?
                     .set(at.port, request.attribute_modifier, attribute)
             }
-            _ => Err(METHOD_UNSUPPORTED),
+            _ => Err(Status::METHOD_UNSUPPORTED),
         }
     }
 
     fn count(&mut self, request: &SmpRepr) {
         *self
             .handled
-            .entry((u16::from(request.attribute_id), u8::from(request.method)))
+            .entry((request.attribute_id, request.method))
             .or_default() += 1;
     }
 }

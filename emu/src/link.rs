@@ -7,7 +7,7 @@ use ibqos_mad::{
     Attribute, AttributeId, PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Status,
 };
 
-use crate::sma::{INVALID_VALUE, check_port_info, negotiate};
+use crate::sma::{check_port_info, negotiate};
 use crate::{Arrival, Emulator, FaultSchedule, sma};
 
 /// A scheduled change of one link.
@@ -71,13 +71,13 @@ impl Emulator {
         modifier: u32,
         new: &PortInfoRepr,
     ) -> Result<Attribute, Status> {
-        let m = PortInfoModifier::try_from(modifier).map_err(|_| INVALID_VALUE)?;
+        let m = PortInfoModifier::try_from(modifier).map_err(|_| Status::INVALID_VALUE)?;
         let port = if self.is_switch(at.node) {
             PortRef::new(at.node, m.port)
         } else {
             at
         };
-        let held = self.sma_port(port).ok_or(INVALID_VALUE)?.info;
+        let held = self.sma_port(port).ok_or(Status::INVALID_VALUE)?.info;
         let peer = self.up_peer(port);
         let peer_state = peer
             .and_then(|p| self.sma_port(p))

@@ -32,20 +32,18 @@
 use std::ops::RangeInclusive;
 
 use ibqos_mad::{
-    COUNTERS_OFFSET, ClassPortInfo, ClassPortInfoRepr, CounterHeader, InvalidField, Method,
-    PerfAttributeId, PerfCapabilityMask, PerfMgtMad, PortCounters as PortCountersView,
-    PortCountersExtended, PortCountersExtendedRepr, PortCountersRepr, PortFlowCtlCounters,
-    PortOpRcvCounters, PortRcvErrorDetails, PortVlOpData, PortVlOpPackets,
-    PortVlXmitFlowCtlUpdateErrors, PortVlXmitWaitCounters, PortXmitDiscardDetails, Status,
+    COUNTERS_OFFSET, ClassPortInfo, ClassPortInfoRepr, CounterHeader, Method, PerfAttributeId,
+    PerfCapabilityMask, PerfMgtMad, PortCounters as PortCountersView, PortCountersExtended,
+    PortCountersExtendedRepr, PortCountersRepr, PortFlowCtlCounters, PortOpRcvCounters,
+    PortRcvErrorDetails, PortVlOpData, PortVlOpPackets, PortVlXmitFlowCtlUpdateErrors,
+    PortVlXmitWaitCounters, PortXmitDiscardDetails, Status,
 };
 
-use super::sma::{ATTRIBUTE_UNSUPPORTED, INVALID_VALUE, METHOD_UNSUPPORTED, status};
 use ibqos_fabric::{PortRef, Topology};
 
 /// The PerfMgt class version a PMA implements (IBA 16.1.1).
 const CLASS_VERSION: u8 = 1;
 /// 0x0004: a ClassVersion the PMA does not implement.
-const BAD_VERSION: Status = status(InvalidField::BadVersion);
 
 /// How much one MAD adds to PortXmitData and PortRcvData: ibsim's 72 dwords, 288 bytes for the
 /// 256-byte MAD and its headers and CRCs.
@@ -365,8 +363,8 @@ impl Pmas {
         let outcome = match (class_version, method) {
             (CLASS_VERSION, Method::Get) => self.answer(at, attribute, false, mad.data_mut()),
             (CLASS_VERSION, Method::Set) => self.answer(at, attribute, true, mad.data_mut()),
-            (CLASS_VERSION, _) => Err(METHOD_UNSUPPORTED),
-            _ => Err(BAD_VERSION),
+            (CLASS_VERSION, _) => Err(Status::METHOD_UNSUPPORTED),
+            _ => Err(Status::BAD_VERSION),
         };
         let mut out = mad.header_mut();
         out.set_method(Method::GetResp);
@@ -388,12 +386,12 @@ impl Pmas {
                 class_port_info(switch).emit(&mut ClassPortInfo::new_unchecked(data));
                 // ibsim takes no Set of it, and still answers what it holds.
                 if set {
-                    return Err(METHOD_UNSUPPORTED);
+                    return Err(Status::METHOD_UNSUPPORTED);
                 }
             }
             PerfAttributeId::PortCounters => {
                 let request = PortCountersRepr::parse(&PortCountersView::new_unchecked(&*data))
-                    .map_err(|_| INVALID_VALUE)?;
+                    .map_err(|_| Status::INVALID_VALUE)?;
                 let clear = |c: &mut PortCounters| c.clear(request.counter_select);
                 let total = self.read(at, request.port_select, set.then_some(clear))?;
                 total
@@ -402,7 +400,8 @@ impl Pmas {
             }
             PerfAttributeId::PortCountersExtended => {
                 let view = PortCountersExtended::new_unchecked(&*data);
-                let request = PortCountersExtendedRepr::parse(&view).map_err(|_| INVALID_VALUE)?;
+                let request =
+                    PortCountersExtendedRepr::parse(&view).map_err(|_| Status::INVALID_VALUE)?;
                 let clear = |c: &mut PortCounters| c.clear_extended(request.counter_select);
                 let total = self.read(at, request.port_select, set.then_some(clear))?;
                 total
@@ -413,13 +412,13 @@ impl Pmas {
                 let &(_, len) = UNCOUNTED
                     .iter()
                     .find(|(id, _)| *id == other)
-                    .ok_or(ATTRIBUTE_UNSUPPORTED)?;
+                    .ok_or(Status::METHOD_ATTRIBUTE_UNSUPPORTED)?;
                 let port_select = CounterHeader::new_checked(&*data)
-                    .map_err(|_| INVALID_VALUE)?
+                    .map_err(|_| Status::INVALID_VALUE)?
                     .port_select();
                 self.read(at, port_select, None::<fn(&mut PortCounters)>)?;
                 data.get_mut(COUNTERS_OFFSET..len)
-                    .ok_or(INVALID_VALUE)?
+                    .ok_or(Status::INVALID_VALUE)?
                     .fill(0);
             }
         }
@@ -436,10 +435,16 @@ impl Pmas {
         mut clear: Option<impl FnMut(&mut PortCounters)>,
     ) -> Result<PortCounters, Status> {
         let ports = self.selected(at, port_select)?;
-        let node = self.nodes.get_mut(at.node.index()).ok_or(INVALID_VALUE)?;
+        let node = self
+            .nodes
+            .get_mut(at.node.index())
+            .ok_or(Status::INVALID_VALUE)?;
         let mut total = PortCounters::default();
         for port in ports {
-            let counters = node.ports.get_mut(usize::from(port)).ok_or(INVALID_VALUE)?;
+            let counters = node
+                .ports
+                .get_mut(usize::from(port))
+                .ok_or(Status::INVALID_VALUE)?;
             if let Some(clear) = clear.as_mut() {
                 clear(counters);
             }
@@ -452,13 +457,16 @@ impl Pmas {
     /// 0xFF for all of them; on a CA or router only the port the request arrived at (IBA leaves
     /// other ports undefined there).
     fn selected(&self, at: PortRef, port_select: u8) -> Result<RangeInclusive<u8>, Status> {
-        let node = self.nodes.get(at.node.index()).ok_or(INVALID_VALUE)?;
+        let node = self
+            .nodes
+            .get(at.node.index())
+            .ok_or(Status::INVALID_VALUE)?;
         let num_ports = u8::try_from(node.ports.len() - 1).unwrap_or(u8::MAX);
         match (node.switch, port_select) {
             (true, ALL_PORTS) => Ok(0..=num_ports),
             (true, port) if port <= num_ports => Ok(port..=port),
             (false, port) if port == at.port => Ok(port..=port),
-            _ => Err(INVALID_VALUE),
+            _ => Err(Status::INVALID_VALUE),
         }
     }
 }

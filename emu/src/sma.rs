@@ -4,32 +4,13 @@
 
 use ibqos_mad::{
     Attribute, AttributeId, CapabilityMask, CapabilityMask2, GuidInfoModifier, GuidInfoRepr,
-    InvalidField, LftModifier, LinearForwardingTableRepr, NodeDescriptionRepr, NodeInfoRepr,
-    NodeType, PKeyTableModifier, PKeyTableRepr, PhysPortState, PortInfoModifier, PortInfoRepr,
-    PortState, SlToVlMappingTableRepr, SlToVlModifier, Status, SwitchInfoRepr, VlArbBlock,
+    LftModifier, LinearForwardingTableRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
+    PKeyTableModifier, PKeyTableRepr, PhysPortState, PortInfoModifier, PortInfoRepr, PortState,
+    Priority, SlToVlMappingTableRepr, SlToVlModifier, Status, SwitchInfoRepr, VlArbBlock,
     VlArbEntry, VlArbModifier, VlArbitrationTableRepr,
 };
 
 use ibqos_fabric::{Node, NodeKind, Port};
-
-/// A MAD status with only the invalid-field code set (IBA 13.4.7, table 113).
-pub(crate) const fn status(code: InvalidField) -> Status {
-    let raw = match code {
-        InvalidField::BadVersion => 1,
-        InvalidField::MethodUnsupported => 2,
-        InvalidField::MethodAttributeUnsupported => 3,
-        InvalidField::InvalidValue => 7,
-        InvalidField::None | InvalidField::Unknown(_) => 0,
-    };
-    Status(raw << 2)
-}
-
-/// 0x0008: the method is not supported for the attribute (e.g. Set NodeInfo).
-pub(crate) const METHOD_UNSUPPORTED: Status = status(InvalidField::MethodUnsupported);
-/// 0x000C: the node does not implement the attribute.
-pub(crate) const ATTRIBUTE_UNSUPPORTED: Status = status(InvalidField::MethodAttributeUnsupported);
-/// 0x001C: a bad attribute modifier or field value.
-pub(crate) const INVALID_VALUE: Status = status(InvalidField::InvalidValue);
 
 /// SwitchInfo.LinearFDBCap: ibsim 0.12's `MAXLINEARCAP`, every unicast LID (0xC000).
 pub const LINEAR_FDB_CAP: u16 = 0xc000;
@@ -116,7 +97,7 @@ fn target_port(node: &NodeSma, arrival: u8, modifier_port: u32) -> Result<u8, St
     u8::try_from(modifier_port)
         .ok()
         .filter(|&p| p <= node.info.num_ports)
-        .ok_or(INVALID_VALUE)
+        .ok_or(Status::INVALID_VALUE)
 }
 
 fn widest_width(mask: u8) -> u8 {
@@ -250,8 +231,8 @@ impl PortSma {
             p_keys,
             guids,
             sl2vl: vec![DEFAULT_SL2VL; sl2vl_tables],
-            vlarb_low: default_vlarb(caps.vlarb_low_cap, false),
-            vlarb_high: default_vlarb(caps.vlarb_high_cap, true),
+            vlarb_low: default_vlarb(caps.vlarb_low_cap, Priority::Low),
+            vlarb_high: default_vlarb(caps.vlarb_high_cap, Priority::High),
         }
     }
 
@@ -260,17 +241,24 @@ impl PortSma {
         self.info.port_phys_state == PhysPortState::LinkUp
     }
 
-    fn vlarb(&self, block: VlArbBlock) -> &[VlArbEntry] {
-        if block.is_high() {
-            &self.vlarb_high
-        } else {
-            &self.vlarb_low
+    /// The port's high- or low-priority VL arbitration table: exactly its cap's entries.
+    pub(crate) fn vlarb(&self, priority: Priority) -> &[VlArbEntry] {
+        match priority {
+            Priority::High => &self.vlarb_high,
+            Priority::Low => &self.vlarb_low,
+        }
+    }
+
+    fn vlarb_mut(&mut self, priority: Priority) -> &mut [VlArbEntry] {
+        match priority {
+            Priority::High => &mut self.vlarb_high,
+            Priority::Low => &mut self.vlarb_low,
         }
     }
 
     /// The entries of `block`, or `None` if the port's cap does not reach it.
     fn vlarb_range(&self, block: VlArbBlock) -> Option<std::ops::Range<usize>> {
-        let len = self.vlarb(block).len();
+        let len = self.vlarb(block.priority()).len();
         let start = if matches!(block, VlArbBlock::Low32To63 | VlArbBlock::High32To63) {
             VLARB_BLOCK
         } else {
@@ -282,11 +270,11 @@ impl PortSma {
 
 /// ibsim's default arbitration tables (`sim_net.c`): high {VL0 weight 4, VL1-14 weight 0}, low
 /// {VL0 weight 0, VL1-14 weight 4}, cut to the port's cap.
-fn default_vlarb(cap: u8, high: bool) -> Vec<VlArbEntry> {
+fn default_vlarb(cap: u8, priority: Priority) -> Vec<VlArbEntry> {
     (0..cap)
-        .map(|i| match (i, high) {
+        .map(|i| match (i, priority) {
             (15.., _) => VlArbEntry::default(),
-            (0, true) | (1.., false) => VlArbEntry::new(i, 4),
+            (0, Priority::High) | (1.., Priority::Low) => VlArbEntry::new(i, 4),
             _ => VlArbEntry::new(i, 0),
         })
         .collect()
@@ -364,7 +352,7 @@ impl NodeSma {
     }
 
     fn existing_port(&self, number: u8) -> Result<&PortSma, Status> {
-        self.port(number).ok_or(INVALID_VALUE)
+        self.port(number).ok_or(Status::INVALID_VALUE)
     }
 
     /// The port whose CapabilityMask says whether the node maps SLs to VLs: a CA's receiving
@@ -398,11 +386,15 @@ impl NodeSma {
                 Attribute::NodeInfo(info)
             }
             AttributeId::NodeDescription => Attribute::NodeDescription(self.description),
-            AttributeId::SwitchInfo => {
-                Attribute::SwitchInfo(self.switch.as_ref().ok_or(ATTRIBUTE_UNSUPPORTED)?.info)
-            }
+            AttributeId::SwitchInfo => Attribute::SwitchInfo(
+                self.switch
+                    .as_ref()
+                    .ok_or(Status::METHOD_ATTRIBUTE_UNSUPPORTED)?
+                    .info,
+            ),
             AttributeId::GuidInfo => {
-                let block = GuidInfoModifier::try_from(modifier).map_err(|_| INVALID_VALUE)?;
+                let block =
+                    GuidInfoModifier::try_from(modifier).map_err(|_| Status::INVALID_VALUE)?;
                 let port = self.existing_port(if self.switch.is_some() { 0 } else { arrival })?;
                 let range = block_range(port.guids.len(), usize::from(block.block), 8)?;
                 let mut guids = [0; 8];
@@ -410,7 +402,7 @@ impl NodeSma {
                 Attribute::GuidInfo(GuidInfoRepr { guids })
             }
             AttributeId::PortInfo => {
-                let m = PortInfoModifier::try_from(modifier).map_err(|_| INVALID_VALUE)?;
+                let m = PortInfoModifier::try_from(modifier).map_err(|_| Status::INVALID_VALUE)?;
                 let number = target_port(self, arrival, m.port.into())?;
                 let mut info = self.existing_port(number)?.info;
                 // IBA 14.2.5.6: LocalPortNum is the port the SMP arrived at.
@@ -429,18 +421,21 @@ impl NodeSma {
             AttributeId::SlToVlMappingTable => {
                 let (input, output) = self.sl2vl_pair(arrival, modifier)?;
                 let table = self.existing_port(input)?.sl2vl.get(usize::from(output));
-                Attribute::SlToVlMappingTable(*table.ok_or(INVALID_VALUE)?)
+                Attribute::SlToVlMappingTable(*table.ok_or(Status::INVALID_VALUE)?)
             }
             AttributeId::VlArbitrationTable => {
                 let (number, block) = self.vlarb_target(arrival, modifier)?;
                 let port = self.existing_port(number)?;
-                let range = port.vlarb_range(block).ok_or(INVALID_VALUE)?;
+                let range = port.vlarb_range(block).ok_or(Status::INVALID_VALUE)?;
                 let mut entries = [VlArbEntry::default(); VLARB_BLOCK];
-                entries[..range.len()].copy_from_slice(&port.vlarb(block)[range]);
+                entries[..range.len()].copy_from_slice(&port.vlarb(block.priority())[range]);
                 Attribute::VlArbitrationTable(VlArbitrationTableRepr { entries })
             }
             AttributeId::LinearForwardingTable => {
-                let switch = self.switch.as_ref().ok_or(ATTRIBUTE_UNSUPPORTED)?;
+                let switch = self
+                    .switch
+                    .as_ref()
+                    .ok_or(Status::METHOD_ATTRIBUTE_UNSUPPORTED)?;
                 let start = lft_block_start(modifier)?;
                 let mut ports = [LinearForwardingTableRepr::NO_ROUTE; 64];
                 for (slot, lid) in ports.iter_mut().zip(start..) {
@@ -450,7 +445,7 @@ impl NodeSma {
                 }
                 Attribute::LinearForwardingTable(LinearForwardingTableRepr { ports })
             }
-            _ => return Err(ATTRIBUTE_UNSUPPORTED),
+            _ => return Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
         })
     }
 
@@ -458,14 +453,14 @@ impl NodeSma {
     /// (arrival, 0).
     fn sl2vl_pair(&self, arrival: u8, modifier: u32) -> Result<(u8, u8), Status> {
         if !self.maps_sl_to_vl(arrival) {
-            return Err(ATTRIBUTE_UNSUPPORTED);
+            return Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED);
         }
         if self.switch.is_none() {
             return Ok((arrival, 0));
         }
-        match SlToVlModifier::try_from(modifier).map_err(|_| INVALID_VALUE)? {
+        match SlToVlModifier::try_from(modifier).map_err(|_| Status::INVALID_VALUE)? {
             SlToVlModifier::Pair { input, output } => Ok((input, self.sl2vl_output(output)?)),
-            _ => Err(INVALID_VALUE),
+            _ => Err(Status::INVALID_VALUE),
         }
     }
 
@@ -474,13 +469,13 @@ impl NodeSma {
     fn sl2vl_output(&self, output: u8) -> Result<u8, Status> {
         let enhanced = self.switch.as_ref().is_some_and(|s| s.info.enhanced_port0);
         if output > self.info.num_ports || (output == 0 && !enhanced) {
-            return Err(INVALID_VALUE);
+            return Err(Status::INVALID_VALUE);
         }
         Ok(output)
     }
 
     fn vlarb_target(&self, arrival: u8, modifier: u32) -> Result<(u8, VlArbBlock), Status> {
-        let m = VlArbModifier::try_from(modifier).map_err(|_| INVALID_VALUE)?;
+        let m = VlArbModifier::try_from(modifier).map_err(|_| Status::INVALID_VALUE)?;
         Ok((target_port(self, arrival, m.port.into())?, m.block))
     }
 
@@ -494,11 +489,16 @@ impl NodeSma {
         attribute: Attribute,
     ) -> Result<Attribute, Status> {
         match attribute {
-            Attribute::NodeInfo(_) | Attribute::NodeDescription(_) => Err(METHOD_UNSUPPORTED),
+            Attribute::NodeInfo(_) | Attribute::NodeDescription(_) => {
+                Err(Status::METHOD_UNSUPPORTED)
+            }
             Attribute::SwitchInfo(new) => {
-                let switch = self.switch.as_mut().ok_or(ATTRIBUTE_UNSUPPORTED)?;
+                let switch = self
+                    .switch
+                    .as_mut()
+                    .ok_or(Status::METHOD_ATTRIBUTE_UNSUPPORTED)?;
                 if new.linear_fdb_top >= switch.info.linear_fdb_cap {
-                    return Err(INVALID_VALUE);
+                    return Err(Status::INVALID_VALUE);
                 }
                 let held = &mut switch.info;
                 // The writable fields of IBA table 145; the rest are capabilities.
@@ -513,9 +513,10 @@ impl NodeSma {
                 Ok(Attribute::SwitchInfo(*held))
             }
             Attribute::GuidInfo(new) => {
-                let block = GuidInfoModifier::try_from(modifier).map_err(|_| INVALID_VALUE)?;
+                let block =
+                    GuidInfoModifier::try_from(modifier).map_err(|_| Status::INVALID_VALUE)?;
                 let number = if self.switch.is_some() { 0 } else { arrival };
-                let port = self.port_mut(number).ok_or(INVALID_VALUE)?;
+                let port = self.port_mut(number).ok_or(Status::INVALID_VALUE)?;
                 let range = block_range(port.guids.len(), usize::from(block.block), 8)?;
                 for (i, guid) in range.zip(new.guids) {
                     // Entry 0 is the port GUID itself, read-only (IBA 14.2.5.5).
@@ -528,7 +529,7 @@ impl NodeSma {
             Attribute::PKeyTable(new) => {
                 let m = PKeyTableModifier::from(modifier);
                 let number = target_port(self, arrival, m.port.into())?;
-                let port = self.port_mut(number).ok_or(INVALID_VALUE)?;
+                let port = self.port_mut(number).ok_or(Status::INVALID_VALUE)?;
                 let range = block_range(port.p_keys.len(), usize::from(m.block), 32)?;
                 let len = range.len();
                 port.p_keys[range].copy_from_slice(&new.p_keys[..len]);
@@ -540,20 +541,19 @@ impl NodeSma {
             }
             Attribute::VlArbitrationTable(table) => {
                 let (number, block) = self.vlarb_target(arrival, modifier)?;
-                let port = self.port_mut(number).ok_or(INVALID_VALUE)?;
-                let range = port.vlarb_range(block).ok_or(INVALID_VALUE)?;
+                let port = self.port_mut(number).ok_or(Status::INVALID_VALUE)?;
+                let range = port.vlarb_range(block).ok_or(Status::INVALID_VALUE)?;
                 let len = range.len();
-                let entries = if block.is_high() {
-                    &mut port.vlarb_high
-                } else {
-                    &mut port.vlarb_low
-                };
+                let entries = port.vlarb_mut(block.priority());
                 // Only the cap's entries exist; the rest of the block reads back zero (ibsim).
                 entries[range].copy_from_slice(&table.entries[..len]);
                 self.get(arrival, AttributeId::VlArbitrationTable, modifier)
             }
             Attribute::LinearForwardingTable(table) => {
-                let switch = self.switch.as_mut().ok_or(ATTRIBUTE_UNSUPPORTED)?;
+                let switch = self
+                    .switch
+                    .as_mut()
+                    .ok_or(Status::METHOD_ATTRIBUTE_UNSUPPORTED)?;
                 let start = lft_block_start(modifier)?;
                 let end = start + table.ports.len();
                 if switch.lft.len() < end {
@@ -562,7 +562,7 @@ impl NodeSma {
                 switch.lft[start..end].copy_from_slice(&table.ports);
                 Ok(Attribute::LinearForwardingTable(table))
             }
-            _ => Err(ATTRIBUTE_UNSUPPORTED),
+            _ => Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
         }
     }
 
@@ -580,26 +580,20 @@ impl NodeSma {
             return self.store_sl2vl(input, output, table);
         };
         if !self.maps_sl_to_vl(arrival) {
-            return Err(ATTRIBUTE_UNSUPPORTED);
+            return Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED);
         }
-        let m = SlToVlModifier::try_from(modifier).map_err(|_| INVALID_VALUE)?;
+        let m = SlToVlModifier::try_from(modifier).map_err(|_| Status::INVALID_VALUE)?;
         let optimized = switch.info.optimized_sl_to_vl_mapping_programming & 1 != 0;
-        let every_input = 0..=self.info.num_ports;
+        if !optimized && !matches!(m, SlToVlModifier::Pair { .. }) {
+            return Err(Status::INVALID_VALUE);
+        }
+        if let SlToVlModifier::Pair { output, .. } | SlToVlModifier::AllInputs { output } = m {
+            self.sl2vl_output(output)?;
+        }
         let every_output = (0..=self.info.num_ports).filter(|&o| self.sl2vl_output(o).is_ok());
-        let pairs: Vec<(u8, u8)> = match m {
-            SlToVlModifier::Pair { input, output } => vec![(input, self.sl2vl_output(output)?)],
-            _ if !optimized => return Err(INVALID_VALUE),
-            SlToVlModifier::AllOutputs { input } => every_output.map(|o| (input, o)).collect(),
-            SlToVlModifier::AllInputs { output } => {
-                let output = self.sl2vl_output(output)?;
-                every_input.map(|i| (i, output)).collect()
-            }
-            SlToVlModifier::All => every_input
-                .flat_map(|i| every_output.clone().map(move |o| (i, o)))
-                .collect(),
-        };
+        let pairs: Vec<(u8, u8)> = m.pairs(0..=self.info.num_ports, every_output).collect();
         if pairs.iter().any(|&(input, _)| self.port(input).is_none()) {
-            return Err(INVALID_VALUE);
+            return Err(Status::INVALID_VALUE);
         }
         pairs
             .into_iter()
@@ -615,7 +609,7 @@ impl NodeSma {
         let slot = self
             .port_mut(input)
             .and_then(|p| p.sl2vl.get_mut(usize::from(output)))
-            .ok_or(INVALID_VALUE)?;
+            .ok_or(Status::INVALID_VALUE)?;
         *slot = table;
         Ok(())
     }
@@ -626,17 +620,17 @@ impl NodeSma {
 fn block_range(len: usize, block: usize, size: usize) -> Result<std::ops::Range<usize>, Status> {
     let start = block * size;
     if start >= len {
-        return Err(INVALID_VALUE);
+        return Err(Status::INVALID_VALUE);
     }
     Ok(start..len.min(start + size))
 }
 
 /// The first LID of LFT block `modifier`; blocks past LinearFDBCap are invalid.
 fn lft_block_start(modifier: u32) -> Result<usize, Status> {
-    let m = LftModifier::try_from(modifier).map_err(|_| INVALID_VALUE)?;
+    let m = LftModifier::try_from(modifier).map_err(|_| Status::INVALID_VALUE)?;
     let start = usize::from(m.block) * usize::from(LftModifier::LIDS_PER_BLOCK);
     if start >= usize::from(LINEAR_FDB_CAP) {
-        return Err(INVALID_VALUE);
+        return Err(Status::INVALID_VALUE);
     }
     Ok(start)
 }
@@ -659,7 +653,13 @@ pub(crate) fn check_port_info(
     new: &PortInfoRepr,
     peer: Option<PortState>,
 ) -> Result<PortInfoRepr, Status> {
-    let invalid = |bad: bool| if bad { Err(INVALID_VALUE) } else { Ok(()) };
+    let invalid = |bad: bool| {
+        if bad {
+            Err(Status::INVALID_VALUE)
+        } else {
+            Ok(())
+        }
+    };
     // OperVLs may not exceed VLCap (IBA 14.2.5.6; ibsim checks the VLCap in the request, but
     // the port's own is the one that matters), nor NeighborMTU MTUCap.
     invalid(new.operational_vls > held.vl_cap)?;
@@ -765,13 +765,13 @@ fn next_port_state(
         return Ok(held);
     }
     let Some(peer) = peer else {
-        return Err(INVALID_VALUE);
+        return Err(Status::INVALID_VALUE);
     };
     match (held, asked) {
         (_, Down) => Ok(Init),
         (Init, Armed) => Ok(Armed),
         (Armed, Active) if matches!(peer, Armed | Active) => Ok(Active),
-        _ => Err(INVALID_VALUE),
+        _ => Err(Status::INVALID_VALUE),
     }
 }
 

@@ -7,8 +7,8 @@ use ibqos_emu::Emulator;
 use ibqos_fabric::{LinkCaps, PortRef};
 use ibqos_mad::{
     Attribute, AttributeId, Direction, DrPath, GuidInfoRepr, LinearForwardingTableRepr, Method,
-    PKeyTableRepr, PortInfoRepr, PortState, Routing, SlToVlMappingTableRepr, SlToVlModifier, Smp,
-    SmpRepr, Status, VlArbEntry, VlArbitrationTableRepr,
+    PKeyTableRepr, PortInfoRepr, PortState, Priority, Routing, SlToVlMappingTableRepr,
+    SlToVlModifier, Smp, SmpRepr, Status, VlArbEntry, VlArbitrationTableRepr,
 };
 use proptest::prelude::*;
 use support::{emulator, exchange, h1, node, sm_exchange, sm_exchange_at, two_switch, with_sm_at};
@@ -304,7 +304,7 @@ fn tables_round_trip() {
     assert_eq!(held.entries[..8], entries[..8]);
     assert_eq!(held.entries[8], VlArbEntry::default());
     assert_eq!(
-        emu.vlarb(PortRef::new(s1, 2), false).unwrap(),
+        emu.vlarb(PortRef::new(s1, 2), Priority::Low).unwrap(),
         &entries[..8]
     );
     // P_Key: entry 0 defaults to the full default partition.
@@ -393,8 +393,8 @@ fn optimized_sl2vl_and_large_vlarb_caps() {
         let answer = from_h3(&mut emu, SmpRepr::set(&table, block << 16, 8, dr(&[])));
         assert_eq!(answer.status, Status::OK, "block {block}");
     }
-    assert_eq!(emu.vlarb(h3, false).unwrap().len(), 64);
-    assert_eq!(emu.vlarb(h3, true).unwrap().len(), 40);
+    assert_eq!(emu.vlarb(h3, Priority::Low).unwrap().len(), 64);
+    assert_eq!(emu.vlarb(h3, Priority::High).unwrap().len(), 40);
 }
 
 /// Brings the links on the way to H3 up as an SM does and programs the LFTs by hand.

@@ -132,6 +132,15 @@ pub struct Status(pub u16);
 impl Status {
     /// No error.
     pub const OK: Self = Self(0);
+    /// Invalid field 1: the class version is not supported.
+    pub const BAD_VERSION: Self = Self(1 << Self::INVALID_FIELD_SHIFT);
+    /// Invalid field 2: the method is not supported (e.g. Set NodeInfo).
+    pub const METHOD_UNSUPPORTED: Self = Self(2 << Self::INVALID_FIELD_SHIFT);
+    /// Invalid field 3: the method/attribute combination is not supported (an attribute the
+    /// agent does not implement).
+    pub const METHOD_ATTRIBUTE_UNSUPPORTED: Self = Self(3 << Self::INVALID_FIELD_SHIFT);
+    /// Invalid field 7: a bad attribute modifier or field value.
+    pub const INVALID_VALUE: Self = Self(7 << Self::INVALID_FIELD_SHIFT);
     const BUSY: u16 = 1 << 0;
     const REDIRECT: u16 = 1 << 1;
     const INVALID_FIELD_SHIFT: u32 = 2;
@@ -156,11 +165,6 @@ impl Status {
     /// Bits 15:8, class specific (the SA status code; the D bit in a DR SMP).
     pub fn class_specific(self) -> u8 {
         (self.0 >> 8) as u8
-    }
-
-    /// The status that rejects a request for this reason (bits 4:2).
-    pub fn invalid(field: InvalidField) -> Self {
-        Self((u16::from(u8::from(field)) << Self::INVALID_FIELD_SHIFT) & Self::INVALID_FIELD_MASK)
     }
 
     /// The word with the DR SMP direction bit (bit 15) cleared: `status & 0x7fff`.
@@ -334,11 +338,23 @@ mod tests {
             InvalidField::MethodAttributeUnsupported
         );
         assert_eq!(Status(0x001c).invalid_field(), InvalidField::InvalidValue);
-        assert_eq!(
-            Status::invalid(InvalidField::MethodAttributeUnsupported),
-            Status(0x000c)
-        );
-        assert_eq!(Status::invalid(InvalidField::InvalidValue), Status(0x001c));
+        let named = [
+            (Status::BAD_VERSION, 0x0004, InvalidField::BadVersion),
+            (
+                Status::METHOD_UNSUPPORTED,
+                0x0008,
+                InvalidField::MethodUnsupported,
+            ),
+            (
+                Status::METHOD_ATTRIBUTE_UNSUPPORTED,
+                0x000c,
+                InvalidField::MethodAttributeUnsupported,
+            ),
+            (Status::INVALID_VALUE, 0x001c, InvalidField::InvalidValue),
+        ];
+        for (status, raw, field) in named {
+            assert_eq!((status, status.invalid_field()), (Status(raw), field));
+        }
         assert_eq!(Status(0x0010).invalid_field(), InvalidField::Unknown(4));
         assert_eq!(Status(0x801c).without_direction(), Status(0x001c));
         assert_eq!(Status(0x8000).without_direction(), Status::OK);

@@ -264,11 +264,6 @@ impl VlArbBlock {
         }
     }
 
-    /// Whether the block belongs to the high-priority table.
-    pub const fn is_high(self) -> bool {
-        matches!(self.priority(), Priority::High)
-    }
-
     /// The two blocks of a table, entries 0-31 first.
     pub const fn of(priority: Priority) -> [VlArbBlock; 2] {
         match priority {

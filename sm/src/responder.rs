@@ -7,8 +7,8 @@
 //! method, the D bit set on a directed route, and the requester's LID as the destination.
 
 use ibqos_mad::{
-    Attribute, AttributeId, Direction, InvalidField, Mad, Method, MgmtClass, Notice, NoticeRepr,
-    Routing, SmInfoRepr, SmState, Smp, SmpRepr, Status,
+    Attribute, AttributeId, Direction, Mad, Method, MgmtClass, Notice, NoticeRepr, Routing,
+    SmInfoRepr, SmState, Smp, SmpRepr, Status,
 };
 use tracing::{debug, info, warn};
 
@@ -104,7 +104,7 @@ impl Responder {
         reply.copy_from_slice(&mad[..256]);
         let mut view = Mad::new_unchecked(&mut reply[..]);
         view.set_method(method.response());
-        view.set_status(unsupported());
+        view.set_status(Status::METHOD_ATTRIBUTE_UNSUPPORTED);
         OutgoingMad {
             mad: reply,
             dlid: Some(slid),
@@ -156,7 +156,11 @@ impl Responder {
                     ?attribute,
                     "request to the SM for an attribute it does not handle"
                 );
-                (request.method.response(), unsupported(), request.data)
+                (
+                    request.method.response(),
+                    Status::METHOD_ATTRIBUTE_UNSUPPORTED,
+                    request.data,
+                )
             }
             _ => return None,
         };
@@ -184,11 +188,6 @@ impl Responder {
             link_change,
         ))
     }
-}
-
-/// MAD status "the method/attribute combination is not supported" (IBA 13.4.7).
-fn unsupported() -> Status {
-    Status::invalid(InvalidField::MethodAttributeUnsupported)
 }
 
 /// An SMP from the fabric, or `None` for anything else (a short datagram, another class).
@@ -288,7 +287,7 @@ mod tests {
         let (answer, _) = reply_of(responder.on_request(&query, 4));
         assert_eq!(
             (answer.method, answer.status),
-            (Method::GetResp, unsupported())
+            (Method::GetResp, Status::METHOD_ATTRIBUTE_UNSUPPORTED)
         );
         let mut sa = Mad::new_unchecked(&mut query[..]);
         sa.set_mgmt_class(MgmtClass::SubnAdm);
@@ -299,7 +298,11 @@ mod tests {
         let header = Mad::new_checked(&reply.mad[..]).unwrap();
         assert_eq!(
             (header.method(), header.status(), reply.dlid),
-            (Method::GetTableResp, unsupported(), Some(4))
+            (
+                Method::GetTableResp,
+                Status::METHOD_ATTRIBUTE_UNSUPPORTED,
+                Some(4)
+            )
         );
         let response = emit(&SmpRepr {
             method: Method::GetResp,

@@ -106,7 +106,7 @@ fn describe(port: &PortPlan, caps: &PortCaps) -> String {
         );
     }
     for set in &port.vlarb {
-        let priority = if set.block.is_high() { "high" } else { "low" };
+        let priority = set.block.priority();
         let entries: Vec<String> = set
             .programmed()
             .iter()
