@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use ibqos_mad::Priority;
+use ibqos_mad::{Guid, Priority};
 use serde::{Deserialize, Serialize};
 
 use super::Emulator;
@@ -127,7 +127,7 @@ pub fn dump(emulator: &Emulator) -> FabricDump {
                 kind: kind.to_owned(),
                 ports,
             };
-            (format!("{:#018x}", node.guid), dump)
+            (Guid(node.guid).to_string(), dump)
         })
         .collect();
     FabricDump { nodes }

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+use ibqos_mad::Guid;
 use ibqos_qos::VlCount;
 
 /// A node of a [`Topology`]: its index in insertion order.
@@ -240,7 +241,7 @@ impl Node {
 /// A structural problem with a topology.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopologyError {
-    #[error("node GUID {guid:#018x} of {name:?} is already used by {existing:?}")]
+    #[error("node GUID {} of {name:?} is already used by {existing:?}", Guid(*guid))]
     DuplicateGuid {
         guid: u64,
         name: String,

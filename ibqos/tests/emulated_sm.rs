@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ibqos_emu::{Emulator, FabricDump};
 use ibqos_fabric::{LinkCaps, PortRef, generate};
-use ibqos_mad::{Attribute, AttributeId, Method, PortState, SlToVlModifier};
+use ibqos_mad::{Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier};
 use ibqos_qos::{VlCount, oper_vls};
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
@@ -284,7 +284,7 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
         .flat_map(|(_, node)| {
             node.existing_ports()
                 .filter(|(_, port)| port.peer.is_some())
-                .map(|(number, _)| format!("{:#018x}[{number}]", node.guid))
+                .map(|(number, _)| format!("{}[{number}]", Guid(node.guid)))
                 .collect::<Vec<_>>()
         })
         .collect();

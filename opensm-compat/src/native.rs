@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use ibqos_mad::Guid;
 use ibqos_qos::{PortClass, QosSet, Sl2VlTable, Vl, VlArbEntry, VlArbTable, VlCount};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
@@ -530,7 +531,7 @@ pub(crate) fn write(s: &Settings) -> String {
     }
     let sm = &s.sm;
     out.push_str("\n[sm]\n");
-    kv(&mut out, "guid", toml_str(&format!("0x{:016x}", sm.guid)));
+    kv(&mut out, "guid", toml_str(&Guid(sm.guid).to_string()));
     kv(
         &mut out,
         "subnet_prefix",

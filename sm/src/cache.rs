@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use ibqos_mad::Guid;
+
 /// Reads a guid2lid file. A line that does not parse is skipped and reported in the returned
 /// list of problems: a damaged cache must not stop the SM, it only costs the old addresses.
 pub fn read_guid2lid(text: &str) -> (BTreeMap<u64, u16>, Vec<String>) {
@@ -45,7 +47,8 @@ pub fn write_guid2lid(ports: impl IntoIterator<Item = (u64, u16)>, lmc: u8) -> S
     for (guid, lid) in ports {
         let _ = writeln!(
             out,
-            "{guid:#018x} {lid:#06x} {:#06x}",
+            "{} {lid:#06x} {:#06x}",
+            Guid(guid),
             lid.saturating_add(span - 1)
         );
     }

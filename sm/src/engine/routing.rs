@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ibqos_fabric::routing::{RoutingError, minhop, updn, updn_roots};
 use ibqos_fabric::{Node as FabricNode, NodeKind, PortRef, Topology, TopologyError};
-use ibqos_mad::NodeType;
+use ibqos_mad::{Guid, NodeType};
 
 use super::subnet::Subnet;
 
@@ -68,7 +68,7 @@ fn topology(subnet: &Subnet) -> Result<(Topology, Vec<u64>), TopologyError> {
             _ => NodeKind::Ca,
         };
         let mut fabric_node =
-            FabricNode::new(kind, *guid, format!("{guid:#018x}"), node.info.num_ports);
+            FabricNode::new(kind, *guid, Guid(*guid).to_string(), node.info.num_ports);
         fabric_node.description = node.description.clone();
         for (number, port) in &node.ports {
             if let Some(fabric_port) = fabric_node.port_mut(*number) {

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use ibqos_mad::{
-    AttributeId, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysPortState, PortInfoModifier,
-    PortInfoRepr,
+    AttributeId, Guid, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysPortState,
+    PortInfoModifier, PortInfoRepr,
 };
 use tracing::debug;
 
@@ -21,7 +21,7 @@ impl Sweep {
         let here = PortKey::new(guid, arrival);
         let new_node = !self.subnet.nodes.contains_key(&guid);
         if new_node {
-            debug!(guid = %format!("{guid:#018x}"), ?path, kind = ?info.node_type, "found a node");
+            debug!(guid = %Guid(guid), ?path, kind = ?info.node_type, "found a node");
             self.subnet.nodes.insert(
                 guid,
                 Node {

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use ibqos_mad::{
-    Attribute, AttributeId, DrPath, PhysPortState, PortInfoRepr, PortState, Routing, SmpRepr,
+    Attribute, AttributeId, DrPath, Guid, PhysPortState, PortInfoRepr, PortState, Routing, SmpRepr,
 };
 use ibqos_qos::{QosConfig, VlCount};
 use tracing::{debug, info, warn};
@@ -342,7 +342,7 @@ impl Sweep {
                 }
             }
             (Op::SetLft { guid }, Attribute::LinearForwardingTable(_)) => {
-                debug!(guid = %format!("{guid:#018x}"), "LFT block set");
+                debug!(guid = %Guid(guid), "LFT block set");
             }
             (Op::SetQos { index, attempt }, echo) => self.qos_echo(now, index, attempt, echo),
             (Op::ReadBack { pending }, held) => self.read_back(pending, Some(held)),
