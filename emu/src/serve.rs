@@ -2,7 +2,8 @@
 //! (OpenSM and infiniband-diags under `libumad2sim.so`, `ibqos sm --fabric ibsim:NAME@NODE`) run
 //! against an [`Emulator`] unchanged.
 //!
-//! The protocol (wire-and-ibsim.md §5.1, ibsim's `ibsim.c`): abstract AF_UNIX datagram sockets
+//! The protocol (ibsim 0.10: `ibsim/ibsim.c:119-160`, `umad2sim/sim_client.c:235-267`, the
+//! structs in `include/ibsim.h:64-96`): abstract AF_UNIX datagram sockets
 //! `\0NAME:ctl\0` (control) and `\0NAME:out0\0` ... `\0NAME:out9\0` (data of client 0..9); the
 //! trailing NUL is part of each name. A client binds `NAME:ctl<pid>` and `NAME:in<pid>`, sends
 //! CONNECT (80-byte `struct sim_ctl`, host byte order) and then exchanges 288-byte
