@@ -362,7 +362,7 @@ fn fabric_gen_fat_tree3_defaults_to_the_full_k_ary_tree() {
 
 #[test]
 fn fabric_gen_fat_tree_keeps_its_two_level_form() {
-    let shared = include_str!("../../tests/testdata/fat-tree-16.net");
+    let shared = include_str!("../../fabric/data/fat-tree-16.net");
     let t = generated(&[
         "fat-tree", "--leaves", "4", "--spines", "2", "--hosts", "4", "--radix", "8",
     ]);

@@ -73,7 +73,7 @@ fn sm_on_an_emulated_net_file() {
     let dir = std::env::temp_dir().join(format!("ibqos-emulated-net-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let net = dir.join("fat-tree-16.net");
-    std::fs::copy(repo("tests/testdata/fat-tree-16.net"), &net).unwrap();
+    std::fs::copy(repo("fabric/data/fat-tree-16.net"), &net).unwrap();
     let spec = format!("sim:{}", net.display());
     let config = repo("examples/opensm-qos.conf");
     let (ok, summary) = sm_once(&["--fabric", &spec, "-F", config.to_str().unwrap()]);

@@ -13,7 +13,7 @@
 //! they depend only on the links being physically up, not on the LIDs and forwarding tables the
 //! SM set up: a table mismatch never hides behind a routing failure.
 //!
-//! The fabric (testdata/two-switch.net): S1 (8 ports, enhanced port 0) and S2 (8 ports, base
+//! The fabric (fabric/data/two-switch.net): S1 (8 ports, enhanced port 0) and S2 (8 ports, base
 //! port 0) joined by two links; H1, H2 on S1; H3, H4 on S2; H5 with a port on each. Every ibsim
 //! port has VLCap 8 VLs, VLArb caps 8/8 and starts with OperVLs 8 VLs.
 //!
@@ -31,7 +31,7 @@ use ibqos_tests::smpquery::{
 };
 use ibqos_tests::{Ibsim, Node, NodeKind, SimTools, TestDir, Topology};
 
-const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/two-switch.net");
+const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fabric/data/two-switch.net");
 
 /// OpenSM attaches here; its port is programmed like every other CA port.
 const SM_NODE: &str = "H1";

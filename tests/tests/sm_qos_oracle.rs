@@ -14,7 +14,7 @@
 //! Every config here leaves `max_op_vls` at its default (15 VLs, above ibsim's 8), where the two
 //! agree, so any difference is a bug.
 //!
-//! Fabrics: tests/testdata/two-switch.net (an enhanced and a base port 0, parallel links, a
+//! Fabrics: fabric/data/two-switch.net (an enhanced and a base port 0, parallel links, a
 //! dual-port CA) and a generated ring of four switches. Transports: the native ibsim client for
 //! every config, and umad under ibsim's shim for the generic and the lenient configs.
 
