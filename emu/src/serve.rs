@@ -222,10 +222,10 @@ impl Switchboard {
     /// Forgets a client whose socket is gone, as ibsim does when a write to it fails. An SM
     /// client's port stops advertising IsSM.
     pub fn disconnect(&mut self, client: usize) {
-        if let Some(gone) = self.clients.get_mut(client).and_then(Option::take) {
-            if gone.issm {
-                self.emu.set_is_sm(gone.port, false);
-            }
+        if let Some(gone) = self.clients.get_mut(client).and_then(Option::take)
+            && gone.issm
+        {
+            self.emu.set_is_sm(gone.port, false);
         }
     }
 

@@ -72,11 +72,11 @@ fn switch_distance(t: &Topology, a: NodeId, b: NodeId) -> usize {
     dist[a.index()] = 0;
     while let Some(s) = queue.pop_front() {
         for (_, port) in t.node(s).unwrap().existing_ports() {
-            if let Some(peer) = port.peer.filter(|p| is_switch(t, p.node)) {
-                if dist[peer.node.index()] == usize::MAX {
-                    dist[peer.node.index()] = dist[s.index()] + 1;
-                    queue.push_back(peer.node);
-                }
+            if let Some(peer) = port.peer.filter(|p| is_switch(t, p.node))
+                && dist[peer.node.index()] == usize::MAX
+            {
+                dist[peer.node.index()] = dist[s.index()] + 1;
+                queue.push_back(peer.node);
             }
         }
     }

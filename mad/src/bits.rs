@@ -113,7 +113,7 @@ pub(crate) const fn check_field(
 /// Compile-time check of a byte-string row: byte aligned and inside a layout of `len` bytes.
 pub(crate) const fn check_bytes(len: usize, offset: usize, width: usize) {
     assert!(
-        offset % 8 == 0 && width % 8 == 0 && width > 0,
+        offset.is_multiple_of(8) && width.is_multiple_of(8) && width > 0,
         "byte field is not byte aligned"
     );
     assert!(offset + width <= len * 8, "field runs past the layout");

@@ -466,12 +466,12 @@ impl Sweep {
             self.arrivals.insert(here, (path.clone(), info.port_guid));
             self.get_port_info(guid, &path, arrival);
         }
-        if let Some((&egress, before)) = path.split_last() {
-            if let Some(&from) = self.by_path.get(before) {
-                self.subnet.link((from, egress), here);
-                self.probed.insert((from, egress));
-                self.probed.insert(here);
-            }
+        if let Some((&egress, before)) = path.split_last()
+            && let Some(&from) = self.by_path.get(before)
+        {
+            self.subnet.link((from, egress), here);
+            self.probed.insert((from, egress));
+            self.probed.insert(here);
         }
         self.by_path.insert(path, guid);
     }
@@ -598,11 +598,10 @@ impl Sweep {
         }
         // VLHighLimit travels in this Set, as in OpenSM's link manager; with qos off it is
         // left as the port has it.
-        if self.config.qos.enabled {
-            if let Some(plan) = port_plan(&self.subnet, &self.config.qos, key, info.operational_vls)
-            {
-                info.vl_high_limit = plan.vl_high_limit;
-            }
+        if self.config.qos.enabled
+            && let Some(plan) = port_plan(&self.subnet, &self.config.qos, key, info.operational_vls)
+        {
+            info.vl_high_limit = plan.vl_high_limit;
         }
         Some(info)
     }
@@ -950,13 +949,12 @@ impl Sweep {
             self.send(planned);
         } else if let (Op::SetPortInfo { port, .. }, Attribute::PortInfo(info)) =
             (&planned.op, &planned.attribute)
+            && let Some(p) = self.subnet.port_mut(*port)
         {
-            if let Some(p) = self.subnet.port_mut(*port) {
-                p.info = PortInfoRepr {
-                    port_state: resulting_state(p.info.port_state, info.port_state),
-                    ..*info
-                };
-            }
+            p.info = PortInfoRepr {
+                port_state: resulting_state(p.info.port_state, info.port_state),
+                ..*info
+            };
         }
     }
 
