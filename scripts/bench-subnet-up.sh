@@ -8,7 +8,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-net=$(realpath "${1:-fabric/tests/data/fat-tree-648.net}")
+net=$(realpath "${1:-fabric/data/fat-tree-648.net}")
 rounds=${2:-5}
 qos=${QOS:-FALSE}
 shim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so

@@ -40,7 +40,6 @@ use ibqos_mad::{
     SlToVlMappingTableRepr, Smp, SmpRepr, Status, SwitchInfoRepr, VlArbEntry,
 };
 
-use ibqos_fabric::netfile::{NetError, NetFile, parse_net_file, parse_net_str};
 use ibqos_fabric::{NodeId, PortRef, Topology};
 use link::LinkEvent;
 use models::Dice;
@@ -55,29 +54,10 @@ pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
 pub use sma::LINEAR_FDB_CAP;
 pub use trap::Trap;
 
-/// The fabrics built into the emulator, by name, as net-file text: what an SM can run against
-/// on a machine with nothing else installed.
-pub const BUILTIN_TOPOLOGIES: [(&str, &str); 1] = [("two-switch", include_str!("two-switch.net"))];
+pub use ibqos_fabric::builtin::{BUILTIN_TOPOLOGIES, builtin_topology, load_topology};
 
 /// The built-in fabric `ibqos sm` runs against by default.
 pub const DEFAULT_TOPOLOGY: &str = "two-switch";
-
-/// The net-file text of built-in fabric `name`.
-pub fn builtin_topology(name: &str) -> Option<&'static str> {
-    BUILTIN_TOPOLOGIES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, text)| *text)
-}
-
-/// A built-in fabric by name, else a net file by path: what `sim:TOPOLOGY`, `ibqos fabric
-/// serve TOPOLOGY` and `ibqos fabric dump TOPOLOGY` take.
-pub fn load_topology(spec: &str) -> Result<NetFile, NetError> {
-    match builtin_topology(spec) {
-        Some(text) => parse_net_str(text),
-        None => parse_net_file(std::path::Path::new(spec)),
-    }
-}
 
 /// The node of `topology` with this name, else the first with this NodeDescription (ibsim
 /// takes either).

@@ -43,7 +43,6 @@ use ibqos_fabric::{PortRef, Topology};
 
 /// The PerfMgt class version a PMA implements (IBA 16.1.1).
 const CLASS_VERSION: u8 = 1;
-/// 0x0004: a ClassVersion the PMA does not implement.
 
 /// How much one MAD adds to PortXmitData and PortRcvData: ibsim's 72 dwords, 288 bytes for the
 /// 256-byte MAD and its headers and CRCs.

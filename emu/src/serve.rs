@@ -2,10 +2,11 @@
 //! (OpenSM and infiniband-diags under `libumad2sim.so`, `ibqos sm --fabric ibsim:NAME@NODE`) run
 //! against an [`Emulator`] unchanged.
 //!
-//! The protocol (ibsim's `ibsim.c`; the datagrams are [`ibqos_mad::ibsim`]'s): abstract AF_UNIX
-//! datagram sockets `\0NAME:ctl\0` (control) and `\0NAME:out0\0` ... `\0NAME:out9\0` (data of
-//! client 0..9); the trailing NUL is part of each name. A client binds `NAME:ctl<pid>` and
-//! `NAME:in<pid>`, sends CONNECT (an 80-byte `struct sim_ctl`) and then exchanges 288-byte
+//! The protocol (ibsim 0.10: `ibsim/ibsim.c:119-160`, `umad2sim/sim_client.c:235-267`, the
+//! structs in `include/ibsim.h:64-96`, declared as [`ibqos_mad::ibsim`]'s datagrams): abstract
+//! AF_UNIX datagram sockets `\0NAME:ctl\0` (control) and `\0NAME:out0\0` ... `\0NAME:out9\0` (data of client 0..9); the
+//! trailing NUL is part of each name. A client binds `NAME:ctl<pid>` and `NAME:in<pid>`, sends
+//! CONNECT (80-byte `struct sim_ctl`, host byte order) and then exchanges 288-byte
 //! `struct sim_request` datagrams with `NAME:out<client>`.
 //!
 //! [`Switchboard`] is the protocol without I/O (what each datagram causes), [`Server`] moves
@@ -182,10 +183,10 @@ impl Switchboard {
     /// Forgets a client whose socket is gone, as ibsim does when a write to it fails. An SM
     /// client's port stops advertising IsSM.
     pub fn disconnect(&mut self, client: usize) {
-        if let Some(gone) = self.clients.get_mut(client).and_then(Option::take) {
-            if gone.issm {
-                self.emu.set_is_sm(gone.port, false);
-            }
+        if let Some(gone) = self.clients.get_mut(client).and_then(Option::take)
+            && gone.issm
+        {
+            self.emu.set_is_sm(gone.port, false);
         }
     }
 

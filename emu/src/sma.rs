@@ -117,9 +117,10 @@ fn highest_bit(mask: u8) -> u8 {
 }
 
 impl PortSma {
-    /// A port as ibsim starts it (`sim_net.c` templates): linked ports Init/LinkUp, unlinked
-    /// ones Down/Polling, switch port 0 Active/LinkUp; OperVLs = VLCap, LIDs as the topology
-    /// presets them, default tables.
+    /// A port as ibsim 0.10 starts it (the PortInfo templates of `ibsim/sim_net.c:76-129`, set
+    /// by `link_ports` :1325-1326 and `connect_ports` :1372-1383): linked
+    /// ports Init/LinkUp, unlinked ones Down/Polling, switch port 0 Active/LinkUp; OperVLs =
+    /// VLCap, LIDs as the topology presets them, default tables.
     pub(crate) fn new(node: &Node, number: u8, port: &Port) -> PortSma {
         let caps = port.link;
         let is_switch = node.is_switch();

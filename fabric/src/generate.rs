@@ -168,7 +168,7 @@ pub fn fat_tree(
 /// edge switch by edge switch. So `E0_0` has the first switch GUID and `H0_0_0` the first CA GUID.
 pub fn fat_tree3(radix: usize, pods: usize, hosts_per_edge: usize) -> Result<Topology, GenError> {
     let m = radix / 2;
-    if radix == 0 || radix % 2 != 0 {
+    if radix == 0 || !radix.is_multiple_of(2) {
         return Err(GenError::Shape(format!(
             "a three-level fat tree needs an even radix of at least 2, not {radix}: half of each \
              switch's ports go down, half up"

@@ -4,6 +4,8 @@
 //!   read from a net file;
 //! - [`netfile`]: ibsim / ibnetdiscover net files, read exactly as ibsim 0.10 reads them, and
 //!   written so that ibsim loads them;
+//! - [`builtin`]: the fabrics built in by name (`two-switch`), and a loader that takes a name or
+//!   a net file's path;
 //! - [`generate`]: generated fabrics (ring, two- and three-level fat trees, 2-D torus) for tests
 //!   and the simulator;
 //! - [`routing`]: the routing engines (minhop, up*/down*) as pure, deterministic functions from a
@@ -12,6 +14,7 @@
 //! Pure data and functions: no I/O beyond reading a net file, no clock. The emulated fabric that
 //! answers SMPs for these topologies is the `ibqos-emu` crate.
 
+pub mod builtin;
 pub mod generate;
 pub mod netfile;
 pub mod routing;

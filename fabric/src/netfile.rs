@@ -616,10 +616,10 @@ impl<'r> Parser<'r> {
             .map(|k| &rest[k..])
             .find(|t| t.starts_with("lid") && !t.contains('"'));
         if let (Some(trailer), NodeKind::Ca | NodeKind::Switch) = (trailer, kind) {
-            if kind == NodeKind::Ca {
-                if let Some(port) = node.port_mut(port) {
-                    set_lid_and_lmc(port, rest);
-                }
+            if kind == NodeKind::Ca
+                && let Some(port) = node.port_mut(port)
+            {
+                set_lid_and_lmc(port, rest);
             }
             if let Some((width, speed)) = scan_lid_width_speed(trailer) {
                 let Some(port) = node.port_mut(port) else {

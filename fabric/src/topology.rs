@@ -488,10 +488,10 @@ impl Topology {
             }
             for (p, port) in node.existing_ports() {
                 let here = PortRef::new(id, p);
-                if let Some(peer) = port.peer {
-                    if self.peer(peer) != Some(here) || (node.is_switch() && p == 0) {
-                        return Err(TopologyError::AsymmetricLink { port: here, peer });
-                    }
+                if let Some(peer) = port.peer
+                    && (self.peer(peer) != Some(here) || (node.is_switch() && p == 0))
+                {
+                    return Err(TopologyError::AsymmetricLink { port: here, peer });
                 }
             }
         }

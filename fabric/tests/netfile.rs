@@ -9,9 +9,9 @@ use ibqos_fabric::netfile::{NetErrorKind, NetNote, parse_net_str, parse_net_with
 use ibqos_fabric::{NodeKind, PortRef, Topology};
 use proptest::prelude::*;
 
-const TWO_SWITCH: &str = include_str!("data/two-switch.net");
-const FAT_TREE_16: &str = include_str!("data/fat-tree-16.net");
-const FAT_TREE_648: &str = include_str!("data/fat-tree-648.net");
+const TWO_SWITCH: &str = include_str!("../data/two-switch.net");
+const FAT_TREE_16: &str = include_str!("../data/fat-tree-16.net");
+const FAT_TREE_648: &str = include_str!("../data/fat-tree-648.net");
 
 fn parse(text: &str) -> Topology {
     parse_net_str(text).unwrap().topology

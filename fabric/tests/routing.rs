@@ -17,8 +17,8 @@ fn net(text: &str) -> Topology {
 
 fn fabrics() -> Vec<(&'static str, Topology)> {
     vec![
-        ("two-switch", net(include_str!("data/two-switch.net"))),
-        ("fat-tree-16", net(include_str!("data/fat-tree-16.net"))),
+        ("two-switch", net(include_str!("../data/two-switch.net"))),
+        ("fat-tree-16", net(include_str!("../data/fat-tree-16.net"))),
         (
             "fat-tree3",
             with_lids(generate::fat_tree3(4, 4, 2).unwrap(), 0),
@@ -72,11 +72,11 @@ fn switch_distance(t: &Topology, a: NodeId, b: NodeId) -> usize {
     dist[a.index()] = 0;
     while let Some(s) = queue.pop_front() {
         for (_, port) in t.node(s).unwrap().existing_ports() {
-            if let Some(peer) = port.peer.filter(|p| is_switch(t, p.node)) {
-                if dist[peer.node.index()] == usize::MAX {
-                    dist[peer.node.index()] = dist[s.index()] + 1;
-                    queue.push_back(peer.node);
-                }
+            if let Some(peer) = port.peer.filter(|p| is_switch(t, p.node))
+                && dist[peer.node.index()] == usize::MAX
+            {
+                dist[peer.node.index()] = dist[s.index()] + 1;
+                queue.push_back(peer.node);
             }
         }
     }
@@ -112,7 +112,7 @@ fn minhop_reaches_everything_on_shortest_paths() {
 
 #[test]
 fn minhop_balances_leaf_uplinks_like_opensm() {
-    let t = net(include_str!("data/fat-tree-16.net"));
+    let t = net(include_str!("../data/fat-tree-16.net"));
     let routes = minhop(&t).unwrap();
     for leaf in ["L0", "L1", "L2", "L3"] {
         let id = t.node_by_name(leaf).unwrap();
@@ -210,7 +210,7 @@ fn updn_reaches_everything_and_never_turns_down_then_up() {
 
 #[test]
 fn updn_roots_are_the_spines_of_a_fat_tree() {
-    let t = net(include_str!("data/fat-tree-16.net"));
+    let t = net(include_str!("../data/fat-tree-16.net"));
     let names: Vec<&str> = updn_roots(&t)
         .into_iter()
         .map(|id| t.node(id).unwrap().name.as_str())

@@ -1,9 +1,12 @@
 //! The `ibqos` command as an administrator runs it: exit statuses, messages for bad input, the
 //! JSON shape of `plan`, `migrate` round trips, and the fabrics `fabric gen` writes.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
+use common::scratch_file;
 use ibqos_fabric::Topology;
 use ibqos_fabric::netfile::parse_net_str;
 use serde_json::Value;
@@ -27,34 +30,6 @@ fn stderr(output: &Output) -> String {
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// A directory of its own for one test, removed when the test ends.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("ibqos-cli-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        Scratch(dir)
-    }
-
-    fn file(&self, name: &str, contents: &[u8]) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).expect("write scratch file");
-        path
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn plan_json(config_flag: &str, config: &Path, class: &str) -> Value {
@@ -197,8 +172,8 @@ fn check_reports_like_a_compiler_and_fails_on_errors() {
 
 #[test]
 fn check_strict_fails_on_warnings_only_with_strict() {
-    let dir = Scratch::new("strict");
-    let conf = dir.file("opensm.conf", b"qos true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let conf = scratch_file(&dir, "opensm.conf", b"qos true\n");
     let relaxed = ibqos(&["check", conf.to_str().unwrap()]);
     assert_eq!(relaxed.status.code(), Some(0), "{}", stdout(&relaxed));
     assert!(stdout(&relaxed).contains("warning"), "{}", stdout(&relaxed));
@@ -233,8 +208,8 @@ fn a_missing_file_is_one_clear_error() {
 
 #[test]
 fn a_directory_is_one_clear_error() {
-    let dir = Scratch::new("directory");
-    let output = ibqos(&["check", dir.0.to_str().unwrap()]);
+    let dir = tempfile::tempdir().unwrap();
+    let output = ibqos(&["check", dir.path().to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
 }
@@ -242,7 +217,7 @@ fn a_directory_is_one_clear_error() {
 /// Garbage of every kind gets diagnostics and exit status 1, never a panic (status 101).
 #[test]
 fn bad_bytes_never_panic() {
-    let dir = Scratch::new("garbage");
+    let dir = tempfile::tempdir().unwrap();
     let mut garbage: Vec<u8> = (0..4096u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
@@ -254,14 +229,14 @@ fn bad_bytes_never_panic() {
         ("long.conf", long_line),
         ("utf8.conf", invalid_utf8),
     ] {
-        let path = dir.file(name, &bytes);
+        let path = scratch_file(&dir, name, &bytes);
         let output = ibqos(&["check", path.to_str().unwrap()]);
         assert_eq!(output.status.code(), Some(1), "{name}: {}", stderr(&output));
         assert!(
             !stdout(&output).is_empty(),
             "{name}: a diagnostic is printed"
         );
-        let toml = dir.file(&format!("{name}.toml"), &bytes);
+        let toml = scratch_file(&dir, &format!("{name}.toml"), &bytes);
         let output = ibqos(&["check", toml.to_str().unwrap()]);
         assert_eq!(
             output.status.code(),
@@ -275,9 +250,9 @@ fn bad_bytes_never_panic() {
 /// OpenSM strips the CR of CRLF lines with the trailing whitespace; so does ibqos.
 #[test]
 fn crlf_files_plan_like_lf_files() {
-    let dir = Scratch::new("crlf");
+    let dir = tempfile::tempdir().unwrap();
     let lf = std::fs::read_to_string(EXAMPLE).unwrap();
-    let crlf = dir.file("crlf.conf", lf.replace('\n', "\r\n").as_bytes());
+    let crlf = scratch_file(&dir, "crlf.conf", lf.replace('\n', "\r\n").as_bytes());
     let a = plan_json("-F", Path::new(EXAMPLE), "ca");
     let b = plan_json("-F", &crlf, "ca");
     for field in ["sl2vl", "vlarb_low", "vlarb_high", "vl_high_limit"] {
@@ -288,9 +263,9 @@ fn crlf_files_plan_like_lf_files() {
 /// opensm.conf -> ibqos.toml -> opensm.conf plans the same tables for every port class.
 #[test]
 fn migrate_round_trip_keeps_every_table() {
-    let dir = Scratch::new("migrate");
-    let toml = dir.path("ibqos.toml");
-    let back = dir.path("opensm.conf");
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("ibqos.toml");
+    let back = dir.path().join("opensm.conf");
     let to_toml = ibqos(&["migrate", EXAMPLE, "-o", toml.to_str().unwrap()]);
     assert!(to_toml.status.success(), "{}", stderr(&to_toml));
     let to_conf = ibqos(&[
@@ -322,8 +297,8 @@ fn migrate_round_trip_keeps_every_table() {
 
 #[test]
 fn migrate_does_not_replace_a_file_without_force() {
-    let dir = Scratch::new("force");
-    let existing = dir.file("ibqos.toml", b"# mine\n");
+    let dir = tempfile::tempdir().unwrap();
+    let existing = scratch_file(&dir, "ibqos.toml", b"# mine\n");
     let output = ibqos(&["migrate", EXAMPLE, "-o", existing.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains("--force"), "{}", stderr(&output));
@@ -362,7 +337,7 @@ fn fabric_gen_fat_tree3_defaults_to_the_full_k_ary_tree() {
 
 #[test]
 fn fabric_gen_fat_tree_keeps_its_two_level_form() {
-    let shared = include_str!("../../tests/testdata/fat-tree-16.net");
+    let shared = include_str!("../../fabric/data/fat-tree-16.net");
     let t = generated(&[
         "fat-tree", "--leaves", "4", "--spines", "2", "--hosts", "4", "--radix", "8",
     ]);

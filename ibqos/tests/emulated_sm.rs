@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ibqos_emu::{Emulator, FabricDump};
 use ibqos_fabric::{LinkCaps, PortRef, generate};
@@ -29,20 +28,13 @@ fn repo(path: &str) -> std::path::PathBuf {
 fn sm_once(args: &[&str]) -> (bool, Value) {
     // One cache per run: tests run in parallel, and two sharing a cache would remove it under
     // each other.
-    static RUNS: AtomicUsize = AtomicUsize::new(0);
-    let cache = std::env::temp_dir().join(format!(
-        "ibqos-emulated-{}-{}",
-        std::process::id(),
-        RUNS.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&cache).unwrap();
+    let cache = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
         .args(["sm", "--once", "--json", "--cache-dir"])
-        .arg(&cache)
+        .arg(cache.path())
         .args(args)
         .output()
         .unwrap();
-    std::fs::remove_dir_all(&cache).unwrap();
     let summary = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.success(), summary)
@@ -72,14 +64,12 @@ fn sm_with_no_fabric_runs_on_the_builtin_emulated_fabric() {
 
 #[test]
 fn sm_on_an_emulated_net_file() {
-    let dir = std::env::temp_dir().join(format!("ibqos-emulated-net-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let net = dir.join("fat-tree-16.net");
-    std::fs::copy(repo("tests/testdata/fat-tree-16.net"), &net).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("fat-tree-16.net");
+    std::fs::copy(repo("fabric/data/fat-tree-16.net"), &net).unwrap();
     let spec = format!("sim:{}", net.display());
     let config = repo("examples/opensm-qos.conf");
     let (ok, summary) = sm_once(&["--fabric", &spec, "-F", config.to_str().unwrap()]);
-    std::fs::remove_dir_all(&dir).unwrap();
     assert!(ok, "{summary}");
     assert_eq!(summary["subnet_up"], true);
     assert_eq!(summary["nodes"], 22);
@@ -91,9 +81,8 @@ fn sm_on_an_emulated_net_file() {
 /// all 48 links ACTIVE.
 #[test]
 fn sm_brings_up_a_generated_three_level_fat_tree() {
-    let dir = std::env::temp_dir().join(format!("ibqos-fat-tree3-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (net, after) = (dir.join("ft3-k4.net"), dir.join("after.json"));
+    let dir = tempfile::tempdir().unwrap();
+    let (net, after) = (dir.path().join("ft3-k4.net"), dir.path().join("after.json"));
     ibqos_ok(&[
         "fabric",
         "gen",
@@ -106,7 +95,6 @@ fn sm_brings_up_a_generated_three_level_fat_tree() {
     let spec = format!("sim:{}", net.display());
     let (up, summary) = sm_once(&["--fabric", &spec, "--dump-fabric", after.to_str().unwrap()]);
     let dump = FabricDump::from_json(&std::fs::read_to_string(&after).unwrap()).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
     assert!(up, "{summary}");
     assert_eq!(summary["subnet_up"], true);
     assert_eq!(summary["nodes"], 36);
@@ -257,16 +245,14 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
     let sets_before = sets_handled(forced.transport.emulator());
     assert!(sets_before > 0);
 
-    let dir = std::env::temp_dir().join(format!("ibqos-dry-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let changed = dir.join("opensm.conf");
+    let dir = tempfile::tempdir().unwrap();
+    let changed = dir.path().join("opensm.conf");
     let mut text = std::fs::read_to_string(&example).unwrap();
     text.push_str("qos_ca_vlarb_low 0:8,1:200,3:16\n");
     std::fs::write(&changed, text).unwrap();
     let changed = ibqos_opensm::load(&changed).unwrap().settings;
     let mut dry_run = EmulatedSm::new(forced.transport, Run::DryRun, &changed);
     let (summaries, outcome) = dry_run.finish();
-    std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(outcome, Outcome::DryRunDone);
     assert_eq!(summaries[0].mode, SweepMode::DryRun);
     let transport = &dry_run.transport;
@@ -315,9 +301,11 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
 /// write the same format: before, no linked port is ACTIVE; after, every one is.
 #[test]
 fn fabric_dump_before_and_after_the_sm() {
-    let dir = std::env::temp_dir().join(format!("ibqos-dumps-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (before, after) = (dir.join("before.json"), dir.join("after.json"));
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (
+        dir.path().join("before.json"),
+        dir.path().join("after.json"),
+    );
     ibqos_ok(&[
         "fabric",
         "dump",
@@ -330,7 +318,6 @@ fn fabric_dump_before_and_after_the_sm() {
     let read =
         |path: &Path| FabricDump::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
     let (before, after) = (read(&before), read(&after));
-    std::fs::remove_dir_all(&dir).unwrap();
     let (was, now) = (linked_port_states(&before), linked_port_states(&after));
     assert_eq!(was.len(), 16, "both ends of the 8 links of two-switch");
     assert!(was.iter().all(|s| s != "Active"), "{was:?}");

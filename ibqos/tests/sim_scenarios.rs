@@ -5,9 +5,11 @@
 //! the wire, 1040 ns; a 2048-byte payload is 33 blocks, 2112 bytes, 528 ns; 256 bytes is 5
 //! blocks, 320 bytes, 80 ns. Each expectation states its tolerance and why.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::{Command, Output};
 
+use common::scratch_file;
 use serde_json::Value;
 
 const STAR: &str = r#"
@@ -42,30 +44,6 @@ vl_buffer_bytes = 65536
 credit_latency_ns = 100
 "#;
 
-/// A directory of its own for one test, removed when the test ends.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("ibqos-sim-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        Scratch(dir)
-    }
-
-    fn file(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).expect("write scratch file");
-        path
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn ibqos(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ibqos"))
         .args(args)
@@ -85,10 +63,10 @@ fn simulate(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Value {
 }
 
 fn run(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Output {
-    let dir = Scratch::new(name);
-    let net = dir.file("star.net", STAR);
-    let conf = dir.file("opensm.conf", conf);
-    let traffic = dir.file("traffic.toml", traffic);
+    let dir = tempfile::Builder::new().prefix(name).tempdir().unwrap();
+    let net = scratch_file(&dir, "star.net", STAR);
+    let conf = scratch_file(&dir, "opensm.conf", conf);
+    let traffic = scratch_file(&dir, "traffic.toml", traffic);
     let mut args = vec![
         "sim",
         "--topology",

@@ -3,7 +3,7 @@
 //! The IBA (and libibmad's `fields.c`) names every field by a bit offset counted from the most
 //! significant bit of byte 0, and a width. Fields are big-endian, 1 to 64 bits wide, and need not
 //! start or end on a byte boundary (PortInfo's HOQLife is bits 339..344). [`read`] and [`write`]
-//! take exactly that pair, so a layout table copied from the reference is used as written, with
+//! take exactly that pair, so a layout table copied from the IBA is used as written, with
 //! no hand conversion to byte indexes and shifts.
 
 /// A Rust type that a bit field decodes into.
@@ -113,7 +113,7 @@ pub(crate) const fn check_field(
 /// Compile-time check of a byte-string row: byte aligned and inside a layout of `len` bytes.
 pub(crate) const fn check_bytes(len: usize, offset: usize, width: usize) {
     assert!(
-        offset % 8 == 0 && width % 8 == 0 && width > 0,
+        offset.is_multiple_of(8) && width.is_multiple_of(8) && width > 0,
         "byte field is not byte aligned"
     );
     assert!(offset + width <= len * 8, "field runs past the layout");

@@ -18,7 +18,7 @@ pub enum Error {
     /// A field holds a value the layout forbids (for example a DR hop count above 63).
     #[error("invalid {field}: {value:#x}")]
     BadValue {
-        /// The field, named as in the reference layout tables.
+        /// The field, named as in the IBA layout tables.
         field: &'static str,
         /// The value found (or asked for).
         value: u64,

@@ -623,7 +623,7 @@ mod tests {
         );
     }
 
-    /// The bytes the reference prescribes for a DR request: SubnGet(NodeInfo) along 0,1,5
+    /// The bytes IBA 14.2.2 prescribes for a DR request: SubnGet(NodeInfo) along 0,1,5
     /// (egress port 1 then 5), D = 0, HopPointer 0, DrSLID = DrDLID = 0xFFFF.
     #[test]
     fn directed_get_request() {

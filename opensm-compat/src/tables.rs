@@ -471,7 +471,8 @@ mod tests {
 
     #[test]
     fn octal_eats_its_separator() {
-        // Reference §1.3: in `08:4,1:5` the 0 is the value and the 8 is eaten.
+        // OpenSM's `parse_one_unsigned` (`osm_qos.c:569-597`) reads `strtoul(base 0)` and then
+        // skips one character: in `08:4,1:5` the 0 is the value and the 8 is eaten.
         let (entries, codes) = vlarb("08:4,1:5");
         assert_eq!(entries, vec![(0, 0), (4, 1), (5, 0)]);
         assert_eq!(codes, vec!["separator-eaten"]);

@@ -8,9 +8,8 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{conf_pairs, is_per_sl, load_conf, strategy, vectors};
 use ibqos_opensm::{Loaded, Settings, to_opensm_conf};
@@ -18,23 +17,14 @@ use proptest::prelude::*;
 
 const OPENSM: &str = "/usr/sbin/opensm";
 
-/// A fresh scratch directory for one opensm run.
-fn scratch() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("ibqos-oracle-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
 /// What OpenSM read from `conf`: the options `opensm -c` wrote, and what it printed.
 fn opensm(conf: &[u8]) -> (BTreeMap<String, String>, String) {
     assert!(
         Path::new(OPENSM).exists(),
         "{OPENSM} is missing: install the Debian opensm package (apt-get install opensm)"
     );
-    let dir = scratch();
-    let (input, output) = (dir.join("in.conf"), dir.join("out.conf"));
+    let dir = tempfile::tempdir().expect("scratch dir");
+    let (input, output) = (dir.path().join("in.conf"), dir.path().join("out.conf"));
     std::fs::write(&input, conf).expect("write in.conf");
     let run = Command::new(OPENSM)
         .arg("-F")
@@ -45,7 +35,6 @@ fn opensm(conf: &[u8]) -> (BTreeMap<String, String>, String) {
         .expect("run opensm");
     assert!(run.status.success(), "opensm failed: {run:?}");
     let written = std::fs::read(&output).expect("opensm wrote out.conf");
-    let _ = std::fs::remove_dir_all(&dir);
     (
         conf_pairs(&String::from_utf8_lossy(&written)),
         String::from_utf8_lossy(&run.stdout).into_owned(),

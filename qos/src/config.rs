@@ -182,7 +182,8 @@ pub mod defaults {
 mod tests {
     use super::*;
 
-    /// Vector 24 of the OpenSM reference: `qos_high_limit 6`, `qos_swe_high_limit 0`.
+    /// Each field falls back on its own (`qos_build_config`, `osm_qos.c:599-668`):
+    /// `qos_high_limit 6`, `qos_swe_high_limit 0`.
     #[test]
     fn high_limit_falls_back_per_class() {
         let mut config = QosConfig::default();

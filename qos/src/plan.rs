@@ -1,7 +1,7 @@
 //! The planner: from a configuration and one port's capabilities to exactly the SL2VL table, the
 //! VL arbitration blocks and the VLHighLimit to program on that port.
 //!
-//! It reproduces OpenSM 3.3.23 (`osm_qos.c`, ../shared/reference/opensm-qos.md §2) with two
+//! It reproduces OpenSM 3.3.23 (`osm_qos_setup` and what it calls, `osm_qos.c:150-668`) with two
 //! deliberate fixes:
 //! 1. A VLArb cap above 32 programs entries 33..=cap in the second block. OpenSM computes that
 //!    block's length as `cap % 32`, so a cap of 64 gets an empty second block and entries 33-64 are

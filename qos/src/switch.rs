@@ -1,7 +1,7 @@
 //! Which SL-to-VL Sets a switch needs, and with which attribute-modifier scope.
 //!
 //! A switch holds one SL2VL table per (input port, output port) pair. OpenSM programs them in one
-//! of two ways (`osm_qos.c:334-416`, ../shared/reference/opensm-qos.md §2.5):
+//! of two ways (OpenSM 3.3.23 `osm_qos.c:334-416`):
 //! - per pair: for every output port that is not down (from port 0 on an enhanced port 0) and
 //!   every input port 0..=N — down ports and input == output included — one Set with the switch
 //!   external table masked by the output port's OperVLs;

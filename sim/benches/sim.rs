@@ -1,5 +1,5 @@
 //! Simulator throughput: events and packet-hops per second on one core, on the 648-host fat
-//! tree (fabric/tests/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
+//! tree (fabric/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
 //!
 //! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD]]` (defaults 100 us, 2048 B).
 //! Every host sends to every other host as fast as the fabric allows (419,256 greedy flows),
@@ -36,7 +36,7 @@ fn main() {
         .collect();
     let duration_us: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(100);
     let payload: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2048);
-    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/tests/data/fat-tree-648.net");
+    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/data/fat-tree-648.net");
     let mut topo = parse_net_file(&net).expect("fat-tree-648.net").topology;
     let loaded = load_bytes(
         "bench.conf",

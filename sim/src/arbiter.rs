@@ -1,9 +1,12 @@
 //! The output-port VL arbiter of IBA 7.6.9, with the points the specification leaves open (or
 //! that hardware does differently) as named options.
 //!
-//! ../shared/reference/simulation.md §1.1 collects what the sources say and where they disagree;
-//! §1.2 describes the Mellanox flit-level model (`ib_flit_sim`), whose choices are the
-//! non-default options here. The defaults are the specification's reading:
+//! The sources disagree: OpenSM's `doc/QoS_management_in_OpenSM.txt` §7 quotes IBA 7.6.9 on
+//! entries and the high limit, Shanley's *InfiniBand Network Architecture* (ch. 25) has an entry
+//! need weight for the whole packet, and NVIDIA Switch-IB 2 and Quantum-2 firmware release notes
+//! (known issues 955641, 1249608) report VLHighLimit and weight 0 behaving otherwise. Mellanox's
+//! flit-level model `ib_flit_sim` (`src/vlarb.cc`) makes the choices that are the non-default
+//! options here. The defaults are the specification's reading:
 //! - a packet may start while its entry has weight left, and the overshoot is forgiven
 //!   ([`Overshoot::Forgive`]);
 //! - an entry of weight 0 is skipped ([`ZeroWeight::Skip`]);
@@ -25,7 +28,7 @@ pub const BLOCK_BYTES: u32 = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Overshoot {
-    /// The specification's reading (IBA 1.2.1 §7.6.9.2 as recollected, reference §1.1): a
+    /// The specification's reading (IBA 1.2.1 §7.6.9.2, from memory of the text): a
     /// packet may start while the entry has any weight left; the overshoot is forgiven.
     #[default]
     Forgive,
@@ -102,8 +105,8 @@ impl Table {
     /// the VL has a packet and credits for all of it.
     ///
     /// The scan visits every entry once and then the starting entry again with a fresh weight,
-    /// as the reference model does: an entry that used up its weight gets a new turn when no
-    /// other entry can send.
+    /// as `ib_flit_sim` does (`vlarb.cc` l.399-402): an entry that used up its weight gets a new
+    /// turn when no other entry can send.
     fn pick(
         &mut self,
         options: &ArbiterOptions,

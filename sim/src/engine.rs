@@ -2,8 +2,9 @@
 //!
 //! The model, and why:
 //! - **Packets, not flits.** Arbitration happens only at packet boundaries and a packet's blocks
-//!   follow back to back (reference §1.2), so one event per packet per hop is exact for
-//!   arbitration and 65x cheaper than flits for 4 KB packets (§4).
+//!   follow back to back (as in Mellanox's flit-level model `ib_flit_sim`, `src/vlarb.cc`), so
+//!   one event per packet per hop is exact for arbitration and 65x cheaper than flits for 4 KB
+//!   packets (65 blocks each).
 //! - **Store and forward.** A packet is received when its last bit arrives (serialization +
 //!   propagation after it started) and only then is forwarded.
 //! - **Credits.** Every data VL of every receive port has a buffer of `vl_buffer_blocks` 64-byte

@@ -12,7 +12,7 @@ pub const PS_PER_NS: u64 = 1_000;
 pub const PS_PER_US: u64 = 1_000_000;
 
 /// Local Route Header, Base Transport Header, Invariant CRC and Variant CRC: the bytes every data
-/// packet carries besides its payload (reference §1.1).
+/// packet carries besides its payload (IBA 1.2.1 chapter 7 for LRH and CRCs, chapter 9 for BTH).
 pub const LRH_BYTES: u32 = 8;
 pub const BTH_BYTES: u32 = 12;
 pub const ICRC_BYTES: u32 = 4;

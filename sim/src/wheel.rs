@@ -4,7 +4,8 @@
 //! credit latency), so almost every event lands within a short horizon of now. A wheel of
 //! fixed-width slots makes those pushes O(1) and pops amortised O(1); a `BinaryHeap` over all
 //! pending events costs O(log n) with poor locality and measured 10-40x slower once more than
-//! about 10^5 events are pending (../shared/reference/simulation.md §4). The rare event beyond
+//! about 10^5 events are pending (a std-only credit-link benchmark on a 2-vCPU VM: 3.3-15 M
+//! events/s with a heap, 135-201 M with a wheel of 256 1-ns slots). The rare event beyond
 //! the horizon (a flow starting late, a slow rate-limited source) waits in a heap and moves into
 //! the wheel when its slot comes within reach.
 //!

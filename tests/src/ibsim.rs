@@ -33,7 +33,8 @@ pub struct Ibsim {
     dir: PathBuf,
     umad2sim: PathBuf,
     /// The write end of ibsim's stdin when it runs with a console. Held open for ibsim's whole
-    /// life: at EOF its console loop would spin at 100 % CPU (wire-and-ibsim.md §5.7).
+    /// life: at EOF its console loop would spin at 100 % CPU (ibsim 0.10 `ibsim/ibsim.c:551,588`:
+    /// `select` finds the console readable again and again, and `readline` returns 0).
     console: Option<ChildStdin>,
     /// Set once [`Ibsim::kill`] has reaped the process.
     killed: bool,

@@ -11,10 +11,10 @@ use crate::readback::{self, Failures, PortKey, Readback};
 use crate::sm::{SmFabric, SmInvocation, SmSummary, write_opensm_conf};
 use crate::{Error, Ibsim, NodeKind, Result, SimTools, TestDir, Topology};
 
-/// A net file in tests/testdata.
+/// A net file of fabric/data, the one home of the net files the crates' tests share.
 pub fn testdata(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata")
+        .join("../fabric/data")
         .join(name)
 }
 
@@ -77,7 +77,7 @@ impl Fabric {
     }
 }
 
-/// A fresh ibsim on testdata/`net`, in a scratch directory of its own (labelled `label`); the
+/// A fresh ibsim on fabric/data/`net`, in a scratch directory of its own (labelled `label`); the
 /// directory lives as long as the returned guard.
 pub fn fresh_ibsim(tools: &SimTools, net: &str, label: &str) -> Result<(Ibsim, TestDir)> {
     let dir = TestDir::new(label);

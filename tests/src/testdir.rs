@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use tempfile::TempDir;
+
 /// A fresh directory for one test's files (ibsim output, OpenSM config and logs, umad2sim's fake
 /// sysfs trees). Removed when the test passes; kept, with its path printed, when the test panics,
 /// because its logs are what explains the failure.
@@ -9,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// Created under `$IBQOS_TEST_TMPDIR` if set, else the system temporary directory.
 #[derive(Debug)]
 pub struct TestDir {
-    path: PathBuf,
+    dir: TempDir,
 }
 
 impl TestDir {
@@ -19,14 +21,22 @@ impl TestDir {
         let base = std::env::var_os("IBQOS_TEST_TMPDIR")
             .map(PathBuf::from)
             .unwrap_or_else(std::env::temp_dir);
-        let path = base.join(format!("ibqos-{label}-{}", crate::unique_suffix()));
-        std::fs::create_dir_all(&path)
-            .unwrap_or_else(|e| panic!("cannot create scratch directory {}: {e}", path.display()));
-        TestDir { path }
+        std::fs::create_dir_all(&base)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", base.display()));
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("ibqos-{label}-"))
+            .tempdir_in(&base)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot create a scratch directory in {}: {e}",
+                    base.display()
+                )
+            });
+        TestDir { dir }
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.dir.path()
     }
 
     /// A subdirectory, created if missing.
@@ -34,7 +44,7 @@ impl TestDir {
     /// # Panics
     /// If it cannot be created.
     pub fn subdir(&self, name: &str) -> PathBuf {
-        let dir = self.path.join(name);
+        let dir = self.path().join(name);
         std::fs::create_dir_all(&dir)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
         dir
@@ -44,9 +54,11 @@ impl TestDir {
 impl Drop for TestDir {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("test failed: its files are kept in {}", self.path.display());
-        } else if let Err(e) = std::fs::remove_dir_all(&self.path) {
-            eprintln!("warning: cannot remove {}: {e}", self.path.display());
+            self.dir.disable_cleanup(true);
+            eprintln!(
+                "test failed: its files are kept in {}",
+                self.path().display()
+            );
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use ibqos_tests::smpquery::{SmpQuery, Target};
 use ibqos_tests::{DrPath, Ibsim, SimTools, TestDir};
 
-const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/two-switch.net");
+const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fabric/data/two-switch.net");
 
 #[test]
 fn ibsim_that_cannot_load_its_net_file_is_an_error() {

@@ -13,7 +13,7 @@
 //! they depend only on the links being physically up, not on the LIDs and forwarding tables the
 //! SM set up: a table mismatch never hides behind a routing failure.
 //!
-//! The fabric (testdata/two-switch.net): S1 (8 ports, enhanced port 0) and S2 (8 ports, base
+//! The fabric (fabric/data/two-switch.net): S1 (8 ports, enhanced port 0) and S2 (8 ports, base
 //! port 0) joined by two links; H1, H2 on S1; H3, H4 on S2; H5 with a port on each. Every ibsim
 //! port has VLCap 8 VLs, VLArb caps 8/8 and starts with OperVLs 8 VLs.
 //!
@@ -31,7 +31,7 @@ use ibqos_tests::smpquery::{
 };
 use ibqos_tests::{Ibsim, Node, NodeKind, SimTools, TestDir, Topology};
 
-const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/two-switch.net");
+const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fabric/data/two-switch.net");
 
 /// OpenSM attaches here; its port is programmed like every other CA port.
 const SM_NODE: &str = "H1";
@@ -67,7 +67,7 @@ fn defaults_only() {
     });
 }
 
-/// Generic `qos_*` values, the same for every class (the reference recipe's config).
+/// Generic `qos_*` values, the same for every class.
 #[test]
 fn generic_tables() {
     run_case(&Case {
@@ -121,7 +121,9 @@ leaf_head_of_queue_lifetime 0x0a
     });
 }
 
-/// Spellings OpenSM accepts and silently mangles (opensm-qos.md §1.3, §2.5.1).
+/// Spellings OpenSM accepts and silently mangles: its value parser reads `strtoul(base 0)` and
+/// skips one character whatever it is (`osm_qos.c:569-597`), and out-of-range VLs are masked with
+/// the OperVLs (`sl2vl_update_table`, `osm_qos.c:257-299`).
 #[test]
 fn lossy_spellings() {
     run_case(&Case {
@@ -331,7 +333,8 @@ impl Run<'_> {
         for row in &rows {
             let (class, expected) = match (out, node.enhanced_port0, node.peer(out)) {
                 // Enhanced port 0: the (0, 0) table is written twice, with swe in the loop over
-                // output ports and then with sw0 as an end port (opensm-qos.md §2.9); sw0 wins.
+                // output ports and then with sw0 as an end port (`qos_extports_setup` then
+                // `qos_endport_setup`, `osm_qos.c:391-449`); sw0 wins.
                 (0, true, _) if row.in_port == 0 => ("sw0", sw0.sl2vl),
                 // That loop covers output 0 with the swe table for every other input port.
                 (0, true, _) => ("swe", swe.sl2vl),
@@ -433,7 +436,8 @@ impl Oracle {
 /// The capabilities to plan a port with: its own, with `mask_vls` as OperVLs.
 ///
 /// `mask_vls` is what OpenSM had cached as the port's OperVLs when it built the tables
-/// (opensm-qos.md fact 4). For CA ports, that is the value its LID manager has already
+/// (`osm_qos.c:165,269` mask with the cached PortInfo; `osm_state_mgr.c:1590` runs QoS before
+/// the link manager at `:1627`). For CA ports, that is the value its LID manager has already
 /// programmed: the final one. For switch ports, it is the value the port had before the sweep,
 /// because the link manager programs switch OperVLs only after QoS; ibsim starts every port
 /// with OperVLs = VLCap, so that is the VLCap. The two differ only when `max_op_vls` is below

@@ -283,10 +283,10 @@ fn expected_changes(ibqos: &Path, conf: &Path, fabric: &Fabric, rb: &QosReadback
                 _ => (Box::new(|_| None), None),
             };
         for row in &port.sl2vl {
-            if let Some(class) = sl2vl_class(row.in_port) {
-                if plan(class, port).sl2vl != row.vls {
-                    add(Item::Sl2Vl(row.in_port, row.out_port));
-                }
+            if let Some(class) = sl2vl_class(row.in_port)
+                && plan(class, port).sl2vl != row.vls
+            {
+                add(Item::Sl2Vl(row.in_port, row.out_port));
             }
         }
         if let (Some(class), Some(tables)) = (vlarb_class, &port.vlarb) {

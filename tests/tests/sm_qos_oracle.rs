@@ -9,11 +9,12 @@
 //! Not compared: VLHighLimit, which ibsim does not store (it reads 0 after either SM).
 //!
 //! OpenSM's first sweep masks switch tables with stale OperVLs when `max_op_vls` is below a
-//! port's VLCap (opensm-qos.md §0 fact 4); ibqos deliberately masks with the OperVLs it programs.
+//! port's VLCap (`osm_qos.c:165,269` mask with the cached OperVLs, and `osm_link_mgr.c:425-440`
+//! programs switch OperVLs after QoS); ibqos deliberately masks with the OperVLs it programs.
 //! Every config here leaves `max_op_vls` at its default (15 VLs, above ibsim's 8), where the two
 //! agree, so any difference is a bug.
 //!
-//! Fabrics: tests/testdata/two-switch.net (an enhanced and a base port 0, parallel links, a
+//! Fabrics: fabric/data/two-switch.net (an enhanced and a base port 0, parallel links, a
 //! dual-port CA) and a generated ring of four switches. Transports: the native ibsim client for
 //! every config, and umad under ibsim's shim for the generic and the lenient configs.
 

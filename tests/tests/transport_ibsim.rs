@@ -1,5 +1,5 @@
 //! The native ibsim transport, end to end: `ibqos query --fabric ibsim:SOCK@NODE` against a
-//! fresh ibsim on tests/testdata/two-switch.net, and the library API for what the command does
+//! fresh ibsim on fabric/data/two-switch.net, and the library API for what the command does
 //! not show (the SM role, a request ibsim never answers).
 
 use std::time::{Duration, Instant};

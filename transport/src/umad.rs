@@ -303,10 +303,10 @@ impl Transport for UmadTransport {
                     ) {
                         return Err(TransportError::os(self.device_path.clone(), "read", e));
                     }
-                } else if n >= 0 {
-                    if let Some(incoming) = self.decode(&buf[..n as usize]) {
-                        return Ok(Some(incoming));
-                    }
+                } else if n >= 0
+                    && let Some(incoming) = self.decode(&buf[..n as usize])
+                {
+                    return Ok(Some(incoming));
                 }
                 // n < -1: umad2sim returns -EWOULDBLOCK itself when its queue is empty.
             }

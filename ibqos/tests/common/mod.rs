@@ -1,9 +1,9 @@
 //! The subnet manager on an emulated fabric, driven as `ibqos sm` drives it, for tests that
-//! watch its events one by one. Each test crate uses a part of it.
+//! watch its events one by one, and scratch files. Each test crate uses a part of it.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ibqos_opensm::Settings;
 use ibqos_sm::manager::{Event, Manager, Outcome, Run, SweepReason};
@@ -11,6 +11,7 @@ use ibqos_sm::summary::SweepSummary;
 use ibqos_transport::Transport;
 use ibqos_transport::driver::next_event;
 use ibqos_transport::emulated::EmulatedTransport;
+use tempfile::TempDir;
 
 /// The settings an opensm.conf (or ibqos.toml) in the repository gives.
 pub fn settings(path: &str) -> Settings {
@@ -78,4 +79,11 @@ impl EmulatedSm {
             }
         }
     }
+}
+
+/// Writes `contents` to the file `name` in the test's scratch directory and returns its path.
+pub fn scratch_file(dir: &TempDir, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, contents).expect("write scratch file");
+    path
 }

@@ -39,7 +39,7 @@ pub fn assign_lids(
     let span = 1u16 << lmc;
     let usable = |lid: u16| {
         lid != 0
-            && lid % span == 0
+            && lid.is_multiple_of(span)
             && lid
                 .checked_add(span - 1)
                 .is_some_and(|end| end <= MAX_UNICAST_LID)

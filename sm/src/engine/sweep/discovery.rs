@@ -59,13 +59,13 @@ impl Sweep {
             self.arrivals.insert(here, (path.clone(), info.port_guid));
             self.get_port_info(guid, &path, arrival);
         }
-        if let Some((&egress, before)) = path.split_last() {
-            if let Some(&from) = self.by_path.get(before) {
-                let near = PortKey::new(from, egress);
-                self.subnet.link(near, here);
-                self.probed.insert(near);
-                self.probed.insert(here);
-            }
+        if let Some((&egress, before)) = path.split_last()
+            && let Some(&from) = self.by_path.get(before)
+        {
+            let near = PortKey::new(from, egress);
+            self.subnet.link(near, here);
+            self.probed.insert(near);
+            self.probed.insert(here);
         }
         self.by_path.insert(path, guid);
     }

@@ -75,11 +75,10 @@ impl Sweep {
         }
         // VLHighLimit travels in this Set, as in OpenSM's link manager; with qos off it is
         // left as the port has it.
-        if self.config.qos.enabled {
-            if let Some(plan) = port_plan(&self.subnet, &self.config.qos, key, info.operational_vls)
-            {
-                info.vl_high_limit = plan.vl_high_limit;
-            }
+        if self.config.qos.enabled
+            && let Some(plan) = port_plan(&self.subnet, &self.config.qos, key, info.operational_vls)
+        {
+            info.vl_high_limit = plan.vl_high_limit;
         }
         Some(info)
     }

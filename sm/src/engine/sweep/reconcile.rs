@@ -148,13 +148,12 @@ impl Sweep {
             self.send(planned);
         } else if let (Op::SetPortInfo { port, .. }, Attribute::PortInfo(info)) =
             (&planned.op, &planned.attribute)
+            && let Some(p) = self.subnet.port_mut(*port)
         {
-            if let Some(p) = self.subnet.port_mut(*port) {
-                p.info = PortInfoRepr {
-                    port_state: resulting_state(p.info.port_state, info.port_state),
-                    ..*info
-                };
-            }
+            p.info = PortInfoRepr {
+                port_state: resulting_state(p.info.port_state, info.port_state),
+                ..*info
+            };
         }
     }
 
