@@ -374,12 +374,6 @@ fn validator_tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|t| !t.is_empty())
 }
 
-/// `strtol(s, &end, 0)` and whether `*end` is NUL.
-fn strtol_whole(s: &[u8]) -> (i64, bool) {
-    let n = cnum::scan(s, 0);
-    (n.strtol(), n.end == s.len())
-}
-
 /// What `subn_verify_vlarb` prints for `<prefix>_vlarb_<suffix>` = `value`.
 pub(crate) fn opensm_vlarb_warnings(prefix: &str, suffix: &str, value: &[u8]) -> Vec<Vec<u8>> {
     let head = format!(" Warning: Cached Option {prefix}_vlarb_{suffix}:");
@@ -402,7 +396,7 @@ pub(crate) fn opensm_vlarb_warnings(prefix: &str, suffix: &str, value: &[u8]) ->
             ("weight=", &tok[colon + 1..], 255),
         ];
         for (name, text, max) in fields {
-            let (v, whole) = strtol_whole(text);
+            let (v, whole) = cnum::strtol_whole(text);
             if !whole {
                 out.push(log_report(&[
                     head,
@@ -433,7 +427,7 @@ pub(crate) fn opensm_sl2vl_warnings(prefix: &str, value: &[u8]) -> Vec<Vec<u8>> 
     let mut count = 0;
     for tok in validator_tokens(value) {
         count += 1;
-        let (v, whole) = strtol_whole(tok);
+        let (v, whole) = cnum::strtol_whole(tok);
         if !whole {
             out.push(log_report(&[head, b"vl=", tok, b" improperly formatted\n"]));
         } else if !(0..=15).contains(&v) {
