@@ -20,4 +20,4 @@ pub mod render;
 
 pub use code::{Code, Reader};
 pub use diagnostic::{Diagnostic, MAX_PER_CODE, Severity, cap_per_code};
-pub use location::{Located, Location, SourceLine, display_text, source_text};
+pub use location::{Coded, Located, Location, SourceLine, display_text, source_text};

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::{Code, Diagnostic, Severity};
+
 /// A span in one physical line of a file, or (line 0) the file as a whole.
 ///
 /// `col` and `len` count bytes of the file. `line_text` keeps every byte offset of the line:
@@ -38,6 +40,17 @@ impl Location {
     /// Whether this is a span of a line (not [`Location::whole_file`]).
     pub fn has_line(&self) -> bool {
         self.line > 0
+    }
+
+    /// The whole of line `number` (1-based), whose text is `text`.
+    pub fn whole_line(file: impl Into<String>, number: usize, text: &[u8]) -> Location {
+        Location {
+            file: file.into(),
+            line: number,
+            col: 1,
+            len: text.len().max(1),
+            line_text: Arc::from(display_text(text)),
+        }
     }
 
     /// The location of byte range `start..end` of a whole source (a TOML span, a byte offset);
@@ -109,6 +122,24 @@ impl SourceLine {
 pub struct Located<T> {
     pub location: Location,
     pub what: T,
+}
+
+/// A reader's kind of error or note: its message is its `Display`.
+pub trait Coded: fmt::Display {
+    fn code(&self) -> Code;
+    fn severity(&self) -> Severity;
+}
+
+impl<T: Coded> Located<T> {
+    /// The diagnostic that reports this, for [`crate::render`].
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        Diagnostic::new(
+            self.what.severity(),
+            self.what.code(),
+            self.what.to_string(),
+        )
+        .at(Some(self.location.clone()))
+    }
 }
 
 impl<T: fmt::Display> fmt::Display for Located<T> {
