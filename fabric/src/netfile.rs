@@ -219,12 +219,14 @@ pub fn parse_net_with(
     path: &Path,
     read: &mut dyn FnMut(&Path) -> io::Result<String>,
 ) -> Result<NetFile, NetError> {
-    let text = read(path).map_err(|e| Located {
-        location: Location::whole_file(path.display().to_string()),
-        what: NetErrorKind::Io {
-            path: path.to_owned(),
-            message: e.to_string(),
-        },
+    let text = read(path).map_err(|e| {
+        Located::new(
+            Location::whole_file(path.display().to_string()),
+            NetErrorKind::Io {
+                path: path.to_owned(),
+                message: e.to_string(),
+            },
+        )
     })?;
     Parser::new(read).run(path, &text)
 }
@@ -285,14 +287,14 @@ struct At<'a> {
 
 impl At<'_> {
     fn located<T>(self, what: T) -> Located<T> {
-        Located {
-            location: Location::whole_line(
+        Located::new(
+            Location::whole_line(
                 self.file.display().to_string(),
                 self.line,
                 self.text.as_bytes(),
             ),
             what,
-        }
+        )
     }
 
     fn err(self, what: NetErrorKind) -> NetError {
@@ -652,7 +654,7 @@ impl<'r> Parser<'r> {
             else {
                 continue;
             };
-            let value = strtoull(rest[eq + 1..].as_bytes()) as i64;
+            let value = strtoull(&rest.as_bytes()[eq + 1..]) as i64;
             match opt {
                 b'w' => link.width_enabled = ranged(at, "port width", value, 1, 31)?,
                 b's' => link.speed_enabled = ranged(at, "port speed", value, 1, 7)?,
@@ -861,7 +863,7 @@ fn checked_line<'a>(at: At<'_>, line: &'a str) -> Result<&'a str, NetError> {
 /// The value after the first `=`, read like `strtoul(.., 0)`.
 fn assignment(at: At<'_>, line: &str) -> Result<u64, NetError> {
     line.find('=')
-        .map(|eq| strtoull(line[eq + 1..].as_bytes()))
+        .map(|eq| strtoull(&line.as_bytes()[eq + 1..]))
         .ok_or_else(|| at.err(NetErrorKind::MissingAssignment(line.into())))
 }
 
@@ -917,10 +919,10 @@ fn node_desc(rest: &str) -> (Option<&str>, Option<&str>) {
 /// sim_net.c `parse_port_lid_and_lmc`: the numbers after the first `lid ` and `lmc `.
 fn set_lid_and_lmc(port: &mut crate::topology::Port, text: &str) {
     if let Some(i) = text.find("lid ") {
-        port.lid = strtoull(text[i + 4..].as_bytes()) as u16;
+        port.lid = strtoull(&text.as_bytes()[i + 4..]) as u16;
     }
     if let Some(i) = text.find("lmc ") {
-        port.lmc = (strtoull(text[i + 4..].as_bytes()) & 7) as u8;
+        port.lmc = (strtoull(&text.as_bytes()[i + 4..]) & 7) as u8;
     }
 }
 

@@ -120,8 +120,18 @@ impl SourceLine {
 /// A reader's own error or note (a typed kind its tests match on) with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Located<T> {
-    pub location: Location,
+    /// Boxed: a reader's `Result` stays small on the path where nothing is wrong.
+    pub location: Box<Location>,
     pub what: T,
+}
+
+impl<T> Located<T> {
+    pub fn new(location: Location, what: T) -> Located<T> {
+        Located {
+            location: Box::new(location),
+            what,
+        }
+    }
 }
 
 /// A reader's kind of error or note: its message is its `Display`.
@@ -138,7 +148,7 @@ impl<T: Coded> Located<T> {
             self.what.code(),
             self.what.to_string(),
         )
-        .at(Some(self.location.clone()))
+        .at(Some(Location::clone(&self.location)))
     }
 }
 
@@ -203,16 +213,10 @@ mod tests {
             number: 3,
             text: Arc::from("Ca 1 \"H\""),
         };
-        let located = Located {
-            location: line.whole(),
-            what: "bad",
-        };
+        let located = Located::new(line.whole(), "bad");
         assert_eq!(located.to_string(), "x.net:3:1: bad");
         assert_eq!(located.location.len, 8);
-        let whole = Located {
-            location: Location::whole_file("x.net"),
-            what: "cannot read",
-        };
+        let whole = Located::new(Location::whole_file("x.net"), "cannot read");
         assert_eq!(whole.to_string(), "x.net: cannot read");
     }
 }
