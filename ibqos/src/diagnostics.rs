@@ -1,8 +1,33 @@
 //! One report of the diagnostics of every file a command read (opensm.conf, ibqos.toml, net
 //! files, traffic files, fault schedules), drawn by [`ibqos_text::render`] so all read alike.
 
-use ibqos_text::{Diagnostic, Severity, render};
+use ibqos_emu::ScheduleError;
+use ibqos_text::{Coded, Diagnostic, Located, Severity, render};
 use serde_json::Value;
+
+/// A file a command cannot use (a net file, a traffic file, a fault schedule), as the command's
+/// error: `main` draws it like the diagnostics of `ibqos check` rather than as one line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FileError(pub Diagnostic);
+
+impl FileError {
+    pub fn render(&self) -> String {
+        render::human(&self.0, self.0.severity)
+    }
+}
+
+impl<T: Coded> From<Located<T>> for FileError {
+    fn from(located: Located<T>) -> FileError {
+        FileError(located.to_diagnostic())
+    }
+}
+
+impl From<ScheduleError> for FileError {
+    fn from(error: ScheduleError) -> FileError {
+        FileError(error.to_diagnostic())
+    }
+}
 
 /// Diagnostics from one or more files, with `--strict` applied.
 #[derive(Debug)]
