@@ -20,6 +20,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use ibqos_fabric::{NodeId, PortRef, Topology};
+use ibqos_text::{Code, Coded, Diagnostic, Located, Location, Severity};
 
 /// A link that goes down at `down_ns` and, if `up_ns` is given, trains again then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,40 +39,38 @@ pub struct FaultSchedule {
     pub dead: Vec<NodeId>,
 }
 
-/// What is wrong with a schedule's text, with the line and column where it is.
+/// What is wrong with a schedule's text (its place is the [`Located`] around it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScheduleProblem {
     #[error("{0}")]
     Syntax(String),
-    #[error("{line}:{column}: no node named `{node}`")]
-    UnknownNode {
-        node: String,
-        line: usize,
-        column: usize,
-    },
-    #[error("{line}:{column}: `{node}` has no port {port}")]
-    NoSuchPort {
-        node: String,
-        port: u8,
-        line: usize,
-        column: usize,
-    },
-    #[error("{line}:{column}: port {port} of `{node}` has no link to flap")]
-    Unlinked {
-        node: String,
-        port: u8,
-        line: usize,
-        column: usize,
-    },
-    #[error("{line}:{column}: up_ms {up_ms} is not after down_ms {down_ms}")]
-    UpBeforeDown {
-        down_ms: u64,
-        up_ms: u64,
-        line: usize,
-        column: usize,
-    },
-    #[error("{line}:{column}: {ms} ms is more time than the emulator counts")]
-    TooLate { ms: u64, line: usize, column: usize },
+    #[error("no node named `{node}`")]
+    UnknownNode { node: String },
+    #[error("`{node}` has no port {port}")]
+    NoSuchPort { node: String, port: u8 },
+    #[error("port {port} of `{node}` has no link to flap")]
+    Unlinked { node: String, port: u8 },
+    #[error("up_ms {up_ms} is not after down_ms {down_ms}")]
+    UpBeforeDown { down_ms: u64, up_ms: u64 },
+    #[error("{ms} ms is more time than the emulator counts")]
+    TooLate { ms: u64 },
+}
+
+impl Coded for ScheduleProblem {
+    fn code(&self) -> Code {
+        match self {
+            ScheduleProblem::Syntax(_) => Code::InvalidToml,
+            ScheduleProblem::UnknownNode { .. } => Code::UnknownNode,
+            ScheduleProblem::NoSuchPort { .. } => Code::NoSuchPort,
+            ScheduleProblem::Unlinked { .. } => Code::UnlinkedPort,
+            ScheduleProblem::UpBeforeDown { .. } => Code::UpBeforeDown,
+            ScheduleProblem::TooLate { .. } => Code::TimeOverflow,
+        }
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Error
+    }
 }
 
 /// Why a schedule file cannot be used.
@@ -82,11 +81,21 @@ pub enum ScheduleError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}:{problem}")]
-    Invalid {
-        path: PathBuf,
-        problem: ScheduleProblem,
-    },
+    #[error("{0}")]
+    Invalid(Located<ScheduleProblem>),
+}
+
+impl ScheduleError {
+    /// The diagnostic that reports this, for [`ibqos_text::render`].
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        match self {
+            ScheduleError::Read { path, .. } => {
+                Diagnostic::error(Code::UnreadableFile, self.to_string())
+                    .at(Some(Location::whole_file(path.display().to_string())))
+            }
+            ScheduleError::Invalid(problem) => problem.to_diagnostic(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -120,65 +129,53 @@ impl FaultSchedule {
             path: path.to_owned(),
             source,
         })?;
-        FaultSchedule::parse(&text, topology).map_err(|problem| ScheduleError::Invalid {
-            path: path.to_owned(),
-            problem,
-        })
+        FaultSchedule::parse(&path.display().to_string(), &text, topology)
+            .map_err(ScheduleError::Invalid)
     }
 
-    /// Parses a schedule's text and resolves its nodes and ports in `topology`.
-    pub fn parse(text: &str, topology: &Topology) -> Result<FaultSchedule, ScheduleProblem> {
+    /// Parses a schedule's text (`file` names it in errors) and resolves its nodes and ports in
+    /// `topology`.
+    pub fn parse(
+        file: &str,
+        text: &str,
+        topology: &Topology,
+    ) -> Result<FaultSchedule, Located<ScheduleProblem>> {
+        let at = |span: std::ops::Range<usize>, problem| {
+            Located::new(
+                Location::in_source(file, text.as_bytes(), span.start, span.end),
+                problem,
+            )
+        };
         let file: File = toml::from_str(text).map_err(|e| {
-            // toml's message starts with its own position line; keep ours in the same shape.
-            let at = e
-                .span()
-                .map(|s| position(text, s.start))
-                .map_or(String::new(), |(l, c)| format!("{l}:{c}: "));
-            ScheduleProblem::Syntax(format!("{at}{}", e.message()))
+            at(
+                e.span().unwrap_or(0..0),
+                ScheduleProblem::Syntax(e.message().to_owned()),
+            )
         })?;
         let node = |name: &Spanned<String>| {
             super::node_named(topology, name.get_ref()).ok_or_else(|| {
-                let (line, column) = position(text, name.span().start);
-                ScheduleProblem::UnknownNode {
-                    node: name.get_ref().clone(),
-                    line,
-                    column,
-                }
+                let node = name.get_ref().clone();
+                at(name.span(), ScheduleProblem::UnknownNode { node })
             })
         };
         let ns = |ms: &Spanned<u64>| {
-            ms.get_ref().checked_mul(1_000_000).ok_or_else(|| {
-                let (line, column) = position(text, ms.span().start);
-                ScheduleProblem::TooLate {
-                    ms: *ms.get_ref(),
-                    line,
-                    column,
-                }
-            })
+            ms.get_ref()
+                .checked_mul(1_000_000)
+                .ok_or_else(|| at(ms.span(), ScheduleProblem::TooLate { ms: *ms.get_ref() }))
         };
         let mut schedule = FaultSchedule::default();
         for entry in &file.flap {
             let port = PortRef::new(node(&entry.node)?, *entry.port.get_ref());
-            let (line, column) = position(text, entry.port.span().start);
-            let (name, number) = (entry.node.get_ref().clone(), *entry.port.get_ref());
-            match topology.port(port) {
-                None => {
-                    return Err(ScheduleProblem::NoSuchPort {
-                        node: name,
-                        port: number,
-                        line,
-                        column,
-                    });
-                }
+            let (node, number) = (entry.node.get_ref().clone(), *entry.port.get_ref());
+            let problem = match topology.port(port) {
+                None => Some(ScheduleProblem::NoSuchPort { node, port: number }),
                 Some(p) if p.peer.is_none() => {
-                    return Err(ScheduleProblem::Unlinked {
-                        node: name,
-                        port: number,
-                        line,
-                        column,
-                    });
+                    Some(ScheduleProblem::Unlinked { node, port: number })
                 }
-                Some(_) => {}
+                Some(_) => None,
+            };
+            if let Some(problem) = problem {
+                return Err(at(entry.port.span(), problem));
             }
             let down_ns = ns(&entry.down_ms)?;
             let up_ns = match &entry.up_ms {
@@ -186,13 +183,11 @@ impl FaultSchedule {
                 Some(up_ms) => {
                     let up_ns = ns(up_ms)?;
                     if up_ns <= down_ns {
-                        let (line, column) = position(text, up_ms.span().start);
-                        return Err(ScheduleProblem::UpBeforeDown {
+                        let problem = ScheduleProblem::UpBeforeDown {
                             down_ms: *entry.down_ms.get_ref(),
                             up_ms: *up_ms.get_ref(),
-                            line,
-                            column,
-                        });
+                        };
+                        return Err(at(up_ms.span(), problem));
                     }
                     Some(up_ns)
                 }
@@ -208,15 +203,4 @@ impl FaultSchedule {
         }
         Ok(schedule)
     }
-}
-
-/// The 1-based line and column of byte `offset` of `text`.
-fn position(text: &str, offset: usize) -> (usize, usize) {
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rfind('\n')
-        .map_or(before.len(), |n| before.len() - n - 1)
-        + 1;
-    (line, column)
 }

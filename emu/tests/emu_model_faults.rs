@@ -202,7 +202,7 @@ fn a_schedule_file_resolves_names_and_says_precisely_what_is_wrong() {
     let t = two_switch();
     let good = "[[flap]]\nnode = \"S1\"\nport = 3\ndown_ms = 5\nup_ms = 50\n\n\
                 [[flap]]\nnode = \"sw-two\"\nport = 1\ndown_ms = 1\n\n[[dead]]\nnode = \"H3\"\n";
-    let schedule = FaultSchedule::parse(good, &t).unwrap();
+    let schedule = FaultSchedule::parse("s.toml", good, &t).unwrap();
     assert_eq!(
         schedule.flaps,
         vec![
@@ -241,12 +241,19 @@ fn a_schedule_file_resolves_names_and_says_precisely_what_is_wrong() {
         ("[[flop]]\nnode = \"S1\"\n", "1:3: unknown field `flop`"),
     ];
     for (text, expected) in cases {
-        let error = FaultSchedule::parse(text, &t).unwrap_err().to_string();
-        assert!(error.starts_with(expected), "{text:?}: {error}");
+        let error = FaultSchedule::parse("s.toml", text, &t)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(&format!("s.toml:{expected}")),
+            "{text:?}: {error}"
+        );
     }
     assert!(matches!(
-        FaultSchedule::parse("[[flap]]\nnode = \"S1\"\n", &t),
-        Err(ScheduleProblem::Syntax(_))
+        FaultSchedule::parse("s.toml", "[[flap]]\nnode = \"S1\"\n", &t)
+            .unwrap_err()
+            .what,
+        ScheduleProblem::Syntax(_)
     ));
 }
 

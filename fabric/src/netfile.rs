@@ -26,6 +26,9 @@ use std::fmt::{self, Write as _};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use ibqos_text::cnum::{atoi, strtoull};
+use ibqos_text::{Code, Coded, Located, Location, Severity};
+
 use crate::topology::{
     LINK_SPEED_SDR, LINK_WIDTH_4X, Node, NodeId, NodeKind, PortRef, Topology, TopologyError,
 };
@@ -52,20 +55,6 @@ pub struct NetFile {
     pub notes: Vec<Located<NetNote>>,
 }
 
-/// A value with the file and 1-based line it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Located<T> {
-    pub file: PathBuf,
-    pub line: usize,
-    pub what: T,
-}
-
-impl<T: fmt::Display> fmt::Display for Located<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file.display(), self.line, self.what)
-    }
-}
-
 /// Something ibsim accepts silently or with a warning, worth telling the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NetNote {
@@ -75,6 +64,21 @@ pub enum NetNote {
     EatenLine(String),
     /// `lid N WxSPEED` data whose width or speed ibsim does not know; the port keeps its masks.
     BadLinkData(String),
+}
+
+impl Coded for NetNote {
+    fn code(&self) -> Code {
+        match self {
+            NetNote::IgnoredCommand(_) => Code::CommandNotRun,
+            NetNote::EatenLine(_) => Code::LineEaten,
+            NetNote::BadLinkData(_) => Code::UnknownLinkData,
+        }
+    }
+
+    /// ibsim accepts all of these.
+    fn severity(&self) -> Severity {
+        Severity::Warning
+    }
 }
 
 impl fmt::Display for NetNote {
@@ -92,8 +96,6 @@ impl fmt::Display for NetNote {
 
 /// A net file ibsim would refuse (or, for the deliberate differences, mangle).
 pub type NetError = Located<NetErrorKind>;
-
-impl std::error::Error for NetError {}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NetErrorKind {
@@ -164,6 +166,38 @@ pub enum NetErrorKind {
     Topology(#[from] TopologyError),
 }
 
+impl Coded for NetErrorKind {
+    fn code(&self) -> Code {
+        match self {
+            NetErrorKind::Io { .. } => Code::UnreadableFile,
+            NetErrorKind::IncludeDepth => Code::IncludeTooDeep,
+            NetErrorKind::BadInclude => Code::BadInclude,
+            NetErrorKind::LineTooLong => Code::LineTooLong,
+            NetErrorKind::MissingAssignment(_) => Code::MissingAssignment,
+            NetErrorKind::OutOfRange { .. } => Code::OutOfRange,
+            NetErrorKind::BadPrefix(_) => Code::BadPrefix,
+            NetErrorKind::BadHeader(_) => Code::BadNodeHeader,
+            NetErrorKind::BadNodeId(_) => Code::BadNodeId,
+            NetErrorKind::DuplicateNode(_) => Code::DuplicateNode,
+            NetErrorKind::DuplicateGuid { .. } => Code::DuplicateGuid,
+            NetErrorKind::BadPort(_) => Code::BadPortLine,
+            NetErrorKind::BadAlias(_) => Code::BadAlias,
+            NetErrorKind::AliasExists(_) => Code::DuplicateAlias,
+            NetErrorKind::UnknownRemote { .. } => Code::UnknownRemote,
+            NetErrorKind::BadRemotePort { .. } => Code::BadRemotePort,
+            NetErrorKind::Inconsistent { .. } => Code::OneSidedLink,
+            NetErrorKind::AliasMismatch { .. } => Code::AliasMismatch,
+            NetErrorKind::NoCommonRate { .. } => Code::NoCommonRate,
+            NetErrorKind::BadExtension(..) => Code::BadIbqosSetting,
+            NetErrorKind::Topology(_) => Code::InvalidTopology,
+        }
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Error
+    }
+}
+
 /// Reads a net file from disk; includes are read from disk too.
 pub fn parse_net_file(path: &Path) -> Result<NetFile, NetError> {
     parse_net_with(path, &mut |p: &Path| std::fs::read_to_string(p))
@@ -185,13 +219,14 @@ pub fn parse_net_with(
     path: &Path,
     read: &mut dyn FnMut(&Path) -> io::Result<String>,
 ) -> Result<NetFile, NetError> {
-    let text = read(path).map_err(|e| Located {
-        file: path.to_owned(),
-        line: 0,
-        what: NetErrorKind::Io {
-            path: path.to_owned(),
-            message: e.to_string(),
-        },
+    let text = read(path).map_err(|e| {
+        Located::new(
+            Location::whole_file(path.display().to_string()),
+            NetErrorKind::Io {
+                path: path.to_owned(),
+                message: e.to_string(),
+            },
+        )
     })?;
     Parser::new(read).run(path, &text)
 }
@@ -206,6 +241,8 @@ struct PortDecl {
     alias: Option<String>,
     file: PathBuf,
     line: usize,
+    /// The port line, for the location of an error found once every node is known.
+    text: String,
 }
 
 /// The per-node state ibsim keeps while parsing.
@@ -240,20 +277,28 @@ struct Parser<'r> {
     notes: Vec<Located<NetNote>>,
 }
 
-/// The position being parsed, for errors.
+/// The line being parsed, for errors and notes.
 #[derive(Clone, Copy)]
 struct At<'a> {
     file: &'a Path,
     line: usize,
+    text: &'a str,
 }
 
 impl At<'_> {
-    fn err(self, what: NetErrorKind) -> NetError {
-        Located {
-            file: self.file.to_owned(),
-            line: self.line,
+    fn located<T>(self, what: T) -> Located<T> {
+        Located::new(
+            Location::whole_line(
+                self.file.display().to_string(),
+                self.line,
+                self.text.as_bytes(),
+            ),
             what,
-        }
+        )
+    }
+
+    fn err(self, what: NetErrorKind) -> NetError {
+        self.located(what)
     }
 }
 
@@ -291,22 +336,19 @@ impl<'r> Parser<'r> {
     }
 
     fn note(&mut self, at: At<'_>, what: NetNote) {
-        self.notes.push(Located {
-            file: at.file.to_owned(),
-            line: at.line,
-            what,
-        });
+        self.notes.push(at.located(what));
     }
 
     fn parse_text(&mut self, file: &Path, text: &str) -> Result<(), NetError> {
         self.depth += 1;
-        if self.depth > MAX_INCLUDE {
-            return Err(At { file, line: 0 }.err(NetErrorKind::IncludeDepth));
-        }
         let lines: Vec<&str> = text.lines().collect();
         let mut i = 0;
         while i < lines.len() {
-            let at = At { file, line: i + 1 };
+            let at = At {
+                file,
+                line: i + 1,
+                text: lines[i],
+            };
             let line = checked_line(at, lines[i])?;
             i += 1;
             let kind = if line.starts_with("Switch") {
@@ -346,7 +388,7 @@ impl<'r> Parser<'r> {
                 (None, Some(plus)) => (true, &line[plus + 1..]),
                 (None, None) => return Err(at.err(NetErrorKind::MissingAssignment(line.into()))),
             };
-            let value = strtoull(value);
+            let value = strtoull(value.as_bytes());
             let k = kind_index(kind);
             if relative {
                 self.d.guid[k] = self.d.abs_guid[k].wrapping_add(value);
@@ -380,6 +422,9 @@ impl<'r> Parser<'r> {
             self.d.prefix = prefix.to_owned();
         } else if line.starts_with("include") {
             let (name, _) = quoted(line).ok_or_else(|| at.err(NetErrorKind::BadInclude))?;
+            if self.depth == MAX_INCLUDE {
+                return Err(at.err(NetErrorKind::IncludeDepth));
+            }
             let path = at
                 .file
                 .parent()
@@ -409,12 +454,20 @@ impl<'r> Parser<'r> {
         kind: NodeKind,
         skip: usize,
     ) -> Result<usize, NetError> {
-        let at = At { file, line: next };
         let header = lines[next - 1];
+        let at = At {
+            file,
+            line: next,
+            text: header,
+        };
         let bad = |why: &str| at.err(NetErrorKind::BadHeader(format!("{why}: {header:?}")));
         // sim_net.c `parse_node_ports`: skip to the first digit after the keyword.
         let count_text = header.get(skip..).unwrap_or("");
-        let count = strtoull(count_text.trim_start_matches(|c: char| !c.is_ascii_digit()));
+        let count = strtoull(
+            count_text
+                .trim_start_matches(|c: char| !c.is_ascii_digit())
+                .as_bytes(),
+        );
         let num_ports = u8::try_from(count)
             .ok()
             .filter(|&n| n > 0 && n < 255)
@@ -481,6 +534,7 @@ impl<'r> Parser<'r> {
             let at = At {
                 file,
                 line: next + 1,
+                text: lines[next],
             };
             let line = checked_line(at, lines[next])?;
             next += 1;
@@ -533,7 +587,7 @@ impl<'r> Parser<'r> {
             Some(body) => (true, body),
             None => (false, line),
         };
-        let port_num = atoi(body.get(1..).unwrap_or(""));
+        let port_num = atoi(body.get(1..).unwrap_or("").as_bytes());
         let port = u8::try_from(port_num)
             .ok()
             .filter(|&p| p >= 1 && p <= num_ports)
@@ -542,6 +596,7 @@ impl<'r> Parser<'r> {
         let mut decl = std::mem::take(&mut self.decls[id.index()][usize::from(port)]);
         decl.file = at.file.to_owned();
         decl.line = at.line;
+        decl.text = at.text.to_owned();
         if is_alias {
             let alias = self.alias_name(at, remote_id)?;
             if self.aliases.contains_key(&alias) {
@@ -578,7 +633,7 @@ impl<'r> Parser<'r> {
             }
             let remote_port = match (remote_port, rest.strip_prefix('[')) {
                 (Some(p), _) => p,
-                (None, Some(num)) => atoi(num),
+                (None, Some(num)) => i64::from(atoi(num.as_bytes())),
                 (None, None) => 1,
             };
             if remote_port <= 0 {
@@ -599,7 +654,7 @@ impl<'r> Parser<'r> {
             else {
                 continue;
             };
-            let value = strtoull(&rest[eq + 1..]) as i64;
+            let value = strtoull(&rest.as_bytes()[eq + 1..]) as i64;
             match opt {
                 b'w' => link.width_enabled = ranged(at, "port width", value, 1, 31)?,
                 b's' => link.speed_enabled = ranged(at, "port speed", value, 1, 7)?,
@@ -654,6 +709,7 @@ impl<'r> Parser<'r> {
                 let at = At {
                     file: &decl.file,
                     line: decl.line,
+                    text: &decl.text,
                 };
                 let port_name = self.topo.describe(here);
                 let remote = self.topo.node_by_name(&decl.remote).ok_or_else(|| {
@@ -807,7 +863,7 @@ fn checked_line<'a>(at: At<'_>, line: &'a str) -> Result<&'a str, NetError> {
 /// The value after the first `=`, read like `strtoul(.., 0)`.
 fn assignment(at: At<'_>, line: &str) -> Result<u64, NetError> {
     line.find('=')
-        .map(|eq| strtoull(&line[eq + 1..]))
+        .map(|eq| strtoull(&line.as_bytes()[eq + 1..]))
         .ok_or_else(|| at.err(NetErrorKind::MissingAssignment(line.into())))
 }
 
@@ -863,10 +919,10 @@ fn node_desc(rest: &str) -> (Option<&str>, Option<&str>) {
 /// sim_net.c `parse_port_lid_and_lmc`: the numbers after the first `lid ` and `lmc `.
 fn set_lid_and_lmc(port: &mut crate::topology::Port, text: &str) {
     if let Some(i) = text.find("lid ") {
-        port.lid = strtoull(&text[i + 4..]) as u16;
+        port.lid = strtoull(&text.as_bytes()[i + 4..]) as u16;
     }
     if let Some(i) = text.find("lmc ") {
-        port.lmc = (strtoull(&text[i + 4..]) & 7) as u8;
+        port.lmc = (strtoull(&text.as_bytes()[i + 4..]) & 7) as u8;
     }
 }
 
@@ -931,52 +987,6 @@ fn truncate(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
-}
-
-/// C `strtoull(s, NULL, 0)`: leading blanks, a sign, `0x` hex or leading-`0` octal; stops at the
-/// first non-digit; saturates on overflow; a minus sign negates modulo 2^64; no digits is 0.
-fn strtoull(s: &str) -> u64 {
-    let s = s.trim_start();
-    let (negative, s) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let hex = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .filter(|h| h.starts_with(|c: char| c.is_ascii_hexdigit()));
-    let (radix, digits) = match hex {
-        Some(h) => (16, h),
-        None if s.starts_with('0') => (8, s),
-        None => (10, s),
-    };
-    let mut value: u64 = 0;
-    for d in digits.chars().map_while(|c| c.to_digit(radix)) {
-        value = value
-            .checked_mul(u64::from(radix))
-            .and_then(|v| v.checked_add(u64::from(d)))
-            .unwrap_or(u64::MAX);
-    }
-    if negative {
-        value.wrapping_neg()
-    } else {
-        value
-    }
-}
-
-/// C `atoi`: decimal, leading blanks and a sign, saturating.
-fn atoi(s: &str) -> i64 {
-    let s = s.trim_start();
-    let (negative, s) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let value = s.chars().map_while(|c| c.to_digit(10)).fold(0i64, |v, d| {
-        v.saturating_mul(10).saturating_add(i64::from(d))
-    });
-    if negative { -value } else { value }
 }
 
 /// Why a topology cannot be written as a net file.
@@ -1132,20 +1142,6 @@ fn check_name(name: &str) -> Result<(), WriteError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strtoull_is_c_like() {
-        assert_eq!(strtoull("0x0002c90000001000"), 0x2c90000001000);
-        assert_eq!(strtoull(" 0x10(10)"), 0x10);
-        assert_eq!(strtoull("010"), 8);
-        assert_eq!(strtoull("12abc"), 12);
-        assert_eq!(strtoull("zz"), 0);
-        assert_eq!(strtoull("0x"), 0);
-        assert_eq!(strtoull("99999999999999999999999"), u64::MAX);
-        assert_eq!(strtoull("-1"), u64::MAX);
-        assert_eq!(atoi("12]"), 12);
-        assert_eq!(atoi("x"), 0);
-    }
 
     #[test]
     fn node_desc_forms() {

@@ -137,7 +137,7 @@ do Dump
     );
     assert_eq!(f.notes.len(), 1);
     assert_eq!(f.notes[0].what, NetNote::IgnoredCommand("Dump".into()));
-    assert_eq!(f.notes[0].line, 17);
+    assert_eq!(f.notes[0].location.line, 17);
 }
 
 #[test]
@@ -153,14 +153,14 @@ fn a_line_right_after_a_record_is_consumed() {
 fn links_must_agree_on_both_ends() {
     let text = "Switch 2 \"A\"\n[1] \"B\"[2]\n\nSwitch 2 \"B\"\n[1] \"A\"[1]\n";
     let e = parse_net_str(text).unwrap_err();
-    assert_eq!(e.line, 2);
+    assert_eq!(e.location.line, 2);
     let NetErrorKind::Inconsistent { port, remote, .. } = &e.what else {
         panic!("{e}")
     };
     assert_eq!((port.as_str(), remote.as_str()), ("\"A\"[1]", "\"B\"[2]"));
     assert!(
         e.to_string()
-            .starts_with("<string>:2: \"A\"[1] is connected to \"B\"[2]")
+            .starts_with("<string>:2:1: \"A\"[1] is connected to \"B\"[2]")
     );
 
     let unknown = parse_net_str("Ca 1 \"H\"\n[1] \"Z\"[1]\n").unwrap_err();
@@ -187,7 +187,7 @@ fn bad_input_is_an_error_not_a_panic() {
         ),
     ] {
         let e = parse_net_str(text).unwrap_err();
-        assert_eq!(e.line, line, "{text:?}: {e}");
+        assert_eq!(e.location.line, line, "{text:?}: {e}");
     }
     let long = format!("# {}\n", "x".repeat(300));
     assert_eq!(

@@ -338,19 +338,33 @@ fn the_same_seed_gives_the_same_json() {
 fn bad_traffic_is_reported_with_its_place() {
     let conf = low_only("0:32");
     let cases = [
-        (flow("x", "H9", 0, 256, ""), ":11:7: unknown node `H9`"),
-        (flow("x", "S1", 0, 256, ""), "`S1` is a switch"),
-        (flow("x", "H1", 16, 256, ""), ":13:6: SL 16 is out of range"),
+        (
+            flow("x", "H9", 0, 256, ""),
+            "error[unknown-node]: unknown node `H9`",
+            "traffic.toml:11:7\n",
+        ),
+        (
+            flow("x", "S1", 0, 256, ""),
+            "`S1` is a switch",
+            "traffic.toml:11:7\n",
+        ),
+        (
+            flow("x", "H1", 16, 256, ""),
+            "error[sl-out-of-range]: SL 16 is out of range",
+            "traffic.toml:13:6\n",
+        ),
         (
             flow("x", "H1", 0, 5000, ""),
-            ":14:11: payload 5000 is out of range",
+            "error[payload-out-of-range]: payload 5000 is out of range",
+            "traffic.toml:14:11\n",
         ),
     ];
-    for (traffic, expected) in cases {
+    for (traffic, expected, place) in cases {
         let output = run("bad", &conf, &format!("{LINK}{traffic}"), &[]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains(expected), "{expected}: {stderr}");
+        assert!(stderr.contains(place), "{place}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }

@@ -4,10 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::cnum::is_c_space;
-use crate::diag::{
-    Diagnostic, Location, Severity, SourceLine, cap_per_code, display_text, span_in_source,
-};
+use ibqos_text::cnum::is_c_space;
+use ibqos_text::{Code, Diagnostic, Location, Severity, SourceLine, cap_per_code, display_text};
+
 use crate::options::{self, Anchor, Kind, OPTIONS, Value, shown};
 use crate::settings::{
     self, QOS_SETS, QosField, Settings, Slot, Store, parse_qos_key, qos_key, qos_prefix,
@@ -28,7 +27,7 @@ pub(crate) fn read(name: &str, bytes: &[u8]) -> (Settings, Vec<Diagnostic>) {
     }
     if bytes.iter().all(|b| is_c_space(*b)) {
         diags.push(Diagnostic::note(
-            "empty-file",
+            Code::EmptyFile,
             format!("{name} sets no option: OpenSM's defaults apply"),
         ));
     }
@@ -49,7 +48,7 @@ pub(crate) fn read(name: &str, bytes: &[u8]) -> (Settings, Vec<Diagnostic>) {
         {
             diags.push(
                 Diagnostic::warning(
-                    "line-split",
+                    Code::LineSplit,
                     format!(
                         "line is {} bytes long: OpenSM reads 1022 bytes at a time, so from here on it reads {} more line(s)",
                         content.len(),
@@ -98,14 +97,14 @@ fn binary_check(name: &str, bytes: &[u8]) -> Option<Diagnostic> {
     }
     (bad * 10 > bytes.len()).then(|| {
         Diagnostic::error(
-            "binary-file",
+            Code::BinaryFile,
             format!(
                 "{name} does not look like a text file: {bad} of its {} bytes are not text",
                 bytes.len()
             ),
         )
         .with_help("OpenSM would still read it line by line, ignoring what it does not recognise")
-        .at(first.map(|at| span_in_source(name, bytes, at, at + 1)))
+        .at(first.map(|at| Location::in_source(name, bytes, at, at + 1)))
     })
 }
 
@@ -123,7 +122,7 @@ fn read_piece(
             if piece[nul..].iter().any(|b| *b != 0 && !is_c_space(*b)) {
                 diags.push(
                     Diagnostic::warning(
-                        "nul-byte",
+                        Code::NulByte,
                         "NUL byte: OpenSM reads this line only up to here and ignores the rest",
                     )
                     .at(Some(line.span(off + nul, 1))),
@@ -163,7 +162,7 @@ fn read_piece(
     if spelling == options::KeySpelling::Alias {
         diags.push(
             Diagnostic::note(
-                "alias-key",
+                Code::AliasKey,
                 format!(
                     "`{}` is an old name of `{name}`",
                     String::from_utf8_lossy(key)
@@ -217,7 +216,7 @@ fn quote_checks(
     let opened = before_clean.iter().filter(|b| **b == quote).count() % 2 == 1;
     let d = match hash {
         Some(hash) if opened => Diagnostic::warning(
-            "comment-in-quotes",
+            Code::CommentInQuotes,
             format!(
                 "`#` starts a comment even inside quotes: OpenSM reads `{key}` as `{}`",
                 shown(raw)
@@ -226,7 +225,7 @@ fn quote_checks(
         .with_help("opensm.conf has no way to put `#` in a value")
         .at(Some(hash)),
         _ => Diagnostic::warning(
-            "unbalanced-quote",
+            Code::UnbalancedQuote,
             format!(
                 "`{key}`: the opening quote is never closed, so OpenSM keeps it in the value `{}`",
                 shown(raw)
@@ -241,7 +240,7 @@ fn quote_checks(
 fn unknown_key(key: &[u8]) -> Diagnostic {
     let shown_key = shown(key);
     let d = Diagnostic::error(
-        "unknown-key",
+        Code::UnknownKey,
         format!("unknown option `{shown_key}`: OpenSM ignores this line"),
     );
     let text = String::from_utf8_lossy(key);
@@ -309,7 +308,7 @@ fn apply(store: &mut Store, index: usize, raw: &[u8], anchor: Anchor, diags: &mu
     {
         diags.push(
             Diagnostic::warning(
-                "duplicate-key",
+                Code::DuplicateKey,
                 format!(
                     "`{}` is set again on line {}: OpenSM uses the last value",
                     spec.key,
@@ -406,10 +405,23 @@ const RESETS: [Reset; 10] = [
     },
 ];
 
+/// What `max_wire_smps` 0 (no limit) becomes after the verify step.
+const UNLIMITED_WIRE_SMPS: u64 = 0x7fff_ffff;
+
+/// What OpenSM's verify step makes of `value` for `key`: the default for a value a reset rule
+/// throws away, the real limit for `max_wire_smps` 0, else `value` itself.
+pub(crate) fn verified(key: &str, value: u64) -> u64 {
+    match RESETS.iter().find(|rule| rule.key == key) {
+        Some(rule) if (rule.invalid)(value) => rule.default,
+        _ if key == "max_wire_smps" && value == 0 => UNLIMITED_WIRE_SMPS,
+        _ => value,
+    }
+}
+
 /// The error for a value the verify step replaced.
 fn reset(store: &Store, key: &str, what: String, now: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::error(
-        "reset-to-default",
+        Code::ResetToDefault,
         format!("`{key}` {what}: OpenSM uses {now} instead"),
     )
     .at(at(store, key))
@@ -431,12 +443,12 @@ fn verify(store: &mut Store, diags: &mut Vec<Diagnostic>) {
     if store.uint("max_wire_smps") == Some(0) {
         diags.push(
             Diagnostic::note(
-                "max-wire-smps-unlimited",
+                Code::MaxWireSmpsUnlimited,
                 "`max_wire_smps` 0 means no limit: OpenSM uses 2147483647",
             )
             .at(at(store, "max_wire_smps")),
         );
-        store.replace("max_wire_smps", Value::Uint(0x7fff_ffff));
+        store.replace("max_wire_smps", Value::Uint(UNLIMITED_WIRE_SMPS));
     }
     let wire = store.uint("max_wire_smps").unwrap_or(4);
     if let Some(v) = store.uint("max_wire_smps2").filter(|v| *v > 0x7fff_ffff) {
@@ -470,7 +482,7 @@ fn verify(store: &mut Store, diags: &mut Vec<Diagnostic>) {
         if let Some(Value::Str(None)) = store.value(key) {
             diags.push(
                 Diagnostic::error(
-                    "opensm-crash",
+                    Code::OpensmCrash,
                     format!("`{key}` (null) makes OpenSM crash: it compares the NULL string"),
                 )
                 .with_help(format!("use one of: {}", choices.join(", ")))
@@ -486,7 +498,7 @@ fn verify(store: &mut Store, diags: &mut Vec<Diagnostic>) {
         {
             diags.push(
                 Diagnostic::warning(
-                    "overridden",
+                    Code::Overridden,
                     "`part_enforce` is replaced by `off` because no_partition_enforcement is TRUE",
                 )
                 .at(at(store, "part_enforce")),
@@ -520,7 +532,7 @@ fn verify_qos(store: &mut Store, diags: &mut Vec<Diagnostic>) {
     let qos = store.boolean("qos");
     let unverified = |key: &str, v: &dyn std::fmt::Display, range: &str| {
         Diagnostic::note(
-            "qos-not-verified",
+            Code::QosNotVerified,
             format!(
                 "`{key}` {v} is out of range {range}; OpenSM checks QoS options only when qos is TRUE, so it keeps {v} for now"
             ),
@@ -546,7 +558,7 @@ fn verify_qos(store: &mut Store, diags: &mut Vec<Diagnostic>) {
             if v < -1 {
                 diags.push(
                     Diagnostic::warning(
-                        "high-limit-negative",
+                        Code::HighLimitNegative,
                         format!(
                             "`{key}` {v} is negative: OpenSM treats it as unset, without a message"
                         ),
@@ -588,7 +600,7 @@ fn verify_qos(store: &mut Store, diags: &mut Vec<Diagnostic>) {
                 let msg = msg.strip_suffix(b"\n").unwrap_or(msg);
                 diags.push(
                     Diagnostic::note(
-                        "opensm-says",
+                        Code::OpensmSays,
                         format!("OpenSM prints: {}", display_text(msg)),
                     )
                     .at(at(store, &key)),
@@ -615,7 +627,7 @@ fn verify_mkey_lease(store: &mut Store, diags: &mut Vec<Diagnostic>) {
         sweep = lease - 1;
         diags.push(
             Diagnostic::warning(
-                "overridden",
+                Code::Overridden,
                 format!("`sweep_interval` 0 (no sweeping) is raised to {sweep} because M_Key leases are protected"),
             )
             .at(at(store, "sweep_interval")),
@@ -627,7 +639,7 @@ fn verify_mkey_lease(store: &mut Store, diags: &mut Vec<Diagnostic>) {
         let new = u64::from((sweep + 1) as u16);
         diags.push(
             Diagnostic::warning(
-                "overridden",
+                Code::Overridden,
                 format!("`m_key_lease_period` {lease} is not longer than sweep_interval {sweep}: OpenSM uses {new}"),
             )
             .at(at(store, "m_key_lease_period")),
@@ -638,7 +650,7 @@ fn verify_mkey_lease(store: &mut Store, diags: &mut Vec<Diagnostic>) {
 
 /// Values OpenSM accepts without a word but does not use as written.
 fn lint(store: &Store, diags: &mut Vec<Diagnostic>) {
-    let mut push = |key: &str, severity: Severity, code: &'static str, message: String| {
+    let mut push = |key: &str, severity: Severity, code: Code, message: String| {
         diags.push(Diagnostic::new(severity, code, message).at(at(store, key)));
     };
     if let Some(v) = store
@@ -651,7 +663,7 @@ fn lint(store: &Store, diags: &mut Vec<Diagnostic>) {
             0 => push(
                 "max_op_vls",
                 Severity::Warning,
-                "max-op-vls-zero",
+                Code::MaxOpVlsZero,
                 format!(
                     "`max_op_vls` 0 makes OpenSM program OperVLs 0, which no port supports ({encoding})"
                 ),
@@ -660,7 +672,7 @@ fn lint(store: &Store, diags: &mut Vec<Diagnostic>) {
             _ => push(
                 "max_op_vls",
                 Severity::Warning,
-                "max-op-vls-encoding",
+                Code::MaxOpVlsEncoding,
                 format!("`max_op_vls` {v} sets no limit, the same as 5 (15 VLs); {encoding}"),
             ),
         }
@@ -676,7 +688,7 @@ fn lint(store: &Store, diags: &mut Vec<Diagnostic>) {
             push(
                 key,
                 Severity::Warning,
-                "field-truncated",
+                Code::FieldTruncated,
                 format!(
                     "`{key}` {v} does not fit the {bits}-bit PortInfo field: OpenSM programs {}",
                     v & mask
@@ -689,7 +701,7 @@ fn lint(store: &Store, diags: &mut Vec<Diagnostic>) {
             push(
                 key,
                 Severity::Warning,
-                "unchecked-value",
+                Code::UncheckedValue,
                 format!(
                     "`{key}` {v} is above 15: OpenSM's command line rejects it but the file is not checked"
                 ),
@@ -709,7 +721,7 @@ fn lint(store: &Store, diags: &mut Vec<Diagnostic>) {
         push(
             first.map_or("qos", |o| o.key),
             Severity::Note,
-            "qos-disabled",
+            Code::QosDisabled,
             format!(
                 "qos is FALSE, so none of the {qos_lines} qos_* options set here has any effect"
             ),
@@ -721,13 +733,13 @@ fn lint(store: &Store, diags: &mut Vec<Diagnostic>) {
             push(
                 &key,
                 Severity::Note,
-                "max-vls-unused",
+                Code::MaxVlsUnused,
                 format!("`{key}` is checked by OpenSM but never used to program anything"),
             );
         }
     }
     if qos && matches!(store.value("qos_policy_file"), Some(Value::Str(None))) {
-        push("qos_policy_file", Severity::Warning, "no-policy-file", "qos_policy_file is (null): OpenSM logs `ERR AC06: QoS policy file name is empty` at every sweep".to_string());
+        push("qos_policy_file", Severity::Warning, Code::NoPolicyFile, "qos_policy_file is (null): OpenSM logs `ERR AC06: QoS policy file name is empty` at every sweep".to_string());
     }
 }
 
@@ -796,6 +808,17 @@ pub(crate) fn write(s: &Settings) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verified_applies_the_verify_rules() {
+        assert_eq!(verified("lmc", 7), 7);
+        assert_eq!(verified("lmc", 8), 0);
+        assert_eq!(verified("sm_priority", 16), 0);
+        assert_eq!(verified("max_wire_smps", 0), UNLIMITED_WIRE_SMPS);
+        assert_eq!(verified("max_wire_smps", 0x8000_0000), 4);
+        assert_eq!(verified("max_wire_smps", 8), 8);
+        assert_eq!(verified("sweep_interval", 0), 0, "no rule");
+    }
 
     #[test]
     fn clean_val_matches_opensm() {

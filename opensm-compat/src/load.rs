@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diag::{Diagnostic, source_text};
+use ibqos_text::{Diagnostic, source_text};
+
 use crate::settings::{Settings, compare};
 use crate::{conf, native};
 

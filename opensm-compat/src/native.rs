@@ -19,12 +19,12 @@ use std::fmt;
 
 use ibqos_mad::Guid;
 use ibqos_qos::{PortClass, QosSet, Sl2VlTable, Vl, VlArbEntry, VlArbTable, VlCount};
+use ibqos_text::{Code, Diagnostic, Location, Severity};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
 
 use crate::conf;
-use crate::diag::{Diagnostic, Location, Severity, span_in_source};
 use crate::options::{self, Anchor, Kind, OPTIONS, U64};
 use crate::settings::{
     QOS_SETS, QosField, Settings, TYPED_KEYS, parse_qos_key, qos_set, qos_set_mut,
@@ -242,11 +242,11 @@ struct Errors<'a> {
 
 impl Errors<'_> {
     fn at(&self, span: std::ops::Range<usize>) -> Location {
-        span_in_source(self.name, self.source, span.start, span.end)
+        Location::in_source(self.name, self.source, span.start, span.end)
     }
 
     fn push(&mut self, span: std::ops::Range<usize>, message: String, help: Option<String>) {
-        let mut d = Diagnostic::error("invalid-native", message).at(Some(self.at(span)));
+        let mut d = Diagnostic::error(Code::InvalidNative, message).at(Some(self.at(span)));
         d.help = help;
         self.list.push(d);
     }
@@ -257,15 +257,18 @@ pub(crate) fn read(name: &str, bytes: &[u8]) -> Result<Settings, Vec<Diagnostic>
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let at = e.valid_up_to();
         vec![
-            Diagnostic::error("not-utf8", "ibqos.toml must be UTF-8 text")
-                .at(Some(span_in_source(name, bytes, at, at + 1))),
+            Diagnostic::error(Code::NotUtf8, "ibqos.toml must be UTF-8 text")
+                .at(Some(Location::in_source(name, bytes, at, at + 1))),
         ]
     })?;
     let file: NativeFile = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         vec![
-            Diagnostic::error("invalid-native", e.message().trim_end().replace('\n', "; "))
-                .at(Some(span_in_source(name, bytes, span.start, span.end))),
+            Diagnostic::error(
+                Code::InvalidNative,
+                e.message().trim_end().replace('\n', "; "),
+            )
+            .at(Some(Location::in_source(name, bytes, span.start, span.end))),
         ]
     })?;
     let mut errors = Errors {
@@ -538,16 +541,12 @@ pub(crate) fn write(s: &Settings) -> String {
         toml_str(&format!("0x{:016x}", sm.subnet_prefix)),
     );
     // Values OpenSM's verify step would replace are written as what it replaces them with.
-    let priority = if sm.priority > 15 { 0 } else { sm.priority };
-    let lmc = if sm.lmc > 7 { 0 } else { sm.lmc };
-    let wire = match sm.max_wire_smps {
-        0 => 0x7fff_ffff,
-        w if w > 0x7fff_ffff => 4,
-        w => w,
-    };
+    let priority = conf::verified("sm_priority", sm.priority.into());
+    let lmc = conf::verified("lmc", sm.lmc.into());
+    let wire = conf::verified("max_wire_smps", sm.max_wire_smps.into());
     let numbers: [(&str, u64); 8] = [
-        ("priority", priority.into()),
-        ("lmc", lmc.into()),
+        ("priority", priority),
+        ("lmc", lmc),
         ("sweep_interval", sm.sweep_interval.into()),
         ("transaction_timeout", sm.transaction_timeout.into()),
         (
@@ -557,7 +556,7 @@ pub(crate) fn write(s: &Settings) -> String {
                 .into(),
         ),
         ("transaction_retries", sm.transaction_retries.into()),
-        ("max_wire_smps", wire.into()),
+        ("max_wire_smps", wire),
         ("sm_sl", (sm.sm_sl & 0xf).into()),
     ];
     for (key, value) in numbers {

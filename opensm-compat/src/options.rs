@@ -1,8 +1,8 @@
 //! OpenSM 3.3.23's option table (`opt_tbl`, `osm_subnet.c:762-928`) and its value parsers
 //! (`osm_subnet.c:280-760`), with a diagnostic for every value OpenSM rejects or silently bends.
 
-use crate::cnum::{self, CNum};
-use crate::diag::{Diagnostic, Location, SourceLine, display_text, source_text};
+use ibqos_text::cnum::{self, CNum};
+use ibqos_text::{Code, Diagnostic, Location, SourceLine, display_text, source_text};
 
 pub(crate) const U8: u64 = u8::MAX as u64;
 pub(crate) const U16: u64 = u16::MAX as u64;
@@ -372,7 +372,7 @@ pub(crate) fn parse_value(
             if !value && raw != b"FALSE" {
                 diags.push(
                     Diagnostic::warning(
-                        "not-true",
+                        Code::NotTrue,
                         format!(
                             "`{key}` is `{}`, which OpenSM reads as FALSE: only the exact word TRUE is true",
                             shown(raw)
@@ -396,7 +396,7 @@ pub(crate) fn parse_value(
                 // TOML or back, so the value it holds differs from OpenSM's: an error.
                 diags.push(
                     Diagnostic::error(
-                        "invalid-utf8",
+                        Code::InvalidUtf8,
                         format!(
                             "`{key}` is not valid UTF-8: ibqos replaces each invalid byte with `?`"
                         ),
@@ -422,7 +422,7 @@ pub(crate) fn parse_value(
             };
             if let Some(problem) = problem {
                 diags.push(rejected(
-                    "invalid-value",
+                    Code::InvalidValue,
                     key,
                     raw,
                     problem,
@@ -434,7 +434,7 @@ pub(crate) fn parse_value(
             if digits.len() > 64 {
                 diags.push(
                     Diagnostic::warning(
-                        "value-truncated",
+                        Code::ValueTruncated,
                         format!(
                             "`{key}` has {} hex digits: OpenSM uses the first 64",
                             digits.len()
@@ -458,7 +458,7 @@ pub(crate) fn parse_value(
             if entries.iter().any(|e| !e.contains(&b':')) {
                 let msg = "invalid CCT entry";
                 diags.push(rejected(
-                    "invalid-value",
+                    Code::InvalidValue,
                     key,
                     raw,
                     "an entry is not `shift:multiplier`",
@@ -470,7 +470,7 @@ pub(crate) fn parse_value(
             if entries.len() > 128 {
                 diags.push(
                     Diagnostic::warning(
-                        "value-truncated",
+                        Code::ValueTruncated,
                         format!(
                             "`{key}` lists {} entries: OpenSM uses the first 128",
                             entries.len()
@@ -490,7 +490,7 @@ pub(crate) fn parse_value(
 
 /// An error for a value OpenSM refuses: it prints `opensm_says` and keeps the previous value.
 fn rejected(
-    code: &'static str,
+    code: Code,
     key: &str,
     raw: &[u8],
     why: &str,
@@ -526,7 +526,7 @@ fn parse_uint(
             shown(raw)
         );
         diags.push(rejected(
-            "not-numeric",
+            Code::NotNumeric,
             key,
             raw,
             "expected a number",
@@ -538,7 +538,7 @@ fn parse_uint(
     let value = n.strtoul();
     if value > max || n.overflow {
         let mut d = Diagnostic::error(
-            "out-of-range",
+            Code::OutOfRange,
             format!(
                 "`{key}` {} is out of range 0-{max}: OpenSM ignores the line and keeps the previous value",
                 shown(raw)
@@ -573,7 +573,7 @@ pub(crate) fn number_quirks(
     if n.negative && n.magnitude != 0 {
         diags.push(
             Diagnostic::warning(
-                "negative-number",
+                Code::NegativeNumber,
                 format!(
                     "{what}: `{}` is negative; OpenSM reads it as {read_as}",
                     shown(text)
@@ -597,7 +597,7 @@ fn octal_quirk(
         let text = n.text(s);
         diags.push(
             Diagnostic::warning(
-                "octal-number",
+                Code::OctalNumber,
                 format!(
                     "{what}: `{}` has a leading 0, so OpenSM reads it as octal: {}, not {decimal}",
                     shown(text),
@@ -620,7 +620,7 @@ fn parse_int32(key: &str, raw: &[u8], anchor: Option<&Anchor>, diags: &mut Vec<D
     if !n.digits {
         diags.push(
             Diagnostic::warning(
-                "int-not-numeric",
+                Code::IntNotNumeric,
                 format!(
                     "`{key}` `{}` is not a number: OpenSM reads it as 0",
                     shown(raw)
@@ -633,7 +633,7 @@ fn parse_int32(key: &str, raw: &[u8], anchor: Option<&Anchor>, diags: &mut Vec<D
     if n.end != raw.len() {
         diags.push(
             Diagnostic::warning(
-                "int-trailing-garbage",
+                Code::IntTrailingGarbage,
                 format!(
                     "`{key}` `{}`: OpenSM reads {long} and ignores `{}`",
                     shown(raw),
@@ -646,7 +646,7 @@ fn parse_int32(key: &str, raw: &[u8], anchor: Option<&Anchor>, diags: &mut Vec<D
     if i64::from(value) != long || n.overflow {
         diags.push(
             Diagnostic::warning(
-                "int-wrapped",
+                Code::IntWrapped,
                 format!(
                     "`{key}` {} does not fit in 32 bits: OpenSM reads it as {value}",
                     shown(n.text(raw))
@@ -682,7 +682,7 @@ pub(crate) fn parse_per_sl(
                 "value must be specified in addition to SL",
             )
         };
-        diags.push(rejected("invalid-value", key, raw, why, msg, anchor));
+        diags.push(rejected(Code::InvalidValue, key, raw, why, msg, anchor));
         return None;
     };
     let sl_text = &raw[sl_start..sl_end];
@@ -690,7 +690,7 @@ pub(crate) fn parse_per_sl(
     let sl = n.strtoul() as u8;
     if sl >= 16 {
         diags.push(rejected(
-            "invalid-value",
+            Code::InvalidValue,
             key,
             raw,
             "the SL is not 0-15",
@@ -702,7 +702,7 @@ pub(crate) fn parse_per_sl(
     if !n.digits || n.end != sl_text.len() || n.strtoul() > U8 {
         diags.push(
             Diagnostic::warning(
-                "sl-misread",
+                Code::SlMisread,
                 format!("`{key}`: OpenSM reads the SL `{}` as {sl}", shown(sl_text)),
             )
             .at(span(anchor, sl_start, sl_text.len())),
@@ -729,7 +729,7 @@ fn shift(anchor: &Anchor, off: usize, len: usize) -> Anchor {
 mod tests {
     use super::*;
 
-    fn parse(kind: Kind, raw: &str) -> (Option<Value>, Vec<&'static str>) {
+    fn parse(kind: Kind, raw: &str) -> (Option<Value>, Vec<Code>) {
         let mut diags = Vec::new();
         let value = parse_value("k", kind, raw.as_bytes(), None, &mut diags).map(|p| p.value);
         (value, diags.iter().map(|d| d.code).collect())
@@ -757,32 +757,32 @@ mod tests {
         assert_eq!(parse(Uint(U8), "0x12"), (Some(Value::Uint(18)), vec![]));
         assert_eq!(
             parse(Uint(U8), "010"),
-            (Some(Value::Uint(8)), vec!["octal-number"])
+            (Some(Value::Uint(8)), vec![Code::OctalNumber])
         );
-        assert_eq!(parse(Uint(U8), "256"), (None, vec!["out-of-range"]));
-        assert_eq!(parse(Uint(U32), "-1"), (None, vec!["out-of-range"]));
+        assert_eq!(parse(Uint(U8), "256"), (None, vec![Code::OutOfRange]));
+        assert_eq!(parse(Uint(U32), "-1"), (None, vec![Code::OutOfRange]));
         assert_eq!(
             parse(Uint(U64), "-1"),
-            (Some(Value::Uint(u64::MAX)), vec!["negative-number"])
+            (Some(Value::Uint(u64::MAX)), vec![Code::NegativeNumber])
         );
-        assert_eq!(parse(Uint(U8), ""), (None, vec!["not-numeric"]));
-        assert_eq!(parse(Uint(U8), "0x"), (None, vec!["not-numeric"]));
-        assert_eq!(parse(Uint(U8), "5 "), (None, vec!["not-numeric"]));
+        assert_eq!(parse(Uint(U8), ""), (None, vec![Code::NotNumeric]));
+        assert_eq!(parse(Uint(U8), "0x"), (None, vec![Code::NotNumeric]));
+        assert_eq!(parse(Uint(U8), "5 "), (None, vec![Code::NotNumeric]));
     }
 
     #[test]
     fn int32_parser() {
         assert_eq!(
             parse(Int32, "abc"),
-            (Some(Value::Int(0)), vec!["int-not-numeric"])
+            (Some(Value::Int(0)), vec![Code::IntNotNumeric])
         );
         assert_eq!(
             parse(Int32, "5x"),
-            (Some(Value::Int(5)), vec!["int-trailing-garbage"])
+            (Some(Value::Int(5)), vec![Code::IntTrailingGarbage])
         );
         assert_eq!(
             parse(Int32, "4294967295"),
-            (Some(Value::Int(-1)), vec!["int-wrapped"])
+            (Some(Value::Int(-1)), vec![Code::IntWrapped])
         );
         assert_eq!(parse(Int32, "-5"), (Some(Value::Int(-5)), vec![]));
     }
@@ -791,7 +791,7 @@ mod tests {
     fn bool_and_strings() {
         assert_eq!(
             parse(Bool, "true"),
-            (Some(Value::Bool(false)), vec!["not-true"])
+            (Some(Value::Bool(false)), vec![Code::NotTrue])
         );
         assert_eq!(parse(Bool, "FALSE"), (Some(Value::Bool(false)), vec![]));
         assert_eq!(parse(Str, "(null)"), (Some(Value::Str(None)), vec![]));
@@ -799,8 +799,8 @@ mod tests {
             parse(Str, ""),
             (Some(Value::Str(Some(String::new()))), vec![])
         );
-        assert_eq!(parse(Bits256, "0xfg"), (None, vec!["invalid-value"]));
-        assert_eq!(parse(Cct, "1:2,3"), (None, vec!["invalid-value"]));
+        assert_eq!(parse(Bits256, "0xfg"), (None, vec![Code::InvalidValue]));
+        assert_eq!(parse(Cct, "1:2,3"), (None, vec![Code::InvalidValue]));
     }
 
     #[test]
@@ -808,7 +808,7 @@ mod tests {
         let mut diags = Vec::new();
         let got = parse_per_sl("k", U8, b"260 9", None, &mut diags).map(|(sl, p)| (sl, p.value));
         assert_eq!(got, Some((4, Value::Uint(9))));
-        assert_eq!(diags[0].code, "sl-misread");
+        assert_eq!(diags[0].code, Code::SlMisread);
         assert!(parse_per_sl("k", U8, b"16 1", None, &mut diags).is_none());
         assert!(parse_per_sl("k", U8, b"2", None, &mut diags).is_none());
         assert!(parse_per_sl("k", U8, b"1 2 3", None, &mut diags).is_none());

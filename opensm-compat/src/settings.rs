@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use ibqos_qos::{PortClass, QosConfig, QosSet, VlCount};
+use ibqos_text::{Code, Diagnostic};
 
-use crate::diag::Diagnostic;
 use crate::options::{self, Anchor, Kind, OPTIONS, Parsed, Value};
 use crate::tables;
 
@@ -386,7 +386,7 @@ pub(crate) fn compare(ours: &Settings, back: &Settings, target: &str) -> Vec<Dia
                 },
             };
             Diagnostic::warning(
-                "not-expressible",
+                Code::NotExpressible,
                 format!(
                     "`{k}` = {} cannot be said exactly in {target}: it reads back as {}",
                     show(a.get(k)),

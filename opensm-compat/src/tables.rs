@@ -6,8 +6,9 @@
 
 use ibqos_qos::{Sl2VlTable, VLARB_TABLE_ENTRIES, Vl, VlArbEntry, VlArbTable};
 
-use crate::cnum::{self, is_c_space};
-use crate::diag::{Diagnostic, display_text};
+use ibqos_text::cnum::{self, is_c_space};
+use ibqos_text::{Code, Diagnostic, display_text};
+
 use crate::options::{Anchor, number_quirks, shown, span, whole};
 
 /// A byte for a message: printable, whitespace named.
@@ -81,7 +82,7 @@ impl<'a> Stream<'a> {
                 self.shifted = true;
                 self.diags.push(
                     Diagnostic::warning(
-                        "empty-field",
+                        Code::EmptyField,
                         format!(
                             "`{key}`: no number where OpenSM expects a {what}: it reads 0 and skips {}",
                             show_byte(s[at])
@@ -106,7 +107,7 @@ impl<'a> Stream<'a> {
         if !n.negative && wide > u64::from(u32::MAX) {
             self.diags.push(
                 Diagnostic::warning(
-                    "number-truncated",
+                    Code::NumberTruncated,
                     format!(
                         "`{key}`: {} does not fit in 32 bits: OpenSM keeps the low 32 bits, {value}",
                         shown(text)
@@ -160,7 +161,7 @@ impl<'a> Stream<'a> {
                 "OpenSM reads a number up to the first byte that cannot continue it, then skips exactly one byte"
             };
             self.diags.push(
-                Diagnostic::warning("separator-eaten", message)
+                Diagnostic::warning(Code::SeparatorEaten, message)
                     .with_help(help)
                     .at(at),
             );
@@ -168,7 +169,7 @@ impl<'a> Stream<'a> {
             self.odd_separators.push(c);
             self.diags.push(
                 Diagnostic::warning(
-                    "nonstandard-separator",
+                    Code::NonstandardSeparator,
                     format!(
                         "`{key}`: {} separates values where the format has `{}`; OpenSM skips any one byte after a number",
                         show_byte(c),
@@ -186,7 +187,7 @@ impl<'a> Stream<'a> {
             let rest = &self.s[self.pos..];
             self.diags.push(
                 Diagnostic::warning(
-                    "too-many-entries",
+                    Code::TooManyEntries,
                     format!("`{}`: {what}; OpenSM ignores `{}`", self.key, shown(rest)),
                 )
                 .at(span(self.anchor, self.pos, rest.len())),
@@ -198,7 +199,7 @@ impl<'a> Stream<'a> {
 /// The warning for an empty value, which is set (not "unset") and means all zeros.
 fn empty_table(key: &str, meaning: &str, anchor: Option<&Anchor>) -> Diagnostic {
     Diagnostic::warning(
-        "empty-table",
+        Code::EmptyTable,
         format!("`{key}` is set to an empty value: {meaning}"),
     )
     .with_help("to use the default, remove the line or write (null)")
@@ -230,7 +231,7 @@ pub(crate) fn parse_vlarb(
         let vl_at = span(anchor, vl.start, vl.len);
         if vl.value >= 15 {
             let mut d = Diagnostic::warning(
-                "vl-mod-15",
+                Code::VlMod15,
                 format!(
                     "`{key}`: VL {} is taken mod 15: the entry is for VL {vl_value}",
                     vl.value
@@ -245,7 +246,7 @@ pub(crate) fn parse_vlarb(
         if weight.value > 255 {
             stream.diags.push(
                 Diagnostic::warning(
-                    "weight-wrapped",
+                    Code::WeightWrapped,
                     format!(
                         "`{key}`: weight {} does not fit in 8 bits: OpenSM uses {weight_value}",
                         weight.value
@@ -257,7 +258,7 @@ pub(crate) fn parse_vlarb(
         if vl.present && !weight.present && !stream.shifted {
             stream.diags.push(
                 Diagnostic::warning(
-                    "missing-weight",
+                    Code::MissingWeight,
                     format!(
                         "`{key}`: VL {vl_value} has no weight: OpenSM uses 0, which skips the entry"
                     ),
@@ -302,7 +303,7 @@ pub(crate) fn parse_sl2vl(
         if n.value > 15 {
             stream.diags.push(
                 Diagnostic::warning(
-                    "sl2vl-vl-truncated",
+                    Code::Sl2vlVlTruncated,
                     format!(
                         "`{key}`: VL {} keeps only its low 4 bits: SL {sl} goes to VL {}",
                         n.value,
@@ -315,7 +316,7 @@ pub(crate) fn parse_sl2vl(
         if slot.is_management() {
             stream.diags.push(
                 Diagnostic::note(
-                    "vl15-drop",
+                    Code::Vl15Drop,
                     format!("`{key}`: SL {sl} is mapped to VL15, so its packets are dropped"),
                 )
                 .at(at),
@@ -325,7 +326,7 @@ pub(crate) fn parse_sl2vl(
     if listed < vls.len() {
         stream.diags.push(
             Diagnostic::warning(
-                "too-few-vls",
+                Code::TooFewVls,
                 match listed {
                     15 => format!("`{key}` lists 15 VLs: SL 15 goes to VL0"),
                     _ => format!("`{key}` lists {listed} VLs: SL {listed}-15 go to VL0"),
@@ -373,12 +374,6 @@ fn validator_tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|t| !t.is_empty())
 }
 
-/// `strtol(s, &end, 0)` and whether `*end` is NUL.
-fn strtol_whole(s: &[u8]) -> (i64, bool) {
-    let n = cnum::scan(s, 0);
-    (n.strtol(), n.end == s.len())
-}
-
 /// What `subn_verify_vlarb` prints for `<prefix>_vlarb_<suffix>` = `value`.
 pub(crate) fn opensm_vlarb_warnings(prefix: &str, suffix: &str, value: &[u8]) -> Vec<Vec<u8>> {
     let head = format!(" Warning: Cached Option {prefix}_vlarb_{suffix}:");
@@ -401,7 +396,7 @@ pub(crate) fn opensm_vlarb_warnings(prefix: &str, suffix: &str, value: &[u8]) ->
             ("weight=", &tok[colon + 1..], 255),
         ];
         for (name, text, max) in fields {
-            let (v, whole) = strtol_whole(text);
+            let (v, whole) = cnum::strtol_whole(text);
             if !whole {
                 out.push(log_report(&[
                     head,
@@ -432,7 +427,7 @@ pub(crate) fn opensm_sl2vl_warnings(prefix: &str, value: &[u8]) -> Vec<Vec<u8>> 
     let mut count = 0;
     for tok in validator_tokens(value) {
         count += 1;
-        let (v, whole) = strtol_whole(tok);
+        let (v, whole) = cnum::strtol_whole(tok);
         if !whole {
             out.push(log_report(&[head, b"vl=", tok, b" improperly formatted\n"]));
         } else if !(0..=15).contains(&v) {
@@ -455,7 +450,7 @@ pub(crate) fn opensm_sl2vl_warnings(prefix: &str, value: &[u8]) -> Vec<Vec<u8>> 
 mod tests {
     use super::*;
 
-    fn vlarb(value: &str) -> (Vec<(u8, u8)>, Vec<&'static str>) {
+    fn vlarb(value: &str) -> (Vec<(u8, u8)>, Vec<Code>) {
         let mut diags = Vec::new();
         let table = parse_vlarb("k", value.as_bytes(), None, &mut diags);
         let entries = table.0.iter().map(|e| (e.vl, e.weight)).collect::<Vec<_>>();
@@ -463,7 +458,7 @@ mod tests {
         (trimmed, diags.iter().map(|d| d.code).collect())
     }
 
-    fn sl2vl(value: &str) -> ([u8; 16], Vec<&'static str>) {
+    fn sl2vl(value: &str) -> ([u8; 16], Vec<Code>) {
         let mut diags = Vec::new();
         let table = parse_sl2vl("k", value.as_bytes(), None, &mut diags);
         (table.0.map(Vl::get), diags.iter().map(|d| d.code).collect())
@@ -475,34 +470,34 @@ mod tests {
         // skips one character: in `08:4,1:5` the 0 is the value and the 8 is eaten.
         let (entries, codes) = vlarb("08:4,1:5");
         assert_eq!(entries, vec![(0, 0), (4, 1), (5, 0)]);
-        assert_eq!(codes, vec!["separator-eaten"]);
+        assert_eq!(codes, vec![Code::SeparatorEaten]);
     }
 
     #[test]
     fn doubled_separator_is_an_empty_field() {
         let (entries, codes) = vlarb("0:4,,1:5");
         assert_eq!(entries, vec![(0, 4), (0, 1), (5, 0)]);
-        assert_eq!(codes, vec!["empty-field"]);
+        assert_eq!(codes, vec![Code::EmptyField]);
     }
 
     #[test]
     fn missing_weight_and_leftovers() {
         assert_eq!(
             vlarb("0:4,1"),
-            (vec![(0, 4), (1, 0)], vec!["missing-weight"])
+            (vec![(0, 4), (1, 0)], vec![Code::MissingWeight])
         );
         let long: Vec<String> = (0..65).map(|i| format!("{}:{}", i % 15, i + 1)).collect();
         let (entries, codes) = vlarb(&long.join(","));
         assert_eq!(entries.len(), 64);
-        assert_eq!(codes, vec!["too-many-entries"]);
+        assert_eq!(codes, vec![Code::TooManyEntries]);
     }
 
     #[test]
     fn sl2vl_values() {
         let (vls, codes) = sl2vl("0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15");
         assert_eq!(vls[15], 15);
-        assert_eq!(codes, vec!["vl15-drop"]);
-        assert_eq!(sl2vl("").1, vec!["empty-table"]);
+        assert_eq!(codes, vec![Code::Vl15Drop]);
+        assert_eq!(sl2vl("").1, vec![Code::EmptyTable]);
         assert_eq!(sl2vl("0x3,010").0[..2], [3, 8]);
     }
 

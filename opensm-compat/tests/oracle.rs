@@ -133,7 +133,7 @@ fn agree(conf: &[u8], ours: &Loaded, defaults: &BTreeMap<String, String>) -> Res
     let count = |codes: &[&str]| {
         ours.diagnostics
             .iter()
-            .filter(|d| codes.contains(&d.code))
+            .filter(|d| codes.contains(&d.code.as_str()))
             .count()
     };
     for (needle, codes) in [

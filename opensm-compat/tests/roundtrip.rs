@@ -50,7 +50,7 @@ proptest! {
         prop_assert_eq!(lost.is_empty(), reread(&conf, Format::OpenSmConf) == s, "{:?}", lost);
         let (native, lost) = to_native_toml(&s);
         prop_assert_eq!(lost.is_empty(), reread(&native, Format::NativeToml) == s, "{:?}", lost);
-        prop_assert!(lost.iter().all(|d| d.code == "not-expressible"), "{:?}", lost);
+        prop_assert!(lost.iter().all(|d| d.code.as_str() == "not-expressible"), "{:?}", lost);
     }
 }
 

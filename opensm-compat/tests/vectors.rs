@@ -7,7 +7,7 @@ use common::{Vector, conf_pairs, load_conf, vectors};
 fn check(v: &Vector) -> Result<(), String> {
     let loaded = load_conf(v.conf.as_bytes());
     let diags = &loaded.diagnostics;
-    let mut got: Vec<&str> = diags.iter().map(|d| d.code).collect();
+    let mut got: Vec<&str> = diags.iter().map(|d| d.code.as_str()).collect();
     let mut want: Vec<&str> = v.codes.iter().map(String::as_str).collect();
     got.sort_unstable();
     want.sort_unstable();
@@ -21,7 +21,7 @@ fn check(v: &Vector) -> Result<(), String> {
     for place in &v.at {
         let (code, pos) = place.split_once('@').ok_or("bad `at`")?;
         let found = diags.iter().any(|d| {
-            d.code == code
+            d.code.as_str() == code
                 && d.location
                     .as_ref()
                     .is_some_and(|l| format!("{}:{}", l.line, l.col) == pos)
@@ -33,7 +33,7 @@ fn check(v: &Vector) -> Result<(), String> {
     }
     let mut says: Vec<&str> = diags
         .iter()
-        .filter(|d| d.code == "opensm-says")
+        .filter(|d| d.code.as_str() == "opensm-says")
         .filter_map(|d| d.message.strip_prefix("OpenSM prints: "))
         .collect();
     let mut want_says: Vec<&str> = v.opensm_says.iter().map(String::as_str).collect();

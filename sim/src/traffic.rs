@@ -41,6 +41,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use ibqos_qos::Sl;
+use ibqos_text::{Code, Coded, Located, Location, Severity};
 
 use crate::arbiter::{ArbiterOptions, BLOCK_BYTES};
 use crate::engine::mix;
@@ -53,21 +54,8 @@ pub const MAX_MANAGEMENT_PAYLOAD: u32 = 256;
 /// below overflowing picoseconds).
 const MAX_US: f64 = 1e9;
 
-/// Where in the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Location {
-    pub line: usize,
-    pub column: usize,
-}
-
 /// A traffic file problem, with its place in the file.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{file}:{}:{}: {kind}", at.line, at.column)]
-pub struct TrafficError {
-    pub file: String,
-    pub at: Location,
-    pub kind: TrafficErrorKind,
-}
+pub type TrafficError = Located<TrafficErrorKind>;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TrafficErrorKind {
@@ -118,6 +106,34 @@ pub enum TrafficErrorKind {
     TooFewNodes(&'static str),
     #[error("no [[flow]] and no [[pattern]]: nothing to simulate")]
     NoTraffic,
+}
+
+impl Coded for TrafficErrorKind {
+    fn code(&self) -> Code {
+        match self {
+            TrafficErrorKind::NotUtf8 => Code::NotUtf8,
+            TrafficErrorKind::Toml(_) => Code::InvalidToml,
+            TrafficErrorKind::ZeroDuration => Code::ZeroDuration,
+            TrafficErrorKind::BadTime { .. } => Code::BadTime,
+            TrafficErrorKind::BadRate(_) => Code::BadRate,
+            TrafficErrorKind::BadSl(_) => Code::SlOutOfRange,
+            TrafficErrorKind::BadPayload(_) => Code::PayloadOutOfRange,
+            TrafficErrorKind::BadManagementPayload(_) => Code::ManagementPayloadTooLarge,
+            TrafficErrorKind::BadBuffer(_) => Code::BufferOutOfRange,
+            TrafficErrorKind::BufferTooSmall { .. } => Code::BufferTooSmall,
+            TrafficErrorKind::StopBeforeStart { .. } => Code::StopBeforeStart,
+            TrafficErrorKind::UnknownNode { .. } => Code::UnknownNode,
+            TrafficErrorKind::SelfFlow(_) => Code::SelfFlow,
+            TrafficErrorKind::IncastWithoutDst => Code::IncastWithoutDst,
+            TrafficErrorKind::DstWithoutIncast => Code::DstWithoutIncast,
+            TrafficErrorKind::TooFewNodes(_) => Code::TooFewNodes,
+            TrafficErrorKind::NoTraffic => Code::NoTraffic,
+        }
+    }
+
+    fn severity(&self) -> Severity {
+        Severity::Error
+    }
 }
 
 /// The generated patterns.
@@ -240,7 +256,6 @@ pub enum Request {
 /// A parsed traffic file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Traffic {
-    pub file: String,
     pub duration_ps: u64,
     pub link: LinkParams,
     pub arbiter: ArbiterOptions,
@@ -263,32 +278,20 @@ pub trait HostDirectory {
     fn all(&self) -> Vec<HostRef>;
 }
 
-/// Line and column (1-based, in characters) of byte `offset` of `text`.
-fn locate(text: &str, offset: usize) -> Location {
-    let mut end = offset.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let before = &text[..end];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    Location { line, column }
-}
-
 /// Reads a traffic file from bytes; `file` names it in messages. The fuzzing entry point.
 pub fn parse(file: &str, bytes: &[u8]) -> Result<Traffic, TrafficError> {
-    let error = |at: Location, kind| TrafficError {
-        file: file.to_owned(),
-        at,
-        kind,
+    let error = |span: Range<usize>, kind| {
+        Located::new(Location::in_source(file, bytes, span.start, span.end), kind)
     };
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        let valid = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
-        error(locate(valid, valid.len()), TrafficErrorKind::NotUtf8)
+        let at = e.valid_up_to();
+        error(at..at + 1, TrafficErrorKind::NotUtf8)
     })?;
     let raw: RawTraffic = toml::from_str(text).map_err(|e| {
-        let at = locate(text, e.span().map_or(0, |s| s.start));
-        error(at, TrafficErrorKind::Toml(e.message().trim().to_owned()))
+        error(
+            e.span().unwrap_or(0..0),
+            TrafficErrorKind::Toml(e.message().trim().to_owned()),
+        )
     })?;
     Reader { file, text }.traffic(raw)
 }
@@ -300,15 +303,11 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn error(&self, span: Range<usize>, kind: TrafficErrorKind) -> TrafficError {
-        TrafficError {
-            file: self.file.to_owned(),
-            at: self.at(span),
-            kind,
-        }
+        Located::new(self.at(span), kind)
     }
 
     fn at(&self, span: Range<usize>) -> Location {
-        locate(self.text, span.start)
+        Location::in_source(self.file, self.text.as_bytes(), span.start, span.end)
     }
 
     fn traffic(&self, raw: RawTraffic) -> Result<Traffic, TrafficError> {
@@ -372,7 +371,6 @@ impl Reader<'_> {
             return Err(self.error(0..0, TrafficErrorKind::NoTraffic));
         }
         let traffic = Traffic {
-            file: self.file.to_owned(),
             duration_ps,
             link,
             arbiter: raw.arbiter,
@@ -541,18 +539,10 @@ impl Request {
 }
 
 impl Traffic {
-    fn error(&self, at: Location, kind: TrafficErrorKind) -> TrafficError {
-        TrafficError {
-            file: self.file.clone(),
-            at,
-            kind,
-        }
-    }
-
     fn host(&self, hosts: &dyn HostDirectory, name: &NodeName) -> Result<HostRef, TrafficError> {
         hosts.find(&name.name).map_err(|reason| {
-            self.error(
-                name.at,
+            Located::new(
+                name.at.clone(),
                 TrafficErrorKind::UnknownNode {
                     name: name.name.clone(),
                     reason,
@@ -575,7 +565,10 @@ impl Traffic {
                 } => {
                     let (s, d) = (self.host(hosts, src)?, self.host(hosts, dst)?);
                     if s.port == d.port {
-                        return Err(self.error(dst.at, TrafficErrorKind::SelfFlow(d.name)));
+                        return Err(Located::new(
+                            dst.at.clone(),
+                            TrafficErrorKind::SelfFlow(d.name),
+                        ));
                     }
                     let name = name
                         .clone()
@@ -609,7 +602,10 @@ impl Traffic {
                                 .collect()
                         }
                         _ if members.len() < 2 => {
-                            return Err(self.error(*at, TrafficErrorKind::TooFewNodes(kind.name())));
+                            return Err(Located::new(
+                                at.clone(),
+                                TrafficErrorKind::TooFewNodes(kind.name()),
+                            ));
                         }
                         (PatternKind::Permutation, _) => {
                             let order = cyclic_permutation(members.len(), seed);
@@ -788,7 +784,7 @@ stop_us = 200
                 .contains("nothing to simulate")
         );
         assert_eq!(
-            parse("t.toml", b"\xff").unwrap_err().kind,
+            parse("t.toml", b"\xff").unwrap_err().what,
             TrafficErrorKind::NotUtf8
         );
     }
@@ -835,7 +831,7 @@ payload = 256
             text.replace("kind = \"incast\"\ndst = \"H1\"", "kind = \"incast\"")
                 .as_bytes(),
         );
-        assert_eq!(bad.unwrap_err().kind, TrafficErrorKind::IncastWithoutDst);
+        assert_eq!(bad.unwrap_err().what, TrafficErrorKind::IncastWithoutDst);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use ibqos_emu::serve::{Server, Switchboard};
 use ibqos_emu::{Emulator, FaultSchedule, Faults, Models, attach_port, dump, load_topology};
 use ibqos_fabric::netfile::to_net_file;
 use ibqos_fabric::{Topology, generate};
+use ibqos_text::Code;
 
 use tracing::warn;
 
@@ -16,6 +17,7 @@ use crate::cli::{
     FabricCommand, FabricDumpArgs, FabricGenArgs, FabricServeArgs, FaultArgs, GenShape, LatencyArgs,
 };
 use crate::commands::Outcome;
+use crate::diagnostics::FileError;
 use crate::signals::{Hangup, Signals};
 
 pub fn run(command: &FabricCommand) -> Result<Outcome> {
@@ -96,7 +98,7 @@ pub(crate) fn configure_emulator(
         seed: faults.fault_seed,
     });
     if let Some(path) = &faults.fault_schedule {
-        let schedule = FaultSchedule::load(path, emulator.topology())?;
+        let schedule = FaultSchedule::load(path, emulator.topology()).map_err(FileError::from)?;
         emulator.schedule(&schedule);
     }
     Ok(())
@@ -104,8 +106,14 @@ pub(crate) fn configure_emulator(
 
 /// A built-in fabric by name, else a net file.
 fn load(topology: &str) -> Result<Topology> {
-    let net = load_topology(topology).with_context(|| {
-        format!("{topology}: not a built-in fabric (two-switch), nor a readable net file")
+    let net = load_topology(topology).map_err(|error| {
+        let mut unusable = FileError::from(error);
+        if unusable.0.code == Code::UnreadableFile {
+            unusable.0.help = Some(format!(
+                "{topology}: not a built-in fabric (two-switch), nor a readable net file"
+            ));
+        }
+        unusable
     })?;
     Ok(net.topology)
 }

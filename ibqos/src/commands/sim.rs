@@ -16,6 +16,7 @@ use ibqos_sim::{
 
 use crate::cli::SimArgs;
 use crate::commands::{Outcome, load_config};
+use crate::diagnostics::FileError;
 
 /// Steps a run is cut into, to drive the progress bar.
 const PROGRESS_STEPS: u64 = 200;
@@ -89,11 +90,14 @@ pub fn setup(
     }
     let bytes = std::fs::read(traffic_file)
         .with_context(|| format!("cannot read {}", traffic_file.display()))?;
-    let traffic = traffic::parse(&traffic_file.display().to_string(), &bytes)?;
-    let mut topo = parse_net_file(topology)?.topology;
+    let traffic =
+        traffic::parse(&traffic_file.display().to_string(), &bytes).map_err(FileError::from)?;
+    let mut topo = parse_net_file(topology).map_err(FileError::from)?.topology;
     let max_op_vls = loaded.settings.links.oper_vls_cap();
     let network = build_network(&mut topo, &loaded.settings.qos, max_op_vls, &traffic)?;
-    let flows = traffic.flows(&TopologyHosts(&topo), seed)?;
+    let flows = traffic
+        .flows(&TopologyHosts(&topo), seed)
+        .map_err(FileError::from)?;
     Ok(Setup {
         network,
         flows,

@@ -1,15 +1,16 @@
-//! glibc's `strtoul` / `strtol` / `strtoull` with base 0 on LP64, byte for byte: OpenSM reads every
-//! number in opensm.conf with one of them, and its quirks (octal, negatives, where parsing stops)
-//! decide what a value means.
+//! glibc's `strtoul`, `strtoull`, `strtol` and `atoi` on LP64, byte for byte. OpenSM reads every
+//! number in opensm.conf with one of them (base 0), and ibsim reads net files with `strtoull`
+//! and `atoi`; their quirks (octal, negatives, where parsing stops, wrapping) decide what a
+//! value means, so both readers share this one copy.
 
 /// C's `isspace` in the "C" locale.
-pub(crate) fn is_c_space(b: u8) -> bool {
+pub fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
-/// What `strto*(s + from, &end, 0)` saw.
+/// What `strto*(s + from, &end, base)` saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CNum {
+pub struct CNum {
     /// Where the number starts (its sign or first digit), after leading whitespace.
     pub start: usize,
     /// `endptr`: the first byte not consumed. Without digits this is `from` itself (glibc
@@ -28,8 +29,18 @@ pub(crate) struct CNum {
     pub digit_start: usize,
 }
 
-/// Scans a number in base 0 starting at `s[from]`, as glibc does.
-pub(crate) fn scan(s: &[u8], from: usize) -> CNum {
+/// Scans a number in base 0 starting at `s[from]`, as glibc does: `0x` is hex, a leading `0`
+/// octal, anything else decimal.
+pub fn scan(s: &[u8], from: usize) -> CNum {
+    scan_in(s, from, true)
+}
+
+/// Scans a number in base 10 starting at `s[from]` (a leading `0` is decimal, `0x` is 0).
+pub fn scan_decimal(s: &[u8], from: usize) -> CNum {
+    scan_in(s, from, false)
+}
+
+fn scan_in(s: &[u8], from: usize, base_0: bool) -> CNum {
     let at = |i: usize| s.get(i).copied().unwrap_or(0);
     let mut i = from;
     while is_c_space(at(i)) {
@@ -41,7 +52,7 @@ pub(crate) fn scan(s: &[u8], from: usize) -> CNum {
         i += 1;
     }
     let mut base = 10;
-    if at(i) == b'0' {
+    if base_0 && at(i) == b'0' {
         if matches!(at(i + 1), b'x' | b'X') {
             if at(i + 2).is_ascii_hexdigit() {
                 base = 16;
@@ -90,7 +101,8 @@ pub(crate) fn scan(s: &[u8], from: usize) -> CNum {
 }
 
 impl CNum {
-    /// `strtoul`'s (and on LP64 `strtoull`'s) result: negatives wrap, overflow gives `ULONG_MAX`.
+    /// `strtoul`'s (and on LP64 `strtoull`'s) result: negatives wrap, overflow gives `ULONG_MAX`
+    /// whatever the sign.
     pub fn strtoul(&self) -> u64 {
         if !self.digits {
             0
@@ -141,6 +153,24 @@ impl CNum {
     }
 }
 
+/// `strtoull(s, NULL, 0)` (the same as `strtoul` on LP64).
+pub fn strtoull(s: &[u8]) -> u64 {
+    scan(s, 0).strtoul()
+}
+
+/// `strtol(s, &end, 0)`, and whether `*end` is the end of the string (the whole string is the
+/// number).
+pub fn strtol_whole(s: &[u8]) -> (i64, bool) {
+    let n = scan(s, 0);
+    (n.strtol(), n.end == s.len())
+}
+
+/// `atoi(s)`, which glibc defines as `(int) strtol(s, NULL, 10)`: saturated to a `long`, then
+/// cut to its low 32 bits.
+pub fn atoi(s: &[u8]) -> i32 {
+    scan_decimal(s, 0).strtol() as i32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,7 +195,26 @@ mod tests {
         assert_eq!(ul(""), (0, 0));
         assert_eq!(ul("99999999999999999999"), (u64::MAX, 20));
         assert_eq!(ul("-18446744073709551615"), (1, 21));
+        assert_eq!(
+            ul("-99999999999999999999"),
+            (u64::MAX, 21),
+            "ERANGE ignores the sign"
+        );
         assert_eq!(ul("0b1"), (0, 1));
+        assert_eq!(ul("\u{b}\u{c}7"), (7, 3), "VT and FF are C spaces");
+        assert_eq!(ul("\u{a0}7"), (0, 0), "a no-break space is not");
+    }
+
+    #[test]
+    fn strtoull_reads_net_file_numbers() {
+        let ull = |s: &str| strtoull(s.as_bytes());
+        assert_eq!(ull("0x0002c90000001000"), 0x2c90000001000);
+        assert_eq!(ull(" 0x10(10)"), 0x10);
+        assert_eq!(ull("12abc"), 12);
+        assert_eq!(ull("zz"), 0);
+        assert_eq!(ull("0x"), 0);
+        assert_eq!(ull("99999999999999999999999"), u64::MAX);
+        assert_eq!(ull("-1"), u64::MAX);
     }
 
     #[test]
@@ -177,6 +226,34 @@ mod tests {
         assert_eq!(l("-9223372036854775809"), i64::MIN);
         assert_eq!(l("5x"), 5);
         assert_eq!(l("abc"), 0);
+    }
+
+    #[test]
+    fn strtol_whole_needs_every_byte() {
+        let w = |s: &str| strtol_whole(s.as_bytes());
+        assert_eq!(w("14"), (14, true));
+        assert_eq!(w("0x0e"), (14, true));
+        assert_eq!(w("-3"), (-3, true));
+        assert_eq!(w("3 "), (3, false));
+        assert_eq!(
+            w(""),
+            (0, true),
+            "no digits: endptr is the start, which is the end"
+        );
+        assert_eq!(w("x"), (0, false));
+    }
+
+    #[test]
+    fn atoi_is_decimal_and_wraps_to_int() {
+        let a = |s: &str| atoi(s.as_bytes());
+        assert_eq!(a("12]"), 12);
+        assert_eq!(a("x"), 0);
+        assert_eq!(a(" -7"), -7);
+        assert_eq!(a("010"), 10, "no octal");
+        assert_eq!(a("0x10"), 0, "no hex");
+        assert_eq!(a("2147483648"), i32::MIN, "cut to 32 bits");
+        assert_eq!(a("4294967297"), 1);
+        assert_eq!(a("99999999999999999999"), -1, "LONG_MAX cut to int");
     }
 
     #[test]
