@@ -187,26 +187,27 @@ fn a_reload_sweeps_at_once_and_sets_only_what_changed() {
     assert_eq!(sets_since(&sm, &before), BTreeMap::new());
 }
 
+/// Takes the inter-switch link S1[3]-S2[3] down at `down_ns` (emulated), and back at `up_ns`.
+fn flap_inter_switch_link(sm: &mut EmulatedSm, down_ns: u64, up_ns: Option<u64>) {
+    let emulator = sm.transport.emulator_mut();
+    let s1 = emulator.topology().node_by_name("S1").unwrap();
+    emulator.schedule(&FaultSchedule {
+        flaps: vec![Flap {
+            port: PortRef::new(s1, 3),
+            down_ns,
+            up_ns,
+        }],
+        dead: vec![],
+    });
+}
+
 #[test]
 fn a_trap_128_between_sweeps_makes_a_sweep_at_once() {
     let settings = settings(CONFIG);
     let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings);
     sm.sweep_done();
     let down_ns = sm.transport.now_ns() + 1_000_000_000;
-    let s1 = sm
-        .transport
-        .emulator()
-        .topology()
-        .node_by_name("S1")
-        .unwrap();
-    sm.transport.emulator_mut().schedule(&FaultSchedule {
-        flaps: vec![Flap {
-            port: PortRef::new(s1, 3),
-            down_ns,
-            up_ns: None,
-        }],
-        dead: vec![],
-    });
+    flap_inter_switch_link(&mut sm, down_ns, None);
     let (reason, at) = sm.sweep_started();
     assert_eq!(reason, SweepReason::LinkChange);
     assert!(at - down_ns < 100_000, "woken {} ns after", at - down_ns);
@@ -232,20 +233,7 @@ fn a_trap_128_during_a_sweep_makes_another_sweep_at_once() {
     assert_eq!(reason, SweepReason::Interval);
     // S1[3] goes down half-way through the second sweep and is back a microsecond later.
     let down_ns = started + length / 2;
-    let s1 = sm
-        .transport
-        .emulator()
-        .topology()
-        .node_by_name("S1")
-        .unwrap();
-    sm.transport.emulator_mut().schedule(&FaultSchedule {
-        flaps: vec![Flap {
-            port: PortRef::new(s1, 3),
-            down_ns,
-            up_ns: Some(down_ns + 1_000),
-        }],
-        dead: vec![],
-    });
+    flap_inter_switch_link(&mut sm, down_ns, Some(down_ns + 1_000));
     let during = sm.sweep_done();
     assert_eq!(during.link_change_traps, 1, "{during:?}");
     let ended = sm.transport.now_ns();
