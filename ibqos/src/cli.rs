@@ -86,8 +86,9 @@ pub enum FabricCommand {
     ///
     /// Binds the abstract sockets @NAME:ctl and @NAME:out0..9 as ibsim does, so OpenSM and
     /// infiniband-diags run against it under libumad2sim.so (IBSIM_SOCKNAME=NAME SIM_HOST=NODE)
-    /// and `ibqos sm --fabric ibsim:NAME@NODE` attaches natively. Every client attaches at one
-    /// port: port 1 of the --attach CA (port 0 if it is a switch). Runs until SIGTERM or SIGINT.
+    /// and `ibqos sm --fabric ibsim:NAME@NODE` attaches natively. A client attaches where ibsim
+    /// would put it: at the node its SIM_HOST names, else at --attach (port 1 of a CA, port 0 of
+    /// a switch). Runs until SIGTERM or SIGINT.
     #[command(after_help = "Examples:\n  \
         ibqos fabric serve fabric.net --sockname lab\n  \
         IBSIM_SOCKNAME=lab SIM_HOST=H1 LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so opensm -o")]
