@@ -5,9 +5,9 @@
 //! The protocol (ibsim 0.10: `ibsim/ibsim.c:119-160`, `umad2sim/sim_client.c:235-267`, the
 //! structs in `include/ibsim.h:64-96`, declared as [`ibqos_mad::ibsim`]'s datagrams): abstract
 //! AF_UNIX datagram sockets `\0NAME:ctl\0` (control) and `\0NAME:out0\0` ... `\0NAME:out9\0`
-//! (data of client 0..9); the trailing NUL is part of each name. A client binds `NAME:ctl<pid>` and `NAME:in<pid>`, sends
-//! CONNECT (80-byte `struct sim_ctl`, host byte order) and then exchanges 288-byte
-//! `struct sim_request` datagrams with `NAME:out<client>`.
+//! (data of client 0..9); the trailing NUL is part of each name. A client binds `NAME:ctl<pid>`
+//! and `NAME:in<pid>`, sends CONNECT (80-byte `struct sim_ctl`, host byte order) and then
+//! exchanges 288-byte `struct sim_request` datagrams with `NAME:out<client>`.
 //!
 //! [`Switchboard`] is the protocol without I/O (what each datagram causes), [`Server`] moves
 //! datagrams between it and the sockets in one single-threaded `poll` loop. Both are
