@@ -17,7 +17,7 @@ use super::subnet::{Node, PortKey, Subnet};
 
 /// One QoS Set: which node, with what modifier, and the ports whose tables it writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QosSet {
+pub struct QosWrite {
     pub node: u64,
     /// The port whose directed route reaches the node (a CA answers for its arrival port).
     pub via: PortKey,
@@ -76,7 +76,7 @@ pub fn port_plan(
 }
 
 /// Every QoS Set for the subnet, from the ports' current (just programmed) OperVLs.
-pub fn qos_sets(subnet: &Subnet, config: &QosConfig, use_optimized_slvl: bool) -> Vec<QosSet> {
+pub fn qos_sets(subnet: &Subnet, config: &QosConfig, use_optimized_slvl: bool) -> Vec<QosWrite> {
     let mut sets = Vec::new();
     for (guid, node) in &subnet.nodes {
         if node.is_switch() {
@@ -112,7 +112,7 @@ fn switch_sets(
     use_optimized_slvl: bool,
     guid: u64,
     node: &Node,
-    sets: &mut Vec<QosSet>,
+    sets: &mut Vec<QosWrite>,
 ) {
     let via = PortKey::new(guid, 0);
     let up = |port: u8| port == 0 || subnet.peer(PortKey::new(guid, port)).is_some();
@@ -170,8 +170,8 @@ fn sl2vl_set(
     scope: SlToVlModifier,
     table: SlToVlMappingTableRepr,
     ports: Vec<PortKey>,
-) -> QosSet {
-    QosSet {
+) -> QosWrite {
+    QosWrite {
         node,
         via,
         attribute: Attribute::SlToVlMappingTable(table),
@@ -185,13 +185,13 @@ fn sl2vl_set(
 }
 
 /// The VLArb blocks of one port; `port_field` is the modifier's port (0 on a CA or port 0).
-fn vlarb_sets(plan: &PortPlan, node: u64, via: PortKey, port_field: u8, sets: &mut Vec<QosSet>) {
+fn vlarb_sets(plan: &PortPlan, node: u64, via: PortKey, port_field: u8, sets: &mut Vec<QosWrite>) {
     for block in &plan.vlarb {
         let modifier = VlArbModifier {
             block: block.block,
             port: port_field,
         };
-        sets.push(QosSet {
+        sets.push(QosWrite {
             node,
             via,
             attribute: Attribute::VlArbitrationTable(VlArbitrationTableRepr {

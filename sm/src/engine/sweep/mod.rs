@@ -23,7 +23,7 @@ use ibqos_mad::{
 use ibqos_qos::{QosConfig, VlCount};
 use tracing::{debug, info, warn};
 
-use super::qos::QosSet;
+use super::qos::QosWrite;
 use super::routing::RoutingEngine;
 use super::scheduler::{Completion, Request, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
@@ -166,7 +166,7 @@ pub struct Sweep {
     /// for the port a request arrives on, so each CA port is read through its own route.
     arrivals: BTreeMap<PortKey, (Vec<u8>, u64)>,
     /// The QoS Sets of this sweep, and where each stands.
-    qos_sets: Vec<QosSet>,
+    qos_sets: Vec<QosWrite>,
     qos_settled: Vec<Settled>,
     pending_reads: Vec<PendingRead>,
     changes: Vec<Change>,

@@ -9,12 +9,12 @@ use tracing::{info, warn};
 
 use super::reconcile::{Held, Planned};
 use super::{Op, Phase, Sweep};
-use crate::engine::qos::{QosSet, qos_sets};
+use crate::engine::qos::{QosWrite, qos_sets};
 use crate::engine::subnet::{PortKey, Subnet};
 
 /// The Gets that read what a QoS Set would overwrite: the Set's own modifier, except that an
 /// SL2VL Set for several pairs is read pair by pair (a Get cannot use the all-ports bits).
-pub(super) fn read_modifiers(subnet: &Subnet, set: &QosSet) -> Vec<u32> {
+pub(super) fn read_modifiers(subnet: &Subnet, set: &QosWrite) -> Vec<u32> {
     let Attribute::SlToVlMappingTable(_) = set.attribute else {
         return vec![set.modifier];
     };
@@ -59,7 +59,7 @@ pub(super) enum Settled {
 }
 
 /// Per port: configured, verified, failed, from each Set and where it stands.
-fn count_ports(sets: &[QosSet], settled: &[Settled]) -> QosCounts {
+fn count_ports(sets: &[QosWrite], settled: &[Settled]) -> QosCounts {
     let mut ports: BTreeMap<PortKey, Settled> = BTreeMap::new();
     for (set, settled) in sets.iter().zip(settled) {
         for port in &set.ports {
@@ -155,8 +155,8 @@ mod tests {
 
     use crate::engine::subnet::Node;
 
-    fn set(attribute: Attribute, modifier: u32, outputs: &[u8]) -> QosSet {
-        QosSet {
+    fn set(attribute: Attribute, modifier: u32, outputs: &[u8]) -> QosWrite {
+        QosWrite {
             node: 1,
             via: PortKey::new(1, 0),
             attribute,
