@@ -29,39 +29,18 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ibqos_mad::Smp;
 use ibqos_opensm::Settings;
 use tracing::{debug, info, warn};
 
 use crate::cache::write_guid2lid;
 use crate::config::sweep_config;
-use crate::engine::scheduler::Transmit;
+use crate::engine::scheduler::OutgoingMad;
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::responder::{Heard, Responder, parse_smp};
 use crate::summary::SweepSummary;
 
 /// Sweeps a [`Run::Once`] makes before it gives up on bringing the subnet up.
 pub const ONCE_MAX_SWEEPS: u32 = 4;
-
-/// A MAD for the fabric.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutgoingMad {
-    pub mad: [u8; 256],
-    /// The destination LID of a LID-routed MAD; `None` for a directed-route SMP, whose path is
-    /// in the MAD itself.
-    pub dlid: Option<u16>,
-}
-
-impl From<&Transmit> for OutgoingMad {
-    fn from(transmit: &Transmit) -> Self {
-        let mut mad = [0u8; 256];
-        transmit.smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
-        OutgoingMad {
-            mad,
-            dlid: transmit.dlid,
-        }
-    }
-}
 
 /// How long the SM lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use ibqos_mad::{
 };
 use tracing::{debug, info, warn};
 
+use crate::engine::scheduler::OutgoingMad;
 use crate::engine::scheduler::Transmit;
-use crate::manager::OutgoingMad;
 
 /// What reached the SM that was not an answer to its sweep.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

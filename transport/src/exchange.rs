@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use ibqos_mad::{Mad, Smp, SmpRepr};
+use ibqos_sm::engine::scheduler::OutgoingMad;
 use ibqos_sm::engine::scheduler::{Completion, Request, Scheduler};
-use ibqos_sm::manager::OutgoingMad;
 
 use crate::{Incoming, Outgoing, Transport, TransportError};
 

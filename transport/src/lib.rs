@@ -16,7 +16,7 @@ use std::io;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use ibqos_sm::manager::OutgoingMad;
+use ibqos_sm::engine::scheduler::OutgoingMad;
 
 pub mod driver;
 pub mod emulated;

@@ -13,8 +13,8 @@ use ibqos_mad::{
 };
 use ibqos_opensm::{Format, load_bytes};
 use ibqos_sm::config::sweep_config;
+use ibqos_sm::engine::scheduler::OutgoingMad;
 use ibqos_sm::engine::sweep::{Learned, Sweep, SweepMode};
-use ibqos_sm::manager::OutgoingMad;
 use ibqos_sm::responder::{Heard, Responder};
 use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::{Incoming, LocalPort, Outgoing, Transport, TransportError};

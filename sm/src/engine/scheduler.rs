@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{AttributeId, Mad, Method, MgmtClass, Routing, SmpRepr, Status};
+use ibqos_mad::{AttributeId, Mad, Method, MgmtClass, Routing, Smp, SmpRepr, Status};
 
 /// How the scheduler is tuned: OpenSM's `max_wire_smps`, `transaction_timeout` and
 /// `transaction_retries`.
@@ -40,6 +40,26 @@ pub struct Request<C> {
 pub struct Transmit {
     pub smp: SmpRepr,
     pub dlid: Option<u16>,
+}
+
+/// A MAD for the fabric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutgoingMad {
+    pub mad: [u8; 256],
+    /// The destination LID of a LID-routed MAD; `None` for a directed-route SMP, whose path is
+    /// in the MAD itself.
+    pub dlid: Option<u16>,
+}
+
+impl From<&Transmit> for OutgoingMad {
+    fn from(transmit: &Transmit) -> Self {
+        let mut mad = [0u8; 256];
+        transmit.smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
+        OutgoingMad {
+            mad,
+            dlid: transmit.dlid,
+        }
+    }
 }
 
 /// Why a request ended without a good answer.
