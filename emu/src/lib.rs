@@ -259,7 +259,7 @@ impl Emulator {
         request: &[u8],
         dlid: Option<u16>,
     ) -> Option<Exchange> {
-        let request = SmpRepr::parse(&Smp::new_checked(request).ok()?).ok()?;
+        let request = SmpRepr::parse_bytes(request).ok()?;
         // An SMA answers requests; it never answers a response, and TrapRepress has no
         // response (IBA 14.2.5.1): it only ends a trap.
         if request.method == Method::TrapRepress {

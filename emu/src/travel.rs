@@ -34,7 +34,7 @@ impl Emulator {
         let mut trace = Trace::default();
         let at = match mad.get(1).copied().map(MgmtClass::from) {
             Some(MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute) => {
-                let smp = SmpRepr::parse(&Smp::new_checked(mad).ok()?).ok()?;
+                let smp = SmpRepr::parse_bytes(mad).ok()?;
                 self.route(origin, &smp, dlid, &mut trace).map(|(at, _)| at)
             }
             _ => self.gmp_route(origin, dlid, &mut trace),

@@ -75,7 +75,7 @@ pub use vocabulary::{Guid, Lid, PortNum, Priority};
 /// Total: for any input of any length it returns, without panicking, overflowing or reading past
 /// the end; the entry point for a fuzz target and for logging raw MADs.
 pub fn parse_any(bytes: &[u8]) -> Result<(SmpRepr, Attribute)> {
-    let smp = SmpRepr::parse(&Smp::new_checked(bytes)?)?;
+    let smp = SmpRepr::parse_bytes(bytes)?;
     let attribute = Attribute::parse(smp.attribute_id, &smp.data)?;
     Ok((smp, attribute))
 }

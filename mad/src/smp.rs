@@ -207,6 +207,11 @@ impl SmpRepr {
         }
     }
 
+    /// Reads an SMP from the bytes of a MAD: [`Smp::new_checked`], then [`SmpRepr::parse`].
+    pub fn parse_bytes(mad: &[u8]) -> Result<Self> {
+        Self::parse(&Smp::new_checked(mad)?)
+    }
+
     /// Reads an SMP, checking the buffer length, BaseVersion = ClassVersion = 1, that MgmtClass
     /// is 0x01 or 0x81 and, for a directed route, that HopCount is at most 63. Unknown methods
     /// and attributes are kept, not rejected; reserved bytes are ignored.

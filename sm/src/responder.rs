@@ -8,7 +8,7 @@
 
 use ibqos_mad::{
     Attribute, AttributeId, Direction, Mad, Method, MgmtClass, Notice, NoticeRepr, Routing,
-    SmInfoRepr, SmState, Smp, SmpRepr, Status,
+    SmInfoRepr, SmState, SmpRepr, Status,
 };
 use tracing::{debug, info, warn};
 
@@ -192,7 +192,7 @@ impl Responder {
 
 /// An SMP from the fabric, or `None` for anything else (a short datagram, another class).
 pub(crate) fn parse_smp(mad: &[u8]) -> Option<SmpRepr> {
-    match Smp::new_checked(mad).and_then(|smp| SmpRepr::parse(&smp)) {
+    match SmpRepr::parse_bytes(mad) {
         Ok(smp) => Some(smp),
         Err(error) => {
             debug!(%error, len = mad.len(), "not an SMP; dropped");
@@ -204,7 +204,7 @@ pub(crate) fn parse_smp(mad: &[u8]) -> Option<SmpRepr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ibqos_mad::{DrPath, NoticeType, SmInfo};
+    use ibqos_mad::{DrPath, NoticeType, SmInfo, Smp};
 
     const GUID: u64 = 0x0002_c900_0010_0001;
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use ibqos_mad::{Mad, Smp, SmpRepr};
+use ibqos_mad::{Mad, SmpRepr};
 use ibqos_sm::engine::scheduler::OutgoingMad;
 use ibqos_sm::engine::scheduler::{Completion, Request, Scheduler};
 
@@ -34,8 +34,7 @@ pub fn exchange<C>(
                 deadline.saturating_duration_since(now)
             });
         let done = match transport.recv(wait)? {
-            Some(Incoming::Mad { mad, .. }) => Smp::new_checked(&mad[..])
-                .and_then(|smp| SmpRepr::parse(&smp))
+            Some(Incoming::Mad { mad, .. }) => SmpRepr::parse_bytes(&mad)
                 .ok()
                 .filter(|smp| smp.method.is_response())
                 .and_then(|response| scheduler.on_response(response)),

@@ -98,9 +98,7 @@ impl Transport for Recorder<'_> {
 }
 
 fn smp(mad: &[u8]) -> Option<SmpRepr> {
-    Smp::new_checked(mad)
-        .and_then(|smp| SmpRepr::parse(&smp))
-        .ok()
+    SmpRepr::parse_bytes(mad).ok()
 }
 
 fn hex(bytes: &[u8]) -> String {
