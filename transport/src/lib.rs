@@ -384,9 +384,6 @@ fn qp_for_class(mgmt_class: u8) -> (u32, u32) {
     }
 }
 
-/// ibsim and the kernel report an undelivered request with this status.
-const ETIMEDOUT_STATUS: u32 = 110;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,8 +23,8 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::{
-    Address, ETIMEDOUT_STATUS, Incoming, LocalPort, OpenOptions, Outgoing, Role, Transport,
-    TransportError, qp_for_class,
+    Address, Incoming, LocalPort, OpenOptions, Outgoing, Role, Transport, TransportError,
+    qp_for_class,
 };
 
 const SYS_INFINIBAND: &str = "/sys/class/infiniband";
@@ -36,6 +36,10 @@ const HDR_WITHOUT_PKEY: usize = 56;
 const MAD_LEN: usize = 256;
 /// The kernel hands back a timed-out request as the header plus the 24-byte MAD header.
 const MAD_COMMON_HEADER: usize = 24;
+
+/// `ib_user_mad_hdr.status` of a request the kernel hands back undelivered: the errno
+/// ETIMEDOUT (umad2sim passes ibsim's dropped status, the same number, through unchanged).
+const UNDELIVERED: u32 = libc::ETIMEDOUT as u32;
 
 /// `_IOWR(0x1b, 1, struct ib_user_mad_reg_req)`.
 const IB_USER_MAD_REGISTER_AGENT: libc::c_ulong = 0xc01c_1b01;
@@ -334,7 +338,7 @@ impl UmadTransport {
                 mad,
                 slid: u16::from_be_bytes([packet[28], packet[29]]),
             }),
-            ETIMEDOUT_STATUS => Some(Incoming::Dropped { mad }),
+            UNDELIVERED => Some(Incoming::Dropped { mad }),
             _ => {
                 self.malformed += 1;
                 None
