@@ -35,6 +35,7 @@ mod header;
 pub mod ibsim;
 mod modifier;
 mod perf;
+pub mod sa;
 mod smp;
 mod vocabulary;
 
