@@ -184,6 +184,35 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SaMad<T> {
     }
 }
 
+/// An SA message cut to the one MAD a transport without RMPP carries (ibsim, umad2sim): the
+/// records that fit in 200 bytes, and a valid single-segment RMPP header (version 1, DATA,
+/// Active|First|Last, segment 1, PayloadLength 20 + the data kept) where RMPP was Active.
+/// A message of one MAD or less comes back as it is, zero-padded to 256 bytes.
+pub fn single_mad(message: &[u8]) -> [u8; 256] {
+    let mut mad = [0u8; 256];
+    let len = message.len().min(256);
+    mad[..len].copy_from_slice(&message[..len]);
+    if message.len() <= 256 || len < SA_HEADER_LEN {
+        return mad;
+    }
+    let mut view = SaMad::new_unchecked(&mut mad[..]);
+    let stride = usize::from(view.attribute_offset()) * 8;
+    let kept = SA_DATA_LEN.checked_div(stride).map_or(SA_DATA_LEN, |n| n * stride);
+    view.data_mut()[kept..].fill(0);
+    if view.rmpp_flags().contains(RmppFlags::ACTIVE) {
+        view.set_rmpp_version(1);
+        view.set_rmpp_type(RmppType::Data);
+        view.set_rmpp_flags(RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST);
+        view.set_segment_number(1);
+        view.set_payload_length((SA_DATA_LEN_RMPP_EXTRA + kept) as u32);
+    }
+    mad
+}
+
+/// What an RMPP PayloadLength counts beyond the SA data: it starts at byte 36, so the SM_Key,
+/// AttributeOffset, reserved and ComponentMask bytes (IBA 15.2.1.1) count too.
+const SA_DATA_LEN_RMPP_EXTRA: usize = SA_HEADER_LEN - 36;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,6 +285,25 @@ mod tests {
         let mad = SaMad::new_checked(&bytes[..]).unwrap();
         assert_eq!(mad.records().count(), 0);
         assert!(SaMad::new_checked(&bytes[..55]).is_err());
+    }
+
+    #[test]
+    fn a_long_answer_is_cut_to_whole_records_with_a_single_segment_header() {
+        // Three 72-byte records: two fit in 200 bytes.
+        let mut message = vec![0u8; SA_HEADER_LEN + 3 * 72];
+        message[..56].copy_from_slice(&LINK_TABLE[..56]);
+        message[45] = 9;
+        message[56..].fill(0xab);
+        let mad = single_mad(&message);
+        let view = SaMad::new_checked(&mad[..]).unwrap();
+        assert_eq!(
+            view.rmpp_flags(),
+            RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST
+        );
+        assert_eq!((view.segment_number(), view.payload_length()), (1, 20 + 144));
+        assert!(view.data()[..144].iter().all(|&b| b == 0xab));
+        assert!(view.data()[144..].iter().all(|&b| b == 0));
+        assert_eq!(single_mad(&LINK_TABLE)[..72], LINK_TABLE[..]);
     }
 
     #[test]
