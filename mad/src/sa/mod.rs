@@ -11,6 +11,23 @@
 //! SA attribute IDs overlap the SMP ones with other meanings (0x0011 is NodeRecord here and
 //! NodeInfo in an SMP), hence [`SaAttributeId`].
 
+#[macro_use]
+mod record;
+mod class_port_info;
+mod link_record;
+mod node_record;
+mod path_record;
+mod port_info_record;
+mod sm_info_record;
+
+pub use class_port_info::{SaCapabilityMask, SaCapabilityMask2};
+pub use link_record::{LinkRecord, LinkRecordMask, LinkRecordRepr};
+pub use node_record::{NodeRecord, NodeRecordMask, NodeRecordRepr};
+pub use path_record::{Mtu, PathRecord, PathRecordMask, PathRecordRepr, Rate, Selector};
+pub use port_info_record::{PortInfoRecord, PortInfoRecordMask, PortInfoRecordRepr};
+pub use record::Record;
+pub use sm_info_record::{SmInfoRecord, SmInfoRecordMask, SmInfoRecordRepr};
+
 use crate::header::{Mad, Status};
 
 open_enum! {
