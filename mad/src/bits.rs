@@ -1,8 +1,8 @@
 //! Bit-field access in IBA bit order.
 //!
 //! The IBA (and libibmad's `fields.c`) names every field by a bit offset counted from the most
-//! significant bit of byte 0, and a width. Fields are big-endian, 1 to 64 bits wide, and need not
-//! start or end on a byte boundary (PortInfo's HOQLife is bits 339..344). [`read`] and [`write`]
+//! significant bit of byte 0, and a width. Fields are big-endian, 1 to 128 bits wide (a GID is
+//! 128), and need not start or end on a byte boundary (PortInfo's HOQLife is bits 339..344). [`read`] and [`write`]
 //! take exactly that pair, so a layout table copied from the IBA is used as written, with
 //! no hand conversion to byte indexes and shifts.
 
@@ -14,39 +14,39 @@ pub(crate) trait FieldValue: Copy {
     /// How many bits the type can hold; a wider field in a table is a compile-time error.
     const BITS: usize;
     /// Builds the value from a field's bits (already masked to the field width).
-    fn from_bits(bits: u64) -> Self;
+    fn from_bits(bits: u128) -> Self;
     /// The value's bits; `write` keeps only the field's width of them.
-    fn to_bits(self) -> u64;
+    fn to_bits(self) -> u128;
 }
 
 macro_rules! uint_field_value {
     ($($t:ty),+) => {$(
         impl FieldValue for $t {
             const BITS: usize = <$t>::BITS as usize;
-            fn from_bits(bits: u64) -> Self {
+            fn from_bits(bits: u128) -> Self {
                 bits as $t
             }
-            fn to_bits(self) -> u64 {
+            fn to_bits(self) -> u128 {
                 self.into()
             }
         }
     )+};
 }
-uint_field_value!(u8, u16, u32, u64);
+uint_field_value!(u8, u16, u32, u64, u128);
 
 impl FieldValue for bool {
     const BITS: usize = 1;
-    fn from_bits(bits: u64) -> Self {
+    fn from_bits(bits: u128) -> Self {
         bits != 0
     }
-    fn to_bits(self) -> u64 {
+    fn to_bits(self) -> u128 {
         self.into()
     }
 }
 
-/// The low `width` bits set (`width` is 1..=64).
-pub(crate) const fn mask(width: usize) -> u64 {
-    u64::MAX >> (64 - width)
+/// The low `width` bits set (`width` is 1..=128).
+pub(crate) const fn mask(width: usize) -> u128 {
+    u128::MAX >> (128 - width)
 }
 
 /// The bytes a field touches and how far its last bit sits above bit 0 of the last byte.
@@ -63,13 +63,14 @@ const fn span(offset: usize, width: usize) -> (usize, usize, u32) {
 ///
 /// If the field extends past the end of `bytes`. Views check their length once, in
 /// `new_checked`, and their field tables are checked against that length at compile time.
-pub(crate) fn read(bytes: &[u8], offset: usize, width: usize) -> u64 {
+pub(crate) fn read(bytes: &[u8], offset: usize, width: usize) -> u128 {
     let (first, end, shift) = span(offset, width);
-    // A 64-bit field that is not byte aligned spans 9 bytes, hence the u128 accumulator.
+    // At most 16 bytes (checked by `check_field`): a 64-bit field that is not byte aligned
+    // spans 9, a GID exactly 16.
     let word = bytes[first..end]
         .iter()
         .fold(0u128, |acc, &b| acc << 8 | u128::from(b));
-    (word >> shift) as u64 & mask(width)
+    (word >> shift) & mask(width)
 }
 
 /// Writes the low `width` bits of `value` into the field that starts `offset` bits into `bytes`,
@@ -79,12 +80,12 @@ pub(crate) fn read(bytes: &[u8], offset: usize, width: usize) -> u64 {
 /// # Panics
 ///
 /// As [`read`].
-pub(crate) fn write(bytes: &mut [u8], offset: usize, width: usize, value: u64) {
+pub(crate) fn write(bytes: &mut [u8], offset: usize, width: usize, value: u128) {
     let (first, end, shift) = span(offset, width);
     let bytes = &mut bytes[first..end];
     let old = bytes.iter().fold(0u128, |acc, &b| acc << 8 | u128::from(b));
-    let field = u128::from(mask(width)) << shift;
-    let new = (old & !field) | (u128::from(value) << shift & field);
+    let field = mask(width) << shift;
+    let new = (old & !field) | (value << shift & field);
     for (i, b) in bytes.iter_mut().rev().enumerate() {
         *b = (new >> (8 * i)) as u8;
     }
@@ -92,7 +93,8 @@ pub(crate) fn write(bytes: &mut [u8], offset: usize, width: usize, value: u64) {
 
 /// Compile-time check of one table row: `count` entries, `stride` bits apart, each `width` bits
 /// of a type holding `type_bits`, must fit the type and a layout of `len` bytes without
-/// overlapping each other. A scalar field is one entry with `stride == width`.
+/// overlapping each other, and each must lie within 16 bytes (the `u128` that `read` and `write`
+/// go through). A scalar field is one entry with `stride == width`.
 pub(crate) const fn check_field(
     len: usize,
     offset: usize,
@@ -101,8 +103,22 @@ pub(crate) const fn check_field(
     count: usize,
     stride: usize,
 ) {
-    assert!(width >= 1 && width <= 64, "field width must be 1..=64 bits");
+    assert!(
+        width >= 1 && width <= 128,
+        "field width must be 1..=128 bits"
+    );
     assert!(width <= type_bits, "field is wider than its type");
+    // Entries after the first may start at any bit of a byte unless the stride keeps them
+    // aligned as the first.
+    let lead = if count == 1 || stride.is_multiple_of(8) {
+        offset % 8
+    } else {
+        7
+    };
+    assert!(
+        (lead + width).div_ceil(8) <= 16,
+        "field spans more than 16 bytes"
+    );
     assert!(count >= 1 && width <= stride, "array entries overlap");
     assert!(
         offset + (count - 1) * stride + width <= len * 8,
@@ -157,13 +173,24 @@ mod tests {
         assert_eq!(read(&b, 4, 64), 0x0123_4567_89ab_cdef);
     }
 
+    #[test]
+    fn byte_aligned_128_bit_field() {
+        let mut b = [0xa5u8; 18];
+        let gid = 0xfe80_0000_0000_0000_0002_c903_0000_0001;
+        write(&mut b, 8, 128, gid);
+        assert_eq!(b[0], 0xa5);
+        assert_eq!(b[1..17], gid.to_be_bytes());
+        assert_eq!(b[17], 0xa5);
+        assert_eq!(read(&b, 8, 128), gid);
+    }
+
     proptest! {
         #[test]
         fn write_then_read(
             mut bytes in proptest::collection::vec(any::<u8>(), 9..24),
             offset in 0usize..64,
             width in 1usize..=64,
-            value: u64,
+            value: u128,
         ) {
             prop_assume!(offset + width <= bytes.len() * 8);
             let before = bytes.clone();

@@ -191,10 +191,10 @@ impl Status {
 
 impl FieldValue for Status {
     const BITS: usize = 16;
-    fn from_bits(bits: u64) -> Self {
+    fn from_bits(bits: u128) -> Self {
         Self(bits as u16)
     }
-    fn to_bits(self) -> u64 {
+    fn to_bits(self) -> u128 {
         self.0.into()
     }
 }

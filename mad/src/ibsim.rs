@@ -44,11 +44,11 @@ macro_rules! host_order {
 
         impl FieldValue for $name {
             const BITS: usize = <$int>::BITS as usize;
-            fn from_bits(bits: u64) -> Self {
+            fn from_bits(bits: u128) -> Self {
                 // The layout reads the bytes big-endian; the sender wrote them in its own order.
                 Self(<$int>::from_ne_bytes((bits as $int).to_be_bytes()))
             }
-            fn to_bits(self) -> u64 {
+            fn to_bits(self) -> u128 {
                 <$int>::from_be_bytes(self.0.to_ne_bytes()).into()
             }
         }

@@ -69,7 +69,7 @@ pub use perf::port_counters::{PortCounters, PortCountersRepr};
 pub use perf::port_counters_extended::{PortCountersExtended, PortCountersExtendedRepr};
 pub use perf::{COUNTERS_OFFSET, CounterHeader, PerfAttributeId, PerfCapabilityMask, PerfMgtMad};
 pub use smp::{Direction, DrPath, Routing, Smp, SmpRepr};
-pub use vocabulary::{Guid, Lid, PortNum, Priority};
+pub use vocabulary::{Gid, Guid, Lid, PortNum, Priority};
 
 /// Parses `bytes` as an SMP and its data area as the attribute its AttributeID names.
 ///

@@ -68,7 +68,7 @@ macro_rules! layout {
             fn arbitrary_with((): ()) -> Self::Strategy {
                 use proptest::strategy::Strategy as _;
                 const FIELDS: usize = [$(stringify!($get)),*].len();
-                proptest::collection::vec(proptest::arbitrary::any::<u64>(), FIELDS)
+                proptest::collection::vec(proptest::arbitrary::any::<u128>(), FIELDS)
                     .prop_map(|raw| {
                         let mut raw = raw.into_iter();
                         Self {
@@ -350,10 +350,10 @@ macro_rules! open_enum {
 
         impl $crate::bits::FieldValue for $name {
             const BITS: usize = <$repr>::BITS as usize;
-            fn from_bits(bits: u64) -> Self {
+            fn from_bits(bits: u128) -> Self {
                 Self::from(bits as $repr)
             }
-            fn to_bits(self) -> u64 {
+            fn to_bits(self) -> u128 {
                 <$repr>::from(self).into()
             }
         }
@@ -414,10 +414,10 @@ macro_rules! flags {
 
         impl $crate::bits::FieldValue for $name {
             const BITS: usize = <$repr>::BITS as usize;
-            fn from_bits(bits: u64) -> Self {
+            fn from_bits(bits: u128) -> Self {
                 Self(bits as $repr)
             }
-            fn to_bits(self) -> u64 {
+            fn to_bits(self) -> u128 {
                 self.0.into()
             }
         }

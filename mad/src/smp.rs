@@ -18,14 +18,14 @@ pub enum Direction {
 
 impl FieldValue for Direction {
     const BITS: usize = 1;
-    fn from_bits(bits: u64) -> Self {
+    fn from_bits(bits: u128) -> Self {
         if bits == 0 {
             Self::Outbound
         } else {
             Self::Returning
         }
     }
-    fn to_bits(self) -> u64 {
+    fn to_bits(self) -> u128 {
         match self {
             Self::Outbound => 0,
             Self::Returning => 1,

@@ -1,11 +1,12 @@
 //! The identifiers and the one choice of the subnet that every layer above the wire names: a
-//! node's or port's [`Guid`], a port's [`Lid`], a [`PortNum`], and the [`Priority`] of a VL
-//! arbitration table.
+//! node's or port's [`Guid`], a port's [`Gid`] and [`Lid`], a [`PortNum`], and the [`Priority`]
+//! of a VL arbitration table.
 //!
 //! Each identifier is a newtype over its wire integer, converted both ways with `From`, so a
 //! GUID cannot be passed where a LID is meant and every layer prints them alike.
 
 use core::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::bits::FieldValue;
 
@@ -13,6 +14,74 @@ use crate::bits::FieldValue;
 /// digits, as OpenSM and infiniband-diags print GUIDs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Guid(pub u64);
+
+/// A 128-bit global identifier (IBA 4.1.1): a 64-bit subnet prefix, then a 64-bit interface ID
+/// (a port's GUID in its default GID). Multicast GIDs start with 0xFF.
+///
+/// Displays as an IPv6 address exactly as `inet_ntop` writes one, which is how saquery and
+/// OpenSM print GIDs: `fe80::2:c903:0:1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Gid(pub u128);
+
+impl Gid {
+    /// The link-local subnet prefix every port has before an SM sets another (IBA 4.1.1), and
+    /// OpenSM's default `subnet_prefix`.
+    pub const DEFAULT_SUBNET_PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+    /// The GID with this subnet prefix and interface ID.
+    pub const fn new(subnet_prefix: u64, interface_id: u64) -> Self {
+        Self((subnet_prefix as u128) << 64 | interface_id as u128)
+    }
+
+    /// The GID from its 16 wire bytes (network order).
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        Self(u128::from_be_bytes(bytes))
+    }
+
+    /// The 16 wire bytes (network order).
+    pub const fn to_bytes(self) -> [u8; 16] {
+        self.0.to_be_bytes()
+    }
+
+    /// The upper 64 bits: the subnet prefix, or a multicast GID's flags, scope and signature.
+    pub const fn subnet_prefix(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+
+    /// The lower 64 bits: the interface ID.
+    pub const fn interface_id(self) -> u64 {
+        self.0 as u64
+    }
+
+    /// The interface ID read as the port GUID it is in a unicast GID.
+    pub const fn guid(self) -> Guid {
+        Guid(self.interface_id())
+    }
+
+    /// Whether this is a multicast GID: first byte 0xFF (IBA 4.1.1).
+    pub const fn is_multicast(self) -> bool {
+        self.0 >> 120 == 0xff
+    }
+
+    /// Whether this unicast GID's prefix is link-local, FE80::/10, as OpenSM tests it
+    /// (`ib_gid_is_link_local`, include/iba/ib_types.h:2408-2412).
+    pub const fn is_link_local(self) -> bool {
+        self.subnet_prefix() & 0xffc0_0000_0000_0000 == Self::DEFAULT_SUBNET_PREFIX
+    }
+}
+
+impl fmt::Display for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let address = Ipv6Addr::from(self.0);
+        // glibc's inet_ntop also writes an IPv4-compatible address (96 zero bits, then anything
+        // but 0.0.x.y) with a dotted quad; Rust's Ipv6Addr only does so for IPv4-mapped ones.
+        if self.0 >> 32 == 0 && self.0 >> 16 != 0 {
+            write!(f, "::{}", Ipv4Addr::from(self.0 as u32))
+        } else {
+            write!(f, "{address}")
+        }
+    }
+}
 
 /// A local identifier (IBA 4.1.3): 0 is unassigned, 0xFFFF the permissive LID. Displays in
 /// decimal, as smpquery prints LIDs.
@@ -48,10 +117,10 @@ macro_rules! identifier {
 
         impl FieldValue for $name {
             const BITS: usize = <$repr>::BITS as usize;
-            fn from_bits(bits: u64) -> Self {
+            fn from_bits(bits: u128) -> Self {
                 Self(bits as $repr)
             }
-            fn to_bits(self) -> u64 {
+            fn to_bits(self) -> u128 {
                 self.0.into()
             }
         }
@@ -67,6 +136,7 @@ macro_rules! identifier {
 }
 
 identifier!(Guid(u64));
+identifier!(Gid(u128));
 identifier!(Lid(u16), Display);
 identifier!(PortNum(u8), Display);
 
@@ -114,6 +184,50 @@ mod tests {
         assert_eq!(PortNum(3).to_string(), "3");
         assert_eq!(Priority::High.to_string(), "high");
         assert_eq!(Priority::Low.name(), "Low");
+    }
+
+    /// Expected strings are glibc's `inet_ntop(AF_INET6, ...)` for the same 16 bytes.
+    #[test]
+    fn gid_displays_as_inet_ntop() {
+        let cases = [
+            (
+                0xfe80_0000_0000_0000_0002_c903_0000_0001,
+                "fe80::2:c903:0:1",
+            ),
+            (
+                0xff12_401b_ffff_0000_0000_0000_ffff_ffff,
+                "ff12:401b:ffff::ffff:ffff",
+            ),
+            (0xfe80_0000_0000_0000_0000_0000_0000_0000, "fe80::"),
+            (0, "::"),
+            (1, "::1"),
+            (0x0001_0002, "::0.1.0.2"),
+            (0xc0a8_0001, "::192.168.0.1"),
+            (0xffff_c0a8_0001, "::ffff:192.168.0.1"),
+            (0x0001_0000_0001_0000_0001_0000_0001_0000, "1:0:1:0:1:0:1:0"),
+        ];
+        for (raw, text) in cases {
+            assert_eq!(Gid(raw).to_string(), text, "{raw:#x}");
+        }
+    }
+
+    #[test]
+    fn gid_halves_and_predicates() {
+        let gid = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 0x0002_c903_0000_0001);
+        assert_eq!(gid.0, 0xfe80_0000_0000_0000_0002_c903_0000_0001);
+        assert_eq!(gid.subnet_prefix(), 0xfe80_0000_0000_0000);
+        assert_eq!(gid.interface_id(), 0x0002_c903_0000_0001);
+        assert_eq!(gid.guid(), Guid(0x0002_c903_0000_0001));
+        assert_eq!(Gid::from_bytes(gid.to_bytes()), gid);
+        assert_eq!(gid.to_bytes()[..2], [0xfe, 0x80]);
+        assert!(gid.is_link_local() && !gid.is_multicast());
+        // FE80::/10 covers FEBF but not FEC0 (site-local) or a configured prefix.
+        assert!(Gid::new(0xfebf_0000_0000_0001, 1).is_link_local());
+        assert!(!Gid::new(0xfec0_0000_0000_0000, 1).is_link_local());
+        assert!(!Gid::new(0x0011_2233_4455_6677, 1).is_link_local());
+        let broadcast = Gid(0xff12_401b_ffff_0000_0000_0000_ffff_ffff);
+        assert!(broadcast.is_multicast() && !broadcast.is_link_local());
+        assert_eq!(Gid::from_bits(gid.to_bits()), gid);
     }
 
     #[test]

@@ -11,6 +11,45 @@
 //! SA attribute IDs overlap the SMP ones with other meanings (0x0011 is NodeRecord here and
 //! NodeInfo in an SMP), hence [`SaAttributeId`].
 
+#[macro_use]
+mod record;
+mod class_port_info;
+mod guid_info_record;
+mod inform_info;
+mod inform_info_record;
+mod lft_record;
+mod link_record;
+mod multi_path_record;
+mod node_record;
+mod notice;
+mod p_key_table_record;
+mod path_record;
+mod port_info_record;
+mod service_record;
+mod sl_to_vl_table_record;
+mod sm_info_record;
+mod switch_info_record;
+mod vl_arb_table_record;
+
+pub use class_port_info::{SaCapabilityMask, SaCapabilityMask2};
+pub use guid_info_record::{GuidInfoRecord, GuidInfoRecordMask, GuidInfoRecordRepr};
+pub use inform_info::{InformInfo, InformInfoRepr};
+pub use inform_info_record::{InformInfoRecord, InformInfoRecordMask, InformInfoRecordRepr};
+pub use lft_record::{LftRecord, LftRecordMask, LftRecordRepr};
+pub use link_record::{LinkRecord, LinkRecordMask, LinkRecordRepr};
+pub use multi_path_record::{MultiPathRecord, MultiPathRecordMask, MultiPathRecordRepr};
+pub use node_record::{NodeRecord, NodeRecordMask, NodeRecordRepr};
+pub use notice::{SaNotice, SaNoticeRepr};
+pub use p_key_table_record::{PKeyTableRecord, PKeyTableRecordMask, PKeyTableRecordRepr};
+pub use path_record::{Mtu, PathRecord, PathRecordMask, PathRecordRepr, Rate, Selector};
+pub use port_info_record::{PortInfoRecord, PortInfoRecordMask, PortInfoRecordRepr};
+pub use record::Record;
+pub use service_record::{ServiceRecord, ServiceRecordMask, ServiceRecordRepr};
+pub use sl_to_vl_table_record::{SlToVlTableRecord, SlToVlTableRecordMask, SlToVlTableRecordRepr};
+pub use sm_info_record::{SmInfoRecord, SmInfoRecordMask, SmInfoRecordRepr};
+pub use switch_info_record::{SwitchInfoRecord, SwitchInfoRecordMask, SwitchInfoRecordRepr};
+pub use vl_arb_table_record::{VlArbTableRecord, VlArbTableRecordMask, VlArbTableRecordRepr};
+
 use crate::header::{Mad, Status};
 
 open_enum! {
