@@ -1,6 +1,7 @@
 //! InfiniBand MAD wire formats: the subnet management packets (SMPs) an SM sends and receives,
-//! and their attributes, and the performance management (PerfMgt) MADs and counter attributes
-//! a port's PMA answers. No I/O, no `unsafe`.
+//! and their attributes, the performance management (PerfMgt) MADs and counter attributes a
+//! port's PMA answers, the subnet administration ([`sa`]) MADs and records, and [`rmpp`], which
+//! carries the long ones. No I/O, no `unsafe`.
 //!
 //! The crate follows smoltcp's `wire` module. Each layout has two forms:
 //!
@@ -35,6 +36,7 @@ mod header;
 pub mod ibsim;
 mod modifier;
 mod perf;
+pub mod rmpp;
 pub mod sa;
 mod smp;
 mod vocabulary;
