@@ -42,6 +42,7 @@ mod conf;
 mod load;
 mod native;
 mod options;
+pub mod qos_policy;
 mod settings;
 mod tables;
 
