@@ -54,3 +54,49 @@ fn accepted_files_parse_and_write_back_to_the_same_policy() {
         assert_eq!(back.policy, read.policy, "{}:\n{text}", conf.display());
     }
 }
+
+/// An opensm.conf naming `policy` (a path), loaded from a temporary directory.
+fn load_with_policy(policy: &str) -> ibqos_opensm::Loaded {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let conf = dir.path().join("opensm.conf");
+    std::fs::write(&conf, format!("qos TRUE\nqos_policy_file {policy}\n")).expect("writable");
+    ibqos_opensm::load(&conf).expect("an opensm.conf always loads")
+}
+
+#[test]
+fn the_policy_loads_as_opensm_loads_it() {
+    use ibqos_opensm::{DEFAULT_POLICY_FILE, PolicyLoad, load_policy};
+    if !Path::new(DEFAULT_POLICY_FILE).exists() {
+        assert!(matches!(
+            load_policy(Some(DEFAULT_POLICY_FILE)),
+            PolicyLoad::DefaultMissing
+        ));
+    }
+    assert!(matches!(load_policy(None), PolicyLoad::NoFileName));
+
+    let missing = load_with_policy("/nonexistent/qos-policy.conf");
+    assert_eq!(missing.settings.qos_policy, None);
+    let diagnostics = missing.policy.expect("an outcome").diagnostics();
+    assert_eq!(
+        diagnostics[0].message,
+        "ERR AC01: Failed opening QoS policy file /nonexistent/qos-policy.conf - No such file or \
+         directory"
+    );
+
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/qos-policy");
+    let rejected = load_with_policy(&data.join("rejected/two-sl.conf").display().to_string());
+    assert_eq!(
+        rejected.settings.qos_policy, None,
+        "a failure drops the whole policy"
+    );
+    assert!(matches!(rejected.policy, Some(PolicyLoad::Rejected { .. })));
+
+    let accepted = load_with_policy(&data.join("accepted/full.conf").display().to_string());
+    let policy = accepted.settings.qos_policy.expect("loaded");
+    assert_eq!(policy.port_groups[1].name, "VirtualServers");
+    let warnings = accepted.policy.expect("an outcome").diagnostics();
+    assert!(
+        !warnings.is_empty(),
+        "full.conf has sl 16, path-bits, qos-setup..."
+    );
+}
