@@ -214,7 +214,16 @@ pub fn to_opensm_conf(s: &Settings) -> (String, Vec<Diagnostic>) {
 pub fn to_native_toml(s: &Settings) -> (String, Vec<Diagnostic>) {
     let text = native::write(s);
     let diagnostics = match native::read("ibqos.toml", text.as_bytes()) {
-        Ok(back) => compare(s, &back, "ibqos.toml"),
+        Ok(back) => {
+            let mut losses = compare(s, &back, "ibqos.toml");
+            if back.qos_policy != s.qos_policy {
+                losses.push(Diagnostic::warning(
+                    Code::NotExpressible,
+                    "the QoS policy cannot be said exactly in ibqos.toml's [qos_policy]",
+                ));
+            }
+            losses
+        }
         // The writer only writes what the reader accepts; this is a bug, reported, not hidden.
         Err(errors) => errors
             .into_iter()
