@@ -265,6 +265,35 @@ pub struct Lexer<'a> {
     pos: Position,
     flags: Flags,
     blank_before: bool,
+    /// The next `\n` and `"` at or after some offset (or the end): a file of `#`s or `"`s
+    /// without their closing byte would otherwise be scanned again from every position.
+    next_newline: Next,
+    next_quote: Next,
+}
+
+/// A cached search for one byte.
+#[derive(Debug, Clone, Copy, Default)]
+struct Next {
+    from: usize,
+    found: Option<usize>,
+    valid: bool,
+}
+
+impl Next {
+    /// The first `byte` of `src` at or after `from`.
+    fn find(&mut self, src: &[u8], from: usize, byte: u8) -> Option<usize> {
+        let still_ahead =
+            self.valid && from >= self.from && self.found.is_none_or(|found| found >= from);
+        if !still_ahead {
+            self.found = src[from..]
+                .iter()
+                .position(|&b| b == byte)
+                .map(|i| from + i);
+            self.from = from;
+            self.valid = true;
+        }
+        self.found
+    }
 }
 
 fn blanks(s: &[u8], from: usize) -> usize {
@@ -299,6 +328,8 @@ impl<'a> Lexer<'a> {
             pos: Position { line: 1, col: 1 },
             flags: Flags::default(),
             blank_before: false,
+            next_newline: Next::default(),
+            next_quote: Next::default(),
         }
     }
 
@@ -331,7 +362,7 @@ impl<'a> Lexer<'a> {
             if rest.is_empty() {
                 return self.lexeme(Token::Eof, self.at, false);
             }
-            let (len, rule) = self.longest(rest);
+            let (len, rule) = self.longest();
             let start = self.at;
             self.advance(len);
             let text = &self.src[start..start + len];
@@ -396,7 +427,9 @@ impl<'a> Lexer<'a> {
     }
 
     /// Flex's choice at the start of `s`: the longest match, the first rule on a tie.
-    fn longest(&self, s: &[u8]) -> (usize, Rule) {
+    fn longest(&mut self) -> (usize, Rule) {
+        let (src, at) = (self.src, self.at);
+        let s = &src[at..];
         let mut best: (usize, Ranked) = (1, Rule::Other.into());
         let mut offer = |len: usize, rule: Ranked| {
             if len > best.0 || (len == best.0 && rule.rank() < best.1.rank()) {
@@ -405,8 +438,8 @@ impl<'a> Lexer<'a> {
         };
         match s[0] {
             b'#' => {
-                if let Some(nl) = s.iter().position(|&b| b == b'\n') {
-                    offer(nl + 1, Rule::Comment.into());
+                if let Some(nl) = self.next_newline.find(src, at, b'\n') {
+                    offer(nl - at + 1, Rule::Comment.into());
                 }
             }
             b' ' | b'\t' => {
@@ -418,8 +451,8 @@ impl<'a> Lexer<'a> {
             }
             b'\n' => offer(1, Rule::Newline.into()),
             b'"' => {
-                if let Some(close) = s[1..].iter().position(|&b| b == b'"') {
-                    offer(close + 2, Rule::Quoted.into());
+                if let Some(close) = self.next_quote.find(src, at + 1, b'"') {
+                    offer(close - at + 1, Rule::Quoted.into());
                 }
             }
             b'-' => offer(1, Rule::Dash.into()),

@@ -143,3 +143,22 @@ fn garbage_never_panics() {
         let _ = read("p.conf", text);
     }
 }
+
+#[test]
+fn unclosed_comments_and_quotes_are_scanned_once() {
+    // Every `#` without a newline after it, and every `"` without a pair, used to make the
+    // scanner look to the end of the file: a megabyte of them would take hours.
+    // OpenSM: `#` is a stray byte at 1:2; `""` is an empty string, ending at 1:3.
+    for (byte, col) in [(b'#', 2), (b'"', 3)] {
+        let file = vec![byte; 1 << 20];
+        let e = read("p.conf", &file).unwrap_err();
+        assert_eq!(
+            (e.line, e.col),
+            (1, col),
+            "the first token is the syntax error"
+        );
+    }
+    let mut quotes = b"qos-levels\n".to_vec();
+    quotes.extend(std::iter::repeat_n(b"# c\n\"x\"".as_slice(), 1 << 16).flatten());
+    assert!(read("p.conf", &quotes).is_err());
+}
