@@ -14,7 +14,7 @@ mod write;
 
 use std::fmt;
 
-use ibqos_qos::policy::{QosPolicy, ResolveWarning};
+use ibqos_qos::policy::{QosPolicy, ResolveError, ResolveWarning};
 use ibqos_text::{Code, Diagnostic, Location};
 
 pub use write::write;
@@ -117,6 +117,14 @@ pub fn resolve_diagnostics(name: &str, warnings: &[ResolveWarning]) -> Vec<Diagn
                 .at(Some(Location::whole_file(name)))
         })
         .collect()
+}
+
+/// Why OpenSM drops the policy file `name` for this fabric ([`QosPolicy::resolve`]'s error),
+/// as an error diagnostic.
+pub fn resolve_error_diagnostic(name: &str, error: &ResolveError) -> Diagnostic {
+    Diagnostic::error(Code::PolicyInvalid, error.to_string())
+        .at(Some(Location::whole_file(name)))
+        .with_help("OpenSM drops the whole policy file")
 }
 
 #[cfg(test)]

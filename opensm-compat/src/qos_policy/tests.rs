@@ -162,3 +162,23 @@ fn unclosed_comments_and_quotes_are_scanned_once() {
     quotes.extend(std::iter::repeat_n(b"# c\n\"x\"".as_slice(), 1 << 16).flatten());
     assert!(read("p.conf", &quotes).is_err());
 }
+
+#[test]
+fn resolve_results_become_diagnostics_of_the_file() {
+    let error = ResolveError::NoDefaultLevel;
+    let d = resolve_error_diagnostic("p.conf", &error);
+    assert_eq!(
+        d.to_string(),
+        "p.conf: error[policy-invalid]: ERR AC10: Default qos-level (default) not defined."
+    );
+    let warning = ResolveWarning::RulePkeyWithoutPartition {
+        rule: 1,
+        pkey: 0x0abc,
+    };
+    let d = &resolve_diagnostics("p.conf", &[warning])[0];
+    assert_eq!(d.code, Code::PolicyUnresolved);
+    assert_eq!(
+        d.message,
+        "ERR AC14: pkey 0x0ABC in match rule - partition doesn't exist"
+    );
+}
