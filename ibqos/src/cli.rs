@@ -330,6 +330,9 @@ pub struct CheckArgs {
     /// opensm.conf or ibqos.toml files.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Check this qos-policy.conf instead of the one each opensm.conf names.
+    #[arg(long, value_name = "POLICY")]
+    pub qos_policy: Option<PathBuf>,
     #[command(flatten)]
     pub diagnostics: DiagnosticArgs,
     /// Print diagnostics as JSON Lines, one object per diagnostic.
@@ -381,9 +384,13 @@ pub struct MigrateArgs {
     /// Where to write the result; `-` writes to standard output.
     #[arg(short, long, value_name = "OUTPUT")]
     pub output: PathBuf,
-    /// Replace OUTPUT if it exists.
+    /// Replace OUTPUT (and POLICY) if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Where an ibqos.toml's [qos_policy] goes as a qos-policy.conf when writing an
+    /// opensm.conf; by default `qos-policy.conf` beside OUTPUT.
+    #[arg(long, value_name = "POLICY")]
+    pub policy_output: Option<PathBuf>,
     #[command(flatten)]
     pub diagnostics: DiagnosticArgs,
 }

@@ -373,3 +373,81 @@ fn help_teaches() {
         assert!(text.contains(word), "--help mentions {word}: {text}");
     }
 }
+
+/// The qos-policy.conf data of opensm-compat's tests.
+const POLICY_DATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../opensm-compat/tests/data/qos-policy"
+);
+
+#[test]
+fn check_reports_the_policy_an_opensm_conf_names_or_the_one_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = format!("{POLICY_DATA}/accepted/full.conf");
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        format!("qos TRUE\nqos_policy_file {full}\n"),
+    );
+    let output = ibqos(&["check", conf.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert!(output.status.success(), "warnings only: {text}");
+    assert!(text.contains("warning[policy-sl-above-15]"), "{text}");
+    assert!(
+        text.contains("full.conf:48:13"),
+        "located in the policy file: {text}"
+    );
+
+    let rejected = format!("{POLICY_DATA}/rejected/two-sl.conf");
+    let output = ibqos(&["check", conf.to_str().unwrap(), "--qos-policy", &rejected]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("Error in QoS Policy File (line 5:10): 'qos-level' has multiple 'sl' tags."),
+        "OpenSM's own line: {text}"
+    );
+    assert!(
+        !text.contains("policy-sl-above-15"),
+        "the named file replaces full.conf: {text}"
+    );
+}
+
+#[test]
+fn migrate_carries_the_policy_to_ibqos_toml_and_back_to_a_policy_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = format!("{POLICY_DATA}/accepted/full.conf");
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        format!("qos TRUE\nqos_policy_file {full}\n"),
+    );
+    let toml = dir.path().join("ibqos.toml");
+    let back = dir.path().join("out").join("opensm.conf");
+    std::fs::create_dir(back.parent().unwrap()).unwrap();
+    let to_toml = ibqos(&[
+        "migrate",
+        conf.to_str().unwrap(),
+        "-o",
+        toml.to_str().unwrap(),
+    ]);
+    assert!(to_toml.status.success(), "{}", stderr(&to_toml));
+    let toml_text = std::fs::read_to_string(&toml).unwrap();
+    assert!(
+        toml_text.contains("[[qos_policy.port_groups]]"),
+        "{toml_text}"
+    );
+    let to_conf = ibqos(&[
+        "migrate",
+        toml.to_str().unwrap(),
+        "-o",
+        back.to_str().unwrap(),
+    ]);
+    assert!(to_conf.status.success(), "{}", stderr(&to_conf));
+    let policy = back.with_file_name("qos-policy.conf");
+    let read = |path: &Path| {
+        ibqos_opensm::qos_policy::read("p", &std::fs::read(path).unwrap())
+            .unwrap()
+            .policy
+    };
+    assert_eq!(read(&policy), read(Path::new(&full)));
+}

@@ -41,12 +41,17 @@
 mod conf;
 mod load;
 mod native;
+mod native_policy;
 mod options;
+pub mod qos_policy;
 mod settings;
 mod tables;
 
 pub use ibqos_text::{Code, Diagnostic, Location, MAX_PER_CODE, Severity};
-pub use load::{Format, LoadError, Loaded, load, load_bytes, to_native_toml, to_opensm_conf};
+pub use load::{
+    DEFAULT_POLICY_FILE, Format, LoadError, Loaded, PolicyLoad, load, load_bytes, load_policy,
+    to_native_toml, to_opensm_conf,
+};
 pub use settings::{LinkSettings, Settings, SmSettings};
 
 #[cfg(test)]

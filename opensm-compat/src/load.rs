@@ -2,10 +2,15 @@
 
 use std::path::{Path, PathBuf};
 
-use ibqos_text::{Diagnostic, source_text};
+use ibqos_text::{Code, Diagnostic, Location, source_text};
 
+use crate::qos_policy::{self, PolicyError, PolicyRead};
 use crate::settings::{Settings, compare};
 use crate::{conf, native};
+
+/// OpenSM's compiled-in `qos_policy_file` (`OSM_DEFAULT_QOS_POLICY_FILE`, `osm_base.h:258-264`):
+/// missing there, the file is simply not used.
+pub const DEFAULT_POLICY_FILE: &str = "/etc/opensm/qos-policy.conf";
 
 /// The two configuration formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,6 +40,92 @@ pub struct Loaded {
     pub diagnostics: Vec<Diagnostic>,
     /// The file as text, every byte at its offset (each invalid UTF-8 byte is a `?`).
     pub source: String,
+    /// What became of the qos-policy.conf an opensm.conf names ([`load`] only; `None` from
+    /// [`load_bytes`] and for ibqos.toml, which carries its policy itself).
+    pub policy: Option<PolicyLoad>,
+}
+
+/// What became of a qos-policy.conf, as OpenSM's `osm_qos_parse_policy_file`
+/// (`osm_qos_parser_y.y:2383-2470`) ends: only [`PolicyLoad::Loaded`] gives a policy; any
+/// failure drops the whole file.
+#[derive(Debug, Clone)]
+pub enum PolicyLoad {
+    /// `qos_policy_file (null)`: `ERR AC06: QoS policy file name is empty`.
+    NoFileName,
+    /// Missing at the compiled-in path: no policy, and no message.
+    DefaultMissing,
+    /// `ERR AC01: Failed opening QoS policy file <path> - <reason>`.
+    Unreadable {
+        path: String,
+        reason: String,
+    },
+    /// A syntax or grammar-action error: OpenSM's `ERR AC05` and stderr line.
+    Rejected {
+        path: String,
+        error: PolicyError,
+    },
+    Loaded {
+        path: String,
+        read: PolicyRead,
+    },
+}
+
+impl PolicyLoad {
+    /// The diagnostics of the policy file: its warnings, or why it is not used.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        match self {
+            PolicyLoad::NoFileName | PolicyLoad::DefaultMissing => Vec::new(),
+            PolicyLoad::Unreadable { path, reason } => vec![
+                Diagnostic::error(
+                    Code::PolicyUnreadable,
+                    format!("ERR AC01: Failed opening QoS policy file {path} - {reason}"),
+                )
+                .at(Some(Location::whole_file(path.clone())))
+                .with_help("OpenSM runs without a QoS policy"),
+            ],
+            PolicyLoad::Rejected { error, .. } => vec![error.to_diagnostic()],
+            PolicyLoad::Loaded { read, .. } => read.diagnostics.clone(),
+        }
+    }
+}
+
+/// Loads the qos-policy.conf `path` names as OpenSM does when QoS is on. (OpenSM opens it only
+/// with `qos TRUE`; ibqos reads it whatever `qos` says, so `ibqos check` reports on it.)
+pub fn load_policy(path: Option<&str>) -> PolicyLoad {
+    let Some(path) = path else {
+        return PolicyLoad::NoFileName;
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && path == DEFAULT_POLICY_FILE => {
+            return PolicyLoad::DefaultMissing;
+        }
+        Err(e) => {
+            return PolicyLoad::Unreadable {
+                path: path.to_string(),
+                reason: strerror(&e),
+            };
+        }
+    };
+    match qos_policy::read(path, &bytes) {
+        Ok(read) => PolicyLoad::Loaded {
+            path: path.to_string(),
+            read,
+        },
+        Err(error) => PolicyLoad::Rejected {
+            path: path.to_string(),
+            error,
+        },
+    }
+}
+
+/// The reason as C's `strerror` words it (Rust adds " (os error N)").
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
 }
 
 impl Loaded {
@@ -74,7 +165,15 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
         path: path.to_path_buf(),
         source,
     })?;
-    load_bytes(&path.display().to_string(), &bytes, Format::from_path(path))
+    let mut loaded = load_bytes(&path.display().to_string(), &bytes, Format::from_path(path))?;
+    if loaded.format == Format::OpenSmConf {
+        let policy = load_policy(loaded.settings.qos_policy_file.as_deref());
+        if let PolicyLoad::Loaded { read, .. } = &policy {
+            loaded.settings.qos_policy = Some(read.policy.clone());
+        }
+        loaded.policy = Some(policy);
+    }
+    Ok(loaded)
 }
 
 /// Reads `bytes` as a file called `name` (used in locations) of `format`. An opensm.conf always
@@ -96,6 +195,7 @@ pub fn load_bytes(name: &str, bytes: &[u8], format: Format) -> Result<Loaded, Lo
         settings,
         diagnostics,
         source: source_text(bytes),
+        policy: None,
     })
 }
 
@@ -114,7 +214,16 @@ pub fn to_opensm_conf(s: &Settings) -> (String, Vec<Diagnostic>) {
 pub fn to_native_toml(s: &Settings) -> (String, Vec<Diagnostic>) {
     let text = native::write(s);
     let diagnostics = match native::read("ibqos.toml", text.as_bytes()) {
-        Ok(back) => compare(s, &back, "ibqos.toml"),
+        Ok(back) => {
+            let mut losses = compare(s, &back, "ibqos.toml");
+            if back.qos_policy != s.qos_policy {
+                losses.push(Diagnostic::warning(
+                    Code::NotExpressible,
+                    "the QoS policy cannot be said exactly in ibqos.toml's [qos_policy]",
+                ));
+            }
+            losses
+        }
         // The writer only writes what the reader accepts; this is a bug, reported, not hidden.
         Err(errors) => errors
             .into_iter()

@@ -25,6 +25,7 @@ use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
 
 use crate::conf;
+use crate::native_policy::{self, NativePolicy};
 use crate::options::{self, Anchor, Kind, OPTIONS, U64};
 use crate::settings::{
     QOS_SETS, QosField, Settings, TYPED_KEYS, parse_qos_key, qos_set, qos_set_mut,
@@ -163,6 +164,7 @@ struct NativeFile {
     links: NativeLinks,
     #[serde(default)]
     opensm: BTreeMap<Spanned<String>, Spanned<Text>>,
+    qos_policy: Option<Spanned<NativePolicy>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -291,6 +293,13 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
     s.qos.enabled = q.enabled.unwrap_or(s.qos.enabled);
     if let Some(p) = &q.policy_file {
         s.qos_policy_file = Some(p.clone());
+    }
+    if let Some(policy) = file.qos_policy {
+        let span = policy.span();
+        match policy.into_inner().into_policy() {
+            Ok(policy) => s.qos_policy = Some(policy),
+            Err(message) => errors.push(span, format!("qos_policy: {message}"), None),
+        }
     }
     for class in QOS_SETS {
         let Some(n) = q.set(class) else { continue };
@@ -602,6 +611,9 @@ pub(crate) fn write(s: &Settings) -> String {
         for (k, v) in entries {
             kv(&mut out, &toml_key(k), toml_str(v));
         }
+    }
+    if let Some(policy) = &s.qos_policy {
+        out.push_str(&native_policy::write(policy));
     }
     out
 }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use ibqos_qos::policy::QosPolicy;
 use ibqos_qos::{PortClass, QosConfig, QosSet, VlCount};
 use ibqos_text::{Code, Diagnostic};
 
@@ -17,6 +18,9 @@ pub struct Settings {
     pub qos: QosConfig,
     /// `qos_policy_file`; `None` is OpenSM's `(null)`.
     pub qos_policy_file: Option<String>,
+    /// The policy that file holds, when it loaded (see [`crate::PolicyLoad`]); from
+    /// ibqos.toml, its `[qos_policy]`.
+    pub qos_policy: Option<QosPolicy>,
     pub sm: SmSettings,
     pub links: LinkSettings,
     /// Every other option OpenSM recognises that the file sets (or that OpenSM's verify step
@@ -535,6 +539,7 @@ fn blank() -> Settings {
     Settings {
         qos: QosConfig::default(),
         qos_policy_file: None,
+        qos_policy: None,
         sm: SmSettings {
             guid: 0,
             subnet_prefix: 0,

@@ -8,6 +8,7 @@
 
 mod config;
 mod plan;
+pub mod policy;
 mod switch;
 mod tables;
 mod types;

@@ -36,6 +36,8 @@ pub struct OpenSmRun {
     pub config_file: PathBuf,
     /// What it printed (config messages and state changes).
     pub stdout: String,
+    /// What it printed on stderr (the QoS policy parser's `Error in QoS Policy File` line).
+    pub stderr: String,
     /// Its log file (opensm.log).
     pub log: String,
 }
@@ -77,6 +79,7 @@ pub fn run_opensm_once(
         dir: dir.to_owned(),
         config_file,
         stdout: finished.stdout,
+        stderr: finished.stderr,
         log,
     };
     if !run.log.contains("SUBNET UP") {

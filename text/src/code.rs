@@ -14,6 +14,8 @@ pub enum Reader {
     Traffic,
     /// Fault schedules of the emulated fabric (`ibqos-emu`).
     Schedule,
+    /// OpenSM's qos-policy.conf (`ibqos-opensm`).
+    QosPolicy,
 }
 
 /// Declares [`Code`]: each variant with its doc line, its stable name and the readers that emit
@@ -244,6 +246,33 @@ codes! {
     UpBeforeDown = "up-before-down" in Schedule;
     /// A time beyond what the emulator counts.
     TimeOverflow = "time-overflow" in Schedule;
+
+    /// OpenSM rejects the policy file (its own message): the whole policy is dropped.
+    PolicySyntax = "policy-syntax" in QosPolicy;
+    /// OpenSM rejects the policy for this fabric (validation): the whole policy is dropped.
+    PolicyInvalid = "policy-invalid" in QosPolicy;
+    /// The policy file named by the configuration cannot be read.
+    PolicyUnreadable = "policy-unreadable" in QosPolicy;
+    /// Unquoted text whose blanks OpenSM drops.
+    PolicySpacesDropped = "policy-spaces-dropped" in QosPolicy;
+    /// A qos-level SL above 15: no path matching it gets a PathRecord.
+    PolicySlAbove15 = "policy-sl-above-15" in QosPolicy;
+    /// A number OpenSM cuts to its field.
+    PolicyValueTruncated = "policy-value-truncated" in QosPolicy;
+    /// A number with a leading 0 is octal.
+    PolicyOctalNumber = "policy-octal-number" in QosPolicy;
+    /// `path-bits` is parsed and used for nothing.
+    PolicyPathBitsUnused = "policy-path-bits-unused" in QosPolicy;
+    /// A `port-guid` range so large that OpenSM stalls walking it.
+    PolicyHugeGuidRange = "policy-huge-guid-range" in QosPolicy;
+    /// An `ipoib` line makes the whole policy depend on its partition.
+    PolicyIpoibPartition = "policy-ipoib-partition" in QosPolicy;
+    /// The qos-setup section has no effect under OpenSM.
+    PolicySetupIgnored = "policy-setup-ignored" in QosPolicy;
+    /// A second qos-level named default: the first wins.
+    PolicyDuplicateDefault = "policy-duplicate-default" in QosPolicy;
+    /// A GUID, node or partition of a group the fabric does not have.
+    PolicyUnresolved = "policy-unresolved" in QosPolicy;
 }
 
 impl fmt::Display for Code {

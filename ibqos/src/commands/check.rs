@@ -2,7 +2,8 @@
 
 use std::io::Write as _;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use ibqos_opensm::{PolicyLoad, qos_policy};
 
 use crate::cli::CheckArgs;
 use crate::commands::{Outcome, load_config};
@@ -12,7 +13,19 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
     let mut out = std::io::stdout().lock();
     let mut report = Report::new(args.diagnostics.strict);
     for path in &args.files {
-        report.extend(load_config(path)?.diagnostics);
+        let loaded = load_config(path)?;
+        report.extend(loaded.diagnostics);
+        if args.qos_policy.is_none() {
+            report.extend(loaded.policy.iter().flat_map(PolicyLoad::diagnostics));
+        }
+    }
+    if let Some(path) = &args.qos_policy {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        match qos_policy::read(&path.display().to_string(), &bytes) {
+            Ok(read) => report.extend(read.diagnostics),
+            Err(error) => report.extend([error.to_diagnostic()]),
+        }
     }
     if args.json {
         for diagnostic in report.to_json() {

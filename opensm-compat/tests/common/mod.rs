@@ -247,6 +247,7 @@ pub mod strategy {
             |(qos, policy, sm, links, opensm)| Settings {
                 qos,
                 qos_policy_file: Some(policy),
+                qos_policy: None,
                 sm,
                 links,
                 opensm,
@@ -293,6 +294,7 @@ pub mod strategy {
             .prop_map(|(qos, policy, sm, links, opensm)| Settings {
                 qos,
                 qos_policy_file: policy,
+                qos_policy: None,
                 sm,
                 links,
                 opensm,
