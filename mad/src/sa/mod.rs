@@ -225,27 +225,29 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SaMad<T> {
     }
 }
 
-/// An SA message cut to the one MAD a transport without RMPP carries (ibsim, umad2sim): the
-/// records that fit in 200 bytes, and a valid single-segment RMPP header (version 1, DATA,
-/// Active|First|Last, segment 1, PayloadLength 20 + the data kept) where RMPP was Active.
-/// A message of one MAD or less comes back as it is, zero-padded to 256 bytes.
-pub fn single_mad(message: &[u8]) -> [u8; 256] {
-    let mut mad = [0u8; 256];
-    let len = message.len().min(256);
-    mad[..len].copy_from_slice(&message[..len]);
-    if message.len() <= 256 || len < SA_HEADER_LEN {
+/// A message as a transport without RMPP carries it (ibsim, umad2sim): at most one MAD. An SA
+/// message keeps the whole records that fit in 200 bytes and, where RMPP was Active, gets a
+/// valid single-segment RMPP header (version 1, DATA, Active|First|Last, segment 1,
+/// PayloadLength 20 + the data kept). Its length stays exact, since clients count the records
+/// by it. Any other MAD comes back as it is, cut to 256 bytes.
+pub fn single_mad(message: &[u8]) -> Vec<u8> {
+    let mut mad = message[..message.len().min(256)].to_vec();
+    if mad.len() < SA_HEADER_LEN || mad[1] != u8::from(crate::MgmtClass::SubnAdm) {
         return mad;
     }
+    let stride = usize::from(SaMad::new_unchecked(&mad[..]).attribute_offset()) * 8;
+    let data = mad.len() - SA_HEADER_LEN;
+    let kept = data.checked_div(stride).map_or(data, |n| n * stride);
+    if message.len() > 256 {
+        mad.truncate(SA_HEADER_LEN + kept);
+    }
     let mut view = SaMad::new_unchecked(&mut mad[..]);
-    let stride = usize::from(view.attribute_offset()) * 8;
-    let kept = SA_DATA_LEN.checked_div(stride).map_or(SA_DATA_LEN, |n| n * stride);
-    view.data_mut()[kept..].fill(0);
     if view.rmpp_flags().contains(RmppFlags::ACTIVE) {
         view.set_rmpp_version(1);
         view.set_rmpp_type(RmppType::Data);
         view.set_rmpp_flags(RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST);
         view.set_segment_number(1);
-        view.set_payload_length((SA_DATA_LEN_RMPP_EXTRA + kept) as u32);
+        view.set_payload_length((SA_DATA_LEN_RMPP_EXTRA + view.data().len()) as u32);
     }
     mad
 }
@@ -336,15 +338,25 @@ mod tests {
         message[45] = 9;
         message[56..].fill(0xab);
         let mad = single_mad(&message);
+        assert_eq!(mad.len(), SA_HEADER_LEN + 144);
         let view = SaMad::new_checked(&mad[..]).unwrap();
         assert_eq!(
             view.rmpp_flags(),
             RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST
         );
-        assert_eq!((view.segment_number(), view.payload_length()), (1, 20 + 144));
-        assert!(view.data()[..144].iter().all(|&b| b == 0xab));
-        assert!(view.data()[144..].iter().all(|&b| b == 0));
-        assert_eq!(single_mad(&LINK_TABLE)[..72], LINK_TABLE[..]);
+        assert_eq!(
+            (view.segment_number(), view.payload_length()),
+            (1, 20 + 144)
+        );
+        assert!(view.data().iter().all(|&b| b == 0xab));
+        // One MAD or less keeps its length; Active alone becomes a single whole segment.
+        let mut single = LINK_TABLE.to_vec();
+        single[26] = 0x77;
+        assert_eq!(single_mad(&LINK_TABLE), single);
+        // Not SA: untouched but for the cut.
+        let mut smp = vec![0x5a; 300];
+        smp[1] = 0x81;
+        assert_eq!(single_mad(&smp), smp[..256].to_vec());
     }
 
     #[test]
