@@ -10,6 +10,7 @@ use tracing::warn;
 use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::SchedulerConfig;
 use crate::engine::sweep::{SweepConfig, SweepMode};
+use crate::sa::{DEFAULT_SA_KEY, SaConfig};
 
 /// OpenSM's `subnet_timeout` default: 4.096 us x 2^18, about one second.
 const SUBNET_TIMEOUT: u8 = 18;
@@ -29,6 +30,29 @@ pub fn scheduler_config(settings: &Settings) -> SchedulerConfig {
 pub fn response_timeout(settings: &Settings) -> Duration {
     let scheduler = scheduler_config(settings);
     scheduler.timeout * (scheduler.retries + 1)
+}
+
+/// The SA's configuration: `sa_key` (OpenSM reads it with strtoull, base 0: hex with 0x),
+/// the subnet prefix and timeout, the SM priority and whether QoS is on.
+pub fn sa_config(settings: &Settings) -> SaConfig {
+    let sa_key = settings
+        .opensm
+        .get("sa_key")
+        .and_then(|text| {
+            let text = text.trim();
+            match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => text.parse().ok(),
+            }
+        })
+        .unwrap_or(DEFAULT_SA_KEY);
+    SaConfig {
+        sa_key,
+        subnet_prefix: settings.sm.subnet_prefix,
+        subnet_timeout: SUBNET_TIMEOUT,
+        sm_priority: settings.sm.priority & 0xf,
+        qos: settings.qos.enabled,
+    }
 }
 
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.

@@ -1,5 +1,5 @@
 //! The ibqos subnet manager as a library: the SM's lifetime ([`manager`]: which sweep comes next
-//! and why, and its [`responder`] for what reaches it unasked), a sans-IO sweep engine
+//! and why, its [`responder`] for what reaches it unasked, and its subnet administrator, [`sa`]), a sans-IO sweep engine
 //! (discovery, LIDs, routing, link and QoS managers, the reconciler of diff sweeps) over a MAD
 //! scheduler, and the per-sweep [`summary`]. Time and MADs come in, MADs and events go out; the
 //! transports and the loop that drives them are the `ibqos-transport` crate.
@@ -9,4 +9,5 @@ pub mod config;
 pub mod engine;
 pub mod manager;
 pub mod responder;
+pub mod sa;
 pub mod summary;

@@ -33,10 +33,11 @@ use ibqos_opensm::Settings;
 use tracing::{debug, info, warn};
 
 use crate::cache::write_guid2lid;
-use crate::config::sweep_config;
-use crate::engine::scheduler::OutgoingMad;
+use crate::config::{sa_config, sweep_config};
+use crate::engine::scheduler::{OutgoingMad, Peer};
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::responder::{Heard, Responder, parse_smp};
+use crate::sa::{Sa, SaDb, is_sa};
 use crate::summary::SweepSummary;
 
 /// Sweeps a [`Run::Once`] makes before it gives up on bringing the subnet up.
@@ -133,6 +134,8 @@ pub struct Manager {
     /// PortInfo fields each port was seen not to keep; not compared by diff sweeps.
     learned: Learned,
     responder: Responder,
+    /// The subnet administrator: answers from the last sweep that brought the subnet up.
+    sa: Sa,
     state: State,
     last_sweep: Option<Box<Sweep>>,
     /// Sweeps started so far.
@@ -162,6 +165,7 @@ impl Manager {
             interval: interval(settings),
             learned: Learned::default(),
             responder: Responder::new(port_guid, settings.sm.priority),
+            sa: Sa::new(sa_config(settings)),
             state: State::Due(SweepReason::First),
             last_sweep: None,
             sweeps: 0,
@@ -206,9 +210,16 @@ impl Manager {
         self.last_sweep.as_deref()
     }
 
-    /// A MAD from the LID `slid` (0xFFFF for a directed-route MAD): an answer to the sweep, or
-    /// a request or trap for the SM.
-    pub fn on_mad(&mut self, now: Instant, mad: &[u8], slid: u16) {
+    /// A MAD from `from` (LID 0xFFFF for a directed-route MAD): an answer to the sweep, a
+    /// request or trap for the SM, or a query for the SA.
+    pub fn on_mad(&mut self, now: Instant, mad: &[u8], from: Peer) {
+        if is_sa(mad) {
+            if let Some(answer) = self.sa.on_request(now, mad, from) {
+                self.queued.push_back(answer);
+            }
+            return;
+        }
+        let slid = from.lid;
         match parse_smp(mad) {
             Some(smp) if smp.method.is_response() => match &mut self.state {
                 State::Sweeping { sweep, .. } => sweep.on_response(now, smp),
@@ -313,6 +324,7 @@ impl Manager {
         self.config = sweep_config(settings, guid2lid);
         self.interval = interval(settings);
         self.responder.set_priority(settings.sm.priority);
+        self.sa.set_config(sa_config(settings));
     }
 
     fn end_sweep_if_done(&mut self, now: Instant) {
@@ -335,6 +347,11 @@ impl Manager {
         self.learned = sweep.learned().clone();
         let heard = self.responder.take_heard();
         let up = *sweep.phase() == Phase::SubnetUp;
+        // The SA answers once a sweep brought the subnet up (OpenSM drops SA requests until its
+        // first "SUBNET UP"), then from every later sweep's snapshot.
+        if mode != SweepMode::DryRun && (up || self.sa.is_serving()) {
+            self.sa.update(SaDb::new(&sweep));
+        }
         if mode != SweepMode::DryRun {
             let ports = sweep.subnet().endports().filter(|(_, _, p)| p.lid != 0);
             let ports = ports.map(|(_, _, p)| (p.guid, p.lid));

@@ -1,14 +1,14 @@
-//! The SM's answers to everything that reaches it unasked, during a sweep and between sweeps:
-//! traps are repressed, SMInfo is answered as the master SM, and everything else (SA queries
-//! among it, until this SM has an SA) gets "method/attribute unsupported" rather than silence,
-//! so a client fails at once instead of timing out.
+//! The SM's answers to the SMPs that reach it unasked, during a sweep and between sweeps: traps
+//! are repressed, SMInfo is answered as the master SM, and any other Get or Set gets
+//! "method/attribute unsupported" rather than silence, so a client fails at once instead of
+//! timing out. SA queries go to the subnet administrator ([`crate::sa`]), not here.
 //!
 //! Answers are built as OpenSM's `osm_resp_send` builds them: the request with the response
 //! method, the D bit set on a directed route, and the requester's LID as the destination.
 
 use ibqos_mad::{
-    Attribute, AttributeId, Direction, Mad, Method, MgmtClass, Notice, NoticeRepr, Routing,
-    SmInfoRepr, SmState, SmpRepr, Status,
+    Attribute, AttributeId, Direction, Method, Notice, NoticeRepr, Routing, SmInfoRepr, SmState,
+    SmpRepr, Status,
 };
 use tracing::{debug, info, warn};
 
@@ -25,7 +25,7 @@ pub struct Unsolicited {
     pub link_changes: u64,
     /// SMInfo Gets and Sets from other SMs, answered with this SM's SMInfo.
     pub sm_info: u64,
-    /// Other requests (SA queries, attributes an SM does not handle), answered with status
+    /// Other SMP requests (attributes an SM does not handle), answered with status
     /// "method/attribute unsupported".
     pub unsupported: u64,
     /// Datagrams that are not MADs at all, or no request the SM can answer.
@@ -78,15 +78,9 @@ impl Responder {
 
     /// A request MAD that reached the SM from LID `slid`, and its answer.
     pub fn on_request(&mut self, mad: &[u8], slid: u16) -> Heard {
-        let answer = Mad::new_checked(mad)
-            .ok()
-            .filter(|header| !header.method().is_response() && mad.len() >= 256)
-            .and_then(|header| match header.mgmt_class() {
-                MgmtClass::SubnAdm => {
-                    Some((self.sa_unsupported(mad, header.method(), slid), false))
-                }
-                _ => self.smp_answer(parse_smp(mad)?, slid),
-            });
+        let answer = parse_smp(mad)
+            .filter(|smp| !smp.method.is_response())
+            .and_then(|smp| self.smp_answer(smp, slid));
         match answer {
             Some((reply, true)) => Heard::LinkChange(reply),
             Some((reply, false)) => Heard::Request(reply),
@@ -94,20 +88,6 @@ impl Responder {
                 self.heard.malformed += 1;
                 Heard::Unanswerable
             }
-        }
-    }
-
-    /// Every SA request is unsupported until this SM has an SA.
-    fn sa_unsupported(&mut self, mad: &[u8], method: Method, slid: u16) -> OutgoingMad {
-        self.heard.unsupported += 1;
-        let mut reply = [0u8; 256];
-        reply.copy_from_slice(&mad[..256]);
-        let mut view = Mad::new_unchecked(&mut reply[..]);
-        view.set_method(method.response());
-        view.set_status(Status::METHOD_ATTRIBUTE_UNSUPPORTED);
-        OutgoingMad {
-            mad: reply,
-            dlid: Some(slid),
         }
     }
 
@@ -204,6 +184,7 @@ pub(crate) fn parse_smp(mad: &[u8]) -> Option<SmpRepr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::scheduler::Address;
     use ibqos_mad::{DrPath, NoticeType, SmInfo, Smp};
 
     const GUID: u64 = 0x0002_c900_0010_0001;
@@ -214,11 +195,11 @@ mod tests {
         mad
     }
 
-    fn reply_of(heard: Heard) -> (SmpRepr, Option<u16>) {
+    fn reply_of(heard: Heard) -> (SmpRepr, Address) {
         let (Heard::Request(reply) | Heard::LinkChange(reply)) = heard else {
             panic!("{heard:?}")
         };
-        (parse_smp(&reply.mad).unwrap(), reply.dlid)
+        (parse_smp(&reply.mad).unwrap(), reply.address)
     }
 
     fn trap(number: u16) -> [u8; 256] {
@@ -248,7 +229,7 @@ mod tests {
         let (repress, dlid) = reply_of(heard);
         assert_eq!(
             (repress.method, repress.transaction_id, dlid),
-            (Method::TrapRepress, 0x1234_0000_0042, Some(7))
+            (Method::TrapRepress, 0x1234_0000_0042, Address::Lid(7))
         );
         assert!(matches!(
             responder.on_request(&trap(144), 7),
@@ -267,7 +248,7 @@ mod tests {
         let (answer, dlid) = reply_of(responder.on_request(&emit(&request), 0xffff));
         assert_eq!(
             (answer.method, answer.status, dlid),
-            (Method::GetResp, Status::OK, None)
+            (Method::GetResp, Status::OK, Address::Directed)
         );
         let Routing::Directed(back) = answer.routing else {
             panic!("{:?}", answer.routing)
@@ -281,28 +262,13 @@ mod tests {
     }
 
     #[test]
-    fn sa_and_unknown_attributes_are_unsupported_and_non_requests_unanswerable() {
+    fn unknown_attributes_are_unsupported_and_non_requests_unanswerable() {
         let mut responder = Responder::new(GUID, 0);
-        let mut query = emit(&SmpRepr::get(AttributeId::PortInfo, 0, 5, Routing::Lid));
+        let query = emit(&SmpRepr::get(AttributeId::PortInfo, 0, 5, Routing::Lid));
         let (answer, _) = reply_of(responder.on_request(&query, 4));
         assert_eq!(
             (answer.method, answer.status),
             (Method::GetResp, Status::METHOD_ATTRIBUTE_UNSUPPORTED)
-        );
-        let mut sa = Mad::new_unchecked(&mut query[..]);
-        sa.set_mgmt_class(MgmtClass::SubnAdm);
-        sa.set_method(Method::GetTable);
-        let Heard::Request(reply) = responder.on_request(&query, 4) else {
-            panic!("no answer to SA")
-        };
-        let header = Mad::new_checked(&reply.mad[..]).unwrap();
-        assert_eq!(
-            (header.method(), header.status(), reply.dlid),
-            (
-                Method::GetTableResp,
-                Status::METHOD_ATTRIBUTE_UNSUPPORTED,
-                Some(4)
-            )
         );
         let response = emit(&SmpRepr {
             method: Method::GetResp,
@@ -311,6 +277,6 @@ mod tests {
         assert_eq!(responder.on_request(&response, 4), Heard::Unanswerable);
         assert_eq!(responder.on_request(&[0; 10], 4), Heard::Unanswerable);
         let heard = responder.take_heard();
-        assert_eq!((heard.unsupported, heard.malformed), (2, 2));
+        assert_eq!((heard.unsupported, heard.malformed), (1, 2));
     }
 }

@@ -108,7 +108,7 @@ fn node_info_request(tid: u64, hops: &[u8]) -> Outgoing {
         tid,
         Routing::Directed(DrPath::request(hops).unwrap()),
     );
-    let mut mad = [0u8; 256];
+    let mut mad = vec![0u8; 256];
     request.emit(&mut Smp::new_unchecked(&mut mad[..]));
     Outgoing {
         mad,
@@ -120,10 +120,10 @@ fn node_info_request(tid: u64, hops: &[u8]) -> Outgoing {
 fn h2_capability_mask(sim: &Ibsim) -> CapabilityMask {
     let mut client = IbsimTransport::connect(sim.sockname(), "H2", Role::Client).unwrap();
     client.send(&node_info_request(0x1234_5678, &[])).unwrap();
-    let Some(Incoming::Mad { mad, slid }) = client.recv(Duration::from_secs(5)).unwrap() else {
+    let Some(Incoming::Mad { mad, from }) = client.recv(Duration::from_secs(5)).unwrap() else {
         panic!("no PortInfo answer")
     };
-    assert_eq!(slid, 0xffff);
+    assert_eq!(from.lid, 0xffff);
     let (smp, attribute) = ibqos_mad::parse_any(&mad).unwrap();
     assert_eq!(smp.transaction_id as u32, 0x1234_5678);
     let ibqos_mad::Attribute::PortInfo(p) = attribute else {

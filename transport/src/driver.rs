@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ibqos_sm::manager::{Event, Manager};
 
-use crate::{Incoming, Outgoing, Transport, TransportError};
+use crate::{Incoming, Transport, TransportError};
 
 /// The longest wait for the fabric: long enough not to spin, short enough that an interrupt (a
 /// signal) is noticed at once and a stalled sweep soon.
@@ -22,7 +22,7 @@ pub fn next_event(
     loop {
         let now = transport.now();
         while let Some(mad) = manager.poll_transmit(now) {
-            transport.send(&Outgoing::from(mad))?;
+            transport.send(&mad)?;
         }
         if let Some(event) = manager.poll_event() {
             return Ok(Some(event));
@@ -34,7 +34,7 @@ pub fn next_event(
             d.saturating_duration_since(now).min(POLL_STEP)
         });
         match transport.recv(wait)? {
-            Some(Incoming::Mad { mad, slid }) => manager.on_mad(transport.now(), &mad, slid),
+            Some(Incoming::Mad { mad, from }) => manager.on_mad(transport.now(), &mad, from),
             Some(Incoming::Dropped { mad }) => manager.on_dropped(transport.now(), &mad),
             None => {}
         }

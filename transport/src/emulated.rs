@@ -18,7 +18,7 @@ use ibqos_emu::{DueQueue, Emulator, Request, attach_port, load_topology, precise
 use ibqos_fabric::PortRef;
 use ibqos_mad::DrPath;
 
-use super::{Address, Incoming, LocalPort, Outgoing, Transport, TransportError};
+use super::{Address, Incoming, LocalPort, Outgoing, Peer, Transport, TransportError};
 
 /// How emulated time passes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,7 +148,7 @@ impl EmulatedTransport {
             if trap.to == self.port {
                 let incoming = Incoming::Mad {
                     mad: trap.mad,
-                    slid: trap.slid,
+                    from: Peer::lid(trap.slid),
                 };
                 self.responses.push(trap.at_ns, incoming);
             }
@@ -168,7 +168,7 @@ impl Transport for EmulatedTransport {
     fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
         let (dlid, slid) = match out.address {
             Address::Directed => (None, DrPath::PERMISSIVE_LID),
-            Address::Lid(lid) => (Some(lid), lid),
+            Address::Lid(lid) | Address::Peer(Peer { lid, .. }) => (Some(lid), lid),
         };
         let request = Request {
             origin: self.port,
@@ -178,8 +178,13 @@ impl Transport for EmulatedTransport {
         };
         if let Some(reply) = self.emulator.exchange(request) {
             let mad = reply.mad;
-            self.responses
-                .push(reply.at_ns, Incoming::Mad { mad, slid });
+            self.responses.push(
+                reply.at_ns,
+                Incoming::Mad {
+                    mad,
+                    from: Peer::lid(slid),
+                },
+            );
         }
         // A Set may change a link, and the switch at its end then sends trap 128.
         self.collect_traps();

@@ -8,7 +8,7 @@ use ibqos_mad::{Mad, SmpRepr};
 use ibqos_sm::engine::scheduler::OutgoingMad;
 use ibqos_sm::engine::scheduler::{Completion, Request, Scheduler};
 
-use crate::{Incoming, Outgoing, Transport, TransportError};
+use crate::{Incoming, Transport, TransportError};
 
 /// Submits `request` and drives `scheduler` over `transport` until it completes: an answer, or
 /// a failure once its retries are spent. The scheduler must hold nothing else, since the first
@@ -26,7 +26,7 @@ pub fn exchange<C>(
             return Ok(done);
         }
         while let Some(transmit) = scheduler.poll_transmit(now) {
-            transport.send(&Outgoing::from(OutgoingMad::from(&transmit)))?;
+            transport.send(&OutgoingMad::from(&transmit))?;
         }
         let wait = scheduler
             .next_deadline()

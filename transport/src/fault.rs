@@ -52,14 +52,14 @@ impl<T: Transport> Transport for Faulty<T> {
 
     fn recv(&mut self, timeout: Duration) -> Result<Option<Incoming>, TransportError> {
         match self.inner.recv(timeout)? {
-            Some(Incoming::Mad { mut mad, slid }) => {
+            Some(Incoming::Mad { mut mad, from }) => {
                 if self.rng.random_bool(self.config.loss.clamp(0.0, 1.0)) {
                     return Ok(None);
                 }
                 if self.rng.random_bool(self.config.corrupt.clamp(0.0, 1.0)) {
                     damage(&mut mad, |n| self.rng.random_range(0..n));
                 }
-                Ok(Some(Incoming::Mad { mad, slid }))
+                Ok(Some(Incoming::Mad { mad, from }))
             }
             // Hand-backs of our own requests pass untouched: they never crossed the fabric.
             other => Ok(other),

@@ -14,13 +14,14 @@ use std::time::{Duration, Instant};
 
 use ibqos_emu::serve::abstract_addr as ibsim_addr;
 use ibqos_mad::ibsim::{
-    CTL_LEN, CtlType, DROPPED_STATUS, HostU32, MAD_LEN, MAGIC, MAX_CLIENTS, NODE_ID_MAX,
-    REQUEST_LEN, SimClientInfo, SimCtl, SimRequest,
+    CTL_LEN, CtlType, DROPPED_STATUS, HostU32, MAGIC, MAX_CLIENTS, NODE_ID_MAX, REQUEST_LEN,
+    SimClientInfo, SimCtl, SimRequest,
 };
+use ibqos_mad::sa::single_mad;
 use ibqos_mad::{DrPath, NodeInfo, NodeType, PortInfo};
 
 use super::{
-    Address, Incoming, LocalPort, Outgoing, Role, Transport, TransportError, qp_for_class,
+    Address, Incoming, LocalPort, Outgoing, Peer, Role, Transport, TransportError, qp_for_class,
 };
 
 /// A control exchange is one datagram each way with a single-threaded server that answers at
@@ -234,18 +235,23 @@ impl Transport for IbsimTransport {
     fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
         let mut req = [0u8; REQUEST_LEN];
         let mut request = SimRequest::new_unchecked(&mut req[..]);
-        let (dlid, slid) = match out.address {
-            Address::Directed => (DrPath::PERMISSIVE_LID, DrPath::PERMISSIVE_LID),
-            // slid 0: ibsim fills in the LID of our port.
-            Address::Lid(lid) => (lid, 0),
+        let (class_qpn, _) = qp_for_class(out.mad[1]);
+        // slid 0: ibsim fills in the LID of our port.
+        let (dlid, slid, dqp) = match out.address {
+            Address::Directed => (DrPath::PERMISSIVE_LID, DrPath::PERMISSIVE_LID, class_qpn),
+            Address::Lid(lid) => (lid, 0, class_qpn),
+            Address::Peer(peer) => (peer.lid, 0, peer.qp),
         };
         request.set_dlid(dlid);
         request.set_slid(slid);
-        let (qpn, _) = qp_for_class(out.mad[1]);
-        request.set_dqp(qpn);
-        request.set_sqp(qpn);
-        request.set_length(MAD_LEN as u64);
-        request.mad_mut().copy_from_slice(&out.mad);
+        request.set_dqp(dqp);
+        request.set_sqp(class_qpn);
+        // ibsim carries one MAD and does no RMPP: a longer SA answer is cut to one valid MAD,
+        // as OpenSM's answers are cut on ibsim. The length is the message's: a client counts
+        // the records of an SA answer by it.
+        let mad = single_mad(&out.mad);
+        request.set_length(mad.len() as u64);
+        request.mad_mut()[..mad.len()].copy_from_slice(&mad);
         let n = self.data.send(&req).map_err(|e| {
             TransportError::os(
                 format!("ibsim @{}:out{}", self.sockname, self.client_id),
@@ -292,7 +298,11 @@ impl Transport for IbsimTransport {
             } else {
                 Incoming::Mad {
                     mad,
-                    slid: request.slid(),
+                    from: Peer {
+                        lid: request.slid(),
+                        qp: request.sqp(),
+                        pkey_index: 0,
+                    },
                 }
             }));
         }

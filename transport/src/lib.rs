@@ -16,8 +16,6 @@ use std::io;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use ibqos_sm::engine::scheduler::OutgoingMad;
-
 pub mod driver;
 pub mod emulated;
 pub mod exchange;
@@ -25,38 +23,14 @@ pub mod fault;
 pub mod ibsim;
 pub mod umad;
 
-/// Where a MAD goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Address {
-    /// A directed-route SMP (class 0x81): the path is in the MAD itself, and the transport
-    /// addresses it to the permissive LID 0xFFFF.
-    Directed,
-    /// LID-routed, to this destination LID.
-    Lid(u16),
-}
-
-/// A MAD to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outgoing {
-    pub mad: [u8; 256],
-    pub address: Address,
-}
-
-impl From<OutgoingMad> for Outgoing {
-    fn from(mad: OutgoingMad) -> Self {
-        Outgoing {
-            mad: mad.mad,
-            address: mad.dlid.map_or(Address::Directed, Address::Lid),
-        }
-    }
-}
+pub use ibqos_sm::engine::scheduler::{Address, OutgoingMad as Outgoing, Peer};
 
 /// What a transport received.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Incoming {
     /// A MAD from the fabric: a response to one of our requests, or a request or trap for the SM.
-    /// `slid` is the sender's LID, 0xFFFF for a directed-route MAD.
-    Mad { mad: Vec<u8>, slid: u16 },
+    /// `from` is the sender: its LID (0xFFFF for a directed-route MAD) and QP.
+    Mad { mad: Vec<u8>, from: Peer },
     /// One of our own requests handed back undelivered (umad status ETIMEDOUT). ibsim does this
     /// at once when there is no route or no handler; the kernel after its response timeout. The
     /// bytes are the request as sent (the kernel returns only its 24-byte common header).

@@ -18,14 +18,16 @@
 
 #![allow(unsafe_code)]
 
+use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::time::{Duration, Instant};
 
 use super::{
-    Address, Incoming, LocalPort, OpenOptions, Outgoing, Role, Transport, TransportError,
+    Address, Incoming, LocalPort, OpenOptions, Outgoing, Peer, Role, Transport, TransportError,
     qp_for_class,
 };
+use ibqos_mad::sa::single_mad;
 
 const SYS_INFINIBAND: &str = "/sys/class/infiniband";
 const SYS_INFINIBAND_MAD: &str = "/sys/class/infiniband_mad";
@@ -64,9 +66,9 @@ const _: () = assert!(std::mem::size_of::<RegReq>() == 28);
 /// Methods an SM answers or receives unsolicited: SubnGet/Set (SMInfo from another SM),
 /// SubnTrap and SubnTrapRepress.
 const SM_SMP_METHODS: &[u8] = &[0x01, 0x02, 0x05, 0x07];
-/// SA methods a request to the SM's port can carry; the SM answers them (if only with "not
-/// supported").
-const SM_SA_METHODS: &[u8] = &[0x01, 0x02, 0x12, 0x15];
+/// SA methods a request to the SM's port can carry, as OpenSM registers them: Get, Set,
+/// GetTable, GetMulti and Delete (OpenSM libvendor/osm_vendor_ibumad.c:930-957).
+const SM_SA_METHODS: &[u8] = &[0x01, 0x02, 0x12, 0x14, 0x15];
 
 /// A file descriptor closed with the plain `close` symbol (which umad2sim intercepts).
 #[derive(Debug)]
@@ -91,6 +93,8 @@ pub struct UmadTransport {
     fd: Fd,
     device_path: String,
     hdr_len: usize,
+    /// ibsim's shim is loaded: it does no RMPP.
+    under_umad2sim: bool,
     /// (management class, agent id) as registered.
     agents: Vec<(u8, u32)>,
     response_timeout_ms: u32,
@@ -128,7 +132,8 @@ impl UmadTransport {
             }
             false
         };
-        let hdr_len = if pkey_enabled && !umad2sim_loaded() {
+        let under_umad2sim = umad2sim_loaded();
+        let hdr_len = if pkey_enabled && !under_umad2sim {
             HDR_WITH_PKEY
         } else {
             HDR_WITHOUT_PKEY
@@ -138,6 +143,7 @@ impl UmadTransport {
             fd,
             device_path,
             hdr_len,
+            under_umad2sim,
             agents: Vec::new(),
             response_timeout_ms: u32::try_from(options.response_timeout.as_millis())
                 .unwrap_or(u32::MAX)
@@ -150,10 +156,12 @@ impl UmadTransport {
         // registered, and the SM's own trap 144 arrives as soon as issm is opened.
         let sm = options.role == Role::Sm;
         let smp_methods = if sm { SM_SMP_METHODS } else { &[] };
-        transport.register(0x81, 1, 0, smp_methods)?;
-        transport.register(0x01, 1, 0, smp_methods)?;
+        transport.register(0x81, 1, 0, smp_methods, 0)?;
+        transport.register(0x01, 1, 0, smp_methods, 0)?;
         if sm {
-            transport.register(0x03, 2, 1, SM_SA_METHODS)?;
+            // RMPP version 1: the kernel segments the SA's long answers and reassembles long
+            // requests (GetMulti), as it does for OpenSM.
+            transport.register(0x03, 2, 1, SM_SA_METHODS, 1)?;
             let issm_path = format!("/dev/infiniband/issm{}", chosen.umad);
             // O_NONBLOCK: if another SM holds the port, fail with EAGAIN instead of waiting.
             let issm = open_path(
@@ -197,11 +205,13 @@ impl UmadTransport {
         version: u8,
         qpn: u8,
         methods: &[u8],
+        rmpp_version: u8,
     ) -> Result<(), TransportError> {
         let mut req = RegReq {
             qpn,
             mgmt_class,
             mgmt_class_version: version,
+            rmpp_version,
             ..RegReq::default()
         };
         for &m in methods {
@@ -242,12 +252,21 @@ impl Transport for UmadTransport {
         // The kernel delivers a response only while it waits for it, and only for a request
         // sent with a timeout. Responses and TrapRepress expect no answer.
         let expects_response = method & 0x80 == 0 && method != 0x07;
-        let (qpn, qkey) = qp_for_class(class);
-        let lid = match out.address {
-            Address::Directed => 0xffff,
-            Address::Lid(lid) => lid,
+        let (class_qpn, qkey) = qp_for_class(class);
+        let (lid, qpn, pkey_index) = match out.address {
+            Address::Directed => (0xffff, class_qpn, 0),
+            Address::Lid(lid) => (lid, class_qpn, 0),
+            Address::Peer(peer) => (peer.lid, peer.qp, peer.pkey_index),
         };
-        let mut buf = vec![0u8; self.hdr_len + MAD_LEN];
+        // An SA answer longer than one MAD is written whole: the kernel's RMPP (the agent is
+        // registered with RMPP version 1) cuts it into segments. umad2sim does no RMPP and would
+        // cut it silently, so under the shim it is cut here, to a valid single MAD.
+        let message = if self.under_umad2sim {
+            Cow::Owned(single_mad(&out.mad))
+        } else {
+            Cow::Borrowed(&out.mad[..])
+        };
+        let mut buf = vec![0u8; self.hdr_len + message.len()];
         buf[0..4].copy_from_slice(&agent.to_ne_bytes());
         let timeout = if expects_response {
             self.response_timeout_ms
@@ -259,7 +278,10 @@ impl Transport for UmadTransport {
         buf[20..24].copy_from_slice(&qpn.to_be_bytes());
         buf[24..28].copy_from_slice(&qkey.to_be_bytes());
         buf[28..30].copy_from_slice(&lid.to_be_bytes());
-        buf[self.hdr_len..].copy_from_slice(&out.mad);
+        if self.hdr_len == HDR_WITH_PKEY {
+            buf[56..58].copy_from_slice(&pkey_index.to_ne_bytes());
+        }
+        buf[self.hdr_len..].copy_from_slice(&message);
         // SAFETY: buf is a live buffer of buf.len() bytes that write() only reads.
         let n = unsafe { libc::write(self.fd.0, buf.as_ptr().cast(), buf.len()) };
         if n < 0 {
@@ -336,7 +358,15 @@ impl UmadTransport {
         match status {
             0 => Some(Incoming::Mad {
                 mad,
-                slid: u16::from_be_bytes([packet[28], packet[29]]),
+                from: Peer {
+                    lid: u16::from_be_bytes([packet[28], packet[29]]),
+                    qp: u32::from_be_bytes([packet[20], packet[21], packet[22], packet[23]]),
+                    pkey_index: if self.hdr_len == HDR_WITH_PKEY {
+                        u16::from_ne_bytes([packet[56], packet[57]])
+                    } else {
+                        0
+                    },
+                },
             }),
             UNDELIVERED => Some(Incoming::Dropped { mad }),
             _ => {

@@ -166,8 +166,7 @@ fn drive(transport: &mut dyn Transport, mut sweep: Sweep) -> Sweep {
     loop {
         let now = transport.now();
         while let Some(transmit) = sweep.poll_transmit(now) {
-            let mad = OutgoingMad::from(&transmit);
-            transport.send(&Outgoing::from(mad)).unwrap();
+            transport.send(&OutgoingMad::from(&transmit)).unwrap();
         }
         if sweep.is_done() {
             return sweep;
@@ -176,13 +175,13 @@ fn drive(transport: &mut dyn Transport, mut sweep: Sweep) -> Sweep {
             .next_deadline()
             .map_or(IDLE_WAIT, |d| d.saturating_duration_since(now));
         match transport.recv(wait).unwrap() {
-            Some(Incoming::Mad { mad, slid }) => match smp(&mad) {
+            Some(Incoming::Mad { mad, from }) => match smp(&mad) {
                 Some(response) if response.method.is_response() => {
                     sweep.on_response(transport.now(), response)
                 }
-                _ => match responder.on_request(&mad, slid) {
+                _ => match responder.on_request(&mad, from.lid) {
                     Heard::LinkChange(reply) | Heard::Request(reply) => {
-                        transport.send(&Outgoing::from(reply)).unwrap()
+                        transport.send(&reply).unwrap()
                     }
                     Heard::Unanswerable => {}
                 },

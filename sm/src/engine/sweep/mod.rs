@@ -24,7 +24,7 @@ use ibqos_qos::{QosConfig, VlCount};
 use tracing::{debug, info, warn};
 
 use super::qos::QosWrite;
-use super::routing::RoutingEngine;
+use super::routing::{Lfts, RoutingEngine};
 use super::scheduler::{Completion, Request, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
 use discovery::description_text;
@@ -168,6 +168,8 @@ pub struct Sweep {
     /// The QoS Sets of this sweep, and where each stands.
     qos_sets: Vec<QosWrite>,
     qos_settled: Vec<Settled>,
+    /// The forwarding tables the sweep routed, by switch GUID.
+    lfts: Lfts,
     pending_reads: Vec<PendingRead>,
     changes: Vec<Change>,
     failed_requests: usize,
@@ -190,6 +192,7 @@ impl Sweep {
             arrivals: BTreeMap::new(),
             qos_sets: Vec::new(),
             qos_settled: Vec::new(),
+            lfts: Lfts::default(),
             pending_reads: Vec::new(),
             changes: Vec::new(),
             failed_requests: 0,
@@ -207,6 +210,11 @@ impl Sweep {
 
     pub fn subnet(&self) -> &Subnet {
         &self.subnet
+    }
+
+    /// The forwarding tables this sweep computed (empty before it routed, or if it could not).
+    pub fn lfts(&self) -> &Lfts {
+        &self.lfts
     }
 
     pub fn stats(&self) -> &SchedulerStats {

@@ -142,6 +142,15 @@ impl Sweep {
         }
     }
 
+    /// The QoS Sets the ports hold as sent: echoed back exactly, or found already in place.
+    pub fn verified_qos(&self) -> impl Iterator<Item = &QosWrite> {
+        self.qos_sets
+            .iter()
+            .zip(&self.qos_settled)
+            .filter(|(_, settled)| **settled == Settled::Verified)
+            .map(|(set, _)| set)
+    }
+
     /// Per port: configured, verified, failed.
     pub fn qos_counts(&self) -> QosCounts {
         count_ports(&self.qos_sets, &self.qos_settled)

@@ -62,5 +62,6 @@ impl Sweep {
             max_lid = top,
             "switches configured"
         );
+        self.lfts = lfts;
     }
 }

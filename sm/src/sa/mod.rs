@@ -1,0 +1,268 @@
+//! Subnet administration (SA, IBA chapter 15): the queries the SM answers on QP1 about the
+//! fabric it manages. Sans-IO like the rest of the manager: a request and its sender come in,
+//! the answer goes out; time is passed in.
+//!
+//! What OpenSM 3.3.23 does, and so what clients depend on (OpenSM osm_sa_mad_ctrl.c, osm_sa.c):
+//! - Until the first sweep brought the subnet up, requests are dropped unanswered: there is
+//!   nothing to answer from. So are requests with an SM_Key that is neither 0 (untrusted) nor
+//!   the SA's key (osmtest checks that they time out), methods the SA does not take, attributes
+//!   it does not know, and requests from a LID it does not know.
+//! - A Get answers one record (none: ERR_NO_RECORDS, more: ERR_TOO_MANY_RECORDS); a GetTable
+//!   answers every match, none being a success with no record.
+//! - An error answer is the request itself with the status set and the response method.
+//! - A GetTable answer longer than one MAD is written whole with RMPP Active: the transport
+//!   segments it (the kernel) or cuts it to one MAD (ibsim, which does no RMPP).
+
+mod db;
+mod path;
+mod records;
+
+use std::time::Instant;
+
+use ibqos_mad::sa::{Record, RmppFlags, SA_CLASS_VERSION, SA_HEADER_LEN, SaMad};
+use ibqos_mad::{Mad, Method, MgmtClass, Status};
+use tracing::{debug, warn};
+
+use crate::engine::scheduler::{Address, OutgoingMad, Peer};
+use crate::engine::subnet::PortKey;
+
+pub use db::SaDb;
+
+/// The SA's SM_Key when none is configured (OpenSM's `sa_key` default).
+pub const DEFAULT_SA_KEY: u64 = 1;
+
+/// How the SA is configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaConfig {
+    /// `sa_key`: the SM_Key that makes a request trusted.
+    pub sa_key: u64,
+    /// `subnet_prefix`: the GID prefix of this subnet.
+    pub subnet_prefix: u64,
+    /// `subnet_timeout`: the PacketLifeTime of a path no QoS level sets.
+    pub subnet_timeout: u8,
+    /// The SM's priority, for its SMInfoRecord.
+    pub sm_priority: u8,
+    /// Whether QoS is on: then paths avoid SLs that a hop maps to VL15.
+    pub qos: bool,
+}
+
+impl Default for SaConfig {
+    fn default() -> Self {
+        SaConfig {
+            sa_key: DEFAULT_SA_KEY,
+            subnet_prefix: 0xfe80_0000_0000_0000,
+            subnet_timeout: 18,
+            sm_priority: 0,
+            qos: false,
+        }
+    }
+}
+
+/// What the SA has been asked, for the sweep summary and the logs.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SaCounts {
+    /// Requests answered, with records or with an error status.
+    pub answered: u64,
+    /// Requests dropped unanswered, as OpenSM drops them.
+    pub dropped: u64,
+}
+
+/// One SA request, checked and with its requester found.
+#[derive(Debug)]
+pub(crate) struct Query<'a> {
+    pub method: Method,
+    pub component_mask: u64,
+    pub attribute_modifier: u32,
+    /// The template record: the request's data.
+    pub template: &'a [u8],
+    /// The requester's endport.
+    pub requester: PortKey,
+    /// SM_Key was the SA's key.
+    pub trusted: bool,
+}
+
+/// The records a query matched, each `size` bytes (OpenSM's `sizeof` of the record, the stride
+/// of the answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Records {
+    pub size: usize,
+    pub bytes: Vec<u8>,
+}
+
+impl Records {
+    pub fn new(size: usize) -> Records {
+        Records {
+            size,
+            bytes: Vec::new(),
+        }
+    }
+
+    /// Appends one record.
+    pub fn push(&mut self, record: &impl Record) {
+        let start = self.bytes.len();
+        self.bytes.resize(start + self.size, 0);
+        record.emit_bytes(&mut self.bytes[start..]);
+    }
+
+    pub fn count(&self) -> usize {
+        self.bytes.len().checked_div(self.size).unwrap_or(0)
+    }
+}
+
+/// The subnet administrator of one SM.
+#[derive(Debug, Default)]
+pub struct Sa {
+    config: SaConfig,
+    /// `None` until the first sweep that brought the subnet up.
+    db: Option<SaDb>,
+    counts: SaCounts,
+}
+
+impl Sa {
+    pub fn new(config: SaConfig) -> Sa {
+        Sa {
+            config,
+            ..Sa::default()
+        }
+    }
+
+    /// A new configuration (the settings were read again): the next query sees it.
+    pub fn set_config(&mut self, config: SaConfig) {
+        self.config = config;
+    }
+
+    /// What the SA answers from from now on: the last sweep's snapshot.
+    pub fn update(&mut self, db: SaDb) {
+        self.db = Some(db);
+    }
+
+    /// Whether the SA answers: after a sweep brought the subnet up.
+    pub fn is_serving(&self) -> bool {
+        self.db.is_some()
+    }
+
+    /// What was answered and dropped since the last call.
+    pub fn take_counts(&mut self) -> SaCounts {
+        std::mem::take(&mut self.counts)
+    }
+
+    /// An SA MAD from `from`, and the answer to send, if it gets one.
+    pub fn on_request(&mut self, _now: Instant, mad: &[u8], from: Peer) -> Option<OutgoingMad> {
+        let answer = self.answer(mad, from);
+        match answer {
+            Some(_) => self.counts.answered += 1,
+            None => self.counts.dropped += 1,
+        }
+        answer.map(|mad| OutgoingMad {
+            mad,
+            address: Address::Peer(from),
+        })
+    }
+
+    fn answer(&self, mad: &[u8], from: Peer) -> Option<Vec<u8>> {
+        let request = SaMad::new_checked(mad).ok().filter(|_| mad.len() >= 256)?;
+        let header = request.header();
+        if header.mgmt_class() != MgmtClass::SubnAdm || header.class_version() != SA_CLASS_VERSION {
+            debug!(
+                len = mad.len(),
+                "not an SA request of class version 2; dropped"
+            );
+            return None;
+        }
+        let Some(db) = &self.db else {
+            debug!("SA request before the subnet is up; dropped");
+            return None;
+        };
+        let sm_key = request.sm_key();
+        if sm_key != 0 && sm_key != self.config.sa_key {
+            warn!(
+                slid = from.lid,
+                "SA request with a wrong SM_Key; dropped (OpenSM ERR 1A04)"
+            );
+            return None;
+        }
+        let method = header.method();
+        if !matches!(
+            method,
+            Method::Get | Method::GetTable | Method::GetMulti | Method::Set | Method::Delete
+        ) {
+            debug!(slid = from.lid, %method, "SA method not taken; dropped");
+            return None;
+        }
+        let attribute = request.sa_attribute_id();
+        let Some(requester) = db.endport_of_lid(from.lid) else {
+            debug!(slid = from.lid, "SA request from an unknown LID; dropped");
+            return None;
+        };
+        let query = Query {
+            method,
+            component_mask: request.component_mask(),
+            attribute_modifier: header.attribute_modifier(),
+            template: request.data(),
+            requester,
+            trusted: sm_key != 0,
+        };
+        let found = records::answer(db, &self.config, attribute, &query)?;
+        debug!(
+            slid = from.lid,
+            requester = ?query.requester,
+            %attribute,
+            %method,
+            records = found.as_ref().map_or(0, Records::count),
+            "SA query"
+        );
+        Some(match found {
+            Ok(records) => respond(mad, method, records),
+            Err(status) => respond_error(mad, method, status),
+        })
+    }
+}
+
+/// A successful answer (OpenSM `osm_sa_respond`, osm_sa.c:422-531): the request's header with
+/// the response method, SM_Key 0, AttributeOffset the record size in 8-byte words and the
+/// records after it; a Get of no record or of several is an error instead.
+fn respond(request: &[u8], method: Method, records: Records) -> Vec<u8> {
+    let count = records.count();
+    if method == Method::Get && count != 1 {
+        let status = if count == 0 {
+            Status::SA_NO_RECORDS
+        } else {
+            Status::SA_TOO_MANY_RECORDS
+        };
+        return respond_error(request, method, status);
+    }
+    // Exactly the records: a client counts them by the length (OpenSM sends 56 + n * size).
+    let mut answer = vec![0u8; SA_HEADER_LEN + records.bytes.len()];
+    answer[..SA_HEADER_LEN].copy_from_slice(&request[..SA_HEADER_LEN]);
+    answer[SA_HEADER_LEN..SA_HEADER_LEN + records.bytes.len()].copy_from_slice(&records.bytes);
+    let mut view = SaMad::new_unchecked(&mut answer[..]);
+    view.header_mut().set_method(method.response());
+    view.header_mut().set_status(Status::OK);
+    view.set_sm_key(0);
+    let offset = if count == 0 { 0 } else { records.size / 8 };
+    view.set_attribute_offset(offset as u16);
+    if method == Method::GetTable {
+        // The kernel writes the rest of the RMPP header; Active tells it to segment.
+        view.set_rmpp_flags(RmppFlags::ACTIVE);
+    }
+    answer
+}
+
+/// An error answer (OpenSM `osm_sa_send_error`, osm_sa.c:361-420): the whole request with the
+/// status, the response method, SM_Key 0 and, for a GetTable, AttributeOffset 0.
+fn respond_error(request: &[u8], method: Method, status: Status) -> Vec<u8> {
+    let mut answer = request[..256].to_vec();
+    let mut view = SaMad::new_unchecked(&mut answer[..]);
+    view.header_mut().set_method(method.response());
+    view.header_mut().set_status(status);
+    view.set_sm_key(0);
+    if method == Method::GetTable {
+        view.set_attribute_offset(0);
+    }
+    answer
+}
+
+/// Whether `mad` is an SA MAD: its class is subnet administration.
+pub(crate) fn is_sa(mad: &[u8]) -> bool {
+    Mad::new_checked(mad).is_ok_and(|header| header.mgmt_class() == MgmtClass::SubnAdm)
+}

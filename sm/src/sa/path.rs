@@ -1,0 +1,554 @@
+//! PathRecord (IBA 15.2.5.16) as OpenSM 3.3.23 computes it (osm_sa_path_record.c): which
+//! (source, destination) pairs a query names, and per pair of LIDs the path's MTU and rate
+//! (the minimum over every port the LFTs lead through), its packet lifetime, P_Key and SL.
+//!
+//! The SL is the one traffic reaches the QoS tables with: a requested SL, else the QoS level's
+//! (qos-policy.conf), else the partition's (0 in the default partition); with QoS on, an SL
+//! that any hop maps to VL15 gives no path.
+
+use std::cmp::Ordering;
+
+use ibqos_mad::sa::{Mtu, PathRecord, PathRecordRepr, Rate, Selector};
+use ibqos_mad::{CapabilityMask, Gid, Method, PortInfoRepr, SlToVlMappingTableRepr, Status};
+use tracing::debug;
+
+use super::db::SaDb;
+use super::{Query, Records, SaConfig};
+use crate::engine::subnet::PortKey;
+
+/// ComponentMask bits of a PathRecord (IB_PR_COMPMASK_*).
+mod bit {
+    pub const SERVICE_ID_MSB: u64 = 1 << 0;
+    pub const SERVICE_ID_LSB: u64 = 1 << 1;
+    pub const DGID: u64 = 1 << 2;
+    pub const SGID: u64 = 1 << 3;
+    pub const DLID: u64 = 1 << 4;
+    pub const SLID: u64 = 1 << 5;
+    pub const RAW_TRAFFIC: u64 = 1 << 6;
+    pub const REVERSIBLE: u64 = 1 << 11;
+    pub const NUMB_PATH: u64 = 1 << 12;
+    pub const P_KEY: u64 = 1 << 13;
+    pub const SL: u64 = 1 << 15;
+    pub const MTU_SELECTOR: u64 = 1 << 16;
+    pub const MTU: u64 = 1 << 17;
+    pub const RATE_SELECTOR: u64 = 1 << 18;
+    pub const RATE: u64 = 1 << 19;
+    pub const PACKET_LIFE_SELECTOR: u64 = 1 << 20;
+    pub const PACKET_LIFE: u64 = 1 << 21;
+}
+
+/// OpenSM's MAX_HOPS: a longer path is taken for a routing loop.
+const MAX_HOPS: u32 = 64;
+/// The VL an SL2VL table maps an SL to for "drop".
+const DROP_VL: u8 = 15;
+/// The default partition's P_Key, full membership: every port's until partitions are managed.
+const DEFAULT_P_KEY: u16 = 0xffff;
+/// The default partition's SL (OpenSM's OSM_DEFAULT_SL).
+const DEFAULT_SL: u8 = 0;
+
+/// The PathRecords a query asks for (OpenSM `osm_pr_rcv_process`, 1738-2001).
+pub(super) fn path_records(
+    db: &SaDb,
+    config: &SaConfig,
+    query: &Query<'_>,
+) -> Result<Records, Status> {
+    let mask = query.component_mask;
+    let mut records = Records::new(PathRecordRepr::SIZE);
+    let request = PathRecordRepr::parse(&PathRecord::new_unchecked(query.template))
+        .map_err(|_| Status::SA_REQ_INVALID)?;
+    if (mask & bit::RATE_SELECTOR != 0 && mask & bit::RATE != 0 && request.rate.speed_rank() == 0)
+        || (mask & bit::MTU_SELECTOR != 0 && mask & bit::MTU != 0 && request.mtu.bytes().is_none())
+    {
+        return Err(Status::SA_REQ_INVALID);
+    }
+    let service_id = mask & (bit::SERVICE_ID_MSB | bit::SERVICE_ID_LSB);
+    if service_id != 0 && service_id != bit::SERVICE_ID_MSB | bit::SERVICE_ID_LSB {
+        return Err(Status::SA_REQ_INSUFFICIENT_COMPONENTS);
+    }
+    if mask & bit::DGID != 0 && request.dgid.is_multicast() {
+        // Multicast groups are the multicast issue's: no group exists, so no record.
+        debug!("PathRecord to a multicast GID; no group, no record");
+        return Ok(records);
+    }
+    // An endpoint that names nothing known gives an empty answer: OpenSM computes an error
+    // status there and then discards it (osm_sa_path_record.c:1831-1835).
+    let Some(sources) = endpoint(
+        db,
+        config,
+        mask,
+        bit::SGID,
+        request.sgid,
+        bit::SLID,
+        request.slid,
+    ) else {
+        return Ok(records);
+    };
+    let Some(destinations) = endpoint(
+        db,
+        config,
+        mask,
+        bit::DGID,
+        request.dgid,
+        bit::DLID,
+        request.dlid,
+    ) else {
+        return Ok(records);
+    };
+    let sgid = (mask & bit::SGID != 0).then_some(request.sgid);
+    let dgid = (mask & bit::DGID != 0).then_some(request.dgid);
+    for source in sources.ports(db) {
+        for destination in destinations.ports(db) {
+            pair_paths(
+                db,
+                config,
+                query,
+                &request,
+                (source, sgid),
+                (destination, dgid),
+                &mut records,
+            );
+        }
+    }
+    Ok(records)
+}
+
+/// One end of the paths asked for: a port the GID or LID named, or every port.
+enum Endpoint {
+    One(PortKey),
+    Every,
+}
+
+impl Endpoint {
+    /// The endports, in port GUID order as OpenSM walks its port table.
+    fn ports(&self, db: &SaDb) -> Vec<PortKey> {
+        match self {
+            Endpoint::One(key) => vec![*key],
+            Endpoint::Every => db.endports_by_guid().collect(),
+        }
+    }
+}
+
+/// The end a GID or LID names (`osm_pr_get_end_points`, 1306-1442); `None` when it names
+/// nothing known. With both, the GID decides (a GID's port other than the LID's is an invalid
+/// request in OpenSM, answered here with no record).
+fn endpoint(
+    db: &SaDb,
+    config: &SaConfig,
+    mask: u64,
+    gid_bit: u64,
+    gid: Gid,
+    lid_bit: u64,
+    lid: u16,
+) -> Option<Endpoint> {
+    let by_gid = if mask & gid_bit != 0 {
+        if !gid.is_link_local() && gid.subnet_prefix() != config.subnet_prefix {
+            return None;
+        }
+        Some(db.endport_of_guid(gid.interface_id())?)
+    } else {
+        None
+    };
+    let by_lid = if mask & lid_bit != 0 {
+        Some(db.endport_of_lid(lid)?)
+    } else {
+        None
+    };
+    match (by_gid, by_lid) {
+        (Some(g), Some(l)) if g != l => None,
+        (Some(key), _) | (None, Some(key)) => Some(Endpoint::One(key)),
+        (None, None) => Some(Endpoint::Every),
+    }
+}
+
+/// The paths between two ports (`pr_rcv_get_port_pair_paths`): the LIDs asked for, or every
+/// LID of each port, the diagonal pairs first with preference 0, then the rest with 2.
+fn pair_paths(
+    db: &SaDb,
+    config: &SaConfig,
+    query: &Query<'_>,
+    request: &PathRecordRepr,
+    (source, sgid): (PortKey, Option<Gid>),
+    (destination, dgid): (PortKey, Option<Gid>),
+    records: &mut Records,
+) {
+    let mask = query.component_mask;
+    let lids = |key: PortKey, lid_bit: u64, lid: u16| {
+        if mask & lid_bit != 0 {
+            Some(lid..=lid)
+        } else {
+            db.lids_of(key)
+        }
+    };
+    let (Some(sources), Some(destinations)) = (
+        lids(source, bit::SLID, request.slid),
+        lids(destination, bit::DLID, request.dlid),
+    ) else {
+        return;
+    };
+    if *sources.start() == 0 || *destinations.start() == 0 {
+        return;
+    }
+    let wanted = if query.method == Method::Get {
+        1
+    } else if mask & bit::NUMB_PATH != 0 {
+        usize::from(request.numb_path)
+    } else {
+        usize::MAX
+    };
+    let mut found = 0;
+    let mut emit = |slid: u16, dlid: u16, preference: u8, found: &mut usize| {
+        let ends = Ends {
+            source,
+            destination,
+            slid,
+            dlid,
+            sgid,
+            dgid,
+        };
+        if let Some(record) = lid_pair_path(db, config, mask, request, &ends, preference) {
+            records.push(&record);
+            *found += 1;
+        }
+    };
+    let (s0, d0) = (*sources.start(), *destinations.start());
+    let diagonal = (sources.end() - s0).min(destinations.end() - d0);
+    for i in 0..=diagonal {
+        if found >= wanted {
+            return;
+        }
+        emit(s0 + i, d0 + i, 0, &mut found);
+    }
+    for slid in sources.clone() {
+        for dlid in destinations.clone() {
+            if found >= wanted {
+                return;
+            }
+            if slid - s0 != dlid - d0 {
+                emit(slid, dlid, 2, &mut found);
+            }
+        }
+    }
+}
+
+/// The two ends of one path.
+struct Ends {
+    source: PortKey,
+    destination: PortKey,
+    slid: u16,
+    dlid: u16,
+    sgid: Option<Gid>,
+    dgid: Option<Gid>,
+}
+
+/// One path's record (`pr_rcv_get_lid_pair_path`), or `None` when there is no path, or when a
+/// reversible path was asked for and the way back has none.
+fn lid_pair_path(
+    db: &SaDb,
+    config: &SaConfig,
+    mask: u64,
+    request: &PathRecordRepr,
+    ends: &Ends,
+    preference: u8,
+) -> Option<PathRecordRepr> {
+    let there = path_parameters(
+        db,
+        config,
+        mask,
+        request,
+        ends.source,
+        ends.destination,
+        ends.dlid,
+    )?;
+    let back = path_parameters(
+        db,
+        config,
+        mask,
+        request,
+        ends.destination,
+        ends.source,
+        ends.slid,
+    );
+    if mask & bit::REVERSIBLE != 0 && request.reversible && back.is_none() {
+        return None;
+    }
+    let gid_of = |key: PortKey| {
+        let guid = db.port(key).map_or(0, |p| p.guid);
+        Gid::new(config.subnet_prefix, guid)
+    };
+    let loopback = ends.source == ends.destination;
+    // What `pr_rcv_build_pr` (osm_sa_path_record.c:875-972) writes: no ServiceID, FlowLabel,
+    // HopLimit, TClass or QoSClass; NumbPath 0; every selector "exactly".
+    Some(PathRecordRepr {
+        service_id: 0,
+        dgid: ends.dgid.unwrap_or_else(|| gid_of(ends.destination)),
+        sgid: ends.sgid.unwrap_or_else(|| gid_of(ends.source)),
+        dlid: ends.dlid,
+        slid: ends.slid,
+        raw_traffic: false,
+        flow_label: 0,
+        hop_limit: 0,
+        tclass: 0,
+        reversible: back.is_some(),
+        numb_path: 0,
+        p_key: there.p_key,
+        qos_class: 0,
+        sl: there.sl,
+        mtu_selector: Selector::Exactly,
+        mtu: Mtu::from(there.mtu),
+        rate_selector: Selector::Exactly,
+        rate: there.rate,
+        packet_life_selector: Selector::Exactly,
+        packet_life: if loopback { 0 } else { there.packet_life },
+        preference,
+    })
+}
+
+/// What one direction of a path comes to.
+#[derive(Debug, Clone, Copy)]
+struct PathParameters {
+    mtu: u8,
+    rate: Rate,
+    packet_life: u8,
+    p_key: u16,
+    sl: u8,
+}
+
+/// The path from `source` to `destination` over the LFTs towards `dlid`
+/// (`pr_rcv_get_path_parms`, 145-849), or `None` when there is none or it does not meet the
+/// request.
+fn path_parameters(
+    db: &SaDb,
+    config: &SaConfig,
+    mask: u64,
+    request: &PathRecordRepr,
+    source: PortKey,
+    destination: PortKey,
+    dlid: u16,
+) -> Option<PathParameters> {
+    let start = db.port(source)?;
+    let mut mtu = start.info.mtu_cap;
+    let mut rate = port_rate(&start.info, extended(&start.info));
+    let route = |node: u64| -> Option<PortKey> {
+        let port = *db.lfts.get(&node)?.get(usize::from(dlid))?;
+        (port != 0xff).then_some(PortKey::new(node, port))
+    };
+    let mut valid_sls: u16 = 0xffff;
+    let mut port = if db.is_switch(source) {
+        route(source.node)?
+    } else {
+        source
+    };
+    if config.qos {
+        valid_sls &= sls_not_dropped(db.sl2vl.get(&(port.node, 0, port.port)));
+    }
+    let target = if db.is_switch(destination) {
+        route(destination.node)?
+    } else {
+        destination
+    };
+    let mut hops = 0;
+    while port != target {
+        port = db.peer(port)?;
+        if port == target {
+            break;
+        }
+        if !db.is_switch(port) {
+            return None;
+        }
+        let switch0 = db.port(PortKey::new(port.node, 0))?;
+        let ingress = db.port(port)?;
+        mtu = mtu.min(ingress.info.mtu_cap);
+        rate = slower(rate, port_rate(&ingress.info, extended(&switch0.info)));
+        let input = port.port;
+        port = route(port.node)?;
+        let egress = db.port(port)?;
+        mtu = mtu.min(egress.info.mtu_cap);
+        rate = slower(rate, port_rate(&egress.info, extended(&switch0.info)));
+        if config.qos {
+            valid_sls &= sls_not_dropped(db.sl2vl.get(&(port.node, input, port.port)));
+        }
+        hops += 1;
+        if hops > MAX_HOPS || valid_sls == 0 {
+            return None;
+        }
+    }
+    let end = db.port(port)?;
+    mtu = mtu.min(end.info.mtu_cap);
+    rate = slower(rate, port_rate(&end.info, extended(&end.info)));
+    let packet_life = config.subnet_timeout;
+    let mtu = select(
+        mask,
+        bit::MTU_SELECTOR | bit::MTU,
+        request.mtu_selector,
+        u8::from(request.mtu),
+        mtu,
+    )?;
+    let rate = select_rate(mask, request.rate_selector, request.rate, rate)?;
+    let packet_life = select(
+        mask,
+        bit::PACKET_LIFE_SELECTOR | bit::PACKET_LIFE,
+        request.packet_life_selector,
+        request.packet_life,
+        packet_life,
+    )?;
+    let raw = mask & bit::RAW_TRAFFIC != 0 && request.raw_traffic;
+    let p_key = if raw {
+        0
+    } else if mask & bit::P_KEY != 0 {
+        // Every port is a full member of the default partition: a key of it is shared.
+        if request.p_key & 0x7fff != DEFAULT_P_KEY & 0x7fff {
+            return None;
+        }
+        request.p_key
+    } else {
+        DEFAULT_P_KEY
+    };
+    let sl = if mask & bit::SL != 0 {
+        request.sl
+    } else if p_key != 0 || !config.qos || valid_sls & (1 << DEFAULT_SL) != 0 {
+        DEFAULT_SL
+    } else {
+        valid_sls.trailing_zeros() as u8
+    };
+    if config.qos && valid_sls & (1 << sl) == 0 {
+        debug!(sl, "selected SL leads to VL15; no path (OpenSM ERR 1F24)");
+        return None;
+    }
+    Some(PathParameters {
+        mtu,
+        rate,
+        packet_life,
+        p_key,
+        sl,
+    })
+}
+
+/// The SLs a table does not map to VL15; every SL where no table is known.
+fn sls_not_dropped(table: Option<&SlToVlMappingTableRepr>) -> u16 {
+    table.map_or(0xffff, |t| {
+        (0..16)
+            .filter(|&sl| t.vls[sl] != DROP_VL)
+            .map(|sl| 1u16 << sl)
+            .sum()
+    })
+}
+
+/// Whether the port runs extended speeds (CapabilityMask.IsExtendedSpeedsSupported).
+fn extended(info: &PortInfoRepr) -> bool {
+    info.capability_mask
+        .contains(CapabilityMask::IS_EXTENDED_SPEEDS_SUPPORTED)
+}
+
+/// A selector on MTU or packet lifetime applied to what the path offers; `None` when the path
+/// cannot meet it. Only with both the selector and the value in the mask
+/// (osm_sa_path_record.c:482-611).
+fn select(mask: u64, bits: u64, selector: Selector, wanted: u8, offered: u8) -> Option<u8> {
+    if mask & bits != bits {
+        return Some(offered);
+    }
+    match selector {
+        Selector::GreaterThan => (offered > wanted).then_some(offered),
+        Selector::LessThan if offered >= wanted => (wanted > 1).then(|| wanted - 1),
+        Selector::Exactly => (offered >= wanted).then_some(wanted),
+        _ => Some(offered),
+    }
+}
+
+/// The rate selector, comparing rates by speed, not by code (`ib_path_compare_rates`).
+fn select_rate(mask: u64, selector: Selector, wanted: Rate, offered: Rate) -> Option<Rate> {
+    let bits = bit::RATE_SELECTOR | bit::RATE;
+    if mask & bits != bits {
+        return Some(offered);
+    }
+    match (selector, offered.cmp_speed(wanted)) {
+        (Selector::GreaterThan, order) => (order == Ordering::Greater).then_some(offered),
+        (Selector::LessThan, Ordering::Less) => Some(offered),
+        (Selector::LessThan, _) => wanted.slower(),
+        (Selector::Exactly, order) => (order == Ordering::Equal).then_some(wanted),
+        _ => Some(offered),
+    }
+}
+
+/// The slower of two rates.
+fn slower(a: Rate, b: Rate) -> Rate {
+    if b.cmp_speed(a) == Ordering::Less {
+        b
+    } else {
+        a
+    }
+}
+
+/// A port's rate code from its active width and speed (`ib_port_info_compute_rate`), with the
+/// extended speeds (FDR, EDR) where the port runs them.
+fn port_rate(info: &PortInfoRepr, extended: bool) -> Rate {
+    // Per width: 1x, 4x, 8x, 12x, 2x.
+    let by_width = |rates: [u8; 5]| {
+        Rate::from(match info.link_width_active {
+            2 => rates[1],
+            4 => rates[2],
+            8 => rates[3],
+            16 => rates[4],
+            _ => rates[0],
+        })
+    };
+    if extended {
+        match info.link_speed_ext_active {
+            1 => return by_width([11, 12, 13, 14, 19]),
+            2 => return by_width([15, 16, 17, 18, 20]),
+            _ => {}
+        }
+    }
+    match info.link_speed_active {
+        2 => by_width([5, 6, 7, 8, 3]),
+        4 => by_width([3, 7, 9, 10, 6]),
+        _ => by_width([2, 3, 6, 4, 5]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_compare_by_speed_not_code() {
+        // 5 Gb/s (code 5) is slower than 10 Gb/s (code 3).
+        assert_eq!(slower(Rate::Gbps5, Rate::Gbps10), Rate::Gbps5);
+        assert_eq!(slower(Rate::Gbps10, Rate::Gbps5), Rate::Gbps5);
+        let both = bit::RATE_SELECTOR | bit::RATE;
+        let less = |wanted| select_rate(both, Selector::LessThan, wanted, Rate::Gbps40);
+        // OpenSM ranks 28 Gb/s (FDR 2x, 64b/66b) just below 40: "less than 40" is 28.
+        assert_eq!(less(Rate::Gbps40), Some(Rate::Gbps28));
+        assert_eq!(less(Rate::Gbps2_5), None);
+        assert_eq!(less(Rate::Gbps56), Some(Rate::Gbps40));
+    }
+
+    #[test]
+    fn selectors_apply_as_opensm_applies_them() {
+        use Selector::{Exactly, GreaterThan, Largest, LessThan};
+        let both = bit::MTU_SELECTOR | bit::MTU;
+        // Path offers 4 (2048).
+        assert_eq!(select(both, both, GreaterThan, 3, 4), Some(4));
+        assert_eq!(select(both, both, GreaterThan, 4, 4), None);
+        assert_eq!(select(both, both, LessThan, 4, 4), Some(3));
+        assert_eq!(select(both, both, LessThan, 1, 4), None);
+        assert_eq!(select(both, both, Exactly, 3, 4), Some(3));
+        assert_eq!(select(both, both, Exactly, 5, 4), None);
+        assert_eq!(select(both, both, Largest, 5, 4), Some(4));
+        // The selector alone is ignored.
+        assert_eq!(select(bit::MTU_SELECTOR, both, GreaterThan, 5, 4), Some(4));
+    }
+
+    #[test]
+    fn qdr_4x_is_40_gbps_and_sdr_1x_is_2_5() {
+        let mut info = PortInfoRepr::parse(&ibqos_mad::PortInfo::new_unchecked([0u8; 64])).unwrap();
+        info.link_width_active = 2;
+        info.link_speed_active = 4;
+        assert_eq!(port_rate(&info, false), Rate::Gbps40);
+        info.link_width_active = 1;
+        info.link_speed_active = 1;
+        assert_eq!(port_rate(&info, false), Rate::Gbps2_5);
+        info.link_width_active = 2;
+        info.link_speed_ext_active = 2;
+        assert_eq!(port_rate(&info, true), Rate::Gbps100);
+    }
+}

@@ -1,0 +1,465 @@
+//! The records the SA answers, each as OpenSM 3.3.23 selects them: which records exist, which
+//! ComponentMask bits it compares (bits it does not implement are ignored, never an error), and
+//! which methods each attribute takes.
+//!
+//! Partitions: until the SM programs P_Key tables, every port is a full member of the default
+//! partition, so OpenSM's "shares a P_Key with the requester" filter passes everywhere.
+
+use ibqos_mad::sa::{
+    LftRecord, LftRecordRepr, LinkRecord, LinkRecordRepr, NodeRecord, NodeRecordRepr,
+    PortInfoRecord, PortInfoRecordRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaCapabilityMask,
+    SaCapabilityMask2, SlToVlTableRecord, SlToVlTableRecordRepr, SmInfoRecord, SmInfoRecordRepr,
+    SwitchInfoRecord, SwitchInfoRecordRepr, VlArbTableRecord, VlArbTableRecordRepr,
+};
+use ibqos_mad::{
+    ClassPortInfoRepr, LinearForwardingTableRepr, Method, NodeDescriptionRepr, PerfCapabilityMask,
+    SmInfoRepr, SmState, Status,
+};
+
+use super::db::SaDb;
+use super::{Query, Records, SaConfig, path};
+use crate::engine::subnet::PortKey;
+
+/// Whether a record passes ComponentMask bit `bit`: the bit is clear, or the values are equal.
+fn component<T: PartialEq>(mask: u64, bit: u32, template: T, value: T) -> bool {
+    mask & (1 << bit) == 0 || template == value
+}
+
+/// The answer to a query for `attribute`: records or an error status; `None` for an attribute
+/// the SA does not serve (dropped, as OpenSM drops it: ERR 1A01).
+pub(super) fn answer(
+    db: &SaDb,
+    config: &SaConfig,
+    attribute: SaAttributeId,
+    query: &Query<'_>,
+) -> Option<Result<Records, Status>> {
+    use SaAttributeId as A;
+    let get_or_table = matches!(query.method, Method::Get | Method::GetTable);
+    let unsupported = Some(Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED));
+    Some(match attribute {
+        A::ClassPortInfo if query.method != Method::Get => Err(Status::SA_REQ_INVALID),
+        A::ClassPortInfo => Ok(class_port_info(config)),
+        A::NodeRecord
+        | A::PortInfoRecord
+        | A::SlToVlMappingTableRecord
+        | A::SwitchInfoRecord
+        | A::LinearForwardingTableRecord
+        | A::SmInfoRecord
+        | A::LinkRecord
+        | A::VlArbitrationTableRecord
+        | A::PathRecord
+            if !get_or_table =>
+        {
+            return unsupported;
+        }
+        A::NodeRecord => Ok(node_records(db, query)),
+        A::PortInfoRecord => Ok(port_info_records(db, query)),
+        A::SlToVlMappingTableRecord => Ok(sl2vl_records(db, query)),
+        A::VlArbitrationTableRecord => Ok(vlarb_records(db, query)),
+        A::SwitchInfoRecord => Ok(switch_info_records(db, query)),
+        A::LinearForwardingTableRecord => Ok(lft_records(db, query)),
+        A::SmInfoRecord => Ok(sm_info_records(db, config, query)),
+        A::LinkRecord => Ok(link_records(db, query)),
+        A::PathRecord => path::path_records(db, config, query),
+        _ => return None,
+    })
+}
+
+/// The SA's ClassPortInfo as OpenSM 3.3.23 fills it (osm_sa_class_port_info.c:73-190):
+/// CapabilityMask 0x2602 (GetSetNotice, UD multicast, MultiPath, PortInfo CapabilityMask
+/// match), CapabilityMask2 0xB5E8 without QoS and with the QoS bit when on, RespTimeValue 16,
+/// redirect and trap QP 1 with the well-known Q_Key.
+fn class_port_info(config: &SaConfig) -> Records {
+    use SaCapabilityMask as C;
+    use SaCapabilityMask2 as C2;
+    const RESP_TIME_VALUE: u8 = 16;
+    const QP1_QKEY: u32 = 0x8001_0000;
+    let capabilities = C::IS_NOTICE_SUPPORTED
+        | C::IS_UD_MULTICAST_SUPPORTED
+        | C::IS_MULTI_PATH_SUPPORTED
+        | C::IS_PORT_INFO_CAP_MASK_MATCH_SUPPORTED;
+    let mut capabilities2 = C2::IS_MCAST_TOP_SUPPORTED
+        | C2::IS_ALIAS_GUIDS_SUPPORTED
+        | C2::IS_FULL_PORT_INFO_RECORD_SUPPORTED
+        | C2::IS_EXTENDED_SPEEDS_SUPPORTED
+        | C2::IS_MULTICAST_SERVICE_RECORDS_SUPPORTED
+        | C2::IS_PORT_INFO_CAP_MASK2_MATCH_SUPPORTED
+        | C2::IS_SEND_ONLY_FULL_MEMBER_SUPPORTED
+        | C2::IS_LINK_WIDTH_2X_SUPPORTED
+        | C2::IS_LINK_SPEED_HDR_SUPPORTED;
+    if config.qos {
+        capabilities2 |= C2::IS_QOS_SUPPORTED;
+    }
+    let mut info = ClassPortInfoRepr::parse_bytes(&[0u8; 72]).expect("72 bytes");
+    info.base_version = 1;
+    info.class_version = SA_CLASS_VERSION;
+    info.capability_mask = PerfCapabilityMask(capabilities.0);
+    info.capability_mask2 = capabilities2.0;
+    info.resp_time_value = RESP_TIME_VALUE;
+    info.redirect_qp = 1;
+    info.redirect_q_key = QP1_QKEY;
+    info.trap_qp = 1;
+    info.trap_q_key = QP1_QKEY;
+    let mut records = Records::new(ClassPortInfoRepr::SIZE);
+    records.push(&info);
+    records
+}
+
+/// NodeRecords (osm_sa_node_record.c:70-352): a switch by its port 0, a CA or router by each
+/// port with a LID, the NodeInfo's PortGUID and LocalPortNum those of the port.
+fn node_records(db: &SaDb, query: &Query<'_>) -> Records {
+    let mask = query.component_mask;
+    let template = NodeRecordRepr::parse(&NodeRecord::new_unchecked(query.template)).ok();
+    let mut records = Records::new(NodeRecordRepr::SIZE);
+    let Some(t) = template else {
+        return records;
+    };
+    for (key, port) in db.endports() {
+        let Some(node) = db.node(key.node) else {
+            continue;
+        };
+        if mask & 1 != 0 && !db.has_lid(key, t.lid) {
+            continue;
+        }
+        let mut info = node.info;
+        info.port_guid = port.guid;
+        info.local_port_num = key.port;
+        let ti = &t.node_info;
+        let matches = component(mask, 2, ti.base_version, info.base_version)
+            && component(mask, 3, ti.class_version, info.class_version)
+            && component(mask, 4, ti.node_type, info.node_type)
+            && component(mask, 5, ti.num_ports, info.num_ports)
+            && component(mask, 6, ti.system_image_guid, info.system_image_guid)
+            && component(mask, 7, ti.node_guid, info.node_guid)
+            && component(mask, 8, ti.port_guid, info.port_guid)
+            && component(mask, 9, ti.partition_cap, info.partition_cap)
+            && component(mask, 10, ti.device_id, info.device_id)
+            && component(mask, 11, ti.revision, info.revision)
+            && component(mask, 12, ti.local_port_num, info.local_port_num)
+            && component(mask, 13, ti.vendor_id, info.vendor_id);
+        let description = description_of(&node.description);
+        if !matches || !component(mask, 14, t.description.bytes, description.bytes) {
+            continue;
+        }
+        let record = NodeRecordRepr {
+            lid: port.lid,
+            node_info: info,
+            description,
+        };
+        records.push(&record);
+    }
+    records
+}
+
+/// A NodeDescription from the text discovery kept.
+fn description_of(text: &str) -> NodeDescriptionRepr {
+    let mut bytes = [0u8; 64];
+    let len = text.len().min(64);
+    bytes[..len].copy_from_slice(&text.as_bytes()[..len]);
+    NodeDescriptionRepr { bytes }
+}
+
+/// PortInfoRecords (osm_sa_portinfo_record.c:74-608): by LID, the ports of that LID's node
+/// whose LID range holds it (every port of a switch, which all answer by port 0's LID); else
+/// every port. The M_Key is zeroed for an untrusted requester.
+fn port_info_records(db: &SaDb, query: &Query<'_>) -> Records {
+    const LID: u64 = 1 << 0;
+    const PORT_NUM: u64 = 1 << 1;
+    let mask = query.component_mask;
+    let mut records = Records::new(PortInfoRecordRepr::SIZE);
+    let Ok(t) = PortInfoRecordRepr::parse(&PortInfoRecord::new_unchecked(query.template)) else {
+        return records;
+    };
+    let nodes: Vec<u64> = if mask & LID != 0 {
+        db.endport_of_lid(t.lid)
+            .map(|k| k.node)
+            .into_iter()
+            .collect()
+    } else {
+        db.subnet.nodes.keys().copied().collect()
+    };
+    let enhanced = query.attribute_modifier & (1 << 31) != 0;
+    for guid in nodes {
+        let Some(node) = db.node(guid) else { continue };
+        for (&number, port) in &node.ports {
+            if mask & PORT_NUM != 0 && number != t.port_num {
+                continue;
+            }
+            let key = PortKey::new(guid, number);
+            if mask & LID != 0 && !db.has_lid(key, t.lid) {
+                continue;
+            }
+            if !port_info_matches(mask, enhanced, &t.port_info, &port.info) {
+                continue;
+            }
+            let mut info = port.info;
+            if !query.trusted {
+                info.m_key = 0;
+            }
+            let record = PortInfoRecordRepr {
+                lid: db.base_lid(key),
+                port_num: number,
+                options: 0,
+                port_info: info,
+            };
+            records.push(&record);
+        }
+    }
+    records
+}
+
+/// The PortInfo components OpenSM compares (osm_sa_portinfo_record.c `check_physp`); bit
+/// numbers from bit 3 follow PortInfo's fields (IB_PIR_COMPMASK_*).
+fn port_info_matches(
+    mask: u64,
+    enhanced: bool,
+    t: &ibqos_mad::PortInfoRepr,
+    p: &ibqos_mad::PortInfoRepr,
+) -> bool {
+    let capability = if enhanced {
+        p.capability_mask.contains(t.capability_mask)
+    } else {
+        t.capability_mask == p.capability_mask
+    };
+    component(mask, 3, t.m_key, p.m_key)
+        && component(mask, 4, t.gid_prefix, p.gid_prefix)
+        && component(mask, 5, t.lid, p.lid)
+        && component(mask, 6, t.master_sm_lid, p.master_sm_lid)
+        && (mask & (1 << 7) == 0 || capability)
+        && component(mask, 8, t.diag_code, p.diag_code)
+        && component(mask, 9, t.m_key_lease_period, p.m_key_lease_period)
+        && component(mask, 10, t.local_port_num, p.local_port_num)
+        && component(mask, 11, t.link_width_enabled, p.link_width_enabled)
+        && component(mask, 12, t.link_width_supported, p.link_width_supported)
+        && component(mask, 13, t.link_width_active, p.link_width_active)
+        && component(mask, 14, t.link_speed_supported, p.link_speed_supported)
+        && component(mask, 15, t.port_state, p.port_state)
+        && component(mask, 16, t.port_phys_state, p.port_phys_state)
+        && component(
+            mask,
+            17,
+            t.link_down_default_state,
+            p.link_down_default_state,
+        )
+        && component(mask, 18, t.m_key_protect_bits, p.m_key_protect_bits)
+        && component(mask, 20, t.lmc, p.lmc)
+        && component(mask, 21, t.link_speed_active, p.link_speed_active)
+        && component(mask, 22, t.link_speed_enabled, p.link_speed_enabled)
+        && component(mask, 23, t.neighbor_mtu, p.neighbor_mtu)
+        && component(mask, 24, t.master_sm_sl, p.master_sm_sl)
+        && component(mask, 25, t.vl_cap, p.vl_cap)
+        && component(mask, 26, t.init_type, p.init_type)
+        && component(mask, 27, t.vl_high_limit, p.vl_high_limit)
+        && component(
+            mask,
+            28,
+            t.vl_arbitration_high_cap,
+            p.vl_arbitration_high_cap,
+        )
+        && component(mask, 29, t.vl_arbitration_low_cap, p.vl_arbitration_low_cap)
+        && component(mask, 31, t.mtu_cap, p.mtu_cap)
+        && component(mask, 32, t.vl_stall_count, p.vl_stall_count)
+        && component(mask, 33, t.hoq_life, p.hoq_life)
+        && component(mask, 34, t.operational_vls, p.operational_vls)
+        && component(
+            mask,
+            35,
+            t.partition_enforcement_inbound,
+            p.partition_enforcement_inbound,
+        )
+        && component(
+            mask,
+            36,
+            t.partition_enforcement_outbound,
+            p.partition_enforcement_outbound,
+        )
+        && component(mask, 37, t.filter_raw_inbound, p.filter_raw_inbound)
+        && component(mask, 38, t.filter_raw_outbound, p.filter_raw_outbound)
+        && component(mask, 39, t.m_key_violations, p.m_key_violations)
+        && component(mask, 40, t.p_key_violations, p.p_key_violations)
+        && component(mask, 41, t.q_key_violations, p.q_key_violations)
+        && component(mask, 42, t.guid_cap, p.guid_cap)
+        && component(mask, 44, t.subnet_timeout, p.subnet_timeout)
+        && component(mask, 45, t.resp_time_value, p.resp_time_value)
+        && component(mask, 46, t.local_phy_errors, p.local_phy_errors)
+        && component(mask, 47, t.overrun_errors, p.overrun_errors)
+}
+
+/// SL2VL table records (osm_sa_slvl_record.c): the tables as programmed, a CA's as (input 0,
+/// its port), a switch's for every (input, output) pair.
+fn sl2vl_records(db: &SaDb, query: &Query<'_>) -> Records {
+    let mask = query.component_mask;
+    let mut records = Records::new(SlToVlTableRecordRepr::SIZE);
+    let Ok(t) = SlToVlTableRecordRepr::parse(&SlToVlTableRecord::new_unchecked(query.template))
+    else {
+        return records;
+    };
+    for (&(node, input, output), table) in &db.sl2vl {
+        let lid = db.base_lid(PortKey::new(node, output));
+        let in_lid_range = db.has_lid(PortKey::new(node, output), t.lid);
+        if (mask & 1 != 0 && !in_lid_range)
+            || !component(mask, 1, t.in_port, input)
+            || !component(mask, 2, t.out_port, output)
+        {
+            continue;
+        }
+        let record = SlToVlTableRecordRepr {
+            lid,
+            in_port: input,
+            out_port: output,
+            table: *table,
+        };
+        records.push(&record);
+    }
+    records
+}
+
+/// VLArb table records (osm_sa_vlarb_record.c): the blocks as programmed, 1 to 4.
+fn vlarb_records(db: &SaDb, query: &Query<'_>) -> Records {
+    let mask = query.component_mask;
+    let mut records = Records::new(VlArbTableRecordRepr::SIZE);
+    let Ok(t) = VlArbTableRecordRepr::parse(&VlArbTableRecord::new_unchecked(query.template))
+    else {
+        return records;
+    };
+    for (&(node, port, block), table) in &db.vlarb {
+        let key = PortKey::new(node, port);
+        if (mask & 1 != 0 && !db.has_lid(key, t.lid))
+            || !component(mask, 1, t.out_port, port)
+            || !component(mask, 2, t.block, block)
+        {
+            continue;
+        }
+        let record = VlArbTableRecordRepr {
+            lid: db.base_lid(key),
+            out_port: port,
+            block,
+            table: *table,
+        };
+        records.push(&record);
+    }
+    records
+}
+
+/// SwitchInfoRecords (osm_sa_sw_info_record.c): every switch, or the one whose port 0 has the
+/// LID.
+fn switch_info_records(db: &SaDb, query: &Query<'_>) -> Records {
+    let mut records = Records::new(SwitchInfoRecordRepr::SIZE);
+    let Ok(t) = SwitchInfoRecordRepr::parse(&SwitchInfoRecord::new_unchecked(query.template))
+    else {
+        return records;
+    };
+    for node in db.subnet.switches() {
+        let key = PortKey::new(node.info.node_guid, 0);
+        let Some(info) = node.switch else { continue };
+        if query.component_mask & 1 != 0 && !db.has_lid(key, t.lid) {
+            continue;
+        }
+        let record = SwitchInfoRecordRepr {
+            lid: db.base_lid(key),
+            switch_info: info,
+        };
+        records.push(&record);
+    }
+    records
+}
+
+/// LFT records (osm_sa_lft_record.c:161-172): each switch's blocks up to the last one in use.
+fn lft_records(db: &SaDb, query: &Query<'_>) -> Records {
+    let mask = query.component_mask;
+    let mut records = Records::new(LftRecordRepr::SIZE);
+    let Ok(t) = LftRecordRepr::parse(&LftRecord::new_unchecked(query.template)) else {
+        return records;
+    };
+    for (&guid, lft) in &db.lfts {
+        let key = PortKey::new(guid, 0);
+        if mask & 1 != 0 && !db.has_lid(key, t.lid) {
+            continue;
+        }
+        for (block, ports) in lft.chunks(64).enumerate() {
+            let block = block as u16;
+            if !component(mask, 1, t.block, block) {
+                continue;
+            }
+            let mut table = LinearForwardingTableRepr {
+                ports: [LinearForwardingTableRepr::NO_ROUTE; 64],
+            };
+            table.ports[..ports.len()].copy_from_slice(ports);
+            let record = LftRecordRepr {
+                lid: db.base_lid(key),
+                block,
+                table,
+            };
+            records.push(&record);
+        }
+    }
+    records
+}
+
+/// SMInfoRecords (osm_sa_sminfo_record.c:80-328): this SM, the master. Mask bits honoured: 0
+/// LID, 2 GUID, 5 priority, 6 state.
+fn sm_info_records(db: &SaDb, config: &SaConfig, query: &Query<'_>) -> Records {
+    let mask = query.component_mask;
+    let mut records = Records::new(SmInfoRecordRepr::SIZE);
+    let (Ok(t), Some(sm)) = (
+        SmInfoRecordRepr::parse(&SmInfoRecord::new_unchecked(query.template)),
+        db.sm_port,
+    ) else {
+        return records;
+    };
+    let Some(port) = db.port(sm) else {
+        return records;
+    };
+    let record = SmInfoRecordRepr {
+        lid: port.lid,
+        sm_info: SmInfoRepr {
+            guid: port.guid,
+            sm_key: 0,
+            act_count: 0,
+            priority: config.sm_priority,
+            sm_state: SmState::Master,
+        },
+    };
+    let ts = &t.sm_info;
+    let rs = &record.sm_info;
+    if (mask & 1 == 0 || db.has_lid(sm, t.lid))
+        && component(mask, 2, ts.guid, rs.guid)
+        && component(mask, 5, ts.priority, rs.priority)
+        && component(mask, 6, ts.sm_state, rs.sm_state)
+    {
+        records.push(&record);
+    }
+    records
+}
+
+/// LinkRecords (osm_sa_link_record.c:60-485): one per direction of every link, LIDs compared
+/// with the LMC bits masked; an unknown LID matches nothing.
+fn link_records(db: &SaDb, query: &Query<'_>) -> Records {
+    let mask = query.component_mask;
+    let mut records = Records::new(LinkRecordRepr::SIZE);
+    let Ok(t) = LinkRecordRepr::parse(&LinkRecord::new_unchecked(query.template)) else {
+        return records;
+    };
+    for (&from, &to) in &db.subnet.links {
+        let from_lid = db.base_lid(from);
+        let to_lid = db.base_lid(to);
+        if from_lid == 0 || to_lid == 0 {
+            continue;
+        }
+        if (mask & 1 != 0 && !db.has_lid(from, t.from_lid))
+            || !component(mask, 1, t.from_port, from.port)
+            || !component(mask, 2, t.to_port, to.port)
+            || (mask & 8 != 0 && !db.has_lid(to, t.to_lid))
+        {
+            continue;
+        }
+        let record = LinkRecordRepr {
+            from_lid,
+            from_port: from.port,
+            to_port: to.port,
+            to_lid,
+        };
+        records.push(&record);
+    }
+    records
+}
