@@ -1,0 +1,285 @@
+//! The subnet administrator through the manager, on the built-in two-switch fabric emulated in
+//! virtual time: SA requests as a host sends them (from its LID, on QP1), answers as the
+//! manager sends them back. The expected counts and values come from the topology or from the
+//! fabric's own PortInfo, never from a table written here.
+
+use ibqos_emu::{Emulator, attach_port, load_topology};
+use ibqos_fabric::Topology;
+use ibqos_mad::sa::{
+    Mtu, NodeRecord, NodeRecordRepr, PathRecord, PathRecordRepr, Record, SA_CLASS_VERSION,
+    SaAttributeId, SaMad, Selector,
+};
+use ibqos_mad::{AttributeId, ClassPortInfo, Method, MgmtClass, Status};
+use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
+use ibqos_sm::manager::Run;
+use ibqos_transport::Transport;
+use ibqos_transport::emulated::EmulatedTransport;
+
+mod common;
+use common::{EmulatedSm, settings};
+
+const CONFIG: &str = "examples/opensm-qos.conf";
+
+fn two_switch() -> (Topology, EmulatedSm) {
+    let topology = load_topology("two-switch").unwrap().topology;
+    let attach = attach_port(&topology, None).unwrap();
+    let transport =
+        EmulatedTransport::virtual_time(Emulator::new(topology.clone()).unwrap(), attach);
+    let sm = EmulatedSm::new(transport, Run::Daemon, &settings(CONFIG));
+    (topology, sm)
+}
+
+/// An SA request of `attribute` with `method`, `mask` and a template written by `template`.
+fn request(
+    method: Method,
+    attribute: SaAttributeId,
+    mask: u64,
+    sm_key: u64,
+    template: impl FnOnce(&mut [u8]),
+) -> Vec<u8> {
+    let mut mad = vec![0u8; 256];
+    let mut view = SaMad::new_unchecked(&mut mad[..]);
+    let mut header = view.header_mut();
+    header.set_base_version(1);
+    header.set_mgmt_class(MgmtClass::SubnAdm);
+    header.set_class_version(SA_CLASS_VERSION);
+    header.set_method(method);
+    header.set_transaction_id(0x0001_0000_0000_4242);
+    header.set_attribute_id(AttributeId::from(u16::from(attribute)));
+    view.set_sm_key(sm_key);
+    view.set_component_mask(mask);
+    template(view.data_mut());
+    mad
+}
+
+/// What the manager sends back to `from` for `mad`, if anything. The sweep's own SMPs, polled
+/// on the way, go on to the fabric.
+fn ask(sm: &mut EmulatedSm, mad: &[u8], from: Peer) -> Option<OutgoingMad> {
+    let now = sm.transport.now();
+    sm.manager.on_mad(now, mad, from);
+    let mut answer = None;
+    while let Some(out) = sm.manager.poll_transmit(now) {
+        if out.address == Address::Peer(from) {
+            assert!(answer.is_none(), "two answers to one request");
+            answer = Some(out);
+        } else {
+            sm.transport.send(&out).unwrap();
+        }
+    }
+    answer
+}
+
+/// A host's LID after the SM's first sweep, and its peer address on QP1.
+fn host(sm: &EmulatedSm, name: &str) -> Peer {
+    let sweep = sm.manager.last_sweep().expect("a sweep ended");
+    let lid = sweep
+        .subnet()
+        .nodes
+        .values()
+        .find(|n| n.description.starts_with(name_prefix(name)))
+        .and_then(|n| n.ports.values().next())
+        .map(|p| p.lid)
+        .expect("host found");
+    Peer {
+        lid,
+        qp: 1,
+        pkey_index: 0,
+    }
+}
+
+fn name_prefix(name: &str) -> &str {
+    match name {
+        "H1" => "host-one",
+        "H3" => "host-three",
+        other => other,
+    }
+}
+
+/// A PathRecord template with every field zero.
+fn blank_path() -> PathRecordRepr {
+    PathRecordRepr::parse_bytes(&[0u8; 64]).unwrap()
+}
+
+fn status(answer: &OutgoingMad) -> Status {
+    SaMad::new_checked(&answer.mad[..])
+        .unwrap()
+        .header()
+        .status()
+}
+
+#[test]
+fn the_sa_is_silent_until_the_subnet_is_up_then_answers_class_port_info() {
+    let (_, mut sm) = two_switch();
+    let from = Peer {
+        lid: 1,
+        qp: 1,
+        pkey_index: 0,
+    };
+    let cpi = request(Method::Get, SaAttributeId::ClassPortInfo, 0, 0, |_| {});
+    // During the first sweep there is nothing to answer from.
+    sm.sweep_started();
+    assert_eq!(ask(&mut sm, &cpi, from), None);
+    sm.sweep_done();
+    let from = host(&sm, "H1");
+    let answer = ask(&mut sm, &cpi, from).expect("ClassPortInfo answered");
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    assert_eq!(view.header().method(), Method::GetResp);
+    assert_eq!(view.header().status(), Status::OK);
+    assert_eq!(view.header().transaction_id(), 0x0001_0000_0000_4242);
+    let info = ClassPortInfo::new_checked(view.data()).unwrap();
+    assert_eq!(info.capability_mask().0, 0x2602);
+    assert_eq!(info.resp_time_value(), 16);
+    // Anything but a Get of ClassPortInfo is an invalid request (OpenSM's 0x0200).
+    let table = request(Method::GetTable, SaAttributeId::ClassPortInfo, 0, 0, |_| {});
+    let answer = ask(&mut sm, &table, from).unwrap();
+    assert_eq!(status(&answer), Status::SA_REQ_INVALID);
+}
+
+#[test]
+fn node_records_are_one_per_switch_and_one_per_ca_port_with_opensm_counts() {
+    let (topology, mut sm) = two_switch();
+    sm.sweep_done();
+    let from = host(&sm, "H1");
+    // Every port of the two-switch fabric is cabled, so every endport gets a LID.
+    let switches = topology.switches().count();
+    let ca_ports = topology.endports().count() - switches;
+    let table = request(Method::GetTable, SaAttributeId::NodeRecord, 0, 0, |_| {});
+    let answer = ask(&mut sm, &table, from).unwrap();
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    assert_eq!(view.header().method(), Method::GetTableResp);
+    assert_eq!(
+        usize::from(view.attribute_offset()) * 8,
+        NodeRecordRepr::SIZE
+    );
+    let records: Vec<NodeRecordRepr> = view
+        .records()
+        .map(|r| NodeRecordRepr::parse(&NodeRecord::new_checked(r).unwrap()).unwrap())
+        .collect();
+    assert_eq!(records.len(), switches + ca_ports);
+    // A Get of many is TOO_MANY_RECORDS; of a LID nobody has, NO_RECORDS; a GetTable of
+    // nothing is a success with no record.
+    let get = request(Method::Get, SaAttributeId::NodeRecord, 0, 0, |_| {});
+    assert_eq!(
+        status(&ask(&mut sm, &get, from).unwrap()),
+        Status::SA_TOO_MANY_RECORDS
+    );
+    let by_lid = |method, lid: u16| {
+        request(method, SaAttributeId::NodeRecord, 1, 0, move |data| {
+            data[..2].copy_from_slice(&lid.to_be_bytes())
+        })
+    };
+    let answer = ask(&mut sm, &by_lid(Method::Get, 0x9999), from).unwrap();
+    assert_eq!(status(&answer), Status::SA_NO_RECORDS);
+    // The error answer is the request with the status set.
+    assert_eq!(answer.mad[56..58], 0x9999u16.to_be_bytes());
+    let answer = ask(&mut sm, &by_lid(Method::GetTable, 0x9999), from).unwrap();
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    assert_eq!(
+        (view.header().status(), view.attribute_offset()),
+        (Status::OK, 0)
+    );
+    // By the requester's own LID: exactly its own record.
+    let answer = ask(&mut sm, &by_lid(Method::Get, from.lid), from).unwrap();
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    let record = NodeRecordRepr::parse(&NodeRecord::new_checked(view.data()).unwrap()).unwrap();
+    assert_eq!(record.lid, from.lid);
+    assert!(record.description.to_string_lossy().starts_with("host-one"));
+    // Set is no method for a NodeRecord.
+    let set = request(Method::Set, SaAttributeId::NodeRecord, 0, 0, |_| {});
+    assert_eq!(
+        status(&ask(&mut sm, &set, from).unwrap()),
+        Status::METHOD_ATTRIBUTE_UNSUPPORTED
+    );
+}
+
+#[test]
+fn requests_opensm_drops_get_no_answer() {
+    let (_, mut sm) = two_switch();
+    sm.sweep_done();
+    let from = host(&sm, "H1");
+    let node_records = |sm_key| {
+        request(
+            Method::GetTable,
+            SaAttributeId::NodeRecord,
+            0,
+            sm_key,
+            |_| {},
+        )
+    };
+    // A wrong SM_Key: dropped (osmtest waits for the timeout); the SA's key (1): trusted.
+    assert_eq!(ask(&mut sm, &node_records(9999), from), None);
+    assert!(ask(&mut sm, &node_records(1), from).is_some());
+    // An unknown requester LID, an attribute the SA does not serve, a method it does not take.
+    let stranger = Peer {
+        lid: 0x7777,
+        ..from
+    };
+    assert_eq!(ask(&mut sm, &node_records(0), stranger), None);
+    let trace = request(Method::GetTable, SaAttributeId::TraceRecord, 0, 0, |_| {});
+    assert_eq!(ask(&mut sm, &trace, from), None);
+    let report = request(Method::Report, SaAttributeId::NodeRecord, 0, 0, |_| {});
+    assert_eq!(ask(&mut sm, &report, from), None);
+}
+
+#[test]
+fn a_path_between_two_hosts_carries_the_default_partition_and_sl_and_the_path_mtu() {
+    let (_, mut sm) = two_switch();
+    sm.sweep_done();
+    let (h1, h3) = (host(&sm, "H1"), host(&sm, "H3"));
+    // SLID | DLID | Reversible | NumbPath, as rdma_cm-like clients ask.
+    let mask = (1 << 4) | (1 << 5) | (1 << 11) | (1 << 12);
+    let get = request(Method::Get, SaAttributeId::PathRecord, mask, 0, |data| {
+        let template = PathRecordRepr {
+            slid: h1.lid,
+            dlid: h3.lid,
+            reversible: true,
+            numb_path: 1,
+            ..blank_path()
+        };
+        template.emit(&mut PathRecord::new_unchecked(data));
+    });
+    let answer = ask(&mut sm, &get, h1).unwrap();
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    assert_eq!(view.header().status(), Status::OK);
+    let path = PathRecordRepr::parse(&PathRecord::new_checked(view.data()).unwrap()).unwrap();
+    assert_eq!((path.slid, path.dlid), (h1.lid, h3.lid));
+    assert_eq!((path.p_key, path.sl, path.reversible), (0xffff, 0, true));
+    assert_eq!(
+        (path.mtu_selector, path.rate_selector),
+        (Selector::Exactly, Selector::Exactly)
+    );
+    assert_eq!(path.packet_life, 18);
+    // The path MTU is no more than either end's MTUCap, as the fabric reports it.
+    let sweep = sm.manager.last_sweep().unwrap();
+    let cap = |lid| {
+        sweep
+            .subnet()
+            .ports()
+            .find(|(_, p)| p.lid == lid)
+            .map(|(_, p)| p.info.mtu_cap)
+            .unwrap()
+    };
+    let mtu = u8::from(path.mtu);
+    assert!((1..=cap(h1.lid).min(cap(h3.lid))).contains(&mtu), "{mtu}");
+    // A requested SL is answered as asked; an MTU no path has is no path.
+    let too_big = request(
+        Method::Get,
+        SaAttributeId::PathRecord,
+        mask | (1 << 16) | (1 << 17),
+        0,
+        |data| {
+            let template = PathRecordRepr {
+                slid: h1.lid,
+                dlid: h3.lid,
+                mtu_selector: Selector::GreaterThan,
+                mtu: Mtu::Mtu4096,
+                ..blank_path()
+            };
+            template.emit(&mut PathRecord::new_unchecked(data));
+        },
+    );
+    assert_eq!(
+        status(&ask(&mut sm, &too_big, h1).unwrap()),
+        Status::SA_NO_RECORDS
+    );
+}
