@@ -7,6 +7,9 @@ use super::reconcile::{Held, Planned};
 use super::{Op, Phase, Sweep};
 use crate::engine::routing::route;
 
+/// OpenSM's `packet_life_time` default (0x12): 4.096 us x 2^18, about a second.
+const SWITCH_PACKET_LIFE_TIME: u8 = 0x12;
+
 impl Sweep {
     /// SwitchInfo.LinearFDBTop and the LFT blocks up to it, on every switch.
     pub(super) fn program_switches(&mut self) {
@@ -29,6 +32,9 @@ impl Sweep {
                 switch.linear_fdb_top = top;
                 // Writing 1 clears PortStateChange: the SM has seen this topology.
                 switch.port_state_change = true;
+                // How long a packet may wait in the switch, as OpenSM's `packet_life_time`
+                // (osm_ucast_mgr.c `ucast_mgr_set_fwd_top`).
+                switch.life_time_value = SWITCH_PACKET_LIFE_TIME;
                 let planned = Planned {
                     node: *guid,
                     path: path.clone(),
