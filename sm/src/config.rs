@@ -52,6 +52,7 @@ pub fn sa_config(settings: &Settings) -> SaConfig {
         subnet_timeout: SUBNET_TIMEOUT,
         sm_priority: settings.sm.priority & 0xf,
         qos: settings.qos.enabled,
+        policy: settings.qos_policy.clone(),
     }
 }
 

@@ -20,8 +20,10 @@ pub struct SaDb {
     pub(super) subnet: Subnet,
     /// Every LID an endport answers to (base to base + 2^LMC - 1), and the endport.
     by_lid: BTreeMap<u16, PortKey>,
-    /// Endports by port GUID, in GUID order (the order OpenSM walks its port table in).
+    /// Endports by port GUID, in OpenSM's port table order (see [`opensm_order`]).
     by_guid: BTreeMap<u64, PortKey>,
+    /// Node GUIDs in OpenSM's node table order.
+    node_order: Vec<u64>,
     /// Forwarding tables by switch GUID: entry `lid` is the egress port.
     pub(super) lfts: BTreeMap<u64, Vec<u8>>,
     /// SL2VL tables as programmed, by (node, input port, output port).
@@ -40,15 +42,18 @@ impl SaDb {
         let mut by_guid = BTreeMap::new();
         for (guid, number, port) in subnet.endports() {
             let key = PortKey::new(guid, number);
-            by_guid.insert(port.guid, key);
+            by_guid.insert(opensm_order(port.guid), key);
             if port.lid != 0 {
                 for lid in lid_range(port) {
                     by_lid.insert(lid, key);
                 }
             }
         }
+        let mut node_order: Vec<u64> = subnet.nodes.keys().copied().collect();
+        node_order.sort_by_key(|guid| opensm_order(*guid));
         let mut db = SaDb {
             sm_port: subnet.sm_port,
+            node_order,
             subnet,
             by_lid,
             by_guid,
@@ -136,7 +141,7 @@ impl SaDb {
         self.port(self.endport(key)).map_or(0, |p| p.lid)
     }
 
-    /// Every endport with a LID, in port GUID order.
+    /// Every endport with a LID, in OpenSM's port table order.
     pub fn endports_by_guid(&self) -> impl Iterator<Item = PortKey> + '_ {
         self.by_guid
             .values()
@@ -144,12 +149,19 @@ impl SaDb {
             .filter(|key| self.port(*key).is_some_and(|p| p.lid != 0))
     }
 
-    /// Every endport with a LID, as (key, port), in node GUID then port order.
+    /// Every node, in OpenSM's node table order.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.node_order.iter().filter_map(|guid| self.node(*guid))
+    }
+
+    /// Every endport with a LID, as (key, port), node by node in OpenSM's order.
     pub fn endports(&self) -> impl Iterator<Item = (PortKey, &Port)> {
-        self.subnet
-            .endports()
-            .filter(|(_, _, p)| p.lid != 0)
-            .map(|(guid, n, p)| (PortKey::new(guid, n), p))
+        self.nodes().flat_map(|node| {
+            let guid = node.info.node_guid;
+            node.endports()
+                .filter(|(_, p)| p.lid != 0)
+                .map(move |(n, p)| (PortKey::new(guid, n), p))
+        })
     }
 
     /// The LIDs a port answers to: its endport's base LID and LMC range; `None` without a LID.
@@ -169,6 +181,14 @@ impl SaDb {
         self.node(key.node)
             .is_some_and(|n| n.info.node_type == NodeType::Switch)
     }
+}
+
+/// The key OpenSM's node and port tables are sorted by: they are `cl_qmap`s keyed by the GUID
+/// as it is on the wire (big-endian) and compared as a host (x86, little-endian) integer, so
+/// records come in the order of the byte-swapped GUID. Clients see that order, and ibsim's
+/// one-MAD answers keep only the first records of it.
+pub(super) fn opensm_order(guid: u64) -> u64 {
+    guid.swap_bytes()
 }
 
 /// The LIDs an endport answers to: its base LID and the 2^LMC - 1 after it.

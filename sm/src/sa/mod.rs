@@ -15,6 +15,7 @@
 
 mod db;
 mod path;
+mod policy;
 mod records;
 
 use std::time::Instant;
@@ -22,6 +23,8 @@ use std::time::Instant;
 use ibqos_mad::sa::{Record, RmppFlags, SA_CLASS_VERSION, SA_HEADER_LEN, SaMad};
 use ibqos_mad::{Mad, Method, MgmtClass, Status};
 use tracing::{debug, warn};
+
+use ibqos_qos::policy::{QosPolicy, ResolvedPolicy};
 
 use crate::engine::scheduler::{Address, OutgoingMad, Peer};
 use crate::engine::subnet::PortKey;
@@ -42,8 +45,11 @@ pub struct SaConfig {
     pub subnet_timeout: u8,
     /// The SM's priority, for its SMInfoRecord.
     pub sm_priority: u8,
-    /// Whether QoS is on: then paths avoid SLs that a hop maps to VL15.
+    /// Whether QoS is on: then paths avoid SLs that a hop maps to VL15, and take the policy's
+    /// QoS level.
     pub qos: bool,
+    /// qos-policy.conf (or ibqos.toml's `[qos_policy]`), as read.
+    pub policy: Option<QosPolicy>,
 }
 
 impl Default for SaConfig {
@@ -54,6 +60,7 @@ impl Default for SaConfig {
             subnet_timeout: 18,
             sm_priority: 0,
             qos: false,
+            policy: None,
         }
     }
 }
@@ -77,8 +84,10 @@ pub(crate) struct Query<'a> {
     pub template: &'a [u8],
     /// The requester's endport.
     pub requester: PortKey,
-    /// SM_Key was the SA's key.
+    /// SM_Key was not 0 (it is then the SA's key: any other is dropped before).
     pub trusted: bool,
+    /// The request's SM_Key.
+    pub sm_key: u64,
 }
 
 /// The records a query matched, each `size` bytes (OpenSM's `sizeof` of the record, the stride
@@ -115,6 +124,8 @@ pub struct Sa {
     config: SaConfig,
     /// `None` until the first sweep that brought the subnet up.
     db: Option<SaDb>,
+    /// The policy applied to `db`: with QoS on and a policy that fits the fabric.
+    policy: Option<ResolvedPolicy>,
     counts: SaCounts,
 }
 
@@ -126,14 +137,26 @@ impl Sa {
         }
     }
 
-    /// A new configuration (the settings were read again): the next query sees it.
+    /// A new configuration (the settings were read again): the next query sees it, an edited
+    /// policy included.
     pub fn set_config(&mut self, config: SaConfig) {
         self.config = config;
+        self.apply_policy();
     }
 
     /// What the SA answers from from now on: the last sweep's snapshot.
     pub fn update(&mut self, db: SaDb) {
         self.db = Some(db);
+        self.apply_policy();
+    }
+
+    /// The policy's groups resolved against the snapshot, as OpenSM re-reads its policy at
+    /// every heavy sweep; only with QoS on, as OpenSM reads it only then.
+    fn apply_policy(&mut self) {
+        self.policy = match (&self.db, &self.config.policy) {
+            (Some(db), Some(policy)) if self.config.qos => policy::resolve(policy, db),
+            _ => None,
+        };
     }
 
     /// Whether the SA answers: after a sweep brought the subnet up.
@@ -201,8 +224,9 @@ impl Sa {
             template: request.data(),
             requester,
             trusted: sm_key != 0,
+            sm_key,
         };
-        let found = records::answer(db, &self.config, attribute, &query)?;
+        let found = records::answer(db, &self.config, self.policy.as_ref(), attribute, &query)?;
         debug!(
             slid = from.lid,
             requester = ?query.requester,

@@ -13,7 +13,9 @@ use ibqos_mad::{CapabilityMask, Gid, Method, PortInfoRepr, SlToVlMappingTableRep
 use tracing::debug;
 
 use super::db::SaDb;
-use super::{Query, Records, SaConfig};
+use ibqos_qos::policy::ResolvedPolicy;
+
+use super::{Query, Records, SaConfig, policy};
 use crate::engine::subnet::PortKey;
 
 /// ComponentMask bits of a PathRecord (IB_PR_COMPMASK_*).
@@ -28,6 +30,7 @@ mod bit {
     pub const REVERSIBLE: u64 = 1 << 11;
     pub const NUMB_PATH: u64 = 1 << 12;
     pub const P_KEY: u64 = 1 << 13;
+    pub const QOS_CLASS: u64 = 1 << 14;
     pub const SL: u64 = 1 << 15;
     pub const MTU_SELECTOR: u64 = 1 << 16;
     pub const MTU: u64 = 1 << 17;
@@ -42,7 +45,7 @@ const MAX_HOPS: u32 = 64;
 /// The VL an SL2VL table maps an SL to for "drop".
 const DROP_VL: u8 = 15;
 /// The default partition's P_Key, full membership: every port's until partitions are managed.
-const DEFAULT_P_KEY: u16 = 0xffff;
+pub(super) const DEFAULT_P_KEY: u16 = 0xffff;
 /// The default partition's SL (OpenSM's OSM_DEFAULT_SL).
 const DEFAULT_SL: u8 = 0;
 
@@ -50,6 +53,7 @@ const DEFAULT_SL: u8 = 0;
 pub(super) fn path_records(
     db: &SaDb,
     config: &SaConfig,
+    policy: Option<&ResolvedPolicy>,
     query: &Query<'_>,
 ) -> Result<Records, Status> {
     let mask = query.component_mask;
@@ -94,19 +98,28 @@ pub(super) fn path_records(
     ) else {
         return Ok(records);
     };
+    let ask = Ask {
+        db,
+        config,
+        policy,
+        mask,
+        request: &request,
+        wanted: if query.method == Method::Get {
+            1
+        } else if mask & bit::NUMB_PATH != 0 {
+            usize::from(request.numb_path)
+        } else {
+            usize::MAX
+        },
+    };
     let sgid = (mask & bit::SGID != 0).then_some(request.sgid);
     let dgid = (mask & bit::DGID != 0).then_some(request.dgid);
-    for source in sources.ports(db) {
-        for destination in destinations.ports(db) {
-            pair_paths(
-                db,
-                config,
-                query,
-                &request,
-                (source, sgid),
-                (destination, dgid),
-                &mut records,
-            );
+    // Destination first: OpenSM's world query walks destinations outside, sources inside
+    // (osm_sa_path_record.c `pr_process_world`).
+    let sources = sources.ports(db);
+    for destination in destinations.ports(db) {
+        for &source in &sources {
+            ask.pair_paths((source, sgid), (destination, dgid), &mut records);
         }
     }
     Ok(records)
@@ -160,76 +173,6 @@ fn endpoint(
     }
 }
 
-/// The paths between two ports (`pr_rcv_get_port_pair_paths`): the LIDs asked for, or every
-/// LID of each port, the diagonal pairs first with preference 0, then the rest with 2.
-fn pair_paths(
-    db: &SaDb,
-    config: &SaConfig,
-    query: &Query<'_>,
-    request: &PathRecordRepr,
-    (source, sgid): (PortKey, Option<Gid>),
-    (destination, dgid): (PortKey, Option<Gid>),
-    records: &mut Records,
-) {
-    let mask = query.component_mask;
-    let lids = |key: PortKey, lid_bit: u64, lid: u16| {
-        if mask & lid_bit != 0 {
-            Some(lid..=lid)
-        } else {
-            db.lids_of(key)
-        }
-    };
-    let (Some(sources), Some(destinations)) = (
-        lids(source, bit::SLID, request.slid),
-        lids(destination, bit::DLID, request.dlid),
-    ) else {
-        return;
-    };
-    if *sources.start() == 0 || *destinations.start() == 0 {
-        return;
-    }
-    let wanted = if query.method == Method::Get {
-        1
-    } else if mask & bit::NUMB_PATH != 0 {
-        usize::from(request.numb_path)
-    } else {
-        usize::MAX
-    };
-    let mut found = 0;
-    let mut emit = |slid: u16, dlid: u16, preference: u8, found: &mut usize| {
-        let ends = Ends {
-            source,
-            destination,
-            slid,
-            dlid,
-            sgid,
-            dgid,
-        };
-        if let Some(record) = lid_pair_path(db, config, mask, request, &ends, preference) {
-            records.push(&record);
-            *found += 1;
-        }
-    };
-    let (s0, d0) = (*sources.start(), *destinations.start());
-    let diagonal = (sources.end() - s0).min(destinations.end() - d0);
-    for i in 0..=diagonal {
-        if found >= wanted {
-            return;
-        }
-        emit(s0 + i, d0 + i, 0, &mut found);
-    }
-    for slid in sources.clone() {
-        for dlid in destinations.clone() {
-            if found >= wanted {
-                return;
-            }
-            if slid - s0 != dlid - d0 {
-                emit(slid, dlid, 2, &mut found);
-            }
-        }
-    }
-}
-
 /// The two ends of one path.
 struct Ends {
     source: PortKey,
@@ -240,67 +183,289 @@ struct Ends {
     dgid: Option<Gid>,
 }
 
-/// One path's record (`pr_rcv_get_lid_pair_path`), or `None` when there is no path, or when a
-/// reversible path was asked for and the way back has none.
-fn lid_pair_path(
-    db: &SaDb,
-    config: &SaConfig,
+/// One PathRecord query, checked: what every pair of ends is computed with.
+struct Ask<'a> {
+    db: &'a SaDb,
+    config: &'a SaConfig,
+    policy: Option<&'a ResolvedPolicy>,
     mask: u64,
-    request: &PathRecordRepr,
-    ends: &Ends,
-    preference: u8,
-) -> Option<PathRecordRepr> {
-    let there = path_parameters(
-        db,
-        config,
-        mask,
-        request,
-        ends.source,
-        ends.destination,
-        ends.dlid,
-    )?;
-    let back = path_parameters(
-        db,
-        config,
-        mask,
-        request,
-        ends.destination,
-        ends.source,
-        ends.slid,
-    );
-    if mask & bit::REVERSIBLE != 0 && request.reversible && back.is_none() {
-        return None;
+    request: &'a PathRecordRepr,
+    /// Paths per pair of ports: 1 for a Get (IBA 1.2 erratum), else NumbPath if given.
+    wanted: usize,
+}
+
+impl Ask<'_> {
+    /// The paths between two ports (`pr_rcv_get_port_pair_paths`): the LIDs asked for, or
+    /// every LID of each port, the diagonal pairs first with preference 0, then the rest
+    /// with 2.
+    fn pair_paths(
+        &self,
+        (source, sgid): (PortKey, Option<Gid>),
+        (destination, dgid): (PortKey, Option<Gid>),
+        records: &mut Records,
+    ) {
+        let lids = |key: PortKey, lid_bit: u64, lid: u16| {
+            if self.mask & lid_bit != 0 {
+                Some(lid..=lid)
+            } else {
+                self.db.lids_of(key)
+            }
+        };
+        let (Some(sources), Some(destinations)) = (
+            lids(source, bit::SLID, self.request.slid),
+            lids(destination, bit::DLID, self.request.dlid),
+        ) else {
+            return;
+        };
+        if *sources.start() == 0 || *destinations.start() == 0 {
+            return;
+        }
+        let mut found = 0;
+        let mut emit = |slid: u16, dlid: u16, preference: u8, found: &mut usize| {
+            let ends = Ends {
+                source,
+                destination,
+                slid,
+                dlid,
+                sgid,
+                dgid,
+            };
+            if let Some(record) = self.lid_pair_path(&ends, preference) {
+                records.push(&record);
+                *found += 1;
+            }
+        };
+        let (s0, d0) = (*sources.start(), *destinations.start());
+        let diagonal = (sources.end() - s0).min(destinations.end() - d0);
+        for i in 0..=diagonal {
+            if found >= self.wanted {
+                return;
+            }
+            emit(s0 + i, d0 + i, 0, &mut found);
+        }
+        for slid in sources.clone() {
+            for dlid in destinations.clone() {
+                if found >= self.wanted {
+                    return;
+                }
+                if slid - s0 != dlid - d0 {
+                    emit(slid, dlid, 2, &mut found);
+                }
+            }
+        }
     }
-    let gid_of = |key: PortKey| {
-        let guid = db.port(key).map_or(0, |p| p.guid);
-        Gid::new(config.subnet_prefix, guid)
-    };
-    let loopback = ends.source == ends.destination;
-    // What `pr_rcv_build_pr` (osm_sa_path_record.c:875-972) writes: no ServiceID, FlowLabel,
-    // HopLimit, TClass or QoSClass; NumbPath 0; every selector "exactly".
-    Some(PathRecordRepr {
-        service_id: 0,
-        dgid: ends.dgid.unwrap_or_else(|| gid_of(ends.destination)),
-        sgid: ends.sgid.unwrap_or_else(|| gid_of(ends.source)),
-        dlid: ends.dlid,
-        slid: ends.slid,
-        raw_traffic: false,
-        flow_label: 0,
-        hop_limit: 0,
-        tclass: 0,
-        reversible: back.is_some(),
-        numb_path: 0,
-        p_key: there.p_key,
-        qos_class: 0,
-        sl: there.sl,
-        mtu_selector: Selector::Exactly,
-        mtu: Mtu::from(there.mtu),
-        rate_selector: Selector::Exactly,
-        rate: there.rate,
-        packet_life_selector: Selector::Exactly,
-        packet_life: if loopback { 0 } else { there.packet_life },
-        preference,
-    })
+    /// One path's record (`pr_rcv_get_lid_pair_path`), or `None` when there is no path, or when a
+    /// reversible path was asked for and the way back has none.
+    fn lid_pair_path(&self, ends: &Ends, preference: u8) -> Option<PathRecordRepr> {
+        let there = self.path_parameters(ends.source, ends.destination, ends.dlid)?;
+        let back = self.path_parameters(ends.destination, ends.source, ends.slid);
+        if self.mask & bit::REVERSIBLE != 0 && self.request.reversible && back.is_none() {
+            return None;
+        }
+        let gid_of = |key: PortKey| {
+            let guid = self.db.port(key).map_or(0, |p| p.guid);
+            Gid::new(self.config.subnet_prefix, guid)
+        };
+        let loopback = ends.source == ends.destination;
+        // What `pr_rcv_build_pr` (osm_sa_path_record.c:875-972) writes: no ServiceID, FlowLabel,
+        // HopLimit, TClass or QoSClass; NumbPath 0; every selector "exactly".
+        Some(PathRecordRepr {
+            service_id: 0,
+            dgid: ends.dgid.unwrap_or_else(|| gid_of(ends.destination)),
+            sgid: ends.sgid.unwrap_or_else(|| gid_of(ends.source)),
+            dlid: ends.dlid,
+            slid: ends.slid,
+            raw_traffic: false,
+            flow_label: 0,
+            hop_limit: 0,
+            tclass: 0,
+            reversible: back.is_some(),
+            numb_path: 0,
+            p_key: there.p_key,
+            qos_class: 0,
+            sl: there.sl,
+            mtu_selector: Selector::Exactly,
+            mtu: Mtu::from(there.mtu),
+            rate_selector: Selector::Exactly,
+            rate: there.rate,
+            packet_life_selector: Selector::Exactly,
+            packet_life: if loopback { 0 } else { there.packet_life },
+            preference,
+        })
+    }
+
+    /// The path from `source` to `destination` over the LFTs towards `dlid`
+    /// (`pr_rcv_get_path_parms`, 145-849), or `None` when there is none or it does not meet the
+    /// request.
+    fn path_parameters(
+        &self,
+        source: PortKey,
+        destination: PortKey,
+        dlid: u16,
+    ) -> Option<PathParameters> {
+        let (db, config, mask, request) = (self.db, self.config, self.mask, self.request);
+        let start = db.port(source)?;
+        let mut mtu = start.info.mtu_cap;
+        let mut rate = port_rate(&start.info, extended(&start.info));
+        let route = |node: u64| -> Option<PortKey> {
+            let port = *db.lfts.get(&node)?.get(usize::from(dlid))?;
+            (port != 0xff).then_some(PortKey::new(node, port))
+        };
+        let mut valid_sls: u16 = 0xffff;
+        let mut port = if db.is_switch(source) {
+            route(source.node)?
+        } else {
+            source
+        };
+        if config.qos {
+            valid_sls &= sls_not_dropped(db.sl2vl.get(&(port.node, 0, port.port)));
+        }
+        let target = if db.is_switch(destination) {
+            route(destination.node)?
+        } else {
+            destination
+        };
+        let mut hops = 0;
+        while port != target {
+            port = db.peer(port)?;
+            if port == target {
+                break;
+            }
+            if !db.is_switch(port) {
+                return None;
+            }
+            let switch0 = db.port(PortKey::new(port.node, 0))?;
+            let ingress = db.port(port)?;
+            mtu = mtu.min(ingress.info.mtu_cap);
+            rate = slower(rate, port_rate(&ingress.info, extended(&switch0.info)));
+            let input = port.port;
+            port = route(port.node)?;
+            let egress = db.port(port)?;
+            mtu = mtu.min(egress.info.mtu_cap);
+            rate = slower(rate, port_rate(&egress.info, extended(&switch0.info)));
+            if config.qos {
+                valid_sls &= sls_not_dropped(db.sl2vl.get(&(port.node, input, port.port)));
+            }
+            hops += 1;
+            if hops > MAX_HOPS || valid_sls == 0 {
+                return None;
+            }
+        }
+        let end = db.port(port)?;
+        mtu = mtu.min(end.info.mtu_cap);
+        rate = slower(rate, port_rate(&end.info, extended(&end.info)));
+        // The QoS level (qos-policy.conf), with QoS on and a policy that fits the fabric.
+        let both_service_id_bits = bit::SERVICE_ID_MSB | bit::SERVICE_ID_LSB;
+        let level = self.policy.and_then(|policy| {
+            policy::level_for(
+                policy,
+                db,
+                source,
+                destination,
+                (mask & both_service_id_bits == both_service_id_bits).then_some(request.service_id),
+                (mask & bit::QOS_CLASS != 0).then_some(request.qos_class),
+                (mask & bit::P_KEY != 0).then_some(request.p_key),
+            )
+        });
+        if let Some(level) = level {
+            if let Some(limit) = level.mtu_limit {
+                mtu = mtu.min(limit);
+            }
+            if let Some(limit) = level.rate_limit {
+                rate = slower(rate, Rate::from(limit));
+            }
+            // A level SL above 15 (OpenSM reads it unchecked) or one a hop maps to VL15: no
+            // path, and OpenSM logs nothing (osm_sa_path_record.c:460-466).
+            if !sl_valid(valid_sls, level.sl) {
+                return None;
+            }
+        }
+        let loopback = db.endport(source) == db.endport(destination);
+        let packet_life = match level.and_then(|l| l.packet_life) {
+            _ if loopback => 0,
+            Some(life) => life,
+            None => config.subnet_timeout,
+        };
+        let mtu = select(
+            mask,
+            bit::MTU_SELECTOR | bit::MTU,
+            request.mtu_selector,
+            u8::from(request.mtu),
+            mtu,
+        )?;
+        let rate = select_rate(mask, request.rate_selector, request.rate, rate)?;
+        let packet_life = select(
+            mask,
+            bit::PACKET_LIFE_SELECTOR | bit::PACKET_LIFE,
+            request.packet_life_selector,
+            request.packet_life,
+            packet_life,
+        )?;
+        let raw = mask & bit::RAW_TRAFFIC != 0 && request.raw_traffic;
+        let level_pkeys = level.map(|l| &l.pkeys).filter(|pkeys| !pkeys.is_empty());
+        // Every port is a full member of the default partition: its key, with or without the
+        // membership bit, is the one every pair shares (OpenSM compares without the bit).
+        let shared = |pkey: u16| pkey & 0x7fff == DEFAULT_P_KEY & 0x7fff;
+        let p_key = if raw {
+            DEFAULT_P_KEY
+        } else if mask & bit::P_KEY != 0 {
+            let in_level =
+                level_pkeys.is_none_or(|pkeys| pkeys.contains(u64::from(request.p_key & 0x7fff)));
+            if !shared(request.p_key) || !in_level {
+                debug!(
+                    p_key = request.p_key,
+                    "P_Key not shared or not the level's; no path"
+                );
+                return None;
+            }
+            request.p_key
+        } else if let Some(pkeys) = level_pkeys {
+            // The level's first key the ends share, as the level lists it
+            // (`osm_qos_level_get_shared_pkey`): without the membership bit.
+            let first = pkeys
+                .ranges()
+                .iter()
+                .flat_map(|&(low, high)| low..=high)
+                .map(|pkey| pkey as u16)
+                .find(|&pkey| shared(pkey));
+            let Some(pkey) = first else {
+                debug!("the level's P_Keys are not shared; no path (OpenSM ERR 1F1E)");
+                return None;
+            };
+            pkey
+        } else {
+            DEFAULT_P_KEY
+        };
+        let sl = if mask & bit::SL != 0 {
+            if level.is_some_and(|l| l.sl != request.sl) {
+                debug!(
+                    sl = request.sl,
+                    "requested SL is not the level's; no path (ERR 1F1F)"
+                );
+                return None;
+            }
+            request.sl
+        } else if let Some(level) = level {
+            level.sl
+        } else if p_key != 0 || !config.qos || sl_valid(valid_sls, DEFAULT_SL) {
+            DEFAULT_SL
+        } else {
+            valid_sls.trailing_zeros() as u8
+        };
+        if config.qos && !sl_valid(valid_sls, sl) {
+            debug!(sl, "selected SL leads to VL15; no path (OpenSM ERR 1F24)");
+            return None;
+        }
+        // A raw path carries no P_Key (osm_sa_path_record.c:832-835).
+        let p_key = if raw { 0 } else { p_key };
+        Some(PathParameters {
+            mtu,
+            rate,
+            packet_life,
+            p_key,
+            sl,
+        })
+    }
 }
 
 /// What one direction of a path comes to.
@@ -313,114 +478,9 @@ struct PathParameters {
     sl: u8,
 }
 
-/// The path from `source` to `destination` over the LFTs towards `dlid`
-/// (`pr_rcv_get_path_parms`, 145-849), or `None` when there is none or it does not meet the
-/// request.
-fn path_parameters(
-    db: &SaDb,
-    config: &SaConfig,
-    mask: u64,
-    request: &PathRecordRepr,
-    source: PortKey,
-    destination: PortKey,
-    dlid: u16,
-) -> Option<PathParameters> {
-    let start = db.port(source)?;
-    let mut mtu = start.info.mtu_cap;
-    let mut rate = port_rate(&start.info, extended(&start.info));
-    let route = |node: u64| -> Option<PortKey> {
-        let port = *db.lfts.get(&node)?.get(usize::from(dlid))?;
-        (port != 0xff).then_some(PortKey::new(node, port))
-    };
-    let mut valid_sls: u16 = 0xffff;
-    let mut port = if db.is_switch(source) {
-        route(source.node)?
-    } else {
-        source
-    };
-    if config.qos {
-        valid_sls &= sls_not_dropped(db.sl2vl.get(&(port.node, 0, port.port)));
-    }
-    let target = if db.is_switch(destination) {
-        route(destination.node)?
-    } else {
-        destination
-    };
-    let mut hops = 0;
-    while port != target {
-        port = db.peer(port)?;
-        if port == target {
-            break;
-        }
-        if !db.is_switch(port) {
-            return None;
-        }
-        let switch0 = db.port(PortKey::new(port.node, 0))?;
-        let ingress = db.port(port)?;
-        mtu = mtu.min(ingress.info.mtu_cap);
-        rate = slower(rate, port_rate(&ingress.info, extended(&switch0.info)));
-        let input = port.port;
-        port = route(port.node)?;
-        let egress = db.port(port)?;
-        mtu = mtu.min(egress.info.mtu_cap);
-        rate = slower(rate, port_rate(&egress.info, extended(&switch0.info)));
-        if config.qos {
-            valid_sls &= sls_not_dropped(db.sl2vl.get(&(port.node, input, port.port)));
-        }
-        hops += 1;
-        if hops > MAX_HOPS || valid_sls == 0 {
-            return None;
-        }
-    }
-    let end = db.port(port)?;
-    mtu = mtu.min(end.info.mtu_cap);
-    rate = slower(rate, port_rate(&end.info, extended(&end.info)));
-    let packet_life = config.subnet_timeout;
-    let mtu = select(
-        mask,
-        bit::MTU_SELECTOR | bit::MTU,
-        request.mtu_selector,
-        u8::from(request.mtu),
-        mtu,
-    )?;
-    let rate = select_rate(mask, request.rate_selector, request.rate, rate)?;
-    let packet_life = select(
-        mask,
-        bit::PACKET_LIFE_SELECTOR | bit::PACKET_LIFE,
-        request.packet_life_selector,
-        request.packet_life,
-        packet_life,
-    )?;
-    let raw = mask & bit::RAW_TRAFFIC != 0 && request.raw_traffic;
-    let p_key = if raw {
-        0
-    } else if mask & bit::P_KEY != 0 {
-        // Every port is a full member of the default partition: a key of it is shared.
-        if request.p_key & 0x7fff != DEFAULT_P_KEY & 0x7fff {
-            return None;
-        }
-        request.p_key
-    } else {
-        DEFAULT_P_KEY
-    };
-    let sl = if mask & bit::SL != 0 {
-        request.sl
-    } else if p_key != 0 || !config.qos || valid_sls & (1 << DEFAULT_SL) != 0 {
-        DEFAULT_SL
-    } else {
-        valid_sls.trailing_zeros() as u8
-    };
-    if config.qos && valid_sls & (1 << sl) == 0 {
-        debug!(sl, "selected SL leads to VL15; no path (OpenSM ERR 1F24)");
-        return None;
-    }
-    Some(PathParameters {
-        mtu,
-        rate,
-        packet_life,
-        p_key,
-        sl,
-    })
+/// Whether `sl` is an SL (0-15) left in `valid_sls`.
+fn sl_valid(valid_sls: u16, sl: u8) -> bool {
+    sl < 16 && valid_sls & (1 << sl) != 0
 }
 
 /// The SLs a table does not map to VL15; every SL where no table is known.

@@ -6,17 +6,22 @@
 //! partition, so OpenSM's "shares a P_Key with the requester" filter passes everywhere.
 
 use ibqos_mad::sa::{
-    LftRecord, LftRecordRepr, LinkRecord, LinkRecordRepr, NodeRecord, NodeRecordRepr,
-    PortInfoRecord, PortInfoRecordRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaCapabilityMask,
-    SaCapabilityMask2, SlToVlTableRecord, SlToVlTableRecordRepr, SmInfoRecord, SmInfoRecordRepr,
-    SwitchInfoRecord, SwitchInfoRecordRepr, VlArbTableRecord, VlArbTableRecordRepr,
+    GuidInfoRecordRepr, LftRecord, LftRecordRepr, LinkRecord, LinkRecordRepr, NodeRecord,
+    NodeRecordRepr, PKeyTableRecordRepr, PortInfoRecord, PortInfoRecordRepr, Record,
+    SA_CLASS_VERSION, SaAttributeId, SaCapabilityMask, SaCapabilityMask2, SlToVlTableRecord,
+    SlToVlTableRecordRepr, SmInfoRecord, SmInfoRecordRepr, SwitchInfoRecord, SwitchInfoRecordRepr,
+    VlArbTableRecord, VlArbTableRecordRepr,
 };
 use ibqos_mad::{
-    ClassPortInfoRepr, LinearForwardingTableRepr, Method, NodeDescriptionRepr, PerfCapabilityMask,
-    SmInfoRepr, SmState, Status,
+    ClassPortInfoRepr, GuidInfoRepr, LinearForwardingTableRepr, Method, NodeDescriptionRepr,
+    PKeyTableRepr, PerfCapabilityMask, SlToVlMappingTableRepr, SmInfoRepr, SmState, Status,
+    VlArbBlock, VlArbitrationTable, VlArbitrationTableRepr,
 };
 
+use ibqos_qos::policy::ResolvedPolicy;
+
 use super::db::SaDb;
+use super::path::DEFAULT_P_KEY;
 use super::{Query, Records, SaConfig, path};
 use crate::engine::subnet::PortKey;
 
@@ -30,6 +35,7 @@ fn component<T: PartialEq>(mask: u64, bit: u32, template: T, value: T) -> bool {
 pub(super) fn answer(
     db: &SaDb,
     config: &SaConfig,
+    policy: Option<&ResolvedPolicy>,
     attribute: SaAttributeId,
     query: &Query<'_>,
 ) -> Option<Result<Records, Status>> {
@@ -60,7 +66,12 @@ pub(super) fn answer(
         A::LinearForwardingTableRecord => Ok(lft_records(db, query)),
         A::SmInfoRecord => Ok(sm_info_records(db, config, query)),
         A::LinkRecord => Ok(link_records(db, query)),
-        A::PathRecord => path::path_records(db, config, query),
+        A::PathRecord => path::path_records(db, config, policy, query),
+        A::GuidInfoRecord if get_or_table => Ok(guid_info_records(db, query)),
+        A::PKeyTableRecord if !get_or_table => return unsupported,
+        // P_KeyTableRecords go only to a requester with the SA's key (osm_sa_pkey_record.c).
+        A::PKeyTableRecord if query.sm_key != config.sa_key => Err(Status::SA_REQ_INVALID),
+        A::PKeyTableRecord => Ok(p_key_table_records(db, query)),
         _ => return None,
     })
 }
@@ -68,7 +79,7 @@ pub(super) fn answer(
 /// The SA's ClassPortInfo as OpenSM 3.3.23 fills it (osm_sa_class_port_info.c:73-190):
 /// CapabilityMask 0x2602 (GetSetNotice, UD multicast, MultiPath, PortInfo CapabilityMask
 /// match), CapabilityMask2 0xB5E8 without QoS and with the QoS bit when on, RespTimeValue 16,
-/// redirect and trap QP 1 with the well-known Q_Key.
+/// redirect QP 1, the well-known Q_Key for redirect and traps, and trap QP 0.
 fn class_port_info(config: &SaConfig) -> Records {
     use SaCapabilityMask as C;
     use SaCapabilityMask2 as C2;
@@ -98,7 +109,6 @@ fn class_port_info(config: &SaConfig) -> Records {
     info.resp_time_value = RESP_TIME_VALUE;
     info.redirect_qp = 1;
     info.redirect_q_key = QP1_QKEY;
-    info.trap_qp = 1;
     info.trap_q_key = QP1_QKEY;
     let mut records = Records::new(ClassPortInfoRepr::SIZE);
     records.push(&info);
@@ -176,7 +186,7 @@ fn port_info_records(db: &SaDb, query: &Query<'_>) -> Records {
             .into_iter()
             .collect()
     } else {
-        db.subnet.nodes.keys().copied().collect()
+        db.nodes().map(|node| node.info.node_guid).collect()
     };
     let enhanced = query.attribute_modifier & (1 << 31) != 0;
     for guid in nodes {
@@ -285,8 +295,30 @@ fn port_info_matches(
         && component(mask, 47, t.overrun_errors, p.overrun_errors)
 }
 
-/// SL2VL table records (osm_sa_slvl_record.c): the tables as programmed, a CA's as (input 0,
-/// its port), a switch's for every (input, output) pair.
+/// The (node, port numbers) SL2VL and VLArb records walk, in OpenSM's port table order: every
+/// port of a switch, a CA's own port; only the LID's node when the mask has the LID.
+fn table_ports(db: &SaDb, lid: Option<u16>) -> Vec<(u64, Vec<u8>)> {
+    let endports: Vec<PortKey> = match lid {
+        Some(lid) => db.endport_of_lid(lid).into_iter().collect(),
+        None => db.endports_by_guid().collect(),
+    };
+    endports
+        .into_iter()
+        .filter_map(|endport| {
+            let node = db.node(endport.node)?;
+            let ports = if node.is_switch() {
+                node.ports.keys().copied().collect()
+            } else {
+                vec![endport.port]
+            };
+            Some((endport.node, ports))
+        })
+        .collect()
+}
+
+/// SL2VL table records (osm_sa_slvl_record.c:138-180): a CA's one table (input 0, its port), a
+/// switch's every (input, output) pair, output by output. OpenSM answers from its cache, which
+/// holds zeros for a table it never programmed (QoS off, a base switch port 0); so does this.
 fn sl2vl_records(db: &SaDb, query: &Query<'_>) -> Records {
     let mask = query.component_mask;
     let mut records = Records::new(SlToVlTableRecordRepr::SIZE);
@@ -294,27 +326,35 @@ fn sl2vl_records(db: &SaDb, query: &Query<'_>) -> Records {
     else {
         return records;
     };
-    for (&(node, input, output), table) in &db.sl2vl {
-        let lid = db.base_lid(PortKey::new(node, output));
-        let in_lid_range = db.has_lid(PortKey::new(node, output), t.lid);
-        if (mask & 1 != 0 && !in_lid_range)
-            || !component(mask, 1, t.in_port, input)
-            || !component(mask, 2, t.out_port, output)
-        {
-            continue;
+    let unprogrammed = SlToVlMappingTableRepr { vls: [0; 16] };
+    for (node, ports) in table_ports(db, (mask & 1 != 0).then_some(t.lid)) {
+        let switch = db.is_switch(PortKey::new(node, 0));
+        for &output in &ports {
+            let inputs = if switch { ports.clone() } else { vec![0] };
+            for input in inputs {
+                if !component(mask, 1, t.in_port, input) || !component(mask, 2, t.out_port, output)
+                {
+                    continue;
+                }
+                let table = db
+                    .sl2vl
+                    .get(&(node, input, output))
+                    .unwrap_or(&unprogrammed);
+                let record = SlToVlTableRecordRepr {
+                    lid: db.base_lid(PortKey::new(node, output)),
+                    in_port: input,
+                    out_port: output,
+                    table: *table,
+                };
+                records.push(&record);
+            }
         }
-        let record = SlToVlTableRecordRepr {
-            lid,
-            in_port: input,
-            out_port: output,
-            table: *table,
-        };
-        records.push(&record);
     }
     records
 }
 
-/// VLArb table records (osm_sa_vlarb_record.c): the blocks as programmed, 1 to 4.
+/// VLArb table records (osm_sa_vlarb_record.c:121-127): blocks 1 to 4 of every port, zeros
+/// where nothing was programmed, as OpenSM's cache holds them.
 fn vlarb_records(db: &SaDb, query: &Query<'_>) -> Records {
     let mask = query.component_mask;
     let mut records = Records::new(VlArbTableRecordRepr::SIZE);
@@ -322,21 +362,24 @@ fn vlarb_records(db: &SaDb, query: &Query<'_>) -> Records {
     else {
         return records;
     };
-    for (&(node, port, block), table) in &db.vlarb {
-        let key = PortKey::new(node, port);
-        if (mask & 1 != 0 && !db.has_lid(key, t.lid))
-            || !component(mask, 1, t.out_port, port)
-            || !component(mask, 2, t.block, block)
-        {
-            continue;
+    let unprogrammed = VlArbitrationTableRepr::parse(&VlArbitrationTable::new_unchecked([0u8; 64]))
+        .expect("64 bytes");
+    for (node, ports) in table_ports(db, (mask & 1 != 0).then_some(t.lid)) {
+        for port in ports {
+            for block in VlArbBlock::ALL.map(VlArbBlock::number) {
+                if !component(mask, 1, t.out_port, port) || !component(mask, 2, t.block, block) {
+                    continue;
+                }
+                let table = db.vlarb.get(&(node, port, block)).unwrap_or(&unprogrammed);
+                let record = VlArbTableRecordRepr {
+                    lid: db.base_lid(PortKey::new(node, port)),
+                    out_port: port,
+                    block,
+                    table: *table,
+                };
+                records.push(&record);
+            }
         }
-        let record = VlArbTableRecordRepr {
-            lid: db.base_lid(key),
-            out_port: port,
-            block,
-            table: *table,
-        };
-        records.push(&record);
     }
     records
 }
@@ -349,7 +392,7 @@ fn switch_info_records(db: &SaDb, query: &Query<'_>) -> Records {
     else {
         return records;
     };
-    for node in db.subnet.switches() {
+    for node in db.nodes().filter(|node| node.is_switch()) {
         let key = PortKey::new(node.info.node_guid, 0);
         let Some(info) = node.switch else { continue };
         if query.component_mask & 1 != 0 && !db.has_lid(key, t.lid) {
@@ -371,7 +414,9 @@ fn lft_records(db: &SaDb, query: &Query<'_>) -> Records {
     let Ok(t) = LftRecordRepr::parse(&LftRecord::new_unchecked(query.template)) else {
         return records;
     };
-    for (&guid, lft) in &db.lfts {
+    let switches = db.nodes().filter(|node| node.is_switch());
+    let tables = switches.filter_map(|n| Some((n.info.node_guid, db.lfts.get(&n.info.node_guid)?)));
+    for (guid, lft) in tables {
         let key = PortKey::new(guid, 0);
         if mask & 1 != 0 && !db.has_lid(key, t.lid) {
             continue;
@@ -432,15 +477,19 @@ fn sm_info_records(db: &SaDb, config: &SaConfig, query: &Query<'_>) -> Records {
     records
 }
 
-/// LinkRecords (osm_sa_link_record.c:60-485): one per direction of every link, LIDs compared
-/// with the LMC bits masked; an unknown LID matches nothing.
+/// LinkRecords (osm_sa_link_record.c:60-485): one per direction of every link, in the order of
+/// the near end's LID and port, LIDs compared with the LMC bits masked; an unknown LID matches
+/// nothing.
 fn link_records(db: &SaDb, query: &Query<'_>) -> Records {
     let mask = query.component_mask;
     let mut records = Records::new(LinkRecordRepr::SIZE);
     let Ok(t) = LinkRecordRepr::parse(&LinkRecord::new_unchecked(query.template)) else {
         return records;
     };
-    for (&from, &to) in &db.subnet.links {
+    let mut links: Vec<(PortKey, PortKey)> =
+        db.subnet.links.iter().map(|(a, b)| (*a, *b)).collect();
+    links.sort_by_key(|(from, _)| (db.base_lid(*from), from.port));
+    for (from, to) in links {
         let from_lid = db.base_lid(from);
         let to_lid = db.base_lid(to);
         if from_lid == 0 || to_lid == 0 {
@@ -460,6 +509,122 @@ fn link_records(db: &SaDb, query: &Query<'_>) -> Records {
             to_lid,
         };
         records.push(&record);
+    }
+    records
+}
+
+/// GUIDInfoRecords (osm_sa_guidinfo_record.c `sa_gir_create_gir`): node by node, a switch's
+/// port 0 and a CA's ports, each with a GUIDCap, one record per block of 8; block 0 starts with
+/// the port GUID and no alias GUIDs are assigned. A mask on GUID0 (block 0) asks for the
+/// requester's own port; on the others, for empty entries.
+fn guid_info_records(db: &SaDb, query: &Query<'_>) -> Records {
+    let mask = query.component_mask;
+    let mut records = Records::new(GuidInfoRecordRepr::SIZE);
+    let Ok(t) = GuidInfoRecordRepr::parse_bytes(query.template) else {
+        return records;
+    };
+    let requester_guid = db.port(query.requester).map_or(0, |p| p.guid);
+    let wanted_guid = if mask & (1 << 4) != 0 {
+        let wanted = if t.block == 0 { requester_guid } else { 0 };
+        if t.guids.guids[0] != wanted {
+            return records;
+        }
+        Some(wanted).filter(|guid| *guid != 0)
+    } else {
+        None
+    };
+    if (1..8).any(|i| mask & (1 << (4 + i)) != 0 && t.guids.guids[i] != 0) {
+        return records;
+    }
+    for node in db.nodes() {
+        let guid = node.info.node_guid;
+        let ports = node
+            .ports
+            .iter()
+            .filter(|(n, _)| !node.is_switch() || **n == 0);
+        for (&number, port) in ports {
+            let key = PortKey::new(guid, number);
+            if port.info.guid_cap == 0
+                || wanted_guid.is_some_and(|wanted| wanted != port.guid)
+                || (mask & 1 != 0 && t.lid != 0 && !db.has_lid(key, t.lid))
+            {
+                continue;
+            }
+            let blocks = port.info.guid_cap.div_ceil(8);
+            for block in 0..blocks {
+                if mask & (1 << 1) != 0 && block != t.block {
+                    continue;
+                }
+                let mut guids = [0u64; 8];
+                if block == 0 {
+                    guids[0] = port.guid;
+                }
+                let record = GuidInfoRecordRepr {
+                    lid: db.base_lid(key),
+                    block,
+                    guids: GuidInfoRepr { guids },
+                };
+                records.push(&record);
+            }
+        }
+    }
+    records
+}
+
+/// P_KeyTableRecords (osm_sa_pkey_record.c): port by port in OpenSM's port table order (every
+/// port of a switch, a CA's own port), the blocks its P_Key capacity holds. Until partitions
+/// are managed, every port holds the default partition's full key alone, in entry 0.
+fn p_key_table_records(db: &SaDb, query: &Query<'_>) -> Records {
+    const LID: u64 = 1 << 0;
+    const BLOCK: u64 = 1 << 1;
+    const PORT: u64 = 1 << 2;
+    let mask = query.component_mask;
+    let mut records = Records::new(PKeyTableRecordRepr::SIZE);
+    let Ok(t) = PKeyTableRecordRepr::parse_bytes(query.template) else {
+        return records;
+    };
+    let endports: Vec<PortKey> = if mask & LID != 0 {
+        db.endport_of_lid(t.lid).into_iter().collect()
+    } else {
+        db.endports_by_guid().collect()
+    };
+    for endport in endports {
+        let Some(node) = db.node(endport.node) else {
+            continue;
+        };
+        let ports: Vec<u8> = if !node.is_switch() {
+            vec![endport.port]
+        } else if mask & PORT != 0 {
+            vec![t.port_num]
+        } else {
+            node.ports.keys().copied().collect()
+        };
+        for number in ports {
+            let key = PortKey::new(endport.node, number);
+            if db.port(key).is_none() {
+                continue;
+            }
+            let capacity = match (node.is_switch(), node.switch) {
+                (true, Some(switch)) if number != 0 => switch.partition_enforcement_cap,
+                _ => node.info.partition_cap,
+            };
+            for block in 0..capacity.div_ceil(32).max(1) {
+                if mask & BLOCK != 0 && block != t.block {
+                    continue;
+                }
+                let mut p_keys = [0u16; 32];
+                if block == 0 {
+                    p_keys[0] = DEFAULT_P_KEY;
+                }
+                let record = PKeyTableRecordRepr {
+                    lid: db.base_lid(key),
+                    block,
+                    port_num: number,
+                    table: PKeyTableRepr { p_keys },
+                };
+                records.push(&record);
+            }
+        }
     }
     records
 }
