@@ -283,3 +283,39 @@ fn a_path_between_two_hosts_carries_the_default_partition_and_sl_and_the_path_mt
         Status::SA_NO_RECORDS
     );
 }
+
+#[test]
+fn paths_from_a_gid_reach_every_port_and_a_foreign_prefix_reaches_none() {
+    let (topology, mut sm) = two_switch();
+    sm.sweep_done();
+    let h1 = host(&sm, "H1");
+    let sweep = sm.manager.last_sweep().unwrap();
+    let guid = sweep
+        .subnet()
+        .ports()
+        .find(|(_, p)| p.lid == h1.lid)
+        .map(|(_, p)| p.guid)
+        .unwrap();
+    let from_gid = |prefix: u64| {
+        request(Method::GetTable, SaAttributeId::PathRecord, 1 << 3, 0, move |data| {
+            let template = PathRecordRepr {
+                sgid: ibqos_mad::Gid::new(prefix, guid),
+                ..blank_path()
+            };
+            template.emit(&mut PathRecord::new_unchecked(data));
+        })
+    };
+    // A half-world query (osmtest -f c asks this for its inventory): one path to every
+    // endport of the fabric, the source's own included.
+    let answer = ask(&mut sm, &from_gid(0xfe80_0000_0000_0000), h1).unwrap();
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    let paths: Vec<PathRecordRepr> = view
+        .records()
+        .map(|r| PathRecordRepr::parse_bytes(r).unwrap())
+        .collect();
+    assert_eq!(paths.len(), topology.endports().count());
+    assert!(paths.iter().all(|p| p.slid == h1.lid && p.sgid.interface_id() == guid));
+    let answer = ask(&mut sm, &from_gid(0x1234_0000_0000_0000), h1).unwrap();
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    assert_eq!((view.header().status(), view.records().count()), (Status::OK, 0));
+}

@@ -20,8 +20,10 @@ pub struct SaDb {
     pub(super) subnet: Subnet,
     /// Every LID an endport answers to (base to base + 2^LMC - 1), and the endport.
     by_lid: BTreeMap<u16, PortKey>,
-    /// Endports by port GUID, in OpenSM's port table order (see [`opensm_order`]).
+    /// Endports by port GUID.
     by_guid: BTreeMap<u64, PortKey>,
+    /// Endports in OpenSM's port table order (see [`opensm_order`]).
+    port_order: Vec<PortKey>,
     /// Node GUIDs in OpenSM's node table order.
     node_order: Vec<u64>,
     /// Forwarding tables by switch GUID: entry `lid` is the egress port.
@@ -42,7 +44,7 @@ impl SaDb {
         let mut by_guid = BTreeMap::new();
         for (guid, number, port) in subnet.endports() {
             let key = PortKey::new(guid, number);
-            by_guid.insert(opensm_order(port.guid), key);
+            by_guid.insert(port.guid, key);
             if port.lid != 0 {
                 for lid in lid_range(port) {
                     by_lid.insert(lid, key);
@@ -51,9 +53,13 @@ impl SaDb {
         }
         let mut node_order: Vec<u64> = subnet.nodes.keys().copied().collect();
         node_order.sort_by_key(|guid| opensm_order(*guid));
+        let mut port_order: Vec<(u64, PortKey)> = by_guid.iter().map(|(g, k)| (*g, *k)).collect();
+        port_order.sort_by_key(|(guid, _)| opensm_order(*guid));
+        let port_order = port_order.into_iter().map(|(_, key)| key).collect();
         let mut db = SaDb {
             sm_port: subnet.sm_port,
             node_order,
+            port_order,
             subnet,
             by_lid,
             by_guid,
@@ -143,8 +149,8 @@ impl SaDb {
 
     /// Every endport with a LID, in OpenSM's port table order.
     pub fn endports_by_guid(&self) -> impl Iterator<Item = PortKey> + '_ {
-        self.by_guid
-            .values()
+        self.port_order
+            .iter()
             .copied()
             .filter(|key| self.port(*key).is_some_and(|p| p.lid != 0))
     }

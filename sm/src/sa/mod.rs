@@ -232,6 +232,7 @@ impl Sa {
             requester = ?query.requester,
             %attribute,
             %method,
+            mask = format_args!("{:#x}", query.component_mask),
             records = found.as_ref().map_or(0, Records::count),
             "SA query"
         );

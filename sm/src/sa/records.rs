@@ -316,9 +316,10 @@ fn table_ports(db: &SaDb, lid: Option<u16>) -> Vec<(u64, Vec<u8>)> {
         .collect()
 }
 
-/// SL2VL table records (osm_sa_slvl_record.c:138-180): a CA's one table (input 0, its port), a
-/// switch's every (input, output) pair, output by output. OpenSM answers from its cache, which
-/// holds zeros for a table it never programmed (QoS off, a base switch port 0); so does this.
+/// SL2VL table records (osm_sa_slvl_record.c:138-180): a switch's every (input, output) pair,
+/// output by output; a CA's one table whatever ports the template names, reported with input
+/// and output port 0 as OpenSM leaves them. OpenSM answers from its cache, which holds zeros for
+/// a table it never programmed (QoS off, a base switch port 0); so does this.
 fn sl2vl_records(db: &SaDb, query: &Query<'_>) -> Records {
     let mask = query.component_mask;
     let mut records = Records::new(SlToVlTableRecordRepr::SIZE);
@@ -332,18 +333,20 @@ fn sl2vl_records(db: &SaDb, query: &Query<'_>) -> Records {
         for &output in &ports {
             let inputs = if switch { ports.clone() } else { vec![0] };
             for input in inputs {
-                if !component(mask, 1, t.in_port, input) || !component(mask, 2, t.out_port, output)
-                {
+                let named =
+                    component(mask, 1, t.in_port, input) && component(mask, 2, t.out_port, output);
+                if switch && !named {
                     continue;
                 }
                 let table = db
                     .sl2vl
                     .get(&(node, input, output))
                     .unwrap_or(&unprogrammed);
+                let (in_port, out_port) = if switch { (input, output) } else { (0, 0) };
                 let record = SlToVlTableRecordRepr {
                     lid: db.base_lid(PortKey::new(node, output)),
-                    in_port: input,
-                    out_port: output,
+                    in_port,
+                    out_port,
                     table: *table,
                 };
                 records.push(&record);
@@ -354,7 +357,8 @@ fn sl2vl_records(db: &SaDb, query: &Query<'_>) -> Records {
 }
 
 /// VLArb table records (osm_sa_vlarb_record.c:121-127): blocks 1 to 4 of every port, zeros
-/// where nothing was programmed, as OpenSM's cache holds them.
+/// where nothing was programmed, as OpenSM's cache holds them; a CA's own port whatever port
+/// the template names.
 fn vlarb_records(db: &SaDb, query: &Query<'_>) -> Records {
     let mask = query.component_mask;
     let mut records = Records::new(VlArbTableRecordRepr::SIZE);
@@ -367,7 +371,10 @@ fn vlarb_records(db: &SaDb, query: &Query<'_>) -> Records {
     for (node, ports) in table_ports(db, (mask & 1 != 0).then_some(t.lid)) {
         for port in ports {
             for block in VlArbBlock::ALL.map(VlArbBlock::number) {
-                if !component(mask, 1, t.out_port, port) || !component(mask, 2, t.block, block) {
+                let switch = db.is_switch(PortKey::new(node, 0));
+                if (switch && !component(mask, 1, t.out_port, port))
+                    || !component(mask, 2, t.block, block)
+                {
                     continue;
                 }
                 let table = db.vlarb.get(&(node, port, block)).unwrap_or(&unprogrammed);
