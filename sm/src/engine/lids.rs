@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::subnet::{PortKey, Subnet};
+use super::subnet::{PortKey, Subnet, opensm_order};
 
 /// The highest unicast LID; 0xC000 and up are multicast.
 pub const MAX_UNICAST_LID: u16 = 0xbfff;
@@ -44,13 +44,14 @@ pub fn assign_lids(
                 .checked_add(span - 1)
                 .is_some_and(|end| end <= MAX_UNICAST_LID)
     };
-    // The SM's own port first, then by GUID and port: deterministic, and the SM gets the
-    // lowest LID on a fresh fabric, as with OpenSM.
-    let mut order: Vec<PortKey> = subnet
+    // The SM's own port first, then the rest in OpenSM's port table order (osm_lid_mgr.c: our
+    // SM's port, then `port_guid_tbl`), so a fresh fabric gets the LIDs OpenSM gives it.
+    let mut order: Vec<(PortKey, u64)> = subnet
         .endports()
-        .map(|(guid, port, _)| PortKey::new(guid, port))
+        .map(|(guid, port, p)| (PortKey::new(guid, port), p.guid))
         .collect();
-    order.sort_by_key(|key| (Some(*key) != subnet.sm_port, *key));
+    order.sort_by_key(|(key, guid)| (Some(*key) != subnet.sm_port, opensm_order(*guid)));
+    let order: Vec<PortKey> = order.into_iter().map(|(key, _)| key).collect();
     let mut taken: BTreeSet<u16> = BTreeSet::new();
     let mut chosen: BTreeMap<PortKey, u16> = BTreeMap::new();
     let preferences: [&dyn Fn(PortKey) -> Option<u16>; 2] = [

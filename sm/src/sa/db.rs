@@ -11,7 +11,7 @@ use ibqos_mad::{
 };
 
 use crate::engine::qos::QosWrite;
-use crate::engine::subnet::{Node, Port, PortKey, Subnet};
+use crate::engine::subnet::{Node, Port, PortKey, Subnet, opensm_order};
 use crate::engine::sweep::Sweep;
 
 /// What the SA answers from, as of the last sweep.
@@ -22,7 +22,7 @@ pub struct SaDb {
     by_lid: BTreeMap<u16, PortKey>,
     /// Endports by port GUID.
     by_guid: BTreeMap<u64, PortKey>,
-    /// Endports in OpenSM's port table order (see [`opensm_order`]).
+    /// Endports in OpenSM's port table order (see `opensm_order`).
     port_order: Vec<PortKey>,
     /// Node GUIDs in OpenSM's node table order.
     node_order: Vec<u64>,
@@ -187,14 +187,6 @@ impl SaDb {
         self.node(key.node)
             .is_some_and(|n| n.info.node_type == NodeType::Switch)
     }
-}
-
-/// The key OpenSM's node and port tables are sorted by: they are `cl_qmap`s keyed by the GUID
-/// as it is on the wire (big-endian) and compared as a host (x86, little-endian) integer, so
-/// records come in the order of the byte-swapped GUID. Clients see that order, and ibsim's
-/// one-MAD answers keep only the first records of it.
-pub(super) fn opensm_order(guid: u64) -> u64 {
-    guid.swap_bytes()
 }
 
 /// The LIDs an endport answers to: its base LID and the 2^LMC - 1 after it.

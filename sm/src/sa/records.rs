@@ -484,28 +484,61 @@ fn sm_info_records(db: &SaDb, config: &SaConfig, query: &Query<'_>) -> Records {
     records
 }
 
-/// LinkRecords (osm_sa_link_record.c:60-485): one per direction of every link, in the order of
-/// the near end's LID and port, LIDs compared with the LMC bits masked; an unknown LID matches
-/// nothing.
+/// LinkRecords (osm_sa_link_record.c `lr_rcv_get_port_links`): one per direction of a link,
+/// from the ports of the node the FromLID names, else into those of the node the ToLID names,
+/// else from every port of every node in OpenSM's node table order; a LID nobody has gives no
+/// record.
 fn link_records(db: &SaDb, query: &Query<'_>) -> Records {
+    const FROM_LID: u64 = 1 << 0;
+    const TO_LID: u64 = 1 << 3;
     let mask = query.component_mask;
     let mut records = Records::new(LinkRecordRepr::SIZE);
     let Ok(t) = LinkRecordRepr::parse(&LinkRecord::new_unchecked(query.template)) else {
         return records;
     };
-    let mut links: Vec<(PortKey, PortKey)> =
-        db.subnet.links.iter().map(|(a, b)| (*a, *b)).collect();
-    links.sort_by_key(|(from, _)| (db.base_lid(*from), from.port));
-    for (from, to) in links {
-        let from_lid = db.base_lid(from);
-        let to_lid = db.base_lid(to);
-        if from_lid == 0 || to_lid == 0 {
-            continue;
+    let node_of = |bit: u64, lid: u16| -> Result<Option<u64>, ()> {
+        if mask & bit == 0 {
+            return Ok(None);
         }
-        if (mask & 1 != 0 && !db.has_lid(from, t.from_lid))
+        db.endport_of_lid(lid).map(|key| Some(key.node)).ok_or(())
+    };
+    let (Ok(from_node), Ok(to_node)) = (node_of(FROM_LID, t.from_lid), node_of(TO_LID, t.to_lid))
+    else {
+        return records;
+    };
+    // A node's ports with links, 1 and up.
+    let linked = |guid: u64| -> Vec<PortKey> {
+        db.node(guid).map_or_else(Vec::new, |node| {
+            node.ports
+                .keys()
+                .filter(|&&n| n != 0)
+                .map(|&n| PortKey::new(guid, n))
+                .collect()
+        })
+    };
+    let links: Vec<(PortKey, PortKey)> = match (from_node, to_node) {
+        (Some(node), _) => linked(node)
+            .into_iter()
+            .filter_map(|from| Some((from, db.peer(from)?)))
+            .collect(),
+        (None, Some(node)) => linked(node)
+            .into_iter()
+            .filter_map(|to| Some((db.peer(to)?, to)))
+            .collect(),
+        (None, None) => db
+            .nodes()
+            .flat_map(|node| linked(node.info.node_guid))
+            .filter_map(|from| Some((from, db.peer(from)?)))
+            .collect(),
+    };
+    for (from, to) in links {
+        let (from_lid, to_lid) = (db.base_lid(from), db.base_lid(to));
+        if from_lid == 0
+            || to_lid == 0
+            || from_node.is_some_and(|node| node != from.node)
+            || to_node.is_some_and(|node| node != to.node)
             || !component(mask, 1, t.from_port, from.port)
             || !component(mask, 2, t.to_port, to.port)
-            || (mask & 8 != 0 && !db.has_lid(to, t.to_lid))
         {
             continue;
         }
