@@ -297,13 +297,19 @@ fn paths_from_a_gid_reach_every_port_and_a_foreign_prefix_reaches_none() {
         .map(|(_, p)| p.guid)
         .unwrap();
     let from_gid = |prefix: u64| {
-        request(Method::GetTable, SaAttributeId::PathRecord, 1 << 3, 0, move |data| {
-            let template = PathRecordRepr {
-                sgid: ibqos_mad::Gid::new(prefix, guid),
-                ..blank_path()
-            };
-            template.emit(&mut PathRecord::new_unchecked(data));
-        })
+        request(
+            Method::GetTable,
+            SaAttributeId::PathRecord,
+            1 << 3,
+            0,
+            move |data| {
+                let template = PathRecordRepr {
+                    sgid: ibqos_mad::Gid::new(prefix, guid),
+                    ..blank_path()
+                };
+                template.emit(&mut PathRecord::new_unchecked(data));
+            },
+        )
     };
     // A half-world query (osmtest -f c asks this for its inventory): one path to every
     // endport of the fabric, the source's own included.
@@ -314,8 +320,56 @@ fn paths_from_a_gid_reach_every_port_and_a_foreign_prefix_reaches_none() {
         .map(|r| PathRecordRepr::parse_bytes(r).unwrap())
         .collect();
     assert_eq!(paths.len(), topology.endports().count());
-    assert!(paths.iter().all(|p| p.slid == h1.lid && p.sgid.interface_id() == guid));
+    assert!(
+        paths
+            .iter()
+            .all(|p| p.slid == h1.lid && p.sgid.interface_id() == guid)
+    );
     let answer = ask(&mut sm, &from_gid(0x1234_0000_0000_0000), h1).unwrap();
     let view = SaMad::new_checked(&answer.mad[..]).unwrap();
-    assert_eq!((view.header().status(), view.records().count()), (Status::OK, 0));
+    assert_eq!(
+        (view.header().status(), view.records().count()),
+        (Status::OK, 0)
+    );
+}
+
+/// The attributes a fuzzed request names: every one the SA serves, and some it does not.
+const ATTRIBUTES: [u16; 16] = [
+    0x01, 0x02, 0x03, 0x11, 0x12, 0x13, 0x14, 0x15, 0x18, 0x20, 0x30, 0x31, 0x33, 0x35, 0x36, 0xf3,
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Any SA request at all, trusted or not, of any method and ComponentMask, with any
+    /// template: an answer to the requester with its TID, or silence; never a panic.
+    #[test]
+    fn any_sa_request_gets_an_answer_or_silence_never_a_panic(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 256),
+        method in proptest::prelude::any::<u8>(),
+        attribute in 0..ATTRIBUTES.len(),
+        mask in proptest::prelude::any::<u64>(),
+        trusted in proptest::prelude::any::<bool>(),
+    ) {
+        let (_, mut sm) = two_switch_up();
+        let from = host(&sm, "H1");
+        let mut mad = bytes.clone();
+        mad[..4].copy_from_slice(&[1, 0x03, SA_CLASS_VERSION, method]);
+        mad[16..18].copy_from_slice(&ATTRIBUTES[attribute].to_be_bytes());
+        mad[36..44].copy_from_slice(&u64::from(trusted).to_be_bytes());
+        mad[48..56].copy_from_slice(&mask.to_be_bytes());
+        if let Some(answer) = ask(&mut sm, &mad, from) {
+            let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+            proptest::prop_assert_eq!(view.header().transaction_id(), u64::from_be_bytes(
+                mad[8..16].try_into().unwrap()));
+            proptest::prop_assert!(view.header().method().is_response());
+        }
+    }
+}
+
+/// The two-switch fabric with its subnet up (in virtual time: a few ms a case).
+fn two_switch_up() -> (Topology, EmulatedSm) {
+    let (topology, mut sm) = two_switch();
+    sm.sweep_done();
+    (topology, sm)
 }
