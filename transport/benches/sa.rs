@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
 use ibqos_emu::{Emulator, attach_port};
