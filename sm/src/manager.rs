@@ -29,6 +29,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
+use ibqos_mad::Method;
 use ibqos_opensm::Settings;
 use tracing::{debug, info, warn};
 
@@ -198,11 +199,12 @@ impl Manager {
     /// the wait for the next sweep. `None` when nothing is timed, which includes a sweep that
     /// is due now (it starts at the next [`poll_transmit`](Manager::poll_transmit)).
     pub fn next_deadline(&self) -> Option<Instant> {
-        match &self.state {
+        let state = match &self.state {
             State::Sweeping { sweep, .. } => sweep.next_deadline(),
             State::Waiting { until } => Some(*until),
             State::Due(_) | State::Finished => None,
-        }
+        };
+        [state, self.sa.next_deadline()].into_iter().flatten().min()
     }
 
     /// The last sweep that ended: what the SM knows of the fabric.
@@ -225,14 +227,21 @@ impl Manager {
                 State::Sweeping { sweep, .. } => sweep.on_response(now, smp),
                 _ => debug!("a response after its sweep ended; ignored"),
             },
-            _ => match self.responder.on_request(mad, slid) {
-                Heard::LinkChange(reply) => {
-                    self.queued.push_back(reply);
-                    self.on_link_change();
+            smp => {
+                // A trap is repressed by the responder and forwarded to subscribers by the SA.
+                if let Some(trap) = smp.filter(|smp| smp.method == Method::Trap) {
+                    self.sa.on_trap(now, &trap.data, slid);
+                    self.queued.extend(self.sa.take_outgoing());
                 }
-                Heard::Request(reply) => self.queued.push_back(reply),
-                Heard::Unanswerable => {}
-            },
+                match self.responder.on_request(mad, slid) {
+                    Heard::LinkChange(reply) => {
+                        self.queued.push_back(reply);
+                        self.on_link_change();
+                    }
+                    Heard::Request(reply) => self.queued.push_back(reply),
+                    Heard::Unanswerable => {}
+                }
+            }
         }
         self.end_sweep_if_done(now);
     }
@@ -255,6 +264,8 @@ impl Manager {
         if let State::Sweeping { sweep, .. } = &mut self.state {
             sweep.on_time(now);
         }
+        self.sa.on_time(now);
+        self.queued.extend(self.sa.take_outgoing());
         self.end_sweep_if_done(now);
         self.start_sweep_if_due(now);
     }
@@ -350,7 +361,8 @@ impl Manager {
         // The SA answers once a sweep brought the subnet up (OpenSM drops SA requests until its
         // first "SUBNET UP"), then from every later sweep's snapshot.
         if mode != SweepMode::DryRun && (up || self.sa.is_serving()) {
-            self.sa.update(SaDb::new(&sweep));
+            self.sa.update(now, SaDb::new(&sweep));
+            self.queued.extend(self.sa.take_outgoing());
         }
         if mode != SweepMode::DryRun {
             let ports = sweep.subnet().endports().filter(|(_, _, p)| p.lid != 0);

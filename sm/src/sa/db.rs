@@ -155,6 +155,11 @@ impl SaDb {
             .filter(|key| self.port(*key).is_some_and(|p| p.lid != 0))
     }
 
+    /// The GUIDs of every endport with a LID.
+    pub fn endport_guids(&self) -> std::collections::BTreeSet<u64> {
+        self.endports().map(|(_, port)| port.guid).collect()
+    }
+
     /// Every node, in OpenSM's node table order.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
         self.node_order.iter().filter_map(|guid| self.node(*guid))

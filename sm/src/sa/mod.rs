@@ -14,13 +14,18 @@
 //!   segments it (the kernel) or cuts it to one MAD (ibsim, which does no RMPP).
 
 mod db;
+mod inform;
 mod path;
 mod policy;
 mod records;
+mod service;
 
 use std::time::Instant;
 
-use ibqos_mad::sa::{Record, RmppFlags, SA_CLASS_VERSION, SA_HEADER_LEN, SaMad};
+use ibqos_mad::sa::{
+    Record, RmppFlags, SA_CLASS_VERSION, SA_HEADER_LEN, SaAttributeId, SaMad, SaNoticeRepr,
+};
+use ibqos_mad::{Gid, Notice, NoticeRepr};
 use ibqos_mad::{Mad, Method, MgmtClass, Status};
 use tracing::{debug, warn};
 
@@ -30,6 +35,8 @@ use crate::engine::scheduler::{Address, OutgoingMad, Peer};
 use crate::engine::subnet::PortKey;
 
 pub use db::SaDb;
+use inform::Subscriptions;
+use service::Services;
 
 /// The SA's SM_Key when none is configured (OpenSM's `sa_key` default).
 pub const DEFAULT_SA_KEY: u64 = 1;
@@ -88,6 +95,8 @@ pub(crate) struct Query<'a> {
     pub trusted: bool,
     /// The request's SM_Key.
     pub sm_key: u64,
+    /// The request came with RMPP Active (a MultiPathRecord GetMulti must).
+    pub rmpp_active: bool,
 }
 
 /// The records a query matched, each `size` bytes (OpenSM's `sizeof` of the record, the stride
@@ -126,6 +135,10 @@ pub struct Sa {
     db: Option<SaDb>,
     /// The policy applied to `db`: with QoS on and a policy that fits the fabric.
     policy: Option<ResolvedPolicy>,
+    services: Services,
+    subscriptions: Subscriptions,
+    /// Reports to send: notices for subscribers, and resends.
+    outgoing: Vec<OutgoingMad>,
     counts: SaCounts,
 }
 
@@ -144,10 +157,74 @@ impl Sa {
         self.apply_policy();
     }
 
-    /// What the SA answers from from now on: the last sweep's snapshot.
-    pub fn update(&mut self, db: SaDb) {
+    /// What the SA answers from from now on: the last sweep's snapshot. Ports that came or
+    /// went since the last one are reported to their subscribers: traps 64 and 65, as OpenSM
+    /// issues them at the end of a heavy sweep (osm_state_mgr.c, osm_drop_mgr.c).
+    pub fn update(&mut self, now: Instant, db: SaDb) {
+        if let Some(old) = &self.db {
+            let (old_ports, new_ports) = (old.endport_guids(), db.endport_guids());
+            let came = new_ports.iter().filter(|g| !old_ports.contains(g));
+            let went = old_ports.iter().filter(|g| !new_ports.contains(g));
+            let notices: Vec<(u16, u64)> = came
+                .map(|g| (inform::TRAP_GID_IN_SERVICE, *g))
+                .chain(went.map(|g| (inform::TRAP_GID_OUT_OF_SERVICE, *g)))
+                .collect();
+            for (trap, guid) in notices {
+                let (sm_lid, sm_gid) = self.sm_address(&db);
+                let port = Gid::new(self.config.subnet_prefix, guid);
+                let notice = inform::sm_notice(trap, port, sm_lid, sm_gid);
+                self.subscriptions.notify(now, &notice, &mut self.outgoing);
+            }
+        }
         self.db = Some(db);
         self.apply_policy();
+    }
+
+    /// The SM's LID and GID, the issuer of the notices it makes.
+    fn sm_address(&self, db: &SaDb) -> (u16, Gid) {
+        let port = db.sm_port.and_then(|key| db.port(key));
+        let (lid, guid) = port.map_or((0, 0), |p| (p.lid, p.guid));
+        (lid, Gid::new(self.config.subnet_prefix, guid))
+    }
+
+    /// A trap (an SMP Notice) that reached the SM from `slid`: forwarded to the subscribers it
+    /// matches, with IssuerGID filled from the LID (osm_trap_rcv.c:639-669).
+    pub fn on_trap(&mut self, now: Instant, notice: &[u8], slid: u16) {
+        let (Some(db), Ok(notice)) = (&self.db, NoticeRepr::parse(&Notice::new_unchecked(notice)))
+        else {
+            return;
+        };
+        let guid = db
+            .endport_of_lid(slid)
+            .and_then(|key| db.port(key))
+            .map_or(0, |p| p.guid);
+        let notice = SaNoticeRepr {
+            notice,
+            issuer_gid: Gid::new(self.config.subnet_prefix, guid),
+        };
+        self.subscriptions.notify(now, &notice, &mut self.outgoing);
+    }
+
+    /// Time has passed: service leases end, unanswered Reports are sent again.
+    pub fn on_time(&mut self, now: Instant) {
+        self.services.expire(now);
+        self.subscriptions.on_time(now, &mut self.outgoing);
+    }
+
+    /// When [`on_time`](Sa::on_time) is next needed.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        [
+            self.services.next_deadline(),
+            self.subscriptions.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The Reports to send now.
+    pub fn take_outgoing(&mut self) -> Vec<OutgoingMad> {
+        std::mem::take(&mut self.outgoing)
     }
 
     /// The policy's groups resolved against the snapshot, as OpenSM re-reads its policy at
@@ -170,8 +247,8 @@ impl Sa {
     }
 
     /// An SA MAD from `from`, and the answer to send, if it gets one.
-    pub fn on_request(&mut self, _now: Instant, mad: &[u8], from: Peer) -> Option<OutgoingMad> {
-        let answer = self.answer(mad, from);
+    pub fn on_request(&mut self, now: Instant, mad: &[u8], from: Peer) -> Option<OutgoingMad> {
+        let answer = self.answer(now, mad, from);
         match answer {
             Some(_) => self.counts.answered += 1,
             None => self.counts.dropped += 1,
@@ -182,7 +259,7 @@ impl Sa {
         })
     }
 
-    fn answer(&self, mad: &[u8], from: Peer) -> Option<Vec<u8>> {
+    fn answer(&mut self, now: Instant, mad: &[u8], from: Peer) -> Option<Vec<u8>> {
         let request = SaMad::new_checked(mad).ok().filter(|_| mad.len() >= 256)?;
         let header = request.header();
         if header.mgmt_class() != MgmtClass::SubnAdm || header.class_version() != SA_CLASS_VERSION {
@@ -205,6 +282,11 @@ impl Sa {
             return None;
         }
         let method = header.method();
+        if method == Method::ReportResp {
+            // A subscriber has our Report; it gets no answer (osm_sa_mad_ctrl.c:358-368).
+            self.subscriptions.on_report_resp(header.transaction_id());
+            return None;
+        }
         if !matches!(
             method,
             Method::Get | Method::GetTable | Method::GetMulti | Method::Set | Method::Delete
@@ -225,8 +307,23 @@ impl Sa {
             requester,
             trusted: sm_key != 0,
             sm_key,
+            rmpp_active: request.rmpp_flags().contains(RmppFlags::ACTIVE),
         };
-        let found = records::answer(db, &self.config, self.policy.as_ref(), attribute, &query)?;
+        let found = match attribute {
+            SaAttributeId::ServiceRecord => self.services.answer(now, &query),
+            SaAttributeId::InformInfo if method == Method::Set => {
+                let subscriber = db.port(requester).map_or(0, |p| p.guid);
+                let subscriber_gid = Gid::new(self.config.subnet_prefix, subscriber);
+                let known = |gid: Gid| db.endport_of_guid(gid.interface_id()).is_some();
+                self.subscriptions.set(&query, from, subscriber_gid, known)
+            }
+            SaAttributeId::InformInfo => Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
+            SaAttributeId::InformInfoRecord if matches!(method, Method::Get | Method::GetTable) => {
+                Ok(self.subscriptions.records(&query))
+            }
+            SaAttributeId::InformInfoRecord => Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
+            _ => records::answer(db, &self.config, self.policy.as_ref(), attribute, &query)?,
+        };
         debug!(
             slid = from.lid,
             requester = ?query.requester,
@@ -236,10 +333,18 @@ impl Sa {
             records = found.as_ref().map_or(0, Records::count),
             "SA query"
         );
-        Some(match found {
+        let mut answer = match found {
             Ok(records) => respond(mad, method, records),
             Err(status) => respond_error(mad, method, status),
-        })
+        };
+        if attribute == SaAttributeId::MultiPathRecord {
+            // Its answer, records or error, is PathRecords (osm_sa_multipath_record.c:1683).
+            let path_record = u16::from(SaAttributeId::PathRecord);
+            SaMad::new_unchecked(&mut answer[..])
+                .header_mut()
+                .set_attribute_id(path_record.into());
+        }
+        Some(answer)
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::cmp::Ordering;
 
-use ibqos_mad::sa::{Mtu, PathRecord, PathRecordRepr, Rate, Selector};
+use ibqos_mad::sa::{Mtu, MultiPathRecordRepr, PathRecord, PathRecordRepr, Rate, Selector};
 use ibqos_mad::{CapabilityMask, Gid, Method, PortInfoRepr, SlToVlMappingTableRepr, Status};
 use tracing::debug;
 
@@ -121,6 +121,111 @@ pub(super) fn path_records(
         for &source in &sources {
             ask.pair_paths((source, sgid), (destination, dgid), &mut records);
         }
+    }
+    Ok(records)
+}
+
+/// MultiPathRecord bits (IB_MPR_COMPMASK_*) and the PathRecord bit each stands for: the path
+/// fields from RawTraffic to PacketLifeTime keep their order, 6 places lower.
+mod multi {
+    pub const FIRST_PATH_FIELD: u32 = 0;
+    pub const LAST_PATH_FIELD: u32 = 15;
+    pub const PATH_FIELD_SHIFT: u32 = 6;
+    pub const SERVICE_ID_MSB: u64 = 1 << 16;
+    pub const SGID_COUNT: u64 = 1 << 19;
+    pub const DGID_COUNT: u64 = 1 << 20;
+    pub const SERVICE_ID_LSB: u64 = 1 << 21;
+}
+
+/// The PathRecords a MultiPathRecord GetMulti asks for (osm_sa_multipath_record.c): one path
+/// for each (SGID, DGID) pair, at most NumbPath in all, computed as a PathRecord query of that
+/// pair with the same requirements would be.
+pub(super) fn multi_path_records(
+    db: &SaDb,
+    config: &SaConfig,
+    policy: Option<&ResolvedPolicy>,
+    query: &Query<'_>,
+) -> Result<Records, Status> {
+    let mask = query.component_mask;
+    if !query.rmpp_active {
+        return Err(Status::SA_REQ_INVALID);
+    }
+    let counts = multi::SGID_COUNT | multi::DGID_COUNT;
+    if mask & counts != counts {
+        return Err(Status::SA_REQ_INSUFFICIENT_COMPONENTS);
+    }
+    let mpr =
+        MultiPathRecordRepr::parse_bytes(query.template).map_err(|_| Status::SA_REQ_INVALID)?;
+    if mpr.sgids.is_empty() || mpr.dgids.is_empty() {
+        return Err(Status::SA_REQ_INVALID);
+    }
+    let mut path_mask = bit::SGID | bit::DGID;
+    for b in multi::FIRST_PATH_FIELD..=multi::LAST_PATH_FIELD {
+        if mask & (1 << b) != 0 {
+            path_mask |= 1 << (b + multi::PATH_FIELD_SHIFT);
+        }
+    }
+    if mask & multi::SERVICE_ID_MSB != 0 {
+        path_mask |= bit::SERVICE_ID_MSB;
+    }
+    if mask & multi::SERVICE_ID_LSB != 0 {
+        path_mask |= bit::SERVICE_ID_LSB;
+    }
+    let ends = |gids: &[Gid]| -> Result<Vec<(PortKey, Gid)>, Status> {
+        gids.iter()
+            .map(|&gid| {
+                let known = !gid.is_multicast()
+                    && (gid.is_link_local() || gid.subnet_prefix() == config.subnet_prefix);
+                let key = db.endport_of_guid(gid.interface_id()).filter(|_| known);
+                key.map(|key| (key, gid)).ok_or(Status::SA_REQ_INVALID_GID)
+            })
+            .collect()
+    };
+    let (sources, destinations) = (ends(&mpr.sgids)?, ends(&mpr.dgids)?);
+    let template = PathRecordRepr {
+        service_id: mpr.service_id,
+        dgid: Gid::default(),
+        sgid: Gid::default(),
+        dlid: 0,
+        slid: 0,
+        raw_traffic: mpr.raw_traffic,
+        flow_label: mpr.flow_label,
+        hop_limit: mpr.hop_limit,
+        tclass: mpr.tclass,
+        reversible: mpr.reversible,
+        numb_path: mpr.numb_path,
+        p_key: mpr.p_key,
+        qos_class: mpr.qos_class,
+        sl: mpr.sl,
+        mtu_selector: mpr.mtu_selector,
+        mtu: mpr.mtu,
+        rate_selector: mpr.rate_selector,
+        rate: mpr.rate,
+        packet_life_selector: mpr.packet_life_selector,
+        packet_life: mpr.packet_life,
+        preference: 0,
+    };
+    let ask = Ask {
+        db,
+        config,
+        policy,
+        mask: path_mask,
+        request: &template,
+        wanted: 1,
+    };
+    let mut records = Records::new(PathRecordRepr::SIZE);
+    for &(source, sgid) in &sources {
+        for &(destination, dgid) in &destinations {
+            ask.pair_paths(
+                (source, Some(sgid)),
+                (destination, Some(dgid)),
+                &mut records,
+            );
+        }
+    }
+    if mask & (1 << 6) != 0 {
+        let most = usize::from(mpr.numb_path) * PathRecordRepr::SIZE;
+        records.bytes.truncate(most);
     }
     Ok(records)
 }

@@ -74,7 +74,7 @@ pub(super) fn level_for<'p>(
 /// default partition until partitions are managed.
 impl PortDirectory for SaDb {
     fn port_guids(&self) -> Vec<u64> {
-        self.endports().map(|(_, port)| port.guid).collect()
+        self.endport_guids().into_iter().collect()
     }
 
     fn has_port(&self, guid: u64) -> bool {

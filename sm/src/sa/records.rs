@@ -25,6 +25,9 @@ use super::path::DEFAULT_P_KEY;
 use super::{Query, Records, SaConfig, path};
 use crate::engine::subnet::PortKey;
 
+/// The size of an MFTRecord (OpenSM's `sizeof(ib_mft_record_t)`).
+const MFT_RECORD_SIZE: usize = 72;
+
 /// Whether a record passes ComponentMask bit `bit`: the bit is clear, or the values are equal.
 fn component<T: PartialEq>(mask: u64, bit: u32, template: T, value: T) -> bool {
     mask & (1 << bit) == 0 || template == value
@@ -67,6 +70,11 @@ pub(super) fn answer(
         A::SmInfoRecord => Ok(sm_info_records(db, config, query)),
         A::LinkRecord => Ok(link_records(db, query)),
         A::PathRecord => path::path_records(db, config, policy, query),
+        // No multicast group exists until the SM manages multicast, so no MFT block is in
+        // use and no switch has an MFTRecord (osm_sa_mft_record.c:157-217).
+        A::MulticastForwardingTableRecord if get_or_table => Ok(Records::new(MFT_RECORD_SIZE)),
+        A::MultiPathRecord if query.method != Method::GetMulti => return unsupported,
+        A::MultiPathRecord => path::multi_path_records(db, config, policy, query),
         A::GuidInfoRecord if get_or_table => Ok(guid_info_records(db, query)),
         A::PKeyTableRecord if !get_or_table => return unsupported,
         // P_KeyTableRecords go only to a requester with the SA's key (osm_sa_pkey_record.c).
