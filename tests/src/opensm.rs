@@ -130,7 +130,8 @@ impl OpenSmDaemon {
         options: &str,
         dir: &Path,
     ) -> Result<OpenSmDaemon> {
-        let config_file = write_files(dir, options)?;
+        // OpenSM buffers its log unless told otherwise, and SUBNET UP is written only there.
+        let config_file = write_files(dir, &format!("force_log_flush TRUE\n{options}"))?;
         let mut cmd = opensm_command(tools, sim, node, &config_file, dir);
         let line = command_line(&cmd);
         let stdout_path = dir.join("opensm.stdout");

@@ -271,7 +271,7 @@ impl<'a> Session<'a> {
                 cmd.args(args);
                 let ended = run_limited(&mut cmd, SAQUERY_TIMEOUT)?;
                 let raw = transcript_text(&command_line(&cmd), &ended, SAQUERY_TIMEOUT);
-                let compared = normalise_saquery(args, &raw);
+                let compared = normalise_saquery(&raw);
                 Ok(Transcript {
                     command: query.display(),
                     raw,
@@ -314,7 +314,10 @@ impl<'a> Session<'a> {
             Flow::Inventory => {
                 let text = read_optional(&inventory);
                 write!(raw, "--- inventory ---\n{text}").unwrap();
-                Some(("inventory", drop_comment_lines(&text)))
+                Some((
+                    "inventory",
+                    drop_inventory_links_past_clean_bytes(&drop_comment_lines(&text)),
+                ))
             }
             // The VLArb and SL2VL tables it read.
             Flow::QosTables => {
@@ -323,7 +326,7 @@ impl<'a> Session<'a> {
                 Some(("qos.txt", text))
             }
             // Where it stopped: its log has a line per failed or expected-to-fail step.
-            Flow::All | Flow::Services => Some(("log", strip_log_prefixes(&log_text))),
+            Flow::All | Flow::Services => Some(("log", normalise_osmtest_log(&log_text))),
             Flow::Stress => None,
         };
         if let Some((name, text)) = agreed {
@@ -405,7 +408,7 @@ fn transcript_text(line: &str, ended: &Ended, limit: Duration) -> String {
 
 /// What the comparison of a saquery transcript ignores. The command line is replaced by the
 /// typed command (the real one names this session's paths); then:
-fn normalise_saquery(args: &[String], raw: &str) -> String {
+fn normalise_saquery(raw: &str) -> String {
     let mut text = String::new();
     let mut lines = raw.lines();
     if let Some(first) = lines.next() {
@@ -416,11 +419,7 @@ fn normalise_saquery(args: &[String], raw: &str) -> String {
         text.push_str(&mask_act_count(line));
         text.push('\n');
     }
-    if args.iter().any(|a| a == "SL2VL" || a == "SL2VLTableRecord") {
-        drop_sl2vl_tail(&text)
-    } else {
-        text
-    }
+    drop_records_past_clean_bytes(&text)
 }
 
 /// SMInfo's ActCount (IBA 14.2.5.13) is a counter the master SM increments as it works: it
@@ -436,33 +435,134 @@ fn mask_act_count(line: &str) -> String {
     }
 }
 
-/// The most SL2VLTableRecords (16 bytes) one MAD carries (200 data bytes).
-const SL2VL_RECORDS_PER_MAD: usize = 12;
+/// The data bytes of one SA MAD (256 bytes less the 56-byte SA header): all a GetTable answer
+/// carries on ibsim.
+const MAD_DATA_BYTES: usize = 200;
 
-/// An SL2VL GetTable answer cut to one MAD holds 12 records, and saquery prints a 12th whose
-/// bytes OpenSM did not write as a record: its LID (9472 on two-switch) is no LID of the fabric
-/// and its VL row differed between two OpenSM runs on fresh ibsims of the same net file. That
-/// record is dropped; the eleven before it are compared.
-fn drop_sl2vl_tail(text: &str) -> String {
-    const HEADER: &str = "SL2VLTableRecord dump:";
-    if text.matches(HEADER).count() != SL2VL_RECORDS_PER_MAD {
-        return text.to_owned();
-    }
-    let Some(last) = text.rfind(HEADER) else {
+/// The data bytes of a one-MAD answer from OpenSM on ibsim that hold its records. The last 32
+/// bytes of the MAD (224-255) do not: two OpenSM runs on fresh ibsims of the same net file sent
+/// there the same zeros and 0x2500, and bytes 240-247 differed from run to run (seen in
+/// LinkRecord and SL2VLTableRecord answers; it is also why `osmtest -f s` finds "Data mismatch in
+/// service_data8" against OpenSM).
+const CLEAN_DATA_BYTES: usize = 168;
+
+/// Whether record `index` (from 0) of an answer of `count` records of `size` bytes is compared:
+/// every record of an answer short of a full MAD, and of a full one those that end within
+/// [`CLEAN_DATA_BYTES`].
+fn record_is_clean(size: usize, count: usize, index: usize) -> bool {
+    count != MAD_DATA_BYTES / size || (index + 1) * size <= CLEAN_DATA_BYTES
+}
+
+/// Sizes of the records whose full one-MAD answers reach past [`CLEAN_DATA_BYTES`] with more
+/// than one record, by saquery's header for them (OpenSM `ib_types.h` record layouts).
+const RECORD_SIZES: [(&str, usize); 6] = [
+    ("LinkRecord dump:", 8),
+    ("SL2VLTableRecord dump:", 16),
+    ("SwitchInfoRecord dump:", 24),
+    ("SMInfoRecord dump:", 32),
+    ("PathRecord dump:", 64),
+    ("InformInfoRecord dump:", 64),
+];
+
+/// A saquery answer without the records it printed from MAD bytes past [`CLEAN_DATA_BYTES`],
+/// with a line saying how many were dropped. A record is its header line (not indented) and the
+/// indented lines after it.
+fn drop_records_past_clean_bytes(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(&(header, size)) = RECORD_SIZES
+        .iter()
+        .find(|(header, _)| lines.contains(header))
+    else {
         return text.to_owned();
     };
-    let after = &text[last..];
-    // The record runs to the next line that is not indented (the exit status line).
-    let end = after
-        .match_indices('\n')
-        .map(|(i, _)| i + 1)
-        .find(|&i| !after[i..].starts_with('\t') && i < after.len())
-        .unwrap_or(after.len());
-    format!(
-        "{}(the 12th SL2VLTableRecord, past the records the SA wrote, dropped)\n{}",
-        &text[..last],
-        &after[end..]
-    )
+    let count = lines.iter().filter(|l| **l == header).count();
+    let mut out = String::new();
+    let mut index = None;
+    let mut dropped = 0;
+    for line in lines {
+        if line == header {
+            index = Some(index.map_or(0, |i| i + 1));
+        } else if !line.starts_with(char::is_whitespace) {
+            if dropped > 0 {
+                writeln!(
+                    out,
+                    "({dropped} records from MAD bytes 224-255 not compared)"
+                )
+                .unwrap();
+                dropped = 0;
+            }
+            index = None;
+        }
+        match index {
+            Some(i) if !record_is_clean(size, count, i) => {
+                dropped += usize::from(line == header);
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    if dropped > 0 {
+        writeln!(
+            out,
+            "({dropped} records from MAD bytes 224-255 not compared)"
+        )
+        .unwrap();
+    }
+    out
+}
+
+/// osmtest's inventory with its LinkRecords, if they fill one MAD, cut to those within
+/// [`CLEAN_DATA_BYTES`]: it writes every record of its one LinkRecord GetTable as a
+/// `DEFINE_LINK` ... `END` block.
+fn drop_inventory_links_past_clean_bytes(text: &str) -> String {
+    const LINK_RECORD_SIZE: usize = 8;
+    let count = text.lines().filter(|l| *l == "DEFINE_LINK").count();
+    let mut out = String::new();
+    let mut index = 0;
+    let mut inside = false;
+    for line in text.lines() {
+        if line == "DEFINE_LINK" {
+            inside = true;
+        }
+        if !(inside && !record_is_clean(LINK_RECORD_SIZE, count, index)) {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if inside && line == "END" {
+            inside = false;
+            index += 1;
+        }
+    }
+    out
+}
+
+/// osmtest names the services it registers after its own PID and derives their IDs from it
+/// (`id = abs(pid - random())`, OpenSM `osmtest/osmt_service.c:1224-1247`): both are masked in
+/// its log.
+fn mask_service_names(line: &str) -> String {
+    if !line.contains("osmt.srvc.") {
+        return line.to_owned();
+    }
+    let mut after_id = false;
+    line.split(' ')
+        .map(|word| {
+            let masked = if after_id {
+                "<from pid>".to_owned()
+            } else if let Some((name, _pid)) = word
+                .strip_prefix("osmt.srvc.")
+                .and_then(|rest| rest.rsplit_once('.'))
+            {
+                format!("osmt.srvc.{name}.<pid>")
+            } else {
+                word.to_owned()
+            };
+            after_id = word == "id:";
+            masked
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// osmtest's inventory without its comment lines: the issue's own criterion. osmtest writes a
@@ -479,16 +579,12 @@ fn drop_comment_lines(text: &str) -> String {
         })
 }
 
-/// osmtest's log lines without their prefix: a timestamp and a thread id
-/// (`Nov 23 22:55:34 875571 [A7C1E400] 0x01 -> text`). The level and the text are kept.
-fn strip_log_prefixes(text: &str) -> String {
+/// osmtest's log lines without their prefix, a timestamp and a thread id
+/// (`Nov 23 22:55:34 875571 [A7C1E400] 0x01 -> text`), and with [`mask_service_names`]. The
+/// level and the text are kept.
+fn normalise_osmtest_log(text: &str) -> String {
     text.lines()
-        .map(|l| {
-            l.split_once("] ")
-                .map_or(l, |(_, rest)| rest)
-                .trim_end()
-                .to_owned()
-        })
+        .map(|l| mask_service_names(l.split_once("] ").map_or(l, |(_, rest)| rest).trim_end()))
         .fold(String::new(), |mut out, l| {
             out.push_str(&l);
             out.push('\n');
@@ -752,23 +848,57 @@ mod tests {
     }
 
     #[test]
-    fn the_twelfth_sl2vl_record_of_a_full_answer_is_dropped() {
+    fn records_past_mad_byte_224_of_a_full_answer_are_dropped() {
         let record = |lid: u16| format!("SL2VLTableRecord dump:\n\t\tLID....{lid}\n\t\tVL: 0|\n");
-        let full: String = (1..=12).map(record).collect::<String>() + "--- exit status: 0\n";
-        let dropped = drop_sl2vl_tail(&full);
-        assert!(dropped.contains("LID....11") && !dropped.contains("LID....12"));
-        assert!(
-            dropped.ends_with("dropped)\n--- exit status: 0\n"),
-            "{dropped}"
+        let full = format!(
+            "$ saquery SL2VL\n{}--- exit status: 0\n",
+            (1..=12).map(record).collect::<String>()
         );
-        let short: String = (1..=3).map(record).collect();
-        assert_eq!(drop_sl2vl_tail(&short), short);
+        let kept = drop_records_past_clean_bytes(&full);
+        assert!(
+            kept.contains("LID....10\n") && !kept.contains("LID....11"),
+            "{kept}"
+        );
+        assert!(
+            kept.ends_with("(2 records from MAD bytes 224-255 not compared)\n--- exit status: 0\n"),
+            "{kept}"
+        );
+        let short = format!(
+            "$ saquery SL2VL\n{}",
+            (1..=11).map(record).collect::<String>()
+        );
+        assert_eq!(drop_records_past_clean_bytes(&short), short);
+    }
+
+    #[test]
+    fn inventory_links_past_mad_byte_224_are_dropped() {
+        let links: String = (1..=25)
+            .map(|n| format!("DEFINE_LINK\nfrom_lid {n}\nEND\n\n"))
+            .collect();
+        let kept = drop_inventory_links_past_clean_bytes(&format!("DEFINE_NODE\nEND\n\n{links}"));
+        assert!(kept.starts_with("DEFINE_NODE\nEND\n\nDEFINE_LINK\nfrom_lid 1\n"));
+        assert!(
+            kept.contains("from_lid 21\n") && !kept.contains("from_lid 22"),
+            "{kept}"
+        );
+    }
+
+    #[test]
+    fn service_names_lose_the_pid() {
+        assert_eq!(
+            mask_service_names(
+                "0x02 -> osmt_register_service: Registering service: \
+                 name: osmt.srvc.1804289383.23580 id: 0x6b8ae94b"
+            ),
+            "0x02 -> osmt_register_service: Registering service: \
+             name: osmt.srvc.1804289383.<pid> id: <from pid>"
+        );
     }
 
     #[test]
     fn log_prefixes_and_comment_lines_go() {
         assert_eq!(
-            strip_log_prefixes("Nov 23 22:55:34 875571 [A7C1E400] 0x01 -> f: ERR 1\n"),
+            normalise_osmtest_log("Nov 23 22:55:34 875571 [A7C1E400] 0x01 -> f: ERR 1\n"),
             "0x01 -> f: ERR 1\n"
         );
         assert_eq!(
