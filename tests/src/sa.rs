@@ -373,7 +373,7 @@ fn read_optional(path: &Path) -> String {
 /// How a client ended, as one line.
 fn outcome(ended: &Ended, limit: Duration) -> String {
     match ended {
-        Ended::Exited(done) => format!("--- exit status: {}", done.status),
+        Ended::Exited(done) => format!("--- {}", done.status),
         Ended::Killed { .. } => format!("--- still running after {limit:?}: killed"),
     }
 }
@@ -526,7 +526,7 @@ fn drop_inventory_links_past_clean_bytes(text: &str) -> String {
         if line == "DEFINE_LINK" {
             inside = true;
         }
-        if !(inside && !record_is_clean(LINK_RECORD_SIZE, count, index)) {
+        if !inside || record_is_clean(LINK_RECORD_SIZE, count, index) {
             out.push_str(line);
             out.push('\n');
         }
@@ -697,47 +697,63 @@ pub fn port_info_targets(fabric: &Fabric, lids: &Lids) -> Vec<(u16, u8)> {
     targets
 }
 
-/// Runs the queries `build` makes from the reference's LIDs against OpenSM (the reference) and
-/// against [`SmKind::subject`], each on a fresh ibsim of `fabric`, and panics with a diff per
-/// command that answered differently (and with both LID tables if the SMs assigned different
-/// LIDs, which makes every LID-named query meaningless). Writes the transcripts under
-/// [`OUT_VAR`] if set, in `<fabric>/<group>/`.
-pub fn assert_same_answers(fabric: &Fabric, group: &str, build: impl Fn(&Lids) -> Vec<Query>) {
+/// On each of `fabrics`: runs the queries `build` makes from the reference's LIDs against OpenSM
+/// (the reference) and against [`SmKind::subject`], each on a fresh ibsim, and collects a diff
+/// per command that answered differently (and both LID tables if the SMs assigned different
+/// LIDs, which makes every query naming a LID moot). Panics at the end with all of them. Writes
+/// the transcripts under [`OUT_VAR`] if set, in `<fabric>/<group>/`.
+pub fn assert_same_answers(
+    fabrics: &[Fabric],
+    group: &str,
+    build: impl Fn(&Fabric, &Lids) -> Vec<Query>,
+) {
     let tools = SaTools::require();
     let dir = TestDir::new(&format!("sa-{group}"));
     let subject = SmKind::subject();
-    let (reference_lids, ours) = run_all(&tools, fabric, SmKind::OpenSm, &dir, None, &build);
-    let (subject_lids, theirs) =
-        run_all(&tools, fabric, subject, &dir, Some(&reference_lids), &build);
-    if let Some(out) = std::env::var_os(OUT_VAR) {
-        write_out(
-            &Path::new(&out).join(&fabric.name).join(group),
-            [
-                (SmKind::OpenSm, &reference_lids, &ours[..]),
-                (subject, &subject_lids, &theirs[..]),
-            ],
-        )
-        .unwrap();
+    let mut reports = Vec::new();
+    for fabric in fabrics {
+        let build = |lids: &Lids| build(fabric, lids);
+        let run = |kind, label: &str, lids| {
+            let sm_dir = dir.subdir(&format!("{}-{label}", fabric.name));
+            run_all(&tools, fabric, kind, &sm_dir, lids, &build)
+        };
+        let (reference_lids, ours) = run(SmKind::OpenSm, "reference", None);
+        let (subject_lids, theirs) = run(subject, "subject", Some(&reference_lids));
+        if let Some(out) = std::env::var_os(OUT_VAR) {
+            write_out(
+                &Path::new(&out).join(&fabric.name).join(group),
+                [
+                    (SmKind::OpenSm, &reference_lids, &ours[..]),
+                    (subject, &subject_lids, &theirs[..]),
+                ],
+            )
+            .unwrap();
+        }
+        let diffs = compare(SmKind::OpenSm, &ours, subject, &theirs);
+        let lids_differ = reference_lids != subject_lids;
+        if lids_differ || !diffs.is_empty() {
+            let mut report = format!(
+                "{}: {} of {} commands answered differently against {subject} than against \
+                 OpenSM\n",
+                fabric.name,
+                diffs.len(),
+                ours.len()
+            );
+            if lids_differ {
+                write!(
+                    report,
+                    "The SMs assigned different LIDs: every comparison by LID is moot.\n\
+                     --- OpenSM ---\n{}--- {subject} ---\n{}",
+                    lid_table(&reference_lids),
+                    lid_table(&subject_lids)
+                )
+                .unwrap();
+            }
+            report.push_str(&diffs.join("\n"));
+            reports.push(report);
+        }
     }
-    let mut failures = Vec::new();
-    if reference_lids != subject_lids {
-        failures.push(format!(
-            "the SMs assigned different LIDs: every comparison by LID below is moot\n\
-             --- {} ---\n{}--- {subject} ---\n{}",
-            SmKind::OpenSm,
-            lid_table(&reference_lids),
-            lid_table(&subject_lids)
-        ));
-    }
-    failures.extend(compare(SmKind::OpenSm, &ours, subject, &theirs));
-    assert!(
-        failures.is_empty(),
-        "{}: {} of {} commands answered differently against {subject} than against OpenSM\n\n{}",
-        fabric.name,
-        failures.len(),
-        ours.len(),
-        failures.join("\n")
-    );
+    assert!(reports.is_empty(), "\n{}", reports.join("\n\n"));
 }
 
 /// One SM's session: its LIDs and the transcripts of the queries built from `lids` (the
@@ -746,15 +762,11 @@ fn run_all(
     tools: &SaTools,
     fabric: &Fabric,
     kind: SmKind,
-    dir: &TestDir,
+    dir: &Path,
     lids: Option<&Lids>,
     build: &impl Fn(&Lids) -> Vec<Query>,
 ) -> (Lids, Vec<Transcript>) {
-    let label = match lids {
-        None => "reference",
-        Some(_) => "subject",
-    };
-    let session = Session::start(kind, tools, fabric, &dir.subdir(label))
+    let session = Session::start(kind, tools, fabric, dir)
         .unwrap_or_else(|e| panic!("{}: starting {kind}: {e}", fabric.name));
     let queries = build(lids.unwrap_or(&session.lids));
     let transcripts = queries
