@@ -8,7 +8,7 @@
 //! - [`testdir`]: a scratch directory per test, kept on failure for debugging.
 //! - [`process`]: run a program with a time limit, killing it by PID when it overruns.
 //! - [`ibsim`]: an ibsim instance per test, and the environment that attaches a client to it.
-//! - [`opensm`]: run `opensm -o` (one sweep, then exit) against an ibsim.
+//! - [`opensm`]: run `opensm -o` (one sweep, then exit), or OpenSM as a daemon, against an ibsim.
 //! - [`smpquery`]: read SL2VL, VLArb and PortInfo back, parsed into typed values.
 //! - [`netfile`]: the topology from an ibsim net file, and directed-route paths through it.
 //! - [`planner`]: run `ibqos plan` and parse its JSON.
@@ -18,6 +18,7 @@
 //! - [`qos`]: read every QoS table of a fabric back and compare two fabrics port by port.
 //! - [`readback`]: read a configured fabric back (PortInfo, forwarding tables) and check it.
 //! - [`scenario`]: the fabrics `ibqos sm` runs on, and the checks every run must pass.
+//! - [`sa`]: the SA oracle: saquery and osmtest against OpenSM and ibqos, compared by diff.
 //!
 //! Everything here is Linux-only, as ibsim and its LD_PRELOAD shim are.
 
@@ -31,6 +32,7 @@ pub mod process;
 pub mod qos;
 pub mod query;
 pub mod readback;
+pub mod sa;
 pub mod scenario;
 pub mod sm;
 pub mod smpquery;

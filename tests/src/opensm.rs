@@ -1,8 +1,11 @@
-//! Running the real OpenSM against an ibsim.
+//! Running the real OpenSM against an ibsim: once (`-o`), or as a daemon answering SA queries.
 
 use std::fmt::Write as _;
+use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use crate::process::{command_line, run_bounded};
 use crate::{Error, Ibsim, Result, SimTools};
@@ -10,6 +13,10 @@ use crate::{Error, Ibsim, Result, SimTools};
 /// `opensm -o` on a small net reaches SUBNET UP in well under a second; the limit only bounds a
 /// hang.
 const OPENSM_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How often a starting OpenSM daemon's log is read for SUBNET UP (about 60 ms after exec on a
+/// small net).
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
 
 /// A qos-policy.conf with just the mandatory default level. Without a valid one OpenSM logs
 /// "ERR AC10"/"ERR AC04" on every sweep (and brings the subnet up anyway), which would hide real
@@ -62,14 +69,8 @@ pub fn run_opensm_once(
     dir: &Path,
 ) -> Result<OpenSmRun> {
     let config_file = write_files(dir, options)?;
-    let mut cmd = sim.client(&tools.opensm.path, node);
-    cmd.arg("-o")
-        .arg("-F")
-        .arg(&config_file)
-        // OpenSM's cache (guid2lid and friends) and temporary files; the trailing slash matters,
-        // OpenSM appends file names to these without a separator.
-        .env("OSM_CACHE_DIR", format!("{}/cache/", dir.display()))
-        .env("OSM_TMP_DIR", format!("{}/", dir.display()));
+    let mut cmd = opensm_command(tools, sim, node, &config_file, dir);
+    cmd.arg("-o");
     let line = command_line(&cmd);
     let finished = run_bounded(&mut cmd, OPENSM_TIMEOUT)?.success(&line)?;
     let log_path = dir.join("opensm.log");
@@ -90,6 +91,124 @@ pub fn run_opensm_once(
         )));
     }
     Ok(run)
+}
+
+/// `opensm -F <config_file>` attached to `sim` at `node`, with its cache and temporary files in
+/// `dir`.
+fn opensm_command(
+    tools: &SimTools,
+    sim: &Ibsim,
+    node: &str,
+    config_file: &Path,
+    dir: &Path,
+) -> Command {
+    let mut cmd = sim.client(&tools.opensm.path, node);
+    cmd.arg("-F")
+        .arg(config_file)
+        // OpenSM's cache (guid2lid and friends) and temporary files; the trailing slash matters,
+        // OpenSM appends file names to these without a separator.
+        .env("OSM_CACHE_DIR", format!("{}/cache/", dir.display()))
+        .env("OSM_TMP_DIR", format!("{}/", dir.display()));
+    cmd
+}
+
+/// A running OpenSM daemon (no `-o`: it keeps sweeping and answers SA queries), killed by its
+/// PID when dropped.
+#[derive(Debug)]
+pub struct OpenSmDaemon {
+    child: Child,
+    line: String,
+    log_path: PathBuf,
+    stdout_path: PathBuf,
+}
+
+impl OpenSmDaemon {
+    /// Starts `opensm -F <dir>/opensm.conf` (the same config as [`run_opensm_once`]) attached
+    /// to `sim` at `node`, and waits until its log says SUBNET UP: before that its SA drops every
+    /// query (OpenSM `osm_sa_mad_ctrl.c:319-391`).
+    pub fn start(
+        tools: &SimTools,
+        sim: &Ibsim,
+        node: &str,
+        options: &str,
+        dir: &Path,
+    ) -> Result<OpenSmDaemon> {
+        // OpenSM buffers its log unless told otherwise, and SUBNET UP is written only there.
+        let config_file = write_files(dir, &format!("force_log_flush TRUE\n{options}"))?;
+        let mut cmd = opensm_command(tools, sim, node, &config_file, dir);
+        let line = command_line(&cmd);
+        let stdout_path = dir.join("opensm.stdout");
+        let out = File::create(&stdout_path)
+            .map_err(|e| Error::new(format!("cannot create {}: {e}", stdout_path.display())))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| Error::new(format!("cannot duplicate a file handle: {e}")))?;
+        let child = cmd
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| Error::new(format!("cannot start `{line}`: {e}")))?;
+        // From here on the guard owns the process, so every early return below kills it.
+        let mut daemon = OpenSmDaemon {
+            child,
+            line,
+            log_path: dir.join("opensm.log"),
+            stdout_path,
+        };
+        daemon.wait_subnet_up()?;
+        Ok(daemon)
+    }
+
+    fn wait_subnet_up(&mut self) -> Result<()> {
+        let deadline = Instant::now() + OPENSM_TIMEOUT;
+        while !self.log().contains("SUBNET UP") {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(Error::new(format!(
+                    "`{}` exited with {status} before SUBNET UP\n{}",
+                    self.line,
+                    self.output()
+                )));
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::new(format!(
+                    "`{}` did not reach SUBNET UP within {OPENSM_TIMEOUT:?}\n{}",
+                    self.line,
+                    self.output()
+                )));
+            }
+            thread::sleep(POLL_INTERVAL);
+        }
+        Ok(())
+    }
+
+    /// Its log file so far (opensm.log).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Its standard output and log so far, for failure messages.
+    pub fn output(&self) -> String {
+        let stdout = std::fs::read_to_string(&self.stdout_path).unwrap_or_default();
+        format!(
+            "--- stdout ---\n{stdout}--- {} ---\n{}",
+            self.log_path.display(),
+            self.log()
+        )
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for OpenSmDaemon {
+    fn drop(&mut self) {
+        // By PID, never by name: other tests run their own OpenSM at the same time.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn write_files(dir: &Path, options: &str) -> Result<PathBuf> {

@@ -59,6 +59,36 @@ pub fn run_bounded_while(
     timeout: Duration,
     meanwhile: impl FnOnce(&mut Child),
 ) -> Result<Finished> {
+    let line = command_line(cmd);
+    match run_limited_while(cmd, timeout, meanwhile)? {
+        Ended::Exited(finished) => Ok(finished),
+        Ended::Killed { stdout, stderr } => Err(Error::new(format!(
+            "`{line}` did not finish within {timeout:?} and was killed\n\
+             --- stdout ---\n{stdout}--- stderr ---\n{stderr}"
+        ))),
+    }
+}
+
+/// How a program run with a time limit ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// It exited by itself (with any status).
+    Exited(Finished),
+    /// It overran its time limit and was killed by its PID; what it had written so far.
+    Killed { stdout: String, stderr: String },
+}
+
+/// Like [`run_bounded`], but a program that overruns is an outcome, not an error: for a program
+/// whose hang is the behaviour under test (osmtest waiting forever on an answer that never comes).
+pub fn run_limited(cmd: &mut Command, timeout: Duration) -> Result<Ended> {
+    run_limited_while(cmd, timeout, |_| ())
+}
+
+fn run_limited_while(
+    cmd: &mut Command,
+    timeout: Duration,
+    meanwhile: impl FnOnce(&mut Child),
+) -> Result<Ended> {
     let deadline = Instant::now() + timeout;
     let line = command_line(cmd);
     let mut child = cmd
@@ -74,17 +104,14 @@ pub fn run_bounded_while(
     let status = wait_until(&mut child, deadline)
         .map_err(|e| Error::new(format!("waiting for `{line}`: {e}")))?;
     let (stdout, stderr) = (join(stdout), join(stderr));
-    match status {
-        Some(status) => Ok(Finished {
+    Ok(match status {
+        Some(status) => Ended::Exited(Finished {
             status,
             stdout,
             stderr,
         }),
-        None => Err(Error::new(format!(
-            "`{line}` did not finish within {timeout:?} and was killed\n\
-             --- stdout ---\n{stdout}--- stderr ---\n{stderr}"
-        ))),
-    }
+        None => Ended::Killed { stdout, stderr },
+    })
 }
 
 /// Waits for `child` until `deadline`; past it, kills it by PID and returns `None`.
@@ -146,5 +173,15 @@ mod tests {
         let err = run_bounded(&mut cmd, Duration::from_millis(100)).unwrap_err();
         assert!(err.to_string().contains("did not finish"), "{err}");
         assert!(start.elapsed() < Duration::from_secs(20));
+    }
+
+    #[test]
+    fn an_overrun_is_an_outcome_with_the_output_so_far() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo started; exec sleep 30"]);
+        match run_limited(&mut cmd, Duration::from_millis(300)).unwrap() {
+            Ended::Killed { stdout, .. } => assert_eq!(stdout, "started\n"),
+            Ended::Exited(done) => panic!("sleep 30 exited: {done:?}"),
+        }
     }
 }

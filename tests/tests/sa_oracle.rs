@@ -1,0 +1,215 @@
+//! Subnet Administration, differential: the same saquery and osmtest commands against OpenSM and
+//! against ibqos, each on a fresh ibsim of the same net file with the SM attached at the same
+//! node, must print the same (see `ibqos_tests::sa` for what is normalised, and why).
+//!
+//! One test per group of commands, so a failure names the group and diffs each command that
+//! answered differently. `IBQOS_SA_SUBJECT=opensm` runs OpenSM against itself: the harness's
+//! self-check. `IBQOS_SA_ORACLE_OUT=DIR` keeps every transcript.
+
+use ibqos_tests::readback::PortKey;
+use ibqos_tests::sa::{
+    Flow, Lids, Query, SaTools, Session, SmKind, assert_same_answers, lid_list, lid_table,
+    port_info_targets,
+};
+use ibqos_tests::scenario::{Fabric, testdata};
+use ibqos_tests::{NodeKind, TestDir};
+
+/// The repository's fabrics, smallest first.
+const NETS: [&str; 2] = ["two-switch", "fat-tree-16"];
+
+fn fabric(name: &str) -> Fabric {
+    Fabric::load(name, &testdata(&format!("{name}.net"))).unwrap()
+}
+
+fn every_fabric(group: &str, build: impl Fn(&Fabric, &Lids) -> Vec<Query>) {
+    assert_same_answers(&NETS.map(fabric), group, build);
+}
+
+/// The LID of the port the SM runs at: the source of the PathRecords with requirements.
+fn sm_lid(fabric: &Fabric, lids: &Lids) -> u16 {
+    let key: PortKey = (fabric.sm_node.clone(), 1);
+    lids[&key]
+}
+
+#[test]
+fn both_sms_assign_the_same_lids() {
+    let tools = SaTools::require();
+    let dir = TestDir::new("sa-lids");
+    let subject = SmKind::subject();
+    let mut mismatches = Vec::new();
+    for name in NETS {
+        let fabric = fabric(name);
+        let lids = |kind: SmKind, label: &str| {
+            Session::start(
+                kind,
+                &tools,
+                &fabric,
+                &dir.subdir(&format!("{name}-{label}")),
+            )
+            .unwrap_or_else(|e| panic!("{name}: starting {kind}: {e}"))
+            .lids
+        };
+        let reference = lids(SmKind::OpenSm, "reference");
+        assert_eq!(
+            reference.len(),
+            ibqos_tests::readback::endports(&fabric.topology).len(),
+            "{name}: OpenSM left endports without a LID"
+        );
+        let theirs = lids(subject, "subject");
+        if reference != theirs {
+            mismatches.push(format!(
+                "{name}: the SMs assigned different LIDs\n--- OpenSM ---\n{}--- {subject} ---\n{}",
+                lid_table(&reference),
+                lid_table(&theirs)
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn class_port_info_and_node_records() {
+    every_fabric("node-records", |_, lids| {
+        let mut queries = vec![Query::saquery("-c"), Query::saquery("")];
+        queries.extend(
+            lid_list(lids)
+                .into_iter()
+                .map(|lid| Query::saquery(&format!("NR {lid}"))),
+        );
+        queries
+    });
+}
+
+#[test]
+fn port_info_records_by_lid_and_port() {
+    every_fabric("port-info-records", |fabric, lids| {
+        let by_lid = lid_list(lids)
+            .into_iter()
+            .map(|lid| Query::saquery(&format!("PIR {lid}")));
+        let by_port = port_info_targets(fabric, lids)
+            .into_iter()
+            .map(|(lid, port)| Query::saquery(&format!("PIR {lid}/{port}")));
+        by_lid.chain(by_port).collect()
+    });
+}
+
+#[test]
+fn fabric_records() {
+    every_fabric("fabric-records", |_, _| {
+        [
+            "LR",
+            "SWIR",
+            "SL2VL",
+            "VLAR",
+            "LFTR",
+            "GIR",
+            "--smkey 1 PKTR",
+            "SMIR",
+            "SR",
+            "IIR",
+        ]
+        .into_iter()
+        .map(Query::saquery)
+        .collect()
+    });
+}
+
+/// `saquery -p --slid A --dlid B` for every ordered pair of LIDs (A = B included).
+fn every_pair(lids: &Lids) -> Vec<Query> {
+    let list = lid_list(lids);
+    list.iter()
+        .flat_map(|a| {
+            list.iter()
+                .map(move |b| Query::saquery(&format!("-p --slid {a} --dlid {b}")))
+        })
+        .collect()
+}
+
+#[test]
+fn path_records_between_every_pair_of_lids_on_two_switch() {
+    assert_same_answers(&[fabric("two-switch")], "path-records", |_, lids| {
+        every_pair(lids)
+    });
+}
+
+#[test]
+fn path_records_between_every_pair_of_lids_on_fat_tree_16() {
+    assert_same_answers(&[fabric("fat-tree-16")], "path-records", |_, lids| {
+        every_pair(lids)
+    });
+}
+
+/// What a PathRecord query may ask for beyond its endpoints: an SL, the default P_Key, a service
+/// ID, a QoS class, and MTU and rate with each selector (0 greater than, 1 less than, 2 exactly,
+/// 3 largest; MTU 3 = 1024, 4 = 2048; rate 3 = 10 Gb/s, 6 = 30 Gb/s).
+const REQUIREMENTS: [&str; 14] = [
+    "--sl 0",
+    "--sl 1",
+    "--pkey 0xffff",
+    "--pkey 0x7fff",
+    "--service_id 0x10",
+    "--service_id 0x1000000000000000",
+    "-Q 0",
+    "-Q 1",
+    "-M 3:2",
+    "-M 4:0",
+    "-M 4:1",
+    "-M 3:3",
+    "-R 3:2",
+    "-R 6:1",
+];
+
+#[test]
+fn path_records_with_requirements() {
+    every_fabric("path-records-with-requirements", |fabric, lids| {
+        let from = sm_lid(fabric, lids);
+        // To every CA port and to one switch: a path to a switch ends at its port 0.
+        let switch = fabric
+            .topology
+            .nodes()
+            .find(|n| n.kind == NodeKind::Switch)
+            .and_then(|n| lids.get(&(n.id.clone(), 0)));
+        let targets: Vec<u16> = ibqos_tests::readback::ca_ports(&fabric.topology)
+            .iter()
+            .filter_map(|key| lids.get(key))
+            .chain(switch)
+            .copied()
+            .collect();
+        targets
+            .iter()
+            .flat_map(|to| {
+                REQUIREMENTS
+                    .iter()
+                    .map(move |req| Query::saquery(&format!("-p --slid {from} --dlid {to} {req}")))
+            })
+            .collect()
+    });
+}
+
+#[test]
+fn osmtest_inventory_and_qos_tables() {
+    every_fabric("osmtest-inventory-qos", |_, _| {
+        vec![
+            Query::Osmtest(Flow::Inventory),
+            Query::Osmtest(Flow::QosTables),
+        ]
+    });
+}
+
+#[test]
+fn osmtest_all_and_services_end_alike() {
+    every_fabric("osmtest-all-services", |_, _| {
+        vec![
+            Query::Osmtest(Flow::Inventory),
+            Query::Osmtest(Flow::All),
+            Query::Osmtest(Flow::Services),
+        ]
+    });
+}
+
+#[test]
+fn osmtest_stress_passes() {
+    assert_same_answers(&[fabric("two-switch")], "osmtest-stress", |_, _| {
+        vec![Query::Osmtest(Flow::Stress)]
+    });
+}
