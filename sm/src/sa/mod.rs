@@ -295,6 +295,13 @@ impl Sa {
             return None;
         }
         let attribute = request.sa_attribute_id();
+        if matches!(method, Method::Set | Method::Delete) && !takes_set(attribute) {
+            // OpenSM hands Sets and Deletes to a dispatcher that knows only the attributes a
+            // client may change; for any other it logs ERR 1A02 and answers nothing, so osmtest's
+            // SMInfoRecord Set waits for ever against it too (osm_sa_mad_ctrl.c).
+            debug!(slid = from.lid, %attribute, %method, "Set/Delete of a read-only record; dropped");
+            return None;
+        }
         let Some(requester) = db.endport_of_lid(from.lid) else {
             debug!(slid = from.lid, "SA request from an unknown LID; dropped");
             return None;
@@ -390,6 +397,17 @@ fn respond_error(request: &[u8], method: Method, status: Status) -> Vec<u8> {
         view.set_attribute_offset(0);
     }
     answer
+}
+
+/// The attributes OpenSM 3.3.23 takes a Set or Delete of: the records clients change.
+fn takes_set(attribute: SaAttributeId) -> bool {
+    matches!(
+        attribute,
+        SaAttributeId::McMemberRecord
+            | SaAttributeId::ServiceRecord
+            | SaAttributeId::InformInfo
+            | SaAttributeId::GuidInfoRecord
+    )
 }
 
 /// Whether `mad` is an SA MAD: its class is subnet administration.
