@@ -387,7 +387,7 @@ pub struct MigrateArgs {
     /// Replace OUTPUT (and POLICY) if it exists.
     #[arg(long)]
     pub force: bool,
-    /// Where an ibqos.toml's [qos_policy] goes as a qos-policy.conf when writing an
+    /// Where an ibqos.toml's `[qos_policy]` goes as a qos-policy.conf when writing an
     /// opensm.conf; by default `qos-policy.conf` beside OUTPUT.
     #[arg(long, value_name = "POLICY")]
     pub policy_output: Option<PathBuf>,
