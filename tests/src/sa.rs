@@ -173,6 +173,31 @@ pub struct Transcript {
 /// The LID of every endport, as an SM assigned them.
 pub type Lids = BTreeMap<PortKey, u16>;
 
+/// What both SMs of a comparison run with: opensm.conf lines and, if any, a qos-policy.conf.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SmSetup {
+    /// Lines added to the opensm.conf both SMs read.
+    pub options: &'static str,
+    /// The qos-policy.conf both SMs read, instead of the default level alone.
+    pub policy: Option<&'static str>,
+}
+
+impl SmSetup {
+    /// The opensm.conf lines that point at `setup`'s policy, written into `dir`, and its
+    /// options.
+    fn conf_lines(&self, dir: &Path) -> Result<String> {
+        let mut lines = String::new();
+        if let Some(policy) = self.policy {
+            let path = dir.join("test-qos-policy.conf");
+            std::fs::write(&path, policy)
+                .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))?;
+            writeln!(lines, "qos_policy_file {}", path.display()).unwrap();
+        }
+        lines.push_str(self.options);
+        Ok(lines)
+    }
+}
+
 /// An SM running as a daemon on a fresh ibsim of a fabric. Both are killed by their PIDs on drop.
 #[derive(Debug)]
 pub struct Session<'a> {
@@ -210,9 +235,11 @@ impl<'a> Session<'a> {
         kind: SmKind,
         tools: &'a SaTools,
         fabric: &'a Fabric,
+        setup: &SmSetup,
         dir: &Path,
     ) -> Result<Session<'a>> {
         let sim = Ibsim::start(&tools.sim, &fabric.netfile, dir)?;
+        let conf_lines = setup.conf_lines(dir)?;
         let sm = match kind {
             SmKind::OpenSm => {
                 let osm_dir = dir.join("opensm");
@@ -221,7 +248,7 @@ impl<'a> Session<'a> {
                     &tools.sim,
                     &sim,
                     &fabric.sm_node,
-                    "",
+                    &conf_lines,
                     &osm_dir,
                 )?)
             }
@@ -229,7 +256,11 @@ impl<'a> Session<'a> {
                 let ibqos = crate::planner::ibqos_binary()?;
                 let cache = dir.join("ibqos-cache");
                 create_dir(&cache)?;
-                let invocation = SmInvocation::new(SmFabric::Native, &fabric.sm_node, &cache);
+                let conf = dir.join("ibqos-opensm.conf");
+                std::fs::write(&conf, &conf_lines)
+                    .map_err(|e| Error::new(format!("cannot write {}: {e}", conf.display())))?;
+                let invocation =
+                    SmInvocation::new(SmFabric::Native, &fabric.sm_node, &cache).opensm_conf(&conf);
                 let mut daemon = Daemon::start(&invocation, &ibqos, &sim)?;
                 let first = daemon.next_summary(IBQOS_UP_TIMEOUT)?;
                 if first["subnet_up"] != true {
@@ -707,6 +738,16 @@ pub fn assert_same_answers(
     group: &str,
     build: impl Fn(&Fabric, &Lids) -> Vec<Query>,
 ) {
+    assert_same_answers_with(&SmSetup::default(), fabrics, group, build);
+}
+
+/// [`assert_same_answers`] with both SMs configured by `setup`.
+pub fn assert_same_answers_with(
+    setup: &SmSetup,
+    fabrics: &[Fabric],
+    group: &str,
+    build: impl Fn(&Fabric, &Lids) -> Vec<Query>,
+) {
     let tools = SaTools::require();
     let dir = TestDir::new(&format!("sa-{group}"));
     let subject = SmKind::subject();
@@ -715,7 +756,7 @@ pub fn assert_same_answers(
         let build = |lids: &Lids| build(fabric, lids);
         let run = |kind, label: &str, lids| {
             let sm_dir = dir.subdir(&format!("{}-{label}", fabric.name));
-            run_all(&tools, fabric, kind, &sm_dir, lids, &build)
+            run_all(&tools, fabric, kind, setup, &sm_dir, lids, &build)
         };
         let (reference_lids, ours) = run(SmKind::OpenSm, "reference", None);
         let (subject_lids, theirs) = run(subject, "subject", Some(&reference_lids));
@@ -762,11 +803,12 @@ fn run_all(
     tools: &SaTools,
     fabric: &Fabric,
     kind: SmKind,
+    setup: &SmSetup,
     dir: &Path,
     lids: Option<&Lids>,
     build: &impl Fn(&Lids) -> Vec<Query>,
 ) -> (Lids, Vec<Transcript>) {
-    let session = Session::start(kind, tools, fabric, dir)
+    let session = Session::start(kind, tools, fabric, setup, dir)
         .unwrap_or_else(|e| panic!("{}: starting {kind}: {e}", fabric.name));
     let queries = build(lids.unwrap_or(&session.lids));
     let transcripts = queries

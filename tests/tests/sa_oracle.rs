@@ -8,8 +8,8 @@
 
 use ibqos_tests::readback::PortKey;
 use ibqos_tests::sa::{
-    Flow, Lids, Query, SaTools, Session, SmKind, assert_same_answers, lid_list, lid_table,
-    port_info_targets,
+    Flow, Lids, Query, SaTools, Session, SmKind, SmSetup, assert_same_answers,
+    assert_same_answers_with, lid_list, lid_table, port_info_targets,
 };
 use ibqos_tests::scenario::{Fabric, testdata};
 use ibqos_tests::{NodeKind, TestDir};
@@ -44,6 +44,7 @@ fn both_sms_assign_the_same_lids() {
                 kind,
                 &tools,
                 &fabric,
+                &SmSetup::default(),
                 &dir.subdir(&format!("{name}-{label}")),
             )
             .unwrap_or_else(|e| panic!("{name}: starting {kind}: {e}"))
@@ -212,4 +213,105 @@ fn osmtest_stress_passes() {
     assert_same_answers(&[fabric("two-switch")], "osmtest-stress", |_, _| {
         vec![Query::Osmtest(Flow::Stress)]
     });
+}
+
+/// A qos-policy.conf for two-switch.net exercising what decides a path's SL: a port group by
+/// port name, levels with an SL, mtu-limit, rate-limit, packet-life and a P_Key list, rules by
+/// destination and by service ID, and qos-ulps shortcuts (OpenSM appends them after the rules)
+/// by P_Key and by service ID ranges written backwards (opensm-qos vector 39).
+const POLICY: &str = "\
+port-groups
+    port-group
+        name: Storage
+        port-name: \"host-three HCA-1/P1\"
+    end-port-group
+    port-group
+        name: Switches
+        node-type: SWITCH
+    end-port-group
+end-port-groups
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 0
+    end-qos-level
+    qos-level
+        name: Gold
+        sl: 3
+        mtu-limit: 3
+        packet-life: 12
+    end-qos-level
+    qos-level
+        name: Silver
+        sl: 5
+        rate-limit: 3
+        pkey: 0x7fff
+    end-qos-level
+    qos-level
+        name: Management
+        sl: 7
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        destination: Storage
+        qos-level-name: Gold
+    end-qos-match-rule
+    qos-match-rule
+        service-id: 0x10000-0x1ffff
+        qos-level-name: Silver
+    end-qos-match-rule
+    qos-match-rule
+        destination: Switches
+        qos-level-name: Management
+    end-qos-match-rule
+end-qos-match-rules
+qos-ulps
+    any, service-id 0x30-0x20, 0x40 : 2
+    any, pkey 0x7fff : 4
+end-qos-ulps
+";
+
+/// What PathRecords ask for under the policy: the rules' service IDs, P_Keys, SLs that agree
+/// or disagree with the level, and selectors the level's limits decide.
+const POLICY_REQUIREMENTS: [&str; 12] = [
+    "",
+    "--service_id 0x10000",
+    "--service_id 0x1ffff",
+    "--service_id 0x25",
+    "--service_id 0x40",
+    "--pkey 0x7fff",
+    "--pkey 0xffff --service_id 0x10000",
+    "--sl 3",
+    "--sl 2",
+    "-M 3:0",
+    "--pkt_lifetime 12 --pkt_lifetime_selector 1",
+    "-R 3:2",
+];
+
+#[test]
+fn path_records_under_a_qos_policy() {
+    let setup = SmSetup {
+        options: "qos TRUE\n",
+        policy: Some(POLICY),
+    };
+    assert_same_answers_with(
+        &setup,
+        &[fabric("two-switch")],
+        "path-records-policy",
+        |f, lids| {
+            // From the SM's host and from the first switch, to every LID.
+            let all = lid_list(lids);
+            let sources = [sm_lid(f, lids), all[1]];
+            sources
+                .into_iter()
+                .flat_map(|from| all.iter().map(move |&to| (from, to)))
+                .flat_map(|(from, to)| {
+                    POLICY_REQUIREMENTS.iter().map(move |req| {
+                        Query::saquery(&format!("-p --slid {from} --dlid {to} {req}"))
+                    })
+                })
+                .collect()
+        },
+    );
 }
