@@ -272,46 +272,66 @@ qos-ulps
 end-qos-ulps
 ";
 
-/// What PathRecords ask for under the policy: the rules' service IDs, P_Keys, SLs that agree
-/// or disagree with the level, and selectors the level's limits decide.
-const POLICY_REQUIREMENTS: [&str; 12] = [
+/// What PathRecords ask for under a policy: the rules' and qos-ulps' service IDs (SDP port
+/// 30000, RDS port 25000, iSER port 900, a bare one), P_Keys, QoS classes, SLs that agree or
+/// disagree with the level, and selectors the level's limits decide.
+const POLICY_REQUIREMENTS: [&str; 17] = [
     "",
     "--service_id 0x10000",
     "--service_id 0x1ffff",
     "--service_id 0x25",
-    "--service_id 0x40",
+    "--service_id 0x17530",
+    "--service_id 0x10661a8",
+    "--service_id 0x1060384",
+    "--service_id 0x6234",
     "--pkey 0x7fff",
     "--pkey 0xffff --service_id 0x10000",
+    "-Q 8",
     "--sl 3",
     "--sl 2",
     "-M 3:0",
     "--pkt_lifetime 12 --pkt_lifetime_selector 1",
     "-R 3:2",
+    "-R 5:1",
 ];
+
+/// PathRecords from the SM's host and from the first switch to every LID, with each of the
+/// requirements, both SMs reading `policy` with `qos TRUE`.
+fn path_records_under(group: &str, policy: &'static str) {
+    let setup = SmSetup {
+        options: "qos TRUE\n",
+        policy: Some(policy),
+    };
+    assert_same_answers_with(&setup, &[fabric("two-switch")], group, |f, lids| {
+        let all = lid_list(lids);
+        let sources = [sm_lid(f, lids), all[1]];
+        sources
+            .into_iter()
+            .flat_map(|from| all.iter().map(move |&to| (from, to)))
+            .flat_map(|(from, to)| {
+                POLICY_REQUIREMENTS
+                    .iter()
+                    .map(move |req| Query::saquery(&format!("-p --slid {from} --dlid {to} {req}")))
+            })
+            .collect()
+    });
+}
 
 #[test]
 fn path_records_under_a_qos_policy() {
-    let setup = SmSetup {
-        options: "qos TRUE\n",
-        policy: Some(POLICY),
-    };
-    assert_same_answers_with(
-        &setup,
-        &[fabric("two-switch")],
-        "path-records-policy",
-        |f, lids| {
-            // From the SM's host and from the first switch, to every LID.
-            let all = lid_list(lids);
-            let sources = [sm_lid(f, lids), all[1]];
-            sources
-                .into_iter()
-                .flat_map(|from| all.iter().map(move |&to| (from, to)))
-                .flat_map(|(from, to)| {
-                    POLICY_REQUIREMENTS.iter().map(move |req| {
-                        Query::saquery(&format!("-p --slid {from} --dlid {to} {req}"))
-                    })
-                })
-                .collect()
-        },
+    path_records_under("path-records-policy", POLICY);
+}
+
+/// The policies the reader's own tests accept: every section and shape (SL 16 on a level, a
+/// qos-ulps line per ULP), and the least a policy can be.
+#[test]
+fn path_records_under_the_readers_accepted_policies() {
+    path_records_under(
+        "path-records-policy-full",
+        include_str!("../../opensm-compat/tests/data/qos-policy/accepted/full.conf"),
+    );
+    path_records_under(
+        "path-records-policy-minimal",
+        include_str!("../../opensm-compat/tests/data/qos-policy/accepted/minimal.conf"),
     );
 }
