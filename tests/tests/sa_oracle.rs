@@ -218,7 +218,9 @@ fn osmtest_stress_passes() {
 /// A qos-policy.conf for two-switch.net exercising what decides a path's SL: a port group by
 /// port name, levels with an SL, mtu-limit, rate-limit, packet-life and a P_Key list, rules by
 /// destination and by service ID, and qos-ulps shortcuts (OpenSM appends them after the rules)
-/// by P_Key and by service ID ranges written backwards (opensm-qos vector 39).
+/// by P_Key, by service ID ranges written backwards and by one GUID as both source and
+/// destination (opensm-qos vectors 39 and 43); a second `default` level, which loses to the
+/// first (vector 40).
 const POLICY: &str = "\
 port-groups
     port-group
@@ -266,8 +268,15 @@ qos-match-rules
         qos-level-name: Management
     end-qos-match-rule
 end-qos-match-rules
+qos-levels
+    qos-level
+        name: default
+        sl: 6
+    end-qos-level
+end-qos-levels
 qos-ulps
     any, service-id 0x30-0x20, 0x40 : 2
+    any, source-target-port-guid 0x0002c90000100001 : 1
     any, pkey 0x7fff : 4
 end-qos-ulps
 ";
