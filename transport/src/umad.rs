@@ -36,6 +36,9 @@ const SYS_INFINIBAND_MAD: &str = "/sys/class/infiniband_mad";
 const HDR_WITH_PKEY: usize = 64;
 const HDR_WITHOUT_PKEY: usize = 56;
 const MAD_LEN: usize = 256;
+/// The longest message read: far more than any SA request (a MultiPathRecord with every GID a
+/// client can name); a claim of more is not believed.
+const MAX_RECEIVED_MESSAGE: usize = 64 * 1024;
 /// The kernel hands back a timed-out request as the header plus the 24-byte MAD header.
 const MAD_COMMON_HEADER: usize = 24;
 
@@ -323,6 +326,19 @@ impl Transport for UmadTransport {
                 let n = unsafe { libc::read(self.fd.0, buf.as_mut_ptr().cast(), buf.len()) };
                 if n == -1 {
                     let e = io::Error::last_os_error();
+                    if e.raw_os_error() == Some(libc::ENOSPC) {
+                        // A request the kernel's RMPP reassembled (a GetMulti spanning
+                        // segments) is longer than the buffer: the kernel wrote the header,
+                        // whose length field is the whole message with its header, and keeps
+                        // the message queued for a read with room enough (linux
+                        // user_mad.c `copy_recv_mad`).
+                        let needed = u32::from_ne_bytes([buf[16], buf[17], buf[18], buf[19]]);
+                        let needed = usize::try_from(needed).unwrap_or(usize::MAX);
+                        if needed > buf.len() && needed <= MAX_RECEIVED_MESSAGE {
+                            buf.resize(needed, 0);
+                            continue;
+                        }
+                    }
                     if !matches!(
                         e.kind(),
                         io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
