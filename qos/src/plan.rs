@@ -12,7 +12,7 @@
 
 use ibqos_mad::{Priority, VlArbBlock, VlArbEntry};
 
-use crate::config::{PortClass, QosConfig};
+use crate::config::{EffectiveQos, PortClass, QosConfig};
 use crate::tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbTable};
 use crate::types::VlCount;
 
@@ -94,6 +94,16 @@ pub enum PlanError {
 /// The tables OpenSM 3.3.23 programs on a port of `class` with `caps`, with the two fixes listed
 /// in the module documentation.
 pub fn plan(config: &QosConfig, class: PortClass, caps: &PortCaps) -> Result<PortPlan, PlanError> {
+    plan_settings(&config.effective(class), class, caps)
+}
+
+/// The tables for a port of `class` with `caps` under `settings`: its class's, or those with
+/// what a `qos-setup` scope gives the port ([`EffectiveQos::with_setup`]).
+pub fn plan_settings(
+    settings: &EffectiveQos,
+    class: PortClass,
+    caps: &PortCaps,
+) -> Result<PortPlan, PlanError> {
     let caps_of = [
         (Priority::Low, caps.vlarb_low_cap),
         (Priority::High, caps.vlarb_high_cap),
@@ -109,7 +119,6 @@ pub fn plan(config: &QosConfig, class: PortClass, caps: &PortCaps) -> Result<Por
             cap: caps.vl_cap,
         });
     }
-    let settings = config.effective(class);
     let mask = caps.oper_vls.vl_mask();
     let sl2vl = caps
         .sl_mapping_supported

@@ -12,6 +12,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+pub use ibqos_mad::NodeType;
+
 /// A PathRecord's P_Key is matched without its membership bit (`osm_qos_policy.c:705`).
 pub const PKEY_MASK: u64 = 0x7fff;
 
@@ -125,21 +127,16 @@ impl NodeTypes {
         }
     }
 
+    /// Whether a node of this type is in the group; a type NodeInfo does not define is in
+    /// none (`__qos_policy_is_port_in_group` compares the type with each of the three).
     pub fn contains(self, node: NodeType) -> bool {
         match node {
             NodeType::Ca => self.ca,
             NodeType::Switch => self.switch,
             NodeType::Router => self.router,
+            _ => false,
         }
     }
-}
-
-/// A node's type, as NodeInfo gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NodeType {
-    Ca,
-    Switch,
-    Router,
 }
 
 /// One `port-name` entry, `node description/Pn`, as OpenSM splits it at the last `/`.
@@ -483,16 +480,18 @@ impl ResolvedPolicy {
     }
 }
 
+/// The first of `names` that is `name`, case-insensitively: how OpenSM finds a level or a
+/// port group by name (`osm_qos_policy.c:790,840-858`).
+fn find_name<'a>(mut names: impl Iterator<Item = &'a str>, name: &str) -> Option<usize> {
+    names.position(|n| n.eq_ignore_ascii_case(name))
+}
+
 fn find_level(levels: &[QosLevel], name: &str) -> Option<usize> {
-    levels
-        .iter()
-        .position(|l| l.name.eq_ignore_ascii_case(name))
+    find_name(levels.iter().map(|l| l.name.as_str()), name)
 }
 
 fn find_group(groups: &[ResolvedGroup], name: &str) -> Option<usize> {
-    groups
-        .iter()
-        .position(|g| g.name.eq_ignore_ascii_case(name))
+    find_name(groups.iter().map(|g| g.name.as_str()), name)
 }
 
 /// The name of the level a `qos-ulps` line with this SL uses.
@@ -578,18 +577,29 @@ impl QosPolicy {
             })
     }
 
+    /// The port groups' ports on a fabric, in file order, with what OpenSM ignores in them.
+    pub fn resolve_groups(
+        &self,
+        dir: &dyn PortDirectory,
+    ) -> Result<(Vec<ResolvedGroup>, Vec<ResolveWarning>), ResolveError> {
+        let mut warnings = Vec::new();
+        let known = dir.port_guids();
+        let groups = self
+            .port_groups
+            .iter()
+            .map(|group| resolve_group(group, dir, &known, &mut warnings))
+            .collect::<Result<_, _>>()?;
+        Ok((groups, warnings))
+    }
+
     /// Applies the policy to a fabric as OpenSM does when it loads the file: the groups' ports
     /// found, the ipoib partitions checked, then `osm_qos_policy_validate`.
     pub fn resolve(
         &self,
         dir: &dyn PortDirectory,
     ) -> Result<(ResolvedPolicy, Vec<ResolveWarning>), ResolveError> {
-        let mut warnings = Vec::new();
+        let (mut groups, mut warnings) = self.resolve_groups(dir)?;
         let known = dir.port_guids();
-        let mut groups = Vec::with_capacity(self.port_groups.len());
-        for group in &self.port_groups {
-            groups.push(resolve_group(group, dir, &known, &mut warnings)?);
-        }
         for ulp in &self.ulps {
             check_ipoib(&ulp.kind, dir)?;
         }
@@ -815,6 +825,8 @@ fn resolve_rule(
         level,
     })
 }
+
+pub mod setup;
 
 #[cfg(test)]
 mod tests;
