@@ -165,14 +165,40 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut loaded = load_bytes(&path.display().to_string(), &bytes, Format::from_path(path))?;
-    if loaded.format == Format::OpenSmConf {
-        let policy = load_policy(loaded.settings.qos_policy_file.as_deref());
-        if let PolicyLoad::Loaded { read, .. } = &policy {
-            loaded.settings.qos_policy = Some(read.policy.clone());
-        }
-        loaded.policy = Some(policy);
+    let name = path.display().to_string();
+    let mut loaded = load_bytes(&name, &bytes, Format::from_path(path))?;
+    let settings = &mut loaded.settings;
+    let native = loaded.format == Format::NativeToml;
+    // ibqos.toml's own [qos_policy] wins over its policy_file.
+    if native && (settings.qos_policy.is_some() || settings.qos_policy_file.is_none()) {
+        return Ok(loaded);
     }
+    let mut policy = load_policy(settings.qos_policy_file.as_deref());
+    if let PolicyLoad::Loaded { read, .. } = &mut policy {
+        if settings.program_policy_setup {
+            read.diagnostics
+                .retain(|d| d.code != Code::PolicySetupIgnored);
+        }
+        settings.qos_policy = Some(read.policy.clone());
+        settings.qos_setup_places = read.setup_places.clone();
+        if settings.program_policy_setup
+            && let Err(problems) = read.policy.check_setup()
+        {
+            return Err(LoadError::Invalid {
+                name,
+                diagnostics: qos_policy::setup_diagnostics(&problems, &settings.qos_setup_places),
+            });
+        }
+    }
+    // ibqos.toml is strict: a policy file it names must load.
+    let failed = policy.diagnostics();
+    if native && failed.iter().any(Diagnostic::is_error) {
+        return Err(LoadError::Invalid {
+            name,
+            diagnostics: failed,
+        });
+    }
+    loaded.policy = Some(policy);
     Ok(loaded)
 }
 
@@ -205,7 +231,14 @@ pub fn load_bytes(name: &str, bytes: &[u8], format: Format) -> Result<Loaded, Lo
 pub fn to_opensm_conf(s: &Settings) -> (String, Vec<Diagnostic>) {
     let text = conf::write(s);
     let (back, _) = conf::read("opensm.conf", text.as_bytes());
-    let diagnostics = compare(s, &back, "opensm.conf");
+    let mut diagnostics = compare(s, &back, "opensm.conf");
+    if s.program_policy_setup {
+        diagnostics.push(Diagnostic::warning(
+            Code::NotExpressible,
+            "`program_policy_setup` cannot be said in opensm.conf: OpenSM programs nothing \
+             from qos-policy.conf's qos-setup",
+        ));
+    }
     (text, diagnostics)
 }
 

@@ -24,12 +24,12 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
 
-use crate::conf;
 use crate::native_policy::{self, NativePolicy};
 use crate::options::{self, Anchor, Kind, OPTIONS, U64};
 use crate::settings::{
     QOS_SETS, QosField, Settings, TYPED_KEYS, parse_qos_key, qos_set, qos_set_mut,
 };
+use crate::{conf, qos_policy};
 
 /// Integers with a range, each with a message that says what the number is.
 macro_rules! ranged {
@@ -172,6 +172,7 @@ struct NativeFile {
 struct NativeQos {
     enabled: Option<bool>,
     policy_file: Option<String>,
+    program_policy_setup: Option<bool>,
     default: Option<NativeSet>,
     ca: Option<NativeSet>,
     sw0: Option<NativeSet>,
@@ -294,12 +295,35 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
     if let Some(p) = &q.policy_file {
         s.qos_policy_file = Some(p.clone());
     }
+    s.program_policy_setup = q.program_policy_setup.unwrap_or(false);
     if let Some(policy) = file.qos_policy {
+        // An inline policy wins over `policy_file`, which is kept for opensm.conf.
         let span = policy.span();
         match policy.into_inner().into_policy() {
-            Ok(policy) => s.qos_policy = Some(policy),
+            Ok((policy, spans)) => {
+                s.qos_setup_places = spans
+                    .into_iter()
+                    .map(|(id, span)| (id, errors.at(span)))
+                    .collect();
+                if s.program_policy_setup
+                    && let Err(problems) = policy.check_setup()
+                {
+                    errors.list.extend(qos_policy::setup_diagnostics(
+                        &problems,
+                        &s.qos_setup_places,
+                    ));
+                }
+                s.qos_policy = Some(policy);
+            }
             Err(message) => errors.push(span, format!("qos_policy: {message}"), None),
         }
+    } else if s.program_policy_setup && q.policy_file.is_none() {
+        errors.push(
+            0..0,
+            "program_policy_setup is on, but there is no QoS policy to take qos-setup from"
+                .to_string(),
+            Some("add a [qos_policy] or a [qos] policy_file".to_string()),
+        );
     }
     for class in QOS_SETS {
         let Some(n) = q.set(class) else { continue };
@@ -515,6 +539,9 @@ pub(crate) fn write(s: &Settings) -> String {
     kv(&mut out, "enabled", s.qos.enabled.to_string());
     if let Some(p) = &s.qos_policy_file {
         kv(&mut out, "policy_file", toml_str(p));
+    }
+    if s.program_policy_setup {
+        kv(&mut out, "program_policy_setup", "true".to_string());
     }
     for class in QOS_SETS {
         let set = qos_set(&s.qos, class);

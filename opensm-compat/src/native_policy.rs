@@ -16,11 +16,16 @@
 //! sl = 2
 //! ```
 
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use ibqos_qos::policy::setup::ScopeId;
 use ibqos_qos::policy::{
     MatchRule, NodeTypes, PortGroup, PortName, QosLevel, QosPolicy, QosSetup, RangeSet, Sl2vlScope,
     Ulp, UlpKind, VlarbScope,
 };
 use serde::Deserialize;
+use toml::Spanned;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,10 +39,13 @@ pub(crate) struct NativePolicy {
     #[serde(default)]
     ulps: Vec<NativeUlp>,
     #[serde(default)]
-    vlarb_scopes: Vec<NativeVlarbScope>,
+    vlarb_scopes: Vec<Spanned<NativeVlarbScope>>,
     #[serde(default)]
-    sl2vl_scopes: Vec<NativeSl2vlScope>,
+    sl2vl_scopes: Vec<Spanned<NativeSl2vlScope>>,
 }
+
+/// Where each qos-setup scope is in the file, as byte ranges.
+pub(crate) type ScopeSpans = BTreeMap<ScopeId, Range<usize>>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -267,8 +275,15 @@ fn ulp(n: &NativeUlp) -> Result<Ulp, String> {
 }
 
 impl NativePolicy {
-    /// The policy, or what is wrong with the tables.
-    pub(crate) fn into_policy(self) -> Result<QosPolicy, String> {
+    /// The policy and where its qos-setup scopes are, or what is wrong with the tables.
+    pub(crate) fn into_policy(self) -> Result<(QosPolicy, ScopeSpans), String> {
+        let mut spans = ScopeSpans::new();
+        for (i, scope) in self.vlarb_scopes.iter().enumerate() {
+            spans.insert(ScopeId::Vlarb(i + 1), scope.span());
+        }
+        for (i, scope) in self.sl2vl_scopes.iter().enumerate() {
+            spans.insert(ScopeId::Sl2vl(i + 1), scope.span());
+        }
         let port_groups = self
             .port_groups
             .into_iter()
@@ -329,6 +344,7 @@ impl NativePolicy {
         let vlarb_scopes = self
             .vlarb_scopes
             .into_iter()
+            .map(Spanned::into_inner)
             .map(|s| {
                 if s.groups.is_empty() && s.across.is_empty() {
                     return Err("a vlarb scope needs groups or across".to_string());
@@ -345,6 +361,7 @@ impl NativePolicy {
         let sl2vl_scopes = self
             .sl2vl_scopes
             .into_iter()
+            .map(Spanned::into_inner)
             .map(|s| {
                 if s.groups.is_empty() && s.across_from.is_empty() && s.across_to.is_empty() {
                     return Err("an sl2vl scope needs groups, across_from or across_to".into());
@@ -362,7 +379,7 @@ impl NativePolicy {
                 })
             })
             .collect::<Result<_, String>>()?;
-        Ok(QosPolicy {
+        let policy = QosPolicy {
             port_groups,
             qos_levels,
             match_rules,
@@ -371,7 +388,8 @@ impl NativePolicy {
                 vlarb_scopes,
                 sl2vl_scopes,
             },
-        })
+        };
+        Ok((policy, spans))
     }
 }
 

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use ibqos_qos::policy::QosPolicy;
+use ibqos_qos::policy::setup::ScopeId;
 use ibqos_qos::{PortClass, QosConfig, QosSet, VlCount};
-use ibqos_text::{Code, Diagnostic};
+use ibqos_text::{Code, Diagnostic, Location};
 
 use crate::options::{self, Anchor, Kind, OPTIONS, Parsed, Value};
 use crate::tables;
@@ -21,6 +22,11 @@ pub struct Settings {
     /// The policy that file holds, when it loaded (see [`crate::PolicyLoad`]); from
     /// ibqos.toml, its `[qos_policy]`.
     pub qos_policy: Option<QosPolicy>,
+    /// ibqos.toml's `[qos] program_policy_setup`: program the per port group tables of the
+    /// policy's `qos-setup` section, which OpenSM parses and ignores. opensm.conf cannot say it.
+    pub program_policy_setup: bool,
+    /// Where each `qos-setup` scope of the policy is written, for messages.
+    pub qos_setup_places: BTreeMap<ScopeId, Location>,
     pub sm: SmSettings,
     pub links: LinkSettings,
     /// Every other option OpenSM recognises that the file sets (or that OpenSM's verify step
@@ -540,6 +546,8 @@ fn blank() -> Settings {
         qos: QosConfig::default(),
         qos_policy_file: None,
         qos_policy: None,
+        program_policy_setup: false,
+        qos_setup_places: BTreeMap::new(),
         sm: SmSettings {
             guid: 0,
             subnet_prefix: 0,

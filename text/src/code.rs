@@ -269,6 +269,9 @@ codes! {
     PolicyIpoibPartition = "policy-ipoib-partition" in QosPolicy;
     /// The qos-setup section has no effect under OpenSM.
     PolicySetupIgnored = "policy-setup-ignored" in QosPolicy;
+    /// A qos-setup scope ibqos cannot program: a group that is not a port group, a value no
+    /// table holds, or two scopes giving one port different tables.
+    PolicySetupInvalid = "policy-setup-invalid" in QosPolicy;
     /// A second qos-level named default: the first wins.
     PolicyDuplicateDefault = "policy-duplicate-default" in QosPolicy;
     /// A GUID, node or partition of a group the fabric does not have.

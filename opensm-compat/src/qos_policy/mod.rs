@@ -12,8 +12,10 @@ mod lexer;
 mod parser;
 mod write;
 
+use std::collections::BTreeMap;
 use std::fmt;
 
+use ibqos_qos::policy::setup::{ScopeId, SetupError};
 use ibqos_qos::policy::{QosPolicy, ResolveError, ResolveWarning};
 use ibqos_text::{Code, Diagnostic, Location};
 
@@ -79,6 +81,8 @@ pub struct PolicyRead {
     pub policy: QosPolicy,
     /// Warnings for what OpenSM accepts but does not do as written, in file order.
     pub diagnostics: Vec<Diagnostic>,
+    /// Where each qos-setup scope starts.
+    pub setup_places: BTreeMap<ScopeId, Location>,
 }
 
 /// Reads `bytes`, a qos-policy.conf called `name`.
@@ -88,6 +92,7 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<PolicyRead, PolicyError> {
     Ok(PolicyRead {
         policy: parser.policy,
         diagnostics: parser.diagnostics,
+        setup_places: parser.setup_places,
     })
 }
 
@@ -125,6 +130,27 @@ pub fn resolve_error_diagnostic(name: &str, error: &ResolveError) -> Diagnostic 
     Diagnostic::error(Code::PolicyInvalid, error.to_string())
         .at(Some(Location::whole_file(name)))
         .with_help("OpenSM drops the whole policy file")
+}
+
+/// Why ibqos cannot program a policy's qos-setup ([`QosPolicy::check_setup`] or
+/// [`ibqos_qos::policy::setup::CheckedSetup::apply`]), each at the scope it is about.
+pub fn setup_diagnostics(
+    errors: &[SetupError],
+    places: &BTreeMap<ScopeId, Location>,
+) -> Vec<Diagnostic> {
+    errors
+        .iter()
+        .map(|error| {
+            let mut d = Diagnostic::error(Code::PolicySetupInvalid, error.to_string())
+                .at(places.get(&error.scope()).cloned());
+            if let SetupError::Conflict { first, .. } = error
+                && let Some(at) = places.get(first)
+            {
+                d = d.with_help(format!("{first} is at {}:{}:{}", at.file, at.line, at.col));
+            }
+            d
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -3,6 +3,9 @@
 //! piece or a range's first number, never after a single number or a block's end), so an
 //! error raised by a grammar action carries the position OpenSM reports.
 
+use std::collections::BTreeMap;
+
+use ibqos_qos::policy::setup::ScopeId;
 use ibqos_qos::policy::{
     MAX_PORTS_ON_SWITCH, MatchRule, NodeTypes, PortGroup, PortName, QosLevel, QosPolicy, RangeSet,
     Sl2vlScope, Ulp, UlpKind, VlarbScope,
@@ -30,6 +33,8 @@ pub struct Parser<'a> {
     last: (usize, usize),
     pub policy: QosPolicy,
     pub diagnostics: Vec<Diagnostic>,
+    /// Where each qos-setup scope starts: its `vlarb-scope` or `sl2vl-scope` keyword.
+    pub setup_places: BTreeMap<ScopeId, Location>,
 }
 
 /// A string as the grammar's `single_string` builds it, with where it was.
@@ -49,6 +54,7 @@ impl<'a> Parser<'a> {
             last: (0, 0),
             policy: QosPolicy::default(),
             diagnostics: Vec::new(),
+            setup_places: BTreeMap::new(),
         }
     }
 
@@ -455,15 +461,27 @@ impl<'a> Parser<'a> {
         loop {
             match self.take().token {
                 Token::Block(Block::VlarbTablesStart) => loop {
-                    match self.take().token {
-                        Token::Block(Block::VlarbScopeStart) => self.vlarb_scope()?,
+                    let lexeme = self.take();
+                    match lexeme.token {
+                        Token::Block(Block::VlarbScopeStart) => {
+                            let id = ScopeId::Vlarb(self.policy.setup.vlarb_scopes.len() + 1);
+                            let at = self.location(lexeme.start, lexeme.end);
+                            self.setup_places.insert(id, at);
+                            self.vlarb_scope()?
+                        }
                         Token::Block(Block::VlarbTablesEnd) => break,
                         _ => return self.syntax_error(),
                     }
                 },
                 Token::Block(Block::Sl2vlTablesStart) => loop {
-                    match self.take().token {
-                        Token::Block(Block::Sl2vlScopeStart) => self.sl2vl_scope()?,
+                    let lexeme = self.take();
+                    match lexeme.token {
+                        Token::Block(Block::Sl2vlScopeStart) => {
+                            let id = ScopeId::Sl2vl(self.policy.setup.sl2vl_scopes.len() + 1);
+                            let at = self.location(lexeme.start, lexeme.end);
+                            self.setup_places.insert(id, at);
+                            self.sl2vl_scope()?
+                        }
                         Token::Block(Block::Sl2vlTablesEnd) => break,
                         _ => return self.syntax_error(),
                     }
