@@ -121,7 +121,12 @@ fn converged(
             return Err(format!("{a} {b}: {:?} {:?}", state(a), state(b)));
         }
     }
-    let sets = qos_sets(sweep.subnet(), &config.qos, config.use_optimized_slvl);
+    let sets = qos_sets(
+        sweep.subnet(),
+        &config.qos,
+        sweep.qos_setup(),
+        config.use_optimized_slvl,
+    );
     if sets.is_empty() {
         return Err("no QoS table planned".into());
     }

@@ -26,6 +26,12 @@ fn repo(path: &str) -> std::path::PathBuf {
 /// Runs `ibqos sm --once --json` with `args` and a scratch LID cache; its exit status and
 /// summary.
 fn sm_once(args: &[&str]) -> (bool, Value) {
+    let (ok, summary, _) = sm_once_logged(args);
+    (ok, summary)
+}
+
+/// [`sm_once`], with what the SM logged.
+fn sm_once_logged(args: &[&str]) -> (bool, Value, String) {
     // One cache per run: tests run in parallel, and two sharing a cache would remove it under
     // each other.
     let cache = tempfile::tempdir().unwrap();
@@ -33,11 +39,12 @@ fn sm_once(args: &[&str]) -> (bool, Value) {
         .args(["sm", "--once", "--json", "--cache-dir"])
         .arg(cache.path())
         .args(args)
+        .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    let summary = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.success(), summary)
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    let summary = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {log}"));
+    (out.status.success(), summary, log)
 }
 
 /// Runs `ibqos` with `args`, which must succeed.
@@ -173,7 +180,12 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         );
     }
     // Every QoS table the planner calls for, as the fabric now holds it.
-    let sets = qos_sets(sweep.subnet(), &config.qos, config.use_optimized_slvl);
+    let sets = qos_sets(
+        sweep.subnet(),
+        &config.qos,
+        sweep.qos_setup(),
+        config.use_optimized_slvl,
+    );
     assert!(!sets.is_empty());
     let all_pairs = u32::from(SlToVlModifier::All);
     assert!(
@@ -336,4 +348,96 @@ fn linked_port_states(dump: &FabricDump) -> Vec<String> {
         .filter(|(_, p)| p.phys_state == "LinkUp")
         .map(|(_, p)| p.port_state.clone())
         .collect()
+}
+
+/// The built-in fabric after `ibqos sm -c CONFIG`, as the emulator holds it, and the SM's log.
+fn programmed_with(config: &Path) -> (FabricDump, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("after.json");
+    let (up, summary, log) = sm_once_logged(&[
+        "-c",
+        config.to_str().unwrap(),
+        "--dump-fabric",
+        dump.to_str().unwrap(),
+    ]);
+    assert!(up, "{summary}\n{log}");
+    let text = std::fs::read_to_string(&dump).unwrap();
+    (FabricDump::from_json(&text).unwrap(), log)
+}
+
+/// `config` with `program_policy_setup` turned off: the tables of the port classes only.
+fn without_setup(dir: &Path, config: &Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(config).unwrap();
+    let off = text.replace("program_policy_setup = true", "program_policy_setup = false");
+    assert_ne!(off, text, "the configuration turns the setup on");
+    let path = dir.join("off.toml");
+    std::fs::write(&path, off).unwrap();
+    path
+}
+
+/// With `program_policy_setup`, the qos-setup scopes' tables are on exactly the ports they
+/// choose, read back from the emulator: storage's ports and the switch ports facing them get
+/// the vlarb-scope's high table and VLHighLimit, the switch ports towards storage the
+/// across-to SL-to-VL table from every input, switch one's port 1 to port 2 entry its own;
+/// every other port and entry is what the port classes program without the section.
+#[test]
+fn qos_setup_tables_land_on_the_ports_their_groups_choose() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = repo("ibqos/tests/data/qos-setup.toml");
+    let (with, log) = programmed_with(&config);
+    assert!(log.contains("qos-setup applied to the fabric"), "{log}");
+    let (without, _) = programmed_with(&without_setup(dir.path(), &config));
+    let storage = [("H5", 1), ("H5", 2), ("S1", 5), ("S2", 5)];
+    let across_to: [u8; 16] = std::array::from_fn(|sl| (sl % 4) as u8);
+    let mut compared = 0;
+    for (guid, node) in &with.nodes {
+        for (number, port) in &node.ports {
+            let class = &without.nodes[guid].ports[number];
+            let mut expected = class.clone();
+            if storage.contains(&(node.name.as_str(), *number)) {
+                expected.vl_high_limit = 9;
+                expected.vlarb_high[..2].copy_from_slice(&[[1, 200], [2, 100]]);
+                expected.vlarb_high[2..].fill([0, 0]);
+                if node.kind == "switch" {
+                    expected.sl2vl.values_mut().for_each(|t| *t = across_to);
+                }
+            }
+            if (node.name.as_str(), *number) == ("S1", 2) {
+                expected.sl2vl.insert(1, [3; 16]);
+            }
+            assert_eq!(port, &expected, "{}/P{number}", node.name);
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 24, "every port of two-switch: 2 x 9 switch ports, 6 HCA ports");
+}
+
+/// Two scopes giving one port different tables: the SM says where, programs the port classes'
+/// tables everywhere instead, and still brings the subnet up.
+#[test]
+fn conflicting_qos_setup_scopes_are_logged_at_their_place_and_not_programmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo("ibqos/tests/data/qos-setup.toml")).unwrap();
+    let conflicting = format!(
+        "{text}\n[[qos_policy.vlarb_scopes]]\ngroups = [\"Storage\"]\nvlarb_high = [\"1:1\"]\n"
+    );
+    let config = dir.path().join("conflict.toml");
+    std::fs::write(&config, &conflicting).unwrap();
+    let lines: Vec<&str> = conflicting.lines().collect();
+    let line = lines
+        .iter()
+        .rposition(|l| *l == "[[qos_policy.vlarb_scopes]]")
+        .unwrap()
+        + 1;
+    let (with, log) = programmed_with(&config);
+    let place = format!("conflict.toml:{line}:1");
+    let conflict = log
+        .lines()
+        .find(|l| l.contains("vlarb-scope 1 and vlarb-scope 2 both set vlarb-high"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(conflict.contains(&place), "{conflict}");
+    assert!(conflict.contains("host-five HCA-1/P1"), "{conflict}");
+    assert!(log.contains("qos-setup not programmed"), "{log}");
+    let (without, _) = programmed_with(&without_setup(dir.path(), &config));
+    assert_eq!(with, without);
 }

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use ibqos_opensm::Settings;
 use ibqos_qos::VlCount;
-use tracing::warn;
+use tracing::{error, warn};
 
+use crate::engine::qos::SetupConfig;
 use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::SchedulerConfig;
 use crate::engine::sweep::{SweepConfig, SweepMode};
@@ -56,6 +57,33 @@ pub fn sa_config(settings: &Settings) -> SaConfig {
     }
 }
 
+/// The qos-setup section to program, when ibqos.toml asks for it and the policy has one. The
+/// loader refuses a setup that fails its checks; one that fails here anyway is logged and left
+/// out.
+fn setup_config(settings: &Settings) -> Option<SetupConfig> {
+    let policy = settings.qos_policy.as_ref()?;
+    if !settings.program_policy_setup || policy.setup.is_empty() {
+        return None;
+    }
+    match policy.check_setup() {
+        Ok(scopes) => Some(SetupConfig {
+            policy: policy.clone(),
+            scopes,
+            places: settings
+                .qos_setup_places
+                .iter()
+                .map(|(id, at)| (*id, format!("{}:{}:{}", at.file, at.line, at.col)))
+                .collect(),
+        }),
+        Err(problems) => {
+            for problem in problems {
+                error!(%problem, "qos-setup not programmed");
+            }
+            None
+        }
+    }
+}
+
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
 pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
     let sm = &settings.sm;
@@ -87,6 +115,7 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         routing,
         guid2lid,
         qos: settings.qos.clone(),
+        qos_setup: setup_config(settings),
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
         mode: SweepMode::Forced,

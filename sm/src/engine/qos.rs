@@ -4,16 +4,72 @@
 //!
 //! Pure functions: the sweep sends what they return and checks each echo against it.
 
+use std::collections::BTreeMap;
+
 use ibqos_mad::{
     Attribute, CapabilityMask, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
     VlArbitrationTableRepr,
 };
+use ibqos_qos::policy::QosPolicy;
+use ibqos_qos::policy::setup::{CheckedSetup, ScopeId, SetupTables};
 use ibqos_qos::{
-    PortCaps, PortClass, PortPlan, QosConfig, Sl2VlProgramming, SwitchSl2VlView, VlCount, plan,
-    switch_sl2vl,
+    PortCaps, PortClass, PortPlan, QosConfig, Sl2VlProgramming, Sl2VlSet, SwitchSl2VlView, VlCount,
+    plan_settings, switch_sl2vl,
 };
+use tracing::{error, info, warn};
 
+use super::groups::{Directory, setup_ports};
 use super::subnet::{Node, PortKey, Subnet};
+
+/// The qos-setup section to program (OpenSM ignores it; ibqos.toml's `[qos]
+/// program_policy_setup` asks for it): the policy whose port groups the scopes name, and the
+/// scopes, checked.
+#[derive(Debug, Clone)]
+pub struct SetupConfig {
+    pub policy: QosPolicy,
+    pub scopes: CheckedSetup,
+    /// Where each scope is written (`ibqos.toml:31:1`), for messages.
+    pub places: BTreeMap<ScopeId, String>,
+}
+
+/// What the scopes program on this subnet. Nothing, with every reason logged as an error, when
+/// a group cannot be resolved or two scopes disagree on a port: the port classes' tables are
+/// programmed then, as without the section.
+pub fn setup_tables(subnet: &Subnet, setup: &SetupConfig) -> SetupTables {
+    let groups = match setup.policy.resolve_groups(&Directory::new(subnet)) {
+        Ok((groups, warnings)) => {
+            for warning in warnings {
+                warn!(%warning, "qos-policy port groups");
+            }
+            groups
+        }
+        Err(reason) => {
+            error!(%reason, "qos-setup not programmed: its port groups do not resolve");
+            return SetupTables::default();
+        }
+    };
+    match setup.scopes.apply(&groups, &setup_ports(subnet)) {
+        Ok(tables) => {
+            info!(
+                ports = tables.ports.len(),
+                sl2vl_entries = tables.sl2vl.len(),
+                "qos-setup applied to the fabric"
+            );
+            tables
+        }
+        Err(conflicts) => {
+            for conflict in conflicts {
+                let at = setup
+                    .places
+                    .get(&conflict.scope())
+                    .map_or("", String::as_str);
+                error!(at, "{conflict}");
+            }
+            error!("qos-setup not programmed: the port classes' tables are programmed instead");
+            SetupTables::default()
+        }
+    }
+}
 
 /// One QoS Set: which node, with what modifier, and the ports whose tables it writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,10 +98,12 @@ pub fn port_class(node: &Node, port: u8) -> Option<PortClass> {
     }
 }
 
-/// The planner's answer for one port, running `oper_vls` (PortInfo encoding) VLs.
+/// The planner's answer for one port, running `oper_vls` (PortInfo encoding) VLs: its class's
+/// tables, or what a qos-setup scope gives it.
 pub fn port_plan(
     subnet: &Subnet,
     config: &QosConfig,
+    setup: &SetupTables,
     key: PortKey,
     oper_vls: u8,
 ) -> Option<PortPlan> {
@@ -72,20 +130,40 @@ pub fn port_plan(
         vlarb_high_cap: port.info.vl_arbitration_high_cap.min(64),
         sl_mapping_supported: sl_mapping,
     };
-    plan(config, class, &caps).ok()
+    let mut settings = config
+        .effective(class)
+        .with_setup(setup.port(key.node, key.port));
+    if !node.is_switch()
+        && let Some(table) = setup.sl2vl.get(&(key.node, 0, key.port))
+    {
+        settings.sl2vl = table.value;
+    }
+    plan_settings(&settings, class, &caps).ok()
 }
 
 /// Every QoS Set for the subnet, from the ports' current (just programmed) OperVLs.
-pub fn qos_sets(subnet: &Subnet, config: &QosConfig, use_optimized_slvl: bool) -> Vec<QosWrite> {
+pub fn qos_sets(
+    subnet: &Subnet,
+    config: &QosConfig,
+    setup: &SetupTables,
+    use_optimized_slvl: bool,
+) -> Vec<QosWrite> {
     let mut sets = Vec::new();
     for (guid, node) in &subnet.nodes {
         if node.is_switch() {
-            switch_sets(subnet, config, use_optimized_slvl, *guid, node, &mut sets);
+            let switch = SwitchQos {
+                subnet,
+                config,
+                setup,
+                use_optimized_slvl,
+            };
+            switch.sets(*guid, node, &mut sets);
             continue;
         }
         for (number, port) in &node.ports {
             let key = PortKey::new(*guid, *number);
-            let Some(plan) = port_plan(subnet, config, key, port.info.operational_vls) else {
+            let Some(plan) = port_plan(subnet, config, setup, key, port.info.operational_vls)
+            else {
                 continue;
             };
             if let Some(table) = plan.sl2vl {
@@ -106,61 +184,93 @@ pub fn qos_sets(subnet: &Subnet, config: &QosConfig, use_optimized_slvl: bool) -
     sets
 }
 
-fn switch_sets(
-    subnet: &Subnet,
-    config: &QosConfig,
+/// What a switch's QoS Sets are planned from.
+struct SwitchQos<'a> {
+    subnet: &'a Subnet,
+    config: &'a QosConfig,
+    setup: &'a SetupTables,
     use_optimized_slvl: bool,
-    guid: u64,
-    node: &Node,
-    sets: &mut Vec<QosWrite>,
-) {
-    let via = PortKey::new(guid, 0);
-    let up = |port: u8| port == 0 || subnet.peer(PortKey::new(guid, port)).is_some();
-    for (number, port) in node.ports.iter().filter(|(n, _)| up(**n)) {
-        let key = PortKey::new(guid, *number);
-        if let Some(plan) = port_plan(subnet, config, key, port.info.operational_vls) {
-            vlarb_sets(&plan, guid, via, *number, sets);
+}
+
+impl SwitchQos<'_> {
+    fn sets(&self, guid: u64, node: &Node, sets: &mut Vec<QosWrite>) {
+        let subnet = self.subnet;
+        let via = PortKey::new(guid, 0);
+        let up = |port: u8| port == 0 || subnet.peer(PortKey::new(guid, port)).is_some();
+        for (number, port) in node.ports.iter().filter(|(n, _)| up(**n)) {
+            let key = PortKey::new(guid, *number);
+            let oper = port.info.operational_vls;
+            if let Some(plan) = port_plan(subnet, self.config, self.setup, key, oper) {
+                vlarb_sets(&plan, guid, via, *number, sets);
+            }
         }
-    }
-    let Some(port0) = node.ports.get(&0) else {
-        return;
-    };
-    let oper = |info_vls: u8, cap: u8| {
-        VlCount::from_encoding(info_vls)
-            .or_else(|_| VlCount::from_encoding(cap))
-            .unwrap_or(VlCount::One)
-    };
-    let view = SwitchSl2VlView {
-        sl_mapping_supported: port0
-            .info
-            .capability_mask
-            .contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED),
-        enhanced_port0: port_class(node, 0).is_some(),
-        optimized_supported: node.switch.is_some_and(|s| s.supports_optimized_sl_to_vl()),
-        port0_oper_vls: oper(port0.info.operational_vls, port0.info.vl_cap),
-        ports: (1..=node.info.num_ports)
-            .map(|n| {
-                let port = node.ports.get(&n).filter(|_| up(n))?;
-                Some(oper(port.info.operational_vls, port.info.vl_cap))
-            })
-            .collect(),
-    };
-    let programming = Sl2VlProgramming::from_use_optimized_slvl(use_optimized_slvl);
-    for set in switch_sl2vl(config, &view, programming) {
-        // All outputs: the up external ports, and port 0 only where it is enhanced (a base
-        // port 0 has no SL2VL tables of its own). One input stands for them all, so that each
-        // output comes once.
-        let outputs = node
-            .ports
-            .keys()
-            .copied()
-            .filter(|n| up(*n) && (*n != 0 || view.enhanced_port0));
-        let ports = set
-            .scope
-            .pairs([0], outputs)
-            .map(|(_, output)| PortKey::new(guid, output))
+        let Some(port0) = node.ports.get(&0) else {
+            return;
+        };
+        let oper = |info_vls: u8, cap: u8| {
+            VlCount::from_encoding(info_vls)
+                .or_else(|_| VlCount::from_encoding(cap))
+                .unwrap_or(VlCount::One)
+        };
+        let view = SwitchSl2VlView {
+            sl_mapping_supported: port0
+                .info
+                .capability_mask
+                .contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED),
+            enhanced_port0: port_class(node, 0).is_some(),
+            optimized_supported: node.switch.is_some_and(|s| s.supports_optimized_sl_to_vl()),
+            port0_oper_vls: oper(port0.info.operational_vls, port0.info.vl_cap),
+            ports: (1..=node.info.num_ports)
+                .map(|n| {
+                    let port = node.ports.get(&n).filter(|_| up(n))?;
+                    Some(oper(port.info.operational_vls, port.info.vl_cap))
+                })
+                .collect(),
+        };
+        let programming = Sl2VlProgramming::from_use_optimized_slvl(self.use_optimized_slvl);
+        let mut planned = switch_sl2vl(self.config, &view, programming);
+        // qos-setup's entries: in place of a per-pair Set's table, or as Sets of their own
+        // after the all-ports ones.
+        let output_vls = |output: u8| match output {
+            0 => view.enhanced_port0.then_some(view.port0_oper_vls),
+            n => view.ports.get(usize::from(n) - 1).copied().flatten(),
+        };
+        let index: BTreeMap<u32, usize> = planned
+            .iter()
+            .enumerate()
+            .map(|(i, set)| (u32::from(set.scope), i))
             .collect();
-        sets.push(sl2vl_set(guid, via, set.scope, set.table.into(), ports));
+        let entries = self
+            .setup
+            .sl2vl
+            .range((guid, 0, 0)..=(guid, u8::MAX, u8::MAX));
+        for (&(_, input, output), table) in entries {
+            let Some(vls) = output_vls(output).filter(|_| view.sl_mapping_supported) else {
+                continue;
+            };
+            let table = table.value.masked(vls.vl_mask());
+            let scope = SlToVlModifier::Pair { input, output };
+            match index.get(&u32::from(scope)) {
+                Some(&i) => planned[i].table = table,
+                None => planned.push(Sl2VlSet { scope, table }),
+            }
+        }
+        for set in planned {
+            // All outputs: the up external ports, and port 0 only where it is enhanced (a base
+            // port 0 has no SL2VL tables of its own). One input stands for them all, so that
+            // each output comes once.
+            let outputs = node
+                .ports
+                .keys()
+                .copied()
+                .filter(|n| up(*n) && (*n != 0 || view.enhanced_port0));
+            let ports = set
+                .scope
+                .pairs([0], outputs)
+                .map(|(_, output)| PortKey::new(guid, output))
+                .collect();
+            sets.push(sl2vl_set(guid, via, set.scope, set.table.into(), ports));
+        }
     }
 }
 

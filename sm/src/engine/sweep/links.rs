@@ -7,7 +7,7 @@ use tracing::info;
 use super::reconcile::{Held, Planned};
 use super::{Op, Phase, Sweep};
 use crate::engine::lids::assign_lids;
-use crate::engine::qos::port_plan;
+use crate::engine::qos::{port_plan, setup_tables};
 use crate::engine::subnet::PortKey;
 
 impl Sweep {
@@ -25,6 +25,11 @@ impl Sweep {
             .and_then(|k| self.subnet.port(k))
             .map_or(0, |p| p.lid);
         info!(lids = self.counts().lids, sm_lid, "LIDs assigned");
+        if self.config.qos.enabled
+            && let Some(setup) = &self.config.qos_setup
+        {
+            self.setup = setup_tables(&self.subnet, setup);
+        }
         let keys: Vec<PortKey> = self.subnet.ports().map(|(key, _)| key).collect();
         for key in keys {
             if let Some(info) = self.port_settings(key, sm_lid) {
@@ -76,7 +81,13 @@ impl Sweep {
         // VLHighLimit travels in this Set, as in OpenSM's link manager; with qos off it is
         // left as the port has it.
         if self.config.qos.enabled
-            && let Some(plan) = port_plan(&self.subnet, &self.config.qos, key, info.operational_vls)
+            && let Some(plan) = port_plan(
+                &self.subnet,
+                &self.config.qos,
+                &self.setup,
+                key,
+                info.operational_vls,
+            )
         {
             info.vl_high_limit = plan.vl_high_limit;
         }

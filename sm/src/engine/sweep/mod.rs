@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 use ibqos_mad::{
     Attribute, AttributeId, DrPath, Guid, PhysPortState, PortInfoRepr, PortState, Routing, SmpRepr,
 };
+use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{QosConfig, VlCount};
 use tracing::{debug, info, warn};
 
-use super::qos::QosWrite;
+use super::qos::{QosWrite, SetupConfig};
 use super::routing::{Lfts, RoutingEngine};
 use super::scheduler::{Completion, Request, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
@@ -55,6 +56,8 @@ pub struct SweepConfig {
     pub guid2lid: BTreeMap<u64, u16>,
     /// QoS: nothing is programmed unless `qos.enabled`.
     pub qos: QosConfig,
+    /// The qos-setup section to program (ibqos.toml's `[qos] program_policy_setup`).
+    pub qos_setup: Option<SetupConfig>,
     /// One SL2VL Set for all a switch's ports where the switch supports it.
     pub use_optimized_slvl: bool,
     /// The timeout of those all-ports Sets (OpenSM's `long_transaction_timeout`).
@@ -165,6 +168,8 @@ pub struct Sweep {
     /// The route and port GUID by which each CA port was first reached: a CA answers PortInfo
     /// for the port a request arrives on, so each CA port is read through its own route.
     arrivals: BTreeMap<PortKey, (Vec<u8>, u64)>,
+    /// What the qos-setup scopes program on this subnet (empty without them).
+    setup: SetupTables,
     /// The QoS Sets of this sweep, and where each stands.
     qos_sets: Vec<QosWrite>,
     qos_settled: Vec<Settled>,
@@ -190,6 +195,7 @@ impl Sweep {
             probed: BTreeSet::new(),
             by_path: HashMap::new(),
             arrivals: BTreeMap::new(),
+            setup: SetupTables::default(),
             qos_sets: Vec::new(),
             qos_settled: Vec::new(),
             lfts: Lfts::default(),
@@ -210,6 +216,12 @@ impl Sweep {
 
     pub fn subnet(&self) -> &Subnet {
         &self.subnet
+    }
+
+    /// What the qos-setup scopes program on this subnet (empty without them, or before the
+    /// ports are configured).
+    pub fn qos_setup(&self) -> &SetupTables {
+        &self.setup
     }
 
     /// The forwarding tables this sweep computed (empty before it routed, or if it could not).

@@ -86,6 +86,7 @@ impl Sweep {
         self.qos_sets = qos_sets(
             &self.subnet,
             &self.config.qos,
+            &self.setup,
             self.config.use_optimized_slvl,
         );
         self.qos_settled = vec![Settled::Pending; self.qos_sets.len()];
