@@ -4,10 +4,10 @@
 
 use ibqos_mad::{
     Attribute, AttributeId, CapabilityMask, CapabilityMask2, GuidInfoModifier, GuidInfoRepr,
-    LftModifier, LinearForwardingTableRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
-    PKeyTableModifier, PKeyTableRepr, PhysPortState, PortInfoModifier, PortInfoRepr, PortState,
-    Priority, SlToVlMappingTableRepr, SlToVlModifier, Status, SwitchInfoRepr, VlArbBlock,
-    VlArbEntry, VlArbModifier, VlArbitrationTableRepr,
+    LftModifier, LinearForwardingTableRepr, NodeDescriptionRepr, NodeInfoRepr, PKeyTableModifier,
+    PKeyTableRepr, PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Priority,
+    SlToVlMappingTableRepr, SlToVlModifier, Status, SwitchInfoRepr, VlArbBlock, VlArbEntry,
+    VlArbModifier, VlArbitrationTableRepr,
 };
 
 use ibqos_fabric::{Node, NodeKind, Port};
@@ -286,11 +286,7 @@ impl NodeSma {
         let info = NodeInfoRepr {
             base_version: 1,
             class_version: 1,
-            node_type: match node.kind {
-                NodeKind::Ca => NodeType::Ca,
-                NodeKind::Switch => NodeType::Switch,
-                NodeKind::Router => NodeType::Router,
-            },
+            node_type: node.kind.into(),
             num_ports: node.num_ports(),
             system_image_guid: node.system_image_guid,
             node_guid: node.guid,

@@ -16,6 +16,7 @@
 
 pub mod builtin;
 pub mod generate;
+pub mod groups;
 pub mod netfile;
 pub mod routing;
 mod topology;

@@ -36,6 +36,16 @@ pub enum NodeKind {
     Router,
 }
 
+impl From<NodeKind> for ibqos_mad::NodeType {
+    fn from(kind: NodeKind) -> Self {
+        match kind {
+            NodeKind::Ca => ibqos_mad::NodeType::Ca,
+            NodeKind::Switch => ibqos_mad::NodeType::Switch,
+            NodeKind::Router => ibqos_mad::NodeType::Router,
+        }
+    }
+}
+
 /// One port of one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PortRef {

@@ -1,50 +1,85 @@
 //! Any bytes read as qos-policy.conf: the reader must answer with a policy or OpenSM's error,
 //! never panic or hang; a policy it read must write and read back unchanged (or say why not);
-//! and resolving it against a small fabric must not walk a huge GUID range.
+//! resolving it against a small fabric must not walk a huge GUID range; and its qos-setup,
+//! checked and applied to that fabric, must give tables or errors, never a panic.
 #![no_main]
 
+use ibqos_mad::NodeType;
 use ibqos_opensm::qos_policy;
-use ibqos_qos::policy::{NodePort, PartitionMembers, PortDirectory};
+use ibqos_qos::policy::setup::SetupPort;
+use ibqos_qos::policy::{DirectoryNode, NodeDirectory, PortRef};
 use libfuzzer_sys::fuzz_target;
 
-/// Three ports, every one a full member of the default partition.
-struct Fabric;
-
-impl PortDirectory for Fabric {
-    fn port_guids(&self) -> Vec<u64> {
-        vec![1, 2, u64::MAX]
-    }
-    fn has_port(&self, guid: u64) -> bool {
-        self.port_guids().contains(&guid)
-    }
-    fn node_port(&self, node: &str, port: u32) -> NodePort {
-        match (node, port) {
-            ("h1", 1) => NodePort::Port(1),
-            ("h1", _) => NodePort::NoPort,
-            _ => NodePort::NoNode,
-        }
-    }
-    fn partition_by_pkey(&self, pkey: u16) -> Option<PartitionMembers> {
-        (pkey == 0x7fff).then(|| PartitionMembers {
-            full: self.port_guids(),
-            limited: Vec::new(),
+/// A switch (GUID 0x100, ports 0-2) with CA `h1` on port 1 and CA `h2` on port 2; `h2`'s port
+/// has the largest GUID there is. The SM runs on `h1`.
+fn fabric() -> (NodeDirectory, Vec<SetupPort>) {
+    let switch = PortRef {
+        guid: 0x100,
+        node_type: NodeType::Switch,
+    };
+    let cas = [(0x10, 0x11, "h1"), (0x20, u64::MAX, "h2")];
+    let mut nodes = vec![DirectoryNode {
+        guid: 0x100,
+        node_type: NodeType::Switch,
+        description: "sw".to_string(),
+        ports: (0..=2).map(|p| (p, 0x100)).collect(),
+    }];
+    let mut ports: Vec<SetupPort> = (0..=2u8)
+        .map(|port| SetupPort {
+            node: 0x100,
+            port,
+            member: switch,
+            peer: (port > 0).then(|| PortRef {
+                guid: cas[usize::from(port) - 1].1,
+                node_type: NodeType::Ca,
+            }),
+            switch: true,
+            output: port > 0,
+            name: format!("sw/P{port}"),
         })
+        .collect();
+    for (node, guid, name) in cas {
+        nodes.push(DirectoryNode {
+            guid: node,
+            node_type: NodeType::Ca,
+            description: name.to_string(),
+            ports: vec![(1, guid)],
+        });
+        ports.push(SetupPort {
+            node,
+            port: 1,
+            member: PortRef {
+                guid,
+                node_type: NodeType::Ca,
+            },
+            peer: Some(switch),
+            switch: false,
+            output: true,
+            name: format!("{name}/P1"),
+        });
     }
-    fn partition_by_name(&self, _name: &str) -> Option<PartitionMembers> {
-        None
-    }
-    fn sm_port(&self) -> Option<u64> {
-        Some(1)
-    }
+    (NodeDirectory::new(nodes, Some(0x11)), ports)
 }
 
 fuzz_target!(|bytes: &[u8]| {
-    let Ok(read) = qos_policy::read("fuzz.conf", bytes) else { return };
+    let Ok(read) = qos_policy::read("fuzz.conf", bytes) else {
+        return;
+    };
     let (written, losses) = qos_policy::to_policy_conf(&read.policy);
     if losses.is_empty() {
         let back = qos_policy::read("written.conf", written.as_bytes())
             .expect("our own output reads back");
-        assert_eq!(back.policy, read.policy, "write then read changed the policy");
+        assert_eq!(
+            back.policy, read.policy,
+            "write then read changed the policy"
+        );
     }
-    let _ = read.policy.resolve(&Fabric);
+    let (directory, ports) = fabric();
+    let _ = read.policy.resolve(&directory);
+    if let (Ok(scopes), Ok((groups, _))) = (
+        read.policy.check_setup(),
+        read.policy.resolve_groups(&directory),
+    ) {
+        let _ = scopes.apply(&groups, &ports);
+    }
 });

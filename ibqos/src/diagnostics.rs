@@ -2,31 +2,52 @@
 //! files, traffic files, fault schedules), drawn by [`ibqos_text::render`] so all read alike.
 
 use ibqos_emu::ScheduleError;
+use ibqos_opensm::LoadError;
 use ibqos_text::{Coded, Diagnostic, Located, Severity, render};
 use serde_json::Value;
 
-/// A file a command cannot use (a net file, a traffic file, a fault schedule), as the command's
-/// error: `main` draws it like the diagnostics of `ibqos check` rather than as one line.
+/// A file a command cannot use (a net file, a traffic file, a fault schedule, a qos-setup that
+/// does not fit the fabric), as the command's error: `main` draws its diagnostics like those
+/// of `ibqos check` rather than as one line.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct FileError(pub Diagnostic);
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+pub struct FileError(pub Vec<Diagnostic>);
 
 impl FileError {
     pub fn render(&self) -> String {
-        render::human(&self.0, self.0.severity)
+        render_all(&self.0)
     }
+}
+
+fn render_all(diagnostics: &[Diagnostic]) -> String {
+    diagnostics
+        .iter()
+        .map(|d| render::human(d, d.severity))
+        .collect()
 }
 
 impl<T: Coded> From<Located<T>> for FileError {
     fn from(located: Located<T>) -> FileError {
-        FileError(located.to_diagnostic())
+        FileError(vec![located.to_diagnostic()])
     }
 }
 
 impl From<ScheduleError> for FileError {
     fn from(error: ScheduleError) -> FileError {
-        FileError(error.to_diagnostic())
+        FileError(vec![error.to_diagnostic()])
     }
+}
+
+/// A command's error as a person reads it: the diagnostics of a file it cannot use drawn like
+/// those of `ibqos check`, anything else as one line.
+pub fn render_error(error: &anyhow::Error) -> String {
+    if let Some(file_error) = error.downcast_ref::<FileError>() {
+        return file_error.render();
+    }
+    if let Some(LoadError::Invalid { diagnostics, .. }) = error.downcast_ref::<LoadError>() {
+        return render_all(diagnostics);
+    }
+    format!("error: {error:#}\n")
 }
 
 /// Diagnostics from one or more files, with `--strict` applied.

@@ -32,10 +32,7 @@ fn main() -> ExitCode {
         // `ibqos plan ... | head` closes the pipe early; that is the reader's choice, not a failure.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            match error.downcast_ref::<diagnostics::FileError>() {
-                Some(file_error) => eprint!("{}", file_error.render()),
-                None => eprintln!("error: {error:#}"),
-            }
+            eprint!("{}", diagnostics::render_error(&error));
             ExitCode::from(1)
         }
     }

@@ -16,6 +16,6 @@ mod types;
 pub use config::{EffectiveQos, PortClass, QosConfig, QosSet, defaults};
 pub use ibqos_mad::{Priority, SlToVlModifier, VlArbBlock, VlArbEntry};
 pub use plan::{PlanError, PortCaps, PortPlan, VlArbSet, plan, plan_settings};
-pub use switch::{Sl2VlProgramming, Sl2VlSet, SwitchSl2VlView, switch_sl2vl};
+pub use switch::{Sl2VlProgramming, Sl2VlSet, SwitchSl2VlView, setup_sl2vl, switch_sl2vl};
 pub use tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbTable};
 pub use types::{Sl, Vl, VlCount, VlCountError, oper_vls};

@@ -826,7 +826,10 @@ fn resolve_rule(
     })
 }
 
+mod directory;
 pub mod setup;
+
+pub use directory::{DirectoryNode, NodeDirectory};
 
 #[cfg(test)]
 mod tests;

@@ -48,6 +48,31 @@ impl SwitchSl2VlView {
     }
 }
 
+/// The Sets of a switch's qos-setup entries (input, output, table): one per pair, the table
+/// masked with its output's OperVLs; none for an output that is not one (down, or a base port
+/// 0), and none at all when port 0 does not support SL mapping.
+pub fn setup_sl2vl(
+    switch: &SwitchSl2VlView,
+    entries: impl IntoIterator<Item = (u8, u8, Sl2VlTable)>,
+) -> Vec<Sl2VlSet> {
+    if !switch.sl_mapping_supported {
+        return Vec::new();
+    }
+    let output_vls = |output: u8| match output {
+        0 => switch.enhanced_port0.then_some(switch.port0_oper_vls),
+        n => switch.ports.get(usize::from(n) - 1).copied().flatten(),
+    };
+    entries
+        .into_iter()
+        .filter_map(|(input, output, table)| {
+            Some(Sl2VlSet {
+                scope: SlToVlModifier::Pair { input, output },
+                table: table.masked(output_vls(output)?.vl_mask()),
+            })
+        })
+        .collect()
+}
+
 /// One SLtoVLMappingTable Set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sl2VlSet {

@@ -12,6 +12,7 @@ use std::time::Instant;
 use ibqos_fabric::netfile::parse_net_file;
 use ibqos_opensm::load_bytes;
 use ibqos_qos::Sl;
+use ibqos_qos::policy::setup::SetupTables;
 use ibqos_sim::traffic;
 use ibqos_sim::{Flow, SimOptions, Simulation, TopologyHosts, build_network};
 
@@ -49,7 +50,14 @@ fn main() {
     );
     let traffic = traffic::parse("bench.toml", text.as_bytes()).expect("traffic");
     let started = Instant::now();
-    let network = build_network(&mut topo, &loaded.settings.qos, None, &traffic).expect("network");
+    let network = build_network(
+        &mut topo,
+        &loaded.settings.qos,
+        &SetupTables::default(),
+        None,
+        &traffic,
+    )
+    .expect("network");
     let flows: Vec<Flow> = traffic
         .flows(&TopologyHosts(&topo), 0)
         .expect("flows")

@@ -7,9 +7,10 @@
 use ibqos_fabric::generate::{GenError, assign_lids};
 use ibqos_fabric::routing::{RoutingError, minhop};
 use ibqos_fabric::{NodeId, NodeKind as FabricKind, PortRef, Topology};
+use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{
     PlanError, PortCaps, PortClass, QosConfig, Sl2VlProgramming, Sl2VlTable, SwitchSl2VlView,
-    VlCount, oper_vls, plan, switch_sl2vl,
+    VlCount, oper_vls, plan_settings, setup_sl2vl, switch_sl2vl,
 };
 
 use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
@@ -83,10 +84,12 @@ fn link_oper_vls(topo: &Topology, port: PortRef, max_op_vls: Option<VlCount>) ->
     Some(oper_vls(here.link.vl_cap, peer.link.vl_cap, max_op_vls))
 }
 
-/// The simulator's view of `topo` with the tables `qos` programs and minhop routes.
+/// The simulator's view of `topo` with the tables `qos` programs (with what `setup`, the
+/// qos-setup scopes' tables on this fabric, gives its ports) and minhop routes.
 pub fn build_network(
     topo: &mut Topology,
     qos: &QosConfig,
+    setup: &SetupTables,
     max_op_vls: Option<VlCount>,
     traffic: &Traffic,
 ) -> Result<Network, BuildError> {
@@ -130,10 +133,12 @@ pub fn build_network(
                 vlarb_high_cap: port.link.vlarb_high_cap,
                 sl_mapping_supported: port.link.sl_mapping_supported,
             };
-            let planned = plan(qos, class, &caps).map_err(|source| BuildError::Plan {
-                port: topo.describe(PortRef::new(id, p)),
-                source,
-            })?;
+            let settings = setup.settings(qos, class, fnode.guid, p);
+            let planned =
+                plan_settings(&settings, class, &caps).map_err(|source| BuildError::Plan {
+                    port: topo.describe(PortRef::new(id, p)),
+                    source,
+                })?;
             node.arbitration[usize::from(p)] = PortArbitration {
                 high: planned.vlarb_high(),
                 low: planned.vlarb_low(),
@@ -156,6 +161,11 @@ pub fn build_network(
             };
             let all = 0..=fnode.num_ports();
             for set in switch_sl2vl(qos, &view, Sl2VlProgramming::PerPair) {
+                for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
+                    node.set_sl2vl(input, output, set.table);
+                }
+            }
+            for set in setup_sl2vl(&view, setup.switch_entries(fnode.guid)) {
                 for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
                     node.set_sl2vl(input, output, set.table);
                 }

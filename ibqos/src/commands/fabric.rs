@@ -105,15 +105,15 @@ pub(crate) fn configure_emulator(
 }
 
 /// A built-in fabric by name, else a net file.
-fn load(topology: &str) -> Result<Topology> {
+pub(crate) fn load(topology: &str) -> Result<Topology> {
     let net = load_topology(topology).map_err(|error| {
-        let mut unusable = FileError::from(error);
-        if unusable.0.code == Code::UnreadableFile {
-            unusable.0.help = Some(format!(
+        let mut unusable = error.to_diagnostic();
+        if unusable.code == Code::UnreadableFile {
+            unusable.help = Some(format!(
                 "{topology}: not a built-in fabric (two-switch), nor a readable net file"
             ));
         }
-        unusable
+        FileError(vec![unusable])
     })?;
     Ok(net.topology)
 }

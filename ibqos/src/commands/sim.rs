@@ -15,7 +15,7 @@ use ibqos_sim::{
 };
 
 use crate::cli::SimArgs;
-use crate::commands::{Outcome, load_config};
+use crate::commands::{Outcome, load_config, setup_on};
 use crate::diagnostics::FileError;
 
 /// Steps a run is cut into, to drive the progress bar.
@@ -94,7 +94,14 @@ pub fn setup(
         traffic::parse(&traffic_file.display().to_string(), &bytes).map_err(FileError::from)?;
     let mut topo = parse_net_file(topology).map_err(FileError::from)?.topology;
     let max_op_vls = loaded.settings.links.oper_vls_cap();
-    let network = build_network(&mut topo, &loaded.settings.qos, max_op_vls, &traffic)?;
+    let setup = setup_on(&topo, &loaded.settings, config)?;
+    let network = build_network(
+        &mut topo,
+        &loaded.settings.qos,
+        &setup,
+        max_op_vls,
+        &traffic,
+    )?;
     let flows = traffic
         .flows(&TopologyHosts(&topo), seed)
         .map_err(FileError::from)?;

@@ -25,6 +25,7 @@ use std::fmt;
 use ibqos_mad::VlArbEntry;
 
 use super::{PortRef, QosPolicy, ResolvedGroup, find_name};
+use crate::config::{EffectiveQos, PortClass, QosConfig};
 use crate::tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbTable};
 use crate::types::Vl;
 
@@ -316,6 +317,32 @@ impl SetupTables {
     /// The VL arbitration a port gets from the scopes, if any.
     pub fn port(&self, node: u64, port: u8) -> Option<&PortSetup> {
         self.ports.get(&(node, port))
+    }
+
+    /// The settings of port `port` of node `node`, of `class`: the class's, with what the
+    /// scopes give the port. A CA or router port's SL-to-VL table is among them; a switch's
+    /// are per input port, in [`Self::switch_entries`].
+    pub fn settings(
+        &self,
+        config: &QosConfig,
+        class: PortClass,
+        node: u64,
+        port: u8,
+    ) -> EffectiveQos {
+        let mut settings = config.effective(class).with_setup(self.port(node, port));
+        if matches!(class, PortClass::Ca | PortClass::Rtr)
+            && let Some(table) = self.sl2vl.get(&(node, 0, port))
+        {
+            settings.sl2vl = table.value;
+        }
+        settings
+    }
+
+    /// The SL-to-VL entries the scopes give switch `node`: (input, output, table), unmasked.
+    pub fn switch_entries(&self, node: u64) -> impl Iterator<Item = (u8, u8, Sl2VlTable)> + '_ {
+        self.sl2vl
+            .range((node, 0, 0)..=(node, u8::MAX, u8::MAX))
+            .map(|(&(_, input, output), table)| (input, output, table.value))
     }
 }
 

@@ -13,12 +13,12 @@ use ibqos_mad::{
 use ibqos_qos::policy::QosPolicy;
 use ibqos_qos::policy::setup::{CheckedSetup, ScopeId, SetupTables};
 use ibqos_qos::{
-    PortCaps, PortClass, PortPlan, QosConfig, Sl2VlProgramming, Sl2VlSet, SwitchSl2VlView, VlCount,
-    plan_settings, switch_sl2vl,
+    PortCaps, PortClass, PortPlan, QosConfig, Sl2VlProgramming, SwitchSl2VlView, VlCount,
+    plan_settings, setup_sl2vl, switch_sl2vl,
 };
 use tracing::{error, info, warn};
 
-use super::groups::{Directory, setup_ports};
+use super::groups::{directory, setup_ports};
 use super::subnet::{Node, PortKey, Subnet};
 
 /// The qos-setup section to program (OpenSM ignores it; ibqos.toml's `[qos]
@@ -36,7 +36,7 @@ pub struct SetupConfig {
 /// a group cannot be resolved or two scopes disagree on a port: the port classes' tables are
 /// programmed then, as without the section.
 pub fn setup_tables(subnet: &Subnet, setup: &SetupConfig) -> SetupTables {
-    let groups = match setup.policy.resolve_groups(&Directory::new(subnet)) {
+    let groups = match setup.policy.resolve_groups(&directory(subnet)) {
         Ok((groups, warnings)) => {
             for warning in warnings {
                 warn!(%warning, "qos-policy port groups");
@@ -130,14 +130,7 @@ pub fn port_plan(
         vlarb_high_cap: port.info.vl_arbitration_high_cap.min(64),
         sl_mapping_supported: sl_mapping,
     };
-    let mut settings = config
-        .effective(class)
-        .with_setup(setup.port(key.node, key.port));
-    if !node.is_switch()
-        && let Some(table) = setup.sl2vl.get(&(key.node, 0, key.port))
-    {
-        settings.sl2vl = table.value;
-    }
+    let settings = setup.settings(config, class, key.node, key.port);
     plan_settings(&settings, class, &caps).ok()
 }
 
@@ -231,28 +224,15 @@ impl SwitchQos<'_> {
         let mut planned = switch_sl2vl(self.config, &view, programming);
         // qos-setup's entries: in place of a per-pair Set's table, or as Sets of their own
         // after the all-ports ones.
-        let output_vls = |output: u8| match output {
-            0 => view.enhanced_port0.then_some(view.port0_oper_vls),
-            n => view.ports.get(usize::from(n) - 1).copied().flatten(),
-        };
         let index: BTreeMap<u32, usize> = planned
             .iter()
             .enumerate()
             .map(|(i, set)| (u32::from(set.scope), i))
             .collect();
-        let entries = self
-            .setup
-            .sl2vl
-            .range((guid, 0, 0)..=(guid, u8::MAX, u8::MAX));
-        for (&(_, input, output), table) in entries {
-            let Some(vls) = output_vls(output).filter(|_| view.sl_mapping_supported) else {
-                continue;
-            };
-            let table = table.value.masked(vls.vl_mask());
-            let scope = SlToVlModifier::Pair { input, output };
-            match index.get(&u32::from(scope)) {
-                Some(&i) => planned[i].table = table,
-                None => planned.push(Sl2VlSet { scope, table }),
+        for set in setup_sl2vl(&view, self.setup.switch_entries(guid)) {
+            match index.get(&u32::from(set.scope)) {
+                Some(&i) => planned[i].table = set.table,
+                None => planned.push(set),
             }
         }
         for set in planned {

@@ -6,13 +6,13 @@ use ibqos_qos::policy::{PathQuery, QosLevel, QosPolicy, ResolvedPolicy};
 use tracing::{info, warn};
 
 use super::db::SaDb;
-use crate::engine::groups::{Directory, member};
+use crate::engine::groups::{directory, member};
 use crate::engine::subnet::PortKey;
 
 /// The policy for this snapshot, or `None` when it does not apply to it: OpenSM then drops the
 /// whole policy and answers as without one (`osm_qos_parser_y.y` load lifecycle).
 pub(super) fn resolve(policy: &QosPolicy, db: &SaDb) -> Option<ResolvedPolicy> {
-    match policy.resolve(&Directory::new(&db.subnet)) {
+    match policy.resolve(&directory(&db.subnet)) {
         Ok((resolved, warnings)) => {
             for warning in warnings {
                 warn!(%warning, "qos-policy.conf");
