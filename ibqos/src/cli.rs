@@ -18,6 +18,7 @@ use ibqos_transport::FabricSpec;
 #[command(after_help = "Examples:\n  \
     ibqos check /etc/opensm/opensm.conf\n  \
     ibqos plan -F opensm.conf --class ca --vls 8 --oper-vls 8 --low-cap 8 --high-cap 8\n  \
+    ibqos plan -c ibqos.toml --topology fabric.net\n  \
     ibqos migrate /etc/opensm/opensm.conf -o ibqos.toml")]
 pub struct Cli {
     #[command(subcommand)]
@@ -33,12 +34,13 @@ pub enum Command {
     /// ignored, `true` read as FALSE, ...) is reported with file:line:col. Exits 1 if any file has
     /// an error, or with --strict any warning.
     Check(CheckArgs),
-    /// Print the QoS tables programmed on one kind of port.
+    /// Print the QoS tables programmed on one kind of port, or per port group on a fabric.
     ///
     /// Shows the SL-to-VL table, the VL arbitration blocks (low and high priority) and the
     /// VLHighLimit that OpenSM 3.3.23 would program on a port of the given class and
     /// capabilities, with two documented fixes: a VLArb cap above 32 programs entries 33-64,
-    /// and VLs are masked with the OperVLs being programmed.
+    /// and VLs are masked with the OperVLs being programmed. With --topology, the tables the
+    /// policy's qos-setup gives each port of a fabric instead.
     Plan(PlanArgs),
     /// Convert opensm.conf to ibqos.toml or back.
     ///
@@ -351,24 +353,36 @@ pub struct PlanArgs {
     pub toml: Option<PathBuf>,
     /// The port class: ca (HCA port), sw0 (enhanced switch port 0), swe (switch external port)
     /// or rtr (router port).
-    #[arg(long, value_parser = parse_class)]
-    pub class: PortClass,
+    #[arg(long, value_parser = parse_class, required_unless_present = "topology")]
+    pub class: Option<PortClass>,
     /// Data VLs the port supports (PortInfo.VLCap) as a count: 1, 2, 4, 8 or 15.
-    #[arg(long, value_parser = parse_vl_count, value_name = "N")]
-    pub vls: VlCount,
+    #[arg(long, value_parser = parse_vl_count, value_name = "N", required_unless_present = "topology")]
+    pub vls: Option<VlCount>,
     /// Data VLs the port will run (OperationalVLs), as a count; defaults to --vls.
     #[arg(long, value_parser = parse_vl_count, value_name = "N")]
     pub oper_vls: Option<VlCount>,
     /// VLArbitrationLowCap: entries in the low-priority table, 0-64.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=64), value_name = "N")]
-    pub low_cap: u8,
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=64), value_name = "N", required_unless_present = "topology")]
+    pub low_cap: Option<u8>,
     /// VLArbitrationHighCap: entries in the high-priority table, 0-64.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=64), value_name = "N")]
-    pub high_cap: u8,
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=64), value_name = "N", required_unless_present = "topology")]
+    pub high_cap: Option<u8>,
     /// The port does not support SL-to-VL mapping (CapabilityMask.IsSLMappingSupported clear):
     /// no SL2VL table is programmed.
     #[arg(long)]
     pub no_sl_mapping: bool,
+    /// Instead of one port, every port of a fabric (a net file, or the built-in two-switch)
+    /// whose tables come from the QoS policy's qos-setup section: its per port group VLArb
+    /// tables, VLHighLimit and SL-to-VL entries, which ibqos programs when ibqos.toml sets
+    /// `[qos] program_policy_setup = true` (OpenSM never does). Each value is shown as the port
+    /// will hold it, with the scope it comes from; two scopes giving one port different tables
+    /// are an error at their place.
+    #[arg(
+        long,
+        value_name = "TOPOLOGY",
+        conflicts_with_all = ["class", "vls", "oper_vls", "low_cap", "high_cap", "no_sl_mapping"]
+    )]
+    pub topology: Option<String>,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -451,3 +451,134 @@ fn migrate_carries_the_policy_to_ibqos_toml_and_back_to_a_policy_file() {
     };
     assert_eq!(read(&policy), read(Path::new(&full)));
 }
+
+const SETUP_TOML: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/qos-setup.toml");
+
+/// The 1-based number of the `nth` (from 1) line of `text` that is `line`.
+fn line_of(text: &str, line: &str, nth: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim() == line)
+        .nth(nth - 1)
+        .map(|(i, _)| i + 1)
+        .expect("the line is there")
+}
+
+/// With `program_policy_setup`, a scope ibqos cannot program is an error at the scope, found
+/// without a fabric: an unknown group, a VL arbitration entry no table holds.
+#[test]
+fn qos_setup_problems_are_errors_at_their_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(SETUP_TOML)
+        .unwrap()
+        .replace("groups = [\"Storage\"]", "groups = [\"Nobody\"]")
+        .replace("\"1:200\"", "\"15:200\"");
+    let toml = scratch_file(&dir, "ibqos.toml", &text);
+    let output = ibqos(&["check", toml.to_str().unwrap()]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    let at = format!(
+        "ibqos.toml:{}:1",
+        line_of(&text, "[[qos_policy.vlarb_scopes]]", 1)
+    );
+    for message in [
+        "error[policy-setup-invalid]: vlarb-scope 1: port-group 'Nobody' not found",
+        "error[policy-setup-invalid]: vlarb-scope 1: vlarb-high entry 1 is 15:200",
+    ] {
+        assert!(err.contains(message), "{message}: {err}");
+    }
+    assert_eq!(err.matches(&at).count(), 2, "both at the scope {at}: {err}");
+    // Without the option OpenSM's rule holds: the section is parsed and not programmed.
+    let off = scratch_file(
+        &dir,
+        "off.toml",
+        text.replace(
+            "program_policy_setup = true",
+            "program_policy_setup = false",
+        ),
+    );
+    let output = ibqos(&["check", off.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+/// A qos-policy.conf named by ibqos.toml's policy_file: two scopes that give one port
+/// different tables are an error at the second scope's keyword in that file, with the first's
+/// place; `plan --topology` finds it on the fabric and exits 1.
+#[test]
+fn conflicting_qos_setup_scopes_in_a_policy_file_fail_the_plan_at_both_places() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy_text = "port-groups\n  port-group\n    name: Storage\n    \
+        port-name: \"host-five HCA-1/P1\"\n  end-port-group\nend-port-groups\n\
+        qos-levels\n  qos-level\n    name: DEFAULT\n    sl: 0\n  end-qos-level\nend-qos-levels\n\
+        qos-setup\n  vlarb-tables\n    vlarb-scope\n      group: Storage\n      \
+        vlarb-high: 0:1\n    end-vlarb-scope\n    vlarb-scope\n      across: Storage\n      \
+        group: Storage\n      vlarb-high: 0:2\n    end-vlarb-scope\n  end-vlarb-tables\n\
+        end-qos-setup\n";
+    let policy = scratch_file(&dir, "qos-policy.conf", policy_text);
+    let toml = scratch_file(
+        &dir,
+        "ibqos.toml",
+        format!(
+            "[qos]\nenabled = true\nprogram_policy_setup = true\npolicy_file = \"{}\"\n",
+            policy.display()
+        ),
+    );
+    let output = ibqos(&[
+        "plan",
+        "-c",
+        toml.to_str().unwrap(),
+        "--topology",
+        "two-switch",
+    ]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    let (first, second) = (
+        line_of(policy_text, "vlarb-scope", 1),
+        line_of(policy_text, "vlarb-scope", 2),
+    );
+    assert!(
+        err.contains(
+            "error[policy-setup-invalid]: vlarb-scope 1 and vlarb-scope 2 both set vlarb-high \
+             on host-five HCA-1/P1, to different values"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("qos-policy.conf:{second}:5")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "vlarb-scope 1 is at {}:{first}:5",
+            policy.display()
+        )),
+        "{err}"
+    );
+}
+
+/// `plan --topology` on a configuration that does not program qos-setup says why, and that every
+/// port gets its class's tables.
+#[test]
+fn plan_topology_says_when_qos_setup_is_not_programmed() {
+    let output = ibqos(&["plan", "-F", EXAMPLE, "--topology", "two-switch"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("no qos-setup tables: the configuration has no QoS policy"),
+        "{text}"
+    );
+}
+
+/// opensm.conf cannot say `program_policy_setup`: migrating says so.
+#[test]
+fn migrating_program_policy_setup_to_opensm_conf_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("opensm.conf");
+    let output = ibqos(&["migrate", SETUP_TOML, "-o", out.to_str().unwrap()]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains("`program_policy_setup` cannot be said in opensm.conf"),
+        "{err}"
+    );
+}

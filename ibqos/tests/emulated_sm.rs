@@ -368,7 +368,10 @@ fn programmed_with(config: &Path) -> (FabricDump, String) {
 /// `config` with `program_policy_setup` turned off: the tables of the port classes only.
 fn without_setup(dir: &Path, config: &Path) -> std::path::PathBuf {
     let text = std::fs::read_to_string(config).unwrap();
-    let off = text.replace("program_policy_setup = true", "program_policy_setup = false");
+    let off = text.replace(
+        "program_policy_setup = true",
+        "program_policy_setup = false",
+    );
     assert_ne!(off, text, "the configuration turns the setup on");
     let path = dir.join("off.toml");
     std::fs::write(&path, off).unwrap();
@@ -409,7 +412,10 @@ fn qos_setup_tables_land_on_the_ports_their_groups_choose() {
             compared += 1;
         }
     }
-    assert_eq!(compared, 24, "every port of two-switch: 2 x 9 switch ports, 6 HCA ports");
+    assert_eq!(
+        compared, 24,
+        "every port of two-switch: 2 x 9 switch ports, 6 HCA ports"
+    );
 }
 
 /// Two scopes giving one port different tables: the SM says where, programs the port classes'
@@ -440,4 +446,70 @@ fn conflicting_qos_setup_scopes_are_logged_at_their_place_and_not_programmed() {
     assert!(log.contains("qos-setup not programmed"), "{log}");
     let (without, _) = programmed_with(&without_setup(dir.path(), &config));
     assert_eq!(with, without);
+}
+
+/// `ibqos plan --topology` works from the net file, the SM from what it discovers: on every port
+/// the plan lists, each value it shows is what the emulator holds after `ibqos sm`.
+#[test]
+fn plan_topology_shows_what_the_sm_programs_from_qos_setup() {
+    let config = repo("ibqos/tests/data/qos-setup.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(["plan", "-c", config.to_str().unwrap()])
+        .args(["--topology", "two-switch", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (held, _) = programmed_with(&config);
+    let ports = plan["ports"].as_array().unwrap();
+    let listed: Vec<&str> = ports.iter().map(|p| p["port"].as_str().unwrap()).collect();
+    assert_eq!(
+        listed,
+        [
+            "sw-one/P2",
+            "sw-one/P5",
+            "sw-two/P5",
+            "host-five HCA-1/P1",
+            "host-five HCA-1/P2"
+        ]
+    );
+    let pairs = |v: &Value| -> Vec<[u8; 2]> {
+        serde_json::from_value(v.clone()).expect("[vl, weight] pairs")
+    };
+    let mut checked = 0;
+    for port in ports {
+        // Both key nodes by GUID as 0x and 16 hex digits.
+        let node = &held.nodes[port["node_guid"].as_str().unwrap()];
+        let number = port["number"].as_u64().unwrap() as u8;
+        let holds = &node.ports[&number];
+        if !port["vlarb_high"].is_null() {
+            assert_eq!(
+                pairs(&port["vlarb_high"]["value"]),
+                holds.vlarb_high,
+                "{port}"
+            );
+            assert_eq!(
+                port["vl_high_limit"]["value"], holds.vl_high_limit,
+                "{port}"
+            );
+            checked += 1;
+        }
+        for entry in port["sl2vl"].as_array().unwrap() {
+            let vls: [u8; 16] = serde_json::from_value(entry["vls"].clone()).unwrap();
+            for input in entry["inputs"].as_array().unwrap() {
+                // A CA's one table is dumped under its own port number.
+                let input = match node.kind.as_str() {
+                    "switch" => input.as_u64().unwrap() as u8,
+                    _ => number,
+                };
+                assert_eq!(holds.sl2vl[&input], vls, "{port} from {input}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 4 + 19, "4 ports' arbitration, 19 SL-to-VL entries");
 }

@@ -3,13 +3,15 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use anyhow::Result;
-use ibqos_qos::{PortCaps, PortPlan, VlArbEntry, plan};
+use anyhow::{Result, bail};
+use ibqos_qos::{PortCaps, PortPlan, Sl2VlTable, VlArbEntry, VlArbSet, plan};
 use serde_json::json;
 
 use crate::cli::PlanArgs;
 use crate::commands::{Outcome, load_config};
 use crate::diagnostics::Report;
+
+mod setup;
 
 pub fn run(args: &PlanArgs) -> Result<Outcome> {
     let path = args
@@ -20,11 +22,20 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
     let loaded = load_config(path)?;
     let mut report = Report::new(args.diagnostics.strict);
     report.extend(loaded.diagnostics);
+    if let Some(topology) = &args.topology {
+        return setup::run(args, path, &loaded.settings, topology, report);
+    }
+    // clap requires these without --topology.
+    let (Some(class), Some(vls), Some(low_cap), Some(high_cap)) =
+        (args.class, args.vls, args.low_cap, args.high_cap)
+    else {
+        bail!("--class, --vls, --low-cap and --high-cap are needed without --topology");
+    };
     let caps = PortCaps {
-        vl_cap: args.vls,
-        oper_vls: args.oper_vls.unwrap_or(args.vls),
-        vlarb_low_cap: args.low_cap,
-        vlarb_high_cap: args.high_cap,
+        vl_cap: vls,
+        oper_vls: args.oper_vls.unwrap_or(vls),
+        vlarb_low_cap: low_cap,
+        vlarb_high_cap: high_cap,
         sl_mapping_supported: !args.no_sl_mapping,
     };
     // Without --strict the plan is what OpenSM would do with the file as it stands (it ignores
@@ -35,7 +46,7 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
         return Ok(Outcome::Failed);
     }
     let qos = &loaded.settings.qos;
-    let port = plan(qos, args.class, &caps)?;
+    let port = plan(qos, class, &caps)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         let entries = |e: Vec<VlArbEntry>| -> Vec<_> {
@@ -44,7 +55,7 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
                 .collect()
         };
         let object = json!({
-            "class": args.class.name(),
+            "class": class.name(),
             "qos_enabled": qos.enabled,
             "sl2vl": port.sl2vl.map(|t| t.0.map(|vl| vl.get())),
             "vlarb_low": entries(port.vlarb_low()),
@@ -81,16 +92,9 @@ fn describe(port: &PortPlan, caps: &PortCaps) -> String {
     );
     match &port.sl2vl {
         Some(table) => {
-            let sls: Vec<String> = (0..16).map(|sl| format!("{sl:>2}")).collect();
-            let vls: Vec<String> = table
-                .0
-                .iter()
-                .map(|vl| format!("{:>2}", vl.get()))
-                .collect();
             let wire: Vec<String> = table.to_wire().iter().map(|b| format!("{b:02x}")).collect();
             let _ = writeln!(out, "\nSL2VL  (payload {})", wire.join(" "));
-            let _ = writeln!(out, "  SL {}", sls.join(" "));
-            let _ = writeln!(out, "  VL {}", vls.join(" "));
+            out.push_str(&sl2vl_rows(table, "  "));
         }
         None => {
             let _ = writeln!(
@@ -106,20 +110,40 @@ fn describe(port: &PortPlan, caps: &PortCaps) -> String {
         );
     }
     for set in &port.vlarb {
-        let priority = set.block.priority();
-        let entries: Vec<String> = set
-            .programmed()
-            .iter()
-            .map(|e| format!("{}:{}", e.vl, e.weight))
-            .collect();
-        let _ = writeln!(
-            out,
-            "\nVLArb {priority} block {} ({} entries): {}",
-            set.block.number(),
-            set.len,
-            entries.join(" ")
-        );
+        out.push('\n');
+        out.push_str(&vlarb_line(set));
     }
     let _ = writeln!(out, "\nVLHighLimit {}", port.vl_high_limit);
     out
+}
+
+/// The SL and VL rows of an SL-to-VL table, each line starting with `indent`.
+fn sl2vl_rows(table: &Sl2VlTable, indent: &str) -> String {
+    let sls: Vec<String> = (0..16).map(|sl| format!("{sl:>2}")).collect();
+    let vls: Vec<String> = table
+        .0
+        .iter()
+        .map(|vl| format!("{:>2}", vl.get()))
+        .collect();
+    format!(
+        "{indent}SL {}\n{indent}VL {}\n",
+        sls.join(" "),
+        vls.join(" ")
+    )
+}
+
+/// One VLArb block as programmed: its priority, number, length and `vl:weight` entries.
+fn vlarb_line(set: &VlArbSet) -> String {
+    let entries: Vec<String> = set
+        .programmed()
+        .iter()
+        .map(|e| format!("{}:{}", e.vl, e.weight))
+        .collect();
+    format!(
+        "VLArb {} block {} ({} entries): {}\n",
+        set.block.priority(),
+        set.block.number(),
+        set.len,
+        entries.join(" ")
+    )
 }

@@ -1,0 +1,291 @@
+//! `ibqos plan --topology`: what the QoS policy's qos-setup section programs on each port of a
+//! fabric, scope by scope, as the ports will hold it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use ibqos_fabric::{Node, NodeKind, Topology};
+use ibqos_opensm::Settings;
+use ibqos_qos::policy::setup::{ScopeId, Scoped, SetupTables};
+use ibqos_qos::{PortCaps, PortClass, PortPlan, Priority, Sl2VlTable, oper_vls, plan_settings};
+use serde_json::{Value, json};
+
+use super::{sl2vl_rows, vlarb_line};
+use crate::cli::PlanArgs;
+use crate::commands::{Outcome, fabric, setup_on};
+use crate::diagnostics::Report;
+
+/// One scope's SL-to-VL table on one output port, and the input ports it is set for.
+type ScopeEntries = (Sl2VlTable, Vec<u8>);
+
+/// One port the section programs, as it will hold it.
+struct PortSetupPlan {
+    /// `NodeDescription/Pn`, as qos-policy.conf's port-name says it.
+    name: String,
+    /// The node's name in the net file.
+    node_name: String,
+    node_guid: u64,
+    number: u8,
+    class: PortClass,
+    caps: PortCaps,
+    /// The port's plan with the scopes' values in it.
+    plan: PortPlan,
+    vlarb_high: Option<ScopeId>,
+    vlarb_low: Option<ScopeId>,
+    vl_high_limit: Option<ScopeId>,
+    /// The port's SL-to-VL entries from the scopes, as the output: (inputs, table masked,
+    /// scope); a CA or router port's one entry has input 0.
+    sl2vl: Vec<(Vec<u8>, Sl2VlTable, ScopeId)>,
+}
+
+pub(super) fn run(
+    args: &PlanArgs,
+    config: &Path,
+    settings: &Settings,
+    topology: &str,
+    report: Report,
+) -> Result<Outcome> {
+    let topo = fabric::load(topology)?;
+    let mut out = std::io::stdout().lock();
+    let off = match (&settings.qos_policy, settings.program_policy_setup) {
+        (None, _) => Some("the configuration has no QoS policy"),
+        (Some(_), false) => Some("the configuration does not set [qos] program_policy_setup"),
+        (Some(policy), true) if policy.setup.is_empty() => {
+            Some("the QoS policy has no qos-setup section")
+        }
+        _ => None,
+    };
+    if let Some(reason) = off {
+        eprint!("{}", report.render_human(false));
+        writeln!(
+            out,
+            "no qos-setup tables: {reason}; every port gets its class's tables (see \
+             `ibqos plan --class`)"
+        )?;
+        return Ok(Outcome::from_report(&report));
+    }
+    let setup = setup_on(&topo, settings, config)?;
+    let ports = planned_ports(&topo, settings, &setup);
+    let place = |scope: ScopeId| {
+        settings
+            .qos_setup_places
+            .get(&scope)
+            .map(|at| format!("{}:{}:{}", at.file, at.line, at.col))
+            .unwrap_or_default()
+    };
+    if args.json {
+        let object = json!({
+            "topology": topology,
+            "ports": ports.iter().map(|p| port_json(p, &place)).collect::<Vec<_>>(),
+            "diagnostics": report.to_json(),
+        });
+        writeln!(out, "{object}")?;
+    } else {
+        eprint!("{}", report.render_human(false));
+        if !settings.qos.enabled {
+            writeln!(
+                out,
+                "note: `qos` is not on in this configuration, so nothing is programmed; these \
+                 are what it would program."
+            )?;
+        }
+        let entries: usize = setup.sl2vl.len();
+        writeln!(
+            out,
+            "qos-setup on {topology}: {} ports take tables from its scopes ({} SL-to-VL \
+             entries); every other port and entry is its class's.",
+            ports.len(),
+            entries
+        )?;
+        for port in &ports {
+            write!(out, "\n{}", describe(port, &place))?;
+        }
+    }
+    Ok(Outcome::from_report(&report))
+}
+
+/// The class QoS gives port `number` of `node`, or `None` for a port it leaves alone.
+fn class(node: &Node, number: u8) -> Option<PortClass> {
+    match (node.kind, number) {
+        (NodeKind::Switch, 0) => node.enhanced_port0.then_some(PortClass::Sw0),
+        (NodeKind::Switch, _) => Some(PortClass::Swe),
+        (NodeKind::Router, _) => Some(PortClass::Rtr),
+        (NodeKind::Ca, _) => Some(PortClass::Ca),
+    }
+}
+
+/// Every port the scopes give a value, in the fabric's node order.
+fn planned_ports(topo: &Topology, settings: &Settings, setup: &SetupTables) -> Vec<PortSetupPlan> {
+    let max_op_vls = settings.links.oper_vls_cap();
+    // A scope has one table: the entries of a port group by scope.
+    let mut sl2vl: BTreeMap<(u64, u8), BTreeMap<ScopeId, ScopeEntries>> = BTreeMap::new();
+    for (&(node, input, output), Scoped { value, scope }) in &setup.sl2vl {
+        sl2vl
+            .entry((node, output))
+            .or_default()
+            .entry(*scope)
+            .or_insert_with(|| (*value, Vec::new()))
+            .1
+            .push(input);
+    }
+    let chosen: BTreeSet<(u64, u8)> = setup.ports.keys().chain(sl2vl.keys()).copied().collect();
+    let mut planned = Vec::new();
+    for (_, node) in topo.nodes() {
+        for (number, port) in node.existing_ports() {
+            if !chosen.contains(&(node.guid, number)) {
+                continue;
+            }
+            let Some(class) = class(node, number) else {
+                continue;
+            };
+            // A switch port 0 runs its own VLCap; a linked port the lower of both ends.
+            let oper = match port.peer.and_then(|p| topo.port(p)) {
+                Some(peer) => oper_vls(port.link.vl_cap, peer.link.vl_cap, max_op_vls),
+                None => port.link.vl_cap,
+            };
+            let caps = PortCaps {
+                vl_cap: port.link.vl_cap,
+                oper_vls: oper,
+                vlarb_low_cap: port.link.vlarb_low_cap,
+                vlarb_high_cap: port.link.vlarb_high_cap,
+                sl_mapping_supported: port.link.sl_mapping_supported,
+            };
+            let settings_here = setup.settings(&settings.qos, class, node.guid, number);
+            let Ok(plan) = plan_settings(&settings_here, class, &caps) else {
+                continue;
+            };
+            let scopes = setup.port(node.guid, number);
+            let mask = caps.oper_vls.vl_mask();
+            planned.push(PortSetupPlan {
+                name: format!("{}/P{number}", node.description),
+                node_name: node.name.clone(),
+                node_guid: node.guid,
+                number,
+                class,
+                caps,
+                plan,
+                vlarb_high: scopes.and_then(|s| s.vlarb_high).map(|s| s.scope),
+                vlarb_low: scopes.and_then(|s| s.vlarb_low).map(|s| s.scope),
+                vl_high_limit: scopes.and_then(|s| s.vl_high_limit).map(|s| s.scope),
+                sl2vl: sl2vl
+                    .get(&(node.guid, number))
+                    .into_iter()
+                    .flatten()
+                    .map(|(scope, (table, inputs))| (inputs.clone(), table.masked(mask), *scope))
+                    .collect(),
+            });
+        }
+    }
+    planned
+}
+
+/// Port numbers as short ranges: `0-8`, `1,3`.
+fn ranges(numbers: &[u8]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < numbers.len() {
+        let start = numbers[i];
+        while i + 1 < numbers.len() && numbers[i + 1] == numbers[i] + 1 {
+            i += 1;
+        }
+        parts.push(if numbers[i] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", numbers[i])
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+fn describe(port: &PortSetupPlan, place: &dyn Fn(ScopeId) -> String) -> String {
+    let from = |scope: ScopeId| format!("from {scope} at {}", place(scope));
+    let caps = &port.caps;
+    let mut out = format!(
+        "{} ({} port {}, {:#018x}): class {}, VLCap {}, OperVLs {}, VLArb caps low {} / high {}\n",
+        port.name,
+        port.node_name,
+        port.number,
+        port.node_guid,
+        port.class,
+        caps.vl_cap,
+        caps.oper_vls,
+        caps.vlarb_low_cap,
+        caps.vlarb_high_cap
+    );
+    for (priority, scope) in [
+        (Priority::High, port.vlarb_high),
+        (Priority::Low, port.vlarb_low),
+    ] {
+        let Some(scope) = scope else { continue };
+        let blocks: Vec<_> = port
+            .plan
+            .vlarb
+            .iter()
+            .filter(|b| b.block.priority() == priority)
+            .collect();
+        if blocks.is_empty() {
+            let _ = writeln!(
+                out,
+                "  VLArb {priority}: none programmed (cap 0 or one VL), {}",
+                from(scope)
+            );
+        }
+        for block in blocks {
+            let _ = write!(out, "  {}", vlarb_line(block));
+        }
+        let _ = writeln!(out, "    {}", from(scope));
+    }
+    if let Some(scope) = port.vl_high_limit {
+        let _ = writeln!(
+            out,
+            "  VLHighLimit {}, {}",
+            port.plan.vl_high_limit,
+            from(scope)
+        );
+    }
+    for (inputs, table, scope) in &port.sl2vl {
+        let which = if port.class == PortClass::Ca || port.class == PortClass::Rtr {
+            "SL2VL".to_string()
+        } else {
+            format!("SL2VL from input ports {}", ranges(inputs))
+        };
+        let _ = writeln!(out, "  {which}, {}", from(*scope));
+        out.push_str(&sl2vl_rows(table, "    "));
+    }
+    out
+}
+
+fn port_json(port: &PortSetupPlan, place: &dyn Fn(ScopeId) -> String) -> Value {
+    let scoped = |value: Value, scope: Option<ScopeId>| match scope {
+        Some(scope) => json!({"value": value, "scope": scope.to_string(), "at": place(scope)}),
+        None => Value::Null,
+    };
+    let entries = |priority: Priority| -> Value {
+        port.plan
+            .vlarb
+            .iter()
+            .filter(|b| b.block.priority() == priority)
+            .flat_map(|b| b.programmed().iter().map(|e| json!([e.vl, e.weight])))
+            .collect()
+    };
+    json!({
+        "port": port.name,
+        "node": port.node_name,
+        "node_guid": format!("{:#018x}", port.node_guid),
+        "number": port.number,
+        "class": port.class.name(),
+        "vlarb_high": scoped(entries(Priority::High), port.vlarb_high),
+        "vlarb_low": scoped(entries(Priority::Low), port.vlarb_low),
+        "vl_high_limit": scoped(json!(port.plan.vl_high_limit), port.vl_high_limit),
+        "sl2vl": port.sl2vl.iter().map(|(inputs, table, scope)| json!({
+            "inputs": inputs,
+            "vls": table.0.map(|vl| vl.get()),
+            "scope": scope.to_string(),
+            "at": place(*scope),
+        })).collect::<Vec<_>>(),
+    })
+}
