@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use ibqos_mad::Guid;
-use ibqos_qos::VlCount;
+use ibqos_qos::{PortCaps, PortClass, VlCount, oper_vls};
 
 /// A node of a [`Topology`]: its index in insertion order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -94,6 +94,17 @@ pub struct LinkCaps {
 }
 
 impl LinkCaps {
+    /// What the QoS planner needs of a port with these capabilities running `oper_vls` VLs.
+    pub const fn planner_caps(&self, oper_vls: VlCount) -> PortCaps {
+        PortCaps {
+            vl_cap: self.vl_cap,
+            oper_vls,
+            vlarb_low_cap: self.vlarb_low_cap,
+            vlarb_high_cap: self.vlarb_high_cap,
+            sl_mapping_supported: self.sl_mapping_supported,
+        }
+    }
+
     /// A CA or router port: 8 VLs, MTU 2048, VLArb caps 8/8, SL mapping supported.
     pub const fn end_port() -> LinkCaps {
         LinkCaps {
@@ -190,6 +201,17 @@ pub struct Node {
 }
 
 impl Node {
+    /// The QoS class of port `number`, or `None` for a port QoS leaves alone (a base switch
+    /// port 0).
+    pub fn port_class(&self, number: u8) -> Option<PortClass> {
+        match (self.kind, number) {
+            (NodeKind::Switch, 0) => self.enhanced_port0.then_some(PortClass::Sw0),
+            (NodeKind::Switch, _) => Some(PortClass::Swe),
+            (NodeKind::Router, _) => Some(PortClass::Rtr),
+            (NodeKind::Ca, _) => Some(PortClass::Ca),
+        }
+    }
+
     /// A node with `num_ports` ports numbered like ibsim numbers them, with ibsim's GUID rule
     /// (switch ports share the NodeGUID, CA port `p` is NodeGUID + `p`) and default
     /// capabilities. The system image GUID is the NodeGUID and the description the name.
@@ -286,6 +308,14 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// The OperVLs of a linked port, as the link manager sets them: the lower VLCap of its two
+    /// ends, capped by `max_op_vls`; `None` for a port without a link.
+    pub fn link_oper_vls(&self, port: PortRef, max_op_vls: Option<VlCount>) -> Option<VlCount> {
+        let here = self.port(port)?;
+        let peer = self.port(here.peer?)?;
+        Some(oper_vls(here.link.vl_cap, peer.link.vl_cap, max_op_vls))
+    }
+
     pub fn new() -> Topology {
         Topology::default()
     }

@@ -51,9 +51,13 @@ fn ibqos(args: &[&str]) -> Output {
         .expect("ibqos runs")
 }
 
-/// Runs the star with `conf` and `traffic`, returns the JSON report.
+/// Runs the star with opensm.conf `conf` and `traffic`, returns the JSON report.
 fn simulate(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Value {
-    let output = run(name, conf, traffic, extra);
+    report(run(name, conf, traffic, extra))
+}
+
+/// The JSON report of a run that must succeed.
+fn report(output: Output) -> Value {
     assert!(
         output.status.success(),
         "{}",
@@ -63,15 +67,21 @@ fn simulate(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Value {
 }
 
 fn run(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Output {
+    run_with(name, "opensm.conf", conf, traffic, extra)
+}
+
+/// Runs the star with the configuration `conf` written as `file` (an ibqos.toml by its name).
+fn run_with(name: &str, file: &str, conf: &str, traffic: &str, extra: &[&str]) -> Output {
     let dir = tempfile::Builder::new().prefix(name).tempdir().unwrap();
     let net = scratch_file(&dir, "star.net", STAR);
-    let conf = scratch_file(&dir, "opensm.conf", conf);
+    let conf = scratch_file(&dir, file, conf);
     let traffic = scratch_file(&dir, "traffic.toml", traffic);
+    let flag = if file.ends_with(".toml") { "-c" } else { "-F" };
     let mut args = vec![
         "sim",
         "--topology",
         net.to_str().unwrap(),
-        "-F",
+        flag,
         conf.to_str().unwrap(),
         "--traffic",
         traffic.to_str().unwrap(),
@@ -366,5 +376,36 @@ fn bad_traffic_is_reported_with_its_place() {
         assert!(stderr.contains(expected), "{expected}: {stderr}");
         assert!(stderr.contains(place), "{place}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+/// qos-setup in the simulator: the port classes give VL0 and VL1 weights 64:192 (shares 1/4
+/// and 3/4 into H4, as above); a vlarb-scope `across` a group holding H4 gives the switch port
+/// facing it 192:64, so with `program_policy_setup` the shares there turn to 3/4 and 1/4, and
+/// without it they stay the classes'. Tolerance 0.01, as above.
+#[test]
+fn the_simulator_runs_the_qos_setup_tables_the_sm_would_program() {
+    let traffic = format!(
+        "{LINK}{}{}",
+        flow("a", "H1", 0, 4096, ""),
+        flow("b", "H2", 1, 4096, "")
+    );
+    let toml = |program: bool| {
+        format!(
+            "[qos]\nenabled = true\nprogram_policy_setup = {program}\n\
+             [qos.default]\nvlarb_high = []\n\
+             vlarb_low = [{{ vl = 0, weight = 64 }}, {{ vl = 1, weight = 192 }}]\n\
+             sl2vl = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]\n\
+             [[qos_policy.port_groups]]\nname = \"Sink\"\nport_names = [\"host-four/P1\"]\n\
+             [[qos_policy.qos_levels]]\nname = \"DEFAULT\"\nsl = 0\n\
+             [[qos_policy.vlarb_scopes]]\nacross = [\"Sink\"]\nvlarb_low = [\"0:192\", \"1:64\"]\n"
+        )
+    };
+    for (program, vl0) in [(true, 0.75), (false, 0.25)] {
+        let out = run_with("setup", "ibqos.toml", &toml(program), &traffic, &[]);
+        let report = report(out);
+        let what = format!("program_policy_setup = {program}");
+        assert_near(share(&report, 0), vl0, 0.01, &what);
+        assert_near(share(&report, 1), 1.0 - vl0, 0.01, &what);
     }
 }

@@ -6,11 +6,11 @@
 
 use ibqos_fabric::generate::{GenError, assign_lids};
 use ibqos_fabric::routing::{RoutingError, minhop};
-use ibqos_fabric::{NodeId, NodeKind as FabricKind, PortRef, Topology};
+use ibqos_fabric::{NodeId, PortRef, Topology};
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{
-    PlanError, PortCaps, PortClass, QosConfig, Sl2VlProgramming, Sl2VlTable, SwitchSl2VlView,
-    VlCount, oper_vls, plan_settings, setup_sl2vl, switch_sl2vl,
+    PlanError, QosConfig, Sl2VlProgramming, Sl2VlTable, SwitchSl2VlView, VlCount, plan_settings,
+    setup_sl2vl, switch_sl2vl,
 };
 
 use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
@@ -77,13 +77,6 @@ impl HostDirectory for TopologyHosts<'_> {
     }
 }
 
-/// OperVLs of a linked port (`None` for a port without a link).
-fn link_oper_vls(topo: &Topology, port: PortRef, max_op_vls: Option<VlCount>) -> Option<VlCount> {
-    let here = topo.port(port)?;
-    let peer = topo.port(here.peer?)?;
-    Some(oper_vls(here.link.vl_cap, peer.link.vl_cap, max_op_vls))
-}
-
 /// The simulator's view of `topo` with the tables `qos` programs (with what `setup`, the
 /// qos-setup scopes' tables on this fabric, gives its ports) and minhop routes.
 pub fn build_network(
@@ -118,21 +111,13 @@ pub fn build_network(
         let mut up = vec![None; usize::from(fnode.num_ports())];
         for (p, port) in fnode.existing_ports() {
             node.lids[usize::from(p)] = port.lid;
-            let Some(oper) = link_oper_vls(topo, PortRef::new(id, p), max_op_vls) else {
+            let Some(oper) = topo.link_oper_vls(PortRef::new(id, p), max_op_vls) else {
                 continue;
             };
-            let class = match fnode.kind {
-                FabricKind::Switch => PortClass::Swe,
-                FabricKind::Ca => PortClass::Ca,
-                FabricKind::Router => PortClass::Rtr,
+            let Some(class) = fnode.port_class(p) else {
+                continue;
             };
-            let caps = PortCaps {
-                vl_cap: port.link.vl_cap,
-                oper_vls: oper,
-                vlarb_low_cap: port.link.vlarb_low_cap,
-                vlarb_high_cap: port.link.vlarb_high_cap,
-                sl_mapping_supported: port.link.sl_mapping_supported,
-            };
+            let caps = port.link.planner_caps(oper);
             let settings = setup.settings(qos, class, fnode.guid, p);
             let planned =
                 plan_settings(&settings, class, &caps).map_err(|source| BuildError::Plan {

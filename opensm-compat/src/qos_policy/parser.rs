@@ -460,33 +460,42 @@ impl<'a> Parser<'a> {
     fn qos_setup(&mut self) -> Parsed<()> {
         loop {
             match self.take().token {
-                Token::Block(Block::VlarbTablesStart) => loop {
-                    let lexeme = self.take();
-                    match lexeme.token {
-                        Token::Block(Block::VlarbScopeStart) => {
-                            let id = ScopeId::Vlarb(self.policy.setup.vlarb_scopes.len() + 1);
-                            let at = self.location(lexeme.start, lexeme.end);
-                            self.setup_places.insert(id, at);
-                            self.vlarb_scope()?
-                        }
-                        Token::Block(Block::VlarbTablesEnd) => break,
-                        _ => return self.syntax_error(),
-                    }
-                },
-                Token::Block(Block::Sl2vlTablesStart) => loop {
-                    let lexeme = self.take();
-                    match lexeme.token {
-                        Token::Block(Block::Sl2vlScopeStart) => {
-                            let id = ScopeId::Sl2vl(self.policy.setup.sl2vl_scopes.len() + 1);
-                            let at = self.location(lexeme.start, lexeme.end);
-                            self.setup_places.insert(id, at);
-                            self.sl2vl_scope()?
-                        }
-                        Token::Block(Block::Sl2vlTablesEnd) => break,
-                        _ => return self.syntax_error(),
-                    }
-                },
+                Token::Block(Block::VlarbTablesStart) => self.scopes(
+                    Block::VlarbScopeStart,
+                    Block::VlarbTablesEnd,
+                    |p| ScopeId::Vlarb(p.policy.setup.vlarb_scopes.len() + 1),
+                    Self::vlarb_scope,
+                )?,
+                Token::Block(Block::Sl2vlTablesStart) => self.scopes(
+                    Block::Sl2vlScopeStart,
+                    Block::Sl2vlTablesEnd,
+                    |p| ScopeId::Sl2vl(p.policy.setup.sl2vl_scopes.len() + 1),
+                    Self::sl2vl_scope,
+                )?,
                 Token::Block(Block::QosSetupEnd) => return Ok(()),
+                _ => return self.syntax_error(),
+            }
+        }
+    }
+
+    /// The scopes of `vlarb-tables` or `sl2vl-tables` up to `end`, each read by `scope` and its
+    /// keyword's place kept under the id `next_id` gives it.
+    fn scopes(
+        &mut self,
+        start: Block,
+        end: Block,
+        next_id: fn(&Self) -> ScopeId,
+        scope: fn(&mut Self) -> Parsed<()>,
+    ) -> Parsed<()> {
+        loop {
+            let lexeme = self.take();
+            match lexeme.token {
+                Token::Block(block) if block == start => {
+                    let at = self.location(lexeme.start, lexeme.end);
+                    self.setup_places.insert(next_id(self), at);
+                    scope(self)?
+                }
+                Token::Block(block) if block == end => return Ok(()),
                 _ => return self.syntax_error(),
             }
         }

@@ -7,10 +7,10 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use ibqos_fabric::{Node, NodeKind, Topology};
+use ibqos_fabric::{PortRef, Topology};
 use ibqos_opensm::Settings;
 use ibqos_qos::policy::setup::{ScopeId, Scoped, SetupTables};
-use ibqos_qos::{PortCaps, PortClass, PortPlan, Priority, Sl2VlTable, oper_vls, plan_settings};
+use ibqos_qos::{PortCaps, PortClass, PortPlan, Priority, Sl2VlTable, plan_settings};
 use serde_json::{Value, json};
 
 use super::{sl2vl_rows, vlarb_line};
@@ -107,16 +107,6 @@ pub(super) fn run(
     Ok(Outcome::from_report(&report))
 }
 
-/// The class QoS gives port `number` of `node`, or `None` for a port it leaves alone.
-fn class(node: &Node, number: u8) -> Option<PortClass> {
-    match (node.kind, number) {
-        (NodeKind::Switch, 0) => node.enhanced_port0.then_some(PortClass::Sw0),
-        (NodeKind::Switch, _) => Some(PortClass::Swe),
-        (NodeKind::Router, _) => Some(PortClass::Rtr),
-        (NodeKind::Ca, _) => Some(PortClass::Ca),
-    }
-}
-
 /// Every port the scopes give a value, in the fabric's node order.
 fn planned_ports(topo: &Topology, settings: &Settings, setup: &SetupTables) -> Vec<PortSetupPlan> {
     let max_op_vls = settings.links.oper_vls_cap();
@@ -133,26 +123,19 @@ fn planned_ports(topo: &Topology, settings: &Settings, setup: &SetupTables) -> V
     }
     let chosen: BTreeSet<(u64, u8)> = setup.ports.keys().chain(sl2vl.keys()).copied().collect();
     let mut planned = Vec::new();
-    for (_, node) in topo.nodes() {
+    for (id, node) in topo.nodes() {
         for (number, port) in node.existing_ports() {
             if !chosen.contains(&(node.guid, number)) {
                 continue;
             }
-            let Some(class) = class(node, number) else {
+            let Some(class) = node.port_class(number) else {
                 continue;
             };
-            // A switch port 0 runs its own VLCap; a linked port the lower of both ends.
-            let oper = match port.peer.and_then(|p| topo.port(p)) {
-                Some(peer) => oper_vls(port.link.vl_cap, peer.link.vl_cap, max_op_vls),
-                None => port.link.vl_cap,
-            };
-            let caps = PortCaps {
-                vl_cap: port.link.vl_cap,
-                oper_vls: oper,
-                vlarb_low_cap: port.link.vlarb_low_cap,
-                vlarb_high_cap: port.link.vlarb_high_cap,
-                sl_mapping_supported: port.link.sl_mapping_supported,
-            };
+            // A switch port 0 runs its own VLCap.
+            let oper = topo
+                .link_oper_vls(PortRef::new(id, number), max_op_vls)
+                .unwrap_or(port.link.vl_cap);
+            let caps = port.link.planner_caps(oper);
             let settings_here = setup.settings(&settings.qos, class, node.guid, number);
             let Ok(plan) = plan_settings(&settings_here, class, &caps) else {
                 continue;
