@@ -12,6 +12,7 @@ use ibqos_mad::sa::{
 use ibqos_mad::{AttributeId, ClassPortInfo, Method, MgmtClass, Status};
 use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
 use ibqos_sm::manager::Run;
+use ibqos_sm::sa::{Sa, SaConfig, SaDb};
 use ibqos_transport::Transport;
 use ibqos_transport::emulated::EmulatedTransport;
 
@@ -370,4 +371,42 @@ fn two_switch_up() -> (Topology, EmulatedSm) {
     let (topology, mut sm) = two_switch();
     sm.sweep_done();
     (topology, sm)
+}
+
+/// An answer over the SA's bound is ERR_NO_RESOURCES, not a huge message: the world PathRecord
+/// GetTable of two-switch (8 endports: 2 switches, 6 HCA ports; 64 paths, 4096 bytes) under a
+/// 1000-byte bound, while a one-source query (8 paths, 512 bytes) is still answered.
+#[test]
+fn an_answer_over_the_bound_is_no_resources() {
+    let (_, sm) = two_switch_up();
+    let h1 = host(&sm, "H1");
+    let sweep = sm.manager.last_sweep().unwrap();
+    let mut sa = Sa::new(SaConfig {
+        max_answer_bytes: 1000,
+        ..SaConfig::default()
+    });
+    let now = sm.transport.now();
+    sa.update(now, SaDb::new(sweep));
+    let paths = |mask, template: PathRecordRepr| {
+        request(
+            Method::GetTable,
+            SaAttributeId::PathRecord,
+            mask,
+            0,
+            |data| template.emit(&mut PathRecord::new_unchecked(data)),
+        )
+    };
+    let world = sa.on_request(now, &paths(0, blank_path()), h1).unwrap();
+    assert_eq!(status(&world), Status::SA_NO_RESOURCES);
+    assert_eq!(world.mad.len(), 256, "the request echoed, no records");
+    let from_h1 = PathRecordRepr {
+        slid: h1.lid,
+        ..blank_path()
+    };
+    let one_source = sa.on_request(now, &paths(1 << 5, from_h1), h1).unwrap();
+    let view = SaMad::new_checked(&one_source.mad[..]).unwrap();
+    assert_eq!(
+        (view.header().status(), view.records().count()),
+        (Status::OK, 8)
+    );
 }

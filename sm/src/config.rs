@@ -54,6 +54,7 @@ pub fn sa_config(settings: &Settings) -> SaConfig {
         sm_priority: settings.sm.priority & 0xf,
         qos: settings.qos.enabled,
         policy: settings.qos_policy.clone(),
+        ..SaConfig::default()
     }
 }
 

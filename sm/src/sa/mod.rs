@@ -57,7 +57,15 @@ pub struct SaConfig {
     pub qos: bool,
     /// qos-policy.conf (or ibqos.toml's `[qos_policy]`), as read.
     pub policy: Option<QosPolicy>,
+    /// The most record bytes one answer may hold ([`MAX_ANSWER_BYTES`]).
+    pub max_answer_bytes: usize,
 }
+
+/// The most record bytes one answer holds by default: a million PathRecords, more than every
+/// table of a 10,000-node fabric but its LFTs. A query matching more (every path of a large
+/// fabric: 10,000 squared PathRecords would be 6.4 GB) is answered ERR_NO_RESOURCES, and its
+/// paths are not computed past the bound. OpenSM sets no bound: it builds the whole answer.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 impl Default for SaConfig {
     fn default() -> Self {
@@ -68,6 +76,7 @@ impl Default for SaConfig {
             sm_priority: 0,
             qos: false,
             policy: None,
+            max_answer_bytes: MAX_ANSWER_BYTES,
         }
     }
 }
@@ -341,6 +350,15 @@ impl Sa {
             "SA query"
         );
         let mut answer = match found {
+            Ok(records) if records.bytes.len() > self.config.max_answer_bytes => {
+                warn!(
+                    slid = from.lid,
+                    %attribute,
+                    limit = self.config.max_answer_bytes,
+                    "SA answer over the bound; answering ERR_NO_RESOURCES"
+                );
+                respond_error(mad, method, Status::SA_NO_RESOURCES)
+            }
             Ok(records) => respond(mad, method, records),
             Err(status) => respond_error(mad, method, status),
         };

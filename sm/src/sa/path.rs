@@ -121,6 +121,10 @@ pub(super) fn path_records(
         for &source in &sources {
             ask.pair_paths((source, sgid), (destination, dgid), &mut records);
         }
+        // Past the bound the answer is an error: computing more paths would only cost time.
+        if records.bytes.len() > config.max_answer_bytes {
+            break;
+        }
     }
     Ok(records)
 }
