@@ -309,3 +309,39 @@ fn summaries_print_as_before() {
     let (summaries, _) = dry_run.finish();
     assert_printed_as_before(&summaries[0], "dryrun");
 }
+
+/// The qos-setup example with `program_policy_setup` as given.
+fn setup_settings(program: bool) -> Settings {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/qos-setup.toml");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace(
+            "program_policy_setup = true",
+            &format!("program_policy_setup = {program}"),
+        );
+    ibqos_opensm::load_bytes("qos-setup.toml", text.as_bytes(), Format::NativeToml)
+        .unwrap()
+        .settings
+}
+
+/// Turning `program_policy_setup` on by SIGHUP: the reload's sweep Sets exactly the per-group
+/// tables, and nothing else: the high VLArb block (8 entries, one Set) and VLHighLimit (in
+/// PortInfo) on the 4 ports of the storage scope, and the 19 SL-to-VL entries (9 inputs to
+/// each switch's port 5, and switch one's port 1 to port 2).
+#[test]
+fn a_reload_that_turns_qos_setup_on_sets_only_the_group_tables() {
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &setup_settings(false));
+    assert_eq!(sm.sweep_done().mode, SweepMode::Forced);
+    let before = sets_handled(&sm);
+    sm.manager.reload(setup_settings(true));
+    let reloaded = sm.sweep_done();
+    assert_eq!(reloaded.mode, SweepMode::Diff);
+    assert_eq!(
+        sets_since(&sm, &before),
+        BTreeMap::from([
+            (u16::from(AttributeId::PortInfo), 4),
+            (u16::from(AttributeId::SlToVlMappingTable), 19),
+            (u16::from(AttributeId::VlArbitrationTable), 4),
+        ])
+    );
+}
