@@ -313,12 +313,10 @@ fn summaries_print_as_before() {
 /// The qos-setup example with `program_policy_setup` as given.
 fn setup_settings(program: bool) -> Settings {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/qos-setup.toml");
-    let text = std::fs::read_to_string(path)
-        .unwrap()
-        .replace(
-            "program_policy_setup = true",
-            &format!("program_policy_setup = {program}"),
-        );
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        "program_policy_setup = true",
+        &format!("program_policy_setup = {program}"),
+    );
     ibqos_opensm::load_bytes("qos-setup.toml", text.as_bytes(), Format::NativeToml)
         .unwrap()
         .settings
