@@ -98,18 +98,45 @@ struct PortSlot {
     link: LinkParams,
 }
 
-/// One VL of one port: what waits to leave by it, its credits toward the peer, and what the
-/// port's own receive buffer holds for it.
+/// No packet: the end of a lane's queue.
+const NO_PACKET: u32 = u32::MAX;
+
+/// What arbitration reads of one VL of one port, every time: kept apart from the lane's
+/// statistics, 16 bytes a lane, so that a port's 16 lanes share a few cache lines.
+#[derive(Debug, Clone, Copy)]
+struct LaneHead {
+    /// Blocks of the packet at the head (0: none), kept by [`Simulation::refresh_lane`].
+    head: u32,
+    /// Credits toward the peer, in blocks.
+    credits: u32,
+    /// The queue of packets waiting to leave by this lane, linked through
+    /// [`Packet::next`]: its first and last packet, [`NO_PACKET`] when empty.
+    first: u32,
+    last: u32,
+    /// Blocks of a packet of the greedy flow whose turn it is (0: none), kept by
+    /// [`Simulation::greedy_turn`].
+    greedy: u32,
+}
+
+impl Default for LaneHead {
+    fn default() -> Self {
+        LaneHead {
+            head: 0,
+            credits: 0,
+            first: NO_PACKET,
+            last: NO_PACKET,
+            greedy: 0,
+        }
+    }
+}
+
+/// One VL of one port beyond its [`LaneHead`]: the greedy flows that take turns on it and what
+/// the port's own receive buffer holds for it, with the counters the report reads.
 #[derive(Debug, Default)]
 struct Lane {
-    /// Blocks of the packet at the head (0: none), kept by [`Simulation::refresh_lane`] so that
-    /// arbitration reads only the lane.
-    head: u32,
-    queue: VecDeque<u32>,
     /// Greedy flows taking turns (source ports only), with their packets' blocks, so that the
     /// arbiter reads a lane's head without touching the flow table.
     greedy: VecDeque<(u32, u32)>,
-    credits: u32,
     blocked_since: Option<u64>,
     packets: u64,
     blocks_sent: u64,
@@ -133,10 +160,22 @@ struct FlowState {
     /// First generation time of a rate flow (start plus the seeded phase).
     origin: u64,
     generated: u64,
-    sent: u64,
     delivered: u64,
     dropped: u64,
     latency: Histogram,
+}
+
+/// The part of a flow that every packet it sends touches, 16 bytes, apart from its
+/// description and latency histogram: what a new packet copies, the packets sent, and whether a
+/// greedy flow is past its stop time (it leaves its lane's rotation at the front).
+#[derive(Debug, Clone, Copy)]
+struct FlowHot {
+    sent: u64,
+    dlid: u16,
+    blocks: u16,
+    sl: u8,
+    management: bool,
+    stopped: bool,
 }
 
 /// A packet in flight. It carries what forwarding needs (a copy of its flow's LID, SL, size),
@@ -147,6 +186,8 @@ struct Packet {
     flow: u32,
     /// The port whose receive buffer holds it, `None` at its source.
     in_port: Option<u32>,
+    /// The next packet in the lane queue it waits in ([`NO_PACKET`]: the last).
+    next: u32,
     dlid: u16,
     blocks: u16,
     in_vl: u8,
@@ -163,15 +204,26 @@ pub struct Simulation<'n> {
     options: SimOptions,
     ports: Vec<PortSlot>,
     node_base: Vec<u32>,
+    heads: Vec<LaneHead>,
     lanes: Vec<Lane>,
     arbiters: Vec<Arbiter>,
     busy: Vec<bool>,
     /// Per port, a bit per lane whose head packet lacks credits.
     starved: Vec<u16>,
+    /// Per port, a bit per lane whose wait for credits is being timed: starved while the port
+    /// is idle.
+    waiting: Vec<u16>,
     flows: Vec<FlowState>,
+    flow_hot: Vec<FlowHot>,
     packets: Vec<Packet>,
     free: Vec<u32>,
     queue: Wheel<Event>,
+    /// The flows' Start and Stop events, by time (in flow order among equal times), apart from
+    /// the wheel: they are known before the run and would otherwise fill it. They come before
+    /// any wheel event of the same time, as the events pushed first.
+    schedule: Vec<(u64, Event)>,
+    /// The next of `schedule` to handle.
+    scheduled: usize,
     now: u64,
     events: u64,
     packet_hops: u64,
@@ -245,9 +297,10 @@ impl<'n> Simulation<'n> {
                 port.link = link.params;
             }
         }
-        let mut lanes: Vec<Lane> = (0..ports.len() * LANES).map(|_| Lane::default()).collect();
+        let lanes: Vec<Lane> = (0..ports.len() * LANES).map(|_| Lane::default()).collect();
+        let mut heads = vec![LaneHead::default(); ports.len() * LANES];
         for (p, port) in (0..).zip(&ports) {
-            for lane in &mut lanes[port_lanes(p)] {
+            for lane in &mut heads[port_lanes(p)] {
                 lane.credits = port.link.vl_buffer_blocks;
             }
         }
@@ -263,14 +316,19 @@ impl<'n> Simulation<'n> {
             options,
             busy: vec![false; ports.len()],
             starved: vec![0; ports.len()],
+            waiting: vec![0; ports.len()],
             ports,
             node_base,
+            heads,
             lanes,
             arbiters,
             flows: Vec::with_capacity(flows.len()),
+            flow_hot: Vec::with_capacity(flows.len()),
             packets: Vec::new(),
             free: Vec::new(),
             queue: Wheel::default(),
+            schedule: Vec::new(),
+            scheduled: 0,
             now: 0,
             events: 0,
             packet_hops: 0,
@@ -279,15 +337,25 @@ impl<'n> Simulation<'n> {
         for (i, flow) in flows.iter().enumerate() {
             let state = sim.flow_state(flow, i as u64)?;
             if state.spec.start_ps < state.spec.stop_ps {
-                sim.queue
-                    .push(state.spec.start_ps, Event::Start { flow: i as u32 });
+                sim.schedule
+                    .push((state.spec.start_ps, Event::Start { flow: i as u32 }));
                 if state.greedy && state.vl != VL15 {
-                    sim.queue
-                        .push(state.spec.stop_ps, Event::Stop { flow: i as u32 });
+                    sim.schedule
+                        .push((state.spec.stop_ps, Event::Stop { flow: i as u32 }));
                 }
             }
+            sim.flow_hot.push(FlowHot {
+                sent: 0,
+                dlid: state.spec.dlid,
+                blocks: state.blocks as u16,
+                sl: state.spec.sl.get(),
+                management: state.spec.management,
+                stopped: false,
+            });
             sim.flows.push(state);
         }
+        // Stable: equal times keep the order they were listed in.
+        sim.schedule.sort_by_key(|(time, _)| *time);
         if options.timeline_intervals > 0 {
             sim.timeline = vec![0; sim.ports.len() * options.timeline_intervals * LANES];
         }
@@ -346,7 +414,6 @@ impl<'n> Simulation<'n> {
             greedy,
             origin: flow.start_ps + phase,
             generated: 0,
-            sent: 0,
             delivered: 0,
             dropped: 0,
             latency: Histogram::default(),
@@ -367,12 +434,19 @@ impl<'n> Simulation<'n> {
     /// Processes every event up to `until` (at most the run's duration).
     pub fn run_until(&mut self, until: u64) {
         let until = until.min(self.options.duration_ps);
-        while let Some(time) = self.queue.peek_time() {
-            if time > until {
-                break;
-            }
-            let Some((time, event)) = self.queue.pop() else {
-                break;
+        loop {
+            let scheduled = self.schedule.get(self.scheduled).map(|(time, _)| *time);
+            let queued = self.queue.peek_time();
+            let (time, event) = match (scheduled, queued) {
+                (Some(s), q) if s <= until && q.is_none_or(|q| s <= q) => {
+                    self.scheduled += 1;
+                    self.schedule[self.scheduled - 1]
+                }
+                (_, Some(q)) if q <= until => match self.queue.pop() {
+                    Some(next) => next,
+                    None => break,
+                },
+                _ => break,
             };
             self.now = time;
             self.events += 1;
@@ -390,6 +464,7 @@ impl<'n> Simulation<'n> {
                     let port = state.port;
                     let blocks = state.blocks;
                     self.lanes[lane].greedy.push_back((flow, blocks));
+                    self.greedy_turn(lane);
                     self.refresh_lane(lane);
                     self.try_send(port);
                 } else {
@@ -398,9 +473,10 @@ impl<'n> Simulation<'n> {
             }
             Event::Inject { flow } => self.inject(flow),
             Event::Stop { flow } => {
+                self.flow_hot[flow as usize].stopped = true;
                 let state = &self.flows[flow as usize];
                 let lane = lane_index(state.port, state.vl);
-                self.lanes[lane].greedy.retain(|&(f, _)| f != flow);
+                self.skip_stopped(lane);
                 self.refresh_lane(lane);
             }
             Event::TxDone {
@@ -418,11 +494,33 @@ impl<'n> Simulation<'n> {
             Event::Arrive { port, packet } => self.arrive(port, packet),
             Event::Credit { port, vl, blocks } => {
                 let lane = lane_index(port, vl);
-                self.lanes[lane].credits += blocks;
+                self.heads[lane].credits += blocks;
                 self.refresh_lane(lane);
                 self.try_send(port);
             }
         }
+    }
+
+    /// Drops the stopped flows at the front of a lane's rotation. A stopped flow leaves the
+    /// rotation only when it comes to the front, which keeps the others' order as removing it
+    /// at once would, without searching the rotation for it.
+    fn skip_stopped(&mut self, lane: usize) {
+        let greedy = &mut self.lanes[lane].greedy;
+        while let Some(&(flow, _)) = greedy.front() {
+            if !self.flow_hot[flow as usize].stopped {
+                break;
+            }
+            greedy.pop_front();
+        }
+        self.greedy_turn(lane);
+    }
+
+    /// Notes in the lane's head the size of the packet of the greedy flow whose turn it is.
+    fn greedy_turn(&mut self, lane: usize) {
+        self.heads[lane].greedy = self.lanes[lane]
+            .greedy
+            .front()
+            .map_or(0, |&(_, blocks)| blocks);
     }
 
     /// A generated packet: queued at its source, or dropped there if its SL maps to VL15.
@@ -441,15 +539,15 @@ impl<'n> Simulation<'n> {
         } else {
             state.origin + self.gap_ps(&state.spec, state.generated + 1)
         };
+        self.flow_hot[flow as usize].sent += 1;
         let state = &mut self.flows[flow as usize];
         state.generated += 1;
-        state.sent += 1;
         if vl == VL15 && !state.spec.management {
             state.dropped += 1;
         } else {
             let packet = self.alloc(flow, vl);
             let lane = lane_index(port, vl);
-            self.lanes[lane].queue.push_back(packet);
+            self.enqueue(lane, packet);
             self.refresh_lane(lane);
             self.try_send(port);
         }
@@ -459,17 +557,18 @@ impl<'n> Simulation<'n> {
     }
 
     fn alloc(&mut self, flow: u32, vl: u8) -> u32 {
-        let f = &self.flows[flow as usize];
+        let f = self.flow_hot[flow as usize];
         let packet = Packet {
             created: self.now,
             flow,
             in_port: None,
-            dlid: f.spec.dlid,
-            blocks: f.blocks as u16,
+            next: NO_PACKET,
+            dlid: f.dlid,
+            blocks: f.blocks,
             in_vl: 0,
             vl,
-            sl: f.spec.sl.get(),
-            management: f.spec.management,
+            sl: f.sl,
+            management: f.management,
         };
         match self.free.pop() {
             Some(id) => {
@@ -483,14 +582,43 @@ impl<'n> Simulation<'n> {
         }
     }
 
+    /// Appends `packet` to a lane's queue.
+    fn enqueue(&mut self, lane: usize, packet: u32) {
+        self.packets[packet as usize].next = NO_PACKET;
+        let l = &mut self.heads[lane];
+        if l.last == NO_PACKET {
+            l.first = packet;
+        } else {
+            self.packets[l.last as usize].next = packet;
+        }
+        l.last = packet;
+    }
+
+    /// Takes the first packet of a lane's queue.
+    fn dequeue(&mut self, lane: usize) -> Option<u32> {
+        let l = &mut self.heads[lane];
+        let packet = l.first;
+        if packet == NO_PACKET {
+            return None;
+        }
+        l.first = self.packets[packet as usize].next;
+        if l.first == NO_PACKET {
+            l.last = NO_PACKET;
+        }
+        Some(packet)
+    }
+
     /// Updates a lane after its head or credits changed: its head's size, whether the head
     /// lacks credits, and its wait for credits.
     fn refresh_lane(&mut self, lane: usize) {
-        let l = &mut self.lanes[lane];
-        l.head = match l.queue.front() {
-            Some(&packet) => u32::from(self.packets[packet as usize].blocks),
-            None => l.greedy.front().map_or(0, |&(_, blocks)| blocks),
+        let first = self.heads[lane].first;
+        let head = if first != NO_PACKET {
+            u32::from(self.packets[first as usize].blocks)
+        } else {
+            self.heads[lane].greedy
         };
+        let l = &mut self.heads[lane];
+        l.head = head;
         let starved = lane % LANES != usize::from(VL15) && l.head > 0 && l.credits < l.head;
         let (port, bit) = (lane / LANES, 1u16 << (lane % LANES));
         if starved {
@@ -498,7 +626,11 @@ impl<'n> Simulation<'n> {
         } else {
             self.starved[port] &= !bit;
         }
-        self.account_blocked(lane, starved && !self.busy[port]);
+        let blocked = starved && !self.busy[port];
+        if blocked != (self.waiting[port] & bit != 0) {
+            self.waiting[port] ^= bit;
+            self.account_blocked(lane, blocked);
+        }
     }
 
     /// Starts or ends a lane's wait for credits. A lane is blocked while its port is idle and
@@ -519,11 +651,18 @@ impl<'n> Simulation<'n> {
 
     /// Marks `port` busy or idle, which starts or ends the waits of its starved lanes.
     fn set_busy(&mut self, port: u32, busy: bool) {
-        self.busy[port as usize] = busy;
-        let mut starved = self.starved[port as usize];
-        while starved != 0 {
-            let vl = starved.trailing_zeros() as u8;
-            starved &= starved - 1;
+        let p = port as usize;
+        self.busy[p] = busy;
+        // Busy: every timed wait ends. Idle: every starved lane starts one.
+        let mut changed = if busy {
+            self.waiting[p]
+        } else {
+            self.starved[p] & !self.waiting[p]
+        };
+        self.waiting[p] = if busy { 0 } else { self.starved[p] };
+        while changed != 0 {
+            let vl = changed.trailing_zeros() as u8;
+            changed &= changed - 1;
             self.account_blocked(lane_index(port, vl), !busy);
         }
     }
@@ -606,7 +745,7 @@ impl<'n> Simulation<'n> {
         pk.in_vl = pk.vl;
         pk.vl = vl;
         let lane = lane_index(out_port, vl);
-        self.lanes[lane].queue.push_back(packet);
+        self.enqueue(lane, packet);
         self.refresh_lane(lane);
         self.try_send(out_port);
     }
@@ -619,10 +758,10 @@ impl<'n> Simulation<'n> {
         if self.busy[port as usize] {
             return;
         }
-        let vl = if !self.lanes[lane_index(port, VL15)].queue.is_empty() {
+        let vl = if self.heads[lane_index(port, VL15)].first != NO_PACKET {
             VL15
         } else {
-            let lanes = &self.lanes[port_lanes(port)];
+            let lanes = &self.heads[port_lanes(port)];
             let grant = self.arbiters[port as usize].next(|vl| {
                 let lane = &lanes[usize::from(vl)];
                 (lane.head > 0 && lane.credits >= lane.head).then_some(lane.head)
@@ -638,24 +777,25 @@ impl<'n> Simulation<'n> {
     fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
         let now = self.now;
         let lane = lane_index(port, vl);
-        let packet = match self.lanes[lane].queue.pop_front() {
+        let packet = match self.dequeue(lane) {
             Some(packet) => packet,
             None => {
                 let Some((flow, blocks)) = self.lanes[lane].greedy.pop_front() else {
                     return;
                 };
                 self.lanes[lane].greedy.push_back((flow, blocks));
-                self.flows[flow as usize].sent += 1;
+                self.skip_stopped(lane);
+                self.flow_hot[flow as usize].sent += 1;
                 self.alloc(flow, vl)
             }
         };
         let p = self.packets[packet as usize];
         let blocks = u32::from(p.blocks);
         let info = self.ports[port as usize];
-        let l = &mut self.lanes[lane];
         if vl != VL15 {
-            l.credits -= blocks;
+            self.heads[lane].credits -= blocks;
         }
+        let l = &mut self.lanes[lane];
         l.packets += 1;
         l.blocks_sent += u64::from(blocks);
         self.set_busy(port, true);
@@ -699,7 +839,12 @@ impl<'n> Simulation<'n> {
         }
         let links = self.link_reports();
         let timeline = self.timeline_report(&links);
-        let flows: Vec<FlowReport> = self.flows.iter().map(|f| self.flow_report(f)).collect();
+        let flows: Vec<FlowReport> = self
+            .flows
+            .iter()
+            .zip(&self.flow_hot)
+            .map(|(f, hot)| self.flow_report(f, hot.sent))
+            .collect();
         let (sls, sl_latency) = self.sl_reports();
         Report {
             seed: self.options.seed,
@@ -729,7 +874,7 @@ impl<'n> Simulation<'n> {
         round(bytes as f64 * 8.0 / ps as f64 * 1e3)
     }
 
-    fn flow_report(&self, f: &FlowState) -> FlowReport {
+    fn flow_report(&self, f: &FlowState, sent: u64) -> FlowReport {
         let bytes = f.delivered * u64::from(f.spec.payload);
         let active = f.spec.stop_ps.saturating_sub(f.spec.start_ps);
         FlowReport {
@@ -738,13 +883,13 @@ impl<'n> Simulation<'n> {
             dst: f.spec.dst_name.clone(),
             sl: f.spec.sl.get(),
             management: f.spec.management,
-            sent_packets: f.sent,
+            sent_packets: sent,
             delivered_packets: f.delivered,
             delivered_bytes: bytes,
             throughput_gbps: Self::gbps(bytes, active),
             latency_ns: f.latency.summary(),
             dropped_packets: f.dropped,
-            in_flight_packets: f.sent - f.delivered - f.dropped,
+            in_flight_packets: sent - f.delivered - f.dropped,
         }
     }
 
