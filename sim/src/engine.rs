@@ -29,8 +29,8 @@ use std::collections::VecDeque;
 use crate::arbiter::{Arbiter, ArbiterOptions, BLOCK_BYTES};
 use crate::link::{LinkParams, PS_PER_NS, Speed, Width, wire_blocks};
 use crate::network::{Flow, Network, NetworkError, NodeKind, PortAddr};
+use crate::queue::Queue;
 use crate::report::{FlowReport, Histogram, LinkReport, Report, SlReport, Timeline, VlReport};
-use crate::wheel::Wheel;
 
 /// Lanes per port: data VLs 0-14 and VL15.
 const LANES: usize = 16;
@@ -138,10 +138,20 @@ struct Lane {
     /// arbiter reads a lane's head without touching the flow table.
     greedy: VecDeque<(u32, u32)>,
     blocked_since: Option<u64>,
-    packets: u64,
-    blocks_sent: u64,
     blocked_ps: u64,
     dropped: u64,
+}
+
+/// What one VL of one port sent: packets and blocks, counted as each packet starts.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sent {
+    packets: u64,
+    blocks: u64,
+}
+
+/// What one VL of a port's receive buffer holds, and its integral over time for the mean.
+#[derive(Debug, Clone, Copy, Default)]
+struct Buffer {
     occupancy: u32,
     peak: u32,
     /// Occupancy integrated over time, in block-picoseconds, up to `since`.
@@ -206,6 +216,8 @@ pub struct Simulation<'n> {
     node_base: Vec<u32>,
     heads: Vec<LaneHead>,
     lanes: Vec<Lane>,
+    sent: Vec<Sent>,
+    buffers: Vec<Buffer>,
     arbiters: Vec<Arbiter>,
     busy: Vec<bool>,
     /// Per port, a bit per lane whose head packet lacks credits.
@@ -217,10 +229,10 @@ pub struct Simulation<'n> {
     flow_hot: Vec<FlowHot>,
     packets: Vec<Packet>,
     free: Vec<u32>,
-    queue: Wheel<Event>,
+    queue: Queue<Event>,
     /// The flows' Start and Stop events, by time (in flow order among equal times), apart from
-    /// the wheel: they are known before the run and would otherwise fill it. They come before
-    /// any wheel event of the same time, as the events pushed first.
+    /// the queue: they are known before the run and would otherwise fill it. They come before
+    /// any queued event of the same time, as the events pushed first.
     schedule: Vec<(u64, Event)>,
     /// The next of `schedule` to handle.
     scheduled: usize,
@@ -319,6 +331,8 @@ impl<'n> Simulation<'n> {
             waiting: vec![0; ports.len()],
             ports,
             node_base,
+            sent: vec![Sent::default(); heads.len()],
+            buffers: vec![Buffer::default(); heads.len()],
             heads,
             lanes,
             arbiters,
@@ -326,7 +340,7 @@ impl<'n> Simulation<'n> {
             flow_hot: Vec::with_capacity(flows.len()),
             packets: Vec::new(),
             free: Vec::new(),
-            queue: Wheel::default(),
+            queue: Queue::default(),
             schedule: Vec::new(),
             scheduled: 0,
             now: 0,
@@ -435,18 +449,22 @@ impl<'n> Simulation<'n> {
     pub fn run_until(&mut self, until: u64) {
         let until = until.min(self.options.duration_ps);
         loop {
-            let scheduled = self.schedule.get(self.scheduled).map(|(time, _)| *time);
-            let queued = self.queue.peek_time();
-            let (time, event) = match (scheduled, queued) {
-                (Some(s), q) if s <= until && q.is_none_or(|q| s <= q) => {
+            // A scheduled event goes before queued events of its time.
+            let scheduled = self
+                .schedule
+                .get(self.scheduled)
+                .map(|(time, _)| *time)
+                .filter(|time| *time <= until);
+            let queued = self
+                .queue
+                .pop_if(|time| time <= until && scheduled.is_none_or(|s| time < s));
+            let (time, event) = match (queued, scheduled) {
+                (Some(next), _) => next,
+                (None, Some(_)) => {
                     self.scheduled += 1;
                     self.schedule[self.scheduled - 1]
                 }
-                (_, Some(q)) if q <= until => match self.queue.pop() {
-                    Some(next) => next,
-                    None => break,
-                },
-                _ => break,
+                (None, None) => break,
             };
             self.now = time;
             self.events += 1;
@@ -552,7 +570,7 @@ impl<'n> Simulation<'n> {
             self.try_send(port);
         }
         if next < self.flows[flow as usize].spec.stop_ps {
-            self.queue.push(next, Event::Inject { flow });
+            self.queue.push(now, next, Event::Inject { flow });
         }
     }
 
@@ -668,12 +686,12 @@ impl<'n> Simulation<'n> {
     }
 
     /// Brings a lane's occupancy integral up to now, before its occupancy changes or is read.
-    fn integrate(&mut self, lane: usize) -> &mut Lane {
+    fn integrate(&mut self, lane: usize) -> &mut Buffer {
         let now = self.now;
-        let lane = &mut self.lanes[lane];
-        lane.area += u128::from(lane.occupancy) * u128::from(now - lane.since);
-        lane.since = now;
-        lane
+        let buffer = &mut self.buffers[lane];
+        buffer.area += u128::from(buffer.occupancy) * u128::from(now - buffer.since);
+        buffer.since = now;
+        buffer
     }
 
     /// `port`'s receive buffer takes `blocks` more on `vl`.
@@ -691,6 +709,7 @@ impl<'n> Simulation<'n> {
         if let Some(sender) = info.peer.filter(|_| vl != VL15) {
             let at = self.now + info.link.credit_latency_ps + info.link.propagation_ps;
             self.queue.push(
+                self.now,
                 at,
                 Event::Credit {
                     port: sender,
@@ -795,9 +814,9 @@ impl<'n> Simulation<'n> {
         if vl != VL15 {
             self.heads[lane].credits -= blocks;
         }
-        let l = &mut self.lanes[lane];
-        l.packets += 1;
-        l.blocks_sent += u64::from(blocks);
+        let sent = &mut self.sent[lane];
+        sent.packets += 1;
+        sent.blocks += u64::from(blocks);
         self.set_busy(port, true);
         self.refresh_lane(lane);
         if !self.timeline.is_empty() {
@@ -811,6 +830,7 @@ impl<'n> Simulation<'n> {
         self.packet_hops += 1;
         let serialization = info.link.serialization_ps(blocks);
         self.queue.push(
+            self.now,
             now + serialization,
             Event::TxDone {
                 port,
@@ -821,6 +841,7 @@ impl<'n> Simulation<'n> {
         );
         self.packets[packet as usize].vl = vl;
         self.queue.push(
+            self.now,
             now + serialization + info.link.propagation_ps,
             Event::Arrive { port: peer, packet },
         );
@@ -945,8 +966,9 @@ impl<'n> Simulation<'n> {
             .map(|(p, peer)| {
                 let info = self.ports[p as usize];
                 let lanes = &self.lanes[port_lanes(p)];
-                let far = &self.lanes[port_lanes(peer)];
-                let total: u64 = lanes.iter().map(|l| l.blocks_sent * block).sum();
+                let sent = &self.sent[port_lanes(p)];
+                let far = &self.buffers[port_lanes(peer)];
+                let total: u64 = sent.iter().map(|s| s.blocks * block).sum();
                 let capacity_bits = info.link.gbps() * duration as f64 / 1e3;
                 let fraction = |bytes: u64, of: f64| {
                     if of > 0.0 {
@@ -957,16 +979,17 @@ impl<'n> Simulation<'n> {
                 };
                 let vls = lanes
                     .iter()
+                    .zip(sent)
                     .zip(far)
                     .enumerate()
-                    .filter(|(_, (l, f))| {
-                        l.packets > 0 || l.dropped > 0 || l.blocked_ps > 0 || f.peak > 0
+                    .filter(|(_, ((l, s), f))| {
+                        s.packets > 0 || l.dropped > 0 || l.blocked_ps > 0 || f.peak > 0
                     })
-                    .map(|(vl, (l, f))| {
-                        let bytes = l.blocks_sent * block;
+                    .map(|(vl, ((l, s), f))| {
+                        let bytes = s.blocks * block;
                         VlReport {
                             vl: vl as u8,
-                            packets: l.packets,
+                            packets: s.packets,
                             bytes,
                             throughput_gbps: Self::gbps(bytes, duration),
                             share: fraction(bytes, total as f64),

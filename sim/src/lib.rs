@@ -22,9 +22,9 @@ mod link;
 mod network;
 #[cfg(feature = "plot")]
 pub mod plot;
+mod queue;
 mod report;
 pub mod traffic;
-mod wheel;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
 pub use build::{BuildError, TopologyHosts, build_network};
