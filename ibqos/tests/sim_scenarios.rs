@@ -409,3 +409,68 @@ fn the_simulator_runs_the_qos_setup_tables_the_sm_would_program() {
         assert_near(share(&report, 1), 1.0 - vl0, 0.01, &what);
     }
 }
+
+/// The human report's totals per VL are the sums of the JSON report's per-link figures.
+#[test]
+fn the_vl_totals_of_the_text_report_sum_the_links() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let args = |json: bool| {
+        let mut a = vec![
+            "sim".to_string(),
+            "--topology".into(),
+            format!("{root}/examples/sim/star.net"),
+            "-F".into(),
+            format!("{root}/examples/sim/opensm.conf"),
+            "--traffic".into(),
+            format!("{root}/examples/sim/traffic.toml"),
+        ];
+        if json {
+            a.push("--json".into());
+        }
+        a
+    };
+    let run = |json| {
+        let args = args(json);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = ibqos(&refs);
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: Value = serde_json::from_str(&run(true)).unwrap();
+    let text = run(false);
+    let rows: Vec<Vec<u64>> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("VL "))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            l.split_whitespace()
+                .map(|w| w.replace('.', "").parse::<u64>().unwrap())
+                .collect()
+        })
+        .collect();
+    assert!(!rows.is_empty(), "{text}");
+    for row in rows {
+        let vls: Vec<&Value> = json["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|l| l["vls"].as_array().unwrap())
+            .filter(|v| v["vl"].as_u64() == Some(row[0]))
+            .collect();
+        let sum = |field: &str| vls.iter().map(|v| v[field].as_u64().unwrap()).sum::<u64>();
+        // links, packets, bytes, blocked (ns, printed as us with three decimals), dropped
+        assert_eq!(
+            row[1..],
+            [
+                vls.len() as u64,
+                sum("packets"),
+                sum("bytes"),
+                sum("blocked_ns"),
+                sum("dropped_packets")
+            ],
+            "VL {}",
+            row[0]
+        );
+    }
+}

@@ -1,4 +1,5 @@
-//! The report as a person reads it: flows, SLs, and the busiest links per VL.
+//! The report as a person reads it: flows, SLs, totals per VL over every link, and the busiest
+//! links per VL.
 
 use std::fmt::Write as _;
 
@@ -62,6 +63,7 @@ pub fn describe(report: &Report) -> String {
             s.dropped_packets
         );
     }
+    vl_totals(&mut out, report);
     let mut busiest: Vec<_> = report.links.iter().filter(|l| !l.vls.is_empty()).collect();
     busiest.sort_by_key(|l| std::cmp::Reverse(l.bytes));
     let _ = writeln!(
@@ -105,6 +107,44 @@ fn more(out: &mut String, total: usize, what: &str) {
             out,
             "... {} more {what} (all of them with --json)",
             total - TABLE_ROWS
+        );
+    }
+}
+
+/// Per VL, summed over every link direction: what a fabric of thousands of links comes to.
+fn vl_totals(out: &mut String, report: &Report) {
+    #[derive(Default)]
+    struct Total {
+        links: usize,
+        packets: u64,
+        bytes: u64,
+        blocked_ns: u64,
+        dropped: u64,
+    }
+    let mut totals: std::collections::BTreeMap<u8, Total> = std::collections::BTreeMap::new();
+    for v in report.links.iter().flat_map(|l| &l.vls) {
+        let t = totals.entry(v.vl).or_default();
+        t.links += 1;
+        t.packets += v.packets;
+        t.bytes += v.bytes;
+        t.blocked_ns += v.blocked_ns;
+        t.dropped += v.dropped_packets;
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<4} {:>7} {:>11} {:>14} {:>14} {:>8}",
+        "VL", "links", "packets", "bytes", "blocked us", "dropped"
+    );
+    for (vl, t) in &totals {
+        let _ = writeln!(
+            out,
+            "{:<4} {:>7} {:>11} {:>14} {:>14.3} {:>8}",
+            vl,
+            t.links,
+            t.packets,
+            t.bytes,
+            t.blocked_ns as f64 / 1e3,
+            t.dropped
         );
     }
 }
