@@ -85,6 +85,9 @@ pub struct ArbiterOptions {
 #[derive(Debug, Clone)]
 struct Table {
     entries: Vec<VlArbEntry>,
+    /// A bit per VL that some entry may send: below VL15 and with a weight (or weight 0 sends
+    /// one packet, [`ZeroWeight::OnePacket`]).
+    senders: u16,
     /// The entry whose turn it is.
     cursor: usize,
     /// Blocks sent from the current entry since its turn began.
@@ -92,9 +95,14 @@ struct Table {
 }
 
 impl Table {
-    fn new(entries: &[VlArbEntry]) -> Table {
+    fn new(entries: &[VlArbEntry], options: &ArbiterOptions) -> Table {
+        let senders = entries
+            .iter()
+            .filter(|e| e.vl < 15 && (e.weight > 0 || options.zero_weight == ZeroWeight::OnePacket))
+            .fold(0u16, |mask, e| mask | 1 << e.vl);
         Table {
             entries: entries.to_vec(),
+            senders,
             cursor: 0,
             used: 0,
         }
@@ -110,10 +118,17 @@ impl Table {
     fn pick(
         &mut self,
         options: &ArbiterOptions,
+        ready_vls: u16,
         ready: &impl Fn(u8) -> Option<u32>,
     ) -> Option<(u8, u32)> {
         let n = self.entries.len();
         if n == 0 {
+            return None;
+        }
+        if self.senders & ready_vls == 0 {
+            // What the scan below ends with when no entry sends: every entry visited, the
+            // cursor back where it started, a fresh weight.
+            self.used = 0;
             return None;
         }
         for step in 0..=n {
@@ -127,7 +142,9 @@ impl Table {
                 continue;
             }
             let weight = u32::from(entry.weight);
-            if weight == 0 && options.zero_weight == ZeroWeight::Skip {
+            if (weight == 0 && options.zero_weight == ZeroWeight::Skip)
+                || ready_vls & 1 << entry.vl == 0
+            {
                 continue;
             }
             let Some(blocks) = ready(entry.vl) else {
@@ -174,8 +191,8 @@ impl Arbiter {
         options: ArbiterOptions,
     ) -> Arbiter {
         Arbiter {
-            high: Table::new(high),
-            low: Table::new(low),
+            high: Table::new(high, &options),
+            low: Table::new(low, &options),
             high_limit,
             options,
             high_bytes: 0,
@@ -191,6 +208,16 @@ impl Arbiter {
     /// no entry of either table may send. `ready(vl)` is the head packet's size in blocks when
     /// VL `vl` has a packet and the receiver has credits for all of it, else `None`.
     pub fn next(&mut self, ready: impl Fn(u8) -> Option<u32>) -> Option<(u8, Priority)> {
+        self.next_among(u16::MAX, ready)
+    }
+
+    /// [`Self::next`] knowing that only the VLs of bit set `ready_vls` may be ready: a table
+    /// none of whose entries is among them is passed over without a scan.
+    pub fn next_among(
+        &mut self,
+        ready_vls: u16,
+        ready: impl Fn(u8) -> Option<u32>,
+    ) -> Option<(u8, Priority)> {
         let low_first = match self.options.high_limit {
             HighLimitMode::Spec => {
                 self.high_limit != 255
@@ -209,7 +236,7 @@ impl Arbiter {
                 Priority::High => &mut self.high,
                 Priority::Low => &mut self.low,
             };
-            match table.pick(&self.options, &ready) {
+            match table.pick(&self.options, ready_vls, &ready) {
                 Some((vl, blocks)) => {
                     self.charge(priority, blocks);
                     return Some((vl, priority));
@@ -528,5 +555,31 @@ mod tests {
         assert_eq!(arbiter.high_bytes, 65 * 64);
         // Now low has a packet and gets its opportunity.
         assert_eq!(arbiter.next(|_| Some(65)), Some((1, Priority::Low)));
+    }
+
+    proptest::proptest! {
+        /// Telling the arbiter which VLs may be ready changes none of its grants: the same
+        /// tables, options and readiness give the same sequence with and without the mask.
+        #[test]
+        fn the_ready_mask_changes_no_grant(
+            high in proptest::collection::vec((0u8..16, 0u8..4), 0..6),
+            low in proptest::collection::vec((0u8..16, 0u8..4), 0..6),
+            limit in 0u8..3,
+            option in 0usize..8,
+            rounds in proptest::collection::vec((proptest::prelude::any::<u16>(), 1u32..4), 1..40),
+        ) {
+            let options = with(
+                [Overshoot::Forgive, Overshoot::MustFit][option & 1],
+                [ZeroWeight::Skip, ZeroWeight::OnePacket][option >> 1 & 1],
+                [HighLimitMode::Spec, HighLimitMode::FlitModel][option >> 2 & 1],
+            );
+            let (high, low) = (entries(&high[..]), entries(&low[..]));
+            let mut plain = Arbiter::new(&high, &low, limit, options);
+            let mut masked = Arbiter::new(&high, &low, limit, options);
+            for (ready, blocks) in rounds {
+                let is_ready = |vl: u8| (ready & 1 << vl != 0).then_some(blocks);
+                proptest::prop_assert_eq!(plain.next(is_ready), masked.next_among(ready, is_ready));
+            }
+        }
     }
 }

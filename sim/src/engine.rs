@@ -220,6 +220,8 @@ pub struct Simulation<'n> {
     buffers: Vec<Buffer>,
     arbiters: Vec<Arbiter>,
     busy: Vec<bool>,
+    /// Per port, a bit per lane with a packet at its head.
+    queued: Vec<u16>,
     /// Per port, a bit per lane whose head packet lacks credits.
     starved: Vec<u16>,
     /// Per port, a bit per lane whose wait for credits is being timed: starved while the port
@@ -327,6 +329,7 @@ impl<'n> Simulation<'n> {
             network,
             options,
             busy: vec![false; ports.len()],
+            queued: vec![0; ports.len()],
             starved: vec![0; ports.len()],
             waiting: vec![0; ports.len()],
             ports,
@@ -639,6 +642,11 @@ impl<'n> Simulation<'n> {
         l.head = head;
         let starved = lane % LANES != usize::from(VL15) && l.head > 0 && l.credits < l.head;
         let (port, bit) = (lane / LANES, 1u16 << (lane % LANES));
+        if head > 0 {
+            self.queued[port] |= bit;
+        } else {
+            self.queued[port] &= !bit;
+        }
         if starved {
             self.starved[port] |= bit;
         } else {
@@ -781,7 +789,9 @@ impl<'n> Simulation<'n> {
             VL15
         } else {
             let lanes = &self.heads[port_lanes(port)];
-            let grant = self.arbiters[port as usize].next(|vl| {
+            let p = port as usize;
+            let ready_vls = self.queued[p] & !self.starved[p];
+            let grant = self.arbiters[p].next_among(ready_vls, |vl| {
                 let lane = &lanes[usize::from(vl)];
                 (lane.head > 0 && lane.credits >= lane.head).then_some(lane.head)
             });
