@@ -11,7 +11,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{AttributeId, Mad, Method, MgmtClass, Routing, Smp, SmpRepr, Status};
+use ibqos_mad::{AttributeId, DrPath, Mad, Method, MgmtClass, Routing, Smp, SmpRepr, Status};
+use tracing::warn;
 
 /// How the scheduler is tuned: OpenSM's `max_wire_smps`, `transaction_timeout` and
 /// `transaction_retries`.
@@ -201,6 +202,30 @@ impl<C> Scheduler<C> {
             self.turn.push_back(request.node);
         }
         queue.push_back(request);
+    }
+
+    /// Queues a SubnGet by directed route along `path` (the egress ports from the SM's port)
+    /// behind the others for `node`. A route longer than 63 hops cannot be sent: it is logged
+    /// and dropped.
+    pub fn get_directed(
+        &mut self,
+        node: u64,
+        path: &[u8],
+        attribute: AttributeId,
+        modifier: u32,
+        context: impl Into<C>,
+    ) {
+        let Ok(route) = DrPath::request(path) else {
+            warn!(?path, "route longer than 63 hops; not followed");
+            return;
+        };
+        self.submit(Request {
+            smp: SmpRepr::get(attribute, modifier, 0, Routing::Directed(route)),
+            dlid: None,
+            node,
+            timeout: None,
+            context: context.into(),
+        });
     }
 
     /// Queues a request once `not_before` has come: a retry after a backoff.
