@@ -65,6 +65,23 @@ pub enum Command {
     /// prints a summary. With --once it exits after that; otherwise it sweeps again every
     /// sweep_interval seconds until SIGTERM or SIGINT.
     Sm(SmArgs),
+    /// Write every port's QoS state of a live fabric as JSON, sending no Set.
+    ///
+    /// Discovers the fabric by directed route as the SM does (NodeInfo, NodeDescription,
+    /// SwitchInfo, the PortInfo of every port), then reads every port's tables: on a switch the
+    /// SL2VL table of every (input, output) pair, on a CA its own, and the VLArb blocks the
+    /// port's VLArbitrationLowCap and HighCap fill. Only SubnGets are sent, so it reads a fabric
+    /// whatever SM programmed it (OpenSM, ibqos) and changes nothing. The JSON is the format
+    /// `ibqos fabric dump` and `ibqos sm --dump-fabric` write of an emulated fabric (nodes by
+    /// GUID, named by NodeDescription), so the files compare with diff, and `ibqos sim --tables`
+    /// simulates with exactly these tables. A Get that gets no answer after its retries is an
+    /// error naming its node and port, and then nothing is written.
+    #[command(after_help = "Examples:\n  \
+        ibqos dump --fabric umad -o fabric.json\n  \
+        ibqos dump --fabric ibsim:sim@H1 -o fabric.json\n  \
+        ibqos dump --fabric sim:two-switch | diff - <(ibqos fabric dump two-switch)\n  \
+        ibqos sim --topology fabric.net --tables fabric.json --traffic traffic.toml")]
+    Dump(DumpArgs),
     /// Simulate traffic over a fabric with the QoS tables a configuration programs.
     ///
     /// A credit-based, packet-level simulation: links with speed, width and propagation, per-VL
@@ -107,6 +124,28 @@ pub enum FabricCommand {
     /// PortState, keyed by node GUID and port. `ibqos sm --dump-fabric` writes the same format
     /// after a run, so a run's end state can be compared with another's.
     Dump(FabricDumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The fabric: `umad[:DEVICE[:PORT]]` (the kernel; by default the first InfiniBand port),
+    /// `ibsim:SOCKNAME@NODE` (a native client of a running ibsim, attached at NODE) or
+    /// `sim:TOPOLOGY[@NODE]` (a fabric emulated in this process, in its power-on state).
+    #[arg(long, value_name = "SPEC")]
+    pub fabric: FabricSpec,
+    /// Where to write the JSON; standard output without it.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// How long to wait for each answer, in milliseconds (default: OpenSM's
+    /// transaction_timeout).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub timeout_ms: Option<u64>,
+    /// How many times to resend an unanswered Get (default: OpenSM's transaction_retries).
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// How many Gets to keep on the wire at once (default: OpenSM's max_wire_smps).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_wire_smps: Option<u32>,
 }
 
 #[derive(Debug, Args)]

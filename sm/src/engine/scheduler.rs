@@ -9,6 +9,7 @@
 //! resends a request that gets no answer until its retries are spent.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
 use std::time::{Duration, Instant};
 
 use ibqos_mad::{AttributeId, DrPath, Mad, Method, MgmtClass, Routing, Smp, SmpRepr, Status};
@@ -21,6 +22,14 @@ pub struct SchedulerConfig {
     pub max_outstanding: usize,
     pub timeout: Duration,
     pub retries: u32,
+}
+
+impl SchedulerConfig {
+    /// How long a request may wait for its answer, its retries included: how long a kernel
+    /// transport must keep waiting for a response before it hands the request back.
+    pub fn response_timeout(&self) -> Duration {
+        self.timeout.saturating_mul(self.retries.saturating_add(1))
+    }
 }
 
 /// One SMP to send. `smp.transaction_id` is assigned by the scheduler.
@@ -111,6 +120,24 @@ pub enum Failure {
     Status(Status),
     /// The answers were for another attribute or modifier than the request's.
     Mismatched,
+}
+
+/// As an operator reads it, after the request it is about.
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::TimedOut { attempts } => write!(f, "no answer after {attempts} attempts"),
+            Failure::Dropped { attempts } => write!(
+                f,
+                "handed back undelivered on all {attempts} attempts (no route, or a path into a \
+                 port that is not LinkUp)"
+            ),
+            Failure::Status(status) => {
+                write!(f, "MAD status {:#06x} ({})", status.0, status.describe())
+            }
+            Failure::Mismatched => f.write_str("answered for another attribute or modifier"),
+        }
+    }
 }
 
 /// What became of a request.
