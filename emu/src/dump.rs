@@ -5,7 +5,7 @@
 
 use ibqos_fabric::PortRef;
 use ibqos_fabric::dump::{FabricDump, NodeDump, PortDump, SwitchShape, TableRead};
-use ibqos_mad::{Attribute, AttributeId, CapabilityMask, Guid};
+use ibqos_mad::{Attribute, AttributeId, CapabilityMask};
 
 use super::Emulator;
 
@@ -49,7 +49,7 @@ pub fn dump(emulator: &Emulator) -> FabricDump {
                 kind: NodeDump::kind_name(node.kind.into()),
                 ports,
             };
-            (Guid(node.guid).to_string(), dump)
+            (FabricDump::node_key(node.guid), dump)
         })
         .collect();
     FabricDump { nodes }

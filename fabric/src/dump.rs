@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use ibqos_mad::{
-    Attribute, AttributeId, CapabilityMask, NodeType, PortInfoRepr, Priority, SlToVlModifier,
+    Attribute, AttributeId, CapabilityMask, Guid, NodeType, PortInfoRepr, Priority, SlToVlModifier,
     VlArbBlock, VlArbModifier,
 };
 use serde::{Deserialize, Serialize};
@@ -69,6 +69,16 @@ impl FabricDump {
     /// Reads what [`FabricDump::to_json`] wrote.
     pub fn from_json(text: &str) -> Result<FabricDump, serde_json::Error> {
         serde_json::from_str(text)
+    }
+
+    /// How a dump keys the node whose NodeGUID is `guid`: `0x` and 16 hex digits.
+    pub fn node_key(guid: u64) -> String {
+        Guid(guid).to_string()
+    }
+
+    /// The node whose NodeGUID is `guid`.
+    pub fn node(&self, guid: u64) -> Option<&NodeDump> {
+        self.nodes.get(&FabricDump::node_key(guid))
     }
 }
 

@@ -82,17 +82,21 @@ pub enum Command {
         ibqos dump --fabric sim:two-switch | diff - <(ibqos fabric dump two-switch)\n  \
         ibqos sim --topology fabric.net --tables fabric.json --traffic traffic.toml")]
     Dump(DumpArgs),
-    /// Simulate traffic over a fabric with the QoS tables a configuration programs.
+    /// Simulate traffic over a fabric with the QoS tables a configuration programs, or with
+    /// those a fabric holds.
     ///
     /// A credit-based, packet-level simulation: links with speed, width and propagation, per-VL
     /// receive buffers in 64-byte credits, the IBA 7.6.9 VL arbiter on every output port with
-    /// the tables the planner gives each port, SL-to-VL at every hop, routes from minhop (as
-    /// the SM computes them). Prints per flow, per SL and per VL on every link: bytes,
-    /// throughput, share, latency, time blocked on credits, buffer occupancy and drops.
+    /// the tables the planner gives each port (or, with --tables, the tables `ibqos dump` read
+    /// from a live fabric), SL-to-VL at every hop, routes from minhop (as the SM computes
+    /// them). Prints per flow, per SL and per VL on every link: bytes, throughput, share,
+    /// latency, time blocked on credits, buffer occupancy and drops.
     #[command(after_help = "Examples:\n  \
         ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml\n  \
         ibqos sim --topology fabric.net -c ibqos.toml --traffic traffic.toml --seed 7 --json\n  \
-        ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml --plot plots/")]
+        ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml --plot plots/\n  \
+        ibqos dump --fabric umad -o held.json && \\\n    \
+        ibqos sim --topology fabric.net --tables held.json --traffic traffic.toml")]
     Sim(SimArgs),
     /// Serve or generate emulated fabrics.
     #[command(subcommand)]
@@ -538,9 +542,12 @@ fn parse_vl_count(s: &str) -> Result<VlCount, String> {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("sim_config").required(true).args(["opensm_conf", "toml"])))]
+#[command(group(
+    clap::ArgGroup::new("sim_tables").required(true).args(["opensm_conf", "toml", "tables"])
+))]
 pub struct SimArgs {
-    /// The fabric: an ibnetdiscover / ibsim net file.
+    /// The fabric: an ibnetdiscover / ibsim net file. Its nodes, links and port capabilities
+    /// are what is simulated.
     #[arg(long, value_name = "NET")]
     pub topology: PathBuf,
     /// An opensm.conf to read, as `opensm -F` reads it: the QoS tables come from it.
@@ -549,6 +556,15 @@ pub struct SimArgs {
     /// An ibqos.toml to read.
     #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
     pub toml: Option<PathBuf>,
+    /// Instead of a configuration, the tables a fabric held: a dump written by `ibqos dump`
+    /// (or `ibqos fabric dump`, `ibqos sm --dump-fabric`). Every linked port runs exactly the
+    /// dump's SL2VL tables, VLArb tables, VLHighLimit and OperVLs (a packet mapped to a VL its
+    /// link does not run is dropped); nodes are matched by NodeGUID, ports by number. A dump
+    /// that does not fit the topology (a node or linked port missing, a VLArb table not of the
+    /// port's cap, an OperVLs above its VLCap, a missing SL2VL table) is an error naming the
+    /// node and port. LIDs and routes are the simulator's own, as with a configuration.
+    #[arg(long, value_name = "DUMP_JSON")]
+    pub tables: Option<PathBuf>,
     /// The traffic: duration, link parameters, arbiter options, flows and patterns (TOML).
     #[arg(long, value_name = "TRAFFIC_TOML")]
     pub traffic: PathBuf,
@@ -566,7 +582,7 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
-    /// The configuration file given (clap requires one).
+    /// The configuration file given (clap requires one unless --tables is).
     pub fn config(&self) -> Option<&PathBuf> {
         self.opensm_conf.as_ref().or(self.toml.as_ref())
     }

@@ -127,7 +127,7 @@ impl Survey {
                     kind: NodeDump::kind_name(node.info.node_type),
                     ports,
                 };
-                (Guid(guid).to_string(), dump)
+                (FabricDump::node_key(guid), dump)
             })
             .collect();
         FabricDump { nodes }
