@@ -126,7 +126,7 @@ pub enum FabricCommand {
     /// Write every port's state of an emulated fabric, as loaded, as JSON: SL2VL per input port,
     /// VLArb low and high, VLHighLimit, OperVLs, HOQLife, VLStallCount, NeighborMTU, LID and
     /// PortState, keyed by node GUID and port. `ibqos sm --dump-fabric` writes the same format
-    /// after a run, so a run's end state can be compared with another's.
+    /// after a run, and `ibqos dump` of a live fabric, so any two states compare with diff.
     Dump(FabricDumpArgs),
 }
 
