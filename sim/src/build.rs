@@ -136,8 +136,8 @@ pub fn build_network(
                 qos,
                 setup,
                 max_op_vls,
-            } => plan_tables(&mut node, topo, id, qos, setup, max_op_vls)?,
-            Tables::Held(dump) => held_tables(&mut node, topo, id, dump)?,
+            } => plan_tables(&mut node, topo, id, fnode, qos, setup, max_op_vls)?,
+            Tables::Held(dump) => held_tables(&mut node, topo, id, fnode, dump)?,
         }
         if fnode.is_switch() {
             node.lft = routes.lft(id).map(<[u8]>::to_vec).unwrap_or_default();
@@ -161,18 +161,17 @@ pub fn build_network(
     Ok(Network { nodes, links })
 }
 
-/// Sets node `id`'s tables to what the planner programs on it.
+/// Sets the tables of `node` (being built for `fnode`, node `id` of `topo`) to what the planner
+/// programs on it.
 fn plan_tables(
     node: &mut Node,
     topo: &Topology,
     id: NodeId,
+    fnode: &ibqos_fabric::Node,
     qos: &QosConfig,
     setup: &SetupTables,
     max_op_vls: Option<VlCount>,
 ) -> Result<(), BuildError> {
-    let Some(fnode) = topo.node(id) else {
-        return Ok(());
-    };
     let mut up = vec![None; usize::from(fnode.num_ports())];
     for (p, port) in fnode.existing_ports() {
         let Some(oper) = topo.link_oper_vls(PortRef::new(id, p), max_op_vls) else {

@@ -52,20 +52,22 @@ pub enum Mismatch {
     NoSl2Vl { input: u8 },
     #[error("the SL2VL table for input port {input} maps SL {sl} to VL {vl}; a VL is 0-15")]
     Sl2VlVl { input: u8, sl: usize, vl: u8 },
-    #[error("the dump has an SL2VL table for input port {input}, which the node does not have")]
+    #[error(
+        "the dump has an SL2VL table for input port {input}, which is none: a switch's inputs are \
+         0 to its port count, a CA port's one table is under its own number"
+    )]
     NoSuchInput { input: u8 },
 }
 
-/// Sets node `id`'s tables (`node`, being built) to what `dump` holds for it.
+/// Sets the tables of `node` (being built for `fnode`, node `id` of `topo`) to what `dump`
+/// holds for it.
 pub(crate) fn held_tables(
     node: &mut Node,
     topo: &Topology,
     id: NodeId,
+    fnode: &ibqos_fabric::Node,
     dump: &FabricDump,
 ) -> Result<(), BuildError> {
-    let Some(fnode) = topo.node(id) else {
-        return Ok(());
-    };
     let key = FabricDump::node_key(fnode.guid);
     let fail = |port: Option<u8>, mismatch: Mismatch| BuildError::Held {
         place: match port {
@@ -315,8 +317,8 @@ mod tests {
                     port(d, S1, 3).sl2vl.insert(9, [0; 16]);
                 }),
                 format!(
-                    "\"S1\"[3] ({S1}): the dump has an SL2VL table for input port 9, which the \
-                     node does not have"
+                    "\"S1\"[3] ({S1}): the dump has an SL2VL table for input port 9, which is \
+                     none"
                 ),
             ),
         ];

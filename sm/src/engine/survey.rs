@@ -94,11 +94,6 @@ impl Survey {
         self.phase == Phase::Done
     }
 
-    /// The fabric as discovery saw it.
-    pub fn subnet(&self) -> &Subnet {
-        &self.subnet
-    }
-
     /// The Gets that could not be completed, in the order they were given up: a dump taken
     /// with any lacks what they read.
     pub fn unread(&self) -> &[Unread] {
