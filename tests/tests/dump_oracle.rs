@@ -6,10 +6,11 @@
 //!
 //! - The dump of the untouched ibsim is byte for byte `ibqos fabric dump` of the same net file:
 //!   the emulated fabric powers on as ibsim does, and the two readers agree.
-//! - The dump after OpenSM holds what smpquery reads back from every port: PortInfo's LID,
-//!   states, OperVLs, VLHighLimit, HOQLife and VLStallCount, every SL2VL row, both VLArb
-//!   tables. (A base switch port 0 has no VLs, IBA 18.2.4.3, so a dump holds no tables there;
-//!   ibsim still answers SL2VL with it as the output port, which is not compared.)
+//! - The dump after OpenSM, read through the native ibsim client and through umad (ibsim's
+//!   shim) alike, holds what smpquery reads back from every port: PortInfo's LID, states,
+//!   OperVLs, VLHighLimit, HOQLife and VLStallCount, every SL2VL row, both VLArb tables. (A base
+//!   switch port 0 has no VLs, IBA 18.2.4.3, so a dump holds no tables there; ibsim still
+//!   answers SL2VL with it as the output port, which is not compared.)
 //! - `ibqos sim --tables after.json` against `ibqos sim -F` with OpenSM's own opensm.conf, the
 //!   simulator's report as JSON, and `--tables before.json` to show that the tables change the
 //!   traffic (so equal reports are not an accident of tables that do not matter).
@@ -159,11 +160,17 @@ fn programmed(tools: &SimTools, ibqos: &Path, options: &str, dir: &TestDir) -> P
     }
 }
 
-/// `ibqos dump --fabric ibsim:SOCK@NODE -o FILE`, which must succeed, and what it wrote.
+/// `ibqos dump --fabric ibsim:SOCK@NODE -o FILE` (the native ibsim client), which must
+/// succeed, and what it wrote.
 fn dump(ibqos: &Path, sim: &Ibsim, node: &str, file: &Path) -> (PathBuf, FabricDump) {
     let fabric = format!("ibsim:{}@{node}", sim.sockname());
-    let mut cmd = Command::new(ibqos);
-    cmd.args(["dump", "--fabric", &fabric, "-o"]).arg(file);
+    dump_with(Command::new(ibqos), &fabric, file)
+}
+
+/// `cmd` (ibqos, run directly or as a client of ibsim's umad shim) `dump --fabric FABRIC -o
+/// FILE`, which must succeed, and what it wrote.
+fn dump_with(mut cmd: Command, fabric: &str, file: &Path) -> (PathBuf, FabricDump) {
+    cmd.args(["dump", "--fabric", fabric, "-o"]).arg(file);
     run_bounded(&mut cmd, TIMEOUT)
         .and_then(|finished| finished.success(&format!("ibqos dump --fabric {fabric}")))
         .unwrap();
@@ -224,6 +231,17 @@ fn the_tables_opensm_programmed_simulate_as_ibqos_plans_them() {
     assert_eq!(
         before_text, emulated.stdout,
         "ibsim as powered on, read by `ibqos dump`, is the emulated fabric's own dump"
+    );
+
+    // Through the kernel's interface (ibsim's umad shim here), the same bytes.
+    let umad = dump_with(
+        p.sim.client(&ibqos, &p.fabric.query_node),
+        "umad",
+        &dir.path().join("after-umad.json"),
+    );
+    assert_eq!(
+        umad.1, p.after.1,
+        "ibqos dump through umad and the native ibsim client"
     );
 
     let readback = QosReadback::read(&tools, &p.sim, &p.fabric.topology, &p.fabric.query_node)
