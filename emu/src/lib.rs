@@ -48,7 +48,7 @@ use sma::NodeSma;
 
 pub use attach::{AttachError, attach_port};
 pub use due::DueQueue;
-pub use dump::{FabricDump, NodeDump, PortDump, dump};
+pub use dump::dump;
 pub use models::{Faults, Latency, Models, precise_timers};
 pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
 pub use sma::LINEAR_FDB_CAP;

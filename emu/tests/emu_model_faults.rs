@@ -4,10 +4,10 @@
 mod support;
 
 use ibqos_emu::{
-    Emulator, FabricDump, FaultSchedule, Faults, Flap, Latency, Models, Reply, ScheduleProblem,
-    dump,
+    Emulator, FaultSchedule, Faults, Flap, Latency, Models, Reply, ScheduleProblem, dump,
 };
 use ibqos_fabric::PortRef;
+use ibqos_fabric::dump::FabricDump;
 use ibqos_mad::{
     Attribute, AttributeId, DrPath, PhysPortState, PortState, Routing, Smp, SmpRepr, VlArbEntry,
     VlArbitrationTableRepr,
@@ -266,14 +266,18 @@ fn the_dump_is_stable_reads_back_and_shows_a_changed_table() {
     assert_eq!(back, dump(&emu));
     // Nodes by GUID, fixed width; ports by number; a switch's port 0 included.
     let s1 = &back.nodes["0x0002c90000001000"];
-    assert_eq!((s1.name.as_str(), s1.kind.as_str()), ("S1", "switch"));
+    assert_eq!((s1.name.as_str(), s1.kind.as_str()), ("sw-one", "switch"));
     assert_eq!(
         s1.ports.keys().copied().collect::<Vec<_>>(),
         (0..=8).collect::<Vec<u8>>()
     );
     // A switch port: one SL2VL table per input port; a CA port: its own.
     assert_eq!(s1.ports[&3].sl2vl.len(), 9);
-    let h1 = back.nodes.values().find(|n| n.name == "H1").unwrap();
+    let h1 = back
+        .nodes
+        .values()
+        .find(|n| n.name == "host-one HCA-1")
+        .unwrap();
     assert_eq!(
         h1.ports[&1].sl2vl.keys().copied().collect::<Vec<_>>(),
         vec![1]

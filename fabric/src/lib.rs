@@ -8,6 +8,8 @@
 //!   a net file's path;
 //! - [`generate`]: generated fabrics (ring, two- and three-level fat trees, 2-D torus) for tests
 //!   and the simulator;
+//! - [`dump`]: a fabric's QoS state as JSON (every port's PortInfo fields and tables as its SMA
+//!   answers them), and the one rule for which SubnGets read it;
 //! - [`routing`]: the routing engines (minhop, up*/down*) as pure, deterministic functions from a
 //!   topology with LIDs to every switch's linear forwarding table, and a path tracer.
 //!
@@ -15,6 +17,7 @@
 //! answers SMPs for these topologies is the `ibqos-emu` crate.
 
 pub mod builtin;
+pub mod dump;
 pub mod generate;
 pub mod groups;
 pub mod netfile;

@@ -65,17 +65,38 @@ pub enum Command {
     /// prints a summary. With --once it exits after that; otherwise it sweeps again every
     /// sweep_interval seconds until SIGTERM or SIGINT.
     Sm(SmArgs),
-    /// Simulate traffic over a fabric with the QoS tables a configuration programs.
+    /// Write every port's QoS state of a live fabric as JSON, sending no Set.
+    ///
+    /// Discovers the fabric by directed route as the SM does (NodeInfo, NodeDescription,
+    /// SwitchInfo, the PortInfo of every port), then reads every port's tables: on a switch the
+    /// SL2VL table of every (input, output) pair, on a CA its own, and the VLArb blocks the
+    /// port's VLArbitrationLowCap and HighCap fill. Only SubnGets are sent, so it reads a fabric
+    /// whatever SM programmed it (OpenSM, ibqos) and changes nothing. The JSON is the format
+    /// `ibqos fabric dump` and `ibqos sm --dump-fabric` write of an emulated fabric (nodes by
+    /// GUID, named by NodeDescription), so the files compare with diff, and `ibqos sim --tables`
+    /// simulates with exactly these tables. A Get that gets no answer after its retries is an
+    /// error naming its node and port, and then nothing is written.
+    #[command(after_help = "Examples:\n  \
+        ibqos dump --fabric umad -o fabric.json\n  \
+        ibqos dump --fabric ibsim:sim@H1 -o fabric.json\n  \
+        ibqos dump --fabric sim:two-switch | diff - <(ibqos fabric dump two-switch)\n  \
+        ibqos sim --topology fabric.net --tables fabric.json --traffic traffic.toml")]
+    Dump(DumpArgs),
+    /// Simulate traffic over a fabric with the QoS tables a configuration programs, or with
+    /// those a fabric holds.
     ///
     /// A credit-based, packet-level simulation: links with speed, width and propagation, per-VL
     /// receive buffers in 64-byte credits, the IBA 7.6.9 VL arbiter on every output port with
-    /// the tables the planner gives each port, SL-to-VL at every hop, routes from minhop (as
-    /// the SM computes them). Prints per flow, per SL and per VL on every link: bytes,
-    /// throughput, share, latency, time blocked on credits, buffer occupancy and drops.
+    /// the tables the planner gives each port (or, with --tables, the tables `ibqos dump` read
+    /// from a live fabric), SL-to-VL at every hop, routes from minhop (as the SM computes
+    /// them). Prints per flow, per SL and per VL on every link: bytes, throughput, share,
+    /// latency, time blocked on credits, buffer occupancy and drops.
     #[command(after_help = "Examples:\n  \
         ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml\n  \
         ibqos sim --topology fabric.net -c ibqos.toml --traffic traffic.toml --seed 7 --json\n  \
-        ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml --plot plots/")]
+        ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml --plot plots/\n  \
+        ibqos dump --fabric umad -o held.json && \\\n    \
+        ibqos sim --topology fabric.net --tables held.json --traffic traffic.toml")]
     Sim(SimArgs),
     /// Serve or generate emulated fabrics.
     #[command(subcommand)]
@@ -105,8 +126,30 @@ pub enum FabricCommand {
     /// Write every port's state of an emulated fabric, as loaded, as JSON: SL2VL per input port,
     /// VLArb low and high, VLHighLimit, OperVLs, HOQLife, VLStallCount, NeighborMTU, LID and
     /// PortState, keyed by node GUID and port. `ibqos sm --dump-fabric` writes the same format
-    /// after a run, so a run's end state can be compared with another's.
+    /// after a run, and `ibqos dump` of a live fabric, so any two states compare with diff.
     Dump(FabricDumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The fabric: `umad[:DEVICE[:PORT]]` (the kernel; by default the first InfiniBand port),
+    /// `ibsim:SOCKNAME@NODE` (a native client of a running ibsim, attached at NODE) or
+    /// `sim:TOPOLOGY[@NODE]` (a fabric emulated in this process, in its power-on state).
+    #[arg(long, value_name = "SPEC")]
+    pub fabric: FabricSpec,
+    /// Where to write the JSON; standard output without it.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// How long to wait for each answer, in milliseconds (default: OpenSM's
+    /// transaction_timeout).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub timeout_ms: Option<u64>,
+    /// How many times to resend an unanswered Get (default: OpenSM's transaction_retries).
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// How many Gets to keep on the wire at once (default: OpenSM's max_wire_smps).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_wire_smps: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -499,9 +542,12 @@ fn parse_vl_count(s: &str) -> Result<VlCount, String> {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("sim_config").required(true).args(["opensm_conf", "toml"])))]
+#[command(group(
+    clap::ArgGroup::new("sim_tables").required(true).args(["opensm_conf", "toml", "tables"])
+))]
 pub struct SimArgs {
-    /// The fabric: an ibnetdiscover / ibsim net file.
+    /// The fabric: an ibnetdiscover / ibsim net file. Its nodes, links and port capabilities
+    /// are what is simulated.
     #[arg(long, value_name = "NET")]
     pub topology: PathBuf,
     /// An opensm.conf to read, as `opensm -F` reads it: the QoS tables come from it.
@@ -510,6 +556,15 @@ pub struct SimArgs {
     /// An ibqos.toml to read.
     #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
     pub toml: Option<PathBuf>,
+    /// Instead of a configuration, the tables a fabric held: a dump written by `ibqos dump`
+    /// (or `ibqos fabric dump`, `ibqos sm --dump-fabric`). Every linked port runs exactly the
+    /// dump's SL2VL tables, VLArb tables, VLHighLimit and OperVLs (a packet mapped to a VL its
+    /// link does not run is dropped); nodes are matched by NodeGUID, ports by number. A dump
+    /// that does not fit the topology (a node or linked port missing, a VLArb table not of the
+    /// port's cap, an OperVLs above its VLCap, a missing SL2VL table) is an error naming the
+    /// node and port. LIDs and routes are the simulator's own, as with a configuration.
+    #[arg(long, value_name = "DUMP_JSON")]
+    pub tables: Option<PathBuf>,
     /// The traffic: duration, link parameters, arbiter options, flows and patterns (TOML).
     #[arg(long, value_name = "TRAFFIC_TOML")]
     pub traffic: PathBuf,
@@ -527,7 +582,7 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
-    /// The configuration file given (clap requires one).
+    /// The configuration file given (clap requires one unless --tables is).
     pub fn config(&self) -> Option<&PathBuf> {
         self.opensm_conf.as_ref().or(self.toml.as_ref())
     }

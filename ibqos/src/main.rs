@@ -25,6 +25,10 @@ fn main() -> ExitCode {
             init_logging();
             commands::sm::run(args)
         }
+        Command::Dump(args) => {
+            init_logging();
+            commands::dump::run(args)
+        }
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use ibqos_emu::{Emulator, FabricDump};
+use ibqos_emu::Emulator;
+use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::{LinkCaps, PortRef, generate};
 use ibqos_mad::{Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier};
 use ibqos_qos::{VlCount, oper_vls};
@@ -390,7 +391,8 @@ fn qos_setup_tables_land_on_the_ports_their_groups_choose() {
     let (with, log) = programmed_with(&config);
     assert!(log.contains("qos-setup applied to the fabric"), "{log}");
     let (without, _) = programmed_with(&without_setup(dir.path(), &config));
-    let storage = [("H5", 1), ("H5", 2), ("S1", 5), ("S2", 5)];
+    let h5 = "host-five HCA-1";
+    let storage = [(h5, 1), (h5, 2), ("sw-one", 5), ("sw-two", 5)];
     let across_to: [u8; 16] = std::array::from_fn(|sl| (sl % 4) as u8);
     let mut compared = 0;
     for (guid, node) in &with.nodes {
@@ -405,7 +407,7 @@ fn qos_setup_tables_land_on_the_ports_their_groups_choose() {
                     expected.sl2vl.values_mut().for_each(|t| *t = across_to);
                 }
             }
-            if (node.name.as_str(), *number) == ("S1", 2) {
+            if (node.name.as_str(), *number) == ("sw-one", 2) {
                 expected.sl2vl.insert(1, [3; 16]);
             }
             assert_eq!(port, &expected, "{}/P{number}", node.name);

@@ -10,6 +10,8 @@ mod common;
 use std::process::{Command, Output};
 
 use common::scratch_file;
+use ibqos_fabric::dump::FabricDump;
+use ibqos_qos::VlCount;
 use serde_json::Value;
 
 const STAR: &str = r#"
@@ -235,6 +237,126 @@ fn an_sl_mapped_to_vl15_delivers_nothing() {
         0.01 * 31.5,
         "SL0 alone",
     );
+}
+
+/// `--tables`: the simulator runs a dump's tables as they are, OperVLs included. The star as
+/// powered on (`ibqos fabric dump`: SL n on VL n everywhere, every port running 8 VLs), with
+/// two ports edited to run fewer VLs: S1's port 4 runs VL0-1, so the S1[4]-H4[1] link does;
+/// H3's port runs VL0 only.
+/// - SL5 from H1: S1 maps it to VL5 out of port 4, which the link does not run: dropped there,
+///   counted on VL5 of S1[4] -> H4[1], nothing delivered (but the one or two on the wire).
+/// - SL1 from H3: VL1 at its source, which its link does not run: H3 drops every packet, one per
+///   1040 ns from t = 0: exactly 193 packets, as for VL15 above.
+/// - SL1 from H2: VL1, which S1[4] runs: the whole link, 31.51 Gb/s of payload, within 1 %.
+#[test]
+fn held_tables_drop_what_maps_to_a_vl_the_link_does_not_run() {
+    let dir = tempfile::Builder::new().prefix("held").tempdir().unwrap();
+    let net = scratch_file(&dir, "star.net", STAR);
+    let power_on = ibqos(&["fabric", "dump", net.to_str().unwrap()]);
+    assert!(power_on.status.success());
+    let mut dump = FabricDump::from_json(&String::from_utf8(power_on.stdout).unwrap()).unwrap();
+    let mut oper_vls = |node: &str, port: u8, encoding: u8| {
+        let held = dump.nodes.values_mut().find(|n| n.name == node).unwrap();
+        held.ports.get_mut(&port).unwrap().oper_vls = encoding;
+    };
+    oper_vls("leaf", 4, VlCount::Two.encoding());
+    oper_vls("host-three", 1, VlCount::One.encoding());
+    let tables = scratch_file(&dir, "held.json", dump.to_json());
+    let traffic = scratch_file(
+        &dir,
+        "traffic.toml",
+        format!(
+            "{LINK}{}{}{}",
+            flow("beyond-the-link", "H1", 5, 4096, ""),
+            flow("at-host", "H3", 1, 4096, ""),
+            flow("fine", "H2", 1, 4096, "")
+        ),
+    );
+    let report = report(ibqos(&[
+        "sim",
+        "--topology",
+        net.to_str().unwrap(),
+        "--tables",
+        tables.to_str().unwrap(),
+        "--traffic",
+        traffic.to_str().unwrap(),
+        "--json",
+    ]));
+    let beyond = flow_of(&report, "beyond-the-link");
+    assert_eq!(beyond["delivered_bytes"], 0);
+    let (sent, dropped) = (
+        num(&beyond["sent_packets"]),
+        num(&beyond["dropped_packets"]),
+    );
+    assert!(sent > 190.0 && dropped >= sent - 2.0, "{beyond}");
+    assert_eq!(
+        vl_field(&report, "S1[4]", "H4[1]", 5, "dropped_packets"),
+        dropped
+    );
+    let at_host = flow_of(&report, "at-host");
+    assert_eq!(at_host["delivered_bytes"], 0);
+    assert_eq!(at_host["dropped_packets"], 193);
+    let fine = flow_of(&report, "fine");
+    assert_near(
+        num(&fine["throughput_gbps"]),
+        32.0 * 4096.0 / 4160.0,
+        0.01 * 31.5,
+        "SL1 alone",
+    );
+}
+
+/// `--tables` refuses what it cannot run exactly, saying why and where: a dump without a node
+/// of the topology, a file that is no dump, and a configuration besides (its tables would be
+/// ignored).
+#[test]
+fn held_tables_that_do_not_fit_are_refused_with_the_reason() {
+    let dir = tempfile::Builder::new().prefix("unfit").tempdir().unwrap();
+    let net = scratch_file(&dir, "star.net", STAR);
+    let power_on = ibqos(&["fabric", "dump", net.to_str().unwrap()]);
+    let mut dump = FabricDump::from_json(&String::from_utf8(power_on.stdout).unwrap()).unwrap();
+    dump.nodes.retain(|_, node| node.name != "host-four");
+    let without_h4 = scratch_file(&dir, "without-h4.json", dump.to_json());
+    let not_a_dump = scratch_file(&dir, "not-a-dump.json", "{\"nodes\": 3}\n");
+    let conf = scratch_file(&dir, "opensm.conf", "qos TRUE\n");
+    let traffic = scratch_file(
+        &dir,
+        "traffic.toml",
+        format!("{LINK}{}", flow("f", "H1", 0, 256, "")),
+    );
+    // clap's usage errors exit 2, ibqos's own 1.
+    let sim = |extra: &[&str], status: i32| {
+        let mut args = vec![
+            "sim",
+            "--topology",
+            net.to_str().unwrap(),
+            "--traffic",
+            traffic.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let out = ibqos(&args);
+        assert_eq!(out.status.code(), Some(status));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let error = sim(&["--tables", without_h4.to_str().unwrap()], 1);
+    let expected = format!(
+        "without-h4.json does not fit {}: \"H4\" (0x0002c90000100006): the dump has no node \
+         with this NodeGUID",
+        net.display()
+    );
+    assert!(error.contains(&expected), "{error}");
+    let error = sim(&["--tables", not_a_dump.to_str().unwrap()], 1);
+    assert!(
+        error.contains("not-a-dump.json is no fabric dump"),
+        "{error}"
+    );
+    let both = [
+        "--tables",
+        without_h4.to_str().unwrap(),
+        "-F",
+        conf.to_str().unwrap(),
+    ];
+    let error = sim(&both, 2);
+    assert!(error.contains("cannot be used with"), "{error}");
 }
 
 /// Buffers of 4224 bytes (66 credits: two 2048-byte packets of 33), propagation 100 ns,

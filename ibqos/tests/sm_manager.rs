@@ -10,27 +10,18 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ibqos_emu::attach_port;
-use ibqos_emu::{Emulator, FaultSchedule, Flap, load_topology};
+use ibqos_emu::{FaultSchedule, Flap};
 use ibqos_fabric::PortRef;
 use ibqos_mad::{AttributeId, Method};
 use ibqos_opensm::{Format, Settings};
 use ibqos_sm::engine::sweep::SweepMode;
 use ibqos_sm::manager::{Event, Outcome, Run, SweepReason};
 use ibqos_sm::summary::{ChangeSummary, SweepSummary};
-use ibqos_transport::emulated::EmulatedTransport;
 
 mod common;
-use common::{EmulatedSm, settings};
+use common::{EmulatedSm, settings, two_switch};
 
 const CONFIG: &str = "examples/opensm-qos.conf";
-
-/// The built-in two-switch fabric in virtual time, the SM where `ibqos sm` attaches it.
-fn two_switch() -> EmulatedTransport {
-    let topology = load_topology("two-switch").unwrap().topology;
-    let attach = attach_port(&topology, None).unwrap();
-    EmulatedTransport::virtual_time(Emulator::new(topology).unwrap(), attach)
-}
 
 /// The example configuration with one QoS setting edited: the CA ports' low-priority VLArb.
 fn edited_settings() -> Settings {

@@ -14,7 +14,7 @@ use ibqos_opensm::load_bytes;
 use ibqos_qos::Sl;
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_sim::traffic;
-use ibqos_sim::{Flow, SimOptions, Simulation, TopologyHosts, build_network};
+use ibqos_sim::{Flow, SimOptions, Simulation, Tables, TopologyHosts, build_network};
 
 const CONF: &str = "qos TRUE\nqos_max_vls 8\nqos_high_limit 0\nqos_vlarb_high 0:0\n\
     qos_vlarb_low 0:64,1:64,2:64,3:64,4:64,5:64,6:64,7:64\nqos_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\n";
@@ -50,14 +50,12 @@ fn main() {
     );
     let traffic = traffic::parse("bench.toml", text.as_bytes()).expect("traffic");
     let started = Instant::now();
-    let network = build_network(
-        &mut topo,
-        &loaded.settings.qos,
-        &SetupTables::default(),
-        None,
-        &traffic,
-    )
-    .expect("network");
+    let tables = Tables::Planned {
+        qos: &loaded.settings.qos,
+        setup: &SetupTables::default(),
+        max_op_vls: None,
+    };
+    let network = build_network(&mut topo, tables, &traffic).expect("network");
     let flows: Vec<Flow> = traffic
         .flows(&TopologyHosts(&topo), 0)
         .expect("flows")

@@ -1,9 +1,11 @@
 //! The simulator's view of a fabric, built the way the SM would program it: LIDs in endport
 //! order (as a simple LID manager assigns them) unless the net file gives them, minhop
 //! forwarding tables, and per port the planner's tables for its class, capabilities and OperVLs
-//! (the lower VLCap of the two ends, capped by `max_op_vls`). Link speed and width come from the
-//! traffic file, not the net file: net files carry ibsim's defaults (4x SDR), not the hardware's.
+//! (the lower VLCap of the two ends, capped by `max_op_vls`), or the tables a fabric held (a
+//! dump, see the `held` module). Link speed and width come from the traffic file, not the net
+//! file: net files carry ibsim's defaults (4x SDR), not the hardware's.
 
+use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::generate::{GenError, assign_lids};
 use ibqos_fabric::routing::{RoutingError, minhop};
 use ibqos_fabric::{NodeId, PortRef, Topology};
@@ -13,6 +15,7 @@ use ibqos_qos::{
     setup_sl2vl, switch_sl2vl,
 };
 
+use crate::held::{Mismatch, held_tables};
 use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
 use crate::traffic::{HostDirectory, HostRef, Traffic};
 
@@ -25,6 +28,9 @@ pub enum BuildError {
     Routing(#[from] RoutingError),
     #[error("planning {port}: {source}")]
     Plan { port: String, source: PlanError },
+    /// The dump given for the tables does not fit the topology, at `place` (a node or port).
+    #[error("{place}: {mismatch}")]
+    Held { place: String, mismatch: Mismatch },
 }
 
 /// The hosts of a topology, by name or NodeDescription.
@@ -77,13 +83,27 @@ impl HostDirectory for TopologyHosts<'_> {
     }
 }
 
-/// The simulator's view of `topo` with the tables `qos` programs (with what `setup`, the
-/// qos-setup scopes' tables on this fabric, gives its ports) and minhop routes.
+/// Where each port's QoS tables come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Tables<'a> {
+    /// What the SM would program from a configuration: the planner's tables for each port's
+    /// class, capabilities and OperVLs (the lower VLCap of the two ends, capped by
+    /// `max_op_vls`), with what `setup` (the qos-setup scopes' tables on this fabric) gives.
+    Planned {
+        qos: &'a QosConfig,
+        setup: &'a SetupTables,
+        max_op_vls: Option<VlCount>,
+    },
+    /// What a fabric held, read back (`ibqos dump`, `ibqos fabric dump`): every port's SL2VL,
+    /// VLArb, VLHighLimit and OperVLs exactly as the dump has them, matched to the topology by
+    /// NodeGUID and port number.
+    Held(&'a FabricDump),
+}
+
+/// The simulator's view of `topo` with `tables` on its ports and minhop routes.
 pub fn build_network(
     topo: &mut Topology,
-    qos: &QosConfig,
-    setup: &SetupTables,
-    max_op_vls: Option<VlCount>,
+    tables: Tables<'_>,
     traffic: &Traffic,
 ) -> Result<Network, BuildError> {
     let unassigned = topo.endports().any(|ep| {
@@ -108,53 +128,18 @@ pub fn build_network(
             PortArbitration::default(),
             Sl2VlTable::ALL_VL0,
         );
-        let mut up = vec![None; usize::from(fnode.num_ports())];
         for (p, port) in fnode.existing_ports() {
             node.lids[usize::from(p)] = port.lid;
-            let Some(oper) = topo.link_oper_vls(PortRef::new(id, p), max_op_vls) else {
-                continue;
-            };
-            let Some(class) = fnode.port_class(p) else {
-                continue;
-            };
-            let caps = port.link.planner_caps(oper);
-            let settings = setup.settings(qos, class, fnode.guid, p);
-            let planned =
-                plan_settings(&settings, class, &caps).map_err(|source| BuildError::Plan {
-                    port: topo.describe(PortRef::new(id, p)),
-                    source,
-                })?;
-            node.arbitration[usize::from(p)] = PortArbitration {
-                high: planned.vlarb_high(),
-                low: planned.vlarb_low(),
-                high_limit: planned.vl_high_limit,
-            };
-            if fnode.is_switch() {
-                up[usize::from(p) - 1] = Some(oper);
-            } else if let Some(table) = planned.sl2vl {
-                node.set_sl2vl(0, p, table);
-            }
+        }
+        match tables {
+            Tables::Planned {
+                qos,
+                setup,
+                max_op_vls,
+            } => plan_tables(&mut node, topo, id, fnode, qos, setup, max_op_vls)?,
+            Tables::Held(dump) => held_tables(&mut node, topo, id, fnode, dump)?,
         }
         if fnode.is_switch() {
-            let port0 = fnode.port(0);
-            let view = SwitchSl2VlView {
-                sl_mapping_supported: port0.is_some_and(|p| p.link.sl_mapping_supported),
-                enhanced_port0: fnode.enhanced_port0,
-                optimized_supported: false,
-                port0_oper_vls: port0.map_or(VlCount::One, |p| p.link.vl_cap),
-                ports: up,
-            };
-            let all = 0..=fnode.num_ports();
-            for set in switch_sl2vl(qos, &view, Sl2VlProgramming::PerPair) {
-                for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
-                    node.set_sl2vl(input, output, set.table);
-                }
-            }
-            for set in setup_sl2vl(&view, setup.switch_entries(fnode.guid)) {
-                for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
-                    node.set_sl2vl(input, output, set.table);
-                }
-            }
             node.lft = routes.lft(id).map(<[u8]>::to_vec).unwrap_or_default();
         }
         nodes.push(node);
@@ -174,4 +159,66 @@ pub fn build_network(
         })
         .collect();
     Ok(Network { nodes, links })
+}
+
+/// Sets the tables of `node` (being built for `fnode`, node `id` of `topo`) to what the planner
+/// programs on it.
+fn plan_tables(
+    node: &mut Node,
+    topo: &Topology,
+    id: NodeId,
+    fnode: &ibqos_fabric::Node,
+    qos: &QosConfig,
+    setup: &SetupTables,
+    max_op_vls: Option<VlCount>,
+) -> Result<(), BuildError> {
+    let mut up = vec![None; usize::from(fnode.num_ports())];
+    for (p, port) in fnode.existing_ports() {
+        let Some(oper) = topo.link_oper_vls(PortRef::new(id, p), max_op_vls) else {
+            continue;
+        };
+        let Some(class) = fnode.port_class(p) else {
+            continue;
+        };
+        let caps = port.link.planner_caps(oper);
+        let settings = setup.settings(qos, class, fnode.guid, p);
+        let planned =
+            plan_settings(&settings, class, &caps).map_err(|source| BuildError::Plan {
+                port: topo.describe(PortRef::new(id, p)),
+                source,
+            })?;
+        node.arbitration[usize::from(p)] = PortArbitration {
+            high: planned.vlarb_high(),
+            low: planned.vlarb_low(),
+            high_limit: planned.vl_high_limit,
+            oper_vls: oper,
+        };
+        if fnode.is_switch() {
+            up[usize::from(p) - 1] = Some(oper);
+        } else if let Some(table) = planned.sl2vl {
+            node.set_sl2vl(0, p, table);
+        }
+    }
+    if fnode.is_switch() {
+        let port0 = fnode.port(0);
+        let view = SwitchSl2VlView {
+            sl_mapping_supported: port0.is_some_and(|p| p.link.sl_mapping_supported),
+            enhanced_port0: fnode.enhanced_port0,
+            optimized_supported: false,
+            port0_oper_vls: port0.map_or(VlCount::One, |p| p.link.vl_cap),
+            ports: up,
+        };
+        let all = 0..=fnode.num_ports();
+        for set in switch_sl2vl(qos, &view, Sl2VlProgramming::PerPair) {
+            for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
+                node.set_sl2vl(input, output, set.table);
+            }
+        }
+        for set in setup_sl2vl(&view, setup.switch_entries(fnode.guid)) {
+            for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
+                node.set_sl2vl(input, output, set.table);
+            }
+        }
+    }
+    Ok(())
 }

@@ -18,7 +18,9 @@
 //! - **VL15** outranks every data VL and is not flow-controlled (IBA C7-18): its packets never
 //!   wait for credits and are served first at every packet boundary.
 //! - **SL to VL per hop.** A host uses its port's table, a switch the table of the (input,
-//!   output) pair; a data packet whose SL maps to VL15 is dropped there and counted.
+//!   output) pair; a data packet whose SL maps to VL15 is dropped there and counted, and so is
+//!   one mapped to a VL the link does not run (at or above the OperVLs of either end): neither
+//!   end has a buffer for it.
 //! - **Sources.** A flow with a rate generates packets on a fixed schedule (with a seeded
 //!   phase) into an unbounded source queue; a flow with rate 0 always has a packet ready, and
 //!   several such flows on one port and VL take turns. Latency runs from a packet's creation
@@ -98,6 +100,8 @@ struct PortSlot {
     /// The port at the other end of the link, `None` for an unlinked port.
     peer: Option<u32>,
     link: LinkParams,
+    /// The data VLs the link runs: VL0 up to one below this, the lower OperVLs of its ends.
+    vls: u8,
 }
 
 /// No packet: the end of a lane's queue.
@@ -285,6 +289,7 @@ impl<'n> Simulation<'n> {
                 num,
                 peer: None,
                 link: UNLINKED,
+                vls: node.arbitration[usize::from(num)].oper_vls.count(),
             }));
         }
         let index = |addr: PortAddr, link: usize| -> Result<u32, NetworkError> {
@@ -319,6 +324,9 @@ impl<'n> Simulation<'n> {
                 port.peer = Some(to);
                 port.link = link.params;
             }
+            let vls = ports[a as usize].vls.min(ports[b as usize].vls);
+            ports[a as usize].vls = vls;
+            ports[b as usize].vls = vls;
         }
         let (sl2vl_index, sl2vl_base, sl2vl_tables) = distinct_tables(network);
         let lanes: Vec<Lane> = (0..ports.len() * LANES).map(|_| Lane::default()).collect();
@@ -419,10 +427,11 @@ impl<'n> Simulation<'n> {
                 buffer: info.link.vl_buffer_blocks,
             });
         }
-        let vl = if flow.management {
-            VL15
-        } else {
-            node.sl2vl(0, flow.src.port).vl(flow.sl).get()
+        let vl = match node.sl2vl(0, flow.src.port).vl(flow.sl).get() {
+            _ if flow.management => VL15,
+            // No VL the link runs: the source drops it, as one mapped to VL15.
+            vl if vl >= info.vls => VL15,
+            vl => vl,
         };
         let stop = flow.stop_ps.min(self.options.duration_ps);
         let greedy = flow.rate_bps == 0;
@@ -557,7 +566,8 @@ impl<'n> Simulation<'n> {
             .map_or(0, |&(_, blocks)| blocks);
     }
 
-    /// A generated packet: queued at its source, or dropped there if its SL maps to VL15.
+    /// A generated packet: queued at its source, or dropped there if its SL maps to VL15 or to a
+    /// VL its link does not run.
     fn inject(&mut self, flow: u32) {
         let now = self.now;
         let state = &self.flows[flow as usize];
@@ -776,10 +786,10 @@ impl<'n> Simulation<'n> {
             let table = self.sl2vl_index[first + usize::from(out)];
             self.sl2vl_tables[table as usize].0[usize::from(p.sl)].get()
         };
-        if vl == VL15 && !management {
+        if !management && (vl == VL15 || vl >= self.ports[out_port as usize].vls) {
             self.release(port, p.vl, blocks);
             self.flows[p.flow as usize].dropped += 1;
-            self.lanes[lane_index(out_port, VL15)].dropped += 1;
+            self.lanes[lane_index(out_port, vl)].dropped += 1;
             self.free.push(packet);
             return;
         }

@@ -5,8 +5,9 @@
 //! (speed, width, propagation, per-VL receive buffers in 64-byte credits, credit latency), each
 //! port's VL arbitration tables and VLHighLimit, each node's SL-to-VL tables per (input, output)
 //! pair and each switch's forwarding table. The engine never sees a topology file or a routing
-//! engine: [`build_network`] builds the [`Network`] from a fabric topology, the planner and
-//! minhop, so the tables and routes are those the SM would program.
+//! engine: [`build_network`] builds the [`Network`] from a fabric topology, the planner (or the
+//! tables a fabric held, from a dump) and minhop, so the tables and routes are those the SM
+//! would program (or did).
 //!
 //! - [`arbiter`]: the IBA 7.6.9 VL arbiter, its open points as named options;
 //! - [`traffic`]: the traffic file (TOML) and the patterns it can generate;
@@ -18,6 +19,7 @@ pub mod arbiter;
 mod build;
 mod describe;
 mod engine;
+mod held;
 mod link;
 mod network;
 #[cfg(feature = "plot")]
@@ -27,9 +29,10 @@ mod report;
 pub mod traffic;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
-pub use build::{BuildError, TopologyHosts, build_network};
+pub use build::{BuildError, Tables, TopologyHosts, build_network};
 pub use describe::describe;
 pub use engine::{SimOptions, Simulation, simulate};
+pub use held::Mismatch;
 pub use link::{
     BTH_BYTES, HEADER_BYTES, ICRC_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US,
     Speed, VCRC_BYTES, Width, wire_blocks,

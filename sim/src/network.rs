@@ -4,7 +4,7 @@
 //! one), so `ibqos sim` builds this from a net file, the planner and minhop.
 
 use ibqos_qos::Sl2VlTable;
-use ibqos_qos::{Sl, VlArbEntry};
+use ibqos_qos::{Sl, VlArbEntry, VlCount};
 
 use crate::link::LinkParams;
 
@@ -25,12 +25,26 @@ pub struct PortAddr {
 }
 
 /// The arbitration a port applies to what it sends: the tables as programmed (as many entries as
-/// its caps) and PortInfo.VLHighLimit.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// its caps), PortInfo.VLHighLimit, and the data VLs it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortArbitration {
     pub high: Vec<VlArbEntry>,
     pub low: Vec<VlArbEntry>,
     pub high_limit: u8,
+    /// PortInfo.OperationalVLs: the port runs VL0 up to one below this count (and VL15).
+    pub oper_vls: VlCount,
+}
+
+/// No tables, and every data VL: a port that restricts nothing until told otherwise.
+impl Default for PortArbitration {
+    fn default() -> PortArbitration {
+        PortArbitration {
+            high: Vec::new(),
+            low: Vec::new(),
+            high_limit: 0,
+            oper_vls: VlCount::Fifteen,
+        }
+    }
 }
 
 /// One node.

@@ -152,7 +152,8 @@ pub struct FlowReport {
     /// Delivered payload over the flow's active time (start to stop, within the run).
     pub throughput_gbps: f64,
     pub latency_ns: Latency,
-    /// Dropped anywhere: an SL mapped to VL15 (at the source or a switch) or no route.
+    /// Dropped anywhere: an SL mapped to VL15 or to a VL the link does not run (at the source
+    /// or a switch), or no route.
     pub dropped_packets: u64,
     /// Still in the fabric or the source queue when the run ended.
     pub in_flight_packets: u64,
@@ -189,7 +190,8 @@ pub struct VlReport {
     /// bytes waiting, without a credit limit).
     pub buffer_mean_bytes: f64,
     pub buffer_peak_bytes: u64,
-    /// Packets dropped here because the switch's SL-to-VL table maps their SL to VL15.
+    /// Packets dropped here because the switch's SL-to-VL table maps their SL to VL15 (counted
+    /// on VL15), or to this VL, which the link does not run.
     pub dropped_packets: u64,
 }
 

@@ -29,8 +29,7 @@ pub fn scheduler_config(settings: &Settings) -> SchedulerConfig {
 /// How long the SM waits for an answer to a request, its retries included: how long a kernel
 /// transport must keep waiting for a response before it hands the request back.
 pub fn response_timeout(settings: &Settings) -> Duration {
-    let scheduler = scheduler_config(settings);
-    scheduler.timeout * (scheduler.retries + 1)
+    scheduler_config(settings).response_timeout()
 }
 
 /// The SA's configuration: `sa_key` (OpenSM reads it with strtoull, base 0: hex with 0x),

@@ -35,6 +35,7 @@ use tracing::{debug, info, warn};
 
 use crate::cache::write_guid2lid;
 use crate::config::{sa_config, sweep_config};
+use crate::engine::Engine;
 use crate::engine::scheduler::{OutgoingMad, Peer};
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::responder::{Heard, Responder, parse_smp};
@@ -409,6 +410,25 @@ impl Manager {
     fn finished(&mut self, outcome: Outcome) -> State {
         self.events.push_back(Event::Finished(outcome));
         State::Finished
+    }
+}
+
+/// The manager as the transport's driver runs it: its own methods.
+impl Engine for Manager {
+    fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
+        Manager::poll_transmit(self, now)
+    }
+    fn next_deadline(&self) -> Option<Instant> {
+        Manager::next_deadline(self)
+    }
+    fn on_mad(&mut self, now: Instant, mad: &[u8], from: Peer) {
+        Manager::on_mad(self, now, mad, from)
+    }
+    fn on_dropped(&mut self, now: Instant, mad: &[u8]) {
+        Manager::on_dropped(self, now, mad)
+    }
+    fn on_time(&mut self, now: Instant) {
+        Manager::on_time(self, now)
     }
 }
 

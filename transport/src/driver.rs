@@ -1,9 +1,13 @@
-//! Drives the sans-IO subnet manager over a transport: the only place where the SM meets the
-//! clock and the fabric. It sends what the [`Manager`] polls, waits for the fabric no longer
-//! than the manager's next deadline, and hands it what arrives and the time.
+//! Drives a sans-IO engine (the subnet [`Manager`], or a read-only survey) over a transport:
+//! the only place where the SM meets the clock and the fabric. It sends what the engine polls,
+//! waits for the fabric no longer than the engine's next deadline, and hands it what arrives
+//! and the time.
 
 use std::time::Duration;
 
+use ibqos_sm::engine::Engine;
+use ibqos_sm::engine::scheduler::SchedulerConfig;
+use ibqos_sm::engine::survey::Survey;
 use ibqos_sm::manager::{Event, Manager};
 
 use crate::{Incoming, Transport, TransportError};
@@ -19,25 +23,51 @@ pub fn next_event(
     manager: &mut Manager,
     interrupted: &dyn Fn() -> bool,
 ) -> Result<Option<Event>, TransportError> {
+    run_until(transport, manager, Manager::poll_event, interrupted)
+}
+
+/// A read-only survey of the fabric behind `transport`, run to its end.
+pub fn survey(
+    transport: &mut dyn Transport,
+    config: SchedulerConfig,
+) -> Result<Survey, TransportError> {
+    let mut survey = Survey::start(config);
+    run_until(
+        transport,
+        &mut survey,
+        |s: &mut Survey| s.is_done().then_some(()),
+        &|| false,
+    )?;
+    Ok(survey)
+}
+
+/// Feeds `engine` from `transport` until `take` takes something from it, which is returned, or
+/// until `interrupted()` says so, which returns `None`.
+fn run_until<E: Engine, T>(
+    transport: &mut dyn Transport,
+    engine: &mut E,
+    mut take: impl FnMut(&mut E) -> Option<T>,
+    interrupted: &dyn Fn() -> bool,
+) -> Result<Option<T>, TransportError> {
     loop {
         let now = transport.now();
-        while let Some(mad) = manager.poll_transmit(now) {
+        while let Some(mad) = engine.poll_transmit(now) {
             transport.send(&mad)?;
         }
-        if let Some(event) = manager.poll_event() {
-            return Ok(Some(event));
+        if let Some(taken) = take(engine) {
+            return Ok(Some(taken));
         }
         if interrupted() {
             return Ok(None);
         }
-        let wait = manager.next_deadline().map_or(POLL_STEP, |d| {
+        let wait = engine.next_deadline().map_or(POLL_STEP, |d| {
             d.saturating_duration_since(now).min(POLL_STEP)
         });
         match transport.recv(wait)? {
-            Some(Incoming::Mad { mad, from }) => manager.on_mad(transport.now(), &mad, from),
-            Some(Incoming::Dropped { mad }) => manager.on_dropped(transport.now(), &mad),
+            Some(Incoming::Mad { mad, from }) => engine.on_mad(transport.now(), &mad, from),
+            Some(Incoming::Dropped { mad }) => engine.on_dropped(transport.now(), &mad),
             None => {}
         }
-        manager.on_time(transport.now());
+        engine.on_time(transport.now());
     }
 }

@@ -11,6 +11,7 @@ use ibqos_qos::policy::setup::SetupTables;
 use crate::diagnostics::{FileError, Report};
 
 pub mod check;
+pub mod dump;
 pub mod fabric;
 pub mod migrate;
 pub mod plan;

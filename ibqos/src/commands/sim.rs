@@ -1,16 +1,17 @@
-//! `ibqos sim`: traffic over a fabric with the QoS tables a configuration programs. The
-//! simulator and the network it runs on are the `ibqos-sim` crate; this page reads the files,
-//! shows progress and prints.
+//! `ibqos sim`: traffic over a fabric with the QoS tables a configuration programs, or those a
+//! fabric held (a dump). The simulator and the network it runs on are the `ibqos-sim` crate;
+//! this page reads the files, shows progress and prints.
 
 use std::io::{IsTerminal, Write as _};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::netfile::parse_net_file;
 use ibqos_sim::traffic;
 use ibqos_sim::{
-    Flow, Network, Report, SimOptions, Simulation, TopologyHosts, build_network, describe,
+    Flow, Network, Report, SimOptions, Simulation, Tables, TopologyHosts, build_network, describe,
     plot::write_plots,
 };
 
@@ -35,7 +36,11 @@ pub struct Setup {
 }
 
 pub fn run(args: &SimArgs) -> Result<Outcome> {
-    let config = args.config().expect("clap requires a configuration");
+    let tables = match (&args.tables, args.config()) {
+        (Some(dump), _) => TableSource::Dump(dump),
+        (None, Some(config)) => TableSource::Config(config),
+        (None, None) => unreachable!("clap requires a configuration or --tables"),
+    };
     // The plots are the timeline's only reader.
     let timeline_intervals = if args.plot.is_some() {
         PLOT_INTERVALS
@@ -44,7 +49,7 @@ pub fn run(args: &SimArgs) -> Result<Outcome> {
     };
     let setup = setup(
         &args.topology,
-        config,
+        tables,
         &args.traffic,
         args.seed,
         timeline_intervals,
@@ -65,43 +70,64 @@ pub fn run(args: &SimArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// Reads the topology, configuration and traffic files and builds the network and flows, to
-/// record a timeline of `timeline_intervals` intervals (0: none).
+/// Where a run's QoS tables come from.
+#[derive(Debug, Clone, Copy)]
+pub enum TableSource<'a> {
+    /// An opensm.conf or ibqos.toml: the tables the SM would program from it.
+    Config(&'a Path),
+    /// A dump (`ibqos dump`, `ibqos fabric dump`): the tables a fabric held.
+    Dump(&'a Path),
+}
+
+/// Reads the topology, the tables' source and the traffic file and builds the network and
+/// flows, to record a timeline of `timeline_intervals` intervals (0: none).
 pub fn setup(
     topology: &Path,
-    config: &Path,
+    tables: TableSource<'_>,
     traffic_file: &Path,
     seed: u64,
     timeline_intervals: usize,
 ) -> Result<Setup> {
-    let loaded = load_config(config)?;
-    if loaded.has_errors() {
-        eprintln!(
-            "note: {} has errors (see `ibqos check`); simulating what OpenSM would make of it",
-            config.display()
-        );
-    }
-    if !loaded.settings.qos.enabled {
-        eprintln!(
-            "note: `qos` is not TRUE in {}: OpenSM would program none of these tables; \
-             simulating what `qos TRUE` would program",
-            config.display()
-        );
-    }
     let bytes = std::fs::read(traffic_file)
         .with_context(|| format!("cannot read {}", traffic_file.display()))?;
     let traffic =
         traffic::parse(&traffic_file.display().to_string(), &bytes).map_err(FileError::from)?;
     let mut topo = parse_net_file(topology).map_err(FileError::from)?.topology;
-    let max_op_vls = loaded.settings.links.oper_vls_cap();
-    let setup = setup_on(&topo, &loaded.settings, config)?;
-    let network = build_network(
-        &mut topo,
-        &loaded.settings.qos,
-        &setup,
-        max_op_vls,
-        &traffic,
-    )?;
+    let network = match tables {
+        TableSource::Config(config) => {
+            let loaded = load_config(config)?;
+            if loaded.has_errors() {
+                eprintln!(
+                    "note: {} has errors (see `ibqos check`); simulating what OpenSM would make \
+                     of it",
+                    config.display()
+                );
+            }
+            if !loaded.settings.qos.enabled {
+                eprintln!(
+                    "note: `qos` is not TRUE in {}: OpenSM would program none of these tables; \
+                     simulating what `qos TRUE` would program",
+                    config.display()
+                );
+            }
+            let setup = setup_on(&topo, &loaded.settings, config)?;
+            let tables = Tables::Planned {
+                qos: &loaded.settings.qos,
+                setup: &setup,
+                max_op_vls: loaded.settings.links.oper_vls_cap(),
+            };
+            build_network(&mut topo, tables, &traffic)?
+        }
+        TableSource::Dump(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let dump = FabricDump::from_json(&text)
+                .with_context(|| format!("{} is no fabric dump", path.display()))?;
+            build_network(&mut topo, Tables::Held(&dump), &traffic).with_context(|| {
+                format!("{} does not fit {}", path.display(), topology.display())
+            })?
+        }
+    };
     let flows = traffic
         .flows(&TopologyHosts(&topo), seed)
         .map_err(FileError::from)?;

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use ibqos_emu::{Emulator, attach_port, load_topology};
 use ibqos_opensm::Settings;
 use ibqos_sm::manager::{Event, Manager, Outcome, Run, SweepReason};
 use ibqos_sm::summary::SweepSummary;
@@ -79,6 +80,13 @@ impl EmulatedSm {
             }
         }
     }
+}
+
+/// The built-in two-switch fabric in virtual time, the client where `ibqos sm` attaches it.
+pub fn two_switch() -> EmulatedTransport {
+    let topology = load_topology("two-switch").unwrap().topology;
+    let attach = attach_port(&topology, None).unwrap();
+    EmulatedTransport::virtual_time(Emulator::new(topology).unwrap(), attach)
 }
 
 /// Writes `contents` to the file `name` in the test's scratch directory and returns its path.

@@ -9,9 +9,11 @@
 //! resends a request that gets no answer until its retries are spent.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{AttributeId, Mad, Method, MgmtClass, Routing, Smp, SmpRepr, Status};
+use ibqos_mad::{AttributeId, DrPath, Mad, Method, MgmtClass, Routing, Smp, SmpRepr, Status};
+use tracing::warn;
 
 /// How the scheduler is tuned: OpenSM's `max_wire_smps`, `transaction_timeout` and
 /// `transaction_retries`.
@@ -20,6 +22,14 @@ pub struct SchedulerConfig {
     pub max_outstanding: usize,
     pub timeout: Duration,
     pub retries: u32,
+}
+
+impl SchedulerConfig {
+    /// How long a request may wait for its answer, its retries included: how long a kernel
+    /// transport must keep waiting for a response before it hands the request back.
+    pub fn response_timeout(&self) -> Duration {
+        self.timeout.saturating_mul(self.retries.saturating_add(1))
+    }
 }
 
 /// One SMP to send. `smp.transaction_id` is assigned by the scheduler.
@@ -112,6 +122,24 @@ pub enum Failure {
     Mismatched,
 }
 
+/// As an operator reads it, after the request it is about.
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::TimedOut { attempts } => write!(f, "no answer after {attempts} attempts"),
+            Failure::Dropped { attempts } => write!(
+                f,
+                "handed back undelivered on all {attempts} attempts (no route, or a path into a \
+                 port that is not LinkUp)"
+            ),
+            Failure::Status(status) => {
+                write!(f, "MAD status {:#06x} ({})", status.0, status.describe())
+            }
+            Failure::Mismatched => f.write_str("answered for another attribute or modifier"),
+        }
+    }
+}
+
 /// What became of a request.
 #[derive(Debug, Clone)]
 pub enum Completion<C> {
@@ -201,6 +229,30 @@ impl<C> Scheduler<C> {
             self.turn.push_back(request.node);
         }
         queue.push_back(request);
+    }
+
+    /// Queues a SubnGet by directed route along `path` (the egress ports from the SM's port)
+    /// behind the others for `node`. A route longer than 63 hops cannot be sent: it is logged
+    /// and dropped.
+    pub fn get_directed(
+        &mut self,
+        node: u64,
+        path: &[u8],
+        attribute: AttributeId,
+        modifier: u32,
+        context: impl Into<C>,
+    ) {
+        let Ok(route) = DrPath::request(path) else {
+            warn!(?path, "route longer than 63 hops; not followed");
+            return;
+        };
+        self.submit(Request {
+            smp: SmpRepr::get(attribute, modifier, 0, Routing::Directed(route)),
+            dlid: None,
+            node,
+            timeout: None,
+            context: context.into(),
+        });
     }
 
     /// Queues a request once `not_before` has come: a retry after a backoff.

@@ -3,32 +3,29 @@
 //! tables, then make every port ACTIVE. That is the point OpenSM logs as SUBNET UP.
 //!
 //! Each phase queues its SMPs with the [`Scheduler`] and the next phase starts when the
-//! scheduler has nothing left; discovery alone grows as answers come in. A request that fails
-//! (no answer after its retries, or an error status) is logged and counted, and the sweep goes
-//! on with the rest of the fabric.
+//! scheduler has nothing left; discovery (a [`Discovery`], which other engines share) alone
+//! grows as answers come in. A request that fails (no answer after its retries, or an error
+//! status) is logged and counted, and the sweep goes on with the rest of the fabric.
 
 mod diff;
-mod discovery;
 mod links;
 mod qos;
 mod reconcile;
 mod switches;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{
-    Attribute, AttributeId, DrPath, Guid, PhysPortState, PortInfoRepr, PortState, Routing, SmpRepr,
-};
+use ibqos_mad::{Attribute, Guid, PhysPortState, PortInfoRepr, PortState, SmpRepr};
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{QosConfig, VlCount};
 use tracing::{debug, info, warn};
 
+use super::discovery::{Discovery, Probe, WrongAnswer};
 use super::qos::{QosWrite, SetupConfig};
 use super::routing::{Lfts, RoutingEngine};
-use super::scheduler::{Completion, Request, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
+use super::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
-use discovery::description_text;
 use qos::Settled;
 use reconcile::PendingRead;
 
@@ -104,19 +101,7 @@ pub enum Phase {
 /// What an SMP in flight was for.
 #[derive(Debug, Clone)]
 enum Op {
-    NodeInfo {
-        path: Vec<u8>,
-    },
-    NodeDescription {
-        guid: u64,
-    },
-    SwitchInfo {
-        guid: u64,
-    },
-    PortInfo {
-        guid: u64,
-        port: u8,
-    },
+    Discover(Probe),
     SetPortInfo {
         port: PortKey,
         /// What was sent, to learn from the echo which fields the port keeps.
@@ -137,6 +122,12 @@ enum Op {
     ReadBack {
         pending: usize,
     },
+}
+
+impl From<Probe> for Op {
+    fn from(probe: Probe) -> Op {
+        Op::Discover(probe)
+    }
 }
 
 /// The counts an administrator reads after a sweep.
@@ -161,13 +152,7 @@ pub struct Sweep {
     scheduler: Scheduler<Op>,
     subnet: Subnet,
     phase: Phase,
-    /// Switch ports whose far end has been (or is being) probed.
-    probed: BTreeSet<PortKey>,
-    /// The node each route answered from, to attribute a new link to its near end.
-    by_path: HashMap<Vec<u8>, u64>,
-    /// The route and port GUID by which each CA port was first reached: a CA answers PortInfo
-    /// for the port a request arrives on, so each CA port is read through its own route.
-    arrivals: BTreeMap<PortKey, (Vec<u8>, u64)>,
+    discovery: Discovery,
     /// What the qos-setup scopes program on this subnet (empty without them).
     setup: SetupTables,
     /// The QoS Sets of this sweep, and where each stands.
@@ -186,15 +171,16 @@ impl Sweep {
     /// A sweep that starts by asking the SM's own node who it is, knowing what earlier sweeps
     /// learned.
     pub fn start(config: SweepConfig, learned: Learned, now: Instant) -> Sweep {
-        let mut sweep = Sweep {
-            scheduler: Scheduler::new(config.scheduler),
+        info!("discovering the fabric");
+        let mut scheduler = Scheduler::new(config.scheduler);
+        let discovery = Discovery::start(&mut scheduler);
+        Sweep {
+            scheduler,
             config,
             learned,
             subnet: Subnet::default(),
             phase: Phase::Discovering,
-            probed: BTreeSet::new(),
-            by_path: HashMap::new(),
-            arrivals: BTreeMap::new(),
+            discovery,
             setup: SetupTables::default(),
             qos_sets: Vec::new(),
             qos_settled: Vec::new(),
@@ -204,10 +190,7 @@ impl Sweep {
             failed_requests: 0,
             started: now,
             subnet_up_after: None,
-        };
-        info!("discovering the fabric");
-        sweep.get_node_info(Vec::new());
-        sweep
+        }
     }
 
     pub fn phase(&self) -> &Phase {
@@ -336,19 +319,14 @@ impl Sweep {
 
     fn answered(&mut self, now: Instant, op: Op, attribute: Attribute) {
         match (op, attribute) {
-            (Op::NodeInfo { path }, Attribute::NodeInfo(info)) => self.node_found(path, info),
-            (Op::NodeDescription { guid }, Attribute::NodeDescription(desc)) => {
-                if let Some(node) = self.subnet.nodes.get_mut(&guid) {
-                    node.description = description_text(&desc);
+            (Op::Discover(probe), answer) => {
+                let (subnet, scheduler) = (&mut self.subnet, &mut self.scheduler);
+                if let Err(WrongAnswer { probe, answer }) =
+                    self.discovery.answered(subnet, scheduler, probe, answer)
+                {
+                    warn!(?probe, ?answer, "answer of the wrong attribute; ignored");
+                    self.failed_requests += 1;
                 }
-            }
-            (Op::SwitchInfo { guid }, Attribute::SwitchInfo(info)) => {
-                if let Some(node) = self.subnet.nodes.get_mut(&guid) {
-                    node.switch = Some(info);
-                }
-            }
-            (Op::PortInfo { guid, port }, Attribute::PortInfo(info)) => {
-                self.port_found(guid, port, info)
             }
             (Op::SetPortInfo { port, sent }, Attribute::PortInfo(info)) => {
                 self.learn_unkept(port, &sent, &info);
@@ -422,20 +400,5 @@ impl Sweep {
     fn fail(&mut self, reason: String) {
         warn!(%reason, "sweep failed");
         self.phase = Phase::Failed(reason);
-    }
-
-    fn get(&mut self, node: u64, path: &[u8], id: AttributeId, modifier: u32, op: Op) {
-        let Ok(route) = DrPath::request(path) else {
-            warn!(?path, "route longer than 63 hops; not followed");
-            return;
-        };
-        let smp = SmpRepr::get(id, modifier, 0, Routing::Directed(route));
-        self.scheduler.submit(Request {
-            smp,
-            dlid: None,
-            node,
-            timeout: None,
-            context: op,
-        });
     }
 }

@@ -94,7 +94,8 @@ impl Sweep {
                     differences: Vec::new(),
                 });
                 for modifier in modifiers {
-                    self.get(node, &path, id, modifier, Op::ReadBack { pending });
+                    let op = Op::ReadBack { pending };
+                    self.scheduler.get_directed(node, &path, id, modifier, op);
                 }
             }
         }

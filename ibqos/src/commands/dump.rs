@@ -1,0 +1,64 @@
+//! `ibqos dump`: every port's QoS state of a live fabric, read by a survey (SubnGets only; the
+//! survey itself is `ibqos_sm::engine::survey`), written in the format `ibqos fabric dump`
+//! writes of an emulated fabric.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use ibqos_opensm::Settings;
+use ibqos_sm::config::scheduler_config;
+use ibqos_sm::engine::scheduler::SchedulerConfig;
+use ibqos_transport::driver::survey;
+use ibqos_transport::{OpenOptions, Role, open};
+
+use crate::cli::DumpArgs;
+use crate::commands::Outcome;
+
+pub fn run(args: &DumpArgs) -> Result<Outcome> {
+    // The SM's own scheduling, OpenSM's defaults unless told otherwise.
+    let defaults = scheduler_config(&Settings::default());
+    let config = SchedulerConfig {
+        max_outstanding: args.max_wire_smps.map_or(defaults.max_outstanding, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        }),
+        timeout: args
+            .timeout_ms
+            .map_or(defaults.timeout, Duration::from_millis),
+        retries: args.retries.unwrap_or(defaults.retries),
+    };
+    let options = OpenOptions {
+        role: Role::Client,
+        response_timeout: config.response_timeout(),
+    };
+    let mut transport = open(&args.fabric, &options)
+        .with_context(|| format!("cannot open fabric {}", args.fabric))?;
+    let surveyed = survey(transport.as_mut(), config)?;
+    let unread = surveyed.unread();
+    if !unread.is_empty() {
+        for get in unread {
+            eprintln!("error: {get}");
+        }
+        bail!(
+            "{} Get(s) of {} got no usable answer: no dump written, since it would lack what \
+             they read",
+            unread.len(),
+            args.fabric
+        );
+    }
+    let dump = surveyed.dump();
+    let json = dump.to_json();
+    match &args.output {
+        Some(path) => std::fs::write(path, json)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => std::io::stdout().lock().write_all(json.as_bytes())?,
+    }
+    let ports: usize = dump.nodes.values().map(|n| n.ports.len()).sum();
+    eprintln!(
+        "ibqos dump: {} nodes, {ports} ports of {} read with {} SubnGets",
+        dump.nodes.len(),
+        args.fabric,
+        surveyed.stats().total_sent()
+    );
+    Ok(Outcome::Success)
+}
