@@ -470,6 +470,11 @@ impl<'n> Simulation<'n> {
         self.now
     }
 
+    /// The events handled so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
     /// Processes every event up to `until` (at most the run's duration).
     pub fn run_until(&mut self, until: u64) {
         let until = until.min(self.options.duration_ps);

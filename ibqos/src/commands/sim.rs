@@ -152,14 +152,52 @@ pub fn simulate(setup: &Setup) -> Result<Report> {
     for step in 1..=PROGRESS_STEPS {
         sim.run_until(end / PROGRESS_STEPS * step);
         if bar.is_none() && started.elapsed() > PROGRESS_AFTER && std::io::stderr().is_terminal() {
-            bar = Some(indicatif::ProgressBar::new(PROGRESS_STEPS));
+            let style = indicatif::ProgressStyle::with_template("{bar:40} {percent:>3}% {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar = Some(indicatif::ProgressBar::new(PROGRESS_STEPS).with_style(style));
         }
         if let Some(bar) = &bar {
             bar.set_position(step);
+            bar.set_message(progress_message(
+                sim.now_ps(),
+                end,
+                sim.events(),
+                started.elapsed(),
+            ));
         }
     }
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
     Ok(sim.finish())
+}
+
+/// What the progress bar says beside the bar: simulated time against the run's, and the
+/// events handled per second of wall time.
+fn progress_message(now_ps: u64, end_ps: u64, events: u64, elapsed: Duration) -> String {
+    let rate = events as f64 / elapsed.as_secs_f64().max(1e-9);
+    format!(
+        "{:.1} of {:.1} us simulated, {events} events, {:.1} M events/s",
+        now_ps as f64 / 1e6,
+        end_ps as f64 / 1e6,
+        rate / 1e6
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_message_says_simulated_time_and_event_rate() {
+        assert_eq!(
+            progress_message(
+                250_000_000,
+                1_000_000_000,
+                3_000_000,
+                Duration::from_secs(2)
+            ),
+            "250.0 of 1000.0 us simulated, 3000000 events, 1.5 M events/s"
+        );
+    }
 }
