@@ -176,6 +176,13 @@ struct FlowState {
     /// First generation time of a rate flow (start plus the seeded phase).
     origin: u64,
     generated: u64,
+}
+
+/// What became of a flow's packets, apart from its description: the one part of a flow a
+/// packet touches at its destination, packed with its neighbours so that the flows of a large
+/// fabric hit the cache more often.
+#[derive(Debug, Default)]
+struct Tally {
     delivered: u64,
     dropped: u64,
     latency: Histogram,
@@ -242,6 +249,7 @@ pub struct Simulation<'n> {
     waiting: Vec<u16>,
     flows: Vec<FlowState>,
     flow_hot: Vec<FlowHot>,
+    tallies: Vec<Tally>,
     packets: Vec<Packet>,
     free: Vec<u32>,
     queue: Queue<Event>,
@@ -362,6 +370,7 @@ impl<'n> Simulation<'n> {
             arbiters,
             flows: Vec::with_capacity(flows.len()),
             flow_hot: Vec::with_capacity(flows.len()),
+            tallies: (0..flows.len()).map(|_| Tally::default()).collect(),
             packets: Vec::new(),
             free: Vec::new(),
             queue: Queue::default(),
@@ -453,9 +462,6 @@ impl<'n> Simulation<'n> {
             greedy,
             origin: flow.start_ps + phase,
             generated: 0,
-            delivered: 0,
-            dropped: 0,
-            latency: Histogram::default(),
         })
     }
 
@@ -592,7 +598,7 @@ impl<'n> Simulation<'n> {
         let state = &mut self.flows[flow as usize];
         state.generated += 1;
         if vl == VL15 && !state.spec.management {
-            state.dropped += 1;
+            self.tallies[flow as usize].dropped += 1;
         } else {
             let packet = self.alloc(flow, vl);
             let lane = lane_index(port, vl);
@@ -772,12 +778,12 @@ impl<'n> Simulation<'n> {
             self.release(port, p.vl, blocks);
             let delivered = node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == dlid;
             let latency = (self.now - p.created) / PS_PER_NS;
-            let state = &mut self.flows[p.flow as usize];
+            let tally = &mut self.tallies[p.flow as usize];
             if delivered {
-                state.delivered += 1;
-                state.latency.record(latency);
+                tally.delivered += 1;
+                tally.latency.record(latency);
             } else {
-                state.dropped += 1;
+                tally.dropped += 1;
             }
             self.free.push(packet);
             return;
@@ -793,7 +799,7 @@ impl<'n> Simulation<'n> {
         };
         if !management && (vl == VL15 || vl >= self.ports[out_port as usize].vls) {
             self.release(port, p.vl, blocks);
-            self.flows[p.flow as usize].dropped += 1;
+            self.tallies[p.flow as usize].dropped += 1;
             self.lanes[lane_index(out_port, vl)].dropped += 1;
             self.free.push(packet);
             return;
@@ -905,7 +911,8 @@ impl<'n> Simulation<'n> {
             .flows
             .iter()
             .zip(&self.flow_hot)
-            .map(|(f, hot)| self.flow_report(f, hot.sent))
+            .zip(&self.tallies)
+            .map(|((f, hot), tally)| self.flow_report(f, hot.sent, tally))
             .collect();
         let (sls, sl_latency) = self.sl_reports();
         Report {
@@ -936,8 +943,8 @@ impl<'n> Simulation<'n> {
         round(bytes as f64 * 8.0 / ps as f64 * 1e3)
     }
 
-    fn flow_report(&self, f: &FlowState, sent: u64) -> FlowReport {
-        let bytes = f.delivered * u64::from(f.spec.payload);
+    fn flow_report(&self, f: &FlowState, sent: u64, tally: &Tally) -> FlowReport {
+        let bytes = tally.delivered * u64::from(f.spec.payload);
         let active = f.spec.stop_ps.saturating_sub(f.spec.start_ps);
         FlowReport {
             name: f.spec.name.clone(),
@@ -946,12 +953,12 @@ impl<'n> Simulation<'n> {
             sl: f.spec.sl.get(),
             management: f.spec.management,
             sent_packets: sent,
-            delivered_packets: f.delivered,
+            delivered_packets: tally.delivered,
             delivered_bytes: bytes,
             throughput_gbps: Self::gbps(bytes, active),
-            latency_ns: f.latency.summary(),
-            dropped_packets: f.dropped,
-            in_flight_packets: sent - f.delivered - f.dropped,
+            latency_ns: tally.latency.summary(),
+            dropped_packets: tally.dropped,
+            in_flight_packets: sent - tally.delivered - tally.dropped,
         }
     }
 
@@ -959,21 +966,22 @@ impl<'n> Simulation<'n> {
         let mut reports = Vec::new();
         let mut histograms = Vec::new();
         for sl in 0..16u8 {
-            let of_sl: Vec<&FlowState> = self
+            let of_sl: Vec<(&FlowState, &Tally)> = self
                 .flows
                 .iter()
-                .filter(|f| !f.spec.management && f.spec.sl.get() == sl)
+                .zip(&self.tallies)
+                .filter(|(f, _)| !f.spec.management && f.spec.sl.get() == sl)
                 .collect();
             if of_sl.is_empty() {
                 continue;
             }
             let mut latency = Histogram::default();
-            for f in &of_sl {
-                latency.merge(&f.latency);
+            for (_, tally) in &of_sl {
+                latency.merge(&tally.latency);
             }
             let bytes = of_sl
                 .iter()
-                .map(|f| f.delivered * u64::from(f.spec.payload))
+                .map(|(f, tally)| tally.delivered * u64::from(f.spec.payload))
                 .sum();
             reports.push(SlReport {
                 sl,
@@ -981,7 +989,7 @@ impl<'n> Simulation<'n> {
                 delivered_bytes: bytes,
                 throughput_gbps: Self::gbps(bytes, self.options.duration_ps),
                 latency_ns: latency.summary(),
-                dropped_packets: of_sl.iter().map(|f| f.dropped).sum(),
+                dropped_packets: of_sl.iter().map(|(_, tally)| tally.dropped).sum(),
             });
             histograms.push((sl, latency));
         }
