@@ -8,18 +8,17 @@ mod common;
 use std::process::Command;
 
 use ibqos_emu::{Emulator, FaultSchedule, dump};
+use ibqos_fabric::PortRef;
 use ibqos_fabric::dump::FabricDump;
-use ibqos_fabric::{LinkCaps, PortRef, generate};
 use ibqos_mad::Method;
 use ibqos_opensm::Settings;
-use ibqos_qos::VlCount;
 use ibqos_sm::config::scheduler_config;
 use ibqos_sm::engine::survey::Survey;
 use ibqos_sm::manager::{Outcome, Run};
 use ibqos_transport::driver::survey;
 use ibqos_transport::emulated::EmulatedTransport;
 
-use common::{EmulatedSm, settings, two_switch};
+use common::{EmulatedSm, mixed_capability_fat_tree, settings, two_switch};
 
 /// Every SMP the fabric has handled so far, as (Gets, Sets).
 fn handled(emulator: &Emulator) -> (u64, u64) {
@@ -90,24 +89,7 @@ fn the_survey_reads_the_tables_the_sm_programmed() {
 
 #[test]
 fn the_survey_reads_ports_of_every_mix_of_capabilities() {
-    let mut topology = generate::fat_tree(3, 2, 3, 8).unwrap();
-    // VLCap 1 to 15, VLArb caps 0 to 64 (one block or two), SL mapping on and off.
-    let vls = VlCount::ALL;
-    let arb = [0u8, 1, 8, 16, 32, 33, 64];
-    let ports: Vec<PortRef> = topology
-        .nodes()
-        .flat_map(|(id, n)| n.existing_ports().map(move |(p, _)| PortRef::new(id, p)))
-        .collect();
-    for (i, port) in ports.iter().enumerate() {
-        let link = &mut topology.port_mut(*port).unwrap().link;
-        *link = LinkCaps {
-            vl_cap: vls[i % vls.len()],
-            vlarb_low_cap: arb[i % arb.len()],
-            vlarb_high_cap: arb[(i + 3) % arb.len()],
-            sl_mapping_supported: i % 4 != 1,
-            ..*link
-        };
-    }
+    let mut topology = mixed_capability_fat_tree(true);
     let switches: Vec<_> = topology.switches().map(|(id, _)| id).collect();
     topology.node_mut(switches[0]).unwrap().enhanced_port0 = true;
     let attach = topology

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 use ibqos_emu::Emulator;
+use ibqos_fabric::PortRef;
 use ibqos_fabric::dump::FabricDump;
-use ibqos_fabric::{LinkCaps, PortRef, generate};
 use ibqos_mad::{Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier};
 use ibqos_qos::{VlCount, oper_vls};
 use ibqos_sm::config::sweep_config;
@@ -18,7 +18,7 @@ use ibqos_transport::emulated::EmulatedTransport;
 use serde_json::Value;
 
 mod common;
-use common::{EmulatedSm, settings};
+use common::{EmulatedSm, mixed_capability_fat_tree, settings};
 
 fn repo(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
@@ -114,23 +114,7 @@ fn sm_brings_up_a_generated_three_level_fat_tree() {
 
 #[test]
 fn sm_converges_on_ports_of_mixed_qos_capabilities() {
-    let mut topology = generate::fat_tree(3, 2, 3, 8).unwrap();
-    // Every port a different mix: VLCap 1, 2, 4, 8, 15 and VLArb caps 0 to 64.
-    let vls = VlCount::ALL;
-    let arb = [0u8, 1, 8, 16, 32, 33, 64];
-    let ports: Vec<PortRef> = topology
-        .nodes()
-        .flat_map(|(id, n)| n.existing_ports().map(move |(p, _)| PortRef::new(id, p)))
-        .collect();
-    for (i, port) in ports.iter().enumerate() {
-        let link = &mut topology.port_mut(*port).unwrap().link;
-        *link = LinkCaps {
-            vl_cap: vls[i % vls.len()],
-            vlarb_low_cap: arb[i % arb.len()],
-            vlarb_high_cap: arb[(i + 3) % arb.len()],
-            ..*link
-        };
-    }
+    let mut topology = mixed_capability_fat_tree(false);
     let switches: Vec<_> = topology.switches().map(|(id, _)| id).collect();
     topology.node_mut(switches[0]).unwrap().enhanced_port0 = true;
     // Two switches advertise optimized SL2VL programming, one with an enhanced port 0 too.

@@ -216,26 +216,38 @@ fn an_sl_mapped_to_vl15_delivers_nothing() {
         flow("fine", "H2", 0, 4096, "")
     );
     let report = simulate("vl15", conf, &traffic, &[]);
-    let at_switch = flow_of(&report, "to-vl15-at-switch");
-    assert_eq!(at_switch["delivered_bytes"], 0);
+    assert_drops(&report, "to-vl15-at-switch", "to-vl15-at-host", 15);
+    assert_alone_on_the_link(&report, "fine");
+}
+
+/// Flow `at_switch` is dropped at S1 on `vl` out of port 4 (every packet it sent but the one
+/// or two on the wire, counted there), flow `at_host` by its source, one packet per 1040 ns
+/// from t = 0 (193 in 200 us); neither delivers anything.
+fn assert_drops(report: &Value, at_switch: &str, at_host: &str, vl: u64) {
+    let switch = flow_of(report, at_switch);
+    assert_eq!(switch["delivered_bytes"], 0);
     let (sent, dropped) = (
-        num(&at_switch["sent_packets"]),
-        num(&at_switch["dropped_packets"]),
+        num(&switch["sent_packets"]),
+        num(&switch["dropped_packets"]),
     );
-    assert!(sent > 190.0 && dropped >= sent - 2.0, "{at_switch}");
+    assert!(sent > 190.0 && dropped >= sent - 2.0, "{switch}");
     assert_eq!(
-        vl_field(&report, "S1[4]", "H4[1]", 15, "dropped_packets"),
+        vl_field(report, "S1[4]", "H4[1]", vl, "dropped_packets"),
         dropped
     );
-    let at_host = flow_of(&report, "to-vl15-at-host");
-    assert_eq!(at_host["delivered_bytes"], 0);
-    assert_eq!(at_host["dropped_packets"], 193);
-    let fine = flow_of(&report, "fine");
+    let host = flow_of(report, at_host);
+    assert_eq!(host["delivered_bytes"], 0);
+    assert_eq!(host["dropped_packets"], 193);
+}
+
+/// Flow `name`, alone on S1[4] -> H4[1], gets the whole link: 32 x 4096/4160 Gb/s of
+/// payload, within 1 %.
+fn assert_alone_on_the_link(report: &Value, name: &str) {
     assert_near(
-        num(&fine["throughput_gbps"]),
+        num(&flow_of(report, name)["throughput_gbps"]),
         32.0 * 4096.0 / 4160.0,
         0.01 * 31.5,
-        "SL0 alone",
+        name,
     );
 }
 
@@ -282,27 +294,8 @@ fn held_tables_drop_what_maps_to_a_vl_the_link_does_not_run() {
         traffic.to_str().unwrap(),
         "--json",
     ]));
-    let beyond = flow_of(&report, "beyond-the-link");
-    assert_eq!(beyond["delivered_bytes"], 0);
-    let (sent, dropped) = (
-        num(&beyond["sent_packets"]),
-        num(&beyond["dropped_packets"]),
-    );
-    assert!(sent > 190.0 && dropped >= sent - 2.0, "{beyond}");
-    assert_eq!(
-        vl_field(&report, "S1[4]", "H4[1]", 5, "dropped_packets"),
-        dropped
-    );
-    let at_host = flow_of(&report, "at-host");
-    assert_eq!(at_host["delivered_bytes"], 0);
-    assert_eq!(at_host["dropped_packets"], 193);
-    let fine = flow_of(&report, "fine");
-    assert_near(
-        num(&fine["throughput_gbps"]),
-        32.0 * 4096.0 / 4160.0,
-        0.01 * 31.5,
-        "SL1 alone",
-    );
+    assert_drops(&report, "beyond-the-link", "at-host", 5);
+    assert_alone_on_the_link(&report, "fine");
 }
 
 /// `--tables` refuses what it cannot run exactly, saying why and where: a dump without a node

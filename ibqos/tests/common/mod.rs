@@ -95,3 +95,29 @@ pub fn scratch_file(dir: &TempDir, name: &str, contents: impl AsRef<[u8]>) -> Pa
     std::fs::write(&path, contents).expect("write scratch file");
     path
 }
+
+/// A small three-level fat tree whose every port has a different mix of QoS capabilities:
+/// VLCap 1, 2, 4, 8 and 15, VLArb caps 0 to 64 (one block or two), and, with
+/// `vary_sl_mapping`, SL mapping on and off.
+pub fn mixed_capability_fat_tree(vary_sl_mapping: bool) -> ibqos_fabric::Topology {
+    use ibqos_fabric::{LinkCaps, PortRef, generate};
+    use ibqos_qos::VlCount;
+    let mut topology = generate::fat_tree(3, 2, 3, 8).unwrap();
+    let vls = VlCount::ALL;
+    let arb = [0u8, 1, 8, 16, 32, 33, 64];
+    let ports: Vec<PortRef> = topology
+        .nodes()
+        .flat_map(|(id, n)| n.existing_ports().map(move |(p, _)| PortRef::new(id, p)))
+        .collect();
+    for (i, port) in ports.iter().enumerate() {
+        let link = &mut topology.port_mut(*port).unwrap().link;
+        *link = LinkCaps {
+            vl_cap: vls[i % vls.len()],
+            vlarb_low_cap: arb[i % arb.len()],
+            vlarb_high_cap: arb[(i + 3) % arb.len()],
+            sl_mapping_supported: !vary_sl_mapping || i % 4 != 1,
+            ..*link
+        };
+    }
+    topology
+}
