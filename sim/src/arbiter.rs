@@ -15,6 +15,9 @@
 //!
 //! VL15 is not arbitrated here: it outranks every data VL, and the engine serves it first.
 
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use serde::{Deserialize, Serialize};
 
 use ibqos_qos::{Priority, VlArbEntry};
@@ -84,7 +87,8 @@ pub struct ArbiterOptions {
 /// One priority table and where the arbiter is in it.
 #[derive(Debug, Clone)]
 struct Table {
-    entries: Vec<VlArbEntry>,
+    /// Shared by the ports that hold the same table: they all read it, none writes it.
+    entries: Rc<[VlArbEntry]>,
     /// A bit per VL that some entry may send: below VL15 and with a weight (or weight 0 sends
     /// one packet, [`ZeroWeight::OnePacket`]).
     senders: u16,
@@ -95,13 +99,13 @@ struct Table {
 }
 
 impl Table {
-    fn new(entries: &[VlArbEntry], options: &ArbiterOptions) -> Table {
+    fn new(entries: Rc<[VlArbEntry]>, options: &ArbiterOptions) -> Table {
         let senders = entries
             .iter()
             .filter(|e| e.vl < 15 && (e.weight > 0 || options.zero_weight == ZeroWeight::OnePacket))
             .fold(0u16, |mask, e| mask | 1 << e.vl);
         Table {
-            entries: entries.to_vec(),
+            entries,
             senders,
             cursor: 0,
             used: 0,
@@ -168,6 +172,20 @@ impl Table {
     }
 }
 
+/// One copy of each distinct arbitration table, for [`Arbiter::with_tables`].
+#[derive(Debug, Default)]
+pub struct SharedTables(HashMap<Vec<VlArbEntry>, Rc<[VlArbEntry]>>);
+
+impl SharedTables {
+    /// The shared copy of `entries`.
+    pub fn table(&mut self, entries: &[VlArbEntry]) -> Rc<[VlArbEntry]> {
+        self.0
+            .entry(entries.to_vec())
+            .or_insert_with(|| entries.into())
+            .clone()
+    }
+}
+
 /// The IBA 7.6.9 arbiter of one output port over its data VLs.
 #[derive(Debug, Clone)]
 pub struct Arbiter {
@@ -187,6 +205,17 @@ impl Arbiter {
     pub fn new(
         high: &[VlArbEntry],
         low: &[VlArbEntry],
+        high_limit: u8,
+        options: ArbiterOptions,
+    ) -> Arbiter {
+        Self::with_tables(high.into(), low.into(), high_limit, options)
+    }
+
+    /// [`Self::new`] over tables other ports may hold too: a fabric has few distinct tables,
+    /// and ports that share them read the same memory.
+    pub fn with_tables(
+        high: Rc<[VlArbEntry]>,
+        low: Rc<[VlArbEntry]>,
         high_limit: u8,
         options: ArbiterOptions,
     ) -> Arbiter {

@@ -30,7 +30,7 @@ use std::collections::{HashMap, VecDeque};
 
 use ibqos_qos::Sl2VlTable;
 
-use crate::arbiter::{Arbiter, ArbiterOptions, BLOCK_BYTES};
+use crate::arbiter::{Arbiter, ArbiterOptions, BLOCK_BYTES, SharedTables};
 use crate::link::{LinkParams, PS_PER_NS, Speed, Width, wire_blocks};
 use crate::network::{Flow, Network, NetworkError, NodeKind, PortAddr};
 use crate::queue::Queue;
@@ -106,6 +106,19 @@ struct PortSlot {
 
 /// No packet: the end of a lane's queue.
 const NO_PACKET: u32 = u32::MAX;
+
+/// A port's state as bit sets over its 16 lanes, 8 bytes, so that the lot is one read.
+#[derive(Debug, Clone, Copy, Default)]
+struct PortBits {
+    /// Sending a packet.
+    busy: bool,
+    /// Lanes with a packet at their head.
+    queued: u16,
+    /// Lanes whose head packet lacks credits.
+    starved: u16,
+    /// Lanes whose wait for credits is being timed: starved while the port is idle.
+    waiting: u16,
+}
 
 /// What arbitration reads of one VL of one port, every time: kept apart from the lane's
 /// statistics, 16 bytes a lane, so that a port's 16 lanes share a few cache lines.
@@ -239,14 +252,8 @@ pub struct Simulation<'n> {
     sent: Vec<Sent>,
     buffers: Vec<Buffer>,
     arbiters: Vec<Arbiter>,
-    busy: Vec<bool>,
-    /// Per port, a bit per lane with a packet at its head.
-    queued: Vec<u16>,
-    /// Per port, a bit per lane whose head packet lacks credits.
-    starved: Vec<u16>,
-    /// Per port, a bit per lane whose wait for credits is being timed: starved while the port
-    /// is idle.
-    waiting: Vec<u16>,
+    /// Per port, what arbitration and the wait timing read of its lanes, as bit sets.
+    bits: Vec<PortBits>,
     flows: Vec<FlowState>,
     flow_hot: Vec<FlowHot>,
     tallies: Vec<Tally>,
@@ -344,20 +351,23 @@ impl<'n> Simulation<'n> {
                 lane.credits = port.link.vl_buffer_blocks;
             }
         }
+        let mut shared = SharedTables::default();
         let arbiters = ports
             .iter()
             .map(|port| {
                 let arb = &network.nodes[port.node as usize].arbitration[usize::from(port.num)];
-                Arbiter::new(&arb.high, &arb.low, arb.high_limit, options.arbiter)
+                Arbiter::with_tables(
+                    shared.table(&arb.high),
+                    shared.table(&arb.low),
+                    arb.high_limit,
+                    options.arbiter,
+                )
             })
             .collect();
         let mut sim = Simulation {
             network,
             options,
-            busy: vec![false; ports.len()],
-            queued: vec![0; ports.len()],
-            starved: vec![0; ports.len()],
-            waiting: vec![0; ports.len()],
+            bits: vec![PortBits::default(); ports.len()],
             ports,
             node_base,
             sl2vl_index,
@@ -677,18 +687,18 @@ impl<'n> Simulation<'n> {
         let starved = lane % LANES != usize::from(VL15) && l.head > 0 && l.credits < l.head;
         let (port, bit) = (lane / LANES, 1u16 << (lane % LANES));
         if head > 0 {
-            self.queued[port] |= bit;
+            self.bits[port].queued |= bit;
         } else {
-            self.queued[port] &= !bit;
+            self.bits[port].queued &= !bit;
         }
         if starved {
-            self.starved[port] |= bit;
+            self.bits[port].starved |= bit;
         } else {
-            self.starved[port] &= !bit;
+            self.bits[port].starved &= !bit;
         }
-        let blocked = starved && !self.busy[port];
-        if blocked != (self.waiting[port] & bit != 0) {
-            self.waiting[port] ^= bit;
+        let blocked = starved && !self.bits[port].busy;
+        if blocked != (self.bits[port].waiting & bit != 0) {
+            self.bits[port].waiting ^= bit;
             self.account_blocked(lane, blocked);
         }
     }
@@ -712,14 +722,15 @@ impl<'n> Simulation<'n> {
     /// Marks `port` busy or idle, which starts or ends the waits of its starved lanes.
     fn set_busy(&mut self, port: u32, busy: bool) {
         let p = port as usize;
-        self.busy[p] = busy;
+        let bits = &mut self.bits[p];
+        bits.busy = busy;
         // Busy: every timed wait ends. Idle: every starved lane starts one.
         let mut changed = if busy {
-            self.waiting[p]
+            bits.waiting
         } else {
-            self.starved[p] & !self.waiting[p]
+            bits.starved & !bits.waiting
         };
-        self.waiting[p] = if busy { 0 } else { self.starved[p] };
+        bits.waiting = if busy { 0 } else { bits.starved };
         while changed != 0 {
             let vl = changed.trailing_zeros() as u8;
             changed &= changed - 1;
@@ -819,7 +830,7 @@ impl<'n> Simulation<'n> {
         let Some(peer) = self.ports[port as usize].peer else {
             return;
         };
-        if self.busy[port as usize] {
+        if self.bits[port as usize].busy {
             return;
         }
         let vl = if self.heads[lane_index(port, VL15)].first != NO_PACKET {
@@ -827,7 +838,7 @@ impl<'n> Simulation<'n> {
         } else {
             let lanes = &self.heads[port_lanes(port)];
             let p = port as usize;
-            let ready_vls = self.queued[p] & !self.starved[p];
+            let ready_vls = self.bits[p].queued & !self.bits[p].starved;
             let grant = self.arbiters[p].next_among(ready_vls, |vl| {
                 let lane = &lanes[usize::from(vl)];
                 (lane.head > 0 && lane.credits >= lane.head).then_some(lane.head)
