@@ -26,9 +26,7 @@
 //!   several such flows on one port and VL take turns. Latency runs from a packet's creation
 //!   to its delivery, so a rate-limited flow's includes its wait at the source.
 
-use std::collections::{HashMap, VecDeque};
-
-use ibqos_qos::Sl2VlTable;
+use std::collections::VecDeque;
 
 use crate::arbiter::{Arbiter, ArbiterOptions, BLOCK_BYTES, SharedTables};
 use crate::link::{LinkParams, PS_PER_NS, Speed, Width, wire_blocks};
@@ -240,13 +238,6 @@ pub struct Simulation<'n> {
     options: SimOptions,
     ports: Vec<PortSlot>,
     node_base: Vec<u32>,
-    /// The SL-to-VL table of every (input, output) pair of every node, as an index into
-    /// `sl2vl_tables`: a fabric has few distinct tables, and an index per pair keeps a 128-port
-    /// switch's 16,641 pairs in 66 KB instead of 266 KB.
-    sl2vl_index: Vec<u32>,
-    /// Where each node's pairs start in `sl2vl_index`.
-    sl2vl_base: Vec<usize>,
-    sl2vl_tables: Vec<Sl2VlTable>,
     heads: Vec<LaneHead>,
     lanes: Vec<Lane>,
     sent: Vec<Sent>,
@@ -292,7 +283,7 @@ impl<'n> Simulation<'n> {
         let mut ports = Vec::new();
         for (i, node) in network.nodes.iter().enumerate() {
             let n = usize::from(node.num_ports) + 1;
-            if node.lids.len() != n || node.arbitration.len() != n || node.sl2vl.len() != n * n {
+            if node.lids.len() != n || node.arbitration.len() != n {
                 return Err(NetworkError::BadTables {
                     name: node.name.clone(),
                     num_ports: node.num_ports,
@@ -343,7 +334,6 @@ impl<'n> Simulation<'n> {
             ports[a as usize].vls = vls;
             ports[b as usize].vls = vls;
         }
-        let (sl2vl_index, sl2vl_base, sl2vl_tables) = distinct_tables(network);
         let lanes: Vec<Lane> = (0..ports.len() * LANES).map(|_| Lane::default()).collect();
         let mut heads = vec![LaneHead::default(); ports.len() * LANES];
         for (p, port) in (0..).zip(&ports) {
@@ -370,9 +360,6 @@ impl<'n> Simulation<'n> {
             bits: vec![PortBits::default(); ports.len()],
             ports,
             node_base,
-            sl2vl_index,
-            sl2vl_base,
-            sl2vl_tables,
             sent: vec![Sent::default(); heads.len()],
             buffers: vec![Buffer::default(); heads.len()],
             heads,
@@ -803,10 +790,7 @@ impl<'n> Simulation<'n> {
         let vl = if management {
             VL15
         } else {
-            let pairs = usize::from(node.num_ports) + 1;
-            let first = self.sl2vl_base[info.node as usize] + usize::from(info.num) * pairs;
-            let table = self.sl2vl_index[first + usize::from(out)];
-            self.sl2vl_tables[table as usize].0[usize::from(p.sl)].get()
+            node.sl2vl(info.num, out).0[usize::from(p.sl)].get()
         };
         if !management && (vl == VL15 || vl >= self.ports[out_port as usize].vls) {
             self.release(port, p.vl, blocks);
@@ -1108,28 +1092,6 @@ impl<'n> Simulation<'n> {
             vls,
         })
     }
-}
-
-/// Every node's SL-to-VL tables, pair by pair in the order of `Node::sl2vl`, as indexes into the
-/// distinct tables; and where each node's pairs start.
-fn distinct_tables(network: &Network) -> (Vec<u32>, Vec<usize>, Vec<Sl2VlTable>) {
-    let mut tables: Vec<Sl2VlTable> = Vec::new();
-    let mut known: HashMap<Sl2VlTable, u32> = HashMap::new();
-    let mut index = Vec::new();
-    let mut base = Vec::with_capacity(network.nodes.len());
-    for node in &network.nodes {
-        base.push(index.len());
-        for table in &node.sl2vl {
-            // Fewer distinct tables than pairs, and pairs number far below 2^32.
-            let next = tables.len() as u32;
-            let id = *known.entry(*table).or_insert(next);
-            if id == next {
-                tables.push(*table);
-            }
-            index.push(id);
-        }
-    }
-    (index, base, tables)
 }
 
 /// Six significant decimals: enough for any report, and the same digits on every run.

@@ -60,9 +60,13 @@ pub struct Node {
     pub lids: Vec<u16>,
     /// Per port (index = port number): its VL arbitration.
     pub arbitration: Vec<PortArbitration>,
-    /// SL-to-VL tables by (input port, output port), `input * (num_ports + 1) + output`. A
-    /// switch has one per pair (IBA 7.6.6); a host uses input 0 for what it sends.
-    pub sl2vl: Vec<Sl2VlTable>,
+    /// The SL-to-VL table of each (input port, output port), `input * (num_ports + 1) +
+    /// output`, as an index into `sl2vl_tables`. A switch has one per pair (IBA 7.6.6); a host
+    /// uses input 0 for what it sends. A node holds few distinct tables, so a 128-port switch's
+    /// 16,641 pairs take 66 KB instead of 266 KB.
+    sl2vl_pairs: Vec<u32>,
+    /// The distinct tables of `sl2vl_pairs`.
+    sl2vl_tables: Vec<Sl2VlTable>,
     /// A switch's linear forwarding table: output port by destination LID; `0xFF` or a LID
     /// beyond the table means no route. Empty on hosts.
     pub lft: Vec<u8>,
@@ -85,7 +89,8 @@ impl Node {
             num_ports,
             lids: vec![0; ports],
             arbitration: vec![arbitration; ports],
-            sl2vl: vec![sl2vl; ports * ports],
+            sl2vl_pairs: vec![0; ports * ports],
+            sl2vl_tables: vec![sl2vl],
             lft: Vec::new(),
         }
     }
@@ -96,12 +101,20 @@ impl Node {
 
     /// The SL-to-VL table for packets from `input` to `output`.
     pub fn sl2vl(&self, input: u8, output: u8) -> &Sl2VlTable {
-        &self.sl2vl[self.pair(input, output)]
+        &self.sl2vl_tables[self.sl2vl_pairs[self.pair(input, output)] as usize]
     }
 
     pub fn set_sl2vl(&mut self, input: u8, output: u8, table: Sl2VlTable) {
         let at = self.pair(input, output);
-        self.sl2vl[at] = table;
+        let id = match self.sl2vl_tables.iter().position(|t| *t == table) {
+            Some(id) => id,
+            None => {
+                self.sl2vl_tables.push(table);
+                self.sl2vl_tables.len() - 1
+            }
+        };
+        // At most one table per pair, and pairs number far below 2^32.
+        self.sl2vl_pairs[at] = id as u32;
     }
 
     /// The output port for `dlid`, `None` when the table has no route.
