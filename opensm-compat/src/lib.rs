@@ -43,6 +43,7 @@ mod load;
 mod native;
 mod native_policy;
 mod options;
+pub mod partitions;
 pub mod qos_policy;
 mod settings;
 mod tables;
