@@ -378,6 +378,9 @@ pub struct CheckArgs {
     /// Check this qos-policy.conf instead of the one each opensm.conf names.
     #[arg(long, value_name = "POLICY")]
     pub qos_policy: Option<PathBuf>,
+    /// Check this partitions.conf instead of the one each opensm.conf names.
+    #[arg(long, value_name = "PARTITIONS")]
+    pub partitions: Option<PathBuf>,
     #[command(flatten)]
     pub diagnostics: DiagnosticArgs,
     /// Print diagnostics as JSON Lines, one object per diagnostic.

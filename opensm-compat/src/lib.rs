@@ -43,14 +43,16 @@ mod load;
 mod native;
 mod native_policy;
 mod options;
+pub mod partitions;
 pub mod qos_policy;
 mod settings;
 mod tables;
 
 pub use ibqos_text::{Code, Diagnostic, Location, MAX_PER_CODE, Severity};
 pub use load::{
-    DEFAULT_POLICY_FILE, Format, LoadError, Loaded, PolicyLoad, load, load_bytes, load_policy,
-    to_native_toml, to_opensm_conf,
+    DEFAULT_PARTITIONS_FILE, DEFAULT_POLICY_FILE, Format, LoadError, Loaded, PartitionsLoad,
+    PolicyLoad, load, load_bytes, load_partitions, load_policy, partitions_file, to_native_toml,
+    to_opensm_conf,
 };
 pub use settings::{LinkSettings, Settings, SmSettings};
 

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use ibqos_text::{Code, Diagnostic, Location, source_text};
 
+use crate::partitions::{self, PartitionsError, PartitionsRead};
 use crate::qos_policy::{self, PolicyError, PolicyRead};
 use crate::settings::{Settings, compare};
 use crate::{conf, native};
@@ -43,6 +44,9 @@ pub struct Loaded {
     /// What became of the qos-policy.conf an opensm.conf names ([`load`] only; `None` from
     /// [`load_bytes`] and for ibqos.toml, which carries its policy itself).
     pub policy: Option<PolicyLoad>,
+    /// What became of the partitions.conf an opensm.conf names (`partition_config_file`, else
+    /// OpenSM's compiled-in path); [`load`] of an opensm.conf only.
+    pub partitions: Option<PartitionsLoad>,
 }
 
 /// What became of a qos-policy.conf, as OpenSM's `osm_qos_parse_policy_file`
@@ -119,6 +123,89 @@ pub fn load_policy(path: Option<&str>) -> PolicyLoad {
     }
 }
 
+/// OpenSM's compiled-in `partition_config_file` (`OSM_DEFAULT_PARTITION_CONFIG_FILE`,
+/// `osm_base.h:231-245`).
+pub const DEFAULT_PARTITIONS_FILE: &str = "/etc/opensm/partitions.conf";
+
+/// What became of a partitions.conf, as `osm_prtn_make_partitions` (`osm_prtn.c:386-449`)
+/// ends: only [`PartitionsLoad::Loaded`] gives the file's partitions; otherwise OpenSM runs
+/// with the default partition ([`ibqos_qos::partitions::Partitions::opensm_default`]).
+#[derive(Debug, Clone)]
+pub enum PartitionsLoad {
+    /// `stat` fails: `Partition configuration <path> is not accessible (<reason>)`, logged at
+    /// VERBOSE only, so a missing file is the usual way to run with the default.
+    Unreadable {
+        path: String,
+        reason: String,
+    },
+    /// A parse error, a crash, or nothing defined: OpenSM logs `Partition configuration in
+    /// error; retrying with default config`.
+    Rejected {
+        path: String,
+        error: PartitionsError,
+    },
+    Loaded {
+        path: String,
+        read: PartitionsRead,
+    },
+}
+
+impl PartitionsLoad {
+    /// The diagnostics of the partitions file: its warnings, or why it is not used.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        match self {
+            // OpenSM's compiled-in file missing is the ordinary no-partitions setup.
+            PartitionsLoad::Unreadable { path, .. } if path == DEFAULT_PARTITIONS_FILE => {
+                Vec::new()
+            }
+            PartitionsLoad::Unreadable { path, reason } => vec![
+                Diagnostic::error(
+                    Code::PartitionsUnreadable,
+                    format!("Partition configuration {path} is not accessible ({reason})"),
+                )
+                .at(Some(Location::whole_file(path.clone())))
+                .with_help("OpenSM runs with the Default partition only (every port full, ipoib)"),
+            ],
+            PartitionsLoad::Rejected { error, .. } => vec![error.to_diagnostic()],
+            PartitionsLoad::Loaded { read, .. } => read.diagnostics.clone(),
+        }
+    }
+}
+
+/// The partitions.conf OpenSM reads with `settings`: `partition_config_file`, or its
+/// compiled-in path when that is `(null)` (`osm_prtn.c:396-397`).
+pub fn partitions_file(settings: &Settings) -> &str {
+    settings
+        .opensm
+        .get("partition_config_file")
+        .map(String::as_str)
+        .filter(|path| *path != "(null)")
+        .unwrap_or(DEFAULT_PARTITIONS_FILE)
+}
+
+/// Loads the partitions.conf at `path` as OpenSM does at each heavy sweep.
+pub fn load_partitions(path: &str) -> PartitionsLoad {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return PartitionsLoad::Unreadable {
+                path: path.to_string(),
+                reason: strerror(&e),
+            };
+        }
+    };
+    match partitions::read(path, &bytes) {
+        Ok(read) => PartitionsLoad::Loaded {
+            path: path.to_string(),
+            read,
+        },
+        Err(error) => PartitionsLoad::Rejected {
+            path: path.to_string(),
+            error,
+        },
+    }
+}
+
 /// The reason as C's `strerror` words it (Rust adds " (os error N)").
 fn strerror(e: &std::io::Error) -> String {
     let text = e.to_string();
@@ -167,8 +254,11 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     })?;
     let name = path.display().to_string();
     let mut loaded = load_bytes(&name, &bytes, Format::from_path(path))?;
-    let settings = &mut loaded.settings;
     let native = loaded.format == Format::NativeToml;
+    if !native {
+        loaded.partitions = Some(load_partitions(partitions_file(&loaded.settings)));
+    }
+    let settings = &mut loaded.settings;
     // ibqos.toml's own [qos_policy] wins over its policy_file.
     if native && (settings.qos_policy.is_some() || settings.qos_policy_file.is_none()) {
         return Ok(loaded);
@@ -222,6 +312,7 @@ pub fn load_bytes(name: &str, bytes: &[u8], format: Format) -> Result<Loaded, Lo
         diagnostics,
         source: source_text(bytes),
         policy: None,
+        partitions: None,
     })
 }
 

@@ -4,9 +4,10 @@
 //! encodings; SL-to-VL mapping tables ([`Sl2VlTable`]) and VL arbitration tables ([`VlArbTable`]);
 //! the four port classes ([`PortClass`]); the QoS configuration with OpenSM's per-field fallback
 //! ([`QosConfig`]); and [`plan`], which turns a configuration and a port's capabilities into exactly
-//! the tables to program.
+//! the tables to program. [`partitions`] models OpenSM's partitions.conf.
 
 mod config;
+pub mod partitions;
 mod plan;
 pub mod policy;
 mod switch;

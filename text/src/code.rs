@@ -16,6 +16,8 @@ pub enum Reader {
     Schedule,
     /// OpenSM's qos-policy.conf (`ibqos-opensm`).
     QosPolicy,
+    /// OpenSM's partitions.conf (`ibqos-opensm`).
+    Partitions,
 }
 
 /// Declares [`Code`]: each variant with its doc line, its stable name and the readers that emit
@@ -276,6 +278,34 @@ codes! {
     PolicyDuplicateDefault = "policy-duplicate-default" in QosPolicy;
     /// A GUID, node or partition of a group the fabric does not have.
     PolicyUnresolved = "policy-unresolved" in QosPolicy;
+
+    /// OpenSM rejects partitions.conf (its own message): it runs with the default partition.
+    PartitionsSyntax = "partitions-syntax" in Partitions;
+    /// OpenSM crashes on this line.
+    PartitionsCrash = "partitions-crash" in Partitions;
+    /// The partitions.conf named by the configuration cannot be read.
+    PartitionsUnreadable = "partitions-unreadable" in Partitions;
+    /// A file that defines nothing: OpenSM runs with the default partition.
+    PartitionsEmpty = "partitions-empty" in Partitions;
+    /// A flag, mgroup flag or port flag OpenSM ignores or replaces (its own message).
+    PartitionsIgnored = "partitions-ignored" in Partitions;
+    /// A flag value OpenSM skips, or sets to 0 while saying it skips it (its own message).
+    PartitionsBadValue = "partitions-bad-value" in Partitions;
+    /// A number followed by text: OpenSM uses the number (its own message).
+    PartitionsSuspiciousValue = "partitions-suspicious-value" in Partitions;
+    /// A multicast group OpenSM does not create (its own message).
+    PartitionsGroupDropped = "partitions-group-dropped" in Partitions;
+    /// A word OpenSM reads as the keyword it begins (`m` is `mtu`, `A` is `ALL`).
+    PartitionsAbbreviation = "partitions-abbreviation" in Partitions;
+    /// A value cut to its C field (a P_Key above 16 bits, a name above 31 bytes...).
+    PartitionsTruncated = "partitions-truncated" in Partitions;
+    /// A definition OpenSM merges into an earlier one (its own message).
+    PartitionsMerged = "partitions-merged" in Partitions;
+    /// A line OpenSM reads in pieces, or reads past (a NUL byte, a line above 4094 bytes, the
+    /// flags of an mgid at the end of a definition).
+    PartitionsLineTrap = "partitions-line-trap" in Partitions;
+    /// A setting that another option of OpenSM changes (an SL without QoS).
+    PartitionsOverridden = "partitions-overridden" in Partitions;
 }
 
 impl fmt::Display for Code {

@@ -3,7 +3,7 @@
 use std::io::Write as _;
 
 use anyhow::{Context, Result};
-use ibqos_opensm::{PolicyLoad, qos_policy};
+use ibqos_opensm::{PartitionsLoad, PolicyLoad, load_partitions, qos_policy};
 
 use crate::cli::CheckArgs;
 use crate::commands::{Outcome, load_config};
@@ -18,6 +18,20 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
         if args.qos_policy.is_none() {
             report.extend(loaded.policy.iter().flat_map(PolicyLoad::diagnostics));
         }
+        if args.partitions.is_none() {
+            report.extend(
+                loaded
+                    .partitions
+                    .iter()
+                    .flat_map(PartitionsLoad::diagnostics),
+            );
+        }
+    }
+    if let Some(path) = &args.partitions {
+        // Named on the command line: a missing file is an error, wherever it is.
+        let path = path.display().to_string();
+        std::fs::metadata(&path).with_context(|| format!("cannot read {path}"))?;
+        report.extend(load_partitions(&path).diagnostics());
     }
     if let Some(path) = &args.qos_policy {
         let bytes =

@@ -1,0 +1,110 @@
+//! partitions.conf reader against OpenSM's verdicts, kept as data: every file under
+//! `data/partitions/rejected/` has beside it the message OpenSM 3.3.23 logs when it drops it
+//! (the oracle test `tests/tests/partitions_oracle.rs` checks them against the real OpenSM);
+//! every file under `accepted/` has beside it the diagnostics ibqos gives, one per line.
+//! `IBQOS_BLESS=1` rewrites the `.expected` files from what the reader says.
+
+use std::path::{Path, PathBuf};
+
+use ibqos_opensm::partitions;
+use proptest::prelude::*;
+
+fn data(kind: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/partitions")
+        .join(kind);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .conf files in {}", dir.display());
+    files
+}
+
+/// Compares `ours` with the file's `.expected`, or writes it when blessing.
+fn expect(conf: &Path, ours: &str, wrong: &mut Vec<String>) {
+    let path = conf.with_extension("expected");
+    if std::env::var_os("IBQOS_BLESS").is_some() {
+        std::fs::write(&path, ours).expect("writable");
+        return;
+    }
+    let expected =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if expected != ours {
+        wrong.push(format!(
+            "{}:\n--- expected\n{expected}--- ours\n{ours}",
+            conf.display()
+        ));
+    }
+}
+
+#[test]
+fn rejected_files_fail_with_opensms_message() {
+    let mut wrong = Vec::new();
+    for conf in data("rejected") {
+        let bytes = std::fs::read(&conf).expect("readable");
+        match partitions::read("partitions.conf", &bytes) {
+            Ok(_) => wrong.push(format!("{}: accepted", conf.display())),
+            Err(e) => expect(&conf, &format!("{}\n", e.message), &mut wrong),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn accepted_files_give_their_diagnostics_and_write_back_to_the_same_partitions() {
+    let mut wrong = Vec::new();
+    for conf in data("accepted") {
+        let bytes = std::fs::read(&conf).expect("readable");
+        let read = partitions::read("partitions.conf", &bytes)
+            .unwrap_or_else(|e| panic!("{}: {e}", conf.display()));
+        let ours: String = read.diagnostics.iter().map(|d| format!("{d}\n")).collect();
+        expect(&conf, &ours, &mut wrong);
+        let (text, losses) = partitions::to_partitions_conf(&read.partitions);
+        assert!(losses.is_empty(), "{}: {losses:?}\n{text}", conf.display());
+        let back = partitions::read("back.conf", text.as_bytes())
+            .unwrap_or_else(|e| panic!("{} written back: {e}\n{text}", conf.display()));
+        assert_eq!(
+            back.partitions,
+            read.partitions,
+            "{}:\n{text}",
+            conf.display()
+        );
+        // The writer adds no trap of its own: only what the partitions themselves say (a
+        // merge, an empty partition) comes back.
+        let new_codes: Vec<_> = back
+            .diagnostics
+            .iter()
+            .filter(|b| !read.diagnostics.iter().any(|d| d.code == b.code))
+            .collect();
+        assert!(
+            new_codes.is_empty(),
+            "{}: {new_codes:?}\n{text}",
+            conf.display()
+        );
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+proptest! {
+    /// Any bytes: an answer, never a panic; what is accepted writes back to itself.
+    #[test]
+    fn any_bytes_read_and_write_back(bytes in proptest::collection::vec(
+        prop_oneof![
+            Just(b':'), Just(b','), Just(b';'), Just(b'='), Just(b'\n'), Just(b'#'), Just(b' '),
+            Just(b'\0'), Just(b'0'), Just(b'x'), Just(b'A'), Just(b'f'), Just(b'm'), Just(b's'),
+            any::<u8>(),
+        ],
+        0..200,
+    )) {
+        if let Ok(read) = partitions::read("p.conf", &bytes) {
+            let (text, losses) = partitions::to_partitions_conf(&read.partitions);
+            if losses.is_empty() {
+                let back = partitions::read("back.conf", text.as_bytes());
+                prop_assert_eq!(back.map(|b| b.partitions).ok(), Some(read.partitions));
+            }
+        }
+    }
+}
