@@ -1,0 +1,115 @@
+//! OpenSM as the oracle for the partitions.conf reader's verdicts.
+//!
+//! Every file in `opensm-compat/tests/data/partitions/rejected/` is given to the real OpenSM
+//! 3.3.23 (`opensm -o` on ibsim, `partition_config_file` naming it): its log must hold the
+//! message of the `.expected` file beside it, the one `opensm-compat`'s own tests hold the
+//! reader to; the file that makes OpenSM crash must make it crash. Every accepted file must
+//! leave OpenSM's log without a parse error.
+//!
+//! One ibsim serves every run: reading the file does not depend on what earlier runs programmed.
+//!
+//! Two accepted files are known to part ways with OpenSM ([`DIVERGENT`]): OpenSM drops them,
+//! the reader does not yet. Both end a definition where OpenSM's parser has moved past the end
+//! of the text it parses (a `;` alone on a line after a definition; an `mgid` that ends its
+//! definition), so that what it reads next is whatever the line buffer held before. The test
+//! holds OpenSM to its verdict on them, so the list is kept true until the reader models it.
+
+use std::path::{Path, PathBuf};
+
+use ibqos_opensm::partitions;
+use ibqos_tests::opensm::run_opensm_once;
+use ibqos_tests::{Ibsim, SimTools, TestDir};
+
+const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fabric/data/two-switch.net");
+const DATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../opensm-compat/tests/data/partitions"
+);
+const SM_NODE: &str = "H1";
+/// What OpenSM logs when it drops a partitions.conf, whatever the reason.
+const DROPPED: &str = "Partition configuration in error";
+/// The file whose `mgid` has no value: OpenSM hands NULL to inet_pton.
+const CRASHES: &str = "mgid-without-value";
+/// Accepted files OpenSM drops, and what it logs for them (see the module documentation).
+const DIVERGENT: [(&str, &str); 2] = [
+    ("crlf", "PARSE ERROR: line 2: no partition definition found"),
+    (
+        "ip-groups",
+        "PARSE ERROR: line 1: no partition definition found",
+    ),
+];
+
+fn files(kind: &str) -> Vec<PathBuf> {
+    let dir = Path::new(DATA).join(kind);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no files in {}", dir.display());
+    files
+}
+
+fn name(file: &Path) -> String {
+    file.file_stem()
+        .expect("a file name")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// OpenSM's log after one run with `file` as its partitions.conf, or why the run failed.
+fn opensm_log(tools: &SimTools, sim: &Ibsim, dir: &TestDir, file: &Path) -> Result<String, String> {
+    let options = format!("partition_config_file {}\n", file.display());
+    run_opensm_once(tools, sim, SM_NODE, &options, &dir.subdir(&name(file)))
+        .map(|run| run.log)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn opensm_gives_each_file_its_recorded_verdict() {
+    let tools = SimTools::require();
+    let dir = TestDir::new("partitions-oracle");
+    let sim = Ibsim::start(&tools, Path::new(NET_FILE), dir.path()).unwrap();
+    let mut wrong = Vec::new();
+    for file in files("rejected") {
+        let expected = std::fs::read_to_string(file.with_extension("expected"))
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let expected = expected.trim_end();
+        let bytes = std::fs::read(&file).expect("readable");
+        let ours = match partitions::read("partitions.conf", &bytes) {
+            Ok(_) => "accepted".to_string(),
+            Err(e) => e.message,
+        };
+        if ours != expected {
+            wrong.push(format!(
+                "{}: ours {ours:?}, expected {expected:?}",
+                file.display()
+            ));
+        }
+        match (name(&file).as_str(), opensm_log(&tools, &sim, &dir, &file)) {
+            (CRASHES, Err(failure)) if failure.contains("SIGSEGV") => {}
+            (CRASHES, outcome) => wrong.push(format!(
+                "{}: OpenSM was expected to crash: {outcome:?}",
+                file.display()
+            )),
+            (_, Ok(log)) if log.contains(expected) && log.contains(DROPPED) => {}
+            (_, outcome) => wrong.push(format!(
+                "{}: OpenSM's log lacks {expected:?}: {outcome:?}",
+                file.display()
+            )),
+        }
+    }
+    for file in files("accepted") {
+        let divergent = DIVERGENT.iter().find(|(n, _)| *n == name(&file));
+        match (divergent, opensm_log(&tools, &sim, &dir, &file)) {
+            (None, Ok(log)) if !log.contains("PARSE ERROR") && !log.contains(DROPPED) => {}
+            (Some((_, says)), Ok(log)) if log.contains(says) && log.contains(DROPPED) => {}
+            (_, outcome) => wrong.push(format!(
+                "{}: OpenSM's verdict is not the one expected: {outcome:?}",
+                file.display()
+            )),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
