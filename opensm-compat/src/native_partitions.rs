@@ -469,6 +469,20 @@ mod tests {
     }
 
     #[test]
+    fn the_module_example_is_valid() {
+        let example: String = include_str!("native_partitions.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("//!"))
+            .skip_while(|l| *l != " ```toml")
+            .skip(1)
+            .take_while(|l| *l != " ```")
+            .map(|l| format!("{}\n", l.trim_start()))
+            .collect();
+        let s = native::read("example.toml", example.as_bytes()).expect("valid");
+        assert_eq!(s.partitions.expect("partitions").partitions.len(), 2);
+    }
+
+    #[test]
     fn members_take_defmember_and_mcgroups_their_definitions_flags() {
         let s = native::read(
             "t.toml",
