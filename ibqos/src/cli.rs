@@ -444,13 +444,18 @@ pub struct MigrateArgs {
     /// Where to write the result; `-` writes to standard output.
     #[arg(short, long, value_name = "OUTPUT")]
     pub output: PathBuf,
-    /// Replace OUTPUT (and POLICY) if it exists.
+    /// Replace OUTPUT (and POLICY, PARTITIONS) if it exists.
     #[arg(long)]
     pub force: bool,
     /// Where an ibqos.toml's `[qos_policy]` goes as a qos-policy.conf when writing an
     /// opensm.conf; by default `qos-policy.conf` beside OUTPUT.
     #[arg(long, value_name = "POLICY")]
     pub policy_output: Option<PathBuf>,
+    /// Where an ibqos.toml's `[partitions]` goes as a partitions.conf when writing an
+    /// opensm.conf, which names it in `partition_config_file`; by default `partitions.conf`
+    /// beside OUTPUT.
+    #[arg(long, value_name = "PARTITIONS")]
+    pub partitions_output: Option<PathBuf>,
     #[command(flatten)]
     pub diagnostics: DiagnosticArgs,
 }

@@ -452,6 +452,73 @@ fn migrate_carries_the_policy_to_ibqos_toml_and_back_to_a_policy_file() {
     assert_eq!(read(&policy), read(Path::new(&full)));
 }
 
+const PARTITIONS_DATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../opensm-compat/tests/data/partitions"
+);
+
+#[test]
+fn migrate_carries_the_partitions_to_ibqos_toml_and_back_to_a_partitions_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = format!("{PARTITIONS_DATA}/accepted/full-grammar.conf");
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        format!("partition_config_file {original}\n"),
+    );
+    let toml = dir.path().join("ibqos.toml");
+    let back = dir.path().join("out").join("opensm.conf");
+    std::fs::create_dir(back.parent().unwrap()).unwrap();
+    let to_toml = ibqos(&[
+        "migrate",
+        conf.to_str().unwrap(),
+        "-o",
+        toml.to_str().unwrap(),
+    ]);
+    assert!(to_toml.status.success(), "{}", stderr(&to_toml));
+    let toml_text = std::fs::read_to_string(&toml).unwrap();
+    assert!(
+        toml_text.contains("[[partitions.partition]]"),
+        "{toml_text}"
+    );
+    let to_conf = || {
+        ibqos(&[
+            "migrate",
+            toml.to_str().unwrap(),
+            "-o",
+            back.to_str().unwrap(),
+        ])
+    };
+    let first = to_conf();
+    assert!(first.status.success(), "{}", stderr(&first));
+    // opensm.conf names the partitions.conf written beside it, which reads back the same.
+    let loaded = ibqos_opensm::load(&back).unwrap();
+    let written = back.with_file_name("partitions.conf");
+    assert_eq!(
+        ibqos_opensm::partitions_file(&loaded.settings),
+        std::path::absolute(&written).unwrap().to_str().unwrap()
+    );
+    let read = |path: &Path| {
+        ibqos_opensm::partitions::read("p", &std::fs::read(path).unwrap())
+            .unwrap()
+            .partitions
+    };
+    assert_eq!(loaded.settings.partitions, Some(read(Path::new(&original))));
+    // The partitions.conf is not replaced without --force.
+    std::fs::remove_file(&back).unwrap();
+    let again = to_conf();
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("partitions.conf exists; pass --force"),
+        "{}",
+        stderr(&again)
+    );
+    assert!(
+        !back.exists(),
+        "nothing written when a file would be replaced"
+    );
+}
+
 const SETUP_TOML: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/qos-setup.toml");
 
 /// The 1-based number of the `nth` (from 1) line of `text` that is `line`.

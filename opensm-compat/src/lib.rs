@@ -41,6 +41,7 @@
 mod conf;
 mod load;
 mod native;
+mod native_partitions;
 mod native_policy;
 mod options;
 pub mod partitions;

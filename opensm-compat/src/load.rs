@@ -256,7 +256,11 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let mut loaded = load_bytes(&name, &bytes, Format::from_path(path))?;
     let native = loaded.format == Format::NativeToml;
     if !native {
-        loaded.partitions = Some(load_partitions(partitions_file(&loaded.settings)));
+        let partitions = load_partitions(partitions_file(&loaded.settings));
+        if let PartitionsLoad::Loaded { read, .. } = &partitions {
+            loaded.settings.partitions = Some(read.partitions.clone());
+        }
+        loaded.partitions = Some(partitions);
     }
     let settings = &mut loaded.settings;
     // ibqos.toml's own [qos_policy] wins over its policy_file.
@@ -333,8 +337,9 @@ pub fn to_opensm_conf(s: &Settings) -> (String, Vec<Diagnostic>) {
     (text, diagnostics)
 }
 
-/// `s` as ibqos.toml, with a warning for each value ibqos.toml cannot say (an encoded
-/// `max_op_vls` of 0 or 6-255, a head-of-queue lifetime wider than its field, a NULL log file...).
+/// `s` as ibqos.toml (its policy and partitions as `[qos_policy]` and `[partitions]`), with a
+/// warning for each value ibqos.toml cannot say (an encoded `max_op_vls` of 0 or 6-255, a
+/// head-of-queue lifetime wider than its field, a NULL log file...).
 pub fn to_native_toml(s: &Settings) -> (String, Vec<Diagnostic>) {
     let text = native::write(s);
     let diagnostics = match native::read("ibqos.toml", text.as_bytes()) {
@@ -344,6 +349,12 @@ pub fn to_native_toml(s: &Settings) -> (String, Vec<Diagnostic>) {
                 losses.push(Diagnostic::warning(
                     Code::NotExpressible,
                     "the QoS policy cannot be said exactly in ibqos.toml's [qos_policy]",
+                ));
+            }
+            if back.partitions != s.partitions {
+                losses.push(Diagnostic::warning(
+                    Code::NotExpressible,
+                    "the partitions cannot be said exactly in ibqos.toml's [partitions]",
                 ));
             }
             losses

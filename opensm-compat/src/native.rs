@@ -24,7 +24,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
 
-use crate::native_policy::{self, NativePolicy};
+use crate::native_partitions::{self, NativePartitions};
+use crate::native_policy::{self, NativePolicy, toml_str};
 use crate::options::{self, Anchor, Kind, OPTIONS, U64};
 use crate::settings::{
     QOS_SETS, QosField, Settings, TYPED_KEYS, parse_qos_key, qos_set, qos_set_mut,
@@ -165,6 +166,7 @@ struct NativeFile {
     #[serde(default)]
     opensm: BTreeMap<Spanned<String>, Spanned<Text>>,
     qos_policy: Option<Spanned<NativePolicy>>,
+    partitions: Option<NativePartitions>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -325,6 +327,7 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
             Some("add a [qos_policy] or a [qos] policy_file".to_string()),
         );
     }
+    s.partitions = file.partitions.map(NativePartitions::into_partitions);
     for class in QOS_SETS {
         let Some(n) = q.set(class) else { continue };
         *qos_set_mut(&mut s.qos, class) = QosSet {
@@ -501,11 +504,6 @@ fn passthrough(
     strict(name, kind, &value, errors).map(|p| (key, p.text))
 }
 
-/// The TOML spelling of a string.
-fn toml_str(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
-}
-
 /// A key as TOML writes it: bare when it can be.
 fn toml_key(k: &str) -> String {
     if !k.is_empty()
@@ -641,6 +639,9 @@ pub(crate) fn write(s: &Settings) -> String {
     }
     if let Some(policy) = &s.qos_policy {
         out.push_str(&native_policy::write(policy));
+    }
+    if let Some(partitions) = &s.partitions {
+        out.push_str(&native_partitions::write(partitions));
     }
     out
 }

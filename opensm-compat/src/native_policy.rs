@@ -160,7 +160,8 @@ const ULPS: [&str; 15] = [
     "any-source-target-port-guid",
 ];
 
-fn number(s: &str) -> Result<u64, String> {
+/// A number as ibqos.toml's strings write one: decimal, or hex with `0x`.
+pub(crate) fn number(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let parsed = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16),
@@ -393,7 +394,8 @@ impl NativePolicy {
     }
 }
 
-fn toml_str(s: &str) -> String {
+/// The TOML spelling of a string.
+pub(crate) fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
@@ -421,16 +423,16 @@ fn port_strings(bits: u128) -> String {
 }
 
 /// Writes `key = value` lines, leaving out empty lists and absent values.
-struct Table<'a>(&'a mut String);
+pub(crate) struct Table<'a>(pub(crate) &'a mut String);
 
 impl Table<'_> {
-    fn kv(&mut self, key: &str, value: String) {
+    pub(crate) fn kv(&mut self, key: &str, value: String) {
         if value != "[]" {
             self.0.push_str(&format!("{key} = {value}\n"));
         }
     }
 
-    fn opt(&mut self, key: &str, value: Option<String>) {
+    pub(crate) fn opt(&mut self, key: &str, value: Option<String>) {
         if let Some(v) = value {
             self.kv(key, v);
         }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use ibqos_qos::partitions::Partitions;
 use ibqos_qos::policy::QosPolicy;
 use ibqos_qos::policy::setup::ScopeId;
 use ibqos_qos::{PortClass, QosConfig, QosSet, VlCount};
@@ -27,6 +28,9 @@ pub struct Settings {
     pub program_policy_setup: bool,
     /// Where each `qos-setup` scope of the policy is written, for messages.
     pub qos_setup_places: BTreeMap<ScopeId, Location>,
+    /// The partitions of the partitions.conf an opensm.conf names (`partition_config_file`),
+    /// when it loaded (see [`crate::PartitionsLoad`]); from ibqos.toml, its `[partitions]`.
+    pub partitions: Option<Partitions>,
     pub sm: SmSettings,
     pub links: LinkSettings,
     /// Every other option OpenSM recognises that the file sets (or that OpenSM's verify step
@@ -548,6 +552,7 @@ fn blank() -> Settings {
         qos_policy: None,
         program_policy_setup: false,
         qos_setup_places: BTreeMap::new(),
+        partitions: None,
         sm: SmSettings {
             guid: 0,
             subnet_prefix: 0,

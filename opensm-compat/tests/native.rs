@@ -109,3 +109,29 @@ fn optimized_sl2vl_defaults_on_in_ibqos_toml_only() {
     let conf = load_bytes("opensm.conf", b"", Format::OpenSmConf).unwrap();
     assert!(!conf.settings.links.use_optimized_slvl);
 }
+
+/// The README's `[partitions]` example is a valid ibqos.toml that says what its comments say.
+#[test]
+fn the_readme_partitions_example_loads() {
+    let readme = include_str!("../../README.md");
+    let block = readme
+        .split("```toml\n")
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("[[partitions.partition]]"))
+        .expect("the README has a [partitions] example");
+    let loaded = load_bytes("README.md", block.as_bytes(), Format::NativeToml)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let partitions = loaded.settings.partitions.expect("partitions");
+    let [default, storage] = partitions.partitions.as_slice() else {
+        panic!("two definitions expected: {partitions:?}");
+    };
+    assert_eq!((default.pkey, default.flags.mtu), (Some(0x7fff), 5));
+    assert_eq!(
+        storage.members[0].membership,
+        ibqos_qos::partitions::Membership::Full
+    );
+    assert_eq!(
+        storage.mcgroups[0].flags.sl, 3,
+        "inherited from the definition"
+    );
+}

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ibqos_opensm::partitions;
+use ibqos_opensm::{Format, Settings, load_bytes, partitions, to_native_toml};
+use ibqos_qos::partitions::Partitions;
 use proptest::prelude::*;
 
 fn data(kind: &str) -> Vec<PathBuf> {
@@ -88,8 +89,39 @@ fn accepted_files_give_their_diagnostics_and_write_back_to_the_same_partitions()
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// `p` written into ibqos.toml's `[partitions]` and read back, with what the writer reported.
+fn through_ibqos_toml(p: &Partitions) -> (Option<Partitions>, String, usize) {
+    let settings = Settings {
+        partitions: Some(p.clone()),
+        ..Settings::default()
+    };
+    let (text, losses) = to_native_toml(&settings);
+    let back = load_bytes("ibqos.toml", text.as_bytes(), Format::NativeToml)
+        .ok()
+        .and_then(|l| l.settings.partitions);
+    (back, text, losses.len())
+}
+
+#[test]
+fn accepted_files_read_back_the_same_from_ibqos_toml() {
+    for conf in data("accepted") {
+        let bytes = std::fs::read(&conf).expect("readable");
+        let read = partitions::read("partitions.conf", &bytes)
+            .unwrap_or_else(|e| panic!("{}: {e}", conf.display()));
+        let (back, text, losses) = through_ibqos_toml(&read.partitions);
+        assert_eq!(losses, 0, "{}:\n{text}", conf.display());
+        assert_eq!(
+            back.as_ref(),
+            Some(&read.partitions),
+            "{}:\n{text}",
+            conf.display()
+        );
+    }
+}
+
 proptest! {
-    /// Any bytes: an answer, never a panic; what is accepted writes back to itself.
+    /// Any bytes: an answer, never a panic; what is accepted writes back to itself, as
+    /// partitions.conf when it reports no loss, and as ibqos.toml always.
     #[test]
     fn any_bytes_read_and_write_back(bytes in proptest::collection::vec(
         prop_oneof![
@@ -103,8 +135,12 @@ proptest! {
             let (text, losses) = partitions::to_partitions_conf(&read.partitions);
             if losses.is_empty() {
                 let back = partitions::read("back.conf", text.as_bytes());
-                prop_assert_eq!(back.map(|b| b.partitions).ok(), Some(read.partitions));
+                prop_assert_eq!(back.map(|b| b.partitions).ok(), Some(read.partitions.clone()));
             }
+            // ibqos.toml says every partition exactly, whatever its name holds.
+            let (back, text, losses) = through_ibqos_toml(&read.partitions);
+            prop_assert_eq!(losses, 0, "{}", text);
+            prop_assert_eq!(back, Some(read.partitions));
         }
     }
 }

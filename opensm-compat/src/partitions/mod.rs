@@ -8,7 +8,7 @@
 //! OpenSM then runs with [`Partitions::opensm_default`].
 
 mod parser;
-mod write;
+pub(crate) mod write;
 
 use std::fmt;
 

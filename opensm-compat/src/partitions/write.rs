@@ -10,22 +10,42 @@ use std::net::Ipv6Addr;
 
 use ibqos_qos::partitions::{GroupFlags, McGroup, Members, Membership, Partition, Partitions};
 
-fn membership(m: Membership) -> &'static str {
-    match m {
-        Membership::Limited => "limited",
-        Membership::Full => "full",
-        Membership::Both => "both",
-    }
+/// The memberships by their names in partitions.conf (and ibqos.toml's `[partitions]`).
+pub(crate) const MEMBERSHIPS: [(Membership, &str); 3] = [
+    (Membership::Limited, "limited"),
+    (Membership::Full, "full"),
+    (Membership::Both, "both"),
+];
+
+/// The port sets a member item names by a word (every other item is a GUID).
+pub(crate) const GROUPS: [(Members, &str); 5] = [
+    (Members::All, "ALL"),
+    (Members::AllCas, "ALL_CAS"),
+    (Members::AllSwitches, "ALL_SWITCHES"),
+    (Members::AllRouters, "ALL_ROUTERS"),
+    (Members::SmPort, "SELF"),
+];
+
+/// The name of `m` in [`MEMBERSHIPS`].
+pub(crate) fn membership(m: Membership) -> &'static str {
+    MEMBERSHIPS
+        .iter()
+        .find(|(known, _)| *known == m)
+        .map_or("limited", |(_, name)| name)
+}
+
+/// The name of `m` in [`GROUPS`]; `None` for a single port.
+pub(crate) fn group(m: Members) -> Option<&'static str> {
+    GROUPS
+        .iter()
+        .find(|(known, _)| *known == m)
+        .map(|(_, name)| *name)
 }
 
 fn ports(m: Members) -> String {
     match m {
-        Members::All => "ALL".to_string(),
-        Members::AllCas => "ALL_CAS".to_string(),
-        Members::AllSwitches => "ALL_SWITCHES".to_string(),
-        Members::AllRouters => "ALL_ROUTERS".to_string(),
-        Members::SmPort => "SELF".to_string(),
         Members::Port(guid) => format!("0x{:016x}", guid.0),
+        words => group(words).unwrap_or_default().to_string(),
     }
 }
 
