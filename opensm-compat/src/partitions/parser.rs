@@ -361,9 +361,16 @@ impl<'a> Parser<'a> {
     /// `parse_part_conf` (`osm_prtn_config.c:675-768`): one definition, or the part of one on
     /// this line. The bytes consumed.
     fn part_conf(&mut self, conf: &mut Conf, start: usize) -> Result<usize, PartitionsError> {
-        // The caller skipped the blanks OpenSM's first test would step over (`:682-683`).
+        // OpenSM first steps over one tab, newline or NUL (`:682-683`). The caller skipped the
+        // blanks, but not a NUL: the `;` it just cut when a line holds only a `;`, which ends
+        // a definition of earlier lines. Stepping over it, OpenSM's count then runs past the
+        // line's end into what an earlier line left in the buffer.
         let mut p = start;
         let mut len = 0;
+        if matches!(self.c(p), b'\t' | b'\n' | 0) {
+            p += 1;
+            len += 1;
+        }
         if conf.partition.is_none() {
             let Some(colon) = self.strchr(p, b':') else {
                 let at = self.loc_str(p);

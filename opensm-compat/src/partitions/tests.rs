@@ -14,11 +14,7 @@ fn a_line_above_4094_bytes_is_two_lines_for_opensm() {
 
 #[test]
 fn a_definition_spans_lines_until_its_semicolon() {
-    let read = read(
-        "p.conf",
-        b"P=0x2,defmember=full :\n 0x1,\n 0x2=limited\n;\n",
-    )
-    .expect("valid");
+    let read = read("p.conf", b"P=0x2,defmember=full :\n 0x1,\n 0x2=limited ;\n").expect("valid");
     let members = &read.partitions.partitions[0].members;
     assert_eq!(
         members.iter().map(|m| m.membership).collect::<Vec<_>>(),

@@ -74,7 +74,8 @@ fn group_flags(out: &mut String, flags: &GroupFlags, base: &GroupFlags) {
     }
 }
 
-fn mcgroup(out: &mut String, group: &McGroup, header: &GroupFlags) {
+/// One mgid line; `last` ends the definition there.
+fn mcgroup(out: &mut String, group: &McGroup, header: &GroupFlags, last: bool) {
     let mgid = Ipv6Addr::from(group.mgid.to_bytes());
     // sl always: the item needs one flag, and any SL 0-15 reads back without a warning.
     let _ = write!(out, "\tmgid={mgid},sl={}", group.flags.sl);
@@ -85,7 +86,7 @@ fn mcgroup(out: &mut String, group: &McGroup, header: &GroupFlags) {
         ..*header
     };
     group_flags(out, &group.flags, &inherited);
-    out.push('\n');
+    out.push_str(if last { " ;\n" } else { "\n" });
 }
 
 fn partition(out: &mut String, p: &Partition) {
@@ -106,20 +107,28 @@ fn partition(out: &mut String, p: &Partition) {
         let _ = write!(out, ",sl={}", p.flags.sl);
     }
     group_flags(out, &p.flags, &GroupFlags::default());
+    // The `;` ends the last line that holds an item, never a line of its own: after a lone
+    // `;` OpenSM's count of what it parsed runs past the line's end into what the earlier
+    // lines left in its buffer, and it drops the file. An mgid item takes the rest of its
+    // line, so each has its own, before the members.
+    if p.members.is_empty() && p.mcgroups.is_empty() {
+        out.push_str(" : ;\n");
+        return;
+    }
     out.push_str(" :\n");
+    for (i, group) in p.mcgroups.iter().enumerate() {
+        let last = p.members.is_empty() && i + 1 == p.mcgroups.len();
+        mcgroup(out, group, &p.flags, last);
+    }
     for (i, m) in p.members.iter().enumerate() {
-        let comma = if i + 1 < p.members.len() { "," } else { "" };
+        let end = if i + 1 < p.members.len() { "," } else { " ;" };
         let _ = writeln!(
             out,
-            "\t{}={}{comma}",
+            "\t{}={}{end}",
             ports(m.ports),
             membership(m.membership)
         );
     }
-    for group in &p.mcgroups {
-        mcgroup(out, group, &p.flags);
-    }
-    out.push_str(";\n");
 }
 
 /// `partitions` as partitions.conf text.
