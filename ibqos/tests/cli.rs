@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::scratch_file;
@@ -412,15 +412,12 @@ fn check_reports_the_policy_an_opensm_conf_names_or_the_one_given() {
     );
 }
 
-#[test]
-fn migrate_carries_the_policy_to_ibqos_toml_and_back_to_a_policy_file() {
+/// Migrates an opensm.conf holding `options` to ibqos.toml, which must succeed and hold
+/// `section`; the scratch directory, the ibqos.toml, and where an opensm.conf written back
+/// from it goes (a directory of its own, so side files do not clash).
+fn migrated_to_toml(options: &str, section: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let full = format!("{POLICY_DATA}/accepted/full.conf");
-    let conf = scratch_file(
-        &dir,
-        "opensm.conf",
-        format!("qos TRUE\nqos_policy_file {full}\n"),
-    );
+    let conf = scratch_file(&dir, "opensm.conf", options);
     let toml = dir.path().join("ibqos.toml");
     let back = dir.path().join("out").join("opensm.conf");
     std::fs::create_dir(back.parent().unwrap()).unwrap();
@@ -432,9 +429,16 @@ fn migrate_carries_the_policy_to_ibqos_toml_and_back_to_a_policy_file() {
     ]);
     assert!(to_toml.status.success(), "{}", stderr(&to_toml));
     let toml_text = std::fs::read_to_string(&toml).unwrap();
-    assert!(
-        toml_text.contains("[[qos_policy.port_groups]]"),
-        "{toml_text}"
+    assert!(toml_text.contains(section), "{toml_text}");
+    (dir, toml, back)
+}
+
+#[test]
+fn migrate_carries_the_policy_to_ibqos_toml_and_back_to_a_policy_file() {
+    let full = format!("{POLICY_DATA}/accepted/full.conf");
+    let (_dir, toml, back) = migrated_to_toml(
+        &format!("qos TRUE\nqos_policy_file {full}\n"),
+        "[[qos_policy.port_groups]]",
     );
     let to_conf = ibqos(&[
         "migrate",
@@ -459,27 +463,10 @@ const PARTITIONS_DATA: &str = concat!(
 
 #[test]
 fn migrate_carries_the_partitions_to_ibqos_toml_and_back_to_a_partitions_file() {
-    let dir = tempfile::tempdir().unwrap();
     let original = format!("{PARTITIONS_DATA}/accepted/full-grammar.conf");
-    let conf = scratch_file(
-        &dir,
-        "opensm.conf",
-        format!("partition_config_file {original}\n"),
-    );
-    let toml = dir.path().join("ibqos.toml");
-    let back = dir.path().join("out").join("opensm.conf");
-    std::fs::create_dir(back.parent().unwrap()).unwrap();
-    let to_toml = ibqos(&[
-        "migrate",
-        conf.to_str().unwrap(),
-        "-o",
-        toml.to_str().unwrap(),
-    ]);
-    assert!(to_toml.status.success(), "{}", stderr(&to_toml));
-    let toml_text = std::fs::read_to_string(&toml).unwrap();
-    assert!(
-        toml_text.contains("[[partitions.partition]]"),
-        "{toml_text}"
+    let (_dir, toml, back) = migrated_to_toml(
+        &format!("partition_config_file {original}\n"),
+        "[[partitions.partition]]",
     );
     let to_conf = || {
         ibqos(&[

@@ -18,6 +18,23 @@ pub fn testdata(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The `.conf` files of the configuration-reader test data under
+/// `opensm-compat/tests/data/<reader>/<kind>` (`accepted` or `rejected`), sorted; never none.
+pub fn conf_data(reader: &str, kind: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../opensm-compat/tests/data")
+        .join(reader)
+        .join(kind);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .conf files in {}", dir.display());
+    files
+}
+
 /// A fabric to run the SM on: its net file, its shape, and where the SM and the readers attach.
 #[derive(Debug, Clone)]
 pub struct Fabric {

@@ -15,17 +15,14 @@
 //! file was read: uninitialised memory, which the reader takes as zeros. The test holds OpenSM
 //! to its verdict on it, so the list stays true.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ibqos_opensm::partitions;
 use ibqos_tests::opensm::run_opensm_once;
+use ibqos_tests::scenario::conf_data;
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 
 const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fabric/data/two-switch.net");
-const DATA: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../opensm-compat/tests/data/partitions"
-);
 const SM_NODE: &str = "H1";
 /// What OpenSM logs when it drops a partitions.conf, whatever the reason.
 const DROPPED: &str = "Partition configuration in error";
@@ -36,18 +33,6 @@ const DIVERGENT: [(&str, &str); 1] = [(
     "ip-groups",
     "PARSE ERROR: line 1: no partition definition found",
 )];
-
-fn files(kind: &str) -> Vec<PathBuf> {
-    let dir = Path::new(DATA).join(kind);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no files in {}", dir.display());
-    files
-}
 
 fn name(file: &Path) -> String {
     file.file_stem()
@@ -70,7 +55,7 @@ fn opensm_gives_each_file_its_recorded_verdict() {
     let dir = TestDir::new("partitions-oracle");
     let sim = Ibsim::start(&tools, Path::new(NET_FILE), dir.path()).unwrap();
     let mut wrong = Vec::new();
-    for file in files("rejected") {
+    for file in conf_data("partitions", "rejected") {
         let expected = std::fs::read_to_string(file.with_extension("expected"))
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let expected = expected.trim_end();
@@ -103,7 +88,7 @@ fn opensm_gives_each_file_its_recorded_verdict() {
             .as_ref()
             .is_ok_and(|log| !log.contains("PARSE ERROR") && !log.contains(DROPPED))
     };
-    for file in files("accepted") {
+    for file in conf_data("partitions", "accepted") {
         let divergent = DIVERGENT.iter().find(|(n, _)| *n == name(&file));
         let outcome = opensm_log(&tools, &sim, &dir, &file);
         match (divergent, &outcome) {

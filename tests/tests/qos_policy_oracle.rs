@@ -9,31 +9,16 @@
 //! One ibsim serves every run: parsing the policy does not depend on what earlier runs
 //! programmed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ibqos_opensm::qos_policy;
 use ibqos_tests::opensm::run_opensm_once;
+use ibqos_tests::scenario::conf_data;
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 
 const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fabric/data/two-switch.net");
-const DATA: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../opensm-compat/tests/data/qos-policy"
-);
 const SM_NODE: &str = "H1";
 const POLICY_ERROR: &str = "Error in QoS Policy File";
-
-fn policies(kind: &str) -> Vec<PathBuf> {
-    let dir = Path::new(DATA).join(kind);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no policies in {}", dir.display());
-    files
-}
 
 /// OpenSM's stderr lines about the policy file, for `policy`.
 fn opensm_says(tools: &SimTools, sim: &Ibsim, dir: &TestDir, policy: &Path) -> Vec<String> {
@@ -54,7 +39,7 @@ fn opensm_rejects_each_policy_with_the_message_the_reader_gives() {
     let dir = TestDir::new("qos-policy-oracle");
     let sim = Ibsim::start(&tools, Path::new(NET_FILE), dir.path()).unwrap();
     let mut wrong = Vec::new();
-    for policy in policies("rejected") {
+    for policy in conf_data("qos-policy", "rejected") {
         let opensm = opensm_says(&tools, &sim, &dir, &policy);
         let expected = std::fs::read_to_string(policy.with_extension("expected"))
             .unwrap_or_else(|e| panic!("{}: {e}", policy.display()));
@@ -71,7 +56,7 @@ fn opensm_rejects_each_policy_with_the_message_the_reader_gives() {
             ));
         }
     }
-    for policy in policies("accepted") {
+    for policy in conf_data("qos-policy", "accepted") {
         let opensm = opensm_says(&tools, &sim, &dir, &policy);
         if !opensm.is_empty() {
             wrong.push(format!(
