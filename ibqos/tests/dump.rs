@@ -7,8 +7,7 @@ mod common;
 
 use std::process::Command;
 
-use ibqos_emu::{Emulator, FaultSchedule, dump};
-use ibqos_fabric::PortRef;
+use ibqos_emu::{Emulator, FaultSchedule, attach_port, dump};
 use ibqos_fabric::dump::FabricDump;
 use ibqos_mad::Method;
 use ibqos_opensm::Settings;
@@ -92,11 +91,8 @@ fn the_survey_reads_ports_of_every_mix_of_capabilities() {
     let mut topology = mixed_capability_fat_tree(true);
     let switches: Vec<_> = topology.switches().map(|(id, _)| id).collect();
     topology.node_mut(switches[0]).unwrap().enhanced_port0 = true;
-    let attach = topology
-        .cas()
-        .next()
-        .map(|(id, _)| PortRef::new(id, 1))
-        .unwrap();
+    // Where `ibqos sm` attaches: port 1 of the first CA.
+    let attach = attach_port(&topology, None).unwrap();
     let emulator = Emulator::new(topology).unwrap();
     let read = assert_reads_the_fabric(&mut EmulatedTransport::virtual_time(emulator, attach));
     let all: Vec<_> = read.nodes.values().flat_map(|n| n.ports.values()).collect();

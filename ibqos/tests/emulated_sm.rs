@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use ibqos_emu::Emulator;
+use ibqos_emu::{Emulator, attach_port};
 use ibqos_fabric::PortRef;
 use ibqos_fabric::dump::FabricDump;
 use ibqos_mad::{Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier};
@@ -122,11 +122,8 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         topology.node_mut(id).unwrap().optimized_sl_to_vl = true;
     }
     topology.node_mut(switches[2]).unwrap().enhanced_port0 = true;
-    let attach = topology
-        .cas()
-        .next()
-        .map(|(id, _)| PortRef::new(id, 1))
-        .unwrap();
+    // Where `ibqos sm` attaches: port 1 of the first CA.
+    let attach = attach_port(&topology, None).unwrap();
     let emulator = Emulator::new(topology).unwrap();
     let mut settings = settings("examples/opensm-qos.conf");
     settings.links.use_optimized_slvl = true;
