@@ -223,16 +223,20 @@ impl SwitchQos<'_> {
         let programming = Sl2VlProgramming::from_use_optimized_slvl(self.use_optimized_slvl);
         let mut planned = switch_sl2vl(self.config, &view, programming);
         // qos-setup's entries: in place of a per-pair Set's table, or as Sets of their own
-        // after the all-ports ones.
-        let index: BTreeMap<u32, usize> = planned
-            .iter()
-            .enumerate()
-            .map(|(i, set)| (u32::from(set.scope), i))
-            .collect();
-        for set in setup_sl2vl(&view, self.setup.switch_entries(guid)) {
-            match index.get(&u32::from(set.scope)) {
-                Some(&i) => planned[i].table = set.table,
-                None => planned.push(set),
+        // after the all-ports ones. Most switches, and every switch without the section, have
+        // none: then the planned Sets are not indexed at all.
+        let own = setup_sl2vl(&view, self.setup.switch_entries(guid));
+        if !own.is_empty() {
+            let index: BTreeMap<u32, usize> = planned
+                .iter()
+                .enumerate()
+                .map(|(i, set)| (u32::from(set.scope), i))
+                .collect();
+            for set in own {
+                match index.get(&u32::from(set.scope)) {
+                    Some(&i) => planned[i].table = set.table,
+                    None => planned.push(set),
+                }
             }
         }
         for set in planned {
