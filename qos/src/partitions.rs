@@ -10,12 +10,22 @@
 
 use ibqos_mad::{Gid, Guid};
 
+mod subnet;
+
+pub use subnet::{
+    EndPort, PartitionOptions, SubnetPartition, SubnetPartitions, broadcast_group, resolve,
+};
+
 /// The default partition's P_Key (`IB_DEFAULT_PARTIAL_PKEY`, `ib_types.h:403`).
 pub const DEFAULT_PKEY: u16 = 0x7fff;
 
 /// The Q_Key of IPoIB groups that do not give one (`OSM_IPOIB_BROADCAST_MGRP_QKEY`,
 /// `osm_base.h:1047`).
 pub const IPOIB_QKEY: u32 = 0x0b1b;
+
+/// The IPv4 broadcast MGID, P_Key bytes 0xffff (`osm_ipoib_broadcast_mgid`,
+/// `osm_prtn_config.c:65-74`).
+pub const IPV4_BROADCAST: u128 = 0xff12_401b_ffff_0000_0000_0000_ffff_ffff;
 
 /// What a port may do in a partition (`membership_t`, `osm_prtn_config.c:59-63`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use ibqos_mad::{Gid, Guid};
 use ibqos_qos::partitions::{
-    DEFAULT_PKEY, GroupFlags, IPOIB_QKEY, McGroup, Member, Members, Membership, Partition,
-    Partitions,
+    DEFAULT_PKEY, GroupFlags, IPOIB_QKEY, IPV4_BROADCAST, McGroup, Member, Members, Membership,
+    Partition, Partitions,
 };
 use ibqos_text::cnum::{is_c_space, scan};
 use ibqos_text::{Code, Diagnostic, Location, display_text};
@@ -25,10 +25,6 @@ const LINE_BUFFER: usize = 4096;
 const LINE_MAX: usize = LINE_BUFFER - 2;
 /// `char name[32]` (`osm_partition.h:99`).
 const NAME_MAX: usize = 31;
-
-/// The IPv4 broadcast MGID, P_Key bytes 0xffff (`osm_ipoib_broadcast_mgid`,
-/// `osm_prtn_config.c:65-74`).
-const IPV4_BROADCAST: u128 = 0xff12_401b_ffff_0000_0000_0000_ffff_ffff;
 
 /// Where the line OpenSM is reading sits in the file.
 struct Chunk {
