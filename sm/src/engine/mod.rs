@@ -5,6 +5,7 @@
 pub mod discovery;
 pub mod groups;
 pub mod lids;
+pub mod pkeys;
 pub mod qos;
 pub mod routing;
 pub mod scheduler;
