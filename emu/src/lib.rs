@@ -389,6 +389,11 @@ impl Emulator {
         })
     }
 
+    /// A port's P_Key table: every entry its capacity has.
+    pub fn p_keys(&self, port: PortRef) -> Option<&[u16]> {
+        Some(&self.sma(port.node)?.port(port.port)?.p_keys)
+    }
+
     /// A port's VL arbitration table, high or low priority: exactly its cap's entries.
     pub fn vlarb(&self, port: PortRef, priority: Priority) -> Option<&[VlArbEntry]> {
         Some(self.sma(port.node)?.port(port.port)?.vlarb(priority))

@@ -6,10 +6,11 @@
 use ibqos_emu::{Emulator, attach_port, load_topology};
 use ibqos_fabric::Topology;
 use ibqos_mad::sa::{
-    Mtu, NodeRecord, NodeRecordRepr, PathRecord, PathRecordRepr, Record, SA_CLASS_VERSION,
-    SaAttributeId, SaMad, Selector,
+    Mtu, NodeRecord, NodeRecordRepr, PKeyTableRecord, PKeyTableRecordRepr, PathRecord,
+    PathRecordRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaMad, Selector,
 };
 use ibqos_mad::{AttributeId, ClassPortInfo, Method, MgmtClass, Status};
+use ibqos_opensm::Settings;
 use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
 use ibqos_sm::manager::Run;
 use ibqos_sm::sa::{Sa, SaConfig, SaDb};
@@ -17,16 +18,20 @@ use ibqos_transport::Transport;
 use ibqos_transport::emulated::EmulatedTransport;
 
 mod common;
-use common::{EmulatedSm, settings};
+use common::{EmulatedSm, partitioned, settings};
 
 const CONFIG: &str = "examples/opensm-qos.conf";
 
 fn two_switch() -> (Topology, EmulatedSm) {
+    two_switch_with(&settings(CONFIG))
+}
+
+fn two_switch_with(settings: &Settings) -> (Topology, EmulatedSm) {
     let topology = load_topology("two-switch").unwrap().topology;
     let attach = attach_port(&topology, None).unwrap();
     let transport =
         EmulatedTransport::virtual_time(Emulator::new(topology.clone()).unwrap(), attach);
-    let sm = EmulatedSm::new(transport, Run::Daemon, &settings(CONFIG));
+    let sm = EmulatedSm::new(transport, Run::Daemon, settings);
     (topology, sm)
 }
 
@@ -91,7 +96,9 @@ fn host(sm: &EmulatedSm, name: &str) -> Peer {
 fn name_prefix(name: &str) -> &str {
     match name {
         "H1" => "host-one",
+        "H2" => "host-two",
         "H3" => "host-three",
+        "H4" => "host-four",
         other => other,
     }
 }
@@ -409,4 +416,78 @@ fn an_answer_over_the_bound_is_no_resources() {
         (view.header().status(), view.records().count()),
         (Status::OK, 8)
     );
+}
+
+/// The P_Key of the path from `from` to `to` (asked by `from`), or the status of the answer
+/// that has none.
+fn path_p_key(sm: &mut EmulatedSm, from: Peer, to: Peer) -> Result<u16, Status> {
+    let mask = (1 << 4) | (1 << 5);
+    let get = request(Method::Get, SaAttributeId::PathRecord, mask, 0, |data| {
+        let template = PathRecordRepr {
+            slid: from.lid,
+            dlid: to.lid,
+            ..blank_path()
+        };
+        template.emit(&mut PathRecord::new_unchecked(data));
+    });
+    let answer = ask(sm, &get, from).unwrap();
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    match view.header().status() {
+        Status::OK => Ok(
+            PathRecordRepr::parse(&PathRecord::new_checked(view.data()).unwrap())
+                .unwrap()
+                .p_key,
+        ),
+        status => Err(status),
+    }
+}
+
+#[test]
+fn paths_carry_the_first_partition_the_ends_share_and_none_joins_limited_members() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let (_, mut sm) = two_switch_with(&partitioned(&dir));
+    assert!(sm.sweep_done().subnet_up);
+    let [h1, h2, h3, h4] = ["H1", "H2", "H3", "H4"].map(|name| host(&sm, name));
+    // H2 and H3 share `hosts` as full members; their limited Default keys do not count.
+    assert_eq!(path_p_key(&mut sm, h2, h3), Ok(0x8101));
+    // H2 and H4 hold the Default key only as limited members: no partition, no path.
+    assert_eq!(path_p_key(&mut sm, h2, h4), Err(Status::SA_NO_RECORDS));
+    // The SM's port is a full member of Default, so it reaches every limited one; the answer
+    // carries the source's key.
+    assert_eq!(path_p_key(&mut sm, h1, h4), Ok(0xffff));
+    assert_eq!(path_p_key(&mut sm, h4, h1), Ok(0x7fff));
+}
+
+#[test]
+fn pkey_table_records_are_the_tables_programmed_and_hidden_from_ports_sharing_none() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let (_, mut sm) = two_switch_with(&partitioned(&dir));
+    assert!(sm.sweep_done().subnet_up);
+    let [h1, h2, h4] = ["H1", "H2", "H4"].map(|name| host(&sm, name));
+    let of_lid = |lid: u16| {
+        request(
+            Method::GetTable,
+            SaAttributeId::PKeyTableRecord,
+            1,
+            ibqos_sm::sa::DEFAULT_SA_KEY,
+            move |data| data[..2].copy_from_slice(&lid.to_be_bytes()),
+        )
+    };
+    let records = |answer: &OutgoingMad| -> Vec<PKeyTableRecordRepr> {
+        SaMad::new_checked(&answer.mad[..])
+            .unwrap()
+            .records()
+            .map(|r| PKeyTableRecordRepr::parse(&PKeyTableRecord::new_checked(r).unwrap()).unwrap())
+            .collect()
+    };
+    let answer = ask(&mut sm, &of_lid(h4.lid), h1).unwrap();
+    let blocks = records(&answer);
+    // A CA port's two blocks (64 entries), storage at index 0 by indx0 and Default after it.
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks[0].table.p_keys[..3], [0x8002, 0x7fff, 0]);
+    assert!(blocks[1].table.p_keys.iter().all(|&k| k == 0));
+    // H2 shares no partition with H4, so it is not told H4's table.
+    let answer = ask(&mut sm, &of_lid(h4.lid), h2).unwrap();
+    assert_eq!(status(&answer), Status::OK);
+    assert!(records(&answer).is_empty());
 }

@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use ibqos_opensm::Settings;
 use ibqos_qos::VlCount;
+use ibqos_qos::partitions::PartitionOptions;
 use tracing::{error, warn};
 
+use crate::engine::pkeys::PartEnforce;
 use crate::engine::qos::SetupConfig;
 use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::SchedulerConfig;
-use crate::engine::sweep::{SweepConfig, SweepMode};
+use crate::engine::sweep::{PartitionConfig, SweepConfig, SweepMode};
 use crate::sa::{DEFAULT_SA_KEY, SaConfig};
 
 /// OpenSM's `subnet_timeout` default: 4.096 us x 2^18, about one second.
@@ -84,6 +86,37 @@ fn setup_config(settings: &Settings) -> Option<SetupConfig> {
     }
 }
 
+/// A boolean option of opensm.conf, `default` when the file does not set it.
+fn flag(settings: &Settings, name: &str, default: bool) -> bool {
+    settings
+        .opensm
+        .get(name)
+        .map_or(default, |value| value == "TRUE")
+}
+
+/// The partitions and the partition manager's options: `allow_both_pkeys` (FALSE),
+/// `keep_pkey_indexes` (TRUE), `part_enforce` (both; `no_partition_enforcement` TRUE turns it
+/// off, `osm_subnet.c:2128-2146`).
+pub fn partition_config(settings: &Settings) -> PartitionConfig {
+    let enforce = if flag(settings, "no_partition_enforcement", false) {
+        PartEnforce::Off
+    } else {
+        settings
+            .opensm
+            .get("part_enforce")
+            .map_or(PartEnforce::Both, |text| PartEnforce::parse(text))
+    };
+    PartitionConfig {
+        definitions: settings.partitions.clone(),
+        options: PartitionOptions {
+            allow_both_pkeys: flag(settings, "allow_both_pkeys", false),
+            qos: settings.qos.enabled,
+        },
+        keep_pkey_indexes: flag(settings, "keep_pkey_indexes", true),
+        enforce,
+    }
+}
+
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
 pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
     let sm = &settings.sm;
@@ -116,6 +149,7 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         guid2lid,
         qos: settings.qos.clone(),
         qos_setup: setup_config(settings),
+        partitions: partition_config(settings),
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
         mode: SweepMode::Forced,

@@ -30,6 +30,11 @@ pub struct SweepSummary {
     #[serde(serialize_with = "mode_name")]
     pub mode: SweepMode,
     pub nodes: usize,
+    /// Ports whose P_Key table the partition manager programs (end ports and the switch ports
+    /// facing them), those holding it as planned, and those left otherwise.
+    pub pkey_ports_configured: usize,
+    pub pkey_ports_failed: usize,
+    pub pkey_ports_verified: usize,
     pub ports: usize,
     /// Ports left not ACTIVE although linked.
     pub ports_not_active: usize,
@@ -88,6 +93,7 @@ impl SweepSummary {
     pub fn new(sweep: &Sweep, mode: SweepMode, number: u32, unsolicited: &Unsolicited) -> Self {
         let counts = sweep.counts();
         let qos = sweep.qos_counts();
+        let pkeys = sweep.pkey_counts();
         let stats = sweep.stats();
         SweepSummary {
             changes: sweep.changes().iter().map(ChangeSummary::from).collect(),
@@ -99,6 +105,9 @@ impl SweepSummary {
             mismatched_answers: stats.mismatched,
             mode,
             nodes: counts.nodes,
+            pkey_ports_configured: pkeys.configured,
+            pkey_ports_failed: pkeys.failed,
+            pkey_ports_verified: pkeys.verified,
             ports: counts.ports,
             ports_not_active: counts.ports_not_active,
             qos_ports_configured: qos.configured,
@@ -172,6 +181,13 @@ impl fmt::Display for SweepSummary {
         )?;
         for smp in &self.smps {
             writeln!(f, "  {:<24} {:<8} {}", smp.attribute, smp.method, smp.count)?;
+        }
+        if self.pkey_ports_configured > 0 {
+            writeln!(
+                f,
+                "P_Keys: {} ports configured, {} verified, {} failed",
+                self.pkey_ports_configured, self.pkey_ports_verified, self.pkey_ports_failed
+            )?;
         }
         if self.qos_ports_configured > 0 {
             writeln!(

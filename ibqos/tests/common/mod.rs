@@ -96,6 +96,39 @@ pub fn scratch_file(dir: &TempDir, name: &str, contents: impl AsRef<[u8]>) -> Pa
     path
 }
 
+/// The port GUID of `node`'s `port` on the built-in two-switch fabric.
+pub fn two_switch_port_guid(node: &str, port: u8) -> u64 {
+    let topology = load_topology("two-switch").unwrap().topology;
+    let id = topology.node_by_name(node).unwrap();
+    topology
+        .port(ibqos_fabric::PortRef::new(id, port))
+        .unwrap()
+        .guid
+}
+
+/// The settings of an opensm.conf whose partitions.conf, written to `dir`, partitions the
+/// built-in two-switch fabric: the Default partition limited for every port but the SM's (H1),
+/// H2 and H3 full members of `hosts` (0x0101), H4 a full member of `storage` (0x0002) at index
+/// 0.
+pub fn partitioned(dir: &TempDir) -> Settings {
+    let guid = |node, port| format!("{:#018x}", two_switch_port_guid(node, port));
+    let partitions = format!(
+        "Default=0x7fff : ALL, SELF=full ;\n\
+         hosts=0x0101 : {}=full, {}=full ;\n\
+         storage=0x0002,indx0 : {}=full ;\n",
+        guid("H2", 1),
+        guid("H3", 1),
+        guid("H4", 1)
+    );
+    let file = scratch_file(dir, "partitions.conf", partitions);
+    let conf = scratch_file(
+        dir,
+        "opensm.conf",
+        format!("partition_config_file {}\n", file.display()),
+    );
+    ibqos_opensm::load(&conf).unwrap().settings
+}
+
 /// A small three-level fat tree whose every port has a different mix of QoS capabilities:
 /// VLCap 1, 2, 4, 8 and 15, VLArb caps 0 to 64 (one block or two), and, with
 /// `vary_sl_mapping`, SL mapping on and off.

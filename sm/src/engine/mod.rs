@@ -12,6 +12,7 @@ pub mod scheduler;
 pub mod subnet;
 pub mod survey;
 pub mod sweep;
+pub mod write;
 
 use std::time::Instant;
 

@@ -20,6 +20,7 @@ use tracing::{error, info, warn};
 
 use super::groups::{directory, setup_ports};
 use super::subnet::{Node, PortKey, Subnet};
+use super::write::TableWrite;
 
 /// The qos-setup section to program (OpenSM ignores it; ibqos.toml's `[qos]
 /// program_policy_setup` asks for it): the policy whose port groups the scopes name, and the
@@ -69,20 +70,6 @@ pub fn setup_tables(subnet: &Subnet, setup: &SetupConfig) -> SetupTables {
             SetupTables::default()
         }
     }
-}
-
-/// One QoS Set: which node, with what modifier, and the ports whose tables it writes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QosWrite {
-    pub node: u64,
-    /// The port whose directed route reaches the node (a CA answers for its arrival port).
-    pub via: PortKey,
-    pub attribute: Attribute,
-    pub modifier: u32,
-    /// The ports this Set programs, for the per-port summary.
-    pub ports: Vec<PortKey>,
-    /// An all-ports SL2VL Set, which OpenSM gives its long transaction timeout.
-    pub long: bool,
 }
 
 /// The class of a port, or `None` for a port QoS leaves alone (a base switch port 0).
@@ -140,7 +127,7 @@ pub fn qos_sets(
     config: &QosConfig,
     setup: &SetupTables,
     use_optimized_slvl: bool,
-) -> Vec<QosWrite> {
+) -> Vec<TableWrite> {
     let mut sets = Vec::new();
     for (guid, node) in &subnet.nodes {
         if node.is_switch() {
@@ -186,7 +173,7 @@ struct SwitchQos<'a> {
 }
 
 impl SwitchQos<'_> {
-    fn sets(&self, guid: u64, node: &Node, sets: &mut Vec<QosWrite>) {
+    fn sets(&self, guid: u64, node: &Node, sets: &mut Vec<TableWrite>) {
         let subnet = self.subnet;
         let via = PortKey::new(guid, 0);
         let up = |port: u8| port == 0 || subnet.peer(PortKey::new(guid, port)).is_some();
@@ -264,8 +251,8 @@ fn sl2vl_set(
     scope: SlToVlModifier,
     table: SlToVlMappingTableRepr,
     ports: Vec<PortKey>,
-) -> QosWrite {
-    QosWrite {
+) -> TableWrite {
+    TableWrite {
         node,
         via,
         attribute: Attribute::SlToVlMappingTable(table),
@@ -279,13 +266,19 @@ fn sl2vl_set(
 }
 
 /// The VLArb blocks of one port; `port_field` is the modifier's port (0 on a CA or port 0).
-fn vlarb_sets(plan: &PortPlan, node: u64, via: PortKey, port_field: u8, sets: &mut Vec<QosWrite>) {
+fn vlarb_sets(
+    plan: &PortPlan,
+    node: u64,
+    via: PortKey,
+    port_field: u8,
+    sets: &mut Vec<TableWrite>,
+) {
     for block in &plan.vlarb {
         let modifier = VlArbModifier {
             block: block.block,
             port: port_field,
         };
-        sets.push(QosWrite {
+        sets.push(TableWrite {
             node,
             via,
             attribute: Attribute::VlArbitrationTable(VlArbitrationTableRepr {

@@ -10,9 +10,12 @@ use ibqos_mad::{
     VlArbitrationTableRepr,
 };
 
-use crate::engine::qos::QosWrite;
+use ibqos_qos::partitions::{SubnetPartition, SubnetPartitions};
+
+use crate::engine::pkeys::KeyRule;
 use crate::engine::subnet::{Node, Port, PortKey, Subnet, opensm_order};
 use crate::engine::sweep::Sweep;
+use crate::engine::write::TableWrite;
 
 /// What the SA answers from, as of the last sweep.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +35,12 @@ pub struct SaDb {
     pub(super) sl2vl: BTreeMap<(u64, u8, u8), SlToVlMappingTableRepr>,
     /// VLArb blocks as programmed, by (node, output port, block 1-4).
     pub(super) vlarb: BTreeMap<(u64, u8, u8), VlArbitrationTableRepr>,
+    /// Every P_Key table the last sweep read, with its Sets written in.
+    pub(super) pkeys: BTreeMap<PortKey, Vec<u16>>,
+    /// Which P_Keys count as one (`allow_both_pkeys`).
+    pkey_rule: KeyRule,
+    /// The partitions the last sweep programmed.
+    partitions: SubnetPartitions,
     /// The SM's own port.
     pub(super) sm_port: Option<PortKey>,
 }
@@ -64,6 +73,9 @@ impl SaDb {
             by_lid,
             by_guid,
             lfts: sweep.lfts().tables.clone(),
+            pkeys: sweep.pkey_tables(),
+            pkey_rule: sweep.pkey_rule(),
+            partitions: sweep.partitions().clone(),
             ..SaDb::default()
         };
         for write in sweep.verified_qos() {
@@ -75,7 +87,7 @@ impl SaDb {
     /// A programmed SL2VL or VLArb table, under every (port, port) or (port, block) it covers.
     /// A CA or router ignores the modifier's ports and answers for the port the Set reached
     /// it by: its table is that port's, input port 0 (OpenSM osm_sa_slvl_record.c:138-180).
-    fn learn_table(&mut self, write: &QosWrite) {
+    fn learn_table(&mut self, write: &TableWrite) {
         let Some(node) = self.subnet.nodes.get(&write.node) else {
             return;
         };
@@ -199,4 +211,111 @@ fn lid_range(port: &Port) -> std::ops::RangeInclusive<u16> {
     let count = 1u32 << port.info.lmc.min(7);
     let last = (u32::from(port.lid) + count - 1).min(0xbfff) as u16;
     port.lid..=last
+}
+
+/// Partitions as the SA sees them (`osm_pkey.c`): each port's P_Keys by key, the first valid
+/// entry of each in table order (`osm_pkey_tbl_set`), and the rules for two ports sharing one.
+impl SaDb {
+    /// The port's P_Keys by key (the base, or with `allow_both_pkeys` the whole P_Key), in
+    /// OpenSM's map order: the key as it is on the wire, compared as a little-endian integer.
+    fn pkey_map(&self, port: PortKey) -> BTreeMap<u16, u16> {
+        let mut keys: BTreeMap<u16, u16> = BTreeMap::new();
+        for &pkey in self.pkeys.get(&port).into_iter().flatten() {
+            if pkey & 0x7fff != 0 {
+                keys.entry(self.pkey_rule.key(pkey).swap_bytes())
+                    .or_insert(pkey);
+            }
+        }
+        keys
+    }
+
+    /// Whether `a` and `b` share `pkey` (`osm_physp_share_this_pkey`): both hold it, one of
+    /// them as a full member.
+    pub fn share_this_pkey(&self, a: PortKey, b: PortKey, pkey: u16) -> bool {
+        let find = |port| {
+            let map = self.pkey_map(port);
+            if self.pkey_rule.allow_both_pkeys {
+                map.get(&(pkey | 0x8000).swap_bytes())
+                    .or_else(|| map.get(&(pkey & 0x7fff).swap_bytes()))
+                    .copied()
+            } else {
+                map.get(&(pkey & 0x7fff).swap_bytes()).copied()
+            }
+        };
+        matches!((find(a), find(b)), (Some(x), Some(y)) if match_pkey(x, y))
+    }
+
+    /// The first P_Key `a` and `b` share, walking both maps in order
+    /// (`osm_physp_find_common_pkey`); 0 when there is none. With `allow_both_pkeys`, a's
+    /// full keys against b's limited ones and then the other way round are tried too.
+    pub fn common_pkey(&self, a: PortKey, b: PortKey) -> u16 {
+        let (first, second) = (self.pkey_map(a), self.pkey_map(b));
+        let all = |_: u16| true;
+        let full = |pkey: u16| pkey & 0x8000 != 0;
+        let limited = |pkey: u16| pkey & 0x8000 == 0;
+        let mut found = merge_find(&first, &second, all, all);
+        if found == 0 && self.pkey_rule.allow_both_pkeys {
+            found = merge_find(&first, &second, full, limited);
+            if found == 0 {
+                found = merge_find(&first, &second, limited, full);
+            }
+        }
+        found
+    }
+
+    /// Whether two ports share a partition (`osm_physp_share_pkey`): a port with itself, or
+    /// with no P_Key table known, always does.
+    pub fn share_pkey(&self, a: PortKey, b: PortKey) -> bool {
+        a == b
+            || self.pkey_map(a).is_empty()
+            || self.pkey_map(b).is_empty()
+            || self.common_pkey(a, b) != 0
+    }
+
+    /// The partition a P_Key belongs to.
+    pub fn partition(&self, pkey: u16) -> Option<&SubnetPartition> {
+        self.partitions.get(pkey)
+    }
+}
+
+/// Two P_Keys match when their bases are equal and one of them is a full member (`match_pkey`).
+fn match_pkey(a: u16, b: u16) -> bool {
+    (a | b) & 0x8000 != 0 && a & 0x7fff == b & 0x7fff
+}
+
+/// The walk of `osm_physp_find_common_pkey` over two key maps: the first matching pair, the
+/// lower key advanced otherwise, entries the filters refuse skipped. Keys are compared by base.
+fn merge_find(
+    first: &BTreeMap<u16, u16>,
+    second: &BTreeMap<u16, u16>,
+    take_first: impl Fn(u16) -> bool,
+    take_second: impl Fn(u16) -> bool,
+) -> u16 {
+    let mut a = first.iter().peekable();
+    let mut b = second.iter().peekable();
+    while let (Some(&(&key_a, &pkey_a)), Some(&(&key_b, &pkey_b))) = (a.peek(), b.peek()) {
+        if !take_first(pkey_a) {
+            a.next();
+            continue;
+        }
+        if !take_second(pkey_b) {
+            b.next();
+            continue;
+        }
+        if match_pkey(pkey_a, pkey_b) {
+            return pkey_a;
+        }
+        // The keys' bases as they are on the wire (`ib_pkey_get_base` of a map key).
+        let wire_base = (0x7fff_u16).swap_bytes();
+        let (order_a, order_b) = (key_a & wire_base, key_b & wire_base);
+        if order_a == order_b {
+            a.next();
+            b.next();
+        } else if order_b < order_a {
+            b.next();
+        } else {
+            a.next();
+        }
+    }
+    0
 }

@@ -44,8 +44,6 @@ mod bit {
 const MAX_HOPS: u32 = 64;
 /// The VL an SL2VL table maps an SL to for "drop".
 const DROP_VL: u8 = 15;
-/// The default partition's P_Key, full membership: every port's until partitions are managed.
-pub(super) const DEFAULT_P_KEY: u16 = 0xffff;
 /// The default partition's SL (OpenSM's OSM_DEFAULT_SL).
 const DEFAULT_SL: u8 = 0;
 
@@ -512,11 +510,9 @@ impl Ask<'_> {
         )?;
         let raw = mask & bit::RAW_TRAFFIC != 0 && request.raw_traffic;
         let level_pkeys = level.map(|l| &l.pkeys).filter(|pkeys| !pkeys.is_empty());
-        // Every port is a full member of the default partition: its key, with or without the
-        // membership bit, is the one every pair shares (OpenSM compares without the bit).
-        let shared = |pkey: u16| pkey & 0x7fff == DEFAULT_P_KEY & 0x7fff;
+        let shared = |pkey: u16| db.share_this_pkey(source, destination, pkey);
         let p_key = if raw {
-            DEFAULT_P_KEY
+            db.common_pkey(source, destination)
         } else if mask & bit::P_KEY != 0 {
             let in_level =
                 level_pkeys.is_none_or(|pkeys| pkeys.contains(u64::from(request.p_key & 0x7fff)));
@@ -543,8 +539,15 @@ impl Ask<'_> {
             };
             pkey
         } else {
-            DEFAULT_P_KEY
+            let common = db.common_pkey(source, destination);
+            if common == 0 {
+                debug!("the ends share no partition; no path (OpenSM ERR 1F1B)");
+                return None;
+            }
+            common
         };
+        // The partition's `sl=`, where neither the request nor a level gives the SL.
+        let partition_sl = (p_key != 0).then(|| db.partition(p_key).map_or(DEFAULT_SL, |p| p.sl));
         let sl = if mask & bit::SL != 0 {
             if level.is_some_and(|l| l.sl != request.sl) {
                 debug!(
@@ -556,7 +559,9 @@ impl Ask<'_> {
             request.sl
         } else if let Some(level) = level {
             level.sl
-        } else if p_key != 0 || !config.qos || sl_valid(valid_sls, DEFAULT_SL) {
+        } else if let Some(sl) = partition_sl {
+            sl
+        } else if !config.qos || sl_valid(valid_sls, DEFAULT_SL) {
             DEFAULT_SL
         } else {
             valid_sls.trailing_zeros() as u8

@@ -2,8 +2,9 @@
 //! ComponentMask bits it compares (bits it does not implement are ignored, never an error), and
 //! which methods each attribute takes.
 //!
-//! Partitions: until the SM programs P_Key tables, every port is a full member of the default
-//! partition, so OpenSM's "shares a P_Key with the requester" filter passes everywhere.
+//! Partitions: the P_Key tables are those the last sweep read and programmed. OpenSM hides from
+//! a requester the ports it shares no partition with; P_KeyTableRecords and PathRecords do so
+//! here, the other records do not yet.
 
 use ibqos_mad::sa::{
     GuidInfoRecordRepr, LftRecord, LftRecordRepr, LinkRecord, LinkRecordRepr, NodeRecord,
@@ -21,7 +22,6 @@ use ibqos_mad::{
 use ibqos_qos::policy::ResolvedPolicy;
 
 use super::db::SaDb;
-use super::path::DEFAULT_P_KEY;
 use super::{Query, Records, SaConfig, path};
 use crate::engine::subnet::PortKey;
 
@@ -620,8 +620,8 @@ fn guid_info_records(db: &SaDb, query: &Query<'_>) -> Records {
 }
 
 /// P_KeyTableRecords (osm_sa_pkey_record.c): port by port in OpenSM's port table order (every
-/// port of a switch, a CA's own port), the blocks its P_Key capacity holds. Until partitions
-/// are managed, every port holds the default partition's full key alone, in entry 0.
+/// port of a switch, a CA's own port), each block the sweep read of that port, as the port
+/// holds it after the partition manager's Sets.
 fn p_key_table_records(db: &SaDb, query: &Query<'_>) -> Records {
     const LID: u64 = 1 << 0;
     const BLOCK: u64 = 1 << 1;
@@ -649,21 +649,20 @@ fn p_key_table_records(db: &SaDb, query: &Query<'_>) -> Records {
         };
         for number in ports {
             let key = PortKey::new(endport.node, number);
-            if db.port(key).is_none() {
+            let Some(table) = db.pkeys.get(&key) else {
+                continue;
+            };
+            if !db.share_pkey(query.requester, key) {
                 continue;
             }
-            let capacity = match (node.is_switch(), node.switch) {
-                (true, Some(switch)) if number != 0 => switch.partition_enforcement_cap,
-                _ => node.info.partition_cap,
-            };
-            for block in 0..capacity.div_ceil(32).max(1) {
+            for (block, p_keys) in table.chunks_exact(32).enumerate() {
+                let block = block as u16;
                 if mask & BLOCK != 0 && block != t.block {
                     continue;
                 }
-                let mut p_keys = [0u16; 32];
-                if block == 0 {
-                    p_keys[0] = DEFAULT_P_KEY;
-                }
+                let Ok(p_keys) = <[u16; 32]>::try_from(p_keys) else {
+                    continue;
+                };
                 let record = PKeyTableRecordRepr {
                     lid: db.base_lid(key),
                     block,

@@ -21,11 +21,13 @@ pub enum PortInfoField {
     HoqLife,
     VlStallCount,
     VlHighLimit,
+    /// PartitionEnforcementInbound and Outbound.
+    PartitionEnforcement,
 }
 
 impl PortInfoField {
     /// Every field, in the order differences are listed.
-    pub const ALL: [PortInfoField; 11] = [
+    pub const ALL: [PortInfoField; 12] = [
         PortInfoField::Lid,
         PortInfoField::Lmc,
         PortInfoField::MasterSmLid,
@@ -37,6 +39,7 @@ impl PortInfoField {
         PortInfoField::HoqLife,
         PortInfoField::VlStallCount,
         PortInfoField::VlHighLimit,
+        PortInfoField::PartitionEnforcement,
     ];
 
     /// The field's label in a difference.
@@ -53,6 +56,7 @@ impl PortInfoField {
             PortInfoField::HoqLife => "HOQLife",
             PortInfoField::VlStallCount => "VLStallCount",
             PortInfoField::VlHighLimit => "VLHighLimit",
+            PortInfoField::PartitionEnforcement => "PartitionEnforcement",
         }
     }
 
@@ -70,6 +74,16 @@ impl PortInfoField {
             PortInfoField::HoqLife => info.hoq_life.to_string(),
             PortInfoField::VlStallCount => info.vl_stall_count.to_string(),
             PortInfoField::VlHighLimit => info.vl_high_limit.to_string(),
+            PortInfoField::PartitionEnforcement => match (
+                info.partition_enforcement_inbound,
+                info.partition_enforcement_outbound,
+            ) {
+                (true, true) => "in+out",
+                (true, false) => "in",
+                (false, true) => "out",
+                (false, false) => "off",
+            }
+            .to_string(),
         }
     }
 }
@@ -94,6 +108,8 @@ pub enum Field {
     Sl2Vl,
     /// A VLArbitrationTable block, up to its last entry in use.
     VlArb,
+    /// A P_KeyTable block's entries in use.
+    PKeys,
 }
 
 impl Field {
@@ -105,6 +121,7 @@ impl Field {
             Field::PortStateChange => "PortStateChange",
             Field::Sl2Vl => "SL2VL",
             Field::VlArb => "VLArb",
+            Field::PKeys => "P_Keys",
         }
     }
 }
@@ -235,6 +252,9 @@ pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
         (Attribute::VlArbitrationTable(h), Attribute::VlArbitrationTable(p)) => {
             field(Field::VlArb, show_vlarb(h), show_vlarb(p));
         }
+        (Attribute::PKeyTable(h), Attribute::PKeyTable(p)) => {
+            field(Field::PKeys, show_pkeys(&h.p_keys), show_pkeys(&p.p_keys));
+        }
         (held, planned) => out.push(Difference {
             modifier: None,
             found: Found::OtherAttribute {
@@ -244,6 +264,21 @@ pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
         }),
     }
     out
+}
+
+/// A P_Key block's entries in use as `index:pkey,...` (index within the block).
+fn show_pkeys(p_keys: &[u16]) -> String {
+    let entries: Vec<String> = p_keys
+        .iter()
+        .enumerate()
+        .filter(|(_, pkey)| **pkey != 0)
+        .map(|(index, pkey)| format!("{index}:{pkey:#06x}"))
+        .collect();
+    if entries.is_empty() {
+        "empty".to_string()
+    } else {
+        entries.join(",")
+    }
 }
 
 /// A VLArb block as `vl:weight,...` up to its last entry in use.
@@ -321,7 +356,7 @@ mod tests {
         assert_eq!(
             names.join(","),
             "LID,LMC,MasterSMLID,SubnetPrefix,MasterSMSL,SubnetTimeOut,OperVLs,NeighborMTU,\
-             HOQLife,VLStallCount,VLHighLimit"
+             HOQLife,VLStallCount,VLHighLimit,PartitionEnforcement"
         );
         let planned = PortInfoRepr {
             lid: 1,
@@ -335,6 +370,7 @@ mod tests {
             hoq_life: 1,
             vl_stall_count: 1,
             vl_high_limit: 1,
+            partition_enforcement_inbound: true,
             ..port_info()
         };
         let held = Attribute::PortInfo(port_info());

@@ -64,6 +64,9 @@ impl Sweep {
             info.operational_vls = self.oper_vls(&port.info, &peer_port.info);
             info.neighbor_mtu = port.info.mtu_cap.min(peer_port.info.mtu_cap);
             let leaf = !peer_node.is_switch();
+            if node.is_switch() && key.port != 0 {
+                self.enforcement(key, &mut info, !leaf);
+            }
             if node.is_switch() {
                 info.hoq_life = self.hoq(leaf);
                 info.vl_stall_count = if leaf {

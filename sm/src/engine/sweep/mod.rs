@@ -9,9 +9,11 @@
 
 mod diff;
 mod links;
+mod partitions;
 mod qos;
 mod reconcile;
 mod switches;
+mod writes;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -22,16 +24,18 @@ use ibqos_qos::{QosConfig, VlCount};
 use tracing::{debug, info, warn};
 
 use super::discovery::{Discovery, Probe, WrongAnswer};
-use super::qos::{QosWrite, SetupConfig};
+use super::qos::SetupConfig;
 use super::routing::{Lfts, RoutingEngine};
 use super::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
-use qos::Settled;
+use partitions::PkeyState;
 use reconcile::PendingRead;
+use writes::{TableKind, Writes};
 
 pub use diff::{Difference, Field, Found, PortInfoField};
-pub use qos::QosCounts;
+pub use partitions::PartitionConfig;
 pub use reconcile::{Change, Learned};
+pub use writes::TableCounts;
 
 /// What the sweep needs from the configuration.
 #[derive(Debug, Clone)]
@@ -55,6 +59,8 @@ pub struct SweepConfig {
     pub qos: QosConfig,
     /// The qos-setup section to program (ibqos.toml's `[qos] program_policy_setup`).
     pub qos_setup: Option<SetupConfig>,
+    /// The partitions and how the partition manager programs them.
+    pub partitions: PartitionConfig,
     /// One SL2VL Set for all a switch's ports where the switch supports it.
     pub use_optimized_slvl: bool,
     /// The timeout of those all-ports Sets (OpenSM's `long_transaction_timeout`).
@@ -80,6 +86,8 @@ pub enum SweepMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
     Discovering,
+    /// Every P_Key table read, then the blocks that differ from the partitions' Set.
+    ProgrammingPartitions,
     /// LIDs, link settings and ARMED on every port.
     ConfiguringPorts,
     /// SL2VL and VLArb tables, each Set's echo checked against what was sent.
@@ -113,10 +121,16 @@ enum Op {
     SetLft {
         guid: u64,
     },
-    /// Entry `index` of the QoS Sets, sent for the `attempt`th time.
-    SetQos {
+    /// Entry `index` of the QoS or P_Key Sets, sent for the `attempt`th time.
+    SetTable {
+        kind: TableKind,
         index: usize,
         attempt: u32,
+    },
+    /// A P_Key block read by the partition manager.
+    ReadPKeys {
+        port: PortKey,
+        block: u16,
     },
     /// A read of what the fabric holds for pending planned Set `pending`.
     ReadBack {
@@ -156,8 +170,11 @@ pub struct Sweep {
     /// What the qos-setup scopes program on this subnet (empty without them).
     setup: SetupTables,
     /// The QoS Sets of this sweep, and where each stands.
-    qos_sets: Vec<QosWrite>,
-    qos_settled: Vec<Settled>,
+    qos_writes: Writes,
+    /// The P_Key Sets of this sweep, and where each stands.
+    pkey_writes: Writes,
+    /// The P_Key tables read and the partitions placed in them.
+    pkeys: PkeyState,
     /// The forwarding tables the sweep routed, by switch GUID.
     lfts: Lfts,
     pending_reads: Vec<PendingRead>,
@@ -182,8 +199,9 @@ impl Sweep {
             phase: Phase::Discovering,
             discovery,
             setup: SetupTables::default(),
-            qos_sets: Vec::new(),
-            qos_settled: Vec::new(),
+            qos_writes: Writes::default(),
+            pkey_writes: Writes::default(),
+            pkeys: PkeyState::default(),
             lfts: Lfts::default(),
             pending_reads: Vec::new(),
             changes: Vec::new(),
@@ -339,10 +357,20 @@ impl Sweep {
                     node.switch = Some(info);
                 }
             }
+            (Op::ReadPKeys { port, block }, Attribute::PKeyTable(table)) => {
+                self.pkeys_read(port, block, table);
+            }
             (Op::SetLft { guid }, Attribute::LinearForwardingTable(_)) => {
                 debug!(guid = %Guid(guid), "LFT block set");
             }
-            (Op::SetQos { index, attempt }, echo) => self.qos_echo(now, index, attempt, echo),
+            (
+                Op::SetTable {
+                    kind,
+                    index,
+                    attempt,
+                },
+                echo,
+            ) => self.write_echo(now, kind, index, attempt, echo),
             (Op::ReadBack { pending }, held) => self.read_back(pending, Some(held)),
             (op, attribute) => {
                 warn!(?op, answer = ?attribute.id(), "answer of the wrong attribute; ignored");
@@ -363,8 +391,10 @@ impl Sweep {
                         ports = counts.ports,
                         "discovery done"
                     );
-                    self.configure_ports();
+                    self.read_pkeys();
                 }
+                Phase::ProgrammingPartitions if !self.pkeys_planned() => self.program_pkeys(),
+                Phase::ProgrammingPartitions => self.configure_ports(),
                 Phase::ConfiguringPorts => self.program_qos(),
                 Phase::ProgrammingQos => self.program_switches(),
                 Phase::ProgrammingSwitches => self.activate(),
@@ -379,8 +409,8 @@ impl Sweep {
     /// initialization error.
     fn finish(&mut self, now: Instant) {
         let counts = self.counts();
-        let qos = self.qos_counts();
-        if counts.failed_requests == 0 && counts.ports_not_active == 0 && qos.failed == 0 {
+        let tables_failed = self.qos_counts().failed + self.pkey_counts().failed;
+        if counts.failed_requests == 0 && counts.ports_not_active == 0 && tables_failed == 0 {
             self.phase = Phase::SubnetUp;
             self.subnet_up_after = Some(now.saturating_duration_since(self.started));
             info!("SUBNET UP");

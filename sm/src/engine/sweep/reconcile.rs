@@ -10,8 +10,9 @@ use tracing::debug;
 
 use super::diff::{Difference, Found, PortInfoField, differences};
 use super::links::resulting_state;
-use super::qos::Settled;
+use super::writes::Settled;
 use super::{Op, Sweep, SweepMode};
+use crate::engine::pkeys::PkeyIndexes;
 use crate::engine::scheduler::Request;
 use crate::engine::subnet::PortKey;
 
@@ -32,6 +33,8 @@ pub struct Change {
 pub struct Learned {
     /// Per port, the PortInfo fields it was seen not to keep; not compared in Diff mode.
     pub unkept: BTreeMap<PortKey, BTreeSet<PortInfoField>>,
+    /// Per port, where its P_Keys went in earlier sweeps (`keep_pkey_indexes`).
+    pub pkey_indexes: BTreeMap<PortKey, PkeyIndexes>,
 }
 
 /// A Set the sweep wants to make, before it knows whether it is needed.
@@ -132,8 +135,8 @@ impl Sweep {
     /// later phases plan from the state the fabric would be in.
     pub(super) fn decide(&mut self, planned: Planned, differences: Vec<Difference>) {
         if differences.is_empty() {
-            if let Op::SetQos { index, .. } = planned.op {
-                self.settle_qos(index, Settled::Verified);
+            if let Op::SetTable { kind, index, .. } = planned.op {
+                self.settle_write(kind, index, Settled::Verified);
             }
             return;
         }

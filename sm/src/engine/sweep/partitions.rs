@@ -1,0 +1,360 @@
+//! The partition phase, OpenSM's first step after discovery (`osm_pkey_mgr_process`): read the
+//! P_Key table of every end port and of every switch port facing one, place the partitions'
+//! P_Keys as OpenSM places them, and Set the blocks that differ, each echo checked by the table
+//! writes. The enforcement it decides for switch ports travels in the link manager's PortInfo
+//! Set.
+
+use std::collections::BTreeMap;
+
+use ibqos_mad::{Attribute, AttributeId, NodeType, PKeyTableModifier, PKeyTableRepr, PortInfoRepr};
+use ibqos_qos::partitions::{EndPort, PartitionOptions, Partitions, SubnetPartitions, resolve};
+use tracing::{info, warn};
+
+use super::reconcile::Held;
+use super::writes::{TableKind, Writes};
+use super::{Op, Phase, Sweep};
+use crate::engine::pkeys::{BLOCK, KeyRule, PartEnforce, PortPkeys, peer_plan, place};
+use crate::engine::subnet::{PortKey, Subnet};
+use crate::engine::write::TableWrite;
+
+/// How the partition manager runs (opensm.conf's partition options).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartitionConfig {
+    /// The partitions.conf's definitions; `None` without a usable file.
+    pub definitions: Option<Partitions>,
+    pub options: PartitionOptions,
+    /// `keep_pkey_indexes`: a P_Key keeps its index from sweep to sweep.
+    pub keep_pkey_indexes: bool,
+    /// `part_enforce` (`off` too with `no_partition_enforcement`).
+    pub enforce: PartEnforce,
+}
+
+/// A port whose P_Key table the partition manager reads and writes.
+#[derive(Debug, Clone, Copy)]
+struct Target {
+    /// The port of the node the Gets and Sets travel by.
+    via: PortKey,
+    /// The modifier's port field: the port on a switch, 0 on a CA or router.
+    port_field: u8,
+    /// Entries the port has.
+    capacity: u16,
+}
+
+impl Target {
+    fn blocks(self) -> u16 {
+        self.capacity.div_ceil(BLOCK as u16)
+    }
+
+    fn modifier(self, block: u16) -> u32 {
+        u32::from(PKeyTableModifier {
+            port: u16::from(self.port_field),
+            block,
+        })
+    }
+}
+
+/// The ports whose P_Key tables the partition manager reads, as OpenSM reads them in discovery:
+/// every end port (its table as long as NodeInfo's PartitionCap) and every linked switch port
+/// (SwitchInfo's PartitionEnforcementCap; none when that is 0). It writes those of the end
+/// ports and of the switch ports facing a CA or router.
+fn targets(subnet: &Subnet) -> BTreeMap<PortKey, Target> {
+    let mut targets = BTreeMap::new();
+    for (guid, node) in &subnet.nodes {
+        let Some(switch) = node.switch.filter(|s| s.partition_enforcement_cap > 0) else {
+            continue;
+        };
+        for &number in node.ports.keys().filter(|&&n| n != 0) {
+            let key = PortKey::new(*guid, number);
+            if subnet.peer(key).is_some() {
+                targets.insert(
+                    key,
+                    Target {
+                        via: PortKey::new(*guid, 0),
+                        port_field: number,
+                        capacity: switch.partition_enforcement_cap,
+                    },
+                );
+            }
+        }
+    }
+    for (guid, number, _) in subnet.endports() {
+        let Some(node) = subnet.nodes.get(&guid) else {
+            continue;
+        };
+        let key = PortKey::new(guid, number);
+        let via = if node.is_switch() {
+            PortKey::new(guid, 0)
+        } else {
+            key
+        };
+        targets.insert(
+            key,
+            Target {
+                via,
+                port_field: 0,
+                capacity: node.info.partition_cap,
+            },
+        );
+    }
+    targets
+}
+
+/// The subnet's end ports as the partitions name them, and the SM's port GUID.
+fn end_ports(subnet: &Subnet) -> (Vec<EndPort>, Option<u64>) {
+    let ports = subnet
+        .endports()
+        .filter_map(|(guid, _, port)| {
+            let node_type = subnet.nodes.get(&guid)?.info.node_type;
+            Some(EndPort {
+                guid: port.guid,
+                node_type,
+            })
+        })
+        .collect();
+    let sm = subnet.sm_port.and_then(|k| subnet.port(k)).map(|p| p.guid);
+    (ports, sm)
+}
+
+/// The P_Key tables of the sweep: what each port held when read, and the P_Keys placed.
+#[derive(Debug, Default)]
+pub(super) struct PkeyState {
+    targets: BTreeMap<PortKey, Target>,
+    /// Every entry of every block read (an unreadable block as zeros).
+    pub(super) held: BTreeMap<PortKey, Vec<u16>>,
+    /// The subnet's partitions, once resolved.
+    pub(super) partitions: SubnetPartitions,
+    /// The enforcement each switch port facing an end port is to run.
+    pub(super) enforce: BTreeMap<PortKey, PartEnforce>,
+    planned: bool,
+}
+
+impl Sweep {
+    /// Reads every P_Key block of the ports partitions go to.
+    pub(super) fn read_pkeys(&mut self) {
+        self.phase = Phase::ProgrammingPartitions;
+        let targets = targets(&self.subnet);
+        let mut held = BTreeMap::new();
+        let mut reads = 0;
+        for (key, target) in &targets {
+            let Some(path) = self.subnet.port(target.via).map(|p| p.path.clone()) else {
+                continue;
+            };
+            held.insert(*key, vec![0; usize::from(target.blocks()) * BLOCK]);
+            for block in 0..target.blocks() {
+                let op = Op::ReadPKeys { port: *key, block };
+                let modifier = target.modifier(block);
+                self.scheduler
+                    .get_directed(key.node, &path, AttributeId::PKeyTable, modifier, op);
+                reads += 1;
+            }
+        }
+        info!(
+            ports = targets.len(),
+            blocks = reads,
+            "reading P_Key tables"
+        );
+        self.pkeys = PkeyState {
+            targets,
+            held,
+            ..PkeyState::default()
+        };
+    }
+
+    /// A P_Key block read.
+    pub(super) fn pkeys_read(&mut self, port: PortKey, block: u16, table: PKeyTableRepr) {
+        if let Some(held) = self.pkeys.held.get_mut(&port) {
+            let start = usize::from(block) * BLOCK;
+            if let Some(entries) = held.get_mut(start..start + BLOCK) {
+                entries.copy_from_slice(&table.p_keys);
+            }
+        }
+    }
+
+    /// Once the tables are read: the partitions resolved on this subnet, every end port's
+    /// P_Keys placed, the facing switch ports' tables and enforcement, and a Set for each block
+    /// that differs from what the port holds.
+    pub(super) fn program_pkeys(&mut self) {
+        self.pkeys.planned = true;
+        let config = &self.config.partitions;
+        let (ports, sm) = end_ports(&self.subnet);
+        let partitions = resolve(config.definitions.as_ref(), &ports, sm, config.options);
+        let rule = self.pkey_rule();
+        let mut writes = Writes::default();
+        let mut enforce = BTreeMap::new();
+        let targets = self.pkeys.targets.clone();
+        for (key, target) in targets.iter().filter(|(_, t)| t.port_field == 0) {
+            let Some(guid) = self.subnet.port(*key).map(|p| p.guid) else {
+                continue;
+            };
+            let held = self.pkeys.held.get(key).cloned().unwrap_or_default();
+            if !self.config.partitions.keep_pkey_indexes {
+                self.learned.pkey_indexes.remove(key);
+            }
+            let indexes = self.learned.pkey_indexes.entry(*key).or_default();
+            let wanted = partitions.pkeys_of(guid);
+            let placed = place(
+                PortPkeys {
+                    wanted: &wanted,
+                    held: &held,
+                    indx0: partitions.indx0.get(&guid).copied(),
+                    capacity: target.capacity,
+                    rule,
+                },
+                indexes,
+            );
+            for pkey in &placed.left_out {
+                warn!(port = ?key, pkey = format!("{pkey:#06x}"), "P_Key table full; P_Key not set (OpenSM ERR 0512)");
+            }
+            block_writes(*key, *target, &held, &placed.table, &mut writes);
+            let switch_port = self.subnet.peer(*key).filter(|f| targets.contains_key(f));
+            let is_ca = self
+                .subnet
+                .nodes
+                .get(&key.node)
+                .is_some_and(|n| n.info.node_type != NodeType::Switch);
+            let (Some(facing), true) = (switch_port, is_ca) else {
+                continue;
+            };
+            let (Some(facing_target), Some(switch)) = (
+                targets.get(&facing),
+                self.subnet.nodes.get(&facing.node).and_then(|n| n.switch),
+            ) else {
+                continue;
+            };
+            let Some(plan) = peer_plan(
+                &placed.table,
+                switch.partition_enforcement_cap,
+                self.config.partitions.enforce,
+            ) else {
+                continue;
+            };
+            let facing_held = self.pkeys.held.get(&facing).cloned().unwrap_or_default();
+            let mut table = facing_held.clone();
+            for (block, entries) in &plan.blocks {
+                let start = usize::from(*block) * BLOCK;
+                if let Some(slot) = table.get_mut(start..start + BLOCK) {
+                    slot.copy_from_slice(entries);
+                }
+            }
+            if plan.enforce == PartEnforce::Off
+                && self.config.partitions.enforce != PartEnforce::Off
+            {
+                warn!(port = ?facing, "switch port cannot hold the P_Keys of the port it faces; partition enforcement off (OpenSM ERR 0507)");
+            }
+            block_writes(facing, *facing_target, &facing_held, &table, &mut writes);
+            enforce.insert(facing, plan.enforce);
+        }
+        self.pkeys.partitions = partitions;
+        self.pkeys.enforce = enforce;
+        let pending = writes.pending();
+        self.pkey_writes = writes;
+        for index in pending {
+            let Some(set) = self.pkey_writes.get(index) else {
+                continue;
+            };
+            let Attribute::PKeyTable(_) = set.attribute else {
+                continue;
+            };
+            let held = self.held_block(set);
+            if let Some(planned) = self.planned_write(TableKind::PKey, index, 1) {
+                self.plan_set(planned, Held::Known(Attribute::PKeyTable(held)));
+            }
+        }
+        info!(
+            partitions = self.pkeys.partitions.partitions.len(),
+            ports = self.pkey_writes.counts().configured,
+            "programming P_Key tables"
+        );
+    }
+
+    /// The block a P_Key Set overwrites, as read.
+    fn held_block(&self, set: &TableWrite) -> PKeyTableRepr {
+        let m = PKeyTableModifier::from(set.modifier);
+        let port = set.ports.first().copied();
+        let start = usize::from(m.block) * BLOCK;
+        let mut p_keys = [0; BLOCK];
+        if let Some(held) = port
+            .and_then(|p| self.pkeys.held.get(&p))
+            .and_then(|h| h.get(start..start + BLOCK))
+        {
+            p_keys.copy_from_slice(held);
+        }
+        PKeyTableRepr { p_keys }
+    }
+
+    /// Whether the partition phase has planned its Sets (it reads first).
+    pub(super) fn pkeys_planned(&self) -> bool {
+        self.pkeys.planned
+    }
+
+    /// Every port's P_Key table as the ports hold it after this sweep: as read, with each Set
+    /// that was echoed back as sent (or found in place) written in.
+    pub fn pkey_tables(&self) -> BTreeMap<PortKey, Vec<u16>> {
+        let mut tables = self.pkeys.held.clone();
+        for set in self.pkey_writes.verified() {
+            let (Some(port), Attribute::PKeyTable(block)) = (set.ports.first(), set.attribute)
+            else {
+                continue;
+            };
+            let start = usize::from(PKeyTableModifier::from(set.modifier).block) * BLOCK;
+            if let Some(slot) = tables
+                .get_mut(port)
+                .and_then(|t| t.get_mut(start..start + BLOCK))
+            {
+                slot.copy_from_slice(&block.p_keys);
+            }
+        }
+        tables
+    }
+
+    /// Which P_Keys count as one entry (`allow_both_pkeys`).
+    pub fn pkey_rule(&self) -> KeyRule {
+        KeyRule {
+            allow_both_pkeys: self.config.partitions.options.allow_both_pkeys,
+        }
+    }
+
+    /// The partitions this sweep resolved on the subnet.
+    pub fn partitions(&self) -> &SubnetPartitions {
+        &self.pkeys.partitions
+    }
+
+    /// The partition enforcement bits a port's PortInfo Set carries: those the partition
+    /// manager decided for a switch port facing an end port, off on a link between switches.
+    pub(super) fn enforcement(&self, key: PortKey, info: &mut PortInfoRepr, peer_is_switch: bool) {
+        let enforce = match self.pkeys.enforce.get(&key) {
+            Some(enforce) => *enforce,
+            None if peer_is_switch => PartEnforce::Off,
+            None => return,
+        };
+        (
+            info.partition_enforcement_inbound,
+            info.partition_enforcement_outbound,
+        ) = enforce.bits();
+    }
+}
+
+/// A write per block of `table`: verified at once where the port holds it already (OpenSM sends
+/// only the blocks that differ).
+fn block_writes(key: PortKey, target: Target, held: &[u16], table: &[u16], writes: &mut Writes) {
+    for (block, entries) in table.chunks(BLOCK).enumerate() {
+        let Ok(p_keys) = <[u16; BLOCK]>::try_from(entries) else {
+            continue;
+        };
+        let block = block as u16;
+        let write = TableWrite {
+            node: key.node,
+            via: target.via,
+            attribute: Attribute::PKeyTable(PKeyTableRepr { p_keys }),
+            modifier: target.modifier(block),
+            ports: vec![key],
+            long: false,
+        };
+        let start = usize::from(block) * BLOCK;
+        if held.get(start..start + BLOCK) == Some(entries) {
+            writes.push_verified(write);
+        } else {
+            writes.push(write);
+        }
+    }
+}
