@@ -35,6 +35,15 @@ pub fn conf_data(reader: &str, kind: &str) -> Vec<PathBuf> {
     files
 }
 
+/// Accepted partitions.conf files (in `opensm-compat/tests/data/partitions/accepted/`) that
+/// OpenSM drops all the same, and what it logs for them: the first line of `ip-groups` ends a
+/// definition with an `mgid`, after which OpenSM's parser reads past the text into whatever its
+/// line buffer held before, uninitialised memory the reader takes as zeros.
+pub const DIVERGENT_PARTITIONS: [(&str, &str); 1] = [(
+    "ip-groups",
+    "PARSE ERROR: line 1: no partition definition found",
+)];
+
 /// A fabric to run the SM on: its net file, its shape, and where the SM and the readers attach.
 #[derive(Debug, Clone)]
 pub struct Fabric {

@@ -147,6 +147,12 @@ impl<'a> SmpQuery<'a> {
         parse_portinfo(&text).map_err(|e| e.context(format!("portinfo of {target}")))
     }
 
+    /// `smpquery pkeys <target> [port]`: every entry of the port's P_Key table.
+    pub fn pkeys(&self, target: &Target, port: Option<u8>) -> Result<Vec<u16>> {
+        let text = self.run("pkeys", target, port)?;
+        parse_pkeys(&text).map_err(|e| e.context(format!("pkeys of {target}")))
+    }
+
     /// The NodeGUID of the node at `target` (`smpquery nodeinfo`): how `ibqos sm` names nodes
     /// in its JSON output.
     pub fn node_guid(&self, target: &Target) -> Result<u64> {
@@ -392,9 +398,70 @@ fn vl_count(range: &str) -> Option<u8> {
     }
 }
 
+/// Parses `smpquery pkeys` output: rows of eight entries after the index of the first, then
+/// the capacity line, which must agree with the count.
+///
+/// ```text
+///    0: 0xffff 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000
+/// 8 pkeys capacity for this port
+/// ```
+pub fn parse_pkeys(text: &str) -> Result<Vec<u16>> {
+    let mut entries = Vec::new();
+    let mut capacity = None;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(count) = line.strip_suffix(" pkeys capacity for this port") {
+            capacity = Some(
+                count
+                    .parse::<usize>()
+                    .map_err(|e| Error::new(format!("capacity line {line:?}: {e}")))?,
+            );
+            continue;
+        }
+        let (index, values) = line
+            .split_once(':')
+            .ok_or_else(|| Error::new(format!("not a P_Key row: {line:?}")))?;
+        if index.trim().parse::<usize>().ok() != Some(entries.len()) {
+            return Err(Error::new(format!("row {line:?} out of order")));
+        }
+        for value in values.split_whitespace() {
+            let hex = value
+                .strip_prefix("0x")
+                .ok_or_else(|| Error::new(format!("not a P_Key: {value:?}")))?;
+            entries.push(
+                u16::from_str_radix(hex, 16)
+                    .map_err(|e| Error::new(format!("P_Key {value:?}: {e}")))?,
+            );
+        }
+    }
+    match capacity {
+        Some(count) if count <= entries.len() => {
+            entries.truncate(count);
+            Ok(entries)
+        }
+        Some(count) => Err(Error::new(format!(
+            "{count} P_Keys of capacity but {} listed",
+            entries.len()
+        ))),
+        None => Err(Error::new("no capacity line")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pkeys_rows_and_capacity() {
+        let text = "   0: 0xffff 0x8001 0x0000 0x0000 0x0000 0x0000 0x0000 0x0000\n\
+                    8 pkeys capacity for this port\n";
+        assert_eq!(
+            parse_pkeys(text).unwrap(),
+            [0xffff, 0x8001, 0, 0, 0, 0, 0, 0]
+        );
+        assert!(parse_pkeys("   0: 0xffff\n").is_err(), "no capacity line");
+        assert!(parse_pkeys("   8: 0xffff\n1 pkeys capacity for this port").is_err());
+        assert!(parse_pkeys("   0: 0xffff\n9 pkeys capacity for this port").is_err());
+    }
 
     #[test]
     fn switch_sl2vl_has_a_row_per_input_port() {

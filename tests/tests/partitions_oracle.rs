@@ -9,7 +9,7 @@
 //!
 //! One ibsim serves every run: reading the file does not depend on what earlier runs programmed.
 //!
-//! One accepted file is known to part ways with OpenSM ([`DIVERGENT`]): OpenSM drops it, the
+//! One accepted file is known to part ways with OpenSM ([`DIVERGENT_PARTITIONS`]): OpenSM drops it, the
 //! reader does not. Its first line ends a definition with an `mgid`, after which OpenSM's
 //! parser moves past the end of the text it parses, into what its line buffer held before the
 //! file was read: uninitialised memory, which the reader takes as zeros. The test holds OpenSM
@@ -19,7 +19,7 @@ use std::path::Path;
 
 use ibqos_opensm::partitions;
 use ibqos_tests::opensm::run_opensm_once;
-use ibqos_tests::scenario::conf_data;
+use ibqos_tests::scenario::{DIVERGENT_PARTITIONS, conf_data};
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 
 const NET_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fabric/data/two-switch.net");
@@ -28,11 +28,6 @@ const SM_NODE: &str = "H1";
 const DROPPED: &str = "Partition configuration in error";
 /// The file whose `mgid` has no value: OpenSM hands NULL to inet_pton.
 const CRASHES: &str = "mgid-without-value";
-/// Accepted files OpenSM drops, and what it logs for them (see the module documentation).
-const DIVERGENT: [(&str, &str); 1] = [(
-    "ip-groups",
-    "PARSE ERROR: line 1: no partition definition found",
-)];
 
 fn name(file: &Path) -> String {
     file.file_stem()
@@ -89,7 +84,7 @@ fn opensm_gives_each_file_its_recorded_verdict() {
             .is_ok_and(|log| !log.contains("PARSE ERROR") && !log.contains(DROPPED))
     };
     for file in conf_data("partitions", "accepted") {
-        let divergent = DIVERGENT.iter().find(|(n, _)| *n == name(&file));
+        let divergent = DIVERGENT_PARTITIONS.iter().find(|(n, _)| *n == name(&file));
         let outcome = opensm_log(&tools, &sim, &dir, &file);
         match (divergent, &outcome) {
             (None, _) if clean(&outcome) => {}
