@@ -51,7 +51,7 @@ pub use due::DueQueue;
 pub use dump::dump;
 pub use models::{Faults, Latency, Models, precise_timers};
 pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
-pub use sma::LINEAR_FDB_CAP;
+pub use sma::{LINEAR_FDB_CAP, MULTICAST_FDB_CAP};
 pub use trap::Trap;
 
 pub use ibqos_fabric::builtin::{BUILTIN_TOPOLOGIES, builtin_topology, load_topology};

@@ -4,16 +4,21 @@
 
 use ibqos_mad::{
     Attribute, AttributeId, CapabilityMask, CapabilityMask2, GuidInfoModifier, GuidInfoRepr,
-    LftModifier, LinearForwardingTableRepr, NodeDescriptionRepr, NodeInfoRepr, PKeyTableModifier,
-    PKeyTableRepr, PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Priority,
-    SlToVlMappingTableRepr, SlToVlModifier, Status, SwitchInfoRepr, VlArbBlock, VlArbEntry,
-    VlArbModifier, VlArbitrationTableRepr,
+    LftModifier, LinearForwardingTableRepr, MftModifier, MulticastForwardingTableRepr,
+    NodeDescriptionRepr, NodeInfoRepr, PKeyTableModifier, PKeyTableRepr, PhysPortState,
+    PortInfoModifier, PortInfoRepr, PortState, Priority, SlToVlMappingTableRepr, SlToVlModifier,
+    Status, SwitchInfoRepr, VlArbBlock, VlArbEntry, VlArbModifier, VlArbitrationTableRepr,
 };
+
+use std::collections::BTreeMap;
 
 use ibqos_fabric::{Node, NodeKind, Port};
 
 /// SwitchInfo.LinearFDBCap: ibsim 0.12's `MAXLINEARCAP`, every unicast LID (0xC000).
 pub const LINEAR_FDB_CAP: u16 = 0xc000;
+/// SwitchInfo.MulticastFDBCap: ibsim's default (`-M`), MLIDs 0xC000-0xC3FF, which are also the
+/// only MFT blocks ibsim keeps (0-31, `sim_mad.c`'s `LASTBLOCK32`).
+pub const MULTICAST_FDB_CAP: u16 = 1024;
 /// NodeInfo.PartitionCap of a CA, router or switch port 0 and SwitchInfo.PartitionEnforcementCap
 /// (the P_Key table size of switch external ports), as ibsim presents them.
 const CA_PARTITION_CAP: u16 = 64;
@@ -80,12 +85,15 @@ pub(crate) struct NodeSma {
     pub(crate) switch: Option<SwitchSma>,
 }
 
-/// A switch's SwitchInfo and forwarding table.
+/// A switch's SwitchInfo and forwarding tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SwitchSma {
     pub(crate) info: SwitchInfoRepr,
     /// The linear forwarding table, grown on Set; a LID past its end has no route (0xFF).
     pub(crate) lft: Vec<u8>,
+    /// The multicast forwarding table blocks Set so far, by (block, position); a block never
+    /// Set holds empty masks.
+    pub(crate) mft: BTreeMap<MftModifier, MulticastForwardingTableRepr>,
 }
 
 /// The port whose attribute a request names: on a switch the modifier's port, on a CA or
@@ -307,8 +315,7 @@ impl NodeSma {
             info: SwitchInfoRepr {
                 linear_fdb_cap: LINEAR_FDB_CAP,
                 random_fdb_cap: 0,
-                // No multicast forwarding is emulated, so none is advertised (ibsim: 1024).
-                multicast_fdb_cap: 0,
+                multicast_fdb_cap: MULTICAST_FDB_CAP,
                 linear_fdb_top: 0,
                 default_port: 0,
                 default_multicast_primary_port: 0,
@@ -326,6 +333,7 @@ impl NodeSma {
                 multicast_fdb_top: 0,
             },
             lft: Vec::new(),
+            mft: BTreeMap::new(),
         });
         NodeSma {
             info,
@@ -442,6 +450,11 @@ impl NodeSma {
                 }
                 Attribute::LinearForwardingTable(LinearForwardingTableRepr { ports })
             }
+            AttributeId::MulticastForwardingTable => {
+                let block = self.mft_block(modifier)?;
+                let held = block.and_then(|b| self.switch.as_ref()?.mft.get(&b));
+                Attribute::MulticastForwardingTable(held.copied().unwrap_or_default())
+            }
             _ => return Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
         })
     }
@@ -469,6 +482,23 @@ impl NodeSma {
             return Err(Status::INVALID_VALUE);
         }
         Ok(output)
+    }
+
+    /// The MFT block a MulticastForwardingTable modifier names, `None` for a block the switch
+    /// does not keep: as in ibsim, a block past MulticastFDBCap or a position past the
+    /// switch's ports (⌈(NumPorts + 1) / 16⌉ positions, port 0 included) reads as empty masks
+    /// and a Set of it is lost, both with status 0.
+    fn mft_block(&self, modifier: u32) -> Result<Option<MftModifier>, Status> {
+        let switch = self
+            .switch
+            .as_ref()
+            .ok_or(Status::METHOD_ATTRIBUTE_UNSUPPORTED)?;
+        let m = MftModifier::try_from(modifier).map_err(|_| Status::INVALID_VALUE)?;
+        let blocks = switch.info.multicast_fdb_cap / MftModifier::MLIDS_PER_BLOCK;
+        let positions = (u16::from(self.info.num_ports) + 1)
+            .div_ceil(u16::from(MftModifier::PORTS_PER_POSITION));
+        let kept = m.block() < blocks && u16::from(m.position()) < positions;
+        Ok(kept.then_some(m))
     }
 
     fn vlarb_target(&self, arrival: u8, modifier: u32) -> Result<(u8, VlArbBlock), Status> {
@@ -558,6 +588,13 @@ impl NodeSma {
                 }
                 switch.lft[start..end].copy_from_slice(&table.ports);
                 Ok(Attribute::LinearForwardingTable(table))
+            }
+            Attribute::MulticastForwardingTable(table) => {
+                let block = self.mft_block(modifier)?;
+                if let (Some(switch), Some(block)) = (self.switch.as_mut(), block) {
+                    switch.mft.insert(block, table);
+                }
+                self.get(arrival, AttributeId::MulticastForwardingTable, modifier)
             }
             _ => Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
         }

@@ -3,12 +3,13 @@
 
 mod support;
 
-use ibqos_emu::Emulator;
-use ibqos_fabric::{LinkCaps, PortRef};
+use ibqos_emu::{Emulator, MULTICAST_FDB_CAP};
+use ibqos_fabric::{LinkCaps, Node, NodeKind, PortRef, Topology};
 use ibqos_mad::{
     Attribute, AttributeId, Direction, DrPath, GuidInfoRepr, LinearForwardingTableRepr, Method,
-    PKeyTableRepr, PortInfoRepr, PortState, Priority, Routing, SlToVlMappingTableRepr,
-    SlToVlModifier, Smp, SmpRepr, Status, VlArbEntry, VlArbitrationTableRepr,
+    MftModifier, MulticastForwardingTableRepr, PKeyTableRepr, PortInfoRepr, PortState, Priority,
+    Routing, SlToVlMappingTableRepr, SlToVlModifier, Smp, SmpRepr, Status, VlArbEntry,
+    VlArbitrationTableRepr,
 };
 use proptest::prelude::*;
 use support::{emulator, exchange, h1, node, sm_exchange, sm_exchange_at, two_switch, with_sm_at};
@@ -347,6 +348,97 @@ fn tables_round_trip() {
     assert_eq!(attr(&answer), Attribute::LinearForwardingTable(lft));
     assert_eq!(emu.lft(s1, 65), Some(4));
     assert_eq!(emu.lft(s1, 64), Some(0xff));
+}
+
+fn mft(block: u16, position: u8) -> u32 {
+    MftModifier::new(block, position).unwrap().into()
+}
+
+/// The MFT block `modifier` of the switch at `path`, which must answer with status 0.
+fn mft_get(emu: &mut Emulator, path: &[u8], modifier: u32) -> MulticastForwardingTableRepr {
+    let answer = get(emu, path, AttributeId::MulticastForwardingTable, modifier);
+    assert_eq!(answer.status, Status::OK, "{modifier:#x}");
+    let Attribute::MulticastForwardingTable(table) = attr(&answer) else {
+        panic!()
+    };
+    table
+}
+
+/// MFT blocks are kept per (block, position) as ibsim keeps them: blocks 0-31 (MulticastFDBCap
+/// 1024) and the positions of the switch's ports, port 0 included; any other block reads as
+/// empty masks and a Set of it is lost, with status 0 both ways.
+#[test]
+fn multicast_forwarding_tables_per_block_and_position() {
+    let mut emu = emulator();
+    let Attribute::SwitchInfo(info) = attr(&get(&mut emu, &[1], AttributeId::SwitchInfo, 0)) else {
+        panic!()
+    };
+    assert_eq!(info.multicast_fdb_cap, MULTICAST_FDB_CAP);
+    assert_eq!(
+        get(&mut emu, &[], AttributeId::MulticastForwardingTable, 0).status,
+        Status(0x000c)
+    );
+
+    let mut table = MulticastForwardingTableRepr::default();
+    table.port_masks[0] = 0x0013; // ports 0, 1 and 4
+    table.port_masks[31] = 0x0100; // port 8
+    let empty = MulticastForwardingTableRepr::default();
+    // S1 has 8 ports: one position. Block 31 is the last kept.
+    for block in [0, 31] {
+        let answer = set(
+            &mut emu,
+            &[1],
+            Attribute::MulticastForwardingTable(table),
+            mft(block, 0),
+        );
+        assert_eq!(answer.status, Status::OK);
+        assert_eq!(attr(&answer), Attribute::MulticastForwardingTable(table));
+        assert_eq!(mft_get(&mut emu, &[1], mft(block, 0)), table);
+    }
+    assert_eq!(mft_get(&mut emu, &[1], mft(1, 0)), empty);
+    // S2 keeps its own tables.
+    assert_eq!(mft_get(&mut emu, &[1, 3], mft(0, 0)), empty);
+    for lost in [mft(32, 0), mft(0, 1), mft(511, 15)] {
+        let answer = set(
+            &mut emu,
+            &[1],
+            Attribute::MulticastForwardingTable(table),
+            lost,
+        );
+        assert_eq!(answer.status, Status::OK);
+        assert_eq!(attr(&answer), Attribute::MulticastForwardingTable(empty));
+        assert_eq!(mft_get(&mut emu, &[1], lost), empty);
+    }
+    // Bits 27:9 are reserved.
+    assert_eq!(
+        get(&mut emu, &[1], AttributeId::MulticastForwardingTable, 0x200).status,
+        INVALID
+    );
+
+    // A 16-port switch has 17 ports with port 0: two positions. (The tests send from H1.)
+    let mut t = Topology::new();
+    let switch = t
+        .add_node(Node::new(NodeKind::Switch, 0x20, "S", 16))
+        .unwrap();
+    let host = t.add_node(Node::new(NodeKind::Ca, 0x10, "H1", 1)).unwrap();
+    t.connect(PortRef::new(host, 1), PortRef::new(switch, 16))
+        .unwrap();
+    let mut emu = with_sm_at(t, PortRef::new(host, 1));
+    set(
+        &mut emu,
+        &[1],
+        Attribute::MulticastForwardingTable(table),
+        mft(0, 1),
+    );
+    assert_eq!(mft_get(&mut emu, &[1], mft(0, 1)), table);
+    assert_eq!(mft_get(&mut emu, &[1], mft(0, 0)), empty);
+    set(
+        &mut emu,
+        &[1],
+        Attribute::MulticastForwardingTable(table),
+        mft(0, 2),
+    );
+    assert_eq!(mft_get(&mut emu, &[1], mft(0, 2)), empty);
 }
 
 #[test]

@@ -11,7 +11,8 @@
 //! - [`dump`]: a fabric's QoS state as JSON (every port's PortInfo fields and tables as its SMA
 //!   answers them), and the one rule for which SubnGets read it;
 //! - [`routing`]: the routing engines (minhop, up*/down*) as pure, deterministic functions from a
-//!   topology with LIDs to every switch's linear forwarding table, and a path tracer.
+//!   topology with LIDs to every switch's linear forwarding table, and a path tracer; OpenSM's
+//!   multicast spanning tree of an MLID's members and the MFT blocks of many such trees.
 //!
 //! Pure data and functions: no I/O beyond reading a net file, no clock. The emulated fabric that
 //! answers SMPs for these topologies is the `ibqos-emu` crate.

@@ -2,8 +2,14 @@
 
 use ibqos_fabric::generate::{self, assign_lids};
 use ibqos_fabric::netfile::parse_net_str;
-use ibqos_fabric::routing::{Ranks, Routes, RoutingError, minhop, trace, updn, updn_roots};
+use std::collections::{BTreeMap, BTreeSet};
+
+use ibqos_fabric::routing::{
+    MulticastRouting, MulticastTree, PortMask, Ranks, Routes, RoutingError, mft_blocks, minhop,
+    trace, updn, updn_roots,
+};
 use ibqos_fabric::{Node, NodeId, PortRef, Topology};
+use ibqos_mad::MftModifier;
 use proptest::prelude::*;
 
 fn with_lids(mut t: Topology, lmc: u8) -> Topology {
@@ -337,5 +343,131 @@ proptest! {
         if let Ok(auto) = updn(&t, &[]) {
             all_paths(&t, &auto);
         }
+    }
+}
+
+/// A random fabric and a random set of its end ports.
+fn arb_members() -> impl Strategy<Value = (Topology, Vec<PortRef>)> {
+    arb_fabric().prop_flat_map(|t| {
+        let ends: Vec<PortRef> = t.endports().collect();
+        let all = ends.len();
+        (Just(t), proptest::sample::subsequence(ends, 0..=all))
+    })
+}
+
+/// Follows a tree's entries from its root, into a switch only over a link whose both ends'
+/// entries hold it, never back out the way it came: the member ports the tree delivers to.
+/// Fails on a switch met twice (a loop) and on an entry the walk does not meet.
+fn delivered(t: &Topology, tree: &MulticastTree) -> BTreeSet<PortRef> {
+    let mut out = BTreeSet::new();
+    let Some(root) = tree.root else {
+        assert!(tree.masks.is_empty());
+        return out;
+    };
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![(root, None)];
+    while let Some((switch, entered)) = stack.pop() {
+        assert!(seen.insert(switch), "the tree loops through {switch}");
+        let mask = tree.masks.get(&switch).copied().unwrap_or_default();
+        for port in mask.ports().filter(|&p| Some(p) != entered) {
+            if port == 0 {
+                out.insert(PortRef::new(switch, 0));
+                continue;
+            }
+            let peer = t
+                .peer(PortRef::new(switch, port))
+                .expect("an entry's port is linked");
+            if !is_switch(t, peer.node) {
+                out.insert(peer);
+            } else if tree
+                .masks
+                .get(&peer.node)
+                .is_some_and(|m| m.contains(peer.port))
+            {
+                stack.push((peer.node, Some(peer.port)));
+            }
+        }
+    }
+    let entries: BTreeSet<NodeId> = tree.masks.keys().copied().collect();
+    assert!(entries.is_subset(&seen), "entries off the tree");
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// With every switch doing multicast, a tree reaches every member and nothing else, from
+    /// one root, without loops, through linked ports only.
+    #[test]
+    fn multicast_trees_reach_every_member_without_loops((t, members) in arb_members()) {
+        let tree = MulticastRouting::min_hop(&t, |_| true).unwrap().tree(&members).unwrap();
+        prop_assert!(tree.unreached.is_empty());
+        let expected: BTreeSet<PortRef> = members.iter().copied().collect();
+        if expected.len() < 2 {
+            prop_assert_eq!(tree, MulticastTree::default());
+        } else {
+            prop_assert_eq!(delivered(&t, &tree), expected);
+        }
+    }
+
+    /// Switches without multicast hold no entry and stop their branches: every member is
+    /// either delivered to or named unreached, never both.
+    #[test]
+    fn multicast_trees_skip_switches_without_multicast(
+        (t, members) in arb_members(),
+        unable in proptest::collection::vec(any::<bool>(), 8),
+    ) {
+        let unable = |s: NodeId| unable[s.index() % unable.len()];
+        let Ok(tree) = MulticastRouting::min_hop(&t, |s| !unable(s)).unwrap().tree(&members) else {
+            prop_assert!(t.switches().all(|(s, _)| unable(s)));
+            return Ok(());
+        };
+        prop_assert!(tree.masks.keys().all(|&s| !unable(s)));
+        let reached = delivered(&t, &tree);
+        let missed: BTreeSet<PortRef> = tree.unreached.iter().map(|u| u.member).collect();
+        prop_assert!(reached.is_disjoint(&missed));
+        let all: BTreeSet<PortRef> = reached.union(&missed).copied().collect();
+        if members.len() >= 2 {
+            prop_assert_eq!(all, members.iter().copied().collect::<BTreeSet<_>>());
+        }
+    }
+
+    /// The MFT blocks hold exactly the entries of the trees, each block once, every switch's
+    /// top past its highest MLID with an entry.
+    #[test]
+    fn mft_blocks_hold_the_trees_entries(
+        (t, members) in arb_members(),
+        mlids in proptest::collection::vec(0u16..200, 1..4),
+    ) {
+        let routing = MulticastRouting::min_hop(&t, |_| true).unwrap();
+        // Each MLID's members: the sample less its last k ports, so the trees differ.
+        let trees: BTreeMap<u16, MulticastTree> = mlids
+            .iter()
+            .enumerate()
+            .map(|(k, &offset)| {
+                let mut m = members.clone();
+                m.truncate(members.len().saturating_sub(k));
+                (MftModifier::FIRST_MLID + offset, routing.tree(&m).unwrap())
+            })
+            .collect();
+        let mfts = mft_blocks(&t, trees.iter().map(|(m, tree)| (*m, tree))).unwrap();
+        let mut held: BTreeMap<(NodeId, u16), PortMask> = BTreeMap::new();
+        let mut blocks = BTreeSet::new();
+        for block in &mfts.blocks {
+            prop_assert!(blocks.insert((block.switch, block.modifier)));
+            let top = mfts.tops[&block.switch];
+            prop_assert!(block.modifier.first_mlid() <= top);
+            for (i, &bits) in block.table.port_masks.iter().enumerate() {
+                let mlid = block.modifier.first_mlid() + i as u16;
+                for k in (0..16).filter(|k| bits & 1 << k != 0) {
+                    let port = block.modifier.position() * MftModifier::PORTS_PER_POSITION + k;
+                    held.entry((block.switch, mlid)).or_default().insert(port);
+                }
+            }
+        }
+        let routed: BTreeMap<(NodeId, u16), PortMask> = trees
+            .iter()
+            .flat_map(|(&mlid, tree)| tree.masks.iter().map(move |(&s, &m)| ((s, mlid), m)))
+            .collect();
+        prop_assert_eq!(held, routed);
     }
 }

@@ -44,6 +44,9 @@ mod vocabulary;
 pub use attr::Attribute;
 pub use attr::guid_info::{GuidInfo, GuidInfoRepr};
 pub use attr::linear_forwarding_table::{LinearForwardingTable, LinearForwardingTableRepr};
+pub use attr::multicast_forwarding_table::{
+    MulticastForwardingTable, MulticastForwardingTableRepr,
+};
 pub use attr::node_description::{NodeDescription, NodeDescriptionRepr};
 pub use attr::node_info::{NodeInfo, NodeInfoRepr, NodeType};
 pub use attr::notice::{Notice, NoticeRepr, NoticeType};
@@ -59,8 +62,8 @@ pub use damage::damage;
 pub use error::{Error, Result};
 pub use header::{AttributeId, InvalidField, Mad, Method, MgmtClass, Status};
 pub use modifier::{
-    GuidInfoModifier, LftModifier, PKeyTableModifier, PortInfoModifier, SlToVlModifier,
-    SmInfoModifier, VlArbBlock, VlArbModifier,
+    GuidInfoModifier, LftModifier, MftModifier, PKeyTableModifier, PortInfoModifier,
+    SlToVlModifier, SmInfoModifier, VlArbBlock, VlArbModifier,
 };
 pub use perf::class_port_info::{ClassPortInfo, ClassPortInfoRepr};
 pub use perf::optional_counters::{

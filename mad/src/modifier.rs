@@ -113,6 +113,91 @@ impl TryFrom<u32> for LftModifier {
     }
 }
 
+/// The MulticastForwardingTable modifier: the block of 32 MLIDs starting at
+/// `0xC000 + 32 * block`, and the position of the 16 ports starting at `16 * position` whose
+/// bits the block's masks carry (IBA 14.2.5.12). Bits 27:9 are reserved.
+///
+/// The fields are private so that a value always fits its bits: [`MftModifier::new`] checks
+/// them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct MftModifier {
+    block: u16,
+    position: u8,
+}
+
+impl MftModifier {
+    /// The first multicast LID, entry 0 of block 0.
+    pub const FIRST_MLID: u16 = 0xc000;
+    /// MLIDs per block.
+    pub const MLIDS_PER_BLOCK: u16 = 32;
+    /// Ports per position (the bits of one mask).
+    pub const PORTS_PER_POSITION: u8 = 16;
+    /// The highest block, bits 8:0: block 511 ends at MLID 0xFFFF.
+    pub const MAX_BLOCK: u16 = 0x1ff;
+    /// The highest position, bits 31:28: position 15 ends at port 255.
+    pub const MAX_POSITION: u8 = 0xf;
+    const POSITION_SHIFT: u32 = 28;
+
+    /// The modifier of `block` and `position`, if both fit their bits.
+    pub fn new(block: u16, position: u8) -> Result<Self> {
+        if block > Self::MAX_BLOCK {
+            return Err(Error::BadValue {
+                field: "mft_block",
+                value: block.into(),
+            });
+        }
+        if position > Self::MAX_POSITION {
+            return Err(Error::BadValue {
+                field: "mft_position",
+                value: position.into(),
+            });
+        }
+        Ok(Self { block, position })
+    }
+
+    /// The block and position holding the bit of `port` for multicast LID `mlid`, `None` for a
+    /// unicast LID.
+    pub fn containing(mlid: u16, port: u8) -> Option<Self> {
+        let offset = mlid.checked_sub(Self::FIRST_MLID)?;
+        Some(Self {
+            block: offset / Self::MLIDS_PER_BLOCK,
+            position: port / Self::PORTS_PER_POSITION,
+        })
+    }
+
+    /// Block number, 0..=[`Self::MAX_BLOCK`].
+    pub const fn block(self) -> u16 {
+        self.block
+    }
+
+    /// Position, 0..=[`Self::MAX_POSITION`].
+    pub const fn position(self) -> u8 {
+        self.position
+    }
+
+    /// The MLID of entry 0 of the block.
+    pub const fn first_mlid(self) -> u16 {
+        Self::FIRST_MLID + self.block * Self::MLIDS_PER_BLOCK
+    }
+}
+
+impl From<MftModifier> for u32 {
+    fn from(m: MftModifier) -> Self {
+        u32::from(m.position) << MftModifier::POSITION_SHIFT | u32::from(m.block)
+    }
+}
+
+impl TryFrom<u32> for MftModifier {
+    type Error = Error;
+    fn try_from(raw: u32) -> Result<Self> {
+        check_reserved(raw, 0x0fff_fe00)?;
+        Ok(Self {
+            block: (raw & u32::from(Self::MAX_BLOCK)) as u16,
+            position: (raw >> Self::POSITION_SHIFT) as u8,
+        })
+    }
+}
+
 /// The GUIDInfo modifier: the block of 8 GUIDs starting at GUID `8 * block`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct GuidInfoModifier {
@@ -375,6 +460,38 @@ mod tests {
         assert_eq!(LftModifier::try_from(0x1_0000), Err(bad(0x1_0000)));
     }
 
+    /// Block 511 position 15 is the last: MLID 0xFFE0, ports 240-255; bits 27:9 are reserved.
+    #[test]
+    fn mft() {
+        let last = MftModifier::new(511, 15).unwrap();
+        assert_eq!(u32::from(last), 0xf000_01ff);
+        assert_eq!(MftModifier::try_from(0xf000_01ff), Ok(last));
+        assert_eq!(last.first_mlid(), 0xffe0);
+        assert_eq!(MftModifier::containing(0xffff, 255), Some(last));
+        let m = MftModifier::new(2, 1).unwrap();
+        assert_eq!((m.block(), m.position()), (2, 1));
+        assert_eq!(u32::from(m), 0x1000_0002);
+        assert_eq!(MftModifier::containing(0xc040, 16), Some(m));
+        assert_eq!(MftModifier::containing(0xc05f, 31), Some(m));
+        assert_eq!(MftModifier::containing(0xbfff, 0), None);
+        assert_eq!(MftModifier::try_from(0x0000_0200), Err(bad(0x200)));
+        assert_eq!(MftModifier::try_from(0x0800_0000), Err(bad(0x0800_0000)));
+        assert_eq!(
+            MftModifier::new(512, 0),
+            Err(Error::BadValue {
+                field: "mft_block",
+                value: 512
+            })
+        );
+        assert_eq!(
+            MftModifier::new(0, 16),
+            Err(Error::BadValue {
+                field: "mft_position",
+                value: 16
+            })
+        );
+    }
+
     #[test]
     fn guid_info() {
         assert_eq!(u32::from(GuidInfoModifier { block: 31 }), 31);
@@ -521,6 +638,24 @@ mod tests {
         }
 
         #[test]
+        fn mft_round_trip(
+            block in 0..=MftModifier::MAX_BLOCK,
+            position in 0..=MftModifier::MAX_POSITION,
+        ) {
+            let m = MftModifier::new(block, position).unwrap();
+            prop_assert_eq!(MftModifier::try_from(u32::from(m)), Ok(m));
+        }
+
+        /// Every port of every multicast LID has its bit in the block and position that
+        /// `containing` names.
+        #[test]
+        fn mft_containing(mlid in MftModifier::FIRST_MLID.., port: u8) {
+            let m = MftModifier::containing(mlid, port).unwrap();
+            prop_assert!((m.first_mlid()..=m.first_mlid() + 31).contains(&mlid));
+            prop_assert_eq!(port / MftModifier::PORTS_PER_POSITION, m.position());
+        }
+
+        #[test]
         fn guid_info_round_trip(block: u8) {
             let m = GuidInfoModifier { block };
             prop_assert_eq!(GuidInfoModifier::try_from(u32::from(m)), Ok(m));
@@ -548,6 +683,7 @@ mod tests {
             prop_assert_eq!(u32::from(PKeyTableModifier::from(raw)), raw);
             if let Ok(m) = LftModifier::try_from(raw) { prop_assert_eq!(u32::from(m), raw); }
             if let Ok(m) = GuidInfoModifier::try_from(raw) { prop_assert_eq!(u32::from(m), raw); }
+            if let Ok(m) = MftModifier::try_from(raw) { prop_assert_eq!(u32::from(m), raw); }
             if let Ok(m) = SlToVlModifier::try_from(raw) {
                 prop_assert_eq!(SlToVlModifier::try_from(u32::from(m)), Ok(m));
             }

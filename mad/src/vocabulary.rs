@@ -93,6 +93,17 @@ pub struct Lid(pub u16);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct PortNum(pub u8);
 
+impl Guid {
+    /// The key OpenSM's GUID tables (nodes, ports, switches) are sorted by: they are `cl_qmap`s
+    /// keyed by the GUID as it is on the wire (big-endian) and compared as a host (x86,
+    /// little-endian) integer, so they hold GUIDs in the order of the byte-swapped value. Every
+    /// walk of such a table (LID assignment, SA record lists, the multicast root's tie-break)
+    /// follows that order.
+    pub const fn opensm_order(self) -> u64 {
+        self.0.swap_bytes()
+    }
+}
+
 impl fmt::Display for Guid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:#018x}", self.0)
@@ -228,6 +239,16 @@ mod tests {
         let broadcast = Gid(0xff12_401b_ffff_0000_0000_0000_ffff_ffff);
         assert!(broadcast.is_multicast() && !broadcast.is_link_local());
         assert_eq!(Gid::from_bits(gid.to_bits()), gid);
+    }
+
+    /// The last wire byte decides first: GUID 0x100 comes before GUID 0x1.
+    #[test]
+    fn opensm_orders_guids_by_their_byte_swapped_value() {
+        assert!(Guid(0x100).opensm_order() < Guid(0x1).opensm_order());
+        assert_eq!(
+            Guid(0x0002_c900_0000_1000).opensm_order(),
+            0x0010_0000_00c9_0200
+        );
     }
 
     #[test]

@@ -2,18 +2,26 @@
 //! table out. The SM programs these tables and the traffic simulator forwards with them, so the
 //! same topology always gives the same bytes.
 //!
-//! Both engines share OpenSM's balancing step (`osm_ucast_mgr.c` `ucast_mgr_process_port`,
+//! Multicast has its own routing ([`MulticastRouting`]): OpenSM's spanning tree of each MLID
+//! over the same min-hop counts, and the MFT blocks the trees fill ([`mft_blocks`]).
+//!
+//! Both unicast engines share OpenSM's balancing step (`osm_ucast_mgr.c` `ucast_mgr_process_port`,
 //! `osm_switch.c` `osm_switch_recommend_path`) and differ only in which ports of a switch are
 //! candidates toward a destination switch: [`minhop`] allows every port on a shortest path,
 //! [`updn`] only ports on shortest paths that never turn from down to up.
 
 mod balance;
 mod minhop;
+mod multicast;
 mod updn;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 pub use minhop::minhop;
+pub use multicast::{
+    MftBlock, Mfts, MulticastError, MulticastRouting, MulticastTree, PortMask, Unreached,
+    UnreachedReason, mft_blocks,
+};
 pub use updn::{Ranks, updn, updn_roots};
 
 use crate::topology::{LidError, NodeId, PortRef, Topology, TopologyError};

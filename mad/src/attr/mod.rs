@@ -3,6 +3,7 @@
 
 pub(crate) mod guid_info;
 pub(crate) mod linear_forwarding_table;
+pub(crate) mod multicast_forwarding_table;
 pub(crate) mod node_description;
 pub(crate) mod node_info;
 pub(crate) mod notice;
@@ -17,6 +18,7 @@ use crate::Result;
 use crate::header::AttributeId;
 use guid_info::{GuidInfo, GuidInfoRepr};
 use linear_forwarding_table::{LinearForwardingTable, LinearForwardingTableRepr};
+use multicast_forwarding_table::{MulticastForwardingTable, MulticastForwardingTableRepr};
 use node_description::{NodeDescription, NodeDescriptionRepr};
 use node_info::{NodeInfo, NodeInfoRepr};
 use notice::{Notice, NoticeRepr};
@@ -50,6 +52,8 @@ pub enum Attribute {
     VlArbitrationTable(VlArbitrationTableRepr),
     /// LinearForwardingTable (0x0019).
     LinearForwardingTable(LinearForwardingTableRepr),
+    /// MulticastForwardingTable (0x001B).
+    MulticastForwardingTable(MulticastForwardingTableRepr),
     /// SMInfo (0x0020).
     SmInfo(SmInfoRepr),
     /// Any attribute this crate does not decode, kept raw so that it can still be logged or
@@ -97,6 +101,11 @@ impl Attribute {
             AttributeId::LinearForwardingTable => Self::LinearForwardingTable(
                 LinearForwardingTableRepr::parse(&LinearForwardingTable::new_unchecked(data))?,
             ),
+            AttributeId::MulticastForwardingTable => {
+                Self::MulticastForwardingTable(MulticastForwardingTableRepr::parse(
+                    &MulticastForwardingTable::new_unchecked(data),
+                )?)
+            }
             AttributeId::SmInfo => Self::SmInfo(SmInfoRepr::parse(&SmInfo::new_unchecked(data))?),
             id => {
                 let raw = data.get(..64).ok_or(crate::Error::Truncated {
@@ -123,6 +132,7 @@ impl Attribute {
             Self::SlToVlMappingTable(_) => AttributeId::SlToVlMappingTable,
             Self::VlArbitrationTable(_) => AttributeId::VlArbitrationTable,
             Self::LinearForwardingTable(_) => AttributeId::LinearForwardingTable,
+            Self::MulticastForwardingTable(_) => AttributeId::MulticastForwardingTable,
             Self::SmInfo(_) => AttributeId::SmInfo,
             Self::Other { id, .. } => *id,
         }
@@ -144,6 +154,9 @@ impl Attribute {
             Self::VlArbitrationTable(r) => r.emit(&mut VlArbitrationTable::new_unchecked(buf)),
             Self::LinearForwardingTable(r) => {
                 r.emit(&mut LinearForwardingTable::new_unchecked(buf))
+            }
+            Self::MulticastForwardingTable(r) => {
+                r.emit(&mut MulticastForwardingTable::new_unchecked(buf))
             }
             Self::SmInfo(r) => r.emit(&mut SmInfo::new_unchecked(buf)),
             Self::Other { data: raw, .. } => buf.copy_from_slice(raw),
@@ -173,6 +186,7 @@ mod tests {
             (AttributeId::SlToVlMappingTable, 8),
             (AttributeId::VlArbitrationTable, 64),
             (AttributeId::LinearForwardingTable, 64),
+            (AttributeId::MulticastForwardingTable, 64),
             (AttributeId::SmInfo, 21),
             (AttributeId::LedInfo, 64),
         ];
@@ -217,7 +231,7 @@ mod tests {
         #[test]
         fn round_trip_through_the_data_area(
             id in proptest::sample::select(
-                &[0x02u16, 0x10, 0x11, 0x12, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x20, 0x31][..],
+                &[0x02u16, 0x10, 0x11, 0x12, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1b, 0x20, 0x31][..],
             ),
             data in proptest::collection::vec(any::<u8>(), 64),
         ) {

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use ibqos_mad::Guid;
+
 use super::{NodePort, NodeType, PartitionMembers, PortDirectory};
 
 /// The default partition's P_Key without its membership bit, and its name in partitions.conf.
@@ -34,10 +36,9 @@ impl NodeDirectory {
     /// The directory of `nodes`, with the SM on the port of GUID `sm_port`.
     pub fn new(nodes: impl IntoIterator<Item = DirectoryNode>, sm_port: Option<u64>) -> Self {
         let mut nodes: Vec<DirectoryNode> = nodes.into_iter().collect();
-        // OpenSM keys its node table by the GUID as it is on the wire, compared as a
-        // little-endian integer: the byte-swapped GUID orders it. The first node of a
-        // description in that order is the one a port-name finds.
-        nodes.sort_by_key(|n| n.guid.swap_bytes());
+        // The first node of a description in OpenSM's node table order is the one a port-name
+        // finds.
+        nodes.sort_by_key(|n| Guid(n.guid).opensm_order());
         let endports = nodes
             .iter()
             .flat_map(|n| {
