@@ -7,7 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::subnet::{PortKey, Subnet, opensm_order};
+use ibqos_mad::Guid;
+
+use super::subnet::{PortKey, Subnet};
 
 /// The highest unicast LID; 0xC000 and up are multicast.
 pub const MAX_UNICAST_LID: u16 = 0xbfff;
@@ -50,7 +52,7 @@ pub fn assign_lids(
         .endports()
         .map(|(guid, port, p)| (PortKey::new(guid, port), p.guid))
         .collect();
-    order.sort_by_key(|(key, guid)| (Some(*key) != subnet.sm_port, opensm_order(*guid)));
+    order.sort_by_key(|(key, guid)| (Some(*key) != subnet.sm_port, Guid(*guid).opensm_order()));
     let order: Vec<PortKey> = order.into_iter().map(|(key, _)| key).collect();
     let mut taken: BTreeSet<u16> = BTreeSet::new();
     let mut chosen: BTreeMap<PortKey, u16> = BTreeMap::new();

@@ -18,14 +18,6 @@ impl PortKey {
     }
 }
 
-/// The key OpenSM's node and port tables are sorted by: they are `cl_qmap`s keyed by the GUID
-/// as it is on the wire (big-endian) and compared as a host (x86, little-endian) integer, so
-/// they hold nodes and ports in the order of the byte-swapped GUID. OpenSM hands out LIDs and
-/// lists SA records in that order, and users see both.
-pub fn opensm_order(guid: u64) -> u64 {
-    guid.swap_bytes()
-}
-
 /// One discovered node.
 #[derive(Debug, Clone)]
 pub struct Node {

@@ -6,14 +6,14 @@
 use std::collections::BTreeMap;
 
 use ibqos_mad::{
-    Attribute, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
+    Attribute, Guid, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
     VlArbitrationTableRepr,
 };
 
 use ibqos_qos::partitions::{SubnetPartition, SubnetPartitions};
 
 use crate::engine::pkeys::KeyRule;
-use crate::engine::subnet::{Node, Port, PortKey, Subnet, opensm_order};
+use crate::engine::subnet::{Node, Port, PortKey, Subnet};
 use crate::engine::sweep::Sweep;
 use crate::engine::write::TableWrite;
 
@@ -25,7 +25,7 @@ pub struct SaDb {
     by_lid: BTreeMap<u16, PortKey>,
     /// Endports by port GUID.
     by_guid: BTreeMap<u64, PortKey>,
-    /// Endports in OpenSM's port table order (see `opensm_order`).
+    /// Endports in OpenSM's port table order (see `Guid::opensm_order`).
     port_order: Vec<PortKey>,
     /// Node GUIDs in OpenSM's node table order.
     node_order: Vec<u64>,
@@ -61,9 +61,9 @@ impl SaDb {
             }
         }
         let mut node_order: Vec<u64> = subnet.nodes.keys().copied().collect();
-        node_order.sort_by_key(|guid| opensm_order(*guid));
+        node_order.sort_by_key(|guid| Guid(*guid).opensm_order());
         let mut port_order: Vec<(u64, PortKey)> = by_guid.iter().map(|(g, k)| (*g, *k)).collect();
-        port_order.sort_by_key(|(guid, _)| opensm_order(*guid));
+        port_order.sort_by_key(|(guid, _)| Guid(*guid).opensm_order());
         let port_order = port_order.into_iter().map(|(_, key)| key).collect();
         let mut db = SaDb {
             sm_port: subnet.sm_port,
