@@ -13,7 +13,9 @@
 //! PortInfo changes are accounted for field by field. ibsim does not store VLHighLimit (reads
 //! 0) or SubnetTimeOut (reads 31), so every dry run lists VLHighLimit where the plan's high
 //! limit is not 0 and SubnetTimeOut where the SM programs it (every endport: CA ports and
-//! switch port 0, to OpenSM's default 18). NeighborMTU and VLStallCount are not stored either,
+//! switch port 0, to OpenSM's default 18), nor the partition enforcement bits, so every dry run
+//! lists PartitionEnforcement on the switch ports facing a CA, where the partition manager turns
+//! it on. NeighborMTU and VLStallCount are not stored either,
 //! but ibsim's fixed values (2048, 7) equal what the SM programs on this fabric, so they must
 //! not be listed. Any other PortInfo difference fails the test.
 //!
@@ -301,6 +303,14 @@ fn expected_changes(ibqos: &Path, conf: &Path, fabric: &Fabric, rb: &QosReadback
             if p.vl_high_limit != port.info.vl_high_limit {
                 add(Item::PortInfo("VLHighLimit".into()));
             }
+        }
+        // A switch port facing a CA enforces partitions; ibsim keeps no enforcement bits.
+        let faces_ca = node
+            .peer(out_port)
+            .and_then(|(peer, _)| fabric.topology.node(peer))
+            .is_some_and(|peer| peer.kind != NodeKind::Switch);
+        if node.kind == NodeKind::Switch && out_port != 0 && faces_ca {
+            add(Item::PortInfo("PartitionEnforcement".into()));
         }
         // SubnetTimeOut is programmed on endports; ibsim reads it back as 31.
         let endport = node.kind != NodeKind::Switch || out_port == 0;
