@@ -36,8 +36,8 @@ mod travel;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_mad::{
-    Attribute, AttributeId, Method, MgmtClass, PerfMgtMad, PortInfoRepr, Priority, Routing,
-    SlToVlMappingTableRepr, Smp, SmpRepr, Status, SwitchInfoRepr, VlArbEntry,
+    Attribute, AttributeId, Method, MftModifier, MgmtClass, PerfMgtMad, PortInfoRepr, Priority,
+    Routing, SlToVlMappingTableRepr, Smp, SmpRepr, Status, SwitchInfoRepr, VlArbEntry,
 };
 
 use ibqos_fabric::{NodeId, PortRef, Topology};
@@ -397,6 +397,23 @@ impl Emulator {
     /// A port's VL arbitration table, high or low priority: exactly its cap's entries.
     pub fn vlarb(&self, port: PortRef, priority: Priority) -> Option<&[VlArbEntry]> {
         Some(self.sma(port.node)?.port(port.port)?.vlarb(priority))
+    }
+
+    /// The ports a switch's multicast forwarding table gives `mlid` (port 0 the switch
+    /// itself), in port order; `None` for a CA or a LID that is not multicast.
+    pub fn mft_ports(&self, switch: NodeId, mlid: u16) -> Option<Vec<u8>> {
+        let tables = &self.sma(switch)?.switch.as_ref()?.mft;
+        let mut ports = Vec::new();
+        let per = MftModifier::PORTS_PER_POSITION;
+        for position in 0..=MftModifier::MAX_POSITION {
+            let modifier = MftModifier::containing(mlid, position * per)?;
+            let mask = tables
+                .get(&modifier)
+                .map_or(0, |t| t.port_masks[usize::from(mlid - modifier.first_mlid())]);
+            let set = (0..per).filter(|bit| mask & (1 << bit) != 0);
+            ports.extend(set.map(|bit| position * per + bit));
+        }
+        Some(ports)
     }
 
     /// The egress port a switch's LFT gives `lid` (0xFF: none).

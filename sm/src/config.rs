@@ -150,6 +150,8 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         qos: settings.qos.clone(),
         qos_setup: setup_config(settings),
         partitions: partition_config(settings),
+        multicast: Default::default(),
+        use_mfttop: flag(settings, "use_mfttop", true),
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
         mode: SweepMode::Forced,

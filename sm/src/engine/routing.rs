@@ -58,7 +58,7 @@ pub fn route(subnet: &Subnet, engine: &RoutingEngine) -> Result<Lfts, RouteError
 }
 
 /// The subnet as a fabric topology (node ids in GUID order), and the GUID of each node id.
-fn topology(subnet: &Subnet) -> Result<(Topology, Vec<u64>), TopologyError> {
+pub(crate) fn topology(subnet: &Subnet) -> Result<(Topology, Vec<u64>), TopologyError> {
     let mut topology = Topology::new();
     let mut ids = BTreeMap::new();
     for (guid, node) in &subnet.nodes {

@@ -104,12 +104,16 @@ pub enum Field {
     LinearFdbTop,
     /// SwitchInfo.PortStateChange, which the SM clears.
     PortStateChange,
+    /// SwitchInfo.MulticastFDBTop.
+    MulticastFdbTop,
     /// A whole SLtoVLMappingTable.
     Sl2Vl,
     /// A VLArbitrationTable block, up to its last entry in use.
     VlArb,
     /// A P_KeyTable block's entries in use.
     PKeys,
+    /// A MulticastForwardingTable block's entries in use.
+    Mft,
 }
 
 impl Field {
@@ -119,9 +123,11 @@ impl Field {
             Field::PortState => "PortState",
             Field::LinearFdbTop => "LinearFDBTop",
             Field::PortStateChange => "PortStateChange",
+            Field::MulticastFdbTop => "MulticastFDBTop",
             Field::Sl2Vl => "SL2VL",
             Field::VlArb => "VLArb",
             Field::PKeys => "P_Keys",
+            Field::Mft => "MFT",
         }
     }
 }
@@ -232,8 +238,13 @@ pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
                 h.linear_fdb_top.to_string(),
                 p.linear_fdb_top.to_string(),
             );
-            // Set is how the SM clears it, so a planned Set always carries it set.
-            if h.port_state_change {
+            field(
+                Field::MulticastFdbTop,
+                format!("{:#06x}", h.multicast_fdb_top),
+                format!("{:#06x}", p.multicast_fdb_top),
+            );
+            // Set is how the SM clears it, so a planned Set that clears it carries it set.
+            if h.port_state_change && p.port_state_change {
                 field(Field::PortStateChange, "set".into(), "cleared".into());
             }
         }
@@ -252,8 +263,19 @@ pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
         (Attribute::VlArbitrationTable(h), Attribute::VlArbitrationTable(p)) => {
             field(Field::VlArb, show_vlarb(h), show_vlarb(p));
         }
+        (Attribute::MulticastForwardingTable(h), Attribute::MulticastForwardingTable(p)) => {
+            field(
+                Field::Mft,
+                show_entries(&h.port_masks),
+                show_entries(&p.port_masks),
+            );
+        }
         (Attribute::PKeyTable(h), Attribute::PKeyTable(p)) => {
-            field(Field::PKeys, show_pkeys(&h.p_keys), show_pkeys(&p.p_keys));
+            field(
+                Field::PKeys,
+                show_entries(&h.p_keys),
+                show_entries(&p.p_keys),
+            );
         }
         (held, planned) => out.push(Difference {
             modifier: None,
@@ -266,18 +288,19 @@ pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
     out
 }
 
-/// A P_Key block's entries in use as `index:pkey,...` (index within the block).
-fn show_pkeys(p_keys: &[u16]) -> String {
-    let entries: Vec<String> = p_keys
+/// The non-zero entries of a P_Key or MFT block as `index:value,...` (index within the block),
+/// or `empty`.
+fn show_entries(entries: &[u16]) -> String {
+    let used: Vec<String> = entries
         .iter()
         .enumerate()
-        .filter(|(_, pkey)| **pkey != 0)
-        .map(|(index, pkey)| format!("{index}:{pkey:#06x}"))
+        .filter(|(_, value)| **value != 0)
+        .map(|(index, value)| format!("{index}:{value:#06x}"))
         .collect();
-    if entries.is_empty() {
+    if used.is_empty() {
         "empty".to_string()
     } else {
-        entries.join(",")
+        used.join(",")
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod diff;
 mod links;
+mod multicast;
 mod partitions;
 mod qos;
 mod reconcile;
@@ -33,6 +34,7 @@ use reconcile::PendingRead;
 use writes::{TableKind, Writes};
 
 pub use diff::{Difference, Field, Found, PortInfoField};
+pub use multicast::MulticastMembers;
 pub use partitions::PartitionConfig;
 pub use reconcile::{Change, Learned};
 pub use writes::TableCounts;
@@ -61,6 +63,10 @@ pub struct SweepConfig {
     pub qos_setup: Option<SetupConfig>,
     /// The partitions and how the partition manager programs them.
     pub partitions: PartitionConfig,
+    /// The members of every multicast LID, as the SA holds them when the sweep starts.
+    pub multicast: MulticastMembers,
+    /// `use_mfttop`: program SwitchInfo.MulticastFDBTop where a switch supports it.
+    pub use_mfttop: bool,
     /// One SL2VL Set for all a switch's ports where the switch supports it.
     pub use_optimized_slvl: bool,
     /// The timeout of those all-ports Sets (OpenSM's `long_transaction_timeout`).
@@ -94,6 +100,8 @@ pub enum Phase {
     ProgrammingQos,
     /// SwitchInfo.LinearFDBTop and the LFT blocks.
     ProgrammingSwitches,
+    /// The multicast forwarding tables.
+    ProgrammingMulticast,
     /// ACTIVE on every linked port.
     Activating,
     SubnetUp,
@@ -173,6 +181,8 @@ pub struct Sweep {
     qos_writes: Writes,
     /// The P_Key Sets of this sweep, and where each stands.
     pkey_writes: Writes,
+    /// The MFT Sets of this sweep, and where each stands.
+    mft_writes: Writes,
     /// The P_Key tables read and the partitions placed in them.
     pkeys: PkeyState,
     /// The forwarding tables the sweep routed, by switch GUID.
@@ -182,6 +192,8 @@ pub struct Sweep {
     failed_requests: usize,
     started: Instant,
     subnet_up_after: Option<Duration>,
+    /// Only the multicast forwarding tables, on the subnet an earlier sweep found.
+    multicast_only: bool,
 }
 
 impl Sweep {
@@ -189,18 +201,41 @@ impl Sweep {
     /// learned.
     pub fn start(config: SweepConfig, learned: Learned, now: Instant) -> Sweep {
         info!("discovering the fabric");
-        let mut scheduler = Scheduler::new(config.scheduler);
-        let discovery = Discovery::start(&mut scheduler);
+        let mut sweep = Sweep::new(config, learned, now);
+        sweep.discovery = Discovery::start(&mut sweep.scheduler);
+        sweep
+    }
+
+    /// A sweep that only reprograms the multicast forwarding tables of the subnet `last` found
+    /// and routed, for the members in `config` (OpenSM's idle-time `osm_mcast_mgr_process`
+    /// after joins and leaves): no discovery, no other table, every Set's echo checked.
+    pub fn update_multicast(
+        config: SweepConfig,
+        learned: Learned,
+        last: &Sweep,
+        now: Instant,
+    ) -> Sweep {
+        let mut sweep = Sweep::new(config, learned, now);
+        sweep.subnet = last.subnet.clone();
+        sweep.lfts = last.lfts.clone();
+        sweep.multicast_only = true;
+        sweep.program_multicast();
+        sweep.advance(now);
+        sweep
+    }
+
+    fn new(config: SweepConfig, learned: Learned, now: Instant) -> Sweep {
         Sweep {
-            scheduler,
+            scheduler: Scheduler::new(config.scheduler),
             config,
             learned,
             subnet: Subnet::default(),
             phase: Phase::Discovering,
-            discovery,
+            discovery: Discovery::default(),
             setup: SetupTables::default(),
             qos_writes: Writes::default(),
             pkey_writes: Writes::default(),
+            mft_writes: Writes::default(),
             pkeys: PkeyState::default(),
             lfts: Lfts::default(),
             pending_reads: Vec::new(),
@@ -208,6 +243,7 @@ impl Sweep {
             failed_requests: 0,
             started: now,
             subnet_up_after: None,
+            multicast_only: false,
         }
     }
 
@@ -397,7 +433,9 @@ impl Sweep {
                 Phase::ProgrammingPartitions => self.configure_ports(),
                 Phase::ConfiguringPorts => self.program_qos(),
                 Phase::ProgrammingQos => self.program_switches(),
-                Phase::ProgrammingSwitches => self.activate(),
+                Phase::ProgrammingSwitches => self.program_multicast(),
+                Phase::ProgrammingMulticast if self.multicast_only => self.finish(now),
+                Phase::ProgrammingMulticast => self.activate(),
                 Phase::Activating => self.finish(now),
                 Phase::SubnetUp | Phase::Incomplete { .. } | Phase::Failed(_) => {}
             }
@@ -409,11 +447,16 @@ impl Sweep {
     /// initialization error.
     fn finish(&mut self, now: Instant) {
         let counts = self.counts();
-        let tables_failed = self.qos_counts().failed + self.pkey_counts().failed;
+        let tables_failed =
+            self.qos_counts().failed + self.pkey_counts().failed + self.mft_counts().failed;
         if counts.failed_requests == 0 && counts.ports_not_active == 0 && tables_failed == 0 {
             self.phase = Phase::SubnetUp;
             self.subnet_up_after = Some(now.saturating_duration_since(self.started));
-            info!("SUBNET UP");
+            if self.multicast_only {
+                info!("multicast forwarding tables updated");
+            } else {
+                info!("SUBNET UP");
+            }
         } else {
             warn!(
                 failed_requests = counts.failed_requests,

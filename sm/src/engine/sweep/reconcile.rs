@@ -35,6 +35,9 @@ pub struct Learned {
     pub unkept: BTreeMap<PortKey, BTreeSet<PortInfoField>>,
     /// Per port, where its P_Keys went in earlier sweeps (`keep_pkey_indexes`).
     pub pkey_indexes: BTreeMap<PortKey, PkeyIndexes>,
+    /// Per switch GUID, the highest MFT block it was ever given: OpenSM's `max_block_in_use`,
+    /// which never goes down, so blocks that emptied are still sent (and cleared).
+    pub mft_high_water: BTreeMap<u64, u16>,
 }
 
 /// A Set the sweep wants to make, before it knows whether it is needed.

@@ -26,6 +26,8 @@ pub(super) enum TableKind {
     Qos,
     /// P_Key blocks.
     PKey,
+    /// Multicast forwarding table blocks.
+    Mft,
 }
 
 /// What became of the tables of each port.
@@ -130,6 +132,7 @@ impl Sweep {
         match kind {
             TableKind::Qos => &self.qos_writes,
             TableKind::PKey => &self.pkey_writes,
+            TableKind::Mft => &self.mft_writes,
         }
     }
 
@@ -137,6 +140,7 @@ impl Sweep {
         match kind {
             TableKind::Qos => &mut self.qos_writes,
             TableKind::PKey => &mut self.pkey_writes,
+            TableKind::Mft => &mut self.mft_writes,
         }
     }
 
@@ -210,6 +214,16 @@ impl Sweep {
     /// Per port: P_Key tables configured, verified, failed.
     pub fn pkey_counts(&self) -> TableCounts {
         self.pkey_writes.counts()
+    }
+
+    /// Per switch: multicast forwarding tables configured, verified, failed.
+    pub fn mft_counts(&self) -> TableCounts {
+        self.mft_writes.counts()
+    }
+
+    /// The multicast forwarding table blocks the switches hold as sent.
+    pub fn verified_mfts(&self) -> impl Iterator<Item = &TableWrite> {
+        self.mft_writes.verified()
     }
 }
 

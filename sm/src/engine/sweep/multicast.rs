@@ -1,0 +1,196 @@
+//! The multicast phase, after the unicast routes as in OpenSM (`osm_mcast_mgr_process`): the
+//! tree of every MLID that has members, its entries in every switch's multicast forwarding
+//! table, and the blocks Set as OpenSM stripes them, each echo checked by the table writes.
+//! A diff sweep reads each block first and Sets only those that differ.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ibqos_fabric::PortRef;
+use ibqos_fabric::routing::{MulticastRouting, MulticastTree, mft_blocks};
+use ibqos_mad::{Attribute, CapabilityMask, MftModifier, MulticastForwardingTableRepr};
+use tracing::{info, warn};
+
+use super::reconcile::{Held, Planned};
+use super::writes::{TableKind, Writes};
+use super::{Op, Phase, Sweep};
+use crate::engine::routing::topology;
+use crate::engine::subnet::PortKey;
+use crate::engine::write::TableWrite;
+
+/// The members of every multicast LID: the port GUIDs of all members of all its groups, as
+/// the SA holds them.
+pub type MulticastMembers = BTreeMap<u16, BTreeSet<u64>>;
+
+impl Sweep {
+    /// Every MLID's tree and the MFT blocks it gives each switch, up to the highest block the
+    /// switch was ever given (OpenSM keeps sending a block that emptied, so an entry is cleared
+    /// when its group goes); and the MulticastFDBTop of switches that have one.
+    pub(super) fn program_multicast(&mut self) {
+        self.phase = Phase::ProgrammingMulticast;
+        let (topo, guids) = match topology(&self.subnet) {
+            Ok(t) => t,
+            Err(error) => {
+                warn!(%error, "no multicast routing: the fabric is inconsistent");
+                return;
+            }
+        };
+        let subnet = &self.subnet;
+        let capable = |id: ibqos_fabric::NodeId| {
+            guids
+                .get(id.0 as usize)
+                .and_then(|g| subnet.nodes.get(g))
+                .and_then(|n| n.switch)
+                .is_some_and(|s| s.multicast_fdb_cap > 0)
+        };
+        let routing = match MulticastRouting::min_hop(&topo, capable) {
+            Ok(routing) => routing,
+            Err(error) => {
+                warn!(%error, "no multicast routing");
+                return;
+            }
+        };
+        let port_of_guid: BTreeMap<u64, PortRef> = subnet
+            .endports()
+            .filter_map(|(node, number, port)| {
+                let id = topo.node_by_guid(node)?;
+                Some((port.guid, PortRef::new(id, number)))
+            })
+            .collect();
+        let mut trees: Vec<(u16, MulticastTree)> = Vec::new();
+        for (mlid, members) in &self.config.multicast {
+            let ports: Vec<PortRef> = members
+                .iter()
+                .filter_map(|g| port_of_guid.get(g).copied())
+                .collect();
+            match routing.tree(&ports) {
+                Ok(tree) => {
+                    for unreached in &tree.unreached {
+                        warn!(
+                            mlid = format!("{mlid:#06x}"),
+                            ?unreached,
+                            "multicast member not reached"
+                        );
+                    }
+                    trees.push((*mlid, tree));
+                }
+                Err(error) => warn!(mlid = format!("{mlid:#06x}"), %error, "MLID not routed"),
+            }
+        }
+        let mfts = match mft_blocks(&topo, trees.iter().map(|(m, t)| (*m, t))) {
+            Ok(mfts) => mfts,
+            Err(error) => {
+                warn!(%error, "no multicast forwarding tables");
+                return;
+            }
+        };
+        let mut writes = Writes::default();
+        let mut in_use: BTreeMap<u64, Option<u16>> = BTreeMap::new();
+        for block in &mfts.blocks {
+            let guid = guids[block.switch.0 as usize];
+            let max = in_use.entry(guid).or_default();
+            *max = Some(max.map_or(block.modifier.block(), |m| m.max(block.modifier.block())));
+            writes.push(mft_write(guid, block.modifier, block.table));
+        }
+        // Blocks a switch was given before and holds no entry of now: Set empty.
+        for (id, node) in topo.switches() {
+            let guid = guids[id.0 as usize];
+            let Some(&high) = self.learned.mft_high_water.get(&guid) else {
+                continue;
+            };
+            let from = in_use.get(&guid).copied().flatten().map_or(0, |b| b + 1);
+            let positions = (u16::from(node.num_ports()) + 1)
+                .div_ceil(u16::from(MftModifier::PORTS_PER_POSITION));
+            for block in from..=high {
+                for position in 0..positions {
+                    if let Ok(modifier) = MftModifier::new(block, position as u8) {
+                        writes.push(mft_write(
+                            guid,
+                            modifier,
+                            MulticastForwardingTableRepr::default(),
+                        ));
+                    }
+                }
+            }
+        }
+        for (guid, max) in &in_use {
+            if let Some(max) = max {
+                let high = self.learned.mft_high_water.entry(*guid).or_insert(*max);
+                *high = (*high).max(*max);
+            }
+        }
+        info!(
+            mlids = trees.iter().filter(|(_, t)| t.root.is_some()).count(),
+            blocks = writes.len(),
+            "programming multicast forwarding tables"
+        );
+        let pending = writes.pending();
+        self.mft_writes = writes;
+        for index in pending {
+            let Some(planned) = self.planned_write(TableKind::Mft, index, 1) else {
+                continue;
+            };
+            let held = Held::Read(vec![planned.modifier]);
+            self.plan_set(planned, held);
+        }
+        self.program_mft_tops(&mfts.tops, &guids);
+    }
+
+    /// SwitchInfo.MulticastFDBTop on switches whose port 0 has IsMulticastFDBTopSupported,
+    /// with `use_mfttop` (`mcast_mgr_set_mfttop`): the last MLID of the highest block the
+    /// switch was ever given, 0xBFFF before it was given one.
+    fn program_mft_tops(&mut self, tops: &BTreeMap<ibqos_fabric::NodeId, u16>, guids: &[u64]) {
+        if !self.config.use_mfttop {
+            return;
+        }
+        for id in tops.keys() {
+            let guid = guids[id.0 as usize];
+            let Some(node) = self.subnet.nodes.get(&guid) else {
+                continue;
+            };
+            let supported = node.ports.get(&0).is_some_and(|p| {
+                p.info
+                    .capability_mask
+                    .contains(CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED)
+            });
+            let Some(held) = node.switch.filter(|_| supported) else {
+                continue;
+            };
+            let top = self
+                .learned
+                .mft_high_water
+                .get(&guid)
+                .map_or(MftModifier::FIRST_MLID - 1, |&block| {
+                    MftModifier::FIRST_MLID + (block + 1) * MftModifier::MLIDS_PER_BLOCK - 1
+                });
+            if held.multicast_fdb_top == top {
+                continue;
+            }
+            let mut switch = held;
+            switch.multicast_fdb_top = top;
+            // Leave PortStateChange alone: writing 1 would clear it.
+            switch.port_state_change = false;
+            let planned = Planned {
+                node: guid,
+                path: node.path.clone(),
+                attribute: Attribute::SwitchInfo(switch),
+                modifier: 0,
+                op: Op::SetSwitchInfo { guid },
+                timeout: None,
+                target: format!("{guid:#018x} SwitchInfo"),
+            };
+            self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
+        }
+    }
+}
+
+/// One MFT block's Set, by way of the switch's port 0.
+fn mft_write(guid: u64, modifier: MftModifier, table: MulticastForwardingTableRepr) -> TableWrite {
+    TableWrite {
+        node: guid,
+        via: PortKey::new(guid, 0),
+        attribute: Attribute::MulticastForwardingTable(table),
+        modifier: u32::from(modifier),
+        ports: vec![PortKey::new(guid, 0)],
+        long: false,
+    }
+}
