@@ -186,3 +186,45 @@ fn a_switch_without_enforcement_is_left_alone_and_off_writes_no_table() {
     assert_eq!(PartEnforce::parse("out"), PartEnforce::Out);
     assert_eq!(PartEnforce::parse("sideways"), PartEnforce::Both);
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever a port holds (its table is read from the fabric) and whatever the
+        /// partitions give it: no panic, a table as long as the one read, every wanted P_Key
+        /// placed or reported left out, nothing else placed, and a facing switch port that
+        /// holds at most its capacity.
+        #[test]
+        fn any_held_table_and_wanted_keys(
+            held in prop::collection::vec(any::<u16>(), 0..96),
+            wanted in prop::collection::btree_set(1u16..=0xffff, 0..40),
+            indx0 in prop::option::of(1u16..=0xffff),
+            capacity in 0u16..100,
+            allow_both_pkeys in any::<bool>(),
+            enforcement_cap in 0u16..70,
+        ) {
+            let rule = KeyRule { allow_both_pkeys };
+            let wanted: Vec<u16> = wanted.into_iter().filter(|k| k & 0x7fff != 0).collect();
+            let mut indexes = PkeyIndexes::default();
+            let port = PortPkeys { wanted: &wanted, held: &held, indx0, capacity, rule };
+            let placed = place(port, &mut indexes);
+            prop_assert_eq!(placed.table.len(), held.len());
+            for &pkey in placed.table.iter().filter(|&&k| k != 0) {
+                prop_assert!(wanted.contains(&pkey), "{:#06x} was not wanted", pkey);
+            }
+            for pkey in &wanted {
+                prop_assert!(
+                    placed.table.contains(pkey) || placed.left_out.contains(pkey)
+                        || wanted.iter().any(|w| w != pkey && rule.same(*w, *pkey)),
+                    "{:#06x} neither placed nor left out", pkey
+                );
+            }
+            if let Some(plan) = peer_plan(&placed.table, enforcement_cap, PartEnforce::Both) {
+                let entries = plan.blocks.len() * BLOCK;
+                prop_assert!(entries <= usize::from(enforcement_cap).div_ceil(BLOCK) * BLOCK);
+            }
+        }
+    }
+}
