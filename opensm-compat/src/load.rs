@@ -255,9 +255,27 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let name = path.display().to_string();
     let mut loaded = load_bytes(&name, &bytes, Format::from_path(path))?;
     let native = loaded.format == Format::NativeToml;
-    if !native {
-        let partitions = load_partitions(partitions_file(&loaded.settings));
-        if let PartitionsLoad::Loaded { read, .. } = &partitions {
+    // ibqos.toml's own [partitions] wins; without it, a partition_config_file it names loads as
+    // opensm.conf's does, and must load (ibqos.toml is strict) unless it is OpenSM's default
+    // path and absent, the ordinary setup without partitions.
+    let named = loaded.settings.opensm.contains_key("partition_config_file");
+    if !native || (loaded.settings.partitions.is_none() && named) {
+        let mut partitions = load_partitions(partitions_file(&loaded.settings));
+        let failed = partitions.diagnostics();
+        if native && failed.iter().any(Diagnostic::is_error) {
+            return Err(LoadError::Invalid {
+                name,
+                diagnostics: failed,
+            });
+        }
+        if let PartitionsLoad::Loaded { read, .. } = &mut partitions {
+            let settings = &loaded.settings;
+            let allow_both = settings
+                .opensm
+                .get("allow_both_pkeys")
+                .is_some_and(|v| v == "TRUE");
+            let notes = read.option_notes(settings.qos.enabled, allow_both);
+            read.diagnostics.extend(notes);
             loaded.settings.partitions = Some(read.partitions.clone());
         }
         loaded.partitions = Some(partitions);

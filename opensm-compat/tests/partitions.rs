@@ -144,3 +144,78 @@ proptest! {
         }
     }
 }
+
+/// Writes `files` (name, text) into a fresh directory and loads the first, as `ibqos check`
+/// and `ibqos sm` load a configuration.
+fn load_files(files: &[(&str, String)]) -> Result<ibqos_opensm::Loaded, ibqos_opensm::LoadError> {
+    let dir = tempfile::TempDir::new().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    ibqos_opensm::load(&dir.path().join(files[0].0))
+}
+
+/// The codes and lines of the partitions.conf diagnostics of a load.
+fn partition_notes(loaded: &ibqos_opensm::Loaded) -> Vec<(String, usize)> {
+    let load = loaded
+        .partitions
+        .as_ref()
+        .expect("a partitions.conf was read");
+    load.diagnostics()
+        .iter()
+        .map(|d| {
+            (
+                d.code.to_string(),
+                d.location.as_ref().map_or(0, |l| l.line),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_sl_without_qos_and_both_without_allow_both_pkeys_are_reported_where_written() {
+    let partitions = "Default=0x7fff : ALL=full ;\n\
+                      storage=0x10,sl=3 : ALL_CAS ;\n\
+                      shared=0x11 : ALL_CAS=both ;\n"
+        .to_string();
+    let conf =
+        |options: &str, dir_file: &str| format!("{options}partition_config_file {dir_file}\n");
+    let dir = tempfile::TempDir::new().unwrap();
+    let file = dir.path().join("partitions.conf");
+    std::fs::write(&file, &partitions).unwrap();
+    let path = file.display().to_string();
+    let plain = load_files(&[("opensm.conf", conf("", &path))]).unwrap();
+    assert_eq!(
+        partition_notes(&plain),
+        [
+            ("partitions-overridden".to_string(), 2),
+            ("partitions-overridden".to_string(), 3)
+        ]
+    );
+    let allowed = load_files(&[(
+        "opensm.conf",
+        conf("qos TRUE\nallow_both_pkeys TRUE\n", &path),
+    )])
+    .unwrap();
+    assert_eq!(partition_notes(&allowed), []);
+}
+
+#[test]
+fn ibqos_toml_without_partitions_loads_the_file_it_names_and_fails_on_one_that_does_not_load() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let file = dir.path().join("partitions.conf");
+    std::fs::write(&file, "hosts=0x10 : ALL_CAS=full ;\n").unwrap();
+    let toml = |path: &Path| format!("[opensm]\npartition_config_file = \"{}\"\n", path.display());
+    let loaded = load_files(&[("ibqos.toml", toml(&file))]).unwrap();
+    let partitions = loaded
+        .settings
+        .partitions
+        .expect("the named file's partitions");
+    assert_eq!(partitions.partitions[0].pkey, Some(0x10));
+    let missing = dir.path().join("missing.conf");
+    let error = load_files(&[("ibqos.toml", toml(&missing))]).unwrap_err();
+    assert!(error.to_string().contains("not accessible"), "{error}");
+    // Without a name, no file: OpenSM's Default partition.
+    let unnamed = load_files(&[("ibqos.toml", "[qos]\nenabled = false\n".to_string())]).unwrap();
+    assert_eq!(unnamed.settings.partitions, None);
+}

@@ -12,7 +12,7 @@ pub(crate) mod write;
 
 use std::fmt;
 
-use ibqos_qos::partitions::Partitions;
+use ibqos_qos::partitions::{Membership, Partitions};
 use ibqos_text::{Code, Diagnostic, Location};
 
 pub use write::write;
@@ -79,6 +79,47 @@ pub struct PartitionsRead {
     pub places: Vec<Location>,
     /// Warnings for what OpenSM accepts but does not do as written, in file order.
     pub diagnostics: Vec<Diagnostic>,
+}
+
+impl PartitionsRead {
+    /// What opensm.conf's options change in these definitions (`partition_create`,
+    /// `partition_add_port`): an `sl=` is 0 unless `qos` is on, and a `both` membership is
+    /// full unless `allow_both_pkeys` is on. One warning per definition, at its header.
+    pub fn option_notes(&self, qos: bool, allow_both_pkeys: bool) -> Vec<Diagnostic> {
+        let mut notes = Vec::new();
+        for (partition, place) in self.partitions.partitions.iter().zip(&self.places) {
+            let mut note = |message: String, help: &str| {
+                notes.push(
+                    Diagnostic::warning(Code::PartitionsOverridden, message)
+                        .at(Some(place.clone()))
+                        .with_help(help.to_string()),
+                );
+            };
+            if partition.flags.sl != 0 && !qos {
+                note(
+                    format!(
+                        "sl={} is 0: OpenSM overrides a partition's SL without QoS",
+                        partition.flags.sl
+                    ),
+                    "set `qos TRUE` for the partition's SL to reach its PathRecords and groups",
+                );
+            }
+            let both = partition
+                .members
+                .iter()
+                .any(|m| m.membership == Membership::Both)
+                || partition.default_membership == Membership::Both;
+            if both && !allow_both_pkeys {
+                note(
+                    "`both` is a full membership: OpenSM gives a port both only with \
+                     allow_both_pkeys"
+                        .to_string(),
+                    "set `allow_both_pkeys TRUE`, or write `full`",
+                );
+            }
+        }
+        notes
+    }
 }
 
 /// Reads `bytes`, a partitions.conf called `name`.
