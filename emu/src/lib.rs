@@ -407,9 +407,9 @@ impl Emulator {
         let per = MftModifier::PORTS_PER_POSITION;
         for position in 0..=MftModifier::MAX_POSITION {
             let modifier = MftModifier::containing(mlid, position * per)?;
-            let mask = tables
-                .get(&modifier)
-                .map_or(0, |t| t.port_masks[usize::from(mlid - modifier.first_mlid())]);
+            let mask = tables.get(&modifier).map_or(0, |t| {
+                t.port_masks[usize::from(mlid - modifier.first_mlid())]
+            });
             let set = (0..per).filter(|bit| mask & (1 << bit) != 0);
             ports.extend(set.map(|bit| position * per + bit));
         }
