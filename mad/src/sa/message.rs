@@ -3,10 +3,10 @@
 
 use super::{
     GuidInfoRecordRepr, InformInfoRecordRepr, InformInfoRepr, LftRecordRepr, LinkRecordRepr,
-    MultiPathRecordRepr, NodeRecordRepr, PKeyTableRecordRepr, PathRecordRepr, PortInfoRecordRepr,
-    Record, RmppFlags, RmppType, SA_CLASS_VERSION, SA_DATA_LEN, SA_HEADER_LEN, SaAttributeId,
-    SaMad, SaNoticeRepr, ServiceRecordRepr, SlToVlTableRecordRepr, SmInfoRecordRepr,
-    SwitchInfoRecordRepr, VlArbTableRecordRepr,
+    McMemberRecordRepr, MftRecordRepr, MultiPathRecordRepr, NodeRecordRepr, PKeyTableRecordRepr,
+    PathRecordRepr, PortInfoRecordRepr, Record, RmppFlags, RmppType, SA_CLASS_VERSION, SA_DATA_LEN,
+    SA_HEADER_LEN, SaAttributeId, SaMad, SaNoticeRepr, ServiceRecordRepr, SlToVlTableRecordRepr,
+    SmInfoRecordRepr, SwitchInfoRecordRepr, VlArbTableRecordRepr,
 };
 use crate::header::{AttributeId, Method, MgmtClass, Status};
 use crate::perf::class_port_info::ClassPortInfoRepr;
@@ -129,7 +129,8 @@ macro_rules! sa_record_enum {
             $( $(#[$meta])* $variant($repr), )+
             /// MultiPathRecord (0x003A), the one record without a fixed size.
             MultiPathRecord(MultiPathRecordRepr),
-            /// A record this crate does not decode (MCMemberRecord, MFTRecord, ...), kept raw.
+            /// A record this crate does not decode (RandomForwardingTableRecord, TraceRecord, ...),
+            /// kept raw.
             Other {
                 /// Its AttributeID.
                 id: SaAttributeId,
@@ -204,6 +205,8 @@ sa_record_enum! {
     SwitchInfoRecord(SwitchInfoRecordRepr),
     /// LinearForwardingTableRecord (0x0015).
     LftRecord(LftRecordRepr),
+    /// MulticastForwardingTableRecord (0x0017).
+    MftRecord(MftRecordRepr),
     /// SMInfoRecord (0x0018).
     SmInfoRecord(SmInfoRecordRepr),
     /// LinkRecord (0x0020).
@@ -218,6 +221,8 @@ sa_record_enum! {
     PathRecord(PathRecordRepr),
     /// VLArbitrationTableRecord (0x0036).
     VlArbTableRecord(VlArbTableRecordRepr),
+    /// MCMemberRecord (0x0038).
+    McMemberRecord(McMemberRecordRepr),
     /// InformInfoRecord (0x00F3).
     InformInfoRecord(InformInfoRecordRepr),
 }
@@ -267,7 +272,7 @@ mod tests {
     use proptest::prelude::*;
 
     /// Every AttributeID with a fixed-size decoder, and its size.
-    const FIXED: [(u16, usize); 16] = [
+    const FIXED: [(u16, usize); 18] = [
         (0x01, 72),
         (0x02, 80),
         (0x03, 36),
@@ -276,6 +281,7 @@ mod tests {
         (0x13, 16),
         (0x14, 24),
         (0x15, 72),
+        (0x17, 72),
         (0x18, 32),
         (0x20, 8),
         (0x30, 72),
@@ -283,6 +289,7 @@ mod tests {
         (0x33, 72),
         (0x35, 64),
         (0x36, 72),
+        (0x38, 56),
         (0xf3, 64),
     ];
 
@@ -321,8 +328,9 @@ mod tests {
                 })
             );
         }
-        let other = SaRecord::parse(SaAttributeId::McMemberRecord, &bytes[..56]).unwrap();
-        assert_eq!(other.wire_len(), 56);
+        let other = SaRecord::parse(SaAttributeId::TraceRecord, &bytes[..48]).unwrap();
+        assert!(matches!(other, SaRecord::Other { .. }));
+        assert_eq!(other.wire_len(), 48);
     }
 
     /// The golden LinkRecord table of the SaMad tests, through the values both ways.
