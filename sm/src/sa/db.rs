@@ -43,6 +43,9 @@ pub struct SaDb {
     partitions: SubnetPartitions,
     /// The SM's own port.
     pub(super) sm_port: Option<PortKey>,
+    /// Every switch's multicast forwarding table as programmed, by (switch node GUID, block,
+    /// position): the 32 port masks of that block and position.
+    pub(super) mfts: BTreeMap<(u64, u16, u8), [u16; 32]>,
 }
 
 impl SaDb {
