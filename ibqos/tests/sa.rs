@@ -9,16 +9,16 @@ use ibqos_mad::sa::{
     Mtu, NodeRecord, NodeRecordRepr, PKeyTableRecord, PKeyTableRecordRepr, PathRecord,
     PathRecordRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaMad, Selector,
 };
-use ibqos_mad::{AttributeId, ClassPortInfo, Method, MgmtClass, Status};
+use ibqos_mad::{ClassPortInfo, Method, Status};
 use ibqos_opensm::Settings;
-use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
+use ibqos_sm::engine::scheduler::{OutgoingMad, Peer};
 use ibqos_sm::manager::Run;
 use ibqos_sm::sa::{Sa, SaConfig, SaDb};
 use ibqos_transport::Transport;
 use ibqos_transport::emulated::EmulatedTransport;
 
 mod common;
-use common::{EmulatedSm, partitioned, settings};
+use common::{EmulatedSm, ask, host, partitioned, request, settings, status};
 
 const CONFIG: &str = "examples/opensm-qos.conf";
 
@@ -35,84 +35,9 @@ fn two_switch_with(settings: &Settings) -> (Topology, EmulatedSm) {
     (topology, sm)
 }
 
-/// An SA request of `attribute` with `method`, `mask` and a template written by `template`.
-fn request(
-    method: Method,
-    attribute: SaAttributeId,
-    mask: u64,
-    sm_key: u64,
-    template: impl FnOnce(&mut [u8]),
-) -> Vec<u8> {
-    let mut mad = vec![0u8; 256];
-    let mut view = SaMad::new_unchecked(&mut mad[..]);
-    let mut header = view.header_mut();
-    header.set_base_version(1);
-    header.set_mgmt_class(MgmtClass::SubnAdm);
-    header.set_class_version(SA_CLASS_VERSION);
-    header.set_method(method);
-    header.set_transaction_id(0x0001_0000_0000_4242);
-    header.set_attribute_id(AttributeId::from(u16::from(attribute)));
-    view.set_sm_key(sm_key);
-    view.set_component_mask(mask);
-    template(view.data_mut());
-    mad
-}
-
-/// What the manager sends back to `from` for `mad`, if anything. The sweep's own SMPs, polled
-/// on the way, go on to the fabric.
-fn ask(sm: &mut EmulatedSm, mad: &[u8], from: Peer) -> Option<OutgoingMad> {
-    let now = sm.transport.now();
-    sm.manager.on_mad(now, mad, from);
-    let mut answer = None;
-    while let Some(out) = sm.manager.poll_transmit(now) {
-        if out.address == Address::Peer(from) {
-            assert!(answer.is_none(), "two answers to one request");
-            answer = Some(out);
-        } else {
-            sm.transport.send(&out).unwrap();
-        }
-    }
-    answer
-}
-
-/// A host's LID after the SM's first sweep, and its peer address on QP1.
-fn host(sm: &EmulatedSm, name: &str) -> Peer {
-    let sweep = sm.manager.last_sweep().expect("a sweep ended");
-    let lid = sweep
-        .subnet()
-        .nodes
-        .values()
-        .find(|n| n.description.starts_with(name_prefix(name)))
-        .and_then(|n| n.ports.values().next())
-        .map(|p| p.lid)
-        .expect("host found");
-    Peer {
-        lid,
-        qp: 1,
-        pkey_index: 0,
-    }
-}
-
-fn name_prefix(name: &str) -> &str {
-    match name {
-        "H1" => "host-one",
-        "H2" => "host-two",
-        "H3" => "host-three",
-        "H4" => "host-four",
-        other => other,
-    }
-}
-
 /// A PathRecord template with every field zero.
 fn blank_path() -> PathRecordRepr {
     PathRecordRepr::parse_bytes(&[0u8; 64]).unwrap()
-}
-
-fn status(answer: &OutgoingMad) -> Status {
-    SaMad::new_checked(&answer.mad[..])
-        .unwrap()
-        .header()
-        .status()
 }
 
 #[test]

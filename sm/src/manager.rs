@@ -220,6 +220,8 @@ impl Manager {
             if let Some(answer) = self.sa.on_request(now, mad, from) {
                 self.queued.push_back(answer);
             }
+            // A join or leave may have created or deleted a group: traps 66 and 67.
+            self.queued.extend(self.sa.take_outgoing());
             return;
         }
         let slid = from.lid;

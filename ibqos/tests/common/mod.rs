@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ibqos_emu::{Emulator, attach_port, load_topology};
+use ibqos_mad::sa::{SA_CLASS_VERSION, SaAttributeId, SaMad};
+use ibqos_mad::{AttributeId, Method, MgmtClass, Status};
 use ibqos_opensm::Settings;
+use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
 use ibqos_sm::manager::{Event, Manager, Outcome, Run, SweepReason};
 use ibqos_sm::summary::SweepSummary;
 use ibqos_transport::Transport;
@@ -153,4 +156,95 @@ pub fn mixed_capability_fat_tree(vary_sl_mapping: bool) -> ibqos_fabric::Topolog
         };
     }
     topology
+}
+
+/// An SA request of `attribute` with `method`, `mask` and a template written by `template`.
+pub fn request(
+    method: Method,
+    attribute: SaAttributeId,
+    mask: u64,
+    sm_key: u64,
+    template: impl FnOnce(&mut [u8]),
+) -> Vec<u8> {
+    let mut mad = vec![0u8; 256];
+    let mut view = SaMad::new_unchecked(&mut mad[..]);
+    let mut header = view.header_mut();
+    header.set_base_version(1);
+    header.set_mgmt_class(MgmtClass::SubnAdm);
+    header.set_class_version(SA_CLASS_VERSION);
+    header.set_method(method);
+    header.set_transaction_id(0x0001_0000_0000_4242);
+    header.set_attribute_id(AttributeId::from(u16::from(attribute)));
+    view.set_sm_key(sm_key);
+    view.set_component_mask(mask);
+    template(view.data_mut());
+    mad
+}
+
+/// What the manager sends back to `from` for `mad`, if anything. The sweep's own SMPs, polled
+/// on the way, go on to the fabric; nothing else may be sent.
+pub fn ask(sm: &mut EmulatedSm, mad: &[u8], from: Peer) -> Option<OutgoingMad> {
+    let (answer, reports) = ask_with_reports(sm, mad, from);
+    assert!(reports.is_empty(), "unexpected Reports: {reports:?}");
+    answer
+}
+
+/// What the manager sends back to `from` for `mad`, and what it sends other SA clients on the
+/// way (Reports to subscribers). The sweep's own SMPs go on to the fabric.
+pub fn ask_with_reports(
+    sm: &mut EmulatedSm,
+    mad: &[u8],
+    from: Peer,
+) -> (Option<OutgoingMad>, Vec<OutgoingMad>) {
+    let now = sm.transport.now();
+    sm.manager.on_mad(now, mad, from);
+    let mut answer = None;
+    let mut reports = Vec::new();
+    while let Some(out) = sm.manager.poll_transmit(now) {
+        match out.address {
+            Address::Peer(to) if to == from => {
+                assert!(answer.is_none(), "two answers to one request");
+                answer = Some(out);
+            }
+            Address::Peer(_) => reports.push(out),
+            _ => sm.transport.send(&out).unwrap(),
+        }
+    }
+    (answer, reports)
+}
+
+/// A host's LID after the SM's first sweep, and its peer address on QP1.
+pub fn host(sm: &EmulatedSm, name: &str) -> Peer {
+    let sweep = sm.manager.last_sweep().expect("a sweep ended");
+    let lid = sweep
+        .subnet()
+        .nodes
+        .values()
+        .find(|n| n.description.starts_with(name_prefix(name)))
+        .and_then(|n| n.ports.values().next())
+        .map(|p| p.lid)
+        .expect("host found");
+    Peer {
+        lid,
+        qp: 1,
+        pkey_index: 0,
+    }
+}
+
+fn name_prefix(name: &str) -> &str {
+    match name {
+        "H1" => "host-one",
+        "H2" => "host-two",
+        "H3" => "host-three",
+        "H4" => "host-four",
+        other => other,
+    }
+}
+
+/// The status of an SA answer.
+pub fn status(answer: &OutgoingMad) -> Status {
+    SaMad::new_checked(&answer.mad[..])
+        .unwrap()
+        .header()
+        .status()
 }

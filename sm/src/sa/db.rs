@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use ibqos_mad::{
-    Attribute, Guid, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
+    Attribute, Guid, NodeType, PortState, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
     VlArbitrationTableRepr,
 };
 
@@ -43,6 +43,9 @@ pub struct SaDb {
     partitions: SubnetPartitions,
     /// The SM's own port.
     pub(super) sm_port: Option<PortKey>,
+    /// Every switch's multicast forwarding table as programmed, by (switch node GUID, block,
+    /// position): the 32 port masks of that block and position.
+    pub(super) mfts: BTreeMap<(u64, u16, u8), [u16; 32]>,
 }
 
 impl SaDb {
@@ -199,6 +202,35 @@ impl SaDb {
         self.lids_of(key).is_some_and(|lids| lids.contains(&lid))
     }
 
+    /// The highest MLID the subnet's switches all have room for: MLIDs start at 0xC000 and
+    /// OpenSM lowers its limit (0xFFFE) to the smallest MulticastFDBCap a switch advertises,
+    /// switches without multicast (cap 0) aside (osm_sw_info_rcv.c:224-233).
+    pub fn max_mcast_lid(&self) -> u16 {
+        const FIRST_MLID: u32 = 0xc000;
+        const LAST_MLID: u32 = 0xfffe;
+        self.subnet
+            .nodes
+            .values()
+            .filter_map(|node| node.switch)
+            .map(|info| u32::from(info.multicast_fdb_cap))
+            .filter(|&cap| cap != 0)
+            .map(|cap| cap + FIRST_MLID - 1)
+            .fold(LAST_MLID, u32::min) as u16
+    }
+
+    /// The smallest MTUCap of a port past port 0 that is not down: OpenSM's `min_ca_mtu`,
+    /// tracked as PortInfo comes in (osm_port_info_rcv.c:99-108), from 4096 (code 5) down.
+    pub fn min_port_mtu_cap(&self) -> u8 {
+        const MAX_MTU: u8 = 5;
+        self.subnet
+            .nodes
+            .values()
+            .flat_map(|node| node.ports.iter())
+            .filter(|(number, port)| **number != 0 && port.info.port_state != PortState::Down)
+            .map(|(_, port)| port.info.mtu_cap)
+            .fold(MAX_MTU, u8::min)
+    }
+
     /// Whether the node at `key` is a switch.
     pub fn is_switch(&self, key: PortKey) -> bool {
         self.node(key.node)
@@ -276,10 +308,24 @@ impl SaDb {
     pub fn partition(&self, pkey: u16) -> Option<&SubnetPartition> {
         self.partitions.get(pkey)
     }
+
+    /// Every partition, in OpenSM's table order.
+    pub fn partitions(&self) -> &[SubnetPartition] {
+        &self.partitions.partitions
+    }
+
+    /// Whether `port` holds `pkey` (`osm_physp_has_pkey`): its map has the P_Key's base as a
+    /// key, whatever the membership. With `allow_both_pkeys` the map is keyed by whole P_Keys,
+    /// so only a limited entry is found, as in OpenSM. A P_Key whose base is 0 is held by
+    /// every port.
+    pub fn has_pkey(&self, port: PortKey, pkey: u16) -> bool {
+        let base = pkey & 0x7fff;
+        base == 0 || self.pkey_map(port).contains_key(&base.swap_bytes())
+    }
 }
 
 /// Two P_Keys match when their bases are equal and one of them is a full member (`match_pkey`).
-fn match_pkey(a: u16, b: u16) -> bool {
+pub(super) fn match_pkey(a: u16, b: u16) -> bool {
     (a | b) & 0x8000 != 0 && a & 0x7fff == b & 0x7fff
 }
 

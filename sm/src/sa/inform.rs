@@ -1,6 +1,6 @@
 //! Event subscriptions and forwarding (IBA 13.4.8, 15.2.5.12; OpenSM osm_sa_informinfo.c and
 //! osm_inform.c): InformInfo Sets subscribe and unsubscribe, InformInfoRecords list the
-//! subscriptions, and every Notice the SM issues (traps 64 and 65) or receives from a port
+//! subscriptions, and every Notice the SM issues (traps 64 to 67) or receives from a port
 //! (128, 144, ...) goes as a Report to each subscriber it matches, until a ReportResp retires
 //! it.
 
@@ -28,6 +28,8 @@ const PRODUCER_SUBNET_MANAGER: u32 = 4;
 /// Trap numbers the SM issues itself (IBA 14.2.5.1).
 pub(super) const TRAP_GID_IN_SERVICE: u16 = 64;
 pub(super) const TRAP_GID_OUT_OF_SERVICE: u16 = 65;
+pub(super) const TRAP_MGID_CREATED: u16 = 66;
+pub(super) const TRAP_MGID_DELETED: u16 = 67;
 /// Traps from ports that OpenSM keeps to itself (osm_trap_rcv.c:636-637): port health.
 const UNFORWARDED_TRAPS: std::ops::RangeInclusive<u16> = 129..=131;
 
@@ -142,6 +144,18 @@ impl Subscriptions {
 
     /// A notice for the subscribers it matches: a Report to each, queued for `out`.
     pub fn notify(&mut self, now: Instant, notice: &SaNoticeRepr, out: &mut Vec<OutgoingMad>) {
+        self.notify_permitted(now, notice, |_| true, out);
+    }
+
+    /// A notice for the subscribers it matches and `permitted` lets hear of it (OpenSM's
+    /// `is_access_permitted`, by the subscriber's address).
+    pub fn notify_permitted(
+        &mut self,
+        now: Instant,
+        notice: &SaNoticeRepr,
+        permitted: impl Fn(Peer) -> bool,
+        out: &mut Vec<OutgoingMad>,
+    ) {
         let n = &notice.notice;
         if n.is_generic && UNFORWARDED_TRAPS.contains(&n.trap_number) {
             return;
@@ -149,7 +163,7 @@ impl Subscriptions {
         let targets: Vec<Peer> = self
             .subscriptions
             .iter()
-            .filter(|s| matches(&s.inform, notice))
+            .filter(|s| matches(&s.inform, notice) && permitted(s.subscriber))
             .map(|s| s.subscriber)
             .collect();
         for to in targets {
@@ -242,11 +256,12 @@ fn report(notice: &SaNoticeRepr, tid: u32) -> Vec<u8> {
     mad
 }
 
-/// A notice the SM issues about a port: GID in (64) or out of (65) service, the port's GID in
-/// the data details (IBA 14.2.5.1), the SM its issuer.
-pub(super) fn sm_notice(trap: u16, port_gid: Gid, sm_lid: u16, sm_gid: Gid) -> SaNoticeRepr {
+/// A notice the SM issues: a port's GID in (64) or out of (65) service, a multicast group
+/// created (66) or deleted (67), with the port's GID or the group's MGID in the data details
+/// (IBA 14.2.5.1; osm_multicast.c `mgrp_send_notice`), the SM its issuer.
+pub(super) fn sm_notice(trap: u16, gid: Gid, sm_lid: u16, sm_gid: Gid) -> SaNoticeRepr {
     let mut data_details = [0u8; 54];
-    data_details[6..22].copy_from_slice(&port_gid.to_bytes());
+    data_details[6..22].copy_from_slice(&gid.to_bytes());
     SaNoticeRepr {
         notice: NoticeRepr {
             is_generic: true,

@@ -15,11 +15,13 @@
 
 mod db;
 mod inform;
+mod multicast;
 mod path;
 mod policy;
 mod records;
 mod service;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use ibqos_mad::sa::{
@@ -36,6 +38,7 @@ use crate::engine::subnet::PortKey;
 
 pub use db::SaDb;
 use inform::Subscriptions;
+use multicast::Groups;
 use service::Services;
 
 /// The SA's SM_Key when none is configured (OpenSM's `sa_key` default).
@@ -146,6 +149,8 @@ pub struct Sa {
     policy: Option<ResolvedPolicy>,
     services: Services,
     subscriptions: Subscriptions,
+    /// The multicast groups, kept across sweeps as clients join and leave them.
+    groups: Groups,
     /// Reports to send: notices for subscribers, and resends.
     outgoing: Vec<OutgoingMad>,
     counts: SaCounts,
@@ -168,7 +173,9 @@ impl Sa {
 
     /// What the SA answers from from now on: the last sweep's snapshot. Ports that came or
     /// went since the last one are reported to their subscribers: traps 64 and 65, as OpenSM
-    /// issues them at the end of a heavy sweep (osm_state_mgr.c, osm_drop_mgr.c).
+    /// issues them at the end of a heavy sweep (osm_state_mgr.c, osm_drop_mgr.c). Ports that
+    /// went leave their multicast groups, and the partitions' groups are created (see
+    /// `multicast::Groups::on_snapshot`).
     pub fn update(&mut self, now: Instant, db: SaDb) {
         if let Some(old) = &self.db {
             let (old_ports, new_ports) = (old.endport_guids(), db.endport_guids());
@@ -185,8 +192,43 @@ impl Sa {
                 self.subscriptions.notify(now, &notice, &mut self.outgoing);
             }
         }
+        self.groups.on_snapshot(&db, &self.config);
         self.db = Some(db);
         self.apply_policy();
+        self.report_group_notices(now);
+    }
+
+    /// Traps 66 and 67 of the groups created and deleted, to the subscribers that hold the
+    /// group's P_Key (osm_inform.c `is_access_permitted`).
+    fn report_group_notices(&mut self, now: Instant) {
+        let Some(db) = &self.db else {
+            return;
+        };
+        for group in self.groups.take_notices() {
+            let (sm_lid, sm_gid) = self.sm_address(db);
+            let notice = inform::sm_notice(group.trap, group.mgid, sm_lid, sm_gid);
+            let holds_pkey = |subscriber: Peer| {
+                db.endport_of_lid(subscriber.lid)
+                    .is_some_and(|port| db.has_pkey(port, group.p_key))
+            };
+            self.subscriptions
+                .notify_permitted(now, &notice, holds_pkey, &mut self.outgoing);
+        }
+    }
+
+    /// Per MLID, the port GUIDs of every member of every group on that MLID, whatever its
+    /// JoinState (send-only members included): the ports OpenSM spans each MLID's tree over
+    /// (osm_mcast_mgr.c `mcast_mgr_process_mlid`). An MLID whose groups have no member (a
+    /// partition's group nobody joined yet) is listed with no port.
+    pub fn multicast_members(&self) -> BTreeMap<u16, BTreeSet<u64>> {
+        self.groups.members_by_mlid()
+    }
+
+    /// Whether some MLID's members changed (a join, leave, group creation or deletion, a port
+    /// leaving the fabric) since the last call: the MLIDs OpenSM marks for rerouting
+    /// (`osm_sm_reroute_mlid`), so the multicast forwarding tables are due again. True once.
+    pub fn take_multicast_changed(&mut self) -> bool {
+        self.groups.take_changed()
     }
 
     /// The SM's LID and GID, the issuer of the notices it makes.
@@ -258,6 +300,7 @@ impl Sa {
     /// An SA MAD from `from`, and the answer to send, if it gets one.
     pub fn on_request(&mut self, now: Instant, mad: &[u8], from: Peer) -> Option<OutgoingMad> {
         let answer = self.answer(now, mad, from);
+        self.report_group_notices(now);
         match answer {
             Some(_) => self.counts.answered += 1,
             None => self.counts.dropped += 1,
@@ -338,6 +381,7 @@ impl Sa {
                 Ok(self.subscriptions.records(&query))
             }
             SaAttributeId::InformInfoRecord => Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
+            SaAttributeId::McMemberRecord => self.groups.answer(db, &self.config, &query),
             _ => records::answer(db, &self.config, self.policy.as_ref(), attribute, &query)?,
         };
         debug!(

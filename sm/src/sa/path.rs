@@ -413,7 +413,7 @@ impl Ask<'_> {
         let (db, config, mask, request) = (self.db, self.config, self.mask, self.request);
         let start = db.port(source)?;
         let mut mtu = start.info.mtu_cap;
-        let mut rate = port_rate(&start.info, extended(&start.info));
+        let mut rate = active_rate(&start.info);
         let route = |node: u64| -> Option<PortKey> {
             let port = *db.lfts.get(&node)?.get(usize::from(dlid))?;
             (port != 0xff).then_some(PortKey::new(node, port))
@@ -460,7 +460,7 @@ impl Ask<'_> {
         }
         let end = db.port(port)?;
         mtu = mtu.min(end.info.mtu_cap);
-        rate = slower(rate, port_rate(&end.info, extended(&end.info)));
+        rate = slower(rate, active_rate(&end.info));
         // The QoS level (qos-policy.conf), with QoS on and a policy that fits the fabric.
         let both_service_id_bits = bit::SERVICE_ID_MSB | bit::SERVICE_ID_LSB;
         let level = self.policy.and_then(|policy| {
@@ -650,6 +650,12 @@ fn slower(a: Rate, b: Rate) -> Rate {
     } else {
         a
     }
+}
+
+/// The rate a port runs at, with the extended speeds where its CapabilityMask says it has
+/// them (`ib_port_info_compute_rate` as OpenSM calls it for an endport).
+pub(super) fn active_rate(info: &PortInfoRepr) -> Rate {
+    port_rate(info, extended(info))
 }
 
 /// A port's rate code from its active width and speed (`ib_port_info_compute_rate`), with the

@@ -7,16 +7,17 @@
 //! here, the other records do not yet.
 
 use ibqos_mad::sa::{
-    GuidInfoRecordRepr, LftRecord, LftRecordRepr, LinkRecord, LinkRecordRepr, NodeRecord,
-    NodeRecordRepr, PKeyTableRecordRepr, PortInfoRecord, PortInfoRecordRepr, Record,
+    GuidInfoRecordRepr, LftRecord, LftRecordRepr, LinkRecord, LinkRecordRepr, MftRecordRepr,
+    NodeRecord, NodeRecordRepr, PKeyTableRecordRepr, PortInfoRecord, PortInfoRecordRepr, Record,
     SA_CLASS_VERSION, SaAttributeId, SaCapabilityMask, SaCapabilityMask2, SlToVlTableRecord,
     SlToVlTableRecordRepr, SmInfoRecord, SmInfoRecordRepr, SwitchInfoRecord, SwitchInfoRecordRepr,
     VlArbTableRecord, VlArbTableRecordRepr,
 };
 use ibqos_mad::{
-    ClassPortInfoRepr, GuidInfoRepr, LinearForwardingTableRepr, Method, NodeDescriptionRepr,
-    PKeyTableRepr, PerfCapabilityMask, SlToVlMappingTableRepr, SmInfoRepr, SmState, Status,
-    VlArbBlock, VlArbitrationTable, VlArbitrationTableRepr,
+    ClassPortInfoRepr, GuidInfoRepr, LinearForwardingTableRepr, Method,
+    MulticastForwardingTableRepr, NodeDescriptionRepr, PKeyTableRepr, PerfCapabilityMask,
+    SlToVlMappingTableRepr, SmInfoRepr, SmState, Status, VlArbBlock, VlArbitrationTable,
+    VlArbitrationTableRepr,
 };
 
 use ibqos_qos::policy::ResolvedPolicy;
@@ -24,9 +25,6 @@ use ibqos_qos::policy::ResolvedPolicy;
 use super::db::SaDb;
 use super::{Query, Records, SaConfig, path};
 use crate::engine::subnet::PortKey;
-
-/// The size of an MFTRecord (OpenSM's `sizeof(ib_mft_record_t)`).
-const MFT_RECORD_SIZE: usize = 72;
 
 /// Whether a record passes ComponentMask bit `bit`: the bit is clear, or the values are equal.
 fn component<T: PartialEq>(mask: u64, bit: u32, template: T, value: T) -> bool {
@@ -53,6 +51,7 @@ pub(super) fn answer(
         | A::SlToVlMappingTableRecord
         | A::SwitchInfoRecord
         | A::LinearForwardingTableRecord
+        | A::MulticastForwardingTableRecord
         | A::SmInfoRecord
         | A::LinkRecord
         | A::VlArbitrationTableRecord
@@ -70,9 +69,7 @@ pub(super) fn answer(
         A::SmInfoRecord => Ok(sm_info_records(db, config, query)),
         A::LinkRecord => Ok(link_records(db, query)),
         A::PathRecord => path::path_records(db, config, policy, query),
-        // No multicast group exists until the SM manages multicast, so no MFT block is in
-        // use and no switch has an MFTRecord (osm_sa_mft_record.c:157-217).
-        A::MulticastForwardingTableRecord if get_or_table => Ok(Records::new(MFT_RECORD_SIZE)),
+        A::MulticastForwardingTableRecord => Ok(mft_records(db, query)),
         A::MultiPathRecord if query.method != Method::GetMulti => return unsupported,
         A::MultiPathRecord => path::multi_path_records(db, config, policy, query),
         A::GuidInfoRecord if get_or_table => Ok(guid_info_records(db, query)),
@@ -451,6 +448,65 @@ fn lft_records(db: &SaDb, query: &Query<'_>) -> Records {
                 table,
             };
             records.push(&record);
+        }
+    }
+    records
+}
+
+/// MFT records (osm_sa_mft_record.c:112-217): switch by switch in OpenSM's table order, those
+/// sharing a partition with the requester and with multicast (MulticastFDBCap not 0), every
+/// block up to the highest one programmed (none programmed: no record) and every position of
+/// the switch's ports 0..=N, or the one block and position the mask names, if the switch has
+/// them. A block or position the sweep did not program reads as empty masks.
+fn mft_records(db: &SaDb, query: &Query<'_>) -> Records {
+    const LID: u64 = 1 << 0;
+    const POSITION: u64 = 1 << 1;
+    const BLOCK: u64 = 1 << 3;
+    const PORTS_PER_POSITION: u16 = 16;
+    let mask = query.component_mask;
+    let mut records = Records::new(MftRecordRepr::SIZE);
+    let Ok(t) = MftRecordRepr::parse_bytes(query.template) else {
+        return records;
+    };
+    for node in db.nodes().filter(|node| node.is_switch()) {
+        let guid = node.info.node_guid;
+        let key = PortKey::new(guid, 0);
+        if !db.share_pkey(query.requester, key)
+            || (mask & LID != 0 && !db.has_lid(key, t.lid))
+            || node.switch.is_none_or(|info| info.multicast_fdb_cap == 0)
+        {
+            continue;
+        }
+        let in_use = db.mfts.range((guid, 0, 0)..=(guid, u16::MAX, u8::MAX));
+        let Some(max_block) = in_use.map(|(&(_, block, _), _)| block).max() else {
+            continue;
+        };
+        let max_position =
+            ((u16::from(node.info.num_ports) + 1).div_ceil(PORTS_PER_POSITION) - 1) as u8;
+        let blocks = match mask & BLOCK {
+            0 => 0..=max_block,
+            _ if t.block > max_block => continue,
+            _ => t.block..=t.block,
+        };
+        let positions = match mask & POSITION {
+            0 => 0..=max_position,
+            _ if t.position > max_position => continue,
+            _ => t.position..=t.position,
+        };
+        for block in blocks {
+            for position in positions.clone() {
+                let port_masks = db
+                    .mfts
+                    .get(&(guid, block, position))
+                    .copied()
+                    .unwrap_or_default();
+                records.push(&MftRecordRepr {
+                    lid: db.base_lid(key),
+                    position,
+                    block,
+                    table: MulticastForwardingTableRepr { port_masks },
+                });
+            }
         }
     }
     records
