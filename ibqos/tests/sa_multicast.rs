@@ -669,3 +669,60 @@ fn groups_belong_to_their_partition() {
     );
     assert_eq!(table(&mut sm, h3, 0, 0, blank()).len(), 1);
 }
+
+/// The ports of MLID 0xC000 (the broadcast group's) in each switch's multicast forwarding
+/// table, as the emulated switches hold them.
+fn broadcast_entries(sm: &EmulatedSm) -> [Vec<u8>; 2] {
+    let emulator = sm.transport.emulator();
+    let ports = |switch: &str| {
+        let id = emulator.topology().node_by_name(switch).unwrap();
+        emulator.mft_ports(id, 0xc000).unwrap()
+    };
+    [ports("S1"), ports("S2")]
+}
+
+#[test]
+fn forwarding_tables_follow_joins_and_leaves_and_clear_when_the_members_go() {
+    let mut sm = up(&settings(CONFIG));
+    // Each step, and the entries OpenSM 3.3.23 programs on ibsim's two-switch fabric after the
+    // same step (tests/tests/multicast_oracle.rs runs both SMs through it there). The root is
+    // the switch whose farthest member is nearest, ties to the first in OpenSM's switch order
+    // (S1); each switch sends a member out of its first least-hop port (S1 and S2 meet at
+    // ports 3 and 4: 3) and, below the root, back up the port the tree came in by.
+    let steps: [(Method, &str, [&[u8]; 2]); 8] = [
+        // One member: no tree.
+        (Method::Set, "H3", [&[], &[]]),
+        // H3 and H4 both on S2: S2 is the root, and S1 has no entry.
+        (Method::Set, "H4", [&[], &[1, 2]]),
+        // H2 on S1 too: both switches are 2 from their farthest member; S1 roots the tree.
+        (Method::Set, "H2", [&[2, 3], &[1, 2, 3]]),
+        (Method::Delete, "H4", [&[2, 3], &[1, 3]]),
+        // H2 alone again: its entries go.
+        (Method::Delete, "H3", [&[], &[]]),
+        (Method::Set, "H4", [&[2, 3], &[2, 3]]),
+        (Method::Delete, "H2", [&[], &[]]),
+        (Method::Delete, "H4", [&[], &[]]),
+    ];
+    for (number, (method, host, expected)) in steps.into_iter().enumerate() {
+        let (peer, gid) = member(&sm, host);
+        let answer = ask(
+            &mut sm,
+            &ipoib(method, BROADCAST, gid, JoinState::FULL),
+            peer,
+        )
+        .unwrap();
+        assert_eq!(
+            status(&answer),
+            Status::OK,
+            "step {number}: {method} {host}"
+        );
+        let (_, failed) = sm.multicast_updated();
+        assert_eq!(failed, 0, "step {number}");
+        let held = broadcast_entries(&sm);
+        assert_eq!(
+            [held[0].as_slice(), held[1].as_slice()],
+            expected,
+            "step {number}: {method} {host}"
+        );
+    }
+}

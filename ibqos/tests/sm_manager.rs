@@ -105,7 +105,7 @@ fn once_gives_up_after_four_sweeps() {
         match sm.next_event() {
             Event::SweepStarted { reason, .. } => reasons.push(reason),
             Event::SweepDone(summary) => summaries.push(summary),
-            Event::SaveLids(_) => {}
+            Event::SaveLids(_) | Event::MulticastUpdated { .. } => {}
             Event::Finished(outcome) => break outcome,
         }
     };

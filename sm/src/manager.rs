@@ -86,6 +86,13 @@ pub enum Event {
     SaveLids(String),
     /// A sweep ended (a [`Run::Once`] reports only its last).
     SweepDone(Box<SweepSummary>),
+    /// The multicast forwarding tables were programmed again after joins or leaves.
+    MulticastUpdated {
+        /// MFT blocks Set or found in place.
+        blocks: usize,
+        /// Switches whose blocks failed or echoed back different.
+        failed_switches: usize,
+    },
     /// Nothing more to send or wait for.
     Finished(Outcome),
 }
@@ -124,6 +131,13 @@ enum State {
         /// Traps 128 that arrived during this sweep.
         link_changes: u64,
     },
+    /// Programming the multicast forwarding tables alone; then back to waiting until `resume`.
+    UpdatingMulticast {
+        update: Box<Sweep>,
+        resume: Instant,
+        /// A trap 128 came during the update: a sweep is due once it ends.
+        link_changed: bool,
+    },
     Finished,
 }
 
@@ -144,6 +158,9 @@ pub struct Manager {
     sweeps: u32,
     reloaded: Option<Settings>,
     stopping: bool,
+    /// Joins or leaves changed some MLID's members since the multicast forwarding tables were
+    /// last computed.
+    multicast_due: bool,
     /// MADs to send before the sweep's next: answers to requests, and what a sweep left queued
     /// when it ended.
     queued: VecDeque<OutgoingMad>,
@@ -173,6 +190,7 @@ impl Manager {
             sweeps: 0,
             reloaded: None,
             stopping: false,
+            multicast_due: false,
             queued: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -185,8 +203,16 @@ impl Manager {
         if let Some(queued) = self.queued.pop_front() {
             return Some(queued);
         }
+        self.running()
+            .and_then(|sweep| sweep.poll_transmit(now))
+            .map(|t| (&t).into())
+    }
+
+    /// The sweep under way: a whole sweep, or an update of the multicast forwarding tables.
+    fn running(&mut self) -> Option<&mut Sweep> {
         match &mut self.state {
-            State::Sweeping { sweep, .. } => sweep.poll_transmit(now).map(|t| (&t).into()),
+            State::Sweeping { sweep, .. } => Some(sweep),
+            State::UpdatingMulticast { update, .. } => Some(update),
             _ => None,
         }
     }
@@ -202,6 +228,7 @@ impl Manager {
     pub fn next_deadline(&self) -> Option<Instant> {
         let state = match &self.state {
             State::Sweeping { sweep, .. } => sweep.next_deadline(),
+            State::UpdatingMulticast { update, .. } => update.next_deadline(),
             State::Waiting { until } => Some(*until),
             State::Due(_) | State::Finished => None,
         };
@@ -222,13 +249,14 @@ impl Manager {
             }
             // A join or leave may have created or deleted a group: traps 66 and 67.
             self.queued.extend(self.sa.take_outgoing());
+            self.note_multicast_change(now);
             return;
         }
         let slid = from.lid;
         match parse_smp(mad) {
-            Some(smp) if smp.method.is_response() => match &mut self.state {
-                State::Sweeping { sweep, .. } => sweep.on_response(now, smp),
-                _ => debug!("a response after its sweep ended; ignored"),
+            Some(smp) if smp.method.is_response() => match self.running() {
+                Some(sweep) => sweep.on_response(now, smp),
+                None => debug!("a response after its sweep ended; ignored"),
             },
             smp => {
                 // A trap is repressed by the responder and forwarded to subscribers by the SA.
@@ -251,11 +279,15 @@ impl Manager {
 
     /// One of the SM's own MADs handed back undelivered.
     pub fn on_dropped(&mut self, now: Instant, mad: &[u8]) {
-        let State::Sweeping { sweep, .. } = &mut self.state else {
+        if self.running().is_none() {
             return;
-        };
+        }
         match parse_smp(mad) {
-            Some(request) => sweep.on_dropped(now, request),
+            Some(request) => {
+                if let Some(sweep) = self.running() {
+                    sweep.on_dropped(now, request);
+                }
+            }
             None => self.responder.on_malformed(),
         }
         self.end_sweep_if_done(now);
@@ -264,7 +296,7 @@ impl Manager {
     /// Time has passed: requests past their deadline are retried or given up, and the wait for
     /// the next sweep may be over.
     pub fn on_time(&mut self, now: Instant) {
-        if let State::Sweeping { sweep, .. } = &mut self.state {
+        if let Some(sweep) = self.running() {
             sweep.on_time(now);
         }
         self.sa.on_time(now);
@@ -297,8 +329,46 @@ impl Manager {
                 info!("trap 128: a link changed; sweeping now");
                 self.state = State::Due(SweepReason::LinkChange);
             }
+            State::UpdatingMulticast { link_changed, .. } => *link_changed = true,
             State::Due(_) | State::Finished => {}
         }
+    }
+
+    /// After an SA request: if a join or leave changed some MLID's members, the multicast
+    /// forwarding tables are due, and between sweeps they are programmed at once.
+    fn note_multicast_change(&mut self, now: Instant) {
+        if self.sa.take_multicast_changed() {
+            self.multicast_due = true;
+        }
+        if let State::Waiting { until } = self.state {
+            self.update_multicast_if_due(now, until);
+        }
+    }
+
+    /// Starts an update of the multicast forwarding tables when joins or leaves are waiting for
+    /// one and a sweep brought the subnet up; afterwards the SM waits until `resume`. Returns
+    /// whether it started one.
+    fn update_multicast_if_due(&mut self, now: Instant, resume: Instant) -> bool {
+        let Some(last) = self.last_sweep.as_deref() else {
+            return false;
+        };
+        if !self.multicast_due || *last.phase() != Phase::SubnetUp || self.run != Run::Daemon {
+            return false;
+        }
+        self.multicast_due = false;
+        let config = SweepConfig {
+            mode: SweepMode::Forced,
+            multicast: self.sa.multicast_members(),
+            ..self.config.clone()
+        };
+        info!("multicast members changed; programming the multicast forwarding tables");
+        let learned = std::mem::take(&mut self.learned);
+        self.state = State::UpdatingMulticast {
+            update: Box::new(Sweep::update_multicast(config, learned, last, now)),
+            resume,
+            link_changed: false,
+        };
+        true
     }
 
     fn start_sweep_if_due(&mut self, now: Instant) {
@@ -316,8 +386,11 @@ impl Manager {
             _ => SweepMode::Diff,
         };
         self.sweeps += 1;
+        // The sweep routes the members the SA holds now; joins from here on make another update.
+        self.multicast_due = false;
         let config = SweepConfig {
             mode,
+            multicast: self.sa.multicast_members(),
             ..self.config.clone()
         };
         self.state = State::Sweeping {
@@ -344,6 +417,9 @@ impl Manager {
     fn end_sweep_if_done(&mut self, now: Instant) {
         match &self.state {
             State::Sweeping { sweep, .. } if sweep.is_done() => {}
+            State::UpdatingMulticast { update, .. } if update.is_done() => {
+                return self.end_multicast_update(now);
+            }
             _ => return,
         }
         let State::Sweeping {
@@ -407,6 +483,49 @@ impl Manager {
                 until: now + self.interval,
             }
         };
+        // Joins answered during the sweep, or members the new snapshot dropped.
+        if self.sa.take_multicast_changed() {
+            self.multicast_due = true;
+        }
+        if let State::Waiting { until } = self.state {
+            self.update_multicast_if_due(now, until);
+        }
+    }
+
+    /// An update of the multicast forwarding tables ended: the SA learns the tables, and the SM
+    /// goes back to what it was waiting for (or to another update if members changed again).
+    fn end_multicast_update(&mut self, now: Instant) {
+        let State::UpdatingMulticast {
+            mut update,
+            resume,
+            link_changed,
+        } = std::mem::replace(&mut self.state, State::Finished)
+        else {
+            return;
+        };
+        while let Some(transmit) = update.poll_transmit(now) {
+            self.queued.push_back((&transmit).into());
+        }
+        self.learned = update.learned().clone();
+        self.sa.learn_mfts(update.verified_mfts());
+        let counts = update.mft_counts();
+        self.events.push_back(Event::MulticastUpdated {
+            blocks: update.verified_mfts().count(),
+            failed_switches: counts.failed,
+        });
+        self.state = if self.stopping {
+            self.finished(Outcome::Stopped)
+        } else if link_changed {
+            info!("a link changed during the multicast update; sweeping now");
+            State::Due(SweepReason::LinkChange)
+        } else if self.reloaded.is_some() {
+            State::Due(SweepReason::Reload)
+        } else {
+            State::Waiting { until: resume }
+        };
+        if let State::Waiting { until } = self.state {
+            self.update_multicast_if_due(now, until);
+        }
     }
 
     fn finished(&mut self, outcome: Outcome) -> State {

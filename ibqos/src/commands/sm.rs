@@ -161,6 +161,13 @@ fn drive(
                 )?;
             }
             Event::SweepDone(summary) => eprint!("{summary}"),
+            Event::MulticastUpdated {
+                blocks,
+                failed_switches,
+            } => info!(
+                blocks,
+                failed_switches, "multicast forwarding tables programmed after joins or leaves"
+            ),
             Event::Finished(outcome) => {
                 if outcome == manager::Outcome::Stopped {
                     info!("stopping on signal");

@@ -63,6 +63,18 @@ impl EmulatedSm {
         })
     }
 
+    /// The next update of the multicast forwarding tables after joins or leaves: the blocks it
+    /// left in place and the switches that failed.
+    pub fn multicast_updated(&mut self) -> (usize, usize) {
+        self.until(|event| match event {
+            Event::MulticastUpdated {
+                blocks,
+                failed_switches,
+            } => Some((*blocks, *failed_switches)),
+            _ => None,
+        })
+    }
+
     /// Why the next sweep starts, and when (emulated ns).
     pub fn sweep_started(&mut self) -> (SweepReason, u64) {
         let reason = self.until(|event| match event {
@@ -79,7 +91,9 @@ impl EmulatedSm {
             match self.next_event() {
                 Event::SweepDone(summary) => summaries.push(*summary),
                 Event::Finished(outcome) => return (summaries, outcome),
-                Event::SweepStarted { .. } | Event::SaveLids(_) => {}
+                Event::SweepStarted { .. }
+                | Event::SaveLids(_)
+                | Event::MulticastUpdated { .. } => {}
             }
         }
     }
@@ -237,6 +251,7 @@ fn name_prefix(name: &str) -> &str {
         "H2" => "host-two",
         "H3" => "host-three",
         "H4" => "host-four",
+        "H5" => "host-five",
         other => other,
     }
 }

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use ibqos_mad::{
-    Attribute, Guid, NodeType, PortState, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
-    VlArbitrationTableRepr,
+    Attribute, Guid, MftModifier, NodeType, PortState, SlToVlMappingTableRepr, SlToVlModifier,
+    VlArbModifier, VlArbitrationTableRepr,
 };
 
 use ibqos_qos::partitions::{SubnetPartition, SubnetPartitions};
@@ -81,16 +81,17 @@ impl SaDb {
             partitions: sweep.partitions().clone(),
             ..SaDb::default()
         };
-        for write in sweep.verified_qos() {
+        for write in sweep.verified_qos().chain(sweep.verified_mfts()) {
             db.learn_table(write);
         }
         db
     }
 
-    /// A programmed SL2VL or VLArb table, under every (port, port) or (port, block) it covers.
+    /// A programmed SL2VL, VLArb or MFT table, under every (port, port), (port, block) or
+    /// (block, position) it covers.
     /// A CA or router ignores the modifier's ports and answers for the port the Set reached
     /// it by: its table is that port's, input port 0 (OpenSM osm_sa_slvl_record.c:138-180).
-    fn learn_table(&mut self, write: &TableWrite) {
+    pub(super) fn learn_table(&mut self, write: &TableWrite) {
         let Some(node) = self.subnet.nodes.get(&write.node) else {
             return;
         };
@@ -108,6 +109,12 @@ impl SaDb {
                 };
                 for (input, output) in pairs {
                     self.sl2vl.insert((write.node, input, output), table);
+                }
+            }
+            Attribute::MulticastForwardingTable(table) => {
+                if let Ok(m) = MftModifier::try_from(write.modifier) {
+                    let key = (write.node, m.block(), m.position());
+                    self.mfts.insert(key, table.port_masks);
                 }
             }
             Attribute::VlArbitrationTable(table) => {

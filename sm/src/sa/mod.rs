@@ -35,6 +35,7 @@ use ibqos_qos::policy::{QosPolicy, ResolvedPolicy};
 
 use crate::engine::scheduler::{Address, OutgoingMad, Peer};
 use crate::engine::subnet::PortKey;
+use crate::engine::write::TableWrite;
 
 pub use db::SaDb;
 use inform::Subscriptions;
@@ -222,6 +223,16 @@ impl Sa {
     /// partition's group nobody joined yet) is listed with no port.
     pub fn multicast_members(&self) -> BTreeMap<u16, BTreeSet<u64>> {
         self.groups.members_by_mlid()
+    }
+
+    /// The multicast forwarding tables an MFT update (a sweep of the MFTs alone) left on the
+    /// switches, for the MFTRecords.
+    pub fn learn_mfts<'a>(&mut self, writes: impl Iterator<Item = &'a TableWrite>) {
+        if let Some(db) = &mut self.db {
+            for write in writes {
+                db.learn_table(write);
+            }
+        }
     }
 
     /// Whether some MLID's members changed (a join, leave, group creation or deletion, a port
