@@ -25,6 +25,7 @@
 pub mod daemon;
 pub mod error;
 pub mod ibsim;
+pub mod multicast;
 pub mod netfile;
 pub mod opensm;
 pub mod planner;

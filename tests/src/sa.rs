@@ -118,6 +118,8 @@ pub enum Flow {
     All,
     /// `s`: ServiceRecord registration, queries, leases, deletion.
     Services,
+    /// `m`: multicast: MCMemberRecord joins, creates, leaves and queries.
+    Multicast,
 }
 
 impl Flow {
@@ -128,6 +130,7 @@ impl Flow {
             Flow::QosTables => "q",
             Flow::All => "a",
             Flow::Services => "s",
+            Flow::Multicast => "m",
         }
     }
 }
@@ -180,6 +183,8 @@ pub struct SmSetup {
     pub options: &'static str,
     /// The qos-policy.conf both SMs read, instead of the default level alone.
     pub policy: Option<&'static str>,
+    /// The partitions.conf both SMs read, instead of the harness's Default line alone.
+    pub partitions: Option<&'static str>,
 }
 
 impl SmSetup {
@@ -192,6 +197,12 @@ impl SmSetup {
             std::fs::write(&path, policy)
                 .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))?;
             writeln!(lines, "qos_policy_file {}", path.display()).unwrap();
+        }
+        if let Some(partitions) = self.partitions {
+            let path = dir.join("test-partitions.conf");
+            std::fs::write(&path, partitions)
+                .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))?;
+            writeln!(lines, "partition_config_file {}", path.display()).unwrap();
         }
         lines.push_str(self.options);
         Ok(lines)
@@ -287,6 +298,11 @@ impl<'a> Session<'a> {
         })
     }
 
+    /// The fabric the SM runs on, for clients of the test's own.
+    pub fn sim(&self) -> &Ibsim {
+        &self.sim
+    }
+
     /// The SM's log so far, for failure messages.
     pub fn sm_output(&self) -> String {
         self.sm.output()
@@ -357,7 +373,9 @@ impl<'a> Session<'a> {
                 Some(("qos.txt", text))
             }
             // Where it stopped: its log has a line per failed or expected-to-fail step.
-            Flow::All | Flow::Services => Some(("log", normalise_osmtest_log(&log_text))),
+            Flow::All | Flow::Services | Flow::Multicast => {
+                Some(("log", normalise_osmtest_log(&log_text)))
+            }
             Flow::Stress => None,
         };
         if let Some((name, text)) = agreed {

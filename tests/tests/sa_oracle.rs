@@ -310,6 +310,7 @@ fn path_records_under(group: &str, policy: &'static str) {
     let setup = SmSetup {
         options: "qos TRUE\n",
         policy: Some(policy),
+        ..SmSetup::default()
     };
     assert_same_answers_with(&setup, &[fabric("two-switch")], group, |f, lids| {
         let all = lid_list(lids);

@@ -1,0 +1,283 @@
+//! Multicast against OpenSM as the oracle, on ibsim: the same sequence of joins, creates,
+//! leaves and re-joins, sent by a host client of our own (tests/src/multicast.rs) to OpenSM and
+//! to ibqos, each on a fresh ibsim of the two-switch fabric with the same partitions.conf; after
+//! each step the SA's answer (status and record) and every switch's multicast forwarding table
+//! read back with `ibroute -M` must be the same. At the peak of the sequence `saquery -g` and
+//! `saquery -m` must print the same groups and members; `osmtest -f m` (OpenSM's multicast
+//! flow) must end the same way with the same log.
+//!
+//! `IBQOS_SA_SUBJECT=opensm` runs OpenSM against itself: the harness's self-check;
+//! `IBQOS_SA_ORACLE_OUT=DIR` writes both SMs' steps under `DIR/multicast/`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use ibqos_mad::Gid;
+use ibqos_mad::sa::{JoinState, McMemberRecordRepr, Record};
+use ibqos_tests::TestDir;
+use ibqos_tests::multicast::{McAnswer, McClient, read_mfts};
+use ibqos_tests::sa::{
+    Flow, OUT_VAR, Query, SaTools, Session, SmKind, SmSetup, assert_same_answers_with, compare,
+    unified_diff,
+};
+use ibqos_tests::scenario::{Fabric, testdata};
+
+/// The Default partition with its IPoIB broadcast group, as most clusters run.
+const PARTITIONS: &str = "Default=0x7fff,ipoib : ALL=full ;\n";
+
+const PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+/// The IPv4 broadcast group of the Default partition.
+const BROADCAST: Gid = Gid(0xff12_401b_ffff_0000_0000_0000_ffff_ffff);
+
+/// The masks clients send (IBA 15.2.5.17 ComponentMask bits).
+mod mask {
+    pub const MGID: u64 = 1 << 0;
+    pub const PORT_GID: u64 = 1 << 1;
+    pub const Q_KEY: u64 = 1 << 2;
+    pub const TCLASS: u64 = 1 << 6;
+    pub const P_KEY: u64 = 1 << 7;
+    pub const SL: u64 = 1 << 12;
+    pub const FLOW_LABEL: u64 = 1 << 13;
+    pub const JOIN_STATE: u64 = 1 << 16;
+    /// What the kernel's IPoIB sends to join its broadcast group (0x10083).
+    pub const IPOIB_JOIN: u64 = MGID | PORT_GID | P_KEY | JOIN_STATE;
+    /// What a create must give (OpenSM's 0x130C7).
+    pub const CREATE: u64 = IPOIB_JOIN | Q_KEY | TCLASS | SL | FLOW_LABEL;
+    /// A leave: the group, the port and the states to drop.
+    pub const LEAVE: u64 = MGID | PORT_GID | JOIN_STATE;
+}
+
+/// One step of the sequence: which host, what it sends.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    JoinBroadcast(&'static str),
+    LeaveBroadcast(&'static str),
+    /// A new group with MGID 0: the SM allocates one.
+    Create(&'static str),
+    /// A join of the group the last create made.
+    JoinCreated(&'static str),
+    LeaveCreated(&'static str),
+}
+
+const SEQUENCE: [Step; 12] = [
+    Step::JoinBroadcast("H3"),
+    Step::JoinBroadcast("H4"),
+    Step::JoinBroadcast("H2"),
+    Step::Create("H3"),
+    Step::JoinCreated("H5"),
+    Step::LeaveBroadcast("H4"),
+    Step::LeaveBroadcast("H3"),
+    Step::JoinBroadcast("H4"),
+    Step::LeaveCreated("H5"),
+    Step::LeaveCreated("H3"),
+    Step::LeaveBroadcast("H2"),
+    Step::LeaveBroadcast("H4"),
+];
+
+/// After this step, the saquery comparisons run (the most groups and members).
+const PEAK: usize = 4;
+
+fn blank() -> McMemberRecordRepr {
+    McMemberRecordRepr::parse_bytes(&[0u8; 56]).expect("a zero record parses")
+}
+
+/// The multicast forwarding tables once the SM has caught up with a step: read until two reads
+/// a quarter of a second apart agree (an SM reprograms them after it answered the join).
+fn settled_mfts(
+    session: &Session,
+    fabric: &Fabric,
+    tools: &SaTools,
+) -> BTreeMap<(String, u16), Vec<u8>> {
+    let read = || {
+        read_mfts(
+            &tools.sim,
+            session.sim(),
+            &fabric.topology,
+            &fabric.query_node,
+        )
+        .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = read();
+    loop {
+        std::thread::sleep(Duration::from_millis(250));
+        let now = read();
+        if now == last || Instant::now() > deadline {
+            return now;
+        }
+        last = now;
+    }
+}
+
+fn describe(answer: &McAnswer) -> String {
+    match &answer.record {
+        Some(r) => format!(
+            "status {:#06x} mgid {:032x} mlid {:#06x} qkey {:#x} pkey {:#06x} mtu {:?}/{:?} rate {:?}/{:?} life {:?}/{} sl {} flow {:#x} hop {} scope {} join {:?} proxy {}",
+            answer.status.0,
+            r.mgid.0,
+            r.mlid,
+            r.q_key,
+            r.p_key,
+            r.mtu_selector,
+            r.mtu,
+            r.rate_selector,
+            r.rate,
+            r.packet_life_selector,
+            r.packet_life,
+            r.sl,
+            r.flow_label,
+            r.hop_limit,
+            r.scope,
+            r.join_state,
+            r.proxy_join
+        ),
+        None => format!("status {:#06x}", answer.status.0),
+    }
+}
+
+/// Runs the sequence against one SM; what it saw, one block per step, and the saquery and
+/// osmtest transcripts.
+fn run(
+    kind: SmKind,
+    label: &str,
+    tools: &SaTools,
+    fabric: &Fabric,
+    dir: &TestDir,
+) -> (String, Vec<ibqos_tests::sa::Transcript>) {
+    let setup = SmSetup {
+        partitions: Some(PARTITIONS),
+        ..SmSetup::default()
+    };
+    let session = Session::start(kind, tools, fabric, &setup, &dir.subdir(label)).unwrap();
+    let sm_lid = session.lids[&(fabric.sm_node.clone(), 1)];
+    let mut clients: BTreeMap<&str, McClient> = BTreeMap::new();
+    let mut created = None;
+    let mut text = String::new();
+    let mut transcripts = Vec::new();
+    for (number, step) in SEQUENCE.iter().enumerate() {
+        let host = match step {
+            Step::JoinBroadcast(h)
+            | Step::LeaveBroadcast(h)
+            | Step::Create(h)
+            | Step::JoinCreated(h)
+            | Step::LeaveCreated(h) => *h,
+        };
+        let client = clients
+            .entry(host)
+            .or_insert_with(|| McClient::connect(session.sim(), host, sm_lid).unwrap());
+        let mut record = McMemberRecordRepr {
+            port_gid: client.port_gid(PREFIX),
+            join_state: JoinState::FULL,
+            ..blank()
+        };
+        let answer = match step {
+            Step::JoinBroadcast(_) => {
+                record.mgid = BROADCAST;
+                record.p_key = 0xffff;
+                client.join(mask::IPOIB_JOIN, record)
+            }
+            Step::LeaveBroadcast(_) => {
+                record.mgid = BROADCAST;
+                client.leave(mask::LEAVE, record)
+            }
+            Step::Create(_) => {
+                record.p_key = 0xffff;
+                record.q_key = 0x1234_5678;
+                client.join(mask::CREATE, record)
+            }
+            Step::JoinCreated(_) => {
+                record.mgid = created.unwrap_or(Gid(0));
+                record.p_key = 0xffff;
+                client.join(mask::IPOIB_JOIN, record)
+            }
+            Step::LeaveCreated(_) => {
+                record.mgid = created.unwrap_or(Gid(0));
+                client.leave(mask::LEAVE, record)
+            }
+        }
+        .unwrap_or_else(|e| {
+            panic!(
+                "{kind}, step {number} {step:?}: {e}\n{}",
+                session.sm_output()
+            )
+        });
+        if let (Step::Create(_), Some(r)) = (step, &answer.record) {
+            created = Some(r.mgid);
+        }
+        writeln!(text, "step {number}: {step:?}: {}", describe(&answer)).unwrap();
+        for ((switch, mlid), ports) in settled_mfts(&session, fabric, tools) {
+            writeln!(text, "  {switch} {mlid:#06x} {ports:?}").unwrap();
+        }
+        if number == PEAK {
+            for query in [Query::saquery("-g"), Query::saquery("-m")] {
+                transcripts.push(session.run(&query).unwrap());
+            }
+        }
+    }
+    transcripts.push(session.run(&Query::Osmtest(Flow::Inventory)).unwrap());
+    transcripts.push(session.run(&Query::Osmtest(Flow::Multicast)).unwrap());
+    (text, transcripts)
+}
+
+#[test]
+fn joins_leaves_and_their_forwarding_tables_are_opensms() {
+    let tools = SaTools::require();
+    let dir = TestDir::new("multicast-oracle");
+    let fabric = Fabric::load("two-switch", &testdata("two-switch.net")).unwrap();
+    let (reference, reference_queries) = run(SmKind::OpenSm, "reference", &tools, &fabric, &dir);
+    let subject = SmKind::subject();
+    let (ours, our_queries) = run(subject, "subject", &tools, &fabric, &dir);
+    if let Some(out) = std::env::var_os(OUT_VAR) {
+        let out = std::path::Path::new(&out).join("multicast");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("reference-steps.txt"), &reference).unwrap();
+        std::fs::write(out.join("subject-steps.txt"), &ours).unwrap();
+        for (label, transcripts) in [("reference", &reference_queries), ("subject", &our_queries)] {
+            let text: String = transcripts.iter().map(|t| t.raw.clone()).collect();
+            std::fs::write(out.join(format!("{label}-queries.txt")), text).unwrap();
+        }
+    }
+    assert!(
+        reference.contains("0xc000 ["),
+        "the sequence must leave forwarding entries at some step:\n{reference}"
+    );
+    let mut wrong = Vec::new();
+    let diff = unified_diff(&reference, &ours, 3);
+    if !diff.is_empty() {
+        wrong.push(format!("the steps differ (- OpenSM, + {subject}):\n{diff}"));
+    }
+    wrong.extend(compare(
+        SmKind::OpenSm,
+        &reference_queries,
+        subject,
+        &our_queries,
+    ));
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// `osmtest -f m` on a fabric nobody joined yet, with and without the Default partition's
+/// IPoIB group (osmtest runs another flow when it finds one): the same checks, statuses and
+/// ending as against OpenSM.
+#[test]
+fn osmtest_multicast_flow_on_a_fresh_fabric_is_opensms() {
+    let fabric = Fabric::load("two-switch", &testdata("two-switch.net")).unwrap();
+    let flow = |_: &Fabric, _: &ibqos_tests::sa::Lids| {
+        vec![
+            Query::Osmtest(Flow::Inventory),
+            Query::Osmtest(Flow::Multicast),
+            Query::saquery("-g"),
+        ]
+    };
+    for (group, partitions) in [
+        ("multicast-ipoib", PARTITIONS),
+        ("multicast-no-ipoib", "Default=0x7fff : ALL=full ;\n"),
+    ] {
+        let setup = SmSetup {
+            partitions: Some(partitions),
+            ..SmSetup::default()
+        };
+        assert_same_answers_with(&setup, std::slice::from_ref(&fabric), group, flow);
+    }
+}
