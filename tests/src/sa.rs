@@ -209,6 +209,16 @@ impl SmSetup {
     }
 }
 
+/// What simulates the fabric a session runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// ibsim itself.
+    #[default]
+    Ibsim,
+    /// `ibqos fabric serve`: ibqos's emulated fabric behind ibsim's protocol.
+    Served,
+}
+
 /// An SM running as a daemon on a fresh ibsim of a fabric. Both are killed by their PIDs on drop.
 #[derive(Debug)]
 pub struct Session<'a> {
@@ -249,7 +259,28 @@ impl<'a> Session<'a> {
         setup: &SmSetup,
         dir: &Path,
     ) -> Result<Session<'a>> {
-        let sim = Ibsim::start(&tools.sim, &fabric.netfile, dir)?;
+        Session::start_on(Backend::Ibsim, kind, tools, fabric, setup, dir)
+    }
+
+    /// [`Session::start`] on the fabric `backend` simulates.
+    pub fn start_on(
+        backend: Backend,
+        kind: SmKind,
+        tools: &'a SaTools,
+        fabric: &'a Fabric,
+        setup: &SmSetup,
+        dir: &Path,
+    ) -> Result<Session<'a>> {
+        let sim = match backend {
+            Backend::Ibsim => Ibsim::start(&tools.sim, &fabric.netfile, dir)?,
+            Backend::Served => Ibsim::serve(
+                &tools.sim,
+                &crate::planner::ibqos_binary()?,
+                &fabric.netfile,
+                &fabric.sm_node,
+                dir,
+            )?,
+        };
         let conf_lines = setup.conf_lines(dir)?;
         let sm = match kind {
             SmKind::OpenSm => {

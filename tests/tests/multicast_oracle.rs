@@ -4,7 +4,9 @@
 //! each step the SA's answer (status and record) and every switch's multicast forwarding table
 //! read back with `ibroute -M` must be the same. At the peak of the sequence `saquery -g` and
 //! `saquery -m` must print the same groups and members; `osmtest -f m` (OpenSM's multicast
-//! flow) must end the same way with the same log.
+//! flow) must end the same way with the same log. The same client and sequence then run against
+//! ibqos on the emulated fabric (`ibqos fabric serve`), with the same steps and saquery answers
+//! as OpenSM's on ibsim.
 //!
 //! `IBQOS_SA_SUBJECT=opensm` runs OpenSM against itself: the harness's self-check;
 //! `IBQOS_SA_ORACLE_OUT=DIR` writes both SMs' steps under `DIR/multicast/`.
@@ -18,8 +20,8 @@ use ibqos_mad::sa::{JoinState, McMemberRecordRepr, Record};
 use ibqos_tests::TestDir;
 use ibqos_tests::multicast::{McAnswer, McClient, read_mfts};
 use ibqos_tests::sa::{
-    Flow, OUT_VAR, Query, SaTools, Session, SmKind, SmSetup, assert_same_answers_with, compare,
-    unified_diff,
+    Backend, Flow, OUT_VAR, Query, SaTools, Session, SmKind, SmSetup, assert_same_answers_with,
+    compare, unified_diff,
 };
 use ibqos_tests::scenario::{Fabric, testdata};
 
@@ -140,6 +142,7 @@ fn describe(answer: &McAnswer) -> String {
 /// Runs the sequence against one SM; what it saw, one block per step, and the saquery and
 /// osmtest transcripts.
 fn run(
+    backend: Backend,
     kind: SmKind,
     label: &str,
     tools: &SaTools,
@@ -150,7 +153,8 @@ fn run(
         partitions: Some(PARTITIONS),
         ..SmSetup::default()
     };
-    let session = Session::start(kind, tools, fabric, &setup, &dir.subdir(label)).unwrap();
+    let session =
+        Session::start_on(backend, kind, tools, fabric, &setup, &dir.subdir(label)).unwrap();
     let sm_lid = session.lids[&(fabric.sm_node.clone(), 1)];
     let mut clients: BTreeMap<&str, McClient> = BTreeMap::new();
     let mut created = None;
@@ -226,9 +230,16 @@ fn joins_leaves_and_their_forwarding_tables_are_opensms() {
     let tools = SaTools::require();
     let dir = TestDir::new("multicast-oracle");
     let fabric = Fabric::load("two-switch", &testdata("two-switch.net")).unwrap();
-    let (reference, reference_queries) = run(SmKind::OpenSm, "reference", &tools, &fabric, &dir);
+    let (reference, reference_queries) = run(
+        Backend::Ibsim,
+        SmKind::OpenSm,
+        "reference",
+        &tools,
+        &fabric,
+        &dir,
+    );
     let subject = SmKind::subject();
-    let (ours, our_queries) = run(subject, "subject", &tools, &fabric, &dir);
+    let (ours, our_queries) = run(Backend::Ibsim, subject, "subject", &tools, &fabric, &dir);
     if let Some(out) = std::env::var_os(OUT_VAR) {
         let out = std::path::Path::new(&out).join("multicast");
         std::fs::create_dir_all(&out).unwrap();
@@ -253,6 +264,29 @@ fn joins_leaves_and_their_forwarding_tables_are_opensms() {
         &reference_queries,
         subject,
         &our_queries,
+    ));
+    // The same client and sequence on the emulated fabric (`ibqos fabric serve`), with ibqos.
+    let (emulated, emulated_queries) = run(
+        Backend::Served,
+        SmKind::Ibqos,
+        "emulated",
+        &tools,
+        &fabric,
+        &dir,
+    );
+    let diff = unified_diff(&reference, &emulated, 3);
+    if !diff.is_empty() {
+        wrong.push(format!(
+            "the steps differ on the emulated fabric (- OpenSM on ibsim, + ibqos):\n{diff}"
+        ));
+    }
+    // saquery -g and -m; osmtest reads an inventory of the fabric, whose GUIDs and descriptions
+    // are the emulator's own.
+    wrong.extend(compare(
+        SmKind::OpenSm,
+        &reference_queries[..2],
+        SmKind::Ibqos,
+        &emulated_queries[..2],
     ));
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
