@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use ibqos_mad::Guid;
 
 use super::{NodePort, NodeType, PartitionMembers, PortDirectory};
+use crate::partitions::{SubnetPartition, SubnetPartitions};
 
 /// The default partition's P_Key without its membership bit, and its name in partitions.conf.
 const DEFAULT_PARTITION: u16 = 0x7fff;
@@ -22,14 +23,16 @@ pub struct DirectoryNode {
     pub ports: Vec<(u8, u64)>,
 }
 
-/// The fabric's nodes, in OpenSM's node table order. Every endport is a full member of the
-/// default partition, as under OpenSM without a partitions.conf.
+/// The fabric's nodes, in OpenSM's node table order, and its partitions: those the SM built
+/// on it, or without them every endport a full member of the default partition, as under
+/// OpenSM without a partitions.conf.
 #[derive(Debug, Clone, Default)]
 pub struct NodeDirectory {
     nodes: Vec<DirectoryNode>,
     /// Every endport's GUID: CA and router ports, switch port 0.
     endports: BTreeSet<u64>,
     sm_port: Option<u64>,
+    partitions: Option<SubnetPartitions>,
 }
 
 impl NodeDirectory {
@@ -53,6 +56,15 @@ impl NodeDirectory {
             nodes,
             endports,
             sm_port,
+            partitions: None,
+        }
+    }
+
+    /// The same directory with the partitions the SM built on the fabric.
+    pub fn with_partitions(self, partitions: &SubnetPartitions) -> Self {
+        NodeDirectory {
+            partitions: Some(partitions.clone()),
+            ..self
         }
     }
 
@@ -87,15 +99,34 @@ impl PortDirectory for NodeDirectory {
     }
 
     fn partition_by_pkey(&self, pkey: u16) -> Option<PartitionMembers> {
-        (pkey & 0x7fff == DEFAULT_PARTITION).then(|| self.default_partition())
+        match &self.partitions {
+            Some(partitions) => partitions.get(pkey).map(members),
+            None => (pkey & 0x7fff == DEFAULT_PARTITION).then(|| self.default_partition()),
+        }
     }
 
+    /// The first partition of that name in OpenSM's table order (`osm_prtn_find_by_name`).
     fn partition_by_name(&self, name: &str) -> Option<PartitionMembers> {
-        (name == DEFAULT_PARTITION_NAME).then(|| self.default_partition())
+        match &self.partitions {
+            Some(partitions) => partitions
+                .partitions
+                .iter()
+                .find(|p| p.name == name)
+                .map(members),
+            None => (name == DEFAULT_PARTITION_NAME).then(|| self.default_partition()),
+        }
     }
 
     fn sm_port(&self) -> Option<u64> {
         self.sm_port
+    }
+}
+
+/// A partition's members as the policy's groups take them.
+fn members(partition: &SubnetPartition) -> PartitionMembers {
+    PartitionMembers {
+        full: partition.full.iter().copied().collect(),
+        limited: partition.limited.iter().copied().collect(),
     }
 }
 
@@ -140,5 +171,54 @@ mod tests {
         );
         assert_eq!(dir.partition_by_pkey(0x0001), None);
         assert_eq!(dir.sm_port(), Some(0x0201));
+    }
+
+    #[test]
+    fn with_partitions_the_groups_take_the_partitions_members() {
+        use crate::partitions::{EndPort, Member, Members, Membership, Partition, Partitions};
+        use ibqos_mad::Guid;
+        let ports = [
+            EndPort {
+                guid: 0x0201,
+                node_type: NodeType::Ca,
+            },
+            EndPort {
+                guid: 0x0301,
+                node_type: NodeType::Ca,
+            },
+        ];
+        let file = Partitions {
+            partitions: vec![Partition {
+                name: "storage".to_string(),
+                pkey: Some(0x0101),
+                members: vec![Member {
+                    ports: Members::Port(Guid(0x0301)),
+                    membership: Membership::Full,
+                }],
+                ..Partition::default()
+            }],
+        };
+        let subnet =
+            crate::partitions::resolve(Some(&file), &ports, Some(0x0201), Default::default());
+        let dir = NodeDirectory::new(
+            [node(0x0300, NodeType::Ca, "host", &[(1, 0x0301)])],
+            Some(0x0201),
+        )
+        .with_partitions(&subnet);
+        let storage = dir
+            .partition_by_name("storage")
+            .expect("the file's partition");
+        assert_eq!((storage.full, storage.limited), (vec![0x0301], vec![]));
+        assert_eq!(
+            dir.partition_by_pkey(0x8101),
+            dir.partition_by_name("storage")
+        );
+        // The Default partition as the file leaves it: limited but for the SM's port.
+        let default = dir.partition_by_pkey(0x7fff).unwrap();
+        assert_eq!(
+            (default.full, default.limited),
+            (vec![0x0201], vec![0x0301])
+        );
+        assert_eq!(dir.partition_by_name("nobody"), None);
     }
 }

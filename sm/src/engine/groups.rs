@@ -1,13 +1,15 @@
 //! The fabric as qos-policy.conf sees it: the port groups' members (for the SA's QoS levels and
 //! for the qos-setup scopes) and each port's place among them.
 
+use ibqos_qos::partitions::SubnetPartitions;
 use ibqos_qos::policy::setup::SetupPort;
 use ibqos_qos::policy::{DirectoryNode, NodeDirectory, PortRef};
 
 use super::subnet::{PortKey, Subnet};
 
-/// The discovered subnet as the policy's port groups see it.
-pub fn directory(subnet: &Subnet) -> NodeDirectory {
+/// The discovered subnet and the partitions the SM built on it, as the policy's port groups see
+/// them.
+pub fn directory(subnet: &Subnet, partitions: &SubnetPartitions) -> NodeDirectory {
     let nodes = subnet.nodes.values().map(|node| DirectoryNode {
         guid: node.info.node_guid,
         node_type: node.info.node_type,
@@ -15,7 +17,7 @@ pub fn directory(subnet: &Subnet) -> NodeDirectory {
         ports: node.ports.iter().map(|(n, p)| (*n, p.guid)).collect(),
     });
     let sm_port = subnet.sm_port.and_then(|k| subnet.port(k)).map(|p| p.guid);
-    NodeDirectory::new(nodes, sm_port)
+    NodeDirectory::new(nodes, sm_port).with_partitions(partitions)
 }
 
 /// What decides a port's group membership: its own GUID on a CA or router, its switch's (port

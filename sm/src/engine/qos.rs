@@ -10,6 +10,7 @@ use ibqos_mad::{
     Attribute, CapabilityMask, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
     VlArbitrationTableRepr,
 };
+use ibqos_qos::partitions::SubnetPartitions;
 use ibqos_qos::policy::QosPolicy;
 use ibqos_qos::policy::setup::{CheckedSetup, ScopeId, SetupTables};
 use ibqos_qos::{
@@ -36,8 +37,12 @@ pub struct SetupConfig {
 /// What the scopes program on this subnet. Nothing, with every reason logged as an error, when
 /// a group cannot be resolved or two scopes disagree on a port: the port classes' tables are
 /// programmed then, as without the section.
-pub fn setup_tables(subnet: &Subnet, setup: &SetupConfig) -> SetupTables {
-    let groups = match setup.policy.resolve_groups(&directory(subnet)) {
+pub fn setup_tables(
+    subnet: &Subnet,
+    partitions: &SubnetPartitions,
+    setup: &SetupConfig,
+) -> SetupTables {
+    let groups = match setup.policy.resolve_groups(&directory(subnet, partitions)) {
         Ok((groups, warnings)) => {
             for warning in warnings {
                 warn!(%warning, "qos-policy port groups");

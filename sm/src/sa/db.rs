@@ -321,6 +321,11 @@ impl SaDb {
         &self.partitions.partitions
     }
 
+    /// The subnet's partitions, as the policy's port groups take them.
+    pub fn subnet_partitions(&self) -> &SubnetPartitions {
+        &self.partitions
+    }
+
     /// Whether `port` holds `pkey` (`osm_physp_has_pkey`): its map has the P_Key's base as a
     /// key, whatever the membership. With `allow_both_pkeys` the map is keyed by whole P_Keys,
     /// so only a limited entry is found, as in OpenSM. A P_Key whose base is 0 is held by

@@ -12,7 +12,7 @@ use crate::engine::subnet::PortKey;
 /// The policy for this snapshot, or `None` when it does not apply to it: OpenSM then drops the
 /// whole policy and answers as without one (`osm_qos_parser_y.y` load lifecycle).
 pub(super) fn resolve(policy: &QosPolicy, db: &SaDb) -> Option<ResolvedPolicy> {
-    match policy.resolve(&directory(&db.subnet)) {
+    match policy.resolve(&directory(&db.subnet, db.subnet_partitions())) {
         Ok((resolved, warnings)) => {
             for warning in warnings {
                 warn!(%warning, "qos-policy.conf");

@@ -28,7 +28,7 @@ impl Sweep {
         if self.config.qos.enabled
             && let Some(setup) = &self.config.qos_setup
         {
-            self.setup = setup_tables(&self.subnet, setup);
+            self.setup = setup_tables(&self.subnet, &self.pkeys.partitions, setup);
         }
         let keys: Vec<PortKey> = self.subnet.ports().map(|(key, _)| key).collect();
         for key in keys {
