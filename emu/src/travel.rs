@@ -1,10 +1,11 @@
 //! How MADs travel the emulated fabric: directed routes as IBA 14.2.2 specifies them, LID
-//! routes through the linear forwarding tables the SM programmed (as ibsim routes GMPs), the
+//! routes through the linear forwarding tables the SM programmed (as ibsim routes GMPs), packets
+//! to a multicast LID copied along the multicast forwarding tables, the
 //! responses' way back, and the time all of it takes. Every link crossed, and where a MAD is
 //! lost, goes into a [`Trace`] for the port counters.
 
 use ibqos_fabric::{NodeId, NodeKind, PortRef};
-use ibqos_mad::{Direction, DrPath, MgmtClass, Routing, Smp, SmpRepr};
+use ibqos_mad::{Direction, DrPath, MftModifier, MgmtClass, Routing, Smp, SmpRepr};
 
 use crate::perf::{Counter, Trace};
 use crate::{Arrival, Emulator, sma};
@@ -265,6 +266,46 @@ impl Emulator {
             at = peer;
         }
         None
+    }
+
+    /// The end ports a packet for multicast LID `mlid` sent by end port `from` reaches, as the
+    /// switches forward it (IBA 18.2.4.3.2): each switch copies it to every port its
+    /// MulticastForwardingTable entry for the MLID names but the one it came in by, port 0
+    /// delivering it to the switch itself; a port whose link is not ACTIVE at both ends drops
+    /// its copy. Each end port once, in the order the copies arrive; never `from` itself.
+    pub fn multicast_targets(&self, from: PortRef, mlid: u16) -> Vec<PortRef> {
+        let mut reached = Vec::new();
+        if MftModifier::containing(mlid, 0).is_none() {
+            return reached;
+        }
+        let Some(first) = self.active_peer(from) else {
+            return reached;
+        };
+        // Switches entered, by the port a copy came in by; a tree never enters one twice, a
+        // loop would.
+        let mut entered = std::collections::BTreeSet::new();
+        let mut queue = std::collections::VecDeque::from([first]);
+        while let Some(at) = queue.pop_front() {
+            let Some(ports) = self.mft_ports(at.node, mlid) else {
+                // An end port: the copy is delivered.
+                if at != from && !reached.contains(&at) {
+                    reached.push(at);
+                }
+                continue;
+            };
+            if !entered.insert(at.node) {
+                continue;
+            }
+            for port in ports.into_iter().filter(|&p| p != at.port) {
+                let out = PortRef::new(at.node, port);
+                if port == 0 {
+                    reached.push(out);
+                } else if let Some(peer) = self.active_peer(out) {
+                    queue.push_back(peer);
+                }
+            }
+        }
+        reached
     }
 
     /// Whether the end port `port` answers `lid`: its base LID with LMC (IBA 7.11.1).

@@ -5,6 +5,7 @@
 //! fabric's own PortInfo: its hosts run 4x SDR (10 Gb/s, rate code 3) with NeighborMTU 2048
 //! (code 4).
 
+use ibqos_fabric::PortRef;
 use ibqos_mad::sa::{
     InformInfoRepr, JoinState, McMemberRecordMask as M, McMemberRecordRepr, Mtu, Rate, Record,
     SaAttributeId, SaMad, SaNoticeRepr, Selector,
@@ -703,14 +704,11 @@ fn forwarding_tables_follow_joins_and_leaves_and_clear_when_the_members_go() {
         (Method::Delete, "H2", [&[], &[]]),
         (Method::Delete, "H4", [&[], &[]]),
     ];
+    let mut members: Vec<&str> = Vec::new();
     for (number, (method, host, expected)) in steps.into_iter().enumerate() {
         let (peer, gid) = member(&sm, host);
-        let answer = ask(
-            &mut sm,
-            &ipoib(method, BROADCAST, gid, JoinState::FULL),
-            peer,
-        )
-        .unwrap();
+        let join = ipoib(method, BROADCAST, gid, JoinState::FULL);
+        let answer = ask(&mut sm, &join, peer).unwrap();
         assert_eq!(
             status(&answer),
             Status::OK,
@@ -724,5 +722,84 @@ fn forwarding_tables_follow_joins_and_leaves_and_clear_when_the_members_go() {
             expected,
             "step {number}: {method} {host}"
         );
+        match method {
+            Method::Set => members.push(host),
+            _ => members.retain(|m| *m != host),
+        }
+        // With two members or more, what one sends to the group reaches exactly the others.
+        if members.len() >= 2 {
+            assert_delivered_to_each_other(&sm, &members, &format!("step {number}"));
+        }
     }
+}
+
+/// Port 1 of host `name` in the emulated fabric.
+fn host_port(sm: &EmulatedSm, name: &str) -> PortRef {
+    let topology = sm.transport.emulator().topology();
+    PortRef::new(topology.node_by_name(name).unwrap(), 1)
+}
+
+/// Every member's packets to the broadcast group reach exactly the other members.
+fn assert_delivered_to_each_other(sm: &EmulatedSm, members: &[&str], when: &str) {
+    for sender in members {
+        let emulator = sm.transport.emulator();
+        let mut reached = emulator.multicast_targets(host_port(sm, sender), 0xc000);
+        reached.sort();
+        let mut others: Vec<PortRef> = members
+            .iter()
+            .filter(|m| *m != sender)
+            .map(|m| host_port(sm, m))
+            .collect();
+        others.sort();
+        assert_eq!(reached, others, "{when}: from {sender}");
+    }
+}
+
+#[test]
+fn joins_while_an_inter_switch_link_flaps_end_with_the_tree_of_the_whole_fabric() {
+    use ibqos_emu::{FaultSchedule, Flap};
+    let mut sm = up(&settings(CONFIG));
+    for host in ["H2", "H3", "H4"] {
+        let (peer, gid) = member(&sm, host);
+        let join = ipoib(Method::Set, BROADCAST, gid, JoinState::FULL);
+        assert_eq!(status(&ask(&mut sm, &join, peer).unwrap()), Status::OK);
+        sm.multicast_updated();
+    }
+    assert_eq!(broadcast_entries(&sm), [vec![2, 3], vec![1, 2, 3]]);
+    // S1[3]-S2[3], the first of the two links between the switches, goes down for two
+    // seconds.
+    let now = sm.transport.now_ns();
+    let s1 = sm
+        .transport
+        .emulator()
+        .topology()
+        .node_by_name("S1")
+        .unwrap();
+    sm.transport.emulator_mut().schedule(&FaultSchedule {
+        flaps: vec![Flap {
+            port: PortRef::new(s1, 3),
+            down_ns: now + 1_000_000_000,
+            up_ns: Some(now + 3_000_000_000),
+        }],
+        dead: vec![],
+    });
+    // The trap's sweep routes the group over the other link, port 4.
+    let (reason, _) = sm.sweep_started();
+    assert_eq!(reason, ibqos_sm::manager::SweepReason::LinkChange);
+    assert!(sm.sweep_done().subnet_up);
+    assert_eq!(broadcast_entries(&sm), [vec![2, 4], vec![1, 2, 4]]);
+    assert_delivered_to_each_other(&sm, &["H2", "H3", "H4"], "link down");
+    // H5 joins while the link is down.
+    let (peer, gid) = member(&sm, "H5");
+    let join = ipoib(Method::Set, BROADCAST, gid, JoinState::FULL);
+    assert_eq!(status(&ask(&mut sm, &join, peer).unwrap()), Status::OK);
+    sm.multicast_updated();
+    assert_eq!(broadcast_entries(&sm), [vec![2, 4, 5], vec![1, 2, 4]]);
+    // The link comes back: the next sweep gives the group the tree of the whole fabric, whose
+    // first least-hop port between the switches is 3 again, and port 4's entries go.
+    let (reason, _) = sm.sweep_started();
+    assert_eq!(reason, ibqos_sm::manager::SweepReason::LinkChange);
+    assert!(sm.sweep_done().subnet_up);
+    assert_eq!(broadcast_entries(&sm), [vec![2, 3, 5], vec![1, 2, 3]]);
+    assert_delivered_to_each_other(&sm, &["H2", "H3", "H4", "H5"], "link back up");
 }
