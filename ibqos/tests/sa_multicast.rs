@@ -10,7 +10,7 @@ use ibqos_mad::sa::{
     InformInfoRepr, JoinState, McMemberRecordMask as M, McMemberRecordRepr, Mtu, Rate, Record,
     SaAttributeId, SaMad, SaNoticeRepr, Selector,
 };
-use ibqos_mad::{Gid, Method, Status};
+use ibqos_mad::{AttributeId, Gid, Method, Status};
 use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
 use ibqos_sm::manager::Run;
 use tempfile::TempDir;
@@ -705,9 +705,15 @@ fn forwarding_tables_follow_joins_and_leaves_and_clear_when_the_members_go() {
         (Method::Delete, "H4", [&[], &[]]),
     ];
     let mut members: Vec<&str> = Vec::new();
+    let mut before = broadcast_entries(&sm);
     for (number, (method, host, expected)) in steps.into_iter().enumerate() {
         let (peer, gid) = member(&sm, host);
         let join = ipoib(method, BROADCAST, gid, JoinState::FULL);
+        let sets = || {
+            let emulator = sm.transport.emulator();
+            emulator.handled(AttributeId::MulticastForwardingTable, Method::Set)
+        };
+        let sets_before = sets();
         let answer = ask(&mut sm, &join, peer).unwrap();
         assert_eq!(
             status(&answer),
@@ -717,6 +723,15 @@ fn forwarding_tables_follow_joins_and_leaves_and_clear_when_the_members_go() {
         let (_, failed) = sm.multicast_updated();
         assert_eq!(failed, 0, "step {number}");
         let held = broadcast_entries(&sm);
+        // Only the switches whose entry changed are sent their block (one each here: MLID
+        // 0xC000's block at position 0 holds every port of these 8-port switches).
+        let changed = held.iter().zip(&before).filter(|(a, b)| a != b).count() as u64;
+        let sets_after = sm
+            .transport
+            .emulator()
+            .handled(AttributeId::MulticastForwardingTable, Method::Set);
+        assert_eq!(sets_after - sets_before, changed, "step {number}: MFT Sets");
+        before = held.clone();
         assert_eq!(
             [held[0].as_slice(), held[1].as_slice()],
             expected,

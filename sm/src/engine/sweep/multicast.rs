@@ -89,7 +89,7 @@ impl Sweep {
             let guid = guids[block.switch.0 as usize];
             let max = in_use.entry(guid).or_default();
             *max = Some(max.map_or(block.modifier.block(), |m| m.max(block.modifier.block())));
-            writes.push(mft_write(guid, block.modifier, block.table));
+            self.plan_mft(&mut writes, guid, block.modifier, block.table);
         }
         // Blocks a switch was given before and holds no entry of now: Set empty.
         for (id, node) in topo.switches() {
@@ -103,11 +103,8 @@ impl Sweep {
             for block in from..=high {
                 for position in 0..positions {
                     if let Ok(modifier) = MftModifier::new(block, position as u8) {
-                        writes.push(mft_write(
-                            guid,
-                            modifier,
-                            MulticastForwardingTableRepr::default(),
-                        ));
+                        let empty = MulticastForwardingTableRepr::default();
+                        self.plan_mft(&mut writes, guid, modifier, empty);
                     }
                 }
             }
@@ -133,6 +130,25 @@ impl Sweep {
             self.plan_set(planned, held);
         }
         self.program_mft_tops(&mfts.tops, &guids);
+    }
+
+    /// One MFT block to write. An update after a join leaves alone the blocks it does not
+    /// change, as the switch was last seen to hold them (a heavy sweep reads them all back
+    /// instead).
+    fn plan_mft(
+        &self,
+        writes: &mut Writes,
+        guid: u64,
+        modifier: MftModifier,
+        table: MulticastForwardingTableRepr,
+    ) {
+        let held = self.learned.mfts.get(&(guid, u32::from(modifier)));
+        let write = mft_write(guid, modifier, table);
+        if self.multicast_only && held == Some(&table) {
+            writes.push_verified(write);
+        } else {
+            writes.push(write);
+        }
     }
 
     /// SwitchInfo.MulticastFDBTop on switches whose port 0 has IsMulticastFDBTopSupported,

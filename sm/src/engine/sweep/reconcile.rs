@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{Attribute, AttributeId, DrPath, PortInfoRepr, Routing, SmpRepr};
+use ibqos_mad::{
+    Attribute, AttributeId, DrPath, MulticastForwardingTableRepr, PortInfoRepr, Routing, SmpRepr,
+};
 use tracing::debug;
 
 use super::diff::{Difference, Found, PortInfoField, differences};
@@ -38,6 +40,8 @@ pub struct Learned {
     /// Per switch GUID, the highest MFT block it was ever given: OpenSM's `max_block_in_use`,
     /// which never goes down, so blocks that emptied are still sent (and cleared).
     pub mft_high_water: BTreeMap<u64, u16>,
+    /// The MFT blocks each switch was last seen to hold, by (switch GUID, modifier).
+    pub mfts: BTreeMap<(u64, u32), MulticastForwardingTableRepr>,
 }
 
 /// A Set the sweep wants to make, before it knows whether it is needed.

@@ -199,6 +199,15 @@ impl Sweep {
 
     pub(super) fn settle_write(&mut self, kind: TableKind, index: usize, settled: Settled) {
         self.writes_mut(kind).settle(index, settled);
+        // The MFT blocks a switch holds, so that an update after a join Sets only those that
+        // change.
+        if let (TableKind::Mft, Settled::Verified) = (kind, settled)
+            && let Some(set) = self.mft_writes.get(index)
+            && let Attribute::MulticastForwardingTable(table) = set.attribute
+        {
+            let key = (set.node, set.modifier);
+            self.learned.mfts.insert(key, table);
+        }
     }
 
     /// The QoS Sets the ports hold as sent: echoed back exactly, or found already in place.
