@@ -411,6 +411,9 @@ fn pkey_table_records_are_the_tables_programmed_and_hidden_from_ports_sharing_no
     assert_eq!(blocks.len(), 2);
     assert_eq!(blocks[0].table.p_keys[..3], [0x8002, 0x7fff, 0]);
     assert!(blocks[1].table.p_keys.iter().all(|&k| k == 0));
+    // BlockNum in OpenSM's (little-endian) byte order, as saquery reads it: block 1 is 0x0100
+    // big-endian.
+    assert_eq!((blocks[0].block, blocks[1].block), (0, 0x0100));
     // H2 shares no partition with H4, so it is not told H4's table.
     let answer = ask(&mut sm, &of_lid(h4.lid), h2).unwrap();
     assert_eq!(status(&answer), Status::OK);

@@ -345,3 +345,49 @@ fn path_records_under_the_readers_accepted_policies() {
         include_str!("../../opensm-compat/tests/data/qos-policy/accepted/minimal.conf"),
     );
 }
+
+/// The Default partition limited for every port but the SM's, and a partition of three of the
+/// hosts (H3, H4 and both ports of H5, the query node): H2 and the switches share no partition
+/// with the query node.
+const SPLIT_PARTITIONS: &str = "\
+Default=0x7fff : ALL, SELF=full ;
+hosts=0x0101 : 0x0002c90000100005=full, 0x0002c90000100007=full, 0x0002c90000100009=full, \
+0x0002c9000010000a=full ;
+";
+
+/// What a port is told of the ports it shares no partition with: every record and path from
+/// the query node, both SMs reading the same partitions.conf.
+#[test]
+fn records_and_paths_hide_ports_that_share_no_partition() {
+    let setup = SmSetup {
+        partitions: Some(SPLIT_PARTITIONS),
+        ..SmSetup::default()
+    };
+    assert_same_answers_with(&setup, &[fabric("two-switch")], "partitions", |_, lids| {
+        let mut queries: Vec<Query> = [
+            "",
+            "PIR",
+            "LR",
+            "SWIR",
+            "SL2VL",
+            "VLAR",
+            "LFTR",
+            "GIR",
+            "--smkey 1 PKTR",
+            "SMIR",
+            "-g",
+        ]
+        .map(Query::saquery)
+        .to_vec();
+        let all = lid_list(lids);
+        let from = *all.last().unwrap_or(&0);
+        // Per LID, where a whole answer fits one MAD (ibsim carries no more): hidden or not.
+        for lid in &all {
+            for query in ["NR", "PIR", "--smkey 1 PKTR"] {
+                queries.push(Query::saquery(&format!("{query} {lid}")));
+            }
+            queries.push(Query::saquery(&format!("-p --slid {from} --dlid {lid}")));
+        }
+        queries
+    });
+}

@@ -2,9 +2,9 @@
 //! ComponentMask bits it compares (bits it does not implement are ignored, never an error), and
 //! which methods each attribute takes.
 //!
-//! Partitions: the P_Key tables are those the last sweep read and programmed. OpenSM hides from
-//! a requester the ports it shares no partition with; P_KeyTableRecords and PathRecords do so
-//! here, the other records do not yet.
+//! Partitions: the P_Key tables are those the last sweep read and programmed. As OpenSM, every
+//! record of a port (a switch's: of the port the record names) is hidden from a requester that
+//! shares no partition with it (`osm_physp_share_pkey` in each osm_sa_*_record.c).
 
 use ibqos_mad::sa::{
     GuidInfoRecordRepr, LftRecord, LftRecordRepr, LinkRecord, LinkRecordRepr, MftRecordRepr,
@@ -136,6 +136,9 @@ fn node_records(db: &SaDb, query: &Query<'_>) -> Records {
         if mask & 1 != 0 && !db.has_lid(key, t.lid) {
             continue;
         }
+        if !db.share_pkey(query.requester, key) {
+            continue;
+        }
         let mut info = node.info;
         info.port_guid = port.guid;
         info.local_port_num = key.port;
@@ -202,6 +205,9 @@ fn port_info_records(db: &SaDb, query: &Query<'_>) -> Records {
             }
             let key = PortKey::new(guid, number);
             if mask & LID != 0 && !db.has_lid(key, t.lid) {
+                continue;
+            }
+            if !db.share_pkey(query.requester, key) {
                 continue;
             }
             if !port_info_matches(mask, enhanced, &t.port_info, &port.info) {
@@ -336,6 +342,9 @@ fn sl2vl_records(db: &SaDb, query: &Query<'_>) -> Records {
     for (node, ports) in table_ports(db, (mask & 1 != 0).then_some(t.lid)) {
         let switch = db.is_switch(PortKey::new(node, 0));
         for &output in &ports {
+            if !db.share_pkey(query.requester, PortKey::new(node, output)) {
+                continue;
+            }
             let inputs = if switch { ports.clone() } else { vec![0] };
             for input in inputs {
                 let named =
@@ -375,6 +384,9 @@ fn vlarb_records(db: &SaDb, query: &Query<'_>) -> Records {
         .expect("64 bytes");
     for (node, ports) in table_ports(db, (mask & 1 != 0).then_some(t.lid)) {
         for port in ports {
+            if !db.share_pkey(query.requester, PortKey::new(node, port)) {
+                continue;
+            }
             for block in VlArbBlock::ALL.map(VlArbBlock::number) {
                 let switch = db.is_switch(PortKey::new(node, 0));
                 if (switch && !component(mask, 1, t.out_port, port))
@@ -410,6 +422,9 @@ fn switch_info_records(db: &SaDb, query: &Query<'_>) -> Records {
         if query.component_mask & 1 != 0 && !db.has_lid(key, t.lid) {
             continue;
         }
+        if !db.share_pkey(query.requester, key) {
+            continue;
+        }
         let record = SwitchInfoRecordRepr {
             lid: db.base_lid(key),
             switch_info: info,
@@ -431,6 +446,9 @@ fn lft_records(db: &SaDb, query: &Query<'_>) -> Records {
     for (guid, lft) in tables {
         let key = PortKey::new(guid, 0);
         if mask & 1 != 0 && !db.has_lid(key, t.lid) {
+            continue;
+        }
+        if !db.share_pkey(query.requester, key) {
             continue;
         }
         for (block, ports) in lft.chunks(64).enumerate() {
@@ -603,6 +621,10 @@ fn link_records(db: &SaDb, query: &Query<'_>) -> Records {
             || to_node.is_some_and(|node| node != to.node)
             || !component(mask, 1, t.from_port, from.port)
             || !component(mask, 2, t.to_port, to.port)
+            // The link's ends share a partition, and its source shares one with the
+            // requester (osm_sa_link_record.c:138-151).
+            || !db.share_pkey(from, to)
+            || !db.share_pkey(from, query.requester)
         {
             continue;
         }
@@ -651,6 +673,7 @@ fn guid_info_records(db: &SaDb, query: &Query<'_>) -> Records {
             if port.info.guid_cap == 0
                 || wanted_guid.is_some_and(|wanted| wanted != port.guid)
                 || (mask & 1 != 0 && t.lid != 0 && !db.has_lid(key, t.lid))
+                || !db.share_pkey(key, query.requester)
             {
                 continue;
             }
@@ -721,7 +744,11 @@ fn p_key_table_records(db: &SaDb, query: &Query<'_>) -> Records {
                 };
                 let record = PKeyTableRecordRepr {
                     lid: db.base_lid(key),
-                    block,
+                    // OpenSM writes BlockNum in host (little-endian) byte order
+                    // (osm_sa_pkey_record.c:98 `block_num = block` into an ib_net16_t), and
+                    // saquery prints it as such: answered the same, so clients see the block
+                    // numbers they see from OpenSM.
+                    block: block.swap_bytes(),
                     port_num: number,
                     table: PKeyTableRepr { p_keys },
                 };
