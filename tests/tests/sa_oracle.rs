@@ -380,13 +380,18 @@ fn records_and_paths_hide_ports_that_share_no_partition() {
         .map(Query::saquery)
         .to_vec();
         let all = lid_list(lids);
-        let from = *all.last().unwrap_or(&0);
         // Per LID, where a whole answer fits one MAD (ibsim carries no more): hidden or not.
         for lid in &all {
             for query in ["NR", "PIR", "--smkey 1 PKTR"] {
                 queries.push(Query::saquery(&format!("{query} {lid}")));
             }
-            queries.push(Query::saquery(&format!("-p --slid {from} --dlid {lid}")));
+        }
+        // Paths between every two LIDs, which the query node is told only when it shares a
+        // partition with both ends.
+        for from in &all {
+            for to in &all {
+                queries.push(Query::saquery(&format!("-p --slid {from} --dlid {to}")));
+            }
         }
         queries
     });

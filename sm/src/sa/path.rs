@@ -100,6 +100,7 @@ pub(super) fn path_records(
         db,
         config,
         policy,
+        requester: query.requester,
         mask,
         request: &request,
         wanted: if query.method == Method::Get {
@@ -211,6 +212,7 @@ pub(super) fn multi_path_records(
         db,
         config,
         policy,
+        requester: query.requester,
         mask: path_mask,
         request: &template,
         wanted: 1,
@@ -295,6 +297,8 @@ struct Ask<'a> {
     db: &'a SaDb,
     config: &'a SaConfig,
     policy: Option<&'a ResolvedPolicy>,
+    /// The port that asked.
+    requester: PortKey,
     mask: u64,
     request: &'a PathRecordRepr,
     /// Paths per pair of ports: 1 for a Get (IBA 1.2 erratum), else NumbPath if given.
@@ -311,6 +315,15 @@ impl Ask<'_> {
         (destination, dgid): (PortKey, Option<Gid>),
         records: &mut Records,
     ) {
+        // The requester and both ends share partitions pairwise, or no path between them is
+        // told (`pr_rcv_get_port_pair_paths`, osm_sa_path_record.c:1073-1086).
+        let db = self.db;
+        if !db.share_pkey(self.requester, source)
+            || !db.share_pkey(self.requester, destination)
+            || !db.share_pkey(source, destination)
+        {
+            return;
+        }
         let lids = |key: PortKey, lid_bit: u64, lid: u16| {
             if self.mask & lid_bit != 0 {
                 Some(lid..=lid)
