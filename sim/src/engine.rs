@@ -26,7 +26,7 @@
 //!   several such flows on one port and VL take turns. Latency runs from a packet's creation
 //!   to its delivery, so a rate-limited flow's includes its wait at the source.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::arbiter::{Arbiter, ArbiterOptions, BLOCK_BYTES, SharedTables};
 use crate::link::{LinkParams, PS_PER_NS, Speed, Width, wire_blocks};
@@ -34,19 +34,10 @@ use crate::network::{Flow, Network, NetworkError, NodeKind, PortAddr};
 use crate::queue::Queue;
 use crate::report::{FlowReport, Histogram, LinkReport, Report, SlReport, Timeline, VlReport};
 
-/// Lanes per port: data VLs 0-14 and VL15.
-const LANES: usize = 16;
+/// VLs a port can name: data VLs 0-14 and VL15; the timeline counts each.
+const VLS: usize = 16;
 const VL15: u8 = 15;
 
-/// The index of VL `vl` of port `port` in the lanes, laid out port after port.
-fn lane_index(port: u32, vl: u8) -> usize {
-    port as usize * LANES + usize::from(vl)
-}
-
-/// The indices of every lane of `port`.
-fn port_lanes(port: u32) -> std::ops::Range<usize> {
-    lane_index(port, 0)..lane_index(port + 1, 0)
-}
 /// The parameters of a port without a link: never used, as such a port sends nothing.
 const UNLINKED: LinkParams = LinkParams {
     speed: Speed::Sdr,
@@ -105,21 +96,45 @@ struct PortSlot {
 /// No packet: the end of a lane's queue.
 const NO_PACKET: u32 = u32::MAX;
 
-/// A port's state as bit sets over its 16 lanes, 8 bytes, so that the lot is one read.
+/// Where a port's lanes are, and their state as bit sets by VL, 12 bytes, so that the lot is
+/// one read. A port has a lane for each data VL its link runs and one for VL15, in VL order:
+/// an 8-VL fabric needs 9 of the 16 VLs a port could name.
 #[derive(Debug, Clone, Copy, Default)]
 struct PortBits {
+    /// The index of the port's first lane (VL0's).
+    base: u32,
+    /// The data VLs the link runs, as [`PortSlot::vls`]; VL15's lane follows theirs.
+    vls: u8,
     /// Sending a packet.
     busy: bool,
-    /// Lanes with a packet at their head.
+    /// VLs with a packet at their head.
     queued: u16,
-    /// Lanes whose head packet lacks credits.
+    /// VLs whose head packet lacks credits.
     starved: u16,
-    /// Lanes whose wait for credits is being timed: starved while the port is idle.
+    /// VLs whose wait for credits is being timed: starved while the port is idle.
     waiting: u16,
 }
 
+impl PortBits {
+    /// The index of the lane of `vl`, which is VL15 or one of the data VLs the port runs:
+    /// VL15's lane is the one after the last data VL's.
+    fn lane(&self, vl: u8) -> usize {
+        self.base as usize + usize::from(vl.min(self.vls))
+    }
+
+    /// The index of the lane of `vl`, if the port has one.
+    fn lane_of(&self, vl: u8) -> Option<usize> {
+        (vl < self.vls || vl == VL15).then(|| self.lane(vl))
+    }
+
+    /// The indices of the port's lanes.
+    fn lanes(&self) -> std::ops::Range<usize> {
+        self.lane(0)..self.lane(VL15) + 1
+    }
+}
+
 /// What arbitration reads of one VL of one port, every time: kept apart from the lane's
-/// statistics, 16 bytes a lane, so that a port's 16 lanes share a few cache lines.
+/// statistics, 20 bytes a lane, so that a port's lanes share a few cache lines.
 #[derive(Debug, Clone, Copy)]
 struct LaneHead {
     /// Blocks of the packet at the head (0: none), kept by [`Simulation::refresh_lane`].
@@ -147,8 +162,8 @@ impl Default for LaneHead {
     }
 }
 
-/// One VL of one port beyond its [`LaneHead`]: the greedy flows that take turns on it and what
-/// the port's own receive buffer holds for it, with the counters the report reads.
+/// One VL of one port beyond its [`LaneHead`]: the greedy flows that take turns on it, and its
+/// wait for credits, which the report reads.
 #[derive(Debug, Default)]
 struct Lane {
     /// Greedy flows taking turns (source ports only), with their packets' blocks, so that the
@@ -156,7 +171,6 @@ struct Lane {
     greedy: VecDeque<(u32, u32)>,
     blocked_since: Option<u64>,
     blocked_ps: u64,
-    dropped: u64,
 }
 
 /// What one VL of one port sent: packets and blocks, counted as each packet starts.
@@ -243,8 +257,11 @@ pub struct Simulation<'n> {
     sent: Vec<Sent>,
     buffers: Vec<Buffer>,
     arbiters: Vec<Arbiter>,
-    /// Per port, what arbitration and the wait timing read of its lanes, as bit sets.
+    /// Per port, where its lanes are and what arbitration and the wait timing read of them.
     bits: Vec<PortBits>,
+    /// Data packets dropped at an output port, by port and VL: those mapped to VL15 or to a VL
+    /// the link does not run, which has no lane. Rare, so kept apart from the lanes.
+    dropped: BTreeMap<(u32, u8), u64>,
     flows: Vec<FlowState>,
     flow_hot: Vec<FlowHot>,
     tallies: Vec<Tally>,
@@ -260,7 +277,7 @@ pub struct Simulation<'n> {
     now: u64,
     events: u64,
     packet_hops: u64,
-    /// `[port][interval][lane]` blocks sent, when recording a timeline.
+    /// `[port][interval][VL]` blocks sent, when recording a timeline.
     timeline: Vec<u64>,
 }
 
@@ -334,13 +351,22 @@ impl<'n> Simulation<'n> {
             ports[a as usize].vls = vls;
             ports[b as usize].vls = vls;
         }
-        let lanes: Vec<Lane> = (0..ports.len() * LANES).map(|_| Lane::default()).collect();
-        let mut heads = vec![LaneHead::default(); ports.len() * LANES];
-        for (p, port) in (0..).zip(&ports) {
-            for lane in &mut heads[port_lanes(p)] {
-                lane.credits = port.link.vl_buffer_blocks;
-            }
+        let mut bits = Vec::with_capacity(ports.len());
+        let mut heads = Vec::new();
+        for port in &ports {
+            let base = heads.len() as u32;
+            let credits = LaneHead {
+                credits: port.link.vl_buffer_blocks,
+                ..LaneHead::default()
+            };
+            heads.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
+            bits.push(PortBits {
+                base,
+                vls: port.vls,
+                ..PortBits::default()
+            });
         }
+        let lanes: Vec<Lane> = (0..heads.len()).map(|_| Lane::default()).collect();
         let mut shared = SharedTables::default();
         let arbiters = ports
             .iter()
@@ -357,7 +383,8 @@ impl<'n> Simulation<'n> {
         let mut sim = Simulation {
             network,
             options,
-            bits: vec![PortBits::default(); ports.len()],
+            bits,
+            dropped: BTreeMap::new(),
             ports,
             node_base,
             sent: vec![Sent::default(); heads.len()],
@@ -401,7 +428,7 @@ impl<'n> Simulation<'n> {
         // Stable: equal times keep the order they were listed in.
         sim.schedule.sort_by_key(|(time, _)| *time);
         if options.timeline_intervals > 0 {
-            sim.timeline = vec![0; sim.ports.len() * options.timeline_intervals * LANES];
+            sim.timeline = vec![0; sim.ports.len() * options.timeline_intervals * VLS];
         }
         Ok(sim)
     }
@@ -511,12 +538,11 @@ impl<'n> Simulation<'n> {
             Event::Start { flow } => {
                 let state = &self.flows[flow as usize];
                 if state.greedy && state.vl != VL15 {
-                    let lane = lane_index(state.port, state.vl);
-                    let port = state.port;
-                    let blocks = state.blocks;
+                    let (port, vl, blocks) = (state.port, state.vl, state.blocks);
+                    let lane = self.lane(port, vl);
                     self.lanes[lane].greedy.push_back((flow, blocks));
                     self.greedy_turn(lane);
-                    self.refresh_lane(lane);
+                    self.refresh_lane(port, vl);
                     self.try_send(port);
                 } else {
                     self.inject(flow);
@@ -526,9 +552,9 @@ impl<'n> Simulation<'n> {
             Event::Stop { flow } => {
                 self.flow_hot[flow as usize].stopped = true;
                 let state = &self.flows[flow as usize];
-                let lane = lane_index(state.port, state.vl);
-                self.skip_stopped(lane);
-                self.refresh_lane(lane);
+                let (port, vl) = (state.port, state.vl);
+                self.skip_stopped(self.lane(port, vl));
+                self.refresh_lane(port, vl);
             }
             Event::TxDone {
                 port,
@@ -544,12 +570,17 @@ impl<'n> Simulation<'n> {
             }
             Event::Arrive { port, packet } => self.arrive(port, packet),
             Event::Credit { port, vl, blocks } => {
-                let lane = lane_index(port, vl);
+                let lane = self.lane(port, vl);
                 self.heads[lane].credits += blocks;
-                self.refresh_lane(lane);
+                self.refresh_lane(port, vl);
                 self.try_send(port);
             }
         }
+    }
+
+    /// The index of the lane of `vl` at `port`, which has one: VL15, or a data VL its link runs.
+    fn lane(&self, port: u32, vl: u8) -> usize {
+        self.bits[port as usize].lane(vl)
     }
 
     /// Drops the stopped flows at the front of a lane's rotation. A stopped flow leaves the
@@ -598,9 +629,8 @@ impl<'n> Simulation<'n> {
             self.tallies[flow as usize].dropped += 1;
         } else {
             let packet = self.alloc(flow, vl);
-            let lane = lane_index(port, vl);
-            self.enqueue(lane, packet);
-            self.refresh_lane(lane);
+            self.enqueue(self.lane(port, vl), packet);
+            self.refresh_lane(port, vl);
             self.try_send(port);
         }
         if next < self.flows[flow as usize].spec.stop_ps {
@@ -662,7 +692,8 @@ impl<'n> Simulation<'n> {
 
     /// Updates a lane after its head or credits changed: its head's size, whether the head
     /// lacks credits, and its wait for credits.
-    fn refresh_lane(&mut self, lane: usize) {
+    fn refresh_lane(&mut self, port: u32, vl: u8) {
+        let lane = self.lane(port, vl);
         let first = self.heads[lane].first;
         let head = if first != NO_PACKET {
             u32::from(self.packets[first as usize].blocks)
@@ -671,8 +702,8 @@ impl<'n> Simulation<'n> {
         };
         let l = &mut self.heads[lane];
         l.head = head;
-        let starved = lane % LANES != usize::from(VL15) && l.head > 0 && l.credits < l.head;
-        let (port, bit) = (lane / LANES, 1u16 << (lane % LANES));
+        let starved = vl != VL15 && l.head > 0 && l.credits < l.head;
+        let (port, bit) = (port as usize, 1u16 << vl);
         if head > 0 {
             self.bits[port].queued |= bit;
         } else {
@@ -721,7 +752,7 @@ impl<'n> Simulation<'n> {
         while changed != 0 {
             let vl = changed.trailing_zeros() as u8;
             changed &= changed - 1;
-            self.account_blocked(lane_index(port, vl), !busy);
+            self.account_blocked(self.lane(port, vl), !busy);
         }
     }
 
@@ -736,14 +767,14 @@ impl<'n> Simulation<'n> {
 
     /// `port`'s receive buffer takes `blocks` more on `vl`.
     fn fill(&mut self, port: u32, vl: u8, blocks: u32) {
-        let lane = self.integrate(lane_index(port, vl));
+        let lane = self.integrate(self.lane(port, vl));
         lane.occupancy += blocks;
         lane.peak = lane.peak.max(lane.occupancy);
     }
 
     /// `port`'s receive buffer frees `blocks` on `vl`; the credits go back to the sender.
     fn release(&mut self, port: u32, vl: u8, blocks: u32) {
-        self.integrate(lane_index(port, vl)).occupancy -= blocks;
+        self.integrate(self.lane(port, vl)).occupancy -= blocks;
         let info = self.ports[port as usize];
         // A packet only arrives over a link, so a port that releases one has a peer.
         if let Some(sender) = info.peer.filter(|_| vl != VL15) {
@@ -795,7 +826,7 @@ impl<'n> Simulation<'n> {
         if !management && (vl == VL15 || vl >= self.ports[out_port as usize].vls) {
             self.release(port, p.vl, blocks);
             self.tallies[p.flow as usize].dropped += 1;
-            self.lanes[lane_index(out_port, vl)].dropped += 1;
+            *self.dropped.entry((out_port, vl)).or_default() += 1;
             self.free.push(packet);
             return;
         }
@@ -803,9 +834,8 @@ impl<'n> Simulation<'n> {
         pk.in_port = Some(port);
         pk.in_vl = pk.vl;
         pk.vl = vl;
-        let lane = lane_index(out_port, vl);
-        self.enqueue(lane, packet);
-        self.refresh_lane(lane);
+        self.enqueue(self.lane(out_port, vl), packet);
+        self.refresh_lane(out_port, vl);
         self.try_send(out_port);
     }
 
@@ -817,12 +847,13 @@ impl<'n> Simulation<'n> {
         if self.bits[port as usize].busy {
             return;
         }
-        let vl = if self.heads[lane_index(port, VL15)].first != NO_PACKET {
+        let bits = self.bits[port as usize];
+        let vl = if self.heads[bits.lane(VL15)].first != NO_PACKET {
             VL15
         } else {
-            let lanes = &self.heads[port_lanes(port)];
+            let lanes = &self.heads[bits.lanes()];
             let p = port as usize;
-            let ready_vls = self.bits[p].queued & !self.bits[p].starved;
+            let ready_vls = bits.queued & !bits.starved;
             let grant = self.arbiters[p].next_among(ready_vls, |vl| {
                 let lane = &lanes[usize::from(vl)];
                 (lane.head > 0 && lane.credits >= lane.head).then_some(lane.head)
@@ -837,7 +868,7 @@ impl<'n> Simulation<'n> {
 
     fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
         let now = self.now;
-        let lane = lane_index(port, vl);
+        let lane = self.lane(port, vl);
         let packet = match self.dequeue(lane) {
             Some(packet) => packet,
             None => {
@@ -860,7 +891,7 @@ impl<'n> Simulation<'n> {
         sent.packets += 1;
         sent.blocks += u64::from(blocks);
         self.set_busy(port, true);
-        self.refresh_lane(lane);
+        self.refresh_lane(port, vl);
         if !self.timeline.is_empty() {
             let intervals = self.options.timeline_intervals;
             let at = (u128::from(now) * intervals as u128
@@ -993,7 +1024,7 @@ impl<'n> Simulation<'n> {
 
     /// Where the timeline counts the blocks `port` sent on `vl` in interval `interval`.
     fn timeline_index(&self, port: u32, interval: usize, vl: u8) -> usize {
-        (port as usize * self.options.timeline_intervals + interval) * LANES + usize::from(vl)
+        (port as usize * self.options.timeline_intervals + interval) * VLS + usize::from(vl)
     }
 
     /// Every linked port and its peer, in port order: one per direction of each link.
@@ -1009,10 +1040,11 @@ impl<'n> Simulation<'n> {
         self.linked_ports()
             .map(|(p, peer)| {
                 let info = self.ports[p as usize];
-                let lanes = &self.lanes[port_lanes(p)];
-                let sent = &self.sent[port_lanes(p)];
-                let far = &self.buffers[port_lanes(peer)];
-                let total: u64 = sent.iter().map(|s| s.blocks * block).sum();
+                let (near, far) = (self.bits[p as usize], self.bits[peer as usize]);
+                let total: u64 = self.sent[near.lanes()]
+                    .iter()
+                    .map(|s| s.blocks * block)
+                    .sum();
                 let capacity_bits = info.link.gbps() * duration as f64 / 1e3;
                 let fraction = |bytes: u64, of: f64| {
                     if of > 0.0 {
@@ -1021,29 +1053,35 @@ impl<'n> Simulation<'n> {
                         0.0
                     }
                 };
-                let vls = lanes
-                    .iter()
-                    .zip(sent)
-                    .zip(far)
-                    .enumerate()
-                    .filter(|(_, ((l, s), f))| {
-                        s.packets > 0 || l.dropped > 0 || l.blocked_ps > 0 || f.peak > 0
+                // Both ends of a link run the same VLs; a VL without a lane only drops.
+                let vls = (0..VLS as u8)
+                    .filter_map(|vl| {
+                        let dropped = self.dropped.get(&(p, vl)).copied().unwrap_or(0);
+                        let (s, blocked_ps) =
+                            near.lane_of(vl).map_or_else(Default::default, |lane| {
+                                (self.sent[lane], self.lanes[lane].blocked_ps)
+                            });
+                        let f = far
+                            .lane_of(vl)
+                            .map_or_else(Buffer::default, |lane| self.buffers[lane]);
+                        (s.packets > 0 || dropped > 0 || blocked_ps > 0 || f.peak > 0)
+                            .then_some((vl, s, blocked_ps, f, dropped))
                     })
-                    .map(|(vl, ((l, s), f))| {
+                    .map(|(vl, s, blocked_ps, f, dropped)| {
                         let bytes = s.blocks * block;
                         VlReport {
-                            vl: vl as u8,
+                            vl,
                             packets: s.packets,
                             bytes,
                             throughput_gbps: Self::gbps(bytes, duration),
                             share: fraction(bytes, total as f64),
                             utilization: fraction(bytes * 8, capacity_bits),
-                            blocked_ns: l.blocked_ps / PS_PER_NS,
+                            blocked_ns: blocked_ps / PS_PER_NS,
                             buffer_mean_bytes: round(
                                 f.area as f64 * block as f64 / duration.max(1) as f64,
                             ),
                             buffer_peak_bytes: u64::from(f.peak) * block,
-                            dropped_packets: l.dropped,
+                            dropped_packets: dropped,
                         }
                     })
                     .collect();
