@@ -137,26 +137,30 @@ impl PortBits {
 /// statistics, 20 bytes a lane, so that a port's lanes share a few cache lines.
 #[derive(Debug, Clone, Copy)]
 struct LaneHead {
-    /// Blocks of the packet at the head (0: none), kept by [`Simulation::refresh_lane`].
-    head: u32,
     /// Credits toward the peer, in blocks.
     credits: u32,
     /// The queue of packets waiting to leave by this lane, linked through
     /// [`Packet::next`]: its first and last packet, [`NO_PACKET`] when empty.
     first: u32,
     last: u32,
+    /// Blocks of the packet at the head (0: none), kept by [`Simulation::refresh_lane`].
+    head: u16,
+    /// Blocks of the first packet of the queue (0: none), so that the head's size is known
+    /// without reading the packet.
+    first_blocks: u16,
     /// Blocks of a packet of the greedy flow whose turn it is (0: none), kept by
     /// [`Simulation::greedy_turn`].
-    greedy: u32,
+    greedy: u16,
 }
 
 impl Default for LaneHead {
     fn default() -> Self {
         LaneHead {
-            head: 0,
             credits: 0,
             first: NO_PACKET,
             last: NO_PACKET,
+            head: 0,
+            first_blocks: 0,
             greedy: 0,
         }
     }
@@ -168,7 +172,7 @@ impl Default for LaneHead {
 struct Lane {
     /// Greedy flows taking turns (source ports only), with their packets' blocks, so that the
     /// arbiter reads a lane's head without touching the flow table.
-    greedy: VecDeque<(u32, u32)>,
+    greedy: VecDeque<(u32, u16)>,
     blocked_since: Option<u64>,
     blocked_ps: u64,
 }
@@ -226,16 +230,22 @@ struct FlowHot {
     stopped: bool,
 }
 
-/// A packet in flight. It carries what forwarding needs (a copy of its flow's LID, SL, size),
-/// so that a hop touches the flow table only when the packet is delivered or dropped.
+/// No port: where a packet at its source is held.
+const NO_PORT: u32 = u32::MAX;
+
+/// A packet in flight, 32 bytes. It carries what forwarding needs (a copy of its flow's LID,
+/// SL, size), so that a hop touches the flow table only when the packet is delivered or
+/// dropped.
 #[derive(Debug, Clone, Copy)]
 struct Packet {
     created: u64,
     flow: u32,
-    /// The port whose receive buffer holds it, `None` at its source.
-    in_port: Option<u32>,
-    /// The next packet in the lane queue it waits in ([`NO_PACKET`]: the last).
+    /// The port whose receive buffer holds it, [`NO_PORT`] at its source.
+    in_port: u32,
+    /// The next packet in the lane queue it waits in ([`NO_PACKET`]: the last), and its
+    /// blocks: what becomes the lane's head when this one leaves, known without reading it.
     next: u32,
+    next_blocks: u16,
     dlid: u16,
     blocks: u16,
     in_vl: u8,
@@ -538,7 +548,8 @@ impl<'n> Simulation<'n> {
             Event::Start { flow } => {
                 let state = &self.flows[flow as usize];
                 if state.greedy && state.vl != VL15 {
-                    let (port, vl, blocks) = (state.port, state.vl, state.blocks);
+                    // At most 65 blocks (a 4 KB payload), as in [`FlowHot::blocks`].
+                    let (port, vl, blocks) = (state.port, state.vl, state.blocks as u16);
                     let lane = self.lane(port, vl);
                     self.lanes[lane].greedy.push_back((flow, blocks));
                     self.greedy_turn(lane);
@@ -643,8 +654,9 @@ impl<'n> Simulation<'n> {
         let packet = Packet {
             created: self.now,
             flow,
-            in_port: None,
+            in_port: NO_PORT,
             next: NO_PACKET,
+            next_blocks: 0,
             dlid: f.dlid,
             blocks: f.blocks,
             in_vl: 0,
@@ -666,12 +678,17 @@ impl<'n> Simulation<'n> {
 
     /// Appends `packet` to a lane's queue.
     fn enqueue(&mut self, lane: usize, packet: u32) {
-        self.packets[packet as usize].next = NO_PACKET;
+        let p = &mut self.packets[packet as usize];
+        p.next = NO_PACKET;
+        let blocks = p.blocks;
         let l = &mut self.heads[lane];
         if l.last == NO_PACKET {
             l.first = packet;
+            l.first_blocks = blocks;
         } else {
-            self.packets[l.last as usize].next = packet;
+            let last = &mut self.packets[l.last as usize];
+            last.next = packet;
+            last.next_blocks = blocks;
         }
         l.last = packet;
     }
@@ -683,7 +700,8 @@ impl<'n> Simulation<'n> {
         if packet == NO_PACKET {
             return None;
         }
-        l.first = self.packets[packet as usize].next;
+        let p = &self.packets[packet as usize];
+        (l.first, l.first_blocks) = (p.next, p.next_blocks);
         if l.first == NO_PACKET {
             l.last = NO_PACKET;
         }
@@ -694,15 +712,14 @@ impl<'n> Simulation<'n> {
     /// lacks credits, and its wait for credits.
     fn refresh_lane(&mut self, port: u32, vl: u8) {
         let lane = self.lane(port, vl);
-        let first = self.heads[lane].first;
-        let head = if first != NO_PACKET {
-            u32::from(self.packets[first as usize].blocks)
-        } else {
-            self.heads[lane].greedy
-        };
         let l = &mut self.heads[lane];
+        let head = if l.first != NO_PACKET {
+            l.first_blocks
+        } else {
+            l.greedy
+        };
         l.head = head;
-        let starved = vl != VL15 && l.head > 0 && l.credits < l.head;
+        let starved = vl != VL15 && head > 0 && l.credits < u32::from(head);
         let (port, bit) = (port as usize, 1u16 << vl);
         if head > 0 {
             self.bits[port].queued |= bit;
@@ -831,7 +848,7 @@ impl<'n> Simulation<'n> {
             return;
         }
         let pk = &mut self.packets[packet as usize];
-        pk.in_port = Some(port);
+        pk.in_port = port;
         pk.in_vl = pk.vl;
         pk.vl = vl;
         self.enqueue(self.lane(out_port, vl), packet);
@@ -856,7 +873,8 @@ impl<'n> Simulation<'n> {
             let ready_vls = bits.queued & !bits.starved;
             let grant = self.arbiters[p].next_among(ready_vls, |vl| {
                 let lane = &lanes[usize::from(vl)];
-                (lane.head > 0 && lane.credits >= lane.head).then_some(lane.head)
+                let head = u32::from(lane.head);
+                (head > 0 && lane.credits >= head).then_some(head)
             });
             match grant {
                 Some((vl, _)) => vl,
@@ -907,7 +925,7 @@ impl<'n> Simulation<'n> {
             now + serialization,
             Event::TxDone {
                 port,
-                release: p.in_port,
+                release: (p.in_port != NO_PORT).then_some(p.in_port),
                 vl: p.in_vl,
                 blocks,
             },
