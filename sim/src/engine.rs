@@ -96,7 +96,7 @@ struct PortSlot {
 /// No packet: the end of a lane's queue.
 const NO_PACKET: u32 = u32::MAX;
 
-/// Where a port's lanes are, and their state as bit sets by VL, 12 bytes, so that the lot is
+/// Where a port's lanes are, and their state as bit sets by VL, 16 bytes, so that the lot is
 /// one read. A port has a lane for each data VL its link runs and one for VL15, in VL order:
 /// an 8-VL fabric needs 9 of the 16 VLs a port could name.
 #[derive(Debug, Clone, Copy, Default)]
@@ -113,6 +113,8 @@ struct PortBits {
     starved: u16,
     /// VLs whose wait for credits is being timed: starved while the port is idle.
     waiting: u16,
+    /// The arbiter granted nothing when last asked.
+    refused: bool,
 }
 
 impl PortBits {
@@ -860,24 +862,32 @@ impl<'n> Simulation<'n> {
 
     /// If `port` is idle, sends what VL15 or the arbiter gives it.
     fn try_send(&mut self, port: u32) {
-        let Some(peer) = self.ports[port as usize].peer else {
-            return;
-        };
-        if self.bits[port as usize].busy {
+        let p = port as usize;
+        let bits = self.bits[p];
+        if bits.busy {
             return;
         }
-        let bits = self.bits[port as usize];
-        let vl = if self.heads[bits.lane(VL15)].first != NO_PACKET {
+        let Some(peer) = self.ports[p].peer else {
+            return;
+        };
+        // VL15 never has greedy flows, so its head is queued exactly when its queue is not
+        // empty.
+        let vl = if bits.queued & 1 << VL15 != 0 {
             VL15
         } else {
-            let lanes = &self.heads[bits.lanes()];
-            let p = port as usize;
             let ready_vls = bits.queued & !bits.starved;
+            // A refusal leaves the arbiter where the next refusal would: asking again with
+            // nothing ready changes nothing, and is skipped.
+            if ready_vls == 0 && bits.refused {
+                return;
+            }
+            let lanes = &self.heads[bits.lanes()];
             let grant = self.arbiters[p].next_among(ready_vls, |vl| {
                 let lane = &lanes[usize::from(vl)];
                 let head = u32::from(lane.head);
                 (head > 0 && lane.credits >= head).then_some(head)
             });
+            self.bits[p].refused = grant.is_none();
             match grant {
                 Some((vl, _)) => vl,
                 None => return,
