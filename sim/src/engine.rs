@@ -135,10 +135,23 @@ impl PortBits {
     }
 }
 
-/// What arbitration reads of one VL of one port, every time: kept apart from the lane's
-/// statistics, 20 bytes a lane, so that a port's lanes share a few cache lines.
+/// What one VL of one port sent: packets and blocks, counted as each packet starts.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sent {
+    packets: u64,
+    blocks: u64,
+}
+
+/// One VL of one port as a sender, alone in a cache line: what arbitration reads (the head's
+/// size and the credits), its queue, what it sent and its wait for credits, so that sending a
+/// packet touches one line of the lane. The greedy flows taking turns on it are apart
+/// ([`Simulation::rotations`]): only source ports have any.
 #[derive(Debug, Clone, Copy)]
-struct LaneHead {
+#[repr(align(64))]
+struct Lane {
+    sent: Sent,
+    blocked_since: Option<u64>,
+    blocked_ps: u64,
     /// Credits toward the peer, in blocks.
     credits: u32,
     /// The queue of packets waiting to leave by this lane, linked through
@@ -155,9 +168,14 @@ struct LaneHead {
     greedy: u16,
 }
 
-impl Default for LaneHead {
+const _: () = assert!(size_of::<Lane>() == 64, "a lane fills one cache line");
+
+impl Default for Lane {
     fn default() -> Self {
-        LaneHead {
+        Lane {
+            sent: Sent::default(),
+            blocked_since: None,
+            blocked_ps: 0,
             credits: 0,
             first: NO_PACKET,
             last: NO_PACKET,
@@ -166,24 +184,6 @@ impl Default for LaneHead {
             greedy: 0,
         }
     }
-}
-
-/// One VL of one port beyond its [`LaneHead`]: the greedy flows that take turns on it, and its
-/// wait for credits, which the report reads.
-#[derive(Debug, Default)]
-struct Lane {
-    /// Greedy flows taking turns (source ports only), with their packets' blocks, so that the
-    /// arbiter reads a lane's head without touching the flow table.
-    greedy: VecDeque<(u32, u16)>,
-    blocked_since: Option<u64>,
-    blocked_ps: u64,
-}
-
-/// What one VL of one port sent: packets and blocks, counted as each packet starts.
-#[derive(Debug, Clone, Copy, Default)]
-struct Sent {
-    packets: u64,
-    blocks: u64,
 }
 
 /// What one VL of a port's receive buffer holds, and its integral over time for the mean.
@@ -265,9 +265,10 @@ pub struct Simulation<'n> {
     options: SimOptions,
     ports: Vec<PortSlot>,
     node_base: Vec<u32>,
-    heads: Vec<LaneHead>,
     lanes: Vec<Lane>,
-    sent: Vec<Sent>,
+    /// Per lane, the greedy flows taking turns on it (source ports only), with their packets'
+    /// blocks, so that the arbiter reads a lane's head without touching the flow table.
+    rotations: Vec<VecDeque<(u32, u16)>>,
     buffers: Vec<Buffer>,
     arbiters: Vec<Arbiter>,
     /// Per port, where its lanes are and what arbitration and the wait timing read of them.
@@ -367,21 +368,20 @@ impl<'n> Simulation<'n> {
             ports[b as usize].vls = vls;
         }
         let mut bits = Vec::with_capacity(ports.len());
-        let mut heads = Vec::new();
+        let mut lanes = Vec::new();
         for port in &ports {
-            let base = heads.len() as u32;
-            let credits = LaneHead {
+            let base = lanes.len() as u32;
+            let credits = Lane {
                 credits: port.link.vl_buffer_blocks,
-                ..LaneHead::default()
+                ..Lane::default()
             };
-            heads.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
+            lanes.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
             bits.push(PortBits {
                 base,
                 vls: port.vls,
                 ..PortBits::default()
             });
         }
-        let lanes: Vec<Lane> = (0..heads.len()).map(|_| Lane::default()).collect();
         let mut shared = SharedTables::default();
         let arbiters = ports
             .iter()
@@ -402,9 +402,8 @@ impl<'n> Simulation<'n> {
             dropped: BTreeMap::new(),
             ports,
             node_base,
-            sent: vec![Sent::default(); heads.len()],
-            buffers: vec![Buffer::default(); heads.len()],
-            heads,
+            rotations: vec![VecDeque::new(); lanes.len()],
+            buffers: vec![Buffer::default(); lanes.len()],
             lanes,
             arbiters,
             flows: Vec::with_capacity(flows.len()),
@@ -557,7 +556,7 @@ impl<'n> Simulation<'n> {
                     // At most 65 blocks (a 4 KB payload), as in [`FlowHot::blocks`].
                     let (port, vl, blocks) = (state.port, state.vl, state.blocks as u16);
                     let lane = self.lane(port, vl);
-                    self.lanes[lane].greedy.push_back((flow, blocks));
+                    self.rotations[lane].push_back((flow, blocks));
                     self.greedy_turn(lane);
                     self.refresh_lane(port, vl);
                     self.try_send(port);
@@ -588,7 +587,7 @@ impl<'n> Simulation<'n> {
             Event::Arrive { port, packet } => self.arrive(port, packet),
             Event::Credit { port, vl, blocks } => {
                 let lane = self.lane(port, vl);
-                self.heads[lane].credits += blocks;
+                self.lanes[lane].credits += blocks;
                 self.refresh_lane(port, vl);
                 self.try_send(port);
             }
@@ -604,7 +603,7 @@ impl<'n> Simulation<'n> {
     /// rotation only when it comes to the front, which keeps the others' order as removing it
     /// at once would, without searching the rotation for it.
     fn skip_stopped(&mut self, lane: usize) {
-        let greedy = &mut self.lanes[lane].greedy;
+        let greedy = &mut self.rotations[lane];
         while let Some(&(flow, _)) = greedy.front() {
             if !self.flow_hot[flow as usize].stopped {
                 break;
@@ -616,8 +615,7 @@ impl<'n> Simulation<'n> {
 
     /// Notes in the lane's head the size of the packet of the greedy flow whose turn it is.
     fn greedy_turn(&mut self, lane: usize) {
-        self.heads[lane].greedy = self.lanes[lane]
-            .greedy
+        self.lanes[lane].greedy = self.rotations[lane]
             .front()
             .map_or(0, |&(_, blocks)| blocks);
     }
@@ -687,7 +685,7 @@ impl<'n> Simulation<'n> {
         let p = &mut self.packets[packet as usize];
         p.next = NO_PACKET;
         let blocks = p.blocks;
-        let l = &mut self.heads[lane];
+        let l = &mut self.lanes[lane];
         if l.last == NO_PACKET {
             l.first = packet;
             l.first_blocks = blocks;
@@ -701,7 +699,7 @@ impl<'n> Simulation<'n> {
 
     /// Takes the first packet of a lane's queue.
     fn dequeue(&mut self, lane: usize) -> Option<u32> {
-        let l = &mut self.heads[lane];
+        let l = &mut self.lanes[lane];
         let packet = l.first;
         if packet == NO_PACKET {
             return None;
@@ -718,7 +716,7 @@ impl<'n> Simulation<'n> {
     /// lacks credits, and its wait for credits.
     fn refresh_lane(&mut self, port: u32, vl: u8) {
         let lane = self.lane(port, vl);
-        let l = &mut self.heads[lane];
+        let l = &mut self.lanes[lane];
         let head = if l.first != NO_PACKET {
             l.first_blocks
         } else {
@@ -881,7 +879,7 @@ impl<'n> Simulation<'n> {
             if ready_vls == 0 && bits.refused {
                 return;
             }
-            let lanes = &self.heads[bits.lanes()];
+            let lanes = &self.lanes[bits.lanes()];
             let grant = self.arbiters[p].next_among(ready_vls, |vl| {
                 let lane = &lanes[usize::from(vl)];
                 let head = u32::from(lane.head);
@@ -902,10 +900,10 @@ impl<'n> Simulation<'n> {
         let packet = match self.dequeue(lane) {
             Some(packet) => packet,
             None => {
-                let Some((flow, blocks)) = self.lanes[lane].greedy.pop_front() else {
+                let Some((flow, blocks)) = self.rotations[lane].pop_front() else {
                     return;
                 };
-                self.lanes[lane].greedy.push_back((flow, blocks));
+                self.rotations[lane].push_back((flow, blocks));
                 self.skip_stopped(lane);
                 self.flow_hot[flow as usize].sent += 1;
                 self.alloc(flow, vl)
@@ -915,9 +913,9 @@ impl<'n> Simulation<'n> {
         let blocks = u32::from(p.blocks);
         let info = self.ports[port as usize];
         if vl != VL15 {
-            self.heads[lane].credits -= blocks;
+            self.lanes[lane].credits -= blocks;
         }
-        let sent = &mut self.sent[lane];
+        let sent = &mut self.lanes[lane].sent;
         sent.packets += 1;
         sent.blocks += u64::from(blocks);
         self.set_busy(port, true);
@@ -1075,9 +1073,9 @@ impl<'n> Simulation<'n> {
             .map(|(p, peer)| {
                 let info = self.ports[p as usize];
                 let (near, far) = (self.bits[p as usize], self.bits[peer as usize]);
-                let total: u64 = self.sent[near.lanes()]
+                let total: u64 = self.lanes[near.lanes()]
                     .iter()
-                    .map(|s| s.blocks * block)
+                    .map(|l| l.sent.blocks * block)
                     .sum();
                 let capacity_bits = info.link.gbps() * duration as f64 / 1e3;
                 let fraction = |bytes: u64, of: f64| {
@@ -1093,7 +1091,7 @@ impl<'n> Simulation<'n> {
                         let dropped = self.dropped.get(&(p, vl)).copied().unwrap_or(0);
                         let (s, blocked_ps) =
                             near.lane_of(vl).map_or_else(Default::default, |lane| {
-                                (self.sent[lane], self.lanes[lane].blocked_ps)
+                                (self.lanes[lane].sent, self.lanes[lane].blocked_ps)
                             });
                         let f = far
                             .lane_of(vl)
