@@ -59,6 +59,8 @@ pub struct SimOptions {
     pub timeline_intervals: usize,
 }
 
+/// What happens at a time, 12 bytes (so that a queued event, with its time and push number,
+/// takes 32).
 #[derive(Debug, Clone, Copy)]
 enum Event {
     /// A flow's start time: a greedy flow joins its port's rotation, a rate flow generates.
@@ -68,18 +70,20 @@ enum Event {
     /// A greedy flow's stop time.
     Stop { flow: u32 },
     /// A port finished sending a packet that held `blocks` of `release`'s buffer on `vl`
-    /// (`None` for a packet that left its source).
+    /// ([`NO_PORT`] for a packet that left its source).
     TxDone {
         port: u32,
-        release: Option<u32>,
+        release: u32,
         vl: u8,
-        blocks: u32,
+        blocks: u16,
     },
     /// A packet's last bit reached `port`.
     Arrive { port: u32, packet: u32 },
     /// Credits for `blocks` of VL `vl` reached the sending port `port`.
-    Credit { port: u32, vl: u8, blocks: u32 },
+    Credit { port: u32, vl: u8, blocks: u16 },
 }
+
+const _: () = assert!(size_of::<Event>() == 12);
 
 /// One port of the network, as the engine indexes it.
 #[derive(Debug, Clone, Copy)]
@@ -579,7 +583,7 @@ impl<'n> Simulation<'n> {
                 blocks,
             } => {
                 self.set_busy(port, false);
-                if let Some(release) = release {
+                if release != NO_PORT {
                     self.release(release, vl, blocks);
                 }
                 self.try_send(port);
@@ -587,7 +591,7 @@ impl<'n> Simulation<'n> {
             Event::Arrive { port, packet } => self.arrive(port, packet),
             Event::Credit { port, vl, blocks } => {
                 let lane = self.lane(port, vl);
-                self.lanes[lane].credits += blocks;
+                self.lanes[lane].credits += u32::from(blocks);
                 self.refresh_lane(port, vl);
                 self.try_send(port);
             }
@@ -794,8 +798,8 @@ impl<'n> Simulation<'n> {
     }
 
     /// `port`'s receive buffer frees `blocks` on `vl`; the credits go back to the sender.
-    fn release(&mut self, port: u32, vl: u8, blocks: u32) {
-        self.integrate(self.lane(port, vl)).occupancy -= blocks;
+    fn release(&mut self, port: u32, vl: u8, blocks: u16) {
+        self.integrate(self.lane(port, vl)).occupancy -= u32::from(blocks);
         let info = self.ports[port as usize];
         // A packet only arrives over a link, so a port that releases one has a peer.
         if let Some(sender) = info.peer.filter(|_| vl != VL15) {
@@ -825,7 +829,7 @@ impl<'n> Simulation<'n> {
         };
         let Some(out) = out else {
             // Delivered at a host (if it owns the LID), or no route at a switch.
-            self.release(port, p.vl, blocks);
+            self.release(port, p.vl, p.blocks);
             let delivered = node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == dlid;
             let latency = (self.now - p.created) / PS_PER_NS;
             if delivered {
@@ -843,7 +847,7 @@ impl<'n> Simulation<'n> {
             node.sl2vl(info.num, out).0[usize::from(p.sl)].get()
         };
         if !management && (vl == VL15 || vl >= self.ports[out_port as usize].vls) {
-            self.release(port, p.vl, blocks);
+            self.release(port, p.vl, p.blocks);
             self.flow_drops[p.flow as usize] += 1;
             *self.dropped.entry((out_port, vl)).or_default() += 1;
             self.free.push(packet);
@@ -935,9 +939,9 @@ impl<'n> Simulation<'n> {
             now + serialization,
             Event::TxDone {
                 port,
-                release: (p.in_port != NO_PORT).then_some(p.in_port),
+                release: p.in_port,
                 vl: p.in_vl,
-                blocks,
+                blocks: p.blocks,
             },
         );
         self.packets[packet as usize].vl = vl;
