@@ -591,9 +591,19 @@ impl<'n> Simulation<'n> {
             Event::Arrive { port, packet } => self.arrive(port, packet),
             Event::Credit { port, vl, blocks } => {
                 let lane = self.lane(port, vl);
-                self.lanes[lane].credits += u32::from(blocks);
-                self.refresh_lane(port, vl);
-                self.try_send(port);
+                let l = &mut self.lanes[lane];
+                l.credits += u32::from(blocks);
+                let bits = &mut self.bits[port as usize];
+                if bits.busy {
+                    // All refresh_lane and try_send would do: a busy port times no wait for
+                    // credits and does not arbitrate, and the head is unchanged.
+                    if l.credits >= u32::from(l.head) {
+                        bits.starved &= !(1 << vl);
+                    }
+                } else {
+                    self.refresh_lane(port, vl);
+                    self.try_send(port);
+                }
             }
         }
     }
