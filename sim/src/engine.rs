@@ -1033,39 +1033,40 @@ impl<'n> Simulation<'n> {
     }
 
     fn sl_reports(&self) -> (Vec<SlReport>, Vec<(u8, Histogram)>) {
-        let mut reports = Vec::new();
-        let mut histograms = Vec::new();
-        for sl in 0..16u8 {
-            let of_sl: Vec<(&FlowState, &Tally, u64)> = self
-                .flows
-                .iter()
-                .zip(&self.tallies)
-                .zip(&self.flow_drops)
-                .map(|((f, tally), &dropped)| (f, tally, dropped))
-                .filter(|(f, _, _)| !f.spec.management && f.spec.sl.get() == sl)
-                .collect();
-            if of_sl.is_empty() {
+        /// What the data flows of one SL add up to, in one pass over the flows.
+        #[derive(Default)]
+        struct Sum {
+            flows: usize,
+            latency: Histogram,
+            bytes: u64,
+            dropped: u64,
+        }
+        let mut sums: [Sum; 16] = Default::default();
+        for ((f, tally), &dropped) in self.flows.iter().zip(&self.tallies).zip(&self.flow_drops) {
+            if f.spec.management {
                 continue;
             }
-            let mut latency = Histogram::default();
-            for (_, tally, _) in &of_sl {
-                latency.merge(&tally.latency);
-            }
-            let bytes = of_sl
-                .iter()
-                .map(|(f, tally, _)| tally.latency.count() * u64::from(f.spec.payload))
-                .sum();
-            reports.push(SlReport {
-                sl,
-                flows: of_sl.len(),
-                delivered_bytes: bytes,
-                throughput_gbps: Self::gbps(bytes, self.options.duration_ps),
-                latency_ns: latency.summary(),
-                dropped_packets: of_sl.iter().map(|(_, _, dropped)| dropped).sum(),
-            });
-            histograms.push((sl, latency));
+            let sum = &mut sums[usize::from(f.spec.sl.get())];
+            sum.flows += 1;
+            sum.latency.merge(&tally.latency);
+            sum.bytes += tally.latency.count() * u64::from(f.spec.payload);
+            sum.dropped += dropped;
         }
-        (reports, histograms)
+        (0..)
+            .zip(sums)
+            .filter(|(_, sum)| sum.flows > 0)
+            .map(|(sl, sum)| {
+                let report = SlReport {
+                    sl,
+                    flows: sum.flows,
+                    delivered_bytes: sum.bytes,
+                    throughput_gbps: Self::gbps(sum.bytes, self.options.duration_ps),
+                    latency_ns: sum.latency.summary(),
+                    dropped_packets: sum.dropped,
+                };
+                (report, (sl, sum.latency))
+            })
+            .unzip()
     }
 
     /// Where the timeline counts the blocks `port` sent on `vl` in interval `interval`.
