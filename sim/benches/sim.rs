@@ -95,7 +95,7 @@ fn main() {
         "setup: routes, tables, flows {setup_s:.2} s; Simulation::new {new_s:.2} s; report {finish_s:.2} s"
     );
     println!(
-        "run: {run_s:.2} s, {} events ({:.1} M events/s), {} packet-hops ({:.1} M packet-hops/s)",
+        "run: {run_s:.3} s, {} events ({:.2} M events/s), {} packet-hops ({:.2} M packet-hops/s)",
         report.events,
         report.events as f64 / run_s / 1e6,
         report.packet_hops,

@@ -84,32 +84,33 @@ pub struct ArbiterOptions {
     pub high_limit: HighLimitMode,
 }
 
-/// One priority table and where the arbiter is in it.
+/// One priority table and where the arbiter is in it, 24 bytes.
 #[derive(Debug, Clone)]
 struct Table {
     /// Shared by the ports that hold the same table: they all read it, none writes it.
     entries: Rc<[VlArbEntry]>,
-    /// A bit per VL that some entry may send: below VL15 and with a weight (or weight 0 sends
-    /// one packet, [`ZeroWeight::OnePacket`]).
-    senders: u16,
-    /// The entry whose turn it is.
-    cursor: usize,
+    /// The entry whose turn it is: a VLArb table has at most 64 entries (255 in a dump).
+    cursor: u32,
     /// Blocks sent from the current entry since its turn began.
     used: u32,
 }
 
 impl Table {
-    fn new(entries: Rc<[VlArbEntry]>, options: &ArbiterOptions) -> Table {
-        let senders = entries
-            .iter()
-            .filter(|e| e.vl < 15 && (e.weight > 0 || options.zero_weight == ZeroWeight::OnePacket))
-            .fold(0u16, |mask, e| mask | 1 << e.vl);
+    fn new(entries: Rc<[VlArbEntry]>) -> Table {
         Table {
             entries,
-            senders,
             cursor: 0,
             used: 0,
         }
+    }
+
+    /// A bit per VL that some entry may send: below VL15 and with a weight (or weight 0 sends
+    /// one packet, [`ZeroWeight::OnePacket`]).
+    fn senders(&self, options: &ArbiterOptions) -> u16 {
+        self.entries
+            .iter()
+            .filter(|e| e.vl < 15 && (e.weight > 0 || options.zero_weight == ZeroWeight::OnePacket))
+            .fold(0u16, |mask, e| mask | 1 << e.vl)
     }
 
     /// The VL of the first entry, from the current one on, that may send its head packet now,
@@ -122,6 +123,7 @@ impl Table {
     fn pick(
         &mut self,
         options: &ArbiterOptions,
+        senders: u16,
         ready_vls: u16,
         ready: &impl Fn(u8) -> Option<u32>,
     ) -> Option<(u8, u32)> {
@@ -129,7 +131,7 @@ impl Table {
         if n == 0 {
             return None;
         }
-        if self.senders & ready_vls == 0 {
+        if senders & ready_vls == 0 {
             // What the scan below ends with when no entry sends: every entry visited, the
             // cursor back where it started, a fresh weight.
             self.used = 0;
@@ -137,10 +139,10 @@ impl Table {
         }
         for step in 0..=n {
             if step > 0 {
-                self.cursor = (self.cursor + 1) % n;
+                self.cursor = ((self.cursor as usize + 1) % n) as u32;
                 self.used = 0;
             }
-            let entry = self.entries[self.cursor];
+            let entry = self.entries[self.cursor as usize];
             // Entries for VL15 (or beyond) are skipped: a port may skip them (IBA 7.6.9).
             if entry.vl >= 15 {
                 continue;
@@ -186,18 +188,25 @@ impl SharedTables {
     }
 }
 
-/// The IBA 7.6.9 arbiter of one output port over its data VLs.
+/// The IBA 7.6.9 arbiter of one output port over its data VLs: 64 bytes, one cache line, as an
+/// engine reads one for every packet a port sends.
 #[derive(Debug, Clone)]
+#[repr(align(64))]
 pub struct Arbiter {
     high: Table,
     low: Table,
+    /// [`Table::senders`] of `high` and `low`.
+    senders: [u16; 2],
     high_limit: u8,
     options: ArbiterOptions,
     /// [`HighLimitMode::Spec`]: high-priority bytes since the low table's last opportunity.
     high_bytes: u32,
-    /// [`HighLimitMode::FlitModel`]: the flit counter.
-    flits_left: i64,
+    /// [`HighLimitMode::FlitModel`]: the flit counter. It saturates: below 0 it never reloads,
+    /// however far below, so only whether it is 0 or below matters there.
+    flits_left: i32,
 }
+
+const _: () = assert!(std::mem::size_of::<Arbiter>() == 64);
 
 impl Arbiter {
     /// An arbiter over the programmed tables (as many entries as the port's caps) and
@@ -219,9 +228,11 @@ impl Arbiter {
         high_limit: u8,
         options: ArbiterOptions,
     ) -> Arbiter {
+        let (high, low) = (Table::new(high), Table::new(low));
         Arbiter {
-            high: Table::new(high, &options),
-            low: Table::new(low, &options),
+            senders: [high.senders(&options), low.senders(&options)],
+            high,
+            low,
             high_limit,
             options,
             high_bytes: 0,
@@ -229,8 +240,8 @@ impl Arbiter {
         }
     }
 
-    fn flit_reload(high_limit: u8) -> i64 {
-        i64::from(high_limit) * 4096 / i64::from(BLOCK_BYTES)
+    fn flit_reload(high_limit: u8) -> i32 {
+        i32::from(high_limit) * 4096 / BLOCK_BYTES as i32
     }
 
     /// Chooses the data VL that sends next and charges its packet to the tables, or `None` when
@@ -261,11 +272,11 @@ impl Arbiter {
             [Priority::High, Priority::Low]
         };
         for priority in order {
-            let table = match priority {
-                Priority::High => &mut self.high,
-                Priority::Low => &mut self.low,
+            let (table, senders) = match priority {
+                Priority::High => (&mut self.high, self.senders[0]),
+                Priority::Low => (&mut self.low, self.senders[1]),
             };
-            match table.pick(&self.options, ready_vls, &ready) {
+            match table.pick(&self.options, senders, ready_vls, &ready) {
                 Some((vl, blocks)) => {
                     self.charge(priority, blocks);
                     return Some((vl, priority));
@@ -291,7 +302,8 @@ impl Arbiter {
             // the low table's opportunity: the count starts again.
             (HighLimitMode::Spec, Priority::Low) => self.high_bytes = 0,
             (HighLimitMode::FlitModel, Priority::High) => {
-                self.flits_left -= i64::from(blocks.saturating_sub(1));
+                let flits = i32::try_from(blocks.saturating_sub(1)).unwrap_or(i32::MAX);
+                self.flits_left = self.flits_left.saturating_sub(flits);
             }
             (HighLimitMode::FlitModel, Priority::Low) => {
                 if self.flits_left == 0 {

@@ -26,7 +26,7 @@
 //!   several such flows on one port and VL take turns. Latency runs from a packet's creation
 //!   to its delivery, so a rate-limited flow's includes its wait at the source.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::arbiter::{Arbiter, ArbiterOptions, BLOCK_BYTES, SharedTables};
 use crate::link::{LinkParams, PS_PER_NS, Speed, Width, wire_blocks};
@@ -34,19 +34,10 @@ use crate::network::{Flow, Network, NetworkError, NodeKind, PortAddr};
 use crate::queue::Queue;
 use crate::report::{FlowReport, Histogram, LinkReport, Report, SlReport, Timeline, VlReport};
 
-/// Lanes per port: data VLs 0-14 and VL15.
-const LANES: usize = 16;
+/// VLs a port can name: data VLs 0-14 and VL15; the timeline counts each.
+const VLS: usize = 16;
 const VL15: u8 = 15;
 
-/// The index of VL `vl` of port `port` in the lanes, laid out port after port.
-fn lane_index(port: u32, vl: u8) -> usize {
-    port as usize * LANES + usize::from(vl)
-}
-
-/// The indices of every lane of `port`.
-fn port_lanes(port: u32) -> std::ops::Range<usize> {
-    lane_index(port, 0)..lane_index(port + 1, 0)
-}
 /// The parameters of a port without a link: never used, as such a port sends nothing.
 const UNLINKED: LinkParams = LinkParams {
     speed: Speed::Sdr,
@@ -68,6 +59,8 @@ pub struct SimOptions {
     pub timeline_intervals: usize,
 }
 
+/// What happens at a time, 12 bytes (so that a queued event, with its time and push number,
+/// takes 32).
 #[derive(Debug, Clone, Copy)]
 enum Event {
     /// A flow's start time: a greedy flow joins its port's rotation, a rate flow generates.
@@ -77,18 +70,20 @@ enum Event {
     /// A greedy flow's stop time.
     Stop { flow: u32 },
     /// A port finished sending a packet that held `blocks` of `release`'s buffer on `vl`
-    /// (`None` for a packet that left its source).
+    /// ([`NO_PORT`] for a packet that left its source).
     TxDone {
         port: u32,
-        release: Option<u32>,
+        release: u32,
         vl: u8,
-        blocks: u32,
+        blocks: u16,
     },
     /// A packet's last bit reached `port`.
     Arrive { port: u32, packet: u32 },
     /// Credits for `blocks` of VL `vl` reached the sending port `port`.
-    Credit { port: u32, vl: u8, blocks: u32 },
+    Credit { port: u32, vl: u8, blocks: u16 },
 }
+
+const _: () = assert!(size_of::<Event>() == 12);
 
 /// One port of the network, as the engine indexes it.
 #[derive(Debug, Clone, Copy)]
@@ -105,58 +100,43 @@ struct PortSlot {
 /// No packet: the end of a lane's queue.
 const NO_PACKET: u32 = u32::MAX;
 
-/// A port's state as bit sets over its 16 lanes, 8 bytes, so that the lot is one read.
+/// Where a port's lanes are, and their state as bit sets by VL, 16 bytes, so that the lot is
+/// one read. A port has a lane for each data VL its link runs and one for VL15, in VL order:
+/// an 8-VL fabric needs 9 of the 16 VLs a port could name.
 #[derive(Debug, Clone, Copy, Default)]
 struct PortBits {
+    /// The index of the port's first lane (VL0's).
+    base: u32,
+    /// The data VLs the link runs, as [`PortSlot::vls`]; VL15's lane follows theirs.
+    vls: u8,
     /// Sending a packet.
     busy: bool,
-    /// Lanes with a packet at their head.
+    /// VLs with a packet at their head.
     queued: u16,
-    /// Lanes whose head packet lacks credits.
+    /// VLs whose head packet lacks credits.
     starved: u16,
-    /// Lanes whose wait for credits is being timed: starved while the port is idle.
+    /// VLs whose wait for credits is being timed: starved while the port is idle.
     waiting: u16,
+    /// The arbiter granted nothing when last asked.
+    refused: bool,
 }
 
-/// What arbitration reads of one VL of one port, every time: kept apart from the lane's
-/// statistics, 16 bytes a lane, so that a port's 16 lanes share a few cache lines.
-#[derive(Debug, Clone, Copy)]
-struct LaneHead {
-    /// Blocks of the packet at the head (0: none), kept by [`Simulation::refresh_lane`].
-    head: u32,
-    /// Credits toward the peer, in blocks.
-    credits: u32,
-    /// The queue of packets waiting to leave by this lane, linked through
-    /// [`Packet::next`]: its first and last packet, [`NO_PACKET`] when empty.
-    first: u32,
-    last: u32,
-    /// Blocks of a packet of the greedy flow whose turn it is (0: none), kept by
-    /// [`Simulation::greedy_turn`].
-    greedy: u32,
-}
-
-impl Default for LaneHead {
-    fn default() -> Self {
-        LaneHead {
-            head: 0,
-            credits: 0,
-            first: NO_PACKET,
-            last: NO_PACKET,
-            greedy: 0,
-        }
+impl PortBits {
+    /// The index of the lane of `vl`, which is VL15 or one of the data VLs the port runs:
+    /// VL15's lane is the one after the last data VL's.
+    fn lane(&self, vl: u8) -> usize {
+        self.base as usize + usize::from(vl.min(self.vls))
     }
-}
 
-/// One VL of one port beyond its [`LaneHead`]: the greedy flows that take turns on it and what
-/// the port's own receive buffer holds for it, with the counters the report reads.
-#[derive(Debug, Default)]
-struct Lane {
-    /// Greedy flows taking turns (source ports only), with their packets' blocks, so that the
-    /// arbiter reads a lane's head without touching the flow table.
-    greedy: VecDeque<(u32, u32)>,
-    blocked_since: Option<u64>,
-    blocked_ps: u64,
-    dropped: u64,
+    /// The index of the lane of `vl`, if the port has one.
+    fn lane_of(&self, vl: u8) -> Option<usize> {
+        (vl < self.vls || vl == VL15).then(|| self.lane(vl))
+    }
+
+    /// The indices of the port's lanes.
+    fn lanes(&self) -> std::ops::Range<usize> {
+        self.lane(0)..self.lane(VL15) + 1
+    }
 }
 
 /// What one VL of one port sent: packets and blocks, counted as each packet starts.
@@ -164,6 +144,50 @@ struct Lane {
 struct Sent {
     packets: u64,
     blocks: u64,
+}
+
+/// One VL of one port as a sender, alone in a cache line: what arbitration reads (the head's
+/// size and the credits), its queue, what it sent and its wait for credits, so that sending a
+/// packet touches one line of the lane. The greedy flows taking turns on it are apart
+/// ([`Simulation::rotations`]): only source ports have any.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+struct Lane {
+    sent: Sent,
+    blocked_since: Option<u64>,
+    blocked_ps: u64,
+    /// Credits toward the peer, in blocks.
+    credits: u32,
+    /// The queue of packets waiting to leave by this lane, linked through
+    /// [`Packet::next`]: its first and last packet, [`NO_PACKET`] when empty.
+    first: u32,
+    last: u32,
+    /// Blocks of the packet at the head (0: none), kept by [`Simulation::refresh_lane`].
+    head: u16,
+    /// Blocks of the first packet of the queue (0: none), so that the head's size is known
+    /// without reading the packet.
+    first_blocks: u16,
+    /// Blocks of a packet of the greedy flow whose turn it is (0: none), kept by
+    /// [`Simulation::greedy_turn`].
+    greedy: u16,
+}
+
+const _: () = assert!(size_of::<Lane>() == 64, "a lane fills one cache line");
+
+impl Default for Lane {
+    fn default() -> Self {
+        Lane {
+            sent: Sent::default(),
+            blocked_since: None,
+            blocked_ps: 0,
+            credits: 0,
+            first: NO_PACKET,
+            last: NO_PACKET,
+            head: 0,
+            first_blocks: 0,
+            greedy: 0,
+        }
+    }
 }
 
 /// What one VL of a port's receive buffer holds, and its integral over time for the mean.
@@ -189,15 +213,16 @@ struct FlowState {
     generated: u64,
 }
 
-/// What became of a flow's packets, apart from its description: the one part of a flow a
-/// packet touches at its destination, packed with its neighbours so that the flows of a large
-/// fabric hit the cache more often.
+/// A flow's delivered packets: their latencies, whose count is the packets delivered. The one
+/// part of a flow a packet touches at its destination, alone in a cache line, so that a
+/// delivery reads one line of the flow besides the histogram's buckets.
 #[derive(Debug, Default)]
+#[repr(align(64))]
 struct Tally {
-    delivered: u64,
-    dropped: u64,
     latency: Histogram,
 }
+
+const _: () = assert!(size_of::<Tally>() == 64, "a tally fills one cache line");
 
 /// The part of a flow that every packet it sends touches, 16 bytes, apart from its
 /// description and latency histogram: what a new packet copies, the packets sent, and whether a
@@ -212,16 +237,22 @@ struct FlowHot {
     stopped: bool,
 }
 
-/// A packet in flight. It carries what forwarding needs (a copy of its flow's LID, SL, size),
-/// so that a hop touches the flow table only when the packet is delivered or dropped.
+/// No port: where a packet at its source is held.
+const NO_PORT: u32 = u32::MAX;
+
+/// A packet in flight, 32 bytes. It carries what forwarding needs (a copy of its flow's LID,
+/// SL, size), so that a hop touches the flow table only when the packet is delivered or
+/// dropped.
 #[derive(Debug, Clone, Copy)]
 struct Packet {
     created: u64,
     flow: u32,
-    /// The port whose receive buffer holds it, `None` at its source.
-    in_port: Option<u32>,
-    /// The next packet in the lane queue it waits in ([`NO_PACKET`]: the last).
+    /// The port whose receive buffer holds it, [`NO_PORT`] at its source.
+    in_port: u32,
+    /// The next packet in the lane queue it waits in ([`NO_PACKET`]: the last), and its
+    /// blocks: what becomes the lane's head when this one leaves, known without reading it.
     next: u32,
+    next_blocks: u16,
     dlid: u16,
     blocks: u16,
     in_vl: u8,
@@ -238,16 +269,22 @@ pub struct Simulation<'n> {
     options: SimOptions,
     ports: Vec<PortSlot>,
     node_base: Vec<u32>,
-    heads: Vec<LaneHead>,
     lanes: Vec<Lane>,
-    sent: Vec<Sent>,
+    /// Per lane, the greedy flows taking turns on it (source ports only), with their packets'
+    /// blocks, so that the arbiter reads a lane's head without touching the flow table.
+    rotations: Vec<VecDeque<(u32, u16)>>,
     buffers: Vec<Buffer>,
     arbiters: Vec<Arbiter>,
-    /// Per port, what arbitration and the wait timing read of its lanes, as bit sets.
+    /// Per port, where its lanes are and what arbitration and the wait timing read of them.
     bits: Vec<PortBits>,
+    /// Data packets dropped at an output port, by port and VL: those mapped to VL15 or to a VL
+    /// the link does not run, which has no lane. Rare, so kept apart from the lanes.
+    dropped: BTreeMap<(u32, u8), u64>,
     flows: Vec<FlowState>,
     flow_hot: Vec<FlowHot>,
     tallies: Vec<Tally>,
+    /// Per flow, the packets dropped: apart from the tallies, as few packets are.
+    flow_drops: Vec<u64>,
     packets: Vec<Packet>,
     free: Vec<u32>,
     queue: Queue<Event>,
@@ -260,7 +297,7 @@ pub struct Simulation<'n> {
     now: u64,
     events: u64,
     packet_hops: u64,
-    /// `[port][interval][lane]` blocks sent, when recording a timeline.
+    /// `[port][interval][VL]` blocks sent, when recording a timeline.
     timeline: Vec<u64>,
 }
 
@@ -334,12 +371,20 @@ impl<'n> Simulation<'n> {
             ports[a as usize].vls = vls;
             ports[b as usize].vls = vls;
         }
-        let lanes: Vec<Lane> = (0..ports.len() * LANES).map(|_| Lane::default()).collect();
-        let mut heads = vec![LaneHead::default(); ports.len() * LANES];
-        for (p, port) in (0..).zip(&ports) {
-            for lane in &mut heads[port_lanes(p)] {
-                lane.credits = port.link.vl_buffer_blocks;
-            }
+        let mut bits = Vec::with_capacity(ports.len());
+        let mut lanes = Vec::new();
+        for port in &ports {
+            let base = lanes.len() as u32;
+            let credits = Lane {
+                credits: port.link.vl_buffer_blocks,
+                ..Lane::default()
+            };
+            lanes.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
+            bits.push(PortBits {
+                base,
+                vls: port.vls,
+                ..PortBits::default()
+            });
         }
         let mut shared = SharedTables::default();
         let arbiters = ports
@@ -357,17 +402,18 @@ impl<'n> Simulation<'n> {
         let mut sim = Simulation {
             network,
             options,
-            bits: vec![PortBits::default(); ports.len()],
+            bits,
+            dropped: BTreeMap::new(),
             ports,
             node_base,
-            sent: vec![Sent::default(); heads.len()],
-            buffers: vec![Buffer::default(); heads.len()],
-            heads,
+            rotations: vec![VecDeque::new(); lanes.len()],
+            buffers: vec![Buffer::default(); lanes.len()],
             lanes,
             arbiters,
             flows: Vec::with_capacity(flows.len()),
             flow_hot: Vec::with_capacity(flows.len()),
             tallies: (0..flows.len()).map(|_| Tally::default()).collect(),
+            flow_drops: vec![0; flows.len()],
             packets: Vec::new(),
             free: Vec::new(),
             queue: Queue::default(),
@@ -401,7 +447,7 @@ impl<'n> Simulation<'n> {
         // Stable: equal times keep the order they were listed in.
         sim.schedule.sort_by_key(|(time, _)| *time);
         if options.timeline_intervals > 0 {
-            sim.timeline = vec![0; sim.ports.len() * options.timeline_intervals * LANES];
+            sim.timeline = vec![0; sim.ports.len() * options.timeline_intervals * VLS];
         }
         Ok(sim)
     }
@@ -511,12 +557,12 @@ impl<'n> Simulation<'n> {
             Event::Start { flow } => {
                 let state = &self.flows[flow as usize];
                 if state.greedy && state.vl != VL15 {
-                    let lane = lane_index(state.port, state.vl);
-                    let port = state.port;
-                    let blocks = state.blocks;
-                    self.lanes[lane].greedy.push_back((flow, blocks));
+                    // At most 65 blocks (a 4 KB payload), as in [`FlowHot::blocks`].
+                    let (port, vl, blocks) = (state.port, state.vl, state.blocks as u16);
+                    let lane = self.lane(port, vl);
+                    self.rotations[lane].push_back((flow, blocks));
                     self.greedy_turn(lane);
-                    self.refresh_lane(lane);
+                    self.refresh_lane(port, vl);
                     self.try_send(port);
                 } else {
                     self.inject(flow);
@@ -526,9 +572,9 @@ impl<'n> Simulation<'n> {
             Event::Stop { flow } => {
                 self.flow_hot[flow as usize].stopped = true;
                 let state = &self.flows[flow as usize];
-                let lane = lane_index(state.port, state.vl);
-                self.skip_stopped(lane);
-                self.refresh_lane(lane);
+                let (port, vl) = (state.port, state.vl);
+                self.skip_stopped(self.lane(port, vl));
+                self.refresh_lane(port, vl);
             }
             Event::TxDone {
                 port,
@@ -537,26 +583,41 @@ impl<'n> Simulation<'n> {
                 blocks,
             } => {
                 self.set_busy(port, false);
-                if let Some(release) = release {
+                if release != NO_PORT {
                     self.release(release, vl, blocks);
                 }
                 self.try_send(port);
             }
             Event::Arrive { port, packet } => self.arrive(port, packet),
             Event::Credit { port, vl, blocks } => {
-                let lane = lane_index(port, vl);
-                self.heads[lane].credits += blocks;
-                self.refresh_lane(lane);
-                self.try_send(port);
+                let lane = self.lane(port, vl);
+                let l = &mut self.lanes[lane];
+                l.credits += u32::from(blocks);
+                let bits = &mut self.bits[port as usize];
+                if bits.busy {
+                    // All refresh_lane and try_send would do: a busy port times no wait for
+                    // credits and does not arbitrate, and the head is unchanged.
+                    if l.credits >= u32::from(l.head) {
+                        bits.starved &= !(1 << vl);
+                    }
+                } else {
+                    self.refresh_lane(port, vl);
+                    self.try_send(port);
+                }
             }
         }
+    }
+
+    /// The index of the lane of `vl` at `port`, which has one: VL15, or a data VL its link runs.
+    fn lane(&self, port: u32, vl: u8) -> usize {
+        self.bits[port as usize].lane(vl)
     }
 
     /// Drops the stopped flows at the front of a lane's rotation. A stopped flow leaves the
     /// rotation only when it comes to the front, which keeps the others' order as removing it
     /// at once would, without searching the rotation for it.
     fn skip_stopped(&mut self, lane: usize) {
-        let greedy = &mut self.lanes[lane].greedy;
+        let greedy = &mut self.rotations[lane];
         while let Some(&(flow, _)) = greedy.front() {
             if !self.flow_hot[flow as usize].stopped {
                 break;
@@ -568,8 +629,7 @@ impl<'n> Simulation<'n> {
 
     /// Notes in the lane's head the size of the packet of the greedy flow whose turn it is.
     fn greedy_turn(&mut self, lane: usize) {
-        self.heads[lane].greedy = self.lanes[lane]
-            .greedy
+        self.lanes[lane].greedy = self.rotations[lane]
             .front()
             .map_or(0, |&(_, blocks)| blocks);
     }
@@ -595,12 +655,11 @@ impl<'n> Simulation<'n> {
         let state = &mut self.flows[flow as usize];
         state.generated += 1;
         if vl == VL15 && !state.spec.management {
-            self.tallies[flow as usize].dropped += 1;
+            self.flow_drops[flow as usize] += 1;
         } else {
             let packet = self.alloc(flow, vl);
-            let lane = lane_index(port, vl);
-            self.enqueue(lane, packet);
-            self.refresh_lane(lane);
+            self.enqueue(self.lane(port, vl), packet);
+            self.refresh_lane(port, vl);
             self.try_send(port);
         }
         if next < self.flows[flow as usize].spec.stop_ps {
@@ -613,8 +672,9 @@ impl<'n> Simulation<'n> {
         let packet = Packet {
             created: self.now,
             flow,
-            in_port: None,
+            in_port: NO_PORT,
             next: NO_PACKET,
+            next_blocks: 0,
             dlid: f.dlid,
             blocks: f.blocks,
             in_vl: 0,
@@ -636,24 +696,30 @@ impl<'n> Simulation<'n> {
 
     /// Appends `packet` to a lane's queue.
     fn enqueue(&mut self, lane: usize, packet: u32) {
-        self.packets[packet as usize].next = NO_PACKET;
-        let l = &mut self.heads[lane];
+        let p = &mut self.packets[packet as usize];
+        p.next = NO_PACKET;
+        let blocks = p.blocks;
+        let l = &mut self.lanes[lane];
         if l.last == NO_PACKET {
             l.first = packet;
+            l.first_blocks = blocks;
         } else {
-            self.packets[l.last as usize].next = packet;
+            let last = &mut self.packets[l.last as usize];
+            last.next = packet;
+            last.next_blocks = blocks;
         }
         l.last = packet;
     }
 
     /// Takes the first packet of a lane's queue.
     fn dequeue(&mut self, lane: usize) -> Option<u32> {
-        let l = &mut self.heads[lane];
+        let l = &mut self.lanes[lane];
         let packet = l.first;
         if packet == NO_PACKET {
             return None;
         }
-        l.first = self.packets[packet as usize].next;
+        let p = &self.packets[packet as usize];
+        (l.first, l.first_blocks) = (p.next, p.next_blocks);
         if l.first == NO_PACKET {
             l.last = NO_PACKET;
         }
@@ -662,17 +728,17 @@ impl<'n> Simulation<'n> {
 
     /// Updates a lane after its head or credits changed: its head's size, whether the head
     /// lacks credits, and its wait for credits.
-    fn refresh_lane(&mut self, lane: usize) {
-        let first = self.heads[lane].first;
-        let head = if first != NO_PACKET {
-            u32::from(self.packets[first as usize].blocks)
+    fn refresh_lane(&mut self, port: u32, vl: u8) {
+        let lane = self.lane(port, vl);
+        let l = &mut self.lanes[lane];
+        let head = if l.first != NO_PACKET {
+            l.first_blocks
         } else {
-            self.heads[lane].greedy
+            l.greedy
         };
-        let l = &mut self.heads[lane];
         l.head = head;
-        let starved = lane % LANES != usize::from(VL15) && l.head > 0 && l.credits < l.head;
-        let (port, bit) = (lane / LANES, 1u16 << (lane % LANES));
+        let starved = vl != VL15 && head > 0 && l.credits < u32::from(head);
+        let (port, bit) = (port as usize, 1u16 << vl);
         if head > 0 {
             self.bits[port].queued |= bit;
         } else {
@@ -721,7 +787,7 @@ impl<'n> Simulation<'n> {
         while changed != 0 {
             let vl = changed.trailing_zeros() as u8;
             changed &= changed - 1;
-            self.account_blocked(lane_index(port, vl), !busy);
+            self.account_blocked(self.lane(port, vl), !busy);
         }
     }
 
@@ -736,14 +802,14 @@ impl<'n> Simulation<'n> {
 
     /// `port`'s receive buffer takes `blocks` more on `vl`.
     fn fill(&mut self, port: u32, vl: u8, blocks: u32) {
-        let lane = self.integrate(lane_index(port, vl));
+        let lane = self.integrate(self.lane(port, vl));
         lane.occupancy += blocks;
         lane.peak = lane.peak.max(lane.occupancy);
     }
 
     /// `port`'s receive buffer frees `blocks` on `vl`; the credits go back to the sender.
-    fn release(&mut self, port: u32, vl: u8, blocks: u32) {
-        self.integrate(lane_index(port, vl)).occupancy -= blocks;
+    fn release(&mut self, port: u32, vl: u8, blocks: u16) {
+        self.integrate(self.lane(port, vl)).occupancy -= u32::from(blocks);
         let info = self.ports[port as usize];
         // A packet only arrives over a link, so a port that releases one has a peer.
         if let Some(sender) = info.peer.filter(|_| vl != VL15) {
@@ -773,15 +839,13 @@ impl<'n> Simulation<'n> {
         };
         let Some(out) = out else {
             // Delivered at a host (if it owns the LID), or no route at a switch.
-            self.release(port, p.vl, blocks);
+            self.release(port, p.vl, p.blocks);
             let delivered = node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == dlid;
             let latency = (self.now - p.created) / PS_PER_NS;
-            let tally = &mut self.tallies[p.flow as usize];
             if delivered {
-                tally.delivered += 1;
-                tally.latency.record(latency);
+                self.tallies[p.flow as usize].latency.record(latency);
             } else {
-                tally.dropped += 1;
+                self.flow_drops[p.flow as usize] += 1;
             }
             self.free.push(packet);
             return;
@@ -793,40 +857,49 @@ impl<'n> Simulation<'n> {
             node.sl2vl(info.num, out).0[usize::from(p.sl)].get()
         };
         if !management && (vl == VL15 || vl >= self.ports[out_port as usize].vls) {
-            self.release(port, p.vl, blocks);
-            self.tallies[p.flow as usize].dropped += 1;
-            self.lanes[lane_index(out_port, vl)].dropped += 1;
+            self.release(port, p.vl, p.blocks);
+            self.flow_drops[p.flow as usize] += 1;
+            *self.dropped.entry((out_port, vl)).or_default() += 1;
             self.free.push(packet);
             return;
         }
         let pk = &mut self.packets[packet as usize];
-        pk.in_port = Some(port);
+        pk.in_port = port;
         pk.in_vl = pk.vl;
         pk.vl = vl;
-        let lane = lane_index(out_port, vl);
-        self.enqueue(lane, packet);
-        self.refresh_lane(lane);
+        self.enqueue(self.lane(out_port, vl), packet);
+        self.refresh_lane(out_port, vl);
         self.try_send(out_port);
     }
 
     /// If `port` is idle, sends what VL15 or the arbiter gives it.
     fn try_send(&mut self, port: u32) {
-        let Some(peer) = self.ports[port as usize].peer else {
-            return;
-        };
-        if self.bits[port as usize].busy {
+        let p = port as usize;
+        let bits = self.bits[p];
+        if bits.busy {
             return;
         }
-        let vl = if self.heads[lane_index(port, VL15)].first != NO_PACKET {
+        let Some(peer) = self.ports[p].peer else {
+            return;
+        };
+        // VL15 never has greedy flows, so its head is queued exactly when its queue is not
+        // empty.
+        let vl = if bits.queued & 1 << VL15 != 0 {
             VL15
         } else {
-            let lanes = &self.heads[port_lanes(port)];
-            let p = port as usize;
-            let ready_vls = self.bits[p].queued & !self.bits[p].starved;
+            let ready_vls = bits.queued & !bits.starved;
+            // A refusal leaves the arbiter where the next refusal would: asking again with
+            // nothing ready changes nothing, and is skipped.
+            if ready_vls == 0 && bits.refused {
+                return;
+            }
+            let lanes = &self.lanes[bits.lanes()];
             let grant = self.arbiters[p].next_among(ready_vls, |vl| {
                 let lane = &lanes[usize::from(vl)];
-                (lane.head > 0 && lane.credits >= lane.head).then_some(lane.head)
+                let head = u32::from(lane.head);
+                (head > 0 && lane.credits >= head).then_some(head)
             });
+            self.bits[p].refused = grant.is_none();
             match grant {
                 Some((vl, _)) => vl,
                 None => return,
@@ -837,14 +910,14 @@ impl<'n> Simulation<'n> {
 
     fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
         let now = self.now;
-        let lane = lane_index(port, vl);
+        let lane = self.lane(port, vl);
         let packet = match self.dequeue(lane) {
             Some(packet) => packet,
             None => {
-                let Some((flow, blocks)) = self.lanes[lane].greedy.pop_front() else {
+                let Some((flow, blocks)) = self.rotations[lane].pop_front() else {
                     return;
                 };
-                self.lanes[lane].greedy.push_back((flow, blocks));
+                self.rotations[lane].push_back((flow, blocks));
                 self.skip_stopped(lane);
                 self.flow_hot[flow as usize].sent += 1;
                 self.alloc(flow, vl)
@@ -854,13 +927,13 @@ impl<'n> Simulation<'n> {
         let blocks = u32::from(p.blocks);
         let info = self.ports[port as usize];
         if vl != VL15 {
-            self.heads[lane].credits -= blocks;
+            self.lanes[lane].credits -= blocks;
         }
-        let sent = &mut self.sent[lane];
+        let sent = &mut self.lanes[lane].sent;
         sent.packets += 1;
         sent.blocks += u64::from(blocks);
         self.set_busy(port, true);
-        self.refresh_lane(lane);
+        self.refresh_lane(port, vl);
         if !self.timeline.is_empty() {
             let intervals = self.options.timeline_intervals;
             let at = (u128::from(now) * intervals as u128
@@ -878,7 +951,7 @@ impl<'n> Simulation<'n> {
                 port,
                 release: p.in_port,
                 vl: p.in_vl,
-                blocks,
+                blocks: p.blocks,
             },
         );
         self.packets[packet as usize].vl = vl;
@@ -907,7 +980,8 @@ impl<'n> Simulation<'n> {
             .iter()
             .zip(&self.flow_hot)
             .zip(&self.tallies)
-            .map(|((f, hot), tally)| self.flow_report(f, hot.sent, tally))
+            .zip(&self.flow_drops)
+            .map(|(((f, hot), tally), &dropped)| self.flow_report(f, hot.sent, tally, dropped))
             .collect();
         let (sls, sl_latency) = self.sl_reports();
         Report {
@@ -938,8 +1012,9 @@ impl<'n> Simulation<'n> {
         round(bytes as f64 * 8.0 / ps as f64 * 1e3)
     }
 
-    fn flow_report(&self, f: &FlowState, sent: u64, tally: &Tally) -> FlowReport {
-        let bytes = tally.delivered * u64::from(f.spec.payload);
+    fn flow_report(&self, f: &FlowState, sent: u64, tally: &Tally, dropped: u64) -> FlowReport {
+        let delivered = tally.latency.count();
+        let bytes = delivered * u64::from(f.spec.payload);
         let active = f.spec.stop_ps.saturating_sub(f.spec.start_ps);
         FlowReport {
             name: f.spec.name.clone(),
@@ -948,52 +1023,55 @@ impl<'n> Simulation<'n> {
             sl: f.spec.sl.get(),
             management: f.spec.management,
             sent_packets: sent,
-            delivered_packets: tally.delivered,
+            delivered_packets: delivered,
             delivered_bytes: bytes,
             throughput_gbps: Self::gbps(bytes, active),
             latency_ns: tally.latency.summary(),
-            dropped_packets: tally.dropped,
-            in_flight_packets: sent - tally.delivered - tally.dropped,
+            dropped_packets: dropped,
+            in_flight_packets: sent - delivered - dropped,
         }
     }
 
     fn sl_reports(&self) -> (Vec<SlReport>, Vec<(u8, Histogram)>) {
-        let mut reports = Vec::new();
-        let mut histograms = Vec::new();
-        for sl in 0..16u8 {
-            let of_sl: Vec<(&FlowState, &Tally)> = self
-                .flows
-                .iter()
-                .zip(&self.tallies)
-                .filter(|(f, _)| !f.spec.management && f.spec.sl.get() == sl)
-                .collect();
-            if of_sl.is_empty() {
+        /// What the data flows of one SL add up to, in one pass over the flows.
+        #[derive(Default)]
+        struct Sum {
+            flows: usize,
+            latency: Histogram,
+            bytes: u64,
+            dropped: u64,
+        }
+        let mut sums: [Sum; 16] = Default::default();
+        for ((f, tally), &dropped) in self.flows.iter().zip(&self.tallies).zip(&self.flow_drops) {
+            if f.spec.management {
                 continue;
             }
-            let mut latency = Histogram::default();
-            for (_, tally) in &of_sl {
-                latency.merge(&tally.latency);
-            }
-            let bytes = of_sl
-                .iter()
-                .map(|(f, tally)| tally.delivered * u64::from(f.spec.payload))
-                .sum();
-            reports.push(SlReport {
-                sl,
-                flows: of_sl.len(),
-                delivered_bytes: bytes,
-                throughput_gbps: Self::gbps(bytes, self.options.duration_ps),
-                latency_ns: latency.summary(),
-                dropped_packets: of_sl.iter().map(|(_, tally)| tally.dropped).sum(),
-            });
-            histograms.push((sl, latency));
+            let sum = &mut sums[usize::from(f.spec.sl.get())];
+            sum.flows += 1;
+            sum.latency.merge(&tally.latency);
+            sum.bytes += tally.latency.count() * u64::from(f.spec.payload);
+            sum.dropped += dropped;
         }
-        (reports, histograms)
+        (0..)
+            .zip(sums)
+            .filter(|(_, sum)| sum.flows > 0)
+            .map(|(sl, sum)| {
+                let report = SlReport {
+                    sl,
+                    flows: sum.flows,
+                    delivered_bytes: sum.bytes,
+                    throughput_gbps: Self::gbps(sum.bytes, self.options.duration_ps),
+                    latency_ns: sum.latency.summary(),
+                    dropped_packets: sum.dropped,
+                };
+                (report, (sl, sum.latency))
+            })
+            .unzip()
     }
 
     /// Where the timeline counts the blocks `port` sent on `vl` in interval `interval`.
     fn timeline_index(&self, port: u32, interval: usize, vl: u8) -> usize {
-        (port as usize * self.options.timeline_intervals + interval) * LANES + usize::from(vl)
+        (port as usize * self.options.timeline_intervals + interval) * VLS + usize::from(vl)
     }
 
     /// Every linked port and its peer, in port order: one per direction of each link.
@@ -1009,10 +1087,11 @@ impl<'n> Simulation<'n> {
         self.linked_ports()
             .map(|(p, peer)| {
                 let info = self.ports[p as usize];
-                let lanes = &self.lanes[port_lanes(p)];
-                let sent = &self.sent[port_lanes(p)];
-                let far = &self.buffers[port_lanes(peer)];
-                let total: u64 = sent.iter().map(|s| s.blocks * block).sum();
+                let (near, far) = (self.bits[p as usize], self.bits[peer as usize]);
+                let total: u64 = self.lanes[near.lanes()]
+                    .iter()
+                    .map(|l| l.sent.blocks * block)
+                    .sum();
                 let capacity_bits = info.link.gbps() * duration as f64 / 1e3;
                 let fraction = |bytes: u64, of: f64| {
                     if of > 0.0 {
@@ -1021,29 +1100,35 @@ impl<'n> Simulation<'n> {
                         0.0
                     }
                 };
-                let vls = lanes
-                    .iter()
-                    .zip(sent)
-                    .zip(far)
-                    .enumerate()
-                    .filter(|(_, ((l, s), f))| {
-                        s.packets > 0 || l.dropped > 0 || l.blocked_ps > 0 || f.peak > 0
+                // Both ends of a link run the same VLs; a VL without a lane only drops.
+                let vls = (0..VLS as u8)
+                    .filter_map(|vl| {
+                        let dropped = self.dropped.get(&(p, vl)).copied().unwrap_or(0);
+                        let (s, blocked_ps) =
+                            near.lane_of(vl).map_or_else(Default::default, |lane| {
+                                (self.lanes[lane].sent, self.lanes[lane].blocked_ps)
+                            });
+                        let f = far
+                            .lane_of(vl)
+                            .map_or_else(Buffer::default, |lane| self.buffers[lane]);
+                        (s.packets > 0 || dropped > 0 || blocked_ps > 0 || f.peak > 0)
+                            .then_some((vl, s, blocked_ps, f, dropped))
                     })
-                    .map(|(vl, ((l, s), f))| {
+                    .map(|(vl, s, blocked_ps, f, dropped)| {
                         let bytes = s.blocks * block;
                         VlReport {
-                            vl: vl as u8,
+                            vl,
                             packets: s.packets,
                             bytes,
                             throughput_gbps: Self::gbps(bytes, duration),
                             share: fraction(bytes, total as f64),
                             utilization: fraction(bytes * 8, capacity_bits),
-                            blocked_ns: l.blocked_ps / PS_PER_NS,
+                            blocked_ns: blocked_ps / PS_PER_NS,
                             buffer_mean_bytes: round(
                                 f.area as f64 * block as f64 / duration.max(1) as f64,
                             ),
                             buffer_peak_bytes: u64::from(f.peak) * block,
-                            dropped_packets: l.dropped,
+                            dropped_packets: dropped,
                         }
                     })
                     .collect();

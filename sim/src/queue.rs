@@ -32,7 +32,15 @@ impl<E> Entry<E> {
     fn key(&self) -> (u64, u64) {
         (self.time, self.seq)
     }
+
+    /// The key as one number, in the same order.
+    fn rank(&self) -> u128 {
+        u128::from(self.time) << 64 | u128::from(self.seq)
+    }
 }
+
+/// The rank of an empty class: after every event's.
+const EMPTY: u128 = u128::MAX;
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
@@ -57,6 +65,9 @@ pub struct Queue<E> {
     /// The delay of each class, and its FIFO.
     delays: Vec<u64>,
     classes: Vec<VecDeque<Entry<E>>>,
+    /// The rank of each class's head ([`EMPTY`] for none), side by side, so that finding the
+    /// earliest reads one short array rather than every FIFO.
+    fronts: Vec<u128>,
     /// Events of no class.
     heap: BinaryHeap<Reverse<Entry<E>>>,
     /// The time of the last pop: delays are measured from it.
@@ -69,6 +80,7 @@ impl<E> Default for Queue<E> {
         Queue {
             delays: Vec::new(),
             classes: Vec::new(),
+            fronts: Vec::new(),
             heap: BinaryHeap::new(),
             now: 0,
             pushed: 0,
@@ -89,41 +101,52 @@ impl<E> Queue<E> {
         self.pushed += 1;
         let delay = time.saturating_sub(self.now);
         match self.delays.iter().position(|d| *d == delay) {
-            Some(class) => self.classes[class].push_back(entry),
+            Some(class) => {
+                if self.classes[class].is_empty() {
+                    self.fronts[class] = entry.rank();
+                }
+                self.classes[class].push_back(entry);
+            }
             None if self.delays.len() < MAX_CLASSES && time >= self.now => {
                 self.delays.push(delay);
+                self.fronts.push(entry.rank());
                 self.classes.push(VecDeque::from([entry]));
             }
             None => self.heap.push(Reverse(entry)),
         }
     }
 
-    /// The class (or `None`: the heap) whose head pops next, if anything is queued.
-    fn earliest(&self) -> Option<Option<usize>> {
-        let mut best: Option<((u64, u64), Option<usize>)> =
-            self.heap.peek().map(|Reverse(e)| (e.key(), None));
-        for (class, fifo) in self.classes.iter().enumerate() {
-            if let Some(head) = fifo.front()
-                && best.is_none_or(|(key, _)| head.key() < key)
-            {
-                best = Some((head.key(), Some(class)));
-            }
-        }
-        best.map(|(_, from)| from)
+    /// The class (or `None`: the heap) whose head pops next, and its time, if anything is
+    /// queued.
+    fn earliest(&self) -> Option<(Option<usize>, u64)> {
+        let heap = self.heap.peek().map_or(EMPTY, |Reverse(e)| e.rank());
+        let (from, rank) =
+            (0..)
+                .zip(&self.fronts)
+                .fold((None, heap), |(from, best), (class, &rank)| {
+                    if rank < best {
+                        (Some(class), rank)
+                    } else {
+                        (from, best)
+                    }
+                });
+        // No event has the rank EMPTY: its time would be 2^64 - 1 ps, 213 days.
+        (rank != EMPTY).then_some((from, (rank >> 64) as u64))
     }
 
     /// The earliest event if `due(its time)`, else `None` (and nothing is taken).
     pub fn pop_if(&mut self, due: impl FnOnce(u64) -> bool) -> Option<(u64, E)> {
-        let from = self.earliest()?;
-        let time = match from {
-            Some(class) => self.classes[class].front()?.time,
-            None => self.heap.peek()?.0.time,
-        };
+        let (from, time) = self.earliest()?;
         if !due(time) {
             return None;
         }
         let entry = match from {
-            Some(class) => self.classes[class].pop_front()?,
+            Some(class) => {
+                let fifo = &mut self.classes[class];
+                let entry = fifo.pop_front()?;
+                self.fronts[class] = fifo.front().map_or(EMPTY, Entry::rank);
+                entry
+            }
             None => self.heap.pop()?.0,
         };
         self.now = self.now.max(entry.time);
