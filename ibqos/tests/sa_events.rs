@@ -8,9 +8,9 @@ use std::time::Duration;
 use ibqos_emu::{Emulator, FaultSchedule, Flap, attach_port, load_topology};
 use ibqos_fabric::PortRef;
 use ibqos_mad::sa::{
-    InformInfoRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaMad, SaNoticeRepr, ServiceRecordRepr,
+    InformInfoRepr, Record, SaAttributeId, SaMad, SaNoticeRepr, ServiceRecordRepr,
 };
-use ibqos_mad::{AttributeId, Gid, Method, MgmtClass, Status};
+use ibqos_mad::{Gid, Method, MgmtClass, Status};
 use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
 use ibqos_sm::manager::{Event, Run};
 use ibqos_transport::driver::next_event;
@@ -18,7 +18,7 @@ use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::{Incoming, LocalPort, Outgoing, Transport, TransportError};
 
 mod common;
-use common::{EmulatedSm, settings};
+use common::{EmulatedSm, request, settings};
 
 const CONFIG: &str = "examples/opensm-qos.conf";
 
@@ -31,18 +31,14 @@ fn two_switch_up() -> EmulatedSm {
     sm
 }
 
+/// An SA request with transaction ID `tid` and `data` as its template.
 fn sa_mad(method: Method, attribute: SaAttributeId, mask: u64, tid: u64, data: &[u8]) -> Vec<u8> {
-    let mut mad = vec![0u8; 256];
-    let mut view = SaMad::new_unchecked(&mut mad[..]);
-    let mut header = view.header_mut();
-    header.set_base_version(1);
-    header.set_mgmt_class(MgmtClass::SubnAdm);
-    header.set_class_version(SA_CLASS_VERSION);
-    header.set_method(method);
-    header.set_transaction_id(tid);
-    header.set_attribute_id(AttributeId::from(u16::from(attribute)));
-    view.set_component_mask(mask);
-    view.data_mut()[..data.len()].copy_from_slice(data);
+    let mut mad = request(method, attribute, mask, 0, |template| {
+        template[..data.len()].copy_from_slice(data)
+    });
+    SaMad::new_unchecked(&mut mad[..])
+        .header_mut()
+        .set_transaction_id(tid);
     mad
 }
 

@@ -70,7 +70,8 @@ pub struct GroupFlags {
     pub rate: u32,
     /// 0-15.
     pub sl: u8,
-    /// Bit n set: one group of scope n (1-15). None set: one group of the MGID's own scope.
+    /// Bit n set: one group of scope n (1-15). None set: one group of link-local scope (2):
+    /// OpenSM writes that scope into the MGID whatever it held (`osm_prtn_add_mcgroup`).
     pub scope_mask: u16,
     pub q_key: u32,
     pub tclass: u8,

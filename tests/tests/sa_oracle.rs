@@ -94,24 +94,26 @@ fn port_info_records_by_lid_and_port() {
     });
 }
 
+/// Every record of the fabric's ports and switches, as one saquery each.
+const FABRIC_RECORDS: [&str; 8] = [
+    "LR",
+    "SWIR",
+    "SL2VL",
+    "VLAR",
+    "LFTR",
+    "GIR",
+    "--smkey 1 PKTR",
+    "SMIR",
+];
+
 #[test]
 fn fabric_records() {
     every_fabric("fabric-records", |_, _| {
-        [
-            "LR",
-            "SWIR",
-            "SL2VL",
-            "VLAR",
-            "LFTR",
-            "GIR",
-            "--smkey 1 PKTR",
-            "SMIR",
-            "SR",
-            "IIR",
-        ]
-        .into_iter()
-        .map(Query::saquery)
-        .collect()
+        FABRIC_RECORDS
+            .into_iter()
+            .chain(["SR", "IIR"])
+            .map(Query::saquery)
+            .collect()
     });
 }
 
@@ -364,35 +366,20 @@ fn records_and_paths_hide_ports_that_share_no_partition() {
         ..SmSetup::default()
     };
     assert_same_answers_with(&setup, &[fabric("two-switch")], "partitions", |_, lids| {
-        let mut queries: Vec<Query> = [
-            "",
-            "PIR",
-            "LR",
-            "SWIR",
-            "SL2VL",
-            "VLAR",
-            "LFTR",
-            "GIR",
-            "--smkey 1 PKTR",
-            "SMIR",
-            "-g",
-        ]
-        .map(Query::saquery)
-        .to_vec();
-        let all = lid_list(lids);
+        let mut queries: Vec<Query> = ["", "PIR", "-g"]
+            .into_iter()
+            .chain(FABRIC_RECORDS)
+            .map(Query::saquery)
+            .collect();
         // Per LID, where a whole answer fits one MAD (ibsim carries no more): hidden or not.
-        for lid in &all {
+        for lid in lid_list(lids) {
             for query in ["NR", "PIR", "--smkey 1 PKTR"] {
                 queries.push(Query::saquery(&format!("{query} {lid}")));
             }
         }
         // Paths between every two LIDs, which the query node is told only when it shares a
         // partition with both ends.
-        for from in &all {
-            for to in &all {
-                queries.push(Query::saquery(&format!("-p --slid {from} --dlid {to}")));
-            }
-        }
+        queries.extend(every_pair(lids));
         queries
     });
 }
