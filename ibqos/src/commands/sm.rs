@@ -43,7 +43,8 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
     let transport = fabric.transport();
     let port_guid = transport.local_port().port_guid;
     let mut manager = Manager::new(run, &settings, guid2lid, port_guid);
-    let outcome = drive(args, transport, &mut manager, &cache_dir)?;
+    let dumps = settings.sm.dump_files_dir.as_deref().map(PathBuf::from);
+    let outcome = drive(args, transport, &mut manager, &cache_dir, dumps.as_deref())?;
     if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
         // The fabric as it is now, scheduled flaps up to now included, even those no SMP saw.
         let now = transport.now_ns();
@@ -120,12 +121,14 @@ fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
 }
 
 /// Runs the manager over the transport to its end: prints each sweep's summary, keeps the LID
-/// cache, stops on SIGTERM or SIGINT and reads the configuration again on SIGHUP.
+/// cache, writes OpenSM's dump files into `dumps` after each sweep that brought the subnet up,
+/// stops on SIGTERM or SIGINT and reads the configuration again on SIGHUP.
 fn drive(
     args: &SmArgs,
     transport: &mut dyn Transport,
     manager: &mut Manager,
     cache_dir: &Path,
+    dumps: Option<&Path>,
 ) -> Result<manager::Outcome> {
     let signals = Signals::install(Hangup::Reloads)?;
     loop {
@@ -146,6 +149,15 @@ fn drive(
             }
             continue;
         };
+        if let (Event::SweepDone(summary), Some(dir)) = (&event, dumps)
+            && summary.subnet_up
+            && let Some(sweep) = manager.last_sweep()
+        {
+            let text = ibqos_sm::dumps::subnet_lst(sweep.subnet());
+            if let Err(error) = write_atomically(dir, "opensm-subnet.lst", &text) {
+                warn!(dir = %dir.display(), %error, "cannot write opensm-subnet.lst");
+            }
+        }
         match event {
             Event::SweepStarted { .. } => {}
             Event::SaveLids(guid2lid) => {
@@ -219,8 +231,14 @@ fn load_lid_cache(dir: &Path) -> Result<BTreeMap<u64, u16>> {
 
 /// Writes `dir/guid2lid` (creating the directory), replacing it atomically.
 fn store_lid_cache(dir: &Path, guid2lid: &str) -> std::io::Result<()> {
+    write_atomically(dir, "guid2lid", guid2lid)
+}
+
+/// Writes `dir/name` (creating the directory) by way of a temporary file renamed over it, so a
+/// reader never sees half a file.
+fn write_atomically(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join("guid2lid.tmp");
-    std::fs::write(&tmp, guid2lid)?;
-    std::fs::rename(tmp, dir.join("guid2lid"))
+    let tmp = dir.join(format!("{name}.tmp"));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(tmp, dir.join(name))
 }

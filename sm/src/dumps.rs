@@ -1,0 +1,229 @@
+//! OpenSM's dump files, byte for byte where OpenSM has them, from what a sweep found: text
+//! only, the caller writes it (under `dump_files_dir`).
+
+use std::fmt::Write as _;
+
+use ibqos_mad::{CapabilityMask, CapabilityMask2, Guid, NodeType, PortState};
+
+use crate::engine::subnet::{Node, Port, PortKey, Subnet};
+
+/// `opensm-subnet.lst` (`dump_topology_node`, osm_dump.c:368-500): one line per linked port of
+/// every node, in OpenSM's node table order, the port's end then its neighbour's, then the
+/// link's width, state and speed. Kept as OpenSM writes it: the local VenID has 6 hex digits and
+/// the neighbour's 8, the neighbour's DevID is its 16-bit value shifted up 16 bits (OpenSM
+/// byte-swaps it as a 32-bit value), and the speed reads the neighbour's capability mask.
+pub fn subnet_lst(subnet: &Subnet) -> String {
+    let mut nodes: Vec<(&u64, &Node)> = subnet.nodes.iter().collect();
+    nodes.sort_by_key(|(guid, _)| Guid(**guid).opensm_order());
+    let mut out = String::new();
+    for (&guid, node) in nodes {
+        for port in 1..=node.info.num_ports {
+            let key = PortKey::new(guid, port);
+            let (Some(local), Some(peer_key)) = (node.ports.get(&port), subnet.peer(key)) else {
+                continue;
+            };
+            let (Some(peer_node), Some(peer)) =
+                (subnet.nodes.get(&peer_key.node), subnet.port(peer_key))
+            else {
+                continue;
+            };
+            let Some(local_default) = default_port(node, local) else {
+                continue;
+            };
+            let Some(peer_default) = default_port(peer_node, peer) else {
+                continue;
+            };
+            end(&mut out, node, local, local_default, port, End::Local);
+            end(
+                &mut out,
+                peer_node,
+                peer,
+                peer_default,
+                peer_key.port,
+                End::Neighbour,
+            );
+            let speed = speed(local, peer_default);
+            let _ = writeln!(
+                out,
+                "PHY={} LOG={} SPD={speed}",
+                width(local, peer_default),
+                state(local.info.port_state)
+            );
+        }
+    }
+    out
+}
+
+/// Which end of a link a record is, for OpenSM's two formats.
+#[derive(PartialEq)]
+enum End {
+    Local,
+    Neighbour,
+}
+
+/// A switch's port 0, a CA's or router's own port: where OpenSM reads the LID and SM flag.
+fn default_port<'a>(node: &'a Node, port: &'a Port) -> Option<&'a Port> {
+    if node.is_switch() {
+        node.ports.get(&0)
+    } else {
+        Some(port)
+    }
+}
+
+fn end(out: &mut String, node: &Node, port: &Port, default: &Port, number: u8, end: End) {
+    let kind = match node.info.node_type {
+        NodeType::Switch => "SW",
+        NodeType::Ca => "CA",
+        NodeType::Router => "Rt",
+        _ => "**",
+    };
+    let sm = if default.lid == default.info.master_sm_lid {
+        "-SM"
+    } else {
+        ""
+    };
+    let info = &node.info;
+    let (vendor, device) = match end {
+        End::Local => (
+            format!("{:06X}", info.vendor_id),
+            format!("{:04X}", info.device_id),
+        ),
+        End::Neighbour => (
+            format!("{:08X}", info.vendor_id),
+            format!("{:04X}", u32::from(info.device_id) << 16),
+        ),
+    };
+    let _ = write!(
+        out,
+        "{{ {kind}{sm} Ports:{:02X} SystemGUID:{:016x} NodeGUID:{:016x} PortGUID:{:016x} \
+         VenID:{vendor} DevID:{device} Rev:{:08X} {{{}}} LID:{:04X} PN:{number:02X} }} ",
+        info.num_ports,
+        info.system_image_guid,
+        info.node_guid,
+        port.guid,
+        info.revision,
+        node.description,
+        default.lid,
+    );
+}
+
+/// `PHY=`: the local port's active width; 2x only where the neighbour's default port says it
+/// supports it.
+fn width(local: &Port, peer_default: &Port) -> &'static str {
+    match local.info.link_width_active {
+        1 => "1x",
+        2 => "4x",
+        4 => "8x",
+        8 => "12x",
+        16 if peer_default
+            .info
+            .capability_mask2
+            .contains(CapabilityMask2::IS_LINK_WIDTH_2X_SUPPORTED) =>
+        {
+            "2x"
+        }
+        _ => "??",
+    }
+}
+
+/// `SPD=`: the local port's active speed, its extended speed where the neighbour's default
+/// port has IsExtendedSpeedsSupported.
+fn speed(local: &Port, peer_default: &Port) -> &'static str {
+    let mut speed = match local.info.link_speed_active {
+        1 => "2.5",
+        2 => "5",
+        4 => "10",
+        _ => "??",
+    };
+    if peer_default
+        .info
+        .capability_mask
+        .contains(CapabilityMask::IS_EXTENDED_SPEEDS_SUPPORTED)
+    {
+        speed = match local.info.link_speed_ext_active {
+            0 => speed,
+            1 => "14",
+            2 => "25",
+            4 => "50",
+            _ => "??",
+        };
+    }
+    speed
+}
+
+fn state(state: PortState) -> &'static str {
+    match state {
+        PortState::Active => "ACT",
+        PortState::Armed => "ARM",
+        PortState::Init => "INI",
+        _ => "DWN",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use ibqos_mad::{NodeInfo, NodeInfoRepr, PortInfo, PortInfoRepr};
+
+    use super::*;
+
+    fn node(node_type: NodeType, guid: u64, ports: &[(u8, u16)], description: &str) -> Node {
+        let mut info = NodeInfoRepr::parse(&NodeInfo::new_unchecked([0u8; 40])).unwrap();
+        info.node_type = node_type;
+        info.node_guid = guid;
+        info.system_image_guid = guid;
+        info.num_ports = 1;
+        info.vendor_id = 0x02c9;
+        info.device_id = 0xcafe;
+        info.revision = 0xa1;
+        let port = |lid: u16| {
+            let mut info =
+                PortInfoRepr::parse(&PortInfo::new_unchecked([0u8; PortInfo::<&[u8]>::LEN]))
+                    .unwrap();
+            info.master_sm_lid = 1;
+            info.port_state = PortState::Active;
+            info.link_width_active = 2;
+            info.link_speed_active = 4;
+            Port {
+                info,
+                guid: guid + 1,
+                path: Vec::new(),
+                lid,
+            }
+        };
+        Node {
+            info,
+            description: description.to_string(),
+            switch: None,
+            path: Vec::new(),
+            ports: ports.iter().map(|&(n, lid)| (n, port(lid))).collect(),
+        }
+    }
+
+    #[test]
+    fn a_link_as_opensm_lists_it_with_its_format_quirks() {
+        let mut subnet = Subnet {
+            nodes: BTreeMap::from([
+                (0x10, node(NodeType::Ca, 0x10, &[(1, 1)], "sm host")),
+                (0x20, node(NodeType::Ca, 0x20, &[(1, 2)], "other host")),
+            ]),
+            ..Subnet::default()
+        };
+        subnet.link(PortKey::new(0x10, 1), PortKey::new(0x20, 1));
+        let text = subnet_lst(&subnet);
+        let lines: Vec<&str> = text.lines().collect();
+        // 0x10 before 0x20 in OpenSM's order (byte-swapped GUIDs: 0x10.. < 0x20..). The SM's
+        // port (its LID is the master SM's) is CA-SM; the local VenID has 6 digits, the
+        // neighbour's 8, and the neighbour's DevID is shifted up 16 bits.
+        assert_eq!(
+            lines[0],
+            "{ CA-SM Ports:01 SystemGUID:0000000000000010 NodeGUID:0000000000000010 \
+             PortGUID:0000000000000011 VenID:0002C9 DevID:CAFE Rev:000000A1 {sm host} \
+             LID:0001 PN:01 } { CA Ports:01 SystemGUID:0000000000000020 \
+             NodeGUID:0000000000000020 PortGUID:0000000000000021 VenID:000002C9 \
+             DevID:CAFE0000 Rev:000000A1 {other host} LID:0002 PN:01 } PHY=4x LOG=ACT SPD=10"
+        );
+        assert_eq!(lines.len(), 2, "one line from each end");
+    }
+}
