@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use ibqos_mad::{CapabilityMask, CapabilityMask2, Guid, NodeType, PortState};
 
+use crate::engine::routing::Lfts;
 use crate::engine::subnet::{Node, Port, PortKey, Subnet};
 
 /// `opensm-subnet.lst` (`dump_topology_node`, osm_dump.c:368-500): one line per linked port of
@@ -52,6 +53,70 @@ pub fn subnet_lst(subnet: &Subnet) -> String {
         }
     }
     out
+}
+
+/// `opensm-lfts.dump` (`dump_ucast_lfts`, osm_dump.c:331-366), which OpenSM writes when its log
+/// flags have ROUTING (0x40): every switch in OpenSM's switch table order, its routes for LIDs
+/// 0 to the subnet's highest, each with the node that owns the LID.
+pub fn lfts_dump(subnet: &Subnet, lfts: &Lfts) -> String {
+    let max_lid = lfts.max_lid();
+    let mut owners = std::collections::BTreeMap::new();
+    for (guid, number, port) in subnet.endports() {
+        let count = 1u32 << port.info.lmc.min(7);
+        for lid in (u32::from(port.lid)..u32::from(port.lid) + count).filter(|_| port.lid != 0) {
+            owners.insert(lid as u16, (guid, number));
+        }
+    }
+    let mut switches: Vec<(&u64, &Vec<u8>)> = lfts.tables.iter().collect();
+    switches.sort_by_key(|(guid, _)| Guid(**guid).opensm_order());
+    let mut out = String::new();
+    for (&guid, lft) in switches {
+        let Some(node) = subnet.nodes.get(&guid) else {
+            continue;
+        };
+        let lid = node.ports.get(&0).map_or(0, |p| p.lid);
+        let _ = writeln!(
+            out,
+            "Unicast lids [0-{max_lid}] of switch Lid {lid} guid 0x{guid:016x} ('{}'):",
+            node.description
+        );
+        for lid in 0..=max_lid {
+            let port = lft.get(usize::from(lid)).copied().unwrap_or(u8::MAX);
+            // OpenSM skips a LID whose port is past the switch's: no route (0xFF).
+            if port > node.info.num_ports {
+                continue;
+            }
+            let _ = write!(out, "0x{lid:04x} {port:03} # ");
+            let owner = owners.get(&lid).and_then(|(g, n)| {
+                Some((subnet.nodes.get(g)?, subnet.port(PortKey::new(*g, *n))?))
+            });
+            match owner {
+                Some((owner, owner_port)) => {
+                    let _ = write!(
+                        out,
+                        "{} portguid 0x{:016x}: '{}'",
+                        node_type_name(owner.info.node_type),
+                        owner_port.guid,
+                        owner.description
+                    );
+                }
+                None => out.push_str("unknown node and type"),
+            }
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{max_lid} lids dumped");
+    }
+    out
+}
+
+/// `ib_get_node_type_str`.
+fn node_type_name(node_type: NodeType) -> &'static str {
+    match node_type {
+        NodeType::Ca => "Channel Adapter",
+        NodeType::Switch => "Switch",
+        NodeType::Router => "Router",
+        _ => "UNKNOWN",
+    }
 }
 
 /// Which end of a link a record is, for OpenSM's two formats.

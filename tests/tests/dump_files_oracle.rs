@@ -4,7 +4,9 @@
 //! on these fabrics (tests/tests/sa_oracle.rs holds them to that), so nothing needs
 //! normalising.
 //!
-//! Compared: `opensm-subnet.lst`, which OpenSM writes after every SUBNET UP.
+//! Compared: `opensm-subnet.lst`, which OpenSM writes after every SUBNET UP, and
+//! `opensm-lfts.dump`, which it writes when `log_flags` has ROUTING (0x40), as both SMs are
+//! configured here.
 
 use ibqos_fabric::generate;
 use ibqos_tests::opensm::run_opensm_once;
@@ -14,19 +16,22 @@ use ibqos_tests::scenario::{Fabric, testdata};
 use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 
-const FILES: [&str; 1] = ["opensm-subnet.lst"];
+const FILES: [&str; 2] = ["opensm-subnet.lst", "opensm-lfts.dump"];
+
+/// OpenSM's default log flags (errors, info) and ROUTING, which writes the routing dumps.
+const OPTIONS: &str = "log_flags 0x43\n";
 
 /// The dump files each SM wrote on `fabric`: OpenSM's, then ibqos's.
 fn dumps(fabric: &Fabric, dir: &TestDir) -> Vec<(String, String)> {
     let tools = SimTools::require();
     let opensm_dir = dir.subdir("opensm");
     let sim = Ibsim::start(&tools, &fabric.netfile, &dir.subdir("opensm-ibsim")).unwrap();
-    run_opensm_once(&tools, &sim, &fabric.sm_node, "", &opensm_dir)
+    run_opensm_once(&tools, &sim, &fabric.sm_node, OPTIONS, &opensm_dir)
         .unwrap_or_else(|e| panic!("{}: OpenSM: {e}", fabric.name));
     drop(sim);
 
     let ibqos_dumps = dir.subdir("ibqos-dumps");
-    let options = format!("dump_files_dir {}/\n", ibqos_dumps.display());
+    let options = format!("{OPTIONS}dump_files_dir {}/\n", ibqos_dumps.display());
     let conf = write_opensm_conf(dir.path(), &options).unwrap();
     let sim = Ibsim::start(&tools, &fabric.netfile, &dir.subdir("ibqos-ibsim")).unwrap();
     SmInvocation::new(SmFabric::Native, &fabric.sm_node, &dir.subdir("cache"))
@@ -59,14 +64,14 @@ fn same_as_opensm(fabric: &Fabric, dir: &TestDir) {
 }
 
 #[test]
-fn subnet_list_of_two_switch_is_opensms() {
+fn dump_files_of_two_switch_are_opensms() {
     let dir = TestDir::new("dumps-two-switch");
     let fabric = Fabric::load("two-switch", &testdata("two-switch.net")).unwrap();
     same_as_opensm(&fabric, &dir);
 }
 
 #[test]
-fn subnet_list_of_a_ring_is_opensms() {
+fn dump_files_of_a_ring_are_opensms() {
     let dir = TestDir::new("dumps-ring");
     let topology = generate::ring(4, 2).unwrap();
     let fabric = Fabric::generated("ring-4", &topology, dir.path()).unwrap();

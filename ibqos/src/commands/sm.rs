@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use ibqos_emu::{Latency, dump};
 use ibqos_opensm::{Format, Settings};
+use ibqos_text::cnum::strtoull;
 use tracing::{info, warn};
 
 use crate::cli::SmArgs;
@@ -18,6 +19,7 @@ use crate::diagnostics::Report;
 use crate::signals::{Hangup, Signals};
 use ibqos_sm::cache::read_guid2lid;
 use ibqos_sm::config::response_timeout;
+use ibqos_sm::dumps;
 use ibqos_sm::manager::{self, Event, Manager, Run};
 use ibqos_transport::driver::next_event;
 use ibqos_transport::emulated::EmulatedTransport;
@@ -43,8 +45,11 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
     let transport = fabric.transport();
     let port_guid = transport.local_port().port_guid;
     let mut manager = Manager::new(run, &settings, guid2lid, port_guid);
-    let dumps = settings.sm.dump_files_dir.as_deref().map(PathBuf::from);
-    let outcome = drive(args, transport, &mut manager, &cache_dir, dumps.as_deref())?;
+    let dumps = settings.sm.dump_files_dir.as_ref().map(|dir| Dumps {
+        dir: PathBuf::from(dir),
+        routing: log_flags(&settings) & LOG_ROUTING != 0,
+    });
+    let outcome = drive(args, transport, &mut manager, &cache_dir, dumps.as_ref())?;
     if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
         // The fabric as it is now, scheduled flaps up to now included, even those no SMP saw.
         let now = transport.now_ns();
@@ -128,7 +133,7 @@ fn drive(
     transport: &mut dyn Transport,
     manager: &mut Manager,
     cache_dir: &Path,
-    dumps: Option<&Path>,
+    dumps: Option<&Dumps>,
 ) -> Result<manager::Outcome> {
     let signals = Signals::install(Hangup::Reloads)?;
     loop {
@@ -149,14 +154,11 @@ fn drive(
             }
             continue;
         };
-        if let (Event::SweepDone(summary), Some(dir)) = (&event, dumps)
+        if let (Event::SweepDone(summary), Some(dumps)) = (&event, dumps)
             && summary.subnet_up
             && let Some(sweep) = manager.last_sweep()
         {
-            let text = ibqos_sm::dumps::subnet_lst(sweep.subnet());
-            if let Err(error) = write_atomically(dir, "opensm-subnet.lst", &text) {
-                warn!(dir = %dir.display(), %error, "cannot write opensm-subnet.lst");
-            }
+            dumps.write(sweep);
         }
         match event {
             Event::SweepStarted { .. } => {}
@@ -227,6 +229,41 @@ fn load_lid_cache(dir: &Path) -> Result<BTreeMap<u64, u16>> {
         warn!(cache = %path.display(), %problem, "guid2lid line skipped");
     }
     Ok(guid2lid)
+}
+
+/// OpenSM's `log_flags` bit that also turns on its routing dumps (`OSM_LOG_ROUTING`).
+const LOG_ROUTING: u64 = 0x40;
+
+/// `log_flags` as OpenSM reads it (strtoul, base 0); its default 0x03 when not set.
+fn log_flags(settings: &Settings) -> u64 {
+    settings
+        .opensm
+        .get("log_flags")
+        .map_or(0x03, |text| strtoull(text.as_bytes()))
+}
+
+/// Where and which of OpenSM's dump files to write after each sweep that brought the subnet up
+/// (`osm_dump_all`): opensm-subnet.lst always, opensm-lfts.dump with the ROUTING log flag.
+struct Dumps {
+    dir: PathBuf,
+    routing: bool,
+}
+
+impl Dumps {
+    fn write(&self, sweep: &ibqos_sm::engine::sweep::Sweep) {
+        let mut files = vec![("opensm-subnet.lst", dumps::subnet_lst(sweep.subnet()))];
+        if self.routing {
+            files.push((
+                "opensm-lfts.dump",
+                dumps::lfts_dump(sweep.subnet(), sweep.lfts()),
+            ));
+        }
+        for (name, text) in files {
+            if let Err(error) = write_atomically(&self.dir, name, &text) {
+                warn!(dir = %self.dir.display(), %error, name, "cannot write a dump file");
+            }
+        }
+    }
 }
 
 /// Writes `dir/guid2lid` (creating the directory), replacing it atomically.
