@@ -3,10 +3,13 @@
 
 use std::fmt::Write as _;
 
-use ibqos_mad::{CapabilityMask, CapabilityMask2, Guid, NodeType, PortState};
+use ibqos_mad::{
+    CapabilityMask, CapabilityMask2, Guid, NodeType, PortState, SlToVlMappingTableRepr,
+};
 
 use crate::engine::routing::Lfts;
 use crate::engine::subnet::{Node, Port, PortKey, Subnet};
+use crate::sa::SaDb;
 
 /// `opensm-subnet.lst` (`dump_topology_node`, osm_dump.c:368-500): one line per linked port of
 /// every node, in OpenSM's node table order, the port's end then its neighbour's, then the
@@ -105,6 +108,54 @@ pub fn lfts_dump(subnet: &Subnet, lfts: &Lfts) -> String {
             out.push('\n');
         }
         let _ = writeln!(out, "{max_lid} lids dumped");
+    }
+    out
+}
+
+/// `opensm-sl2vl.dump` (`dump_sl2vl_tbl`, osm_dump.c:502-552), which OpenSM writes with the
+/// routing dumps when QoS is on: every end port in OpenSM's port table order, a switch's table
+/// for every input to each linked output port (port 0 has no link, so never), a CA's one
+/// table; zeros where the SM programmed none, as OpenSM's cache holds them.
+pub fn sl2vl_dump(db: &SaDb) -> String {
+    const HEADER: &str = "#in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15";
+    const SEPARATOR: &str = "#--------------------------------------------------------";
+    let unprogrammed = SlToVlMappingTableRepr { vls: [0; 16] };
+    let row = |out: &mut String, input: u8, output: u8, table: &SlToVlMappingTableRepr| {
+        let vls: String = table.vls.iter().map(|vl| format!(" {vl:<2}")).collect();
+        let _ = writeln!(out, "{input:<3} {output:<3} :{vls}");
+    };
+    let mut out = String::new();
+    for key in db.endports_by_guid() {
+        let (Some(node), Some(port)) = (db.node(key.node), db.port(key)) else {
+            continue;
+        };
+        let num_ports = node.info.num_ports;
+        if num_ports == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{} 0x{:016x}, base LID {}, \"{}\"\n{HEADER}\n{SEPARATOR}",
+            node_type_name(node.info.node_type),
+            port.guid,
+            port.lid,
+            node.description
+        );
+        if node.is_switch() {
+            for output in 0..=num_ports {
+                if db.peer(PortKey::new(key.node, output)).is_none() {
+                    continue;
+                }
+                for input in 0..=num_ports {
+                    let table = db.sl2vl_table(key.node, input, output);
+                    row(&mut out, input, output, table.unwrap_or(&unprogrammed));
+                }
+            }
+        } else {
+            let table = db.sl2vl_table(key.node, 0, key.port);
+            row(&mut out, 0, 0, table.unwrap_or(&unprogrammed));
+        }
+        let _ = writeln!(out, "{SEPARATOR}\n");
     }
     out
 }

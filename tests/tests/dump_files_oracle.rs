@@ -5,8 +5,8 @@
 //! normalising.
 //!
 //! Compared: `opensm-subnet.lst`, which OpenSM writes after every SUBNET UP, and
-//! `opensm-lfts.dump`, which it writes when `log_flags` has ROUTING (0x40), as both SMs are
-//! configured here.
+//! `opensm-lfts.dump` and (with QoS on) `opensm-sl2vl.dump`, which it writes when `log_flags`
+//! has ROUTING (0x40), as both SMs are configured here.
 
 use ibqos_fabric::generate;
 use ibqos_tests::opensm::run_opensm_once;
@@ -16,10 +16,11 @@ use ibqos_tests::scenario::{Fabric, testdata};
 use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 
-const FILES: [&str; 2] = ["opensm-subnet.lst", "opensm-lfts.dump"];
+const FILES: [&str; 3] = ["opensm-subnet.lst", "opensm-lfts.dump", "opensm-sl2vl.dump"];
 
-/// OpenSM's default log flags (errors, info) and ROUTING, which writes the routing dumps.
-const OPTIONS: &str = "log_flags 0x43\n";
+/// OpenSM's default log flags (errors, info) and ROUTING, which writes the routing dumps; QoS,
+/// for the SL2VL dump and tables worth dumping.
+const OPTIONS: &str = "log_flags 0x43\nqos TRUE\n";
 
 /// The dump files each SM wrote on `fabric`: OpenSM's, then ibqos's.
 fn dumps(fabric: &Fabric, dir: &TestDir) -> Vec<(String, String)> {

@@ -48,6 +48,7 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
     let dumps = settings.sm.dump_files_dir.as_ref().map(|dir| Dumps {
         dir: PathBuf::from(dir),
         routing: log_flags(&settings) & LOG_ROUTING != 0,
+        qos: settings.qos.enabled,
     });
     let outcome = drive(args, transport, &mut manager, &cache_dir, dumps.as_ref())?;
     if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
@@ -243,10 +244,12 @@ fn log_flags(settings: &Settings) -> u64 {
 }
 
 /// Where and which of OpenSM's dump files to write after each sweep that brought the subnet up
-/// (`osm_dump_all`): opensm-subnet.lst always, opensm-lfts.dump with the ROUTING log flag.
+/// (`osm_dump_all`): opensm-subnet.lst always; opensm-lfts.dump with the ROUTING log flag, and
+/// opensm-sl2vl.dump too when QoS is on.
 struct Dumps {
     dir: PathBuf,
     routing: bool,
+    qos: bool,
 }
 
 impl Dumps {
@@ -257,6 +260,10 @@ impl Dumps {
                 "opensm-lfts.dump",
                 dumps::lfts_dump(sweep.subnet(), sweep.lfts()),
             ));
+            if self.qos {
+                let db = ibqos_sm::sa::SaDb::new(sweep);
+                files.push(("opensm-sl2vl.dump", dumps::sl2vl_dump(&db)));
+            }
         }
         for (name, text) in files {
             if let Err(error) = write_atomically(&self.dir, name, &text) {

@@ -239,6 +239,12 @@ impl SaDb {
     }
 
     /// Whether the node at `key` is a switch.
+    /// The SL2VL table the last sweep programmed for (input, output) of `node` (a CA's: input
+    /// 0, output its port), `None` where it programmed none.
+    pub fn sl2vl_table(&self, node: u64, input: u8, output: u8) -> Option<&SlToVlMappingTableRepr> {
+        self.sl2vl.get(&(node, input, output))
+    }
+
     pub fn is_switch(&self, key: PortKey) -> bool {
         self.node(key.node)
             .is_some_and(|n| n.info.node_type == NodeType::Switch)
