@@ -496,3 +496,72 @@ fn plan_topology_shows_what_the_sm_programs_from_qos_setup() {
     }
     assert_eq!(checked, 4 + 19, "4 ports' arbitration, 19 SL-to-VL entries");
 }
+
+/// `ibqos-vlarb.dump`, which OpenSM lacks: every port's VLHighLimit and VLArb tables as the
+/// emulated switches and CAs hold them after the SM (`--dump-fabric`, read with the SMA's own
+/// Gets), port by port.
+#[test]
+fn the_vlarb_dump_lists_every_ports_tables_as_the_fabric_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let dumps = dir.path().join("dumps");
+    let conf = dir.path().join("opensm.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "qos TRUE\nlog_flags 0x43\ndump_files_dir {}/\n",
+            dumps.display()
+        ),
+    )
+    .unwrap();
+    let fabric = dir.path().join("fabric.json");
+    let (up, summary) = sm_once(&[
+        "-F",
+        conf.to_str().unwrap(),
+        "--dump-fabric",
+        fabric.to_str().unwrap(),
+    ]);
+    assert!(up, "{summary}");
+    let held = FabricDump::from_json(&std::fs::read_to_string(&fabric).unwrap()).unwrap();
+    let text = std::fs::read_to_string(dumps.join("ibqos-vlarb.dump")).unwrap();
+    // Each port block starts with `<type> 0x<guid>, base LID n, "<description>"`; its rows are
+    // `port limit : high | low`.
+    let mut node = String::new();
+    let mut rows = 0;
+    for line in text.lines() {
+        if let Some((_, description)) = line.split_once(", \"") {
+            node = description.trim_end_matches('"').to_string();
+            continue;
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (head, tables) = line.split_once(" : ").unwrap();
+        let mut head = head.split_whitespace();
+        let port: u8 = head.next().unwrap().parse().unwrap();
+        let limit: u8 = head.next().unwrap().parse().unwrap();
+        let (high, low) = tables.split_once(" | ").unwrap();
+        let port_held = held
+            .nodes
+            .values()
+            .find(|n| n.name == node)
+            .and_then(|n| n.ports.get(&port))
+            .unwrap_or_else(|| panic!("{node}[{port}] in the fabric"));
+        let shown = |entries: &[[u8; 2]]| {
+            let used = entries
+                .iter()
+                .rposition(|e| *e != [0, 0])
+                .map_or(0, |i| i + 1);
+            entries[..used]
+                .iter()
+                .map(|[vl, weight]| format!("{vl}:{weight}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(limit, port_held.vl_high_limit, "{node}[{port}] VLHighLimit");
+        assert_eq!(high.trim(), shown(&port_held.vlarb_high), "{node}[{port}] high");
+        assert_eq!(low.trim(), shown(&port_held.vlarb_low), "{node}[{port}] low");
+        rows += 1;
+    }
+    // Two-switch: 6 CA ports, 10 linked switch ports and S1's enhanced port 0.
+    assert_eq!(rows, 17, "{text}");
+}

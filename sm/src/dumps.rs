@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use ibqos_mad::{
-    CapabilityMask, CapabilityMask2, Guid, NodeType, PortState, SlToVlMappingTableRepr,
+    CapabilityMask, CapabilityMask2, Guid, NodeType, PortState, SlToVlMappingTableRepr, VlArbEntry,
+    VlArbitrationTableRepr,
 };
 
 use crate::engine::routing::Lfts;
@@ -158,6 +159,72 @@ pub fn sl2vl_dump(db: &SaDb) -> String {
         let _ = writeln!(out, "{SEPARATOR}\n");
     }
     out
+}
+
+/// `ibqos-vlarb.dump`, which OpenSM lacks, in the style of its SL2VL dump: every end port in
+/// OpenSM's port table order, and for each of its ports (every port of a switch) with a
+/// VLArbitration table the sweep programmed, the VLHighLimit the port answered and the high
+/// and low tables as `vl:weight`, up to their last entry in use.
+pub fn vlarb_dump(db: &SaDb) -> String {
+    const HEADER: &str = "#port VLHighLimit : high (vl:weight) | low (vl:weight)";
+    let mut out = String::new();
+    for key in db.endports_by_guid() {
+        let (Some(node), Some(port)) = (db.node(key.node), db.port(key)) else {
+            continue;
+        };
+        let ports: Vec<u8> = if node.is_switch() {
+            node.ports.keys().copied().collect()
+        } else {
+            vec![key.port]
+        };
+        let mut rows = String::new();
+        for number in ports {
+            let table = |blocks: [u8; 2]| -> Option<Vec<VlArbEntry>> {
+                let found: Vec<&VlArbitrationTableRepr> = blocks
+                    .iter()
+                    .filter_map(|&b| db.vlarb_table(key.node, number, b))
+                    .collect();
+                (!found.is_empty()).then(|| found.iter().flat_map(|t| t.entries).collect())
+            };
+            let (high, low) = (table([3, 4]), table([1, 2]));
+            if high.is_none() && low.is_none() {
+                continue;
+            }
+            let limit = node.ports.get(&number).map_or(0, |p| p.info.vl_high_limit);
+            let _ = writeln!(
+                rows,
+                "{number:<5} {limit:<11} : {} | {}",
+                entries(high.as_deref()),
+                entries(low.as_deref())
+            );
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{} 0x{:016x}, base LID {}, \"{}\"\n{HEADER}\n{rows}",
+            node_type_name(node.info.node_type),
+            port.guid,
+            port.lid,
+            node.description
+        );
+    }
+    out
+}
+
+/// A VLArb table's entries up to its last in use, as `vl:weight` separated by blanks.
+fn entries(table: Option<&[VlArbEntry]>) -> String {
+    let table = table.unwrap_or_default();
+    let used = table
+        .iter()
+        .rposition(|e| e.vl != 0 || e.weight != 0)
+        .map_or(0, |last| last + 1);
+    let shown: Vec<String> = table[..used]
+        .iter()
+        .map(|e| format!("{}:{}", e.vl, e.weight))
+        .collect();
+    shown.join(" ")
 }
 
 /// `ib_get_node_type_str`.

@@ -245,7 +245,7 @@ fn log_flags(settings: &Settings) -> u64 {
 
 /// Where and which of OpenSM's dump files to write after each sweep that brought the subnet up
 /// (`osm_dump_all`): opensm-subnet.lst always; opensm-lfts.dump with the ROUTING log flag, and
-/// opensm-sl2vl.dump too when QoS is on.
+/// opensm-sl2vl.dump and ibqos-vlarb.dump (which OpenSM lacks) too when QoS is on.
 struct Dumps {
     dir: PathBuf,
     routing: bool,
@@ -263,6 +263,7 @@ impl Dumps {
             if self.qos {
                 let db = ibqos_sm::sa::SaDb::new(sweep);
                 files.push(("opensm-sl2vl.dump", dumps::sl2vl_dump(&db)));
+                files.push(("ibqos-vlarb.dump", dumps::vlarb_dump(&db)));
             }
         }
         for (name, text) in files {

@@ -245,6 +245,11 @@ impl SaDb {
         self.sl2vl.get(&(node, input, output))
     }
 
+    /// VLArbitration block `block` (1-4) of `port` as the last sweep programmed it.
+    pub fn vlarb_table(&self, node: u64, port: u8, block: u8) -> Option<&VlArbitrationTableRepr> {
+        self.vlarb.get(&(node, port, block))
+    }
+
     pub fn is_switch(&self, key: PortKey) -> bool {
         self.node(key.node)
             .is_some_and(|n| n.info.node_type == NodeType::Switch)
