@@ -49,12 +49,16 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 }
 
 /// Logs go to standard error, at `info` unless RUST_LOG says otherwise (OpenSM's milestones are
-/// info: discovering, LIDs assigned, switches configured, SUBNET UP).
+/// info: discovering, LIDs assigned, switches configured, SUBNET UP). Colour only on a terminal,
+/// and never with NO_COLOR set: a log file or the journal gets plain lines.
 fn init_logging() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .init();
 }

@@ -565,3 +565,19 @@ fn the_vlarb_dump_lists_every_ports_tables_as_the_fabric_holds_them() {
     // Two-switch: 6 CA ports, 10 linked switch ports and S1's enhanced port 0.
     assert_eq!(rows, 17, "{text}");
 }
+
+/// A log that is no terminal (here a pipe, as under systemd or `2> file`) has no escape codes.
+#[test]
+fn a_log_to_a_pipe_is_plain_text() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(["sm", "--once", "--cache-dir"])
+        .arg(cache.path())
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("SUBNET UP"), "{log}");
+    assert!(!log.contains('\x1b'), "escape codes in {log:?}");
+}
