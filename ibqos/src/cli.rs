@@ -340,6 +340,10 @@ pub struct SmArgs {
     /// Where the guid2lid LID cache lives; default $OSM_CACHE_DIR, else /var/cache/ibqos.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Append the log to FILE instead of standard error, without colour (OpenSM's -f). SIGUSR1
+    /// opens it again at its path, so logrotate can move it away and signal the daemon.
+    #[arg(short = 'f', long = "log-file", value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
     #[command(flatten)]
     pub faults: FaultArgs,
     #[command(flatten)]

@@ -7,6 +7,7 @@ use clap::Parser;
 mod cli;
 mod commands;
 mod diagnostics;
+mod logfile;
 mod signals;
 
 use cli::{Cli, Command};
@@ -21,10 +22,16 @@ fn main() -> ExitCode {
         Command::Query(args) => commands::query::run(args),
         Command::Sim(args) => commands::sim::run(args),
         Command::Fabric(command) => commands::fabric::run(command),
-        Command::Sm(args) => {
-            init_logging();
-            commands::sm::run(args)
-        }
+        Command::Sm(args) => match &args.log_file {
+            Some(path) => logfile::LogFile::open(path).and_then(|file| {
+                init_logging_to(file, false);
+                commands::sm::run(args)
+            }),
+            None => {
+                init_logging();
+                commands::sm::run(args)
+            }
+        },
         Command::Dump(args) => {
             init_logging();
             commands::dump::run(args)
@@ -53,12 +60,20 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 /// and never with NO_COLOR set: a log file or the journal gets plain lines.
 fn init_logging() {
     use std::io::IsTerminal;
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    init_logging_to(std::io::stderr, colour);
+}
+
+/// Logs to `writer`, at `info` unless RUST_LOG says otherwise.
+fn init_logging_to<W>(writer: W, colour: bool)
+where
+    W: for<'a> tracing_subscriber::fmt::MakeWriter<'a> + Send + Sync + 'static,
+{
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(colour)
         .init();
 }

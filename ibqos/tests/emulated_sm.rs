@@ -581,3 +581,73 @@ fn a_log_to_a_pipe_is_plain_text() {
     assert!(log.contains("SUBNET UP"), "{log}");
     assert!(!log.contains('\x1b'), "escape codes in {log:?}");
 }
+
+/// A daemon this test started, killed by its PID if the test ends before it does.
+struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// `kill -s SIGNAL PID`.
+fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args(["-s", signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -s {signal} {pid}");
+}
+
+/// Waits up to ten seconds for `path` to hold `text`; its contents.
+fn wait_for(path: &Path, text: &str) -> String {
+    for _ in 0..1000 {
+        let held = std::fs::read_to_string(path).unwrap_or_default();
+        if held.contains(text) {
+            return held;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{} never held {text:?}", path.display());
+}
+
+/// `--log-file`: the daemon appends its log there, without colour; moved away and given
+/// SIGUSR1 (what logrotate does), it writes the lines after the signal to a new file at the
+/// path, and the moved file keeps the lines before.
+#[test]
+fn the_log_file_is_opened_again_on_sigusr1_without_losing_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("ibqos.log");
+    let moved = dir.path().join("ibqos.log.1");
+    let mut daemon = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_ibqos"))
+            .args(["sm", "--cache-dir"])
+            .arg(dir.path())
+            .arg("--log-file")
+            .arg(&log)
+            .env_remove("NO_COLOR")
+            .spawn()
+            .unwrap(),
+    );
+    let pid = daemon.0.id();
+    wait_for(&log, "SUBNET UP");
+    std::fs::rename(&log, &moved).unwrap();
+    signal(pid, "USR1");
+    // A reload logs a line and sweeps: all of it must land in the new file.
+    signal(pid, "HUP");
+    wait_for(&log, "configuration re-read on SIGHUP");
+    wait_for(&log, "SUBNET UP");
+    signal(pid, "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+    let before = std::fs::read_to_string(&moved).unwrap();
+    let after = std::fs::read_to_string(&log).unwrap();
+    assert!(before.contains("SUBNET UP") && !before.contains("re-read"), "{before}");
+    let order = ["configuration re-read", "discovering the fabric", "SUBNET UP"]
+        .map(|line| after.find(line).unwrap_or_else(|| panic!("{line:?} in {after}")));
+    assert!(order.is_sorted(), "the reload's lines in order: {after}");
+    assert!(!before.contains('\x1b') && !after.contains('\x1b'), "escape codes");
+}
