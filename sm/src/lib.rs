@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod election;
 pub mod engine;
 pub mod manager;
 pub mod responder;
