@@ -12,8 +12,9 @@ use std::path::Path;
 
 use ibqos_emu::{FaultSchedule, Flap};
 use ibqos_fabric::PortRef;
-use ibqos_mad::{AttributeId, Method};
+use ibqos_mad::{AttributeId, Method, SmState};
 use ibqos_opensm::{Format, Settings};
+use ibqos_sm::election::StateReason;
 use ibqos_sm::engine::sweep::SweepMode;
 use ibqos_sm::manager::{Event, Outcome, Run, SweepReason};
 use ibqos_sm::summary::{ChangeSummary, SweepSummary};
@@ -72,6 +73,7 @@ fn once_is_one_sweep_when_the_subnet_comes_up() {
     }
     let [
         started,
+        Event::StateChanged(master),
         Event::SaveLids(guid2lid),
         Event::SweepDone(summary),
         finished,
@@ -79,6 +81,16 @@ fn once_is_one_sweep_when_the_subnet_comes_up() {
     else {
         panic!("{events:#?}")
     };
+    // Alone on the fabric, the SM becomes master as its discovery ends.
+    assert_eq!(
+        (master.from, master.to, master.reason, master.master),
+        (
+            SmState::Discovering,
+            SmState::Master,
+            StateReason::NoHigherSm,
+            None
+        )
+    );
     let first = Event::SweepStarted {
         sweep: 1,
         mode: SweepMode::Forced,
@@ -105,7 +117,7 @@ fn once_gives_up_after_four_sweeps() {
         match sm.next_event() {
             Event::SweepStarted { reason, .. } => reasons.push(reason),
             Event::SweepDone(summary) => summaries.push(summary),
-            Event::SaveLids(_) | Event::MulticastUpdated { .. } => {}
+            Event::SaveLids(_) | Event::StateChanged(_) | Event::MulticastUpdated { .. } => {}
             Event::Finished(outcome) => break outcome,
         }
     };

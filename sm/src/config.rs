@@ -8,6 +8,7 @@ use ibqos_qos::VlCount;
 use ibqos_qos::partitions::PartitionOptions;
 use tracing::{error, warn};
 
+use crate::election::ElectionConfig;
 use crate::engine::pkeys::PartEnforce;
 use crate::engine::qos::SetupConfig;
 use crate::engine::routing::RoutingEngine;
@@ -37,17 +38,7 @@ pub fn response_timeout(settings: &Settings) -> Duration {
 /// The SA's configuration: `sa_key` (OpenSM reads it with strtoull, base 0: hex with 0x),
 /// the subnet prefix and timeout, the SM priority and whether QoS is on.
 pub fn sa_config(settings: &Settings) -> SaConfig {
-    let sa_key = settings
-        .opensm
-        .get("sa_key")
-        .and_then(|text| {
-            let text = text.trim();
-            match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-                Some(hex) => u64::from_str_radix(hex, 16).ok(),
-                None => text.parse().ok(),
-            }
-        })
-        .unwrap_or(DEFAULT_SA_KEY);
+    let sa_key = opensm_number(settings, "sa_key").unwrap_or(DEFAULT_SA_KEY);
     SaConfig {
         sa_key,
         subnet_prefix: settings.sm.subnet_prefix,
@@ -56,6 +47,31 @@ pub fn sa_config(settings: &Settings) -> SaConfig {
         qos: settings.qos.enabled,
         policy: settings.qos_policy.clone(),
         ..SaConfig::default()
+    }
+}
+
+/// An option ibqos keeps verbatim under `[opensm]`, read as OpenSM reads its numbers (strtoull
+/// with base 0: hex with 0x); `None` when absent or not a number.
+fn opensm_number(settings: &Settings, key: &str) -> Option<u64> {
+    let text = settings.opensm.get(key)?.trim();
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// The election's configuration for the SM on port `port_guid`: `sm_priority`, `sm_key`
+/// (default 1), `sminfo_polling_timeout` (ms, default 10000) and `polling_retry_number`
+/// (default 4), OpenSM's defaults.
+pub fn election_config(settings: &Settings, port_guid: u64) -> ElectionConfig {
+    let polling_ms = opensm_number(settings, "sminfo_polling_timeout").unwrap_or(10_000);
+    ElectionConfig {
+        guid: port_guid,
+        priority: settings.sm.priority & 0xf,
+        sm_key: opensm_number(settings, "sm_key").unwrap_or(1),
+        polling_timeout: Duration::from_millis(polling_ms.max(1)),
+        polling_retries: opensm_number(settings, "polling_retry_number")
+            .map_or(4, |n| u32::try_from(n).unwrap_or(u32::MAX)),
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod cache;
 pub mod config;
 pub mod dumps;
+pub mod election;
 pub mod engine;
 pub mod manager;
 pub mod responder;

@@ -23,24 +23,34 @@
 //! - Every sweep but a dry run leaves the LIDs it found to be saved ([`Event::SaveLids`]), so a
 //!   restarted SM gives each port its old address.
 //!
-//! Traps, SMInfo and other requests are answered by the [`Responder`], during a sweep and
-//! between sweeps alike; its answers go out before the sweep's next SMP.
+//! - Whether it sweeps at all is the [`Election`]'s (IBA 14.4, see the `election` module): the
+//!   SM starts DISCOVERING, and every sweep stops after discovery until the election has read
+//!   the other SMs' SMInfo. Only a MASTER's sweep goes on to Set anything; a STANDBY (or
+//!   NOTACTIVE) SM runs no sweep and sends no Set, only its polls of the master, and its SA
+//!   drops every query, as OpenSM's does when not MASTER. A standby that takes over (its master
+//!   stopped answering, or handed over) sweeps as master with a diff sweep: it Sets only what
+//!   the fabric holds differently, so the traffic never loses its tables. A master that finds
+//!   another SM (trap 144 from another port) sweeps at once to hold the election.
+//!
+//! Traps, SMInfo and other requests are answered by the [`Responder`] and the [`Election`],
+//! during a sweep and between sweeps alike; their answers go out before the sweep's next SMP.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ibqos_mad::Method;
+use ibqos_mad::{Method, SmState};
 use ibqos_opensm::Settings;
 use tracing::{debug, info, warn};
 
 use crate::cache::write_guid2lid;
-use crate::config::{sa_config, sweep_config};
+use crate::config::{election_config, sa_config, sweep_config};
+use crate::election::{Election, Next, StateChange, Verdict};
 use crate::engine::Engine;
 use crate::engine::scheduler::{OutgoingMad, Peer};
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::responder::{Heard, Responder, parse_smp};
 use crate::sa::{Sa, SaDb, is_sa};
-use crate::summary::SweepSummary;
+use crate::summary::{SmSummary, SweepSummary};
 
 /// Sweeps a [`Run::Once`] makes before it gives up on bringing the subnet up.
 pub const ONCE_MAX_SWEEPS: u32 = 4;
@@ -71,11 +81,18 @@ pub enum SweepReason {
     NotUpYet,
     /// The configuration was read again.
     Reload,
+    /// Trap 144 from another port: an SM came, went or changed its priority.
+    SmChange,
+    /// The election: the master stopped answering, or handed over, or a master is to be
+    /// found out.
+    Election,
 }
 
 /// What the manager has for its caller.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
+    /// The SM's state changed (IBA 14.4), logged as OpenSM logs it ("Entering MASTER state").
+    StateChanged(StateChange),
     /// A sweep started: the `sweep`th of the run.
     SweepStarted {
         sweep: u32,
@@ -106,6 +123,9 @@ pub enum Outcome {
     DryRunDone,
     /// [`Run::Once`]: the subnet was not up after [`ONCE_MAX_SWEEPS`] sweeps.
     GaveUp,
+    /// [`Run::Once`]: another SM is master; this one is STANDBY (or NOTACTIVE) and Set
+    /// nothing (`opensm -o` ends so as a standby too).
+    NotMaster,
     /// [`Manager::stop`] was called.
     Stopped,
 }
@@ -130,14 +150,19 @@ enum State {
         mode: SweepMode,
         /// Traps 128 that arrived during this sweep.
         link_changes: u64,
+        /// The election asked for another sweep during this one.
+        elect_again: bool,
     },
     /// Programming the multicast forwarding tables alone; then back to waiting until `resume`.
     UpdatingMulticast {
         update: Box<Sweep>,
         resume: Instant,
-        /// A trap 128 came during the update: a sweep is due once it ends.
-        link_changed: bool,
+        /// A sweep is due once the update ends, and why.
+        sweep_after: Option<SweepReason>,
     },
+    /// Another SM is master, or this one is NOTACTIVE: no sweep, no Set; only the election's
+    /// polls.
+    NotMaster,
     Finished,
 }
 
@@ -149,6 +174,10 @@ pub struct Manager {
     interval: Duration,
     /// PortInfo fields each port was seen not to keep; not compared by diff sweeps.
     learned: Learned,
+    /// The GUID of the SM's port.
+    port_guid: u64,
+    /// The SM's state and the other SMs.
+    election: Election,
     responder: Responder,
     /// The subnet administrator: answers from the last sweep that brought the subnet up.
     sa: Sa,
@@ -178,12 +207,18 @@ impl Manager {
         guid2lid: BTreeMap<u64, u16>,
         port_guid: u64,
     ) -> Self {
+        let election = election_config(settings, port_guid);
         Manager {
             run,
             config: sweep_config(settings, guid2lid),
             interval: interval(settings),
             learned: Learned::default(),
-            responder: Responder::new(port_guid, settings.sm.priority),
+            port_guid,
+            election: match run {
+                Run::DryRun => Election::inactive(election),
+                Run::Once | Run::Daemon => Election::new(election),
+            },
+            responder: Responder::default(),
             sa: Sa::new(sa_config(settings)),
             state: State::Due(SweepReason::First),
             last_sweep: None,
@@ -217,6 +252,11 @@ impl Manager {
         }
     }
 
+    /// The SM's state (IBA 14.4) and what it knows of the other SMs.
+    pub fn election(&self) -> &Election {
+        &self.election
+    }
+
     /// The next thing for the caller, in the order it happened.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
@@ -230,9 +270,16 @@ impl Manager {
             State::Sweeping { sweep, .. } => sweep.next_deadline(),
             State::UpdatingMulticast { update, .. } => update.next_deadline(),
             State::Waiting { until } => Some(*until),
-            State::Due(_) | State::Finished => None,
+            State::Due(_) | State::NotMaster | State::Finished => None,
         };
-        [state, self.sa.next_deadline()].into_iter().flatten().min()
+        let election = match self.state {
+            State::Finished => None,
+            _ => self.election.next_deadline(),
+        };
+        [state, self.sa.next_deadline(), election]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The last sweep that ended: what the SM knows of the fabric.
@@ -243,6 +290,11 @@ impl Manager {
     /// A MAD from `from` (LID 0xFFFF for a directed-route MAD): an answer to the sweep, a
     /// request or trap for the SM, or a query for the SA.
     pub fn on_mad(&mut self, now: Instant, mad: &[u8], from: Peer) {
+        if is_sa(mad) && self.election.state() != SmState::Master {
+            // `sa_mad_ctrl_rcv_callback`: "Received SA MAD while SM not MASTER. MAD ignored".
+            debug!("an SA MAD while this SM is not master; ignored");
+            return;
+        }
         if is_sa(mad) {
             if let Some(answer) = self.sa.on_request(now, mad, from) {
                 self.queued.push_back(answer);
@@ -254,6 +306,10 @@ impl Manager {
         }
         let slid = from.lid;
         match parse_smp(mad) {
+            Some(smp) if Election::is_own_answer(&smp) => {
+                let next = self.election.on_answer(&smp);
+                self.follow_election(now, next);
+            }
             Some(smp) if smp.method.is_response() => match self.running() {
                 Some(sweep) => sweep.on_response(now, smp),
                 None => debug!("a response after its sweep ended; ignored"),
@@ -269,8 +325,17 @@ impl Manager {
                         self.queued.push_back(reply);
                         self.on_link_change();
                     }
+                    Heard::CapabilityChange { repress, issuer } => {
+                        self.queued.push_back(repress);
+                        self.on_capability_change(issuer);
+                    }
+                    Heard::SmInfo(request) => {
+                        let (reply, next) = self.election.on_request(now, request, slid);
+                        self.queued.push_back(reply);
+                        self.follow_election(now, next);
+                    }
                     Heard::Request(reply) => self.queued.push_back(reply),
-                    Heard::Unanswerable => {}
+                    Heard::Repressed | Heard::Unanswerable => {}
                 }
             }
         }
@@ -299,6 +364,10 @@ impl Manager {
         if let Some(sweep) = self.running() {
             sweep.on_time(now);
         }
+        if !matches!(self.state, State::Finished) {
+            let next = self.election.on_time(now);
+            self.follow_election(now, next);
+        }
         self.sa.on_time(now);
         self.queued.extend(self.sa.take_outgoing());
         self.end_sweep_if_done(now);
@@ -317,7 +386,10 @@ impl Manager {
     /// Ends the run once the sweep under way (if any) is done.
     pub fn stop(&mut self) {
         self.stopping = true;
-        if matches!(self.state, State::Due(_) | State::Waiting { .. }) {
+        if matches!(
+            self.state,
+            State::Due(_) | State::Waiting { .. } | State::NotMaster
+        ) {
             self.state = self.finished(Outcome::Stopped);
         }
     }
@@ -329,8 +401,132 @@ impl Manager {
                 info!("trap 128: a link changed; sweeping now");
                 self.state = State::Due(SweepReason::LinkChange);
             }
-            State::UpdatingMulticast { link_changed, .. } => *link_changed = true,
-            State::Due(_) | State::Finished => {}
+            State::UpdatingMulticast { sweep_after, .. } => {
+                sweep_after.get_or_insert(SweepReason::LinkChange);
+            }
+            State::Due(_) | State::NotMaster | State::Finished => {}
+        }
+    }
+
+    /// Trap 144: OpenSM sweeps on it (`osm_trap_rcv.c`), so that a new SM is found and the
+    /// election held. A master between sweeps sweeps at once; the SM's own trap (its port
+    /// claiming IsSM) is not news.
+    fn on_capability_change(&mut self, issuer: u16) {
+        let own_lid = self.last_sweep.as_deref().map(|s| s.own_port().lid);
+        if self.election.state() == SmState::Master
+            && matches!(self.state, State::Waiting { .. })
+            && own_lid.is_some_and(|lid| lid != issuer)
+        {
+            info!(
+                issuer,
+                "trap 144: another port's capabilities changed; sweeping now"
+            );
+            self.state = State::Due(SweepReason::SmChange);
+        }
+    }
+
+    /// What the election heard leads to: its SMPs go out, its changes of state are reported,
+    /// and a sweep starts, or every sweep stops.
+    fn follow_election(&mut self, now: Instant, next: Next) {
+        self.queued.extend(self.election.take_outgoing());
+        let changes = self.election.take_changes();
+        let yielded = changes
+            .iter()
+            .any(|c| c.from == SmState::Master && c.to != SmState::Master);
+        if yielded {
+            // The SA's state is not handed over (`state_mgr_sa_clean`).
+            self.sa.reset();
+        }
+        self.events
+            .extend(changes.into_iter().map(Event::StateChanged));
+        match next {
+            Next::Continue => {}
+            Next::Sweep => match &mut self.state {
+                State::Sweeping { elect_again, .. } => *elect_again = true,
+                State::UpdatingMulticast { sweep_after, .. } => {
+                    sweep_after.get_or_insert(SweepReason::Election);
+                }
+                State::Waiting { .. } | State::NotMaster => {
+                    self.state = State::Due(SweepReason::Election);
+                }
+                State::Due(_) | State::Finished => {}
+            },
+            Next::Yield => self.stand_down(now),
+        }
+    }
+
+    /// Another SM is master (or this one is disabled): the sweep under way ends before its
+    /// next Set, and none starts until the election says so.
+    fn stand_down(&mut self, now: Instant) {
+        match std::mem::replace(&mut self.state, State::NotMaster) {
+            State::Finished => self.state = State::Finished,
+            State::Sweeping { sweep, mode, .. } => self.report_stopped(now, sweep, mode),
+            _ => {}
+        }
+        self.state = if self.run == Run::Once {
+            self.finished(Outcome::NotMaster)
+        } else if self.stopping {
+            self.finished(Outcome::Stopped)
+        } else {
+            State::NotMaster
+        };
+    }
+
+    /// A sweep the election stopped after discovery: reported (in a daemon), Set nothing.
+    fn report_stopped(&mut self, now: Instant, mut sweep: Box<Sweep>, mode: SweepMode) {
+        // Only Gets were on the wire; what is still queued would go to a fabric this SM no
+        // longer programs.
+        while sweep.poll_transmit(now).is_some() {}
+        self.learned = sweep.learned().clone();
+        if self.run == Run::Daemon {
+            let heard = self.responder.take_heard();
+            let summary = SweepSummary::new(&sweep, mode, self.sweeps, &heard, self.sm_summary());
+            self.events.push_back(Event::SweepDone(Box::new(summary)));
+        }
+        self.last_sweep = Some(sweep);
+    }
+
+    fn sm_summary(&self) -> SmSummary {
+        SmSummary {
+            state: self.election.state(),
+            reason: self.election.reason(),
+            master: self.election.master(),
+        }
+    }
+
+    /// A sweep paused after discovery: the election decides whether it goes on.
+    fn elect_if_discovered(&mut self, now: Instant) {
+        let State::Sweeping { sweep, .. } = &mut self.state else {
+            return;
+        };
+        if *sweep.phase() != Phase::Discovered {
+            return;
+        }
+        let found = sweep.remote_sms().to_vec();
+        let own = sweep.own_port();
+        match self.election.after_discovery(now, found, own) {
+            Verdict::Proceed => {
+                sweep.proceed(now);
+                self.follow_election(now, Next::Continue);
+            }
+            Verdict::Stop if self.election.state() == SmState::Master => {
+                // Waiting for the other master's handover: sweep again after the interval.
+                self.follow_election(now, Next::Continue);
+                let State::Sweeping { sweep, mode, .. } =
+                    std::mem::replace(&mut self.state, State::NotMaster)
+                else {
+                    return;
+                };
+                self.report_stopped(now, sweep, mode);
+                self.state = if self.stopping {
+                    self.finished(Outcome::Stopped)
+                } else {
+                    State::Waiting {
+                        until: now + self.interval,
+                    }
+                };
+            }
+            Verdict::Stop => self.follow_election(now, Next::Yield),
         }
     }
 
@@ -366,7 +562,7 @@ impl Manager {
         self.state = State::UpdatingMulticast {
             update: Box::new(Sweep::update_multicast(config, learned, last, now)),
             resume,
-            link_changed: false,
+            sweep_after: None,
         };
         true
     }
@@ -380,6 +576,8 @@ impl Manager {
         if let Some(settings) = self.reloaded.take() {
             self.apply(&settings);
         }
+        // The first sweep Sets everything; a standby that takes over, like every later sweep,
+        // Sets only what differs from what the fabric holds.
         let mode = match self.run {
             Run::DryRun => SweepMode::DryRun,
             _ if self.sweeps == 0 => SweepMode::Forced,
@@ -393,10 +591,16 @@ impl Manager {
             multicast: self.sa.multicast_members(),
             ..self.config.clone()
         };
+        let learned = std::mem::take(&mut self.learned);
+        let sweep = match self.run {
+            Run::DryRun => Sweep::start(config, learned, now),
+            Run::Once | Run::Daemon => Sweep::start_electing(config, learned, now),
+        };
         self.state = State::Sweeping {
-            sweep: Box::new(Sweep::start(config, std::mem::take(&mut self.learned), now)),
+            sweep: Box::new(sweep),
             mode,
             link_changes: 0,
+            elect_again: false,
         };
         self.events.push_back(Event::SweepStarted {
             sweep: self.sweeps,
@@ -410,11 +614,13 @@ impl Manager {
         let guid2lid = std::mem::take(&mut self.config.guid2lid);
         self.config = sweep_config(settings, guid2lid);
         self.interval = interval(settings);
-        self.responder.set_priority(settings.sm.priority);
+        self.election
+            .set_config(election_config(settings, self.port_guid));
         self.sa.set_config(sa_config(settings));
     }
 
     fn end_sweep_if_done(&mut self, now: Instant) {
+        self.elect_if_discovered(now);
         match &self.state {
             State::Sweeping { sweep, .. } if sweep.is_done() => {}
             State::UpdatingMulticast { update, .. } if update.is_done() => {
@@ -426,6 +632,7 @@ impl Manager {
             mut sweep,
             mode,
             link_changes,
+            elect_again,
         } = std::mem::replace(&mut self.state, State::Finished)
         else {
             unreachable!("matched above")
@@ -440,7 +647,8 @@ impl Manager {
         // The SA answers once a sweep brought the subnet up (OpenSM drops SA requests until its
         // first "SUBNET UP"), then from every later sweep's snapshot.
         if mode != SweepMode::DryRun && (up || self.sa.is_serving()) {
-            self.sa.update(now, SaDb::new(&sweep));
+            let sms = self.election.known().map(|sm| sm.info);
+            self.sa.update(now, SaDb::new(&sweep).with_remote_sms(sms));
             self.queued.extend(self.sa.take_outgoing());
         }
         if mode != SweepMode::DryRun {
@@ -459,7 +667,7 @@ impl Manager {
             Run::Once => None,
         };
         if self.run == Run::Daemon || last.is_some() {
-            let summary = SweepSummary::new(&sweep, mode, self.sweeps, &heard);
+            let summary = SweepSummary::new(&sweep, mode, self.sweeps, &heard, self.sm_summary());
             self.events.push_back(Event::SweepDone(Box::new(summary)));
         }
         self.last_sweep = Some(sweep);
@@ -476,6 +684,8 @@ impl Manager {
         } else if self.run == Run::Once {
             warn!(sweep = self.sweeps, "subnet not up yet; sweeping again");
             State::Due(SweepReason::NotUpYet)
+        } else if elect_again {
+            State::Due(SweepReason::Election)
         } else if self.reloaded.is_some() {
             State::Due(SweepReason::Reload)
         } else {
@@ -498,7 +708,7 @@ impl Manager {
         let State::UpdatingMulticast {
             mut update,
             resume,
-            link_changed,
+            sweep_after,
         } = std::mem::replace(&mut self.state, State::Finished)
         else {
             return;
@@ -515,9 +725,12 @@ impl Manager {
         });
         self.state = if self.stopping {
             self.finished(Outcome::Stopped)
-        } else if link_changed {
-            info!("a link changed during the multicast update; sweeping now");
-            State::Due(SweepReason::LinkChange)
+        } else if let Some(reason) = sweep_after {
+            info!(
+                ?reason,
+                "a sweep became due during the multicast update; sweeping now"
+            );
+            State::Due(reason)
         } else if self.reloaded.is_some() {
             State::Due(SweepReason::Reload)
         } else {

@@ -1,15 +1,13 @@
 //! The SM's answers to the SMPs that reach it unasked, during a sweep and between sweeps: traps
-//! are repressed, SMInfo is answered as the master SM, and any other Get or Set gets
-//! "method/attribute unsupported" rather than silence, so a client fails at once instead of
-//! timing out. SA queries go to the subnet administrator ([`crate::sa`]), not here.
+//! are repressed, SMInfo goes to the election ([`crate::election`]), which answers it with the
+//! SM's state, and any other Get or Set gets "method/attribute unsupported" rather than
+//! silence, so a client fails at once instead of timing out. SA queries go to the subnet
+//! administrator ([`crate::sa`]), not here.
 //!
 //! Answers are built as OpenSM's `osm_resp_send` builds them: the request with the response
 //! method, the D bit set on a directed route, and the requester's LID as the destination.
 
-use ibqos_mad::{
-    Attribute, AttributeId, Direction, Method, Notice, NoticeRepr, Routing, SmInfoRepr, SmState,
-    SmpRepr, Status,
-};
+use ibqos_mad::{AttributeId, Direction, Method, Notice, NoticeRepr, Routing, SmpRepr, Status};
 use tracing::{debug, info, warn};
 
 use crate::engine::scheduler::OutgoingMad;
@@ -37,36 +35,27 @@ pub struct Unsolicited {
 pub enum Heard {
     /// Trap 128: a link changed state, so the fabric needs a sweep. The answer is its repress.
     LinkChange(OutgoingMad),
+    /// Trap 144 from the port with LID `issuer`: its capabilities changed (another SM came or
+    /// went, or its priority changed). The answer is its repress.
+    CapabilityChange { repress: OutgoingMad, issuer: u16 },
+    /// An SMInfo Get or Set from another SM (or a tool), for the election to answer.
+    SmInfo(SmpRepr),
+    /// A TrapRepress: the end of a trap this SM sent. Nothing to answer.
+    Repressed,
     /// Any other request, and its answer.
     Request(OutgoingMad),
     /// Nothing the SM can answer (counted as malformed).
     Unanswerable,
 }
 
-/// Answers requests as the master SM of one port, and counts them.
-#[derive(Debug, Clone)]
+/// Sorts and answers the requests that reach the SM, and counts them.
+#[derive(Debug, Clone, Default)]
 pub struct Responder {
-    port_guid: u64,
-    priority: u8,
     heard: Unsolicited,
 }
 
 impl Responder {
-    /// The responder of the SM on the port with this GUID, at this SM priority (0-15).
-    pub fn new(port_guid: u64, priority: u8) -> Self {
-        Responder {
-            port_guid,
-            priority: priority & 0xf,
-            heard: Unsolicited::default(),
-        }
-    }
-
-    /// A new SM priority (the configuration was read again).
-    pub fn set_priority(&mut self, priority: u8) {
-        self.priority = priority & 0xf;
-    }
-
-    /// What has been heard since the last call. SMInfo's ActCount counts from there again.
+    /// What has been heard since the last call.
     pub fn take_heard(&mut self) -> Unsolicited {
         std::mem::take(&mut self.heard)
     }
@@ -78,56 +67,17 @@ impl Responder {
 
     /// A request MAD that reached the SM from LID `slid`, and its answer.
     pub fn on_request(&mut self, mad: &[u8], slid: u16) -> Heard {
-        let answer = parse_smp(mad)
-            .filter(|smp| !smp.method.is_response())
-            .and_then(|smp| self.smp_answer(smp, slid));
-        match answer {
-            Some((reply, true)) => Heard::LinkChange(reply),
-            Some((reply, false)) => Heard::Request(reply),
-            None => {
-                self.heard.malformed += 1;
-                Heard::Unanswerable
-            }
-        }
-    }
-
-    /// The answer to an SMP, and whether it was trap 128; `None` for a method no SM answers.
-    fn smp_answer(&mut self, request: SmpRepr, slid: u16) -> Option<(OutgoingMad, bool)> {
-        let mut link_change = false;
-        let (method, status, data) = match (request.method, request.attribute_id) {
-            (Method::Trap, _) => {
-                self.heard.traps += 1;
-                let trap = Notice::new_checked(&request.data[..])
-                    .ok()
-                    .filter(|notice| notice.is_generic())
-                    .map(|notice| notice.trap_number());
-                if trap == Some(NoticeRepr::TRAP_LINK_STATE_CHANGE) {
-                    self.heard.link_changes += 1;
-                    link_change = true;
-                }
-                info!(
-                    slid,
-                    trap,
-                    modifier = request.attribute_modifier,
-                    "trap received; repressed"
-                );
-                (Method::TrapRepress, Status::OK, request.data)
-            }
+        let Some(request) = parse_smp(mad).filter(|smp| !smp.method.is_response()) else {
+            self.heard.malformed += 1;
+            return Heard::Unanswerable;
+        };
+        match (request.method, request.attribute_id) {
+            (Method::Trap, _) => self.on_trap(request, slid),
+            (Method::TrapRepress, _) => Heard::Repressed,
             (Method::Get | Method::Set, AttributeId::SmInfo) => {
                 self.heard.sm_info += 1;
-                debug!(slid, method = ?request.method, "SMInfo from another SM");
-                let info = SmInfoRepr {
-                    guid: self.port_guid,
-                    sm_key: 0,
-                    act_count: u32::try_from(self.heard.sm_info).unwrap_or(u32::MAX),
-                    priority: self.priority,
-                    sm_state: SmState::Master,
-                };
-                (
-                    request.method.response(),
-                    Status::OK,
-                    Attribute::SmInfo(info).to_data(),
-                )
+                debug!(slid, method = ?request.method, "SMInfo request");
+                Heard::SmInfo(request)
             }
             (Method::Get | Method::Set, attribute) => {
                 self.heard.unsupported += 1;
@@ -136,38 +86,78 @@ impl Responder {
                     ?attribute,
                     "request to the SM for an attribute it does not handle"
                 );
-                (
-                    request.method.response(),
+                let data = request.data;
+                Heard::Request(answer(
+                    request,
+                    slid,
                     Status::METHOD_ATTRIBUTE_UNSUPPORTED,
-                    request.data,
-                )
+                    data,
+                ))
             }
-            _ => return None,
-        };
-        let routing = match request.routing {
-            Routing::Lid => Routing::Lid,
-            Routing::Directed(mut path) => {
-                path.direction = Direction::Returning;
-                std::mem::swap(&mut path.dr_slid, &mut path.dr_dlid);
-                Routing::Directed(path)
+            _ => {
+                self.heard.malformed += 1;
+                Heard::Unanswerable
             }
-        };
-        let dlid = match routing {
-            Routing::Lid => Some(slid),
-            Routing::Directed(_) => None,
-        };
-        let reply = SmpRepr {
-            method,
-            status,
-            data,
-            routing,
-            ..request
-        };
-        Some((
-            OutgoingMad::from(&Transmit { smp: reply, dlid }),
-            link_change,
-        ))
+        }
     }
+
+    /// A trap, repressed; traps 128 and 144 are told apart.
+    fn on_trap(&mut self, request: SmpRepr, slid: u16) -> Heard {
+        self.heard.traps += 1;
+        let notice = Notice::new_checked(&request.data[..])
+            .ok()
+            .filter(|notice| notice.is_generic());
+        let trap = notice.as_ref().map(|notice| notice.trap_number());
+        info!(
+            slid,
+            trap,
+            modifier = request.attribute_modifier,
+            "trap received; repressed"
+        );
+        let data = request.data;
+        let repress = answer(request, slid, Status::OK, data);
+        match (trap, notice) {
+            (Some(NoticeRepr::TRAP_LINK_STATE_CHANGE), _) => {
+                self.heard.link_changes += 1;
+                Heard::LinkChange(repress)
+            }
+            (Some(NoticeRepr::TRAP_CAPABILITY_CHANGE), Some(notice)) => Heard::CapabilityChange {
+                repress,
+                issuer: notice.issuer_lid(),
+            },
+            _ => Heard::Request(repress),
+        }
+    }
+}
+
+/// The answer to `request` from LID `slid`, built as OpenSM's `osm_resp_send` builds it: the
+/// request with the response method (TrapRepress for a Trap), `status` and `data`, the D bit
+/// set on a directed route, and the requester's LID as the destination.
+pub(crate) fn answer(request: SmpRepr, slid: u16, status: Status, data: [u8; 64]) -> OutgoingMad {
+    let routing = match request.routing {
+        Routing::Lid => Routing::Lid,
+        Routing::Directed(mut path) => {
+            path.direction = Direction::Returning;
+            std::mem::swap(&mut path.dr_slid, &mut path.dr_dlid);
+            Routing::Directed(path)
+        }
+    };
+    let dlid = match routing {
+        Routing::Lid => Some(slid),
+        Routing::Directed(_) => None,
+    };
+    let method = match request.method {
+        Method::Trap => Method::TrapRepress,
+        method => method.response(),
+    };
+    let reply = SmpRepr {
+        method,
+        status,
+        data,
+        routing,
+        ..request
+    };
+    OutgoingMad::from(&Transmit { smp: reply, dlid })
 }
 
 /// An SMP from the fabric, or `None` for anything else (a short datagram, another class).
@@ -185,9 +175,7 @@ pub(crate) fn parse_smp(mad: &[u8]) -> Option<SmpRepr> {
 mod tests {
     use super::*;
     use crate::engine::scheduler::Address;
-    use ibqos_mad::{DrPath, NoticeType, SmInfo, Smp};
-
-    const GUID: u64 = 0x0002_c900_0010_0001;
+    use ibqos_mad::{Attribute, DrPath, NoticeType, Smp};
 
     fn emit(smp: &SmpRepr) -> [u8; 256] {
         let mut mad = [0u8; 256];
@@ -196,7 +184,10 @@ mod tests {
     }
 
     fn reply_of(heard: Heard) -> (SmpRepr, Address) {
-        let (Heard::Request(reply) | Heard::LinkChange(reply)) = heard else {
+        let (Heard::Request(reply)
+        | Heard::LinkChange(reply)
+        | Heard::CapabilityChange { repress: reply, .. }) = heard
+        else {
             panic!("{heard:?}")
         };
         (parse_smp(&reply.mad).unwrap(), reply.address)
@@ -222,8 +213,8 @@ mod tests {
     }
 
     #[test]
-    fn a_trap_is_repressed_with_its_tid_and_128_asks_for_a_sweep() {
-        let mut responder = Responder::new(GUID, 3);
+    fn a_trap_is_repressed_with_its_tid_and_128_and_144_are_told_apart() {
+        let mut responder = Responder::default();
         let heard = responder.on_request(&trap(128), 7);
         assert!(matches!(heard, Heard::LinkChange(_)), "{heard:?}");
         let (repress, dlid) = reply_of(heard);
@@ -233,7 +224,7 @@ mod tests {
         );
         assert!(matches!(
             responder.on_request(&trap(144), 7),
-            Heard::Request(_)
+            Heard::CapabilityChange { issuer: 7, .. }
         ));
         let heard = responder.take_heard();
         assert_eq!((heard.traps, heard.link_changes), (2, 1));
@@ -241,29 +232,26 @@ mod tests {
     }
 
     #[test]
-    fn sminfo_is_answered_as_the_master_on_the_route_it_came() {
-        let mut responder = Responder::new(GUID, 0x13);
+    fn sminfo_goes_to_the_election_and_a_trap_repress_ends_quietly() {
+        let mut responder = Responder::default();
         let path = DrPath::request(&[1, 3]).unwrap();
         let request = SmpRepr::get(AttributeId::SmInfo, 0, 9, Routing::Directed(path));
-        let (answer, dlid) = reply_of(responder.on_request(&emit(&request), 0xffff));
         assert_eq!(
-            (answer.method, answer.status, dlid),
-            (Method::GetResp, Status::OK, Address::Directed)
+            responder.on_request(&emit(&request), 0xffff),
+            Heard::SmInfo(request)
         );
-        let Routing::Directed(back) = answer.routing else {
-            panic!("{:?}", answer.routing)
+        let repress = SmpRepr {
+            method: Method::TrapRepress,
+            ..SmpRepr::get(AttributeId::Notice, 0, 5, Routing::Lid)
         };
-        assert_eq!(back.direction, Direction::Returning);
-        let info = SmInfo::new_checked(&answer.data[..]).unwrap();
-        assert_eq!(
-            (info.guid(), info.priority(), info.act_count()),
-            (GUID, 3, 1)
-        );
+        assert_eq!(responder.on_request(&emit(&repress), 4), Heard::Repressed);
+        let heard = responder.take_heard();
+        assert_eq!((heard.sm_info, heard.malformed), (1, 0));
     }
 
     #[test]
     fn unknown_attributes_are_unsupported_and_non_requests_unanswerable() {
-        let mut responder = Responder::new(GUID, 0);
+        let mut responder = Responder::default();
         let query = emit(&SmpRepr::get(AttributeId::PortInfo, 0, 5, Routing::Lid));
         let (answer, _) = reply_of(responder.on_request(&query, 4));
         assert_eq!(

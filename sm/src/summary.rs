@@ -3,9 +3,10 @@
 
 use std::fmt;
 
-use ibqos_mad::AttributeId;
+use ibqos_mad::{AttributeId, SmState};
 use serde::{Serialize, Serializer};
 
+use crate::election::{MasterSm, StateReason, state_name};
 use crate::engine::sweep::{Change, Phase, Sweep, SweepMode};
 use crate::responder::Unsolicited;
 
@@ -25,6 +26,8 @@ pub struct SweepSummary {
     pub link_change_traps: u64,
     /// Datagrams that were no MAD, or no MAD the SM takes, since the previous sweep ended.
     pub malformed_mads: u64,
+    /// The master, when it is another SM.
+    pub master: Option<MasterSm>,
     /// Answers whose attribute or modifier differed from the request's.
     pub mismatched_answers: u64,
     #[serde(serialize_with = "mode_name")]
@@ -46,6 +49,10 @@ pub struct SweepSummary {
     pub retries: u64,
     /// SMInfo requests from other SMs since the previous sweep ended.
     pub sm_info_requests: u64,
+    /// The SM's state when the sweep ended (IBA 14.4: MASTER, STANDBY, ...), and why.
+    #[serde(serialize_with = "state_str")]
+    pub sm_state: SmState,
+    pub sm_state_reason: StateReason,
     /// SMPs sent, by attribute and method, in the scheduler's order.
     pub smps: Vec<SmpCount>,
     pub smps_sent: u64,
@@ -62,6 +69,14 @@ pub struct SweepSummary {
     /// Requests the SM does not handle (SA queries, other attributes) since the previous sweep
     /// ended.
     pub unsupported_requests: u64,
+}
+
+/// The SM's state, as a summary reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmSummary {
+    pub state: SmState,
+    pub reason: StateReason,
+    pub master: Option<MasterSm>,
 }
 
 /// One value a Diff or DryRun sweep found the fabric holding differently.
@@ -89,8 +104,14 @@ pub struct SmpCount {
 
 impl SweepSummary {
     /// The summary of a finished sweep, numbered `number`, with what reached the SM since the
-    /// previous sweep ended.
-    pub fn new(sweep: &Sweep, mode: SweepMode, number: u32, unsolicited: &Unsolicited) -> Self {
+    /// previous sweep ended, and the SM's state as the sweep ended.
+    pub fn new(
+        sweep: &Sweep,
+        mode: SweepMode,
+        number: u32,
+        unsolicited: &Unsolicited,
+        state: SmSummary,
+    ) -> Self {
         let counts = sweep.counts();
         let qos = sweep.qos_counts();
         let pkeys = sweep.pkey_counts();
@@ -102,6 +123,7 @@ impl SweepSummary {
             lids: counts.lids,
             link_change_traps: unsolicited.link_changes,
             malformed_mads: unsolicited.malformed,
+            master: state.master,
             mismatched_answers: stats.mismatched,
             mode,
             nodes: counts.nodes,
@@ -116,6 +138,8 @@ impl SweepSummary {
             result: result(sweep.phase()),
             retries: stats.retries,
             sm_info_requests: unsolicited.sm_info,
+            sm_state: state.state,
+            sm_state_reason: state.reason,
             smps: stats
                 .sent
                 .iter()
@@ -153,6 +177,7 @@ impl From<&Change> for ChangeSummary {
 fn result(phase: &Phase) -> String {
     match phase {
         Phase::SubnetUp => "subnet up".to_string(),
+        Phase::Discovered => "discovered; another SM is master, nothing programmed".to_string(),
         Phase::Failed(reason) => format!("failed: {reason}"),
         Phase::Incomplete {
             failed_requests,
@@ -214,6 +239,16 @@ impl fmt::Display for SweepSummary {
                 )?;
             }
         }
+        write!(
+            f,
+            "SM state: {} ({})",
+            state_name(self.sm_state),
+            self.sm_state_reason
+        )?;
+        if let Some(master) = self.master {
+            write!(f, "; master {master}")?;
+        }
+        writeln!(f)?;
         if let Some(ms) = self.time_to_subnet_up_ms {
             writeln!(f, "time to SUBNET UP: {ms:.1} ms")?;
         }
@@ -236,4 +271,14 @@ fn attribute_id_name<S: Serializer>(id: &AttributeId, serializer: S) -> Result<S
 
 fn hex<S: Serializer>(value: &u32, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.collect_str(&format_args!("{value:#x}"))
+}
+
+/// An SM state by OpenSM's name for it.
+pub(crate) fn state_str<S: Serializer>(state: &SmState, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(state_name(*state))
+}
+
+/// A GUID as `0x` and 16 hex digits.
+pub(crate) fn hex_guid<S: Serializer>(guid: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&format_args!("{guid:#018x}"))
 }

@@ -133,6 +133,19 @@ impl OpenSmDaemon {
         options: &str,
         dir: &Path,
     ) -> Result<OpenSmDaemon> {
+        OpenSmDaemon::start_until(tools, sim, node, options, dir, "SUBNET UP")
+    }
+
+    /// Starts it like [`OpenSmDaemon::start`], and waits until its log holds `text` instead (a
+    /// standby never logs SUBNET UP: "Entering STANDBY state").
+    pub fn start_until(
+        tools: &SimTools,
+        sim: &Ibsim,
+        node: &str,
+        options: &str,
+        dir: &Path,
+        text: &str,
+    ) -> Result<OpenSmDaemon> {
         // OpenSM buffers its log unless told otherwise, and SUBNET UP is written only there.
         let config_file = write_files(dir, &format!("force_log_flush TRUE\n{options}"))?;
         let mut cmd = opensm_command(tools, sim, node, &config_file, dir);
@@ -157,23 +170,24 @@ impl OpenSmDaemon {
             log_path: dir.join("opensm.log"),
             stdout_path,
         };
-        daemon.wait_subnet_up()?;
+        daemon.wait_for(text, OPENSM_TIMEOUT)?;
         Ok(daemon)
     }
 
-    fn wait_subnet_up(&mut self) -> Result<()> {
-        let deadline = Instant::now() + OPENSM_TIMEOUT;
-        while !self.log().contains("SUBNET UP") {
+    /// Waits until its log holds `text` `within` the time given; an error if it exits first.
+    pub fn wait_for(&mut self, text: &str, within: Duration) -> Result<()> {
+        let deadline = Instant::now() + within;
+        while !self.log().contains(text) {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(Error::new(format!(
-                    "`{}` exited with {status} before SUBNET UP\n{}",
+                    "`{}` exited with {status} before logging {text:?}\n{}",
                     self.line,
                     self.output()
                 )));
             }
             if Instant::now() >= deadline {
                 return Err(Error::new(format!(
-                    "`{}` did not reach SUBNET UP within {OPENSM_TIMEOUT:?}\n{}",
+                    "`{}` did not log {text:?} within {within:?}\n{}",
                     self.line,
                     self.output()
                 )));
@@ -200,6 +214,14 @@ impl OpenSmDaemon {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Kills it (SIGKILL, by its PID) and reaps it: an SM that dies without a word.
+    pub fn kill(&mut self) -> Result<()> {
+        self.child
+            .kill()
+            .and_then(|()| self.child.wait().map(drop))
+            .map_err(|e| Error::new(format!("cannot kill `{}`: {e}", self.line)))
     }
 }
 

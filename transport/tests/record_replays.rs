@@ -159,11 +159,11 @@ fn sweep(transport: &mut EmulatedTransport, setup: &Setup) -> (Sweep, Vec<Step>)
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 
 /// Runs one bare sweep to its end over `transport`, as the SM's manager runs it: what the sweep
-/// polls is sent, answers go to the sweep, and whatever else reaches the SM (a trap, an SMInfo
-/// Get) is answered by the SM's responder, whose replies are not the sweep's and so are not
-/// recorded.
+/// polls is sent, answers go to the sweep, and a trap that reaches the SM is repressed by the
+/// SM's responder, whose replies are not the sweep's and so are not recorded. No other SM runs
+/// on the recorded fabrics, so no SMInfo request comes.
 fn drive(transport: &mut dyn Transport, mut sweep: Sweep) -> Sweep {
-    let mut responder = Responder::new(transport.local_port().port_guid, 0);
+    let mut responder = Responder::default();
     loop {
         let now = transport.now();
         while let Some(transmit) = sweep.poll_transmit(now) {
@@ -181,10 +181,12 @@ fn drive(transport: &mut dyn Transport, mut sweep: Sweep) -> Sweep {
                     sweep.on_response(transport.now(), response)
                 }
                 _ => match responder.on_request(&mad, from.lid) {
-                    Heard::LinkChange(reply) | Heard::Request(reply) => {
+                    Heard::LinkChange(reply)
+                    | Heard::Request(reply)
+                    | Heard::CapabilityChange { repress: reply, .. } => {
                         transport.send(&reply).unwrap()
                     }
-                    Heard::Unanswerable => {}
+                    Heard::SmInfo(_) | Heard::Repressed | Heard::Unanswerable => {}
                 },
             },
             Some(Incoming::Dropped { mad }) => {

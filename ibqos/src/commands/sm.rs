@@ -162,7 +162,8 @@ fn drive(
             dumps.write(sweep);
         }
         match event {
-            Event::SweepStarted { .. } => {}
+            // The election logged it ("Entering MASTER state"); each summary carries the state.
+            Event::SweepStarted { .. } | Event::StateChanged(_) => {}
             Event::SaveLids(guid2lid) => {
                 if let Err(error) = store_lid_cache(cache_dir, &guid2lid) {
                     warn!(dir = %cache_dir.display(), %error, "cannot save the LID cache");

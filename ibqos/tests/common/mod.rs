@@ -92,6 +92,7 @@ impl EmulatedSm {
                 Event::SweepDone(summary) => summaries.push(*summary),
                 Event::Finished(outcome) => return (summaries, outcome),
                 Event::SweepStarted { .. }
+                | Event::StateChanged(_)
                 | Event::SaveLids(_)
                 | Event::MulticastUpdated { .. } => {}
             }

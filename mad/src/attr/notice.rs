@@ -78,6 +78,9 @@ pub struct NoticeRepr {
 impl NoticeRepr {
     /// TrapNumber 128: "link state of at least one port of a switch has changed" (IBA 14.2.5.1).
     pub const TRAP_LINK_STATE_CHANGE: u16 = 128;
+    /// TrapNumber 144: "a port's CapabilityMask, NodeDescription or other local attribute
+    /// changed" (IBA 14.2.5.1); an SM port's IsSM bit or SM priority among them.
+    pub const TRAP_CAPABILITY_CHANGE: u16 = 144;
     /// ProducerType of a generic notice from a switch (1 is a CA, 3 a router, 4 an SM).
     pub const PRODUCER_SWITCH: u32 = 2;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use ibqos_mad::{
     Attribute, Guid, MftModifier, NodeType, PortState, SlToVlMappingTableRepr, SlToVlModifier,
-    VlArbModifier, VlArbitrationTableRepr,
+    SmInfoRepr, VlArbModifier, VlArbitrationTableRepr,
 };
 
 use ibqos_qos::partitions::{SubnetPartition, SubnetPartitions};
@@ -46,6 +46,8 @@ pub struct SaDb {
     /// Every switch's multicast forwarding table as programmed, by (switch node GUID, block,
     /// position): the 32 port masks of that block and position.
     pub(super) mfts: BTreeMap<(u64, u16, u8), [u16; 32]>,
+    /// The other SMs the election knows, as they last answered their SMInfo.
+    pub(super) remote_sms: Vec<SmInfoRepr>,
 }
 
 impl SaDb {
@@ -85,6 +87,12 @@ impl SaDb {
             db.learn_table(write);
         }
         db
+    }
+
+    /// The snapshot with the other SMs the election knows, for the SMInfoRecords.
+    pub fn with_remote_sms(mut self, sms: impl Iterator<Item = SmInfoRepr>) -> SaDb {
+        self.remote_sms = sms.collect();
+        self
     }
 
     /// A programmed SL2VL, VLArb or MFT table, under every (port, port), (port, block) or

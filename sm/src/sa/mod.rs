@@ -298,6 +298,12 @@ impl Sa {
         };
     }
 
+    /// Forgets every snapshot, group, service and subscription: the SM is no longer master,
+    /// and a master's SA state is not handed over (OpenSM's `state_mgr_sa_clean`).
+    pub fn reset(&mut self) {
+        *self = Sa::new(self.config.clone());
+    }
+
     /// Whether the SA answers: after a sweep brought the subnet up.
     pub fn is_serving(&self) -> bool {
         self.db.is_some()

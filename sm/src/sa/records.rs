@@ -530,8 +530,9 @@ fn mft_records(db: &SaDb, query: &Query<'_>) -> Records {
     records
 }
 
-/// SMInfoRecords (osm_sa_sminfo_record.c:80-328): this SM, the master. Mask bits honoured: 0
-/// LID, 2 GUID, 5 priority, 6 state.
+/// SMInfoRecords (osm_sa_sminfo_record.c `osm_smir_rcv_process`): this SM, the master, then
+/// every other SM known, by port GUID, as it last answered. Mask bits honoured: 0 LID, 2 GUID,
+/// 5 priority, 6 state.
 fn sm_info_records(db: &SaDb, config: &SaConfig, query: &Query<'_>) -> Records {
     let mask = query.component_mask;
     let mut records = Records::new(SmInfoRecordRepr::SIZE);
@@ -544,24 +545,33 @@ fn sm_info_records(db: &SaDb, config: &SaConfig, query: &Query<'_>) -> Records {
     let Some(port) = db.port(sm) else {
         return records;
     };
-    let record = SmInfoRecordRepr {
-        lid: port.lid,
-        sm_info: SmInfoRepr {
-            guid: port.guid,
-            sm_key: 0,
-            act_count: 0,
-            priority: config.sm_priority,
-            sm_state: SmState::Master,
-        },
+    let own = SmInfoRepr {
+        guid: port.guid,
+        sm_key: 0,
+        act_count: 0,
+        priority: config.sm_priority,
+        sm_state: SmState::Master,
     };
-    let ts = &t.sm_info;
-    let rs = &record.sm_info;
-    if (mask & 1 == 0 || db.has_lid(sm, t.lid))
-        && component(mask, 2, ts.guid, rs.guid)
-        && component(mask, 5, ts.priority, rs.priority)
-        && component(mask, 6, ts.sm_state, rs.sm_state)
-    {
-        records.push(&record);
+    let mut remotes = db.remote_sms.clone();
+    remotes.sort_by_key(|sm| sm.guid);
+    let sms = std::iter::once((sm, own)).chain(remotes.into_iter().filter_map(|info| {
+        let key = db.endport_of_guid(info.guid)?;
+        Some((key, SmInfoRepr { sm_key: 0, ..info }))
+    }));
+    for (key, sm_info) in sms {
+        let Some(lid) = db.port(key).map(|p| p.lid) else {
+            continue;
+        };
+        let record = SmInfoRecordRepr { lid, sm_info };
+        let ts = &t.sm_info;
+        let rs = &record.sm_info;
+        if (mask & 1 == 0 || db.has_lid(key, t.lid))
+            && component(mask, 2, ts.guid, rs.guid)
+            && component(mask, 5, ts.priority, rs.priority)
+            && component(mask, 6, ts.sm_state, rs.sm_state)
+        {
+            records.push(&record);
+        }
     }
     records
 }

@@ -19,7 +19,10 @@ mod writes;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{Attribute, Guid, PhysPortState, PortInfoRepr, PortState, SmpRepr};
+use ibqos_mad::{
+    Attribute, AttributeId, CapabilityMask, Guid, PhysPortState, PortInfoRepr, PortState,
+    SmInfoRepr, SmpRepr,
+};
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{QosConfig, VlCount};
 use tracing::{debug, info, warn};
@@ -29,6 +32,7 @@ use super::qos::SetupConfig;
 use super::routing::{Lfts, RoutingEngine};
 use super::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
+use crate::election::{OwnPort, RemoteSm};
 use partitions::PkeyState;
 use reconcile::PendingRead;
 use writes::{TableKind, Writes};
@@ -92,6 +96,13 @@ pub enum SweepMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
     Discovering,
+    /// The SMInfo of every other port with IsSM (`osm_port_info_rcv.c`: OpenSM reads it as
+    /// discovery finds each such port).
+    ReadingSmInfo,
+    /// Discovery done and the other SMs read: waiting for [`Sweep::proceed`] (a sweep started
+    /// with [`Sweep::start_electing`] only), so that no Set goes out before the election
+    /// decided this SM is master.
+    Discovered,
     /// Every P_Key table read, then the blocks that differ from the partitions' Set.
     ProgrammingPartitions,
     /// LIDs, link settings and ARMED on every port.
@@ -144,6 +155,12 @@ enum Op {
     ReadBack {
         pending: usize,
     },
+    /// The SMInfo of another SM's port.
+    ReadSmInfo {
+        guid: u64,
+        lid: u16,
+        path: Vec<u8>,
+    },
 }
 
 impl From<Probe> for Op {
@@ -194,6 +211,10 @@ pub struct Sweep {
     subnet_up_after: Option<Duration>,
     /// Only the multicast forwarding tables, on the subnet an earlier sweep found.
     multicast_only: bool,
+    /// Wait at [`Phase::Discovered`] for the election.
+    pause_after_discovery: bool,
+    /// The other SMs that answered their SMInfo.
+    remote_sms: Vec<RemoteSm>,
 }
 
 impl Sweep {
@@ -204,6 +225,41 @@ impl Sweep {
         let mut sweep = Sweep::new(config, learned, now);
         sweep.discovery = Discovery::start(&mut sweep.scheduler);
         sweep
+    }
+
+    /// A sweep like [`Sweep::start`]'s that stops at [`Phase::Discovered`] until
+    /// [`proceed`](Sweep::proceed): the manager's, whose election decides first whether this
+    /// SM configures the subnet at all.
+    pub fn start_electing(config: SweepConfig, learned: Learned, now: Instant) -> Sweep {
+        let mut sweep = Sweep::start(config, learned, now);
+        sweep.pause_after_discovery = true;
+        sweep
+    }
+
+    /// Past [`Phase::Discovered`]: the election made this SM master, so the sweep configures
+    /// the subnet.
+    pub fn proceed(&mut self, now: Instant) {
+        if self.phase == Phase::Discovered {
+            self.read_pkeys();
+            self.advance(now);
+        }
+    }
+
+    /// The other SMs that answered their SMInfo during discovery.
+    pub fn remote_sms(&self) -> &[RemoteSm] {
+        &self.remote_sms
+    }
+
+    /// The SM's own port as discovery read it.
+    pub fn own_port(&self) -> OwnPort {
+        let key = self.subnet.sm_port;
+        let node = key.and_then(|key| self.subnet.nodes.get(&key.node));
+        let port = key.and_then(|key| self.subnet.port(key));
+        OwnPort {
+            lid: port.map_or(0, |p| p.info.lid),
+            capability_mask: port.map_or(0, |p| p.info.capability_mask.0),
+            node_type: node.map_or(OwnPort::default().node_type, |n| n.info.node_type),
+        }
     }
 
     /// A sweep that only reprograms the multicast forwarding tables of the subnet `last` found
@@ -244,6 +300,8 @@ impl Sweep {
             started: now,
             subnet_up_after: None,
             multicast_only: false,
+            pause_after_discovery: false,
+            remote_sms: Vec::new(),
         }
     }
 
@@ -359,6 +417,14 @@ impl Sweep {
                 }
             }
             Completion::Failed {
+                context: Op::ReadSmInfo { guid, .. },
+                failure,
+                ..
+            } => {
+                // A port whose SM does not answer is no SM to elect (OpenSM records none).
+                debug!(guid = %Guid(guid), ?failure, "no SMInfo from a port with IsSM");
+            }
+            Completion::Failed {
                 context, failure, ..
             } => {
                 self.failed_requests += 1;
@@ -408,6 +474,9 @@ impl Sweep {
                 echo,
             ) => self.write_echo(now, kind, index, attempt, echo),
             (Op::ReadBack { pending }, held) => self.read_back(pending, Some(held)),
+            (Op::ReadSmInfo { guid, lid, path }, Attribute::SmInfo(info)) => {
+                self.sm_info_read(guid, lid, path, info)
+            }
             (op, attribute) => {
                 warn!(?op, answer = ?attribute.id(), "answer of the wrong attribute; ignored");
                 self.failed_requests += 1;
@@ -427,8 +496,13 @@ impl Sweep {
                         ports = counts.ports,
                         "discovery done"
                     );
-                    self.read_pkeys();
+                    self.read_sm_infos();
                 }
+                Phase::ReadingSmInfo if self.pause_after_discovery => {
+                    self.phase = Phase::Discovered
+                }
+                Phase::ReadingSmInfo => self.read_pkeys(),
+                Phase::Discovered => break,
                 Phase::ProgrammingPartitions if !self.pkeys_planned() => self.program_pkeys(),
                 Phase::ProgrammingPartitions => self.configure_ports(),
                 Phase::ConfiguringPorts => self.program_qos(),
@@ -468,6 +542,48 @@ impl Sweep {
                 ports_not_active: counts.ports_not_active,
             };
         }
+    }
+
+    /// Reads the SMInfo of every other end port whose CapabilityMask has IsSM.
+    fn read_sm_infos(&mut self) {
+        self.phase = Phase::ReadingSmInfo;
+        let own = self.subnet.sm_port;
+        let sms: Vec<(u64, u64, u16, Vec<u8>)> = self
+            .subnet
+            .endports()
+            .filter(|(node, number, _)| own != Some(PortKey::new(*node, *number)))
+            .filter(|(_, _, p)| p.info.capability_mask.contains(CapabilityMask::IS_SM))
+            .map(|(node, _, p)| (node, p.guid, p.info.lid, p.path.clone()))
+            .collect();
+        for (node, guid, lid, path) in sms {
+            let op = Op::ReadSmInfo {
+                guid,
+                lid,
+                path: path.clone(),
+            };
+            self.scheduler
+                .get_directed(node, &path, AttributeId::SmInfo, 0, op);
+        }
+    }
+
+    /// Another SM's SMInfo: kept unless it names another port than the one asked
+    /// (`osm_sminfo_rcv_process`, ERR 2F19).
+    fn sm_info_read(&mut self, guid: u64, lid: u16, path: Vec<u8>, info: SmInfoRepr) {
+        if info.guid != guid {
+            warn!(
+                expected = %Guid(guid),
+                received = %Guid(info.guid),
+                "unexpected SM port GUID in an SMInfo answer; ignored"
+            );
+            return;
+        }
+        info!(
+            guid = %Guid(guid),
+            priority = info.priority,
+            state = crate::election::state_name(info.sm_state),
+            "found another SM"
+        );
+        self.remote_sms.push(RemoteSm { info, lid, path });
     }
 
     fn fail(&mut self, reason: String) {

@@ -1,0 +1,749 @@
+//! The SM's state of IBA 14.4 (NOTACTIVE, DISCOVERING, STANDBY, MASTER) and the election
+//! between the subnet's SMs, as OpenSM 3.3.23 runs them (osm_sm_state_mgr.c,
+//! osm_sminfo_rcv.c, and `do_sweep` in osm_state_mgr.c), sans-IO.
+//!
+//! - The SM starts DISCOVERING. The sweep reads the SMInfo of every other port whose
+//!   CapabilityMask has IsSM; an SM whose SM_Key differs from ours (when ours is not 0) is
+//!   ignored. After discovery ([`Election::after_discovery`]): a DISCOVERING SM that saw a
+//!   MASTER, or a higher DISCOVERING or STANDBY SM, goes STANDBY and stops its sweep before any
+//!   Set; otherwise it becomes MASTER and the sweep goes on. A MASTER that finds a higher SM
+//!   (not NOTACTIVE) sends it SMInfo HANDOVER and goes STANDBY; a MASTER that is the highest
+//!   but finds another MASTER programs nothing and polls it, waiting for its HANDOVER
+//!   (C14-60.2.1), and sweeps again when that SM stops answering.
+//! - Higher means a greater priority, or the same priority and a lower port GUID
+//!   (`osm_sm_is_greater_than`, IBA 14.4.1.2).
+//! - A STANDBY polls its master's SMInfo every `sminfo_polling_timeout`; every poll sent counts,
+//!   an answer as MASTER resets the count, and once the count passes `polling_retry_number`
+//!   the master is taken as gone: DISCOVERING, and a sweep at once
+//!   (`osm_sm_state_mgr_polling_callback`). A standby whose master is lower than itself sends
+//!   the master trap 144 with the SM-priority-change flag after each answer, so that the master
+//!   sweeps, finds it and hands over (`smi_rcv_process_get_sm`).
+//! - SMInfo Gets are answered with this SM's state, priority and SM_Key. A Set is checked as
+//!   `smi_rcv_check_set_req_legality` and `osm_sm_state_mgr_check_legality` check it, answered
+//!   (with "invalid value" when illegal), then acted on: HANDOVER makes a STANDBY the MASTER
+//!   (and a DISCOVERING or MASTER SM sweep again), DISCOVER makes a STANDBY sweep, DISABLE makes
+//!   a STANDBY NOTACTIVE, STANDBY makes a NOTACTIVE SM a STANDBY polling the sender, and
+//!   ACKNOWLEDGE changes nothing.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use ibqos_mad::{
+    Attribute, AttributeId, DrPath, Guid, Method, NodeType, NoticeRepr, NoticeType, Routing,
+    SmInfo, SmInfoRepr, SmState, SmpRepr, Status,
+};
+use serde::Serialize;
+use tracing::{debug, error, info, warn};
+
+use crate::engine::scheduler::{OutgoingMad, Transmit};
+use crate::responder::answer;
+
+/// SMInfo's AttributeModifier in a SubnSet (IBA 14.2.5.13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmInfoModifier {
+    Handover = 1,
+    Acknowledge = 2,
+    Disable = 3,
+    Standby = 4,
+    Discover = 5,
+}
+
+impl SmInfoModifier {
+    fn from_u32(value: u32) -> Option<SmInfoModifier> {
+        Some(match value {
+            1 => SmInfoModifier::Handover,
+            2 => SmInfoModifier::Acknowledge,
+            3 => SmInfoModifier::Disable,
+            4 => SmInfoModifier::Standby,
+            5 => SmInfoModifier::Discover,
+            _ => return None,
+        })
+    }
+
+    /// The SMState the sender must be in for the Set to be legal
+    /// (`smi_rcv_check_set_req_legality`): ACKNOWLEDGE comes from a STANDBY, the rest from the
+    /// MASTER.
+    fn sender_state(self) -> SmState {
+        match self {
+            SmInfoModifier::Acknowledge => SmState::Standby,
+            _ => SmState::Master,
+        }
+    }
+}
+
+/// The name OpenSM gives a state in its logs (`osm_get_sm_mgr_state_str`).
+pub fn state_name(state: SmState) -> &'static str {
+    match state {
+        SmState::NotActive => "NOTACTIVE",
+        SmState::Discovering => "DISCOVERING",
+        SmState::Standby => "STANDBY",
+        SmState::Master => "MASTER",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Whether an SM of priority `a_priority` on port `a_guid` outranks one of `b_priority` on
+/// `b_guid` (IBA 14.4.1.2, `osm_sm_is_greater_than`).
+pub fn is_higher(a_priority: u8, a_guid: u64, b_priority: u8, b_guid: u64) -> bool {
+    a_priority > b_priority || (a_priority == b_priority && a_guid < b_guid)
+}
+
+/// How the election is configured (opensm.conf's `sm_priority`, `sm_key`,
+/// `sminfo_polling_timeout`, `polling_retry_number`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElectionConfig {
+    /// The GUID of the SM's port.
+    pub guid: u64,
+    /// 0-15.
+    pub priority: u8,
+    pub sm_key: u64,
+    pub polling_timeout: Duration,
+    pub polling_retries: u32,
+}
+
+/// Another SM, as its SMInfo last answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSm {
+    pub info: SmInfoRepr,
+    /// The LID of its port, as its PortInfo said.
+    pub lid: u16,
+    /// The directed route to its port; empty when unknown (then it is reached by its LID).
+    pub path: Vec<u8>,
+}
+
+impl RemoteSm {
+    fn outranks(&self, config: &ElectionConfig) -> bool {
+        is_higher(
+            self.info.priority,
+            self.info.guid,
+            config.priority,
+            config.guid,
+        )
+    }
+}
+
+/// This SM's own port, as discovery read it: the source of its traps 144.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnPort {
+    pub lid: u16,
+    pub capability_mask: u32,
+    pub node_type: NodeType,
+}
+
+impl Default for OwnPort {
+    fn default() -> Self {
+        OwnPort {
+            lid: 0,
+            capability_mask: 0,
+            node_type: NodeType::Ca,
+        }
+    }
+}
+
+/// Why the SM is in its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateReason {
+    /// The SM started, or was told to discover again.
+    Started,
+    /// Discovery found no master and no higher SM.
+    NoHigherSm,
+    /// Discovery found a master, or a higher SM.
+    MasterFound,
+    /// The SM handed the subnet over to a higher SM.
+    HandedOver,
+    /// The master handed the subnet over to this SM.
+    HandoverReceived,
+    /// The master stopped answering its polls.
+    MasterLost,
+    /// An SMInfo Set from the master told it (DISCOVER, DISABLE, STANDBY).
+    Told,
+}
+
+impl fmt::Display for StateReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StateReason::Started => "starting",
+            StateReason::NoHigherSm => "no master and no higher SM found",
+            StateReason::MasterFound => "a master or a higher SM found",
+            StateReason::HandedOver => "handed over to a higher SM",
+            StateReason::HandoverReceived => "the master handed over",
+            StateReason::MasterLost => "the master stopped answering",
+            StateReason::Told => "told so by the master",
+        })
+    }
+}
+
+/// The master as this SM knows it (for the logs, the summary and `--json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MasterSm {
+    #[serde(serialize_with = "crate::summary::hex_guid")]
+    pub guid: u64,
+    pub priority: u8,
+    pub lid: u16,
+}
+
+impl fmt::Display for MasterSm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:#018x} (priority {}, LID {})",
+            self.guid, self.priority, self.lid
+        )
+    }
+}
+
+/// A change of the SM's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StateChange {
+    #[serde(serialize_with = "crate::summary::state_str")]
+    pub from: SmState,
+    #[serde(serialize_with = "crate::summary::state_str")]
+    pub to: SmState,
+    pub reason: StateReason,
+    /// The master, when another SM is (or is about to be) it.
+    pub master: Option<MasterSm>,
+}
+
+/// What the manager is to do after the election heard something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Nothing changes for the sweeps.
+    Continue,
+    /// Sweep now: this SM is to (re)configure the subnet, or to find out who is master.
+    Sweep,
+    /// Stop sweeping and send no Set: another SM is master, or this one is disabled.
+    Yield,
+}
+
+/// Whether a sweep goes on past discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// This SM is master: configure the subnet.
+    Proceed,
+    /// Another SM is, or will be, master: stop before any Set.
+    Stop,
+}
+
+/// Polling another SM's SMInfo.
+#[derive(Debug, Clone)]
+struct Polling {
+    target: RemoteSm,
+    /// Polls sent since the last answer as MASTER (OpenSM's `retry_number`).
+    unanswered: u32,
+    next_at: Instant,
+}
+
+/// The low 32 bits of the TIDs of the election's own SMPs have this bit set, so their answers
+/// are told apart from the sweep's (whose scheduler counts TIDs from 1 each sweep).
+pub const ELECTION_TID: u32 = 0x8000_0000;
+
+/// The SM's state and what it knows of the other SMs.
+#[derive(Debug, Clone)]
+pub struct Election {
+    config: ElectionConfig,
+    state: SmState,
+    reason: StateReason,
+    /// The master this SM defers to, or polls while waiting for its handover.
+    polling: Option<Polling>,
+    /// The last master named, for the summary once polling ended.
+    master: Option<MasterSm>,
+    /// Every other SM the last discovery (or a poll since) heard from, by port GUID.
+    known: BTreeMap<u64, RemoteSm>,
+    own: OwnPort,
+    next_tid: u32,
+    outgoing: Vec<OutgoingMad>,
+    changes: Vec<StateChange>,
+}
+
+impl Election {
+    /// An SM that starts DISCOVERING.
+    pub fn new(config: ElectionConfig) -> Election {
+        Election {
+            config,
+            state: SmState::Discovering,
+            reason: StateReason::Started,
+            polling: None,
+            master: None,
+            known: BTreeMap::new(),
+            own: OwnPort::default(),
+            next_tid: 0,
+            outgoing: Vec::new(),
+            changes: Vec::new(),
+        }
+    }
+
+    /// An SM that takes no part: NOTACTIVE for good (a dry run, which Sets nothing).
+    pub fn inactive(config: ElectionConfig) -> Election {
+        Election {
+            state: SmState::NotActive,
+            ..Election::new(config)
+        }
+    }
+
+    pub fn state(&self) -> SmState {
+        self.state
+    }
+
+    pub fn reason(&self) -> StateReason {
+        self.reason
+    }
+
+    /// The master, when it is another SM.
+    pub fn master(&self) -> Option<MasterSm> {
+        if self.state == SmState::Master {
+            None
+        } else {
+            self.master
+        }
+    }
+
+    /// The other SMs known, as they last answered.
+    pub fn known(&self) -> impl Iterator<Item = &RemoteSm> {
+        self.known.values()
+    }
+
+    /// A new priority (the configuration was read again).
+    pub fn set_config(&mut self, config: ElectionConfig) {
+        self.config = config;
+    }
+
+    /// This SM's SMInfo, as it answers a Get.
+    pub fn own_info(&self) -> SmInfoRepr {
+        SmInfoRepr {
+            guid: self.config.guid,
+            sm_key: self.config.sm_key,
+            act_count: 0,
+            priority: self.config.priority,
+            sm_state: self.state,
+        }
+    }
+
+    /// The changes of state since the last call, in order.
+    pub fn take_changes(&mut self) -> Vec<StateChange> {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// SMPs to send: polls, HANDOVERs, traps 144.
+    pub fn take_outgoing(&mut self) -> Vec<OutgoingMad> {
+        std::mem::take(&mut self.outgoing)
+    }
+
+    /// When [`on_time`](Election::on_time) is next needed: the next poll.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.polling.as_ref().map(|p| p.next_at)
+    }
+
+    /// A sweep's discovery is done and found `found` (the answers of every other IsSM port),
+    /// with this SM's port as `own`: whether the sweep goes on to configure the subnet
+    /// (`do_sweep` after `state_mgr_sweep_hop_1`).
+    pub fn after_discovery(&mut self, now: Instant, found: Vec<RemoteSm>, own: OwnPort) -> Verdict {
+        self.own = own;
+        self.known.clear();
+        for sm in found {
+            if self.key_matches(&sm.info, &format!("{:?}", sm.path)) {
+                self.known.insert(sm.info.guid, sm);
+            }
+        }
+        match self.state {
+            SmState::Discovering => {
+                // `smi_rcv_process_get_sm`: any MASTER, or a higher DISCOVERING or STANDBY SM.
+                let master = self
+                    .known
+                    .values()
+                    .find(|sm| sm.info.sm_state == SmState::Master);
+                let higher = self.known.values().filter(|sm| {
+                    matches!(sm.info.sm_state, SmState::Discovering | SmState::Standby)
+                        && sm.outranks(&self.config)
+                });
+                match master.or_else(|| self.highest(higher)).cloned() {
+                    Some(master) => {
+                        self.poll(now, master.clone());
+                        self.enter(SmState::Standby, StateReason::MasterFound, Some(&master));
+                        Verdict::Stop
+                    }
+                    None => {
+                        self.enter(SmState::Master, StateReason::NoHigherSm, None);
+                        Verdict::Proceed
+                    }
+                }
+            }
+            SmState::Master => {
+                // `state_mgr_get_highest_sm`: a higher SM not NOTACTIVE takes over.
+                let higher = self.known.values().filter(|sm| {
+                    sm.info.sm_state != SmState::NotActive && sm.outranks(&self.config)
+                });
+                if let Some(highest) = self.highest(higher).cloned() {
+                    self.send_handover(&highest);
+                    self.poll(now, highest.clone());
+                    self.enter(SmState::Standby, StateReason::HandedOver, Some(&highest));
+                    return Verdict::Stop;
+                }
+                let other_master = self
+                    .known
+                    .values()
+                    .find(|sm| sm.info.sm_state == SmState::Master)
+                    .cloned();
+                match other_master {
+                    Some(other) => {
+                        info!(
+                            guid = %Guid(other.info.guid),
+                            priority = other.info.priority,
+                            "another master, lower than this SM: waiting for its handover, \
+                             programming nothing meanwhile"
+                        );
+                        self.poll(now, other);
+                        Verdict::Stop
+                    }
+                    None => {
+                        // The master it waited for is gone (`OSM_SM_SIGNAL_POLLING_TIMEOUT`).
+                        self.polling = None;
+                        Verdict::Proceed
+                    }
+                }
+            }
+            _ => Verdict::Stop,
+        }
+    }
+
+    /// Time has passed: a poll may be due, or the polled SM may be taken as gone.
+    pub fn on_time(&mut self, now: Instant) -> Next {
+        let Some(polling) = &mut self.polling else {
+            return Next::Continue;
+        };
+        if now < polling.next_at {
+            return Next::Continue;
+        }
+        if polling.unanswered > self.config.polling_retries {
+            let guid = polling.target.info.guid;
+            self.polling = None;
+            warn!(
+                guid = %Guid(guid),
+                polls = self.config.polling_retries + 1,
+                "the polled SM stopped answering SMInfo"
+            );
+            return match self.state {
+                SmState::Standby => {
+                    self.enter(SmState::Discovering, StateReason::MasterLost, None);
+                    Next::Sweep
+                }
+                SmState::Master => Next::Sweep,
+                _ => Next::Continue,
+            };
+        }
+        polling.unanswered += 1;
+        polling.next_at = now + self.config.polling_timeout;
+        let target = polling.target.clone();
+        self.send_get(&target);
+        Next::Continue
+    }
+
+    /// Whether `smp` is the answer to one of the election's own SMPs.
+    pub fn is_own_answer(smp: &SmpRepr) -> bool {
+        smp.attribute_id == AttributeId::SmInfo
+            && smp.method.is_response()
+            && (smp.transaction_id as u32) & ELECTION_TID != 0
+    }
+
+    /// The answer to a poll or a HANDOVER (`smi_rcv_process_get_response`).
+    pub fn on_answer(&mut self, answer: &SmpRepr) -> Next {
+        if answer.status != Status::OK {
+            debug!(status = ?answer.status, "SMInfo answered with an error status; ignored");
+            return Next::Continue;
+        }
+        let Ok(info) = SmInfoRepr::parse(&SmInfo::new_unchecked(&answer.data[..])) else {
+            return Next::Continue;
+        };
+        let Some(polling) = &self.polling else {
+            return Next::Continue;
+        };
+        if info.guid != polling.target.info.guid {
+            warn!(
+                expected = %Guid(polling.target.info.guid),
+                received = %Guid(info.guid),
+                "unexpected SM port GUID in an SMInfo answer; ignored"
+            );
+            return Next::Continue;
+        }
+        if !self.key_matches(&info, &format!("{:?}", polling.target.path)) {
+            return Next::Continue;
+        }
+        let mut target = polling.target.clone();
+        target.info = info;
+        self.known.insert(info.guid, target.clone());
+        let higher = target.outranks(&self.config);
+        let mut next = Next::Continue;
+        match (self.state, info.sm_state) {
+            (SmState::Standby, SmState::Master) => {
+                self.alive(&target);
+                if !higher {
+                    // A lower master: tell it, so that it sweeps and hands over.
+                    self.send_trap_144(&target);
+                }
+            }
+            (SmState::Standby, SmState::Standby) if higher => self.alive(&target),
+            (SmState::Master, SmState::Master) => {
+                if higher {
+                    // `force_heavy_sweep`: the sweep finds it and hands over.
+                    next = Next::Sweep;
+                } else {
+                    self.send_trap_144(&target);
+                }
+                self.alive(&target);
+            }
+            _ => {}
+        }
+        next
+    }
+
+    /// An SMInfo Get or Set that reached the SM from LID `slid`: its answer, and what the
+    /// manager is to do (`osm_sminfo_rcv_process` for requests).
+    pub fn on_request(&mut self, now: Instant, request: SmpRepr, slid: u16) -> (OutgoingMad, Next) {
+        let own = Attribute::SmInfo(self.own_info()).to_data();
+        if request.method != Method::Set {
+            return (answer(request, slid, Status::OK, own), Next::Continue);
+        }
+        let sender = SmInfoRepr::parse(&SmInfo::new_unchecked(&request.data[..]));
+        let modifier = SmInfoModifier::from_u32(request.attribute_modifier);
+        let (Ok(sender), Some(modifier)) = (sender, modifier) else {
+            error!(
+                modifier = request.attribute_modifier,
+                "SMInfo Set with an unknown modifier; refused"
+            );
+            return (
+                answer(request, slid, Status::INVALID_VALUE, own),
+                Next::Continue,
+            );
+        };
+        if sender.sm_state != modifier.sender_state() {
+            error!(
+                ?modifier,
+                remote_state = state_name(sender.sm_state),
+                "check legality failed: SMInfo Set from an SM in the wrong state; refused"
+            );
+            return (
+                answer(request, slid, Status::INVALID_VALUE, own),
+                Next::Continue,
+            );
+        }
+        if !self.is_legal(modifier) {
+            error!(
+                ?modifier,
+                state = state_name(self.state),
+                "failed check of legality of the needed SM transition; refused"
+            );
+            return (
+                answer(request, slid, Status::INVALID_VALUE, own),
+                Next::Continue,
+            );
+        }
+        let reply = answer(request, slid, Status::OK, own);
+        // The route to the sender is the one discovery found; a sender it did not find is
+        // reached by its LID.
+        let from = RemoteSm {
+            info: sender,
+            lid: slid,
+            path: Vec::new(),
+        };
+        (reply, self.signal(now, modifier, from))
+    }
+
+    /// A legal SMInfo Set acted on (`osm_sm_state_mgr_process`).
+    fn signal(&mut self, now: Instant, modifier: SmInfoModifier, from: RemoteSm) -> Next {
+        info!(?modifier, from = %Guid(from.info.guid), state = state_name(self.state), "SMInfo Set received");
+        match (self.state, modifier) {
+            (SmState::Discovering, SmInfoModifier::Handover) => Next::Sweep,
+            (SmState::Standby, SmInfoModifier::Discover) => {
+                self.polling = None;
+                self.enter(SmState::Discovering, StateReason::Told, None);
+                Next::Sweep
+            }
+            (SmState::Standby, SmInfoModifier::Disable) => {
+                self.polling = None;
+                self.enter(SmState::NotActive, StateReason::Told, None);
+                Next::Yield
+            }
+            (SmState::Standby, SmInfoModifier::Handover) => {
+                self.polling = None;
+                self.enter(SmState::Master, StateReason::HandoverReceived, None);
+                Next::Sweep
+            }
+            (SmState::NotActive, SmInfoModifier::Standby) => {
+                // The sender is the master to poll (`smi_rcv_process_set_request`).
+                let master = self.known.get(&from.info.guid).cloned().unwrap_or(from);
+                self.poll(now, master.clone());
+                self.enter(SmState::Standby, StateReason::Told, Some(&master));
+                Next::Yield
+            }
+            (SmState::Master, SmInfoModifier::Handover) => {
+                self.polling = None;
+                Next::Sweep
+            }
+            _ => Next::Continue,
+        }
+    }
+
+    /// `osm_sm_state_mgr_check_legality` for a Set's signal.
+    fn is_legal(&self, modifier: SmInfoModifier) -> bool {
+        use SmInfoModifier::*;
+        match self.state {
+            SmState::Discovering => modifier == Handover,
+            SmState::Standby => matches!(modifier, Discover | Disable | Handover | Acknowledge),
+            SmState::NotActive => modifier == Standby,
+            SmState::Master => modifier == Handover,
+            _ => false,
+        }
+    }
+
+    /// OpenSM ignores an SM whose SM_Key is not its own, unless its own is 0
+    /// (`smi_rcv_process_get_response`, ERR 2F18).
+    fn key_matches(&self, info: &SmInfoRepr, at: &str) -> bool {
+        if self.config.sm_key == 0 || info.sm_key == self.config.sm_key {
+            return true;
+        }
+        warn!(
+            at,
+            sm_key = format_args!("{:#018x}", info.sm_key),
+            "found remote SM with non-matching sm_key; ignoring it"
+        );
+        false
+    }
+
+    fn highest<'a>(&self, sms: impl Iterator<Item = &'a RemoteSm>) -> Option<&'a RemoteSm> {
+        sms.fold(None, |best: Option<&RemoteSm>, sm| match best {
+            Some(b) if !is_higher(sm.info.priority, sm.info.guid, b.info.priority, b.info.guid) => {
+                Some(b)
+            }
+            _ => Some(sm),
+        })
+    }
+
+    fn enter(&mut self, to: SmState, reason: StateReason, master: Option<&RemoteSm>) {
+        let from = self.state;
+        self.state = to;
+        self.reason = reason;
+        self.master = master.map(|sm| MasterSm {
+            guid: sm.info.guid,
+            priority: sm.info.priority,
+            lid: sm.lid,
+        });
+        match self.master {
+            Some(m) => info!(
+                reason = %reason,
+                master_guid = %Guid(m.guid),
+                master_priority = m.priority,
+                master_lid = m.lid,
+                "Entering {} state",
+                state_name(to)
+            ),
+            None => info!(reason = %reason, "Entering {} state", state_name(to)),
+        }
+        self.changes.push(StateChange {
+            from,
+            to,
+            reason,
+            master: self.master,
+        });
+    }
+
+    /// Starts polling `target` with a poll at once (`sm_state_mgr_start_polling`).
+    fn poll(&mut self, now: Instant, target: RemoteSm) {
+        self.send_get(&target);
+        self.polling = Some(Polling {
+            target,
+            unanswered: 0,
+            next_at: now + self.config.polling_timeout,
+        });
+    }
+
+    fn alive(&mut self, target: &RemoteSm) {
+        if let Some(polling) = &mut self.polling
+            && polling.target.info.guid == target.info.guid
+        {
+            polling.unanswered = 0;
+        }
+        self.master = Some(MasterSm {
+            guid: target.info.guid,
+            priority: target.info.priority,
+            lid: target.lid,
+        });
+    }
+
+    fn fresh_tid(&mut self) -> u64 {
+        self.next_tid = (self.next_tid + 1) & !ELECTION_TID;
+        u64::from(ELECTION_TID | self.next_tid)
+    }
+
+    /// The route to `to`: directed, as OpenSM sends SMInfo, or by LID when no route is known.
+    fn route(to: &RemoteSm) -> Option<(Routing, Option<u16>)> {
+        if to.path.is_empty() {
+            return Some((Routing::Lid, Some(to.lid)));
+        }
+        match DrPath::request(&to.path) {
+            Ok(route) => Some((Routing::Directed(route), None)),
+            Err(error) => {
+                warn!(path = ?to.path, %error, "no directed route to the other SM");
+                None
+            }
+        }
+    }
+
+    fn send_get(&mut self, target: &RemoteSm) {
+        let Some((routing, dlid)) = Self::route(target) else {
+            return;
+        };
+        let smp = SmpRepr::get(AttributeId::SmInfo, 0, self.fresh_tid(), routing);
+        debug!(guid = %Guid(target.info.guid), "polling SMInfo");
+        self.outgoing
+            .push(OutgoingMad::from(&Transmit { smp, dlid }));
+    }
+
+    /// SubnSet(SMInfo, HANDOVER) to `to` (`state_mgr_send_handover`).
+    fn send_handover(&mut self, to: &RemoteSm) {
+        let Some((routing, dlid)) = Self::route(to) else {
+            return;
+        };
+        info!(to = %Guid(to.info.guid), priority = to.info.priority, "handing over mastership");
+        let smp = SmpRepr::set(
+            &Attribute::SmInfo(self.own_info()),
+            SmInfoModifier::Handover as u32,
+            self.fresh_tid(),
+            routing,
+        );
+        self.outgoing
+            .push(OutgoingMad::from(&Transmit { smp, dlid }));
+    }
+
+    /// Trap 144 with the SM-priority-change flag, LID-routed to the master (`osm_send_trap144`
+    /// with TRAP_144_MASK_SM_PRIORITY_CHANGE).
+    fn send_trap_144(&mut self, to: &RemoteSm) {
+        const OTHER_LOCAL_CHANGES: u8 = 0x01;
+        const SM_PRIORITY_CHANGE: u16 = 0x0008;
+        let mut details = [0u8; 54];
+        details[2..4].copy_from_slice(&self.own.lid.to_be_bytes());
+        details[5] = OTHER_LOCAL_CHANGES;
+        details[6..10].copy_from_slice(&self.own.capability_mask.to_be_bytes());
+        details[12..14].copy_from_slice(&SM_PRIORITY_CHANGE.to_be_bytes());
+        let notice = NoticeRepr {
+            is_generic: true,
+            notice_type: NoticeType::Informational,
+            producer_type: u32::from(u8::from(self.own.node_type)),
+            trap_number: NoticeRepr::TRAP_CAPABILITY_CHANGE,
+            issuer_lid: self.own.lid,
+            notice_toggle: false,
+            notice_count: 0,
+            data_details: details,
+        };
+        let smp = SmpRepr {
+            method: Method::Trap,
+            data: Attribute::Notice(notice).to_data(),
+            ..SmpRepr::get(AttributeId::Notice, 0, self.fresh_tid(), Routing::Lid)
+        };
+        debug!(to = to.lid, "sending trap 144 to the lower master");
+        self.outgoing.push(OutgoingMad::from(&Transmit {
+            smp,
+            dlid: Some(to.lid),
+        }));
+    }
+}
