@@ -747,3 +747,147 @@ impl Election {
         }));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OURS: u64 = 0x20;
+
+    fn config(priority: u8) -> ElectionConfig {
+        ElectionConfig {
+            guid: OURS,
+            priority,
+            sm_key: 1,
+            polling_timeout: Duration::from_millis(500),
+            polling_retries: 2,
+        }
+    }
+
+    fn sm(guid: u64, priority: u8, state: SmState, sm_key: u64) -> RemoteSm {
+        RemoteSm {
+            info: SmInfoRepr {
+                guid,
+                sm_key,
+                act_count: 0,
+                priority,
+                sm_state: state,
+            },
+            lid: 7,
+            path: vec![1, 2],
+        }
+    }
+
+    #[test]
+    fn priority_first_then_the_lower_guid() {
+        assert!(is_higher(5, 0x99, 4, 0x01));
+        assert!(is_higher(5, 0x01, 5, 0x99));
+        assert!(!is_higher(5, 0x99, 5, 0x01));
+        assert!(
+            !is_higher(5, 0x10, 5, 0x10),
+            "an SM does not outrank itself"
+        );
+    }
+
+    #[test]
+    fn a_discovering_sm_defers_to_a_master_or_a_higher_sm_and_otherwise_is_master() {
+        let now = Instant::now();
+        let verdict = |priority: u8, found: Vec<RemoteSm>| {
+            let mut election = Election::new(config(priority));
+            let verdict = election.after_discovery(now, found, OwnPort::default());
+            (verdict, election.state())
+        };
+        // A master of lower priority is still deferred to while this SM discovers.
+        assert_eq!(
+            verdict(9, vec![sm(0x30, 1, SmState::Master, 1)]),
+            (Verdict::Stop, SmState::Standby)
+        );
+        // A standby of the same priority and a lower GUID outranks this SM.
+        assert_eq!(
+            verdict(5, vec![sm(0x10, 5, SmState::Standby, 1)]),
+            (Verdict::Stop, SmState::Standby)
+        );
+        // Only lower SMs: this one is master.
+        assert_eq!(
+            verdict(5, vec![sm(0x30, 5, SmState::Standby, 1)]),
+            (Verdict::Proceed, SmState::Master)
+        );
+        // A master whose SM_Key differs is ignored (OpenSM's sm_key check).
+        assert_eq!(
+            verdict(5, vec![sm(0x10, 9, SmState::Master, 0x1234)]),
+            (Verdict::Proceed, SmState::Master)
+        );
+    }
+
+    #[test]
+    fn a_master_that_finds_a_higher_standby_hands_over() {
+        let now = Instant::now();
+        let mut election = Election::new(config(5));
+        assert_eq!(
+            election.after_discovery(now, Vec::new(), OwnPort::default()),
+            Verdict::Proceed
+        );
+        let verdict = election.after_discovery(
+            now,
+            vec![sm(0x30, 9, SmState::Standby, 1)],
+            OwnPort::default(),
+        );
+        assert_eq!(
+            (verdict, election.state()),
+            (Verdict::Stop, SmState::Standby)
+        );
+        // One SMInfo Set, HANDOVER, goes to the higher SM.
+        let sent: Vec<SmpRepr> = election
+            .take_outgoing()
+            .iter()
+            .filter_map(|out| SmpRepr::parse_bytes(&out.mad).ok())
+            .filter(|smp| smp.method == Method::Set)
+            .collect();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert_eq!(sent[0].attribute_id, AttributeId::SmInfo);
+        assert_eq!(sent[0].attribute_modifier, SmInfoModifier::Handover as u32);
+    }
+
+    #[test]
+    fn a_standby_takes_over_once_its_master_misses_every_poll() {
+        let start = Instant::now();
+        let mut election = Election::new(config(1));
+        election.after_discovery(
+            start,
+            vec![sm(0x30, 5, SmState::Master, 1)],
+            OwnPort::default(),
+        );
+        assert_eq!(election.state(), SmState::Standby);
+        // Every poll goes unanswered: after polling_retries + 1 polls, the next deadline finds
+        // the master gone, and this SM sweeps to take over.
+        let gets = |election: &mut Election| {
+            election
+                .take_outgoing()
+                .iter()
+                .filter_map(|out| SmpRepr::parse_bytes(&out.mad).ok())
+                .filter(|smp| smp.method == Method::Get && smp.attribute_id == AttributeId::SmInfo)
+                .count()
+        };
+        let mut polls = gets(&mut election);
+        let mut now = start;
+        let mut next = Next::Continue;
+        for _ in 0..10 {
+            let Some(deadline) = election.next_deadline() else {
+                break;
+            };
+            now = now.max(deadline);
+            next = election.on_time(now);
+            polls += gets(&mut election);
+            if next != Next::Continue {
+                break;
+            }
+        }
+        assert_eq!(next, Next::Sweep);
+        assert_eq!(election.state(), SmState::Discovering);
+        // As `sm_state_mgr_start_polling` and `osm_sm_state_mgr_polling_callback` count: one
+        // poll on becoming standby, then one per 500 ms while the count is not past
+        // `polling_retry_number` (2): 4 polls, and the master is taken as gone at 2 s.
+        assert_eq!(polls, 4);
+        assert_eq!(now - start, Duration::from_millis(2000));
+    }
+}
