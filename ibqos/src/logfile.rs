@@ -62,7 +62,10 @@ impl<'a> MakeWriter<'a> for LogFile {
     /// The file for the next record, opened again first if SIGUSR1 came. A file that cannot be
     /// opened again leaves the old one in use: the log goes on rather than stops.
     fn make_writer(&'a self) -> Record<'a> {
-        let mut file = self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut file = self
+            .file
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if self.reopen.swap(false, Ordering::Relaxed)
             && let Ok(reopened) = append_to(&self.path)
         {

@@ -558,8 +558,16 @@ fn the_vlarb_dump_lists_every_ports_tables_as_the_fabric_holds_them() {
                 .join(" ")
         };
         assert_eq!(limit, port_held.vl_high_limit, "{node}[{port}] VLHighLimit");
-        assert_eq!(high.trim(), shown(&port_held.vlarb_high), "{node}[{port}] high");
-        assert_eq!(low.trim(), shown(&port_held.vlarb_low), "{node}[{port}] low");
+        assert_eq!(
+            high.trim(),
+            shown(&port_held.vlarb_high),
+            "{node}[{port}] high"
+        );
+        assert_eq!(
+            low.trim(),
+            shown(&port_held.vlarb_low),
+            "{node}[{port}] low"
+        );
         rows += 1;
     }
     // Two-switch: 6 CA ports, 10 linked switch ports and S1's enhanced port 0.
@@ -645,9 +653,23 @@ fn the_log_file_is_opened_again_on_sigusr1_without_losing_a_line() {
     assert!(daemon.0.wait().unwrap().success());
     let before = std::fs::read_to_string(&moved).unwrap();
     let after = std::fs::read_to_string(&log).unwrap();
-    assert!(before.contains("SUBNET UP") && !before.contains("re-read"), "{before}");
-    let order = ["configuration re-read", "discovering the fabric", "SUBNET UP"]
-        .map(|line| after.find(line).unwrap_or_else(|| panic!("{line:?} in {after}")));
+    assert!(
+        before.contains("SUBNET UP") && !before.contains("re-read"),
+        "{before}"
+    );
+    let order = [
+        "configuration re-read",
+        "discovering the fabric",
+        "SUBNET UP",
+    ]
+    .map(|line| {
+        after
+            .find(line)
+            .unwrap_or_else(|| panic!("{line:?} in {after}"))
+    });
     assert!(order.is_sorted(), "the reload's lines in order: {after}");
-    assert!(!before.contains('\x1b') && !after.contains('\x1b'), "escape codes");
+    assert!(
+        !before.contains('\x1b') && !after.contains('\x1b'),
+        "escape codes"
+    );
 }
