@@ -496,22 +496,28 @@ fn normalise_saquery(raw: &str) -> String {
         writeln!(text, "$ saquery{shown}").unwrap();
     }
     for line in lines {
-        text.push_str(&mask_act_count(line));
+        text.push_str(&mask_field(&mask_field(line, "ActCount"), "LocalPort"));
         text.push('\n');
     }
     drop_records_past_clean_bytes(&text)
 }
 
-/// SMInfo's ActCount (IBA 14.2.5.13) is a counter the master SM increments as it works: it
-/// depends on how many SMPs each SM sent and when, not on what either answers. Masked.
-fn mask_act_count(line: &str) -> String {
-    match line.trim_start().strip_prefix("ActCount") {
-        Some(rest) => {
-            let indent = &line[..line.len() - line.trim_start().len()];
-            let dots = rest.len() - rest.trim_start_matches('.').len();
-            format!("{indent}ActCount{}<masked>", ".".repeat(dots))
+/// Two fields depend on how an SM went about its work, not on what it answers; masked:
+/// - SMInfo's ActCount (IBA 14.2.5.13), a counter the master increments as it works;
+/// - PortInfo's LocalPortNum in a PortInfoRecord, the port of the node the SM's last PortInfo
+///   SMP arrived by. For a switch reached by two parallel links that is the link the SM's
+///   route to it took, which OpenSM, receiving on several threads, picks by timing: one CI run
+///   of the partitions test had OpenSM answer 4 for two-switch's S2, where it answers 3 run
+///   after run here.
+fn mask_field(line: &str, field: &str) -> String {
+    match line.trim_start().strip_prefix(field) {
+        Some(rest) if rest.starts_with(['.', ':']) => {
+            // The field's name, then its leader of dots (and colon), then the value.
+            let leader = rest.len() - rest.trim_start_matches(['.', ':']).len();
+            let kept = line.len() - rest.len() + leader;
+            format!("{}<masked>", &line[..kept])
         }
-        None => line.to_owned(),
+        _ => line.to_owned(),
     }
 }
 
@@ -939,14 +945,20 @@ mod tests {
     }
 
     #[test]
-    fn act_count_is_masked_and_nothing_else() {
+    fn act_count_and_local_port_are_masked_and_nothing_else() {
+        let masked = |line| mask_field(&mask_field(line, "ActCount"), "LocalPort");
         assert_eq!(
-            mask_act_count("\t\tActCount..............146"),
+            masked("\t\tActCount..............146"),
             "\t\tActCount..............<masked>"
         );
         assert_eq!(
-            mask_act_count("\t\tPriority.......0"),
-            "\t\tPriority.......0"
+            masked("\t\tLocalPort:.......................4"),
+            "\t\tLocalPort:.......................<masked>"
+        );
+        assert_eq!(masked("\t\tPriority.......0"), "\t\tPriority.......0");
+        assert_eq!(
+            masked("\t\tLocalPortNum is not a field"),
+            "\t\tLocalPortNum is not a field"
         );
     }
 
