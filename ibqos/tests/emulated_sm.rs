@@ -673,3 +673,56 @@ fn the_log_file_is_opened_again_on_sigusr1_without_losing_a_line() {
         "escape codes"
     );
 }
+
+/// The messages a daemon sends to the notify socket until one holds `wanted`.
+fn notified_until(socket: &std::os::unix::net::UnixDatagram, wanted: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !seen.iter().any(|m: &String| m.contains(wanted)) {
+        let n = socket
+            .recv(&mut buffer)
+            .unwrap_or_else(|e| panic!("waiting for {wanted:?} after {seen:?}: {e}"));
+        seen.push(String::from_utf8_lossy(&buffer[..n]).into_owned());
+    }
+    seen
+}
+
+/// systemd's Type=notify, on a socket the test makes as systemd would (`NOTIFY_SOCKET`):
+/// READY=1 once the port is open, a STATUS= after each sweep, RELOADING=1 with MONOTONIC_USEC=
+/// on SIGHUP then READY=1 again, STOPPING=1 on SIGTERM.
+#[test]
+fn the_daemon_tells_systemd_it_is_ready_what_it_does_and_when_it_reloads_and_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notify");
+    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut daemon = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_ibqos"))
+            .args(["sm", "--cache-dir"])
+            .arg(dir.path())
+            .env("NOTIFY_SOCKET", &path)
+            .env("NO_COLOR", "1")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = daemon.0.id();
+    let started = notified_until(&socket, "SUBNET UP");
+    assert!(started[0].contains("READY=1"), "{started:?}");
+    assert_eq!(
+        started.last().unwrap().trim_end(),
+        "STATUS=MASTER, SUBNET UP, 24 ports",
+        "the two-switch fabric's 24 ports"
+    );
+    signal(pid, "HUP");
+    let reload = notified_until(&socket, "READY=1");
+    assert!(
+        reload[0].contains("RELOADING=1") && reload[0].contains("MONOTONIC_USEC="),
+        "{reload:?}"
+    );
+    signal(pid, "TERM");
+    notified_until(&socket, "STOPPING=1");
+    assert!(daemon.0.wait().unwrap().success());
+}

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use ibqos_emu::{Latency, dump};
 use ibqos_opensm::{Format, Settings};
 use ibqos_text::cnum::strtoull;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::cli::SmArgs;
 use crate::commands::fabric::configure_emulator;
@@ -20,11 +20,13 @@ use crate::signals::{Hangup, Signals};
 use ibqos_sm::cache::read_guid2lid;
 use ibqos_sm::config::response_timeout;
 use ibqos_sm::dumps;
+use ibqos_sm::election::state_name;
 use ibqos_sm::manager::{self, Event, Manager, Run};
 use ibqos_transport::driver::next_event;
 use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::fault::{FaultConfig, Faulty};
 use ibqos_transport::{FabricSpec, OpenOptions, Role, Transport, open};
+use sd_notify::NotifyState;
 
 pub fn run(args: &SmArgs) -> Result<Outcome> {
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
@@ -137,12 +139,20 @@ fn drive(
     dumps: Option<&Dumps>,
 ) -> Result<manager::Outcome> {
     let signals = Signals::install(Hangup::Reloads)?;
+    // The port is open and the SM is on it: ready, as systemd's Type=notify means it.
+    let port = transport.local_port().port_guid;
+    tell_systemd(&[
+        NotifyState::Ready,
+        NotifyState::Status(&format!("sweeping the fabric from port {:#018x}", port)),
+    ]);
     loop {
         let Some(event) = next_event(transport, manager, &|| signals.pending())? else {
             if signals.take_stop() {
+                tell_systemd(&[NotifyState::Stopping]);
                 manager.stop();
             }
             if signals.take_reload() {
+                tell_systemd(&[NotifyState::Reloading, NotifyState::monotonic_usec_now()?]);
                 match read_settings(args) {
                     Ok(settings) => {
                         info!("configuration re-read on SIGHUP");
@@ -152,9 +162,19 @@ fn drive(
                         warn!(%error, "SIGHUP: configuration not re-read; keeping the old one")
                     }
                 }
+                tell_systemd(&[NotifyState::Ready]);
             }
             continue;
         };
+        if let Event::SweepDone(summary) = &event {
+            let status = format!(
+                "{}, {}, {} ports",
+                state_name(summary.sm_state),
+                summary.result.to_uppercase(),
+                summary.ports
+            );
+            tell_systemd(&[NotifyState::Status(&status)]);
+        }
         if let (Event::SweepDone(summary), Some(dumps)) = (&event, dumps)
             && summary.subnet_up
             && let Some(sweep) = manager.last_sweep()
@@ -231,6 +251,14 @@ fn load_lid_cache(dir: &Path) -> Result<BTreeMap<u64, u16>> {
         warn!(cache = %path.display(), %problem, "guid2lid line skipped");
     }
     Ok(guid2lid)
+}
+
+/// Tells the service manager (systemd's `NOTIFY_SOCKET`, when it set one) how the SM stands; a
+/// message that cannot be sent costs only a debug line.
+fn tell_systemd(states: &[NotifyState]) {
+    if let Err(error) = sd_notify::notify(states) {
+        debug!(%error, "cannot notify the service manager");
+    }
 }
 
 /// OpenSM's `log_flags` bit that also turns on its routing dumps (`OSM_LOG_ROUTING`).
