@@ -39,6 +39,8 @@ pub struct SaDb {
     pub(super) pkeys: BTreeMap<PortKey, Vec<u16>>,
     /// Which P_Keys count as one (`allow_both_pkeys`).
     pkey_rule: KeyRule,
+    /// Each port's P_Keys by key, built once from `pkeys`: every PathRecord pair looks two up.
+    pkey_maps: BTreeMap<PortKey, BTreeMap<u16, u16>>,
     /// The partitions the last sweep programmed.
     partitions: SubnetPartitions,
     /// The SM's own port.
@@ -70,6 +72,12 @@ impl SaDb {
         let mut port_order: Vec<(u64, PortKey)> = by_guid.iter().map(|(g, k)| (*g, *k)).collect();
         port_order.sort_by_key(|(guid, _)| Guid(*guid).opensm_order());
         let port_order = port_order.into_iter().map(|(_, key)| key).collect();
+        let pkeys = sweep.pkey_tables();
+        let pkey_rule = sweep.pkey_rule();
+        let pkey_maps = pkeys
+            .iter()
+            .map(|(port, table)| (*port, pkey_map(pkey_rule, table)))
+            .collect();
         let mut db = SaDb {
             sm_port: subnet.sm_port,
             node_order,
@@ -78,8 +86,9 @@ impl SaDb {
             by_lid,
             by_guid,
             lfts: sweep.lfts().tables.clone(),
-            pkeys: sweep.pkey_tables(),
-            pkey_rule: sweep.pkey_rule(),
+            pkeys,
+            pkey_rule,
+            pkey_maps,
             partitions: sweep.partitions().clone(),
             ..SaDb::default()
         };
@@ -274,17 +283,10 @@ fn lid_range(port: &Port) -> std::ops::RangeInclusive<u16> {
 /// Partitions as the SA sees them (`osm_pkey.c`): each port's P_Keys by key, the first valid
 /// entry of each in table order (`osm_pkey_tbl_set`), and the rules for two ports sharing one.
 impl SaDb {
-    /// The port's P_Keys by key (the base, or with `allow_both_pkeys` the whole P_Key), in
-    /// OpenSM's map order: the key as it is on the wire, compared as a little-endian integer.
-    fn pkey_map(&self, port: PortKey) -> BTreeMap<u16, u16> {
-        let mut keys: BTreeMap<u16, u16> = BTreeMap::new();
-        for &pkey in self.pkeys.get(&port).into_iter().flatten() {
-            if pkey & 0x7fff != 0 {
-                keys.entry(self.pkey_rule.key(pkey).swap_bytes())
-                    .or_insert(pkey);
-            }
-        }
-        keys
+    /// The port's P_Keys by key (see [`pkey_map`]); empty when its table is not known.
+    fn pkey_map(&self, port: PortKey) -> &BTreeMap<u16, u16> {
+        const UNKNOWN: &BTreeMap<u16, u16> = &BTreeMap::new();
+        self.pkey_maps.get(&port).unwrap_or(UNKNOWN)
     }
 
     /// Whether `a` and `b` share `pkey` (`osm_physp_share_this_pkey`): both hold it, one of
@@ -311,11 +313,11 @@ impl SaDb {
         let all = |_: u16| true;
         let full = |pkey: u16| pkey & 0x8000 != 0;
         let limited = |pkey: u16| pkey & 0x8000 == 0;
-        let mut found = merge_find(&first, &second, all, all);
+        let mut found = merge_find(first, second, all, all);
         if found == 0 && self.pkey_rule.allow_both_pkeys {
-            found = merge_find(&first, &second, full, limited);
+            found = merge_find(first, second, full, limited);
             if found == 0 {
-                found = merge_find(&first, &second, limited, full);
+                found = merge_find(first, second, limited, full);
             }
         }
         found
@@ -353,6 +355,19 @@ impl SaDb {
         let base = pkey & 0x7fff;
         base == 0 || self.pkey_map(port).contains_key(&base.swap_bytes())
     }
+}
+
+/// A port's P_Keys by key (the base, or with `allow_both_pkeys` the whole P_Key), in OpenSM's
+/// map order: the key as it is on the wire, compared as a little-endian integer. The first valid
+/// entry of each key in table order wins (`osm_pkey_tbl_set`).
+fn pkey_map(rule: KeyRule, table: &[u16]) -> BTreeMap<u16, u16> {
+    let mut keys: BTreeMap<u16, u16> = BTreeMap::new();
+    for &pkey in table {
+        if pkey & 0x7fff != 0 {
+            keys.entry(rule.key(pkey).swap_bytes()).or_insert(pkey);
+        }
+    }
+    keys
 }
 
 /// Two P_Keys match when their bases are equal and one of them is a full member (`match_pkey`).
