@@ -134,14 +134,7 @@ pub fn sl2vl_dump(db: &SaDb) -> String {
         if num_ports == 0 {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "{} 0x{:016x}, base LID {}, \"{}\"\n{HEADER}\n{SEPARATOR}",
-            node_type_name(node.info.node_type),
-            port.guid,
-            port.lid,
-            node.description
-        );
+        let _ = writeln!(out, "{}\n{HEADER}\n{SEPARATOR}", port_title(node, port));
         if node.is_switch() {
             for output in 0..=num_ports {
                 if db.peer(PortKey::new(key.node, output)).is_none() {
@@ -201,14 +194,7 @@ pub fn vlarb_dump(db: &SaDb) -> String {
         if rows.is_empty() {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "{} 0x{:016x}, base LID {}, \"{}\"\n{HEADER}\n{rows}",
-            node_type_name(node.info.node_type),
-            port.guid,
-            port.lid,
-            node.description
-        );
+        let _ = writeln!(out, "{}\n{HEADER}\n{rows}", port_title(node, port));
     }
     out
 }
@@ -225,6 +211,18 @@ fn entries(table: Option<&[VlArbEntry]>) -> String {
         .map(|e| format!("{}:{}", e.vl, e.weight))
         .collect();
     shown.join(" ")
+}
+
+/// The line that opens an end port's section of the SL2VL dump (`dump_sl2vl_tbl`) and of the
+/// VLArb dump made in its style: node type, port GUID, base LID and node description.
+fn port_title(node: &Node, port: &Port) -> String {
+    format!(
+        "{} 0x{:016x}, base LID {}, \"{}\"",
+        node_type_name(node.info.node_type),
+        port.guid,
+        port.lid,
+        node.description
+    )
 }
 
 /// `ib_get_node_type_str`.
