@@ -298,17 +298,21 @@ fn assert_printed_as_before(summary: &SweepSummary, capture: &str) {
         json,
         "{capture}"
     );
-    timed.time_to_subnet_up_ms = text
-        .lines()
-        .last()
-        .and_then(|line| line.strip_prefix("time to SUBNET UP: "))
-        .and_then(|ms| ms.strip_suffix(" ms"))
-        .map(|ms| ms.parse().unwrap());
+    timed.time_to_subnet_up_ms = printed_time_to_subnet_up(&text);
     assert_eq!(timed.to_string(), text, "{capture}");
 }
 
-/// Rewrites a capture from `summary`, with the capture's own time to SUBNET UP and order of
-/// changes.
+/// The time to SUBNET UP a text summary printed on its last line, if it printed one.
+fn printed_time_to_subnet_up(text: &str) -> Option<f64> {
+    text.lines()
+        .last()
+        .and_then(|line| line.strip_prefix("time to SUBNET UP: "))
+        .and_then(|ms| ms.strip_suffix(" ms"))
+        .map(|ms| ms.parse().unwrap())
+}
+
+/// Rewrites a capture from `summary`, with the capture's own time to SUBNET UP and the changes
+/// in this run's order.
 fn bless(summary: &SweepSummary, dir: &Path, capture: &str, json: &str, text: &str) {
     let captured: serde_json::Value = serde_json::from_str(json).unwrap();
     let mut timed = summary.clone();
@@ -318,12 +322,7 @@ fn bless(summary: &SweepSummary, dir: &Path, capture: &str, json: &str, text: &s
         serde_json::to_string(&timed).unwrap() + "\n",
     )
     .unwrap();
-    timed.time_to_subnet_up_ms = text
-        .lines()
-        .last()
-        .and_then(|line| line.strip_prefix("time to SUBNET UP: "))
-        .and_then(|ms| ms.strip_suffix(" ms"))
-        .map(|ms| ms.parse().unwrap());
+    timed.time_to_subnet_up_ms = printed_time_to_subnet_up(text);
     std::fs::write(dir.join(format!("{capture}.txt")), timed.to_string()).unwrap();
 }
 
