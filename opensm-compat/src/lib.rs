@@ -55,7 +55,9 @@ pub use load::{
     PolicyLoad, load, load_bytes, load_partitions, load_policy, partitions_file, to_native_toml,
     to_opensm_conf,
 };
-pub use settings::{LinkSettings, Settings, SmSettings};
+pub use settings::{
+    LinkSettings, OptionChange, Settings, SmSettings, changed_options, option_names,
+};
 
 #[cfg(test)]
 mod tests {

@@ -382,6 +382,74 @@ pub(crate) fn describe(s: &Settings) -> BTreeMap<String, String> {
     map
 }
 
+/// One option whose value differs between two configurations: a line of what a reload applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionChange {
+    /// OpenSM's name of the option; `[qos_policy]`, `[partitions]` or `program_policy_setup`
+    /// for what the policy file, the partitions file or ibqos.toml alone say.
+    pub key: String,
+    /// The value before, as a message shows it (strings quoted, `unset` for an unset QoS field).
+    pub old: String,
+    /// The value after.
+    pub new: String,
+}
+
+/// Every option whose value differs from `old` to `new`, in key order, the contents of the QoS
+/// policy and of the partitions included (a file re-read with the same name can say something
+/// else). An option the file no longer sets counts as its default, as OpenSM writes it.
+pub fn changed_options(old: &Settings, new: &Settings) -> Vec<OptionChange> {
+    let shown = |map: &BTreeMap<String, String>, key: &str| {
+        map.get(key).cloned().unwrap_or_else(|| {
+            let base = key.split(' ').next().unwrap_or(key);
+            OPTIONS
+                .iter()
+                .find(|spec| spec.key == base)
+                .map_or_else(|| "unset".to_string(), |spec| format!("{:?}", spec.default))
+        })
+    };
+    let (a, b) = (describe(old), describe(new));
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut changes: Vec<OptionChange> = keys
+        .into_iter()
+        .map(|key| OptionChange {
+            key: key.clone(),
+            old: shown(&a, key),
+            new: shown(&b, key),
+        })
+        .filter(|change| change.old != change.new)
+        .collect();
+    let mut whole = |key: &str, differs: bool, what: &str| {
+        if differs {
+            changes.push(OptionChange {
+                key: key.to_string(),
+                old: format!("the {what} before"),
+                new: format!("a different {what}"),
+            });
+        }
+    };
+    whole("[qos_policy]", old.qos_policy != new.qos_policy, "policy");
+    whole(
+        "[partitions]",
+        old.partitions != new.partitions,
+        "set of partitions",
+    );
+    if old.program_policy_setup != new.program_policy_setup {
+        changes.push(OptionChange {
+            key: "program_policy_setup".to_string(),
+            old: old.program_policy_setup.to_string(),
+            new: new.program_policy_setup.to_string(),
+        });
+    }
+    changes
+}
+
+/// Every option name OpenSM 3.3.23 recognises, in the order `opensm -c` writes them.
+pub fn option_names() -> impl Iterator<Item = &'static str> {
+    OPTIONS.iter().map(|spec| spec.key)
+}
+
 /// Warnings for everything in `ours` that reads back differently from `target`.
 pub(crate) fn compare(ours: &Settings, back: &Settings, target: &str) -> Vec<Diagnostic> {
     let (a, b) = (describe(ours), describe(back));

@@ -16,6 +16,78 @@ use crate::engine::scheduler::SchedulerConfig;
 use crate::engine::sweep::{PartitionConfig, SweepConfig, SweepMode};
 use crate::sa::{DEFAULT_SA_KEY, SaConfig};
 
+/// When a changed option takes effect in a running `ibqos sm`, which reads its configuration
+/// again on SIGHUP. OpenSM re-reads only the options its table marks as updatable and ignores a
+/// change to any other without a word; ibqos says for each changed option what became of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    /// From the sweep the reload starts, which follows at once.
+    NextSweep,
+    /// After a restart: the daemon reads it once, when it opens its port.
+    Restart,
+    /// ibqos does not act on it; it is kept so that `ibqos migrate` carries it through.
+    Never,
+}
+
+/// The options the sweep, the election and the SA read (through [`sweep_config`],
+/// [`election_config`], [`sa_config`] and the sweep interval): each reload applies them.
+const READ_EACH_SWEEP: [&str; 25] = [
+    "sm_priority",
+    "sm_key",
+    "sa_key",
+    "subnet_prefix",
+    "lmc",
+    "sm_sl",
+    "max_op_vls",
+    "head_of_queue_lifetime",
+    "leaf_head_of_queue_lifetime",
+    "vl_stall_count",
+    "leaf_vl_stall_count",
+    "sweep_interval",
+    "max_wire_smps",
+    "long_transaction_timeout",
+    "sminfo_polling_timeout",
+    "polling_retry_number",
+    "routing_engine",
+    "use_mfttop",
+    "use_optimized_slvl",
+    "qos",
+    "partition_config_file",
+    "no_partition_enforcement",
+    "part_enforce",
+    "allow_both_pkeys",
+    "keep_pkey_indexes",
+];
+
+/// Options the daemon applies itself when it reads the configuration again: where its dump
+/// files go and which it writes (`log_flags`' ROUTING bit), its log level, its log's size.
+const READ_BY_DAEMON_AT_RELOAD: [&str; 3] = ["dump_files_dir", "log_flags", "log_max_size"];
+
+/// Options read once, when the daemon opens its port: the port itself, and the time the
+/// transport waits for each response, which the SMP timeout and retries make.
+const READ_AT_START: [&str; 3] = ["guid", "transaction_timeout", "transaction_retries"];
+
+/// When a change of option `key` (OpenSM's name, or one of [`ibqos_opensm::OptionChange`]'s
+/// names for the files' contents) takes effect.
+pub fn takes_effect(key: &str) -> Takes {
+    let is_qos_option = key.starts_with("qos");
+    let whole_file = matches!(
+        key,
+        "[qos_policy]" | "[partitions]" | "program_policy_setup"
+    );
+    if READ_AT_START.contains(&key) {
+        Takes::Restart
+    } else if is_qos_option
+        || whole_file
+        || READ_EACH_SWEEP.contains(&key)
+        || READ_BY_DAEMON_AT_RELOAD.contains(&key)
+    {
+        Takes::NextSweep
+    } else {
+        Takes::Never
+    }
+}
+
 /// OpenSM's `subnet_timeout` default: 4.096 us x 2^18, about one second.
 const SUBNET_TIMEOUT: u8 = 18;
 
@@ -171,5 +243,88 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
         mode: SweepMode::Forced,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// Everything the sweep, the election and the SA take from `settings`, as one text.
+    fn what_the_sm_runs_with(settings: &Settings) -> String {
+        format!(
+            "{:?}\n{:?}\n{:?}\n{:?}",
+            sweep_config(settings, BTreeMap::new()),
+            election_config(settings, 1),
+            sa_config(settings),
+            crate::manager::interval(settings)
+        )
+    }
+
+    /// The settings of an opensm.conf holding `text`, read as the daemon reads its file (the
+    /// policy and partitions files it names included).
+    fn read(dir: &Path, text: &str) -> Settings {
+        let path = dir.join("opensm.conf");
+        std::fs::write(&path, text).unwrap();
+        ibqos_opensm::load(&path).unwrap().settings
+    }
+
+    /// [`takes_effect`] holds for every option OpenSM knows: an option said to take effect at
+    /// the next sweep changes what the SM runs with for some value, and one said never to take
+    /// effect changes it for none. Each option is tried with values of every kind an option
+    /// takes (numbers, booleans, engine and enforcement names, files, tables).
+    #[test]
+    fn takes_effect_says_which_options_the_sm_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let partitions = dir.path().join("partitions.conf");
+        std::fs::write(
+            &partitions,
+            "Default=0x7fff,ipoib:ALL=full;\nStorage=0x0010:ALL;\n",
+        )
+        .unwrap();
+        let policy = dir.path().join("qos-policy.conf");
+        std::fs::write(&policy, "qos-ulps\n  default : 3\nend-qos-ulps\n").unwrap();
+        let files = [
+            partitions.display().to_string(),
+            policy.display().to_string(),
+        ];
+        let mut values: Vec<&str> = vec![
+            "0",
+            "1",
+            "2",
+            "7",
+            "TRUE",
+            "FALSE",
+            "0x10",
+            "100000",
+            "updn",
+            "off",
+            "in",
+            "0:8,1:8",
+            "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
+        ];
+        values.extend(files.iter().map(String::as_str));
+        let base = "qos TRUE\n";
+        let baseline = what_the_sm_runs_with(&read(dir.path(), base));
+        for key in ibqos_opensm::option_names() {
+            let changes = values.iter().any(|value| {
+                let settings = read(dir.path(), &format!("{base}{key} {value}\n"));
+                what_the_sm_runs_with(&settings) != baseline
+            });
+            match takes_effect(key) {
+                Takes::Never => assert!(
+                    !changes,
+                    "`{key}` changes what the SM runs with, but takes_effect says Never"
+                ),
+                Takes::NextSweep if !READ_BY_DAEMON_AT_RELOAD.contains(&key) => assert!(
+                    changes,
+                    "takes_effect says `{key}` applies at the next sweep, but no value of it \
+                     changes what the SM runs with"
+                ),
+                Takes::NextSweep | Takes::Restart => {}
+            }
+        }
     }
 }

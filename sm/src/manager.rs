@@ -768,6 +768,6 @@ impl Engine for Manager {
 
 /// The time between two sweeps when nothing happens; OpenSM's 0 (no periodic sweeps) is taken
 /// as one second.
-fn interval(settings: &Settings) -> Duration {
+pub(crate) fn interval(settings: &Settings) -> Duration {
     Duration::from_secs(u64::from(settings.sm.sweep_interval.max(1)))
 }
