@@ -344,6 +344,12 @@ pub struct SmArgs {
     /// opens it again at its path, so logrotate can move it away and signal the daemon.
     #[arg(short = 'f', long = "log-file", value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+    /// OpenSM's log flags (its -D), which win over opensm.conf's log_flags: 0x01 errors and
+    /// warnings, 0x02 info (the milestones: discovering, SUBNET UP), 0x04 verbose (debug),
+    /// 0x08 debug (trace), 0x20 every MAD sent and received; OpenSM's default is 0x03. RUST_LOG,
+    /// when set, wins over both (e.g. RUST_LOG=ibqos_sm::sa=debug).
+    #[arg(short = 'D', long = "log-flags", value_name = "FLAGS", value_parser = crate::logging::parse_log_flags)]
+    pub log_flags: Option<u8>,
     #[command(flatten)]
     pub faults: FaultArgs,
     #[command(flatten)]

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod diagnostics;
 mod logfile;
+mod logging;
 mod signals;
 
 use cli::{Cli, Command};
@@ -23,17 +24,12 @@ fn main() -> ExitCode {
         Command::Sim(args) => commands::sim::run(args),
         Command::Fabric(command) => commands::fabric::run(command),
         Command::Sm(args) => match &args.log_file {
-            Some(path) => logfile::LogFile::open(path).and_then(|file| {
-                init_logging_to(file, false);
-                commands::sm::run(args)
-            }),
-            None => {
-                init_logging();
-                commands::sm::run(args)
-            }
+            Some(path) => logging::Logging::to_file(path)
+                .and_then(|logging| commands::sm::run(args, &logging)),
+            None => commands::sm::run(args, &logging::Logging::to_stderr()),
         },
         Command::Dump(args) => {
-            init_logging();
+            logging::Logging::to_stderr();
             commands::dump::run(args)
         }
     };
@@ -53,27 +49,4 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error
         .downcast_ref::<std::io::Error>()
         .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-}
-
-/// Logs go to standard error, at `info` unless RUST_LOG says otherwise (OpenSM's milestones are
-/// info: discovering, LIDs assigned, switches configured, SUBNET UP). Colour only on a terminal,
-/// and never with NO_COLOR set: a log file or the journal gets plain lines.
-fn init_logging() {
-    use std::io::IsTerminal;
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    init_logging_to(std::io::stderr, colour);
-}
-
-/// Logs to `writer`, at `info` unless RUST_LOG says otherwise.
-fn init_logging_to<W>(writer: W, colour: bool)
-where
-    W: for<'a> tracing_subscriber::fmt::MakeWriter<'a> + Send + Sync + 'static,
-{
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer)
-        .with_ansi(colour)
-        .init();
 }

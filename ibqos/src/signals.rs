@@ -1,19 +1,19 @@
 //! The signals the long-running commands (`ibqos sm`, `ibqos fabric serve`) act on: SIGTERM and
-//! SIGINT ask them to stop, SIGHUP to read their configuration again. The handlers only raise
+//! SIGINT ask them to stop, SIGHUP (and SIGCONT, as OpenSM) to read their configuration again. The handlers only raise
 //! flags, which the command reads when it is ready to.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGTERM};
 
 /// What SIGHUP does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hangup {
     /// Its default action: the process ends.
     Ends,
-    /// It asks the command to read its configuration again.
+    /// It asks the command to read its configuration again; so does SIGCONT, as in OpenSM.
     Reloads,
 }
 
@@ -25,7 +25,8 @@ pub struct Signals {
 }
 
 impl Signals {
-    /// SIGTERM and SIGINT raise the stop flag; SIGHUP the reload flag if `hangup` says so.
+    /// SIGTERM and SIGINT raise the stop flag; SIGHUP and SIGCONT the reload flag if `hangup`
+    /// says so.
     pub fn install(hangup: Hangup) -> Result<Signals> {
         let signals = Signals {
             stop: Arc::new(AtomicBool::new(false)),
@@ -34,6 +35,7 @@ impl Signals {
         let mut handled = vec![(SIGTERM, &signals.stop), (SIGINT, &signals.stop)];
         if hangup == Hangup::Reloads {
             handled.push((SIGHUP, &signals.reload));
+            handled.push((SIGCONT, &signals.reload));
         }
         for (signal, flag) in handled {
             signal_hook::flag::register(signal, Arc::clone(flag))
@@ -57,7 +59,7 @@ impl Signals {
         self.stop.swap(false, Ordering::Relaxed)
     }
 
-    /// Whether SIGHUP came since the last call.
+    /// Whether SIGHUP or SIGCONT came since the last call.
     pub fn take_reload(&self) -> bool {
         self.reload.swap(false, Ordering::Relaxed)
     }

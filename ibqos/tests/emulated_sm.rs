@@ -726,3 +726,116 @@ fn the_daemon_tells_systemd_it_is_ready_what_it_does_and_when_it_reloads_and_sto
     notified_until(&socket, "STOPPING=1");
     assert!(daemon.0.wait().unwrap().success());
 }
+
+/// SIGHUP reads opensm.conf again and says, option by option, what became of each change:
+/// applied from the reload's sweep, waiting for a restart, or not used by ibqos; a key's value
+/// is never shown. The new `log_flags` apply at once: the daemon started with errors only
+/// (0x01) logs no milestone until the reload turns info (0x02) on.
+#[test]
+fn a_reload_reports_what_became_of_each_changed_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("opensm.conf");
+    let log = dir.path().join("ibqos.log");
+    std::fs::write(
+        &conf,
+        "log_flags 0x01\nsm_priority 1\nperfmgr FALSE\nsm_key 0x0000000000000001\n",
+    )
+    .unwrap();
+    let notify = dir.path().join("notify");
+    let socket = std::os::unix::net::UnixDatagram::bind(&notify).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut daemon = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_ibqos"))
+            .args(["sm", "--cache-dir"])
+            .arg(dir.path())
+            .arg("-F")
+            .arg(&conf)
+            .arg("--log-file")
+            .arg(&log)
+            .env("NOTIFY_SOCKET", &notify)
+            .env_remove("RUST_LOG")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = daemon.0.id();
+    notified_until(&socket, "SUBNET UP");
+    let quiet = std::fs::read_to_string(&log).unwrap();
+    assert!(!quiet.contains("SUBNET UP"), "log_flags 0x01: {quiet}");
+    std::fs::write(
+        &conf,
+        "log_flags 0x03\nsm_priority 5\nguid 0x0002c90000001234\nperfmgr TRUE\n\
+         sm_key 0x00000000deadbeef\n",
+    )
+    .unwrap();
+    signal(pid, "HUP");
+    let reloaded = wait_for(&log, "configuration re-read on SIGHUP");
+    wait_for(&log, "SUBNET UP");
+    signal(pid, "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+    for line in [
+        "option changed: applied from this sweep option=log_flags from=\"0x01\" to=\"0x03\"",
+        "option changed: applied from this sweep option=sm_priority from=1 to=5",
+        "option changed: takes effect only after a restart option=guid \
+         from=0x0000000000000000 to=0x0002c90000001234",
+        "option changed: ibqos does not use it option=perfmgr from=\"FALSE\" to=\"TRUE\"",
+        "option changed: applied from this sweep option=sm_key from=(secret) \
+         to=(secret, changed)",
+        "configuration re-read on SIGHUP applied=3 need_restart=1 unused=1",
+    ] {
+        assert!(reloaded.contains(line), "{line:?} in {reloaded}");
+    }
+    assert!(!reloaded.to_lowercase().contains("deadbeef"), "{reloaded}");
+}
+
+/// `log_max_size` (megabytes): a log file that reaches it is moved to FILE.old and a new one
+/// started, where OpenSM truncates it and loses it all; every record is whole on one side.
+#[test]
+fn a_log_file_at_log_max_size_is_moved_aside_not_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("opensm.conf");
+    let log = dir.path().join("ibqos.log");
+    std::fs::write(&conf, "log_max_size 1\n").unwrap();
+    // Every MAD logged (0x20) on 54 switches and 648 hosts: about 6 MB of log.
+    ibqos_ok(&[
+        "sm",
+        "--once",
+        "--fabric",
+        &format!("sim:{}", repo("fabric/data/fat-tree-648.net").display()),
+        "-D",
+        "0x23",
+        "-F",
+        conf.to_str().unwrap(),
+        "--cache-dir",
+        dir.path().to_str().unwrap(),
+        "--log-file",
+        log.to_str().unwrap(),
+    ]);
+    const MIB: usize = 1 << 20;
+    let old = std::fs::read_to_string(dir.path().join("ibqos.log.old")).unwrap();
+    let new = std::fs::read_to_string(&log).unwrap();
+    let longest = old.lines().map(str::len).max().unwrap() + 1;
+    assert!(
+        (MIB..MIB + longest).contains(&old.len()),
+        "the moved file holds one limit's worth: {} bytes",
+        old.len()
+    );
+    assert!(
+        new.len() < MIB,
+        "the new file is under the limit: {}",
+        new.len()
+    );
+    for text in [&old, &new] {
+        assert!(text.ends_with('\n'));
+        assert!(
+            text.lines().all(|line| line.starts_with("20")),
+            "every line a whole record"
+        );
+    }
+    assert!(
+        new.contains("SUBNET UP"),
+        "the last records are in the new file"
+    );
+}

@@ -5,12 +5,17 @@
 
 use std::time::Duration;
 
+use ibqos_mad::Mad;
 use ibqos_sm::engine::Engine;
 use ibqos_sm::engine::scheduler::SchedulerConfig;
 use ibqos_sm::engine::survey::Survey;
 use ibqos_sm::manager::{Event, Manager};
 
 use crate::{Incoming, Transport, TransportError};
+
+/// The tracing target of the records that show every MAD sent and received (OpenSM's FRAMES
+/// log flag), at trace level.
+pub const FRAMES_TARGET: &str = "ibqos::frames";
 
 /// The longest wait for the fabric: long enough not to spin, short enough that an interrupt (a
 /// signal) is noticed at once and a stalled sweep soon.
@@ -52,6 +57,7 @@ fn run_until<E: Engine, T>(
     loop {
         let now = transport.now();
         while let Some(mad) = engine.poll_transmit(now) {
+            log_frame("sent", &mad.mad);
             transport.send(&mad)?;
         }
         if let Some(taken) = take(engine) {
@@ -64,10 +70,39 @@ fn run_until<E: Engine, T>(
             d.saturating_duration_since(now).min(POLL_STEP)
         });
         match transport.recv(wait)? {
-            Some(Incoming::Mad { mad, from }) => engine.on_mad(transport.now(), &mad, from),
+            Some(Incoming::Mad { mad, from }) => {
+                log_frame("received", &mad);
+                engine.on_mad(transport.now(), &mad, from)
+            }
             Some(Incoming::Dropped { mad }) => engine.on_dropped(transport.now(), &mad),
             None => {}
         }
         engine.on_time(transport.now());
+    }
+}
+
+/// One record of a MAD's header, `direction` "sent" or "received", when frames are logged.
+fn log_frame(direction: &str, mad: &[u8]) {
+    if !tracing::enabled!(target: FRAMES_TARGET, tracing::Level::TRACE) {
+        return;
+    }
+    match Mad::new_checked(mad) {
+        Ok(header) => tracing::trace!(
+            target: FRAMES_TARGET,
+            direction,
+            class = ?header.mgmt_class(),
+            method = ?header.method(),
+            attribute = ?header.attribute_id(),
+            modifier = format_args!("{:#x}", header.attribute_modifier()),
+            status = format_args!("{:#06x}", header.status().0),
+            tid = format_args!("{:#018x}", header.transaction_id()),
+            "MAD"
+        ),
+        Err(_) => tracing::trace!(
+            target: FRAMES_TARGET,
+            direction,
+            bytes = mad.len(),
+            "MAD shorter than its header"
+        ),
     }
 }

@@ -16,6 +16,7 @@ pub mod fabric;
 pub mod migrate;
 pub mod plan;
 pub mod query;
+pub mod reload;
 pub mod sim;
 pub mod sm;
 

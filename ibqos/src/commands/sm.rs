@@ -14,8 +14,9 @@ use tracing::{debug, info, warn};
 
 use crate::cli::SmArgs;
 use crate::commands::fabric::configure_emulator;
-use crate::commands::{Outcome, load_config};
+use crate::commands::{Outcome, load_config, reload};
 use crate::diagnostics::Report;
+use crate::logging::Logging;
 use crate::signals::{Hangup, Signals};
 use ibqos_sm::cache::read_guid2lid;
 use ibqos_sm::config::response_timeout;
@@ -28,9 +29,10 @@ use ibqos_transport::fault::{FaultConfig, Faulty};
 use ibqos_transport::{FabricSpec, OpenOptions, Role, Transport, open};
 use sd_notify::NotifyState;
 
-pub fn run(args: &SmArgs) -> Result<Outcome> {
+pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let settings = read_settings(args)?;
+    apply_logging(args, &settings, logging)?;
     let guid2lid = load_lid_cache(&cache_dir)?;
     let options = OpenOptions {
         role: Role::Sm,
@@ -47,12 +49,7 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
     let transport = fabric.transport();
     let port_guid = transport.local_port().port_guid;
     let mut manager = Manager::new(run, &settings, guid2lid, port_guid);
-    let dumps = settings.sm.dump_files_dir.as_ref().map(|dir| Dumps {
-        dir: PathBuf::from(dir),
-        routing: log_flags(&settings) & LOG_ROUTING != 0,
-        qos: settings.qos.enabled,
-    });
-    let outcome = drive(args, transport, &mut manager, &cache_dir, dumps.as_ref())?;
+    let outcome = drive(args, transport, &mut manager, &cache_dir, settings, logging)?;
     if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
         // The fabric as it is now, scheduled flaps up to now included, even those no SMP saw.
         let now = transport.now_ns();
@@ -129,16 +126,19 @@ fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
 }
 
 /// Runs the manager over the transport to its end: prints each sweep's summary, keeps the LID
-/// cache, writes OpenSM's dump files into `dumps` after each sweep that brought the subnet up,
-/// stops on SIGTERM or SIGINT and reads the configuration again on SIGHUP.
+/// cache, writes OpenSM's dump files after each sweep that brought the subnet up, stops on
+/// SIGTERM or SIGINT and reads the configuration again on SIGHUP or SIGCONT, reporting what
+/// each changed option became.
 fn drive(
     args: &SmArgs,
     transport: &mut dyn Transport,
     manager: &mut Manager,
     cache_dir: &Path,
-    dumps: Option<&Dumps>,
+    mut settings: Settings,
+    logging: &Logging,
 ) -> Result<manager::Outcome> {
     let signals = Signals::install(Hangup::Reloads)?;
+    let mut dumps = Dumps::configured(args, &settings);
     // The port is open and the SM is on it: ready, as systemd's Type=notify means it.
     let port = transport.local_port().port_guid;
     tell_systemd(&[
@@ -154,9 +154,16 @@ fn drive(
             if signals.take_reload() {
                 tell_systemd(&[NotifyState::Reloading, NotifyState::monotonic_usec_now()?]);
                 match read_settings(args) {
-                    Ok(settings) => {
-                        info!("configuration re-read on SIGHUP");
-                        manager.reload(settings);
+                    Ok(new) => {
+                        // The new log flags first: they decide which of the report's lines
+                        // are logged.
+                        if let Err(error) = apply_logging(args, &new, logging) {
+                            warn!(%error, "SIGHUP: the log level is unchanged");
+                        }
+                        reload::report(&settings, &new);
+                        dumps = Dumps::configured(args, &new);
+                        manager.reload(new.clone());
+                        settings = new;
                     }
                     Err(error) => {
                         warn!(%error, "SIGHUP: configuration not re-read; keeping the old one")
@@ -175,7 +182,7 @@ fn drive(
             );
             tell_systemd(&[NotifyState::Status(&status)]);
         }
-        if let (Event::SweepDone(summary), Some(dumps)) = (&event, dumps)
+        if let (Event::SweepDone(summary), Some(dumps)) = (&event, &dumps)
             && summary.subnet_up
             && let Some(sweep) = manager.last_sweep()
         {
@@ -262,14 +269,34 @@ fn tell_systemd(states: &[NotifyState]) {
 }
 
 /// OpenSM's `log_flags` bit that also turns on its routing dumps (`OSM_LOG_ROUTING`).
-const LOG_ROUTING: u64 = 0x40;
+const LOG_ROUTING: u8 = 0x40;
 
-/// `log_flags` as OpenSM reads it (strtoul, base 0); its default 0x03 when not set.
-fn log_flags(settings: &Settings) -> u64 {
+/// `log_flags` as OpenSM reads it (strtoul, base 0, kept in a byte); its default 0x03 when
+/// not set.
+fn log_flags(settings: &Settings) -> u8 {
     settings
         .opensm
         .get("log_flags")
-        .map_or(0x03, |text| strtoull(text.as_bytes()))
+        .map_or(0x03, |text| strtoull(text.as_bytes()) as u8)
+}
+
+/// `log_max_size` in megabytes as OpenSM reads it; 0 (no limit) when not set.
+fn log_max_size(settings: &Settings) -> u32 {
+    settings
+        .opensm
+        .get("log_max_size")
+        .map_or(0, |text| strtoull(text.as_bytes()) as u32)
+}
+
+/// The log flags in force: `-D`'s, else the configuration's, as in OpenSM.
+fn effective_log_flags(args: &SmArgs, settings: &Settings) -> u8 {
+    args.log_flags.unwrap_or_else(|| log_flags(settings))
+}
+
+/// The log level of the log flags in force, and the log file's `log_max_size`.
+fn apply_logging(args: &SmArgs, settings: &Settings, logging: &Logging) -> Result<()> {
+    logging.set_max_size_mb(log_max_size(settings));
+    logging.set_log_flags(effective_log_flags(args, settings))
 }
 
 /// Where and which of OpenSM's dump files to write after each sweep that brought the subnet up
@@ -282,6 +309,15 @@ struct Dumps {
 }
 
 impl Dumps {
+    /// The dumps `settings` ask for: none without `dump_files_dir`.
+    fn configured(args: &SmArgs, settings: &Settings) -> Option<Dumps> {
+        settings.sm.dump_files_dir.as_ref().map(|dir| Dumps {
+            dir: PathBuf::from(dir),
+            routing: effective_log_flags(args, settings) & LOG_ROUTING != 0,
+            qos: settings.qos.enabled,
+        })
+    }
+
     fn write(&self, sweep: &ibqos_sm::engine::sweep::Sweep) {
         let mut files = vec![("opensm-subnet.lst", dumps::subnet_lst(sweep.subnet()))];
         if self.routing {

@@ -1,0 +1,143 @@
+//! Where the log goes and how much of it: standard error (colour only on a terminal) or a log
+//! file, at a level RUST_LOG sets or else OpenSM's log flags (`-D`, opensm.conf's `log_flags`),
+//! which a reload can change while the daemon runs.
+
+use std::io::IsTerminal;
+
+use anyhow::{Context, Result};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Registry, fmt, reload};
+
+use ibqos_transport::driver::FRAMES_TARGET;
+
+use crate::logfile::{LogFile, SizeLimit};
+
+/// OpenSM's log flags (`osm_log.h`): each bit turns one kind of message on.
+const ERROR: u8 = 0x01;
+const INFO: u8 = 0x02;
+const VERBOSE: u8 = 0x04;
+const DEBUG: u8 = 0x08;
+const FUNCS: u8 = 0x10;
+const FRAMES: u8 = 0x20;
+
+/// The running log: its level, changeable while the daemon runs, and the log file's size limit.
+pub struct Logging {
+    filter: reload::Handle<EnvFilter, Registry>,
+    /// RUST_LOG was set: it decides the level, log flags do not.
+    from_env: bool,
+    limit: Option<SizeLimit>,
+}
+
+impl Logging {
+    /// Logs to standard error, in colour only on a terminal and without NO_COLOR: a log file
+    /// or the journal gets plain lines.
+    pub fn to_stderr() -> Logging {
+        let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Logging::init(std::io::stderr, colour, None)
+    }
+
+    /// Appends the log to the file at `path`, plain (OpenSM's `-f`).
+    pub fn to_file(path: &std::path::Path) -> Result<Logging> {
+        let file = LogFile::open(path)?;
+        let limit = file.size_limit();
+        Ok(Logging::init(file, false, Some(limit)))
+    }
+
+    fn init<W>(writer: W, colour: bool, limit: Option<SizeLimit>) -> Logging
+    where
+        W: for<'a> fmt::MakeWriter<'a> + Send + Sync + 'static,
+    {
+        let from_env = std::env::var_os(EnvFilter::DEFAULT_ENV).is_some();
+        // OpenSM's milestones (discovering, LIDs assigned, switches configured, SUBNET UP) are
+        // info, its default flags' level.
+        let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+        let (filter, handle) = reload::Layer::new(filter);
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(fmt::layer().with_writer(writer).with_ansi(colour))
+            .init();
+        Logging {
+            filter: handle,
+            from_env,
+            limit,
+        }
+    }
+
+    /// Logs what OpenSM's log flags `flags` turn on, unless RUST_LOG decides.
+    pub fn set_log_flags(&self, flags: u8) -> Result<()> {
+        if self.from_env {
+            return Ok(());
+        }
+        self.filter
+            .reload(EnvFilter::new(directives_for(flags)))
+            .context("cannot change the log level")
+    }
+
+    /// OpenSM's `log_max_size`, in megabytes (0: no limit), for the log file if there is one.
+    pub fn set_max_size_mb(&self, megabytes: u32) {
+        if let Some(limit) = &self.limit {
+            limit.set(u64::from(megabytes) << 20);
+        }
+    }
+}
+
+/// The tracing directives that log what OpenSM's log flags `flags` ask for. OpenSM's flags are
+/// separate kinds; tracing's levels nest, so the most detailed kind asked for sets the level:
+/// ERROR is error and warning records, INFO adds info, VERBOSE debug, DEBUG and FUNCS (OpenSM's
+/// function entries and exits, which ibqos does not log) trace. FRAMES adds every MAD sent and
+/// received, at any level. No flag logs nothing, as OpenSM's 0.
+pub fn directives_for(flags: u8) -> String {
+    let level = if flags & (DEBUG | FUNCS) != 0 {
+        "trace"
+    } else if flags & VERBOSE != 0 {
+        "debug"
+    } else if flags & INFO != 0 {
+        "info"
+    } else if flags & ERROR != 0 {
+        "warn"
+    } else {
+        "off"
+    };
+    if flags & FRAMES != 0 {
+        format!("{level},{FRAMES_TARGET}=trace")
+    } else {
+        level.to_string()
+    }
+}
+
+/// OpenSM's `-D FLAGS`: a number up to 0xff, in hex with 0x or decimal.
+pub fn parse_log_flags(text: &str) -> Result<u8, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|_| format!("`{text}` is not a log flag mask from 0 to 0xff"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opensm_flags_map_onto_the_most_detailed_level_they_ask_for() {
+        assert_eq!(directives_for(0x00), "off");
+        assert_eq!(directives_for(ERROR), "warn");
+        // OpenSM's default, 0x03.
+        assert_eq!(directives_for(ERROR | INFO), "info");
+        assert_eq!(directives_for(ERROR | INFO | VERBOSE), "debug");
+        assert_eq!(directives_for(!FRAMES), "trace");
+        assert_eq!(directives_for(INFO | FRAMES), "info,ibqos::frames=trace");
+        assert_eq!(directives_for(FRAMES), "off,ibqos::frames=trace");
+    }
+
+    #[test]
+    fn log_flags_are_a_byte_in_hex_or_decimal() {
+        assert_eq!(parse_log_flags("0x43"), Ok(0x43));
+        assert_eq!(parse_log_flags("3"), Ok(3));
+        assert_eq!(parse_log_flags("0XFF"), Ok(0xff));
+        assert!(parse_log_flags("0x100").is_err());
+        assert!(parse_log_flags("-1").is_err());
+        assert!(parse_log_flags("info").is_err());
+    }
+}
