@@ -101,6 +101,50 @@ pub enum Command {
     /// Serve or generate emulated fabrics.
     #[command(subcommand)]
     Fabric(FabricCommand),
+    /// Ask a running `ibqos sm` over its control socket: OpenSM's console, for scripts too.
+    ///
+    /// The daemon listens on a Unix socket that only root and its own user may use (mode 0600):
+    /// under systemd in its runtime directory (/run/ibqos/<port GUID>/ctl.sock), elsewhere where
+    /// `ibqos sm --control-socket PATH` says. Without --socket, the one daemon's socket under
+    /// /run/ibqos is used.
+    #[command(after_help = "Examples:\n  \
+        ibqos ctl status\n  \
+        ibqos ctl status --json | jq .last_sweep.qos_ports_failed\n  \
+        ibqos ctl --socket /tmp/sm.sock sweep\n  \
+        ibqos ctl reload          # as SIGHUP, and prints what each changed option became\n  \
+        ibqos ctl loglevel 0x07   # OpenSM's log flags, until the next reload")]
+    Ctl(CtlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CtlArgs {
+    /// The daemon's control socket.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    #[command(subcommand)]
+    pub request: CtlRequest,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CtlRequest {
+    /// The SM's state as OpenSM's console `status` prints it, the last sweep and the QoS state.
+    Status {
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sweep now (OpenSM's console `resweep`).
+    Sweep,
+    /// Read the configuration again, as SIGHUP; prints what each changed option became.
+    Reload,
+    /// Write OpenSM's dump files of the last sweep into dump_files_dir now.
+    Dump,
+    /// Log what OpenSM's log flags FLAGS ask for (0x01 errors, 0x02 info, 0x04 verbose, 0x08
+    /// debug, 0x20 MADs), until the next reload.
+    Loglevel {
+        #[arg(value_parser = crate::logging::parse_log_flags)]
+        flags: u8,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -350,6 +394,10 @@ pub struct SmArgs {
     /// when set, wins over both (e.g. RUST_LOG=ibqos_sm::sa=debug).
     #[arg(short = 'D', long = "log-flags", value_name = "FLAGS", value_parser = crate::logging::parse_log_flags)]
     pub log_flags: Option<u8>,
+    /// Listen for `ibqos ctl` on a Unix socket at PATH (mode 0600). Under systemd the socket is
+    /// in the unit's runtime directory without this flag; elsewhere there is none without it.
+    #[arg(long, value_name = "PATH")]
+    pub control_socket: Option<PathBuf>,
     #[command(flatten)]
     pub faults: FaultArgs,
     #[command(flatten)]

@@ -6,6 +6,7 @@ use clap::Parser;
 
 mod cli;
 mod commands;
+mod control;
 mod diagnostics;
 mod logfile;
 mod logging;
@@ -23,6 +24,7 @@ fn main() -> ExitCode {
         Command::Query(args) => commands::query::run(args),
         Command::Sim(args) => commands::sim::run(args),
         Command::Fabric(command) => commands::fabric::run(command),
+        Command::Ctl(args) => commands::ctl::run(args),
         Command::Sm(args) => match &args.log_file {
             Some(path) => logging::Logging::to_file(path)
                 .and_then(|logging| commands::sm::run(args, &logging)),

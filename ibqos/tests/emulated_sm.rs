@@ -647,7 +647,7 @@ fn the_log_file_is_opened_again_on_sigusr1_without_losing_a_line() {
     signal(pid, "USR1");
     // A reload logs a line and sweeps: all of it must land in the new file.
     signal(pid, "HUP");
-    wait_for(&log, "configuration re-read on SIGHUP");
+    wait_for(&log, "configuration re-read");
     wait_for(&log, "SUBNET UP");
     signal(pid, "TERM");
     assert!(daemon.0.wait().unwrap().success());
@@ -771,7 +771,7 @@ fn a_reload_reports_what_became_of_each_changed_option() {
     )
     .unwrap();
     signal(pid, "HUP");
-    let reloaded = wait_for(&log, "configuration re-read on SIGHUP");
+    let reloaded = wait_for(&log, "configuration re-read");
     wait_for(&log, "SUBNET UP");
     signal(pid, "TERM");
     assert!(daemon.0.wait().unwrap().success());
@@ -783,7 +783,7 @@ fn a_reload_reports_what_became_of_each_changed_option() {
         "option changed: ibqos does not use it option=perfmgr from=\"FALSE\" to=\"TRUE\"",
         "option changed: applied from this sweep option=sm_key from=(secret) \
          to=(secret, changed)",
-        "configuration re-read on SIGHUP applied=3 need_restart=1 unused=1",
+        "configuration re-read applied=3 need_restart=1 unused=1",
     ] {
         assert!(reloaded.contains(line), "{line:?} in {reloaded}");
     }
@@ -837,5 +837,147 @@ fn a_log_file_at_log_max_size_is_moved_aside_not_truncated() {
     assert!(
         new.contains("SUBNET UP"),
         "the last records are in the new file"
+    );
+}
+
+/// `ibqos ctl` run with `args`: whether it succeeded, and what it printed on standard output
+/// and standard error.
+fn ctl(socket: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// [`ctl`], which must succeed; what it printed.
+fn ctl_ok(socket: &Path, args: &[&str]) -> String {
+    let (ok, out, err) = ctl(socket, args);
+    assert!(ok, "ibqos ctl {args:?}: {err}");
+    out
+}
+
+/// The control socket: `status` (text and JSON), `sweep`, `reload`, `dump` and `loglevel`
+/// against a running daemon; the socket is mode 0600, another daemon cannot take it, and
+/// `ibqos ctl` refuses what is not a socket and says why another user may not use it.
+#[test]
+fn ibqos_ctl_asks_a_running_daemon_and_refuses_what_it_may_not_use() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("opensm.conf");
+    let dumps = dir.path().join("dumps");
+    std::fs::write(&conf, format!("dump_files_dir {}\n", dumps.display())).unwrap();
+    let socket = dir.path().join("run").join("ctl.sock");
+    let notify = dir.path().join("notify");
+    let notified = std::os::unix::net::UnixDatagram::bind(&notify).unwrap();
+    notified
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut daemon = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_ibqos"))
+            .args(["sm", "--cache-dir"])
+            .arg(dir.path())
+            .arg("-F")
+            .arg(&conf)
+            .arg("--control-socket")
+            .arg(&socket)
+            .env("NOTIFY_SOCKET", &notify)
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    notified_until(&notified, "SUBNET UP");
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the socket's mode");
+
+    let status = ctl_ok(&socket, &["status"]);
+    for line in [
+        "SM State             : MASTER (no master and no higher SM found)",
+        "SA State             : Ready",
+        "Sweeps done                    : 1",
+        "Last sweep                     : SUBNET UP, 7 nodes (2 switches), 24 ports, 8 LIDs",
+        "0x0002c90000100001 MASTER      0        SELF",
+    ] {
+        assert!(status.contains(line), "{line:?} in\n{status}");
+    }
+    let json: Value = serde_json::from_str(&ctl_ok(&socket, &["status", "--json"])).unwrap();
+    assert_eq!(json["sm_state"], "MASTER");
+    assert_eq!(json["last_sweep"]["ports"], 24);
+
+    assert_eq!(ctl_ok(&socket, &["sweep"]), "sweeping now\n");
+    notified_until(&notified, "SUBNET UP");
+    let json: Value = serde_json::from_str(&ctl_ok(&socket, &["status", "--json"])).unwrap();
+    assert_eq!(json["sweeps"], 2, "the requested sweep ended");
+
+    std::fs::write(
+        &conf,
+        format!("dump_files_dir {}\nsm_priority 3\n", dumps.display()),
+    )
+    .unwrap();
+    assert_eq!(
+        ctl_ok(&socket, &["reload"]),
+        "sm_priority: 0 -> 3: applied from this sweep\n"
+    );
+    notified_until(&notified, "SUBNET UP");
+    let listed = ctl_ok(&socket, &["dump"]);
+    let lst = dumps.join("opensm-subnet.lst");
+    assert_eq!(listed, format!("{}\n", lst.display()));
+    assert!(
+        std::fs::read_to_string(&lst)
+            .unwrap()
+            .contains("PortGUID:0002c90000100001")
+    );
+    assert!(ctl_ok(&socket, &["loglevel", "0x07"]).starts_with("log flags 0x07 (debug)"));
+
+    // A second daemon may not take the socket of a live one.
+    let other = tempfile::tempdir().unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(["sm", "--cache-dir"])
+        .arg(other.path())
+        .arg("--control-socket")
+        .arg(&socket)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("another daemon answers on the control socket"),
+        "{said}"
+    );
+
+    // Not a socket, and a user who may not reach it.
+    let (ok, _, err) = ctl(&conf, &["status"]);
+    assert!(!ok && err.contains("is not a socket"), "{err}");
+    let (ok, _, err) = {
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_ibqos"))
+            .args(["ctl", "--socket"])
+            .arg(&socket)
+            .arg("status")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            (),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert!(!ok && err.contains("permission denied on"), "{err}");
+
+    signal(daemon.0.id(), "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+    assert!(
+        !socket.exists(),
+        "the daemon removes its socket when it stops"
     );
 }

@@ -191,6 +191,21 @@ fn a_reload_sweeps_at_once_and_sets_only_what_changed() {
 }
 
 /// Takes the inter-switch link S1[3]-S2[3] down at `down_ns` (emulated), and back at `up_ns`.
+/// `ibqos ctl sweep`: a waiting SM sweeps at once, and finds nothing to change; one asked
+/// while it sweeps says no, since the sweep under way already reads the fabric as it is.
+#[test]
+fn an_operators_sweep_starts_at_once_when_the_sm_waits() {
+    let settings = settings(CONFIG);
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings);
+    assert!(!sm.manager.sweep_now(), "the first sweep is due already");
+    sm.sweep_done();
+    let ended = sm.transport.now_ns();
+    assert!(sm.manager.sweep_now());
+    assert_eq!(sm.sweep_started(), (SweepReason::Requested, ended));
+    assert!(!sm.manager.sweep_now(), "a sweep is under way");
+    assert_eq!(sm.sweep_done().changes, vec![]);
+}
+
 fn flap_inter_switch_link(sm: &mut EmulatedSm, down_ns: u64, up_ns: Option<u64>) {
     let emulator = sm.transport.emulator_mut();
     let s1 = emulator.topology().node_by_name("S1").unwrap();

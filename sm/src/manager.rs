@@ -86,6 +86,8 @@ pub enum SweepReason {
     /// The election: the master stopped answering, or handed over, or a master is to be
     /// found out.
     Election,
+    /// The operator asked for one (`ibqos ctl sweep`, OpenSM's console `resweep`).
+    Requested,
 }
 
 /// What the manager has for its caller.
@@ -380,6 +382,22 @@ impl Manager {
         self.reloaded = Some(settings);
         if matches!(self.state, State::Waiting { .. }) {
             self.state = State::Due(SweepReason::Reload);
+        }
+    }
+
+    /// A sweep now, at the operator's request, if the SM is waiting for its next one; `false`
+    /// when one is due or under way already, or the SM is not master and does not sweep.
+    pub fn sweep_now(&mut self) -> bool {
+        match &mut self.state {
+            State::Waiting { .. } => {
+                self.state = State::Due(SweepReason::Requested);
+                true
+            }
+            State::UpdatingMulticast { sweep_after, .. } => {
+                sweep_after.get_or_insert(SweepReason::Requested);
+                true
+            }
+            State::Due(_) | State::Sweeping { .. } | State::NotMaster | State::Finished => false,
         }
     }
 

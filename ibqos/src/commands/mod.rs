@@ -11,6 +11,7 @@ use ibqos_qos::policy::setup::SetupTables;
 use crate::diagnostics::{FileError, Report};
 
 pub mod check;
+pub mod ctl;
 pub mod dump;
 pub mod fabric;
 pub mod migrate;
@@ -19,6 +20,7 @@ pub mod query;
 pub mod reload;
 pub mod sim;
 pub mod sm;
+pub mod status;
 
 /// How a command ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,30 +8,41 @@ use ibqos_sm::config::{Takes, takes_effect};
 use tracing::{info, warn};
 
 /// Logs each option that differs between `old` and `new` and what becomes of it, then one line
-/// with the counts; keys' values are never shown.
-pub fn report(old: &Settings, new: &Settings) {
+/// with the counts; keys' values are never shown. The same, one line per option, for
+/// `ibqos ctl reload` to print.
+pub fn report(old: &Settings, new: &Settings) -> Vec<String> {
     let (mut applied, mut need_restart, mut unused) = (0, 0, 0);
+    let mut lines = Vec::new();
     for change in changed_options(old, new) {
         let OptionChange { key, old, new } = shown(change);
-        match takes_effect(&key) {
+        let takes = takes_effect(&key);
+        lines.push(format!("{key}: {old} -> {new}: {}", course(takes)));
+        match takes {
             Takes::NextSweep => {
                 applied += 1;
-                info!(option = %key, from = %old, to = %new, "option changed: applied from this sweep");
+                info!(option = %key, from = %old, to = %new, "option changed: {}", course(takes));
             }
             Takes::Restart => {
                 need_restart += 1;
-                warn!(option = %key, from = %old, to = %new, "option changed: takes effect only after a restart");
+                warn!(option = %key, from = %old, to = %new, "option changed: {}", course(takes));
             }
             Takes::Never => {
                 unused += 1;
-                info!(option = %key, from = %old, to = %new, "option changed: ibqos does not use it");
+                info!(option = %key, from = %old, to = %new, "option changed: {}", course(takes));
             }
         }
     }
-    info!(
-        applied,
-        need_restart, unused, "configuration re-read on SIGHUP"
-    );
+    info!(applied, need_restart, unused, "configuration re-read");
+    lines
+}
+
+/// What becomes of a change that takes effect as `takes` says.
+fn course(takes: Takes) -> &'static str {
+    match takes {
+        Takes::NextSweep => "applied from this sweep",
+        Takes::Restart => "takes effect only after a restart",
+        Takes::Never => "ibqos does not use it",
+    }
 }
 
 /// The change as a log line may show it: a key's value (M_Key, SM_Key, SA_Key, CC_Key) is a

@@ -14,7 +14,9 @@ use tracing::{debug, info, warn};
 
 use crate::cli::SmArgs;
 use crate::commands::fabric::configure_emulator;
+use crate::commands::status::Status;
 use crate::commands::{Outcome, load_config, reload};
+use crate::control::{self, Command, ControlSocket};
 use crate::diagnostics::Report;
 use crate::logging::Logging;
 use crate::signals::{Hangup, Signals};
@@ -23,6 +25,7 @@ use ibqos_sm::config::response_timeout;
 use ibqos_sm::dumps;
 use ibqos_sm::election::state_name;
 use ibqos_sm::manager::{self, Event, Manager, Run};
+use ibqos_sm::summary::SweepSummary;
 use ibqos_transport::driver::next_event;
 use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::fault::{FaultConfig, Faulty};
@@ -127,49 +130,52 @@ fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
 
 /// Runs the manager over the transport to its end: prints each sweep's summary, keeps the LID
 /// cache, writes OpenSM's dump files after each sweep that brought the subnet up, stops on
-/// SIGTERM or SIGINT and reads the configuration again on SIGHUP or SIGCONT, reporting what
-/// each changed option became.
+/// SIGTERM or SIGINT, reads the configuration again on SIGHUP or SIGCONT, and answers the
+/// control socket's requests.
 fn drive(
     args: &SmArgs,
     transport: &mut dyn Transport,
     manager: &mut Manager,
     cache_dir: &Path,
-    mut settings: Settings,
+    settings: Settings,
     logging: &Logging,
 ) -> Result<manager::Outcome> {
     let signals = Signals::install(Hangup::Reloads)?;
-    let mut dumps = Dumps::configured(args, &settings);
-    // The port is open and the SM is on it: ready, as systemd's Type=notify means it.
     let port = transport.local_port().port_guid;
+    let control = control_socket(args)?
+        .map(|path| ControlSocket::bind(&path))
+        .transpose()?;
+    let mut daemon = Daemon {
+        args,
+        dumps: Dumps::configured(args, &settings),
+        settings,
+        logging,
+        port,
+        sweeps: 0,
+        last: None,
+    };
+    // The port is open and the SM is on it: ready, as systemd's Type=notify means it.
     tell_systemd(&[
         NotifyState::Ready,
         NotifyState::Status(&format!("sweeping the fabric from port {:#018x}", port)),
     ]);
+    let interrupted = || signals.pending() || control.as_ref().is_some_and(ControlSocket::pending);
     loop {
-        let Some(event) = next_event(transport, manager, &|| signals.pending())? else {
+        let Some(event) = next_event(transport, manager, &interrupted)? else {
             if signals.take_stop() {
                 tell_systemd(&[NotifyState::Stopping]);
                 manager.stop();
             }
             if signals.take_reload() {
                 tell_systemd(&[NotifyState::Reloading, NotifyState::monotonic_usec_now()?]);
-                match read_settings(args) {
-                    Ok(new) => {
-                        // The new log flags first: they decide which of the report's lines
-                        // are logged.
-                        if let Err(error) = apply_logging(args, &new, logging) {
-                            warn!(%error, "SIGHUP: the log level is unchanged");
-                        }
-                        reload::report(&settings, &new);
-                        dumps = Dumps::configured(args, &new);
-                        manager.reload(new.clone());
-                        settings = new;
-                    }
-                    Err(error) => {
-                        warn!(%error, "SIGHUP: configuration not re-read; keeping the old one")
-                    }
+                if let Err(error) = daemon.reload(manager) {
+                    warn!(%error, "SIGHUP: configuration not re-read; keeping the old one");
                 }
                 tell_systemd(&[NotifyState::Ready]);
+            }
+            while let Some(request) = control.as_ref().and_then(ControlSocket::next_request) {
+                let answer = daemon.answer(manager, &request.command);
+                request.answer(answer);
             }
             continue;
         };
@@ -181,8 +187,10 @@ fn drive(
                 summary.ports
             );
             tell_systemd(&[NotifyState::Status(&status)]);
+            daemon.sweeps += 1;
+            daemon.last = Some(summary.as_ref().clone());
         }
-        if let (Event::SweepDone(summary), Some(dumps)) = (&event, &dumps)
+        if let (Event::SweepDone(summary), Some(dumps)) = (&event, &daemon.dumps)
             && summary.subnet_up
             && let Some(sweep) = manager.last_sweep()
         {
@@ -216,6 +224,120 @@ fn drive(
                     info!("stopping on signal");
                 }
                 return Ok(outcome);
+            }
+        }
+    }
+}
+
+/// Where the control socket listens: `--control-socket`, else the runtime directory systemd
+/// made for the unit; none outside systemd unless asked for.
+fn control_socket(args: &SmArgs) -> Result<Option<PathBuf>> {
+    Ok(args.control_socket.clone().or_else(|| {
+        std::env::var_os("RUNTIME_DIRECTORY")
+            // systemd passes several directories separated by colons; the first is the unit's.
+            .and_then(|dirs| {
+                dirs.to_str()
+                    .and_then(|d| d.split(':').next())
+                    .map(PathBuf::from)
+            })
+            .map(|dir| dir.join(control::SOCKET_NAME))
+    }))
+}
+
+/// What the daemon keeps between events: the configuration in force and what it says to do
+/// with each sweep, and what the last sweeps did.
+struct Daemon<'a> {
+    args: &'a SmArgs,
+    settings: Settings,
+    dumps: Option<Dumps>,
+    logging: &'a Logging,
+    port: u64,
+    sweeps: u32,
+    last: Option<SweepSummary>,
+}
+
+impl Daemon<'_> {
+    /// Reads the configuration again and hands it to the manager for the sweep it starts;
+    /// what each changed option became, one line each.
+    fn reload(&mut self, manager: &mut Manager) -> Result<Vec<String>> {
+        let new = read_settings(self.args)?;
+        // The new log flags first: they decide which of the report's lines are logged.
+        if let Err(error) = apply_logging(self.args, &new, self.logging) {
+            warn!(%error, "reload: the log level is unchanged");
+        }
+        let report = reload::report(&self.settings, &new);
+        self.dumps = Dumps::configured(self.args, &new);
+        manager.reload(new.clone());
+        self.settings = new;
+        Ok(report)
+    }
+
+    /// The answer to an operator's request on the control socket.
+    fn answer(&mut self, manager: &mut Manager, command: &Command) -> Result<String, String> {
+        match command {
+            Command::Status { json } => {
+                let status = Status::of(
+                    manager,
+                    &self.settings,
+                    self.port,
+                    self.sweeps,
+                    self.last.as_ref(),
+                );
+                if *json {
+                    serde_json::to_string(&status)
+                        .map(|text| text + "\n")
+                        .map_err(|e| e.to_string())
+                } else {
+                    Ok(status.to_text())
+                }
+            }
+            Command::Sweep => {
+                if manager.sweep_now() {
+                    info!("a sweep requested on the control socket");
+                    Ok("sweeping now\n".to_string())
+                } else {
+                    Ok(
+                        "a sweep is due or under way already, or the SM is not master: \
+                        no sweep added\n"
+                            .to_string(),
+                    )
+                }
+            }
+            Command::Reload => match self.reload(manager) {
+                Ok(lines) if lines.is_empty() => {
+                    Ok("configuration re-read; no option changed\n".to_string())
+                }
+                Ok(lines) => Ok(lines.iter().map(|line| format!("{line}\n")).collect()),
+                Err(error) => Err(format!("configuration not re-read: {error:#}")),
+            },
+            Command::Dump => {
+                let Some(dumps) = &self.dumps else {
+                    return Err("no dump_files_dir is configured".to_string());
+                };
+                let Some(sweep) = manager.last_sweep() else {
+                    return Err("no sweep has ended yet".to_string());
+                };
+                let written = dumps.write(sweep);
+                Ok(written
+                    .iter()
+                    .map(|name| format!("{}\n", dumps.dir.join(name).display()))
+                    .collect())
+            }
+            Command::LogLevel(flags) => {
+                if std::env::var_os("RUST_LOG").is_some() {
+                    return Err("RUST_LOG is set: it decides what is logged".to_string());
+                }
+                self.logging
+                    .set_log_flags(*flags)
+                    .map_err(|e| format!("{e:#}"))?;
+                info!(
+                    flags = format_args!("{flags:#04x}"),
+                    "log flags set on the control socket"
+                );
+                Ok(format!(
+                    "log flags {flags:#04x} ({}) until the next reload\n",
+                    crate::logging::directives_for(*flags)
+                ))
             }
         }
     }
@@ -318,7 +440,8 @@ impl Dumps {
         })
     }
 
-    fn write(&self, sweep: &ibqos_sm::engine::sweep::Sweep) {
+    /// Writes the files; the names of those written.
+    fn write(&self, sweep: &ibqos_sm::engine::sweep::Sweep) -> Vec<&'static str> {
         let mut files = vec![("opensm-subnet.lst", dumps::subnet_lst(sweep.subnet()))];
         if self.routing {
             files.push((
@@ -331,11 +454,16 @@ impl Dumps {
                 files.push(("ibqos-vlarb.dump", dumps::vlarb_dump(&db)));
             }
         }
+        let mut written = Vec::new();
         for (name, text) in files {
-            if let Err(error) = write_atomically(&self.dir, name, &text) {
-                warn!(dir = %self.dir.display(), %error, name, "cannot write a dump file");
+            match write_atomically(&self.dir, name, &text) {
+                Ok(()) => written.push(name),
+                Err(error) => {
+                    warn!(dir = %self.dir.display(), %error, name, "cannot write a dump file")
+                }
             }
         }
+        written
     }
 }
 

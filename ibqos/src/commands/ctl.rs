@@ -1,0 +1,27 @@
+//! `ibqos ctl`: one request to a running `ibqos sm` over its control socket, its answer on
+//! standard output.
+
+use std::io::Write as _;
+
+use anyhow::Result;
+
+use crate::cli::{CtlArgs, CtlRequest};
+use crate::commands::Outcome;
+use crate::control::{self, Command};
+
+pub fn run(args: &CtlArgs) -> Result<Outcome> {
+    let command = match &args.request {
+        CtlRequest::Status { json } => Command::Status { json: *json },
+        CtlRequest::Sweep => Command::Sweep,
+        CtlRequest::Reload => Command::Reload,
+        CtlRequest::Dump => Command::Dump,
+        CtlRequest::Loglevel { flags } => Command::LogLevel(*flags),
+    };
+    let socket = match &args.socket {
+        Some(path) => path.clone(),
+        None => control::find_socket()?,
+    };
+    let answer = control::ask(&socket, &command)?;
+    std::io::stdout().lock().write_all(answer.as_bytes())?;
+    Ok(Outcome::Success)
+}
