@@ -5,9 +5,12 @@
 use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
-use tracing_subscriber::layer::SubscriberExt as _;
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
+use tracing_subscriber::layer::{Layered, SubscriberExt as _};
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt as _;
-use tracing_subscriber::{EnvFilter, Registry, fmt, reload};
+use tracing_subscriber::{EnvFilter, Layer, Registry, fmt, reload};
 
 use ibqos_transport::driver::FRAMES_TARGET;
 
@@ -30,24 +33,35 @@ pub struct Logging {
 }
 
 impl Logging {
-    /// Logs to standard error, in colour only on a terminal and without NO_COLOR: a log file
-    /// or the journal gets plain lines.
+    /// Logs to standard error: in colour only on a terminal and without NO_COLOR; to systemd's
+    /// journal (when standard error is the stream `JOURNAL_STREAM` names) one record per line
+    /// with its priority as `<N>` and without a timestamp, which the journal adds; else plain
+    /// lines.
     pub fn to_stderr() -> Logging {
-        let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        Logging::init(std::io::stderr, colour, None)
+        let output = if stderr_is_the_journal() {
+            fmt::layer()
+                .event_format(JournalRecord)
+                .with_writer(std::io::stderr)
+                .boxed()
+        } else {
+            let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(colour)
+                .boxed()
+        };
+        Logging::init(output, None)
     }
 
     /// Appends the log to the file at `path`, plain (OpenSM's `-f`).
     pub fn to_file(path: &std::path::Path) -> Result<Logging> {
         let file = LogFile::open(path)?;
         let limit = file.size_limit();
-        Ok(Logging::init(file, false, Some(limit)))
+        let output = fmt::layer().with_writer(file).with_ansi(false).boxed();
+        Ok(Logging::init(output, Some(limit)))
     }
 
-    fn init<W>(writer: W, colour: bool, limit: Option<SizeLimit>) -> Logging
-    where
-        W: for<'a> fmt::MakeWriter<'a> + Send + Sync + 'static,
-    {
+    fn init(output: Box<dyn Layer<Filtered> + Send + Sync>, limit: Option<SizeLimit>) -> Logging {
         let from_env = std::env::var_os(EnvFilter::DEFAULT_ENV).is_some();
         // OpenSM's milestones (discovering, LIDs assigned, switches configured, SUBNET UP) are
         // info, its default flags' level.
@@ -55,7 +69,7 @@ impl Logging {
         let (filter, handle) = reload::Layer::new(filter);
         tracing_subscriber::registry()
             .with(filter)
-            .with(fmt::layer().with_writer(writer).with_ansi(colour))
+            .with(output)
             .init();
         Logging {
             filter: handle,
@@ -79,6 +93,52 @@ impl Logging {
         if let Some(limit) = &self.limit {
             limit.set(u64::from(megabytes) << 20);
         }
+    }
+}
+
+/// The subscriber the log's output sits on: the registry behind the reloadable level filter.
+type Filtered = Layered<reload::Layer<EnvFilter, Registry>, Registry>;
+
+/// Whether standard error is the journal's stream: systemd sets `JOURNAL_STREAM` to its device
+/// and inode, which a redirected standard error no longer matches.
+fn stderr_is_the_journal() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some(stream) = std::env::var_os("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Ok(stderr) = std::fs::metadata("/proc/self/fd/2") else {
+        return false;
+    };
+    stream.to_str() == Some(&format!("{}:{}", stderr.dev(), stderr.ino()))
+}
+
+/// A record for the journal: `<N>` (sd-daemon's prefix, which journald takes as the record's
+/// PRIORITY, so `journalctl -p warning` works), then the target and the message, no time.
+struct JournalRecord;
+
+impl<S, N> FormatEvent<S, N> for JournalRecord
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &fmt::FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
+        let priority = match *event.metadata().level() {
+            Level::ERROR => 3,
+            Level::WARN => 4,
+            Level::INFO => 6,
+            Level::DEBUG | Level::TRACE => 7,
+        };
+        write!(writer, "<{priority}>")?;
+        fmt::format()
+            .without_time()
+            .with_level(false)
+            .with_ansi(false)
+            .format_event(ctx, writer, event)
     }
 }
 

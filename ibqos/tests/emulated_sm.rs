@@ -981,3 +981,45 @@ fn ibqos_ctl_asks_a_running_daemon_and_refuses_what_it_may_not_use() {
         "the daemon removes its socket when it stops"
     );
 }
+
+/// Under systemd, with standard error the journal's stream (`JOURNAL_STREAM` names its device
+/// and inode), each record is one line with its priority as `<N>` and no timestamp; a standard
+/// error that is not that stream gets the usual lines.
+#[test]
+fn records_to_the_journal_carry_their_priority_and_no_timestamp() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |journal_stream: &dyn Fn(&std::fs::Metadata) -> String| {
+        let path = dir.path().join("stderr");
+        let file = std::fs::File::create(&path).unwrap();
+        let stream = journal_stream(&file.metadata().unwrap());
+        let status = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+            .args(["sm", "--once", "--cache-dir"])
+            .arg(dir.path())
+            .env("JOURNAL_STREAM", stream)
+            .env_remove("RUST_LOG")
+            .stderr(file)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::read_to_string(&path).unwrap()
+    };
+    let journal = run(&|m| format!("{}:{}", m.dev(), m.ino()));
+    assert!(
+        journal
+            .lines()
+            .any(|line| line == "<6>ibqos_sm::engine::sweep: SUBNET UP"),
+        "{journal}"
+    );
+    assert!(
+        !journal.contains("INFO"),
+        "the priority says the level: {journal}"
+    );
+    let elsewhere = run(&|m| format!("{}:{}", m.dev(), m.ino() + 1));
+    assert!(!elsewhere.contains("<6>"), "{elsewhere}");
+    assert!(
+        elsewhere.lines().any(|line| line.starts_with("20")
+            && line.ends_with("INFO ibqos_sm::engine::sweep: SUBNET UP")),
+        "{elsewhere}"
+    );
+}
