@@ -2,6 +2,7 @@
 //! or a few lines of text.
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
 use ibqos_mad::{AttributeId, SmState};
 use serde::{Serialize, Serializer};
@@ -18,6 +19,8 @@ use crate::responder::Unsolicited;
 pub struct SweepSummary {
     /// Values the fabric held differently from what the sweep programs (Diff and DryRun).
     pub changes: Vec<ChangeSummary>,
+    /// How long the sweep took, from its start to its end.
+    pub duration_ms: f64,
     pub error_statuses: u64,
     /// Requests that failed after their retries, or with an error status.
     pub failed_requests: usize,
@@ -103,14 +106,15 @@ pub struct SmpCount {
 }
 
 impl SweepSummary {
-    /// The summary of a finished sweep, numbered `number`, with what reached the SM since the
-    /// previous sweep ended, and the SM's state as the sweep ended.
+    /// The summary of a sweep that finished at `now`, numbered `number`, with what reached the
+    /// SM since the previous sweep ended, and the SM's state as the sweep ended.
     pub fn new(
         sweep: &Sweep,
         mode: SweepMode,
         number: u32,
         unsolicited: &Unsolicited,
         state: SmSummary,
+        now: Instant,
     ) -> Self {
         let counts = sweep.counts();
         let qos = sweep.qos_counts();
@@ -118,7 +122,8 @@ impl SweepSummary {
         let stats = sweep.stats();
         SweepSummary {
             changes: sweep.changes().iter().map(ChangeSummary::from).collect(),
-            error_statuses: stats.error_statuses,
+            duration_ms: millis(now.saturating_duration_since(sweep.started())),
+            error_statuses: stats.total_error_statuses(),
             failed_requests: counts.failed_requests,
             lids: counts.lids,
             link_change_traps: unsolicited.link_changes,
@@ -153,8 +158,8 @@ impl SweepSummary {
             subnet_up: *sweep.phase() == Phase::SubnetUp,
             sweep: number,
             switches: counts.switches,
-            time_to_subnet_up_ms: sweep.subnet_up_after().map(|d| d.as_secs_f64() * 1000.0),
-            timeouts: stats.timeouts,
+            time_to_subnet_up_ms: sweep.subnet_up_after().map(millis),
+            timeouts: stats.total_timeouts(),
             traps: unsolicited.traps,
             unmatched_answers: stats.unmatched,
             unsupported_requests: unsolicited.unsupported,
@@ -172,6 +177,10 @@ impl From<&Change> for ChangeSummary {
             target: change.target.clone(),
         }
     }
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
 }
 
 fn result(phase: &Phase) -> String {

@@ -41,7 +41,7 @@ pub use diff::{Difference, Field, Found, PortInfoField};
 pub use multicast::MulticastMembers;
 pub use partitions::PartitionConfig;
 pub use reconcile::{Change, Learned};
-pub use writes::TableCounts;
+pub use writes::{SetResult, Table, TableCounts, TableTally};
 
 /// What the sweep needs from the configuration.
 #[derive(Debug, Clone)]
@@ -305,6 +305,16 @@ impl Sweep {
         }
     }
 
+    /// What the sweep was configured with.
+    pub fn config(&self) -> &SweepConfig {
+        &self.config
+    }
+
+    /// When the sweep started.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
     pub fn phase(&self) -> &Phase {
         &self.phase
     }
@@ -326,6 +336,11 @@ impl Sweep {
 
     pub fn stats(&self) -> &SchedulerStats {
         self.scheduler.stats()
+    }
+
+    /// SMPs on the wire, waiting for their answers.
+    pub fn outstanding(&self) -> usize {
+        self.scheduler.outstanding()
     }
 
     /// How long the sweep took to reach SUBNET UP, once it has.

@@ -143,9 +143,12 @@ impl Sweep {
     pub(super) fn decide(&mut self, planned: Planned, differences: Vec<Difference>) {
         if differences.is_empty() {
             if let Op::SetTable { kind, index, .. } = planned.op {
-                self.settle_write(kind, index, Settled::Verified);
+                self.settle_write(kind, index, Settled::Held);
             }
             return;
+        }
+        if let Op::SetTable { kind, index, .. } = planned.op {
+            self.mark_drifted(kind, index);
         }
         let sent = self.config.mode != SweepMode::DryRun;
         self.changes.push(Change {
