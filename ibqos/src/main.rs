@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod diagnostics;
 mod logfile;
+mod metrics;
 mod signals;
 
 use cli::{Cli, Command};

@@ -16,13 +16,14 @@ use crate::cli::SmArgs;
 use crate::commands::fabric::configure_emulator;
 use crate::commands::{Outcome, load_config};
 use crate::diagnostics::Report;
+use crate::metrics::Exporter;
 use crate::signals::{Hangup, Signals};
 use ibqos_sm::cache::read_guid2lid;
 use ibqos_sm::config::response_timeout;
 use ibqos_sm::dumps;
 use ibqos_sm::election::state_name;
 use ibqos_sm::manager::{self, Event, Manager, Run};
-use ibqos_transport::driver::next_event;
+use ibqos_transport::driver::next_event_watched;
 use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::fault::{FaultConfig, Faulty};
 use ibqos_transport::{FabricSpec, OpenOptions, Role, Transport, open};
@@ -31,6 +32,7 @@ use sd_notify::NotifyState;
 pub fn run(args: &SmArgs) -> Result<Outcome> {
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let settings = read_settings(args)?;
+    let metrics = Exporter::start(&args.metrics)?;
     let guid2lid = load_lid_cache(&cache_dir)?;
     let options = OpenOptions {
         role: Role::Sm,
@@ -52,7 +54,14 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
         routing: log_flags(&settings) & LOG_ROUTING != 0,
         qos: settings.qos.enabled,
     });
-    let outcome = drive(args, transport, &mut manager, &cache_dir, dumps.as_ref())?;
+    let outcome = drive(
+        args,
+        transport,
+        &mut manager,
+        &cache_dir,
+        dumps.as_ref(),
+        metrics.as_ref(),
+    )?;
     if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
         // The fabric as it is now, scheduled flaps up to now included, even those no SMP saw.
         let now = transport.now_ns();
@@ -137,6 +146,7 @@ fn drive(
     manager: &mut Manager,
     cache_dir: &Path,
     dumps: Option<&Dumps>,
+    metrics: Option<&Exporter>,
 ) -> Result<manager::Outcome> {
     let signals = Signals::install(Hangup::Reloads)?;
     // The port is open and the SM is on it: ready, as systemd's Type=notify means it.
@@ -146,7 +156,9 @@ fn drive(
         NotifyState::Status(&format!("sweeping the fabric from port {:#018x}", port)),
     ]);
     loop {
-        let Some(event) = next_event(transport, manager, &|| signals.pending())? else {
+        let watch = &mut |m: &Manager| metrics.iter().for_each(|metrics| metrics.watch(m));
+        let Some(event) = next_event_watched(transport, manager, &|| signals.pending(), watch)?
+        else {
             if signals.take_stop() {
                 tell_systemd(&[NotifyState::Stopping]);
                 manager.stop();
@@ -166,6 +178,9 @@ fn drive(
             }
             continue;
         };
+        if let Some(metrics) = metrics {
+            metrics.on_event(&event, manager);
+        }
         if let Event::SweepDone(summary) = &event {
             let status = format!(
                 "{}, {}, {} ports",
@@ -310,7 +325,7 @@ fn store_lid_cache(dir: &Path, guid2lid: &str) -> std::io::Result<()> {
 
 /// Writes `dir/name` (creating the directory) by way of a temporary file renamed over it, so a
 /// reader never sees half a file.
-fn write_atomically(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_atomically(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!("{name}.tmp"));
     std::fs::write(&tmp, text)?;
