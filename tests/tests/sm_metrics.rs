@@ -282,9 +282,9 @@ fn metrics_follow_drift_and_its_repair() {
         assert!(
             found > 0.0 && repaired == found,
             "{table}: drift found {found}, repaired {repaired} over the two sweeps after the \
-             intruder; summaries:\n{}\n{}",
-            sweeps[0],
-            sweeps[1]
+             intruder, whose summaries list {} and {} changes",
+            sweeps[0]["changes"].as_array().map_or(0, Vec::len),
+            sweeps[1]["changes"].as_array().map_or(0, Vec::len),
         );
     }
     assert_eq!(
