@@ -8,6 +8,7 @@
 //! small closed set (SM states, sweep modes, tables, port classes, node types, port states,
 //! attributes, methods, trap numbers): there is no per-port label.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use ibqos_mad::{InvalidField, NodeType, PortState, SmState, Status};
+use ibqos_mad::{AttributeId, InvalidField, Method, NodeType, PortState, SmState, Status};
 use ibqos_qos::PortClass;
 use ibqos_sm::counters::{Counters, Inventory, QosPorts};
 use ibqos_sm::engine::sweep::{SetResult, SweepMode, Table};
@@ -313,38 +314,36 @@ impl SmMetrics {
     }
 
     /// The SM's own counters, stored as they are: they only grow, as Prometheus counters must.
+    /// Values the fabric chooses (attributes, methods, trap numbers) that the IBA does not name
+    /// are added up under `other`, so that no device can make series without end.
     fn mirror(&self, counters: &Counters) {
-        for ((attribute, method), count) in &counters.smps_sent {
-            let labels = vec![
-                ("attribute", attribute.to_string()),
-                ("method", method.to_string()),
-            ];
-            store(&self.smps_sent, &labels, *count);
+        let smp_labels = |attribute: AttributeId, method: Method| {
+            vec![
+                ("attribute", attribute_name(attribute)),
+                ("method", method_name(method)),
+            ]
+        };
+        let smps = [
+            (&self.smps_sent, &counters.smps_sent),
+            (&self.smps_received, &counters.smps_received),
+        ];
+        for (family, counts) in smps {
+            let totals = sum_by(counts, |&(attribute, method)| smp_labels(attribute, method));
+            store_all(family, totals);
         }
-        for ((attribute, method), count) in &counters.smps_received {
-            let labels = vec![
-                ("attribute", attribute.to_string()),
-                ("method", method.to_string()),
-            ];
-            store(&self.smps_received, &labels, *count);
-        }
-        for (attribute, count) in &counters.timeouts {
-            store(
-                &self.smp_timeouts,
-                &label("attribute", &attribute.to_string()),
-                *count,
-            );
-        }
-        for ((attribute, status), count) in &counters.error_statuses {
-            let labels = vec![
-                ("attribute", attribute.to_string()),
-                ("status", status_name(*status).to_string()),
-            ];
-            store(&self.smp_errors, &labels, *count);
-        }
-        for (trap, count) in &counters.traps {
-            store(&self.traps, &label("trap", &trap.to_string()), *count);
-        }
+        let timeouts = sum_by(&counters.timeouts, |&attribute| {
+            vec![("attribute", attribute_name(attribute))]
+        });
+        store_all(&self.smp_timeouts, timeouts);
+        let errors = sum_by(&counters.error_statuses, |&(attribute, status)| {
+            vec![
+                ("attribute", attribute_name(attribute)),
+                ("status", status_name(status).to_string()),
+            ]
+        });
+        store_all(&self.smp_errors, errors);
+        let traps = sum_by(&counters.traps, |&trap| label("trap", &trap_name(trap)));
+        store_all(&self.traps, traps);
         let tables = &counters.tables;
         for table in Table::ALL {
             let name = table.name();
@@ -418,6 +417,46 @@ const PORT_STATES: [(PortState, &str); 4] = [
 
 fn label(name: &'static str, value: &str) -> Labels {
     vec![(name, value.to_string())]
+}
+
+/// `counts` added up by the labels `labels_of` gives each key.
+fn sum_by<K>(counts: &BTreeMap<K, u64>, labels_of: impl Fn(&K) -> Labels) -> BTreeMap<Labels, u64> {
+    let mut totals = BTreeMap::new();
+    for (key, count) in counts {
+        *totals.entry(labels_of(key)).or_default() += count;
+    }
+    totals
+}
+
+fn store_all(family: &Family<Labels, Counter>, totals: BTreeMap<Labels, u64>) {
+    for (labels, value) in totals {
+        store(family, &labels, value);
+    }
+}
+
+/// An attribute by its IBA name; one the IBA does not name is `other`.
+fn attribute_name(attribute: AttributeId) -> String {
+    match attribute {
+        AttributeId::Unknown(_) => "other".to_string(),
+        known => known.to_string(),
+    }
+}
+
+/// A method by its IBA name; one the IBA does not name is `other`.
+fn method_name(method: Method) -> String {
+    match method {
+        Method::Unknown(_) => "other".to_string(),
+        known => known.to_string(),
+    }
+}
+
+/// A trap number the IBA defines for the SM's class (IBA 14.2.5.1: 64-69 for the SA's events,
+/// 128-131 and 144-145 from ports, 256-259 for key violations), else `other`.
+fn trap_name(trap: u16) -> String {
+    match trap {
+        64..=69 | 128..=131 | 144 | 145 | 256..=259 => trap.to_string(),
+        _ => "other".to_string(),
+    }
 }
 
 fn store(family: &Family<Labels, Counter>, labels: &Labels, value: u64) {
@@ -651,6 +690,34 @@ mod tests {
         let error = parse_listen("localhost:x").unwrap_err();
         assert!(error.contains("no ADDR:PORT"), "{error}");
         assert!(parse_listen("70000").is_err());
+    }
+
+    #[test]
+    fn values_the_iba_does_not_name_are_added_up_under_other() {
+        let counts = BTreeMap::from([
+            ((AttributeId::NodeInfo, Method::Get), 3),
+            ((AttributeId::Unknown(0x7777), Method::Get), 1),
+            ((AttributeId::Unknown(0x7778), Method::Unknown(0x7f)), 2),
+        ]);
+        let totals = sum_by(&counts, |&(attribute, method)| {
+            vec![
+                ("attribute", attribute_name(attribute)),
+                ("method", method_name(method)),
+            ]
+        });
+        let series =
+            |a: &str, m: &str| vec![("attribute", a.to_string()), ("method", m.to_string())];
+        assert_eq!(
+            totals,
+            BTreeMap::from([
+                (series("NodeInfo", "Get"), 3),
+                (series("other", "Get"), 1),
+                (series("other", "other"), 2),
+            ])
+        );
+        assert_eq!(trap_name(128), "128");
+        assert_eq!(trap_name(259), "259");
+        assert_eq!(trap_name(1000), "other");
     }
 
     #[test]

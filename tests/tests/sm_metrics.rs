@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::net::TcpListener;
 use std::os::unix::fs::MetadataExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use std::sync::Arc;
