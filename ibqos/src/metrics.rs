@@ -305,7 +305,7 @@ impl SmMetrics {
         self.sweeps.get_or_create(&kind).inc();
         self.sweep_duration
             .get_or_create(&kind)
-            .observe(summary.duration_ms / 1000.0);
+            .observe(summary.duration.as_secs_f64());
         self.last_sweep.set(unix_now());
         self.subnet_up.set(i64::from(summary.subnet_up));
         if summary.subnet_up {

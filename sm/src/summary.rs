@@ -19,8 +19,11 @@ use crate::responder::Unsolicited;
 pub struct SweepSummary {
     /// Values the fabric held differently from what the sweep programs (Diff and DryRun).
     pub changes: Vec<ChangeSummary>,
-    /// How long the sweep took, from its start to its end.
-    pub duration_ms: f64,
+    /// How long the sweep took, from its start to its end. Not printed: the printed summary is
+    /// what scripts already read (its time to SUBNET UP says as much for a sweep that got there);
+    /// monitoring takes it from here.
+    #[serde(skip)]
+    pub duration: Duration,
     pub error_statuses: u64,
     /// Requests that failed after their retries, or with an error status.
     pub failed_requests: usize,
@@ -122,7 +125,7 @@ impl SweepSummary {
         let stats = sweep.stats();
         SweepSummary {
             changes: sweep.changes().iter().map(ChangeSummary::from).collect(),
-            duration_ms: millis(now.saturating_duration_since(sweep.started())),
+            duration: now.saturating_duration_since(sweep.started()),
             error_statuses: stats.total_error_statuses(),
             failed_requests: counts.failed_requests,
             lids: counts.lids,
@@ -158,7 +161,7 @@ impl SweepSummary {
             subnet_up: *sweep.phase() == Phase::SubnetUp,
             sweep: number,
             switches: counts.switches,
-            time_to_subnet_up_ms: sweep.subnet_up_after().map(millis),
+            time_to_subnet_up_ms: sweep.subnet_up_after().map(|d| d.as_secs_f64() * 1000.0),
             timeouts: stats.total_timeouts(),
             traps: unsolicited.traps,
             unmatched_answers: stats.unmatched,
@@ -177,10 +180,6 @@ impl From<&Change> for ChangeSummary {
             target: change.target.clone(),
         }
     }
-}
-
-fn millis(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
 }
 
 fn result(phase: &Phase) -> String {
