@@ -243,8 +243,8 @@ impl SmMetrics {
         );
         r.register(
             "table_sets",
-            "Table Sets sent (SL2VL, VLArb, P_Key, MFT), by table and result: ok (echoed back \
-             as sent) or failed",
+            "Table Sets sent (SL2VL, VLArb, VLHighLimit, P_Key, MFT), by table and result: ok \
+             (echoed back as sent) or failed",
             m.table_sets.clone(),
         );
         r.register(

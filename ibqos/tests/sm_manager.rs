@@ -415,6 +415,11 @@ fn counters_agree_with_the_fabric_and_the_summaries() {
         summary_sets("VlArbitrationTable")
     );
     assert!(sets(&counters, Table::VlArbHigh, SetResult::Ok) > 0);
+    // Every port QoS programs has its VLHighLimit in its PortInfo Set, echoed back as sent.
+    assert_eq!(
+        sets(&counters, Table::VlHighLimit, SetResult::Ok),
+        forced.qos_ports_configured as u64
+    );
     assert_eq!(sets(&counters, Table::Sl2Vl, SetResult::Failed), 0);
     assert!(
         counters.tables.drift_found.is_empty(),
@@ -441,6 +446,10 @@ fn counters_agree_with_the_fabric_and_the_summaries() {
     assert_eq!(
         sets(after, Table::Sl2Vl, SetResult::Skipped),
         summary_sets("SlToVlMappingTable")
+    );
+    assert_eq!(
+        sets(after, Table::VlHighLimit, SetResult::Skipped),
+        forced.qos_ports_configured as u64
     );
     assert_eq!(sm.manager.smps_outstanding(), 0, "between sweeps");
 }

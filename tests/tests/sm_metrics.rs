@@ -37,9 +37,10 @@ qos_vlarb_high 0:4,1:4
 qos_ca_vlarb_low 0:10,1:20,2:30,3:40,4:50,5:60,6:70,7:80
 ";
 
-/// The other SM's CA tables, unlike the daemon's in SL2VL and both VLArb tables.
+/// The other SM's CA tables, unlike the daemon's in SL2VL, both VLArb tables and VLHighLimit.
 const INTRUDER_CONF: &str = "qos TRUE\nqos_ca_sl2vl 1,1,1,1,1,1,1,1,2,2,2,2,2,2,2,2\n\
-                             qos_ca_vlarb_low 0:99,1:98,2:97\nqos_ca_vlarb_high 3:33\n";
+                             qos_ca_vlarb_low 0:99,1:98,2:97\nqos_ca_vlarb_high 3:33\n\
+                             qos_ca_high_limit 9\n";
 
 /// The samples of an exposition, by series (name and labels as written).
 type Samples = BTreeMap<String, f64>;
@@ -272,7 +273,7 @@ fn metrics_follow_drift_and_its_repair() {
     tools.check(&after_text, "the HTTP exposition after the repair");
     let after = samples(&after_text);
     let delta = |series: &str| value(&after, series) - value(&before, series);
-    for table in ["sl2vl", "vlarb_low", "vlarb_high"] {
+    for table in ["sl2vl", "vlarb_low", "vlarb_high", "vl_high_limit"] {
         let found = delta(&format!(
             r#"ibqos_table_drift_found_total{{table="{table}"}}"#
         ));

@@ -35,7 +35,7 @@ use super::subnet::{Node, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
 use partitions::PkeyState;
 use reconcile::PendingRead;
-use writes::{TableKind, Writes};
+use writes::{HighLimits, TableKind, Writes};
 
 pub use diff::{Difference, Field, Found, PortInfoField};
 pub use multicast::MulticastMembers;
@@ -200,6 +200,8 @@ pub struct Sweep {
     pkey_writes: Writes,
     /// The MFT Sets of this sweep, and where each stands.
     mft_writes: Writes,
+    /// The VLHighLimits the link manager's PortInfo Sets carry, and where each stands.
+    high_limits: HighLimits,
     /// The P_Key tables read and the partitions placed in them.
     pkeys: PkeyState,
     /// The forwarding tables the sweep routed, by switch GUID.
@@ -292,6 +294,7 @@ impl Sweep {
             qos_writes: Writes::default(),
             pkey_writes: Writes::default(),
             mft_writes: Writes::default(),
+            high_limits: HighLimits::default(),
             pkeys: PkeyState::default(),
             lfts: Lfts::default(),
             pending_reads: Vec::new(),
@@ -464,6 +467,7 @@ impl Sweep {
                 }
             }
             (Op::SetPortInfo { port, sent }, Attribute::PortInfo(info)) => {
+                self.high_limits.echoed(port, info.vl_high_limit);
                 self.learn_unkept(port, &sent, &info);
                 if let Some(p) = self.subnet.port_mut(port) {
                     p.info = info;

@@ -53,6 +53,9 @@ pub enum Table {
     VlArbLow,
     /// The high-priority VLArbitration table (blocks 3 and 4).
     VlArbHigh,
+    /// PortInfo.VLHighLimit: no table of its own (it travels in the link manager's PortInfo
+    /// Set), but QoS programs it per port as it programs the tables.
+    VlHighLimit,
     PKey,
     /// Multicast forwarding table blocks.
     Mft,
@@ -60,10 +63,11 @@ pub enum Table {
 
 impl Table {
     /// Every table, in order.
-    pub const ALL: [Table; 5] = [
+    pub const ALL: [Table; 6] = [
         Table::Sl2Vl,
         Table::VlArbLow,
         Table::VlArbHigh,
+        Table::VlHighLimit,
         Table::PKey,
         Table::Mft,
     ];
@@ -92,6 +96,7 @@ impl Table {
             Table::Sl2Vl => "sl2vl",
             Table::VlArbLow => "vlarb_low",
             Table::VlArbHigh => "vlarb_high",
+            Table::VlHighLimit => "vl_high_limit",
             Table::PKey => "pkey",
             Table::Mft => "mft",
         }
@@ -284,6 +289,101 @@ impl Writes {
     }
 }
 
+/// The VLHighLimit of each port whose PortInfo Set carries the QoS plan's, and where each
+/// stands, told as a table Set is: sent and echoed back as sent, or not, or found in place.
+#[derive(Debug, Default)]
+pub(super) struct HighLimits {
+    ports: BTreeMap<PortKey, HighLimit>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct HighLimit {
+    /// The value planned.
+    value: u8,
+    /// The Set carrying it was sent (only then does an echo settle it).
+    sent: bool,
+    settled: Settled,
+    /// A diff sweep or dry run found the port holding another value.
+    drifted: bool,
+}
+
+/// What the reconciler decided about a port's PortInfo Set, as its VLHighLimit sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum HighLimitDecision {
+    /// Sent; `drifted` if the port held another VLHighLimit.
+    Sent { drifted: bool },
+    /// The port held another VLHighLimit, and a dry run sends nothing.
+    Unsent,
+    /// The port holds it already (the Set may still go out, for other fields).
+    Held,
+}
+
+impl HighLimits {
+    /// `port`'s PortInfo Set carries the planned VLHighLimit `value`.
+    pub(super) fn plan(&mut self, port: PortKey, value: u8) {
+        let undecided = HighLimit {
+            value,
+            sent: false,
+            settled: Settled::Pending,
+            drifted: false,
+        };
+        self.ports.insert(port, undecided);
+    }
+
+    /// The reconciler's decision on the first PortInfo Set of `port` (the link manager's);
+    /// later ones (ACTIVE) carry what the port holds and change nothing here.
+    pub(super) fn decided(&mut self, port: PortKey, decision: HighLimitDecision) {
+        let Some(limit) = self.ports.get_mut(&port) else {
+            return;
+        };
+        if limit.sent || limit.settled != Settled::Pending || limit.drifted {
+            return;
+        }
+        match decision {
+            HighLimitDecision::Sent { drifted } => (limit.sent, limit.drifted) = (true, drifted),
+            HighLimitDecision::Unsent => limit.drifted = true,
+            HighLimitDecision::Held => limit.settled = Settled::Held,
+        }
+    }
+
+    /// The echo of a PortInfo Set to `port`, holding `echoed`: verified if that is the value
+    /// planned.
+    pub(super) fn echoed(&mut self, port: PortKey, echoed: u8) {
+        if let Some(limit) = self.ports.get_mut(&port)
+            && limit.sent
+            && limit.settled == Settled::Pending
+        {
+            limit.settled = if echoed == limit.value {
+                Settled::Verified
+            } else {
+                Settled::Failed
+            };
+        }
+    }
+
+    /// As [`Writes::tally`] counts table Sets.
+    fn tally(&self) -> TableTally {
+        let mut tally = TableTally::default();
+        let table = Table::VlHighLimit;
+        for limit in self.ports.values() {
+            if limit.drifted {
+                *tally.drift_found.entry(table).or_default() += 1;
+            }
+            let result = match limit.settled {
+                Settled::Held => SetResult::Skipped,
+                Settled::Verified => SetResult::Ok,
+                Settled::Pending if !limit.sent => continue,
+                Settled::Pending | Settled::Failed => SetResult::Failed,
+            };
+            *tally.sets.entry((table, result)).or_default() += 1;
+            if limit.drifted && result == SetResult::Ok {
+                *tally.drift_repaired.entry(table).or_default() += 1;
+            }
+        }
+        tally
+    }
+}
+
 impl Sweep {
     pub(super) fn writes(&self, kind: TableKind) -> &Writes {
         match kind {
@@ -379,6 +479,7 @@ impl Sweep {
         for kind in [TableKind::Qos, TableKind::PKey, TableKind::Mft] {
             tally.add(&self.writes(kind).tally(sent));
         }
+        tally.add(&self.high_limits.tally());
         tally
     }
 
@@ -462,6 +563,67 @@ mod tests {
         // Port 1 failed once stays failed, whatever its other Set did.
         let counts = writes(&[Failed, Verified, Verified, Verified]).counts();
         assert_eq!((counts.verified, counts.failed), (3, 1));
+    }
+
+    #[test]
+    fn a_tally_counts_sets_by_result_and_the_drift_repaired() {
+        use Settled::*;
+        let mut held = writes(&[Held, Verified, Failed, Pending]);
+        held.mark_drifted(1);
+        held.mark_drifted(2);
+        let sl2vl = Table::Sl2Vl;
+        let sent = held.tally(true);
+        assert_eq!(
+            sent.sets,
+            BTreeMap::from([
+                ((sl2vl, SetResult::Ok), 1),
+                ((sl2vl, SetResult::Failed), 2),
+                ((sl2vl, SetResult::Skipped), 1),
+            ])
+        );
+        assert_eq!(sent.drift_found, BTreeMap::from([(sl2vl, 2)]));
+        assert_eq!(sent.drift_repaired, BTreeMap::from([(sl2vl, 1)]));
+        // A dry run's pending Sets were never sent: not counted.
+        let dry = held.tally(false);
+        assert_eq!(dry.sets.get(&(sl2vl, SetResult::Failed)), Some(&1));
+    }
+
+    #[test]
+    fn a_vl_high_limit_counts_from_its_first_decision_and_the_value_planned() {
+        let port = |n| PortKey::new(1, n);
+        let mut limits = HighLimits::default();
+        // Sent because it drifted, echoed back as planned; a later Set (ACTIVE) changes nothing.
+        limits.plan(port(1), 4);
+        limits.decided(port(1), HighLimitDecision::Sent { drifted: true });
+        limits.decided(port(1), HighLimitDecision::Held);
+        limits.echoed(port(1), 4);
+        limits.echoed(port(1), 0);
+        // Held already.
+        limits.plan(port(2), 4);
+        limits.decided(port(2), HighLimitDecision::Held);
+        limits.echoed(port(2), 0);
+        // Sent, and the echo holds another value.
+        limits.plan(port(3), 4);
+        limits.decided(port(3), HighLimitDecision::Sent { drifted: false });
+        limits.echoed(port(3), 0);
+        // A dry run's drift: found, never sent, so no Set counted.
+        limits.plan(port(4), 4);
+        limits.decided(port(4), HighLimitDecision::Unsent);
+        // Not planned: nothing counted.
+        limits.decided(port(5), HighLimitDecision::Sent { drifted: true });
+        let table = Table::VlHighLimit;
+        assert_eq!(
+            limits.tally(),
+            TableTally {
+                sets: BTreeMap::from([
+                    ((table, SetResult::Ok), 1),
+                    ((table, SetResult::Failed), 1),
+                    ((table, SetResult::Skipped), 1),
+                ]),
+                drift_found: BTreeMap::from([(table, 2)]),
+                drift_repaired: BTreeMap::from([(table, 1)]),
+            }
+        );
     }
 
     #[test]
