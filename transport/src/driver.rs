@@ -27,7 +27,7 @@ pub fn next_event(
 }
 
 /// [`next_event`], showing the manager to `watch` each time round the loop (at least every
-/// [`POLL_STEP`]), after what was due went out: for what changes between events, such as the
+/// 50 ms), after what was due went out: for what changes between events, such as the
 /// SMPs on the wire.
 pub fn next_event_watched(
     transport: &mut dyn Transport,
