@@ -367,8 +367,8 @@ pub struct SmArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Metrics")]
 pub struct MetricsArgs {
-    /// Write the metrics to FILE after each sweep, replacing it atomically (a temporary file
-    /// renamed over it), for node_exporter's textfile collector. Name it *.prom in the
+    /// Write the metrics to FILE after each sweep and each change of the SM's state, replacing
+    /// it atomically (a temporary file renamed over it), for node_exporter's textfile collector. Name it *.prom in the
     /// directory node_exporter reads, for example `--metrics-textfile
     /// /var/lib/prometheus/node-exporter/ibqos.prom` with node_exporter started as
     /// `node_exporter --collector.textfile.directory=/var/lib/prometheus/node-exporter`. No

@@ -9,7 +9,7 @@
 //! attributes, methods, trap numbers): there is no per-port label.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader, Read, Write as _};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +50,9 @@ const SWEEP_BUCKETS: [f64; 12] = [
 /// A client that sends nothing for this long is dropped, so it cannot hold the endpoint.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The most of a request read: far more than a scraper's request line and headers.
+const MAX_REQUEST: u64 = 16 * 1024;
+
 /// The metrics of one SM, and where they go.
 #[derive(Debug)]
 pub struct Exporter {
@@ -84,8 +87,8 @@ impl Exporter {
         self.metrics.smps_outstanding.set(outstanding);
     }
 
-    /// After each event of the manager: the metrics brought up to date, and after a sweep the
-    /// textfile replaced.
+    /// After each event of the manager: the metrics brought up to date, and after a sweep or a
+    /// change of the SM's state (a standby sweeps no more) the textfile replaced.
     pub fn on_event(&self, event: &Event, manager: &Manager) {
         let m = &self.metrics;
         m.mirror(manager.counters());
@@ -98,13 +101,13 @@ impl Exporter {
                 if let Some(sweep) = manager.last_sweep() {
                     m.set_fabric(&Inventory::of(sweep), &QosPorts::of(sweep));
                 }
-                if let Some(path) = &self.textfile
-                    && let Err(error) = write_textfile(path, &self.registry)
-                {
-                    warn!(path = %path.display(), %error, "cannot write the metrics textfile");
-                }
             }
-            _ => {}
+            _ => return,
+        }
+        if let Some(path) = &self.textfile
+            && let Err(error) = write_textfile(path, &self.registry)
+        {
+            warn!(path = %path.display(), %error, "cannot write the metrics textfile");
         }
     }
 }
@@ -617,7 +620,8 @@ fn serve(address: SocketAddr, registry: Arc<Registry>) -> Result<()> {
 fn answer(stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
     stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
     stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
+    // A request is a line and a few headers; a client sending more is cut off there.
+    let mut reader = BufReader::new(Read::take(stream.try_clone()?, MAX_REQUEST));
     let mut request_line = String::new();
     reader.read_line(&mut request_line)?;
     let mut openmetrics_wanted = false;
