@@ -411,6 +411,31 @@ pub struct SmArgs {
     /// with what it would change, sending no Set at all. Implies --once.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+/// Prometheus metrics of the SM: its state, sweeps, SMPs, traps, the fabric's nodes and ports,
+/// and the QoS tables it keeps (Sets, drift found and repaired, ports configured and pending).
+/// The list is in README.md, "Operating ibqos".
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Metrics")]
+pub struct MetricsArgs {
+    /// Write the metrics to FILE after each sweep and each change of the SM's state, replacing
+    /// it atomically (a temporary file renamed over it), for node_exporter's textfile collector. Name it *.prom in the
+    /// directory node_exporter reads, for example `--metrics-textfile
+    /// /var/lib/prometheus/node-exporter/ibqos.prom` with node_exporter started as
+    /// `node_exporter --collector.textfile.directory=/var/lib/prometheus/node-exporter`. No
+    /// network needed.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_textfile: Option<PathBuf>,
+    /// Serve the metrics over HTTP at http://ADDR:PORT/metrics for Prometheus to scrape, from
+    /// a thread of the SM. A port alone (`9464` or `:9464`) listens on 127.0.0.1 only; give an
+    /// address (`0.0.0.0:9464`) to let other hosts scrape. The SM refuses to start if the
+    /// port is taken. Prometheus: `scrape_configs: [{job_name: ibqos, static_configs:
+    /// [{targets: ['localhost:9464']}]}]`.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = crate::metrics::parse_listen)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl SmArgs {

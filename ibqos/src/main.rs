@@ -10,6 +10,7 @@ mod control;
 mod diagnostics;
 mod logfile;
 mod logging;
+mod metrics;
 mod signals;
 
 use cli::{Cli, Command};

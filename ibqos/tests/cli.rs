@@ -636,3 +636,29 @@ fn migrating_program_policy_setup_to_opensm_conf_warns() {
         "{err}"
     );
 }
+
+/// `--metrics-listen` on a port another process holds: the SM refuses to start, before it
+/// touches the fabric, and says which address and why.
+#[test]
+fn sm_refuses_a_metrics_port_in_use() {
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().to_str().unwrap();
+    let out = ibqos(&[
+        "sm",
+        "--once",
+        "--cache-dir",
+        cache,
+        "--metrics-listen",
+        &port,
+    ]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "started on a port in use: {err}");
+    assert!(
+        err.contains(&format!("cannot listen for metrics on 127.0.0.1:{port}"))
+            && err.contains("in use"),
+        "{err}"
+    );
+    assert!(!err.contains("SUBNET UP"), "swept before refusing: {err}");
+}

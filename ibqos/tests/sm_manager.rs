@@ -14,8 +14,9 @@ use ibqos_emu::{FaultSchedule, Flap};
 use ibqos_fabric::PortRef;
 use ibqos_mad::{AttributeId, Method, SmState};
 use ibqos_opensm::{Format, Settings};
+use ibqos_sm::counters::Counters;
 use ibqos_sm::election::StateReason;
-use ibqos_sm::engine::sweep::SweepMode;
+use ibqos_sm::engine::sweep::{SetResult, SweepMode, Table};
 use ibqos_sm::manager::{Event, Outcome, Run, SweepReason};
 use ibqos_sm::summary::{ChangeSummary, SweepSummary};
 
@@ -385,5 +386,101 @@ fn a_reload_that_turns_qos_setup_on_sets_only_the_group_tables() {
             (u16::from(AttributeId::SlToVlMappingTable), 19),
             (u16::from(AttributeId::VlArbitrationTable), 4),
         ])
+    );
+}
+
+/// The manager's counters, checked against two other counts: what the fabric handled (every
+/// SMP sent reached an SMA, every one was answered) and what the sweep summaries list (the
+/// table Sets are the SL2VL and VLArb Sets the forced sweep sent). A reload that edits the CA
+/// ports' low-priority VLArb is drift a diff sweep finds and repairs, in that table alone.
+#[test]
+fn counters_agree_with_the_fabric_and_the_summaries() {
+    let settings = settings(CONFIG);
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings);
+    let forced = sm.sweep_done();
+    let counters = sm.manager.counters().clone();
+    let handled: BTreeMap<(AttributeId, Method), u64> = sm
+        .transport
+        .emulator()
+        .handled_all()
+        .map(|(attribute, method, count)| ((attribute, method), count))
+        .collect();
+    assert_eq!(counters.smps_sent, handled);
+    let sent: u64 = counters.smps_sent.values().sum();
+    assert_eq!(sent, forced.smps_sent);
+    assert_eq!(counters.smps_received.values().sum::<u64>(), sent);
+    let summary_sets = |attribute: &str| {
+        let smp = forced
+            .smps
+            .iter()
+            .find(|s| s.attribute == attribute && s.method == "Set");
+        smp.map_or(0, |s| s.count)
+    };
+    let sets = |counters: &Counters, table, result| {
+        let count = counters.tables.sets.get(&(table, result));
+        count.copied().unwrap_or(0)
+    };
+    assert_eq!(
+        sets(&counters, Table::Sl2Vl, SetResult::Ok),
+        summary_sets("SlToVlMappingTable")
+    );
+    assert_eq!(
+        sets(&counters, Table::VlArbLow, SetResult::Ok)
+            + sets(&counters, Table::VlArbHigh, SetResult::Ok),
+        summary_sets("VlArbitrationTable")
+    );
+    assert!(sets(&counters, Table::VlArbHigh, SetResult::Ok) > 0);
+    // Every port QoS programs has its VLHighLimit in its PortInfo Set, echoed back as sent.
+    assert_eq!(
+        sets(&counters, Table::VlHighLimit, SetResult::Ok),
+        forced.qos_ports_configured as u64
+    );
+    assert_eq!(sets(&counters, Table::Sl2Vl, SetResult::Failed), 0);
+    assert!(
+        counters.tables.drift_found.is_empty(),
+        "a forced sweep reads nothing back"
+    );
+
+    sm.manager.reload(edited_settings());
+    let reloaded = sm.sweep_done();
+    let after = sm.manager.counters();
+    assert_eq!(reloaded.changes.len(), 6);
+    assert_eq!(
+        after.tables.drift_found,
+        BTreeMap::from([(Table::VlArbLow, 6)])
+    );
+    assert_eq!(
+        after.tables.drift_repaired,
+        BTreeMap::from([(Table::VlArbLow, 6)])
+    );
+    // The diff sweep Set only those six, and found every other table in place.
+    assert_eq!(
+        sets(after, Table::VlArbLow, SetResult::Ok),
+        sets(&counters, Table::VlArbLow, SetResult::Ok) + 6
+    );
+    assert_eq!(
+        sets(after, Table::Sl2Vl, SetResult::Skipped),
+        summary_sets("SlToVlMappingTable")
+    );
+    assert_eq!(
+        sets(after, Table::VlHighLimit, SetResult::Skipped),
+        forced.qos_ports_configured as u64
+    );
+    assert_eq!(sm.manager.smps_outstanding(), 0, "between sweeps");
+}
+
+/// A trap 128 is counted by its number.
+#[test]
+fn traps_are_counted_by_number() {
+    let settings = settings(CONFIG);
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings);
+    sm.sweep_done();
+    assert!(sm.manager.counters().traps.is_empty());
+    let down_ns = sm.transport.now_ns() + 1_000_000_000;
+    flap_inter_switch_link(&mut sm, down_ns, None);
+    let woken = sm.sweep_done();
+    assert_eq!(
+        sm.manager.counters().traps,
+        BTreeMap::from([(128, woken.link_change_traps)])
     );
 }

@@ -126,7 +126,7 @@ open_enum! {
 /// In a directed-route SMP the top bit is the D (direction) bit, not status: a successful DR
 /// response carries 0x8000. [`SmpRepr`](crate::SmpRepr) and the [`Smp`](crate::Smp) view's
 /// `dr_status` already leave it out; for a raw word, use [`Status::without_direction`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Status(pub u16);
 
 impl Status {

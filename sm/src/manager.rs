@@ -44,11 +44,12 @@ use tracing::{debug, info, warn};
 
 use crate::cache::write_guid2lid;
 use crate::config::{election_config, sa_config, sweep_config};
+use crate::counters::Counters;
 use crate::election::{Election, Next, StateChange, Verdict};
 use crate::engine::Engine;
 use crate::engine::scheduler::{OutgoingMad, Peer};
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
-use crate::responder::{Heard, Responder, parse_smp};
+use crate::responder::{Heard, Responder, Unsolicited, generic_notice, parse_smp};
 use crate::sa::{Sa, SaDb, is_sa};
 use crate::summary::{SmSummary, SweepSummary};
 
@@ -196,6 +197,8 @@ pub struct Manager {
     /// when it ended.
     queued: VecDeque<OutgoingMad>,
     events: VecDeque<Event>,
+    /// What the SM has done since it started, for monitoring.
+    counters: Counters,
 }
 
 impl Manager {
@@ -230,6 +233,7 @@ impl Manager {
             multicast_due: false,
             queued: VecDeque::new(),
             events: VecDeque::new(),
+            counters: Counters::default(),
         }
     }
 
@@ -237,12 +241,31 @@ impl Manager {
     /// SMP. Starts the next sweep when it is due.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
         self.start_sweep_if_due(now);
-        if let Some(queued) = self.queued.pop_front() {
-            return Some(queued);
+        let outgoing = match self.queued.pop_front() {
+            Some(queued) => Some(queued),
+            None => self
+                .running()
+                .and_then(|sweep| sweep.poll_transmit(now))
+                .map(|t| (&t).into()),
+        };
+        if let Some(outgoing) = &outgoing {
+            self.counters.count_sent(&outgoing.mad);
         }
-        self.running()
-            .and_then(|sweep| sweep.poll_transmit(now))
-            .map(|t| (&t).into())
+        outgoing
+    }
+
+    /// What the SM has done since it started, for monitoring.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// SMPs of the sweep under way that are on the wire, waiting for their answers.
+    pub fn smps_outstanding(&self) -> usize {
+        match &self.state {
+            State::Sweeping { sweep, .. } => sweep.outstanding(),
+            State::UpdatingMulticast { update, .. } => update.outstanding(),
+            _ => 0,
+        }
     }
 
     /// The sweep under way: a whole sweep, or an update of the multicast forwarding tables.
@@ -292,6 +315,7 @@ impl Manager {
     /// A MAD from `from` (LID 0xFFFF for a directed-route MAD): an answer to the sweep, a
     /// request or trap for the SM, or a query for the SA.
     pub fn on_mad(&mut self, now: Instant, mad: &[u8], from: Peer) {
+        self.counters.count_received(mad);
         if is_sa(mad) && self.election.state() != SmState::Master {
             // `sa_mad_ctrl_rcv_callback`: "Received SA MAD while SM not MASTER. MAD ignored".
             debug!("an SA MAD while this SM is not master; ignored");
@@ -319,6 +343,9 @@ impl Manager {
             smp => {
                 // A trap is repressed by the responder and forwarded to subscribers by the SA.
                 if let Some(trap) = smp.filter(|smp| smp.method == Method::Trap) {
+                    if let Some(notice) = generic_notice(&trap.data) {
+                        *self.counters.traps.entry(notice.trap_number()).or_default() += 1;
+                    }
                     self.sa.on_trap(now, &trap.data, slid);
                     self.queued.extend(self.sa.take_outgoing());
                 }
@@ -496,20 +523,29 @@ impl Manager {
         // longer programs.
         while sweep.poll_transmit(now).is_some() {}
         self.learned = sweep.learned().clone();
+        self.counters.add_sweep(&sweep);
         if self.run == Run::Daemon {
             let heard = self.responder.take_heard();
-            let summary = SweepSummary::new(&sweep, mode, self.sweeps, &heard, self.sm_summary());
+            let summary = self.summary(&sweep, mode, &heard, now);
             self.events.push_back(Event::SweepDone(Box::new(summary)));
         }
         self.last_sweep = Some(sweep);
     }
 
-    fn sm_summary(&self) -> SmSummary {
-        SmSummary {
+    /// The summary of `sweep`, ending `now`, with the SM's state.
+    fn summary(
+        &self,
+        sweep: &Sweep,
+        mode: SweepMode,
+        heard: &Unsolicited,
+        now: Instant,
+    ) -> SweepSummary {
+        let state = SmSummary {
             state: self.election.state(),
             reason: self.election.reason(),
             master: self.election.master(),
-        }
+        };
+        SweepSummary::new(sweep, mode, self.sweeps, heard, state, now)
     }
 
     /// A sweep paused after discovery: the election decides whether it goes on.
@@ -660,6 +696,7 @@ impl Manager {
             self.queued.push_back((&transmit).into());
         }
         self.learned = sweep.learned().clone();
+        self.counters.add_sweep(&sweep);
         let heard = self.responder.take_heard();
         let up = *sweep.phase() == Phase::SubnetUp;
         // The SA answers once a sweep brought the subnet up (OpenSM drops SA requests until its
@@ -685,7 +722,7 @@ impl Manager {
             Run::Once => None,
         };
         if self.run == Run::Daemon || last.is_some() {
-            let summary = SweepSummary::new(&sweep, mode, self.sweeps, &heard, self.sm_summary());
+            let summary = self.summary(&sweep, mode, &heard, now);
             self.events.push_back(Event::SweepDone(Box::new(summary)));
         }
         self.last_sweep = Some(sweep);
@@ -735,6 +772,7 @@ impl Manager {
             self.queued.push_back((&transmit).into());
         }
         self.learned = update.learned().clone();
+        self.counters.add_sweep(&update);
         self.sa.learn_mfts(update.verified_mfts());
         let counts = update.mft_counts();
         self.events.push_back(Event::MulticastUpdated {

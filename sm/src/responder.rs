@@ -104,9 +104,7 @@ impl Responder {
     /// A trap, repressed; traps 128 and 144 are told apart.
     fn on_trap(&mut self, request: SmpRepr, slid: u16) -> Heard {
         self.heard.traps += 1;
-        let notice = Notice::new_checked(&request.data[..])
-            .ok()
-            .filter(|notice| notice.is_generic());
+        let notice = generic_notice(&request.data);
         let trap = notice.as_ref().map(|notice| notice.trap_number());
         info!(
             slid,
@@ -158,6 +156,14 @@ pub(crate) fn answer(request: SmpRepr, slid: u16, status: Status, data: [u8; 64]
         ..request
     };
     OutgoingMad::from(&Transmit { smp: reply, dlid })
+}
+
+/// A trap's Notice, when it is a generic one (IBA 14.2.5.1: trap numbers 64 to 145 and the
+/// like, not a vendor's).
+pub(crate) fn generic_notice(data: &[u8; 64]) -> Option<Notice<&[u8]>> {
+    Notice::new_checked(&data[..])
+        .ok()
+        .filter(|notice| notice.is_generic())
 }
 
 /// An SMP from the fabric, or `None` for anything else (a short datagram, another class).

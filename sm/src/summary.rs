@@ -2,6 +2,7 @@
 //! or a few lines of text.
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
 use ibqos_mad::{AttributeId, SmState};
 use serde::{Serialize, Serializer};
@@ -18,6 +19,11 @@ use crate::responder::Unsolicited;
 pub struct SweepSummary {
     /// Values the fabric held differently from what the sweep programs (Diff and DryRun).
     pub changes: Vec<ChangeSummary>,
+    /// How long the sweep took, from its start to its end. Not printed: the printed summary is
+    /// what scripts already read (its time to SUBNET UP says as much for a sweep that got there);
+    /// monitoring takes it from here.
+    #[serde(skip)]
+    pub duration: Duration,
     pub error_statuses: u64,
     /// Requests that failed after their retries, or with an error status.
     pub failed_requests: usize,
@@ -103,14 +109,15 @@ pub struct SmpCount {
 }
 
 impl SweepSummary {
-    /// The summary of a finished sweep, numbered `number`, with what reached the SM since the
-    /// previous sweep ended, and the SM's state as the sweep ended.
+    /// The summary of a sweep that finished at `now`, numbered `number`, with what reached the
+    /// SM since the previous sweep ended, and the SM's state as the sweep ended.
     pub fn new(
         sweep: &Sweep,
         mode: SweepMode,
         number: u32,
         unsolicited: &Unsolicited,
         state: SmSummary,
+        now: Instant,
     ) -> Self {
         let counts = sweep.counts();
         let qos = sweep.qos_counts();
@@ -118,7 +125,8 @@ impl SweepSummary {
         let stats = sweep.stats();
         SweepSummary {
             changes: sweep.changes().iter().map(ChangeSummary::from).collect(),
-            error_statuses: stats.error_statuses,
+            duration: now.saturating_duration_since(sweep.started()),
+            error_statuses: stats.total_error_statuses(),
             failed_requests: counts.failed_requests,
             lids: counts.lids,
             link_change_traps: unsolicited.link_changes,
@@ -154,7 +162,7 @@ impl SweepSummary {
             sweep: number,
             switches: counts.switches,
             time_to_subnet_up_ms: sweep.subnet_up_after().map(|d| d.as_secs_f64() * 1000.0),
-            timeouts: stats.timeouts,
+            timeouts: stats.total_timeouts(),
             traps: unsolicited.traps,
             unmatched_answers: stats.unmatched,
             unsupported_requests: unsolicited.unsupported,

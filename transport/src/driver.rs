@@ -28,7 +28,23 @@ pub fn next_event(
     manager: &mut Manager,
     interrupted: &dyn Fn() -> bool,
 ) -> Result<Option<Event>, TransportError> {
-    run_until(transport, manager, Manager::poll_event, interrupted)
+    next_event_watched(transport, manager, interrupted, &mut |_| {})
+}
+
+/// [`next_event`], showing the manager to `watch` each time round the loop (at least every
+/// 50 ms), after what was due went out: for what changes between events, such as the
+/// SMPs on the wire.
+pub fn next_event_watched(
+    transport: &mut dyn Transport,
+    manager: &mut Manager,
+    interrupted: &dyn Fn() -> bool,
+    watch: &mut dyn FnMut(&Manager),
+) -> Result<Option<Event>, TransportError> {
+    let take = |manager: &mut Manager| {
+        watch(manager);
+        manager.poll_event()
+    };
+    run_until(transport, manager, take, interrupted)
 }
 
 /// A read-only survey of the fabric behind `transport`, run to its end.

@@ -19,6 +19,7 @@ use crate::commands::{Outcome, load_config, reload};
 use crate::control::{self, Command, ControlSocket};
 use crate::diagnostics::Report;
 use crate::logging::Logging;
+use crate::metrics::Exporter;
 use crate::signals::{Hangup, Signals};
 use ibqos_sm::cache::read_guid2lid;
 use ibqos_sm::config::response_timeout;
@@ -26,7 +27,7 @@ use ibqos_sm::dumps;
 use ibqos_sm::election::state_name;
 use ibqos_sm::manager::{self, Event, Manager, Run};
 use ibqos_sm::summary::SweepSummary;
-use ibqos_transport::driver::next_event;
+use ibqos_transport::driver::next_event_watched;
 use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::fault::{FaultConfig, Faulty};
 use ibqos_transport::{FabricSpec, OpenOptions, Role, Transport, open};
@@ -36,6 +37,7 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let settings = read_settings(args)?;
     apply_logging(args, &settings, logging)?;
+    let metrics = Exporter::start(&args.metrics)?;
     let guid2lid = load_lid_cache(&cache_dir)?;
     let options = OpenOptions {
         role: Role::Sm,
@@ -52,7 +54,15 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     let transport = fabric.transport();
     let port_guid = transport.local_port().port_guid;
     let mut manager = Manager::new(run, &settings, guid2lid, port_guid);
-    let outcome = drive(args, transport, &mut manager, &cache_dir, settings, logging)?;
+    let outcome = drive(
+        args,
+        transport,
+        &mut manager,
+        &cache_dir,
+        settings,
+        logging,
+        metrics.as_ref(),
+    )?;
     if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
         // The fabric as it is now, scheduled flaps up to now included, even those no SMP saw.
         let now = transport.now_ns();
@@ -139,6 +149,7 @@ fn drive(
     cache_dir: &Path,
     settings: Settings,
     logging: &Logging,
+    metrics: Option<&Exporter>,
 ) -> Result<manager::Outcome> {
     let signals = Signals::install(Hangup::Reloads)?;
     let port = transport.local_port().port_guid;
@@ -161,7 +172,8 @@ fn drive(
     ]);
     let interrupted = || signals.pending() || control.as_ref().is_some_and(ControlSocket::pending);
     loop {
-        let Some(event) = next_event(transport, manager, &interrupted)? else {
+        let watch = &mut |m: &Manager| metrics.iter().for_each(|metrics| metrics.watch(m));
+        let Some(event) = next_event_watched(transport, manager, &interrupted, watch)? else {
             if signals.take_stop() {
                 tell_systemd(&[NotifyState::Stopping]);
                 manager.stop();
@@ -179,6 +191,9 @@ fn drive(
             }
             continue;
         };
+        if let Some(metrics) = metrics {
+            metrics.on_event(&event, manager);
+        }
         if let Event::SweepDone(summary) = &event {
             let status = format!(
                 "{}, {}, {} ports",
@@ -474,7 +489,7 @@ fn store_lid_cache(dir: &Path, guid2lid: &str) -> std::io::Result<()> {
 
 /// Writes `dir/name` (creating the directory) by way of a temporary file renamed over it, so a
 /// reader never sees half a file.
-fn write_atomically(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_atomically(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!("{name}.tmp"));
     std::fs::write(&tmp, text)?;

@@ -160,8 +160,10 @@ pub struct SchedulerStats {
     /// SMPs put on the wire, retries included, per (attribute, method).
     pub sent: BTreeMap<(AttributeId, Method), u64>,
     pub retries: u64,
-    pub timeouts: u64,
-    pub error_statuses: u64,
+    /// Attempts that got no answer in time or were handed back, per attribute.
+    pub timeouts: BTreeMap<AttributeId, u64>,
+    /// Answers with a non-zero MAD status, per (attribute, status).
+    pub error_statuses: BTreeMap<(AttributeId, Status), u64>,
     /// Received MADs that matched no outstanding request (late answers, duplicates, noise).
     pub unmatched: u64,
     /// Answers whose attribute or modifier differed from the request's.
@@ -171,6 +173,18 @@ pub struct SchedulerStats {
 impl SchedulerStats {
     pub fn total_sent(&self) -> u64 {
         self.sent.values().sum()
+    }
+
+    fn count_timeout(&mut self, request: &SmpRepr) {
+        *self.timeouts.entry(request.attribute_id).or_default() += 1;
+    }
+
+    pub fn total_timeouts(&self) -> u64 {
+        self.timeouts.values().sum()
+    }
+
+    pub fn total_error_statuses(&self) -> u64 {
+        self.error_statuses.values().sum()
     }
 }
 
@@ -220,6 +234,11 @@ impl<C> Scheduler<C> {
 
     pub fn stats(&self) -> &SchedulerStats {
         &self.stats
+    }
+
+    /// Requests on the wire, waiting for their answers.
+    pub fn outstanding(&self) -> usize {
+        self.in_flight.len()
     }
 
     /// Queues a request behind the others for the same node.
@@ -357,7 +376,11 @@ impl<C> Scheduler<C> {
         }
         let status = response.status;
         if status != Status::OK {
-            self.stats.error_statuses += 1;
+            *self
+                .stats
+                .error_statuses
+                .entry((request.attribute_id, status))
+                .or_default() += 1;
             return self.retry_or_fail(in_flight, Failure::Status(status));
         }
         Some(Completion::Answered {
@@ -380,7 +403,7 @@ impl<C> Scheduler<C> {
 
     fn dropped(&mut self, tid: u64, class: MgmtClass) -> Option<Completion<C>> {
         let mut in_flight = self.take_matching(tid, class)?;
-        self.stats.timeouts += 1;
+        self.stats.count_timeout(&in_flight.request.smp);
         in_flight.dropped += 1;
         let attempts = in_flight.attempts;
         let failure = if in_flight.dropped == attempts {
@@ -407,7 +430,7 @@ impl<C> Scheduler<C> {
         let mut failed = Vec::new();
         for (_, tid) in expired {
             if let Some(in_flight) = self.in_flight.remove(&tid) {
-                self.stats.timeouts += 1;
+                self.stats.count_timeout(&in_flight.request.smp);
                 let attempts = in_flight.attempts;
                 failed.extend(self.retry_or_fail(in_flight, Failure::TimedOut { attempts }));
             }
@@ -589,7 +612,7 @@ mod tests {
         assert_eq!(
             (
                 s.stats().retries,
-                s.stats().timeouts,
+                s.stats().total_timeouts(),
                 s.stats().total_sent()
             ),
             (2, 3, 3)
@@ -698,7 +721,10 @@ mod tests {
                 ..
             })
         ));
-        assert_eq!((s.stats().error_statuses, s.stats().retries), (2, 1));
+        assert_eq!(
+            (s.stats().total_error_statuses(), s.stats().retries),
+            (2, 1)
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@ use ibqos_mad::{Attribute, NodeType, PhysPortState, PortInfoModifier, PortInfoRe
 use ibqos_qos::{VlCount, oper_vls};
 use tracing::info;
 
+use super::diff::PortInfoField;
 use super::reconcile::{Held, Planned};
 use super::{Op, Phase, Sweep};
 use crate::engine::lids::assign_lids;
@@ -32,15 +33,20 @@ impl Sweep {
         }
         let keys: Vec<PortKey> = self.subnet.ports().map(|(key, _)| key).collect();
         for key in keys {
-            if let Some(info) = self.port_settings(key, sm_lid) {
+            if let Some((info, high_limit)) = self.port_settings(key, sm_lid) {
+                let unkept = self.learned.unkept.get(&key);
+                // A port seen not to keep VLHighLimit (ibsim's) has none to count.
+                if high_limit && !unkept.is_some_and(|u| u.contains(&PortInfoField::VlHighLimit)) {
+                    self.high_limits.plan(key, info.vl_high_limit);
+                }
                 self.set_port_info(key, info);
             }
         }
     }
 
-    /// The PortInfo to Set on a port, or `None` for a port to leave alone (down and not an
-    /// endport).
-    pub(super) fn port_settings(&self, key: PortKey, sm_lid: u16) -> Option<PortInfoRepr> {
+    /// The PortInfo to Set on a port, and whether it carries the QoS plan's VLHighLimit; `None`
+    /// for a port to leave alone (down and not an endport).
+    pub(super) fn port_settings(&self, key: PortKey, sm_lid: u16) -> Option<(PortInfoRepr, bool)> {
         let node = self.subnet.nodes.get(&key.node)?;
         let port = node.ports.get(&key.port)?;
         let is_endport = !node.is_switch() || key.port == 0;
@@ -83,18 +89,14 @@ impl Sweep {
         }
         // VLHighLimit travels in this Set, as in OpenSM's link manager; with qos off it is
         // left as the port has it.
-        if self.config.qos.enabled
-            && let Some(plan) = port_plan(
-                &self.subnet,
-                &self.config.qos,
-                &self.setup,
-                key,
-                info.operational_vls,
-            )
-        {
+        let plan = self.config.qos.enabled.then(|| {
+            let oper_vls = info.operational_vls;
+            port_plan(&self.subnet, &self.config.qos, &self.setup, key, oper_vls)
+        });
+        if let Some(Some(plan)) = &plan {
             info.vl_high_limit = plan.vl_high_limit;
         }
-        Some(info)
+        Some((info, matches!(plan, Some(Some(_)))))
     }
 
     pub(super) fn hoq(&self, leaf: bool) -> u8 {

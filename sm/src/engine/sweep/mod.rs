@@ -35,13 +35,13 @@ use super::subnet::{Node, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
 use partitions::PkeyState;
 use reconcile::PendingRead;
-use writes::{TableKind, Writes};
+use writes::{HighLimits, TableKind, Writes};
 
 pub use diff::{Difference, Field, Found, PortInfoField};
 pub use multicast::MulticastMembers;
 pub use partitions::PartitionConfig;
 pub use reconcile::{Change, Learned};
-pub use writes::TableCounts;
+pub use writes::{SetResult, Table, TableCounts, TableTally};
 
 /// What the sweep needs from the configuration.
 #[derive(Debug, Clone)]
@@ -200,6 +200,8 @@ pub struct Sweep {
     pkey_writes: Writes,
     /// The MFT Sets of this sweep, and where each stands.
     mft_writes: Writes,
+    /// The VLHighLimits the link manager's PortInfo Sets carry, and where each stands.
+    high_limits: HighLimits,
     /// The P_Key tables read and the partitions placed in them.
     pkeys: PkeyState,
     /// The forwarding tables the sweep routed, by switch GUID.
@@ -292,6 +294,7 @@ impl Sweep {
             qos_writes: Writes::default(),
             pkey_writes: Writes::default(),
             mft_writes: Writes::default(),
+            high_limits: HighLimits::default(),
             pkeys: PkeyState::default(),
             lfts: Lfts::default(),
             pending_reads: Vec::new(),
@@ -303,6 +306,16 @@ impl Sweep {
             pause_after_discovery: false,
             remote_sms: Vec::new(),
         }
+    }
+
+    /// What the sweep was configured with.
+    pub fn config(&self) -> &SweepConfig {
+        &self.config
+    }
+
+    /// When the sweep started.
+    pub fn started(&self) -> Instant {
+        self.started
     }
 
     pub fn phase(&self) -> &Phase {
@@ -326,6 +339,11 @@ impl Sweep {
 
     pub fn stats(&self) -> &SchedulerStats {
         self.scheduler.stats()
+    }
+
+    /// SMPs on the wire, waiting for their answers.
+    pub fn outstanding(&self) -> usize {
+        self.scheduler.outstanding()
     }
 
     /// How long the sweep took to reach SUBNET UP, once it has.
@@ -449,6 +467,7 @@ impl Sweep {
                 }
             }
             (Op::SetPortInfo { port, sent }, Attribute::PortInfo(info)) => {
+                self.high_limits.echoed(port, info.vl_high_limit);
                 self.learn_unkept(port, &sent, &info);
                 if let Some(p) = self.subnet.port_mut(port) {
                     p.info = info;

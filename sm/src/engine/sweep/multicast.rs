@@ -145,7 +145,7 @@ impl Sweep {
         let held = self.learned.mfts.get(&(guid, u32::from(modifier)));
         let write = mft_write(guid, modifier, table);
         if self.multicast_only && held == Some(&table) {
-            writes.push_verified(write);
+            writes.push_held(write);
         } else {
             writes.push(write);
         }

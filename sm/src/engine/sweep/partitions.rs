@@ -352,7 +352,7 @@ fn block_writes(key: PortKey, target: Target, held: &[u16], table: &[u16], write
         };
         let start = usize::from(block) * BLOCK;
         if held.get(start..start + BLOCK) == Some(entries) {
-            writes.push_verified(write);
+            writes.push_held(write);
         } else {
             writes.push(write);
         }

@@ -12,7 +12,7 @@ use tracing::debug;
 
 use super::diff::{Difference, Found, PortInfoField, differences};
 use super::links::resulting_state;
-use super::writes::Settled;
+use super::writes::{HighLimitDecision, Settled};
 use super::{Op, Sweep, SweepMode};
 use crate::engine::pkeys::PkeyIndexes;
 use crate::engine::scheduler::Request;
@@ -78,6 +78,10 @@ impl Sweep {
     /// holds: reading that where it is not known, and recording every difference.
     pub(super) fn plan_set(&mut self, planned: Planned, held: Held) {
         if self.config.mode == SweepMode::Forced {
+            if let Op::SetPortInfo { port, .. } = planned.op {
+                let sent = HighLimitDecision::Sent { drifted: false };
+                self.high_limits.decided(port, sent);
+            }
             self.send(planned);
             return;
         }
@@ -141,13 +145,27 @@ impl Sweep {
     /// unless this is a dry run. A dry run updates the model as if the Set had been made, so the
     /// later phases plan from the state the fabric would be in.
     pub(super) fn decide(&mut self, planned: Planned, differences: Vec<Difference>) {
+        let sent = self.config.mode != SweepMode::DryRun;
+        if let Op::SetPortInfo { port, .. } = planned.op {
+            let drifted = differences
+                .iter()
+                .any(|d| d.port_info_field() == Some(PortInfoField::VlHighLimit));
+            let decision = match (drifted, sent) {
+                (false, _) => HighLimitDecision::Held,
+                (true, true) => HighLimitDecision::Sent { drifted },
+                (true, false) => HighLimitDecision::Unsent,
+            };
+            self.high_limits.decided(port, decision);
+        }
         if differences.is_empty() {
             if let Op::SetTable { kind, index, .. } = planned.op {
-                self.settle_write(kind, index, Settled::Verified);
+                self.settle_write(kind, index, Settled::Held);
             }
             return;
         }
-        let sent = self.config.mode != SweepMode::DryRun;
+        if let Op::SetTable { kind, index, .. } = planned.op {
+            self.mark_drifted(kind, index);
+        }
         self.changes.push(Change {
             target: planned.target.clone(),
             attribute: planned.attribute.id(),

@@ -5,11 +5,14 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ibqos_mad::Attribute;
+use ibqos_mad::{Attribute, Priority, VlArbModifier};
+use ibqos_qos::PortClass;
 use tracing::warn;
 
 use super::reconcile::Planned;
-use super::{Op, Sweep};
+use super::{Op, Sweep, SweepMode};
+use crate::counters::add_counts;
+use crate::engine::qos::port_class;
 use crate::engine::subnet::PortKey;
 use crate::engine::write::TableWrite;
 
@@ -42,10 +45,112 @@ pub struct TableCounts {
     pub failed: usize,
 }
 
+/// Which table a Set writes, as monitoring tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Table {
+    Sl2Vl,
+    /// The low-priority VLArbitration table (blocks 1 and 2).
+    VlArbLow,
+    /// The high-priority VLArbitration table (blocks 3 and 4).
+    VlArbHigh,
+    /// PortInfo.VLHighLimit: no table of its own (it travels in the link manager's PortInfo
+    /// Set), but QoS programs it per port as it programs the tables.
+    VlHighLimit,
+    PKey,
+    /// Multicast forwarding table blocks.
+    Mft,
+}
+
+impl Table {
+    /// Every table, in order.
+    pub const ALL: [Table; 6] = [
+        Table::Sl2Vl,
+        Table::VlArbLow,
+        Table::VlArbHigh,
+        Table::VlHighLimit,
+        Table::PKey,
+        Table::Mft,
+    ];
+
+    /// The table a Set of `attribute` with `modifier` writes; `None` for an attribute that is
+    /// no table (or a VLArb modifier naming no block).
+    pub fn of(attribute: &Attribute, modifier: u32) -> Option<Table> {
+        match attribute {
+            Attribute::SlToVlMappingTable(_) => Some(Table::Sl2Vl),
+            Attribute::VlArbitrationTable(_) => {
+                let block = VlArbModifier::try_from(modifier).ok()?.block;
+                Some(match block.priority() {
+                    Priority::Low => Table::VlArbLow,
+                    Priority::High => Table::VlArbHigh,
+                })
+            }
+            Attribute::PKeyTable(_) => Some(Table::PKey),
+            Attribute::MulticastForwardingTable(_) => Some(Table::Mft),
+            _ => None,
+        }
+    }
+
+    /// Its name in metrics and logs.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Table::Sl2Vl => "sl2vl",
+            Table::VlArbLow => "vlarb_low",
+            Table::VlArbHigh => "vlarb_high",
+            Table::VlHighLimit => "vl_high_limit",
+            Table::PKey => "pkey",
+            Table::Mft => "mft",
+        }
+    }
+}
+
+/// What became of one table Set by the end of its sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SetResult {
+    /// Sent and echoed back exactly as sent.
+    Ok,
+    /// Sent, and echoed back different after every attempt or never answered.
+    Failed,
+    /// Not sent: the fabric already held it (a diff sweep read it back first).
+    Skipped,
+}
+
+impl SetResult {
+    pub const ALL: [SetResult; 3] = [SetResult::Ok, SetResult::Failed, SetResult::Skipped];
+
+    /// Its name in metrics.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SetResult::Ok => "ok",
+            SetResult::Failed => "failed",
+            SetResult::Skipped => "skipped",
+        }
+    }
+}
+
+/// A sweep's table Sets counted by table: what became of them, and the drift a diff sweep found
+/// (the fabric held something else than the SM had programmed) and repaired (Set and verified).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableTally {
+    pub sets: BTreeMap<(Table, SetResult), u64>,
+    pub drift_found: BTreeMap<Table, u64>,
+    pub drift_repaired: BTreeMap<Table, u64>,
+}
+
+impl TableTally {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &TableTally) {
+        add_counts(&mut self.sets, &other.sets);
+        add_counts(&mut self.drift_found, &other.drift_found);
+        add_counts(&mut self.drift_repaired, &other.drift_repaired);
+    }
+}
+
 /// Where a Set stands. The order is how a port with several Sets stands: its worst Set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Settled {
-    /// Echoed back exactly as sent, or already held as planned.
+    /// Already held as planned (a diff sweep read it back): not sent.
+    Held,
+    /// Echoed back exactly as sent.
     Verified,
     /// Not answered yet; a dry run's Sets are never sent, so they stay here.
     Pending,
@@ -58,25 +163,41 @@ pub(super) enum Settled {
 pub(super) struct Writes {
     sets: Vec<TableWrite>,
     settled: Vec<Settled>,
+    /// Per Set, whether a diff sweep found the fabric holding something else.
+    drifted: Vec<bool>,
 }
 
 impl Writes {
     /// The Sets to make, none settled yet.
     pub(super) fn new(sets: Vec<TableWrite>) -> Writes {
         let settled = vec![Settled::Pending; sets.len()];
-        Writes { sets, settled }
+        let drifted = vec![false; sets.len()];
+        Writes {
+            sets,
+            settled,
+            drifted,
+        }
     }
 
     /// A Set to make.
     pub(super) fn push(&mut self, set: TableWrite) {
         self.sets.push(set);
         self.settled.push(Settled::Pending);
+        self.drifted.push(false);
     }
 
-    /// A set that is known to be in place already, so verified without a Set.
-    pub(super) fn push_verified(&mut self, set: TableWrite) {
+    /// A set that is known to be in place already, so held without a Set.
+    pub(super) fn push_held(&mut self, set: TableWrite) {
         self.sets.push(set);
-        self.settled.push(Settled::Verified);
+        self.settled.push(Settled::Held);
+        self.drifted.push(false);
+    }
+
+    /// Set `index` differs from what the fabric holds (a diff sweep or dry run read it).
+    pub(super) fn mark_drifted(&mut self, index: usize) {
+        if let Some(slot) = self.drifted.get_mut(index) {
+            *slot = true;
+        }
     }
 
     pub(super) fn get(&self, index: usize) -> Option<&TableWrite> {
@@ -105,25 +226,161 @@ impl Writes {
         self.sets
             .iter()
             .zip(&self.settled)
-            .filter(|(_, settled)| **settled == Settled::Verified)
+            .filter(|(_, settled)| **settled <= Settled::Verified)
             .map(|(set, _)| set)
     }
 
     /// Per port: configured, verified, failed, from each Set and where it stands.
     pub(super) fn counts(&self) -> TableCounts {
+        // Every port in one group.
+        self.counts_by(|_| true).remove(&true).unwrap_or_default()
+    }
+
+    /// [`counts`](Self::counts) per group of ports, `group` naming each port's.
+    pub(super) fn counts_by<G: Ord>(
+        &self,
+        mut group: impl FnMut(PortKey) -> G,
+    ) -> BTreeMap<G, TableCounts> {
         let mut ports: BTreeMap<PortKey, Settled> = BTreeMap::new();
         for (set, settled) in self.sets.iter().zip(&self.settled) {
             for port in &set.ports {
-                let state = ports.entry(*port).or_insert(Settled::Verified);
+                let state = ports.entry(*port).or_insert(Settled::Held);
                 *state = (*state).max(*settled);
             }
         }
-        let count = |wanted: Settled| ports.values().filter(|s| **s == wanted).count();
-        TableCounts {
-            configured: ports.len(),
-            verified: count(Settled::Verified),
-            failed: count(Settled::Failed),
+        let mut groups: BTreeMap<G, TableCounts> = BTreeMap::new();
+        for (port, settled) in ports {
+            let counts = groups.entry(group(port)).or_default();
+            counts.configured += 1;
+            match settled {
+                Settled::Held | Settled::Verified => counts.verified += 1,
+                Settled::Failed => counts.failed += 1,
+                Settled::Pending => {}
+            }
         }
+        groups
+    }
+
+    /// Each Set by table and what became of it, and the drift found and repaired. `sent` says
+    /// whether Sets were sent at all: a dry run's stay pending and count as nothing; another
+    /// sweep's still pending at its end were never answered, and count as failed.
+    pub(super) fn tally(&self, sent: bool) -> TableTally {
+        let mut tally = TableTally::default();
+        let each = self.sets.iter().zip(&self.settled).zip(&self.drifted);
+        for ((set, settled), drifted) in each {
+            let Some(table) = Table::of(&set.attribute, set.modifier) else {
+                continue;
+            };
+            if *drifted {
+                *tally.drift_found.entry(table).or_default() += 1;
+            }
+            let result = match settled {
+                Settled::Held => SetResult::Skipped,
+                Settled::Verified => SetResult::Ok,
+                Settled::Pending if !sent => continue,
+                Settled::Pending | Settled::Failed => SetResult::Failed,
+            };
+            *tally.sets.entry((table, result)).or_default() += 1;
+            if *drifted && result == SetResult::Ok {
+                *tally.drift_repaired.entry(table).or_default() += 1;
+            }
+        }
+        tally
+    }
+}
+
+/// The VLHighLimit of each port whose PortInfo Set carries the QoS plan's, and where each
+/// stands, told as a table Set is: sent and echoed back as sent, or not, or found in place.
+#[derive(Debug, Default)]
+pub(super) struct HighLimits {
+    ports: BTreeMap<PortKey, HighLimit>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct HighLimit {
+    /// The value planned.
+    value: u8,
+    /// The Set carrying it was sent (only then does an echo settle it).
+    sent: bool,
+    settled: Settled,
+    /// A diff sweep or dry run found the port holding another value.
+    drifted: bool,
+}
+
+/// What the reconciler decided about a port's PortInfo Set, as its VLHighLimit sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum HighLimitDecision {
+    /// Sent; `drifted` if the port held another VLHighLimit.
+    Sent { drifted: bool },
+    /// The port held another VLHighLimit, and a dry run sends nothing.
+    Unsent,
+    /// The port holds it already (the Set may still go out, for other fields).
+    Held,
+}
+
+impl HighLimits {
+    /// `port`'s PortInfo Set carries the planned VLHighLimit `value`.
+    pub(super) fn plan(&mut self, port: PortKey, value: u8) {
+        let undecided = HighLimit {
+            value,
+            sent: false,
+            settled: Settled::Pending,
+            drifted: false,
+        };
+        self.ports.insert(port, undecided);
+    }
+
+    /// The reconciler's decision on the first PortInfo Set of `port` (the link manager's);
+    /// later ones (ACTIVE) carry what the port holds and change nothing here.
+    pub(super) fn decided(&mut self, port: PortKey, decision: HighLimitDecision) {
+        let Some(limit) = self.ports.get_mut(&port) else {
+            return;
+        };
+        if limit.sent || limit.settled != Settled::Pending || limit.drifted {
+            return;
+        }
+        match decision {
+            HighLimitDecision::Sent { drifted } => (limit.sent, limit.drifted) = (true, drifted),
+            HighLimitDecision::Unsent => limit.drifted = true,
+            HighLimitDecision::Held => limit.settled = Settled::Held,
+        }
+    }
+
+    /// The echo of a PortInfo Set to `port`, holding `echoed`: verified if that is the value
+    /// planned.
+    pub(super) fn echoed(&mut self, port: PortKey, echoed: u8) {
+        if let Some(limit) = self.ports.get_mut(&port)
+            && limit.sent
+            && limit.settled == Settled::Pending
+        {
+            limit.settled = if echoed == limit.value {
+                Settled::Verified
+            } else {
+                Settled::Failed
+            };
+        }
+    }
+
+    /// As [`Writes::tally`] counts table Sets.
+    fn tally(&self) -> TableTally {
+        let mut tally = TableTally::default();
+        let table = Table::VlHighLimit;
+        for limit in self.ports.values() {
+            if limit.drifted {
+                *tally.drift_found.entry(table).or_default() += 1;
+            }
+            let result = match limit.settled {
+                Settled::Held => SetResult::Skipped,
+                Settled::Verified => SetResult::Ok,
+                Settled::Pending if !limit.sent => continue,
+                Settled::Pending | Settled::Failed => SetResult::Failed,
+            };
+            *tally.sets.entry((table, result)).or_default() += 1;
+            if limit.drifted && result == SetResult::Ok {
+                *tally.drift_repaired.entry(table).or_default() += 1;
+            }
+        }
+        tally
     }
 }
 
@@ -201,13 +458,37 @@ impl Sweep {
         self.writes_mut(kind).settle(index, settled);
         // The MFT blocks a switch holds, so that an update after a join Sets only those that
         // change.
-        if let (TableKind::Mft, Settled::Verified) = (kind, settled)
+        if let (TableKind::Mft, Settled::Held | Settled::Verified) = (kind, settled)
             && let Some(set) = self.mft_writes.get(index)
             && let Attribute::MulticastForwardingTable(table) = set.attribute
         {
             let key = (set.node, set.modifier);
             self.learned.mfts.insert(key, table);
         }
+    }
+
+    pub(super) fn mark_drifted(&mut self, kind: TableKind, index: usize) {
+        self.writes_mut(kind).mark_drifted(index);
+    }
+
+    /// This sweep's table Sets by table and what became of them, with the drift it found and
+    /// repaired: the QoS, P_Key and multicast forwarding tables alike.
+    pub fn table_tally(&self) -> TableTally {
+        let sent = self.config.mode != SweepMode::DryRun;
+        let mut tally = TableTally::default();
+        for kind in [TableKind::Qos, TableKind::PKey, TableKind::Mft] {
+            tally.add(&self.writes(kind).tally(sent));
+        }
+        tally.add(&self.high_limits.tally());
+        tally
+    }
+
+    /// Per port class: QoS tables configured, verified, failed.
+    pub fn qos_counts_by_class(&self) -> BTreeMap<Option<PortClass>, TableCounts> {
+        self.qos_writes.counts_by(|key| {
+            let node = self.subnet.nodes.get(&key.node);
+            node.and_then(|node| port_class(node, key.port))
+        })
     }
 
     /// The QoS Sets the ports hold as sent: echoed back exactly, or found already in place.
@@ -262,6 +543,7 @@ mod tests {
         Writes {
             sets,
             settled: settled.to_vec(),
+            drifted: vec![false; settled.len()],
         }
     }
 
@@ -281,6 +563,67 @@ mod tests {
         // Port 1 failed once stays failed, whatever its other Set did.
         let counts = writes(&[Failed, Verified, Verified, Verified]).counts();
         assert_eq!((counts.verified, counts.failed), (3, 1));
+    }
+
+    #[test]
+    fn a_tally_counts_sets_by_result_and_the_drift_repaired() {
+        use Settled::*;
+        let mut held = writes(&[Held, Verified, Failed, Pending]);
+        held.mark_drifted(1);
+        held.mark_drifted(2);
+        let sl2vl = Table::Sl2Vl;
+        let sent = held.tally(true);
+        assert_eq!(
+            sent.sets,
+            BTreeMap::from([
+                ((sl2vl, SetResult::Ok), 1),
+                ((sl2vl, SetResult::Failed), 2),
+                ((sl2vl, SetResult::Skipped), 1),
+            ])
+        );
+        assert_eq!(sent.drift_found, BTreeMap::from([(sl2vl, 2)]));
+        assert_eq!(sent.drift_repaired, BTreeMap::from([(sl2vl, 1)]));
+        // A dry run's pending Sets were never sent: not counted.
+        let dry = held.tally(false);
+        assert_eq!(dry.sets.get(&(sl2vl, SetResult::Failed)), Some(&1));
+    }
+
+    #[test]
+    fn a_vl_high_limit_counts_from_its_first_decision_and_the_value_planned() {
+        let port = |n| PortKey::new(1, n);
+        let mut limits = HighLimits::default();
+        // Sent because it drifted, echoed back as planned; a later Set (ACTIVE) changes nothing.
+        limits.plan(port(1), 4);
+        limits.decided(port(1), HighLimitDecision::Sent { drifted: true });
+        limits.decided(port(1), HighLimitDecision::Held);
+        limits.echoed(port(1), 4);
+        limits.echoed(port(1), 0);
+        // Held already.
+        limits.plan(port(2), 4);
+        limits.decided(port(2), HighLimitDecision::Held);
+        limits.echoed(port(2), 0);
+        // Sent, and the echo holds another value.
+        limits.plan(port(3), 4);
+        limits.decided(port(3), HighLimitDecision::Sent { drifted: false });
+        limits.echoed(port(3), 0);
+        // A dry run's drift: found, never sent, so no Set counted.
+        limits.plan(port(4), 4);
+        limits.decided(port(4), HighLimitDecision::Unsent);
+        // Not planned: nothing counted.
+        limits.decided(port(5), HighLimitDecision::Sent { drifted: true });
+        let table = Table::VlHighLimit;
+        assert_eq!(
+            limits.tally(),
+            TableTally {
+                sets: BTreeMap::from([
+                    ((table, SetResult::Ok), 1),
+                    ((table, SetResult::Failed), 1),
+                    ((table, SetResult::Skipped), 1),
+                ]),
+                drift_found: BTreeMap::from([(table, 2)]),
+                drift_repaired: BTreeMap::from([(table, 1)]),
+            }
+        );
     }
 
     #[test]

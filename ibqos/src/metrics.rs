@@ -1,0 +1,748 @@
+//! `ibqos sm`'s Prometheus metrics: the registry, kept up to date from the manager's events and
+//! counters, and its two ways out: a textfile for node_exporter's textfile collector, replaced
+//! after each sweep, and a small HTTP endpoint serving `GET /metrics`.
+//!
+//! The SM itself keeps only plain numbers (`ibqos_sm::counters`, the sweep summaries); the
+//! names, labels and encoding are all here. Counters the SM already adds up are mirrored into
+//! the registry's counters by storing their value, so nothing is counted twice. Every label is a
+//! small closed set (SM states, sweep modes, tables, port classes, node types, port states,
+//! attributes, methods, trap numbers): there is no per-port label.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Read, Write as _};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use ibqos_mad::{AttributeId, InvalidField, Method, NodeType, PortState, SmState, Status};
+use ibqos_qos::PortClass;
+use ibqos_sm::counters::{Counters, Inventory, QosPorts};
+use ibqos_sm::engine::sweep::{SetResult, SweepMode, Table};
+use ibqos_sm::manager::{Event, Manager};
+use ibqos_sm::summary::SweepSummary;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+use tracing::{debug, info, warn};
+
+use crate::cli::MetricsArgs;
+
+/// A metric's labels: names from a fixed list, values from small closed sets.
+type Labels = Vec<(&'static str, String)>;
+
+/// What Prometheus asks for when it scrapes.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// What everything else reads: node_exporter's textfile collector, promtool, a person with curl.
+const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Sweep durations: a small fabric sweeps in milliseconds, a large one or a faulty one in
+/// minutes.
+const SWEEP_BUCKETS: [f64; 12] = [
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
+/// A client that sends nothing for this long is dropped, so it cannot hold the endpoint.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most of a request read: far more than a scraper's request line and headers.
+const MAX_REQUEST: u64 = 16 * 1024;
+
+/// The metrics of one SM, and where they go.
+#[derive(Debug)]
+pub struct Exporter {
+    metrics: SmMetrics,
+    registry: Arc<Registry>,
+    textfile: Option<PathBuf>,
+}
+
+impl Exporter {
+    /// The metrics `args` ask for: listening at once (so a port in use stops the SM before it
+    /// touches the fabric), or `None` when neither a textfile nor an address is given.
+    pub fn start(args: &MetricsArgs) -> Result<Option<Exporter>> {
+        if args.metrics_textfile.is_none() && args.metrics_listen.is_none() {
+            return Ok(None);
+        }
+        let mut registry = Registry::with_prefix("ibqos");
+        let metrics = SmMetrics::register(&mut registry);
+        let registry = Arc::new(registry);
+        if let Some(address) = args.metrics_listen {
+            serve(address, Arc::clone(&registry))?;
+        }
+        Ok(Some(Exporter {
+            metrics,
+            registry,
+            textfile: args.metrics_textfile.clone(),
+        }))
+    }
+
+    /// Between events: what changes while a sweep runs.
+    pub fn watch(&self, manager: &Manager) {
+        let outstanding = i64::try_from(manager.smps_outstanding()).unwrap_or(i64::MAX);
+        self.metrics.smps_outstanding.set(outstanding);
+    }
+
+    /// After each event of the manager: the metrics brought up to date, and after a sweep or a
+    /// change of the SM's state (a standby sweeps no more) the textfile replaced.
+    pub fn on_event(&self, event: &Event, manager: &Manager) {
+        let m = &self.metrics;
+        m.mirror(manager.counters());
+        self.watch(manager);
+        match event {
+            Event::StateChanged(change) => m.set_state(change.to),
+            Event::SweepDone(summary) => {
+                m.set_state(summary.sm_state);
+                m.sweep_done(summary);
+                if let Some(sweep) = manager.last_sweep() {
+                    m.set_fabric(&Inventory::of(sweep), &QosPorts::of(sweep));
+                }
+            }
+            _ => return,
+        }
+        if let Some(path) = &self.textfile
+            && let Err(error) = write_textfile(path, &self.registry)
+        {
+            warn!(path = %path.display(), %error, "cannot write the metrics textfile");
+        }
+    }
+}
+
+/// The registry's metrics, by what they measure.
+#[derive(Debug)]
+struct SmMetrics {
+    sm_state: Family<Labels, Gauge>,
+    sweeps: Family<Labels, Counter>,
+    sweep_duration: Family<Labels, Histogram>,
+    last_sweep: Gauge<f64, AtomicU64>,
+    subnet_up: Gauge,
+    subnet_up_sweeps: Counter,
+    smps_sent: Family<Labels, Counter>,
+    smps_received: Family<Labels, Counter>,
+    smp_timeouts: Family<Labels, Counter>,
+    smp_errors: Family<Labels, Counter>,
+    smps_outstanding: Gauge,
+    traps: Family<Labels, Counter>,
+    nodes: Family<Labels, Gauge>,
+    ports: Family<Labels, Gauge>,
+    lids: Gauge,
+    table_sets: Family<Labels, Counter>,
+    table_sets_skipped: Family<Labels, Counter>,
+    drift_found: Family<Labels, Counter>,
+    drift_repaired: Family<Labels, Counter>,
+    qos_ports_configured: Family<Labels, Gauge>,
+    qos_ports_pending: Family<Labels, Gauge>,
+    qos_ports_vl_clamped: Family<Labels, Gauge>,
+}
+
+impl SmMetrics {
+    fn register(r: &mut Registry) -> SmMetrics {
+        let build_info = Family::<Labels, Gauge>::default();
+        build_info
+            .get_or_create(&vec![("version", env!("CARGO_PKG_VERSION").to_string())])
+            .set(1);
+        r.register("build_info", "The ibqos version running: 1", build_info);
+        let m = SmMetrics {
+            sm_state: Family::default(),
+            sweeps: Family::default(),
+            sweep_duration: Family::new_with_constructor(|| Histogram::new(SWEEP_BUCKETS)),
+            last_sweep: Gauge::default(),
+            subnet_up: Gauge::default(),
+            subnet_up_sweeps: Counter::default(),
+            smps_sent: Family::default(),
+            smps_received: Family::default(),
+            smp_timeouts: Family::default(),
+            smp_errors: Family::default(),
+            smps_outstanding: Gauge::default(),
+            traps: Family::default(),
+            nodes: Family::default(),
+            ports: Family::default(),
+            lids: Gauge::default(),
+            table_sets: Family::default(),
+            table_sets_skipped: Family::default(),
+            drift_found: Family::default(),
+            drift_repaired: Family::default(),
+            qos_ports_configured: Family::default(),
+            qos_ports_pending: Family::default(),
+            qos_ports_vl_clamped: Family::default(),
+        };
+        m.set_state(SmState::Discovering);
+        r.register(
+            "sm_state",
+            "The SM's state (IBA 14.4): 1 on the current one",
+            m.sm_state.clone(),
+        );
+        r.register("sweeps", "Sweeps ended, by mode", m.sweeps.clone());
+        r.register_with_unit(
+            "sweep_duration",
+            "How long sweeps took, by mode",
+            Unit::Seconds,
+            m.sweep_duration.clone(),
+        );
+        r.register_with_unit(
+            "last_sweep_timestamp",
+            "When the last sweep ended (Unix time)",
+            Unit::Seconds,
+            m.last_sweep.clone(),
+        );
+        r.register(
+            "subnet_up",
+            "Whether the last sweep brought the subnet up (1) or not (0)",
+            m.subnet_up.clone(),
+        );
+        r.register(
+            "subnet_up_sweeps",
+            "Sweeps that ended in SUBNET UP",
+            m.subnet_up_sweeps.clone(),
+        );
+        r.register(
+            "smps_sent",
+            "SMPs sent, by attribute and method",
+            m.smps_sent.clone(),
+        );
+        r.register(
+            "smps_received",
+            "SMPs received (answers, requests, traps), by attribute and method",
+            m.smps_received.clone(),
+        );
+        r.register(
+            "smp_timeouts",
+            "Sweep SMP attempts that got no answer in time or were handed back, by attribute",
+            m.smp_timeouts.clone(),
+        );
+        r.register(
+            "smp_error_statuses",
+            "Sweep SMP answers with an error status, by attribute and status",
+            m.smp_errors.clone(),
+        );
+        r.register(
+            "smps_outstanding",
+            "SMPs on the wire waiting for their answers",
+            m.smps_outstanding.clone(),
+        );
+        r.register(
+            "traps_received",
+            "Traps received, by trap number",
+            m.traps.clone(),
+        );
+        r.register(
+            "fabric_nodes",
+            "Nodes the last sweep found, by type",
+            m.nodes.clone(),
+        );
+        r.register(
+            "fabric_ports",
+            "Ports the last sweep found, by node type and port state",
+            m.ports.clone(),
+        );
+        r.register(
+            "lids_assigned",
+            "End ports with a LID after the last sweep",
+            m.lids.clone(),
+        );
+        r.register(
+            "table_sets",
+            "Table Sets sent (SL2VL, VLArb, VLHighLimit, P_Key, MFT), by table and result: ok \
+             (echoed back as sent) or failed",
+            m.table_sets.clone(),
+        );
+        r.register(
+            "table_sets_skipped",
+            "Table Sets not sent because the fabric already held the table, by table",
+            m.table_sets_skipped.clone(),
+        );
+        r.register(
+            "table_drift_found",
+            "Tables a diff sweep found holding something else than the SM programs, by table",
+            m.drift_found.clone(),
+        );
+        r.register(
+            "table_drift_repaired",
+            "Of the drift found, tables Set again and echoed back as sent, by table",
+            m.drift_repaired.clone(),
+        );
+        r.register(
+            "qos_ports_configured",
+            "Ports holding the QoS tables planned for them after the last sweep, by port class",
+            m.qos_ports_configured.clone(),
+        );
+        r.register(
+            "qos_ports_pending",
+            "Ports with QoS tables to program that do not hold them yet (failed or \
+             unanswered), by port class",
+            m.qos_ports_pending.clone(),
+        );
+        r.register(
+            "qos_ports_vl_clamped",
+            "Linked ports running fewer VLs than max_op_vls (the port or its peer supports \
+             fewer), by port class",
+            m.qos_ports_vl_clamped.clone(),
+        );
+        let start_time = Gauge::<f64, AtomicU64>::default();
+        start_time.set(unix_now());
+        r.register_with_unit(
+            "start_time",
+            "When this SM started (Unix time)",
+            Unit::Seconds,
+            start_time,
+        );
+        m
+    }
+
+    /// One gauge per SM state, 1 on `state`.
+    fn set_state(&self, state: SmState) {
+        for (candidate, name) in SM_STATES {
+            let value = i64::from(candidate == state);
+            self.sm_state
+                .get_or_create(&label("state", name))
+                .set(value);
+        }
+    }
+
+    fn sweep_done(&self, summary: &SweepSummary) {
+        let kind = label("kind", mode_name(summary.mode));
+        self.sweeps.get_or_create(&kind).inc();
+        self.sweep_duration
+            .get_or_create(&kind)
+            .observe(summary.duration.as_secs_f64());
+        self.last_sweep.set(unix_now());
+        self.subnet_up.set(i64::from(summary.subnet_up));
+        if summary.subnet_up {
+            self.subnet_up_sweeps.inc();
+        }
+    }
+
+    /// The SM's own counters, stored as they are: they only grow, as Prometheus counters must.
+    /// Values the fabric chooses (attributes, methods, trap numbers) that the IBA does not name
+    /// are added up under `other`, so that no device can make series without end.
+    fn mirror(&self, counters: &Counters) {
+        let smp_labels = |attribute: AttributeId, method: Method| {
+            vec![
+                ("attribute", attribute_name(attribute)),
+                ("method", method_name(method)),
+            ]
+        };
+        let smps = [
+            (&self.smps_sent, &counters.smps_sent),
+            (&self.smps_received, &counters.smps_received),
+        ];
+        for (family, counts) in smps {
+            let totals = sum_by(counts, |&(attribute, method)| smp_labels(attribute, method));
+            store_all(family, totals);
+        }
+        let timeouts = sum_by(&counters.timeouts, |&attribute| {
+            vec![("attribute", attribute_name(attribute))]
+        });
+        store_all(&self.smp_timeouts, timeouts);
+        let errors = sum_by(&counters.error_statuses, |&(attribute, status)| {
+            vec![
+                ("attribute", attribute_name(attribute)),
+                ("status", status_name(status).to_string()),
+            ]
+        });
+        store_all(&self.smp_errors, errors);
+        let traps = sum_by(&counters.traps, |&trap| label("trap", &trap_name(trap)));
+        store_all(&self.traps, traps);
+        let tables = &counters.tables;
+        for table in Table::ALL {
+            let name = table.name();
+            for result in SetResult::ALL {
+                let count = tables.sets.get(&(table, result)).copied().unwrap_or(0);
+                if result == SetResult::Skipped {
+                    store(&self.table_sets_skipped, &label("table", name), count);
+                } else {
+                    let labels = vec![
+                        ("table", name.to_string()),
+                        ("result", result.name().to_string()),
+                    ];
+                    store(&self.table_sets, &labels, count);
+                }
+            }
+            let found = tables.drift_found.get(&table).copied().unwrap_or(0);
+            store(&self.drift_found, &label("table", name), found);
+            let repaired = tables.drift_repaired.get(&table).copied().unwrap_or(0);
+            store(&self.drift_repaired, &label("table", name), repaired);
+        }
+    }
+
+    /// What the last sweep found. Every label value of a closed set is set, to 0 where none,
+    /// so a series never lingers with a stale value.
+    fn set_fabric(&self, inventory: &Inventory, qos: &QosPorts) {
+        for (node_type, type_name) in NODE_TYPES {
+            let nodes = inventory.nodes.get(&node_type).copied().unwrap_or(0);
+            set(&self.nodes, &label("type", type_name), nodes);
+            for (state, state_name) in PORT_STATES {
+                let ports = inventory.ports.get(&(node_type, state)).copied();
+                let labels = vec![
+                    ("type", type_name.to_string()),
+                    ("state", state_name.to_string()),
+                ];
+                set(&self.ports, &labels, ports.unwrap_or(0));
+            }
+        }
+        self.lids
+            .set(i64::try_from(inventory.lids).unwrap_or(i64::MAX));
+        for class in PortClass::ALL {
+            let labels = label("port_class", class_name(class));
+            let counts = qos.tables.get(&class).copied().unwrap_or_default();
+            set(&self.qos_ports_configured, &labels, counts.verified);
+            let pending = counts.configured - counts.verified;
+            set(&self.qos_ports_pending, &labels, pending);
+            let clamped = qos.vl_clamped.get(&class).copied().unwrap_or(0);
+            set(&self.qos_ports_vl_clamped, &labels, clamped);
+        }
+    }
+}
+
+const SM_STATES: [(SmState, &str); 4] = [
+    (SmState::NotActive, "not_active"),
+    (SmState::Discovering, "discovering"),
+    (SmState::Standby, "standby"),
+    (SmState::Master, "master"),
+];
+
+const NODE_TYPES: [(NodeType, &str); 3] = [
+    (NodeType::Ca, "ca"),
+    (NodeType::Switch, "switch"),
+    (NodeType::Router, "router"),
+];
+
+const PORT_STATES: [(PortState, &str); 4] = [
+    (PortState::Down, "down"),
+    (PortState::Init, "init"),
+    (PortState::Armed, "armed"),
+    (PortState::Active, "active"),
+];
+
+fn label(name: &'static str, value: &str) -> Labels {
+    vec![(name, value.to_string())]
+}
+
+/// `counts` added up by the labels `labels_of` gives each key.
+fn sum_by<K>(counts: &BTreeMap<K, u64>, labels_of: impl Fn(&K) -> Labels) -> BTreeMap<Labels, u64> {
+    let mut totals = BTreeMap::new();
+    for (key, count) in counts {
+        *totals.entry(labels_of(key)).or_default() += count;
+    }
+    totals
+}
+
+fn store_all(family: &Family<Labels, Counter>, totals: BTreeMap<Labels, u64>) {
+    for (labels, value) in totals {
+        store(family, &labels, value);
+    }
+}
+
+/// An attribute by its IBA name; one the IBA does not name is `other`.
+fn attribute_name(attribute: AttributeId) -> String {
+    match attribute {
+        AttributeId::Unknown(_) => "other".to_string(),
+        known => known.to_string(),
+    }
+}
+
+/// A method by its IBA name; one the IBA does not name is `other`.
+fn method_name(method: Method) -> String {
+    match method {
+        Method::Unknown(_) => "other".to_string(),
+        known => known.to_string(),
+    }
+}
+
+/// A trap number the IBA defines for the SM's class (IBA 14.2.5.1: 64-69 for the SA's events,
+/// 128-131 and 144-145 from ports, 256-259 for key violations), else `other`.
+fn trap_name(trap: u16) -> String {
+    match trap {
+        64..=69 | 128..=131 | 144 | 145 | 256..=259 => trap.to_string(),
+        _ => "other".to_string(),
+    }
+}
+
+fn store(family: &Family<Labels, Counter>, labels: &Labels, value: u64) {
+    family
+        .get_or_create(labels)
+        .inner()
+        .store(value, Ordering::Relaxed);
+}
+
+fn set(family: &Family<Labels, Gauge>, labels: &Labels, value: usize) {
+    family
+        .get_or_create(labels)
+        .set(i64::try_from(value).unwrap_or(i64::MAX));
+}
+
+fn mode_name(mode: SweepMode) -> &'static str {
+    match mode {
+        SweepMode::Forced => "forced",
+        SweepMode::Diff => "diff",
+        SweepMode::DryRun => "dryrun",
+    }
+}
+
+fn class_name(class: PortClass) -> &'static str {
+    match class {
+        PortClass::Ca => "ca",
+        PortClass::Sw0 => "sw0",
+        PortClass::Swe => "swe",
+        PortClass::Rtr => "rtr",
+    }
+}
+
+/// A MAD status as a label: its invalid-field code (IBA 13.4.7), else busy or class-specific,
+/// a set of a few values whatever the fabric answers.
+fn status_name(status: Status) -> &'static str {
+    match status.invalid_field() {
+        InvalidField::None if status.is_busy() => "busy",
+        InvalidField::None => "class_specific",
+        InvalidField::BadVersion => "bad_version",
+        InvalidField::MethodUnsupported => "method_unsupported",
+        InvalidField::MethodAttributeUnsupported => "method_attribute_unsupported",
+        InvalidField::InvalidValue => "invalid_value",
+        InvalidField::Unknown(_) => "reserved",
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The registry in OpenMetrics text, as prometheus-client encodes it.
+fn openmetrics(registry: &Registry) -> String {
+    let mut text = String::new();
+    // Writing into a String cannot fail; a metric that could not be encoded would be a bug
+    // here, and an empty scrape says so more plainly than a dead SM.
+    if let Err(error) = encode(&mut text, registry) {
+        warn!(%error, "cannot encode the metrics");
+    }
+    text
+}
+
+/// OpenMetrics text made the Prometheus text format (0.0.4) that node_exporter's textfile
+/// collector and promtool read: the samples are the same; a counter's family is named as its
+/// samples (`x_total`, where OpenMetrics says `x`), and the `# UNIT` and `# EOF` lines, which
+/// that format lacks, are left out.
+fn classic_text(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.strip_suffix(" counter"))
+        .collect();
+    let mut text = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(&name)
+                .then(|| format!("{prefix}{name}_total {tail}"))
+        });
+        match renamed {
+            Some(line) => text.push_str(&line),
+            None => text.push_str(line),
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// Replaces the textfile with the registry's metrics, by way of a temporary file renamed over
+/// it: node_exporter never reads half a file, and reads only names ending in `.prom`, which
+/// the temporary file's does not.
+fn write_textfile(path: &Path, registry: &Registry) -> std::io::Result<()> {
+    let text = classic_text(&openmetrics(registry));
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
+    })?;
+    let dir = dir.unwrap_or_else(|| Path::new("."));
+    crate::commands::sm::write_atomically(dir, &name.to_string_lossy(), &text)
+}
+
+/// `--metrics-listen`: `ADDR:PORT`, or a port alone (`PORT` or `:PORT`) for the loopback
+/// address, so that the endpoint is never public unless asked.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    let port = text.strip_prefix(':').unwrap_or(text);
+    port.parse::<u16>()
+        .map(|port| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
+        .map_err(|_| {
+            format!(
+                "{text:?} is no ADDR:PORT (such as 127.0.0.1:9464 or [::1]:9464) and no port \
+                 (9464 or :9464, on 127.0.0.1)"
+            )
+        })
+}
+
+/// Listens on `address` and serves the registry from a thread of its own.
+///
+/// One endpoint scraped every few seconds needs no async runtime nor HTTP framework: std's
+/// `TcpListener` on a thread, one connection at a time, each bounded by [`CLIENT_TIMEOUT`],
+/// reads the request line and headers and answers with one response and `Connection: close`.
+fn serve(address: SocketAddr, registry: Arc<Registry>) -> Result<()> {
+    let listener = TcpListener::bind(address).with_context(|| {
+        format!(
+            "cannot listen for metrics on {address} (--metrics-listen): another process may \
+             have this port; choose another"
+        )
+    })?;
+    info!(%address, "serving metrics at http://{address}/metrics");
+    std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                match stream {
+                    Ok(stream) => {
+                        if let Err(error) = answer(stream, &registry) {
+                            debug!(%error, "metrics client");
+                        }
+                    }
+                    Err(error) => debug!(%error, "metrics connection not accepted"),
+                }
+            }
+        })
+        .context("cannot start the metrics thread")?;
+    Ok(())
+}
+
+/// One HTTP/1.x exchange: `GET /metrics` (or HEAD) gets the metrics, in OpenMetrics when the
+/// client accepts it (Prometheus does) and in the Prometheus text format otherwise.
+fn answer(stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    // A request is a line and a few headers; a client sending more is cut off there.
+    let mut reader = BufReader::new(Read::take(stream.try_clone()?, MAX_REQUEST));
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    let mut openmetrics_wanted = false;
+    // The headers, up to the empty line; only Accept matters. Bounded, so a client cannot
+    // make the thread read forever.
+    for _ in 0..100 {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 || header.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.trim().eq_ignore_ascii_case("accept")
+        {
+            openmetrics_wanted |= value.contains("application/openmetrics-text");
+        }
+    }
+    let mut parts = request_line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    let (status, content_type, body) = match (method, path) {
+        ("GET" | "HEAD", "/metrics") => {
+            let text = openmetrics(registry);
+            if openmetrics_wanted {
+                ("200 OK", OPENMETRICS, text)
+            } else {
+                ("200 OK", TEXT, classic_text(&text))
+            }
+        }
+        ("GET" | "HEAD", _) => (
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            "ibqos serves its metrics at /metrics\n".to_string(),
+        ),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain; charset=utf-8",
+            "only GET and HEAD\n".to_string(),
+        ),
+    };
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    )?;
+    if method != "HEAD" {
+        stream.write_all(body.as_bytes())?;
+    }
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_alone_listens_on_loopback() {
+        let loopback = |port| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+        assert_eq!(parse_listen("9464"), Ok(loopback(9464)));
+        assert_eq!(parse_listen(":9464"), Ok(loopback(9464)));
+        assert_eq!(
+            parse_listen("0.0.0.0:80"),
+            Ok("0.0.0.0:80".parse().unwrap())
+        );
+        assert_eq!(
+            parse_listen("[::1]:9464"),
+            Ok("[::1]:9464".parse().unwrap())
+        );
+        let error = parse_listen("localhost:x").unwrap_err();
+        assert!(error.contains("no ADDR:PORT"), "{error}");
+        assert!(parse_listen("70000").is_err());
+    }
+
+    #[test]
+    fn values_the_iba_does_not_name_are_added_up_under_other() {
+        let counts = BTreeMap::from([
+            ((AttributeId::NodeInfo, Method::Get), 3),
+            ((AttributeId::Unknown(0x7777), Method::Get), 1),
+            ((AttributeId::Unknown(0x7778), Method::Unknown(0x7f)), 2),
+        ]);
+        let totals = sum_by(&counts, |&(attribute, method)| {
+            vec![
+                ("attribute", attribute_name(attribute)),
+                ("method", method_name(method)),
+            ]
+        });
+        let series =
+            |a: &str, m: &str| vec![("attribute", a.to_string()), ("method", m.to_string())];
+        assert_eq!(
+            totals,
+            BTreeMap::from([
+                (series("NodeInfo", "Get"), 3),
+                (series("other", "Get"), 1),
+                (series("other", "other"), 2),
+            ])
+        );
+        assert_eq!(trap_name(128), "128");
+        assert_eq!(trap_name(259), "259");
+        assert_eq!(trap_name(1000), "other");
+    }
+
+    #[test]
+    fn classic_text_names_counter_families_as_their_samples() {
+        let openmetrics = "# HELP ibqos_sweeps Sweeps.\n# TYPE ibqos_sweeps counter\n\
+                           ibqos_sweeps_total{kind=\"diff\"} 3\n\
+                           # HELP ibqos_sweep_duration_seconds Time.\n\
+                           # TYPE ibqos_sweep_duration_seconds histogram\n\
+                           # UNIT ibqos_sweep_duration_seconds seconds\n\
+                           ibqos_sweep_duration_seconds_sum 0.5\n\
+                           # HELP ibqos_subnet_up Up.\n# TYPE ibqos_subnet_up gauge\n\
+                           ibqos_subnet_up 1\n# EOF\n";
+        assert_eq!(
+            classic_text(openmetrics),
+            "# HELP ibqos_sweeps_total Sweeps.\n# TYPE ibqos_sweeps_total counter\n\
+             ibqos_sweeps_total{kind=\"diff\"} 3\n\
+             # HELP ibqos_sweep_duration_seconds Time.\n\
+             # TYPE ibqos_sweep_duration_seconds histogram\n\
+             ibqos_sweep_duration_seconds_sum 0.5\n\
+             # HELP ibqos_subnet_up Up.\n# TYPE ibqos_subnet_up gauge\n\
+             ibqos_subnet_up 1\n"
+        );
+    }
+}

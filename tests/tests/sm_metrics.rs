@@ -1,0 +1,331 @@
+//! `ibqos sm`'s Prometheus metrics, as monitoring reads them: the daemon runs on the emulated
+//! fabric (`ibqos fabric serve` on two-switch.net) with `--metrics-listen` and
+//! `--metrics-textfile`; curl scrapes the endpoint, promtool (Debian package prometheus) checks
+//! every exposition, and the counters must follow the fabric: tables rewritten behind the SM's
+//! back by another SM show up as drift found and then repaired. The textfile must always be
+//! whole (it is replaced by a rename, never rewritten in place).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use ibqos_tests::daemon::Daemon;
+use ibqos_tests::planner::ibqos_binary;
+use ibqos_tests::scenario::{Fabric, testdata};
+use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
+use ibqos_tests::tool::Tool;
+use ibqos_tests::{Ibsim, SimTools, TestDir};
+use serde_json::Value;
+
+const SUMMARY_TIMEOUT: Duration = Duration::from_secs(30);
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+const DAEMON_CONF: &str = "\
+qos TRUE
+sweep_interval 1
+qos_sl2vl 0,1,2,3,4,5,6,7,7,6,5,4,3,2,1,0
+qos_vlarb_low 0:16,1:16,2:16,3:16,4:8,5:8,6:8,7:8
+qos_vlarb_high 0:4,1:4
+qos_ca_vlarb_low 0:10,1:20,2:30,3:40,4:50,5:60,6:70,7:80
+";
+
+/// The other SM's CA tables, unlike the daemon's in SL2VL, both VLArb tables and VLHighLimit.
+const INTRUDER_CONF: &str = "qos TRUE\nqos_ca_sl2vl 1,1,1,1,1,1,1,1,2,2,2,2,2,2,2,2\n\
+                             qos_ca_vlarb_low 0:99,1:98,2:97\nqos_ca_vlarb_high 3:33\n\
+                             qos_ca_high_limit 9\n";
+
+/// The samples of an exposition, by series (name and labels as written).
+type Samples = BTreeMap<String, f64>;
+
+struct Tools {
+    curl: Tool,
+    promtool: Tool,
+}
+
+impl Tools {
+    fn require() -> Tools {
+        Tools {
+            curl: Tool::require("curl", "curl"),
+            promtool: Tool::require("promtool", "prometheus"),
+        }
+    }
+
+    /// GET `url` with curl; the body and the Content-Type.
+    fn get(&self, url: &str, accept: Option<&str>) -> (String, String) {
+        let mut cmd = Command::new(&self.curl.path);
+        cmd.args(["--silent", "--show-error", "--fail", "--max-time", "10"]);
+        if let Some(accept) = accept {
+            cmd.args(["--header", &format!("Accept: {accept}")]);
+        }
+        // The Content-Type after the body, on a line of its own.
+        cmd.args(["--write-out", "\n%{content_type}", url]);
+        let out = cmd.output().expect("cannot run curl");
+        assert!(
+            out.status.success(),
+            "curl {url}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).expect("the metrics are not UTF-8");
+        let (body, content_type) = text.rsplit_once('\n').expect("no Content-Type line");
+        (body.to_owned(), content_type.to_owned())
+    }
+
+    /// `promtool check metrics` on `text`: it must pass with nothing to say.
+    fn check(&self, text: &str, what: &str) {
+        let mut child = Command::new(&self.promtool.path)
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot run promtool");
+        child
+            .stdin
+            .take()
+            .expect("promtool's stdin")
+            .write_all(text.as_bytes())
+            .expect("cannot write to promtool");
+        let out = child.wait_with_output().expect("promtool");
+        assert!(
+            out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+            "promtool check metrics rejects {what} ({}):\n{}{}\n--- the exposition ---\n{text}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+    }
+}
+
+/// The sample lines of an exposition (any comment or blank line skipped).
+fn samples(text: &str) -> Samples {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .map(|line| {
+            let (series, value) = line
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("sample line without a value: {line:?}"));
+            let value = value
+                .parse()
+                .unwrap_or_else(|_| panic!("sample value is no number: {line:?}"));
+            (series.to_owned(), value)
+        })
+        .collect()
+}
+
+/// The value of `series`, which must be there.
+fn value(samples: &Samples, series: &str) -> f64 {
+    *samples.get(series).unwrap_or_else(|| {
+        panic!(
+            "no series {series} in:\n{}",
+            samples.keys().cloned().collect::<Vec<_>>().join("\n")
+        )
+    })
+}
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("cannot bind a free port");
+    listener.local_addr().expect("local address").port()
+}
+
+/// The textfile, read whole, with the inode it had: a new inode after each sweep shows that it
+/// was replaced by a rename rather than rewritten.
+fn read_textfile(path: &Path) -> (String, u64) {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read the textfile {}: {e}", path.display()));
+    let inode = std::fs::metadata(path).map(|m| m.ino()).unwrap_or(0);
+    (text, inode)
+}
+
+/// The first and last lines every whole exposition has: the first metric registered and the
+/// last.
+fn is_whole(text: &str) -> bool {
+    text.starts_with("# HELP ibqos_build_info ")
+        && text
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("ibqos_start_time_seconds "))
+}
+
+/// The daemon on the served two-switch fabric with both kinds of metrics; another SM at H4
+/// rewrites the CAs' SL2VL and VLArb tables between two of its sweeps. Every exposition passes
+/// promtool, and the counters show the drift found and repaired, table by table.
+#[test]
+fn metrics_follow_drift_and_its_repair() {
+    let dir = TestDir::new("sm-metrics");
+    let tools = Tools::require();
+    let sim_tools = SimTools::require();
+    let ibqos = ibqos_binary().unwrap();
+    let fabric = Fabric::load("two-switch", &testdata("two-switch.net")).unwrap();
+    let sim = Ibsim::serve(
+        &sim_tools,
+        &ibqos,
+        &fabric.netfile,
+        &fabric.sm_node,
+        &dir.subdir("serve"),
+    )
+    .unwrap();
+    let conf = write_opensm_conf(dir.path(), DAEMON_CONF).unwrap();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let textfile = dir.subdir("textfile").join("ibqos.prom");
+    let invocation = SmInvocation::new(SmFabric::Native, &fabric.sm_node, &dir.subdir("cache"))
+        .opensm_conf(&conf)
+        .args(&[
+            "--metrics-listen".to_owned(),
+            port.to_string(),
+            "--metrics-textfile".to_owned(),
+            textfile.display().to_string(),
+        ]);
+    let mut daemon = Daemon::start(&invocation, &ibqos, &sim).unwrap();
+    let first: Value = daemon.next_summary(SUMMARY_TIMEOUT).unwrap();
+    assert!(
+        first["subnet_up"] == true && first["mode"] == "forced",
+        "the first sweep is not a forced sweep to SUBNET UP: {first}\n{}",
+        daemon.output()
+    );
+
+    // The endpoint, in both formats.
+    let (text, content_type) = tools.get(&url, None);
+    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+    tools.check(&text, "the HTTP exposition");
+    let up = samples(&text);
+    assert_eq!(value(&up, r#"ibqos_sm_state{state="master"}"#), 1.0);
+    assert_eq!(value(&up, r#"ibqos_sm_state{state="standby"}"#), 0.0);
+    assert_eq!(value(&up, "ibqos_subnet_up"), 1.0);
+    assert!(value(&up, r#"ibqos_sweeps_total{kind="forced"}"#) == 1.0);
+    let count = |field: &str| first[field].as_f64().unwrap();
+    assert_eq!(
+        value(&up, r#"ibqos_fabric_nodes{type="switch"}"#),
+        count("switches")
+    );
+    assert_eq!(
+        value(&up, r#"ibqos_fabric_nodes{type="ca"}"#),
+        count("nodes") - count("switches")
+    );
+    assert_eq!(value(&up, "ibqos_lids_assigned"), count("lids"));
+    assert!(value(&up, r#"ibqos_table_sets_total{table="sl2vl",result="ok"}"#) > 0.0);
+    assert!(value(&up, r#"ibqos_qos_ports_configured{port_class="ca"}"#) > 0.0);
+    assert_eq!(
+        value(&up, r#"ibqos_qos_ports_pending{port_class="ca"}"#),
+        0.0
+    );
+    let (om, content_type) = tools.get(&url, Some("application/openmetrics-text"));
+    assert_eq!(
+        content_type,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert!(om.ends_with("# EOF\n"), "OpenMetrics without # EOF:\n{om}");
+    let series = |s: &Samples| s.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        series(&samples(&om)),
+        series(&samples(&text)),
+        "the two formats hold different series"
+    );
+
+    // A reader that reads the textfile over and over while the daemon replaces it.
+    let reading = Arc::new(AtomicBool::new(true));
+    let reader = {
+        let (path, reading) = (textfile.clone(), Arc::clone(&reading));
+        thread::spawn(move || {
+            let (mut reads, mut torn) = (0u64, Vec::new());
+            while reading.load(Ordering::Relaxed) {
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    reads += 1;
+                    if !is_whole(&text) && torn.len() < 3 {
+                        torn.push(text);
+                    }
+                }
+                thread::sleep(Duration::from_millis(1));
+            }
+            (reads, torn)
+        })
+    };
+
+    // Stopped right after a sweep: the textfile holds that sweep's counters.
+    daemon.pause_after_next_sweep(SUMMARY_TIMEOUT).unwrap();
+    let (before_text, before_inode) = read_textfile(&textfile);
+    tools.check(&before_text, "the textfile");
+    let before = samples(&before_text);
+    let intruder_dir = dir.subdir("intruder");
+    let intruder_conf = intruder_dir.join("opensm.conf");
+    std::fs::write(&intruder_conf, INTRUDER_CONF).unwrap();
+    SmInvocation::new(SmFabric::Native, "H4", &intruder_dir.join("cache"))
+        .opensm_conf(&intruder_conf)
+        .run_up(&ibqos, &sim)
+        .unwrap_or_else(|e| panic!("the intruder: {e}"));
+    daemon.signal("CONT").unwrap();
+    let sweeps = [
+        daemon.next_summary(SUMMARY_TIMEOUT).unwrap(),
+        daemon.next_summary(SUMMARY_TIMEOUT).unwrap(),
+    ];
+
+    let (after_text, _) = tools.get(&url, None);
+    tools.check(&after_text, "the HTTP exposition after the repair");
+    let after = samples(&after_text);
+    let delta = |series: &str| value(&after, series) - value(&before, series);
+    for table in ["sl2vl", "vlarb_low", "vlarb_high", "vl_high_limit"] {
+        let found = delta(&format!(
+            r#"ibqos_table_drift_found_total{{table="{table}"}}"#
+        ));
+        let repaired = delta(&format!(
+            r#"ibqos_table_drift_repaired_total{{table="{table}"}}"#
+        ));
+        assert!(
+            found > 0.0 && repaired == found,
+            "{table}: drift found {found}, repaired {repaired} over the two sweeps after the \
+             intruder, whose summaries list {} and {} changes",
+            sweeps[0]["changes"].as_array().map_or(0, Vec::len),
+            sweeps[1]["changes"].as_array().map_or(0, Vec::len),
+        );
+    }
+    assert_eq!(
+        delta(r#"ibqos_table_drift_found_total{table="pkey"}"#),
+        0.0,
+        "the intruder changed no P_Key table"
+    );
+    assert!(delta(r#"ibqos_sweeps_total{kind="diff"}"#) >= 2.0);
+    assert!(delta(r#"ibqos_table_sets_skipped_total{table="sl2vl"}"#) > 0.0);
+    assert!(delta(r#"ibqos_smps_sent_total{attribute="SlToVlMappingTable",method="Set"}"#) > 0.0);
+    assert_eq!(
+        value(&after, r#"ibqos_qos_ports_pending{port_class="ca"}"#),
+        0.0
+    );
+
+    // The textfile: replaced (a new inode), valid, and never seen half written.
+    let (after_file, after_inode) = read_textfile(&textfile);
+    tools.check(&after_file, "the textfile after the repair");
+    assert_ne!(
+        before_inode, after_inode,
+        "the textfile was rewritten in place, not replaced"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(textfile.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| name != "ibqos.prom")
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "files left beside the textfile: {leftovers:?}"
+    );
+    reading.store(false, Ordering::Relaxed);
+    let (reads, torn) = reader.join().unwrap();
+    assert!(reads > 0, "the reader never read the textfile");
+    assert!(
+        torn.is_empty(),
+        "{} of {reads} reads saw a partial textfile: {torn:?}",
+        torn.len()
+    );
+
+    let status = daemon.stop(STOP_TIMEOUT).unwrap();
+    assert!(status.success(), "daemon exited with {status}");
+}
