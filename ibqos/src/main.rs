@@ -8,7 +8,9 @@ mod cli;
 mod commands;
 mod diagnostics;
 mod logfile;
+mod port_wait;
 mod signals;
+mod systemd;
 
 use cli::{Cli, Command};
 use commands::Outcome;
@@ -22,6 +24,8 @@ fn main() -> ExitCode {
         Command::Query(args) => commands::query::run(args),
         Command::Sim(args) => commands::sim::run(args),
         Command::Fabric(command) => commands::fabric::run(command),
+        Command::Ports(args) => commands::ports::run(args),
+        Command::GenerateAssets(args) => commands::generate_assets::run(args),
         Command::Sm(args) => match &args.log_file {
             Some(path) => logfile::LogFile::open(path).and_then(|file| {
                 init_logging_to(file, false);

@@ -10,13 +10,15 @@ use anyhow::{Context, Result, bail};
 use ibqos_emu::{Latency, dump};
 use ibqos_opensm::{Format, Settings};
 use ibqos_text::cnum::strtoull;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::cli::SmArgs;
 use crate::commands::fabric::configure_emulator;
 use crate::commands::{Outcome, load_config};
 use crate::diagnostics::Report;
+use crate::port_wait::{Waited, wait_for_port};
 use crate::signals::{Hangup, Signals};
+use crate::systemd::{Watchdog, tell_systemd};
 use ibqos_sm::cache::read_guid2lid;
 use ibqos_sm::config::response_timeout;
 use ibqos_sm::dumps;
@@ -36,6 +38,15 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
         role: Role::Sm,
         response_timeout: response_timeout(&settings),
     };
+    let signals = Signals::install(Hangup::Reloads)?;
+    let mut watchdog = Watchdog::from_env();
+    if let FabricSpec::Umad(selector) = &args.fabric
+        && wait_for_port(selector, &signals, &mut watchdog)? == Waited::Stopped
+    {
+        tell_systemd(&[NotifyState::Stopping]);
+        info!("stopping on signal");
+        return Ok(Outcome::Success);
+    }
     let mut fabric = open_fabric(args, &options)?;
     let run = if args.dry_run {
         Run::DryRun
@@ -52,7 +63,17 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
         routing: log_flags(&settings) & LOG_ROUTING != 0,
         qos: settings.qos.enabled,
     });
-    let outcome = drive(args, transport, &mut manager, &cache_dir, dumps.as_ref())?;
+    let outcome = drive(
+        args,
+        transport,
+        &mut manager,
+        Service {
+            signals: &signals,
+            watchdog: &mut watchdog,
+        },
+        &cache_dir,
+        dumps.as_ref(),
+    )?;
     if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
         // The fabric as it is now, scheduled flaps up to now included, even those no SMP saw.
         let now = transport.now_ns();
@@ -128,17 +149,25 @@ fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
     Ok(Fabric::Emulated(transport))
 }
 
+/// What the daemon answers to besides the fabric: signals, and systemd's watchdog.
+struct Service<'a> {
+    signals: &'a Signals,
+    watchdog: &'a mut Watchdog,
+}
+
 /// Runs the manager over the transport to its end: prints each sweep's summary, keeps the LID
 /// cache, writes OpenSM's dump files into `dumps` after each sweep that brought the subnet up,
-/// stops on SIGTERM or SIGINT and reads the configuration again on SIGHUP.
+/// stops on SIGTERM or SIGINT, reads the configuration again on SIGHUP and keeps systemd's
+/// watchdog fed.
 fn drive(
     args: &SmArgs,
     transport: &mut dyn Transport,
     manager: &mut Manager,
+    service: Service,
     cache_dir: &Path,
     dumps: Option<&Dumps>,
 ) -> Result<manager::Outcome> {
-    let signals = Signals::install(Hangup::Reloads)?;
+    let Service { signals, watchdog } = service;
     // The port is open and the SM is on it: ready, as systemd's Type=notify means it.
     let port = transport.local_port().port_guid;
     tell_systemd(&[
@@ -146,7 +175,11 @@ fn drive(
         NotifyState::Status(&format!("sweeping the fabric from port {:#018x}", port)),
     ]);
     loop {
-        let Some(event) = next_event(transport, manager, &|| signals.pending())? else {
+        watchdog.keep_alive();
+        // A wait for the fabric ends when a signal or the watchdog's next beat is due, so a
+        // quiet fabric between sweeps starves neither.
+        let Some(event) = next_event(transport, manager, &|| signals.pending() || watchdog.due())?
+        else {
             if signals.take_stop() {
                 tell_systemd(&[NotifyState::Stopping]);
                 manager.stop();
@@ -251,14 +284,6 @@ fn load_lid_cache(dir: &Path) -> Result<BTreeMap<u64, u16>> {
         warn!(cache = %path.display(), %problem, "guid2lid line skipped");
     }
     Ok(guid2lid)
-}
-
-/// Tells the service manager (systemd's `NOTIFY_SOCKET`, when it set one) how the SM stands; a
-/// message that cannot be sent costs only a debug line.
-fn tell_systemd(states: &[NotifyState]) {
-    if let Err(error) = sd_notify::notify(states) {
-        debug!(%error, "cannot notify the service manager");
-    }
 }
 
 /// OpenSM's `log_flags` bit that also turns on its routing dumps (`OSM_LOG_ROUTING`).
