@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::daemon::{Daemon, notified_until, signal};
+use common::sysfs::{FakePort, add_device, put};
 
 const IBQOS: &str = env!("CARGO_BIN_EXE_ibqos");
 
@@ -90,57 +91,6 @@ fn the_main_loop_feeds_systemds_watchdog_at_half_its_interval() {
     );
     signal(daemon.0.id(), "TERM");
     assert!(daemon.0.wait().unwrap().success());
-}
-
-/// Writes `text` to `root/file`, making its directories; a new file replaces the old by rename,
-/// so a reader sees the old contents or the new, never half.
-fn put(root: &Path, file: &str, text: &str) {
-    let path = root.join(file);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, format!("{text}\n")).unwrap();
-    std::fs::rename(tmp, path).unwrap();
-}
-
-/// One port of a fake `/sys/class/infiniband`, built beside the tree and moved in by rename
-/// when its device is new, so that a reader never sees the device without its files.
-struct FakePort<'a> {
-    device: &'a str,
-    port: u8,
-    /// None: no link_layer file, as on kernels before 3.x (libibumad reads that as InfiniBand).
-    link_layer: Option<&'a str>,
-    guid: u64,
-    state: &'a str,
-    rate: &'a str,
-}
-
-fn add_device(root: &Path, ports: &[FakePort]) {
-    let staging = tempfile::tempdir_in(root).unwrap();
-    for p in ports {
-        let dir = format!("ports/{}", p.port);
-        if let Some(layer) = p.link_layer {
-            put(staging.path(), &format!("{dir}/link_layer"), layer);
-        }
-        let g = p.guid;
-        let gid = format!(
-            "fe80:0000:0000:0000:{:04x}:{:04x}:{:04x}:{:04x}",
-            g >> 48,
-            (g >> 32) & 0xffff,
-            (g >> 16) & 0xffff,
-            g & 0xffff
-        );
-        put(staging.path(), &format!("{dir}/gids/0"), &gid);
-        put(staging.path(), &format!("{dir}/state"), p.state);
-        put(staging.path(), &format!("{dir}/rate"), p.rate);
-        put(staging.path(), &format!("{dir}/lid"), "0x0");
-    }
-    put(staging.path(), "node_guid", "0002:c903:0000:1000");
-    std::fs::create_dir_all(root.join("infiniband")).unwrap();
-    std::fs::rename(
-        staging.keep(),
-        root.join("infiniband").join(ports[0].device),
-    )
-    .unwrap();
 }
 
 /// The SM's port is not there, then there with its link down, then up: the SM waits, says so
