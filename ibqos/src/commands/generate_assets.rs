@@ -36,7 +36,7 @@ fn write_man_pages(command: &clap::Command, dir: &Path) -> Result<()> {
     }
     clap_mangen::Man::new(command.clone())
         .section("8")
-        .manual("System Administration")
+        .source(format!("ibqos {}", env!("CARGO_PKG_VERSION")))
         .generate_to(dir)
         .with_context(|| format!("cannot write the man page of {}", command.get_name()))?;
     Ok(())
