@@ -114,6 +114,20 @@ pub enum Command {
         ibqos ctl reload          # as SIGHUP, and prints what each changed option became\n  \
         ibqos ctl loglevel 0x07   # OpenSM's log flags, until the next reload")]
     Ctl(CtlArgs),
+    /// List this host's InfiniBand ports: device, port, port GUID, link state and rate.
+    ///
+    /// Read from sysfs (/sys/class/infiniband). Ethernet ports (RoCE, iWARP) are never listed:
+    /// they have no SMI, so no subnet manager can run on them. With --guids, only the port
+    /// GUIDs, one per line: what `ibqos sm --fabric umad:GUID` and the units ibqos@GUID.service
+    /// take, and what ibqos.service starts one SM on each of with PORTS=ALL.
+    #[command(after_help = "Examples:\n  \
+        ibqos ports\n  \
+        for guid in $(ibqos ports --guids); do systemctl start ibqos@$guid.service; done")]
+    Ports(PortsArgs),
+    /// Write the man pages and the shell completions (bash, zsh, fish) into a directory: what
+    /// the package installs, generated from these very definitions.
+    #[command(hide = true)]
+    GenerateAssets(GenerateAssetsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -145,6 +159,20 @@ pub enum CtlRequest {
         #[arg(value_parser = crate::logging::parse_log_flags)]
         flags: u8,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct PortsArgs {
+    /// Print only the port GUIDs, one per line.
+    #[arg(long)]
+    pub guids: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateAssetsArgs {
+    /// The directory to write man/*.8 and completions/{ibqos.bash,_ibqos,ibqos.fish} into.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -365,8 +393,9 @@ pub struct SmArgs {
     /// The fabric: `sim:TOPOLOGY[@NODE]` (a fabric emulated in this process, from a net file or
     /// a built-in topology; the default is the built-in two-switch fabric, so the SM runs with
     /// nothing else installed), `ibsim:SOCKNAME@NODE` (a native client of a running ibsim,
-    /// attached at NODE) or `umad[:DEVICE[:PORT]]` (the kernel; by default the first
-    /// InfiniBand port).
+    /// attached at NODE) or `umad[:DEVICE[:PORT]]`, `umad:GUID` (the kernel; by default the
+    /// first InfiniBand port; a port GUID as `ibqos ports --guids` prints it). On umad the SM
+    /// waits, rather than exit, while the port is absent or its link is down.
     #[arg(long, value_name = "SPEC", default_value_t = FabricSpec::builtin())]
     pub fabric: FabricSpec,
     /// An opensm.conf to read, as `opensm -F` reads it. Without one, OpenSM's defaults.

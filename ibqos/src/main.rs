@@ -11,7 +11,9 @@ mod diagnostics;
 mod logfile;
 mod logging;
 mod metrics;
+mod port_wait;
 mod signals;
+mod systemd;
 
 use cli::{Cli, Command};
 use commands::Outcome;
@@ -26,6 +28,8 @@ fn main() -> ExitCode {
         Command::Sim(args) => commands::sim::run(args),
         Command::Fabric(command) => commands::fabric::run(command),
         Command::Ctl(args) => commands::ctl::run(args),
+        Command::Ports(args) => commands::ports::run(args),
+        Command::GenerateAssets(args) => commands::generate_assets::run(args),
         Command::Sm(args) => match &args.log_file {
             Some(path) => logging::Logging::to_file(path)
                 .and_then(|logging| commands::sm::run(args, &logging)),

@@ -1,12 +1,14 @@
 //! The signals the long-running commands (`ibqos sm`, `ibqos fabric serve`) act on: SIGTERM and
-//! SIGINT ask them to stop, SIGHUP (and SIGCONT, as OpenSM) to read their configuration again. The handlers only raise
-//! flags, which the command reads when it is ready to.
+//! SIGINT ask them to stop, SIGHUP (and SIGCONT, as OpenSM) to read their configuration again.
+//! The handlers only raise flags, which the command reads when it is ready to. SIGUSR1 reopens
+//! `ibqos sm`'s log file (`logfile`) and never ends the process: logrotate signals every
+//! instance, those that log to the journal too.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 
 /// What SIGHUP does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +28,7 @@ pub struct Signals {
 
 impl Signals {
     /// SIGTERM and SIGINT raise the stop flag; SIGHUP and SIGCONT the reload flag if `hangup`
-    /// says so.
+    /// says so; SIGUSR1 is caught so that it does not end the process.
     pub fn install(hangup: Hangup) -> Result<Signals> {
         let signals = Signals {
             stop: Arc::new(AtomicBool::new(false)),
@@ -37,6 +39,9 @@ impl Signals {
             handled.push((SIGHUP, &signals.reload));
             handled.push((SIGCONT, &signals.reload));
         }
+        // A flag nobody reads: SIGUSR1's default action (the process ends) is what is replaced.
+        let ignored = Arc::new(AtomicBool::new(false));
+        handled.push((SIGUSR1, &ignored));
         for (signal, flag) in handled {
             signal_hook::flag::register(signal, Arc::clone(flag))
                 .with_context(|| format!("cannot install the handler of signal {signal}"))?;

@@ -18,6 +18,7 @@ use ibqos_transport::emulated::EmulatedTransport;
 use serde_json::Value;
 
 mod common;
+use common::daemon::{Daemon, notified_until, signal};
 use common::{EmulatedSm, mixed_capability_fat_tree, settings};
 
 fn repo(path: &str) -> std::path::PathBuf {
@@ -590,27 +591,6 @@ fn a_log_to_a_pipe_is_plain_text() {
     assert!(!log.contains('\x1b'), "escape codes in {log:?}");
 }
 
-/// A daemon this test started, killed by its PID if the test ends before it does.
-struct Daemon(std::process::Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// `kill -s SIGNAL PID`.
-fn signal(pid: u32, signal: &str) {
-    let status = Command::new("kill")
-        .args(["-s", signal, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -s {signal} {pid}");
-}
-
 /// Waits up to ten seconds for `path` to hold `text`; its contents.
 fn wait_for(path: &Path, text: &str) -> String {
     for _ in 0..1000 {
@@ -672,19 +652,6 @@ fn the_log_file_is_opened_again_on_sigusr1_without_losing_a_line() {
         !before.contains('\x1b') && !after.contains('\x1b'),
         "escape codes"
     );
-}
-
-/// The messages a daemon sends to the notify socket until one holds `wanted`.
-fn notified_until(socket: &std::os::unix::net::UnixDatagram, wanted: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    let mut buffer = [0u8; 4096];
-    while !seen.iter().any(|m: &String| m.contains(wanted)) {
-        let n = socket
-            .recv(&mut buffer)
-            .unwrap_or_else(|e| panic!("waiting for {wanted:?} after {seen:?}: {e}"));
-        seen.push(String::from_utf8_lossy(&buffer[..n]).into_owned());
-    }
-    seen
 }
 
 /// systemd's Type=notify, on a socket the test makes as systemd would (`NOTIFY_SOCKET`):

@@ -16,11 +16,14 @@ use std::io;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use ports::PortSelector;
+
 pub mod driver;
 pub mod emulated;
 pub mod exchange;
 pub mod fault;
 pub mod ibsim;
+pub mod ports;
 pub mod umad;
 
 pub use ibqos_sm::engine::scheduler::{Address, OutgoingMad as Outgoing, Peer};
@@ -110,12 +113,9 @@ pub enum FabricSpec {
     /// `ibsim:SOCKNAME@NODE`: a native client of a running ibsim (its `IBSIM_SOCKNAME`),
     /// attached at node NODE (a node id or NodeDescription from the net file).
     Ibsim { sockname: String, node: String },
-    /// `umad[:DEVICE[:PORT]]`: the kernel user-MAD interface, the first InfiniBand port unless
-    /// a device (and port) is named.
-    Umad {
-        device: Option<String>,
-        port: Option<u8>,
-    },
+    /// `umad[:DEVICE[:PORT]]` or `umad:GUID`: the kernel user-MAD interface, the first
+    /// InfiniBand port unless a device (and port) or a port GUID (`0x...`) is named.
+    Umad(PortSelector),
     /// `sim:TOPOLOGY[@NODE]`: a fabric emulated inside the process. TOPOLOGY is the name of a
     /// built-in fabric (`two-switch`) or a net file's path; the SM attaches at NODE (a node id
     /// or NodeDescription) or at the first CA.
@@ -138,10 +138,7 @@ impl FabricSpec {
 
 impl Default for FabricSpec {
     fn default() -> Self {
-        FabricSpec::Umad {
-            device: None,
-            port: None,
-        }
+        FabricSpec::Umad(PortSelector::First)
     }
 }
 
@@ -169,8 +166,12 @@ pub enum FabricSpecError {
     IbsimSockname(String),
     #[error("ibsim node `{0}` must be 1 to {IBSIM_NODE_MAX} bytes without NUL")]
     IbsimNode(String),
-    #[error("`{0}`: a umad fabric is umad, umad:DEVICE or umad:DEVICE:PORT, e.g. umad:mlx5_0:1")]
+    #[error(
+        "`{0}`: a umad fabric is umad, umad:DEVICE, umad:DEVICE:PORT or umad:GUID, e.g. umad:mlx5_0:1 or umad:0x0002c903000a1b2c"
+    )]
     UmadSyntax(String),
+    #[error("`{0}` is not a port GUID (0x and 1 to 16 hexadecimal digits)")]
+    UmadGuid(String),
     #[error("umad port `{0}` is not a port number 0-254")]
     UmadPort(String),
 }
@@ -211,6 +212,14 @@ impl FromStr for FabricSpec {
                 let Some(rest) = rest else {
                     return Ok(FabricSpec::default());
                 };
+                if let Some(hex) = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
+                    return match hex.len() {
+                        1..=16 => u64::from_str_radix(hex, 16)
+                            .map(|guid| FabricSpec::Umad(PortSelector::Guid(guid)))
+                            .map_err(|_| FabricSpecError::UmadGuid(rest.to_owned())),
+                        _ => Err(FabricSpecError::UmadGuid(rest.to_owned())),
+                    };
+                }
                 let (device, port) = match rest.split_once(':') {
                     Some((device, port)) => (device, Some(port)),
                     None => (rest, None),
@@ -224,10 +233,10 @@ impl FromStr for FabricSpec {
                         _ => Err(FabricSpecError::UmadPort(p.to_owned())),
                     })
                     .transpose()?;
-                Ok(FabricSpec::Umad {
-                    device: Some(device.to_owned()),
+                Ok(FabricSpec::Umad(PortSelector::Device {
+                    name: device.to_owned(),
                     port,
-                })
+                }))
             }
             "sim" => {
                 let rest = rest.unwrap_or_default();
@@ -253,15 +262,13 @@ impl fmt::Display for FabricSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FabricSpec::Ibsim { sockname, node } => write!(f, "ibsim:{sockname}@{node}"),
-            FabricSpec::Umad { device: None, .. } => f.write_str("umad"),
-            FabricSpec::Umad {
-                device: Some(d),
-                port: None,
-            } => write!(f, "umad:{d}"),
-            FabricSpec::Umad {
-                device: Some(d),
+            FabricSpec::Umad(PortSelector::First) => f.write_str("umad"),
+            FabricSpec::Umad(PortSelector::Device { name, port: None }) => write!(f, "umad:{name}"),
+            FabricSpec::Umad(PortSelector::Device {
+                name,
                 port: Some(p),
-            } => write!(f, "umad:{d}:{p}"),
+            }) => write!(f, "umad:{name}:{p}"),
+            FabricSpec::Umad(PortSelector::Guid(guid)) => write!(f, "umad:{guid:#018x}"),
             FabricSpec::Emulated {
                 topology,
                 node: None,
@@ -285,11 +292,7 @@ pub fn open(
             node,
             options.role,
         )?),
-        FabricSpec::Umad { device, port } => Box::new(umad::UmadTransport::open(
-            device.as_deref(),
-            *port,
-            options,
-        )?),
+        FabricSpec::Umad(selector) => Box::new(umad::UmadTransport::open(selector, options)?),
         FabricSpec::Emulated { topology, node } => Box::new(emulated::EmulatedTransport::open(
             topology,
             node.as_deref(),
@@ -386,18 +389,30 @@ mod tests {
         assert_eq!("umad".parse(), Ok(FabricSpec::default()));
         assert_eq!(
             "umad:mlx5_0".parse(),
-            Ok(FabricSpec::Umad {
-                device: Some("mlx5_0".into()),
+            Ok(FabricSpec::Umad(PortSelector::Device {
+                name: "mlx5_0".into(),
                 port: None
-            })
+            }))
         );
         assert_eq!(
             "umad:mlx5_0:2".parse(),
-            Ok(FabricSpec::Umad {
-                device: Some("mlx5_0".into()),
+            Ok(FabricSpec::Umad(PortSelector::Device {
+                name: "mlx5_0".into(),
                 port: Some(2)
-            })
+            }))
         );
+        let by_guid = "umad:0x0002c903000a1b2c".parse();
+        assert_eq!(
+            by_guid,
+            Ok(FabricSpec::Umad(PortSelector::Guid(0x0002_c903_000a_1b2c)))
+        );
+        assert_eq!(by_guid.unwrap().to_string(), "umad:0x0002c903000a1b2c");
+        for bad in ["umad:0x", "umad:0x12345678901234567", "umad:0xfoo"] {
+            assert!(
+                matches!(bad.parse::<FabricSpec>(), Err(FabricSpecError::UmadGuid(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -27,10 +27,8 @@ use super::{
     Address, Incoming, LocalPort, OpenOptions, Outgoing, Peer, Role, Transport, TransportError,
     qp_for_class,
 };
+use crate::ports::{self, PortPlace, PortSelector, SysfsRoot};
 use ibqos_mad::sa::single_mad;
-
-const SYS_INFINIBAND: &str = "/sys/class/infiniband";
-const SYS_INFINIBAND_MAD: &str = "/sys/class/infiniband_mad";
 
 /// `struct ib_user_mad` header with `pkey_index` (after ENABLE_PKEY) and without.
 const HDR_WITH_PKEY: usize = 64;
@@ -106,15 +104,14 @@ pub struct UmadTransport {
 }
 
 impl UmadTransport {
-    /// Opens `device` port `port`, or the first InfiniBand port (of the named device).
-    pub fn open(
-        device: Option<&str>,
-        port: Option<u8>,
-        options: &OpenOptions,
-    ) -> Result<Self, TransportError> {
-        let chosen = choose_port(device, port)?;
-        let local = read_local_port(&chosen.device, chosen.port)?;
-        let device_path = format!("/dev/infiniband/umad{}", chosen.umad);
+    /// Opens the InfiniBand port `selector` names, found under the sysfs root
+    /// [`SysfsRoot::from_env`] gives.
+    pub fn open(selector: &PortSelector, options: &OpenOptions) -> Result<Self, TransportError> {
+        let root = SysfsRoot::from_env();
+        let place = ports::find_port(&root, selector)?;
+        let umad = umad_index(&root, &place)?;
+        let local = read_local_port(&root, &place)?;
+        let device_path = format!("/dev/infiniband/umad{umad}");
         let fd = open_path(
             &device_path,
             libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
@@ -165,7 +162,7 @@ impl UmadTransport {
             // RMPP version 1: the kernel segments the SA's long answers and reassembles long
             // requests (GetMulti), as it does for OpenSM.
             transport.register(0x03, 2, 1, SM_SA_METHODS, 1)?;
-            let issm_path = format!("/dev/infiniband/issm{}", chosen.umad);
+            let issm_path = format!("/dev/infiniband/issm{umad}");
             // O_NONBLOCK: if another SM holds the port, fail with EAGAIN instead of waiting.
             let issm = open_path(
                 &issm_path,
@@ -400,91 +397,10 @@ fn umad2sim_loaded() -> bool {
     std::fs::read_to_string("/proc/self/maps").is_ok_and(|maps| maps.contains("umad2sim"))
 }
 
-/// The device, port and umad index chosen.
-#[derive(Debug)]
-struct Chosen {
-    device: String,
-    port: u8,
-    umad: u32,
-}
-
-fn choose_port(device: Option<&str>, port: Option<u8>) -> Result<Chosen, TransportError> {
-    let mut devices = match list_dir(SYS_INFINIBAND) {
-        Ok(d) => d,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(TransportError::NoDevice {
-                reason: format!("{SYS_INFINIBAND} does not exist (no RDMA driver loaded)"),
-            });
-        }
-        Err(e) => return Err(TransportError::os(SYS_INFINIBAND, "opendir", e)),
-    };
-    devices.sort();
-    if devices.is_empty() {
-        return Err(TransportError::NoDevice {
-            reason: format!("{SYS_INFINIBAND} is empty"),
-        });
-    }
-    let candidates: Vec<&String> =
-        match device {
-            Some(name) => {
-                let found = devices.iter().find(|d| *d == name).ok_or_else(|| {
-                    TransportError::NoDevice {
-                        reason: format!("no device `{name}` (there is {})", devices.join(", ")),
-                    }
-                })?;
-                vec![found]
-            }
-            None => devices.iter().collect(),
-        };
-    let mut skipped = Vec::new();
-    for dev in candidates {
-        let ports_dir = format!("{SYS_INFINIBAND}/{dev}/ports");
-        let mut ports: Vec<u8> = list_dir(&ports_dir)
-            .map_err(|e| TransportError::os(ports_dir.clone(), "opendir", e))?
-            .iter()
-            .filter_map(|p| p.parse().ok())
-            .collect();
-        ports.sort_unstable();
-        if let Some(p) = port {
-            if !ports.contains(&p) {
-                return Err(TransportError::NoDevice {
-                    reason: format!("{dev} has no port {p}"),
-                });
-            }
-            ports = vec![p];
-        }
-        for p in ports {
-            let layer = link_layer(dev, p)?;
-            if layer == "InfiniBand" {
-                return Ok(Chosen {
-                    device: dev.clone(),
-                    port: p,
-                    umad: umad_index(dev, p)?,
-                });
-            }
-            skipped.push(format!("{dev} port {p} is {layer}"));
-        }
-    }
-    Err(TransportError::NoDevice {
-        reason: format!("no InfiniBand port ({})", skipped.join(", ")),
-    })
-}
-
-/// A port's link layer; libibumad's rule: a port without the file (old kernels, umad2sim's fake
-/// sysfs) is InfiniBand.
-fn link_layer(device: &str, port: u8) -> Result<String, TransportError> {
-    let path = format!("{SYS_INFINIBAND}/{device}/ports/{port}/link_layer");
-    match read_sysfs(&path) {
-        Ok(s) => Ok(s),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok("InfiniBand".into()),
-        Err(e) => Err(TransportError::os(path, "read", e)),
-    }
-}
-
 /// N of the `umadN` serving (device, port), from `/sys/class/infiniband_mad/umadN/{ibdev,port}`.
-fn umad_index(device: &str, port: u8) -> Result<u32, TransportError> {
-    let entries = list_dir(SYS_INFINIBAND_MAD)
-        .map_err(|e| TransportError::os(SYS_INFINIBAND_MAD, "opendir", e))?;
+fn umad_index(root: &SysfsRoot, place: &PortPlace) -> Result<u32, TransportError> {
+    let class = root.infiniband_mad();
+    let entries = list_dir(&class).map_err(|e| TransportError::os(class.clone(), "opendir", e))?;
     for entry in entries {
         let Some(n) = entry
             .strip_prefix("umad")
@@ -492,26 +408,26 @@ fn umad_index(device: &str, port: u8) -> Result<u32, TransportError> {
         else {
             continue;
         };
-        let dir = format!("{SYS_INFINIBAND_MAD}/{entry}");
+        let dir = format!("{class}/{entry}");
         let read = |f: &str| {
             read_sysfs(&format!("{dir}/{f}"))
                 .map_err(|e| TransportError::os(format!("{dir}/{f}"), "read", e))
         };
-        if read("ibdev")? == device && read("port")? == port.to_string() {
+        if read("ibdev")? == place.device && read("port")? == place.port.to_string() {
             return Ok(n);
         }
     }
     Err(TransportError::NoDevice {
         reason: format!(
-            "no umad device for {device} port {port} in {SYS_INFINIBAND_MAD} \
-             (is the ib_umad module loaded?)"
+            "no umad device for {} port {} in {class} (is the ib_umad module loaded?)",
+            place.device, place.port
         ),
     })
 }
 
-fn read_local_port(device: &str, port: u8) -> Result<LocalPort, TransportError> {
+fn read_local_port(root: &SysfsRoot, place: &PortPlace) -> Result<LocalPort, TransportError> {
     let read = |f: &str| {
-        let path = format!("{SYS_INFINIBAND}/{device}/{f}");
+        let path = format!("{}/{}/{f}", root.infiniband(), place.device);
         read_sysfs(&path)
             .map_err(|e| TransportError::os(path.clone(), "read", e))
             .map(|s| (path, s))
@@ -520,33 +436,17 @@ fn read_local_port(device: &str, port: u8) -> Result<LocalPort, TransportError> 
         path,
         reason: format!("`{text}` is not {what}"),
     };
-    let (path, text) = read(&format!("ports/{port}/lid"))?;
+    let (path, text) = read(&format!("ports/{}/lid", place.port))?;
     let lid = u16::from_str_radix(text.trim_start_matches("0x"), 16)
         .map_err(|_| bad(path, &text, "a hexadecimal LID"))?;
     let (path, text) = read("node_guid")?;
-    let node_guid = parse_guid(&text).ok_or_else(|| bad(path, &text, "a GUID"))?;
-    // GID 0 is the subnet prefix and the port GUID, as eight groups of four hex digits.
-    let (path, text) = read(&format!("ports/{port}/gids/0"))?;
-    let groups: Vec<&str> = text.split(':').collect();
-    let port_guid = (groups.len() == 8)
-        .then(|| parse_guid(&groups[4..].join(":")))
-        .flatten()
-        .ok_or_else(|| bad(path, &text, "a GID"))?;
+    let node_guid = ports::parse_guid(&text).ok_or_else(|| bad(path, &text, "a GUID"))?;
     Ok(LocalPort {
-        port_num: port,
+        port_num: place.port,
         lid,
-        port_guid,
+        port_guid: ports::port_guid(root, place)?,
         node_guid,
     })
-}
-
-/// `xxxx:xxxx:xxxx:xxxx`.
-fn parse_guid(text: &str) -> Option<u64> {
-    let groups: Vec<&str> = text.split(':').collect();
-    if groups.len() != 4 || groups.iter().any(|g| g.len() != 4) {
-        return None;
-    }
-    u64::from_str_radix(&groups.concat(), 16).ok()
 }
 
 fn c_path(path: &str) -> io::Result<CString> {
@@ -564,7 +464,7 @@ fn open_path(path: &str, flags: libc::c_int) -> Result<Fd, TransportError> {
 }
 
 /// A small sysfs file, trimmed, read through the intercepted `open`/`read`.
-fn read_sysfs(path: &str) -> io::Result<String> {
+pub(crate) fn read_sysfs(path: &str) -> io::Result<String> {
     let c = c_path(path)?;
     // SAFETY: c is a NUL-terminated path that outlives the call.
     let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
@@ -594,7 +494,7 @@ fn read_sysfs(path: &str) -> io::Result<String> {
 }
 
 /// The names in a directory, `.` and `..` left out, through the intercepted `opendir`.
-fn list_dir(path: &str) -> io::Result<Vec<String>> {
+pub(crate) fn list_dir(path: &str) -> io::Result<Vec<String>> {
     let c = c_path(path)?;
     // SAFETY: c is a NUL-terminated path that outlives the call.
     let dir = unsafe { libc::opendir(c.as_ptr()) };
@@ -626,17 +526,6 @@ fn list_dir(path: &str) -> io::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_sysfs_guids() {
-        assert_eq!(
-            parse_guid("0002:c903:00a1:b2c3"),
-            Some(0x0002_c903_00a1_b2c3)
-        );
-        assert_eq!(parse_guid("0002:c903:00a1"), None);
-        assert_eq!(parse_guid("0002:c903:00a1:b2c"), None);
-        assert_eq!(parse_guid("zzzz:c903:00a1:b2c3"), None);
-    }
 
     #[test]
     fn reg_req_layout_matches_the_kernel() {

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use ibqos_emu::{Latency, dump};
 use ibqos_opensm::{Format, Settings};
 use ibqos_text::cnum::strtoull;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::cli::SmArgs;
 use crate::commands::fabric::configure_emulator;
@@ -20,7 +20,9 @@ use crate::control::{self, Command, ControlSocket};
 use crate::diagnostics::Report;
 use crate::logging::Logging;
 use crate::metrics::Exporter;
+use crate::port_wait::{Waited, wait_for_port};
 use crate::signals::{Hangup, Signals};
+use crate::systemd::{Watchdog, tell_systemd};
 use ibqos_sm::cache::read_guid2lid;
 use ibqos_sm::config::response_timeout;
 use ibqos_sm::dumps;
@@ -43,6 +45,15 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
         role: Role::Sm,
         response_timeout: response_timeout(&settings),
     };
+    let signals = Signals::install(Hangup::Reloads)?;
+    let mut watchdog = Watchdog::from_env();
+    if let FabricSpec::Umad(selector) = &args.fabric
+        && wait_for_port(selector, &signals, &mut watchdog)? == Waited::Stopped
+    {
+        tell_systemd(&[NotifyState::Stopping]);
+        info!("stopping on signal");
+        return Ok(Outcome::Success);
+    }
     let mut fabric = open_fabric(args, &options)?;
     let run = if args.dry_run {
         Run::DryRun
@@ -58,10 +69,14 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
         args,
         transport,
         &mut manager,
+        Service {
+            signals: &signals,
+            watchdog: &mut watchdog,
+            logging,
+            metrics: metrics.as_ref(),
+        },
         &cache_dir,
         settings,
-        logging,
-        metrics.as_ref(),
     )?;
     if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
         // The fabric as it is now, scheduled flaps up to now included, even those no SMP saw.
@@ -138,20 +153,33 @@ fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
     Ok(Fabric::Emulated(transport))
 }
 
+/// What the daemon answers to and keeps besides the fabric: signals, systemd's watchdog, the
+/// log's level and the metrics.
+struct Service<'a> {
+    signals: &'a Signals,
+    watchdog: &'a mut Watchdog,
+    logging: &'a Logging,
+    metrics: Option<&'a Exporter>,
+}
+
 /// Runs the manager over the transport to its end: prints each sweep's summary, keeps the LID
 /// cache, writes OpenSM's dump files after each sweep that brought the subnet up, stops on
-/// SIGTERM or SIGINT, reads the configuration again on SIGHUP or SIGCONT, and answers the
-/// control socket's requests.
+/// SIGTERM or SIGINT, reads the configuration again on SIGHUP or SIGCONT, answers the control
+/// socket's requests, keeps the metrics up to date and systemd's watchdog fed.
 fn drive(
     args: &SmArgs,
     transport: &mut dyn Transport,
     manager: &mut Manager,
+    service: Service,
     cache_dir: &Path,
     settings: Settings,
-    logging: &Logging,
-    metrics: Option<&Exporter>,
 ) -> Result<manager::Outcome> {
-    let signals = Signals::install(Hangup::Reloads)?;
+    let Service {
+        signals,
+        watchdog,
+        logging,
+        metrics,
+    } = service;
     let port = transport.local_port().port_guid;
     let control = control_socket(args)?
         .map(|path| ControlSocket::bind(&path))
@@ -170,8 +198,15 @@ fn drive(
         NotifyState::Ready,
         NotifyState::Status(&format!("sweeping the fabric from port {:#018x}", port)),
     ]);
-    let interrupted = || signals.pending() || control.as_ref().is_some_and(ControlSocket::pending);
     loop {
+        watchdog.keep_alive();
+        // A wait for the fabric ends when a signal, a control request or the watchdog's next
+        // beat is due, so a quiet fabric between sweeps starves none of them.
+        let interrupted = || {
+            signals.pending()
+                || control.as_ref().is_some_and(ControlSocket::pending)
+                || watchdog.due()
+        };
         let watch = &mut |m: &Manager| metrics.iter().for_each(|metrics| metrics.watch(m));
         let Some(event) = next_event_watched(transport, manager, &interrupted, watch)? else {
             if signals.take_stop() {
@@ -395,14 +430,6 @@ fn load_lid_cache(dir: &Path) -> Result<BTreeMap<u64, u16>> {
         warn!(cache = %path.display(), %problem, "guid2lid line skipped");
     }
     Ok(guid2lid)
-}
-
-/// Tells the service manager (systemd's `NOTIFY_SOCKET`, when it set one) how the SM stands; a
-/// message that cannot be sent costs only a debug line.
-fn tell_systemd(states: &[NotifyState]) {
-    if let Err(error) = sd_notify::notify(states) {
-        debug!(%error, "cannot notify the service manager");
-    }
 }
 
 /// OpenSM's `log_flags` bit that also turns on its routing dumps (`OSM_LOG_ROUTING`).

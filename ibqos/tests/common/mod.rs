@@ -17,6 +17,9 @@ use ibqos_transport::driver::next_event;
 use ibqos_transport::emulated::EmulatedTransport;
 use tempfile::TempDir;
 
+pub mod daemon;
+pub mod sysfs;
+
 /// The settings an opensm.conf (or ibqos.toml) in the repository gives.
 pub fn settings(path: &str) -> Settings {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);

@@ -1,0 +1,38 @@
+//! Daemons a test starts: ended by their own PID, signalled with kill(1), and the messages
+//! they send to a notify socket the test made as systemd would.
+
+use std::process::Command;
+
+/// A daemon this test started, killed by its PID if the test ends before it does.
+pub struct Daemon(pub std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// `kill -s SIGNAL PID`.
+pub fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args(["-s", signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -s {signal} {pid}");
+}
+
+/// The messages a daemon sends to the notify socket until one holds `wanted`.
+pub fn notified_until(socket: &std::os::unix::net::UnixDatagram, wanted: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !seen.iter().any(|m: &String| m.contains(wanted)) {
+        let n = socket
+            .recv(&mut buffer)
+            .unwrap_or_else(|e| panic!("waiting for {wanted:?} after {seen:?}: {e}"));
+        seen.push(String::from_utf8_lossy(&buffer[..n]).into_owned());
+    }
+    seen
+}

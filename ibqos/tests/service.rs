@@ -1,0 +1,268 @@
+//! `ibqos` as a service: systemd's watchdog fed from the main loop, the SM waiting for its port
+//! and its link (in a sysfs tree the test fakes and changes), `ibqos ports` listing the
+//! InfiniBand ports and never an Ethernet one.
+
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::daemon::{Daemon, notified_until, signal};
+use common::sysfs::{FakePort, add_device, put};
+
+const IBQOS: &str = env!("CARGO_BIN_EXE_ibqos");
+
+/// A notify socket in `dir`, as systemd makes one, that gives up on a read after ten seconds.
+fn notify_socket(dir: &Path) -> (UnixDatagram, std::path::PathBuf) {
+    let path = dir.join("notify");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    (socket, path)
+}
+
+/// The messages that arrive on `socket` within `span`.
+fn notified_within(socket: &UnixDatagram, span: Duration) -> Vec<String> {
+    let end = Instant::now() + span;
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        socket
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .unwrap();
+        if let Ok(n) = socket.recv(&mut buffer) {
+            seen.push(String::from_utf8_lossy(&buffer[..n]).into_owned());
+        }
+    }
+    seen
+}
+
+/// `ibqos sm ARGS` run as systemd runs a unit with `WatchdogSec=`: the shell puts its own PID
+/// in WATCHDOG_PID (`pid` "self") or another (the test's), then becomes ibqos with `exec`.
+fn sm_under_watchdog(dir: &Path, notify: &Path, pid: &str, usec: u64) -> Daemon {
+    let watchdog_pid = match pid {
+        "self" => "$$".to_owned(),
+        _ => std::process::id().to_string(),
+    };
+    Daemon(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "WATCHDOG_PID={watchdog_pid} exec \"$0\" sm --cache-dir \"$1\""
+            ))
+            .arg(IBQOS)
+            .arg(dir)
+            .env("NOTIFY_SOCKET", notify)
+            .env("WATCHDOG_USEC", usec.to_string())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// WatchdogSec=200ms: the main loop sends WATCHDOG=1 about every 100 ms, also while the fabric
+/// is quiet between sweeps (the sweep interval is 10 s); a WATCHDOG_PID naming another process
+/// means the watchdog is not ours, and nothing is sent.
+#[test]
+fn the_main_loop_feeds_systemds_watchdog_at_half_its_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let (socket, path) = notify_socket(dir.path());
+    let mut daemon = sm_under_watchdog(dir.path(), &path, "self", 200_000);
+    notified_until(&socket, "SUBNET UP");
+    let beats = notified_within(&socket, Duration::from_millis(1500))
+        .iter()
+        .filter(|m| m.trim_end() == "WATCHDOG=1")
+        .count();
+    // 15 at exactly 100 ms; a loaded machine may delay some, but not most.
+    assert!((8..=16).contains(&beats), "{beats} beats in 1.5 s");
+    signal(daemon.0.id(), "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+
+    let dir = tempfile::tempdir().unwrap();
+    let (socket, path) = notify_socket(dir.path());
+    let mut daemon = sm_under_watchdog(dir.path(), &path, "other", 200_000);
+    notified_until(&socket, "SUBNET UP");
+    let messages = notified_within(&socket, Duration::from_millis(1000));
+    assert!(
+        !messages.iter().any(|m| m.contains("WATCHDOG=1")),
+        "{messages:?}"
+    );
+    signal(daemon.0.id(), "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+}
+
+/// The SM's port is not there, then there with its link down, then up: the SM waits, says so
+/// in STATUS= (and keeps the watchdog fed), and once the link is up goes on to open the umad
+/// device sysfs names, which this machine does not have (so it ends there, with that error).
+#[test]
+fn the_sm_waits_for_its_port_to_appear_and_its_link_to_come_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (socket, notify) = notify_socket(dir.path());
+    let sysfs = dir.path().join("sys");
+    std::fs::create_dir(&sysfs).unwrap();
+    let guid = 0x0002_c903_0000_0002_u64;
+    let log_path = dir.path().join("log");
+    let mut daemon = Daemon(
+        Command::new(IBQOS)
+            .args([
+                "sm",
+                "--fabric",
+                &format!("umad:{guid:#018x}"),
+                "--cache-dir",
+            ])
+            .arg(dir.path())
+            .env("IBQOS_SYSFS_ROOT", &sysfs)
+            .env("NOTIFY_SOCKET", &notify)
+            .env("WATCHDOG_USEC", "200000")
+            .env_remove("WATCHDOG_PID")
+            .stderr(std::fs::File::create(&log_path).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let absent = notified_until(&socket, "STATUS=");
+    assert_eq!(
+        absent.last().unwrap().trim_end(),
+        "STATUS=waiting for port 0x0002c90300000002 to appear"
+    );
+    notified_until(&socket, "WATCHDOG=1");
+    add_device(
+        &sysfs,
+        &[FakePort {
+            device: "mlx5_0",
+            port: 1,
+            link_layer: Some("InfiniBand"),
+            guid,
+            state: "1: DOWN",
+            rate: "10 Gb/sec (4X SDR)",
+        }],
+    );
+    let down = notified_until(&socket, "STATUS=");
+    assert_eq!(
+        down.last().unwrap().trim_end(),
+        "STATUS=waiting for link on 0x0002c90300000002"
+    );
+    put(&sysfs, "infiniband_mad/umad0/ibdev", "mlx5_0");
+    put(&sysfs, "infiniband_mad/umad0/port", "1");
+    put(&sysfs, "infiniband/mlx5_0/ports/1/state", "2: INIT");
+    let status = daemon.0.wait().unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("/dev/infiniband/umad0: open failed"),
+        "it went on to open the port's device: {log}"
+    );
+}
+
+/// SIGTERM while waiting for the port: STOPPING=1 and a clean exit.
+#[test]
+fn the_sm_stops_on_sigterm_while_it_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let (socket, notify) = notify_socket(dir.path());
+    let mut daemon = Daemon(
+        Command::new(IBQOS)
+            .args(["sm", "--fabric", "umad", "--cache-dir"])
+            .arg(dir.path())
+            .env("IBQOS_SYSFS_ROOT", dir.path().join("no-sys"))
+            .env("NOTIFY_SOCKET", &notify)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let waiting = notified_until(&socket, "STATUS=");
+    assert_eq!(
+        waiting.last().unwrap().trim_end(),
+        "STATUS=waiting for an InfiniBand port to appear"
+    );
+    signal(daemon.0.id(), "TERM");
+    notified_until(&socket, "STOPPING=1");
+    assert!(daemon.0.wait().unwrap().success());
+}
+
+fn ports(root: &Path, args: &[&str]) -> String {
+    let out = Command::new(IBQOS)
+        .arg("ports")
+        .args(args)
+        .env("IBQOS_SYSFS_ROOT", root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A host with a RoCE device (link_layer Ethernet), a two-port HCA and an old-kernel device
+/// without link_layer files: every InfiniBand port in order, the Ethernet one never.
+#[test]
+fn ports_lists_the_infiniband_ports_and_never_an_ethernet_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let port = |device, port, link_layer, guid, state, rate| FakePort {
+        device,
+        port,
+        link_layer,
+        guid,
+        state,
+        rate,
+    };
+    add_device(
+        root,
+        &[port(
+            "irdma0",
+            1,
+            Some("Ethernet"),
+            0x0a0b_0cff_fe0d_0e0f,
+            "4: ACTIVE",
+            "100 Gb/sec (4X EDR)",
+        )],
+    );
+    add_device(
+        root,
+        &[
+            port(
+                "mlx5_0",
+                1,
+                Some("InfiniBand"),
+                0x0002_c903_0000_0001,
+                "4: ACTIVE",
+                "200 Gb/sec (4X HDR)",
+            ),
+            port(
+                "mlx5_0",
+                2,
+                Some("InfiniBand"),
+                0x0002_c903_0000_0002,
+                "1: DOWN",
+                "10 Gb/sec (4X SDR)",
+            ),
+        ],
+    );
+    add_device(
+        root,
+        &[port(
+            "qib0",
+            1,
+            None,
+            0x0011_7500_0070_0001,
+            "2: INIT",
+            "40 Gb/sec (4X QDR)",
+        )],
+    );
+    assert_eq!(
+        ports(root, &[]),
+        "CA      PORT  GUID                STATE         RATE\n\
+         mlx5_0     1  0x0002c90300000001  ACTIVE        200 Gb/sec (4X HDR)\n\
+         mlx5_0     2  0x0002c90300000002  DOWN          10 Gb/sec (4X SDR)\n\
+         qib0       1  0x0011750000700001  INIT          40 Gb/sec (4X QDR)\n"
+    );
+    assert_eq!(
+        ports(root, &["--guids"]),
+        "0x0002c90300000001\n0x0002c90300000002\n0x0011750000700001\n"
+    );
+    // No RDMA driver at all: no port, and no error.
+    assert_eq!(ports(&root.join("absent"), &["--guids"]), "");
+}
