@@ -21,6 +21,7 @@ pub mod emulated;
 pub mod exchange;
 pub mod fault;
 pub mod ibsim;
+pub mod shared;
 pub mod umad;
 
 pub use ibqos_sm::engine::scheduler::{Address, OutgoingMad as Outgoing, Peer};
