@@ -510,24 +510,32 @@ impl Manager {
                 self.follow_election(now, Next::Continue);
             }
             Verdict::Stop if self.election.state() == SmState::Master => {
-                // Waiting for the other master's handover: sweep again after the interval.
                 self.follow_election(now, Next::Continue);
-                let State::Sweeping { sweep, mode, .. } =
-                    std::mem::replace(&mut self.state, State::NotMaster)
-                else {
-                    return;
-                };
-                self.report_stopped(now, sweep, mode);
-                self.state = if self.stopping {
-                    self.finished(Outcome::Stopped)
-                } else {
-                    State::Waiting {
-                        until: now + self.interval,
-                    }
-                };
+                // Waiting for the other master's handover: sweep again after the interval.
+                let until = now + self.interval;
+                self.end_stopped_sweep(now, State::Waiting { until });
             }
             Verdict::Stop => self.follow_election(now, Next::Yield),
+            Verdict::Rediscover => {
+                self.end_stopped_sweep(now, State::Due(SweepReason::Election));
+            }
         }
+    }
+
+    /// The sweep the election stopped after discovery ends, reported; then `next`, unless the
+    /// SM is stopping.
+    fn end_stopped_sweep(&mut self, now: Instant, next: State) {
+        let State::Sweeping { sweep, mode, .. } =
+            std::mem::replace(&mut self.state, State::NotMaster)
+        else {
+            return;
+        };
+        self.report_stopped(now, sweep, mode);
+        self.state = if self.stopping {
+            self.finished(Outcome::Stopped)
+        } else {
+            next
+        };
     }
 
     /// After an SA request: if a join or leave changed some MLID's members, the multicast
