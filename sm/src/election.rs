@@ -260,6 +260,10 @@ pub struct Election {
     /// Another SM asked for this SM's SMInfo while this one was DISCOVERING: it may have come
     /// after this SM's discovery read its port, so what the discovery found may be stale.
     asked_while_discovering: bool,
+    /// The discovery under way repeats one made stale by a request: it is not repeated again,
+    /// so that an SM asked more often than it can discover (polled by a standby faster than it
+    /// sweeps a large subnet) still becomes master.
+    rediscovering: bool,
     own: OwnPort,
     next_tid: u32,
     outgoing: Vec<OutgoingMad>,
@@ -277,6 +281,7 @@ impl Election {
             master: None,
             known: BTreeMap::new(),
             asked_while_discovering: false,
+            rediscovering: false,
             own: OwnPort::default(),
             next_tid: 0,
             outgoing: Vec::new(),
@@ -354,9 +359,11 @@ impl Election {
     /// The asker read this SM as DISCOVERING and, if higher, becomes MASTER on it; this SM's
     /// discovery may have read the asker's port before the asker was there (an SM that
     /// restarted, or hung and came back), and would make it a second master sending Sets until
-    /// the next sweep resolved it. Read again, the asker is found.
+    /// the next sweep resolved it. Read again, the asker is found. Discovery is repeated once
+    /// in a row, not more.
     pub fn after_discovery(&mut self, now: Instant, found: Vec<RemoteSm>, own: OwnPort) -> Verdict {
         let asked = std::mem::take(&mut self.asked_while_discovering);
+        let repeated = std::mem::take(&mut self.rediscovering);
         self.own = own;
         self.known.clear();
         for sm in found {
@@ -381,11 +388,12 @@ impl Election {
                         self.enter(SmState::Standby, StateReason::MasterFound, Some(&master));
                         Verdict::Stop
                     }
-                    None if asked => {
+                    None if asked && !repeated => {
                         info!(
                             "another SM asked for this SM's SMInfo during discovery; \
                              discovering again before taking mastership"
                         );
+                        self.rediscovering = true;
                         Verdict::Rediscover
                     }
                     None => {
@@ -864,7 +872,9 @@ mod tests {
             Verdict::Rediscover
         );
         assert_eq!(election.state(), SmState::Discovering);
-        // Discovered again with no request since: nothing higher, so master.
+        // Discovered again: nothing higher, so master, even if asked again meanwhile (a
+        // standby's polls must not hold it back for ever).
+        election.on_request(now, get, 7);
         assert_eq!(
             election.after_discovery(now, Vec::new(), OwnPort::default()),
             Verdict::Proceed
