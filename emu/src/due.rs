@@ -32,6 +32,11 @@ impl<T> DueQueue<T> {
         self.items.first_key_value().map(|((at_ns, _), _)| *at_ns)
     }
 
+    /// Keeps only the items `keep` accepts (the rest are lost on their way).
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        self.items.retain(|_, item| keep(item));
+    }
+
     /// The next item and its time, if it is due by `by_ns`.
     pub fn pop_due(&mut self, by_ns: u64) -> Option<(u64, T)> {
         let entry = self.items.first_entry()?;
@@ -57,5 +62,17 @@ mod tests {
         assert_eq!(queue.pop_due(15), None);
         assert_eq!(queue.pop_due(20), Some((20, "late")));
         assert_eq!(queue.next_ns(), None);
+    }
+
+    #[test]
+    fn retain_drops_what_it_does_not_keep_and_keeps_the_order() {
+        let mut queue = DueQueue::default();
+        queue.push(10, 1);
+        queue.push(10, 2);
+        queue.push(5, 3);
+        queue.retain(|item| *item != 3);
+        assert_eq!(queue.pop_due(10), Some((10, 1)));
+        assert_eq!(queue.pop_due(10), Some((10, 2)));
+        assert_eq!(queue.pop_due(10), None);
     }
 }

@@ -238,10 +238,23 @@ impl Switchboard {
     fn connect(&mut self, data: &mut [u8; 64]) -> Option<()> {
         let info = SimClientInfo::new_unchecked(&data[..]);
         let (pid, issm, wanted) = (info.id().0, info.issm().0 != 0, info.node_id());
-        let port = if wanted.is_empty() {
-            self.default_port
-        } else {
-            attach_port(self.emu.topology(), Some(&wanted)).ok()?
+        let index = self.attach((!wanted.is_empty()).then_some(&wanted), pid, issm)?;
+        let port = self.client_port(index)?;
+        let node = self.emu.topology().node(port.node)?;
+        let mut info = SimClientInfo::new_unchecked(&mut data[..]);
+        info.set_id(HostU32(index as u32));
+        info.set_node_id(&node.name);
+        Some(())
+    }
+
+    /// Attaches a client with id `pid` at `node` (a node's id or description), or with `None`
+    /// at the default port, as CONNECT does: its number, or `None` where ibsim refuses (no such
+    /// node, every slot taken, or an SM client already at the node). An SM client's port
+    /// advertises IsSM from now on.
+    pub fn attach(&mut self, node: Option<&str>, pid: u32, issm: bool) -> Option<usize> {
+        let port = match node {
+            None => self.default_port,
+            Some(name) => attach_port(self.emu.topology(), Some(name)).ok()?,
         };
         // ibsim refuses a second SM client at one node.
         if issm && self.sm_client(|p| p.node == port.node).is_some() {
@@ -252,11 +265,7 @@ impl Switchboard {
         if issm {
             self.emu.set_is_sm(port, true);
         }
-        let node = self.emu.topology().node(port.node)?;
-        let mut info = SimClientInfo::new_unchecked(&mut data[..]);
-        info.set_id(HostU32(index as u32));
-        info.set_node_id(&node.name);
-        Some(())
+        Some(index)
     }
 
     /// SET_ISSM: the client is an SM from now on, or no longer; its port's IsSM follows.

@@ -12,13 +12,15 @@ use std::path::Path;
 
 use ibqos_emu::{FaultSchedule, Flap};
 use ibqos_fabric::PortRef;
-use ibqos_mad::{AttributeId, Method, SmState};
+use ibqos_mad::{AttributeId, Method, Routing, SmInfo, SmInfoRepr, SmState, Smp, SmpRepr};
 use ibqos_opensm::{Format, Settings};
 use ibqos_sm::counters::Counters;
 use ibqos_sm::election::StateReason;
+use ibqos_sm::engine::scheduler::Peer;
 use ibqos_sm::engine::sweep::{SetResult, SweepMode, Table};
 use ibqos_sm::manager::{Event, Outcome, Run, SweepReason};
 use ibqos_sm::summary::{ChangeSummary, SweepSummary};
+use ibqos_transport::Transport;
 
 mod common;
 use common::{EmulatedSm, settings, two_switch};
@@ -131,6 +133,64 @@ fn once_gives_up_after_four_sweeps() {
     assert_eq!((last.sweep, last.subnet_up), (4, false));
     assert_eq!(outcome, Outcome::GaveUp);
     assert!(!Outcome::GaveUp.is_success());
+}
+
+#[test]
+fn an_sm_asked_for_its_sminfo_while_discovering_discovers_again_in_the_same_mode() {
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings(CONFIG));
+    let started = |event: &Event| match event {
+        Event::SweepStarted {
+            sweep,
+            mode,
+            reason,
+        } => Some((*sweep, *mode, *reason)),
+        _ => None,
+    };
+    assert_eq!(
+        sm.until(started),
+        (1, SweepMode::Forced, SweepReason::First)
+    );
+    // Another SM (at LID 9) reads this one's SMInfo while it discovers: it sees DISCOVERING.
+    let get = SmpRepr::get(AttributeId::SmInfo, 0, 0x8000_0007, Routing::Lid);
+    let mut mad = [0u8; 256];
+    get.emit(&mut Smp::new_unchecked(&mut mad[..]));
+    let from = Peer {
+        lid: 9,
+        qp: 0,
+        pkey_index: 0,
+    };
+    let now = sm.transport.now();
+    sm.manager.on_mad(now, &mad, from);
+    let answer = sm.manager.poll_transmit(now).expect("SMInfo is answered");
+    let answer = SmpRepr::parse_bytes(&answer.mad).unwrap();
+    let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&answer.data[..])).unwrap();
+    assert_eq!(info.sm_state, SmState::Discovering);
+    // The sweep stops after discovery, having Set nothing, and the next one starts at once,
+    // forced as the first was; only then is this SM master.
+    let events: Vec<Event> = (0..3).map(|_| sm.next_event()).collect();
+    let [
+        Event::SweepDone(stopped),
+        Event::SweepStarted {
+            sweep: 2,
+            mode: SweepMode::Forced,
+            reason: SweepReason::Election,
+        },
+        Event::StateChanged(change),
+    ] = &events[..]
+    else {
+        panic!("{events:#?}")
+    };
+    assert!(!stopped.subnet_up);
+    assert_eq!(sets_handled(&sm), BTreeMap::new(), "Set before MASTER");
+    assert_eq!(
+        (change.from, change.to, change.reason),
+        (
+            SmState::Discovering,
+            SmState::Master,
+            StateReason::NoHigherSm
+        )
+    );
+    assert!(sm.sweep_done().subnet_up);
 }
 
 #[test]

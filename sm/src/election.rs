@@ -10,6 +10,10 @@
 //!   (not NOTACTIVE) sends it SMInfo HANDOVER and goes STANDBY; a MASTER that is the highest
 //!   but finds another MASTER programs nothing and polls it, waiting for its HANDOVER
 //!   (C14-60.2.1), and sweeps again when that SM stops answering.
+//! - Beyond OpenSM: a DISCOVERING SM that another SM asked for its SMInfo during its discovery
+//!   discovers again before it becomes MASTER ([`Verdict::Rediscover`]), so that two SMs that
+//!   each missed the other (one restarting while the other read its port) do not both program
+//!   the subnet until a later sweep resolves it.
 //! - Higher means a greater priority, or the same priority and a lower port GUID
 //!   (`osm_sm_is_greater_than`, IBA 14.4.1.2).
 //! - A STANDBY polls its master's SMInfo every `sminfo_polling_timeout`; every poll sent counts,
@@ -224,6 +228,8 @@ pub enum Verdict {
     Proceed,
     /// Another SM is, or will be, master: stop before any Set.
     Stop,
+    /// What discovery found may be out of date: stop before any Set and sweep again at once.
+    Rediscover,
 }
 
 /// Polling another SM's SMInfo.
@@ -251,6 +257,13 @@ pub struct Election {
     master: Option<MasterSm>,
     /// Every other SM the last discovery (or a poll since) heard from, by port GUID.
     known: BTreeMap<u64, RemoteSm>,
+    /// Another SM asked for this SM's SMInfo while this one was DISCOVERING: it may have come
+    /// after this SM's discovery read its port, so what the discovery found may be stale.
+    asked_while_discovering: bool,
+    /// The discovery under way repeats one made stale by a request: it is not repeated again,
+    /// so that an SM asked more often than it can discover (polled by a standby faster than it
+    /// sweeps a large subnet) still becomes master.
+    rediscovering: bool,
     own: OwnPort,
     next_tid: u32,
     outgoing: Vec<OutgoingMad>,
@@ -267,6 +280,8 @@ impl Election {
             polling: None,
             master: None,
             known: BTreeMap::new(),
+            asked_while_discovering: false,
+            rediscovering: false,
             own: OwnPort::default(),
             next_tid: 0,
             outgoing: Vec::new(),
@@ -338,7 +353,17 @@ impl Election {
     /// A sweep's discovery is done and found `found` (the answers of every other IsSM port),
     /// with this SM's port as `own`: whether the sweep goes on to configure the subnet
     /// (`do_sweep` after `state_mgr_sweep_hop_1`).
+    ///
+    /// Beyond OpenSM: a DISCOVERING SM that another SM asked for its SMInfo since its last
+    /// discovery does not become MASTER on what that discovery found, but discovers again.
+    /// The asker read this SM as DISCOVERING and, if higher, becomes MASTER on it; this SM's
+    /// discovery may have read the asker's port before the asker was there (an SM that
+    /// restarted, or hung and came back), and would make it a second master sending Sets until
+    /// the next sweep resolved it. Read again, the asker is found. Discovery is repeated once
+    /// in a row, not more.
     pub fn after_discovery(&mut self, now: Instant, found: Vec<RemoteSm>, own: OwnPort) -> Verdict {
+        let asked = std::mem::take(&mut self.asked_while_discovering);
+        let repeated = std::mem::take(&mut self.rediscovering);
         self.own = own;
         self.known.clear();
         for sm in found {
@@ -362,6 +387,14 @@ impl Election {
                         self.poll(now, master.clone());
                         self.enter(SmState::Standby, StateReason::MasterFound, Some(&master));
                         Verdict::Stop
+                    }
+                    None if asked && !repeated => {
+                        info!(
+                            "another SM asked for this SM's SMInfo during discovery; \
+                             discovering again before taking mastership"
+                        );
+                        self.rediscovering = true;
+                        Verdict::Rediscover
                     }
                     None => {
                         self.enter(SmState::Master, StateReason::NoHigherSm, None);
@@ -502,6 +535,9 @@ impl Election {
     pub fn on_request(&mut self, now: Instant, request: SmpRepr, slid: u16) -> (OutgoingMad, Next) {
         let own = Attribute::SmInfo(self.own_info()).to_data();
         if request.method != Method::Set {
+            if self.state == SmState::Discovering {
+                self.asked_while_discovering = true;
+            }
             return (answer(request, slid, Status::OK, own), Next::Continue);
         }
         let sender = SmInfoRepr::parse(&SmInfo::new_unchecked(&request.data[..]));
@@ -816,6 +852,50 @@ mod tests {
         assert_eq!(
             verdict(5, vec![sm(0x10, 9, SmState::Master, 0x1234)]),
             (Verdict::Proceed, SmState::Master)
+        );
+    }
+
+    #[test]
+    fn a_discovering_sm_asked_for_its_sminfo_discovers_again_before_taking_mastership() {
+        let now = Instant::now();
+        let mut election = Election::new(config(5));
+        // Another SM reads this one while it discovers: it saw this SM DISCOVERING, and may
+        // become master on it, after this SM's discovery found nothing at its port.
+        let get = SmpRepr::get(AttributeId::SmInfo, 0, 9, Routing::Lid);
+        let (reply, next) = election.on_request(now, get, 7);
+        assert_eq!(next, Next::Continue);
+        let reply = SmpRepr::parse_bytes(&reply.mad).unwrap();
+        let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&reply.data[..])).unwrap();
+        assert_eq!(info.sm_state, SmState::Discovering);
+        assert_eq!(
+            election.after_discovery(now, Vec::new(), OwnPort::default()),
+            Verdict::Rediscover
+        );
+        assert_eq!(election.state(), SmState::Discovering);
+        // Discovered again: nothing higher, so master, even if asked again meanwhile (a
+        // standby's polls must not hold it back for ever).
+        election.on_request(now, get, 7);
+        assert_eq!(
+            election.after_discovery(now, Vec::new(), OwnPort::default()),
+            Verdict::Proceed
+        );
+        assert_eq!(election.state(), SmState::Master);
+        // A master asked for its SMInfo goes on as master: only discovery is in question.
+        election.on_request(now, get, 7);
+        assert_eq!(
+            election.after_discovery(now, Vec::new(), OwnPort::default()),
+            Verdict::Proceed
+        );
+        // A request during discovery does not keep a lower SM from deferring.
+        let mut lower = Election::new(config(1));
+        lower.on_request(now, get, 7);
+        assert_eq!(
+            lower.after_discovery(
+                now,
+                vec![sm(0x30, 5, SmState::Discovering, 1)],
+                OwnPort::default()
+            ),
+            Verdict::Stop
         );
     }
 

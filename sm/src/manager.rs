@@ -30,7 +30,9 @@
 //!   drops every query, as OpenSM's does when not MASTER. A standby that takes over (its master
 //!   stopped answering, or handed over) sweeps as master with a diff sweep: it Sets only what
 //!   the fabric holds differently, so the traffic never loses its tables. A master that finds
-//!   another SM (trap 144 from another port) sweeps at once to hold the election.
+//!   another SM (trap 144 from another port) sweeps at once to hold the election. A sweep the
+//!   election stops to discover again (another SM asked for this one's SMInfo while it was
+//!   DISCOVERING) is started again at once in its own mode: a first sweep stays forced.
 //!
 //! Traps, SMInfo and other requests are answered by the [`Responder`] and the [`Election`],
 //! during a sweep and between sweeps alike; their answers go out before the sweep's next SMP.
@@ -188,6 +190,8 @@ pub struct Manager {
     last_sweep: Option<Box<Sweep>>,
     /// Sweeps started so far.
     sweeps: u32,
+    /// The election stopped a forced sweep to discover again: the next sweep is forced too.
+    forced_again: bool,
     reloaded: Option<Settings>,
     stopping: bool,
     /// Joins or leaves changed some MLID's members since the multicast forwarding tables were
@@ -228,6 +232,7 @@ impl Manager {
             state: State::Due(SweepReason::First),
             last_sweep: None,
             sweeps: 0,
+            forced_again: false,
             reloaded: None,
             stopping: false,
             multicast_due: false,
@@ -550,7 +555,7 @@ impl Manager {
 
     /// A sweep paused after discovery: the election decides whether it goes on.
     fn elect_if_discovered(&mut self, now: Instant) {
-        let State::Sweeping { sweep, .. } = &mut self.state else {
+        let State::Sweeping { sweep, mode, .. } = &mut self.state else {
             return;
         };
         if *sweep.phase() != Phase::Discovered {
@@ -564,24 +569,34 @@ impl Manager {
                 self.follow_election(now, Next::Continue);
             }
             Verdict::Stop if self.election.state() == SmState::Master => {
-                // Waiting for the other master's handover: sweep again after the interval.
                 self.follow_election(now, Next::Continue);
-                let State::Sweeping { sweep, mode, .. } =
-                    std::mem::replace(&mut self.state, State::NotMaster)
-                else {
-                    return;
-                };
-                self.report_stopped(now, sweep, mode);
-                self.state = if self.stopping {
-                    self.finished(Outcome::Stopped)
-                } else {
-                    State::Waiting {
-                        until: now + self.interval,
-                    }
-                };
+                // Waiting for the other master's handover: sweep again after the interval.
+                let until = now + self.interval;
+                self.end_stopped_sweep(now, State::Waiting { until });
             }
             Verdict::Stop => self.follow_election(now, Next::Yield),
+            Verdict::Rediscover => {
+                // Done again as it was meant: a first sweep stays forced.
+                self.forced_again = *mode == SweepMode::Forced;
+                self.end_stopped_sweep(now, State::Due(SweepReason::Election));
+            }
         }
+    }
+
+    /// The sweep the election stopped after discovery ends, reported; then `next`, unless the
+    /// SM is stopping.
+    fn end_stopped_sweep(&mut self, now: Instant, next: State) {
+        let State::Sweeping { sweep, mode, .. } =
+            std::mem::replace(&mut self.state, State::NotMaster)
+        else {
+            return;
+        };
+        self.report_stopped(now, sweep, mode);
+        self.state = if self.stopping {
+            self.finished(Outcome::Stopped)
+        } else {
+            next
+        };
     }
 
     /// After an SA request: if a join or leave changed some MLID's members, the multicast
@@ -634,7 +649,7 @@ impl Manager {
         // Sets only what differs from what the fabric holds.
         let mode = match self.run {
             Run::DryRun => SweepMode::DryRun,
-            _ if self.sweeps == 0 => SweepMode::Forced,
+            _ if self.sweeps == 0 || std::mem::take(&mut self.forced_again) => SweepMode::Forced,
             _ => SweepMode::Diff,
         };
         self.sweeps += 1;

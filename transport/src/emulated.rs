@@ -62,13 +62,7 @@ impl EmulatedTransport {
     /// opens it.
     fn with_clock(mut emulator: Emulator, port: PortRef, clock: Clock) -> EmulatedTransport {
         emulator.set_is_sm(port, true);
-        let topology = emulator.topology();
-        let local = LocalPort {
-            port_num: port.port,
-            lid: emulator.port_info(port).map_or(0, |p| p.lid),
-            port_guid: topology.port(port).map_or(0, |p| p.guid),
-            node_guid: topology.node(port.node).map_or(0, |n| n.guid),
-        };
+        let local = local_port(&emulator, port);
         EmulatedTransport {
             emulator,
             port,
@@ -161,6 +155,17 @@ impl EmulatedTransport {
             .into_iter()
             .flatten()
             .min()
+    }
+}
+
+/// The emulated fabric's `port` as a transport's local port.
+pub(crate) fn local_port(emulator: &Emulator, port: PortRef) -> LocalPort {
+    let topology = emulator.topology();
+    LocalPort {
+        port_num: port.port,
+        lid: emulator.port_info(port).map_or(0, |p| p.lid),
+        port_guid: topology.port(port).map_or(0, |p| p.guid),
+        node_guid: topology.node(port.node).map_or(0, |n| n.guid),
     }
 }
 

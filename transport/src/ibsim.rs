@@ -233,25 +233,7 @@ impl IbsimTransport {
 
 impl Transport for IbsimTransport {
     fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
-        let mut req = [0u8; REQUEST_LEN];
-        let mut request = SimRequest::new_unchecked(&mut req[..]);
-        let (class_qpn, _) = qp_for_class(out.mad[1]);
-        // slid 0: ibsim fills in the LID of our port.
-        let (dlid, slid, dqp) = match out.address {
-            Address::Directed => (DrPath::PERMISSIVE_LID, DrPath::PERMISSIVE_LID, class_qpn),
-            Address::Lid(lid) => (lid, 0, class_qpn),
-            Address::Peer(peer) => (peer.lid, 0, peer.qp),
-        };
-        request.set_dlid(dlid);
-        request.set_slid(slid);
-        request.set_dqp(dqp);
-        request.set_sqp(class_qpn);
-        // ibsim carries one MAD and does no RMPP: a longer SA answer is cut to one valid MAD,
-        // as OpenSM's answers are cut on ibsim. The length is the message's: a client counts
-        // the records of an SA answer by it.
-        let mad = single_mad(&out.mad);
-        request.set_length(mad.len() as u64);
-        request.mad_mut()[..mad.len()].copy_from_slice(&mad);
+        let req = request_datagram(out);
         let n = self.data.send(&req).map_err(|e| {
             TransportError::os(
                 format!("ibsim @{}:out{}", self.sockname, self.client_id),
@@ -291,20 +273,7 @@ impl Transport for IbsimTransport {
                 self.malformed += 1;
                 continue;
             }
-            let request = SimRequest::new_unchecked(&buf[..n]);
-            let mad = request.mad().to_vec();
-            return Ok(Some(if request.status() == DROPPED_STATUS {
-                Incoming::Dropped { mad }
-            } else {
-                Incoming::Mad {
-                    mad,
-                    from: Peer {
-                        lid: request.slid(),
-                        qp: request.sqp(),
-                        pkey_index: 0,
-                    },
-                }
-            }));
+            return Ok(Some(incoming(&buf[..n])));
         }
     }
 
@@ -343,6 +312,49 @@ impl Drop for IbsimTransport {
             let _ = self.ctl(CtlType::SetIsSm, "SET_ISSM", &0i32.to_ne_bytes());
         }
         let _ = self.ctl(CtlType::Disconnect, "DISCONNECT", &[]);
+    }
+}
+
+/// `out` as the `sim_request` datagram an ibsim client sends.
+pub(crate) fn request_datagram(out: &Outgoing) -> [u8; REQUEST_LEN] {
+    let mut req = [0u8; REQUEST_LEN];
+    let mut request = SimRequest::new_unchecked(&mut req[..]);
+    let (class_qpn, _) = qp_for_class(out.mad[1]);
+    // slid 0: ibsim fills in the LID of our port.
+    let (dlid, slid, dqp) = match out.address {
+        Address::Directed => (DrPath::PERMISSIVE_LID, DrPath::PERMISSIVE_LID, class_qpn),
+        Address::Lid(lid) => (lid, 0, class_qpn),
+        Address::Peer(peer) => (peer.lid, 0, peer.qp),
+    };
+    request.set_dlid(dlid);
+    request.set_slid(slid);
+    request.set_dqp(dqp);
+    request.set_sqp(class_qpn);
+    // ibsim carries one MAD and does no RMPP: a longer SA answer is cut to one valid MAD,
+    // as OpenSM's answers are cut on ibsim. The length is the message's: a client counts
+    // the records of an SA answer by it.
+    let mad = single_mad(&out.mad);
+    request.set_length(mad.len() as u64);
+    request.mad_mut()[..mad.len()].copy_from_slice(&mad);
+    req
+}
+
+/// What a whole `sim_request` datagram from ibsim brings: a MAD and its sender, or one of our
+/// own requests handed back undelivered (status 110).
+pub(crate) fn incoming(datagram: &[u8]) -> Incoming {
+    let request = SimRequest::new_unchecked(datagram);
+    let mad = request.mad().to_vec();
+    if request.status() == DROPPED_STATUS {
+        Incoming::Dropped { mad }
+    } else {
+        Incoming::Mad {
+            mad,
+            from: Peer {
+                lid: request.slid(),
+                qp: request.sqp(),
+                pkey_index: 0,
+            },
+        }
     }
 }
 

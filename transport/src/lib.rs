@@ -24,6 +24,7 @@ pub mod exchange;
 pub mod fault;
 pub mod ibsim;
 pub mod ports;
+pub mod shared;
 pub mod umad;
 
 pub use ibqos_sm::engine::scheduler::{Address, OutgoingMad as Outgoing, Peer};
