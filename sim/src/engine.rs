@@ -95,6 +95,8 @@ struct PortSlot {
     link: LinkParams,
     /// The data VLs the link runs: VL0 up to one below this, the lower OperVLs of its ends.
     vls: u8,
+    /// The link's serialization times, as an index into [`Simulation::wire_times`].
+    wire_times: u32,
 }
 
 /// No packet: the end of a lane's queue.
@@ -268,6 +270,9 @@ pub struct Simulation<'n> {
     network: &'n Network,
     options: SimOptions,
     ports: Vec<PortSlot>,
+    /// Per kind of link ([`PortSlot::wire_times`]), the serialization time of a packet of each
+    /// size in blocks, up to the largest a flow sends.
+    wire_times: Vec<Vec<u64>>,
     node_base: Vec<u32>,
     lanes: Vec<Lane>,
     /// Per lane, the greedy flows taking turns on it (source ports only), with their packets'
@@ -333,6 +338,7 @@ impl<'n> Simulation<'n> {
                 peer: None,
                 link: UNLINKED,
                 vls: node.arbitration[usize::from(num)].oper_vls.count(),
+                wire_times: 0,
             }));
         }
         let index = |addr: PortAddr, link: usize| -> Result<u32, NetworkError> {
@@ -371,6 +377,30 @@ impl<'n> Simulation<'n> {
             ports[a as usize].vls = vls;
             ports[b as usize].vls = vls;
         }
+        // Each distinct link's time on the wire for every packet size a flow sends, worked out
+        // once: a fabric has few kinds of links, and a division per packet-hop is dear.
+        let largest = flows
+            .iter()
+            .map(|f| wire_blocks(f.payload))
+            .max()
+            .unwrap_or(0);
+        let mut kinds: Vec<LinkParams> = Vec::new();
+        let mut wire_times = Vec::new();
+        for port in &mut ports {
+            let kind = kinds
+                .iter()
+                .position(|k| *k == port.link)
+                .unwrap_or_else(|| {
+                    kinds.push(port.link);
+                    wire_times.push(
+                        (0..=largest)
+                            .map(|b| port.link.serialization_ps(b))
+                            .collect(),
+                    );
+                    kinds.len() - 1
+                });
+            port.wire_times = kind as u32;
+        }
         let mut bits = Vec::with_capacity(ports.len());
         let mut lanes = Vec::new();
         for port in &ports {
@@ -405,6 +435,7 @@ impl<'n> Simulation<'n> {
             bits,
             dropped: BTreeMap::new(),
             ports,
+            wire_times,
             node_base,
             rotations: vec![VecDeque::new(); lanes.len()],
             buffers: vec![Buffer::default(); lanes.len()],
@@ -527,23 +558,20 @@ impl<'n> Simulation<'n> {
     /// Processes every event up to `until` (at most the run's duration).
     pub fn run_until(&mut self, until: u64) {
         let until = until.min(self.options.duration_ps);
+        let after = until.saturating_add(1);
         loop {
             // A scheduled event goes before queued events of its time.
             let scheduled = self
                 .schedule
                 .get(self.scheduled)
-                .map(|(time, _)| *time)
-                .filter(|time| *time <= until);
-            let queued = self
-                .queue
-                .pop_if(|time| time <= until && scheduled.is_none_or(|s| time < s));
-            let (time, event) = match (queued, scheduled) {
-                (Some(next), _) => next,
-                (None, Some(_)) => {
+                .map_or(u64::MAX, |(time, _)| *time);
+            let (time, event) = match self.queue.pop_before(scheduled.min(after)) {
+                Some(next) => next,
+                None if scheduled <= until => {
                     self.scheduled += 1;
                     self.schedule[self.scheduled - 1]
                 }
-                (None, None) => break,
+                None => break,
             };
             self.now = time;
             self.events += 1;
@@ -608,6 +636,12 @@ impl<'n> Simulation<'n> {
         }
     }
 
+    /// The time `port` takes to send a packet of `blocks`.
+    fn serialization(&self, port: u32, blocks: u32) -> u64 {
+        let kind = self.ports[port as usize].wire_times;
+        self.wire_times[kind as usize][blocks as usize]
+    }
+
     /// The index of the lane of `vl` at `port`, which has one: VL15, or a data VL its link runs.
     fn lane(&self, port: u32, vl: u8) -> usize {
         self.bits[port as usize].lane(vl)
@@ -645,9 +679,7 @@ impl<'n> Simulation<'n> {
         let (port, vl) = (state.port, state.vl);
         let next = if state.greedy {
             // Dropped at its source: the host offers it as fast as its link would carry it.
-            now + self.ports[port as usize]
-                .link
-                .serialization_ps(state.blocks)
+            now + self.serialization(port, state.blocks)
         } else {
             state.origin + self.gap_ps(&state.spec, state.generated + 1)
         };
@@ -943,7 +975,7 @@ impl<'n> Simulation<'n> {
             self.timeline[index] += u64::from(blocks);
         }
         self.packet_hops += 1;
-        let serialization = info.link.serialization_ps(blocks);
+        let serialization = self.serialization(port, blocks);
         self.queue.push(
             self.now,
             now + serialization,
