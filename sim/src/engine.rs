@@ -761,7 +761,8 @@ impl<'n> Simulation<'n> {
     /// Updates a lane after its head or credits changed: its head's size, whether the head
     /// lacks credits, and its wait for credits.
     fn refresh_lane(&mut self, port: u32, vl: u8) {
-        let lane = self.lane(port, vl);
+        let bits = &mut self.bits[port as usize];
+        let lane = bits.lane(vl);
         let l = &mut self.lanes[lane];
         let head = if l.first != NO_PACKET {
             l.first_blocks
@@ -770,20 +771,20 @@ impl<'n> Simulation<'n> {
         };
         l.head = head;
         let starved = vl != VL15 && head > 0 && l.credits < u32::from(head);
-        let (port, bit) = (port as usize, 1u16 << vl);
+        let bit = 1u16 << vl;
         if head > 0 {
-            self.bits[port].queued |= bit;
+            bits.queued |= bit;
         } else {
-            self.bits[port].queued &= !bit;
+            bits.queued &= !bit;
         }
         if starved {
-            self.bits[port].starved |= bit;
+            bits.starved |= bit;
         } else {
-            self.bits[port].starved &= !bit;
+            bits.starved &= !bit;
         }
-        let blocked = starved && !self.bits[port].busy;
-        if blocked != (self.bits[port].waiting & bit != 0) {
-            self.bits[port].waiting ^= bit;
+        let blocked = starved && !bits.busy;
+        if blocked != (bits.waiting & bit != 0) {
+            bits.waiting ^= bit;
             self.account_blocked(lane, blocked);
         }
     }
