@@ -610,11 +610,15 @@ impl<'n> Simulation<'n> {
                 vl,
                 blocks,
             } => {
-                self.set_busy(port, false);
                 if release != NO_PORT {
                     self.release(release, vl, blocks);
                 }
-                self.try_send(port);
+                // The port stays busy when it sends again at once: marking it idle first would
+                // start, and end at the same instant, the wait of each of its starved lanes.
+                match self.grant(port) {
+                    Some((peer, vl)) => self.transmit(port, peer, vl),
+                    None => self.set_busy(port, false),
+                }
             }
             Event::Arrive { port, packet } => self.arrive(port, packet),
             Event::Credit { port, vl, blocks } => {
@@ -907,14 +911,20 @@ impl<'n> Simulation<'n> {
 
     /// If `port` is idle, sends what VL15 or the arbiter gives it.
     fn try_send(&mut self, port: u32) {
-        let p = port as usize;
-        let bits = self.bits[p];
-        if bits.busy {
+        if self.bits[port as usize].busy {
             return;
         }
-        let Some(peer) = self.ports[p].peer else {
-            return;
-        };
+        if let Some((peer, vl)) = self.grant(port) {
+            self.transmit(port, peer, vl);
+        }
+    }
+
+    /// The peer and the VL `port` sends on next, if it is linked and VL15 or the arbiter
+    /// grants one, whether or not the port is busy.
+    fn grant(&mut self, port: u32) -> Option<(u32, u8)> {
+        let p = port as usize;
+        let bits = self.bits[p];
+        let peer = self.ports[p].peer?;
         // VL15 never has greedy flows, so its head is queued exactly when its queue is not
         // empty.
         let vl = if bits.queued & 1 << VL15 != 0 {
@@ -924,7 +934,7 @@ impl<'n> Simulation<'n> {
             // A refusal leaves the arbiter where the next refusal would: asking again with
             // nothing ready changes nothing, and is skipped.
             if ready_vls == 0 && bits.refused {
-                return;
+                return None;
             }
             let lanes = &self.lanes[bits.lanes()];
             let grant = self.arbiters[p].next_among(ready_vls, |vl| {
@@ -933,12 +943,9 @@ impl<'n> Simulation<'n> {
                 (head > 0 && lane.credits >= head).then_some(head)
             });
             self.bits[p].refused = grant.is_none();
-            match grant {
-                Some((vl, _)) => vl,
-                None => return,
-            }
+            grant?.0
         };
-        self.transmit(port, peer, vl);
+        Some((peer, vl))
     }
 
     fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
