@@ -5,7 +5,9 @@
 //! propagation. Events pushed with the same delay come out of a FIFO already in time order
 //! (time only moves forward), so each such class needs no sorting at all, and a push or a pop
 //! touches only the two ends of a ring buffer: memory the next push or pop reads again. A pop
-//! takes the earliest head among the classes. Events of any other delay (a rate-limited
+//! takes the earliest head among the classes; the queue keeps which that is (a push changes
+//! it only by making a new head), so that asking whether the next event is due reads one
+//! field, and a pop scans the heads once. Events of any other delay (a rate-limited
 //! source's next packet, a delay never seen before once [`MAX_CLASSES`] are in use) go to a
 //! binary heap.
 //!
