@@ -455,6 +455,9 @@ impl<'n> Simulation<'n> {
             packet_hops: 0,
             timeline: Vec::new(),
         };
+        // The greedy flows that will join each lane's rotation, to size it once: growing
+        // every rotation as its flows start was a tenth of the flows' start events.
+        let mut joining = vec![0usize; sim.lanes.len()];
         for (i, flow) in flows.iter().enumerate() {
             let state = sim.flow_state(flow, i as u64)?;
             if state.spec.start_ps < state.spec.stop_ps {
@@ -463,6 +466,7 @@ impl<'n> Simulation<'n> {
                 if state.greedy && state.vl != VL15 {
                     sim.schedule
                         .push((state.spec.stop_ps, Event::Stop { flow: i as u32 }));
+                    joining[sim.lane(state.port, state.vl)] += 1;
                 }
             }
             sim.flow_hot.push(FlowHot {
@@ -474,6 +478,9 @@ impl<'n> Simulation<'n> {
                 stopped: false,
             });
             sim.flows.push(state);
+        }
+        for (rotation, &flows) in sim.rotations.iter_mut().zip(&joining) {
+            rotation.reserve_exact(flows);
         }
         // Stable: equal times keep the order they were listed in.
         sim.schedule.sort_by_key(|(time, _)| *time);
