@@ -137,12 +137,17 @@ impl Table {
             self.used = 0;
             return None;
         }
+        let entries = &self.entries[..];
         for step in 0..=n {
             if step > 0 {
-                self.cursor = ((self.cursor as usize + 1) % n) as u32;
+                // A wrap by comparison: a division per step would cost more than the rest.
+                self.cursor += 1;
+                if self.cursor as usize == n {
+                    self.cursor = 0;
+                }
                 self.used = 0;
             }
-            let entry = self.entries[self.cursor as usize];
+            let entry = entries[self.cursor as usize];
             // Entries for VL15 (or beyond) are skipped: a port may skip them (IBA 7.6.9).
             if entry.vl >= 15 {
                 continue;

@@ -95,6 +95,8 @@ struct PortSlot {
     link: LinkParams,
     /// The data VLs the link runs: VL0 up to one below this, the lower OperVLs of its ends.
     vls: u8,
+    /// The link's serialization times, as an index into [`Simulation::wire_times`].
+    wire_times: u32,
 }
 
 /// No packet: the end of a lane's queue.
@@ -268,6 +270,9 @@ pub struct Simulation<'n> {
     network: &'n Network,
     options: SimOptions,
     ports: Vec<PortSlot>,
+    /// Per kind of link ([`PortSlot::wire_times`]), the serialization time of a packet of each
+    /// size in blocks, up to the largest a flow sends.
+    wire_times: Vec<Vec<u64>>,
     node_base: Vec<u32>,
     lanes: Vec<Lane>,
     /// Per lane, the greedy flows taking turns on it (source ports only), with their packets'
@@ -333,6 +338,7 @@ impl<'n> Simulation<'n> {
                 peer: None,
                 link: UNLINKED,
                 vls: node.arbitration[usize::from(num)].oper_vls.count(),
+                wire_times: 0,
             }));
         }
         let index = |addr: PortAddr, link: usize| -> Result<u32, NetworkError> {
@@ -371,6 +377,30 @@ impl<'n> Simulation<'n> {
             ports[a as usize].vls = vls;
             ports[b as usize].vls = vls;
         }
+        // Each distinct link's time on the wire for every packet size a flow sends, worked out
+        // once: a fabric has few kinds of links, and a division per packet-hop is dear.
+        let largest = flows
+            .iter()
+            .map(|f| wire_blocks(f.payload))
+            .max()
+            .unwrap_or(0);
+        let mut kinds: Vec<LinkParams> = Vec::new();
+        let mut wire_times = Vec::new();
+        for port in &mut ports {
+            let kind = kinds
+                .iter()
+                .position(|k| *k == port.link)
+                .unwrap_or_else(|| {
+                    kinds.push(port.link);
+                    wire_times.push(
+                        (0..=largest)
+                            .map(|b| port.link.serialization_ps(b))
+                            .collect(),
+                    );
+                    kinds.len() - 1
+                });
+            port.wire_times = kind as u32;
+        }
         let mut bits = Vec::with_capacity(ports.len());
         let mut lanes = Vec::new();
         for port in &ports {
@@ -405,6 +435,7 @@ impl<'n> Simulation<'n> {
             bits,
             dropped: BTreeMap::new(),
             ports,
+            wire_times,
             node_base,
             rotations: vec![VecDeque::new(); lanes.len()],
             buffers: vec![Buffer::default(); lanes.len()],
@@ -424,6 +455,9 @@ impl<'n> Simulation<'n> {
             packet_hops: 0,
             timeline: Vec::new(),
         };
+        // The greedy flows that will join each lane's rotation, to size it once: growing
+        // every rotation as its flows start was a tenth of the flows' start events.
+        let mut joining = vec![0usize; sim.lanes.len()];
         for (i, flow) in flows.iter().enumerate() {
             let state = sim.flow_state(flow, i as u64)?;
             if state.spec.start_ps < state.spec.stop_ps {
@@ -432,6 +466,7 @@ impl<'n> Simulation<'n> {
                 if state.greedy && state.vl != VL15 {
                     sim.schedule
                         .push((state.spec.stop_ps, Event::Stop { flow: i as u32 }));
+                    joining[sim.lane(state.port, state.vl)] += 1;
                 }
             }
             sim.flow_hot.push(FlowHot {
@@ -443,6 +478,9 @@ impl<'n> Simulation<'n> {
                 stopped: false,
             });
             sim.flows.push(state);
+        }
+        for (rotation, &flows) in sim.rotations.iter_mut().zip(&joining) {
+            rotation.reserve_exact(flows);
         }
         // Stable: equal times keep the order they were listed in.
         sim.schedule.sort_by_key(|(time, _)| *time);
@@ -527,23 +565,20 @@ impl<'n> Simulation<'n> {
     /// Processes every event up to `until` (at most the run's duration).
     pub fn run_until(&mut self, until: u64) {
         let until = until.min(self.options.duration_ps);
+        let after = until.saturating_add(1);
         loop {
             // A scheduled event goes before queued events of its time.
             let scheduled = self
                 .schedule
                 .get(self.scheduled)
-                .map(|(time, _)| *time)
-                .filter(|time| *time <= until);
-            let queued = self
-                .queue
-                .pop_if(|time| time <= until && scheduled.is_none_or(|s| time < s));
-            let (time, event) = match (queued, scheduled) {
-                (Some(next), _) => next,
-                (None, Some(_)) => {
+                .map_or(u64::MAX, |(time, _)| *time);
+            let (time, event) = match self.queue.pop_before(scheduled.min(after)) {
+                Some(next) => next,
+                None if scheduled <= until => {
                     self.scheduled += 1;
                     self.schedule[self.scheduled - 1]
                 }
-                (None, None) => break,
+                None => break,
             };
             self.now = time;
             self.events += 1;
@@ -582,11 +617,15 @@ impl<'n> Simulation<'n> {
                 vl,
                 blocks,
             } => {
-                self.set_busy(port, false);
                 if release != NO_PORT {
                     self.release(release, vl, blocks);
                 }
-                self.try_send(port);
+                // The port stays busy when it sends again at once: marking it idle first would
+                // start, and end at the same instant, the wait of each of its starved lanes.
+                match self.grant(port) {
+                    Some((peer, vl)) => self.transmit(port, peer, vl),
+                    None => self.set_busy(port, false),
+                }
             }
             Event::Arrive { port, packet } => self.arrive(port, packet),
             Event::Credit { port, vl, blocks } => {
@@ -606,6 +645,12 @@ impl<'n> Simulation<'n> {
                 }
             }
         }
+    }
+
+    /// The time `port` takes to send a packet of `blocks`.
+    fn serialization(&self, port: u32, blocks: u32) -> u64 {
+        let kind = self.ports[port as usize].wire_times;
+        self.wire_times[kind as usize][blocks as usize]
     }
 
     /// The index of the lane of `vl` at `port`, which has one: VL15, or a data VL its link runs.
@@ -645,9 +690,7 @@ impl<'n> Simulation<'n> {
         let (port, vl) = (state.port, state.vl);
         let next = if state.greedy {
             // Dropped at its source: the host offers it as fast as its link would carry it.
-            now + self.ports[port as usize]
-                .link
-                .serialization_ps(state.blocks)
+            now + self.serialization(port, state.blocks)
         } else {
             state.origin + self.gap_ps(&state.spec, state.generated + 1)
         };
@@ -729,7 +772,8 @@ impl<'n> Simulation<'n> {
     /// Updates a lane after its head or credits changed: its head's size, whether the head
     /// lacks credits, and its wait for credits.
     fn refresh_lane(&mut self, port: u32, vl: u8) {
-        let lane = self.lane(port, vl);
+        let bits = &mut self.bits[port as usize];
+        let lane = bits.lane(vl);
         let l = &mut self.lanes[lane];
         let head = if l.first != NO_PACKET {
             l.first_blocks
@@ -738,20 +782,20 @@ impl<'n> Simulation<'n> {
         };
         l.head = head;
         let starved = vl != VL15 && head > 0 && l.credits < u32::from(head);
-        let (port, bit) = (port as usize, 1u16 << vl);
+        let bit = 1u16 << vl;
         if head > 0 {
-            self.bits[port].queued |= bit;
+            bits.queued |= bit;
         } else {
-            self.bits[port].queued &= !bit;
+            bits.queued &= !bit;
         }
         if starved {
-            self.bits[port].starved |= bit;
+            bits.starved |= bit;
         } else {
-            self.bits[port].starved &= !bit;
+            bits.starved &= !bit;
         }
-        let blocked = starved && !self.bits[port].busy;
-        if blocked != (self.bits[port].waiting & bit != 0) {
-            self.bits[port].waiting ^= bit;
+        let blocked = starved && !bits.busy;
+        if blocked != (bits.waiting & bit != 0) {
+            bits.waiting ^= bit;
             self.account_blocked(lane, blocked);
         }
     }
@@ -874,14 +918,20 @@ impl<'n> Simulation<'n> {
 
     /// If `port` is idle, sends what VL15 or the arbiter gives it.
     fn try_send(&mut self, port: u32) {
-        let p = port as usize;
-        let bits = self.bits[p];
-        if bits.busy {
+        if self.bits[port as usize].busy {
             return;
         }
-        let Some(peer) = self.ports[p].peer else {
-            return;
-        };
+        if let Some((peer, vl)) = self.grant(port) {
+            self.transmit(port, peer, vl);
+        }
+    }
+
+    /// The peer and the VL `port` sends on next, if it is linked and VL15 or the arbiter
+    /// grants one, whether or not the port is busy.
+    fn grant(&mut self, port: u32) -> Option<(u32, u8)> {
+        let p = port as usize;
+        let bits = self.bits[p];
+        let peer = self.ports[p].peer?;
         // VL15 never has greedy flows, so its head is queued exactly when its queue is not
         // empty.
         let vl = if bits.queued & 1 << VL15 != 0 {
@@ -891,7 +941,7 @@ impl<'n> Simulation<'n> {
             // A refusal leaves the arbiter where the next refusal would: asking again with
             // nothing ready changes nothing, and is skipped.
             if ready_vls == 0 && bits.refused {
-                return;
+                return None;
             }
             let lanes = &self.lanes[bits.lanes()];
             let grant = self.arbiters[p].next_among(ready_vls, |vl| {
@@ -900,12 +950,9 @@ impl<'n> Simulation<'n> {
                 (head > 0 && lane.credits >= head).then_some(head)
             });
             self.bits[p].refused = grant.is_none();
-            match grant {
-                Some((vl, _)) => vl,
-                None => return,
-            }
+            grant?.0
         };
-        self.transmit(port, peer, vl);
+        Some((peer, vl))
     }
 
     fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
@@ -943,7 +990,7 @@ impl<'n> Simulation<'n> {
             self.timeline[index] += u64::from(blocks);
         }
         self.packet_hops += 1;
-        let serialization = info.link.serialization_ps(blocks);
+        let serialization = self.serialization(port, blocks);
         self.queue.push(
             self.now,
             now + serialization,
