@@ -55,7 +55,7 @@ pub use load::{
     PolicyLoad, load, load_bytes, load_partitions, load_policy, partitions_file, to_native_toml,
     to_opensm_conf,
 };
-pub use settings::{LinkSettings, Settings, SmSettings};
+pub use settings::{LinkSettings, MKeySecret, Settings, SmSettings};
 
 #[cfg(test)]
 mod tests {
