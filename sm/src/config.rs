@@ -14,6 +14,7 @@ use crate::engine::qos::SetupConfig;
 use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::SchedulerConfig;
 use crate::engine::sweep::{PartitionConfig, SweepConfig, SweepMode};
+use crate::mkey::{MKeyConfig, PerPortKeys};
 use crate::sa::{DEFAULT_SA_KEY, SaConfig};
 
 /// OpenSM's `subnet_timeout` default: 4.096 us x 2^18, about one second.
@@ -72,6 +73,25 @@ pub fn election_config(settings: &Settings, port_guid: u64) -> ElectionConfig {
         polling_timeout: Duration::from_millis(polling_ms.max(1)),
         polling_retries: opensm_number(settings, "polling_retry_number")
             .map_or(4, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+    }
+}
+
+/// The M_Key options: `m_key` (0), `m_key_protection_level` (0; the loaders refuse or replace
+/// more than 3, as OpenSM's verify step does), `m_key_lease_period` (0) and `m_key_lookup`
+/// (TRUE), OpenSM's defaults; and ibqos.toml's per-port secret.
+pub fn mkey_config(settings: &Settings) -> MKeyConfig {
+    let protect = opensm_number(settings, "m_key_protection_level").unwrap_or(0);
+    MKeyConfig {
+        key: opensm_number(settings, "m_key").unwrap_or(0),
+        // `osm_subn_verify_config`: above 3 is 2.
+        protect_bits: if protect > 3 { 2 } else { protect as u8 },
+        lease_period: opensm_number(settings, "m_key_lease_period")
+            .map_or(0, |n| u16::try_from(n).unwrap_or(u16::MAX)),
+        lookup: flag(settings, "m_key_lookup", true),
+        per_port: settings
+            .m_key_per_port_secret
+            .as_ref()
+            .map(|secret| PerPortKeys::new(secret.expose())),
     }
 }
 
@@ -171,5 +191,6 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
         mode: SweepMode::Forced,
+        m_key: mkey_config(settings),
     }
 }

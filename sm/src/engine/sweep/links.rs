@@ -9,10 +9,12 @@ use super::{Op, Phase, Sweep};
 use crate::engine::lids::assign_lids;
 use crate::engine::qos::{port_plan, setup_tables};
 use crate::engine::subnet::PortKey;
+use crate::mkey::KeyHidden;
 
 impl Sweep {
-    /// LIDs for every endport, then one PortInfo Set per port: LID, LMC and SM LID on endports,
-    /// OperVLs, NeighborMTU, HOQLife and VLStallCount on links, and ARMED on ports in INIT.
+    /// LIDs for every endport, then one PortInfo Set per port: LID, LMC, SM LID and the M_Key
+    /// fields on endports, OperVLs, NeighborMTU, HOQLife and VLStallCount on links, and ARMED on
+    /// ports in INIT.
     pub(super) fn configure_ports(&mut self) {
         self.phase = Phase::ConfiguringPorts;
         if let Err(error) = assign_lids(&mut self.subnet, self.config.lmc, &self.config.guid2lid) {
@@ -59,6 +61,12 @@ impl Sweep {
             info.gid_prefix = self.config.subnet_prefix;
             info.master_sm_sl = self.config.sm_sl;
             info.subnet_timeout = self.config.subnet_timeout;
+            // Only an end port's key governs (a switch's port 0 for the whole switch), and
+            // OpenSM writes them whatever they were, 0 included (`osm_link_mgr.c:225-265`).
+            let m_key = &self.config.m_key;
+            info.m_key = m_key.wanted(port.guid);
+            info.m_key_protect_bits = m_key.protect_bits;
+            info.m_key_lease_period = m_key.lease_period;
         }
         if let Some((peer_node, peer_port)) = peer {
             info.operational_vls = self.oper_vls(&port.info, &peer_port.info);
@@ -149,7 +157,7 @@ impl Sweep {
             }),
             op: Op::SetPortInfo {
                 port: key,
-                sent: Box::new(info),
+                sent: KeyHidden(Box::new(info)),
             },
             timeout: None,
             target: format!("{:#018x}[{}]", key.node, key.port),

@@ -20,8 +20,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ibqos_mad::{
-    Attribute, AttributeId, CapabilityMask, Guid, PhysPortState, PortInfoRepr, PortState,
-    SmInfoRepr, SmpRepr,
+    Attribute, AttributeId, CapabilityMask, Guid, PhysPortState, PortState, SmInfoRepr, SmpRepr,
 };
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{QosConfig, VlCount};
@@ -33,6 +32,7 @@ use super::routing::{Lfts, RoutingEngine};
 use super::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
+use crate::mkey::{KeyHidden, MKeyConfig};
 use partitions::PkeyState;
 use reconcile::PendingRead;
 use writes::{TableKind, Writes};
@@ -77,6 +77,8 @@ pub struct SweepConfig {
     pub long_timeout: Duration,
     /// Whether to Set everything, only what differs from the fabric, or nothing.
     pub mode: SweepMode,
+    /// The M_Key, protect bits and lease every end port is given.
+    pub m_key: MKeyConfig,
 }
 
 /// How a sweep treats what the fabric already holds.
@@ -132,7 +134,7 @@ enum Op {
     SetPortInfo {
         port: PortKey,
         /// What was sent, to learn from the echo which fields the port keeps.
-        sent: Box<PortInfoRepr>,
+        sent: KeyHidden,
     },
     SetSwitchInfo {
         guid: u64,
@@ -449,7 +451,7 @@ impl Sweep {
                 }
             }
             (Op::SetPortInfo { port, sent }, Attribute::PortInfo(info)) => {
-                self.learn_unkept(port, &sent, &info);
+                self.learn_unkept(port, &sent.0, &info);
                 if let Some(p) = self.subnet.port_mut(port) {
                     p.info = info;
                 }
