@@ -75,7 +75,7 @@ fn once_is_one_sweep_when_the_subnet_comes_up() {
         started,
         Event::StateChanged(master),
         Event::SaveLids(guid2lid),
-        Event::SaveMkeys(guid2mkey),
+        Event::SaveMkeys { guid2mkey, .. },
         Event::SweepDone(summary),
         finished,
     ] = &events[..]
@@ -123,7 +123,7 @@ fn once_gives_up_after_four_sweeps() {
             Event::SweepStarted { reason, .. } => reasons.push(reason),
             Event::SweepDone(summary) => summaries.push(summary),
             Event::SaveLids(_)
-            | Event::SaveMkeys(_)
+            | Event::SaveMkeys { .. }
             | Event::StateChanged(_)
             | Event::MulticastUpdated { .. } => {}
             Event::Finished(outcome) => break outcome,

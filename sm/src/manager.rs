@@ -53,7 +53,7 @@ use crate::election::{Election, Next, StateChange, Verdict};
 use crate::engine::Engine;
 use crate::engine::scheduler::{OutgoingMad, Peer};
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
-use crate::mkey::KeyRing;
+use crate::mkey::{KeyRing, Neighbors};
 use crate::responder::{Heard, Responder, parse_smp};
 use crate::sa::{Sa, SaDb, is_sa};
 use crate::summary::{SmSummary, SweepSummary};
@@ -107,9 +107,13 @@ pub enum Event {
     },
     /// The LIDs the ports hold after a sweep, as a guid2lid file to keep for the next run.
     SaveLids(String),
-    /// The M_Keys the ports hold, as a guid2mkey file to keep for the next run (or a standby
-    /// that takes over), when they changed. It holds secrets: write it where only the SM reads.
-    SaveMkeys(String),
+    /// The M_Keys the ports hold and the links between the ports, as guid2mkey and neighbors
+    /// files to keep for the next run (or a standby that takes over), when they changed.
+    /// guid2mkey holds secrets: write it where only the SM reads.
+    SaveMkeys {
+        guid2mkey: String,
+        neighbors: String,
+    },
     /// A sweep ended (a [`Run::Once`] reports only its last).
     SweepDone(Box<SweepSummary>),
     /// The multicast forwarding tables were programmed again after joins or leaves.
@@ -231,7 +235,12 @@ impl Manager {
             },
             responder: Responder::default(),
             sa: Sa::new(sa_config(settings)),
-            keys: KeyRing::new(mkey_config(settings), BTreeMap::new(), port_guid),
+            keys: KeyRing::new(
+                mkey_config(settings),
+                BTreeMap::new(),
+                Neighbors::new(),
+                port_guid,
+            ),
             state: State::Due(SweepReason::First),
             last_sweep: None,
             sweeps: 0,
@@ -243,9 +252,11 @@ impl Manager {
         }
     }
 
-    /// The M_Keys of an earlier run (a guid2mkey cache), to reach the ports it protected.
-    pub fn with_guid2mkey(mut self, guid2mkey: BTreeMap<u64, u64>) -> Self {
-        self.keys = KeyRing::new(self.keys.config().clone(), guid2mkey, self.port_guid);
+    /// The M_Keys of an earlier run (a guid2mkey cache) and its neighbors (which port each
+    /// directed route reaches before it answers), to reach the ports it protected.
+    pub fn with_key_caches(mut self, guid2mkey: BTreeMap<u64, u64>, neighbors: Neighbors) -> Self {
+        let config = self.keys.config().clone();
+        self.keys = KeyRing::new(config, guid2mkey, neighbors, self.port_guid);
         self
     }
 
@@ -687,8 +698,11 @@ impl Manager {
             let guid2lid = write_guid2lid(ports.iter().copied(), self.config.lmc);
             self.events.push_back(Event::SaveLids(guid2lid));
             self.keys.set_lids(ports);
-            if let Some(guid2mkey) = self.keys.take_changed() {
-                self.events.push_back(Event::SaveMkeys(guid2mkey));
+            if let Some((guid2mkey, neighbors)) = self.keys.take_changed() {
+                self.events.push_back(Event::SaveMkeys {
+                    guid2mkey,
+                    neighbors,
+                });
             }
         }
         let last = match self.run {

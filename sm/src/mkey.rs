@@ -5,7 +5,9 @@
 //! configuration gives (`osm_link_mgr.c:225-265`), and puts in every SMP it sends the key the
 //! target port holds, as far as it knows it (`req_determine_mkey`, `osm_req.c:65-150`):
 //! - the port an SMP reaches is the one its directed route reached when a NodeInfo answered
-//!   there (the SM's own port for the empty route), or the one holding its destination LID;
+//!   there (the SM's own port for the empty route), else the one the neighbours known from
+//!   earlier runs lead to hop by hop (OpenSM's persistent `neighbors` file), or the one holding
+//!   its destination LID;
 //! - that port's key is what the guid2mkey cache holds for it: the last key the SM read from it
 //!   or programmed into it (`osm_port.c:779-790`: a PortInfo answer updates the cache when its
 //!   M_Key is non-zero or its protection off, since a hidden key reads 0);
@@ -142,8 +144,13 @@ pub struct KeyRing {
     config: MKeyConfig,
     /// guid2mkey: the key each port holds, by port GUID, as last read or programmed.
     held: BTreeMap<u64, u64>,
-    /// Directed routes (the egress ports from the SM's node) and the port each reaches.
+    /// Directed routes (the egress ports from the SM's node) and the port each reached in
+    /// this run.
     routes: BTreeMap<Vec<u8>, Target>,
+    /// Links as (port GUID, port number) pairs, both ways: a switch's ports all have its port
+    /// GUID. Kept across runs, to name a route's target before it answers.
+    neighbors: Neighbors,
+    own_guid: u64,
     /// LIDs and the port holding each, from the last sweep.
     lids: BTreeMap<u16, u64>,
     /// The cache changed since it was last handed out.
@@ -168,8 +175,14 @@ pub fn shown(m_key: u64) -> &'static str {
 }
 
 impl KeyRing {
-    /// The key ring of the SM on port `own_guid`, with the guid2mkey cache of an earlier run.
-    pub fn new(config: MKeyConfig, held: BTreeMap<u64, u64>, own_guid: u64) -> KeyRing {
+    /// The key ring of the SM on port `own_guid`, with the guid2mkey cache and the neighbours
+    /// of an earlier run.
+    pub fn new(
+        config: MKeyConfig,
+        held: BTreeMap<u64, u64>,
+        neighbors: Neighbors,
+        own_guid: u64,
+    ) -> KeyRing {
         let own = Target {
             port_guid: own_guid,
             switch: false,
@@ -178,6 +191,8 @@ impl KeyRing {
             config,
             held,
             routes: BTreeMap::from([(Vec::new(), own)]),
+            neighbors,
+            own_guid,
             lids: BTreeMap::new(),
             changed: false,
         }
@@ -210,7 +225,16 @@ impl KeyRing {
     /// The port a request goes to, if the SM can name it.
     fn target(&self, smp: &SmpRepr, dlid: Option<u16>) -> Option<Target> {
         match (smp.routing, dlid) {
-            (Routing::Directed(path), _) => self.routes.get(path.egress_ports()).copied(),
+            (Routing::Directed(path), _) => {
+                let route = path.egress_ports();
+                self.routes.get(route).copied().or_else(|| {
+                    let port_guid = self.walk(route)?;
+                    Some(Target {
+                        port_guid,
+                        switch: false,
+                    })
+                })
+            }
             (Routing::Lid, Some(lid)) => {
                 let port_guid = *self.lids.get(&lid)?;
                 Some(Target {
@@ -220,6 +244,13 @@ impl KeyRing {
             }
             (Routing::Lid, None) => None,
         }
+    }
+
+    /// The port GUID `route` leads to through the known neighbours.
+    fn walk(&self, route: &[u8]) -> Option<u64> {
+        route.iter().try_fold(self.own_guid, |guid, &egress| {
+            self.neighbors.get(&(guid, egress)).map(|&(peer, _)| peer)
+        })
     }
 
     /// Puts the target's key in an outgoing SMP request (Get, Set, TrapRepress); anything else
@@ -253,6 +284,17 @@ impl KeyRing {
                     switch: info.node_type == NodeType::Switch,
                 };
                 self.routes.insert(route.to_vec(), target);
+                if let Some((&egress, before)) = route.split_last()
+                    && let Some(from) = self.routes.get(before)
+                {
+                    let near = (from.port_guid, egress);
+                    let far = (info.port_guid, info.local_port_num);
+                    for (a, b) in [(near, far), (far, near)] {
+                        if self.neighbors.insert(a, b) != Some(b) {
+                            self.changed = true;
+                        }
+                    }
+                }
             }
             Ok(Attribute::PortInfo(info)) if response.attribute_id == AttributeId::PortInfo => {
                 let Some(target) = self.routes.get(route).copied() else {
@@ -283,9 +325,14 @@ impl KeyRing {
         self.lids = ports.into_iter().map(|(guid, lid)| (lid, guid)).collect();
     }
 
-    /// The guid2mkey file's text, when the cache changed since the last call.
-    pub fn take_changed(&mut self) -> Option<String> {
-        std::mem::take(&mut self.changed).then(|| write_guid2mkey(&self.held))
+    /// The guid2mkey and neighbors files' text, when either changed since the last call.
+    pub fn take_changed(&mut self) -> Option<(String, String)> {
+        std::mem::take(&mut self.changed).then(|| {
+            (
+                write_guid2mkey(&self.held),
+                write_neighbors(&self.neighbors),
+            )
+        })
     }
 
     /// The keys held, by port GUID.
@@ -294,45 +341,100 @@ impl KeyRing {
     }
 }
 
-/// A guid2mkey line that does not parse.
+/// A line of a cache file (guid2mkey, neighbors) that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("guid2mkey line {line}: {problem}")]
-pub struct Guid2MkeyError {
+#[error("{file} line {line}: {problem}")]
+pub struct CacheLineError {
+    pub file: &'static str,
     /// From 1.
     pub line: usize,
     pub problem: &'static str,
+}
+
+/// Links between ports, as (port GUID, port number) to (port GUID, port number).
+pub type Neighbors = BTreeMap<(u64, u8), (u64, u8)>;
+
+/// The lines of a cache file that hold something: numbered from 1, trimmed, without blank
+/// lines and comments (OpenSM's own files have blank lines between entries).
+fn entries(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| (n + 1, line.trim()))
+        .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
+}
+
+/// The two fields of a cache line, or what is wrong with it.
+fn two_fields(line: &str) -> Result<(&str, &str), &'static str> {
+    let mut fields = line.split_whitespace();
+    match (fields.next(), fields.next(), fields.next()) {
+        (Some(a), Some(b), None) => Ok((a, b)),
+        (_, _, Some(_)) => Err("more than two fields"),
+        // Only a non-blank line reaches here, so its first field is there.
+        _ => Err("one field where two are needed"),
+    }
+}
+
+/// Reads OpenSM's `neighbors` file: `0x<port GUID>:<port> 0x<port GUID>:<port>` per line.
+/// Damaged lines are skipped and reported, like guid2mkey's.
+pub fn read_neighbors(text: &str) -> (Neighbors, Vec<CacheLineError>) {
+    let end = |field: &str| {
+        let (guid, port) = field.split_once(':')?;
+        Some((parse_hex(guid)?, port.parse::<u8>().ok()?))
+    };
+    let mut neighbors = Neighbors::new();
+    let mut problems = Vec::new();
+    for (line, text) in entries(text) {
+        let parsed = two_fields(text).and_then(|(a, b)| match (end(a), end(b)) {
+            (Some(a), Some(b)) => Ok((a, b)),
+            _ => Err("a field is not `0x<port GUID>:<port number>`"),
+        });
+        match parsed {
+            Ok((a, b)) => {
+                neighbors.insert(a, b);
+            }
+            Err(problem) => problems.push(CacheLineError {
+                file: "neighbors",
+                line,
+                problem,
+            }),
+        }
+    }
+    (neighbors, problems)
+}
+
+/// The neighbors file, as OpenSM writes it.
+pub fn write_neighbors(neighbors: &Neighbors) -> String {
+    let mut out = String::new();
+    for ((a, p), (b, q)) in neighbors {
+        let _ = writeln!(out, "{}:{p} {}:{q}", Guid(*a), Guid(*b));
+    }
+    out
 }
 
 /// Reads a guid2mkey file (OpenSM's `$OSM_CACHE_DIR/guid2mkey`: `0x<port GUID> 0x<M_Key>` per
 /// line; OpenSM's own files have blank lines between entries). A line that does not parse is
 /// skipped and reported: a damaged cache costs the keys it lost, which their leases give back.
 /// The error says which line and what is wrong with it, never the key.
-pub fn read_guid2mkey(text: &str) -> (BTreeMap<u64, u64>, Vec<Guid2MkeyError>) {
+pub fn read_guid2mkey(text: &str) -> (BTreeMap<u64, u64>, Vec<CacheLineError>) {
     let mut keys = BTreeMap::new();
     let mut problems = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
+    for (line, text) in entries(text) {
+        let parsed =
+            two_fields(text).and_then(|(guid, key)| match (parse_hex(guid), parse_hex(key)) {
+                (Some(guid), Some(key)) => Ok((guid, key)),
+                (None, _) => Err("the port GUID is not a 0x-prefixed 64-bit hex number"),
+                (_, None) => Err("the M_Key is not a 0x-prefixed 64-bit hex number"),
+            });
+        match parsed {
+            Ok((guid, key)) => {
+                keys.insert(guid, key);
+            }
+            Err(problem) => problems.push(CacheLineError {
+                file: "guid2mkey",
+                line,
+                problem,
+            }),
         }
-        let mut fields = line.split_whitespace();
-        let problem = match (fields.next(), fields.next(), fields.next()) {
-            (Some(guid), Some(key), None) => match (parse_hex(guid), parse_hex(key)) {
-                (Some(guid), Some(key)) => {
-                    keys.insert(guid, key);
-                    continue;
-                }
-                (None, _) => "the port GUID is not a 0x-prefixed 64-bit hex number",
-                (_, None) => "the M_Key is not a 0x-prefixed 64-bit hex number",
-            },
-            (_, None, _) => "a port GUID without an M_Key",
-            (_, _, Some(_)) => "more than a port GUID and an M_Key",
-            (None, ..) => unreachable!("the line is not blank"),
-        };
-        problems.push(Guid2MkeyError {
-            line: number + 1,
-            problem,
-        });
     }
     (keys, problems)
 }
@@ -422,7 +524,12 @@ mod tests {
 
     #[test]
     fn each_smp_carries_the_key_its_target_holds() {
-        let mut ring = KeyRing::new(config(true), BTreeMap::from([(0xa, 0xaaaa)]), 0xa);
+        let mut ring = KeyRing::new(
+            config(true),
+            BTreeMap::from([(0xa, 0xaaaa)]),
+            Neighbors::new(),
+            0xa,
+        );
         let get = |path: &[u8]| SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(path));
         // The SM's own port: from the cache; a route not yet answered: `m_key`.
         assert_eq!(stamped(&ring, get(&[]), None), 0xaaaa);
@@ -455,7 +562,25 @@ mod tests {
             ..get(&[1])
         };
         assert_eq!(stamped(&ring, response, None), 5);
-        let text = ring.take_changed().expect("learned keys");
+        let (text, neighbors) = ring.take_changed().expect("learned keys");
+        // [1] leaves the SM's port 1 for the switch, [1, 2] its port 2 for the CA (whose NodeInfo
+        // here says it arrived at port 0).
+        let (neighbors, problems) = read_neighbors(&neighbors);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            neighbors,
+            Neighbors::from([
+                ((0xa, 1), (0xb, 0)),
+                ((0xb, 0), (0xa, 1)),
+                ((0xb, 2), (0xc, 0)),
+                ((0xc, 0), (0xb, 2)),
+            ])
+        );
+        // A new run names the targets of routes through them before they answer.
+        let restarted = KeyRing::new(config(true), read_guid2mkey(&text).0, neighbors, 0xa);
+        assert_eq!(stamped(&restarted, get(&[1]), None), 0xbbbb);
+        assert_eq!(stamped(&restarted, get(&[1, 2]), None), 0);
+        assert_eq!(stamped(&restarted, get(&[1, 3]), None), KEY);
         assert_eq!(
             read_guid2mkey(&text).0,
             BTreeMap::from([(0xa, 0xaaaa), (0xb, 0xbbbb), (0xc, 0)])
@@ -465,7 +590,12 @@ mod tests {
 
     #[test]
     fn without_lookup_every_smp_carries_m_key() {
-        let mut ring = KeyRing::new(config(false), BTreeMap::from([(0xa, 0xaaaa)]), 0xa);
+        let mut ring = KeyRing::new(
+            config(false),
+            BTreeMap::from([(0xa, 0xaaaa)]),
+            Neighbors::new(),
+            0xa,
+        );
         ring.observe(&node_info(&[1], 0xb, NodeType::Switch));
         ring.observe(&port_info(&[1], 0, 0xbbbb, 2));
         let get = |path: &[u8]| SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(path));
@@ -491,6 +621,7 @@ mod tests {
                 ..config(true)
             },
             BTreeMap::new(),
+            Neighbors::new(),
             0xa,
         );
         assert_eq!(ring.config().wanted(0xa), keys.key_of(0xa));
@@ -522,8 +653,8 @@ mod tests {
             lines,
             [
                 "guid2mkey line 2: the port GUID is not a 0x-prefixed 64-bit hex number",
-                "guid2mkey line 3: a port GUID without an M_Key",
-                "guid2mkey line 4: more than a port GUID and an M_Key",
+                "guid2mkey line 3: one field where two are needed",
+                "guid2mkey line 4: more than two fields",
                 "guid2mkey line 5: the M_Key is not a 0x-prefixed 64-bit hex number",
                 "guid2mkey line 6: the M_Key is not a 0x-prefixed 64-bit hex number",
             ]
@@ -536,9 +667,28 @@ mod tests {
             per_port: Some(PerPortKeys::new(b"0123456789abcdef")),
             ..config(true)
         };
-        let ring = KeyRing::new(config, BTreeMap::from([(1, KEY)]), 1);
+        let ring = KeyRing::new(config, BTreeMap::from([(1, KEY)]), Neighbors::new(), 1);
         let shown = format!("{ring:?}");
         assert!(!shown.contains("1111222233334444") && !shown.contains(&KEY.to_string()));
         assert!(shown.contains("held: 1"), "{shown}");
+    }
+
+    #[test]
+    fn neighbors_in_opensm_format_and_precise_errors() {
+        let neighbors = Neighbors::from([((0x0002_c900_0000_1000, 3), (0x0002_c900_0000_2000, 4))]);
+        let text = write_neighbors(&neighbors);
+        assert_eq!(text, "0x0002c90000001000:3 0x0002c90000002000:4\n");
+        assert_eq!(read_neighbors(&text), (neighbors, Vec::new()));
+        let (read, problems) = read_neighbors("0x1:1 0x2:2\n0x1 0x2:2\n0x1:300 0x2:1\n0x1:1\n");
+        assert_eq!(read.len(), 1);
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "neighbors line 2: a field is not `0x<port GUID>:<port number>`",
+                "neighbors line 3: a field is not `0x<port GUID>:<port number>`",
+                "neighbors line 4: one field where two are needed",
+            ]
+        );
     }
 }

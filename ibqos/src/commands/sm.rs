@@ -22,7 +22,7 @@ use ibqos_sm::config::response_timeout;
 use ibqos_sm::dumps;
 use ibqos_sm::election::state_name;
 use ibqos_sm::manager::{self, Event, Manager, Run};
-use ibqos_sm::mkey::read_guid2mkey;
+use ibqos_sm::mkey::{Neighbors, read_guid2mkey, read_neighbors};
 use ibqos_transport::driver::next_event;
 use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::fault::{FaultConfig, Faulty};
@@ -33,7 +33,7 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let settings = read_settings(args)?;
     let guid2lid = load_lid_cache(&cache_dir)?;
-    let guid2mkey = load_mkey_cache(&cache_dir)?;
+    let (guid2mkey, neighbors) = load_key_caches(&cache_dir)?;
     let options = OpenOptions {
         role: Role::Sm,
         response_timeout: response_timeout(&settings),
@@ -48,7 +48,8 @@ pub fn run(args: &SmArgs) -> Result<Outcome> {
     };
     let transport = fabric.transport();
     let port_guid = transport.local_port().port_guid;
-    let mut manager = Manager::new(run, &settings, guid2lid, port_guid).with_guid2mkey(guid2mkey);
+    let mut manager =
+        Manager::new(run, &settings, guid2lid, port_guid).with_key_caches(guid2mkey, neighbors);
     let dumps = settings.sm.dump_files_dir.as_ref().map(|dir| Dumps {
         dir: PathBuf::from(dir),
         routing: log_flags(&settings) & LOG_ROUTING != 0,
@@ -191,9 +192,17 @@ fn drive(
                     warn!(dir = %cache_dir.display(), %error, "cannot save the LID cache");
                 }
             }
-            Event::SaveMkeys(guid2mkey) => {
-                if let Err(error) = write_atomically(cache_dir, "guid2mkey", &guid2mkey, SECRET) {
-                    warn!(dir = %cache_dir.display(), %error, "cannot save the M_Key cache");
+            Event::SaveMkeys {
+                guid2mkey,
+                neighbors,
+            } => {
+                for (name, text, mode) in [
+                    ("guid2mkey", guid2mkey, SECRET),
+                    ("neighbors", neighbors, PUBLIC),
+                ] {
+                    if let Err(error) = write_atomically(cache_dir, name, &text, mode) {
+                        warn!(dir = %cache_dir.display(), %error, name, "cannot save a cache file");
+                    }
                 }
             }
             Event::SweepDone(summary) if args.json => {
@@ -252,15 +261,20 @@ fn load_lid_cache(dir: &Path) -> Result<BTreeMap<u64, u16>> {
     Ok(guid2lid)
 }
 
-/// The guid2mkey cache in `dir`, likewise: a damaged line costs that port's key until its lease
-/// runs out.
-fn load_mkey_cache(dir: &Path) -> Result<BTreeMap<u64, u64>> {
+/// The guid2mkey and neighbors caches in `dir`, likewise: a damaged line costs that port's key
+/// (or the name of a route's target) until its lease runs out.
+fn load_key_caches(dir: &Path) -> Result<(BTreeMap<u64, u64>, Neighbors)> {
     let (path, text) = read_cache(dir, "guid2mkey")?;
     let (guid2mkey, problems) = read_guid2mkey(&text);
     for problem in problems {
         warn!(cache = %path.display(), %problem, "line skipped");
     }
-    Ok(guid2mkey)
+    let (path, text) = read_cache(dir, "neighbors")?;
+    let (neighbors, problems) = read_neighbors(&text);
+    for problem in problems {
+        warn!(cache = %path.display(), %problem, "line skipped");
+    }
+    Ok((guid2mkey, neighbors))
 }
 
 /// The path of the cache file `name` in `dir` and its text; a missing file is empty.

@@ -94,7 +94,7 @@ impl EmulatedSm {
                 Event::SweepStarted { .. }
                 | Event::StateChanged(_)
                 | Event::SaveLids(_)
-                | Event::SaveMkeys(_)
+                | Event::SaveMkeys { .. }
                 | Event::MulticastUpdated { .. } => {}
             }
         }

@@ -35,8 +35,36 @@ impl Sweep {
         let keys: Vec<PortKey> = self.subnet.ports().map(|(key, _)| key).collect();
         for key in keys {
             if let Some(info) = self.port_settings(key, sm_lid) {
-                self.set_port_info(key, info);
+                if self.key_changes_first(key, sm_lid) {
+                    self.after_new_keys.push((key, info));
+                } else {
+                    self.set_port_info(key, info);
+                }
             }
+        }
+    }
+
+    /// Whether `key` is an external port of a switch whose port 0 is given another M_Key in
+    /// this sweep. Its Set waits until port 0's is answered: sent together, it could reach the
+    /// switch after the new key and fail the check with the old one (OpenSM orders it so too:
+    /// its LID manager Sets port 0 before the link manager Sets the other ports).
+    fn key_changes_first(&self, key: PortKey, sm_lid: u16) -> bool {
+        let port0 = PortKey::new(key.node, 0);
+        let is_switch = self
+            .subnet
+            .nodes
+            .get(&key.node)
+            .is_some_and(|n| n.is_switch());
+        let held = self.subnet.port(port0).map(|p| p.info.m_key);
+        let planned = self.port_settings(port0, sm_lid).map(|info| info.m_key);
+        is_switch && key.port != 0 && held.is_some() && held != planned
+    }
+
+    /// The Sets [`key_changes_first`](Self::key_changes_first) held back, once the new keys
+    /// are in place.
+    pub(super) fn configure_ports_after_new_keys(&mut self) {
+        for (key, info) in std::mem::take(&mut self.after_new_keys) {
+            self.set_port_info(key, info);
         }
     }
 

@@ -20,7 +20,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ibqos_mad::{
-    Attribute, AttributeId, CapabilityMask, Guid, PhysPortState, PortState, SmInfoRepr, SmpRepr,
+    Attribute, AttributeId, CapabilityMask, Guid, PhysPortState, PortInfoRepr, PortState,
+    SmInfoRepr, SmpRepr,
 };
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{QosConfig, VlCount};
@@ -217,6 +218,8 @@ pub struct Sweep {
     pause_after_discovery: bool,
     /// The other SMs that answered their SMInfo.
     remote_sms: Vec<RemoteSm>,
+    /// PortInfo Sets to switch ports that wait until their switch has its new M_Key.
+    after_new_keys: Vec<(PortKey, PortInfoRepr)>,
 }
 
 impl Sweep {
@@ -304,6 +307,7 @@ impl Sweep {
             multicast_only: false,
             pause_after_discovery: false,
             remote_sms: Vec::new(),
+            after_new_keys: Vec::new(),
         }
     }
 
@@ -507,6 +511,9 @@ impl Sweep {
                 Phase::Discovered => break,
                 Phase::ProgrammingPartitions if !self.pkeys_planned() => self.program_pkeys(),
                 Phase::ProgrammingPartitions => self.configure_ports(),
+                Phase::ConfiguringPorts if !self.after_new_keys.is_empty() => {
+                    self.configure_ports_after_new_keys()
+                }
                 Phase::ConfiguringPorts => self.program_qos(),
                 Phase::ProgrammingQos => self.program_switches(),
                 Phase::ProgrammingSwitches => self.program_multicast(),
