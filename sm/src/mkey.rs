@@ -691,4 +691,20 @@ mod tests {
             ]
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn cache_readers_never_panic_and_round_trip(
+            text in "((0[xX])?[0-9a-fA-F]{0,18}(:[0-9]{1,4})?[ \t]{0,2}|#|\n){0,40}"
+        ) {
+            let lines = text.lines().count();
+            let (keys, problems) = read_guid2mkey(&text);
+            proptest::prop_assert!(problems.iter().all(|p| (1..=lines).contains(&p.line)));
+            proptest::prop_assert_eq!(read_guid2mkey(&write_guid2mkey(&keys)), (keys, Vec::new()));
+            let (neighbors, problems) = read_neighbors(&text);
+            proptest::prop_assert!(problems.iter().all(|p| (1..=lines).contains(&p.line)));
+            let written = write_neighbors(&neighbors);
+            proptest::prop_assert_eq!(read_neighbors(&written), (neighbors, Vec::new()));
+        }
+    }
 }
