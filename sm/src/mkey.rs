@@ -106,6 +106,14 @@ impl PerPortKeys {
 }
 
 impl MKeyConfig {
+    /// Whether any M_Key option is set. With none, the SM leaves the ports' M_Key fields as
+    /// they are, where OpenSM writes its zeros: they protect nothing then, and a port's power-on
+    /// lease (ibsim's ports report one and do not store a new one) would show as a difference
+    /// in every diff sweep and dry run.
+    pub fn manages(&self) -> bool {
+        self.key != 0 || self.per_port.is_some() || self.protect_bits != 0 || self.lease_period != 0
+    }
+
     /// The key the SM programs into the port `port_guid`: its own with per-port keys, else
     /// `m_key`.
     pub fn wanted(&self, port_guid: u64) -> u64 {
@@ -586,6 +594,17 @@ mod tests {
             BTreeMap::from([(0xa, 0xaaaa), (0xb, 0xbbbb), (0xc, 0)])
         );
         assert_eq!(ring.take_changed(), None, "nothing new since");
+    }
+
+    #[test]
+    fn only_a_set_option_makes_the_sm_touch_the_fields() {
+        assert!(!MKeyConfig::default().manages());
+        let lease_only = MKeyConfig {
+            lease_period: 15,
+            ..MKeyConfig::default()
+        };
+        assert!(lease_only.manages());
+        assert!(config(false).manages());
     }
 
     #[test]

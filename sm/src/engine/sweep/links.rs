@@ -92,9 +92,11 @@ impl Sweep {
             // Only an end port's key governs (a switch's port 0 for the whole switch), and
             // OpenSM writes them whatever they were, 0 included (`osm_link_mgr.c:225-265`).
             let m_key = &self.config.m_key;
-            info.m_key = m_key.wanted(port.guid);
-            info.m_key_protect_bits = m_key.protect_bits;
-            info.m_key_lease_period = m_key.lease_period;
+            if m_key.manages() {
+                info.m_key = m_key.wanted(port.guid);
+                info.m_key_protect_bits = m_key.protect_bits;
+                info.m_key_lease_period = m_key.lease_period;
+            }
         }
         if let Some((peer_node, peer_port)) = peer {
             info.operational_vls = self.oper_vls(&port.info, &peer_port.info);
