@@ -21,7 +21,8 @@
 //! is advanced past its end.
 //! A TrapRepress is checked like any SMP: one without the key does not end its trap.
 //!
-//! Not emulated: trap 256 (Bad M_Key), which a real SMA sends to the master SM on a violation.
+//! A violation also raises trap 256 (bad M_Key) to the MasterSMLID the port holds (the `trap`
+//! module), as a real SMA does (IBA 14.2.5.1, C14-19.1).
 
 use std::collections::BTreeMap;
 
@@ -114,6 +115,11 @@ impl Emulator {
                 if period_s != 0 {
                     let end = now_ns.saturating_add(u64::from(period_s) * NS_PER_S);
                     self.leases.entry(port).or_insert(end);
+                }
+                // A TrapRepress that fails raises no trap: an SM that lost a port's key would
+                // otherwise be sent a trap for each repress it tries.
+                if request.method != Method::TrapRepress {
+                    self.raise_bad_m_key_trap(port, request);
                 }
                 None
             }

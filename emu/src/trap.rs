@@ -1,5 +1,5 @@
-//! The traps the emulated SMAs send: trap 128 when a switch notes a link state change, and
-//! the TrapRepress that ends one.
+//! The traps the emulated SMAs send: trap 128 when a switch notes a link state change, trap
+//! 256 when an SMP fails a port's M_Key check, and the TrapRepress that ends one.
 
 use ibqos_fabric::{NodeId, PortRef};
 use ibqos_mad::{
@@ -58,16 +58,43 @@ impl Emulator {
     /// SM has given the switch a LID and told it where the SM is, and lost where no route
     /// leads there (or the switch's SMA is dead), as on a real fabric.
     pub(crate) fn raise_link_state_trap(&mut self, switch: NodeId) {
-        let port0 = PortRef::new(switch, 0);
-        let Some(info) = self.port_info(port0) else {
+        self.raise_trap(
+            PortRef::new(switch, 0),
+            NoticeRepr::TRAP_LINK_STATE_CHANGE,
+            |notice, issuer| notice.set_trap128_lid_addr(issuer),
+        );
+    }
+
+    /// Trap 256 (bad M_Key) from `port`, the port whose key `request` failed (a switch's port
+    /// 0), to that port's MasterSMLID: the failed SMP's method, attribute and the key it carried
+    /// (IBA 14.2.5.1), under the same conditions as trap 128.
+    pub(crate) fn raise_bad_m_key_trap(&mut self, port: PortRef, request: &SmpRepr) {
+        self.raise_trap(port, NoticeRepr::TRAP_BAD_M_KEY, |notice, issuer| {
+            notice.set_trap256_lid_addr(issuer);
+            notice.set_trap256_method(request.method.into());
+            notice.set_trap256_attribute_id(request.attribute_id.into());
+            notice.set_trap256_attribute_modifier(request.attribute_modifier);
+            notice.set_trap256_m_key(request.m_key);
+        });
+    }
+
+    /// Trap `number` from `port` (a CA port, or a switch's port 0) to the MasterSMLID that port
+    /// holds, LID-routed, its DataDetails filled in by `details` with the issuer's LID.
+    fn raise_trap(
+        &mut self,
+        port: PortRef,
+        number: u16,
+        details: impl FnOnce(&mut Notice<&mut [u8]>, u16),
+    ) {
+        let Some(info) = self.port_info(port) else {
             return;
         };
         let (issuer, sm_lid) = (info.lid, info.master_sm_lid);
-        if issuer == 0 || sm_lid == 0 || self.is_dead(switch) {
+        if issuer == 0 || sm_lid == 0 || self.is_dead(port.node) {
             return;
         }
         let mut way = Trace::default();
-        let Some(to) = self.lid_route(port0, sm_lid, &mut way) else {
+        let Some(to) = self.lid_route(port, sm_lid, &mut way) else {
             return;
         };
         if self.dice.chance(self.models.faults.loss) {
@@ -78,18 +105,23 @@ impl Emulator {
         let links = way.links();
         let tid = self.next_trap_tid;
         self.next_trap_tid += 1;
+        let producer_type = if self.is_switch(port.node) {
+            NoticeRepr::PRODUCER_SWITCH
+        } else {
+            NoticeRepr::PRODUCER_CA
+        };
         let notice = NoticeRepr {
             is_generic: true,
             notice_type: NoticeType::Urgent,
-            producer_type: NoticeRepr::PRODUCER_SWITCH,
-            trap_number: NoticeRepr::TRAP_LINK_STATE_CHANGE,
+            producer_type,
+            trap_number: number,
             issuer_lid: issuer,
             notice_toggle: false,
             notice_count: 0,
             data_details: [0; 54],
         };
         let mut data = Attribute::Notice(notice).to_data();
-        Notice::new_unchecked(&mut data[..]).set_trap128_lid_addr(issuer);
+        details(&mut Notice::new_unchecked(&mut data[..]), issuer);
         let trap = SmpRepr {
             method: Method::Trap,
             status: Status::OK,
@@ -102,8 +134,8 @@ impl Emulator {
         };
         let mut mad = vec![0; 256];
         trap.emit(&mut Smp::new_unchecked(&mut mad[..]));
-        self.unrepressed.insert((switch, tid));
-        let at_ns = self.now_ns.saturating_add(self.travel_ns(switch, links));
+        self.unrepressed.insert((port.node, tid));
+        let at_ns = self.now_ns.saturating_add(self.travel_ns(port.node, links));
         self.outbox.push(Trap {
             to,
             slid: issuer,

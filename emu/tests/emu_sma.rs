@@ -7,8 +7,8 @@ use ibqos_emu::{Emulator, MULTICAST_FDB_CAP};
 use ibqos_fabric::{LinkCaps, Node, NodeKind, PortRef, Topology};
 use ibqos_mad::{
     Attribute, AttributeId, Direction, DrPath, GuidInfoRepr, LinearForwardingTableRepr, Method,
-    MftModifier, MulticastForwardingTableRepr, PKeyTableRepr, PortInfoRepr, PortState, Priority,
-    Routing, SlToVlMappingTableRepr, SlToVlModifier, Smp, SmpRepr, Status, VlArbEntry,
+    MftModifier, MulticastForwardingTableRepr, Notice, PKeyTableRepr, PortInfoRepr, PortState,
+    Priority, Routing, SlToVlMappingTableRepr, SlToVlModifier, Smp, SmpRepr, Status, VlArbEntry,
     VlArbitrationTableRepr,
 };
 use proptest::prelude::*;
@@ -888,4 +888,54 @@ fn smps_from_another_port_start_there() {
         emu.carry(from_h3, &sm_info, None),
         Some(PortRef::new(node(&t, "H1"), 1))
     );
+}
+
+#[test]
+fn a_violation_sends_trap_256_to_the_master_sm() {
+    let mut emu = emulator();
+    let h1 = h1(emu.topology());
+    // H1 holds LID 1 and knows the SM is at LID 1: itself, so the trap needs no route.
+    let mut own = port_info_with(&mut emu, &[], 0).unwrap();
+    (own.lid, own.master_sm_lid) = (1, 1);
+    assert_eq!(set_port_info(&mut emu, &[], own, 0), Some(Status::OK));
+    protect(&mut emu, &[], 0, 2, 0);
+    assert!(emu.take_traps().is_empty(), "no trap without a violation");
+    let get = SmpRepr::get(AttributeId::NodeInfo, 0, 9, dr(&[]));
+    assert!(send(&mut emu, &keyed(get, WRONG_KEY), None).is_none());
+    let traps = emu.take_traps();
+    assert_eq!(traps.len(), 1, "{traps:?}");
+    assert_eq!((traps[0].to, traps[0].slid), (h1, 1));
+    let trap = SmpRepr::parse_bytes(&traps[0].mad).unwrap();
+    let notice = Notice::new_checked(&trap.data[..]).unwrap();
+    assert_eq!(
+        (
+            notice.trap_number(),
+            notice.issuer_lid(),
+            notice.producer_type()
+        ),
+        (256, 1, 1)
+    );
+    assert_eq!(
+        (
+            notice.trap256_lid_addr(),
+            notice.trap256_method(),
+            notice.trap256_attribute_id(),
+            notice.trap256_m_key()
+        ),
+        (1, 0x01, u16::from(AttributeId::NodeInfo), WRONG_KEY)
+    );
+    assert_eq!(emu.unrepressed_traps(), 1);
+    // A TrapRepress without the key fails, counted, and raises no trap of its own.
+    let repress = SmpRepr {
+        method: Method::TrapRepress,
+        ..trap
+    };
+    let violations = emu.port_info(h1).unwrap().m_key_violations;
+    assert!(send(&mut emu, &repress, Some(1)).is_none());
+    assert!(emu.take_traps().is_empty());
+    assert_eq!(emu.unrepressed_traps(), 1);
+    assert_eq!(emu.port_info(h1).unwrap().m_key_violations, violations + 1);
+    // With the key, it ends the trap.
+    assert!(send(&mut emu, &keyed(repress, M_KEY), Some(1)).is_none());
+    assert_eq!(emu.unrepressed_traps(), 0);
 }

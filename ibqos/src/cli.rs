@@ -64,6 +64,14 @@ pub enum Command {
     /// and brings every link up to ACTIVE, as OpenSM's heavy sweep does, then logs SUBNET UP and
     /// prints a summary. With --once it exits after that; otherwise it sweeps again every
     /// sweep_interval seconds until SIGTERM or SIGINT.
+    ///
+    /// M_Key protection, as OpenSM's: the configuration's m_key, m_key_protection_level (0-3),
+    /// m_key_lease_period (seconds) and m_key_lookup (in ibqos.toml's `[opensm]` table) give every
+    /// CA port and switch port 0 the key, protect bits and lease, and every SMP carries the key
+    /// its target holds, kept in the cache directory's guid2mkey (mode 0600). ibqos.toml's `[sm]`
+    /// m_key_per_port_secret (16 bytes or more) gives each port its own key, HMAC-SHA256 of the
+    /// secret and the port GUID, so one leaked key opens one port. No key is ever logged or
+    /// printed; a port whose key was lost is taken back when its lease runs out.
     Sm(SmArgs),
     /// Write every port's QoS state of a live fabric as JSON, sending no Set.
     ///
@@ -410,7 +418,8 @@ pub struct SmArgs {
     /// Print each sweep's summary as one JSON object on standard output.
     #[arg(long)]
     pub json: bool,
-    /// Where the guid2lid LID cache lives; default $OSM_CACHE_DIR, else /var/cache/ibqos.
+    /// Where the guid2lid LID cache and the guid2mkey and neighbors M_Key caches live; default $OSM_CACHE_DIR,
+    /// else /var/cache/ibqos.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Append the log to FILE instead of standard error, without colour (OpenSM's -f). SIGUSR1

@@ -564,7 +564,12 @@ fn write_textfile(path: &Path, registry: &Registry) -> std::io::Result<()> {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
     })?;
     let dir = dir.unwrap_or_else(|| Path::new("."));
-    crate::commands::sm::write_atomically(dir, &name.to_string_lossy(), &text)
+    crate::commands::sm::write_atomically(
+        dir,
+        &name.to_string_lossy(),
+        &text,
+        crate::commands::sm::PUBLIC,
+    )
 }
 
 /// `--metrics-listen`: `ADDR:PORT`, or a port alone (`PORT` or `:PORT`) for the loopback

@@ -78,6 +78,7 @@ fn once_is_one_sweep_when_the_subnet_comes_up() {
         started,
         Event::StateChanged(master),
         Event::SaveLids(guid2lid),
+        Event::SaveMkeys { guid2mkey, .. },
         Event::SweepDone(summary),
         finished,
     ] = &events[..]
@@ -101,6 +102,10 @@ fn once_is_one_sweep_when_the_subnet_comes_up() {
     };
     assert_eq!(*started, first);
     assert_eq!(guid2lid.lines().count(), summary.lids);
+    // Every end port's key (none: the configuration has no m_key), as OpenSM caches them too.
+    let (keys, problems) = ibqos_sm::mkey::read_guid2mkey(guid2mkey);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!((keys.len(), keys.values().max()), (summary.lids, Some(&0)));
     assert!(summary.subnet_up);
     assert_eq!(*finished, Event::Finished(Outcome::SubnetUp));
 }
@@ -120,7 +125,10 @@ fn once_gives_up_after_four_sweeps() {
         match sm.next_event() {
             Event::SweepStarted { reason, .. } => reasons.push(reason),
             Event::SweepDone(summary) => summaries.push(summary),
-            Event::SaveLids(_) | Event::StateChanged(_) | Event::MulticastUpdated { .. } => {}
+            Event::SaveLids(_)
+            | Event::SaveMkeys { .. }
+            | Event::StateChanged(_)
+            | Event::MulticastUpdated { .. } => {}
             Event::Finished(outcome) => break outcome,
         }
     };

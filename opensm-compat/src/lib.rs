@@ -56,7 +56,7 @@ pub use load::{
     to_opensm_conf,
 };
 pub use settings::{
-    LinkSettings, OptionChange, Settings, SmSettings, changed_options, option_names,
+    LinkSettings, MKeySecret, OptionChange, Settings, SmSettings, changed_options, option_names,
 };
 
 #[cfg(test)]

@@ -352,6 +352,13 @@ pub fn to_opensm_conf(s: &Settings) -> (String, Vec<Diagnostic>) {
              from qos-policy.conf's qos-setup",
         ));
     }
+    if s.m_key_per_port_secret.is_some() {
+        diagnostics.push(Diagnostic::warning(
+            Code::NotExpressible,
+            "`m_key_per_port_secret` cannot be said in opensm.conf: OpenSM gives every port \
+             the one `m_key`",
+        ));
+    }
     (text, diagnostics)
 }
 

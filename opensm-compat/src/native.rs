@@ -19,7 +19,7 @@ use std::fmt;
 
 use ibqos_mad::Guid;
 use ibqos_qos::{PortClass, QosSet, Sl2VlTable, Vl, VlArbEntry, VlArbTable, VlCount};
-use ibqos_text::{Code, Diagnostic, Location, Severity};
+use ibqos_text::{Code, Diagnostic, Location, Severity, cnum};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
@@ -28,7 +28,7 @@ use crate::native_partitions::{self, NativePartitions};
 use crate::native_policy::{self, NativePolicy, toml_str};
 use crate::options::{self, Anchor, Kind, OPTIONS, U64};
 use crate::settings::{
-    QOS_SETS, QosField, Settings, TYPED_KEYS, parse_qos_key, qos_set, qos_set_mut,
+    MKeySecret, QOS_SETS, QosField, Settings, TYPED_KEYS, parse_qos_key, qos_set, qos_set_mut,
 };
 use crate::{conf, qos_policy};
 
@@ -225,6 +225,7 @@ struct NativeSm {
     sm_sl: Option<SmSl>,
     log_file: Option<String>,
     dump_files_dir: Option<String>,
+    m_key_per_port_secret: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -416,7 +417,64 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
             s.opensm.insert(k, text);
         }
     }
+    check_m_key_lease(&s, &file.opensm, errors);
+    if let Some(secret) = &file.sm.m_key_per_port_secret {
+        match MKeySecret::new(secret.get_ref()) {
+            Ok(secret) => s.m_key_per_port_secret = Some(secret),
+            Err(message) => errors.push(secret.span(), message, None),
+        }
+        if s.opensm.get("m_key_lookup").is_some_and(|v| v != "TRUE") {
+            errors.push(
+                secret.span(),
+                "m_key_per_port_secret needs m_key_lookup TRUE: the SM finds each port's key by \
+                 its GUID"
+                    .to_string(),
+                None,
+            );
+        }
+    }
     s
+}
+
+/// OpenSM raises an `m_key_lease_period` that is not longer than `sweep_interval` when the keys
+/// are protected (`osm_subnet.c:2177-2202`): a lease that runs out between two sweeps would
+/// give the fabric away. ibqos.toml says so instead of bending the value.
+fn check_m_key_lease(
+    s: &Settings,
+    opensm: &BTreeMap<Spanned<String>, Spanned<Text>>,
+    errors: &mut Errors<'_>,
+) {
+    let number = |key: &str| s.opensm.get(key).map(|v| cnum::strtoull(v.as_bytes()));
+    let (Some(protect), Some(lease)) = (
+        number("m_key_protection_level"),
+        number("m_key_lease_period"),
+    ) else {
+        return;
+    };
+    let sweep = u64::from(s.sm.sweep_interval);
+    if protect == 0 || lease == 0 || (sweep != 0 && sweep < lease) {
+        return;
+    }
+    let Some((_, value)) = opensm
+        .iter()
+        .find(|(k, _)| k.get_ref() == "m_key_lease_period")
+    else {
+        return;
+    };
+    let message = if sweep == 0 {
+        format!(
+            "m_key_lease_period {lease} with protected keys needs periodic sweeps, and sweep_interval is 0"
+        )
+    } else {
+        format!("m_key_lease_period {lease} is not longer than sweep_interval {sweep}")
+    };
+    errors.push(
+        value.span(),
+        message,
+        Some(
+            "the SM must sweep before a lease runs out; OpenSM would change the values".to_string(),
+        ),
+    );
 }
 
 /// Overwrites `out` with what the file says, if it says anything.
@@ -500,8 +558,24 @@ fn passthrough(
         }
         (_, None) => name.to_string(),
     };
-    let value = Spanned::new(value_span, Text(text.to_string()));
-    strict(name, kind, &value, errors).map(|p| (key, p.text))
+    let value = Spanned::new(value_span.clone(), Text(text.to_string()));
+    let parsed = strict(name, kind, &value, errors)?;
+    // A value OpenSM's verify step replaces (`m_key_protection_level` above 3, ...) is an error
+    // here, like every value OpenSM bends.
+    if let options::Value::Uint(v) = parsed.value
+        && conf::verified(name, v) != v
+    {
+        errors.push(
+            value_span,
+            format!(
+                "`{name}` {v} is out of range: OpenSM uses {} instead",
+                conf::verified(name, v)
+            ),
+            None,
+        );
+        return None;
+    }
+    Some((key, parsed.text))
 }
 
 /// A key as TOML writes it: bare when it can be.
@@ -604,6 +678,10 @@ pub(crate) fn write(s: &Settings) -> String {
         if let Some(v) = value {
             kv(&mut out, key, toml_str(v));
         }
+    }
+    if let Some(secret) = &s.m_key_per_port_secret {
+        let text = String::from_utf8_lossy(secret.expose());
+        kv(&mut out, "m_key_per_port_secret", toml_str(&text));
     }
     let l = &s.links;
     out.push_str("\n[links]\n");
@@ -709,5 +787,40 @@ mod tests {
         .expect("valid");
         assert_eq!(s.opensm["m_key_lookup"], "FALSE");
         assert_eq!(s.opensm["cc_ca_cong_setting_ccti_timer 3"], "5");
+    }
+
+    #[test]
+    fn m_key_values_opensm_would_bend_are_errors() {
+        let e = errors("[opensm]\nm_key_protection_level = 7\n");
+        assert_eq!((e[0].0, e[0].1), (2, 26), "{e:?}");
+        assert!(e[0].2.contains("OpenSM uses 2"), "{e:?}");
+        let lease = "[sm]\nsweep_interval = 10\n[opensm]\nm_key_protection_level = 2\n";
+        let e = errors(&format!("{lease}m_key_lease_period = 10\n"));
+        assert_eq!((e[0].0, e[0].1), (5, 22), "{e:?}");
+        assert!(
+            e[0].2.contains("not longer than sweep_interval 10"),
+            "{e:?}"
+        );
+        assert!(errors(&format!("{lease}m_key_lease_period = 11\n")).is_empty());
+        // Unprotected keys need no lease check.
+        let free = "[sm]\nsweep_interval = 10\n[opensm]\nm_key_lease_period = 5\n";
+        assert!(errors(free).is_empty());
+    }
+
+    #[test]
+    fn the_per_port_secret_is_read_checked_kept_and_hidden() {
+        const SECRET: &str = "0123456789abcdef0123";
+        let text = format!("[sm]\nm_key_per_port_secret = \"{SECRET}\"\n");
+        let s = read("t.toml", text.as_bytes()).expect("valid");
+        let secret = s.m_key_per_port_secret.as_ref().expect("read");
+        assert_eq!(secret.expose(), SECRET.as_bytes());
+        assert!(!format!("{s:?}").contains(SECRET), "Debug shows the secret");
+        let back = read("t.toml", write(&s).as_bytes()).expect("written readable");
+        assert_eq!(back.m_key_per_port_secret, s.m_key_per_port_secret);
+        let e = errors("[sm]\nm_key_per_port_secret = \"short\"\n");
+        assert_eq!((e[0].0, e[0].1), (2, 25), "{e:?}");
+        assert!(e[0].2.contains("at least 16"), "{e:?}");
+        let e = errors(&format!("{text}[opensm]\nm_key_lookup = \"FALSE\"\n"));
+        assert!(e[0].2.contains("needs m_key_lookup TRUE"), "{e:?}");
     }
 }

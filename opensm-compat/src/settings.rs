@@ -28,6 +28,10 @@ pub struct Settings {
     pub program_policy_setup: bool,
     /// Where each `qos-setup` scope of the policy is written, for messages.
     pub qos_setup_places: BTreeMap<ScopeId, Location>,
+    /// ibqos.toml's `[sm] m_key_per_port_secret`: give every port its own M_Key, derived from
+    /// this secret and the port GUID, instead of OpenSM's one `m_key` for the whole subnet.
+    /// opensm.conf cannot say it.
+    pub m_key_per_port_secret: Option<MKeySecret>,
     /// The partitions of the partitions.conf an opensm.conf names (`partition_config_file`),
     /// when it loaded (see [`crate::PartitionsLoad`]); from ibqos.toml, its `[partitions]`.
     pub partitions: Option<Partitions>,
@@ -39,6 +43,40 @@ pub struct Settings {
     /// congestion-control options (`cc_ca_cong_setting_*`, one value per SL) are keyed
     /// `"<name> <SL>"`, e.g. `"cc_ca_cong_setting_ccti_timer 3"`.
     pub opensm: BTreeMap<String, String>,
+}
+
+/// The secret per-port M_Keys are derived from. Its `Debug` shows no byte of it, so that no log
+/// or message that prints the settings gives it away.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MKeySecret(String);
+
+impl MKeySecret {
+    /// The fewest bytes a secret may have: 16 bytes is 128 bits if they are random, so that
+    /// the keys cannot be found by trying secrets.
+    pub const MIN_LEN: usize = 16;
+
+    /// `text` as a secret, or why it cannot be one.
+    pub fn new(text: &str) -> Result<MKeySecret, String> {
+        if text.len() < Self::MIN_LEN {
+            return Err(format!(
+                "m_key_per_port_secret has {} bytes; at least {} are needed (e.g. 32 random hex digits)",
+                text.len(),
+                Self::MIN_LEN
+            ));
+        }
+        Ok(MKeySecret(text.to_string()))
+    }
+
+    /// The secret's bytes, for the key derivation only.
+    pub fn expose(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl std::fmt::Debug for MKeySecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MKeySecret(<hidden>)")
+    }
 }
 
 /// The subnet manager's own options.
@@ -385,8 +423,9 @@ pub(crate) fn describe(s: &Settings) -> BTreeMap<String, String> {
 /// One option whose value differs between two configurations: a line of what a reload applies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionChange {
-    /// OpenSM's name of the option; `[qos_policy]`, `[partitions]` or `program_policy_setup`
-    /// for what the policy file, the partitions file or ibqos.toml alone say.
+    /// OpenSM's name of the option; `[qos_policy]`, `[partitions]`, `program_policy_setup` or
+    /// `m_key_per_port_secret` for what the policy file, the partitions file or ibqos.toml
+    /// alone say.
     pub key: String,
     /// The value before, as a message shows it (strings quoted, `unset` for an unset QoS field).
     pub old: String,
@@ -434,6 +473,11 @@ pub fn changed_options(old: &Settings, new: &Settings) -> Vec<OptionChange> {
         "[partitions]",
         old.partitions != new.partitions,
         "set of partitions",
+    );
+    whole(
+        "m_key_per_port_secret",
+        old.m_key_per_port_secret != new.m_key_per_port_secret,
+        "secret",
     );
     if old.program_policy_setup != new.program_policy_setup {
         changes.push(OptionChange {
@@ -620,6 +664,7 @@ fn blank() -> Settings {
         qos_policy: None,
         program_policy_setup: false,
         qos_setup_places: BTreeMap::new(),
+        m_key_per_port_secret: None,
         partitions: None,
         sm: SmSettings {
             guid: 0,

@@ -33,7 +33,8 @@ pub fn read_guid2lid(text: &str) -> (BTreeMap<u64, u16>, Vec<String>) {
     (lids, problems)
 }
 
-fn parse_hex(field: &str) -> Option<u64> {
+/// A `0x`-prefixed hex number of at most 64 bits, as OpenSM's cache files hold them.
+pub(crate) fn parse_hex(field: &str) -> Option<u64> {
     let digits = field
         .strip_prefix("0x")
         .or_else(|| field.strip_prefix("0X"))?;

@@ -14,6 +14,7 @@ use crate::engine::qos::SetupConfig;
 use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::SchedulerConfig;
 use crate::engine::sweep::{PartitionConfig, SweepConfig, SweepMode};
+use crate::mkey::{MKeyConfig, PerPortKeys};
 use crate::sa::{DEFAULT_SA_KEY, SaConfig};
 
 /// When a changed option takes effect in a running `ibqos sm`, which reads its configuration
@@ -29,9 +30,10 @@ pub enum Takes {
     Never,
 }
 
-/// The options the sweep, the election and the SA read (through [`sweep_config`],
-/// [`election_config`], [`sa_config`] and the sweep interval): each reload applies them.
-const READ_EACH_SWEEP: [&str; 25] = [
+/// The options the sweep, the election, the SA and the M_Key ring read (through
+/// [`sweep_config`], [`election_config`], [`sa_config`], [`mkey_config`] and the sweep
+/// interval): each reload applies them.
+const READ_EACH_SWEEP: [&str; 29] = [
     "sm_priority",
     "sm_key",
     "sa_key",
@@ -57,6 +59,10 @@ const READ_EACH_SWEEP: [&str; 25] = [
     "part_enforce",
     "allow_both_pkeys",
     "keep_pkey_indexes",
+    "m_key",
+    "m_key_protection_level",
+    "m_key_lease_period",
+    "m_key_lookup",
 ];
 
 /// Options the daemon applies itself when it reads the configuration again: where its dump
@@ -144,6 +150,25 @@ pub fn election_config(settings: &Settings, port_guid: u64) -> ElectionConfig {
         polling_timeout: Duration::from_millis(polling_ms.max(1)),
         polling_retries: opensm_number(settings, "polling_retry_number")
             .map_or(4, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+    }
+}
+
+/// The M_Key options: `m_key` (0), `m_key_protection_level` (0; the loaders refuse or replace
+/// more than 3, as OpenSM's verify step does), `m_key_lease_period` (0) and `m_key_lookup`
+/// (TRUE), OpenSM's defaults; and ibqos.toml's per-port secret.
+pub fn mkey_config(settings: &Settings) -> MKeyConfig {
+    let protect = opensm_number(settings, "m_key_protection_level").unwrap_or(0);
+    MKeyConfig {
+        key: opensm_number(settings, "m_key").unwrap_or(0),
+        // `osm_subn_verify_config`: above 3 is 2.
+        protect_bits: if protect > 3 { 2 } else { protect as u8 },
+        lease_period: opensm_number(settings, "m_key_lease_period")
+            .map_or(0, |n| u16::try_from(n).unwrap_or(u16::MAX)),
+        lookup: flag(settings, "m_key_lookup", true),
+        per_port: settings
+            .m_key_per_port_secret
+            .as_ref()
+            .map(|secret| PerPortKeys::new(secret.expose())),
     }
 }
 
@@ -243,6 +268,7 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
         mode: SweepMode::Forced,
+        m_key: mkey_config(settings),
     }
 }
 
@@ -255,10 +281,11 @@ mod tests {
     /// Everything the sweep, the election and the SA take from `settings`, as one text.
     fn what_the_sm_runs_with(settings: &Settings) -> String {
         format!(
-            "{:?}\n{:?}\n{:?}\n{:?}",
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
             sweep_config(settings, BTreeMap::new()),
             election_config(settings, 1),
             sa_config(settings),
+            mkey_config(settings),
             crate::manager::interval(settings)
         )
     }

@@ -11,6 +11,7 @@ pub mod dumps;
 pub mod election;
 pub mod engine;
 pub mod manager;
+pub mod mkey;
 pub mod responder;
 pub mod sa;
 pub mod summary;

@@ -36,6 +36,11 @@
 //!
 //! Traps, SMInfo and other requests are answered by the [`Responder`] and the [`Election`],
 //! during a sweep and between sweeps alike; their answers go out before the sweep's next SMP.
+//!
+//! Every SMP request that leaves the manager, whoever made it, carries the M_Key of the port it
+//! goes to as the [`KeyRing`] knows it (the `mkey` module), and every response that comes back
+//! teaches the key ring; when what it knows of the keys changed, the manager hands out the
+//! guid2mkey cache to keep ([`Event::SaveMkeys`]) after the sweep.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -45,12 +50,13 @@ use ibqos_opensm::Settings;
 use tracing::{debug, info, warn};
 
 use crate::cache::write_guid2lid;
-use crate::config::{election_config, sa_config, sweep_config};
+use crate::config::{election_config, mkey_config, sa_config, sweep_config};
 use crate::counters::Counters;
 use crate::election::{Election, Next, StateChange, Verdict};
 use crate::engine::Engine;
 use crate::engine::scheduler::{OutgoingMad, Peer};
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
+use crate::mkey::{KeyRing, Neighbors};
 use crate::responder::{Heard, Responder, Unsolicited, generic_notice, parse_smp};
 use crate::sa::{Sa, SaDb, is_sa};
 use crate::summary::{SmSummary, SweepSummary};
@@ -106,6 +112,13 @@ pub enum Event {
     },
     /// The LIDs the ports hold after a sweep, as a guid2lid file to keep for the next run.
     SaveLids(String),
+    /// The M_Keys the ports hold and the links between the ports, as guid2mkey and neighbors
+    /// files to keep for the next run (or a standby that takes over), when they changed.
+    /// guid2mkey holds secrets: write it where only the SM reads.
+    SaveMkeys {
+        guid2mkey: String,
+        neighbors: String,
+    },
     /// A sweep ended (a [`Run::Once`] reports only its last).
     SweepDone(Box<SweepSummary>),
     /// The multicast forwarding tables were programmed again after joins or leaves.
@@ -186,6 +199,8 @@ pub struct Manager {
     responder: Responder,
     /// The subnet administrator: answers from the last sweep that brought the subnet up.
     sa: Sa,
+    /// The M_Keys the ports hold, and the one each SMP carries.
+    keys: KeyRing,
     state: State,
     last_sweep: Option<Box<Sweep>>,
     /// Sweeps started so far.
@@ -229,6 +244,12 @@ impl Manager {
             },
             responder: Responder::default(),
             sa: Sa::new(sa_config(settings)),
+            keys: KeyRing::new(
+                mkey_config(settings),
+                BTreeMap::new(),
+                Neighbors::new(),
+                port_guid,
+            ),
             state: State::Due(SweepReason::First),
             last_sweep: None,
             sweeps: 0,
@@ -242,21 +263,28 @@ impl Manager {
         }
     }
 
+    /// The M_Keys of an earlier run (a guid2mkey cache) and its neighbors (which port each
+    /// directed route reaches before it answers), to reach the ports it protected.
+    pub fn with_key_caches(mut self, guid2mkey: BTreeMap<u64, u64>, neighbors: Neighbors) -> Self {
+        let config = self.keys.config().clone();
+        self.keys = KeyRing::new(config, guid2mkey, neighbors, self.port_guid);
+        self
+    }
+
     /// The next MAD to send: an answer to something that reached the SM, else the sweep's next
-    /// SMP. Starts the next sweep when it is due.
+    /// SMP, with the M_Key of the port it goes to. Starts the next sweep when it is due.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
         self.start_sweep_if_due(now);
-        let outgoing = match self.queued.pop_front() {
-            Some(queued) => Some(queued),
+        let mut next = match self.queued.pop_front() {
+            Some(queued) => queued,
             None => self
                 .running()
                 .and_then(|sweep| sweep.poll_transmit(now))
-                .map(|t| (&t).into()),
+                .map(|t| OutgoingMad::from(&t))?,
         };
-        if let Some(outgoing) = &outgoing {
-            self.counters.count_sent(&outgoing.mad);
-        }
-        outgoing
+        self.keys.stamp(&mut next);
+        self.counters.count_sent(&next.mad);
+        Some(next)
     }
 
     /// What the SM has done since it started, for monitoring.
@@ -271,6 +299,11 @@ impl Manager {
             State::UpdatingMulticast { update, .. } => update.outstanding(),
             _ => 0,
         }
+    }
+
+    /// The M_Keys the SM knows the ports hold, by port GUID.
+    pub fn m_keys(&self) -> &BTreeMap<u64, u64> {
+        self.keys.held()
     }
 
     /// The sweep under way: a whole sweep, or an update of the multicast forwarding tables.
@@ -341,10 +374,13 @@ impl Manager {
                 let next = self.election.on_answer(&smp);
                 self.follow_election(now, next);
             }
-            Some(smp) if smp.method.is_response() => match self.running() {
-                Some(sweep) => sweep.on_response(now, smp),
-                None => debug!("a response after its sweep ended; ignored"),
-            },
+            Some(smp) if smp.method.is_response() => {
+                self.keys.observe(&smp);
+                match self.running() {
+                    Some(sweep) => sweep.on_response(now, smp),
+                    None => debug!("a response after its sweep ended; ignored"),
+                }
+            }
             smp => {
                 // A trap is repressed by the responder and forwarded to subscribers by the SA.
                 if let Some(trap) = smp.filter(|smp| smp.method == Method::Trap) {
@@ -368,7 +404,7 @@ impl Manager {
                         self.queued.push_back(reply);
                         self.follow_election(now, next);
                     }
-                    Heard::Request(reply) => self.queued.push_back(reply),
+                    Heard::Request(reply) | Heard::BadMKey(reply) => self.queued.push_back(reply),
                     Heard::Repressed | Heard::Unanswerable => {}
                 }
             }
@@ -686,6 +722,7 @@ impl Manager {
         self.election
             .set_config(election_config(settings, self.port_guid));
         self.sa.set_config(sa_config(settings));
+        self.keys.set_config(mkey_config(settings));
     }
 
     fn end_sweep_if_done(&mut self, now: Instant) {
@@ -723,9 +760,16 @@ impl Manager {
         }
         if mode != SweepMode::DryRun {
             let ports = sweep.subnet().endports().filter(|(_, _, p)| p.lid != 0);
-            let ports = ports.map(|(_, _, p)| (p.guid, p.lid));
-            let guid2lid = write_guid2lid(ports, self.config.lmc);
+            let ports: Vec<(u64, u16)> = ports.map(|(_, _, p)| (p.guid, p.lid)).collect();
+            let guid2lid = write_guid2lid(ports.iter().copied(), self.config.lmc);
             self.events.push_back(Event::SaveLids(guid2lid));
+            self.keys.set_lids(ports);
+            if let Some((guid2mkey, neighbors)) = self.keys.take_changed() {
+                self.events.push_back(Event::SaveMkeys {
+                    guid2mkey,
+                    neighbors,
+                });
+            }
         }
         let last = match self.run {
             Run::Daemon => None,

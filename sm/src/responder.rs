@@ -21,6 +21,9 @@ pub struct Unsolicited {
     pub traps: u64,
     /// Of those, traps 128: a switch saw a link change state, so the fabric needs a sweep.
     pub link_changes: u64,
+    /// Of those, traps 256: an SMP failed a port's M_Key check (someone without the key, or
+    /// this SM with a key it lost).
+    pub bad_m_keys: u64,
     /// SMInfo Gets and Sets from other SMs, answered with this SM's SMInfo.
     pub sm_info: u64,
     /// Other SMP requests (attributes an SM does not handle), answered with status
@@ -40,6 +43,8 @@ pub enum Heard {
     CapabilityChange { repress: OutgoingMad, issuer: u16 },
     /// An SMInfo Get or Set from another SM (or a tool), for the election to answer.
     SmInfo(SmpRepr),
+    /// Trap 256: an SMP failed a port's M_Key check. The answer is its repress.
+    BadMKey(OutgoingMad),
     /// A TrapRepress: the end of a trap this SM sent. Nothing to answer.
     Repressed,
     /// Any other request, and its answer.
@@ -123,6 +128,19 @@ impl Responder {
                 repress,
                 issuer: notice.issuer_lid(),
             },
+            (Some(NoticeRepr::TRAP_BAD_M_KEY), Some(notice)) => {
+                self.heard.bad_m_keys += 1;
+                // OpenSM logs the notice with the key the SMP carried; that key may be the
+                // SM's own (one it lost), so it is not logged here.
+                let attribute = AttributeId::from(notice.trap256_attribute_id());
+                warn!(
+                    lid = notice.trap256_lid_addr(),
+                    method = ?Method::from(notice.trap256_method()),
+                    ?attribute,
+                    "trap 256: an SMP with a bad M_Key was refused"
+                );
+                Heard::BadMKey(repress)
+            }
             _ => Heard::Request(repress),
         }
     }

@@ -17,6 +17,8 @@ use crate::responder::Unsolicited;
 /// already read (it was built as a `serde_json` map, which sorts its keys).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SweepSummary {
+    /// Traps 256 (an SMP failed a port's M_Key check) since the previous sweep ended.
+    pub bad_m_key_traps: u64,
     /// Values the fabric held differently from what the sweep programs (Diff and DryRun).
     pub changes: Vec<ChangeSummary>,
     /// How long the sweep took, from its start to its end. Not printed: the printed summary is
@@ -124,6 +126,7 @@ impl SweepSummary {
         let pkeys = sweep.pkey_counts();
         let stats = sweep.stats();
         SweepSummary {
+            bad_m_key_traps: unsolicited.bad_m_keys,
             changes: sweep.changes().iter().map(ChangeSummary::from).collect(),
             duration: now.saturating_duration_since(sweep.started()),
             error_statuses: stats.total_error_statuses(),
@@ -214,6 +217,13 @@ impl fmt::Display for SweepSummary {
         )?;
         for smp in &self.smps {
             writeln!(f, "  {:<24} {:<8} {}", smp.attribute, smp.method, smp.count)?;
+        }
+        if self.bad_m_key_traps > 0 {
+            writeln!(
+                f,
+                "traps 256 (bad M_Key): {}: SMPs without a port's key were refused",
+                self.bad_m_key_traps
+            )?;
         }
         if self.pkey_ports_configured > 0 {
             writeln!(

@@ -183,6 +183,7 @@ fn drive(transport: &mut dyn Transport, mut sweep: Sweep) -> Sweep {
                 _ => match responder.on_request(&mad, from.lid) {
                     Heard::LinkChange(reply)
                     | Heard::Request(reply)
+                    | Heard::BadMKey(reply)
                     | Heard::CapabilityChange { repress: reply, .. } => {
                         transport.send(&reply).unwrap()
                     }

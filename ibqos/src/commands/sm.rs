@@ -28,6 +28,7 @@ use ibqos_sm::config::response_timeout;
 use ibqos_sm::dumps;
 use ibqos_sm::election::state_name;
 use ibqos_sm::manager::{self, Event, Manager, Run};
+use ibqos_sm::mkey::{Neighbors, read_guid2mkey, read_neighbors};
 use ibqos_sm::summary::SweepSummary;
 use ibqos_transport::driver::next_event_watched;
 use ibqos_transport::emulated::EmulatedTransport;
@@ -41,6 +42,7 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     apply_logging(args, &settings, logging)?;
     let metrics = Exporter::start(&args.metrics)?;
     let guid2lid = load_lid_cache(&cache_dir)?;
+    let (guid2mkey, neighbors) = load_key_caches(&cache_dir)?;
     let options = OpenOptions {
         role: Role::Sm,
         response_timeout: response_timeout(&settings),
@@ -64,7 +66,8 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     };
     let transport = fabric.transport();
     let port_guid = transport.local_port().port_guid;
-    let mut manager = Manager::new(run, &settings, guid2lid, port_guid);
+    let mut manager =
+        Manager::new(run, &settings, guid2lid, port_guid).with_key_caches(guid2mkey, neighbors);
     let outcome = drive(
         args,
         transport,
@@ -254,6 +257,19 @@ fn drive(
                     warn!(dir = %cache_dir.display(), %error, "cannot save the LID cache");
                 }
             }
+            Event::SaveMkeys {
+                guid2mkey,
+                neighbors,
+            } => {
+                for (name, text, mode) in [
+                    ("guid2mkey", guid2mkey, SECRET),
+                    ("neighbors", neighbors, PUBLIC),
+                ] {
+                    if let Err(error) = write_atomically(cache_dir, name, &text, mode) {
+                        warn!(dir = %cache_dir.display(), %error, name, "cannot save a cache file");
+                    }
+                }
+            }
             Event::SweepDone(summary) if args.json => {
                 writeln!(
                     std::io::stdout().lock(),
@@ -416,20 +432,38 @@ fn default_cache_dir() -> PathBuf {
 /// The guid2lid cache in `dir`; a missing file is an empty cache, and a damaged line is skipped
 /// with a warning (it only costs that port its old address).
 fn load_lid_cache(dir: &Path) -> Result<BTreeMap<u64, u16>> {
-    let path = dir.join("guid2lid");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => {
-            return Err(error)
-                .with_context(|| format!("cannot read the LID cache in {}", dir.display()));
-        }
-    };
+    let (path, text) = read_cache(dir, "guid2lid")?;
     let (guid2lid, problems) = read_guid2lid(&text);
     for problem in problems {
         warn!(cache = %path.display(), %problem, "guid2lid line skipped");
     }
     Ok(guid2lid)
+}
+
+/// The guid2mkey and neighbors caches in `dir`, likewise: a damaged line costs that port's key
+/// (or the name of a route's target) until its lease runs out.
+fn load_key_caches(dir: &Path) -> Result<(BTreeMap<u64, u64>, Neighbors)> {
+    let (path, text) = read_cache(dir, "guid2mkey")?;
+    let (guid2mkey, problems) = read_guid2mkey(&text);
+    for problem in problems {
+        warn!(cache = %path.display(), %problem, "line skipped");
+    }
+    let (path, text) = read_cache(dir, "neighbors")?;
+    let (neighbors, problems) = read_neighbors(&text);
+    for problem in problems {
+        warn!(cache = %path.display(), %problem, "line skipped");
+    }
+    Ok((guid2mkey, neighbors))
+}
+
+/// The path of the cache file `name` in `dir` and its text; a missing file is empty.
+fn read_cache(dir: &Path, name: &str) -> Result<(PathBuf, String)> {
+    let path = dir.join(name);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok((path, text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok((path, String::new())),
+        Err(error) => Err(error).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
 /// OpenSM's `log_flags` bit that also turns on its routing dumps (`OSM_LOG_ROUTING`).
@@ -498,7 +532,7 @@ impl Dumps {
         }
         let mut written = Vec::new();
         for (name, text) in files {
-            match write_atomically(&self.dir, name, &text) {
+            match write_atomically(&self.dir, name, &text, PUBLIC) {
                 Ok(()) => written.push(name),
                 Err(error) => {
                     warn!(dir = %self.dir.display(), %error, name, "cannot write a dump file")
@@ -511,14 +545,38 @@ impl Dumps {
 
 /// Writes `dir/guid2lid` (creating the directory), replacing it atomically.
 fn store_lid_cache(dir: &Path, guid2lid: &str) -> std::io::Result<()> {
-    write_atomically(dir, "guid2lid", guid2lid)
+    write_atomically(dir, "guid2lid", guid2lid, PUBLIC)
 }
 
-/// Writes `dir/name` (creating the directory) by way of a temporary file renamed over it, so a
-/// reader never sees half a file.
-pub(crate) fn write_atomically(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
+/// The permissions of a file anyone may read, and of one that holds keys.
+pub(crate) const PUBLIC: u32 = 0o644;
+const SECRET: u32 = 0o600;
+
+/// Writes `dir/name` (creating the directory) with permissions `mode` by way of a temporary
+/// file renamed over it, so a reader never sees half a file. The temporary file is created
+/// with `mode`, so a secret is never readable by others, not even for a moment.
+pub(crate) fn write_atomically(
+    dir: &Path,
+    name: &str,
+    text: &str,
+    mode: u32,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!("{name}.tmp"));
-    std::fs::write(&tmp, text)?;
+    // A temporary file left by a crash may have other permissions; start afresh.
+    match std::fs::remove_file(&tmp) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)?;
+    file.write_all(text.as_bytes())?;
+    // The umask may have taken bits away from `mode`; never added any.
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    drop(file);
     std::fs::rename(tmp, dir.join(name))
 }

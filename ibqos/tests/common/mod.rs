@@ -97,6 +97,7 @@ impl EmulatedSm {
                 Event::SweepStarted { .. }
                 | Event::StateChanged(_)
                 | Event::SaveLids(_)
+                | Event::SaveMkeys { .. }
                 | Event::MulticastUpdated { .. } => {}
             }
         }

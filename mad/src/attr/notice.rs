@@ -50,6 +50,16 @@ layout! {
         trap144_lid_addr / set_trap144_lid_addr: u16 = 96, 16;
         /// Trap 144: the port's new CapabilityMask.
         trap144_capability_mask / set_trap144_capability_mask: CapabilityMask = 128, 32;
+        /// Trap 256 (bad M_Key): LIDAddr of the port whose key the SMP failed.
+        trap256_lid_addr / set_trap256_lid_addr: u16 = 96, 16;
+        /// Trap 256: the failed SMP's Method.
+        trap256_method / set_trap256_method: u8 = 128, 8;
+        /// Trap 256: the failed SMP's AttributeID.
+        trap256_attribute_id / set_trap256_attribute_id: u16 = 144, 16;
+        /// Trap 256: the failed SMP's AttributeModifier.
+        trap256_attribute_modifier / set_trap256_attribute_modifier: u32 = 160, 32;
+        /// Trap 256: the M_Key the failed SMP carried.
+        trap256_m_key / set_trap256_m_key: u64 = 192, 64;
     }
 }
 
@@ -81,6 +91,10 @@ impl NoticeRepr {
     /// TrapNumber 144: "a port's CapabilityMask, NodeDescription or other local attribute
     /// changed" (IBA 14.2.5.1); an SM port's IsSM bit or SM priority among them.
     pub const TRAP_CAPABILITY_CHANGE: u16 = 144;
+    /// TrapNumber 256: "bad M_Key" (IBA 14.2.5.1), an SMP failed a port's M_Key check.
+    pub const TRAP_BAD_M_KEY: u16 = 256;
+    /// ProducerType of a generic notice from a CA.
+    pub const PRODUCER_CA: u32 = 1;
     /// ProducerType of a generic notice from a switch (1 is a CA, 3 a router, 4 an SM).
     pub const PRODUCER_SWITCH: u32 = 2;
 

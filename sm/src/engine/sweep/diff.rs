@@ -23,11 +23,15 @@ pub enum PortInfoField {
     VlHighLimit,
     /// PartitionEnforcementInbound and Outbound.
     PartitionEnforcement,
+    /// M_Key, shown only as whether there is one: a key is a secret.
+    MKey,
+    MKeyProtectBits,
+    MKeyLeasePeriod,
 }
 
 impl PortInfoField {
     /// Every field, in the order differences are listed.
-    pub const ALL: [PortInfoField; 12] = [
+    pub const ALL: [PortInfoField; 15] = [
         PortInfoField::Lid,
         PortInfoField::Lmc,
         PortInfoField::MasterSmLid,
@@ -40,6 +44,9 @@ impl PortInfoField {
         PortInfoField::VlStallCount,
         PortInfoField::VlHighLimit,
         PortInfoField::PartitionEnforcement,
+        PortInfoField::MKey,
+        PortInfoField::MKeyProtectBits,
+        PortInfoField::MKeyLeasePeriod,
     ];
 
     /// The field's label in a difference.
@@ -57,6 +64,9 @@ impl PortInfoField {
             PortInfoField::VlStallCount => "VLStallCount",
             PortInfoField::VlHighLimit => "VLHighLimit",
             PortInfoField::PartitionEnforcement => "PartitionEnforcement",
+            PortInfoField::MKey => "M_Key",
+            PortInfoField::MKeyProtectBits => "M_KeyProtectBits",
+            PortInfoField::MKeyLeasePeriod => "M_KeyLeasePeriod",
         }
     }
 
@@ -84,6 +94,9 @@ impl PortInfoField {
                 (false, false) => "off",
             }
             .to_string(),
+            PortInfoField::MKey => crate::mkey::shown(info.m_key).to_string(),
+            PortInfoField::MKeyProtectBits => info.m_key_protect_bits.to_string(),
+            PortInfoField::MKeyLeasePeriod => info.m_key_lease_period.to_string(),
         }
     }
 }
@@ -222,7 +235,13 @@ pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
     match (held, planned) {
         (Attribute::PortInfo(h), Attribute::PortInfo(p)) => {
             for name in PortInfoField::ALL {
-                field(Field::PortInfo(name), name.show(h), name.show(p));
+                // Two keys show alike; they differ all the same.
+                let held = if name == PortInfoField::MKey && h.m_key != p.m_key {
+                    "another key".to_string()
+                } else {
+                    name.show(h)
+                };
+                field(Field::PortInfo(name), held, name.show(p));
             }
             if p.port_state != PortState::NoChange {
                 field(
@@ -379,7 +398,8 @@ mod tests {
         assert_eq!(
             names.join(","),
             "LID,LMC,MasterSMLID,SubnetPrefix,MasterSMSL,SubnetTimeOut,OperVLs,NeighborMTU,\
-             HOQLife,VLStallCount,VLHighLimit,PartitionEnforcement"
+             HOQLife,VLStallCount,VLHighLimit,PartitionEnforcement,M_Key,M_KeyProtectBits,\
+             M_KeyLeasePeriod"
         );
         let planned = PortInfoRepr {
             lid: 1,
@@ -394,6 +414,9 @@ mod tests {
             vl_stall_count: 1,
             vl_high_limit: 1,
             partition_enforcement_inbound: true,
+            m_key: 0x5ec2e7,
+            m_key_protect_bits: 1,
+            m_key_lease_period: 1,
             ..port_info()
         };
         let held = Attribute::PortInfo(port_info());
@@ -465,5 +488,25 @@ mod tests {
             found: Found::Unreadable,
         };
         assert_eq!(unread.to_string(), "0x105 could not be read");
+    }
+
+    #[test]
+    fn a_key_difference_is_found_and_never_shown() {
+        const KEY: u64 = 0x5ec2_e7ab_cdef_0123;
+        let keyed = |m_key| {
+            Attribute::PortInfo(PortInfoRepr {
+                m_key,
+                ..port_info()
+            })
+        };
+        // Another non-zero key differs though both show alike.
+        for (held, planned, line) in [
+            (KEY, KEY + 1, "M_Key: another key -> <hidden>"),
+            (0, KEY, "M_Key: another key -> <hidden>"),
+            (KEY, 0, "M_Key: another key -> none"),
+        ] {
+            assert_eq!(lines(&keyed(held), &keyed(planned)), [line]);
+        }
+        assert!(lines(&keyed(KEY), &keyed(KEY)).is_empty());
     }
 }

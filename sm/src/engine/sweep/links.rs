@@ -10,10 +10,12 @@ use super::{Op, Phase, Sweep};
 use crate::engine::lids::assign_lids;
 use crate::engine::qos::{port_plan, setup_tables};
 use crate::engine::subnet::PortKey;
+use crate::mkey::KeyHidden;
 
 impl Sweep {
-    /// LIDs for every endport, then one PortInfo Set per port: LID, LMC and SM LID on endports,
-    /// OperVLs, NeighborMTU, HOQLife and VLStallCount on links, and ARMED on ports in INIT.
+    /// LIDs for every endport, then one PortInfo Set per port: LID, LMC, SM LID and the M_Key
+    /// fields on endports, OperVLs, NeighborMTU, HOQLife and VLStallCount on links, and ARMED on
+    /// ports in INIT.
     pub(super) fn configure_ports(&mut self) {
         self.phase = Phase::ConfiguringPorts;
         if let Err(error) = assign_lids(&mut self.subnet, self.config.lmc, &self.config.guid2lid) {
@@ -39,8 +41,38 @@ impl Sweep {
                 if high_limit && !unkept.is_some_and(|u| u.contains(&PortInfoField::VlHighLimit)) {
                     self.high_limits.plan(key, info.vl_high_limit);
                 }
-                self.set_port_info(key, info);
+                if self.key_changes_first(key, sm_lid) {
+                    self.after_new_keys.push((key, info));
+                } else {
+                    self.set_port_info(key, info);
+                }
             }
+        }
+    }
+
+    /// Whether `key` is an external port of a switch whose port 0 is given another M_Key in
+    /// this sweep. Its Set waits until port 0's is answered: sent together, it could reach the
+    /// switch after the new key and fail the check with the old one (OpenSM orders it so too:
+    /// its LID manager Sets port 0 before the link manager Sets the other ports).
+    fn key_changes_first(&self, key: PortKey, sm_lid: u16) -> bool {
+        let port0 = PortKey::new(key.node, 0);
+        let is_switch = self
+            .subnet
+            .nodes
+            .get(&key.node)
+            .is_some_and(|n| n.is_switch());
+        let held = self.subnet.port(port0).map(|p| p.info.m_key);
+        let planned = self
+            .port_settings(port0, sm_lid)
+            .map(|(info, _)| info.m_key);
+        is_switch && key.port != 0 && held.is_some() && held != planned
+    }
+
+    /// The Sets [`key_changes_first`](Self::key_changes_first) held back, once the new keys
+    /// are in place.
+    pub(super) fn configure_ports_after_new_keys(&mut self) {
+        for (key, info) in std::mem::take(&mut self.after_new_keys) {
+            self.set_port_info(key, info);
         }
     }
 
@@ -65,6 +97,14 @@ impl Sweep {
             info.gid_prefix = self.config.subnet_prefix;
             info.master_sm_sl = self.config.sm_sl;
             info.subnet_timeout = self.config.subnet_timeout;
+            // Only an end port's key governs (a switch's port 0 for the whole switch), and
+            // OpenSM writes them whatever they were, 0 included (`osm_link_mgr.c:225-265`).
+            let m_key = &self.config.m_key;
+            if m_key.manages() {
+                info.m_key = m_key.wanted(port.guid);
+                info.m_key_protect_bits = m_key.protect_bits;
+                info.m_key_lease_period = m_key.lease_period;
+            }
         }
         if let Some((peer_node, peer_port)) = peer {
             info.operational_vls = self.oper_vls(&port.info, &peer_port.info);
@@ -151,7 +191,7 @@ impl Sweep {
             }),
             op: Op::SetPortInfo {
                 port: key,
-                sent: Box::new(info),
+                sent: KeyHidden(Box::new(info)),
             },
             timeout: None,
             target: format!("{:#018x}[{}]", key.node, key.port),

@@ -33,6 +33,7 @@ use super::routing::{Lfts, RoutingEngine};
 use super::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
+use crate::mkey::{KeyHidden, MKeyConfig};
 use partitions::PkeyState;
 use reconcile::PendingRead;
 use writes::{HighLimits, TableKind, Writes};
@@ -77,6 +78,8 @@ pub struct SweepConfig {
     pub long_timeout: Duration,
     /// Whether to Set everything, only what differs from the fabric, or nothing.
     pub mode: SweepMode,
+    /// The M_Key, protect bits and lease every end port is given.
+    pub m_key: MKeyConfig,
 }
 
 /// How a sweep treats what the fabric already holds.
@@ -132,7 +135,7 @@ enum Op {
     SetPortInfo {
         port: PortKey,
         /// What was sent, to learn from the echo which fields the port keeps.
-        sent: Box<PortInfoRepr>,
+        sent: KeyHidden,
     },
     SetSwitchInfo {
         guid: u64,
@@ -217,6 +220,8 @@ pub struct Sweep {
     pause_after_discovery: bool,
     /// The other SMs that answered their SMInfo.
     remote_sms: Vec<RemoteSm>,
+    /// PortInfo Sets to switch ports that wait until their switch has its new M_Key.
+    after_new_keys: Vec<(PortKey, PortInfoRepr)>,
 }
 
 impl Sweep {
@@ -305,6 +310,7 @@ impl Sweep {
             multicast_only: false,
             pause_after_discovery: false,
             remote_sms: Vec::new(),
+            after_new_keys: Vec::new(),
         }
     }
 
@@ -468,7 +474,7 @@ impl Sweep {
             }
             (Op::SetPortInfo { port, sent }, Attribute::PortInfo(info)) => {
                 self.high_limits.echoed(port, info.vl_high_limit);
-                self.learn_unkept(port, &sent, &info);
+                self.learn_unkept(port, &sent.0, &info);
                 if let Some(p) = self.subnet.port_mut(port) {
                     p.info = info;
                 }
@@ -524,6 +530,9 @@ impl Sweep {
                 Phase::Discovered => break,
                 Phase::ProgrammingPartitions if !self.pkeys_planned() => self.program_pkeys(),
                 Phase::ProgrammingPartitions => self.configure_ports(),
+                Phase::ConfiguringPorts if !self.after_new_keys.is_empty() => {
+                    self.configure_ports_after_new_keys()
+                }
                 Phase::ConfiguringPorts => self.program_qos(),
                 Phase::ProgrammingQos => self.program_switches(),
                 Phase::ProgrammingSwitches => self.program_multicast(),
