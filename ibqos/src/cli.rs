@@ -112,9 +112,9 @@ pub enum Command {
     /// Ask a running `ibqos sm` over its control socket: OpenSM's console, for scripts too.
     ///
     /// The daemon listens on a Unix socket that only root and its own user may use (mode 0600):
-    /// under systemd in its runtime directory (/run/ibqos/<port GUID>/ctl.sock), elsewhere where
-    /// `ibqos sm --control-socket PATH` says. Without --socket, the one daemon's socket under
-    /// /run/ibqos is used.
+    /// under systemd in its runtime directory, /run/ibqos/GUID/ctl.sock for the port GUID;
+    /// elsewhere where `ibqos sm --control-socket PATH` says. Without --socket, the one
+    /// daemon's socket under /run/ibqos is used.
     #[command(after_help = "Examples:\n  \
         ibqos ctl status\n  \
         ibqos ctl status --json | jq .last_sweep.qos_ports_failed\n  \

@@ -29,9 +29,12 @@ pub fn notified_until(socket: &std::os::unix::net::UnixDatagram, wanted: &str) -
     let mut seen = Vec::new();
     let mut buffer = [0u8; 4096];
     while !seen.iter().any(|m: &String| m.contains(wanted)) {
-        let n = socket
-            .recv(&mut buffer)
-            .unwrap_or_else(|e| panic!("waiting for {wanted:?} after {seen:?}: {e}"));
+        let n = match socket.recv(&mut buffer) {
+            Ok(n) => n,
+            // A signal to the test process (a child's end) is no reason to stop waiting.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => panic!("waiting for {wanted:?} after {seen:?}: {e}"),
+        };
         seen.push(String::from_utf8_lossy(&buffer[..n]).into_owned());
     }
     seen
