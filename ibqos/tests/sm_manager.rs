@@ -12,6 +12,7 @@ use std::path::Path;
 
 use ibqos_emu::{FaultSchedule, Flap};
 use ibqos_fabric::PortRef;
+use ibqos_mad::sa::{SaAttributeId, SaMad, SmInfoRecord, SmInfoRecordRepr};
 use ibqos_mad::{AttributeId, Method, Routing, SmInfo, SmInfoRepr, SmState, Smp, SmpRepr};
 use ibqos_opensm::{Format, Settings};
 use ibqos_sm::counters::Counters;
@@ -23,7 +24,7 @@ use ibqos_sm::summary::{ChangeSummary, SweepSummary};
 use ibqos_transport::Transport;
 
 mod common;
-use common::{EmulatedSm, settings, two_switch};
+use common::{EmulatedSm, ask, host, request, settings, two_switch};
 
 const CONFIG: &str = "examples/opensm-qos.conf";
 
@@ -191,6 +192,56 @@ fn an_sm_asked_for_its_sminfo_while_discovering_discovers_again_in_the_same_mode
         )
     );
     assert!(sm.sweep_done().subnet_up);
+}
+
+/// The SMInfo this SM answers at once to another SM (at LID 9), between sweeps.
+fn own_sminfo(sm: &mut EmulatedSm) -> SmInfoRepr {
+    let get = SmpRepr::get(AttributeId::SmInfo, 0, 0x8000_0007, Routing::Lid);
+    let mut mad = [0u8; 256];
+    get.emit(&mut Smp::new_unchecked(&mut mad[..]));
+    let from = Peer {
+        lid: 9,
+        qp: 0,
+        pkey_index: 0,
+    };
+    let now = sm.transport.now();
+    sm.manager.on_mad(now, &mad, from);
+    let answer = sm.manager.poll_transmit(now).expect("SMInfo is answered");
+    let answer = SmpRepr::parse_bytes(&answer.mad).unwrap();
+    SmInfoRepr::parse(&SmInfo::new_unchecked(&answer.data[..])).unwrap()
+}
+
+fn smps_sent(sm: &EmulatedSm) -> u32 {
+    let sent: u64 = sm.manager.counters().smps_sent.values().sum();
+    u32::try_from(sent).unwrap()
+}
+
+/// ActCount is every SMP the SM sent before the answer, as OpenSM's `qp0_mads_sent`: a standby
+/// polling it sees it grow. The SA's SMInfoRecord of this SM carries the same count.
+#[test]
+fn the_act_count_is_the_smps_sent_in_sminfo_and_the_sminfo_record() {
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings(CONFIG));
+    sm.sweep_done();
+    let before = smps_sent(&sm);
+    assert!(before > 0);
+    let first = own_sminfo(&mut sm);
+    assert_eq!((first.sm_state, first.act_count), (SmState::Master, before));
+    // The answer itself was an SMP sent.
+    assert_eq!(own_sminfo(&mut sm).act_count, before + 1);
+
+    let sent = smps_sent(&sm);
+    let smir = request(Method::GetTable, SaAttributeId::SmInfoRecord, 0, 0, |_| {});
+    let h1 = host(&sm, "H1");
+    let answer = ask(&mut sm, &smir, h1).expect("SMInfoRecords answered");
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    let records: Vec<SmInfoRecordRepr> = view
+        .records()
+        .map(|r| SmInfoRecordRepr::parse(&SmInfoRecord::new_checked(r).unwrap()).unwrap())
+        .collect();
+    let [own] = &records[..] else {
+        panic!("one SM: {records:?}")
+    };
+    assert_eq!(own.sm_info.act_count, sent);
 }
 
 #[test]

@@ -265,6 +265,9 @@ pub struct Election {
     /// sweeps a large subnet) still becomes master.
     rediscovering: bool,
     own: OwnPort,
+    /// SMPs this SM sent since it started (wrapping): its SMInfo ActCount, as OpenSM's
+    /// `qp0_mads_sent`, which grows while the SM is alive.
+    act_count: u32,
     next_tid: u32,
     outgoing: Vec<OutgoingMad>,
     changes: Vec<StateChange>,
@@ -283,6 +286,7 @@ impl Election {
             asked_while_discovering: false,
             rediscovering: false,
             own: OwnPort::default(),
+            act_count: 0,
             next_tid: 0,
             outgoing: Vec::new(),
             changes: Vec::new(),
@@ -324,12 +328,18 @@ impl Election {
         self.config = config;
     }
 
-    /// This SM's SMInfo, as it answers a Get.
+    /// One more SMP sent, of any kind (`osm_vl15_post` counts every QP0 MAD, answers too).
+    pub fn count_smp_sent(&mut self) {
+        self.act_count = self.act_count.wrapping_add(1);
+    }
+
+    /// This SM's SMInfo, as it answers a Get: ActCount is the SMPs sent so far
+    /// (`smi_rcv_process_get_request`).
     pub fn own_info(&self) -> SmInfoRepr {
         SmInfoRepr {
             guid: self.config.guid,
             sm_key: self.config.sm_key,
-            act_count: 0,
+            act_count: self.act_count,
             priority: self.config.priority,
             sm_state: self.state,
         }
@@ -897,6 +907,37 @@ mod tests {
             ),
             Verdict::Stop
         );
+    }
+
+    #[test]
+    fn the_sminfo_answered_and_sent_carries_the_smps_counted_as_act_count() {
+        let now = Instant::now();
+        let mut election = Election::new(config(5));
+        election.after_discovery(now, Vec::new(), OwnPort::default());
+        let get = SmpRepr::get(AttributeId::SmInfo, 0, 9, Routing::Lid);
+        let act_count = |mad: &[u8]| {
+            let smp = SmpRepr::parse_bytes(mad).unwrap();
+            SmInfoRepr::parse(&SmInfo::new_unchecked(&smp.data[..]))
+                .unwrap()
+                .act_count
+        };
+        assert_eq!(act_count(&election.on_request(now, get, 7).0.mad), 0);
+        for _ in 0..3 {
+            election.count_smp_sent();
+        }
+        assert_eq!(act_count(&election.on_request(now, get, 7).0.mad), 3);
+        // The HANDOVER a master sends carries it too.
+        election.after_discovery(
+            now,
+            vec![sm(0x30, 9, SmState::Standby, 1)],
+            OwnPort::default(),
+        );
+        let sent = election.take_outgoing();
+        let handover = sent
+            .iter()
+            .find(|out| SmpRepr::parse_bytes(&out.mad).unwrap().method == Method::Set)
+            .expect("a HANDOVER");
+        assert_eq!(act_count(&handover.mad), 3);
     }
 
     #[test]

@@ -253,8 +253,10 @@ impl Manager {
                 .and_then(|sweep| sweep.poll_transmit(now))
                 .map(|t| (&t).into()),
         };
-        if let Some(outgoing) = &outgoing {
-            self.counters.count_sent(&outgoing.mad);
+        if let Some(outgoing) = &outgoing
+            && self.counters.count_sent(&outgoing.mad)
+        {
+            self.election.count_smp_sent();
         }
         outgoing
     }
@@ -327,7 +329,8 @@ impl Manager {
             return;
         }
         if is_sa(mad) {
-            if let Some(answer) = self.sa.on_request(now, mad, from) {
+            let act_count = self.election.own_info().act_count;
+            if let Some(answer) = self.sa.on_request(now, mad, from, act_count) {
                 self.queued.push_back(answer);
             }
             // A join or leave may have created or deleted a group: traps 66 and 67.
