@@ -660,3 +660,69 @@ fn a_master_restarted_while_its_standby_takes_over_is_the_only_master() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// A new master asks every CA port (those with IsClientReregistrationSupported, which ibsim's
+/// lack and this fabric's are given) for a client reregistration in its first sweep as master,
+/// once, so that the hosts register again with its SA: the first master when it starts, then
+/// the standby that takes over when the master exits, or the higher SM the master hands over
+/// to. Periodic sweeps in between and after ask nothing.
+#[test]
+fn each_new_master_asks_every_ca_port_once_for_a_client_reregistration() {
+    let ms = Duration::from_millis;
+    let cases = [
+        // SM 0 is higher: master, and SM 1 standby takes over when it exits.
+        (
+            [1, 0],
+            vec![
+                (ms(500), Action::Start(0)),
+                (ms(1000), Action::Start(1)),
+                (ms(4000), Action::Kill(0, Kill::Exit)),
+            ],
+            (1, 0),
+        ),
+        // SM 1 is higher and comes later: SM 0 hands over to it.
+        (
+            [0, 1],
+            vec![(ms(500), Action::Start(0)), (ms(4000), Action::Start(1))],
+            (0, 1),
+        ),
+    ];
+    for (priorities, actions, takeovers_and_handovers) in cases {
+        let scenario = Scenario {
+            hosts: ["H1", "H2"],
+            priorities,
+            models: Models::default(),
+            actions,
+        };
+        let mut run = TwoSms::new(scenario);
+        let emulator = run.fabric.emulator_mut();
+        let topology = emulator.topology().clone();
+        let ca_ports: Vec<PortRef> = topology
+            .nodes()
+            .filter(|(_, node)| node.kind == NodeKind::Ca)
+            .flat_map(|(id, node)| (1..=node.num_ports()).map(move |p| PortRef::new(id, p)))
+            .collect();
+        let bit = ibqos_mad::CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED;
+        for &port in &ca_ports {
+            emulator.set_capability(port, bit, true);
+        }
+        run.run().and_then(|()| run.check_end()).unwrap();
+        assert_eq!(
+            (run.seen.takeovers, run.seen.handovers),
+            takeovers_and_handovers,
+            "{}",
+            run.log.lines.join("\n")
+        );
+        let emulator = run.fabric.emulator();
+        let counts: Vec<u32> = ca_ports
+            .iter()
+            .map(|&p| emulator.client_reregistrations(p))
+            .collect();
+        assert_eq!(
+            counts,
+            vec![2; ca_ports.len()],
+            "priorities {priorities:?}\n{}",
+            run.log.lines.join("\n")
+        );
+    }
+}

@@ -11,9 +11,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use ibqos_emu::{FaultSchedule, Flap};
-use ibqos_fabric::PortRef;
+use ibqos_fabric::{NodeKind, PortRef};
 use ibqos_mad::sa::{SaAttributeId, SaMad, SmInfoRecord, SmInfoRecordRepr};
-use ibqos_mad::{AttributeId, Method, Routing, SmInfo, SmInfoRepr, SmState, Smp, SmpRepr};
+use ibqos_mad::{
+    AttributeId, CapabilityMask, Method, Routing, SmInfo, SmInfoRepr, SmState, Smp, SmpRepr,
+};
 use ibqos_opensm::{Format, Settings};
 use ibqos_sm::counters::Counters;
 use ibqos_sm::election::StateReason;
@@ -30,11 +32,16 @@ const CONFIG: &str = "examples/opensm-qos.conf";
 
 /// The example configuration with one QoS setting edited: the CA ports' low-priority VLArb.
 fn edited_settings() -> Settings {
+    settings_with("qos_ca_vlarb_low 0:8,1:200,3:16\n")
+}
+
+/// The example configuration with `extra` appended.
+fn settings_with(extra: &str) -> Settings {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join(CONFIG);
     let mut text = std::fs::read(path).unwrap();
-    text.extend_from_slice(b"qos_ca_vlarb_low 0:8,1:200,3:16\n");
+    text.extend_from_slice(extra.as_bytes());
     ibqos_opensm::load_bytes("edited", &text, Format::OpenSmConf)
         .unwrap()
         .settings
@@ -242,6 +249,72 @@ fn the_act_count_is_the_smps_sent_in_sminfo_and_the_sminfo_record() {
         panic!("one SM: {records:?}")
     };
     assert_eq!(own.sm_info.act_count, sent);
+}
+
+/// A fresh SM's first sweep as master asks every endport that supports it for a client
+/// reregistration, once (OpenSM's `first_time_master_sweep` in `lid_mgr_set_physp_pi`); later
+/// sweeps do not; ports without IsClientReregistrationSupported (ibsim's) and switch external
+/// ports never; `no_clients_rereg TRUE` none at all.
+#[test]
+fn the_first_master_sweep_asks_capable_endports_once_to_reregister_clients() {
+    for (extra, expected) in [("", 1), ("no_clients_rereg TRUE\n", 0)] {
+        let mut transport = two_switch();
+        let emulator = transport.emulator_mut();
+        let topology = emulator.topology().clone();
+        let mut capable = Vec::new();
+        let mut incapable = Vec::new();
+        for (id, node) in topology.nodes() {
+            for port in 0..=node.num_ports() {
+                let at = PortRef::new(id, port);
+                let endport = match node.kind {
+                    NodeKind::Ca => port > 0,
+                    _ => port == 0,
+                };
+                // One host left as ibsim's; every other port, switch ports included, capable.
+                if node.name.starts_with("host-two") || emulator.port_info(at).is_none() {
+                    incapable.push(at);
+                    continue;
+                }
+                let bit = CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED;
+                emulator.set_capability(at, bit, true);
+                if endport {
+                    capable.push(at)
+                } else {
+                    incapable.push(at)
+                }
+            }
+        }
+        assert!(capable.len() > 4 && incapable.len() > 4);
+        let mut sm = EmulatedSm::new(transport, Run::Daemon, &settings_with(extra));
+        let counts = |sm: &EmulatedSm, ports: &[PortRef]| -> Vec<u32> {
+            let emulator = sm.transport.emulator();
+            ports
+                .iter()
+                .map(|&p| emulator.client_reregistrations(p))
+                .collect()
+        };
+        assert!(sm.sweep_done().subnet_up);
+        assert_eq!(
+            counts(&sm, &capable),
+            vec![expected; capable.len()],
+            "{extra}"
+        );
+        assert_eq!(counts(&sm, &incapable), vec![0; incapable.len()], "{extra}");
+        assert!(sm.manager.sweep_now());
+        assert!(sm.sweep_done().subnet_up);
+        assert_eq!(
+            counts(&sm, &capable),
+            vec![expected; capable.len()],
+            "{extra}"
+        );
+        // The SM restarted: the ports name it as master already (same port, same LIDs), and
+        // its first sweep as master asks again.
+        let mut restarted = EmulatedSm::new(sm.transport, Run::Daemon, &settings_with(extra));
+        assert!(restarted.sweep_done().subnet_up);
+        let again = vec![2 * expected; capable.len()];
+        assert_eq!(counts(&restarted, &capable), again, "{extra}");
+        assert_eq!(counts(&restarted, &incapable), vec![0; incapable.len()]);
+    }
 }
 
 #[test]

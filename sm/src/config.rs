@@ -31,7 +31,7 @@ pub enum Takes {
 
 /// The options the sweep, the election and the SA read (through [`sweep_config`],
 /// [`election_config`], [`sa_config`] and the sweep interval): each reload applies them.
-const READ_EACH_SWEEP: [&str; 25] = [
+const READ_EACH_SWEEP: [&str; 26] = [
     "sm_priority",
     "sm_key",
     "sa_key",
@@ -57,6 +57,7 @@ const READ_EACH_SWEEP: [&str; 25] = [
     "part_enforce",
     "allow_both_pkeys",
     "keep_pkey_indexes",
+    "no_clients_rereg",
 ];
 
 /// Options the daemon applies itself when it reads the configuration again: where its dump
@@ -242,6 +243,7 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         use_mfttop: flag(settings, "use_mfttop", true),
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
+        clients_rereg: !flag(settings, "no_clients_rereg", false),
         mode: SweepMode::Forced,
     }
 }

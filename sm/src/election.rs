@@ -265,6 +265,9 @@ pub struct Election {
     /// sweeps a large subnet) still becomes master.
     rediscovering: bool,
     own: OwnPort,
+    /// This SM became master (or was handed the subnet again, or its polled master is gone)
+    /// and no sweep has brought the subnet up since: OpenSM's `first_time_master_sweep`.
+    first_master_sweep: bool,
     /// SMPs this SM sent since it started (wrapping): its SMInfo ActCount, as OpenSM's
     /// `qp0_mads_sent`, which grows while the SM is alive.
     act_count: u32,
@@ -286,6 +289,7 @@ impl Election {
             asked_while_discovering: false,
             rediscovering: false,
             own: OwnPort::default(),
+            first_master_sweep: false,
             act_count: 0,
             next_tid: 0,
             outgoing: Vec::new(),
@@ -326,6 +330,19 @@ impl Election {
     /// A new priority (the configuration was read again).
     pub fn set_config(&mut self, config: ElectionConfig) {
         self.config = config;
+    }
+
+    /// Whether the sweep under way is the first since this SM became master: OpenSM sets it on
+    /// DISCOVERING to MASTER, on a HANDOVER received as STANDBY or MASTER, and when a master
+    /// polled as MASTER stops answering (`osm_sm_state_mgr_process`,
+    /// `force_first_time_master_sweep`).
+    pub fn is_first_master_sweep(&self) -> bool {
+        self.first_master_sweep
+    }
+
+    /// A sweep brought the subnet up: later sweeps are not the first as master.
+    pub fn master_sweep_done(&mut self) {
+        self.first_master_sweep = false;
     }
 
     /// One more SMP sent, of any kind (`osm_vl15_post` counts every QP0 MAD, answers too).
@@ -471,7 +488,10 @@ impl Election {
                     self.enter(SmState::Discovering, StateReason::MasterLost, None);
                     Next::Sweep
                 }
-                SmState::Master => Next::Sweep,
+                SmState::Master => {
+                    self.first_master_sweep = true;
+                    Next::Sweep
+                }
                 _ => Next::Continue,
             };
         }
@@ -624,6 +644,7 @@ impl Election {
             }
             (SmState::Master, SmInfoModifier::Handover) => {
                 self.polling = None;
+                self.first_master_sweep = true;
                 Next::Sweep
             }
             _ => Next::Continue,
@@ -668,6 +689,7 @@ impl Election {
     fn enter(&mut self, to: SmState, reason: StateReason, master: Option<&RemoteSm>) {
         let from = self.state;
         self.state = to;
+        self.first_master_sweep |= to == SmState::Master;
         self.reason = reason;
         self.master = master.map(|sm| MasterSm {
             guid: sm.info.guid,

@@ -568,7 +568,7 @@ impl Manager {
         let own = sweep.own_port();
         match self.election.after_discovery(now, found, own) {
             Verdict::Proceed => {
-                sweep.proceed(now);
+                sweep.proceed(now, self.election.is_first_master_sweep());
                 self.follow_election(now, Next::Continue);
             }
             Verdict::Stop if self.election.state() == SmState::Master => {
@@ -717,6 +717,10 @@ impl Manager {
         self.counters.add_sweep(&sweep);
         let heard = self.responder.take_heard();
         let up = *sweep.phase() == Phase::SubnetUp;
+        if up {
+            // OpenSM clears `first_time_master_sweep` at the end of the sweep.
+            self.election.master_sweep_done();
+        }
         // The SA answers once a sweep brought the subnet up (OpenSM drops SA requests until its
         // first "SUBNET UP"), then from every later sweep's snapshot.
         if mode != SweepMode::DryRun && (up || self.sa.is_serving()) {

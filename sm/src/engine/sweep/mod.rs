@@ -75,6 +75,8 @@ pub struct SweepConfig {
     pub use_optimized_slvl: bool,
     /// The timeout of those all-ports Sets (OpenSM's `long_transaction_timeout`).
     pub long_timeout: Duration,
+    /// `no_clients_rereg` FALSE: endports are asked for a client reregistration when due.
+    pub clients_rereg: bool,
     /// Whether to Set everything, only what differs from the fabric, or nothing.
     pub mode: SweepMode,
 }
@@ -217,6 +219,9 @@ pub struct Sweep {
     pause_after_discovery: bool,
     /// The other SMs that answered their SMInfo.
     remote_sms: Vec<RemoteSm>,
+    /// The first sweep since this SM became master (OpenSM's `first_time_master_sweep`): the
+    /// endports' clients are asked to reregister with the new SA.
+    first_master_sweep: bool,
 }
 
 impl Sweep {
@@ -239,8 +244,9 @@ impl Sweep {
     }
 
     /// Past [`Phase::Discovered`]: the election made this SM master, so the sweep configures
-    /// the subnet.
-    pub fn proceed(&mut self, now: Instant) {
+    /// the subnet; `first_master_sweep` when it is the first since this SM became master.
+    pub fn proceed(&mut self, now: Instant, first_master_sweep: bool) {
+        self.first_master_sweep = first_master_sweep;
         if self.phase == Phase::Discovered {
             self.read_pkeys();
             self.advance(now);
@@ -305,6 +311,7 @@ impl Sweep {
             multicast_only: false,
             pause_after_discovery: false,
             remote_sms: Vec::new(),
+            first_master_sweep: false,
         }
     }
 
