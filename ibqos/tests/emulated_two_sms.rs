@@ -86,6 +86,8 @@ struct Scenario {
     models: Models,
     /// In time order.
     actions: Vec<(Duration, Action)>,
+    /// Each SM's `ignore_other_sm`.
+    ignore_other_sm: [bool; 2],
 }
 
 impl Scenario {
@@ -110,6 +112,7 @@ impl Scenario {
             hosts: [HOSTS[first], HOSTS[second]],
             priorities,
             models,
+            ignore_other_sm: [false; 2],
             actions: vec![
                 (at(&mut rng, Duration::ZERO, ACTIVE / 4), Action::Start(0)),
                 (at(&mut rng, Duration::ZERO, ACTIVE / 4), Action::Start(1)),
@@ -194,9 +197,10 @@ impl Scenario {
         text.extend_from_slice(
             format!(
                 "\nsm_priority {}\nsminfo_polling_timeout {POLL_MS}\npolling_retry_number {RETRIES}\n\
-                 sweep_interval {SWEEP_INTERVAL_S}\nqos_ca_sl2vl {}\n",
+                 sweep_interval {SWEEP_INTERVAL_S}\nqos_ca_sl2vl {}\nignore_other_sm {}\n",
                 self.priorities[sm],
-                sl2vl.join(",")
+                sl2vl.join(","),
+                if self.ignore_other_sm[sm] { "TRUE" } else { "FALSE" }
             )
             .as_bytes(),
         );
@@ -647,6 +651,7 @@ fn a_master_restarted_while_its_standby_takes_over_is_the_only_master() {
                 hosts: ["H1", "H2"],
                 priorities: [1, 0],
                 models: Models::default(),
+                ignore_other_sm: [false; 2],
                 actions: vec![
                     (Duration::from_millis(500), Action::Start(0)),
                     (Duration::from_millis(1000), Action::Start(1)),
@@ -693,6 +698,7 @@ fn each_new_master_asks_every_ca_port_once_for_a_client_reregistration() {
             priorities,
             models: Models::default(),
             actions,
+            ignore_other_sm: [false; 2],
         };
         let mut run = TwoSms::new(scenario);
         let emulator = run.fabric.emulator_mut();
@@ -725,4 +731,29 @@ fn each_new_master_asks_every_ca_port_once_for_a_client_reregistration() {
             run.log.lines.join("\n")
         );
     }
+}
+
+/// `ignore_other_sm TRUE`: the SM reads no other SM's SMInfo and becomes master whatever runs,
+/// as OpenSM does. A lower SM started next to a master becomes a second master and sends Sets
+/// (which the harness reports); without the option it stays standby.
+#[test]
+fn an_sm_that_ignores_other_sms_is_master_next_to_a_higher_master() {
+    let scenario = |ignore| Scenario {
+        hosts: ["H1", "H2"],
+        priorities: [1, 0],
+        models: Models::default(),
+        actions: vec![
+            (Duration::from_millis(500), Action::Start(0)),
+            (Duration::from_millis(2500), Action::Start(1)),
+        ],
+        ignore_other_sm: [false, ignore],
+    };
+    play(scenario(false)).unwrap();
+    let problem = play(scenario(true)).unwrap_err();
+    assert!(
+        problem.contains("SM 1 DISCOVERING -> MASTER (no master and no higher SM found)")
+            && problem.contains("SM 1 sent a Set of")
+            && problem.contains("while SM 0 is master"),
+        "{problem}"
+    );
 }

@@ -31,7 +31,7 @@ pub enum Takes {
 
 /// The options the sweep, the election and the SA read (through [`sweep_config`],
 /// [`election_config`], [`sa_config`] and the sweep interval): each reload applies them.
-const READ_EACH_SWEEP: [&str; 26] = [
+const READ_EACH_SWEEP: [&str; 27] = [
     "sm_priority",
     "sm_key",
     "sa_key",
@@ -58,6 +58,7 @@ const READ_EACH_SWEEP: [&str; 26] = [
     "allow_both_pkeys",
     "keep_pkey_indexes",
     "no_clients_rereg",
+    "ignore_other_sm",
 ];
 
 /// Options the daemon applies itself when it reads the configuration again: where its dump
@@ -244,6 +245,7 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
         clients_rereg: !flag(settings, "no_clients_rereg", false),
+        ignore_other_sm: flag(settings, "ignore_other_sm", false),
         mode: SweepMode::Forced,
     }
 }

@@ -77,6 +77,9 @@ pub struct SweepConfig {
     pub long_timeout: Duration,
     /// `no_clients_rereg` FALSE: endports are asked for a client reregistration when due.
     pub clients_rereg: bool,
+    /// `ignore_other_sm`: discovery reads no other SM's SMInfo, so the election finds none and
+    /// this SM is master whatever else runs.
+    pub ignore_other_sm: bool,
     /// Whether to Set everything, only what differs from the fabric, or nothing.
     pub mode: SweepMode,
 }
@@ -570,7 +573,8 @@ impl Sweep {
         }
     }
 
-    /// Reads the SMInfo of every other end port whose CapabilityMask has IsSM.
+    /// Reads the SMInfo of every other end port whose CapabilityMask has IsSM, unless
+    /// `ignore_other_sm` (`osm_pi_rcv_process_endport`: "Ignoring SM on port").
     fn read_sm_infos(&mut self) {
         self.phase = Phase::ReadingSmInfo;
         let own = self.subnet.sm_port;
@@ -582,6 +586,10 @@ impl Sweep {
             .map(|(node, _, p)| (node, p.guid, p.info.lid, p.path.clone()))
             .collect();
         for (node, guid, lid, path) in sms {
+            if self.config.ignore_other_sm {
+                debug!(guid = %Guid(guid), "ignoring SM on port");
+                continue;
+            }
             let op = Op::ReadSmInfo {
                 guid,
                 lid,
