@@ -22,7 +22,12 @@
 //!   (`osm_sm_state_mgr_polling_callback`). A standby whose master is lower than itself sends
 //!   the master trap 144 with the SM-priority-change flag after each answer, so that the master
 //!   sweeps, finds it and hands over (`smi_rcv_process_get_sm`).
-//! - SMInfo Gets are answered with this SM's state, priority and SM_Key. A Set is checked as
+//! - SMInfo Gets are answered with this SM's state, priority and SM_Key, and as ActCount the
+//!   SMPs it has sent (OpenSM's `qp0_mads_sent`).
+//! - The first sweep after this SM became MASTER, was handed the subnet, or lost the master it
+//!   polled as MASTER is its first master sweep until one brings the subnet up
+//!   ([`Election::is_first_master_sweep`], OpenSM's `first_time_master_sweep`): it asks the
+//!   endports for a client reregistration. A Set is checked as
 //!   `smi_rcv_check_set_req_legality` and `osm_sm_state_mgr_check_legality` check it, answered
 //!   (with "invalid value" when illegal), then acted on: HANDOVER makes a STANDBY the MASTER
 //!   (and a DISCOVERING or MASTER SM sweep again), DISCOVER makes a STANDBY sweep, DISABLE makes
@@ -960,6 +965,38 @@ mod tests {
             .find(|out| SmpRepr::parse_bytes(&out.mad).unwrap().method == Method::Set)
             .expect("a HANDOVER");
         assert_eq!(act_count(&handover.mad), 3);
+    }
+
+    #[test]
+    fn the_first_master_sweep_follows_becoming_master_and_a_handover_as_master() {
+        let now = Instant::now();
+        let mut election = Election::new(config(5));
+        assert!(!election.is_first_master_sweep(), "not master yet");
+        election.after_discovery(now, Vec::new(), OwnPort::default());
+        assert!(election.is_first_master_sweep());
+        election.master_sweep_done();
+        assert!(!election.is_first_master_sweep());
+        // A HANDOVER reaching a master makes its next sweep a first one again.
+        let other = sm(0x30, 1, SmState::Master, 1).info;
+        let handover = SmpRepr::set(
+            &Attribute::SmInfo(other),
+            SmInfoModifier::Handover as u32,
+            9,
+            Routing::Lid,
+        );
+        assert_eq!(election.on_request(now, handover, 7).1, Next::Sweep);
+        assert!(election.is_first_master_sweep());
+        // A standby handed the subnet becomes master, first sweep included.
+        let mut standby = Election::new(config(1));
+        standby.after_discovery(
+            now,
+            vec![sm(0x30, 5, SmState::Master, 1)],
+            OwnPort::default(),
+        );
+        assert!(!standby.is_first_master_sweep());
+        assert_eq!(standby.on_request(now, handover, 7).1, Next::Sweep);
+        assert_eq!(standby.state(), SmState::Master);
+        assert!(standby.is_first_master_sweep());
     }
 
     #[test]
