@@ -231,14 +231,26 @@ impl Emulator {
     /// Marks `port` as one where an SM runs (CapabilityMask.IsSM), or no longer (ibsim:
     /// SET_ISSM).
     pub fn set_is_sm(&mut self, port: PortRef, is_sm: bool) {
+        self.set_capability(port, ibqos_mad::CapabilityMask::IS_SM, is_sm);
+    }
+
+    /// Turns a CapabilityMask bit of `port` on or off: a port unlike ibsim's (real HCAs have
+    /// IsClientReregistrationSupported, which ibsim's lack).
+    pub fn set_capability(&mut self, port: PortRef, bit: ibqos_mad::CapabilityMask, on: bool) {
         if let Some(p) = self.sma_port_mut(port) {
-            let bit = ibqos_mad::CapabilityMask::IS_SM.0;
-            p.info.capability_mask.0 = if is_sm {
-                p.info.capability_mask.0 | bit
+            p.info.capability_mask.0 = if on {
+                p.info.capability_mask.0 | bit.0
             } else {
-                p.info.capability_mask.0 & !bit
+                p.info.capability_mask.0 & !bit.0
             };
         }
+    }
+
+    /// How many PortInfo Sets with ClientReregister `port` received.
+    pub fn client_reregistrations(&self, port: PortRef) -> u32 {
+        self.sma(port.node)
+            .and_then(|sma| sma.port(port.port))
+            .map_or(0, |p| p.client_reregistrations)
     }
 
     /// The fabric's models from now on; the seed restarts the random draws.

@@ -86,6 +86,7 @@ impl Emulator {
         let retrain = new.port_state == PortState::Down;
         if let Some(p) = self.sma_port_mut(port) {
             p.info = stored;
+            p.client_reregistrations += u32::from(new.client_reregister);
         }
         let phys = Some(new.port_phys_state).filter(|&p| p != held.port_phys_state);
         match (phys, peer) {

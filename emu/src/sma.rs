@@ -73,6 +73,9 @@ pub(crate) struct PortSma {
     /// VLArbitrationTable, `VLArbitrationLowCap` and `HighCap` entries.
     pub(crate) vlarb_low: Vec<VlArbEntry>,
     pub(crate) vlarb_high: Vec<VlArbEntry>,
+    /// PortInfo Sets with ClientReregister: the bit asks the port's clients to register with
+    /// the SA again, an action rather than a setting, so it is counted here, not kept.
+    pub(crate) client_reregistrations: u32,
 }
 
 /// One node's agent state.
@@ -242,6 +245,7 @@ impl PortSma {
             sl2vl: vec![DEFAULT_SL2VL; sl2vl_tables],
             vlarb_low: default_vlarb(caps.vlarb_low_cap, Priority::Low),
             vlarb_high: default_vlarb(caps.vlarb_high_cap, Priority::High),
+            client_reregistrations: 0,
         }
     }
 
@@ -753,6 +757,8 @@ pub(crate) fn check_port_info(
         link_speed_ext_supported: held.link_speed_ext_supported,
         port_state,
         port_phys_state: held.port_phys_state,
+        // An action (the clients reregister), not a setting: it reads 0, as on ibsim.
+        client_reregister: false,
         ..*new
     };
     stored.link_down_default_state =

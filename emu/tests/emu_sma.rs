@@ -203,11 +203,13 @@ fn port_info_stores_every_writable_field() {
     p.master_sm_sl = 3;
     p.operational_vls = 2;
     p.m_key_lease_period = 77;
-    p.client_reregister = true;
-    // A read-only field the SM cannot change.
+    // A read-only field the SM cannot change, and ClientReregister: an action, counted, that
+    // reads 0.
     let mut sent = p;
     sent.vl_cap = 1;
+    sent.client_reregister = true;
     let answer = set(&mut emu, &[], Attribute::PortInfo(sent), 0);
+    assert_eq!(emu.client_reregistrations(h1(emu.topology())), 1);
     assert_eq!(answer.status, Status::OK);
     assert_eq!(attr(&answer), Attribute::PortInfo(p));
     assert_eq!(port_info(&mut emu, &[], 0), p);

@@ -86,6 +86,8 @@ struct Scenario {
     models: Models,
     /// In time order.
     actions: Vec<(Duration, Action)>,
+    /// Each SM's `ignore_other_sm`.
+    ignore_other_sm: [bool; 2],
 }
 
 impl Scenario {
@@ -110,6 +112,7 @@ impl Scenario {
             hosts: [HOSTS[first], HOSTS[second]],
             priorities,
             models,
+            ignore_other_sm: [false; 2],
             actions: vec![
                 (at(&mut rng, Duration::ZERO, ACTIVE / 4), Action::Start(0)),
                 (at(&mut rng, Duration::ZERO, ACTIVE / 4), Action::Start(1)),
@@ -194,9 +197,10 @@ impl Scenario {
         text.extend_from_slice(
             format!(
                 "\nsm_priority {}\nsminfo_polling_timeout {POLL_MS}\npolling_retry_number {RETRIES}\n\
-                 sweep_interval {SWEEP_INTERVAL_S}\nqos_ca_sl2vl {}\n",
+                 sweep_interval {SWEEP_INTERVAL_S}\nqos_ca_sl2vl {}\nignore_other_sm {}\n",
                 self.priorities[sm],
-                sl2vl.join(",")
+                sl2vl.join(","),
+                if self.ignore_other_sm[sm] { "TRUE" } else { "FALSE" }
             )
             .as_bytes(),
         );
@@ -647,6 +651,7 @@ fn a_master_restarted_while_its_standby_takes_over_is_the_only_master() {
                 hosts: ["H1", "H2"],
                 priorities: [1, 0],
                 models: Models::default(),
+                ignore_other_sm: [false; 2],
                 actions: vec![
                     (Duration::from_millis(500), Action::Start(0)),
                     (Duration::from_millis(1000), Action::Start(1)),
@@ -659,4 +664,96 @@ fn a_master_restarted_while_its_standby_takes_over_is_the_only_master() {
         .filter_map(Result::err)
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// A new master asks every CA port (those with IsClientReregistrationSupported, which ibsim's
+/// lack and this fabric's are given) for a client reregistration in its first sweep as master,
+/// once, so that the hosts register again with its SA: the first master when it starts, then
+/// the standby that takes over when the master exits, or the higher SM the master hands over
+/// to. Periodic sweeps in between and after ask nothing.
+#[test]
+fn each_new_master_asks_every_ca_port_once_for_a_client_reregistration() {
+    let ms = Duration::from_millis;
+    let cases = [
+        // SM 0 is higher: master, and SM 1 standby takes over when it exits.
+        (
+            [1, 0],
+            vec![
+                (ms(500), Action::Start(0)),
+                (ms(1000), Action::Start(1)),
+                (ms(4000), Action::Kill(0, Kill::Exit)),
+            ],
+            (1, 0),
+        ),
+        // SM 1 is higher and comes later: SM 0 hands over to it.
+        (
+            [0, 1],
+            vec![(ms(500), Action::Start(0)), (ms(4000), Action::Start(1))],
+            (0, 1),
+        ),
+    ];
+    for (priorities, actions, takeovers_and_handovers) in cases {
+        let scenario = Scenario {
+            hosts: ["H1", "H2"],
+            priorities,
+            models: Models::default(),
+            actions,
+            ignore_other_sm: [false; 2],
+        };
+        let mut run = TwoSms::new(scenario);
+        let emulator = run.fabric.emulator_mut();
+        let topology = emulator.topology().clone();
+        let ca_ports: Vec<PortRef> = topology
+            .nodes()
+            .filter(|(_, node)| node.kind == NodeKind::Ca)
+            .flat_map(|(id, node)| (1..=node.num_ports()).map(move |p| PortRef::new(id, p)))
+            .collect();
+        let bit = ibqos_mad::CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED;
+        for &port in &ca_ports {
+            emulator.set_capability(port, bit, true);
+        }
+        run.run().and_then(|()| run.check_end()).unwrap();
+        assert_eq!(
+            (run.seen.takeovers, run.seen.handovers),
+            takeovers_and_handovers,
+            "{}",
+            run.log.lines.join("\n")
+        );
+        let emulator = run.fabric.emulator();
+        let counts: Vec<u32> = ca_ports
+            .iter()
+            .map(|&p| emulator.client_reregistrations(p))
+            .collect();
+        assert_eq!(
+            counts,
+            vec![2; ca_ports.len()],
+            "priorities {priorities:?}\n{}",
+            run.log.lines.join("\n")
+        );
+    }
+}
+
+/// `ignore_other_sm TRUE`: the SM reads no other SM's SMInfo and becomes master whatever runs,
+/// as OpenSM does. A lower SM started next to a master becomes a second master and sends Sets
+/// (which the harness reports); without the option it stays standby.
+#[test]
+fn an_sm_that_ignores_other_sms_is_master_next_to_a_higher_master() {
+    let scenario = |ignore| Scenario {
+        hosts: ["H1", "H2"],
+        priorities: [1, 0],
+        models: Models::default(),
+        actions: vec![
+            (Duration::from_millis(500), Action::Start(0)),
+            (Duration::from_millis(2500), Action::Start(1)),
+        ],
+        ignore_other_sm: [false, ignore],
+    };
+    play(scenario(false)).unwrap();
+    let problem = play(scenario(true)).unwrap_err();
+    assert!(
+        problem.contains("SM 1 DISCOVERING -> MASTER (no master and no higher SM found)")
+            && problem.contains("SM 1 sent a Set of")
+            && problem.contains("while SM 0 is master"),
+        "{problem}"
+    );
 }

@@ -328,14 +328,14 @@ fn an_answer_over_the_bound_is_no_resources() {
             |data| template.emit(&mut PathRecord::new_unchecked(data)),
         )
     };
-    let world = sa.on_request(now, &paths(0, blank_path()), h1).unwrap();
+    let world = sa.on_request(now, &paths(0, blank_path()), h1, 0).unwrap();
     assert_eq!(status(&world), Status::SA_NO_RESOURCES);
     assert_eq!(world.mad.len(), 256, "the request echoed, no records");
     let from_h1 = PathRecordRepr {
         slid: h1.lid,
         ..blank_path()
     };
-    let one_source = sa.on_request(now, &paths(1 << 5, from_h1), h1).unwrap();
+    let one_source = sa.on_request(now, &paths(1 << 5, from_h1), h1, 0).unwrap();
     let view = SaMad::new_checked(&one_source.mad[..]).unwrap();
     assert_eq!(
         (view.header().status(), view.records().count()),

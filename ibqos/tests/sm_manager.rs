@@ -11,8 +11,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use ibqos_emu::{FaultSchedule, Flap};
-use ibqos_fabric::PortRef;
-use ibqos_mad::{AttributeId, Method, Routing, SmInfo, SmInfoRepr, SmState, Smp, SmpRepr};
+use ibqos_fabric::{NodeKind, PortRef};
+use ibqos_mad::sa::{SaAttributeId, SaMad, SmInfoRecord, SmInfoRecordRepr};
+use ibqos_mad::{
+    AttributeId, CapabilityMask, Method, Routing, SmInfo, SmInfoRepr, SmState, Smp, SmpRepr,
+};
 use ibqos_opensm::{Format, Settings};
 use ibqos_sm::counters::Counters;
 use ibqos_sm::election::StateReason;
@@ -23,17 +26,22 @@ use ibqos_sm::summary::{ChangeSummary, SweepSummary};
 use ibqos_transport::Transport;
 
 mod common;
-use common::{EmulatedSm, settings, two_switch};
+use common::{EmulatedSm, ask, host, request, settings, two_switch};
 
 const CONFIG: &str = "examples/opensm-qos.conf";
 
 /// The example configuration with one QoS setting edited: the CA ports' low-priority VLArb.
 fn edited_settings() -> Settings {
+    settings_with("qos_ca_vlarb_low 0:8,1:200,3:16\n")
+}
+
+/// The example configuration with `extra` appended.
+fn settings_with(extra: &str) -> Settings {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join(CONFIG);
     let mut text = std::fs::read(path).unwrap();
-    text.extend_from_slice(b"qos_ca_vlarb_low 0:8,1:200,3:16\n");
+    text.extend_from_slice(extra.as_bytes());
     ibqos_opensm::load_bytes("edited", &text, Format::OpenSmConf)
         .unwrap()
         .settings
@@ -199,6 +207,122 @@ fn an_sm_asked_for_its_sminfo_while_discovering_discovers_again_in_the_same_mode
         )
     );
     assert!(sm.sweep_done().subnet_up);
+}
+
+/// The SMInfo this SM answers at once to another SM (at LID 9), between sweeps.
+fn own_sminfo(sm: &mut EmulatedSm) -> SmInfoRepr {
+    let get = SmpRepr::get(AttributeId::SmInfo, 0, 0x8000_0007, Routing::Lid);
+    let mut mad = [0u8; 256];
+    get.emit(&mut Smp::new_unchecked(&mut mad[..]));
+    let from = Peer {
+        lid: 9,
+        qp: 0,
+        pkey_index: 0,
+    };
+    let now = sm.transport.now();
+    sm.manager.on_mad(now, &mad, from);
+    let answer = sm.manager.poll_transmit(now).expect("SMInfo is answered");
+    let answer = SmpRepr::parse_bytes(&answer.mad).unwrap();
+    SmInfoRepr::parse(&SmInfo::new_unchecked(&answer.data[..])).unwrap()
+}
+
+fn smps_sent(sm: &EmulatedSm) -> u32 {
+    let sent: u64 = sm.manager.counters().smps_sent.values().sum();
+    u32::try_from(sent).unwrap()
+}
+
+/// ActCount is every SMP the SM sent before the answer, as OpenSM's `qp0_mads_sent`: a standby
+/// polling it sees it grow. The SA's SMInfoRecord of this SM carries the same count.
+#[test]
+fn the_act_count_is_the_smps_sent_in_sminfo_and_the_sminfo_record() {
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings(CONFIG));
+    sm.sweep_done();
+    let before = smps_sent(&sm);
+    assert!(before > 0);
+    let first = own_sminfo(&mut sm);
+    assert_eq!((first.sm_state, first.act_count), (SmState::Master, before));
+    // The answer itself was an SMP sent.
+    assert_eq!(own_sminfo(&mut sm).act_count, before + 1);
+
+    let sent = smps_sent(&sm);
+    let smir = request(Method::GetTable, SaAttributeId::SmInfoRecord, 0, 0, |_| {});
+    let h1 = host(&sm, "H1");
+    let answer = ask(&mut sm, &smir, h1).expect("SMInfoRecords answered");
+    let view = SaMad::new_checked(&answer.mad[..]).unwrap();
+    let records: Vec<SmInfoRecordRepr> = view
+        .records()
+        .map(|r| SmInfoRecordRepr::parse(&SmInfoRecord::new_checked(r).unwrap()).unwrap())
+        .collect();
+    let [own] = &records[..] else {
+        panic!("one SM: {records:?}")
+    };
+    assert_eq!(own.sm_info.act_count, sent);
+}
+
+/// A fresh SM's first sweep as master asks every endport that supports it for a client
+/// reregistration, once (OpenSM's `first_time_master_sweep` in `lid_mgr_set_physp_pi`); later
+/// sweeps do not; ports without IsClientReregistrationSupported (ibsim's) and switch external
+/// ports never; `no_clients_rereg TRUE` none at all.
+#[test]
+fn the_first_master_sweep_asks_capable_endports_once_to_reregister_clients() {
+    for (extra, expected) in [("", 1), ("no_clients_rereg TRUE\n", 0)] {
+        let mut transport = two_switch();
+        let emulator = transport.emulator_mut();
+        let topology = emulator.topology().clone();
+        let mut capable = Vec::new();
+        let mut incapable = Vec::new();
+        for (id, node) in topology.nodes() {
+            for port in 0..=node.num_ports() {
+                let at = PortRef::new(id, port);
+                let endport = match node.kind {
+                    NodeKind::Ca => port > 0,
+                    _ => port == 0,
+                };
+                // One host left as ibsim's; every other port, switch ports included, capable.
+                if node.name.starts_with("host-two") || emulator.port_info(at).is_none() {
+                    incapable.push(at);
+                    continue;
+                }
+                let bit = CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED;
+                emulator.set_capability(at, bit, true);
+                if endport {
+                    capable.push(at)
+                } else {
+                    incapable.push(at)
+                }
+            }
+        }
+        assert!(capable.len() > 4 && incapable.len() > 4);
+        let mut sm = EmulatedSm::new(transport, Run::Daemon, &settings_with(extra));
+        let counts = |sm: &EmulatedSm, ports: &[PortRef]| -> Vec<u32> {
+            let emulator = sm.transport.emulator();
+            ports
+                .iter()
+                .map(|&p| emulator.client_reregistrations(p))
+                .collect()
+        };
+        assert!(sm.sweep_done().subnet_up);
+        assert_eq!(
+            counts(&sm, &capable),
+            vec![expected; capable.len()],
+            "{extra}"
+        );
+        assert_eq!(counts(&sm, &incapable), vec![0; incapable.len()], "{extra}");
+        assert!(sm.manager.sweep_now());
+        assert!(sm.sweep_done().subnet_up);
+        assert_eq!(
+            counts(&sm, &capable),
+            vec![expected; capable.len()],
+            "{extra}"
+        );
+        // The SM restarted: the ports name it as master already (same port, same LIDs), and
+        // its first sweep as master asks again.
+        let mut restarted = EmulatedSm::new(sm.transport, Run::Daemon, &settings_with(extra));
+        assert!(restarted.sweep_done().subnet_up);
+        let again = vec![2 * expected; capable.len()];
+        assert_eq!(counts(&restarted, &capable), again, "{extra}");
+        assert_eq!(counts(&restarted, &incapable), vec![0; incapable.len()]);
+    }
 }
 
 #[test]

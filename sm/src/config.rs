@@ -33,7 +33,7 @@ pub enum Takes {
 /// The options the sweep, the election, the SA and the M_Key ring read (through
 /// [`sweep_config`], [`election_config`], [`sa_config`], [`mkey_config`] and the sweep
 /// interval): each reload applies them.
-const READ_EACH_SWEEP: [&str; 29] = [
+const READ_EACH_SWEEP: [&str; 31] = [
     "sm_priority",
     "sm_key",
     "sa_key",
@@ -63,6 +63,8 @@ const READ_EACH_SWEEP: [&str; 29] = [
     "m_key_protection_level",
     "m_key_lease_period",
     "m_key_lookup",
+    "no_clients_rereg",
+    "ignore_other_sm",
 ];
 
 /// Options the daemon applies itself when it reads the configuration again: where its dump
@@ -267,6 +269,8 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         use_mfttop: flag(settings, "use_mfttop", true),
         use_optimized_slvl: links.use_optimized_slvl,
         long_timeout: Duration::from_millis(u64::from(sm.long_transaction_timeout.max(1))),
+        clients_rereg: !flag(settings, "no_clients_rereg", false),
+        ignore_other_sm: flag(settings, "ignore_other_sm", false),
         mode: SweepMode::Forced,
         m_key: mkey_config(settings),
     }

@@ -41,11 +41,13 @@ impl Counters {
         self.tables.add(&sweep.table_tally());
     }
 
-    /// A MAD the SM sends: counted if it is an SMP.
-    pub fn count_sent(&mut self, mad: &[u8]) {
-        if let Some(key) = smp_kind(mad) {
-            *self.smps_sent.entry(key).or_default() += 1;
-        }
+    /// A MAD the SM sends: counted if it is an SMP; whether it was.
+    pub fn count_sent(&mut self, mad: &[u8]) -> bool {
+        let Some(key) = smp_kind(mad) else {
+            return false;
+        };
+        *self.smps_sent.entry(key).or_default() += 1;
+        true
     }
 
     /// A MAD that reached the SM: counted if it is an SMP.

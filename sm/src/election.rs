@@ -22,7 +22,12 @@
 //!   (`osm_sm_state_mgr_polling_callback`). A standby whose master is lower than itself sends
 //!   the master trap 144 with the SM-priority-change flag after each answer, so that the master
 //!   sweeps, finds it and hands over (`smi_rcv_process_get_sm`).
-//! - SMInfo Gets are answered with this SM's state, priority and SM_Key. A Set is checked as
+//! - SMInfo Gets are answered with this SM's state, priority and SM_Key, and as ActCount the
+//!   SMPs it has sent (OpenSM's `qp0_mads_sent`).
+//! - The first sweep after this SM became MASTER, was handed the subnet, or lost the master it
+//!   polled as MASTER is its first master sweep until one brings the subnet up
+//!   ([`Election::is_first_master_sweep`], OpenSM's `first_time_master_sweep`): it asks the
+//!   endports for a client reregistration. A Set is checked as
 //!   `smi_rcv_check_set_req_legality` and `osm_sm_state_mgr_check_legality` check it, answered
 //!   (with "invalid value" when illegal), then acted on: HANDOVER makes a STANDBY the MASTER
 //!   (and a DISCOVERING or MASTER SM sweep again), DISCOVER makes a STANDBY sweep, DISABLE makes
@@ -265,6 +270,12 @@ pub struct Election {
     /// sweeps a large subnet) still becomes master.
     rediscovering: bool,
     own: OwnPort,
+    /// This SM became master (or was handed the subnet again, or its polled master is gone)
+    /// and no sweep has brought the subnet up since: OpenSM's `first_time_master_sweep`.
+    first_master_sweep: bool,
+    /// SMPs this SM sent since it started (wrapping): its SMInfo ActCount, as OpenSM's
+    /// `qp0_mads_sent`, which grows while the SM is alive.
+    act_count: u32,
     next_tid: u32,
     outgoing: Vec<OutgoingMad>,
     changes: Vec<StateChange>,
@@ -283,6 +294,8 @@ impl Election {
             asked_while_discovering: false,
             rediscovering: false,
             own: OwnPort::default(),
+            first_master_sweep: false,
+            act_count: 0,
             next_tid: 0,
             outgoing: Vec::new(),
             changes: Vec::new(),
@@ -324,12 +337,31 @@ impl Election {
         self.config = config;
     }
 
-    /// This SM's SMInfo, as it answers a Get.
+    /// Whether the sweep under way is the first since this SM became master: OpenSM sets it on
+    /// DISCOVERING to MASTER, on a HANDOVER received as STANDBY or MASTER, and when a master
+    /// polled as MASTER stops answering (`osm_sm_state_mgr_process`,
+    /// `force_first_time_master_sweep`).
+    pub fn is_first_master_sweep(&self) -> bool {
+        self.first_master_sweep
+    }
+
+    /// A sweep brought the subnet up: later sweeps are not the first as master.
+    pub fn master_sweep_done(&mut self) {
+        self.first_master_sweep = false;
+    }
+
+    /// One more SMP sent, of any kind (`osm_vl15_post` counts every QP0 MAD, answers too).
+    pub fn count_smp_sent(&mut self) {
+        self.act_count = self.act_count.wrapping_add(1);
+    }
+
+    /// This SM's SMInfo, as it answers a Get: ActCount is the SMPs sent so far
+    /// (`smi_rcv_process_get_request`).
     pub fn own_info(&self) -> SmInfoRepr {
         SmInfoRepr {
             guid: self.config.guid,
             sm_key: self.config.sm_key,
-            act_count: 0,
+            act_count: self.act_count,
             priority: self.config.priority,
             sm_state: self.state,
         }
@@ -461,7 +493,10 @@ impl Election {
                     self.enter(SmState::Discovering, StateReason::MasterLost, None);
                     Next::Sweep
                 }
-                SmState::Master => Next::Sweep,
+                SmState::Master => {
+                    self.first_master_sweep = true;
+                    Next::Sweep
+                }
                 _ => Next::Continue,
             };
         }
@@ -614,6 +649,7 @@ impl Election {
             }
             (SmState::Master, SmInfoModifier::Handover) => {
                 self.polling = None;
+                self.first_master_sweep = true;
                 Next::Sweep
             }
             _ => Next::Continue,
@@ -658,6 +694,7 @@ impl Election {
     fn enter(&mut self, to: SmState, reason: StateReason, master: Option<&RemoteSm>) {
         let from = self.state;
         self.state = to;
+        self.first_master_sweep |= to == SmState::Master;
         self.reason = reason;
         self.master = master.map(|sm| MasterSm {
             guid: sm.info.guid,
@@ -897,6 +934,69 @@ mod tests {
             ),
             Verdict::Stop
         );
+    }
+
+    #[test]
+    fn the_sminfo_answered_and_sent_carries_the_smps_counted_as_act_count() {
+        let now = Instant::now();
+        let mut election = Election::new(config(5));
+        election.after_discovery(now, Vec::new(), OwnPort::default());
+        let get = SmpRepr::get(AttributeId::SmInfo, 0, 9, Routing::Lid);
+        let act_count = |mad: &[u8]| {
+            let smp = SmpRepr::parse_bytes(mad).unwrap();
+            SmInfoRepr::parse(&SmInfo::new_unchecked(&smp.data[..]))
+                .unwrap()
+                .act_count
+        };
+        assert_eq!(act_count(&election.on_request(now, get, 7).0.mad), 0);
+        for _ in 0..3 {
+            election.count_smp_sent();
+        }
+        assert_eq!(act_count(&election.on_request(now, get, 7).0.mad), 3);
+        // The HANDOVER a master sends carries it too.
+        election.after_discovery(
+            now,
+            vec![sm(0x30, 9, SmState::Standby, 1)],
+            OwnPort::default(),
+        );
+        let sent = election.take_outgoing();
+        let handover = sent
+            .iter()
+            .find(|out| SmpRepr::parse_bytes(&out.mad).unwrap().method == Method::Set)
+            .expect("a HANDOVER");
+        assert_eq!(act_count(&handover.mad), 3);
+    }
+
+    #[test]
+    fn the_first_master_sweep_follows_becoming_master_and_a_handover_as_master() {
+        let now = Instant::now();
+        let mut election = Election::new(config(5));
+        assert!(!election.is_first_master_sweep(), "not master yet");
+        election.after_discovery(now, Vec::new(), OwnPort::default());
+        assert!(election.is_first_master_sweep());
+        election.master_sweep_done();
+        assert!(!election.is_first_master_sweep());
+        // A HANDOVER reaching a master makes its next sweep a first one again.
+        let other = sm(0x30, 1, SmState::Master, 1).info;
+        let handover = SmpRepr::set(
+            &Attribute::SmInfo(other),
+            SmInfoModifier::Handover as u32,
+            9,
+            Routing::Lid,
+        );
+        assert_eq!(election.on_request(now, handover, 7).1, Next::Sweep);
+        assert!(election.is_first_master_sweep());
+        // A standby handed the subnet becomes master, first sweep included.
+        let mut standby = Election::new(config(1));
+        standby.after_discovery(
+            now,
+            vec![sm(0x30, 5, SmState::Master, 1)],
+            OwnPort::default(),
+        );
+        assert!(!standby.is_first_master_sweep());
+        assert_eq!(standby.on_request(now, handover, 7).1, Next::Sweep);
+        assert_eq!(standby.state(), SmState::Master);
+        assert!(standby.is_first_master_sweep());
     }
 
     #[test]

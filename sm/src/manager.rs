@@ -283,7 +283,9 @@ impl Manager {
                 .map(|t| OutgoingMad::from(&t))?,
         };
         self.keys.stamp(&mut next);
-        self.counters.count_sent(&next.mad);
+        if self.counters.count_sent(&next.mad) {
+            self.election.count_smp_sent();
+        }
         Some(next)
     }
 
@@ -360,7 +362,8 @@ impl Manager {
             return;
         }
         if is_sa(mad) {
-            if let Some(answer) = self.sa.on_request(now, mad, from) {
+            let act_count = self.election.own_info().act_count;
+            if let Some(answer) = self.sa.on_request(now, mad, from, act_count) {
                 self.queued.push_back(answer);
             }
             // A join or leave may have created or deleted a group: traps 66 and 67.
@@ -601,7 +604,7 @@ impl Manager {
         let own = sweep.own_port();
         match self.election.after_discovery(now, found, own) {
             Verdict::Proceed => {
-                sweep.proceed(now);
+                sweep.proceed(now, self.election.is_first_master_sweep());
                 self.follow_election(now, Next::Continue);
             }
             Verdict::Stop if self.election.state() == SmState::Master => {
@@ -751,6 +754,10 @@ impl Manager {
         self.counters.add_sweep(&sweep);
         let heard = self.responder.take_heard();
         let up = *sweep.phase() == Phase::SubnetUp;
+        if up {
+            // OpenSM clears `first_time_master_sweep` at the end of the sweep.
+            self.election.master_sweep_done();
+        }
         // The SA answers once a sweep brought the subnet up (OpenSM drops SA requests until its
         // first "SUBNET UP"), then from every later sweep's snapshot.
         if mode != SweepMode::DryRun && (up || self.sa.is_serving()) {

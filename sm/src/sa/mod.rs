@@ -314,9 +314,16 @@ impl Sa {
         std::mem::take(&mut self.counts)
     }
 
-    /// An SA MAD from `from`, and the answer to send, if it gets one.
-    pub fn on_request(&mut self, now: Instant, mad: &[u8], from: Peer) -> Option<OutgoingMad> {
-        let answer = self.answer(now, mad, from);
+    /// An SA MAD from `from`, and the answer to send, if it gets one. `act_count` is the SM's
+    /// SMInfo ActCount now, for its own SMInfoRecord.
+    pub fn on_request(
+        &mut self,
+        now: Instant,
+        mad: &[u8],
+        from: Peer,
+        act_count: u32,
+    ) -> Option<OutgoingMad> {
+        let answer = self.answer(now, mad, from, act_count);
         self.report_group_notices(now);
         match answer {
             Some(_) => self.counts.answered += 1,
@@ -328,7 +335,7 @@ impl Sa {
         })
     }
 
-    fn answer(&mut self, now: Instant, mad: &[u8], from: Peer) -> Option<Vec<u8>> {
+    fn answer(&mut self, now: Instant, mad: &[u8], from: Peer, act_count: u32) -> Option<Vec<u8>> {
         let request = SaMad::new_checked(mad).ok().filter(|_| mad.len() >= 256)?;
         let header = request.header();
         if header.mgmt_class() != MgmtClass::SubnAdm || header.class_version() != SA_CLASS_VERSION {
@@ -399,7 +406,10 @@ impl Sa {
             }
             SaAttributeId::InformInfoRecord => Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
             SaAttributeId::McMemberRecord => self.groups.answer(db, &self.config, &query),
-            _ => records::answer(db, &self.config, self.policy.as_ref(), attribute, &query)?,
+            _ => {
+                let policy = self.policy.as_ref();
+                records::answer(db, &self.config, policy, act_count, attribute, &query)?
+            }
         };
         debug!(
             slid = from.lid,

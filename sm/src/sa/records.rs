@@ -32,11 +32,13 @@ fn component<T: PartialEq>(mask: u64, bit: u32, template: T, value: T) -> bool {
 }
 
 /// The answer to a query for `attribute`: records or an error status; `None` for an attribute
-/// the SA does not serve (dropped, as OpenSM drops it: ERR 1A01).
+/// the SA does not serve (dropped, as OpenSM drops it: ERR 1A01). `act_count` is the SM's
+/// SMInfo ActCount, for its own SMInfoRecord.
 pub(super) fn answer(
     db: &SaDb,
     config: &SaConfig,
     policy: Option<&ResolvedPolicy>,
+    act_count: u32,
     attribute: SaAttributeId,
     query: &Query<'_>,
 ) -> Option<Result<Records, Status>> {
@@ -66,7 +68,7 @@ pub(super) fn answer(
         A::VlArbitrationTableRecord => Ok(vlarb_records(db, query)),
         A::SwitchInfoRecord => Ok(switch_info_records(db, query)),
         A::LinearForwardingTableRecord => Ok(lft_records(db, query)),
-        A::SmInfoRecord => Ok(sm_info_records(db, config, query)),
+        A::SmInfoRecord => Ok(sm_info_records(db, config, act_count, query)),
         A::LinkRecord => Ok(link_records(db, query)),
         A::PathRecord => path::path_records(db, config, policy, query),
         A::MulticastForwardingTableRecord => Ok(mft_records(db, query)),
@@ -532,8 +534,9 @@ fn mft_records(db: &SaDb, query: &Query<'_>) -> Records {
 
 /// SMInfoRecords (osm_sa_sminfo_record.c `osm_smir_rcv_process`): this SM, the master, then
 /// every other SM known, by port GUID, as it last answered. Mask bits honoured: 0 LID, 2 GUID,
-/// 5 priority, 6 state.
-fn sm_info_records(db: &SaDb, config: &SaConfig, query: &Query<'_>) -> Records {
+/// 5 priority, 6 state. This SM's ActCount is `act_count`, the SMPs it sent so far (OpenSM's
+/// `qp0_mads_sent`); another SM's is the one its SMInfo last gave.
+fn sm_info_records(db: &SaDb, config: &SaConfig, act_count: u32, query: &Query<'_>) -> Records {
     let mask = query.component_mask;
     let mut records = Records::new(SmInfoRecordRepr::SIZE);
     let (Ok(t), Some(sm)) = (
@@ -548,7 +551,7 @@ fn sm_info_records(db: &SaDb, config: &SaConfig, query: &Query<'_>) -> Records {
     let own = SmInfoRepr {
         guid: port.guid,
         sm_key: 0,
-        act_count: 0,
+        act_count,
         priority: config.sm_priority,
         sm_state: SmState::Master,
     };

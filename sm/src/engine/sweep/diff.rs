@@ -113,6 +113,8 @@ pub enum Field {
     PortInfo(PortInfoField),
     /// PortInfo.PortState, compared when a Set asks for a transition.
     PortState,
+    /// PortInfo.ClientReregister, which a Set asks for.
+    ClientReregister,
     /// SwitchInfo.LinearFDBTop.
     LinearFdbTop,
     /// SwitchInfo.PortStateChange, which the SM clears.
@@ -134,6 +136,7 @@ impl Field {
         match self {
             Field::PortInfo(field) => field.name(),
             Field::PortState => "PortState",
+            Field::ClientReregister => "ClientReregister",
             Field::LinearFdbTop => "LinearFDBTop",
             Field::PortStateChange => "PortStateChange",
             Field::MulticastFdbTop => "MulticastFDBTop",
@@ -249,6 +252,10 @@ pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
                     format!("{:?}", h.port_state),
                     format!("{:?}", p.port_state),
                 );
+            }
+            // An action, not a setting: a Set that asks for it is always sent.
+            if p.client_reregister {
+                field(Field::ClientReregister, "-".into(), "asked".into());
             }
         }
         (Attribute::SwitchInfo(h), Attribute::SwitchInfo(p)) => {

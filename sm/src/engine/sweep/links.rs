@@ -1,6 +1,8 @@
 //! The link manager: LIDs, link settings and ARMED in one PortInfo Set per port, then ACTIVE.
 
-use ibqos_mad::{Attribute, NodeType, PhysPortState, PortInfoModifier, PortInfoRepr, PortState};
+use ibqos_mad::{
+    Attribute, CapabilityMask, NodeType, PhysPortState, PortInfoModifier, PortInfoRepr, PortState,
+};
 use ibqos_qos::{VlCount, oper_vls};
 use tracing::info;
 
@@ -91,6 +93,7 @@ impl Sweep {
         }
         let mut info = quiet(port.info);
         if is_endport {
+            info.client_reregister = self.reregisters_clients(&port.info, sm_lid);
             info.lid = port.lid;
             info.lmc = self.config.lmc;
             info.master_sm_lid = sm_lid;
@@ -137,6 +140,20 @@ impl Sweep {
             info.vl_high_limit = plan.vl_high_limit;
         }
         Some((info, matches!(plan, Some(Some(_)))))
+    }
+
+    /// Whether an endport holding `held` is asked for a client reregistration
+    /// (`lid_mgr_set_physp_pi`): in the first sweep since this SM became master, or when the
+    /// port names another master SM LID, if the port supports it and `no_clients_rereg` is
+    /// FALSE. Its clients then join their multicast groups and register their services again
+    /// with this SM's SA.
+    fn reregisters_clients(&self, held: &PortInfoRepr, sm_lid: u16) -> bool {
+        let supported = held
+            .capability_mask
+            .contains(CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED);
+        self.config.clients_rereg
+            && supported
+            && (self.first_master_sweep || held.master_sm_lid != sm_lid)
     }
 
     pub(super) fn hoq(&self, leaf: bool) -> u8 {
@@ -201,9 +218,11 @@ impl Sweep {
 }
 
 /// A PortInfo to Set that changes only what the caller then sets in it: the port's own values,
-/// with no state change and no forced speed or width (the enable fields' 0 means "no change").
+/// with no state change, no forced speed or width (the enable fields' 0 means "no change") and
+/// no client reregistration.
 fn quiet(held: PortInfoRepr) -> PortInfoRepr {
     PortInfoRepr {
+        client_reregister: false,
         port_state: PortState::NoChange,
         port_phys_state: PhysPortState::NoChange,
         link_width_enabled: 0,

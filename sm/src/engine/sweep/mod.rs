@@ -76,6 +76,11 @@ pub struct SweepConfig {
     pub use_optimized_slvl: bool,
     /// The timeout of those all-ports Sets (OpenSM's `long_transaction_timeout`).
     pub long_timeout: Duration,
+    /// `no_clients_rereg` FALSE: endports are asked for a client reregistration when due.
+    pub clients_rereg: bool,
+    /// `ignore_other_sm`: discovery reads no other SM's SMInfo, so the election finds none and
+    /// this SM is master whatever else runs.
+    pub ignore_other_sm: bool,
     /// Whether to Set everything, only what differs from the fabric, or nothing.
     pub mode: SweepMode,
     /// The M_Key, protect bits and lease every end port is given.
@@ -222,6 +227,9 @@ pub struct Sweep {
     remote_sms: Vec<RemoteSm>,
     /// PortInfo Sets to switch ports that wait until their switch has its new M_Key.
     after_new_keys: Vec<(PortKey, PortInfoRepr)>,
+    /// The first sweep since this SM became master (OpenSM's `first_time_master_sweep`): the
+    /// endports' clients are asked to reregister with the new SA.
+    first_master_sweep: bool,
 }
 
 impl Sweep {
@@ -244,8 +252,9 @@ impl Sweep {
     }
 
     /// Past [`Phase::Discovered`]: the election made this SM master, so the sweep configures
-    /// the subnet.
-    pub fn proceed(&mut self, now: Instant) {
+    /// the subnet; `first_master_sweep` when it is the first since this SM became master.
+    pub fn proceed(&mut self, now: Instant, first_master_sweep: bool) {
+        self.first_master_sweep = first_master_sweep;
         if self.phase == Phase::Discovered {
             self.read_pkeys();
             self.advance(now);
@@ -311,6 +320,7 @@ impl Sweep {
             pause_after_discovery: false,
             remote_sms: Vec::new(),
             after_new_keys: Vec::new(),
+            first_master_sweep: false,
         }
     }
 
@@ -572,7 +582,8 @@ impl Sweep {
         }
     }
 
-    /// Reads the SMInfo of every other end port whose CapabilityMask has IsSM.
+    /// Reads the SMInfo of every other end port whose CapabilityMask has IsSM, unless
+    /// `ignore_other_sm` (`osm_pi_rcv_process_endport`: "Ignoring SM on port").
     fn read_sm_infos(&mut self) {
         self.phase = Phase::ReadingSmInfo;
         let own = self.subnet.sm_port;
@@ -584,6 +595,10 @@ impl Sweep {
             .map(|(node, _, p)| (node, p.guid, p.info.lid, p.path.clone()))
             .collect();
         for (node, guid, lid, path) in sms {
+            if self.config.ignore_other_sm {
+                debug!(guid = %Guid(guid), "ignoring SM on port");
+                continue;
+            }
             let op = Op::ReadSmInfo {
                 guid,
                 lid,
