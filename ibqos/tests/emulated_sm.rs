@@ -18,7 +18,7 @@ use ibqos_transport::emulated::EmulatedTransport;
 use serde_json::Value;
 
 mod common;
-use common::daemon::{Daemon, notified_until, signal};
+use common::daemon::{Daemon, notified_until, notify_socket, signal};
 use common::{EmulatedSm, mixed_capability_fat_tree, settings};
 
 fn repo(path: &str) -> std::path::PathBuf {
@@ -660,11 +660,7 @@ fn the_log_file_is_opened_again_on_sigusr1_without_losing_a_line() {
 #[test]
 fn the_daemon_tells_systemd_it_is_ready_what_it_does_and_when_it_reloads_and_stops() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("notify");
-    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
-    socket
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
+    let (socket, path) = notify_socket(dir.path());
     let mut daemon = Daemon(
         Command::new(env!("CARGO_BIN_EXE_ibqos"))
             .args(["sm", "--cache-dir"])
@@ -708,11 +704,7 @@ fn a_reload_reports_what_became_of_each_changed_option() {
         "log_flags 0x01\nsm_priority 1\nperfmgr FALSE\nsm_key 0x0000000000000001\n",
     )
     .unwrap();
-    let notify = dir.path().join("notify");
-    let socket = std::os::unix::net::UnixDatagram::bind(&notify).unwrap();
-    socket
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
+    let (socket, notify) = notify_socket(dir.path());
     let mut daemon = Daemon(
         Command::new(env!("CARGO_BIN_EXE_ibqos"))
             .args(["sm", "--cache-dir"])
@@ -841,11 +833,7 @@ fn ibqos_ctl_asks_a_running_daemon_and_refuses_what_it_may_not_use() {
     let dumps = dir.path().join("dumps");
     std::fs::write(&conf, format!("dump_files_dir {}\n", dumps.display())).unwrap();
     let socket = dir.path().join("run").join("ctl.sock");
-    let notify = dir.path().join("notify");
-    let notified = std::os::unix::net::UnixDatagram::bind(&notify).unwrap();
-    notified
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
+    let (notified, notify) = notify_socket(dir.path());
     let mut daemon = Daemon(
         Command::new(env!("CARGO_BIN_EXE_ibqos"))
             .args(["sm", "--cache-dir"])

@@ -8,20 +8,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::daemon::{Daemon, notified_until, signal};
+use common::daemon::{Daemon, notified_until, notify_socket, signal};
 use common::sysfs::{FakePort, add_device, put};
 
 const IBQOS: &str = env!("CARGO_BIN_EXE_ibqos");
-
-/// A notify socket in `dir`, as systemd makes one, that gives up on a read after ten seconds.
-fn notify_socket(dir: &Path) -> (UnixDatagram, std::path::PathBuf) {
-    let path = dir.join("notify");
-    let socket = UnixDatagram::bind(&path).unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    (socket, path)
-}
 
 /// The messages that arrive on `socket` within `span`.
 fn notified_within(socket: &UnixDatagram, span: Duration) -> Vec<String> {

@@ -24,6 +24,19 @@ pub fn signal(pid: u32, signal: &str) {
     assert!(status.success(), "kill -s {signal} {pid}");
 }
 
+/// A notify socket in `dir`, as systemd makes one, that gives up on a read after ten seconds;
+/// its path, for `NOTIFY_SOCKET`.
+pub fn notify_socket(
+    dir: &std::path::Path,
+) -> (std::os::unix::net::UnixDatagram, std::path::PathBuf) {
+    let path = dir.join("notify");
+    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    (socket, path)
+}
+
 /// The messages a daemon sends to the notify socket until one holds `wanted`.
 pub fn notified_until(socket: &std::os::unix::net::UnixDatagram, wanted: &str) -> Vec<String> {
     let mut seen = Vec::new();
