@@ -167,20 +167,7 @@ fn an_sm_asked_for_its_sminfo_while_discovering_discovers_again_in_the_same_mode
         (1, SweepMode::Forced, SweepReason::First)
     );
     // Another SM (at LID 9) reads this one's SMInfo while it discovers: it sees DISCOVERING.
-    let get = SmpRepr::get(AttributeId::SmInfo, 0, 0x8000_0007, Routing::Lid);
-    let mut mad = [0u8; 256];
-    get.emit(&mut Smp::new_unchecked(&mut mad[..]));
-    let from = Peer {
-        lid: 9,
-        qp: 0,
-        pkey_index: 0,
-    };
-    let now = sm.transport.now();
-    sm.manager.on_mad(now, &mad, from);
-    let answer = sm.manager.poll_transmit(now).expect("SMInfo is answered");
-    let answer = SmpRepr::parse_bytes(&answer.mad).unwrap();
-    let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&answer.data[..])).unwrap();
-    assert_eq!(info.sm_state, SmState::Discovering);
+    assert_eq!(own_sminfo(&mut sm).sm_state, SmState::Discovering);
     // The sweep stops after discovery, having Set nothing, and the next one starts at once,
     // forced as the first was; only then is this SM master.
     let events: Vec<Event> = (0..3).map(|_| sm.next_event()).collect();
@@ -209,7 +196,7 @@ fn an_sm_asked_for_its_sminfo_while_discovering_discovers_again_in_the_same_mode
     assert!(sm.sweep_done().subnet_up);
 }
 
-/// The SMInfo this SM answers at once to another SM (at LID 9), between sweeps.
+/// The SMInfo this SM answers at once to another SM (at LID 9).
 fn own_sminfo(sm: &mut EmulatedSm) -> SmInfoRepr {
     let get = SmpRepr::get(AttributeId::SmInfo, 0, 0x8000_0007, Routing::Lid);
     let mut mad = [0u8; 256];

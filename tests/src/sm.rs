@@ -234,6 +234,18 @@ pub fn parse_summary(text: &str) -> Result<SmSummary> {
     })
 }
 
+/// A daemon's opensm.conf for the tests where another SM rewrites its tables behind its back:
+/// QoS on, a sweep a second, and non-default tables for every class, so a port it restores is
+/// told apart from ibsim's power-on state and from the intruder's tables.
+pub const DAEMON_CONF: &str = "\
+qos TRUE
+sweep_interval 1
+qos_sl2vl 0,1,2,3,4,5,6,7,7,6,5,4,3,2,1,0
+qos_vlarb_low 0:16,1:16,2:16,3:16,4:8,5:8,6:8,7:8
+qos_vlarb_high 0:4,1:4
+qos_ca_vlarb_low 0:10,1:20,2:30,3:40,4:50,5:60,6:70,7:80
+";
+
 /// Writes `options` as an opensm.conf for ibqos in `dir`.
 pub fn write_opensm_conf(dir: &Path, options: &str) -> Result<PathBuf> {
     let path = dir.join("ibqos-opensm.conf");

@@ -20,22 +20,13 @@ use std::time::Duration;
 use ibqos_tests::daemon::Daemon;
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::{Fabric, testdata};
-use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
+use ibqos_tests::sm::{DAEMON_CONF, SmFabric, SmInvocation, write_opensm_conf};
 use ibqos_tests::tool::Tool;
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 use serde_json::Value;
 
 const SUMMARY_TIMEOUT: Duration = Duration::from_secs(30);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
-
-const DAEMON_CONF: &str = "\
-qos TRUE
-sweep_interval 1
-qos_sl2vl 0,1,2,3,4,5,6,7,7,6,5,4,3,2,1,0
-qos_vlarb_low 0:16,1:16,2:16,3:16,4:8,5:8,6:8,7:8
-qos_vlarb_high 0:4,1:4
-qos_ca_vlarb_low 0:10,1:20,2:30,3:40,4:50,5:60,6:70,7:80
-";
 
 /// The other SM's CA tables, unlike the daemon's in SL2VL, both VLArb tables and VLHighLimit.
 const INTRUDER_CONF: &str = "qos TRUE\nqos_ca_sl2vl 1,1,1,1,1,1,1,1,2,2,2,2,2,2,2,2\n\

@@ -17,7 +17,7 @@ use ibqos_tests::planner::{self, PlanCaps, PortClass, ibqos_binary};
 use ibqos_tests::qos::{QosReadback, Setting, compare_fabrics, compare_ports, parse_target};
 use ibqos_tests::readback::{Failures, PortKey, port_name};
 use ibqos_tests::scenario::{Fabric, testdata};
-use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
+use ibqos_tests::sm::{DAEMON_CONF, SmFabric, SmInvocation, write_opensm_conf};
 use ibqos_tests::{Ibsim, NodeKind, SimTools, TestDir};
 use serde_json::Value;
 
@@ -26,17 +26,6 @@ use serde_json::Value;
 const SUMMARY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the daemon may take to exit after SIGTERM (it checks every 50 ms while asleep).
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The daemon's config: non-default tables for every class, so a port it restores is told
-/// apart from ibsim's power-on state and from the intruder's tables.
-const DAEMON_CONF: &str = "\
-qos TRUE
-sweep_interval 1
-qos_sl2vl 0,1,2,3,4,5,6,7,7,6,5,4,3,2,1,0
-qos_vlarb_low 0:16,1:16,2:16,3:16,4:8,5:8,6:8,7:8
-qos_vlarb_high 0:4,1:4
-qos_ca_vlarb_low 0:10,1:20,2:30,3:40,4:50,5:60,6:70,7:80
-";
 
 struct Setup {
     tools: SimTools,
