@@ -154,11 +154,16 @@ impl ControlSocket {
         self.pending.load(Ordering::Relaxed)
     }
 
-    /// The next request that waits, if any.
+    /// The next request that waits, if any. The flag is lowered before the channel is read, and
+    /// with the thread's raising of it after each send (release, acquire), so a request sent
+    /// while the daemon drains the channel is either taken here or leaves the flag up: none
+    /// waits unnoticed until some other wake-up.
     pub fn next_request(&self) -> Option<Request> {
+        self.pending.swap(false, Ordering::AcqRel);
         let request = self.requests.try_recv().ok();
-        if request.is_none() {
-            self.pending.store(false, Ordering::Relaxed);
+        if request.is_some() {
+            // More may wait; the caller asks again until there is none.
+            self.pending.store(true, Ordering::Release);
         }
         request
     }
@@ -207,7 +212,7 @@ fn accept_requests(listener: UnixListener, sender: Sender<Request>, pending: Arc
         if sender.send(Request { command, stream }).is_err() {
             return;
         }
-        pending.store(true, Ordering::Relaxed);
+        pending.store(true, Ordering::Release);
     }
 }
 
