@@ -575,6 +575,13 @@ impl Election {
             }
             return (answer(request, slid, Status::OK, own), Next::Continue);
         }
+        // A Set that fails a check is answered with its own SMInfo and INVALID_VALUE.
+        let refused = || {
+            (
+                answer(request, slid, Status::INVALID_VALUE, own),
+                Next::Continue,
+            )
+        };
         let sender = SmInfoRepr::parse(&SmInfo::new_unchecked(&request.data[..]));
         let modifier = SmInfoModifier::from_u32(request.attribute_modifier);
         let (Ok(sender), Some(modifier)) = (sender, modifier) else {
@@ -582,10 +589,7 @@ impl Election {
                 modifier = request.attribute_modifier,
                 "SMInfo Set with an unknown modifier; refused"
             );
-            return (
-                answer(request, slid, Status::INVALID_VALUE, own),
-                Next::Continue,
-            );
+            return refused();
         };
         if sender.sm_state != modifier.sender_state() {
             error!(
@@ -593,10 +597,7 @@ impl Election {
                 remote_state = state_name(sender.sm_state),
                 "check legality failed: SMInfo Set from an SM in the wrong state; refused"
             );
-            return (
-                answer(request, slid, Status::INVALID_VALUE, own),
-                Next::Continue,
-            );
+            return refused();
         }
         if !self.is_legal(modifier) {
             error!(
@@ -604,10 +605,7 @@ impl Election {
                 state = state_name(self.state),
                 "failed check of legality of the needed SM transition; refused"
             );
-            return (
-                answer(request, slid, Status::INVALID_VALUE, own),
-                Next::Continue,
-            );
+            return refused();
         }
         let reply = answer(request, slid, Status::OK, own);
         // The route to the sender is the one discovery found; a sender it did not find is
