@@ -18,18 +18,15 @@ pub fn report(old: &Settings, new: &Settings) -> Vec<String> {
         let takes = takes_effect(&key);
         lines.push(format!("{key}: {old} -> {new}: {}", course(takes)));
         match takes {
-            Takes::NextSweep => {
-                applied += 1;
-                info!(option = %key, from = %old, to = %new, "option changed: {}", course(takes));
-            }
-            Takes::Restart => {
-                need_restart += 1;
-                warn!(option = %key, from = %old, to = %new, "option changed: {}", course(takes));
-            }
-            Takes::Never => {
-                unused += 1;
-                info!(option = %key, from = %old, to = %new, "option changed: {}", course(takes));
-            }
+            Takes::NextSweep => applied += 1,
+            Takes::Restart => need_restart += 1,
+            Takes::Never => unused += 1,
+        }
+        // An edit that waits for a restart is one the administrator may not expect: a warning.
+        if takes == Takes::Restart {
+            warn!(option = %key, from = %old, to = %new, "option changed: {}", course(takes));
+        } else {
+            info!(option = %key, from = %old, to = %new, "option changed: {}", course(takes));
         }
     }
     info!(applied, need_restart, unused, "configuration re-read");

@@ -184,7 +184,7 @@ fn drive(
         metrics,
     } = service;
     let port = transport.local_port().port_guid;
-    let control = control_socket(args)?
+    let control = control_socket(args)
         .map(|path| ControlSocket::bind(&path))
         .transpose()?;
     let mut daemon = Daemon {
@@ -297,8 +297,8 @@ fn drive(
 
 /// Where the control socket listens: `--control-socket`, else the runtime directory systemd
 /// made for the unit; none outside systemd unless asked for.
-fn control_socket(args: &SmArgs) -> Result<Option<PathBuf>> {
-    Ok(args.control_socket.clone().or_else(|| {
+fn control_socket(args: &SmArgs) -> Option<PathBuf> {
+    args.control_socket.clone().or_else(|| {
         std::env::var_os("RUNTIME_DIRECTORY")
             // systemd passes several directories separated by colons; the first is the unit's.
             .and_then(|dirs| {
@@ -307,7 +307,7 @@ fn control_socket(args: &SmArgs) -> Result<Option<PathBuf>> {
                     .map(PathBuf::from)
             })
             .map(|dir| dir.join(control::SOCKET_NAME))
-    }))
+    })
 }
 
 /// What the daemon keeps between events: the configuration in force and what it says to do
