@@ -18,7 +18,7 @@ use ibqos_transport::emulated::EmulatedTransport;
 use serde_json::Value;
 
 mod common;
-use common::daemon::{Daemon, notified_until, notify_socket, signal};
+use common::daemon::{Daemon, ibqos_sm, notified_until, notify_socket, signal};
 use common::{EmulatedSm, mixed_capability_fat_tree, settings};
 
 fn repo(path: &str) -> std::path::PathBuf {
@@ -612,9 +612,7 @@ fn the_log_file_is_opened_again_on_sigusr1_without_losing_a_line() {
     let log = dir.path().join("ibqos.log");
     let moved = dir.path().join("ibqos.log.1");
     let mut daemon = Daemon(
-        Command::new(env!("CARGO_BIN_EXE_ibqos"))
-            .args(["sm", "--cache-dir"])
-            .arg(dir.path())
+        ibqos_sm(dir.path())
             .arg("--log-file")
             .arg(&log)
             .env_remove("NO_COLOR")
@@ -662,9 +660,7 @@ fn the_daemon_tells_systemd_it_is_ready_what_it_does_and_when_it_reloads_and_sto
     let dir = tempfile::tempdir().unwrap();
     let (socket, path) = notify_socket(dir.path());
     let mut daemon = Daemon(
-        Command::new(env!("CARGO_BIN_EXE_ibqos"))
-            .args(["sm", "--cache-dir"])
-            .arg(dir.path())
+        ibqos_sm(dir.path())
             .env("NOTIFY_SOCKET", &path)
             .env("NO_COLOR", "1")
             .stderr(std::process::Stdio::null())
@@ -706,9 +702,7 @@ fn a_reload_reports_what_became_of_each_changed_option() {
     .unwrap();
     let (socket, notify) = notify_socket(dir.path());
     let mut daemon = Daemon(
-        Command::new(env!("CARGO_BIN_EXE_ibqos"))
-            .args(["sm", "--cache-dir"])
-            .arg(dir.path())
+        ibqos_sm(dir.path())
             .arg("-F")
             .arg(&conf)
             .arg("--log-file")
@@ -835,9 +829,7 @@ fn ibqos_ctl_asks_a_running_daemon_and_refuses_what_it_may_not_use() {
     let socket = dir.path().join("run").join("ctl.sock");
     let (notified, notify) = notify_socket(dir.path());
     let mut daemon = Daemon(
-        Command::new(env!("CARGO_BIN_EXE_ibqos"))
-            .args(["sm", "--cache-dir"])
-            .arg(dir.path())
+        ibqos_sm(dir.path())
             .arg("-F")
             .arg(&conf)
             .arg("--control-socket")
@@ -895,9 +887,7 @@ fn ibqos_ctl_asks_a_running_daemon_and_refuses_what_it_may_not_use() {
 
     // A second daemon may not take the socket of a live one.
     let other = tempfile::tempdir().unwrap();
-    let refused = Command::new(env!("CARGO_BIN_EXE_ibqos"))
-        .args(["sm", "--cache-dir"])
-        .arg(other.path())
+    let refused = ibqos_sm(other.path())
         .arg("--control-socket")
         .arg(&socket)
         .output()

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::daemon::{Daemon, notified_until, notify_socket, signal};
+use common::daemon::{Daemon, ibqos_sm, notified_until, notify_socket, signal};
 use common::sysfs::{FakePort, add_device, put};
 
 const IBQOS: &str = env!("CARGO_BIN_EXE_ibqos");
@@ -95,14 +95,8 @@ fn the_sm_waits_for_its_port_to_appear_and_its_link_to_come_up() {
     let guid = 0x0002_c903_0000_0002_u64;
     let log_path = dir.path().join("log");
     let mut daemon = Daemon(
-        Command::new(IBQOS)
-            .args([
-                "sm",
-                "--fabric",
-                &format!("umad:{guid:#018x}"),
-                "--cache-dir",
-            ])
-            .arg(dir.path())
+        ibqos_sm(dir.path())
+            .args(["--fabric", &format!("umad:{guid:#018x}")])
             .env("IBQOS_SYSFS_ROOT", &sysfs)
             .env("NOTIFY_SOCKET", &notify)
             .env("WATCHDOG_USEC", "200000")
@@ -151,9 +145,8 @@ fn the_sm_stops_on_sigterm_while_it_waits() {
     let dir = tempfile::tempdir().unwrap();
     let (socket, notify) = notify_socket(dir.path());
     let mut daemon = Daemon(
-        Command::new(IBQOS)
-            .args(["sm", "--fabric", "umad", "--cache-dir"])
-            .arg(dir.path())
+        ibqos_sm(dir.path())
+            .args(["--fabric", "umad"])
             .env("IBQOS_SYSFS_ROOT", dir.path().join("no-sys"))
             .env("NOTIFY_SOCKET", &notify)
             .stderr(Stdio::null())

@@ -15,6 +15,14 @@ impl Drop for Daemon {
     }
 }
 
+/// `ibqos sm --cache-dir DIR`: the SM with a LID cache of its own (tests run in parallel, and
+/// two sharing a cache would remove it under each other); the caller adds the rest.
+pub fn ibqos_sm(cache_dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ibqos"));
+    command.args(["sm", "--cache-dir"]).arg(cache_dir);
+    command
+}
+
 /// `kill -s SIGNAL PID`.
 pub fn signal(pid: u32, signal: &str) {
     let status = Command::new("kill")
