@@ -595,9 +595,14 @@ impl<'n> Simulation<'n> {
                     // At most 65 blocks (a 4 KB payload), as in [`FlowHot::blocks`].
                     let (port, vl, blocks) = (state.port, state.vl, state.blocks as u16);
                     let lane = self.lane(port, vl);
-                    self.rotations[lane].push_back((flow, blocks));
-                    self.greedy_turn(lane);
-                    self.refresh_lane(port, vl);
+                    let rotation = &mut self.rotations[lane];
+                    rotation.push_back((flow, blocks));
+                    // Joining behind other flows changes neither the lane's head nor what it
+                    // waits for: only the first flow of a rotation makes a new head.
+                    if rotation.len() == 1 {
+                        self.greedy_turn(lane);
+                        self.refresh_lane(port, vl);
+                    }
                     self.try_send(port);
                 } else {
                     self.inject(flow);
@@ -608,8 +613,13 @@ impl<'n> Simulation<'n> {
                 self.flow_hot[flow as usize].stopped = true;
                 let state = &self.flows[flow as usize];
                 let (port, vl) = (state.port, state.vl);
-                self.skip_stopped(self.lane(port, vl));
-                self.refresh_lane(port, vl);
+                let lane = self.lane(port, vl);
+                // A flow behind the front leaves when its turn comes (skip_stopped): until
+                // then the lane's head is the front's, unchanged.
+                if self.rotations[lane].front().is_some_and(|&(front, _)| front == flow) {
+                    self.skip_stopped(lane);
+                    self.refresh_lane(port, vl);
+                }
             }
             Event::TxDone {
                 port,
