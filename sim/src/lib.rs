@@ -11,15 +11,20 @@
 //!
 //! - [`arbiter`]: the IBA 7.6.9 VL arbiter, its open points as named options;
 //! - [`traffic`]: the traffic file (TOML) and the patterns it can generate;
+//! - [`dcqcn`] and [`host_qos`]: the RoCE host side after NVIDIA's ConnectX documentation (ECN
+//!   marking, CNPs, the DCQCN reaction point; trust and the DSCP/priority maps), for the engine
+//!   to call;
 //! - [`Simulation`]: the engine ([`engine`](self) module docs give the model and its choices);
 //! - [`Report`]: per flow, per SL and per VL on every link; [`describe`] prints it as tables,
 //!   and the `plot` module (feature `plot`) draws it as SVG charts.
 
 pub mod arbiter;
 mod build;
+pub mod dcqcn;
 mod describe;
 mod engine;
 mod held;
+pub mod host_qos;
 mod link;
 mod network;
 #[cfg(feature = "plot")]
@@ -30,9 +35,14 @@ pub mod traffic;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
 pub use build::{BuildError, Tables, TopologyHosts, build_network};
+pub use dcqcn::{
+    Cnp, DcqcnConfig, DcqcnConfigError, EcnConfig, EcnConfigError, EcnMarker, NotificationPoint,
+    NpParams, ReactionPoint, RpParams,
+};
 pub use describe::describe;
 pub use engine::{SimOptions, Simulation, simulate};
 pub use held::Mismatch;
+pub use host_qos::{HostQos, HostQosError, Trust};
 pub use link::{
     BTH_BYTES, HEADER_BYTES, ICRC_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US,
     Speed, VCRC_BYTES, Width, wire_blocks,
