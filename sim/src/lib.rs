@@ -11,6 +11,8 @@
 //!
 //! - [`arbiter`]: the IBA 7.6.9 VL arbiter, its open points as named options;
 //! - [`traffic`]: the traffic file (TOML) and the patterns it can generate;
+//! - [`ets`]: the Ethernet egress schedulers (strict priority, WRR, the three WDRR methods of
+//!   ExtremeXOS, minbw/maxbw and rates) and the dot1p map;
 //! - [`Simulation`]: the engine ([`engine`](self) module docs give the model and its choices);
 //! - [`Report`]: per flow, per SL and per VL on every link; [`describe`] prints it as tables,
 //!   and the `plot` module (feature `plot`) draws it as SVG charts.
@@ -19,6 +21,7 @@ pub mod arbiter;
 mod build;
 mod describe;
 mod engine;
+pub mod ets;
 mod held;
 mod link;
 mod network;
@@ -32,6 +35,7 @@ pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight}
 pub use build::{BuildError, Tables, TopologyHosts, build_network};
 pub use describe::describe;
 pub use engine::{SimOptions, Simulation, simulate};
+pub use ets::{EtsConfig, EtsError, Grant, Scheduler};
 pub use held::Mismatch;
 pub use link::{
     BTH_BYTES, HEADER_BYTES, ICRC_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US,
