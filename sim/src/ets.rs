@@ -1085,6 +1085,28 @@ mod tests {
     }
 
     #[test]
+    fn wdrr_power_of_two_k_counts_the_debt_of_an_empty_class() {
+        // "K is calculated so that it is the minimum value required to make all credit
+        // counters positive": all, so an empty class's debt sets K too. Class 0 (weight 1)
+        // sends one 9000-byte packet and empties: 1-9000 = -8999. Class 4 (weight 2), alone,
+        // sends 1500: 2-1500 = -1498. Class 4 alone would need 2^K x 2 > 1498, K = 10; class 0
+        // needs 2^K > 8999, K = 14. So class 4 gains 2^14 x 2 = 32768: -1498+32768 = 31270, and
+        // class 0 16384: -8999+16384 = 7385.
+        let config = seed_example(
+            QosScheduler::WeightedDeficitRoundRobin,
+            WdrrMethod::PowerOfTwoK,
+        );
+        let mut scheduler = Scheduler::new(&config, LINK);
+        let sizes = [9000, 0, 0, 0, 1500, 0, 0, 0];
+        let sent = drive(&mut scheduler, LINK, TC0_TC4, sizes, 1, u64::MAX);
+        assert_eq!(sent.order, [0]);
+        let sent = drive(&mut scheduler, LINK, 1 << 4, sizes, 2, u64::MAX);
+        assert_eq!(sent.order, [4, 4]);
+        // The second grant replenished and then charged 1500: 31270 - 1500 = 29770.
+        assert_eq!([scheduler.credit[0], scheduler.credit[4]], [7385, 29770]);
+    }
+
+    #[test]
     fn no_credit_exceeds_its_cap_while_a_class_is_idle() {
         // Class 0 idle while class 4 sends for many rounds: "No queue's credit can ever be
         // more than quantum value x weight" = 16 units for weight 1.
