@@ -11,6 +11,8 @@
 //!
 //! - [`arbiter`]: the IBA 7.6.9 VL arbiter, its open points as named options;
 //! - [`traffic`]: the traffic file (TOML) and the patterns it can generate;
+//! - [`ets`]: the Ethernet egress schedulers (strict priority, WRR, the three WDRR methods of
+//!   ExtremeXOS, minbw/maxbw and rates) and the dot1p map;
 //! - [`dcqcn`] and [`host_qos`]: the RoCE host side after NVIDIA's ConnectX documentation (ECN
 //!   marking, CNPs, the DCQCN reaction point; trust and the DSCP/priority maps), for the engine
 //!   to call;
@@ -23,6 +25,7 @@ mod build;
 pub mod dcqcn;
 mod describe;
 mod engine;
+pub mod ets;
 mod held;
 pub mod host_qos;
 mod link;
@@ -41,6 +44,7 @@ pub use dcqcn::{
 };
 pub use describe::describe;
 pub use engine::{SimOptions, Simulation, simulate};
+pub use ets::{EtsConfig, EtsError, Grant, Scheduler};
 pub use held::Mismatch;
 pub use host_qos::{HostQos, HostQosError, Trust};
 pub use link::{
