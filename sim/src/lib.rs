@@ -22,6 +22,7 @@ mod engine;
 mod held;
 mod link;
 mod network;
+pub mod pfc;
 #[cfg(feature = "plot")]
 pub mod plot;
 mod queue;
@@ -38,6 +39,7 @@ pub use link::{
     Speed, VCRC_BYTES, Width, wire_blocks,
 };
 pub use network::{Flow, Link, Network, NetworkError, Node, NodeKind, PortAddr, PortArbitration};
+pub use pfc::{PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PfcConfig};
 pub use report::{
     FlowReport, Histogram, Latency, LinkReport, Report, SlReport, Timeline, VlReport,
 };
