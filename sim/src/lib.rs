@@ -27,6 +27,7 @@ pub mod pfc;
 pub mod plot;
 mod queue;
 mod report;
+pub mod shared_buffer;
 pub mod traffic;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
@@ -43,3 +44,4 @@ pub use pfc::{PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PfcConfig}
 pub use report::{
     FlowReport, Histogram, Latency, LinkReport, Report, SlReport, Timeline, VlReport,
 };
+pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};
