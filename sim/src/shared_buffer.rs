@@ -1201,10 +1201,18 @@ mod tests {
     }
 
     /// Fills ePort.tc0 of ports 1..=`regions` from port 0, one packet each in turn, until each
-    /// is refused; returns each region's occupancy.
+    /// is refused; returns each region's occupancy. Panics if the regions take more than
+    /// 100 MB between them: some bound is not working.
     fn fill_round_robin(buffer: &mut SwitchBuffer, regions: u16, packet: u32) -> Vec<u64> {
         let mut refused = vec![false; usize::from(regions)];
-        while refused.contains(&false) {
+        for round in 0.. {
+            assert!(
+                round * u64::from(packet) < 100_000_000,
+                "the regions never refuse a packet"
+            );
+            if !refused.contains(&false) {
+                break;
+            }
             for port in 1..=regions {
                 let done = &mut refused[usize::from(port - 1)];
                 if !*done {
