@@ -30,10 +30,12 @@ mod held;
 pub mod host_qos;
 mod link;
 mod network;
+pub mod pfc;
 #[cfg(feature = "plot")]
 pub mod plot;
 mod queue;
 mod report;
+pub mod shared_buffer;
 pub mod traffic;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
@@ -52,6 +54,8 @@ pub use link::{
     Speed, VCRC_BYTES, Width, wire_blocks,
 };
 pub use network::{Flow, Link, Network, NetworkError, Node, NodeKind, PortAddr, PortArbitration};
+pub use pfc::{PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PfcConfig};
 pub use report::{
     FlowReport, Histogram, Latency, LinkReport, Report, SlReport, Timeline, VlReport,
 };
+pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};
