@@ -11,6 +11,9 @@
 //!
 //! - [`arbiter`]: the IBA 7.6.9 VL arbiter, its open points as named options;
 //! - [`traffic`]: the traffic file (TOML) and the patterns it can generate;
+//! - [`pfc`] and [`shared_buffer`]: priority flow control (pause quanta, headroom, the end that
+//!   pauses and the end that obeys) and a switch buffer after NVIDIA Onyx (pools, the four
+//!   regions, static and dynamic thresholds, headroom), for the engine to call;
 //! - [`ets`]: the Ethernet egress schedulers (strict priority, WRR, the three WDRR methods of
 //!   ExtremeXOS, minbw/maxbw and rates) and the dot1p map;
 //! - [`dcqcn`] and [`host_qos`]: the RoCE host side after NVIDIA's ConnectX documentation (ECN
