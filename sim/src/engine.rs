@@ -616,7 +616,10 @@ impl<'n> Simulation<'n> {
                 let lane = self.lane(port, vl);
                 // A flow behind the front leaves when its turn comes (skip_stopped): until
                 // then the lane's head is the front's, unchanged.
-                if self.rotations[lane].front().is_some_and(|&(front, _)| front == flow) {
+                if self.rotations[lane]
+                    .front()
+                    .is_some_and(|&(front, _)| front == flow)
+                {
                     self.skip_stopped(lane);
                     self.refresh_lane(port, vl);
                 }
