@@ -172,6 +172,7 @@ pub struct FlowReport {
     pub name: String,
     pub src: String,
     pub dst: String,
+    /// The SL; on an Ethernet run, the flow's priority.
     pub sl: u8,
     pub management: bool,
     pub sent_packets: u64,
@@ -188,7 +189,8 @@ pub struct FlowReport {
     pub in_flight_packets: u64,
 }
 
-/// All flows of one SL together (management flows excluded).
+/// All flows of one SL together (management flows excluded); on an Ethernet run, of one
+/// priority.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlReport {
     pub sl: u8,
