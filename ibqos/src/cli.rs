@@ -672,7 +672,7 @@ fn parse_vl_count(s: &str) -> Result<VlCount, String> {
 
 #[derive(Debug, Args)]
 #[command(group(
-    clap::ArgGroup::new("sim_tables").required(true).args(["opensm_conf", "toml", "tables"])
+    clap::ArgGroup::new("sim_tables").args(["opensm_conf", "toml", "tables"])
 ))]
 pub struct SimArgs {
     /// The fabric: an ibnetdiscover / ibsim net file. Its nodes, links and port capabilities
@@ -708,10 +708,16 @@ pub struct SimArgs {
     /// the latency CDF per SL.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Lossless Ethernet with a `[[storm]]`: run once per PFC delay (quanta, the SONiC PFC pause
+    /// response-time test's `pfc_delay`) in place of `[pfc] pfc_delay`, and print that test
+    /// plan's four checks as a table: background traffic fully delivered, no test frame
+    /// delivered, test bytes transmitted against the shared buffer size, ingress drops.
+    #[arg(long, value_name = "QUANTA,...", value_delimiter = ',')]
+    pub sweep_pfc_delay: Vec<u32>,
 }
 
 impl SimArgs {
-    /// The configuration file given (clap requires one unless --tables is).
+    /// The configuration file given (an InfiniBand run needs one unless --tables is given).
     pub fn config(&self) -> Option<&PathBuf> {
         self.opensm_conf.as_ref().or(self.toml.as_ref())
     }

@@ -1,10 +1,13 @@
 //! Simulator throughput: events and packet-hops per second on one core, on the 648-host fat
 //! tree (fabric/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
 //!
-//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD]]` (defaults 100 us, 2048 B).
-//! Every host sends to every other host as fast as the fabric allows (419,256 greedy flows),
-//! flow i on SL i mod 8, with the SL n -> VL n tables of an 8-VL configuration. Prints the
-//! figures and the peak resident memory; a timing belongs here, never in a test.
+//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [pfc]]]` (defaults 100 us,
+//! 2048 B, InfiniBand). Every host sends to every other host as fast as the fabric allows
+//! (419,256 greedy flows), flow i on SL i mod 8, with the SL n -> VL n tables of an 8-VL
+//! configuration; with `pfc`, the same over lossless Ethernet at 100 Gb/s (flow i on priority
+//! i mod 8, every priority lossless in one PG with 100 KB of headroom, Xoff at 40 KB, the
+//! default pools and ETS). Prints the figures and the peak resident memory; a timing belongs
+//! here, never in a test.
 
 use std::path::Path;
 use std::time::Instant;
@@ -15,6 +18,17 @@ use ibqos_qos::Sl;
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_sim::traffic;
 use ibqos_sim::{Flow, SimOptions, Simulation, Tables, TopologyHosts, build_network};
+
+/// The lossless-Ethernet settings of the `pfc` run.
+const PFC: &str = r#"
+[link]
+flow_control = "pfc"
+gbps = 100
+[pfc]
+priorities = [0, 1, 2, 3, 4, 5, 6, 7]
+[buffer]
+pg = [{ pg = 0, pool = "iPool0", type = "lossless", reserved = 102400, xoff = 40960, xon = 20480, shared = { alpha = "1" } }]
+"#;
 
 const CONF: &str = "qos TRUE\nqos_max_vls 8\nqos_high_limit 0\nqos_vlarb_high 0:0\n\
     qos_vlarb_low 0:64,1:64,2:64,3:64,4:64,5:64,6:64,7:64\nqos_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\n";
@@ -37,6 +51,7 @@ fn main() {
         .collect();
     let duration_us: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(100);
     let payload: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2048);
+    let pfc = args.get(2).is_some_and(|a| a == "pfc");
     let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/data/fat-tree-648.net");
     let mut topo = parse_net_file(&net).expect("fat-tree-648.net").topology;
     let loaded = load_bytes(
@@ -46,7 +61,8 @@ fn main() {
     )
     .expect("configuration");
     let text = format!(
-        "duration_us = {duration_us}\n[[pattern]]\nkind = \"all-to-all\"\npayload = {payload}\n"
+        "duration_us = {duration_us}\n{}\n[[pattern]]\nkind = \"all-to-all\"\npayload = {payload}\n",
+        if pfc { PFC } else { "" }
     );
     let traffic = traffic::parse("bench.toml", text.as_bytes()).expect("traffic");
     let started = Instant::now();
@@ -55,7 +71,8 @@ fn main() {
         setup: &SetupTables::default(),
         max_op_vls: None,
     };
-    let network = build_network(&mut topo, tables, &traffic).expect("network");
+    let mut network = build_network(&mut topo, tables, &traffic).expect("network");
+    network.ethernet = traffic.ethernet(&TopologyHosts(&topo)).expect("ethernet");
     let flows: Vec<Flow> = traffic
         .flows(&TopologyHosts(&topo), 0)
         .expect("flows")
@@ -85,10 +102,19 @@ fn main() {
     let vls: std::collections::BTreeSet<u8> = report
         .links
         .iter()
-        .flat_map(|l| l.vls.iter().map(|v| v.vl))
+        .flat_map(|l| {
+            let vls = l.vls.iter().map(|v| v.vl);
+            // On Ethernet, the traffic classes.
+            let tcs = l
+                .ethernet
+                .iter()
+                .flat_map(|e| e.traffic_classes.iter().map(|t| t.tc));
+            vls.chain(tcs)
+        })
         .collect();
     println!(
-        "fat-tree-648 all-to-all: {} flows, payload {payload} B, {duration_us} us simulated, VLs used {vls:?}",
+        "fat-tree-648 all-to-all{}: {} flows, payload {payload} B, {duration_us} us simulated, VLs (TCs) used {vls:?}",
+        if pfc { " over lossless Ethernet" } else { "" },
         flows.len()
     );
     println!(

@@ -158,7 +158,11 @@ pub fn build_network(
             params: traffic.link,
         })
         .collect();
-    Ok(Network { nodes, links })
+    Ok(Network {
+        nodes,
+        links,
+        ethernet: None,
+    })
 }
 
 /// Sets the tables of `node` (being built for `fnode`, node `id` of `topo`) to what the planner

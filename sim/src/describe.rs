@@ -1,5 +1,6 @@
 //! The report as a person reads it: flows, SLs, totals per VL over every link, and the busiest
-//! links per VL.
+//! links per VL; on Ethernet, priorities in place of SLs, and per link the traffic classes and
+//! priorities with their pauses and drops, and every switch's pool peaks.
 
 use std::fmt::Write as _;
 
@@ -19,10 +20,13 @@ pub fn describe(report: &Report) -> String {
         report.events,
         report.packet_hops
     );
+    let ethernet = report.links.iter().any(|l| l.ethernet.is_some());
+    // On Ethernet a flow's class is its priority.
+    let class = if ethernet { "pri" } else { "SL" };
     let _ = writeln!(
         out,
         "{:<28} {:>3} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8}",
-        "flow", "SL", "sent", "delivered", "Gb/s", "p50 ns", "p99 ns", "max ns", "dropped"
+        "flow", class, "sent", "delivered", "Gb/s", "p50 ns", "p99 ns", "max ns", "dropped"
     );
     for f in report.flows.iter().take(TABLE_ROWS) {
         let sl = if f.management {
@@ -48,7 +52,7 @@ pub fn describe(report: &Report) -> String {
     let _ = writeln!(
         out,
         "\n{:<4} {:>6} {:>12} {:>9} {:>9} {:>9} {:>8}",
-        "SL", "flows", "bytes", "Gb/s", "p50 ns", "p99 ns", "dropped"
+        class, "flows", "bytes", "Gb/s", "p50 ns", "p99 ns", "dropped"
     );
     for s in &report.sls {
         let _ = writeln!(
@@ -62,6 +66,10 @@ pub fn describe(report: &Report) -> String {
             s.latency_ns.p99,
             s.dropped_packets
         );
+    }
+    if ethernet {
+        ethernet_links(&mut out, report);
+        return out;
     }
     vl_totals(&mut out, report);
     let mut busiest: Vec<_> = report.links.iter().filter(|l| !l.vls.is_empty()).collect();
@@ -99,6 +107,86 @@ pub fn describe(report: &Report) -> String {
     }
     more(&mut out, busiest.len(), "links with traffic");
     out
+}
+
+/// The busiest Ethernet link directions, per traffic class and per priority, and the switches'
+/// pool peaks.
+fn ethernet_links(out: &mut String, report: &Report) {
+    let mut busiest: Vec<_> = report
+        .links
+        .iter()
+        .filter_map(|l| Some((l, l.ethernet.as_ref()?)))
+        .filter(|(_, e)| !e.traffic_classes.is_empty() || !e.priorities.is_empty())
+        .collect();
+    busiest.sort_by_key(|(l, _)| std::cmp::Reverse(l.bytes));
+    let _ = writeln!(
+        out,
+        "\n{:<30} {:>3} {:>9} {:>9} {:>7} {:>7}",
+        "link (busiest first)", "TC", "frames", "Gb/s", "share", "util"
+    );
+    for (link, eth) in busiest.iter().take(TABLE_ROWS) {
+        let _ = writeln!(out, "{} -> {}", link.from, link.to);
+        for t in &eth.traffic_classes {
+            let _ = writeln!(
+                out,
+                "{:<30} {:>3} {:>9} {:>9.3} {:>6.1}% {:>6.1}%",
+                "",
+                t.tc,
+                t.frames,
+                t.throughput_gbps,
+                t.share * 100.0,
+                t.utilization * 100.0
+            );
+        }
+    }
+    more(out, busiest.len(), "links with traffic");
+    let _ = writeln!(
+        out,
+        "\n{:<30} {:>3} {:>9} {:>9} {:>11} {:>7} {:>7} {:>8} {:>9}",
+        "link (busiest first)",
+        "pri",
+        "frames",
+        "Gb/s",
+        "paused us",
+        "pause>",
+        "pause<",
+        "dropped",
+        "headroom"
+    );
+    for (link, eth) in busiest.iter().take(TABLE_ROWS) {
+        let _ = writeln!(out, "{} -> {}", link.from, link.to);
+        for p in &eth.priorities {
+            let _ = writeln!(
+                out,
+                "{:<30} {:>3} {:>9} {:>9.3} {:>11.3} {:>7} {:>7} {:>8} {:>9}",
+                "",
+                p.priority,
+                p.frames,
+                p.throughput_gbps,
+                p.paused_ns as f64 / 1e3,
+                p.pause_frames_sent,
+                p.pause_frames_received,
+                p.dropped_packets,
+                p.headroom_peak_bytes
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "(pause> sent by the receiving port, pause< received by the sending port; dropped and \
+         headroom peak at the receiving switch port)"
+    );
+    let _ = writeln!(out, "\n{:<30} {:>8} {:>14}", "switch", "pool", "peak bytes");
+    for switch in report.switches.iter().take(TABLE_ROWS) {
+        for pool in &switch.pools {
+            let _ = writeln!(
+                out,
+                "{:<30} {:>8} {:>14}",
+                switch.name, pool.pool, pool.peak_bytes
+            );
+        }
+    }
+    more(out, report.switches.len(), "switches");
 }
 
 fn more(out: &mut String, total: usize, what: &str) {

@@ -25,11 +25,57 @@
 //!   phase) into an unbounded source queue; a flow with rate 0 always has a packet ready, and
 //!   several such flows on one port and VL take turns. Latency runs from a packet's creation
 //!   to its delivery, so a rate-limited flow's includes its wait at the source.
+//!
+//! # Lossless Ethernet (`flow_control = "pfc"`)
+//! A run is all InfiniBand or all Ethernet: with [`Network::ethernet`] every link is an Ethernet
+//! link of one rate, and the same events, sources, queues and reports carry it, in these terms
+//! (the `ethernet` submodule holds the state, apart from what an InfiniBand hop reads):
+//! - **Units.** Sizes are counted in units: 64-byte blocks on InfiniBand, bytes on Ethernet,
+//!   where a packet is a RoCEv2 frame of payload + 62 bytes ([`crate::link::frame_bytes`]) that
+//!   takes (frame + 20) x 8 / rate on the wire (preamble and inter-frame gap). Reports turn
+//!   units into bytes in one place.
+//! - **Priorities and lanes.** A flow's class is its priority (0-7, given by the source host's
+//!   QoS settings from its PCP or DSCP; carried in the flow's and the packet's SL field) and
+//!   rides the packet unchanged. A port's lanes are its eight traffic classes, the ETS dot1p
+//!   map's class of each priority (VL15's lane is never used).
+//! - **Sender.** No credits (a lane's allowance never runs out). A class may send when it has
+//!   a head packet and no priority mapped to it is paused (the pause stops the queue, so a
+//!   lossy priority that shares a class with a paused lossless one waits too: give lossless
+//!   priorities classes of their own); among those, the port's ETS [`crate::ets::Scheduler`]
+//!   picks, in place of the VL arbiter. When none may send until some time (a pause's end, a
+//!   rate bucket's refill) the port is woken then, by one event. A frame already started
+//!   finishes.
+//! - **Switch buffer.** A frame arriving at a switch is admitted by the switch's
+//!   [`crate::shared_buffer::SwitchBuffer`] (ingress PG by the buffer's priority map, egress TC
+//!   by the ETS map), or dropped and counted per ingress port and priority; it is freed when
+//!   its transmission out of the egress port ends, as InfiniBand frees its input buffer. A
+//!   host receives without limit (it drains at line rate).
+//! - **Pause frames.** The buffer's Xoff and Xon of a lossless PG go to the ingress port's
+//!   [`crate::pfc::PauseGenerator`], which refreshes the pause while it lasts (an event at its
+//!   refresh time). A frame reaches the peer its own wire time (64 + 20 bytes) and the cable
+//!   later, **out of band**: it neither waits for the data frame being sent the other way nor
+//!   delays the next one. Why: the engine keeps no per-direction time of the frame in progress
+//!   on the reverse path, and the worst case that waiting adds (one maximum frame) is in
+//!   [`crate::pfc::headroom_bytes`] already, so a headroom sized by it still holds. The peer's
+//!   [`crate::pfc::PauseResponder`] counts it on arrival and applies it after its response
+//!   delay. `pfc_delay` (the SONiC plan's delay of the sending tester port) applies to host
+//!   ports; a switch port obeys within its own response time (`response_quanta`, by default
+//!   the IEEE limit for the speed).
+//! - **Storms.** A `[[storm]]` host port sends pause frames for its priorities from its start
+//!   to its stop time ([`crate::pfc::PauseStorm`]), counted as pause frames sent and received.
+//! - **Hook points for DCQCN** (a later slice): the egress enqueue (ECN marking) is where
+//!   `ethernet_arrive` queues a frame on its output class; the notification point is the
+//!   delivery in `ethernet_arrive`; the reaction point's rate is the source's schedule
+//!   (`inject`, `gap_ps`).
 
 use std::collections::{BTreeMap, VecDeque};
 
+mod ethernet;
+
 use crate::arbiter::{Arbiter, ArbiterOptions, BLOCK_BYTES, SharedTables};
-use crate::link::{LinkParams, PS_PER_NS, Speed, Width, wire_blocks};
+use crate::link::{
+    LinkParams, PS_PER_NS, Speed, Width, ethernet_wire_ps, frame_bytes, wire_blocks,
+};
 use crate::network::{Flow, Network, NetworkError, NodeKind, PortAddr};
 use crate::queue::Queue;
 use crate::report::{FlowReport, Histogram, LinkReport, Report, SlReport, Timeline, VlReport};
@@ -81,6 +127,16 @@ enum Event {
     Arrive { port: u32, packet: u32 },
     /// Credits for `blocks` of VL `vl` reached the sending port `port`.
     Credit { port: u32, vl: u8, blocks: u16 },
+    /// Ethernet: `port` may send again (a pause ran out, or an ETS rate bucket filled).
+    Wake { port: u32 },
+    /// Ethernet: pause frame `frame` (an index into the Ethernet state's frames) reached `port`.
+    PauseArrive { port: u32, frame: u32 },
+    /// Ethernet: pause frame `frame` takes hold at `port`, its response delay after arriving.
+    PauseApply { port: u32, frame: u32 },
+    /// Ethernet: the pause refresh of ingress port `port` is due.
+    Refresh { port: u32 },
+    /// Ethernet: pause storm number `storm` sends its next frame.
+    Storm { storm: u32 },
 }
 
 const _: () = assert!(size_of::<Event>() == 12);
@@ -304,6 +360,9 @@ pub struct Simulation<'n> {
     packet_hops: u64,
     /// `[port][interval][VL]` blocks sent, when recording a timeline.
     timeline: Vec<u64>,
+    /// The lossless-Ethernet state of a `pfc` run, apart from everything an InfiniBand hop
+    /// reads; `None` on InfiniBand, which is the one check where the paths part.
+    eth: Option<Box<ethernet::EthernetState>>,
 }
 
 /// SplitMix64: a seeded, order-independent hash for per-flow randomness.
@@ -377,13 +436,20 @@ impl<'n> Simulation<'n> {
             ports[a as usize].vls = vls;
             ports[b as usize].vls = vls;
         }
+        let ethernet = network.ethernet.as_ref();
+        if ethernet.is_some() {
+            // An Ethernet port's lanes are its eight traffic classes.
+            for port in &mut ports {
+                port.vls = ethernet::TRAFFIC_CLASSES;
+            }
+        }
+        let units = |payload| match ethernet {
+            Some(_) => frame_bytes(payload),
+            None => wire_blocks(payload),
+        };
         // Each distinct link's time on the wire for every packet size a flow sends, worked out
         // once: a fabric has few kinds of links, and a division per packet-hop is dear.
-        let largest = flows
-            .iter()
-            .map(|f| wire_blocks(f.payload))
-            .max()
-            .unwrap_or(0);
+        let largest = flows.iter().map(|f| units(f.payload)).max().unwrap_or(0);
         let mut kinds: Vec<LinkParams> = Vec::new();
         let mut wire_times = Vec::new();
         for port in &mut ports {
@@ -394,7 +460,10 @@ impl<'n> Simulation<'n> {
                     kinds.push(port.link);
                     wire_times.push(
                         (0..=largest)
-                            .map(|b| port.link.serialization_ps(b))
+                            .map(|units| match ethernet {
+                                Some(eth) => ethernet_wire_ps(units, eth.link_bps),
+                                None => port.link.serialization_ps(units),
+                            })
                             .collect(),
                     );
                     kinds.len() - 1
@@ -405,8 +474,13 @@ impl<'n> Simulation<'n> {
         let mut lanes = Vec::new();
         for port in &ports {
             let base = lanes.len() as u32;
+            // Ethernet has no credits: an allowance that never runs out (what a frame takes
+            // is given back when it has left).
             let credits = Lane {
-                credits: port.link.vl_buffer_blocks,
+                credits: match ethernet {
+                    Some(_) => u32::MAX,
+                    None => port.link.vl_buffer_blocks,
+                },
                 ..Lane::default()
             };
             lanes.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
@@ -454,7 +528,13 @@ impl<'n> Simulation<'n> {
             events: 0,
             packet_hops: 0,
             timeline: Vec::new(),
+            eth: None,
         };
+        if let Some(config) = ethernet {
+            let state = ethernet::EthernetState::new(&sim, config)?;
+            sim.eth = Some(Box::new(state));
+            sim.start_storms();
+        }
         // The greedy flows that will join each lane's rotation, to size it once: growing
         // every rotation as its flows start was a tenth of the flows' start events.
         let mut joining = vec![0usize; sim.lanes.len()];
@@ -472,6 +552,7 @@ impl<'n> Simulation<'n> {
             sim.flow_hot.push(FlowHot {
                 sent: 0,
                 dlid: state.spec.dlid,
+                // At most 4158 (a 4 KB payload's frame) on Ethernet.
                 blocks: state.blocks as u16,
                 sl: state.spec.sl.get(),
                 management: state.spec.management,
@@ -508,6 +589,18 @@ impl<'n> Simulation<'n> {
         if info.peer.is_none() {
             return Err(bad_source());
         }
+        if let Some(eth) = &self.eth {
+            if flow.management {
+                return Err(NetworkError::ManagementOnEthernet {
+                    flow: flow.name.clone(),
+                });
+            }
+            return Ok(
+                self.source_state(flow, index, port, frame_bytes(flow.payload), {
+                    eth.traffic_class(flow.sl.get())
+                }),
+            );
+        }
         let blocks = wire_blocks(flow.payload);
         if !flow.management && blocks > info.link.vl_buffer_blocks {
             return Err(NetworkError::BufferTooSmall {
@@ -523,6 +616,11 @@ impl<'n> Simulation<'n> {
             vl if vl >= info.vls => VL15,
             vl => vl,
         };
+        Ok(self.source_state(flow, index, port, blocks, vl))
+    }
+
+    /// A flow leaving from `port` on lane `vl` with packets of `blocks` units, at its start.
+    fn source_state(&self, flow: &Flow, index: u64, port: u32, blocks: u32, vl: u8) -> FlowState {
         let stop = flow.stop_ps.min(self.options.duration_ps);
         let greedy = flow.rate_bps == 0;
         let phase = if greedy {
@@ -532,7 +630,7 @@ impl<'n> Simulation<'n> {
             let gap = self.gap_ps(flow, 1).max(1);
             mix(self.options.seed, index) % gap
         };
-        Ok(FlowState {
+        FlowState {
             spec: Flow {
                 stop_ps: stop,
                 ..flow.clone()
@@ -543,7 +641,7 @@ impl<'n> Simulation<'n> {
             greedy,
             origin: flow.start_ps + phase,
             generated: 0,
-        })
+        }
     }
 
     /// The time a rate flow takes to offer `packets` packets.
@@ -630,17 +728,28 @@ impl<'n> Simulation<'n> {
                 vl,
                 blocks,
             } => {
-                if release != NO_PORT {
-                    self.release(release, vl, blocks);
-                }
+                let next = if self.eth.is_some() {
+                    self.ethernet_sent(port, release, vl, blocks);
+                    self.ethernet_grant(port)
+                } else {
+                    if release != NO_PORT {
+                        self.release(release, vl, blocks);
+                    }
+                    self.credit_grant(port)
+                };
                 // The port stays busy when it sends again at once: marking it idle first would
                 // start, and end at the same instant, the wait of each of its starved lanes.
-                match self.grant(port) {
+                match next {
                     Some((peer, vl)) => self.transmit(port, peer, vl),
                     None => self.set_busy(port, false),
                 }
             }
             Event::Arrive { port, packet } => self.arrive(port, packet),
+            Event::Wake { port } => self.try_send(port),
+            Event::PauseArrive { port, frame } => self.pause_arrive(port, frame),
+            Event::PauseApply { port, frame } => self.pause_apply(port, frame),
+            Event::Refresh { port } => self.pause_refresh(port),
+            Event::Storm { storm } => self.storm(storm),
             Event::Credit { port, vl, blocks } => {
                 let lane = self.lane(port, vl);
                 let l = &mut self.lanes[lane];
@@ -733,7 +842,9 @@ impl<'n> Simulation<'n> {
             next_blocks: 0,
             dlid: f.dlid,
             blocks: f.blocks,
-            in_vl: 0,
+            // Read only once the packet is in a switch (which sets it), but for Ethernet's
+            // sender counters: the packet's priority.
+            in_vl: f.sl,
             vl,
             sl: f.sl,
             management: f.management,
@@ -884,6 +995,10 @@ impl<'n> Simulation<'n> {
     }
 
     fn arrive(&mut self, port: u32, packet: u32) {
+        if self.eth.is_some() {
+            self.ethernet_arrive(port, packet);
+            return;
+        }
         let info = self.ports[port as usize];
         let p = self.packets[packet as usize];
         let (blocks, dlid, management) = (u32::from(p.blocks), p.dlid, p.management);
@@ -898,13 +1013,7 @@ impl<'n> Simulation<'n> {
             // Delivered at a host (if it owns the LID), or no route at a switch.
             self.release(port, p.vl, p.blocks);
             let delivered = node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == dlid;
-            let latency = (self.now - p.created) / PS_PER_NS;
-            if delivered {
-                self.tallies[p.flow as usize].latency.record(latency);
-            } else {
-                self.flow_drops[p.flow as usize] += 1;
-            }
-            self.free.push(packet);
+            self.retire(packet, &p, delivered);
             return;
         };
         let out_port = self.node_base[info.node as usize] + u32::from(out);
@@ -929,6 +1038,17 @@ impl<'n> Simulation<'n> {
         self.try_send(out_port);
     }
 
+    /// A packet leaves the fabric: delivered (its latency recorded) or dropped.
+    fn retire(&mut self, packet: u32, p: &Packet, delivered: bool) {
+        let latency = (self.now - p.created) / PS_PER_NS;
+        if delivered {
+            self.tallies[p.flow as usize].latency.record(latency);
+        } else {
+            self.flow_drops[p.flow as usize] += 1;
+        }
+        self.free.push(packet);
+    }
+
     /// If `port` is idle, sends what VL15 or the arbiter gives it.
     fn try_send(&mut self, port: u32) {
         if self.bits[port as usize].busy {
@@ -939,9 +1059,19 @@ impl<'n> Simulation<'n> {
         }
     }
 
+    /// The peer and the lane `port` sends on next, whether or not the port is busy: by
+    /// credits and the VL arbiter, or on Ethernet by pauses and the ETS scheduler.
+    fn grant(&mut self, port: u32) -> Option<(u32, u8)> {
+        if self.eth.is_some() {
+            self.ethernet_grant(port)
+        } else {
+            self.credit_grant(port)
+        }
+    }
+
     /// The peer and the VL `port` sends on next, if it is linked and VL15 or the arbiter
     /// grants one, whether or not the port is busy.
-    fn grant(&mut self, port: u32) -> Option<(u32, u8)> {
+    fn credit_grant(&mut self, port: u32) -> Option<(u32, u8)> {
         let p = port as usize;
         let bits = self.bits[p];
         let peer = self.ports[p].peer?;
@@ -1052,6 +1182,7 @@ impl<'n> Simulation<'n> {
             flows,
             sls,
             links,
+            switches: self.switch_reports(),
             sl_latency,
             timeline,
         }
@@ -1134,6 +1265,15 @@ impl<'n> Simulation<'n> {
         (port as usize * self.options.timeline_intervals + interval) * VLS + usize::from(vl)
     }
 
+    /// The bytes of the engine's unit of size: a 64-byte block on InfiniBand, a byte on
+    /// Ethernet. Reports convert sizes here.
+    fn unit_bytes(&self) -> u64 {
+        match self.eth {
+            Some(_) => 1,
+            None => u64::from(BLOCK_BYTES),
+        }
+    }
+
     /// Every linked port and its peer, in port order: one per direction of each link.
     fn linked_ports(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         (0..)
@@ -1143,7 +1283,7 @@ impl<'n> Simulation<'n> {
 
     fn link_reports(&self) -> Vec<LinkReport> {
         let duration = self.options.duration_ps;
-        let block = u64::from(BLOCK_BYTES);
+        let block = self.unit_bytes();
         self.linked_ports()
             .map(|(p, peer)| {
                 let info = self.ports[p as usize];
@@ -1152,7 +1292,11 @@ impl<'n> Simulation<'n> {
                     .iter()
                     .map(|l| l.sent.blocks * block)
                     .sum();
-                let capacity_bits = info.link.gbps() * duration as f64 / 1e3;
+                let gbps = match &self.eth {
+                    Some(eth) => eth.gbps(),
+                    None => info.link.gbps(),
+                };
+                let capacity_bits = gbps * duration as f64 / 1e3;
                 let fraction = |bytes: u64, of: f64| {
                     if of > 0.0 {
                         round(bytes as f64 / of)
@@ -1160,6 +1304,17 @@ impl<'n> Simulation<'n> {
                         0.0
                     }
                 };
+                if self.eth.is_some() {
+                    return LinkReport {
+                        from: self.port_name(p),
+                        to: self.port_name(peer),
+                        gbps: round(gbps),
+                        bytes: total,
+                        utilization: fraction(total * 8, capacity_bits),
+                        vls: Vec::new(),
+                        ethernet: Some(self.ethernet_link(p, peer, capacity_bits)),
+                    };
+                }
                 // Both ends of a link run the same VLs; a VL without a lane only drops.
                 let vls = (0..VLS as u8)
                     .filter_map(|vl| {
@@ -1195,10 +1350,11 @@ impl<'n> Simulation<'n> {
                 LinkReport {
                     from: self.port_name(p),
                     to: self.port_name(peer),
-                    gbps: round(info.link.gbps()),
+                    gbps: round(gbps),
                     bytes: total,
                     utilization: fraction(total * 8, capacity_bits),
                     vls,
+                    ethernet: None,
                 }
             })
             .collect()
@@ -1216,18 +1372,24 @@ impl<'n> Simulation<'n> {
             .zip(links)
             .rev()
             .max_by_key(|(_, l)| l.bytes)?;
-        let vls = link
-            .vls
-            .iter()
-            .filter(|v| v.bytes > 0)
-            .map(|v| {
+        // The lanes that carried anything: VLs, or an Ethernet port's traffic classes.
+        let lanes: Vec<u8> = match &link.ethernet {
+            Some(eth) => eth.traffic_classes.iter().map(|t| t.tc).collect(),
+            None => link
+                .vls
+                .iter()
+                .filter(|v| v.bytes > 0)
+                .map(|v| v.vl)
+                .collect(),
+        };
+        let unit = self.unit_bytes();
+        let vls = lanes
+            .into_iter()
+            .map(|vl| {
                 let series = (0..intervals)
-                    .map(|i| {
-                        self.timeline[self.timeline_index(*busiest, i, v.vl)]
-                            * u64::from(BLOCK_BYTES)
-                    })
+                    .map(|i| self.timeline[self.timeline_index(*busiest, i, vl)] * unit)
                     .collect();
-                (v.vl, series)
+                (vl, series)
             })
             .collect();
         Some(Timeline {

@@ -13,12 +13,14 @@
 //! - [`traffic`]: the traffic file (TOML) and the patterns it can generate;
 //! - [`pfc`] and [`shared_buffer`]: priority flow control (pause quanta, headroom, the end that
 //!   pauses and the end that obeys) and a switch buffer after NVIDIA Onyx (pools, the four
-//!   regions, static and dynamic thresholds, headroom), for the engine to call;
+//!   regions, static and dynamic thresholds, headroom), which the engine's lossless-Ethernet
+//!   mode (`flow_control = "pfc"`, [`Network::ethernet`]) calls, as it calls [`ets`] and
+//!   [`host_qos`]; [`sweep_pfc_delay`] runs the SONiC PFC pause response-time test plan;
 //! - [`ets`]: the Ethernet egress schedulers (strict priority, WRR, the three WDRR methods of
 //!   ExtremeXOS, minbw/maxbw and rates) and the dot1p map;
 //! - [`dcqcn`] and [`host_qos`]: the RoCE host side after NVIDIA's ConnectX documentation (ECN
-//!   marking, CNPs, the DCQCN reaction point; trust and the DSCP/priority maps), for the engine
-//!   to call;
+//!   marking, CNPs, the DCQCN reaction point, not yet called by the engine; trust and the
+//!   DSCP/priority maps);
 //! - [`Simulation`]: the engine ([`engine`](self) module docs give the model and its choices);
 //! - [`Report`]: per flow, per SL and per VL on every link; [`describe`] prints it as tables,
 //!   and the `plot` module (feature `plot`) draws it as SVG charts.
@@ -39,6 +41,7 @@ pub mod plot;
 mod queue;
 mod report;
 pub mod shared_buffer;
+mod sonic;
 pub mod traffic;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
@@ -53,12 +56,19 @@ pub use ets::{EtsConfig, EtsError, Grant, Scheduler};
 pub use held::Mismatch;
 pub use host_qos::{HostQos, HostQosError, Trust};
 pub use link::{
-    BTH_BYTES, HEADER_BYTES, ICRC_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US,
-    Speed, VCRC_BYTES, Width, wire_blocks,
+    BTH_BYTES, ETHERNET_HEADER_BYTES, FCS_BYTES, HEADER_BYTES, ICRC_BYTES, IPV4_HEADER_BYTES,
+    LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, ROCE_HEADER_BYTES, Speed,
+    UDP_HEADER_BYTES, VCRC_BYTES, Width, ethernet_wire_ps, frame_bytes, wire_blocks,
 };
-pub use network::{Flow, Link, Network, NetworkError, Node, NodeKind, PortAddr, PortArbitration};
-pub use pfc::{PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PfcConfig};
+pub use network::{
+    Ethernet, Flow, Link, Network, NetworkError, Node, NodeKind, PortAddr, PortArbitration, Storm,
+};
+pub use pfc::{
+    PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PauseStormConfig, PfcConfig,
+};
 pub use report::{
-    FlowReport, Histogram, Latency, LinkReport, Report, SlReport, Timeline, VlReport,
+    EthernetLinkReport, FlowReport, Histogram, Latency, LinkReport, PoolReport, PriorityReport,
+    Report, SlReport, SwitchReport, Timeline, TrafficClassReport, VlReport,
 };
 pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};
+pub use sonic::{PfcDelayCheck, pfc_delay_table, sweep_pfc_delay};

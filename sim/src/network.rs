@@ -6,7 +6,11 @@
 use ibqos_qos::Sl2VlTable;
 use ibqos_qos::{Sl, VlArbEntry, VlCount};
 
+use crate::ets::EtsConfig;
+use crate::host_qos::HostQos;
 use crate::link::LinkParams;
+use crate::pfc::{PauseStormConfig, PfcConfig};
+use crate::shared_buffer::BufferConfig;
 
 /// A host (channel adapter) or a switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +143,29 @@ pub struct Link {
 pub struct Network {
     pub nodes: Vec<Node>,
     pub links: Vec<Link>,
+    /// `Some`: every link is lossless Ethernet (PFC) with these settings, and the nodes' SL-to-VL
+    /// and VL arbitration tables are not used; `None`: InfiniBand credit flow control.
+    pub ethernet: Option<Ethernet>,
+}
+
+/// A lossless-Ethernet fabric's settings: one of each for every port, switch and host alike
+/// (the buffer for every switch, the host QoS for every host).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ethernet {
+    /// Every link's rate in bits per second.
+    pub link_bps: u64,
+    pub pfc: PfcConfig,
+    pub buffer: BufferConfig,
+    pub ets: EtsConfig,
+    pub host: HostQos,
+    pub storms: Vec<Storm>,
+}
+
+/// A host port that keeps priorities paused ([`crate::pfc::PauseStorm`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Storm {
+    pub port: PortAddr,
+    pub config: PauseStormConfig,
 }
 
 /// One traffic flow, resolved to ports and LIDs.
@@ -151,6 +178,7 @@ pub struct Flow {
     pub dlid: u16,
     /// The destination's name, for reports.
     pub dst_name: String,
+    /// The SL; on an Ethernet run, the priority (0-7) the source host gives the flow.
     pub sl: Sl,
     /// Payload bytes per packet, 1..=4096.
     pub payload: u32,
@@ -194,4 +222,10 @@ pub enum NetworkError {
     },
     #[error("flow {flow} leaves from {port}, which is not a linked host port")]
     BadSource { flow: String, port: String },
+    #[error("flow {flow}: management traffic (VL15) is InfiniBand's; an Ethernet run has none")]
+    ManagementOnEthernet { flow: String },
+    #[error("pause storm at {port}: {reason}")]
+    BadStorm { port: String, reason: String },
+    #[error("Ethernet settings: {0}")]
+    BadEthernet(String),
 }

@@ -1,4 +1,5 @@
-//! SVG charts of a report: each VL's share of a link over time, and the latency CDF per SL.
+//! SVG charts of a report: each VL's share of a link over time, and the latency CDF per SL (on
+//! Ethernet: each traffic class's share, and the CDF per priority).
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +61,10 @@ fn plot_shares(path: &Path, report: &Report, timeline: &Timeline) -> PlotResult 
         .find(|l| l.from == timeline.from && l.to == timeline.to)
         .ok_or("the busiest link is missing from the report")?;
     let capacity = link.gbps * timeline.interval_ns as f64 / 8.0;
+    let (lanes, lane) = match link.ethernet {
+        Some(_) => ("traffic class", "TC"),
+        None => ("VL", "VL"),
+    };
     let interval_us = timeline.interval_ns as f64 / 1e3;
     let end_us = report.duration_ns as f64 / 1e3;
     let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
@@ -67,7 +72,7 @@ fn plot_shares(path: &Path, report: &Report, timeline: &Timeline) -> PlotResult 
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
-                "Bandwidth share per VL, {} -> {}",
+                "Bandwidth share per {lanes}, {} -> {}",
                 timeline.from, timeline.to
             ),
             ("sans-serif", 22),
@@ -89,7 +94,7 @@ fn plot_shares(path: &Path, report: &Report, timeline: &Timeline) -> PlotResult 
             .map(|(k, bytes)| ((k as f64 + 0.5) * interval_us, *bytes as f64 / capacity));
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-            .label(format!("VL {vl}"))
+            .label(format!("{lane} {vl}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
     }
     chart
@@ -119,10 +124,16 @@ fn plot_cdf(path: &Path, report: &Report) -> PlotResult {
         .min()
         .unwrap_or(1)
         .max(1) as f64;
+    // On Ethernet a flow's class is its priority.
+    let class = if report.links.iter().any(|l| l.ethernet.is_some()) {
+        "priority"
+    } else {
+        "SL"
+    };
     let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Latency CDF per SL", ("sans-serif", 22))
+        .caption(format!("Latency CDF per {class}"), ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(60)
@@ -153,7 +164,7 @@ fn plot_cdf(path: &Path, report: &Report) -> PlotResult {
         }
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-            .label(format!("SL {sl}"))
+            .label(format!("{class} {sl}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
     }
     chart

@@ -172,6 +172,7 @@ pub struct FlowReport {
     pub name: String,
     pub src: String,
     pub dst: String,
+    /// The SL; on an Ethernet run, the flow's priority.
     pub sl: u8,
     pub management: bool,
     pub sent_packets: u64,
@@ -188,7 +189,8 @@ pub struct FlowReport {
     pub in_flight_packets: u64,
 }
 
-/// All flows of one SL together (management flows excluded).
+/// All flows of one SL together (management flows excluded); on an Ethernet run, of one
+/// priority.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlReport {
     pub sl: u8,
@@ -233,8 +235,72 @@ pub struct LinkReport {
     pub gbps: f64,
     pub bytes: u64,
     pub utilization: f64,
-    /// The VLs that carried, held, blocked or dropped anything, ascending.
+    /// The VLs that carried, held, blocked or dropped anything, ascending (empty on Ethernet).
     pub vls: Vec<VlReport>,
+    /// An Ethernet link direction's traffic classes and priorities (absent on InfiniBand).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ethernet: Option<EthernetLinkReport>,
+}
+
+/// One direction of an Ethernet link: what its sending port's egress queues (traffic classes)
+/// sent, and per priority the frames, the pauses and what the receiving end dropped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EthernetLinkReport {
+    /// The traffic classes that sent anything, ascending.
+    pub traffic_classes: Vec<TrafficClassReport>,
+    /// The priorities that sent, were paused or dropped anything, ascending.
+    pub priorities: Vec<PriorityReport>,
+}
+
+/// One egress queue (traffic class) of an Ethernet port: the lane the ETS scheduler serves.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrafficClassReport {
+    pub tc: u8,
+    /// Frames started, and their bytes (RoCEv2 frames: payload + 62, no preamble or gap).
+    pub frames: u64,
+    pub bytes: u64,
+    pub throughput_gbps: f64,
+    /// This class's part of the bytes the link carried.
+    pub share: f64,
+    /// This class's part of the link's capacity over the run (frame bytes only, so a link
+    /// sending back to back stays a little under 1).
+    pub utilization: f64,
+}
+
+/// One priority in one direction of an Ethernet link, as both ends count it: the sender's
+/// frames and pause time, the receiver's pause frames and drops.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PriorityReport {
+    pub priority: u8,
+    /// Frames whose transmission ended, and their bytes.
+    pub frames: u64,
+    pub bytes: u64,
+    pub throughput_gbps: f64,
+    /// Time the sending port had this priority paused.
+    pub paused_ns: u64,
+    /// Pause frames naming this priority that the receiving port sent (its buffer's Xoff,
+    /// refreshes and Xon, or a pause storm there).
+    pub pause_frames_sent: u64,
+    /// Pause frames the sending port received that acted on this priority.
+    pub pause_frames_received: u64,
+    /// Frames of this priority the receiving switch dropped on arrival (buffer full).
+    pub dropped_packets: u64,
+    /// The most the receiving switch port's headroom for this priority's PG held.
+    pub headroom_peak_bytes: u64,
+}
+
+/// One Ethernet switch's shared buffer: the peak of every pool its configuration defines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SwitchReport {
+    pub name: String,
+    pub pools: Vec<PoolReport>,
+}
+
+/// The most shared space a pool (`iPool0`, `ePool1`, ...) held at once.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PoolReport {
+    pub pool: String,
+    pub peak_bytes: u64,
 }
 
 /// Bytes each VL sent on one link direction in each interval of the run, for plots.
@@ -258,6 +324,9 @@ pub struct Report {
     pub flows: Vec<FlowReport>,
     pub sls: Vec<SlReport>,
     pub links: Vec<LinkReport>,
+    /// Ethernet: every switch's pool peaks (absent on InfiniBand).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub switches: Vec<SwitchReport>,
     /// Per SL (management flows excluded), the latency histogram, for CDF plots.
     #[serde(skip)]
     pub sl_latency: Vec<(u8, Histogram)>,

@@ -34,6 +34,33 @@
 //! Every problem is reported once, precisely, with file:line:col: unknown keys, SL above 15, a
 //! zero duration, a payload of 0 or above 4096, an unknown speed, an unknown node. Reading
 //! never panics, whatever the bytes ([`parse`] is the fuzzing entry point).
+//!
+//! # Lossless Ethernet
+//! `[link] flow_control = "pfc"` makes every link lossless Ethernet (the engine's module docs
+//! give the model): `[link] gbps` is the rate (100 by default), `propagation_ns` as above, and
+//! `speed`, `width`, `vl_buffer_bytes` and `credit_latency_ns` are errors. A flow or pattern
+//! gives `priority` (0-7, its PCP) or `dscp` (0-63), or neither (RDMA without a priority, sent
+//! with `DscpForGlobalFlowControl`); the `[host]` settings turn that into its priority. `sl` and
+//! `management` are errors. Five sections, each read into its model's configuration and
+//! checked, every problem located at the key it is about (and each an error on a credit run):
+//! - `[pfc]`: [`crate::pfc::PfcConfig`] (`mode`, `priorities`, `pause_quanta`,
+//!   `refresh_quanta`, `pfc_delay`, `response_quanta`, `processing_delay_ns`), every port;
+//! - `[buffer]`: [`crate::shared_buffer::BufferConfig`] in Onyx's terms (`shared_buffer_bytes`,
+//!   `pool`, `priority_pg`, `priority_tc`, `pg`, `tc`, `iport`, `eport`), every switch;
+//! - `[ets]`: [`crate::ets::EtsConfig`] in ExtremeXOS's terms (`qosscheduler`, `wdrr-method`,
+//!   `dot1p`, `rate-burst-bytes`, `[ets.qpN]` with `weight`, `use-strict-priority`, `minbw`,
+//!   `maxbw`, `committed_rate`, `peak_rate`), every port;
+//! - `[host]`: [`crate::host_qos::HostQos`] under the ConnectX registry names
+//!   (`RxTrustedState`, `DefaultUntaggedPriority`, `DscpBasedEtsEnabled`,
+//!   `DscpToPriorityMappingTable_N`, `PriorityToDscpMappingTable_N`,
+//!   `DscpForGlobalFlowControl`), every host;
+//! - `[[storm]]`: a host (`host`) that keeps priorities paused, [`crate::pfc::PauseStormConfig`]
+//!   (`priorities`, `quanta`, `interval_quanta`, `start_us`, `stop_us`).
+//!
+//! A complete example (examples/sim/roce-traffic.toml):
+//!
+
+#![doc = concat!("```toml\n", include_str!("../../examples/sim/roce-traffic.toml"), "```")]
 
 use std::ops::Range;
 
@@ -45,8 +72,12 @@ use ibqos_text::{Code, Coded, Located, Location, Severity};
 
 use crate::arbiter::{ArbiterOptions, BLOCK_BYTES};
 use crate::engine::mix;
+use crate::ets::{EtsConfig, EtsError};
+use crate::host_qos::{HostQos, HostQosError};
 use crate::link::{LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, Speed, Width, wire_blocks};
-use crate::network::{Flow, PortAddr};
+use crate::network::{Ethernet, Flow, PortAddr, Storm};
+use crate::pfc::{PauseStormConfig, PfcConfig, PfcError};
+use crate::shared_buffer::{BufferConfig, BufferError, Region};
 
 /// The largest payload of a management (VL15) packet: a MAD.
 pub const MAX_MANAGEMENT_PAYLOAD: u32 = 256;
@@ -106,6 +137,37 @@ pub enum TrafficErrorKind {
     TooFewNodes(&'static str),
     #[error("no [[flow]] and no [[pattern]]: nothing to simulate")]
     NoTraffic,
+    #[error("`{key}` is {owner}")]
+    WrongFlowControl {
+        key: &'static str,
+        /// Whose key it is, and what to give instead.
+        owner: &'static str,
+    },
+    #[error("gbps = {0} is not a link rate: give Gb/s above 0, up to 1e6")]
+    BadGbps(f64),
+    #[error("priority {0} is out of range: an Ethernet priority is 0-7")]
+    BadPriority(i64),
+    #[error("dscp {0} is out of range: a DSCP is 0-63")]
+    BadDscp(i64),
+    #[error("give a flow `priority` or `dscp`, not both")]
+    PriorityAndDscp,
+    #[error("{0}")]
+    Ethernet(EthernetError),
+}
+
+/// An impossible lossless-Ethernet setting, as the module that checks it words it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EthernetError {
+    #[error("[pfc]: {0}")]
+    Pfc(PfcError),
+    #[error("[[storm]]: {0}")]
+    Storm(PfcError),
+    #[error("[buffer]: {0}")]
+    Buffer(BufferError),
+    #[error("[ets]: {0}")]
+    Ets(EtsError),
+    #[error("[host]: {0}")]
+    Host(HostQosError),
 }
 
 impl Coded for TrafficErrorKind {
@@ -128,6 +190,12 @@ impl Coded for TrafficErrorKind {
             TrafficErrorKind::DstWithoutIncast => Code::DstWithoutIncast,
             TrafficErrorKind::TooFewNodes(_) => Code::TooFewNodes,
             TrafficErrorKind::NoTraffic => Code::NoTraffic,
+            TrafficErrorKind::WrongFlowControl { .. } => Code::WrongFlowControl,
+            TrafficErrorKind::BadGbps(_) => Code::BadRate,
+            TrafficErrorKind::BadPriority(_) => Code::PriorityOutOfRange,
+            TrafficErrorKind::BadDscp(_) => Code::DscpOutOfRange,
+            TrafficErrorKind::PriorityAndDscp => Code::PriorityAndDscp,
+            TrafficErrorKind::Ethernet(_) => Code::InvalidEthernetSetting,
         }
     }
 
@@ -158,6 +226,17 @@ impl PatternKind {
     }
 }
 
+/// How every link of a run is flow-controlled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowControl {
+    /// InfiniBand credits.
+    #[default]
+    Credit,
+    /// Lossless Ethernet: IEEE 802.1Qbb priority flow control.
+    Pfc,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTraffic {
@@ -170,16 +249,33 @@ struct RawTraffic {
     flow: Vec<RawFlow>,
     #[serde(default)]
     pattern: Vec<RawPattern>,
+    pfc: Option<Spanned<PfcConfig>>,
+    buffer: Option<Spanned<BufferConfig>>,
+    ets: Option<Spanned<EtsConfig>>,
+    host: Option<Spanned<HostQos>>,
+    #[serde(default)]
+    storm: Vec<Spanned<RawStorm>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLink {
-    speed: Option<Speed>,
-    width: Option<Width>,
+    flow_control: Option<Spanned<FlowControl>>,
+    gbps: Option<Spanned<f64>>,
+    speed: Option<Spanned<Speed>>,
+    width: Option<Spanned<Width>>,
     propagation_ns: Option<Spanned<f64>>,
     vl_buffer_bytes: Option<Spanned<i64>>,
     credit_latency_ns: Option<Spanned<f64>>,
+}
+
+/// A `[[storm]]`: the host that sends it, and the storm's own settings, read into
+/// [`PauseStormConfig`] apart (which refuses unknown keys: flattened, it could not).
+#[derive(Debug, Deserialize)]
+struct RawStorm {
+    host: Spanned<String>,
+    #[serde(flatten)]
+    pause: toml::Table,
 }
 
 /// What a flow and a pattern both say about their packets.
@@ -194,8 +290,9 @@ struct RawFlow {
     rate_gbps: Option<Spanned<f64>>,
     start_us: Option<Spanned<f64>>,
     stop_us: Option<Spanned<f64>>,
-    #[serde(default)]
-    management: bool,
+    management: Option<Spanned<bool>>,
+    priority: Option<Spanned<i64>>,
+    dscp: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -210,8 +307,21 @@ struct RawPattern {
     rate_gbps: Option<Spanned<f64>>,
     start_us: Option<Spanned<f64>>,
     stop_us: Option<Spanned<f64>>,
-    #[serde(default)]
-    management: bool,
+    management: Option<Spanned<bool>>,
+    priority: Option<Spanned<i64>>,
+    dscp: Option<Spanned<i64>>,
+}
+
+/// What a flow and a pattern say about their packets, as written.
+struct RawPackets<'r> {
+    sl: &'r Option<Spanned<i64>>,
+    payload: &'r Spanned<i64>,
+    rate: &'r Option<Spanned<f64>>,
+    start: &'r Option<Spanned<f64>>,
+    stop: &'r Option<Spanned<f64>>,
+    management: &'r Option<Spanned<bool>>,
+    priority: &'r Option<Spanned<i64>>,
+    dscp: &'r Option<Spanned<i64>>,
 }
 
 /// A node name as written, with where it was written.
@@ -231,6 +341,10 @@ pub struct Packets {
     /// `None`: until the end of the run.
     pub stop_ps: Option<u64>,
     pub management: bool,
+    /// Ethernet: the priority (PCP) the flow is sent with, or its DSCP; neither, an RDMA
+    /// flow without a priority (sent with `DscpForGlobalFlowControl`).
+    pub priority: Option<u8>,
+    pub dscp: Option<u8>,
 }
 
 /// What a `[[flow]]` or `[[pattern]]` asks for, node names not yet resolved.
@@ -260,6 +374,19 @@ pub struct Traffic {
     pub link: LinkParams,
     pub arbiter: ArbiterOptions,
     pub requests: Vec<Request>,
+    /// `flow_control = "pfc"`: the Ethernet settings, each section checked.
+    pub ethernet: Option<EthernetSettings>,
+}
+
+/// A `pfc` run's settings, storm hosts not yet resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EthernetSettings {
+    pub link_bps: u64,
+    pub pfc: PfcConfig,
+    pub buffer: BufferConfig,
+    pub ets: EtsConfig,
+    pub host: HostQos,
+    pub storms: Vec<(NodeName, PauseStormConfig)>,
 }
 
 /// A host as the topology names it.
@@ -316,16 +443,32 @@ impl Reader<'_> {
         if duration_ps == 0 {
             return Err(self.error(duration.span(), TrafficErrorKind::ZeroDuration));
         }
-        let link = self.link(&raw.link)?;
+        let pfc = raw
+            .link
+            .flow_control
+            .as_ref()
+            .is_some_and(|f| *f.get_ref() == FlowControl::Pfc);
+        let link = self.link(&raw.link, pfc)?;
+        let ethernet = if pfc {
+            Some(self.ethernet(&raw)?)
+        } else {
+            self.no_ethernet_sections(&raw)?;
+            None
+        };
         let mut requests = Vec::new();
         for flow in &raw.flow {
             let packets = self.packets(
-                &flow.sl,
-                &flow.payload,
-                &flow.rate_gbps,
-                &flow.start_us,
-                &flow.stop_us,
-                flow.management,
+                RawPackets {
+                    sl: &flow.sl,
+                    payload: &flow.payload,
+                    rate: &flow.rate_gbps,
+                    start: &flow.start_us,
+                    stop: &flow.stop_us,
+                    management: &flow.management,
+                    priority: &flow.priority,
+                    dscp: &flow.dscp,
+                },
+                pfc,
             )?;
             requests.push(Request::Flow {
                 name: flow.name.clone(),
@@ -336,12 +479,17 @@ impl Reader<'_> {
         }
         for pattern in &raw.pattern {
             let packets = self.packets(
-                &pattern.sl,
-                &pattern.payload,
-                &pattern.rate_gbps,
-                &pattern.start_us,
-                &pattern.stop_us,
-                pattern.management,
+                RawPackets {
+                    sl: &pattern.sl,
+                    payload: &pattern.payload,
+                    rate: &pattern.rate_gbps,
+                    start: &pattern.start_us,
+                    stop: &pattern.stop_us,
+                    management: &pattern.management,
+                    priority: &pattern.priority,
+                    dscp: &pattern.dscp,
+                },
+                pfc,
             )?;
             let at = self.at(pattern.payload.span());
             match (pattern.kind, &pattern.dst) {
@@ -375,9 +523,150 @@ impl Reader<'_> {
             link,
             arbiter: raw.arbiter,
             requests,
+            ethernet,
         };
-        self.check_buffer(&traffic, &raw.link)?;
+        if !pfc {
+            self.check_buffer(&traffic, &raw.link)?;
+        }
         Ok(traffic)
+    }
+
+    /// A key given that the run's flow control does not have.
+    fn wrong_key(&self, span: Range<usize>, key: &'static str, pfc: bool) -> TrafficError {
+        let owner = if pfc {
+            "an InfiniBand (flow_control = \"credit\") setting: an Ethernet run has none (a link's rate is `gbps`, a flow's class its `priority` or `dscp`)"
+        } else {
+            "for lossless Ethernet: give [link] flow_control = \"pfc\" to use it"
+        };
+        self.error(span, TrafficErrorKind::WrongFlowControl { key, owner })
+    }
+
+    /// A credit run must not carry the Ethernet sections.
+    fn no_ethernet_sections(&self, raw: &RawTraffic) -> Result<(), TrafficError> {
+        let sections = [
+            ("[pfc]", raw.pfc.as_ref().map(Spanned::span)),
+            ("[buffer]", raw.buffer.as_ref().map(Spanned::span)),
+            ("[ets]", raw.ets.as_ref().map(Spanned::span)),
+            ("[host]", raw.host.as_ref().map(Spanned::span)),
+            ("[[storm]]", raw.storm.first().map(Spanned::span)),
+            ("gbps", raw.link.gbps.as_ref().map(Spanned::span)),
+        ];
+        match sections
+            .into_iter()
+            .find_map(|(key, span)| Some((key, span?)))
+        {
+            Some((key, span)) => Err(self.wrong_key(span, key, false)),
+            None => Ok(()),
+        }
+    }
+
+    /// A `pfc` run's sections, each checked, each problem at the key it is about.
+    fn ethernet(&self, raw: &RawTraffic) -> Result<EthernetSettings, TrafficError> {
+        let gbps = match &raw.link.gbps {
+            None => 100.0,
+            Some(g) => {
+                let v = *g.get_ref();
+                // Below 1 b/s a rate rounds to nothing.
+                if !(v.is_finite() && (1e-9..=1e6).contains(&v)) {
+                    return Err(self.error(g.span(), TrafficErrorKind::BadGbps(v)));
+                }
+                v
+            }
+        };
+        fn section<T: Clone + Default>(value: &Option<Spanned<T>>) -> T {
+            value
+                .as_ref()
+                .map_or_else(T::default, |v| v.get_ref().clone())
+        }
+        let pfc = section(&raw.pfc);
+        let buffer = section(&raw.buffer);
+        let ets = section(&raw.ets);
+        let host = section(&raw.host);
+        let invalid =
+            |path: Vec<Step>, e| self.error(self.locate(&path), TrafficErrorKind::Ethernet(e));
+        pfc.validate()
+            .map_err(|e| invalid(pfc_path("pfc", &e), EthernetError::Pfc(e)))?;
+        buffer
+            .validate()
+            .map_err(|e| invalid(buffer_path(&e), EthernetError::Buffer(e)))?;
+        ets.validate()
+            .map_err(|e| invalid(ets_path(&e), EthernetError::Ets(e)))?;
+        host.validate().map_err(|e| {
+            let key = e.key.clone();
+            invalid(
+                vec![Step::Key("host"), Step::Key(&key)],
+                EthernetError::Host(e),
+            )
+        })?;
+        let mut storms = Vec::new();
+        for (i, spanned) in raw.storm.iter().enumerate() {
+            let storm = spanned.get_ref();
+            let pause: PauseStormConfig = toml::Value::Table(storm.pause.clone())
+                .try_into()
+                .map_err(|e: toml::de::Error| {
+                    self.error(
+                        spanned.span(),
+                        TrafficErrorKind::Toml(format!("[[storm]]: {}", e.message().trim())),
+                    )
+                })?;
+            pause.validate().map_err(|e| {
+                let mut path = pfc_path("storm", &e);
+                path.insert(1, Step::Index(i));
+                invalid(path, EthernetError::Storm(e))
+            })?;
+            storms.push((self.name(&storm.host), pause));
+        }
+        Ok(EthernetSettings {
+            link_bps: (gbps * 1e9).round() as u64,
+            pfc,
+            buffer,
+            ets,
+            host,
+            storms,
+        })
+    }
+
+    /// The span of the key at `path`, or of the nearest part of it the file has (the whole
+    /// file when it has none: a default that the rest of the file makes impossible).
+    fn locate(&self, path: &[Step]) -> Range<usize> {
+        let Ok(doc) = toml::de::DeTable::parse(self.text) else {
+            return 0..0;
+        };
+        let mut span = 0..0;
+        let mut value: Option<&toml::de::DeValue<'_>> = None;
+        let mut table = Some(doc.get_ref());
+        for step in path {
+            let next = match (step, table, value) {
+                (Step::Key(key), Some(t), _) => t
+                    .iter()
+                    .find(|(k, _)| k.get_ref().as_ref() == *key)
+                    .map(|(k, v)| (k.span(), v)),
+                (Step::Index(i), _, Some(toml::de::DeValue::Array(items))) => {
+                    items.get(*i).map(|v| (v.span(), v))
+                }
+                (Step::Where(field, wanted), _, Some(toml::de::DeValue::Array(items))) => items
+                    .iter()
+                    .find(|item| match item.get_ref() {
+                        toml::de::DeValue::Table(t) => t.iter().any(|(k, v)| {
+                            k.get_ref().as_ref() == *field
+                                && self.text[v.span()].trim_matches('"') == wanted.as_str()
+                        }),
+                        _ => false,
+                    })
+                    .map(|v| (v.span(), v)),
+                _ => None,
+            };
+            let Some((at, next)) = next else {
+                break;
+            };
+            span = at;
+            value = Some(next.get_ref());
+            table = match next.get_ref() {
+                toml::de::DeValue::Table(t) => Some(t),
+                _ => None,
+            };
+        }
+        span
     }
 
     fn name(&self, name: &Spanned<String>) -> NodeName {
@@ -410,7 +699,26 @@ impl Reader<'_> {
         Ok((v * ps_per_unit as f64).round() as u64)
     }
 
-    fn link(&self, raw: &RawLink) -> Result<LinkParams, TrafficError> {
+    fn link(&self, raw: &RawLink, pfc: bool) -> Result<LinkParams, TrafficError> {
+        let spans = [
+            ("speed", raw.speed.as_ref().map(Spanned::span)),
+            ("width", raw.width.as_ref().map(Spanned::span)),
+            (
+                "vl_buffer_bytes",
+                raw.vl_buffer_bytes.as_ref().map(Spanned::span),
+            ),
+            (
+                "credit_latency_ns",
+                raw.credit_latency_ns.as_ref().map(Spanned::span),
+            ),
+        ];
+        if let Some((key, span)) = spans
+            .into_iter()
+            .find_map(|(key, span)| Some((key, span?)))
+            .filter(|_| pfc)
+        {
+            return Err(self.wrong_key(span, key, true));
+        }
         let optional_time = |value: &Option<Spanned<f64>>, field, default_ns: u64| {
             value.as_ref().map_or(Ok(default_ns * PS_PER_NS), |v| {
                 self.time(v, field, PS_PER_NS)
@@ -427,23 +735,58 @@ impl Reader<'_> {
             }
         };
         Ok(LinkParams {
-            speed: raw.speed.unwrap_or(Speed::Qdr),
-            width: raw.width.unwrap_or(Width::X4),
+            speed: raw.speed.as_ref().map_or(Speed::Qdr, |s| *s.get_ref()),
+            width: raw.width.as_ref().map_or(Width::X4, |w| *w.get_ref()),
             propagation_ps: optional_time(&raw.propagation_ns, "propagation_ns", 5)?,
             vl_buffer_blocks,
             credit_latency_ps: optional_time(&raw.credit_latency_ns, "credit_latency_ns", 100)?,
         })
     }
 
-    fn packets(
-        &self,
-        sl: &Option<Spanned<i64>>,
-        payload: &Spanned<i64>,
-        rate: &Option<Spanned<f64>>,
-        start: &Option<Spanned<f64>>,
-        stop: &Option<Spanned<f64>>,
-        management: bool,
-    ) -> Result<Packets, TrafficError> {
+    fn packets(&self, raw: RawPackets<'_>, pfc: bool) -> Result<Packets, TrafficError> {
+        let RawPackets {
+            sl,
+            payload,
+            rate,
+            start,
+            stop,
+            management,
+            priority,
+            dscp,
+        } = raw;
+        let spans = [
+            ("sl", sl.as_ref().map(Spanned::span)),
+            ("management", management.as_ref().map(Spanned::span)),
+            ("priority", priority.as_ref().map(Spanned::span)),
+            ("dscp", dscp.as_ref().map(Spanned::span)),
+        ];
+        // sl and management are InfiniBand's, priority and dscp Ethernet's.
+        let wrong = spans
+            .into_iter()
+            .enumerate()
+            .find_map(|(i, (key, span))| Some((key, span.filter(|_| (i >= 2) != pfc)?)));
+        if let Some((key, span)) = wrong {
+            return Err(self.wrong_key(span, key, pfc));
+        }
+        if let (Some(_), Some(d)) = (priority, dscp) {
+            return Err(self.error(d.span(), TrafficErrorKind::PriorityAndDscp));
+        }
+        let ranged =
+            |value: &Option<Spanned<i64>>, highest: i64, kind: fn(i64) -> TrafficErrorKind| {
+                value
+                    .as_ref()
+                    .map(|v| {
+                        let n = *v.get_ref();
+                        u8::try_from(n)
+                            .ok()
+                            .filter(|_| (0..=highest).contains(&n))
+                            .ok_or_else(|| self.error(v.span(), kind(n)))
+                    })
+                    .transpose()
+            };
+        let priority = ranged(priority, 7, TrafficErrorKind::BadPriority)?;
+        let dscp = ranged(dscp, 63, TrafficErrorKind::BadDscp)?;
+        let management = management.as_ref().is_some_and(|m| *m.get_ref());
         let sl = match sl {
             None => Sl::ALL[0],
             Some(s) => u8::try_from(*s.get_ref())
@@ -499,6 +842,8 @@ impl Reader<'_> {
             start_ps,
             stop_ps,
             management,
+            priority,
+            dscp,
         })
     }
 
@@ -635,13 +980,52 @@ impl Traffic {
         Ok(flows)
     }
 
+    /// The Ethernet settings with each storm's host resolved to its port; `None` on a credit
+    /// run.
+    pub fn ethernet(&self, hosts: &dyn HostDirectory) -> Result<Option<Ethernet>, TrafficError> {
+        let Some(settings) = &self.ethernet else {
+            return Ok(None);
+        };
+        let storms = settings
+            .storms
+            .iter()
+            .map(|(host, config)| {
+                Ok(Storm {
+                    port: self.host(hosts, host)?.port,
+                    config: config.clone(),
+                })
+            })
+            .collect::<Result<_, TrafficError>>()?;
+        Ok(Some(Ethernet {
+            link_bps: settings.link_bps,
+            pfc: settings.pfc.clone(),
+            buffer: settings.buffer.clone(),
+            ets: settings.ets.clone(),
+            host: settings.host,
+            storms,
+        }))
+    }
+
     fn flow(&self, name: String, src: &HostRef, dst: &HostRef, packets: &Packets) -> Flow {
+        // On Ethernet the class is the priority the source host's QoS settings give: a tagged
+        // flow's PCP (sent with its DSCP), or an untagged one's DSCP.
+        let sl = match &self.ethernet {
+            Some(eth) => {
+                let host = &eth.host;
+                let dscp = packets
+                    .dscp
+                    .unwrap_or_else(|| host.tx_dscp(packets.priority));
+                let priority = host.rx_priority(packets.priority, dscp);
+                Sl::new(priority).unwrap_or(Sl::ALL[0])
+            }
+            None => packets.sl,
+        };
         Flow {
             name,
             src: src.port,
             dlid: dst.lid,
             dst_name: dst.name.clone(),
-            sl: packets.sl,
+            sl,
             payload: packets.payload,
             rate_bps: packets.rate_bps,
             start_ps: packets.start_ps,
@@ -649,6 +1033,98 @@ impl Traffic {
             management: packets.management,
         }
     }
+}
+
+/// One step of a path to a key in the file, to place an error.
+enum Step<'a> {
+    /// A table's key.
+    Key(&'a str),
+    /// An array's element by index.
+    Index(usize),
+    /// An array's element whose `field` is written as this (quotes aside).
+    Where(&'static str, String),
+}
+
+/// Where a [`PfcError`] of section `section` (`pfc` or `storm`, the index to insert after it)
+/// is.
+fn pfc_path(section: &'static str, e: &PfcError) -> Vec<Step<'static>> {
+    let key = match e {
+        PfcError::BadPriority(_)
+        | PfcError::DuplicatePriority(_)
+        | PfcError::PrioritiesInGlobalMode
+        | PfcError::NoStormPriority => "priorities",
+        PfcError::ZeroPauseQuanta => "pause_quanta",
+        PfcError::BadRefresh { .. } => "refresh_quanta",
+        PfcError::BadTime { field, .. } => field,
+        PfcError::StopBeforeStart { .. } => "stop_us",
+        PfcError::BadStormInterval { .. } => "interval_quanta",
+    };
+    vec![Step::Key(section), Step::Key(key)]
+}
+
+/// Where a [`BufferError`] is: the pool, the region's entry, or the priority map.
+fn buffer_path(e: &BufferError) -> Vec<Step<'static>> {
+    let region = |name: crate::shared_buffer::RegionName| {
+        let (key, field, value) = match name.region {
+            Region::IPortPg => ("pg", "pg", name.index.to_string()),
+            Region::EPortTc => ("tc", "tc", name.index.to_string()),
+            Region::IPort => ("iport", "pool", format!("iPool{}", name.index)),
+            Region::EPort => ("eport", "pool", format!("ePool{}", name.index)),
+        };
+        vec![
+            Step::Key("buffer"),
+            Step::Key(key),
+            Step::Where(field, value),
+        ]
+    };
+    match e {
+        BufferError::NoBuffer => vec![Step::Key("buffer"), Step::Key("shared_buffer_bytes")],
+        BufferError::DuplicatePool(pool) | BufferError::PoolTooLarge { pool, .. } => vec![
+            Step::Key("buffer"),
+            Step::Key("pool"),
+            Step::Where("name", pool.to_string()),
+        ],
+        BufferError::MissingRegion { region, .. } => {
+            let map = match region.region {
+                Region::EPortTc | Region::EPort => "priority_tc",
+                Region::IPortPg | Region::IPort => "priority_pg",
+            };
+            vec![Step::Key("buffer"), Step::Key(map)]
+        }
+        BufferError::OutOfRange(name)
+        | BufferError::DuplicateRegion(name)
+        | BufferError::LosslessWithoutThresholds(name)
+        | BufferError::ThresholdsOnLossy(name) => region(*name),
+        BufferError::UnknownPool { region: name, .. }
+        | BufferError::WrongDirection { region: name, .. }
+        | BufferError::SharedModeMismatch { region: name, .. }
+        | BufferError::PercentOfInfinitePool { region: name, .. }
+        | BufferError::BadPercent { region: name, .. }
+        | BufferError::BadThresholds { region: name, .. } => region(*name),
+    }
+}
+
+/// Where an [`EtsError`] is: the QoS profile's key, the dot1p map, or the section.
+fn ets_path(e: &EtsError) -> Vec<Step<'static>> {
+    const PROFILES: [&str; 8] = ["qp1", "qp2", "qp3", "qp4", "qp5", "qp6", "qp7", "qp8"];
+    let (qp, key) = match e {
+        EtsError::WeightOutOfRange { qp, .. } => (Some(qp), "weight"),
+        EtsError::NotAPercentage { qp, field, .. } => (Some(qp), *field),
+        EtsError::ZeroMaxbw { qp } | EtsError::MaxbwBelowMinbw { qp, .. } => (Some(qp), "maxbw"),
+        EtsError::ZeroPeakRate { qp }
+        | EtsError::PeakBelowCommitted { qp, .. }
+        | EtsError::MaximumTwice { qp } => (Some(qp), "peak_rate"),
+        EtsError::MinimumTwice { qp } => (Some(qp), "committed_rate"),
+        EtsError::MinbwOver100 { .. } => (None, "minbw"),
+        EtsError::MissingProfile { .. } => (None, "dot1p"),
+        EtsError::ZeroBurst => (None, "rate-burst-bytes"),
+    };
+    let mut path = vec![Step::Key("ets")];
+    if let Some(qp) = qp {
+        path.push(Step::Key(PROFILES[usize::from(qp.traffic_class())]));
+    }
+    path.push(Step::Key(key));
+    path
 }
 
 /// A random permutation of `0..n` that is one cycle (Sattolo's algorithm), so nobody sends to
@@ -695,6 +1171,26 @@ stop_us = 200
         }
         fn all(&self) -> Vec<HostRef> {
             (1..=3)
+                .map(|i| HostRef {
+                    name: format!("H{i}"),
+                    port: PortAddr { node: i, port: 1 },
+                    lid: i as u16,
+                })
+                .collect()
+        }
+    }
+
+    /// The star's four hosts, H1-H4 at nodes 1-4.
+    struct Four;
+    impl HostDirectory for Four {
+        fn find(&self, name: &str) -> Result<HostRef, String> {
+            self.all()
+                .into_iter()
+                .find(|h| h.name == name)
+                .ok_or_else(|| "not a host in the topology".to_owned())
+        }
+        fn all(&self) -> Vec<HostRef> {
+            (1..=4)
                 .map(|i| HostRef {
                     name: format!("H{i}"),
                     port: PortAddr { node: i, port: 1 },
@@ -786,6 +1282,157 @@ stop_us = 200
         assert_eq!(
             parse("t.toml", b"\xff").unwrap_err().what,
             TrafficErrorKind::NotUtf8
+        );
+    }
+
+    const ETHERNET: &str = r#"
+duration_us = 10
+[link]
+flow_control = "pfc"
+gbps = 40
+[pfc]
+priorities = [3]
+refresh_quanta = 1000
+[host]
+RxTrustedState = 2
+[buffer]
+priority_pg = [0, 0, 0, 1, 0, 0, 0, 0]
+pool = [{ name = "iPool0", size = 1000000, type = "dynamic" }, { name = "ePool0", size = 1000000, type = "dynamic" }]
+pg = [
+    { pg = 0, pool = "iPool0", type = "lossy", shared = { alpha = "8" } },
+    { pg = 1, pool = "iPool0", type = "lossless", reserved = 8000, xoff = 4000, xon = 2000, shared = { alpha = "1" } },
+]
+tc = [{ tc = 0, pool = "ePool0", shared = { alpha = "8" } }, { tc = 1, pool = "ePool0", shared = { alpha = "8" } }, { tc = 2, pool = "ePool0", shared = { alpha = "8" } }, { tc = 3, pool = "ePool0", shared = { alpha = "8" } }, { tc = 4, pool = "ePool0", shared = { alpha = "8" } }, { tc = 5, pool = "ePool0", shared = { alpha = "8" } }, { tc = 6, pool = "ePool0", shared = { alpha = "8" } }, { tc = 7, pool = "ePool0", shared = { alpha = "8" } }]
+iport = [{ pool = "iPool0", shared = { alpha = "8" } }]
+eport = [{ pool = "ePool0", shared = { alpha = "8" } }]
+[ets]
+qosscheduler = "weighted-round-robin"
+[ets.qp1]
+weight = 1
+[[storm]]
+host = "H3"
+priorities = [3]
+start_us = 1
+stop_us = 5
+[[flow]]
+src = "H1"
+dst = "H2"
+dscp = 24
+payload = 1024
+"#;
+
+    #[test]
+    fn reads_the_ethernet_example_and_gives_flows_their_priorities() {
+        let example = include_str!("../../examples/sim/roce-traffic.toml");
+        let traffic = parse("roce.toml", example.as_bytes()).unwrap();
+        let eth = traffic.ethernet.as_ref().unwrap();
+        assert_eq!(eth.link_bps, 100_000_000_000);
+        assert_eq!(eth.pfc.priorities, vec![3]);
+        assert_eq!(eth.storms.len(), 1);
+        let flows = traffic.flows(&Four, 0).unwrap();
+        let priorities: Vec<u8> = flows.iter().map(|f| f.sl.get()).collect();
+        // rdma-1: no class, DSCP 26 (DscpForGlobalFlowControl), table entry 26 -> 3; rdma-2:
+        // DSCP 26 -> 3; tcp: PCP 0, sent with DSCP 0 -> 0; lossy-1: DSCP 8 -> 1.
+        assert_eq!(priorities, vec![3, 3, 0, 1]);
+        let resolved = traffic.ethernet(&Four).unwrap().unwrap();
+        assert_eq!(resolved.storms[0].port, PortAddr { node: 4, port: 1 });
+        // DSCP 24 with the DSCP trusted and the static map: 24 >> 3 = priority 3.
+        let small = parse("e.toml", ETHERNET.as_bytes()).unwrap();
+        assert_eq!(small.flows(&Four, 0).unwrap()[0].sl.get(), 3);
+    }
+
+    /// Each kind of bad Ethernet input: one message, at the key it is about.
+    #[test]
+    fn bad_ethernet_input_is_located() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "gbps = 40",
+                "speed = \"QDR\"",
+                "e.toml:5:9: `speed` is an InfiniBand",
+            ),
+            (
+                "gbps = 40",
+                "gbps = 0",
+                "e.toml:5:8: gbps = 0 is not a link rate",
+            ),
+            ("dscp = 24", "sl = 1", "e.toml:33:6: `sl` is an InfiniBand"),
+            (
+                "dscp = 24",
+                "dscp = 64",
+                "e.toml:33:8: dscp 64 is out of range",
+            ),
+            (
+                "dscp = 24",
+                "priority = 8",
+                "e.toml:33:12: priority 8 is out of range",
+            ),
+            (
+                "dscp = 24",
+                "dscp = 24\npriority = 1",
+                "e.toml:33:8: give a flow `priority` or `dscp`",
+            ),
+            (
+                "refresh_quanta = 1000",
+                "refresh_quanta = 0",
+                "e.toml:8:1: [pfc]: refresh_quanta = 0 must be",
+            ),
+            (
+                "priorities = [3]\nrefresh",
+                "priorities = [9]\nrefresh",
+                "e.toml:7:1: [pfc]: priority 9",
+            ),
+            (
+                "RxTrustedState = 2",
+                "DscpToPriorityMappingTable_5 = 9",
+                "e.toml:10:1: [host]: DscpToPriorityMappingTable_5 = 9 is out of range",
+            ),
+            (
+                "reserved = 8000, xoff = 4000",
+                "reserved = 3000, xoff = 4000",
+                "e.toml:16:5: [buffer]: iPort.pg1 has xon 2000, xoff 4000, reserved (headroom) 3000",
+            ),
+            (
+                "weight = 1",
+                "weight = 0",
+                "e.toml:24:1: [ets]: qp1 weight 0 is out of range",
+            ),
+            (
+                "stop_us = 5",
+                "stop_us = 0.5",
+                "e.toml:29:1: [[storm]]: stop_us (0.5) is before",
+            ),
+            (
+                "stop_us = 5",
+                "stop_us = 5\ncolour = 1",
+                "e.toml:25:1: [[storm]]: unknown field `colour`",
+            ),
+        ];
+        for (from, to, expected) in cases {
+            assert!(ETHERNET.contains(from), "{from}");
+            let err = parse("e.toml", ETHERNET.replacen(from, to, 1).as_bytes())
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(expected), "{to}: {err}");
+        }
+        // Ethernet keys on a credit run.
+        let credit = |from: &str, to: &str| error_of(&GOOD.replacen(from, to, 1)).to_string();
+        assert!(
+            credit("sl = 1", "priority = 1")
+                .starts_with("t.toml:13:12: `priority` is for lossless Ethernet"),
+            "{}",
+            credit("sl = 1", "priority = 1")
+        );
+        assert!(
+            credit(
+                "credit_latency_ns = 100",
+                "credit_latency_ns = 100\n[pfc]\npriorities = [3]"
+            )
+            .starts_with("t.toml:9:1: `[pfc]` is for lossless Ethernet"),
+            "{}",
+            credit(
+                "credit_latency_ns = 100",
+                "credit_latency_ns = 100\n[pfc]\npriorities = [3]"
+            )
         );
     }
 

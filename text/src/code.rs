@@ -239,6 +239,17 @@ codes! {
     TooFewNodes = "too-few-nodes" in Traffic;
     /// No flow and no pattern.
     NoTraffic = "no-traffic" in Traffic;
+    /// A key of the other flow control: an InfiniBand key on a `pfc` run, or an Ethernet one
+    /// on a credit run.
+    WrongFlowControl = "wrong-flow-control" in Traffic;
+    /// An Ethernet priority above 7.
+    PriorityOutOfRange = "priority-out-of-range" in Traffic;
+    /// A DSCP above 63.
+    DscpOutOfRange = "dscp-out-of-range" in Traffic;
+    /// A flow with both a priority and a DSCP.
+    PriorityAndDscp = "priority-and-dscp" in Traffic;
+    /// A `[pfc]`, `[buffer]`, `[ets]`, `[host]` or `[[storm]]` setting its model refuses.
+    InvalidEthernetSetting = "invalid-ethernet-setting" in Traffic;
 
     /// A port number the node does not have.
     NoSuchPort = "no-such-port" in Schedule;

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::netfile::parse_net_file;
+use ibqos_qos::QosConfig;
+use ibqos_qos::policy::setup::SetupTables;
 use ibqos_sim::traffic;
 use ibqos_sim::{
     Flow, Network, Report, SimOptions, Simulation, Tables, TopologyHosts, build_network, describe,
-    plot::write_plots,
+    pfc_delay_table, plot::write_plots, sweep_pfc_delay,
 };
 
 use crate::cli::SimArgs;
@@ -39,7 +41,7 @@ pub fn run(args: &SimArgs) -> Result<Outcome> {
     let tables = match (&args.tables, args.config()) {
         (Some(dump), _) => TableSource::Dump(dump),
         (None, Some(config)) => TableSource::Config(config),
-        (None, None) => unreachable!("clap requires a configuration or --tables"),
+        (None, None) => TableSource::None,
     };
     // The plots are the timeline's only reader.
     let timeline_intervals = if args.plot.is_some() {
@@ -54,8 +56,22 @@ pub fn run(args: &SimArgs) -> Result<Outcome> {
         args.seed,
         timeline_intervals,
     )?;
-    let report = simulate(&setup)?;
     let mut out = std::io::stdout().lock();
+    if !args.sweep_pfc_delay.is_empty() {
+        let rows = sweep_pfc_delay(
+            &setup.network,
+            &setup.flows,
+            setup.options,
+            &args.sweep_pfc_delay,
+        )?;
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string(&rows)?)?;
+        } else {
+            write!(out, "{}", pfc_delay_table(&rows))?;
+        }
+        return Ok(Outcome::Success);
+    }
+    let report = simulate(&setup)?;
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&report)?)?;
     } else {
@@ -77,6 +93,8 @@ pub enum TableSource<'a> {
     Config(&'a Path),
     /// A dump (`ibqos dump`, `ibqos fabric dump`): the tables a fabric held.
     Dump(&'a Path),
+    /// None: a lossless-Ethernet run, which has no InfiniBand tables.
+    None,
 }
 
 /// Reads the topology, the tables' source and the traffic file and builds the network and
@@ -93,7 +111,21 @@ pub fn setup(
     let traffic =
         traffic::parse(&traffic_file.display().to_string(), &bytes).map_err(FileError::from)?;
     let mut topo = parse_net_file(topology).map_err(FileError::from)?.topology;
-    let network = match tables {
+    let mut network = match tables {
+        TableSource::None if traffic.ethernet.is_none() => {
+            anyhow::bail!(
+                "an InfiniBand run needs its QoS tables: give a configuration (-F or -c) or \
+                 --tables (a lossless-Ethernet run, [link] flow_control = \"pfc\", needs none)"
+            );
+        }
+        TableSource::None => {
+            let tables = Tables::Planned {
+                qos: &QosConfig::default(),
+                setup: &SetupTables::default(),
+                max_op_vls: None,
+            };
+            build_network(&mut topo, tables, &traffic)?
+        }
         TableSource::Config(config) => {
             let loaded = load_config(config)?;
             if loaded.has_errors() {
@@ -128,9 +160,9 @@ pub fn setup(
             })?
         }
     };
-    let flows = traffic
-        .flows(&TopologyHosts(&topo), seed)
-        .map_err(FileError::from)?;
+    let hosts = TopologyHosts(&topo);
+    let flows = traffic.flows(&hosts, seed).map_err(FileError::from)?;
+    network.ethernet = traffic.ethernet(&hosts).map_err(FileError::from)?;
     Ok(Setup {
         network,
         flows,

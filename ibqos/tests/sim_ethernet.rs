@@ -1,0 +1,548 @@
+//! `ibqos sim` on lossless Ethernet (`flow_control = "pfc"`) against results worked out by hand
+//! from the pause, buffer and scheduler rules, and the SONiC PFC pause response-time sweep.
+//!
+//! Every scenario but the SONiC one runs on one switch S1 with hosts H1-H4 (H4 the
+//! destination). A RoCEv2 frame is payload + 62 bytes and takes (frame + 20) x 8 / rate on the
+//! wire: a 4096-byte payload is a 4158-byte frame, 33,424 bits, 334.24 ns at 100 Gb/s; a 1024-byte
+//! payload a 1086-byte frame, 8,848 bits, 88.48 ns. Each expectation states its tolerance and
+//! why.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::scratch_file;
+use ibqos_sim::pfc::{headroom_bytes, ieee_response_quanta, pause_ps};
+use serde_json::Value;
+
+const STAR: &str = r#"
+switchguid=0x0002c90000001000
+Switch	8 "S1"	# "leaf"
+[1]	"H1"[1]
+[2]	"H2"[1]
+[3]	"H3"[1]
+[4]	"H4"[1]
+
+hcaguids=0x0002c90000100000
+Hca	1 "H1"	# "host-one"
+[1]	"S1"[1]
+
+Hca	1 "H2"	# "host-two"
+[1]	"S1"[2]
+
+Hca	1 "H3"	# "host-three"
+[1]	"S1"[3]
+
+Hca	1 "H4"	# "host-four"
+[1]	"S1"[4]
+"#;
+
+/// One queue per priority (PCP n to QP n+1), strict priority unless a test says otherwise.
+const ETS_PER_PRIORITY: &str = r#"
+dot1p = ["qp1", "qp2", "qp3", "qp4", "qp5", "qp6", "qp7", "qp8"]
+[ets.qp2]
+[ets.qp3]
+[ets.qp4]
+[ets.qp5]
+[ets.qp6]
+[ets.qp7]
+"#;
+
+fn ibqos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(args)
+        .output()
+        .expect("ibqos runs")
+}
+
+/// Runs `traffic` on the star (no QoS configuration: an Ethernet run has no InfiniBand
+/// tables) and returns the JSON report.
+fn simulate(name: &str, traffic: &str) -> Value {
+    let dir = tempfile::Builder::new().prefix(name).tempdir().unwrap();
+    let net = scratch_file(&dir, "star.net", STAR);
+    let traffic = scratch_file(&dir, "traffic.toml", traffic);
+    let output = ibqos(&[
+        "sim",
+        "--topology",
+        net.to_str().unwrap(),
+        "--traffic",
+        traffic.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
+/// The Ethernet part of the link `from` -> `to`.
+fn link<'a>(report: &'a Value, from: &str, to: &str) -> &'a Value {
+    let link = report["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["from"] == from && l["to"] == to)
+        .unwrap_or_else(|| panic!("no link {from} -> {to}"));
+    &link["ethernet"]
+}
+
+/// `field` of priority `priority` on `from` -> `to` (0 when the priority is not listed).
+fn priority(report: &Value, from: &str, to: &str, priority: u64, field: &str) -> f64 {
+    link(report, from, to)["priorities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["priority"] == priority)
+        .map_or(0.0, |p| p[field].as_f64().unwrap())
+}
+
+/// `field` of traffic class `tc` on S1[4] -> H4[1] (0 when it sent nothing).
+fn class(report: &Value, tc: u64, field: &str) -> f64 {
+    link(report, "S1[4]", "H4[1]")["traffic_classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tc"] == tc)
+        .map_or(0.0, |t| t[field].as_f64().unwrap())
+}
+
+fn flow_of<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no flow {name}"))
+}
+
+fn num(value: &Value) -> f64 {
+    value.as_f64().unwrap()
+}
+
+fn assert_near(got: f64, expected: f64, tolerance: f64, what: &str) {
+    assert!(
+        (got - expected).abs() <= tolerance,
+        "{what}: got {got}, expected {expected} +- {tolerance}"
+    );
+}
+
+fn flow(name: &str, src: &str, class: &str, payload: u32, rest: &str) -> String {
+    format!(
+        "[[flow]]\nname = \"{name}\"\nsrc = \"{src}\"\ndst = \"H4\"\n{class}\npayload = {payload}\n{rest}\n"
+    )
+}
+
+/// A pause storm from H4 on `priorities` over the whole run (or from `start_us` to `stop_us`).
+fn storm(priorities: &str, start_us: f64, stop: &str) -> String {
+    format!("[[storm]]\nhost = \"H4\"\npriorities = {priorities}\nstart_us = {start_us}\n{stop}\n")
+}
+
+/// A buffer with a lossy iPool0 for every priority but 3, and priority 3 in lossless PG 1 of
+/// iPool1 with `pg1` (its reserved size, thresholds and shared quota); everything else
+/// unlimited. `pool0` is iPool0's size.
+fn buffer(pool0: u64, pg0_shared: &str, pg1: &str) -> String {
+    let tcs: String = (0..8)
+        .map(|tc| {
+            format!(
+                "    {{ tc = {tc}, pool = \"ePool0\", shared = {{ alpha = \"infinity\" }} }},\n"
+            )
+        })
+        .collect();
+    format!(
+        r#"
+[buffer]
+shared_buffer_bytes = 13680063
+priority_pg = [0, 0, 0, 1, 0, 0, 0, 0]
+pool = [
+    {{ name = "iPool0", size = {pool0}, type = "dynamic" }},
+    {{ name = "iPool1", size = 6840032, type = "dynamic" }},
+    {{ name = "ePool0", size = "inf", type = "dynamic" }},
+]
+pg = [
+    {{ pg = 0, pool = "iPool0", type = "lossy", shared = {pg0_shared} }},
+    {{ pg = 1, pool = "iPool1", type = "lossless", {pg1} }},
+]
+tc = [
+{tcs}]
+iport = [
+    {{ pool = "iPool0", shared = {{ alpha = "infinity" }} }},
+    {{ pool = "iPool1", shared = {{ alpha = "infinity" }} }},
+]
+eport = [{{ pool = "ePool0", shared = {{ alpha = "infinity" }} }}]
+"#
+    )
+}
+
+const G: u64 = 1_000_000_000;
+
+/// One pause frame of 65535 quanta at 40 Gb/s holds the paused port for 65535 x 512 / 40e9 s =
+/// 838.848 us (the issue's 838.85 us), and then it sends again.
+///
+/// H4 sends a single frame (a storm from 10 us that stops before its first refresh) pausing
+/// priority 3 on S1[4]; H1 sends 1 Gb/s of 1024-byte payloads on priority 3 (a packet every
+/// 8.192 us), which S1 holds (its default buffer has megabytes to spare) until the pause runs
+/// out. S1[4]'s pause time is exactly the frame's (tolerance 1 ns, the report's rounding to
+/// ns); the longest latency is a packet's wait from when it reached S1[4] to the pause's end, at
+/// most the pause and at least the pause less one packet gap, plus the two hops (about 0.5 us:
+/// tolerance 1 us above); every packet is delivered.
+#[test]
+fn one_pause_frame_holds_the_sender_for_its_quanta() {
+    let traffic = format!(
+        "duration_us = 1000\n[link]\nflow_control = \"pfc\"\ngbps = 40\npropagation_ns = 100\n\
+         [pfc]\npriorities = [3]\n{}{}",
+        storm("[3]", 10.0, "stop_us = 11"),
+        flow(
+            "paused",
+            "H1",
+            "priority = 3",
+            1024,
+            "rate_gbps = 1\nstop_us = 900"
+        ),
+    );
+    let report = simulate("eth-pause", &traffic);
+    let pause_ns = pause_ps(65535, 40 * G) as f64 / 1e3;
+    assert_eq!(pause_ns, 838_848.0);
+    let paused = priority(&report, "S1[4]", "H4[1]", 3, "paused_ns");
+    assert_near(paused, pause_ns, 1.0, "S1[4] paused");
+    assert_eq!(
+        priority(&report, "S1[4]", "H4[1]", 3, "pause_frames_sent"),
+        1.0
+    );
+    assert_eq!(
+        priority(&report, "S1[4]", "H4[1]", 3, "pause_frames_received"),
+        1.0
+    );
+    let f = flow_of(&report, "paused");
+    assert_eq!(f["delivered_packets"], f["sent_packets"], "{f}");
+    let max_ns = num(&f["latency_ns"]["max"]);
+    assert!(
+        max_ns >= pause_ns - 8_192.0 && max_ns <= pause_ns + 1_000.0,
+        "longest wait {max_ns} ns against a pause of {pause_ns} ns"
+    );
+}
+
+/// A lossless PG's headroom just large enough for what is in flight loses nothing; one frame
+/// smaller loses that frame.
+///
+/// Priority 3's PG has no shared space (alpha 0) and no egress reserve, so every frame goes to
+/// its headroom; Xoff is one frame (4158 B). H4's storm pauses S1[4] from 0 (taking hold after
+/// 6.72 ns on the wire, 100 ns of cable and the switch's response of 100 quanta, 512 ns: at
+/// 618.72 ns), so nothing leaves. H1 sends 4096-byte payloads back to back from 1 us, one every
+/// 334.24 ns: frame j starts at 1000 + 334.24 j ns and reaches S1 at 1434.24 + 334.24 j. Frame 0
+/// reaches Xoff at 1434.24; the pause frame reaches H1 at 1540.96 and holds from 2052.96 (+512
+/// ns of response). Frames 0 to 3 (starting at 1000, 1334.24, 1668.48 and 2002.72) were
+/// started; frame 4 (2336.96) is not. So the headroom must hold 4 frames, 16,632 bytes (the
+/// 12,474 above Xoff are within `headroom_bytes`' worst case, 17,340 bytes). Exact: no
+/// tolerance.
+#[test]
+fn headroom_for_the_flight_loses_nothing_and_a_frame_less_loses() {
+    let run = |reserved: u64| {
+        let traffic = format!(
+            "duration_us = 20\n[link]\nflow_control = \"pfc\"\ngbps = 100\npropagation_ns = 100\n\
+             [pfc]\npriorities = [3]\nresponse_quanta = 100\n{}{}{}",
+            buffer(
+                6840031,
+                "{ alpha = \"8\" }",
+                &format!(
+                    "reserved = {reserved}, xoff = 4158, xon = 0, shared = {{ alpha = \"0\" }}"
+                )
+            ),
+            storm("[3]", 0.0, ""),
+            flow("lossless", "H1", "priority = 3", 4096, "start_us = 1"),
+        );
+        simulate("eth-headroom", &traffic)
+    };
+    let (frame, in_flight) = (4158, 4);
+    let pause_ps_response = pause_ps(100, 100 * G);
+    assert_eq!(pause_ps_response, 512_000);
+    assert!(headroom_bytes(100 * G, 100_000, frame, pause_ps_response) >= (in_flight - 1) * 4158);
+    let enough = run(in_flight * 4158);
+    assert_eq!(
+        priority(&enough, "H1[1]", "S1[1]", 3, "dropped_packets"),
+        0.0
+    );
+    assert_eq!(
+        priority(&enough, "H1[1]", "S1[1]", 3, "headroom_peak_bytes"),
+        (in_flight * 4158) as f64
+    );
+    assert_eq!(
+        priority(&enough, "H1[1]", "S1[1]", 3, "frames"),
+        in_flight as f64
+    );
+    let short = run((in_flight - 1) * 4158);
+    assert_eq!(
+        priority(&short, "H1[1]", "S1[1]", 3, "dropped_packets"),
+        1.0
+    );
+    assert_eq!(
+        priority(&short, "H1[1]", "S1[1]", 3, "headroom_peak_bytes"),
+        ((in_flight - 1) * 4158) as f64
+    );
+}
+
+/// Pause and resume: when the storm on S1[4] ends, S1 drains what its headroom held, the PG
+/// falls to Xon, and H1 is resumed by a frame of 0 quanta (and paused again each time the PG
+/// reaches Xoff: the link carries exactly what H1 sends, so the PG hovers between Xon and
+/// Xoff).
+///
+/// As above but the storm sends 2000 quanta (10.24 us) every 1000 (5.12 us) and stops at
+/// 10 us: its last frame leaves at 5.12 us and S1[4] resumes at about 16 us. The headroom
+/// holds 8 frames with Xoff at 4 and Xon at 1, more than the 4 in flight after an Xoff (above).
+/// Over the 60 us run H1 then sends for about 44 us, a frame per 334 ns: expectations with room
+/// (over 100 delivered), none dropped, every frame sent delivered or still on its way (at most
+/// the 8 in S1 and 2 on the wires), and at least one Xoff and one Xon received by H1.
+#[test]
+fn the_headroom_drains_and_the_sender_resumes_after_a_storm() {
+    let traffic = format!(
+        "duration_us = 60\n[link]\nflow_control = \"pfc\"\ngbps = 100\npropagation_ns = 100\n\
+         [pfc]\npriorities = [3]\nresponse_quanta = 100\n{}\
+         [[storm]]\nhost = \"H4\"\npriorities = [3]\nquanta = 2000\ninterval_quanta = 1000\nstop_us = 10\n{}",
+        buffer(
+            6840031,
+            "{ alpha = \"8\" }",
+            "reserved = 33264, xoff = 16632, xon = 4158, shared = { alpha = \"0\" }"
+        ),
+        flow("lossless", "H1", "priority = 3", 4096, "start_us = 1"),
+    );
+    let report = simulate("eth-resume", &traffic);
+    let f = flow_of(&report, "lossless");
+    assert_eq!(f["dropped_packets"], 0, "{f}");
+    assert!(num(&f["delivered_packets"]) > 100.0, "{f}");
+    assert!(num(&f["in_flight_packets"]) <= 10.0, "{f}");
+    assert!(priority(&report, "H1[1]", "S1[1]", 3, "pause_frames_received") >= 2.0);
+    assert_eq!(
+        priority(&report, "H1[1]", "S1[1]", 3, "dropped_packets"),
+        0.0
+    );
+}
+
+/// A lossy priority beside a paused lossless one keeps its rate: H4's storm keeps priority 3
+/// paused on S1[4] from its first frame (taking hold 6.72 + 100 ns + 394 quanta of 5.12 ns,
+/// about 2.1 us, after 0), H1 sends from 5 us priority 3 as fast as it can, H2 sends 40 Gb/s of
+/// payload on priority 0 (its own queue). Priority 0 is delivered whole at 40 Gb/s (tolerance
+/// 1%: packets still in flight at the end); priority 3 not at all.
+#[test]
+fn a_lossy_priority_beside_a_paused_one_keeps_its_rate() {
+    let traffic = format!(
+        "duration_us = 200\n[link]\nflow_control = \"pfc\"\ngbps = 100\n[pfc]\npriorities = [3]\n\
+         [ets]{ETS_PER_PRIORITY}{}{}{}",
+        storm("[3]", 0.0, ""),
+        flow("lossless", "H1", "priority = 3", 4096, "start_us = 5"),
+        flow("lossy", "H2", "priority = 0", 4096, "rate_gbps = 40"),
+    );
+    let report = simulate("eth-lossy", &traffic);
+    let lossy = flow_of(&report, "lossy");
+    assert_near(num(&lossy["throughput_gbps"]), 40.0, 0.4, "lossy Gb/s");
+    assert_eq!(lossy["dropped_packets"], 0);
+    assert_eq!(flow_of(&report, "lossless")["delivered_packets"], 0);
+}
+
+/// The dynamic threshold in the engine: N ingress regions of one pool congested, each settles
+/// at alpha x B / (1 + N alpha), so the pool at N alpha B / (1 + N alpha).
+///
+/// H1..HN send priority 0 as fast as they can to H4, whose storm keeps S1[4] paused (PFC on
+/// priority 0; its PG is lossy, so S1 drops what it cannot take rather than pausing). iPool0 is
+/// B = 1,000,000 bytes, pg0's shared quota alpha 1, every other region unlimited. N = 1: 500,000;
+/// N = 3: 750,000. Tolerance: a region admits while below its threshold, so each may pass it by
+/// less than one 4158-byte frame: N frames.
+#[test]
+fn dynamic_threshold_occupancy_in_the_engine() {
+    for n in [1u64, 3] {
+        let flows: String = (1..=n)
+            .map(|h| flow(&format!("f{h}"), &format!("H{h}"), "priority = 0", 4096, ""))
+            .collect();
+        let traffic = format!(
+            "duration_us = 100\n[link]\nflow_control = \"pfc\"\ngbps = 100\n[pfc]\npriorities = [0]\n\
+             {}{}{flows}",
+            buffer(
+                1_000_000,
+                "{ alpha = \"1\" }",
+                "reserved = 87040, xoff = 20480, xon = 20480, shared = { alpha = \"1\" }"
+            ),
+            storm("[0]", 0.0, ""),
+        );
+        let report = simulate("eth-alpha", &traffic);
+        let pool = report["switches"][0]["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pool"] == "iPool0")
+            .map(|p| num(&p["peak_bytes"]))
+            .unwrap();
+        let expected = (n * 1_000_000) as f64 / (1 + n) as f64;
+        assert_near(
+            pool,
+            expected,
+            (n * 4158) as f64,
+            &format!("iPool0, N = {n}"),
+        );
+        // And it stays there: the sources keep offering, S1 drops the rest.
+        let dropped: f64 = (1..=n)
+            .map(|h| {
+                priority(
+                    &report,
+                    &format!("H{h}[1]"),
+                    &format!("S1[{h}]"),
+                    0,
+                    "dropped_packets",
+                )
+            })
+            .sum();
+        assert!(dropped > 0.0, "N = {n}: nothing dropped");
+    }
+}
+
+/// ETS on S1[4], two greedy classes (H1 priority 0 in qp1, H2 priority 1 in qp2) sharing
+/// 100 Gb/s, what S1 cannot hold dropped at its ingress (lossy). `sizes` are the two payloads.
+fn ets_shares(name: &str, ets: &str, sizes: (u32, u32)) -> (f64, f64, f64, f64) {
+    let traffic = format!(
+        "duration_us = 300\n[link]\nflow_control = \"pfc\"\ngbps = 100\n[ets]\n{ets}\n{}{}",
+        flow("a", "H1", "priority = 0", sizes.0, ""),
+        flow("b", "H2", "priority = 1", sizes.1, ""),
+    );
+    let report = simulate(name, &traffic);
+    (
+        class(&report, 0, "frames"),
+        class(&report, 1, "frames"),
+        class(&report, 0, "share"),
+        class(&report, 1, "share"),
+    )
+}
+
+const TWO_PROFILES: &str =
+    "dot1p = [\"qp1\", \"qp2\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp8\"]";
+
+/// Weighted round robin is packet based: weights 1 and 2 send two of qp2's packets for each of
+/// qp1's, whatever their sizes (4096 and 1024-byte payloads here). Tolerance: one packet of
+/// each class in the hundreds sent (the last round may be cut short): 0.01 in the ratio.
+#[test]
+fn wrr_two_to_one_packet_shares() {
+    let ets = format!(
+        "qosscheduler = \"weighted-round-robin\"\n{TWO_PROFILES}\n[ets.qp1]\nweight = 1\n[ets.qp2]\nweight = 2\n"
+    );
+    let (a, b, _, _) = ets_shares("eth-wrr", &ets, (4096, 1024));
+    assert!(a > 500.0, "{a} packets");
+    assert_near(b / a, 2.0, 0.01, "qp2 : qp1 packets");
+}
+
+/// Weighted deficit round robin counts bytes: the seed's weights 1 and 2 give 1/3 and 2/3 of
+/// the bytes in each platform method, even with 4096-byte payloads on the lighter class and
+/// 1024-byte ones on the heavier. Tolerance 2% of the link: a class's counter may run one frame
+/// over its round, and the MTU-quantum method rounds each frame up to 128-byte units (4158
+/// bytes cost 33 units, 4224 bytes' worth; 1086 cost 9, 1152), which moves the shares by under
+/// 1%.
+#[test]
+fn wdrr_byte_shares_in_each_method() {
+    for method in ["mtu-quantum", "power-of-two-k", "ten-kb-doubling"] {
+        let ets = format!(
+            "qosscheduler = \"weighted-deficit-round-robin\"\nwdrr-method = \"{method}\"\n{TWO_PROFILES}\n\
+             [ets.qp1]\nweight = 1\n[ets.qp2]\nweight = 2\n"
+        );
+        let (_, _, a, b) = ets_shares(&format!("eth-{method}"), &ets, (4096, 1024));
+        assert_near(a, 1.0 / 3.0, 0.02, &format!("{method}: qp1 byte share"));
+        assert_near(b, 2.0 / 3.0, 0.02, &format!("{method}: qp2 byte share"));
+    }
+}
+
+/// minbw and maxbw through the engine, under strict priority where qp8 (priority 7) would take
+/// the whole link: with maxbw 30 it gets 30 Gb/s of frame bytes; with qp1's minbw 40 instead,
+/// qp1 gets 40 Gb/s. Tolerance: the token bucket's burst (18,432 bytes) over the 300 us run is
+/// 0.49 Gb/s, plus one frame either way: 0.6 Gb/s.
+#[test]
+fn minbw_and_maxbw_bound_a_class() {
+    let strict = "dot1p = [\"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp8\"]";
+    let run = |name: &str, profiles: &str| {
+        let traffic = format!(
+            "duration_us = 300\n[link]\nflow_control = \"pfc\"\ngbps = 100\n[ets]\n{strict}\n{profiles}\n{}{}",
+            flow("low", "H1", "priority = 0", 4096, ""),
+            flow("high", "H2", "priority = 7", 4096, ""),
+        );
+        let report = simulate(name, &traffic);
+        (
+            class(&report, 0, "throughput_gbps"),
+            class(&report, 7, "throughput_gbps"),
+        )
+    };
+    let (_, high) = run("eth-maxbw", "[ets.qp8]\nmaxbw = 30\n");
+    assert_near(high, 30.0, 0.6, "qp8 under maxbw 30");
+    let (low, _) = run("eth-minbw", "[ets.qp1]\nminbw = 40\n");
+    assert_near(low, 40.0, 0.6, "qp1 with minbw 40");
+}
+
+/// The SONiC PFC pause response-time scenario as the README runs it, swept over PFC delays:
+/// the plan's four checks turn where the arithmetic says.
+///
+/// Test traffic (priorities 3 and 4, 2 x 23.1 Gb/s of 1024-byte payloads: 1106 wire bytes each,
+/// so 49.9 Gb/s on the wire) fills the lossless PG's headroom above Xoff (87,040 - 20,480 =
+/// 66,560 bytes) while the sender takes its response, pfc_delay + 394 quanta (the IEEE limit
+/// at 100 Gb/s) of 5.12 ns, to stop. `headroom_bytes` at the PG's fill rate gives the worst
+/// case of what arrives; the first delay it exceeds the room at is the predicted turning point
+/// of check 4. Tolerance: 150 quanta (768 ns, 4.8 KB at 50 Gb/s), for the worst case's two
+/// maximum frames and pause frame (2,296 bytes) and the wire bytes it counts beyond the 1086
+/// stored (2%).
+///
+/// Check 3 turns when the test bytes the sender lets through pass the shared buffer (13,680,063
+/// bytes): before Xoff it fills half the lossless pool (alpha 1: 3,420,016 bytes) and the
+/// headroom to Xoff (20,480), then sends for its response delay at 49.0 Gb/s of frame bytes.
+/// Tolerance 5% of the delay (the frame rate and the pool's last frame).
+#[test]
+fn sonic_pfc_response_time_checks_turn_as_predicted() {
+    let link_bps = 100 * G;
+    let fill_bps = 49_900_000_000;
+    let room = 87_040 - 20_480;
+    let quantum_ps = pause_ps(1, link_bps);
+    let response = |delay: u32| pause_ps(delay + ieee_response_quanta(link_bps), link_bps);
+    let drop_turn = (0..100_000)
+        .find(|&d| headroom_bytes(fill_bps, 100_000, 1086, response(d)) > room)
+        .unwrap();
+    let frame_rate = fill_bps as f64 * 1086.0 / 1106.0;
+    let before_pause = 13_680_063.0 - 3_420_016.0 - 20_480.0;
+    let buffer_turn = (before_pause * 8.0 / frame_rate * 1e12 / quantum_ps as f64) as u32
+        - ieee_response_quanta(link_bps);
+    let delays = [
+        0,
+        drop_turn - 150,
+        drop_turn + 150,
+        drop_turn * 3,
+        buffer_turn * 95 / 100,
+        buffer_turn * 105 / 100,
+    ];
+    let list: Vec<String> = delays.iter().map(u32::to_string).collect();
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let output = ibqos(&[
+        "sim",
+        "--topology",
+        &format!("{dir}/../examples/sim/sonic-pfc/sonic.net"),
+        "--traffic",
+        &format!("{dir}/../examples/sim/sonic-pfc/traffic.toml"),
+        "--sweep-pfc-delay",
+        &list.join(","),
+        "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), delays.len());
+    for (row, &delay) in rows.iter().zip(&delays) {
+        let what = format!(
+            "pfc_delay {delay} (drops turn at {drop_turn}, buffer at {buffer_turn}): {row}"
+        );
+        assert_eq!(row["pfc_delay"], delay, "{what}");
+        assert_eq!(row["all_background_delivered"], true, "{what}");
+        assert!(num(&row["background_sent"]) > 20_000.0, "{what}");
+        assert_eq!(row["no_test_delivered"], true, "{what}");
+        let drops = num(&row["ingress_drops"]);
+        if delay < drop_turn {
+            assert_eq!(drops, 0.0, "{what}");
+        } else {
+            assert!(drops > 0.0, "{what}");
+        }
+        assert_eq!(row["tx_below_buffer"], delay < buffer_turn, "{what}");
+    }
+}

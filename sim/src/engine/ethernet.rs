@@ -1,0 +1,537 @@
+//! The engine's lossless-Ethernet link mode (`flow_control = "pfc"`): the sender's pause and ETS
+//! scheduling, the switch's buffer admission, pause frames and storms, and their counters. It
+//! works on the engine's own lanes, queue and packets; this state is kept apart from what an
+//! InfiniBand hop reads ([`Simulation::eth`]), per port or per node.
+
+use crate::ets::{Grant, Scheduler};
+use crate::network::{Ethernet, NetworkError, NodeKind};
+use crate::pfc::{
+    PAUSE_FRAME_BYTES, PRIORITIES, PauseFrame, PauseGenerator, PauseResponder, PauseStorm,
+    PfcConfig, Transition,
+};
+use crate::report::{
+    EthernetLinkReport, PoolReport, PriorityReport, SwitchReport, TrafficClassReport,
+};
+use crate::shared_buffer::{
+    Admission, BufferConfig, POOLS, PgFlowControl, Place, PoolId, Region, Stored, SwitchBuffer,
+};
+
+use super::{Event, NO_PORT, Sent, Simulation, round};
+use crate::link::{PS_PER_NS, ethernet_wire_ps};
+
+/// The lanes of an Ethernet port: its eight traffic classes (egress queues).
+pub(super) const TRAFFIC_CLASSES: u8 = 8;
+
+/// Where a switch stored a packet, as three bits beside its priority in [`super::Packet`]'s
+/// `in_vl` (`priority | place << 3`), so that the end of its transmission can free it.
+fn place_code(place: Place) -> u8 {
+    match place {
+        Place::Shared => 0,
+        Place::Reserved(Region::IPortPg) => 1,
+        Place::Reserved(Region::IPort) => 2,
+        Place::Reserved(Region::EPortTc) => 3,
+        Place::Reserved(Region::EPort) => 4,
+        Place::Headroom => 5,
+    }
+}
+
+fn place_of(code: u8) -> Place {
+    match code {
+        1 => Place::Reserved(Region::IPortPg),
+        2 => Place::Reserved(Region::IPort),
+        3 => Place::Reserved(Region::EPortTc),
+        4 => Place::Reserved(Region::EPort),
+        5 => Place::Headroom,
+        _ => Place::Shared,
+    }
+}
+
+/// The bits of `mask`, lowest first.
+fn mask_bits(mask: u8) -> impl Iterator<Item = u8> {
+    (0..8).filter(move |b| mask >> b & 1 != 0)
+}
+
+/// The Ethernet side of a run.
+#[derive(Debug)]
+pub(super) struct EthernetState {
+    link_bps: u64,
+    /// The traffic class (lane) of each priority, by the ETS dot1p map.
+    tc_of: [u8; PRIORITIES],
+    /// A pause frame's own time on the wire (64 bytes, preamble and gap).
+    pause_wire_ps: u64,
+    /// Per port: the end that obeys pauses, the end that sends them (used on switch ports,
+    /// whose buffers ask), the egress scheduler, and the time of the wake it has asked for.
+    responders: Vec<PauseResponder>,
+    generators: Vec<PauseGenerator>,
+    schedulers: Vec<Scheduler>,
+    wake_at: Vec<u64>,
+    /// Per port and priority, the frames whose transmission ended and their bytes.
+    sent: Vec<[Sent; PRIORITIES]>,
+    /// Per node, its shared buffer (used on switches; a host receives without limit), and the
+    /// peak shared bytes of each pool, ingress then egress.
+    buffers: Vec<SwitchBuffer>,
+    pool_peaks: Vec<[[u64; POOLS]; 2]>,
+    /// The ingress and egress pool of each priority.
+    pools_of: [(u8, u8); PRIORITIES],
+    /// The pools the configuration defines, for the report.
+    pools: Vec<PoolId>,
+    /// Pause frames between leaving and taking hold, by index; the free indices.
+    frames: Vec<PauseFrame>,
+    free_frames: Vec<u32>,
+    /// The pause storms and their ports.
+    storms: Vec<(u32, PauseStorm)>,
+}
+
+/// The pool index of the region of `index` (a PG or TC) in a configuration's `regions`.
+fn pool_of<R>(regions: &[R], index: u8, key: impl Fn(&R) -> (u8, PoolId)) -> u8 {
+    regions
+        .iter()
+        .map(key)
+        .find(|&(i, _)| i == index)
+        .map_or(0, |(_, pool)| pool.index)
+}
+
+fn pools_of(buffer: &BufferConfig) -> [(u8, u8); PRIORITIES] {
+    std::array::from_fn(|p| {
+        let pg = pool_of(&buffer.pg, buffer.priority_pg[p], |r| (r.pg, r.pool));
+        let tc = pool_of(&buffer.tc, buffer.priority_tc[p], |r| (r.tc, r.pool));
+        (pg, tc)
+    })
+}
+
+impl EthernetState {
+    /// The state of `sim`'s ports and nodes with `config`, every setting checked.
+    pub(super) fn new(sim: &Simulation<'_>, config: &Ethernet) -> Result<Self, NetworkError> {
+        let bad = |e: &dyn std::fmt::Display| NetworkError::BadEthernet(e.to_string());
+        config.pfc.validate().map_err(|e| bad(&e))?;
+        config.ets.validate().map_err(|e| bad(&e))?;
+        config.host.validate().map_err(|e| bad(&e))?;
+        config.buffer.validate().map_err(|e| bad(&e))?;
+        if config.link_bps == 0 {
+            return Err(bad(&"a link of 0 b/s"));
+        }
+        let bps = config.link_bps;
+        let ports = sim.ports.len();
+        let buffers = sim
+            .network
+            .nodes
+            .iter()
+            .map(|node| SwitchBuffer::new(&config.buffer, u16::from(node.num_ports) + 1))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad(&e))?;
+        let mut storms = Vec::new();
+        for storm in &config.storms {
+            let name = format!("node {} port {}", storm.port.node, storm.port.port);
+            let node = sim.network.nodes.get(storm.port.node);
+            let port = node
+                .filter(|n| {
+                    n.kind == NodeKind::Host
+                        && storm.port.port >= 1
+                        && storm.port.port <= n.num_ports
+                })
+                .map(|_| sim.node_base[storm.port.node] + u32::from(storm.port.port))
+                .filter(|&p| sim.ports[p as usize].peer.is_some())
+                .ok_or_else(|| NetworkError::BadStorm {
+                    port: name.clone(),
+                    reason: "not a linked host port".into(),
+                })?;
+            let running = storm
+                .config
+                .storm(bps)
+                .map_err(|e| NetworkError::BadStorm {
+                    port: name,
+                    reason: e.to_string(),
+                })?;
+            storms.push((port, running));
+        }
+        // The PFC delay is the sending end station's (the SONiC plan's tester port): a switch
+        // port obeys a pause within its own response time.
+        let switch_responder = PauseResponder::new(
+            &PfcConfig {
+                pfc_delay: 0,
+                ..config.pfc.clone()
+            },
+            bps,
+        );
+        let mut pools: Vec<PoolId> = config.buffer.pool.iter().map(|p| p.name).collect();
+        pools.sort_by_key(|p| (p.direction as u8, p.index));
+        Ok(EthernetState {
+            link_bps: bps,
+            tc_of: std::array::from_fn(|p| config.ets.traffic_class(p as u8)),
+            pause_wire_ps: ethernet_wire_ps(PAUSE_FRAME_BYTES, bps),
+            responders: sim
+                .ports
+                .iter()
+                .map(|port| match sim.network.nodes[port.node as usize].kind {
+                    NodeKind::Host => PauseResponder::new(&config.pfc, bps),
+                    NodeKind::Switch => switch_responder.clone(),
+                })
+                .collect(),
+            generators: vec![PauseGenerator::new(&config.pfc, bps); ports],
+            schedulers: vec![Scheduler::new(&config.ets, bps); ports],
+            wake_at: vec![0; ports],
+            sent: vec![[Sent::default(); PRIORITIES]; ports],
+            pool_peaks: vec![[[0; POOLS]; 2]; buffers.len()],
+            buffers,
+            pools_of: pools_of(&config.buffer),
+            pools,
+            frames: Vec::new(),
+            free_frames: Vec::new(),
+            storms,
+        })
+    }
+
+    /// The traffic class (lane) of `priority`.
+    pub(super) fn traffic_class(&self, priority: u8) -> u8 {
+        self.tc_of[usize::from(priority & 7)]
+    }
+
+    /// The link rate in Gb/s.
+    pub(super) fn gbps(&self) -> f64 {
+        self.link_bps as f64 / 1e9
+    }
+
+    /// The traffic classes of `port` paused at `now`: a class is paused while any priority
+    /// mapped to it is (the pause stops the queue).
+    fn paused_classes(&self, port: usize, now: u64) -> (u8, u8) {
+        let priorities = self.responders[port].paused_mask(now);
+        let classes = mask_bits(priorities).fold(0, |m, p| m | 1 << self.tc_of[usize::from(p)]);
+        (priorities, classes)
+    }
+
+    fn store(&mut self, frame: PauseFrame) -> u32 {
+        match self.free_frames.pop() {
+            Some(id) => {
+                self.frames[id as usize] = frame;
+                id
+            }
+            None => {
+                self.frames.push(frame);
+                (self.frames.len() - 1) as u32
+            }
+        }
+    }
+}
+
+impl Simulation<'_> {
+    fn eth_mut(&mut self) -> &mut EthernetState {
+        self.eth
+            .as_deref_mut()
+            .expect("only an Ethernet run handles Ethernet events")
+    }
+
+    fn eth_ref(&self) -> &EthernetState {
+        self.eth
+            .as_deref()
+            .expect("only an Ethernet run handles Ethernet events")
+    }
+
+    /// Queues each pause storm's first frame.
+    pub(super) fn start_storms(&mut self) {
+        let firsts: Vec<(u32, u64)> = (0..)
+            .zip(&self.eth_ref().storms)
+            .filter_map(|(i, (_, storm))| Some((i, storm.next_ps()?)))
+            .collect();
+        for (storm, at) in firsts {
+            self.queue.push(self.now, at, Event::Storm { storm });
+        }
+    }
+
+    /// The peer and traffic class `port` sends on next: among the classes with a head packet
+    /// and no paused priority, the ETS scheduler's choice. When none may send yet, the port
+    /// asks to be woken when the first may (a pause's end, a rate bucket's refill).
+    pub(super) fn ethernet_grant(&mut self, port: u32) -> Option<(u32, u8)> {
+        let p = port as usize;
+        let peer = self.ports[p].peer?;
+        let now = self.now;
+        let bits = self.bits[p];
+        let eth = self.eth.as_deref_mut()?;
+        let (paused_priorities, paused) = eth.paused_classes(p, now);
+        // A port's lanes are its eight classes (the ninth, VL15's, is never used).
+        let queued = (bits.queued & 0xff) as u8;
+        let lanes = &self.lanes[bits.lanes()];
+        let grant = eth.schedulers[p].next(now, queued & !paused, |tc| {
+            u32::from(lanes[usize::from(tc)].head)
+        });
+        let mut wake = match grant {
+            Grant::Send { tc } => return Some((peer, tc)),
+            Grant::WaitUntil { ps } => ps,
+            Grant::Idle => u64::MAX,
+        };
+        for priority in mask_bits(paused_priorities) {
+            if queued & paused & 1 << eth.tc_of[usize::from(priority)] != 0 {
+                wake = wake.min(eth.responders[p].paused_until(usize::from(priority)));
+            }
+        }
+        if wake != u64::MAX && (eth.wake_at[p] <= now || wake < eth.wake_at[p]) {
+            eth.wake_at[p] = wake;
+            self.queue.push(now, wake, Event::Wake { port });
+        }
+        None
+    }
+
+    /// A frame of `units` bytes and the priority and place coded in `code` finished leaving
+    /// `port`: counted, its allowance given back, and freed from the buffer of `release` (the
+    /// switch port it arrived by, [`NO_PORT`] at its source).
+    pub(super) fn ethernet_sent(&mut self, port: u32, release: u32, code: u8, units: u16) {
+        let priority = code & 7;
+        let (out, ingress) = (
+            self.ports[port as usize],
+            self.ports.get(release as usize).copied(),
+        );
+        let lane = self.bits[port as usize].lane(self.eth_ref().traffic_class(priority));
+        self.lanes[lane].credits += u32::from(units);
+        let eth = self.eth_mut();
+        let sent = &mut eth.sent[port as usize][usize::from(priority)];
+        sent.packets += 1;
+        sent.blocks += u64::from(units);
+        let Some(ingress) = ingress.filter(|_| release != NO_PORT) else {
+            return;
+        };
+        let stored = Stored {
+            in_port: u16::from(ingress.num),
+            out_port: u16::from(out.num),
+            priority,
+            place: place_of(code >> 3),
+            bytes: u32::from(units),
+        };
+        if let Some(control) = eth.buffers[ingress.node as usize].release(stored) {
+            self.flow_control(release, control);
+        }
+    }
+
+    /// A data frame's last bit reached `port`: delivered at a host; at a switch admitted to
+    /// its buffer (or dropped) and queued on the output port's class of its priority.
+    pub(super) fn ethernet_arrive(&mut self, port: u32, packet: u32) {
+        let info = self.ports[port as usize];
+        let p = self.packets[packet as usize];
+        let network = self.network;
+        let node = &network.nodes[info.node as usize];
+        let out = match node.kind {
+            NodeKind::Host => None,
+            NodeKind::Switch => node.route(p.dlid),
+        };
+        let Some(out) = out else {
+            let delivered =
+                node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == p.dlid;
+            self.retire(packet, &p, delivered);
+            return;
+        };
+        let out_port = self.node_base[info.node as usize] + u32::from(out);
+        let priority = p.sl;
+        let eth = self.eth_mut();
+        let tc = eth.traffic_class(priority);
+        let buffer = &mut eth.buffers[info.node as usize];
+        let admission = buffer.admit(
+            u16::from(info.num),
+            u16::from(out),
+            priority,
+            u32::from(p.blocks),
+        );
+        let (stored, control) = match admission {
+            Admission::Dropped(_) => {
+                self.retire(packet, &p, false);
+                return;
+            }
+            Admission::Stored {
+                stored,
+                flow_control,
+            } => (stored, flow_control),
+        };
+        if stored.place == Place::Shared {
+            let (ipool, epool) = eth.pools_of[usize::from(priority)];
+            let ingress = buffer.pool_used(PoolId::ingress(ipool));
+            let egress = buffer.pool_used(PoolId::egress(epool));
+            let peaks = &mut eth.pool_peaks[info.node as usize];
+            peaks[0][usize::from(ipool)] = peaks[0][usize::from(ipool)].max(ingress);
+            peaks[1][usize::from(epool)] = peaks[1][usize::from(epool)].max(egress);
+        }
+        let pk = &mut self.packets[packet as usize];
+        pk.in_port = port;
+        pk.in_vl = priority | place_code(stored.place) << 3;
+        pk.vl = tc;
+        self.enqueue(self.lane(out_port, tc), packet);
+        self.refresh_lane(out_port, tc);
+        if let Some(control) = control {
+            self.flow_control(port, control);
+        }
+        self.try_send(out_port);
+    }
+
+    /// A lossless PG of ingress port `port` crossed Xoff or fell to Xon: its pause generator
+    /// sends the frame (and, in Xoff, is due to refresh it).
+    fn flow_control(&mut self, port: u32, control: PgFlowControl) {
+        let now = self.now;
+        let generator = &mut self.eth_mut().generators[port as usize];
+        let Some(frame) = generator.request(control.priorities, control.transition, now) else {
+            return;
+        };
+        let refresh = generator.next_refresh_ps();
+        self.send_pause(port, frame);
+        if let Some(at) = refresh.filter(|_| control.transition == Transition::Xoff) {
+            self.queue.push(now, at, Event::Refresh { port });
+        }
+    }
+
+    /// `port` sends a pause frame to its peer: out of band (it neither waits for the data
+    /// frame being sent the other way nor delays the next), arriving after its own wire time
+    /// and the cable.
+    fn send_pause(&mut self, port: u32, frame: PauseFrame) {
+        let info = self.ports[port as usize];
+        let Some(peer) = info.peer else {
+            return;
+        };
+        let now = self.now;
+        let eth = self.eth_mut();
+        let at = now + eth.pause_wire_ps + info.link.propagation_ps;
+        let frame = eth.store(frame);
+        self.queue
+            .push(now, at, Event::PauseArrive { port: peer, frame });
+    }
+
+    /// A pause frame reached `port`: counted; it takes hold after the response delay.
+    pub(super) fn pause_arrive(&mut self, port: u32, frame: u32) {
+        let now = self.now;
+        let eth = self.eth_mut();
+        let at = eth.responders[port as usize].receive(&eth.frames[frame as usize], now);
+        self.queue.push(now, at, Event::PauseApply { port, frame });
+    }
+
+    /// A pause frame takes hold at `port`; a port that may send again does.
+    pub(super) fn pause_apply(&mut self, port: u32, frame: u32) {
+        let now = self.now;
+        let eth = self.eth_mut();
+        let pause = eth.frames[frame as usize];
+        eth.responders[port as usize].apply(&pause, now);
+        eth.free_frames.push(frame);
+        self.try_send(port);
+    }
+
+    /// The refresh of `port`'s pause, if still due, and the next.
+    pub(super) fn pause_refresh(&mut self, port: u32) {
+        let now = self.now;
+        let generator = &mut self.eth_mut().generators[port as usize];
+        let Some(frame) = generator.refresh(now) else {
+            return;
+        };
+        let next = generator.next_refresh_ps();
+        self.send_pause(port, frame);
+        if let Some(at) = next {
+            self.queue.push(now, at, Event::Refresh { port });
+        }
+    }
+
+    /// Pause storm `storm` sends its frame, and is due again.
+    pub(super) fn storm(&mut self, storm: u32) {
+        let now = self.now;
+        let (port, running) = &mut self.eth_mut().storms[storm as usize];
+        let port = *port;
+        let frame = running.poll(now);
+        let next = running.next_ps();
+        if let Some(frame) = frame {
+            self.send_pause(port, frame);
+        }
+        if let Some(at) = next {
+            self.queue.push(now, at, Event::Storm { storm });
+        }
+    }
+
+    /// The Ethernet counters of the link direction from `port` to `peer`.
+    pub(super) fn ethernet_link(
+        &self,
+        port: u32,
+        peer: u32,
+        capacity_bits: f64,
+    ) -> EthernetLinkReport {
+        let eth = self.eth_ref();
+        let duration = self.options.duration_ps;
+        let end = self.now;
+        let fraction = |part: f64, of: f64| if of > 0.0 { round(part / of) } else { 0.0 };
+        let near = self.bits[port as usize];
+        let lanes = &self.lanes[near.lanes()];
+        let total: u64 = lanes.iter().map(|l| l.sent.blocks).sum();
+        let traffic_classes = (0..TRAFFIC_CLASSES)
+            .map(|tc| (tc, lanes[usize::from(tc)].sent))
+            .filter(|(_, s)| s.packets > 0)
+            .map(|(tc, s)| TrafficClassReport {
+                tc,
+                frames: s.packets,
+                bytes: s.blocks,
+                throughput_gbps: Self::gbps(s.blocks, duration),
+                share: fraction(s.blocks as f64, total as f64),
+                utilization: fraction(s.blocks as f64 * 8.0, capacity_bits),
+            })
+            .collect();
+        let (p, q) = (port as usize, peer as usize);
+        let far = self.ports[q];
+        let far_switch = self.network.nodes[far.node as usize].kind == NodeKind::Switch;
+        let buffer = &eth.buffers[far.node as usize];
+        let priorities = (0..PRIORITIES as u8)
+            .map(|priority| {
+                let i = usize::from(priority);
+                let sent = eth.sent[p][i];
+                let storm_frames: u64 = eth
+                    .storms
+                    .iter()
+                    .filter(|(at, _)| *at == peer)
+                    .map(|(_, s)| s.generator().frames_sent(i))
+                    .sum();
+                let num = u16::from(far.num);
+                let (dropped, headroom) = if far_switch {
+                    (
+                        buffer.drops(num, priority),
+                        buffer.headroom_peak(num, buffer.pg_of(priority)),
+                    )
+                } else {
+                    (0, 0)
+                };
+                PriorityReport {
+                    priority,
+                    frames: sent.packets,
+                    bytes: sent.blocks,
+                    throughput_gbps: Self::gbps(sent.blocks, duration),
+                    paused_ns: eth.responders[p].paused_ps(i, end) / PS_PER_NS,
+                    pause_frames_sent: eth.generators[q].frames_sent(i) + storm_frames,
+                    pause_frames_received: eth.responders[p].frames_received(i),
+                    dropped_packets: dropped,
+                    headroom_peak_bytes: headroom,
+                }
+            })
+            .filter(|r| {
+                r.frames > 0
+                    || r.paused_ns > 0
+                    || r.pause_frames_sent > 0
+                    || r.pause_frames_received > 0
+                    || r.dropped_packets > 0
+            })
+            .collect();
+        EthernetLinkReport {
+            traffic_classes,
+            priorities,
+        }
+    }
+
+    /// Every switch's pool peaks, in node order.
+    pub(super) fn switch_reports(&self) -> Vec<SwitchReport> {
+        let Some(eth) = self.eth.as_deref() else {
+            return Vec::new();
+        };
+        self.network
+            .nodes
+            .iter()
+            .zip(&eth.pool_peaks)
+            .filter(|(node, _)| node.kind == NodeKind::Switch)
+            .map(|(node, peaks)| SwitchReport {
+                name: node.name.clone(),
+                pools: eth
+                    .pools
+                    .iter()
+                    .map(|pool| PoolReport {
+                        pool: pool.to_string(),
+                        peak_bytes: peaks[pool.direction as usize][usize::from(pool.index)],
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}
