@@ -546,3 +546,72 @@ fn sonic_pfc_response_time_checks_turn_as_predicted() {
         assert_eq!(row["tx_below_buffer"], delay < buffer_turn, "{what}");
     }
 }
+
+/// A one-flow run on the star with ECN at S1 and, unless `dcqcn` is empty, DCQCN.
+fn ecn_run(name: &str, ecn: &str, dcqcn: &str, flow_rest: &str, duration_us: u32) -> Value {
+    simulate(
+        name,
+        &format!(
+            "duration_us = {duration_us}\n[link]\nflow_control = \"pfc\"\ngbps = 100\npropagation_ns = 100\n\
+             [ecn]\n{ecn}\n{dcqcn}\n{}",
+            flow("f", "H1", "priority = 3", 1024, flow_rest)
+        ),
+    )
+}
+
+/// No marks at or below Kmin: a 50 Gb/s flow of 1086-byte frames on 100 Gb/s links never has
+/// more than the one frame it sends in S1[4]'s queue (a frame leaves in 88.48 ns and the next
+/// arrives 176.96 ns after the last), so with Kmin = 2000 bytes nothing is marked (exact: 0).
+/// With Kmin 1000 and Kmax 1001 the same 1086-byte queue is above Kmax: every frame is
+/// marked: marks are counted at the enqueue and frames when they have left, so the marks are
+/// the frames plus at most the one frame still on the wire at the end (tolerance: one frame).
+#[test]
+fn no_ecn_marks_below_kmin() {
+    let marks = |kmin: u32, kmax: u32| {
+        let report = ecn_run(
+            &format!("kmin{kmin}"),
+            &format!("kmin_bytes = {kmin}\nkmax_bytes = {kmax}\npmax = 1.0"),
+            "",
+            "rate_gbps = 50",
+            100,
+        );
+        (
+            priority(&report, "S1[4]", "H4[1]", 3, "ecn_marks"),
+            priority(&report, "S1[4]", "H4[1]", 3, "frames"),
+        )
+    };
+    let (below, frames) = marks(2000, 200_000);
+    assert!(frames > 500.0, "{frames} frames");
+    assert_eq!(below, 0.0, "marks with the queue below Kmin");
+    let (above, frames) = marks(1000, 1001);
+    assert!(
+        above == frames || above == frames + 1.0,
+        "every frame marked above Kmax: {above} marks, {frames} frames"
+    );
+}
+
+/// The first CNP sets the flow's rate to `DcqcnRateToSetOnFirstCnp` (3000 Mb/s here). Kmin 0 and
+/// Kmax 1 mark every frame S1 queues; H4 answers the first at once. For the rest of the 20 us
+/// run the rate stays at 3 Gb/s exactly: a cut needs `DcqcnRateReduceMonitorPeriod` (32 us)
+/// after the first CNP, the timer's first increase `DcqcnRpgTimeReset` (100 us), the byte
+/// counter 32767 x 64 bytes (5.6 ms at 3 Gb/s). The greedy flow is paced meanwhile: it
+/// sends at 100 Gb/s until the CNP arrives (about 1.5 us: two hops of 88.48 ns + 100 ns, the
+/// CNP's two hops back) and at 3 Gb/s after, so it delivers well under a fifth of the line
+/// rate over the run (without DCQCN about 100 Gb/s x 1024/1106 = 92.6 Gb/s).
+#[test]
+fn the_first_cnp_sets_the_rate_to_set_on_first_cnp() {
+    let report = ecn_run(
+        "first-cnp",
+        "kmin_bytes = 0\nkmax_bytes = 1\npmax = 1.0",
+        "[dcqcn]\nDcqcnRpgByteReset = 32767\nDcqcnRateToSetOnFirstCnp = 3000",
+        "",
+        20,
+    );
+    let dcqcn = &flow_of(&report, "f")["dcqcn"];
+    assert!(num(&dcqcn["cnps_received"]) >= 1.0, "{dcqcn}");
+    assert_eq!(num(&dcqcn["rate_cuts"]), 1.0, "{dcqcn}");
+    assert_eq!(num(&dcqcn["min_rate_gbps"]), 3.0, "{dcqcn}");
+    assert_eq!(num(&dcqcn["final_rate_gbps"]), 3.0, "{dcqcn}");
+    let throughput = num(&flow_of(&report, "f")["throughput_gbps"]);
+    assert!(throughput < 20.0, "paced at 3 Gb/s: {throughput}");
+}
