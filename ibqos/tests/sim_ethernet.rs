@@ -600,8 +600,9 @@ fn no_ecn_marks_below_kmin() {
 /// run the rate stays at 3 Gb/s exactly: a cut needs `DcqcnRateReduceMonitorPeriod` (32 us)
 /// after the first CNP, the timer's first increase `DcqcnRpgTimeReset` (100 us), the byte
 /// counter 32767 x 64 bytes (5.6 ms at 3 Gb/s). The greedy flow is paced meanwhile: it
-/// sends at 100 Gb/s until the CNP arrives (about 1.5 us: two hops of 88.48 ns + 100 ns, the
-/// CNP's two hops back) and at 3 Gb/s after, so it delivers well under a fifth of the line
+/// sends at 100 Gb/s until the CNP arrives (at 592.64 ns: the first frame's two hops of 88.48 +
+/// 100 ns, the 78-byte CNP's two of 7.84 + 100 ns) and at 3 Gb/s after, so it delivers well
+/// under a fifth of the line
 /// rate over the run (without DCQCN about 100 Gb/s x 1024/1106 = 92.6 Gb/s).
 #[test]
 fn the_first_cnp_sets_the_rate_to_set_on_first_cnp() {
@@ -704,4 +705,68 @@ fn dcqcn_flows_sharing_a_bottleneck_converge_to_fair_share() {
             "{starts_ms:?}: marked fraction {marked}"
         );
     }
+}
+
+/// The first-CNP run's DCQCN rate over time, in the JSON and the plot, and its tables in the
+/// text report, with 1000 ns cables so that the first CNP comes after a few samples. The run is
+/// 20 us in the plot's 30 intervals (666.67 ns; 666 in the report). The first frame (88.48 ns
+/// on the wire) reaches S1 at 1088.48 ns and H4 at 2176.96 ns; its CNP (78 bytes, 98 on the
+/// wire: 7.84 ns) reaches S1 at 3184.8 ns and H1 at 4192.64 ns, in interval 6. A sample is the
+/// rate at its interval's end: 100 Gb/s for intervals 0-5 (ending at 4000 ns at the latest),
+/// 3 Gb/s from interval 6 on (exact).
+#[test]
+fn the_dcqcn_rate_is_reported_over_time_and_plotted() {
+    let dir = tempfile::Builder::new()
+        .prefix("dcqcn-plot")
+        .tempdir()
+        .unwrap();
+    let net = scratch_file(&dir, "star.net", STAR);
+    let traffic = scratch_file(
+        &dir,
+        "traffic.toml",
+        format!(
+            "duration_us = 20\n[link]\nflow_control = \"pfc\"\ngbps = 100\npropagation_ns = 1000\n\
+             [ecn]\nkmin_bytes = 0\nkmax_bytes = 1\npmax = 1.0\n\
+             [dcqcn]\nDcqcnRpgByteReset = 32767\nDcqcnRateToSetOnFirstCnp = 3000\n{}",
+            flow("f", "H1", "priority = 3", 1024, "")
+        ),
+    );
+    let plots = dir.path().join("plots");
+    let run = |json: bool| {
+        let mut args = vec![
+            "sim",
+            "--topology",
+            net.to_str().unwrap(),
+            "--traffic",
+            traffic.to_str().unwrap(),
+            "--plot",
+            plots.to_str().unwrap(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        let output = ibqos(&args);
+        assert!(output.status.success(), "{output:?}");
+        output.stdout
+    };
+    let report: Value = serde_json::from_slice(&run(true)).unwrap();
+    assert_eq!(num(&report["dcqcn_rates"]["interval_ns"]), 666.0);
+    let rates = &report["dcqcn_rates"]["flows"][0];
+    assert_eq!(rates[0], "f");
+    let series = rates[1].as_array().unwrap();
+    assert_eq!(series.len(), 30);
+    let gbps: Vec<f64> = series.iter().map(num).collect();
+    assert!(gbps[..6].iter().all(|&r| r == 100.0), "{gbps:?}");
+    assert!(gbps[6..].iter().all(|&r| r == 3.0), "{gbps:?}");
+    assert!(plots.join("dcqcn_rate.svg").exists());
+    let text = String::from_utf8(run(false)).unwrap();
+    let row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("DCQCN flow"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no DCQCN table: {text}"));
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(columns[0], "f", "{row}");
+    assert_eq!(columns[3], "1", "one cut: {row}");
+    assert_eq!(columns[4], "3.000", "final rate: {row}");
 }

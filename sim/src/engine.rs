@@ -1222,6 +1222,9 @@ impl<'n> Simulation<'n> {
             links,
             switches: self.switch_reports(),
             sl_latency,
+            dcqcn_rates: timeline
+                .as_ref()
+                .and_then(|t| self.dcqcn_rates(t.interval_ns)),
             timeline,
         }
     }
@@ -1444,7 +1447,6 @@ impl<'n> Simulation<'n> {
             to: link.to.clone(),
             interval_ns: self.options.duration_ps / intervals as u64 / PS_PER_NS,
             vls,
-            dcqcn_rates_gbps: self.dcqcn_rates(),
         })
     }
 }

@@ -67,8 +67,9 @@ pub use pfc::{
     PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PauseStormConfig, PfcConfig,
 };
 pub use report::{
-    EthernetLinkReport, FlowDcqcnReport, FlowReport, Histogram, Latency, LinkReport, PoolReport,
-    PriorityReport, Report, SlReport, SwitchReport, Timeline, TrafficClassReport, VlReport,
+    DcqcnRates, EthernetLinkReport, FlowDcqcnReport, FlowReport, Histogram, Latency, LinkReport,
+    PoolReport, PriorityReport, Report, SlReport, SwitchReport, Timeline, TrafficClassReport,
+    VlReport,
 };
 pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};
 pub use sonic::{PfcDelayCheck, pfc_delay_table, sweep_pfc_delay};

@@ -332,10 +332,14 @@ pub struct Timeline {
     pub interval_ns: u64,
     /// (VL, bytes per interval).
     pub vls: Vec<(u8, Vec<u64>)>,
-    /// Ethernet with `[dcqcn]`: each flow with a reaction point, and its DCQCN rate in Gb/s
-    /// at the end of each interval.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub dcqcn_rates_gbps: Vec<(String, Vec<f64>)>,
+}
+
+/// Each DCQCN flow's rate over time, on the timeline's intervals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DcqcnRates {
+    pub interval_ns: u64,
+    /// Each flow with a reaction point, and its rate in Gb/s at the end of each interval.
+    pub flows: Vec<(String, Vec<f64>)>,
 }
 
 /// Everything a run measured.
@@ -358,6 +362,9 @@ pub struct Report {
     /// The busiest link direction's bytes per VL over time, when asked for.
     #[serde(skip)]
     pub timeline: Option<Timeline>,
+    /// Ethernet with `[dcqcn]`, when a timeline is recorded: each flow's DCQCN rate over time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dcqcn_rates: Option<DcqcnRates>,
 }
 
 #[cfg(test)]

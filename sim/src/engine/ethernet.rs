@@ -21,7 +21,7 @@ use crate::dcqcn::{DcqcnConfig, EcnMarker, NotificationPoint, NpParams, Reaction
 use crate::host_qos::HostQos;
 use crate::link::{CNP_PAYLOAD_BYTES, PS_PER_NS, ethernet_wire_ps, frame_bytes};
 use crate::pfc::FRAME_OVERHEAD_BYTES;
-use crate::report::FlowDcqcnReport;
+use crate::report::{DcqcnRates, FlowDcqcnReport};
 
 /// Keeps ECN's random words apart from the flows' phases, which use the run's seed as it is.
 const ECN_STREAM: u64 = 0xec4e_c4e0_ec4e_c4e0;
@@ -904,12 +904,12 @@ impl Simulation<'_> {
         })
     }
 
-    /// Each flow with a reaction point and its rate at the end of each timeline interval.
-    pub(super) fn dcqcn_rates(&self) -> Vec<(String, Vec<f64>)> {
-        let Some(dcqcn) = self.eth.as_deref().and_then(|e| e.dcqcn.as_ref()) else {
-            return Vec::new();
-        };
-        self.flows
+    /// Each flow with a reaction point and its rate at the end of each timeline interval (of
+    /// `interval_ns`), on a run with DCQCN.
+    pub(super) fn dcqcn_rates(&self, interval_ns: u64) -> Option<DcqcnRates> {
+        let dcqcn = self.eth.as_deref()?.dcqcn.as_ref()?;
+        let flows = self
+            .flows
             .iter()
             .zip(&dcqcn.flows)
             .filter(|(_, state)| state.rp.is_some())
@@ -917,7 +917,8 @@ impl Simulation<'_> {
                 let rates = state.rates.iter().map(|&bps| round(bps as f64 / 1e9));
                 (f.spec.name.clone(), rates.collect())
             })
-            .collect()
+            .collect();
+        Some(DcqcnRates { interval_ns, flows })
     }
 }
 
