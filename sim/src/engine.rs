@@ -714,6 +714,9 @@ impl<'n> Simulation<'n> {
         self.now = self.now.max(until);
     }
 
+    // Inlined into the run loop, as it was before the DCQCN events made it larger: called
+    // apart, it cost the InfiniBand run 7.8% more instructions (callgrind).
+    #[inline(always)]
     fn handle(&mut self, event: Event) {
         match event {
             Event::Start { flow } => {

@@ -736,6 +736,7 @@ impl Simulation<'_> {
     }
 
     /// A timer of `flow`'s reaction point is due.
+    #[inline(never)]
     pub(super) fn rp_timer(&mut self, flow: u32) {
         let now = self.now;
         let Some(dcqcn) = self.eth_mut().dcqcn.as_mut() else {
@@ -798,6 +799,7 @@ impl Simulation<'_> {
     /// A limited flow's next frame: sent into its source queue unless its last one is still
     /// there (a rate limiter does not make up for a slot its port was too busy for), and
     /// the next one frame time at the reaction point's rate later.
+    #[inline(never)]
     pub(super) fn pace(&mut self, flow: u32) {
         let now = self.now;
         let state = &self.flows[flow as usize];
