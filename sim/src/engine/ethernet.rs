@@ -821,7 +821,6 @@ impl Simulation<'_> {
         if !waiting {
             rp.on_bytes_sent(&params, u64::from(units), now);
             self.flow_hot[flow as usize].sent += 1;
-            self.flows[flow as usize].generated += 1;
             let packet = self.alloc(flow, vl);
             self.enqueue(lane, packet);
             self.refresh_lane(port, vl);
