@@ -1,13 +1,15 @@
 //! Simulator throughput: events and packet-hops per second on one core, on the 648-host fat
 //! tree (fabric/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
 //!
-//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [pfc]]]` (defaults 100 us,
+//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [pfc|dcqcn]]]` (defaults 100 us,
 //! 2048 B, InfiniBand). Every host sends to every other host as fast as the fabric allows
 //! (419,256 greedy flows), flow i on SL i mod 8, with the SL n -> VL n tables of an 8-VL
 //! configuration; with `pfc`, the same over lossless Ethernet at 100 Gb/s (flow i on priority
 //! i mod 8, every priority lossless in one PG with 100 KB of headroom, Xoff at 40 KB, the
-//! default pools and ETS). Prints the figures and the peak resident memory; a timing belongs
-//! here, never in a test.
+//! default pools and ETS); with `dcqcn`, the `pfc` run with ECN marking at every switch egress
+//! queue (Kmin 5 KB, Kmax 200 KB, Pmax 1%) and DCQCN at every host (the document's defaults but
+//! `DcqcnRpgByteReset` 32767, the parameters that converge). Prints the figures and the peak
+//! resident memory; a timing belongs here, never in a test.
 
 use std::path::Path;
 use std::time::Instant;
@@ -28,6 +30,16 @@ gbps = 100
 priorities = [0, 1, 2, 3, 4, 5, 6, 7]
 [buffer]
 pg = [{ pg = 0, pool = "iPool0", type = "lossless", reserved = 102400, xoff = 40960, xon = 20480, shared = { alpha = "1" } }]
+"#;
+
+/// Added to [`PFC`] for the `dcqcn` run.
+const DCQCN: &str = r#"
+[ecn]
+kmin_bytes = 5000
+kmax_bytes = 200000
+pmax = 0.01
+[dcqcn]
+DcqcnRpgByteReset = 32767
 "#;
 
 const CONF: &str = "qos TRUE\nqos_max_vls 8\nqos_high_limit 0\nqos_vlarb_high 0:0\n\
@@ -51,7 +63,9 @@ fn main() {
         .collect();
     let duration_us: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(100);
     let payload: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2048);
-    let pfc = args.get(2).is_some_and(|a| a == "pfc");
+    let mode = args.get(2).map(String::as_str);
+    let dcqcn = mode == Some("dcqcn");
+    let pfc = dcqcn || mode == Some("pfc");
     let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/data/fat-tree-648.net");
     let mut topo = parse_net_file(&net).expect("fat-tree-648.net").topology;
     let loaded = load_bytes(
@@ -61,8 +75,9 @@ fn main() {
     )
     .expect("configuration");
     let text = format!(
-        "duration_us = {duration_us}\n{}\n[[pattern]]\nkind = \"all-to-all\"\npayload = {payload}\n",
-        if pfc { PFC } else { "" }
+        "duration_us = {duration_us}\n{}{}\n[[pattern]]\nkind = \"all-to-all\"\npayload = {payload}\n",
+        if pfc { PFC } else { "" },
+        if dcqcn { DCQCN } else { "" }
     );
     let traffic = traffic::parse("bench.toml", text.as_bytes()).expect("traffic");
     let started = Instant::now();
@@ -114,7 +129,11 @@ fn main() {
         .collect();
     println!(
         "fat-tree-648 all-to-all{}: {} flows, payload {payload} B, {duration_us} us simulated, VLs (TCs) used {vls:?}",
-        if pfc { " over lossless Ethernet" } else { "" },
+        match (pfc, dcqcn) {
+            (_, true) => " over lossless Ethernet with DCQCN",
+            (true, false) => " over lossless Ethernet",
+            _ => "",
+        },
         flows.len()
     );
     println!(

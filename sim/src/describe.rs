@@ -1,6 +1,7 @@
 //! The report as a person reads it: flows, SLs, totals per VL over every link, and the busiest
 //! links per VL; on Ethernet, priorities in place of SLs, and per link the traffic classes and
-//! priorities with their pauses and drops, and every switch's pool peaks.
+//! priorities with their pauses and drops, and every switch's pool peaks; with DCQCN, the ECN
+//! marks per link and priority and each flow's CNPs, cuts and rates.
 
 use std::fmt::Write as _;
 
@@ -69,6 +70,7 @@ pub fn describe(report: &Report) -> String {
     }
     if ethernet {
         ethernet_links(&mut out, report);
+        dcqcn(&mut out, report);
         return out;
     }
     vl_totals(&mut out, report);
@@ -187,6 +189,55 @@ fn ethernet_links(out: &mut String, report: &Report) {
         }
     }
     more(out, report.switches.len(), "switches");
+}
+
+/// ECN marks per link direction and priority, and each DCQCN flow's CNPs and rates; nothing
+/// on a run without them.
+fn dcqcn(out: &mut String, report: &Report) {
+    let flows: Vec<_> = report
+        .flows
+        .iter()
+        .filter_map(|f| Some((f, f.dcqcn.as_ref()?)))
+        .collect();
+    if flows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n{:<30} {:>3} {:>9}", "ECN marks", "pri", "marked");
+    let marks: Vec<_> = report
+        .links
+        .iter()
+        .filter_map(|l| Some((l, l.ethernet.as_ref()?)))
+        .flat_map(|(l, e)| e.priorities.iter().map(move |p| (l, p)))
+        .filter(|(_, p)| p.ecn_marks > 0)
+        .collect();
+    for (link, p) in marks.iter().take(TABLE_ROWS) {
+        let _ = writeln!(
+            out,
+            "{:<30} {:>3} {:>9}",
+            format!("{} -> {}", link.from, link.to),
+            p.priority,
+            p.ecn_marks
+        );
+    }
+    more(out, marks.len(), "marking link priorities");
+    let _ = writeln!(
+        out,
+        "\n{:<28} {:>9} {:>9} {:>7} {:>10} {:>10}",
+        "DCQCN flow", "CNPs sent", "CNPs rcvd", "cuts", "final Gb/s", "min Gb/s"
+    );
+    for (flow, d) in flows.iter().take(TABLE_ROWS) {
+        let _ = writeln!(
+            out,
+            "{:<28} {:>9} {:>9} {:>7} {:>10.3} {:>10.3}",
+            flow.name,
+            d.cnps_sent,
+            d.cnps_received,
+            d.rate_cuts,
+            d.final_rate_gbps,
+            d.min_rate_gbps
+        );
+    }
+    more(out, flows.len(), "flows");
 }
 
 fn more(out: &mut String, total: usize, what: &str) {

@@ -56,9 +56,9 @@ pub use ets::{EtsConfig, EtsError, Grant, Scheduler};
 pub use held::Mismatch;
 pub use host_qos::{HostQos, HostQosError, Trust};
 pub use link::{
-    BTH_BYTES, ETHERNET_HEADER_BYTES, FCS_BYTES, HEADER_BYTES, ICRC_BYTES, IPV4_HEADER_BYTES,
-    LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, ROCE_HEADER_BYTES, Speed,
-    UDP_HEADER_BYTES, VCRC_BYTES, Width, ethernet_wire_ps, frame_bytes, wire_blocks,
+    BTH_BYTES, CNP_PAYLOAD_BYTES, ETHERNET_HEADER_BYTES, FCS_BYTES, HEADER_BYTES, ICRC_BYTES,
+    IPV4_HEADER_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, ROCE_HEADER_BYTES,
+    Speed, UDP_HEADER_BYTES, VCRC_BYTES, Width, ethernet_wire_ps, frame_bytes, wire_blocks,
 };
 pub use network::{
     Ethernet, Flow, Link, Network, NetworkError, Node, NodeKind, PortAddr, PortArbitration, Storm,
@@ -67,8 +67,9 @@ pub use pfc::{
     PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PauseStormConfig, PfcConfig,
 };
 pub use report::{
-    EthernetLinkReport, FlowReport, Histogram, Latency, LinkReport, PoolReport, PriorityReport,
-    Report, SlReport, SwitchReport, Timeline, TrafficClassReport, VlReport,
+    DcqcnRates, EthernetLinkReport, FlowDcqcnReport, FlowReport, Histogram, Latency, LinkReport,
+    PoolReport, PriorityReport, Report, SlReport, SwitchReport, Timeline, TrafficClassReport,
+    VlReport,
 };
 pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};
 pub use sonic::{PfcDelayCheck, pfc_delay_table, sweep_pfc_delay};

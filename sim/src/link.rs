@@ -32,6 +32,10 @@ pub const ROCE_HEADER_BYTES: u32 = ETHERNET_HEADER_BYTES
     + ICRC_BYTES
     + FCS_BYTES;
 
+/// A RoCEv2 CNP's payload: its BTH is followed by 16 reserved bytes (IBTA RoCEv2 annex A17.9.3),
+/// so a CNP is a frame of `frame_bytes(CNP_PAYLOAD_BYTES)` = 78 bytes.
+pub const CNP_PAYLOAD_BYTES: u32 = 16;
+
 /// The largest payload (the 4096-byte MTU).
 pub const MAX_PAYLOAD: u32 = 4096;
 

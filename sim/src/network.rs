@@ -6,6 +6,7 @@
 use ibqos_qos::Sl2VlTable;
 use ibqos_qos::{Sl, VlArbEntry, VlCount};
 
+use crate::dcqcn::{DcqcnConfig, EcnConfig};
 use crate::ets::EtsConfig;
 use crate::host_qos::HostQos;
 use crate::link::LinkParams;
@@ -159,6 +160,10 @@ pub struct Ethernet {
     pub ets: EtsConfig,
     pub host: HostQos,
     pub storms: Vec<Storm>,
+    /// DCQCN at every host (its notification and reaction points), if on.
+    pub dcqcn: Option<DcqcnConfig>,
+    /// ECN marking at every switch egress queue, if on.
+    pub ecn: Option<EcnConfig>,
 }
 
 /// A host port that keeps priorities paused ([`crate::pfc::PauseStorm`]).

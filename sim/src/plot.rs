@@ -1,11 +1,12 @@
 //! SVG charts of a report: each VL's share of a link over time, and the latency CDF per SL (on
-//! Ethernet: each traffic class's share, and the CDF per priority).
+//! Ethernet: each traffic class's share, and the CDF per priority; with DCQCN, each flow's
+//! DCQCN rate over time).
 
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use crate::{Report, Timeline};
+use crate::{DcqcnRates, Report, Timeline};
 
 /// Why the charts could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +22,8 @@ pub enum PlotError {
     NothingToPlot,
 }
 
-/// Writes `share_per_vl.svg` and `latency_cdf.svg` into `dir`; returns their paths.
+/// Writes `share_per_vl.svg`, `latency_cdf.svg` and, with DCQCN, `dcqcn_rate.svg` into `dir`;
+/// returns their paths.
 pub fn write_plots(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(|source| PlotError::CreateDir {
         dir: dir.to_owned(),
@@ -37,6 +39,11 @@ pub fn write_plots(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, PlotErro
     if let Some(timeline) = &report.timeline {
         let path = dir.join("share_per_vl.svg");
         drawn(&path, plot_shares(&path, report, timeline))?;
+        written.push(path);
+    }
+    if let Some(rates) = &report.dcqcn_rates {
+        let path = dir.join("dcqcn_rate.svg");
+        drawn(&path, plot_dcqcn_rates(&path, report, rates))?;
         written.push(path);
     }
     if report.sl_latency.iter().any(|(_, h)| h.count() > 0) {
@@ -95,6 +102,44 @@ fn plot_shares(path: &Path, report: &Report, timeline: &Timeline) -> PlotResult 
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))?
             .label(format!("{lane} {vl}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Each DCQCN flow's rate at the end of each timeline interval, against the line rate.
+fn plot_dcqcn_rates(path: &Path, report: &Report, rates: &DcqcnRates) -> PlotResult {
+    let line_gbps = report.links.first().map_or(1.0, |l| l.gbps);
+    let interval_us = rates.interval_ns as f64 / 1e3;
+    let end_us = report.duration_ns as f64 / 1e3;
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("DCQCN rate per flow", ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..end_us, 0f64..line_gbps * 1.05)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (us)")
+        .y_desc("rate (Gb/s)")
+        .draw()?;
+    for (i, (flow, series)) in rates.flows.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let points = series
+            .iter()
+            .enumerate()
+            .map(|(k, gbps)| ((k as f64 + 1.0) * interval_us, *gbps));
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+            .label(flow.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
     }
     chart

@@ -187,6 +187,25 @@ pub struct FlowReport {
     pub dropped_packets: u64,
     /// Still in the fabric or the source queue when the run ended.
     pub in_flight_packets: u64,
+    /// DCQCN's view of the flow, on an Ethernet run with `[dcqcn]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dcqcn: Option<FlowDcqcnReport>,
+}
+
+/// One flow under DCQCN: the CNPs its notification point (the destination) sent and its
+/// reaction point (the source) received, and the rates the reaction point set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowDcqcnReport {
+    /// CNPs the destination sent for the flow's ECN-marked frames.
+    pub cnps_sent: u64,
+    /// CNPs that reached the source (the rest were dropped or still in flight).
+    pub cnps_received: u64,
+    /// Times the reaction point lowered the rate (the first CNP's and each cut).
+    pub rate_cuts: u64,
+    /// The rate at the end of the run, and the lowest of the run (the line rate when the flow
+    /// had no reaction point or no CNP).
+    pub final_rate_gbps: f64,
+    pub min_rate_gbps: f64,
 }
 
 /// All flows of one SL together (management flows excluded); on an Ethernet run, of one
@@ -287,6 +306,8 @@ pub struct PriorityReport {
     pub dropped_packets: u64,
     /// The most the receiving switch port's headroom for this priority's PG held.
     pub headroom_peak_bytes: u64,
+    /// Frames of this priority the sending switch port marked ECN CE at its egress queue.
+    pub ecn_marks: u64,
 }
 
 /// One Ethernet switch's shared buffer: the peak of every pool its configuration defines.
@@ -313,6 +334,14 @@ pub struct Timeline {
     pub vls: Vec<(u8, Vec<u64>)>,
 }
 
+/// Each DCQCN flow's rate over time, on the timeline's intervals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DcqcnRates {
+    pub interval_ns: u64,
+    /// Each flow with a reaction point, and its rate in Gb/s at the end of each interval.
+    pub flows: Vec<(String, Vec<f64>)>,
+}
+
 /// Everything a run measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -333,6 +362,9 @@ pub struct Report {
     /// The busiest link direction's bytes per VL over time, when asked for.
     #[serde(skip)]
     pub timeline: Option<Timeline>,
+    /// Ethernet with `[dcqcn]`, when a timeline is recorded: each flow's DCQCN rate over time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dcqcn_rates: Option<DcqcnRates>,
 }
 
 #[cfg(test)]

@@ -55,7 +55,18 @@
 //!   `DscpToPriorityMappingTable_N`, `PriorityToDscpMappingTable_N`,
 //!   `DscpForGlobalFlowControl`), every host;
 //! - `[[storm]]`: a host (`host`) that keeps priorities paused, [`crate::pfc::PauseStormConfig`]
-//!   (`priorities`, `quanta`, `interval_quanta`, `start_us`, `stop_us`).
+//!   (`priorities`, `quanta`, `interval_quanta`, `start_us`, `stop_us`);
+//! - `[ecn]`: [`crate::dcqcn::EcnConfig`] (`kmin_bytes`, `kmax_bytes`, `pmax`), ECN marking at
+//!   every switch egress queue (no defaults: the ConnectX document has no switch thresholds);
+//! - `[dcqcn]`: [`crate::dcqcn::DcqcnConfig`] under the ConnectX registry names
+//!   (`DcqcnRpgTimeReset`, `DcqcnRpgByteReset`, `DcqcnRpgThreshold`, `DcqcnRpgAiRate`,
+//!   `DcqcnRpgHaiRate`, `DcqcnAlphaToRateShift`, `DcqcnRpgMinDecFac`, `DcqcnRpgMinRate`,
+//!   `DcqcnRateToSetOnFirstCnp`, `DcqcnDceTcpG`, `DcqcnDceTcpRtt`,
+//!   `DcqcnRateReduceMonitorPeriod`, `DcqcnInitialAlphaValue`, `DcqcnClampTgtRate`,
+//!   `DcqcnClampTgtRateAfterTimeInc`, `DcqcnRPEnablePrioN`, `DcqcnNPEnablePrioN`,
+//!   `DcqcnCnpDscp`, `DcqcnCnp802pPrio`, `DcqcnCnpPrioMode`, `min_time_between_cnps`), every
+//!   host: its notification point answers marked frames with CNPs and its reaction point paces
+//!   its greedy flows. It needs `[ecn]` (without marks it would never act).
 //!
 //! A complete example (examples/sim/roce-traffic.toml):
 //!
@@ -71,6 +82,7 @@ use ibqos_qos::Sl;
 use ibqos_text::{Code, Coded, Located, Location, Severity};
 
 use crate::arbiter::{ArbiterOptions, BLOCK_BYTES};
+use crate::dcqcn::{DcqcnConfig, DcqcnConfigError, EcnConfig, EcnConfigError};
 use crate::engine::mix;
 use crate::ets::{EtsConfig, EtsError};
 use crate::host_qos::{HostQos, HostQosError};
@@ -168,6 +180,14 @@ pub enum EthernetError {
     Ets(EtsError),
     #[error("[host]: {0}")]
     Host(HostQosError),
+    #[error("[dcqcn]: {0}")]
+    Dcqcn(DcqcnConfigError),
+    #[error("[ecn]: {0}")]
+    Ecn(EcnConfigError),
+    #[error(
+        "[dcqcn] needs [ecn] (kmin_bytes, kmax_bytes, pmax): without ECN marks DCQCN never acts"
+    )]
+    DcqcnWithoutEcn,
 }
 
 impl Coded for TrafficErrorKind {
@@ -255,6 +275,8 @@ struct RawTraffic {
     host: Option<Spanned<HostQos>>,
     #[serde(default)]
     storm: Vec<Spanned<RawStorm>>,
+    dcqcn: Option<Spanned<DcqcnConfig>>,
+    ecn: Option<Spanned<EcnConfig>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -387,6 +409,9 @@ pub struct EthernetSettings {
     pub ets: EtsConfig,
     pub host: HostQos,
     pub storms: Vec<(NodeName, PauseStormConfig)>,
+    /// DCQCN at every host, and ECN marking at every switch; `None` when not given.
+    pub dcqcn: Option<DcqcnConfig>,
+    pub ecn: Option<EcnConfig>,
 }
 
 /// A host as the topology names it.
@@ -549,6 +574,8 @@ impl Reader<'_> {
             ("[ets]", raw.ets.as_ref().map(Spanned::span)),
             ("[host]", raw.host.as_ref().map(Spanned::span)),
             ("[[storm]]", raw.storm.first().map(Spanned::span)),
+            ("[dcqcn]", raw.dcqcn.as_ref().map(Spanned::span)),
+            ("[ecn]", raw.ecn.as_ref().map(Spanned::span)),
             ("gbps", raw.link.gbps.as_ref().map(Spanned::span)),
         ];
         match sections
@@ -616,6 +643,38 @@ impl Reader<'_> {
             })?;
             storms.push((self.name(&storm.host), pause));
         }
+        let dcqcn = raw.dcqcn.as_ref().map(|d| *d.get_ref());
+        let ecn = raw.ecn.as_ref().map(|e| *e.get_ref());
+        if let Some(dcqcn) = &dcqcn {
+            dcqcn.validate().map_err(|e| {
+                let key = match &e {
+                    DcqcnConfigError::OutOfRange { key, .. } => key,
+                    DcqcnConfigError::NoIncrease => "DcqcnRpgTimeReset",
+                };
+                invalid(
+                    vec![Step::Key("dcqcn"), Step::Key(key)],
+                    EthernetError::Dcqcn(e),
+                )
+            })?;
+        }
+        if let Some(ecn) = &ecn {
+            ecn.validate().map_err(|e| {
+                let key = match &e {
+                    EcnConfigError::KminAboveKmax { .. } => "kmin_bytes",
+                    EcnConfigError::Pmax(_) => "pmax",
+                };
+                invalid(
+                    vec![Step::Key("ecn"), Step::Key(key)],
+                    EthernetError::Ecn(e),
+                )
+            })?;
+        }
+        if dcqcn.is_some() && ecn.is_none() {
+            return Err(invalid(
+                vec![Step::Key("dcqcn")],
+                EthernetError::DcqcnWithoutEcn,
+            ));
+        }
         Ok(EthernetSettings {
             link_bps: (gbps * 1e9).round() as u64,
             pfc,
@@ -623,6 +682,8 @@ impl Reader<'_> {
             ets,
             host,
             storms,
+            dcqcn,
+            ecn,
         })
     }
 
@@ -1003,6 +1064,8 @@ impl Traffic {
             ets: settings.ets.clone(),
             host: settings.host,
             storms,
+            dcqcn: settings.dcqcn,
+            ecn: settings.ecn,
         }))
     }
 
@@ -1433,6 +1496,66 @@ payload = 1024
                 "credit_latency_ns = 100",
                 "credit_latency_ns = 100\n[pfc]\npriorities = [3]"
             )
+        );
+    }
+
+    /// `[ecn]` and `[dcqcn]`: read under their names, every problem at its key.
+    #[test]
+    fn dcqcn_and_ecn_are_read_and_bad_values_located() {
+        const ECN: &str = "[ecn]\nkmin_bytes = 5000\nkmax_bytes = 200000\npmax = 0.01\n";
+        let with = |extra: &str| format!("{ETHERNET}{extra}");
+        let good = parse(
+            "e.toml",
+            with(&format!("{ECN}[dcqcn]\nDcqcnRpgByteReset = 32767\n")).as_bytes(),
+        )
+        .unwrap();
+        let eth = good.ethernet.unwrap();
+        assert_eq!(eth.dcqcn.unwrap().rpg_byte_reset, 32_767);
+        assert_eq!(eth.dcqcn.unwrap().rpg_time_reset, 100);
+        assert_eq!(eth.ecn.unwrap().kmax_bytes, 200_000);
+        // ETHERNET ends on line 34: the appended sections start on line 35.
+        let cases: &[(String, &str)] = &[
+            (
+                ECN.replace("5000", "300000"),
+                "e.toml:36:1: [ecn]: kmin_bytes = 300000 is above kmax_bytes = 200000",
+            ),
+            (
+                ECN.replace("0.01", "1.5"),
+                "e.toml:38:1: [ecn]: pmax = 1.5 is not a probability",
+            ),
+            (
+                format!("{ECN}[dcqcn]\nDcqcnRpgThreshold = 40\n"),
+                "e.toml:40:1: [dcqcn]: DcqcnRpgThreshold = 40 is out of range",
+            ),
+            (
+                format!("{ECN}[dcqcn]\nDcqcnRpgByteReset = 0\nDcqcnRpgTimeReset = 0\n"),
+                "e.toml:41:1: [dcqcn]: DcqcnRpgTimeReset and DcqcnRpgByteReset are both 0",
+            ),
+            (
+                format!("{ECN}[dcqcn]\nDcqcnRpgColour = 1\n"),
+                "e.toml:40:1: unknown field `DcqcnRpgColour`",
+            ),
+            (
+                "[dcqcn]\nDcqcnRpgThreshold = 4\n".to_owned(),
+                "e.toml:35:2: [dcqcn] needs [ecn]",
+            ),
+        ];
+        for (extra, expected) in cases {
+            let err = parse("e.toml", with(extra).as_bytes())
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(expected), "{extra}: {err}");
+        }
+        // Both are Ethernet sections: an error on a credit run.
+        let credit = error_of(&format!("{GOOD}[dcqcn]\nDcqcnRpgThreshold = 4\n")).to_string();
+        assert!(
+            credit.contains("`[dcqcn]` is for lossless Ethernet"),
+            "{credit}"
+        );
+        let credit = error_of(&format!("{GOOD}{ECN}")).to_string();
+        assert!(
+            credit.contains("`[ecn]` is for lossless Ethernet"),
+            "{credit}"
         );
     }
 

@@ -16,8 +16,15 @@ use crate::shared_buffer::{
     Admission, BufferConfig, POOLS, PgFlowControl, Place, PoolId, Region, Stored, SwitchBuffer,
 };
 
-use super::{Event, NO_PORT, Sent, Simulation, round};
-use crate::link::{PS_PER_NS, ethernet_wire_ps};
+use super::{Event, NO_PACKET, NO_PORT, Packet, Sent, Simulation, mix, round};
+use crate::dcqcn::{DcqcnConfig, EcnMarker, NotificationPoint, NpParams, ReactionPoint, RpParams};
+use crate::host_qos::HostQos;
+use crate::link::{CNP_PAYLOAD_BYTES, PS_PER_NS, ethernet_wire_ps, frame_bytes};
+use crate::pfc::FRAME_OVERHEAD_BYTES;
+use crate::report::{DcqcnRates, FlowDcqcnReport};
+
+/// Keeps ECN's random words apart from the flows' phases, which use the run's seed as it is.
+const ECN_STREAM: u64 = 0xec4e_c4e0_ec4e_c4e0;
 
 /// The lanes of an Ethernet port: its eight traffic classes (egress queues).
 pub(super) const TRAFFIC_CLASSES: u8 = 8;
@@ -80,6 +87,48 @@ pub(super) struct EthernetState {
     free_frames: Vec<u32>,
     /// The pause storms and their ports.
     storms: Vec<(u32, PauseStorm)>,
+    /// ECN marking at switch egress queues (`[ecn]`), the marks drawn so far (the counter of
+    /// the random words), and per port the bytes queued on each traffic class and the frames
+    /// marked per priority.
+    marker: Option<EcnMarker>,
+    draws: u64,
+    egress_bytes: Vec<[u64; TRAFFIC_CLASSES as usize]>,
+    marks: Vec<[u64; PRIORITIES]>,
+    /// DCQCN at the hosts (`[dcqcn]`), set up once the flows are known.
+    dcqcn_config: Option<DcqcnConfig>,
+    dcqcn: Option<Dcqcn>,
+    host: HostQos,
+}
+
+/// DCQCN's parameters and every flow's notification and reaction point.
+#[derive(Debug)]
+struct Dcqcn {
+    rp: RpParams,
+    np: NpParams,
+    flows: Vec<FlowDcqcn>,
+}
+
+/// One flow under DCQCN.
+#[derive(Debug)]
+struct FlowDcqcn {
+    /// `None` for a flow whose priority has no reaction point, or with a rate of its own.
+    rp: Option<ReactionPoint>,
+    np: NotificationPoint,
+    /// The LID of the flow's source, where its CNPs go.
+    source_lid: u16,
+    cnps_sent: u64,
+    cnps_received: u64,
+    cuts: u64,
+    min_rate_bps: u64,
+    /// The time of the last timer event queued for the reaction point.
+    timer_at: u64,
+    /// Out of its lane's rotation, sent at the reaction point's rate; a pacing event is queued.
+    paced: bool,
+    pacing: bool,
+    /// The rate at the end of each timeline interval up to `sampled`, and the rate since.
+    rates: Vec<u64>,
+    sampled: usize,
+    rate_bps: u64,
 }
 
 /// The pool index of the region of `index` (a PG or TC) in a configuration's `regions`.
@@ -107,6 +156,12 @@ impl EthernetState {
         config.ets.validate().map_err(|e| bad(&e))?;
         config.host.validate().map_err(|e| bad(&e))?;
         config.buffer.validate().map_err(|e| bad(&e))?;
+        if let Some(dcqcn) = &config.dcqcn {
+            dcqcn.validate().map_err(|e| bad(&e))?;
+        }
+        if let Some(ecn) = &config.ecn {
+            ecn.validate().map_err(|e| bad(&e))?;
+        }
         if config.link_bps == 0 {
             return Err(bad(&"a link of 0 b/s"));
         }
@@ -178,6 +233,13 @@ impl EthernetState {
             frames: Vec::new(),
             free_frames: Vec::new(),
             storms,
+            marker: config.ecn.map(|ecn| ecn.marker()),
+            draws: 0,
+            egress_bytes: vec![[0; TRAFFIC_CLASSES as usize]; ports],
+            marks: vec![[0; PRIORITIES]; ports],
+            dcqcn_config: config.dcqcn,
+            dcqcn: None,
+            host: config.host,
         })
     }
 
@@ -288,6 +350,8 @@ impl Simulation<'_> {
         let Some(ingress) = ingress.filter(|_| release != NO_PORT) else {
             return;
         };
+        let tc = eth.traffic_class(priority);
+        eth.egress_bytes[port as usize][usize::from(tc)] -= u64::from(units);
         let stored = Stored {
             in_port: u16::from(ingress.num),
             out_port: u16::from(out.num),
@@ -314,11 +378,23 @@ impl Simulation<'_> {
         let Some(out) = out else {
             let delivered =
                 node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == p.dlid;
+            if p.cnp {
+                self.free.push(packet);
+                if delivered {
+                    self.cnp_arrive(p.flow);
+                }
+                return;
+            }
+            // The notification point: the receiving NIC answers a marked frame.
+            if delivered && p.ce {
+                self.notify(port, &p);
+            }
             self.retire(packet, &p, delivered);
             return;
         };
         let out_port = self.node_base[info.node as usize] + u32::from(out);
         let priority = p.sl;
+        let seed = self.options.seed ^ ECN_STREAM;
         let eth = self.eth_mut();
         let tc = eth.traffic_class(priority);
         let buffer = &mut eth.buffers[info.node as usize];
@@ -329,6 +405,11 @@ impl Simulation<'_> {
             u32::from(p.blocks),
         );
         let (stored, control) = match admission {
+            // A CNP lost is no flow's packet lost.
+            Admission::Dropped(_) if p.cnp => {
+                self.free.push(packet);
+                return;
+            }
             Admission::Dropped(_) => {
                 self.retire(packet, &p, false);
                 return;
@@ -346,10 +427,24 @@ impl Simulation<'_> {
             peaks[0][usize::from(ipool)] = peaks[0][usize::from(ipool)].max(ingress);
             peaks[1][usize::from(epool)] = peaks[1][usize::from(epool)].max(egress);
         }
+        // The egress enqueue: ECN marks by the bytes of the class's queue, this frame included
+        // (a CNP is not ECN-capable).
+        let queued = &mut eth.egress_bytes[out_port as usize][usize::from(tc)];
+        *queued += u64::from(p.blocks);
+        let queued = *queued;
+        let mut ce = p.ce;
+        if let Some(marker) = eth.marker.filter(|_| !p.cnp) {
+            eth.draws += 1;
+            if marker.mark(queued, mix(seed, eth.draws)) {
+                ce = true;
+                eth.marks[out_port as usize][usize::from(priority)] += 1;
+            }
+        }
         let pk = &mut self.packets[packet as usize];
         pk.in_port = port;
         pk.in_vl = priority | place_code(stored.place) << 3;
         pk.vl = tc;
+        pk.ce = ce;
         self.enqueue(self.lane(out_port, tc), packet);
         self.refresh_lane(out_port, tc);
         if let Some(control) = control {
@@ -495,10 +590,12 @@ impl Simulation<'_> {
                     pause_frames_received: eth.responders[p].frames_received(i),
                     dropped_packets: dropped,
                     headroom_peak_bytes: headroom,
+                    ecn_marks: eth.marks[p][i],
                 }
             })
             .filter(|r| {
-                r.frames > 0
+                r.ecn_marks > 0
+                    || r.frames > 0
                     || r.paused_ns > 0
                     || r.pause_frames_sent > 0
                     || r.pause_frames_received > 0
@@ -533,5 +630,306 @@ impl Simulation<'_> {
                     .collect(),
             })
             .collect()
+    }
+}
+
+/// DCQCN: the notification point at delivery, CNPs through the fabric, the reaction point's
+/// rate at the source.
+impl Simulation<'_> {
+    /// Gives every flow its notification point, and each greedy flow of a priority with a
+    /// reaction point its reaction point, once the flows are known.
+    pub(super) fn start_dcqcn(&mut self) {
+        let network = self.network;
+        let intervals = self.options.timeline_intervals;
+        let eth = self.eth_mut();
+        let Some(config) = eth.dcqcn_config else {
+            return;
+        };
+        let rp = RpParams::new(&config, eth.link_bps);
+        let rp_mask = config.rp_enabled_mask();
+        let flows = self
+            .flows
+            .iter()
+            .map(|f| {
+                let src = &network.nodes[f.spec.src.node];
+                let reacts = f.greedy && rp_mask & 1 << (f.spec.sl.get() & 7) != 0;
+                FlowDcqcn {
+                    rp: reacts.then(|| ReactionPoint::new(&rp)),
+                    np: NotificationPoint::default(),
+                    source_lid: src.lids[usize::from(f.spec.src.port)],
+                    cnps_sent: 0,
+                    cnps_received: 0,
+                    cuts: 0,
+                    min_rate_bps: rp.line_rate_bps,
+                    timer_at: 0,
+                    paced: false,
+                    pacing: false,
+                    rates: if reacts {
+                        vec![0; intervals]
+                    } else {
+                        Vec::new()
+                    },
+                    sampled: 0,
+                    rate_bps: rp.line_rate_bps,
+                }
+            })
+            .collect();
+        let eth = self.eth_mut();
+        eth.dcqcn = Some(Dcqcn {
+            rp,
+            np: NpParams::new(&config),
+            flows,
+        });
+    }
+
+    /// A frame of `p`'s flow arrived marked at host port `port`: its notification point may
+    /// answer with a CNP, a frame of its own sent back to the flow's source like any other.
+    fn notify(&mut self, port: u32, p: &Packet) {
+        let now = self.now;
+        let eth = self.eth_mut();
+        let host = eth.host;
+        let Some(dcqcn) = eth.dcqcn.as_mut() else {
+            return;
+        };
+        let flow = &mut dcqcn.flows[p.flow as usize];
+        let Some(cnp) = flow.np.on_marked_packet(&dcqcn.np, p.sl, now) else {
+            return;
+        };
+        flow.cnps_sent += 1;
+        let dlid = flow.source_lid;
+        // The fabric's priority of the CNP, as of any frame: by the host's trust mode.
+        let priority = host.rx_priority(Some(cnp.pcp), cnp.dscp);
+        let tc = eth.traffic_class(priority);
+        let packet = self.store_packet(Packet {
+            created: now,
+            flow: p.flow,
+            in_port: NO_PORT,
+            next: NO_PACKET,
+            next_blocks: 0,
+            dlid,
+            blocks: frame_bytes(CNP_PAYLOAD_BYTES) as u16,
+            in_vl: priority,
+            vl: tc,
+            sl: priority,
+            management: false,
+            ce: false,
+            cnp: true,
+        });
+        self.enqueue(self.lane(port, tc), packet);
+        self.refresh_lane(port, tc);
+        self.try_send(port);
+    }
+
+    /// A CNP for `flow` reached its source: the reaction point, if it has one, reacts.
+    fn cnp_arrive(&mut self, flow: u32) {
+        let now = self.now;
+        let Some(dcqcn) = self.eth_mut().dcqcn.as_mut() else {
+            return;
+        };
+        let params = dcqcn.rp;
+        let state = &mut dcqcn.flows[flow as usize];
+        state.cnps_received += 1;
+        if let Some(rp) = state.rp.as_mut() {
+            rp.on_cnp(&params, now);
+            self.rp_changed(flow);
+        }
+    }
+
+    /// A timer of `flow`'s reaction point is due.
+    #[inline(never)]
+    pub(super) fn rp_timer(&mut self, flow: u32) {
+        let now = self.now;
+        let Some(dcqcn) = self.eth_mut().dcqcn.as_mut() else {
+            return;
+        };
+        let params = dcqcn.rp;
+        if let Some(rp) = dcqcn.flows[flow as usize].rp.as_mut() {
+            rp.on_timer(&params, now);
+            self.rp_changed(flow);
+        }
+    }
+
+    /// After the reaction point of `flow` acted: counts a cut, samples the rate, queues its
+    /// next timer (only while it has one: no polling), and moves the flow between its lane's
+    /// rotation (greedy) and pacing (limited).
+    fn rp_changed(&mut self, flow: u32) {
+        let now = self.now;
+        let interval = (!self.timeline.is_empty()).then(|| self.interval_of(now));
+        let Some(dcqcn) = self.eth.as_deref_mut().and_then(|e| e.dcqcn.as_mut()) else {
+            return;
+        };
+        let params = dcqcn.rp;
+        let state = &mut dcqcn.flows[flow as usize];
+        let Some(rp) = state.rp else {
+            return;
+        };
+        let rate = rp.rate_bps();
+        if rate < state.rate_bps {
+            state.cuts += 1;
+        }
+        if let Some(interval) = interval {
+            state.sample(interval);
+        }
+        state.rate_bps = rate;
+        state.min_rate_bps = state.min_rate_bps.min(rate);
+        if let Some(at) = rp.next_timer_ps(&params)
+            && (state.timer_at <= now || at < state.timer_at)
+        {
+            state.timer_at = at;
+            self.queue.push(now, at, Event::RpTimer { flow });
+        }
+        match (rp.is_limited(), state.paced) {
+            (true, false) => {
+                state.paced = true;
+                let start = !state.pacing;
+                state.pacing = true;
+                self.leave_rotation(flow);
+                if start {
+                    self.queue.push(now, now, Event::Pace { flow });
+                }
+            }
+            (false, true) => {
+                state.paced = false;
+                self.rejoin_rotation(flow);
+            }
+            _ => {}
+        }
+    }
+
+    /// A limited flow's next frame: sent into its source queue unless its last one is still
+    /// there (a rate limiter does not make up for a slot its port was too busy for), and
+    /// the next one frame time at the reaction point's rate later.
+    #[inline(never)]
+    pub(super) fn pace(&mut self, flow: u32) {
+        let now = self.now;
+        let state = &self.flows[flow as usize];
+        let (port, vl, units, stop) = (state.port, state.vl, state.blocks, state.spec.stop_ps);
+        let lane = self.lane(port, vl);
+        let waiting = self.queued_frame_of(lane, flow);
+        let Some(dcqcn) = self.eth_mut().dcqcn.as_mut() else {
+            return;
+        };
+        let params = dcqcn.rp;
+        let state = &mut dcqcn.flows[flow as usize];
+        if !state.paced || now >= stop {
+            state.pacing = false;
+            return;
+        }
+        let Some(rp) = state.rp.as_mut() else {
+            return;
+        };
+        if !waiting {
+            rp.on_bytes_sent(&params, u64::from(units), now);
+            self.flow_hot[flow as usize].sent += 1;
+            let packet = self.alloc(flow, vl);
+            self.enqueue(lane, packet);
+            self.refresh_lane(port, vl);
+            self.try_send(port);
+            self.rp_changed(flow);
+        }
+        let rate = self
+            .eth_ref()
+            .dcqcn
+            .as_ref()
+            .and_then(|d| d.flows[flow as usize].rp);
+        let rate = rate.map_or(params.line_rate_bps, |rp| rp.rate_bps()).max(1);
+        let bits = u128::from(units + FRAME_OVERHEAD_BYTES) * 8;
+        let gap = (bits * 1_000_000_000_000).div_ceil(u128::from(rate)) as u64;
+        self.queue.push(now, now + gap, Event::Pace { flow });
+    }
+
+    /// Whether a data frame of `flow` waits in the queue of `lane` (a source port's).
+    fn queued_frame_of(&self, lane: usize, flow: u32) -> bool {
+        let mut packet = self.lanes[lane].first;
+        while packet != NO_PACKET {
+            let p = &self.packets[packet as usize];
+            if p.flow == flow && !p.cnp {
+                return true;
+            }
+            packet = p.next;
+        }
+        false
+    }
+
+    /// A greedy flow becomes limited: it leaves its lane's rotation.
+    fn leave_rotation(&mut self, flow: u32) {
+        let state = &self.flows[flow as usize];
+        let (port, vl) = (state.port, state.vl);
+        let lane = self.lane(port, vl);
+        let rotation = &mut self.rotations[lane];
+        let front = rotation.front().is_some_and(|&(f, _)| f == flow);
+        rotation.retain(|&(f, _)| f != flow);
+        if front {
+            self.skip_stopped(lane);
+            self.refresh_lane(port, vl);
+        }
+    }
+
+    /// A limited flow is released (back at the line rate): greedy again, unless stopped.
+    fn rejoin_rotation(&mut self, flow: u32) {
+        let hot = self.flow_hot[flow as usize];
+        let state = &self.flows[flow as usize];
+        if hot.stopped || self.now >= state.spec.stop_ps {
+            return;
+        }
+        let (port, vl) = (state.port, state.vl);
+        let lane = self.lane(port, vl);
+        self.rotations[lane].push_back((flow, hot.blocks));
+        if self.rotations[lane].len() == 1 {
+            self.greedy_turn(lane);
+            self.refresh_lane(port, vl);
+        }
+        self.try_send(port);
+    }
+
+    /// Samples every reaction point's rate up to the end of the run.
+    pub(super) fn finish_dcqcn(&mut self) {
+        let intervals = self.options.timeline_intervals;
+        if let Some(dcqcn) = self.eth.as_deref_mut().and_then(|e| e.dcqcn.as_mut()) {
+            for state in dcqcn.flows.iter_mut().filter(|s| s.rp.is_some()) {
+                state.sample(intervals);
+            }
+        }
+    }
+
+    /// Flow `flow`'s DCQCN counters, on a run with DCQCN.
+    pub(super) fn flow_dcqcn(&self, flow: usize) -> Option<FlowDcqcnReport> {
+        let dcqcn = self.eth.as_deref()?.dcqcn.as_ref()?;
+        let state = &dcqcn.flows[flow];
+        Some(FlowDcqcnReport {
+            cnps_sent: state.cnps_sent,
+            cnps_received: state.cnps_received,
+            rate_cuts: state.cuts,
+            final_rate_gbps: round(state.rate_bps as f64 / 1e9),
+            min_rate_gbps: round(state.min_rate_bps as f64 / 1e9),
+        })
+    }
+
+    /// Each flow with a reaction point and its rate at the end of each timeline interval (of
+    /// `interval_ns`), on a run with DCQCN.
+    pub(super) fn dcqcn_rates(&self, interval_ns: u64) -> Option<DcqcnRates> {
+        let dcqcn = self.eth.as_deref()?.dcqcn.as_ref()?;
+        let flows = self
+            .flows
+            .iter()
+            .zip(&dcqcn.flows)
+            .filter(|(_, state)| state.rp.is_some())
+            .map(|(f, state)| {
+                let rates = state.rates.iter().map(|&bps| round(bps as f64 / 1e9));
+                (f.spec.name.clone(), rates.collect())
+            })
+            .collect();
+        Some(DcqcnRates { interval_ns, flows })
+    }
+}
+
+impl FlowDcqcn {
+    /// The intervals before `interval` end at the rate held since the last change.
+    fn sample(&mut self, interval: usize) {
+        let end = interval.min(self.rates.len());
+        if self.sampled < end {
+            self.rates[self.sampled..end].fill(self.rate_bps);
+            self.sampled = end;
+        }
     }
 }
