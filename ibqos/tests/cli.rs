@@ -4,9 +4,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::scratch_file;
+use common::{ibqos, scratch_file};
 use ibqos_fabric::Topology;
 use ibqos_fabric::netfile::parse_net_str;
 use serde_json::Value;
@@ -16,13 +16,6 @@ const MISTAKES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../examples/opensm-mistakes.conf"
 );
-
-fn ibqos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ibqos"))
-        .args(args)
-        .output()
-        .expect("ibqos runs")
-}
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()

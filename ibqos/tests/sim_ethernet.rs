@@ -9,33 +9,9 @@
 
 mod common;
 
-use std::process::{Command, Output};
-
-use common::scratch_file;
+use common::{STAR_NET, ibqos, json_report, scratch_file};
 use ibqos_sim::pfc::{headroom_bytes, ieee_response_quanta, pause_ps};
 use serde_json::Value;
-
-const STAR: &str = r#"
-switchguid=0x0002c90000001000
-Switch	8 "S1"	# "leaf"
-[1]	"H1"[1]
-[2]	"H2"[1]
-[3]	"H3"[1]
-[4]	"H4"[1]
-
-hcaguids=0x0002c90000100000
-Hca	1 "H1"	# "host-one"
-[1]	"S1"[1]
-
-Hca	1 "H2"	# "host-two"
-[1]	"S1"[2]
-
-Hca	1 "H3"	# "host-three"
-[1]	"S1"[3]
-
-Hca	1 "H4"	# "host-four"
-[1]	"S1"[4]
-"#;
 
 /// One queue per priority (PCP n to QP n+1), strict priority unless a test says otherwise.
 const ETS_PER_PRIORITY: &str = r#"
@@ -48,17 +24,10 @@ dot1p = ["qp1", "qp2", "qp3", "qp4", "qp5", "qp6", "qp7", "qp8"]
 [ets.qp7]
 "#;
 
-fn ibqos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ibqos"))
-        .args(args)
-        .output()
-        .expect("ibqos runs")
-}
-
 /// Runs `traffic` on the star (no QoS configuration: an Ethernet run has no InfiniBand
 /// tables) and returns the JSON report.
 fn simulate(name: &str, traffic: &str) -> Value {
-    simulate_on(name, STAR, traffic)
+    simulate_on(name, STAR_NET, traffic)
 }
 
 /// Runs `traffic` on the topology `net` and returns the JSON report.
@@ -74,12 +43,7 @@ fn simulate_on(name: &str, net: &str, traffic: &str) -> Value {
         traffic.to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("one JSON object")
+    json_report(output)
 }
 
 /// The Ethernet part of the link `from` -> `to`.
@@ -720,7 +684,7 @@ fn the_dcqcn_rate_is_reported_over_time_and_plotted() {
         .prefix("dcqcn-plot")
         .tempdir()
         .unwrap();
-    let net = scratch_file(&dir, "star.net", STAR);
+    let net = scratch_file(&dir, "star.net", STAR_NET);
     let traffic = scratch_file(
         &dir,
         "traffic.toml",

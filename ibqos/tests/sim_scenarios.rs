@@ -7,34 +7,12 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::scratch_file;
+use common::{STAR_NET, ibqos, json_report, scratch_file};
 use ibqos_fabric::dump::FabricDump;
 use ibqos_qos::VlCount;
 use serde_json::Value;
-
-const STAR: &str = r#"
-switchguid=0x0002c90000001000
-Switch	8 "S1"	# "leaf"
-[1]	"H1"[1]
-[2]	"H2"[1]
-[3]	"H3"[1]
-[4]	"H4"[1]
-
-hcaguids=0x0002c90000100000
-Hca	1 "H1"	# "host-one"
-[1]	"S1"[1]
-
-Hca	1 "H2"	# "host-two"
-[1]	"S1"[2]
-
-Hca	1 "H3"	# "host-three"
-[1]	"S1"[3]
-
-Hca	1 "H4"	# "host-four"
-[1]	"S1"[4]
-"#;
 
 const LINK: &str = r#"
 duration_us = 200
@@ -46,26 +24,9 @@ vl_buffer_bytes = 65536
 credit_latency_ns = 100
 "#;
 
-fn ibqos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ibqos"))
-        .args(args)
-        .output()
-        .expect("ibqos runs")
-}
-
 /// Runs the star with opensm.conf `conf` and `traffic`, returns the JSON report.
 fn simulate(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Value {
-    report(run(name, conf, traffic, extra))
-}
-
-/// The JSON report of a run that must succeed.
-fn report(output: Output) -> Value {
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("one JSON object")
+    json_report(run(name, conf, traffic, extra))
 }
 
 fn run(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Output {
@@ -75,7 +36,7 @@ fn run(name: &str, conf: &str, traffic: &str, extra: &[&str]) -> Output {
 /// Runs the star with the configuration `conf` written as `file` (an ibqos.toml by its name).
 fn run_with(name: &str, file: &str, conf: &str, traffic: &str, extra: &[&str]) -> Output {
     let dir = tempfile::Builder::new().prefix(name).tempdir().unwrap();
-    let net = scratch_file(&dir, "star.net", STAR);
+    let net = scratch_file(&dir, "star.net", STAR_NET);
     let conf = scratch_file(&dir, file, conf);
     let traffic = scratch_file(&dir, "traffic.toml", traffic);
     let flag = if file.ends_with(".toml") { "-c" } else { "-F" };
@@ -263,7 +224,7 @@ fn assert_alone_on_the_link(report: &Value, name: &str) {
 #[test]
 fn held_tables_drop_what_maps_to_a_vl_the_link_does_not_run() {
     let dir = tempfile::Builder::new().prefix("held").tempdir().unwrap();
-    let net = scratch_file(&dir, "star.net", STAR);
+    let net = scratch_file(&dir, "star.net", STAR_NET);
     let power_on = ibqos(&["fabric", "dump", net.to_str().unwrap()]);
     assert!(power_on.status.success());
     let mut dump = FabricDump::from_json(&String::from_utf8(power_on.stdout).unwrap()).unwrap();
@@ -284,7 +245,7 @@ fn held_tables_drop_what_maps_to_a_vl_the_link_does_not_run() {
             flow("fine", "H2", 1, 4096, "")
         ),
     );
-    let report = report(ibqos(&[
+    let report = json_report(ibqos(&[
         "sim",
         "--topology",
         net.to_str().unwrap(),
@@ -304,7 +265,7 @@ fn held_tables_drop_what_maps_to_a_vl_the_link_does_not_run() {
 #[test]
 fn held_tables_that_do_not_fit_are_refused_with_the_reason() {
     let dir = tempfile::Builder::new().prefix("unfit").tempdir().unwrap();
-    let net = scratch_file(&dir, "star.net", STAR);
+    let net = scratch_file(&dir, "star.net", STAR_NET);
     let power_on = ibqos(&["fabric", "dump", net.to_str().unwrap()]);
     let mut dump = FabricDump::from_json(&String::from_utf8(power_on.stdout).unwrap()).unwrap();
     dump.nodes.retain(|_, node| node.name != "host-four");
@@ -518,7 +479,7 @@ fn the_simulator_runs_the_qos_setup_tables_the_sm_would_program() {
     };
     for (program, vl0) in [(true, 0.75), (false, 0.25)] {
         let out = run_with("setup", "ibqos.toml", &toml(program), &traffic, &[]);
-        let report = report(out);
+        let report = json_report(out);
         let what = format!("program_policy_setup = {program}");
         assert_near(share(&report, 0), vl0, 0.01, &what);
         assert_near(share(&report, 1), 1.0 - vl0, 0.01, &what);

@@ -1224,8 +1224,10 @@ start_us = 0
 stop_us = 200
 "#;
 
-    struct Three;
-    impl HostDirectory for Three {
+    /// Hosts H1-H`.0` at nodes 1-`.0`, each on port 1 with LID its number: three for most
+    /// tests, the star's four for the Ethernet ones.
+    struct Hosts(usize);
+    impl HostDirectory for Hosts {
         fn find(&self, name: &str) -> Result<HostRef, String> {
             self.all()
                 .into_iter()
@@ -1233,27 +1235,7 @@ stop_us = 200
                 .ok_or_else(|| "not a host in the topology".to_owned())
         }
         fn all(&self) -> Vec<HostRef> {
-            (1..=3)
-                .map(|i| HostRef {
-                    name: format!("H{i}"),
-                    port: PortAddr { node: i, port: 1 },
-                    lid: i as u16,
-                })
-                .collect()
-        }
-    }
-
-    /// The star's four hosts, H1-H4 at nodes 1-4.
-    struct Four;
-    impl HostDirectory for Four {
-        fn find(&self, name: &str) -> Result<HostRef, String> {
-            self.all()
-                .into_iter()
-                .find(|h| h.name == name)
-                .ok_or_else(|| "not a host in the topology".to_owned())
-        }
-        fn all(&self) -> Vec<HostRef> {
-            (1..=4)
+            (1..=self.0)
                 .map(|i| HostRef {
                     name: format!("H{i}"),
                     port: PortAddr { node: i, port: 1 },
@@ -1272,7 +1254,7 @@ stop_us = 200
         let traffic = parse("t.toml", GOOD.as_bytes()).unwrap();
         assert_eq!(traffic.duration_ps, 200 * PS_PER_US);
         assert_eq!(traffic.link.vl_buffer_blocks, 1024);
-        let flows = traffic.flows(&Three, 0).unwrap();
+        let flows = traffic.flows(&Hosts(3), 0).unwrap();
         assert_eq!(flows.len(), 1);
         assert_eq!((flows[0].dlid, flows[0].payload), (3, 4096));
     }
@@ -1330,7 +1312,7 @@ stop_us = 200
         }
         let unknown = parse("t.toml", GOOD.replace("\"H3\"", "\"H9\"").as_bytes())
             .unwrap()
-            .flows(&Three, 0)
+            .flows(&Hosts(3), 0)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -1392,16 +1374,16 @@ payload = 1024
         assert_eq!(eth.link_bps, 100_000_000_000);
         assert_eq!(eth.pfc.priorities, vec![3]);
         assert_eq!(eth.storms.len(), 1);
-        let flows = traffic.flows(&Four, 0).unwrap();
+        let flows = traffic.flows(&Hosts(4), 0).unwrap();
         let priorities: Vec<u8> = flows.iter().map(|f| f.sl.get()).collect();
         // rdma-1: no class, DSCP 26 (DscpForGlobalFlowControl), table entry 26 -> 3; rdma-2:
         // DSCP 26 -> 3; tcp: PCP 0, sent with DSCP 0 -> 0; lossy-1: DSCP 8 -> 1.
         assert_eq!(priorities, vec![3, 3, 0, 1]);
-        let resolved = traffic.ethernet(&Four).unwrap().unwrap();
+        let resolved = traffic.ethernet(&Hosts(4)).unwrap().unwrap();
         assert_eq!(resolved.storms[0].port, PortAddr { node: 4, port: 1 });
         // DSCP 24 with the DSCP trusted and the static map: 24 >> 3 = priority 3.
         let small = parse("e.toml", ETHERNET.as_bytes()).unwrap();
-        assert_eq!(small.flows(&Four, 0).unwrap()[0].sl.get(), 3);
+        assert_eq!(small.flows(&Hosts(4), 0).unwrap()[0].sl.get(), 3);
     }
 
     /// Each kind of bad Ethernet input: one message, at the key it is about.
@@ -1575,7 +1557,7 @@ kind = "permutation"
 payload = 256
 "#;
         let traffic = parse("p.toml", text.as_bytes()).unwrap();
-        let flows = traffic.flows(&Three, 7).unwrap();
+        let flows = traffic.flows(&Hosts(3), 7).unwrap();
         let names: Vec<&str> = flows.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(
             &names[..6],

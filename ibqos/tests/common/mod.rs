@@ -268,3 +268,45 @@ pub fn status(answer: &OutgoingMad) -> Status {
         .header()
         .status()
 }
+
+/// Runs this build's `ibqos` with `args`.
+pub fn ibqos(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(args)
+        .output()
+        .expect("ibqos runs")
+}
+
+/// The JSON report of an `ibqos ... --json` run that must succeed.
+pub fn json_report(output: std::process::Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
+/// The simulator tests' fabric: one switch, S1, with four hosts H1-H4 on its ports 1-4 (node
+/// descriptions host-one to host-four).
+pub const STAR_NET: &str = r#"
+switchguid=0x0002c90000001000
+Switch	8 "S1"	# "leaf"
+[1]	"H1"[1]
+[2]	"H2"[1]
+[3]	"H3"[1]
+[4]	"H4"[1]
+
+hcaguids=0x0002c90000100000
+Hca	1 "H1"	# "host-one"
+[1]	"S1"[1]
+
+Hca	1 "H2"	# "host-two"
+[1]	"S1"[2]
+
+Hca	1 "H3"	# "host-three"
+[1]	"S1"[3]
+
+Hca	1 "H4"	# "host-four"
+[1]	"S1"[4]
+"#;
