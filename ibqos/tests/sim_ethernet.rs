@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{STAR_NET, ibqos, json_report, scratch_file};
+use common::{STAR_NET, assert_near, flow_of, ibqos, json_report, num, scratch_file};
 use ibqos_sim::pfc::{headroom_bytes, ieee_response_quanta, pause_ps};
 use serde_json::Value;
 
@@ -75,26 +75,6 @@ fn class(report: &Value, tc: u64, field: &str) -> f64 {
         .iter()
         .find(|t| t["tc"] == tc)
         .map_or(0.0, |t| t[field].as_f64().unwrap())
-}
-
-fn flow_of<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["flows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no flow {name}"))
-}
-
-fn num(value: &Value) -> f64 {
-    value.as_f64().unwrap()
-}
-
-fn assert_near(got: f64, expected: f64, tolerance: f64, what: &str) {
-    assert!(
-        (got - expected).abs() <= tolerance,
-        "{what}: got {got}, expected {expected} +- {tolerance}"
-    );
 }
 
 fn flow(name: &str, src: &str, class: &str, payload: u32, rest: &str) -> String {

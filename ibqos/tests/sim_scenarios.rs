@@ -9,7 +9,7 @@ mod common;
 
 use std::process::Output;
 
-use common::{STAR_NET, ibqos, json_report, scratch_file};
+use common::{STAR_NET, assert_near, flow_of, ibqos, json_report, num, scratch_file};
 use ibqos_fabric::dump::FabricDump;
 use ibqos_qos::VlCount;
 use serde_json::Value;
@@ -78,26 +78,6 @@ fn vl_field(report: &Value, from: &str, to: &str, vl: u64, field: &str) -> f64 {
 
 fn share(report: &Value, vl: u64) -> f64 {
     vl_field(report, "S1[4]", "H4[1]", vl, "share")
-}
-
-fn flow_of<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["flows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("no flow {name}"))
-}
-
-fn num(value: &Value) -> f64 {
-    value.as_f64().unwrap()
-}
-
-fn assert_near(got: f64, expected: f64, tolerance: f64, what: &str) {
-    assert!(
-        (got - expected).abs() <= tolerance,
-        "{what}: got {got}, expected {expected} +- {tolerance}"
-    );
 }
 
 /// Only the low table: every SL n on VL n, the high table empty.

@@ -310,3 +310,26 @@ Hca	1 "H3"	# "host-three"
 Hca	1 "H4"	# "host-four"
 [1]	"S1"[4]
 "#;
+
+/// The flow named `name` of a simulator report.
+pub fn flow_of<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no flow {name}"))
+}
+
+/// A report's number.
+pub fn num(value: &serde_json::Value) -> f64 {
+    value.as_f64().unwrap()
+}
+
+/// `got` is `expected` within `tolerance`, or the test fails naming `what`.
+pub fn assert_near(got: f64, expected: f64, tolerance: f64, what: &str) {
+    assert!(
+        (got - expected).abs() <= tolerance,
+        "{what}: got {got}, expected {expected} +- {tolerance}"
+    );
+}
