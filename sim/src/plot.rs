@@ -59,6 +59,51 @@ pub fn write_plots(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, PlotErro
 
 type PlotResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
+/// A line per series over the run's time, `y` from 0 to `y_max`, with a legend.
+struct TimeChart<'a> {
+    caption: &'a str,
+    end_us: f64,
+    y_max: f64,
+    y_desc: &'a str,
+}
+
+impl TimeChart<'_> {
+    /// Draws `series` (a label and its (time in us, value) points each) into `path`.
+    fn draw(
+        &self,
+        path: &Path,
+        series: impl Iterator<Item = (String, Vec<(f64, f64)>)>,
+    ) -> PlotResult {
+        let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(self.caption, ("sans-serif", 22))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..self.end_us, 0f64..self.y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (us)")
+            .y_desc(self.y_desc)
+            .draw()?;
+        for (i, (label, points)) in series.enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
+        Ok(())
+    }
+}
+
 /// Bandwidth share per VL over time on the busiest link: each VL's bytes in an interval over
 /// what the link could carry in it.
 fn plot_shares(path: &Path, report: &Report, timeline: &Timeline) -> PlotResult {
@@ -73,82 +118,50 @@ fn plot_shares(path: &Path, report: &Report, timeline: &Timeline) -> PlotResult 
         None => ("VL", "VL"),
     };
     let interval_us = timeline.interval_ns as f64 / 1e3;
-    let end_us = report.duration_ns as f64 / 1e3;
-    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "Bandwidth share per {lanes}, {} -> {}",
-                timeline.from, timeline.to
-            ),
-            ("sans-serif", 22),
-        )
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..end_us, 0f64..1.05f64)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (us)")
-        .y_desc("share of link bandwidth")
-        .draw()?;
-    for (i, (vl, series)) in timeline.vls.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let points = series
-            .iter()
-            .enumerate()
-            .map(|(k, bytes)| ((k as f64 + 0.5) * interval_us, *bytes as f64 / capacity));
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-            .label(format!("{lane} {vl}"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
+    let caption = format!(
+        "Bandwidth share per {lanes}, {} -> {}",
+        timeline.from, timeline.to
+    );
+    let chart = TimeChart {
+        caption: &caption,
+        end_us: report.duration_ns as f64 / 1e3,
+        y_max: 1.05,
+        y_desc: "share of link bandwidth",
+    };
+    chart.draw(
+        path,
+        timeline.vls.iter().map(|(vl, series)| {
+            let points = series
+                .iter()
+                .enumerate()
+                .map(|(k, bytes)| ((k as f64 + 0.5) * interval_us, *bytes as f64 / capacity))
+                .collect();
+            (format!("{lane} {vl}"), points)
+        }),
+    )
 }
 
 /// Each DCQCN flow's rate at the end of each timeline interval, against the line rate.
 fn plot_dcqcn_rates(path: &Path, report: &Report, rates: &DcqcnRates) -> PlotResult {
     let line_gbps = report.links.first().map_or(1.0, |l| l.gbps);
     let interval_us = rates.interval_ns as f64 / 1e3;
-    let end_us = report.duration_ns as f64 / 1e3;
-    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("DCQCN rate per flow", ("sans-serif", 22))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..end_us, 0f64..line_gbps * 1.05)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (us)")
-        .y_desc("rate (Gb/s)")
-        .draw()?;
-    for (i, (flow, series)) in rates.flows.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let points = series
-            .iter()
-            .enumerate()
-            .map(|(k, gbps)| ((k as f64 + 1.0) * interval_us, *gbps));
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-            .label(flow.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
+    let chart = TimeChart {
+        caption: "DCQCN rate per flow",
+        end_us: report.duration_ns as f64 / 1e3,
+        y_max: line_gbps * 1.05,
+        y_desc: "rate (Gb/s)",
+    };
+    chart.draw(
+        path,
+        rates.flows.iter().map(|(flow, series)| {
+            let points = series
+                .iter()
+                .enumerate()
+                .map(|(k, gbps)| ((k as f64 + 1.0) * interval_us, *gbps))
+                .collect();
+            (flow.clone(), points)
+        }),
+    )
 }
 
 /// Latency CDF per SL (log time axis).
