@@ -631,9 +631,20 @@ impl Reader<'_> {
             let pause: PauseStormConfig = toml::Value::Table(storm.pause.clone())
                 .try_into()
                 .map_err(|e: toml::de::Error| {
+                    let message = e.message().trim();
+                    // Read apart from the file, the error has no place of its own: it is the
+                    // key it names (an unknown one), else the entry (a wrong type names none).
+                    let span = message
+                        .split('`')
+                        .skip(1)
+                        .step_by(2)
+                        .find(|word| storm.pause.contains_key(*word))
+                        .map_or(spanned.span(), |key| {
+                            self.locate(&[Step::Key("storm"), Step::Index(i), Step::Key(key)])
+                        });
                     self.error(
-                        spanned.span(),
-                        TrafficErrorKind::Toml(format!("[[storm]]: {}", e.message().trim())),
+                        span,
+                        TrafficErrorKind::Toml(format!("[[storm]]: {message}")),
                     )
                 })?;
             pause.validate().map_err(|e| {
@@ -1449,7 +1460,13 @@ payload = 1024
             (
                 "stop_us = 5",
                 "stop_us = 5\ncolour = 1",
-                "e.toml:25:1: [[storm]]: unknown field `colour`",
+                "e.toml:30:1: [[storm]]: unknown field `colour`",
+            ),
+            (
+                // A wrong type names no key in its message: it is located at the entry.
+                "start_us = 1",
+                "start_us = \"soon\"",
+                "e.toml:25:1: [[storm]]: invalid type: string \"soon\", expected f64",
             ),
         ];
         for (from, to, expected) in cases {
