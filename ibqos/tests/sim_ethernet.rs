@@ -343,6 +343,58 @@ fn dynamic_threshold_occupancy_in_the_engine() {
     }
 }
 
+/// Buffer occupancy over time, the setup above with N = 1: H1 offers 100 Gb/s of priority 0 to
+/// the paused S1[4]. iPool0 (B = 1,000,000, pg0 alpha 1, no reserve) fills to alpha B / (1 +
+/// alpha) = 500,000 bytes and stays. The run's 100 us in 30 intervals: the first sample (3.33 us)
+/// holds at most 3.33 us x 100 Gb/s / 8 = 41,667 bytes; filling takes 500,000 x 8 / 100 Gb/s =
+/// 40 us, so from the 13th sample (43.3 us) on, and at the end, the pool, H1's iPort.pg0 on
+/// S1[1] (shared only: a lossy PG has no headroom) and S1[4]'s ePort.tc0 each hold 500,000
+/// within one 4158-byte frame. No other region holds anything, so none is listed.
+#[test]
+fn buffer_occupancy_rises_to_the_dynamic_threshold_and_stays() {
+    let traffic = format!(
+        "duration_us = 100\n[link]\nflow_control = \"pfc\"\ngbps = 100\n[pfc]\npriorities = [0]\n\
+         {}{}{}",
+        buffer(
+            1_000_000,
+            "{ alpha = \"1\" }",
+            "reserved = 87040, xoff = 20480, xon = 20480, shared = { alpha = \"1\" }"
+        ),
+        storm("[0]", 0.0, ""),
+        flow("f1", "H1", "priority = 0", 4096, ""),
+    );
+    let report = simulate("eth-occupancy", &traffic);
+    let occupancy = &report["buffer_occupancy"];
+    assert_near(num(&occupancy["interval_ns"]), 3333.0, 1.0, "interval");
+    let series = occupancy["series"].as_array().unwrap();
+    let bytes = |port: Option<u64>, region: &str| -> Vec<f64> {
+        let found = series
+            .iter()
+            .find(|s| s["switch"] == "S1" && s["port"].as_u64() == port && s["region"] == region)
+            .unwrap_or_else(|| panic!("no series {port:?} {region}"));
+        found["bytes"].as_array().unwrap().iter().map(num).collect()
+    };
+    for (port, region) in [
+        (None, "iPool0"),
+        (Some(1), "iPort.pg0"),
+        (Some(4), "ePort.tc0"),
+    ] {
+        let samples = bytes(port, region);
+        assert_eq!(samples.len(), 30, "{region}");
+        assert!(
+            samples[0] <= 41_667.0,
+            "{region} first sample {}",
+            samples[0]
+        );
+        for (k, &held) in samples.iter().enumerate().skip(12) {
+            assert_near(held, 500_000.0, 4158.0, &format!("{region} sample {k}"));
+        }
+    }
+    // The pools the configuration defines, and the two regions: nothing else held anything.
+    let regions: Vec<_> = series.iter().filter(|s| s["port"].is_u64()).collect();
+    assert_eq!(regions.len(), 2, "{regions:?}");
+}
+
 /// ETS on S1[4], two greedy classes (H1 priority 0 in qp1, H2 priority 1 in qp2) sharing
 /// 100 Gb/s, what S1 cannot hold dropped at its ingress (lossy). `sizes` are the two payloads.
 fn ets_shares(name: &str, ets: &str, sizes: (u32, u32)) -> (f64, f64, f64, f64) {
