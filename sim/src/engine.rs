@@ -65,7 +65,8 @@
 //!   time) samples every switch's pools and its ports' non-empty iPort.PG and ePort.TC regions
 //!   ([`crate::report::BufferOccupancy`]).
 //! - **Storms.** A `[[storm]]` host port sends pause frames for its priorities from its start
-//!   to its stop time ([`crate::pfc::PauseStorm`]), counted as pause frames sent and received.
+//!   to its stop time ([`crate::pfc::PauseStorm`]), counted as pause frames sent and received;
+//!   global frames in global mode, where they stop every priority.
 //! - **DCQCN** (`[ecn]`, `[dcqcn]`). ECN: a data frame queued on a switch's egress class is
 //!   marked CE by [`crate::dcqcn::EcnMarker`] on the class's queued bytes, this frame included
 //!   (random words from `mix(seed, draw number)`, so a run is repeatable); CNPs are never marked.

@@ -231,13 +231,14 @@ impl EthernetState {
                     port: name.clone(),
                     reason: "not a linked host port".into(),
                 })?;
-            let running = storm
-                .config
-                .storm(bps)
-                .map_err(|e| NetworkError::BadStorm {
-                    port: name,
-                    reason: e.to_string(),
-                })?;
+            let running =
+                storm
+                    .config
+                    .storm(config.pfc.mode, bps)
+                    .map_err(|e| NetworkError::BadStorm {
+                        port: name,
+                        reason: e.to_string(),
+                    })?;
             storms.push((port, running));
         }
         // The PFC delay is the sending end station's (the SONiC plan's tester port): a switch
