@@ -231,6 +231,50 @@ fn headroom_for_the_flight_loses_nothing_and_a_frame_less_loses() {
     );
 }
 
+/// Global pause (802.3x): H4's storm sends global frames, so S1[4] stops every priority, lossy
+/// priority 0 included. H1 sends 40 Gb/s of payload on priority 3, H2 40 Gb/s on priority 0,
+/// both from 5 us, after the first frame took hold at about 2.1 us (rates, not a greedy flow, so
+/// that the strict-priority ETS of this file does not starve priority 0 after the storm).
+/// A storm of 2000 quanta (10.24 us) every 1000 for the whole run: nothing is delivered.
+/// Stopped at 10 us: its last frame (5.12 us) runs out at about 15.4 us and S1[4] resumes,
+/// lossy included: over the 60 us run each flow then delivers what it sends in about 44 us at
+/// 40 Gb/s, 44 us x 40 Gb/s / 8 / 4096 = 53 frames; asserted: over 40 (a quarter off for what
+/// S1 dropped while paused and what is in flight at the end).
+#[test]
+fn global_pause_stops_every_priority_and_resumes_after_the_storm() {
+    let run = |stop: &str| {
+        let traffic = format!(
+            "duration_us = 60\n[link]\nflow_control = \"pfc\"\ngbps = 100\n[pfc]\nmode = \"global\"\n\
+             [ets]{ETS_PER_PRIORITY}\
+             [[storm]]\nhost = \"H4\"\npriorities = [3]\nquanta = 2000\ninterval_quanta = 1000\n{stop}\n{}{}",
+            flow(
+                "lossless",
+                "H1",
+                "priority = 3",
+                4096,
+                "rate_gbps = 40\nstart_us = 5"
+            ),
+            flow(
+                "lossy",
+                "H2",
+                "priority = 0",
+                4096,
+                "rate_gbps = 40\nstart_us = 5"
+            ),
+        );
+        simulate("eth-global", &traffic)
+    };
+    let storm = run("");
+    for name in ["lossless", "lossy"] {
+        assert_eq!(flow_of(&storm, name)["delivered_packets"], 0, "{name}");
+    }
+    let resumed = run("stop_us = 10");
+    let lossy = num(&flow_of(&resumed, "lossy")["delivered_packets"]);
+    assert!(lossy > 40.0, "lossy delivered {lossy}");
+    let lossless = num(&flow_of(&resumed, "lossless")["delivered_packets"]);
+    assert!(lossless > 40.0, "lossless delivered {lossless}");
+}
+
 /// Pause and resume: when the storm on S1[4] ends, S1 drains what its headroom held, the PG
 /// falls to Xon, and H1 is resumed by a frame of 0 quanta (and paused again each time the PG
 /// reaches Xoff: the link carries exactly what H1 sends, so the PG hovers between Xon and
@@ -341,6 +385,58 @@ fn dynamic_threshold_occupancy_in_the_engine() {
             .sum();
         assert!(dropped > 0.0, "N = {n}: nothing dropped");
     }
+}
+
+/// Buffer occupancy over time, the setup above with N = 1: H1 offers 100 Gb/s of priority 0 to
+/// the paused S1[4]. iPool0 (B = 1,000,000, pg0 alpha 1, no reserve) fills to alpha B / (1 +
+/// alpha) = 500,000 bytes and stays. The run's 100 us in 30 intervals: the first sample (3.33 us)
+/// holds at most 3.33 us x 100 Gb/s / 8 = 41,667 bytes; filling takes 500,000 x 8 / 100 Gb/s =
+/// 40 us, so from the 13th sample (43.3 us) on, and at the end, the pool, H1's iPort.pg0 on
+/// S1[1] (shared only: a lossy PG has no headroom) and S1[4]'s ePort.tc0 each hold 500,000
+/// within one 4158-byte frame. No other region holds anything, so none is listed.
+#[test]
+fn buffer_occupancy_rises_to_the_dynamic_threshold_and_stays() {
+    let traffic = format!(
+        "duration_us = 100\n[link]\nflow_control = \"pfc\"\ngbps = 100\n[pfc]\npriorities = [0]\n\
+         {}{}{}",
+        buffer(
+            1_000_000,
+            "{ alpha = \"1\" }",
+            "reserved = 87040, xoff = 20480, xon = 20480, shared = { alpha = \"1\" }"
+        ),
+        storm("[0]", 0.0, ""),
+        flow("f1", "H1", "priority = 0", 4096, ""),
+    );
+    let report = simulate("eth-occupancy", &traffic);
+    let occupancy = &report["buffer_occupancy"];
+    assert_near(num(&occupancy["interval_ns"]), 3333.0, 1.0, "interval");
+    let series = occupancy["series"].as_array().unwrap();
+    let bytes = |port: Option<u64>, region: &str| -> Vec<f64> {
+        let found = series
+            .iter()
+            .find(|s| s["switch"] == "S1" && s["port"].as_u64() == port && s["region"] == region)
+            .unwrap_or_else(|| panic!("no series {port:?} {region}"));
+        found["bytes"].as_array().unwrap().iter().map(num).collect()
+    };
+    for (port, region) in [
+        (None, "iPool0"),
+        (Some(1), "iPort.pg0"),
+        (Some(4), "ePort.tc0"),
+    ] {
+        let samples = bytes(port, region);
+        assert_eq!(samples.len(), 30, "{region}");
+        assert!(
+            samples[0] <= 41_667.0,
+            "{region} first sample {}",
+            samples[0]
+        );
+        for (k, &held) in samples.iter().enumerate().skip(12) {
+            assert_near(held, 500_000.0, 4158.0, &format!("{region} sample {k}"));
+        }
+    }
+    // The pools the configuration defines, and the two regions: nothing else held anything.
+    let regions: Vec<_> = series.iter().filter(|s| s["port"].is_u64()).collect();
+    assert_eq!(regions.len(), 2, "{regions:?}");
 }
 
 /// ETS on S1[4], two greedy classes (H1 priority 0 in qp1, H2 priority 1 in qp2) sharing

@@ -61,8 +61,12 @@
 //!   delay. `pfc_delay` (the SONiC plan's delay of the sending tester port) applies to host
 //!   ports; a switch port obeys within its own response time (`response_quanta`, by default
 //!   the IEEE limit for the speed).
+//! - **Occupancy.** With a timeline, an event at each interval's end (before the others of its
+//!   time) samples every switch's pools and its ports' non-empty iPort.PG and ePort.TC regions
+//!   ([`crate::report::BufferOccupancy`]).
 //! - **Storms.** A `[[storm]]` host port sends pause frames for its priorities from its start
-//!   to its stop time ([`crate::pfc::PauseStorm`]), counted as pause frames sent and received.
+//!   to its stop time ([`crate::pfc::PauseStorm`]), counted as pause frames sent and received;
+//!   global frames in global mode, where they stop every priority.
 //! - **DCQCN** (`[ecn]`, `[dcqcn]`). ECN: a data frame queued on a switch's egress class is
 //!   marked CE by [`crate::dcqcn::EcnMarker`] on the class's queued bytes, this frame included
 //!   (random words from `mix(seed, draw number)`, so a run is repeatable); CNPs are never marked.
@@ -152,6 +156,9 @@ enum Event {
     RpTimer { flow: u32 },
     /// DCQCN: `flow`, paced by its reaction point, may send its next frame.
     Pace { flow: u32 },
+    /// Ethernet: timeline interval `interval` ends; the switch buffers are sampled (before
+    /// any other event of this time).
+    Sample { interval: u32 },
 }
 
 const _: () = assert!(size_of::<Event>() == 12);
@@ -591,6 +598,7 @@ impl<'n> Simulation<'n> {
         }
         if sim.eth.is_some() {
             sim.start_dcqcn();
+            sim.schedule_samples();
         }
         // Stable: equal times keep the order they were listed in.
         sim.schedule.sort_by_key(|(time, _)| *time);
@@ -784,6 +792,7 @@ impl<'n> Simulation<'n> {
             Event::Storm { storm } => self.storm(storm),
             Event::RpTimer { flow } => self.rp_timer(flow),
             Event::Pace { flow } => self.pace(flow),
+            Event::Sample { interval } => self.sample_buffers(interval as usize),
             Event::Credit { port, vl, blocks } => {
                 let lane = self.lane(port, vl);
                 let l = &mut self.lanes[lane];
@@ -1228,6 +1237,9 @@ impl<'n> Simulation<'n> {
             dcqcn_rates: timeline
                 .as_ref()
                 .and_then(|t| self.dcqcn_rates(t.interval_ns)),
+            buffer_occupancy: timeline
+                .as_ref()
+                .and_then(|t| self.buffer_occupancy(t.interval_ns)),
             timeline,
         }
     }

@@ -67,9 +67,9 @@ pub use pfc::{
     PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PauseStormConfig, PfcConfig,
 };
 pub use report::{
-    DcqcnRates, EthernetLinkReport, FlowDcqcnReport, FlowReport, Histogram, Latency, LinkReport,
-    PoolReport, PriorityReport, Report, SlReport, SwitchReport, Timeline, TrafficClassReport,
-    VlReport,
+    BufferOccupancy, DcqcnRates, EthernetLinkReport, FlowDcqcnReport, FlowReport, Histogram,
+    Latency, LinkReport, OccupancySeries, PoolReport, PriorityReport, Report, SlReport,
+    SwitchReport, Timeline, TrafficClassReport, VlReport,
 };
 pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};
 pub use sonic::{PfcDelayCheck, pfc_delay_table, sweep_pfc_delay};

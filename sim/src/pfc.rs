@@ -641,10 +641,12 @@ impl PauseStormConfig {
         Ok(())
     }
 
-    /// The storm on a link of `link_bps`, checked.
-    pub fn storm(&self, link_bps: u64) -> Result<PauseStorm, PfcError> {
+    /// The storm on a link of `link_bps` whose flow control is `mode`, checked. In global mode
+    /// it sends global pause frames (a PFC frame would pause nothing there).
+    pub fn storm(&self, mode: FlowControlMode, link_bps: u64) -> Result<PauseStorm, PfcError> {
         self.validate()?;
         let config = PfcConfig {
+            mode,
             priorities: self.priorities.clone(),
             pause_quanta: self.quanta,
             refresh_quanta: self.interval_quanta,
@@ -924,7 +926,7 @@ mod tests {
             start_us: 1.0,
             stop_us: Some(2000.0),
         };
-        let mut storm = config.storm(40 * G).unwrap();
+        let mut storm = config.storm(FlowControlMode::Pfc, 40 * G).unwrap();
         assert_eq!(storm.next_ps(), Some(1_000_000));
         assert_eq!(storm.poll(999_999), None);
         let first = storm.poll(1_000_000).unwrap();

@@ -1,12 +1,12 @@
 //! SVG charts of a report: each VL's share of a link over time, and the latency CDF per SL (on
 //! Ethernet: each traffic class's share, and the CDF per priority; with DCQCN, each flow's
-//! DCQCN rate over time).
+//! DCQCN rate over time, and the switch buffers' occupancy over time).
 
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use crate::{DcqcnRates, Report, Timeline};
+use crate::{BufferOccupancy, DcqcnRates, Report, Timeline};
 
 /// Why the charts could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -22,8 +22,8 @@ pub enum PlotError {
     NothingToPlot,
 }
 
-/// Writes `share_per_vl.svg`, `latency_cdf.svg` and, with DCQCN, `dcqcn_rate.svg` into `dir`;
-/// returns their paths.
+/// Writes `share_per_vl.svg`, `latency_cdf.svg`, on Ethernet `buffer_occupancy.svg` and, with
+/// DCQCN, `dcqcn_rate.svg` into `dir`; returns their paths.
 pub fn write_plots(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(|source| PlotError::CreateDir {
         dir: dir.to_owned(),
@@ -44,6 +44,11 @@ pub fn write_plots(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, PlotErro
     if let Some(rates) = &report.dcqcn_rates {
         let path = dir.join("dcqcn_rate.svg");
         drawn(&path, plot_dcqcn_rates(&path, report, rates))?;
+        written.push(path);
+    }
+    if let Some(occupancy) = &report.buffer_occupancy {
+        let path = dir.join("buffer_occupancy.svg");
+        drawn(&path, plot_occupancy(&path, report, occupancy))?;
         written.push(path);
     }
     if report.sl_latency.iter().any(|(_, h)| h.count() > 0) {
@@ -160,6 +165,43 @@ fn plot_dcqcn_rates(path: &Path, report: &Report, rates: &DcqcnRates) -> PlotRes
                 .map(|(k, gbps)| ((k as f64 + 1.0) * interval_us, *gbps))
                 .collect();
             (flow.clone(), points)
+        }),
+    )
+}
+
+/// The regions drawn beside the pools in the occupancy chart: the highest peaks, so that a
+/// fabric of thousands of ports stays readable.
+const OCCUPANCY_REGIONS: usize = 8;
+
+/// Every switch pool's shared bytes, and the [`OCCUPANCY_REGIONS`] regions with the highest
+/// peaks, at the end of each timeline interval.
+fn plot_occupancy(path: &Path, report: &Report, occupancy: &BufferOccupancy) -> PlotResult {
+    let (pools, mut regions): (Vec<_>, Vec<_>) =
+        occupancy.series.iter().partition(|s| s.port.is_none());
+    let peak = |bytes: &[u64]| bytes.iter().copied().max().unwrap_or(0);
+    // Stable: equal peaks keep the report's order.
+    regions.sort_by_key(|s| std::cmp::Reverse(peak(&s.bytes)));
+    regions.truncate(OCCUPANCY_REGIONS);
+    let shown: Vec<_> = pools.into_iter().chain(regions).collect();
+    let kb_max = shown.iter().map(|s| peak(&s.bytes)).max().unwrap_or(0) as f64 / 1e3;
+    let interval_us = occupancy.interval_ns as f64 / 1e3;
+    let chart = TimeChart {
+        caption: "Switch buffer occupancy",
+        end_us: report.duration_ns as f64 / 1e3,
+        y_max: kb_max.max(1.0) * 1.05,
+        y_desc: "occupancy (KB)",
+    };
+    chart.draw(
+        path,
+        shown.into_iter().map(|s| {
+            let points = (s.bytes.iter().enumerate())
+                .map(|(k, &bytes)| ((k as f64 + 1.0) * interval_us, bytes as f64 / 1e3))
+                .collect();
+            let label = match s.port {
+                Some(port) => format!("{}[{port}] {}", s.switch, s.region),
+                None => format!("{} {}", s.switch, s.region),
+            };
+            (label, points)
         }),
     )
 }

@@ -342,6 +342,30 @@ pub struct DcqcnRates {
     pub flows: Vec<(String, Vec<f64>)>,
 }
 
+/// Ethernet: what the switches' shared buffers held at the end of each timeline interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BufferOccupancy {
+    pub interval_ns: u64,
+    /// Per switch (in node order): every pool the configuration defines, then each port's
+    /// iPort.PG and ePort.TC regions that held anything at some sample (the rest are zero
+    /// throughout, left out so that a fabric of thousands of ports stays readable).
+    pub series: Vec<OccupancySeries>,
+}
+
+/// One pool's or region's bytes at the end of each interval. A pool counts its shared bytes
+/// ([`crate::shared_buffer::SwitchBuffer::pool_used`]); an iPort.PG region its reserved, shared
+/// and headroom bytes; an ePort.TC region its reserved and shared bytes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OccupancySeries {
+    pub switch: String,
+    /// The port of a region (absent for a pool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u8>,
+    /// `iPool0`, `ePool1`, `iPort.pg3`, `ePort.tc3`, ...
+    pub region: String,
+    pub bytes: Vec<u64>,
+}
+
 /// Everything a run measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -365,6 +389,9 @@ pub struct Report {
     /// Ethernet with `[dcqcn]`, when a timeline is recorded: each flow's DCQCN rate over time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dcqcn_rates: Option<DcqcnRates>,
+    /// Ethernet, when a timeline is recorded: the switch buffers' occupancy over time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_occupancy: Option<BufferOccupancy>,
 }
 
 #[cfg(test)]

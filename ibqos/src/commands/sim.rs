@@ -163,6 +163,13 @@ pub fn setup(
     let hosts = TopologyHosts(&topo);
     let flows = traffic.flows(&hosts, seed).map_err(FileError::from)?;
     network.ethernet = traffic.ethernet(&hosts).map_err(FileError::from)?;
+    // The Ethernet reports' series over time (DCQCN rates, buffer occupancy) are in the JSON
+    // report too, so an Ethernet run always records them.
+    let timeline_intervals = if network.ethernet.is_some() {
+        PLOT_INTERVALS
+    } else {
+        timeline_intervals
+    };
     Ok(Setup {
         network,
         flows,

@@ -9,11 +9,15 @@ use crate::pfc::{
     PAUSE_FRAME_BYTES, PRIORITIES, PauseFrame, PauseGenerator, PauseResponder, PauseStorm,
     PfcConfig, Transition,
 };
+use std::collections::BTreeMap;
+
 use crate::report::{
-    EthernetLinkReport, PoolReport, PriorityReport, SwitchReport, TrafficClassReport,
+    BufferOccupancy, EthernetLinkReport, OccupancySeries, PoolReport, PriorityReport, SwitchReport,
+    TrafficClassReport,
 };
 use crate::shared_buffer::{
-    Admission, BufferConfig, POOLS, PgFlowControl, Place, PoolId, Region, Stored, SwitchBuffer,
+    Admission, BufferConfig, Direction, POOLS, PgFlowControl, Place, PoolId, Region, RegionName,
+    Stored, SwitchBuffer,
 };
 
 use super::{Event, NO_PACKET, NO_PORT, Packet, Sent, Simulation, mix, round};
@@ -98,6 +102,43 @@ pub(super) struct EthernetState {
     dcqcn_config: Option<DcqcnConfig>,
     dcqcn: Option<Dcqcn>,
     host: HostQos,
+    /// The switch buffers at the end of each timeline interval, by series: pools always,
+    /// regions once they held anything (zero before).
+    occupancy: BTreeMap<OccupancyKey, Vec<u64>>,
+}
+
+/// One occupancy series: switch node, port (0 for a pool), what, and its PG, TC or pool
+/// number. Ordered as the report lists them: by switch, pools first, then by port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct OccupancyKey {
+    node: u32,
+    port: u8,
+    what: Sampled,
+    index: u8,
+}
+
+/// What an occupancy series counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Sampled {
+    /// A pool's shared bytes; ingress pools before egress ones, as the report lists pools.
+    IngressPool,
+    EgressPool,
+    PortPg,
+    PortTc,
+}
+
+impl Sampled {
+    /// The series' name for pool, PG or TC `index`: `iPool0`, `iPort.pg3`, `ePort.tc3`.
+    fn name(self, index: u8) -> String {
+        let pool = |direction| PoolId { direction, index }.to_string();
+        let region = |region| RegionName { region, index }.to_string();
+        match self {
+            Sampled::IngressPool => pool(Direction::Ingress),
+            Sampled::EgressPool => pool(Direction::Egress),
+            Sampled::PortPg => region(Region::IPortPg),
+            Sampled::PortTc => region(Region::EPortTc),
+        }
+    }
 }
 
 /// DCQCN's parameters and every flow's notification and reaction point.
@@ -190,13 +231,14 @@ impl EthernetState {
                     port: name.clone(),
                     reason: "not a linked host port".into(),
                 })?;
-            let running = storm
-                .config
-                .storm(bps)
-                .map_err(|e| NetworkError::BadStorm {
-                    port: name,
-                    reason: e.to_string(),
-                })?;
+            let running =
+                storm
+                    .config
+                    .storm(config.pfc.mode, bps)
+                    .map_err(|e| NetworkError::BadStorm {
+                        port: name,
+                        reason: e.to_string(),
+                    })?;
             storms.push((port, running));
         }
         // The PFC delay is the sending end station's (the SONiC plan's tester port): a switch
@@ -240,6 +282,7 @@ impl EthernetState {
             dcqcn_config: config.dcqcn,
             dcqcn: None,
             host: config.host,
+            occupancy: BTreeMap::new(),
         })
     }
 
@@ -630,6 +673,99 @@ impl Simulation<'_> {
                     .collect(),
             })
             .collect()
+    }
+}
+
+/// Buffer occupancy over time: a sample of every switch buffer at each timeline interval's end.
+impl Simulation<'_> {
+    /// Queues a sample at the end of each timeline interval: the first time that falls in the
+    /// next one ([`Simulation::interval_of`]), the run's end for the last.
+    pub(super) fn schedule_samples(&mut self) {
+        let intervals = self.options.timeline_intervals as u128;
+        let duration = u128::from(self.options.duration_ps);
+        for interval in 0..intervals {
+            let end = ((interval + 1) * duration).div_ceil(intervals) as u64;
+            let interval = interval as u32;
+            self.schedule.push((end, Event::Sample { interval }));
+        }
+    }
+
+    /// Records every switch's pools, and each port's iPort.PG and ePort.TC regions that hold
+    /// anything, as their bytes at the end of `interval`.
+    pub(super) fn sample_buffers(&mut self, interval: usize) {
+        let intervals = self.options.timeline_intervals;
+        let network = self.network;
+        let Some(eth) = self.eth.as_deref_mut() else {
+            return;
+        };
+        let mut record = |key: OccupancyKey, bytes: u64, always: bool| {
+            if bytes > 0 || always {
+                eth.occupancy
+                    .entry(key)
+                    .or_insert_with(|| vec![0; intervals])[interval] = bytes;
+            }
+        };
+        for (node, (info, buffer)) in (0..).zip(network.nodes.iter().zip(&eth.buffers)) {
+            if info.kind != NodeKind::Switch {
+                continue;
+            }
+            for pool in &eth.pools {
+                let what = match pool.direction {
+                    Direction::Ingress => Sampled::IngressPool,
+                    Direction::Egress => Sampled::EgressPool,
+                };
+                let key = OccupancyKey {
+                    node,
+                    port: 0,
+                    what,
+                    index: pool.index,
+                };
+                record(key, buffer.pool_used(*pool), true);
+            }
+            for port in 1..=info.num_ports {
+                for index in 0..8 {
+                    let pg = buffer.region_usage(Region::IPortPg, port.into(), index);
+                    let headroom = buffer.headroom_used(port.into(), index);
+                    let key = OccupancyKey {
+                        node,
+                        port,
+                        what: Sampled::PortPg,
+                        index,
+                    };
+                    record(key, pg.reserved + pg.shared + headroom, false);
+                    let tc = buffer.region_usage(Region::EPortTc, port.into(), index);
+                    let key = OccupancyKey {
+                        node,
+                        port,
+                        what: Sampled::PortTc,
+                        index,
+                    };
+                    record(key, tc.reserved + tc.shared, false);
+                }
+            }
+        }
+    }
+
+    /// The occupancy series recorded, for the report.
+    pub(super) fn buffer_occupancy(&self, interval_ns: u64) -> Option<BufferOccupancy> {
+        let eth = self.eth.as_deref()?;
+        let series = eth
+            .occupancy
+            .iter()
+            .map(|(key, bytes)| {
+                let region = key.what.name(key.index);
+                OccupancySeries {
+                    switch: self.network.nodes[key.node as usize].name.clone(),
+                    port: (key.port > 0).then_some(key.port),
+                    region,
+                    bytes: bytes.clone(),
+                }
+            })
+            .collect();
+        Some(BufferOccupancy {
+            interval_ns,
+            series,
+        })
     }
 }
 
