@@ -876,8 +876,13 @@ impl<'n> Simulation<'n> {
     }
 
     fn alloc(&mut self, flow: u32, vl: u8) -> u32 {
+        self.store_packet(self.new_packet(flow, vl))
+    }
+
+    /// A packet of `flow` leaving its source now on lane `vl`.
+    fn new_packet(&self, flow: u32, vl: u8) -> Packet {
         let f = self.flow_hot[flow as usize];
-        let packet = Packet {
+        Packet {
             created: self.now,
             flow,
             in_port: NO_PORT,
@@ -893,8 +898,7 @@ impl<'n> Simulation<'n> {
             management: f.management,
             ce: false,
             cnp: false,
-        };
-        self.store_packet(packet)
+        }
     }
 
     /// Puts `packet` in a free slot.

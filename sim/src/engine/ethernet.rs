@@ -24,7 +24,6 @@ use super::{Event, NO_PACKET, NO_PORT, Packet, Sent, Simulation, mix, round};
 use crate::dcqcn::{DcqcnConfig, EcnMarker, NotificationPoint, NpParams, ReactionPoint, RpParams};
 use crate::host_qos::HostQos;
 use crate::link::{CNP_PAYLOAD_BYTES, PS_PER_NS, ethernet_wire_ps, frame_bytes};
-use crate::pfc::FRAME_OVERHEAD_BYTES;
 use crate::report::{DcqcnRates, FlowDcqcnReport};
 
 /// Keeps ECN's random words apart from the flows' phases, which use the run's seed as it is.
@@ -33,28 +32,27 @@ const ECN_STREAM: u64 = 0xec4e_c4e0_ec4e_c4e0;
 /// The lanes of an Ethernet port: its eight traffic classes (egress queues).
 pub(super) const TRAFFIC_CLASSES: u8 = 8;
 
-/// Where a switch stored a packet, as three bits beside its priority in [`super::Packet`]'s
-/// `in_vl` (`priority | place << 3`), so that the end of its transmission can free it.
+/// Where a switch may store a packet, by code: the code rides as three bits beside the
+/// packet's priority in [`super::Packet`]'s `in_vl` (`priority | code << 3`), so that the end
+/// of its transmission can free it. One table both ways, so that the two cannot disagree.
+const PLACES: [Place; 6] = [
+    Place::Shared,
+    Place::Reserved(Region::IPortPg),
+    Place::Reserved(Region::IPort),
+    Place::Reserved(Region::EPortTc),
+    Place::Reserved(Region::EPort),
+    Place::Headroom,
+];
+
 fn place_code(place: Place) -> u8 {
-    match place {
-        Place::Shared => 0,
-        Place::Reserved(Region::IPortPg) => 1,
-        Place::Reserved(Region::IPort) => 2,
-        Place::Reserved(Region::EPortTc) => 3,
-        Place::Reserved(Region::EPort) => 4,
-        Place::Headroom => 5,
-    }
+    PLACES
+        .iter()
+        .position(|p| *p == place)
+        .expect("every place has a code") as u8
 }
 
 fn place_of(code: u8) -> Place {
-    match code {
-        1 => Place::Reserved(Region::IPortPg),
-        2 => Place::Reserved(Region::IPort),
-        3 => Place::Reserved(Region::EPortTc),
-        4 => Place::Reserved(Region::EPort),
-        5 => Place::Headroom,
-        _ => Place::Shared,
-    }
+    PLACES[usize::from(code)]
 }
 
 /// The bits of `mask`, lowest first.
@@ -836,20 +834,14 @@ impl Simulation<'_> {
         // The fabric's priority of the CNP, as of any frame: by the host's trust mode.
         let priority = host.rx_priority(Some(cnp.pcp), cnp.dscp);
         let tc = eth.traffic_class(priority);
+        // A frame of the flow's, but its own size and priority, to the flow's source.
         let packet = self.store_packet(Packet {
-            created: now,
-            flow: p.flow,
-            in_port: NO_PORT,
-            next: NO_PACKET,
-            next_blocks: 0,
             dlid,
             blocks: frame_bytes(CNP_PAYLOAD_BYTES) as u16,
             in_vl: priority,
-            vl: tc,
             sl: priority,
-            management: false,
-            ce: false,
             cnp: true,
+            ..self.new_packet(p.flow, tc)
         });
         self.enqueue(self.lane(port, tc), packet);
         self.refresh_lane(port, tc);
@@ -968,9 +960,9 @@ impl Simulation<'_> {
             .dcqcn
             .as_ref()
             .and_then(|d| d.flows[flow as usize].rp);
-        let rate = rate.map_or(params.line_rate_bps, |rp| rp.rate_bps()).max(1);
-        let bits = u128::from(units + FRAME_OVERHEAD_BYTES) * 8;
-        let gap = (bits * 1_000_000_000_000).div_ceil(u128::from(rate)) as u64;
+        // One frame time at the rate: the frame's wire time on a link of that rate.
+        let rate = rate.map_or(params.line_rate_bps, |rp| rp.rate_bps());
+        let gap = ethernet_wire_ps(units, rate);
         self.queue.push(now, now + gap, Event::Pace { flow });
     }
 
