@@ -180,11 +180,24 @@ struct PortSlot {
 /// No packet: the end of a lane's queue.
 const NO_PACKET: u32 = u32::MAX;
 
-/// Where a port's lanes are, and their state as bit sets by VL, 16 bytes, so that the lot is
-/// one read. A port has a lane for each data VL its link runs and one for VL15, in VL order:
-/// an 8-VL fabric needs 9 of the 16 VLs a port could name.
-#[derive(Debug, Clone, Copy, Default)]
-struct PortBits {
+/// What an event at a port reads of it, in one cache line: where its
+/// lanes are and their state as bit sets by VL, its peer, and its link's delays (a copy of
+/// what [`PortSlot`] describes, which the run reads only to set up and report). A port has a
+/// lane for each data VL its link runs and one for VL15, in VL order: an 8-VL fabric needs 9
+/// of the 16 VLs a port could name.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+struct PortState {
+    /// The link's one-way propagation, and the time from its receive buffer freeing blocks to
+    /// the credits reaching the peer (credit latency plus propagation).
+    propagation_ps: u64,
+    credit_return_ps: u64,
+    /// The port at the other end of the link, [`NO_PORT`] for an unlinked port.
+    peer: u32,
+    node: u32,
+    num: u8,
+    /// The link's serialization times, as [`PortSlot::wire_times`].
+    wire_times: u16,
     /// The index of the port's first lane (VL0's).
     base: u32,
     /// The data VLs the link runs, as [`PortSlot::vls`]; VL15's lane follows theirs.
@@ -201,7 +214,9 @@ struct PortBits {
     refused: bool,
 }
 
-impl PortBits {
+const _: () = assert!(size_of::<PortState>() == 64, "a port's state is one line");
+
+impl PortState {
     /// The index of the lane of `vl`, which is VL15 or one of the data VLs the port runs:
     /// VL15's lane is the one after the last data VL's.
     fn lane(&self, vl: u8) -> usize {
@@ -250,6 +265,10 @@ struct Lane {
     /// Blocks of a packet of the greedy flow whose turn it is (0: none), kept by
     /// [`Simulation::greedy_turn`].
     greedy: u16,
+    /// At least the stopped flows still in the lane's rotation (a flow stopped while out of
+    /// it, paced by DCQCN, is counted and never found): while 0, no turn asks whether its
+    /// flow stopped.
+    stopping: u32,
 }
 
 const _: () = assert!(size_of::<Lane>() == 64, "a lane fills one cache line");
@@ -266,6 +285,7 @@ impl Default for Lane {
             head: 0,
             first_blocks: 0,
             greedy: 0,
+            stopping: 0,
         }
     }
 }
@@ -364,8 +384,9 @@ pub struct Simulation<'n> {
     rotations: Vec<VecDeque<(u32, u16)>>,
     buffers: Vec<Buffer>,
     arbiters: Vec<Arbiter>,
-    /// Per port, where its lanes are and what arbitration and the wait timing read of them.
-    bits: Vec<PortBits>,
+    /// Per port, what its events read: where its lanes are, what arbitration and the wait
+    /// timing read of them, its peer and delays.
+    states: Vec<PortState>,
     /// Data packets dropped at an output port, by port and VL: those mapped to VL15 or to a VL
     /// the link does not run, which has no lane. Rare, so kept apart from the lanes.
     dropped: BTreeMap<(u32, u8), u64>,
@@ -503,7 +524,7 @@ impl<'n> Simulation<'n> {
                 });
             port.wire_times = kind as u32;
         }
-        let mut bits = Vec::with_capacity(ports.len());
+        let mut states = Vec::with_capacity(ports.len());
         let mut lanes = Vec::new();
         for port in &ports {
             let base = lanes.len() as u32;
@@ -517,10 +538,21 @@ impl<'n> Simulation<'n> {
                 ..Lane::default()
             };
             lanes.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
-            bits.push(PortBits {
+            states.push(PortState {
+                propagation_ps: port.link.propagation_ps,
+                credit_return_ps: port.link.credit_latency_ps + port.link.propagation_ps,
+                peer: port.peer.unwrap_or(NO_PORT),
+                node: port.node,
+                num: port.num,
+                // Kinds of links in one fabric: a handful.
+                wire_times: port.wire_times as u16,
                 base,
                 vls: port.vls,
-                ..PortBits::default()
+                busy: false,
+                queued: 0,
+                starved: 0,
+                waiting: 0,
+                refused: false,
             });
         }
         let mut shared = SharedTables::default();
@@ -539,7 +571,7 @@ impl<'n> Simulation<'n> {
         let mut sim = Simulation {
             network,
             options,
-            bits,
+            states,
             dropped: BTreeMap::new(),
             ports,
             wire_times,
@@ -752,6 +784,7 @@ impl<'n> Simulation<'n> {
                 let state = &self.flows[flow as usize];
                 let (port, vl) = (state.port, state.vl);
                 let lane = self.lane(port, vl);
+                self.lanes[lane].stopping += 1;
                 // A flow behind the front leaves when its turn comes (skip_stopped): until
                 // then the lane's head is the front's, unchanged.
                 if self.rotations[lane]
@@ -797,7 +830,7 @@ impl<'n> Simulation<'n> {
                 let lane = self.lane(port, vl);
                 let l = &mut self.lanes[lane];
                 l.credits += u32::from(blocks);
-                let bits = &mut self.bits[port as usize];
+                let bits = &mut self.states[port as usize];
                 if bits.busy {
                     // All refresh_lane and try_send would do: a busy port times no wait for
                     // credits and does not arbitrate, and the head is unchanged.
@@ -814,24 +847,31 @@ impl<'n> Simulation<'n> {
 
     /// The time `port` takes to send a packet of `blocks`.
     fn serialization(&self, port: u32, blocks: u32) -> u64 {
-        let kind = self.ports[port as usize].wire_times;
+        let kind = self.states[port as usize].wire_times;
         self.wire_times[kind as usize][blocks as usize]
     }
 
     /// The index of the lane of `vl` at `port`, which has one: VL15, or a data VL its link runs.
     fn lane(&self, port: u32, vl: u8) -> usize {
-        self.bits[port as usize].lane(vl)
+        self.states[port as usize].lane(vl)
     }
 
     /// Drops the stopped flows at the front of a lane's rotation. A stopped flow leaves the
     /// rotation only when it comes to the front, which keeps the others' order as removing it
-    /// at once would, without searching the rotation for it.
+    /// at once would, without searching the rotation for it. [`Lane::stopping`] spares the
+    /// look at the flow table (a random line per greedy packet) while none of the lane's
+    /// flows has stopped.
     fn skip_stopped(&mut self, lane: usize) {
         let greedy = &mut self.rotations[lane];
-        while let Some(&(flow, _)) = greedy.front() {
+        let stopping = &mut self.lanes[lane].stopping;
+        while *stopping > 0 {
+            let Some(&(flow, _)) = greedy.front() else {
+                break;
+            };
             if !self.flow_hot[flow as usize].stopped {
                 break;
             }
+            *stopping -= 1;
             greedy.pop_front();
         }
         self.greedy_turn(lane);
@@ -950,7 +990,7 @@ impl<'n> Simulation<'n> {
     /// Updates a lane after its head or credits changed: its head's size, whether the head
     /// lacks credits, and its wait for credits.
     fn refresh_lane(&mut self, port: u32, vl: u8) {
-        let bits = &mut self.bits[port as usize];
+        let bits = &mut self.states[port as usize];
         let lane = bits.lane(vl);
         let l = &mut self.lanes[lane];
         let head = if l.first != NO_PACKET {
@@ -997,7 +1037,7 @@ impl<'n> Simulation<'n> {
     /// Marks `port` busy or idle, which starts or ends the waits of its starved lanes.
     fn set_busy(&mut self, port: u32, busy: bool) {
         let p = port as usize;
-        let bits = &mut self.bits[p];
+        let bits = &mut self.states[p];
         bits.busy = busy;
         // Busy: every timed wait ends. Idle: every starved lane starts one.
         let mut changed = if busy {
@@ -1032,10 +1072,11 @@ impl<'n> Simulation<'n> {
     /// `port`'s receive buffer frees `blocks` on `vl`; the credits go back to the sender.
     fn release(&mut self, port: u32, vl: u8, blocks: u16) {
         self.integrate(self.lane(port, vl)).occupancy -= u32::from(blocks);
-        let info = self.ports[port as usize];
+        let state = self.states[port as usize];
         // A packet only arrives over a link, so a port that releases one has a peer.
-        if let Some(sender) = info.peer.filter(|_| vl != VL15) {
-            let at = self.now + info.link.credit_latency_ps + info.link.propagation_ps;
+        let sender = state.peer;
+        if vl != VL15 {
+            let at = self.now + state.credit_return_ps;
             self.queue.push(
                 self.now,
                 at,
@@ -1053,7 +1094,7 @@ impl<'n> Simulation<'n> {
             self.ethernet_arrive(port, packet);
             return;
         }
-        let info = self.ports[port as usize];
+        let info = self.states[port as usize];
         let p = self.packets[packet as usize];
         let (blocks, dlid, management) = (u32::from(p.blocks), p.dlid, p.management);
         self.fill(port, p.vl, blocks);
@@ -1076,7 +1117,7 @@ impl<'n> Simulation<'n> {
         } else {
             node.sl2vl(info.num, out).0[usize::from(p.sl)].get()
         };
-        if !management && (vl == VL15 || vl >= self.ports[out_port as usize].vls) {
+        if !management && (vl == VL15 || vl >= self.states[out_port as usize].vls) {
             self.release(port, p.vl, p.blocks);
             self.flow_drops[p.flow as usize] += 1;
             *self.dropped.entry((out_port, vl)).or_default() += 1;
@@ -1105,7 +1146,7 @@ impl<'n> Simulation<'n> {
 
     /// If `port` is idle, sends what VL15 or the arbiter gives it.
     fn try_send(&mut self, port: u32) {
-        if self.bits[port as usize].busy {
+        if self.states[port as usize].busy {
             return;
         }
         if let Some((peer, vl)) = self.grant(port) {
@@ -1127,8 +1168,11 @@ impl<'n> Simulation<'n> {
     /// grants one, whether or not the port is busy.
     fn credit_grant(&mut self, port: u32) -> Option<(u32, u8)> {
         let p = port as usize;
-        let bits = self.bits[p];
-        let peer = self.ports[p].peer?;
+        let bits = self.states[p];
+        let peer = bits.peer;
+        if peer == NO_PORT {
+            return None;
+        }
         // VL15 never has greedy flows, so its head is queued exactly when its queue is not
         // empty.
         let vl = if bits.queued & 1 << VL15 != 0 {
@@ -1146,7 +1190,7 @@ impl<'n> Simulation<'n> {
                 let head = u32::from(lane.head);
                 (head > 0 && lane.credits >= head).then_some(head)
             });
-            self.bits[p].refused = grant.is_none();
+            self.states[p].refused = grant.is_none();
             grant?.0
         };
         Some((peer, vl))
@@ -1169,7 +1213,7 @@ impl<'n> Simulation<'n> {
         };
         let p = self.packets[packet as usize];
         let blocks = u32::from(p.blocks);
-        let info = self.ports[port as usize];
+        let propagation = self.states[port as usize].propagation_ps;
         if vl != VL15 {
             self.lanes[lane].credits -= blocks;
         }
@@ -1197,7 +1241,7 @@ impl<'n> Simulation<'n> {
         self.packets[packet as usize].vl = vl;
         self.queue.push(
             self.now,
-            now + serialization + info.link.propagation_ps,
+            now + serialization + propagation,
             Event::Arrive { port: peer, packet },
         );
     }
@@ -1356,7 +1400,7 @@ impl<'n> Simulation<'n> {
         self.linked_ports()
             .map(|(p, peer)| {
                 let info = self.ports[p as usize];
-                let (near, far) = (self.bits[p as usize], self.bits[peer as usize]);
+                let (near, far) = (self.states[p as usize], self.states[peer as usize]);
                 let total: u64 = self.lanes[near.lanes()]
                     .iter()
                     .map(|l| l.sent.blocks * block)

@@ -347,7 +347,7 @@ impl Simulation<'_> {
         let p = port as usize;
         let peer = self.ports[p].peer?;
         let now = self.now;
-        let bits = self.bits[p];
+        let bits = self.states[p];
         let eth = self.eth.as_deref_mut()?;
         let (paused_priorities, paused) = eth.paused_classes(p, now);
         // A port's lanes are its eight classes (the ninth, VL15's, is never used).
@@ -382,7 +382,7 @@ impl Simulation<'_> {
             self.ports[port as usize],
             self.ports.get(release as usize).copied(),
         );
-        let lane = self.bits[port as usize].lane(self.eth_ref().traffic_class(priority));
+        let lane = self.states[port as usize].lane(self.eth_ref().traffic_class(priority));
         self.lanes[lane].credits += u32::from(units);
         let eth = self.eth_mut();
         let sent = &mut eth.sent[port as usize][usize::from(priority)];
@@ -583,7 +583,7 @@ impl Simulation<'_> {
         let duration = self.options.duration_ps;
         let end = self.now;
         let fraction = |part: f64, of: f64| if of > 0.0 { round(part / of) } else { 0.0 };
-        let near = self.bits[port as usize];
+        let near = self.states[port as usize];
         let lanes = &self.lanes[near.lanes()];
         let total: u64 = lanes.iter().map(|l| l.sent.blocks).sum();
         let traffic_classes = (0..TRAFFIC_CLASSES)
