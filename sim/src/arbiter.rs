@@ -16,7 +16,6 @@
 //! VL15 is not arbitrated here: it outranks every data VL, and the engine serves it first.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
@@ -84,35 +83,18 @@ pub struct ArbiterOptions {
     pub high_limit: HighLimitMode,
 }
 
-/// One priority table and where the arbiter is in it, 24 bytes.
-#[derive(Debug, Clone)]
+/// Where an arbiter is in one of its priority tables, 12 bytes: the table, one of an
+/// [`ArbiterTables`]'s, the entry whose turn it is and the weight that entry has used.
+#[derive(Debug, Clone, Copy)]
 struct Table {
-    /// Shared by the ports that hold the same table: they all read it, none writes it.
-    entries: Rc<[VlArbEntry]>,
+    id: u32,
     /// The entry whose turn it is: a VLArb table has at most 64 entries (255 in a dump).
-    cursor: u32,
+    cursor: u16,
     /// Blocks sent from the current entry since its turn began.
     used: u32,
 }
 
 impl Table {
-    fn new(entries: Rc<[VlArbEntry]>) -> Table {
-        Table {
-            entries,
-            cursor: 0,
-            used: 0,
-        }
-    }
-
-    /// A bit per VL that some entry may send: below VL15 and with a weight (or weight 0 sends
-    /// one packet, [`ZeroWeight::OnePacket`]).
-    fn senders(&self, options: &ArbiterOptions) -> u16 {
-        self.entries
-            .iter()
-            .filter(|e| e.vl < 15 && (e.weight > 0 || options.zero_weight == ZeroWeight::OnePacket))
-            .fold(0u16, |mask, e| mask | 1 << e.vl)
-    }
-
     /// The VL of the first entry, from the current one on, that may send its head packet now,
     /// and that packet's size in blocks, charged to the entry. `ready(vl)` is the head packet's size in blocks when
     /// the VL has a packet and credits for all of it.
@@ -122,12 +104,13 @@ impl Table {
     /// turn when no other entry can send.
     fn pick(
         &mut self,
+        entries: &[VlArbEntry],
         options: &ArbiterOptions,
         senders: u16,
         ready_vls: u16,
         ready: &impl Fn(u8) -> Option<u32>,
     ) -> Option<(u8, u32)> {
-        let n = self.entries.len();
+        let n = entries.len();
         if n == 0 {
             return None;
         }
@@ -137,7 +120,6 @@ impl Table {
             self.used = 0;
             return None;
         }
-        let entries = &self.entries[..];
         for step in 0..=n {
             if step > 0 {
                 // A wrap by comparison: a division per step would cost more than the rest.
@@ -179,31 +161,78 @@ impl Table {
     }
 }
 
-/// One copy of each distinct arbitration table, for [`Arbiter::with_tables`].
+/// The arbitration tables of a run, one copy of each (a fabric has few distinct ones, and
+/// ports that share one read the same memory), and the options every arbiter follows: what an
+/// [`Arbiter`] reads besides its own state.
 #[derive(Debug, Default)]
-pub struct SharedTables(HashMap<Vec<VlArbEntry>, Rc<[VlArbEntry]>>);
+pub struct ArbiterTables {
+    options: ArbiterOptions,
+    tables: Vec<Box<[VlArbEntry]>>,
+    ids: HashMap<Vec<VlArbEntry>, u32>,
+}
 
-impl SharedTables {
-    /// The shared copy of `entries`.
-    pub fn table(&mut self, entries: &[VlArbEntry]) -> Rc<[VlArbEntry]> {
-        self.0
-            .entry(entries.to_vec())
-            .or_insert_with(|| entries.into())
-            .clone()
+impl ArbiterTables {
+    pub fn new(options: ArbiterOptions) -> ArbiterTables {
+        ArbiterTables {
+            options,
+            ..ArbiterTables::default()
+        }
+    }
+
+    /// An arbiter over the programmed tables (as many entries as the port's caps) and
+    /// PortInfo.VLHighLimit.
+    pub fn arbiter(&mut self, high: &[VlArbEntry], low: &[VlArbEntry], high_limit: u8) -> Arbiter {
+        let (high, low) = (self.table(high), self.table(low));
+        Arbiter {
+            senders: [self.senders(&high), self.senders(&low)],
+            high,
+            low,
+            high_limit,
+            high_bytes: 0,
+            flits_left: Arbiter::flit_reload(high_limit),
+        }
+    }
+
+    /// A place at the start of `entries`, the one copy of them.
+    fn table(&mut self, entries: &[VlArbEntry]) -> Table {
+        let tables = &mut self.tables;
+        let id = *self.ids.entry(entries.to_vec()).or_insert_with(|| {
+            tables.push(entries.into());
+            // At most two per port of a fabric: far below 2^32.
+            (tables.len() - 1) as u32
+        });
+        Table {
+            id,
+            cursor: 0,
+            used: 0,
+        }
+    }
+
+    fn entries(&self, table: &Table) -> &[VlArbEntry] {
+        &self.tables[table.id as usize]
+    }
+
+    /// A bit per VL that some entry of `table` may send: below VL15 and with a weight (or
+    /// weight 0 sends one packet, [`ZeroWeight::OnePacket`]).
+    fn senders(&self, table: &Table) -> u16 {
+        let one_packet = self.options.zero_weight == ZeroWeight::OnePacket;
+        self.entries(table)
+            .iter()
+            .filter(|e| e.vl < 15 && (e.weight > 0 || one_packet))
+            .fold(0u16, |mask, e| mask | 1 << e.vl)
     }
 }
 
-/// The IBA 7.6.9 arbiter of one output port over its data VLs: 64 bytes, one cache line, as an
-/// engine reads one for every packet a port sends.
-#[derive(Debug, Clone)]
-#[repr(align(64))]
+/// The IBA 7.6.9 arbiter of one output port over its data VLs: where it is in its tables and
+/// the high limit's count, 40 bytes (the tables and options are an [`ArbiterTables`]'s), so
+/// that it fits in one cache line with the rest of what a port's events read.
+#[derive(Debug, Clone, Copy)]
 pub struct Arbiter {
     high: Table,
     low: Table,
-    /// [`Table::senders`] of `high` and `low`.
+    /// [`ArbiterTables::senders`] of `high` and `low`.
     senders: [u16; 2],
     high_limit: u8,
-    options: ArbiterOptions,
     /// [`HighLimitMode::Spec`]: high-priority bytes since the low table's last opportunity.
     high_bytes: u32,
     /// [`HighLimitMode::FlitModel`]: the flit counter. It saturates: below 0 it never reloads,
@@ -211,40 +240,9 @@ pub struct Arbiter {
     flits_left: i32,
 }
 
-const _: () = assert!(std::mem::size_of::<Arbiter>() == 64);
+const _: () = assert!(std::mem::size_of::<Arbiter>() == 40);
 
 impl Arbiter {
-    /// An arbiter over the programmed tables (as many entries as the port's caps) and
-    /// PortInfo.VLHighLimit.
-    pub fn new(
-        high: &[VlArbEntry],
-        low: &[VlArbEntry],
-        high_limit: u8,
-        options: ArbiterOptions,
-    ) -> Arbiter {
-        Self::with_tables(high.into(), low.into(), high_limit, options)
-    }
-
-    /// [`Self::new`] over tables other ports may hold too: a fabric has few distinct tables,
-    /// and ports that share them read the same memory.
-    pub fn with_tables(
-        high: Rc<[VlArbEntry]>,
-        low: Rc<[VlArbEntry]>,
-        high_limit: u8,
-        options: ArbiterOptions,
-    ) -> Arbiter {
-        let (high, low) = (Table::new(high), Table::new(low));
-        Arbiter {
-            senders: [high.senders(&options), low.senders(&options)],
-            high,
-            low,
-            high_limit,
-            options,
-            high_bytes: 0,
-            flits_left: Self::flit_reload(high_limit),
-        }
-    }
-
     fn flit_reload(high_limit: u8) -> i32 {
         i32::from(high_limit) * 4096 / BLOCK_BYTES as i32
     }
@@ -252,18 +250,24 @@ impl Arbiter {
     /// Chooses the data VL that sends next and charges its packet to the tables, or `None` when
     /// no entry of either table may send. `ready(vl)` is the head packet's size in blocks when
     /// VL `vl` has a packet and the receiver has credits for all of it, else `None`.
-    pub fn next(&mut self, ready: impl Fn(u8) -> Option<u32>) -> Option<(u8, Priority)> {
-        self.next_among(u16::MAX, ready)
+    pub fn next(
+        &mut self,
+        tables: &ArbiterTables,
+        ready: impl Fn(u8) -> Option<u32>,
+    ) -> Option<(u8, Priority)> {
+        self.next_among(tables, u16::MAX, ready)
     }
 
     /// [`Self::next`] knowing that only the VLs of bit set `ready_vls` may be ready: a table
     /// none of whose entries is among them is passed over without a scan.
     pub fn next_among(
         &mut self,
+        tables: &ArbiterTables,
         ready_vls: u16,
         ready: impl Fn(u8) -> Option<u32>,
     ) -> Option<(u8, Priority)> {
-        let low_first = match self.options.high_limit {
+        let options = &tables.options;
+        let low_first = match options.high_limit {
             HighLimitMode::Spec => {
                 self.high_limit != 255
                     && self.high_bytes > 0
@@ -281,16 +285,17 @@ impl Arbiter {
                 Priority::High => (&mut self.high, self.senders[0]),
                 Priority::Low => (&mut self.low, self.senders[1]),
             };
-            match table.pick(&self.options, senders, ready_vls, &ready) {
+            let entries = tables.entries(table);
+            match table.pick(entries, options, senders, ready_vls, &ready) {
                 Some((vl, blocks)) => {
-                    self.charge(priority, blocks);
+                    self.charge(options.high_limit, priority, blocks);
                     return Some((vl, priority));
                 }
                 // The low table had its opportunity and nothing to send: the count of high
                 // bytes starts again (the flit model has no such event).
                 None if priority == Priority::Low
                     && low_first
-                    && self.options.high_limit == HighLimitMode::Spec =>
+                    && options.high_limit == HighLimitMode::Spec =>
                 {
                     self.high_bytes = 0;
                 }
@@ -300,8 +305,8 @@ impl Arbiter {
         None
     }
 
-    fn charge(&mut self, priority: Priority, blocks: u32) {
-        match (self.options.high_limit, priority) {
+    fn charge(&mut self, mode: HighLimitMode, priority: Priority, blocks: u32) {
+        match (mode, priority) {
             (HighLimitMode::Spec, Priority::High) => self.high_bytes += blocks * BLOCK_BYTES,
             // A low packet sent (whether the limit was reached or the high table was idle) is
             // the low table's opportunity: the count starts again.
@@ -327,8 +332,39 @@ mod tests {
         list.iter().map(|&(vl, w)| VlArbEntry::new(vl, w)).collect()
     }
 
+    /// An arbiter and tables of its own.
+    struct Standalone {
+        tables: ArbiterTables,
+        arbiter: Arbiter,
+    }
+
+    impl Standalone {
+        fn new(
+            high: &[VlArbEntry],
+            low: &[VlArbEntry],
+            limit: u8,
+            options: ArbiterOptions,
+        ) -> Standalone {
+            let mut tables = ArbiterTables::new(options);
+            let arbiter = tables.arbiter(high, low, limit);
+            Standalone { tables, arbiter }
+        }
+
+        fn next(&mut self, ready: impl Fn(u8) -> Option<u32>) -> Option<(u8, Priority)> {
+            self.arbiter.next(&self.tables, ready)
+        }
+
+        fn next_among(
+            &mut self,
+            ready_vls: u16,
+            ready: impl Fn(u8) -> Option<u32>,
+        ) -> Option<(u8, Priority)> {
+            self.arbiter.next_among(&self.tables, ready_vls, ready)
+        }
+    }
+
     /// Runs `n` grants with every VL in `saturated` always ready with `blocks`-block packets.
-    fn grants(arbiter: &mut Arbiter, saturated: &[u8], blocks: u32, n: usize) -> Vec<u8> {
+    fn grants(arbiter: &mut Standalone, saturated: &[u8], blocks: u32, n: usize) -> Vec<u8> {
         (0..n)
             .map_while(|_| {
                 arbiter
@@ -550,7 +586,7 @@ mod tests {
             },
         ];
         for case in cases {
-            let mut arbiter = Arbiter::new(
+            let mut arbiter = Standalone::new(
                 &entries(case.high),
                 &entries(case.low),
                 case.limit,
@@ -568,16 +604,16 @@ mod tests {
 
     #[test]
     fn nothing_ready_grants_nothing() {
-        let mut arbiter = Arbiter::new(&entries(&[(0, 4)]), &entries(&[(1, 4)]), 0, SPEC);
+        let mut arbiter = Standalone::new(&entries(&[(0, 4)]), &entries(&[(1, 4)]), 0, SPEC);
         assert_eq!(arbiter.next(|_| None), None);
-        let mut empty = Arbiter::new(&[], &[], 0, SPEC);
+        let mut empty = Standalone::new(&[], &[], 0, SPEC);
         assert_eq!(empty.next(|_| Some(1)), None);
     }
 
     /// A VL without credits is skipped like an empty one, and its turn resumes when they come.
     #[test]
     fn creditless_vl_skipped() {
-        let mut arbiter = Arbiter::new(&[], &entries(&[(0, 4), (1, 4)]), 0, SPEC);
+        let mut arbiter = Standalone::new(&[], &entries(&[(0, 4), (1, 4)]), 0, SPEC);
         let got: Vec<_> = (0..3)
             .map(|_| arbiter.next(|vl| (vl == 1).then_some(1)).map(|g| g.0))
             .collect();
@@ -588,7 +624,7 @@ mod tests {
     /// count restarts.
     #[test]
     fn low_passed_restarts_the_count() {
-        let mut arbiter = Arbiter::new(&entries(&[(0, 255)]), &entries(&[(1, 255)]), 0, SPEC);
+        let mut arbiter = Standalone::new(&entries(&[(0, 255)]), &entries(&[(1, 255)]), 0, SPEC);
         assert_eq!(
             arbiter.next(|vl| (vl == 0).then_some(65)),
             Some((0, Priority::High))
@@ -598,7 +634,7 @@ mod tests {
             arbiter.next(|vl| (vl == 0).then_some(65)),
             Some((0, Priority::High))
         );
-        assert_eq!(arbiter.high_bytes, 65 * 64);
+        assert_eq!(arbiter.arbiter.high_bytes, 65 * 64);
         // Now low has a packet and gets its opportunity.
         assert_eq!(arbiter.next(|_| Some(65)), Some((1, Priority::Low)));
     }
@@ -620,8 +656,8 @@ mod tests {
                 [HighLimitMode::Spec, HighLimitMode::FlitModel][option >> 2 & 1],
             );
             let (high, low) = (entries(&high[..]), entries(&low[..]));
-            let mut plain = Arbiter::new(&high, &low, limit, options);
-            let mut masked = Arbiter::new(&high, &low, limit, options);
+            let mut plain = Standalone::new(&high, &low, limit, options);
+            let mut masked = Standalone::new(&high, &low, limit, options);
             for (ready, blocks) in rounds {
                 let is_ready = |vl: u8| (ready & 1 << vl != 0).then_some(blocks);
                 proptest::prop_assert_eq!(plain.next(is_ready), masked.next_among(ready, is_ready));

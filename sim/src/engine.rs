@@ -86,7 +86,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 mod ethernet;
 
-use crate::arbiter::{Arbiter, ArbiterOptions, BLOCK_BYTES, SharedTables};
+use crate::arbiter::{Arbiter, ArbiterOptions, ArbiterTables, BLOCK_BYTES};
 use crate::link::{
     CNP_PAYLOAD_BYTES, LinkParams, PS_PER_NS, Speed, Width, ethernet_wire_ps, frame_bytes,
     wire_blocks,
@@ -173,31 +173,40 @@ struct PortSlot {
     link: LinkParams,
     /// The data VLs the link runs: VL0 up to one below this, the lower OperVLs of its ends.
     vls: u8,
-    /// The link's serialization times, as an index into [`Simulation::wire_times`].
-    wire_times: u32,
+    /// The link's kind, an index into [`Simulation::kinds`] (65,536 at most).
+    kind: u32,
+}
+
+/// What the run reads of a kind of link (a fabric has a handful): its delays, and the
+/// serialization time of a packet of each size in units, up to the largest a flow sends,
+/// worked out once (a division per packet-hop is dear).
+#[derive(Debug)]
+struct LinkKind {
+    propagation_ps: u64,
+    /// From a receive buffer freeing blocks to the credits reaching the peer: credit latency
+    /// plus propagation.
+    credit_return_ps: u64,
+    wire_ps: Vec<u64>,
 }
 
 /// No packet: the end of a lane's queue.
 const NO_PACKET: u32 = u32::MAX;
 
-/// What an event at a port reads of it, in one cache line: where its
-/// lanes are and their state as bit sets by VL, its peer, and its link's delays (a copy of
-/// what [`PortSlot`] describes, which the run reads only to set up and report). A port has a
-/// lane for each data VL its link runs and one for VL15, in VL order: an 8-VL fabric needs 9
-/// of the 16 VLs a port could name.
+/// What an event at a port reads of it, in one cache line: its arbiter, where its lanes are
+/// and their state as bit sets by VL, its peer and its kind of link (a copy of what
+/// [`PortSlot`] describes, which the run reads only to set up and report). A port has a lane
+/// for each data VL its link runs and one for VL15, in VL order: an 8-VL fabric needs 9 of
+/// the 16 VLs a port could name.
 #[derive(Debug, Clone, Copy)]
 #[repr(align(64))]
 struct PortState {
-    /// The link's one-way propagation, and the time from its receive buffer freeing blocks to
-    /// the credits reaching the peer (credit latency plus propagation).
-    propagation_ps: u64,
-    credit_return_ps: u64,
+    arbiter: Arbiter,
     /// The port at the other end of the link, [`NO_PORT`] for an unlinked port.
     peer: u32,
     node: u32,
     num: u8,
-    /// The link's serialization times, as [`PortSlot::wire_times`].
-    wire_times: u16,
+    /// As [`PortSlot::kind`]: a handful in a fabric.
+    kind: u16,
     /// The index of the port's first lane (VL0's).
     base: u32,
     /// The data VLs the link runs, as [`PortSlot::vls`]; VL15's lane follows theirs.
@@ -374,16 +383,15 @@ pub struct Simulation<'n> {
     network: &'n Network,
     options: SimOptions,
     ports: Vec<PortSlot>,
-    /// Per kind of link ([`PortSlot::wire_times`]), the serialization time of a packet of each
-    /// size in blocks, up to the largest a flow sends.
-    wire_times: Vec<Vec<u64>>,
+    kinds: Vec<LinkKind>,
+    /// The arbitration tables the ports' arbiters read, and the arbiter options.
+    arbiter_tables: ArbiterTables,
     node_base: Vec<u32>,
     lanes: Vec<Lane>,
     /// Per lane, the greedy flows taking turns on it (source ports only), with their packets'
     /// blocks, so that the arbiter reads a lane's head without touching the flow table.
     rotations: Vec<VecDeque<(u32, u16)>>,
     buffers: Vec<Buffer>,
-    arbiters: Vec<Arbiter>,
     /// Per port, what its events read: where its lanes are, what arbitration and the wait
     /// timing read of them, its peer and delays.
     states: Vec<PortState>,
@@ -446,7 +454,7 @@ impl<'n> Simulation<'n> {
                 peer: None,
                 link: UNLINKED,
                 vls: node.arbitration[usize::from(num)].oper_vls.count(),
-                wire_times: 0,
+                kind: 0,
             }));
         }
         let index = |addr: PortAddr, link: usize| -> Result<u32, NetworkError> {
@@ -504,26 +512,33 @@ impl<'n> Simulation<'n> {
             Some(_) => largest.max(frame_bytes(CNP_PAYLOAD_BYTES)),
             None => largest,
         };
-        let mut kinds: Vec<LinkParams> = Vec::new();
-        let mut wire_times = Vec::new();
+        let mut links: Vec<LinkParams> = Vec::new();
+        let mut kinds = Vec::new();
         for port in &mut ports {
-            let kind = kinds
+            let kind = links
                 .iter()
                 .position(|k| *k == port.link)
                 .unwrap_or_else(|| {
-                    kinds.push(port.link);
-                    wire_times.push(
-                        (0..=largest)
+                    let link = port.link;
+                    links.push(link);
+                    kinds.push(LinkKind {
+                        propagation_ps: link.propagation_ps,
+                        credit_return_ps: link.credit_latency_ps + link.propagation_ps,
+                        wire_ps: (0..=largest)
                             .map(|units| match ethernet {
                                 Some(eth) => ethernet_wire_ps(units, eth.link_bps),
-                                None => port.link.serialization_ps(units),
+                                None => link.serialization_ps(units),
                             })
                             .collect(),
-                    );
-                    kinds.len() - 1
+                    });
+                    links.len() - 1
                 });
-            port.wire_times = kind as u32;
+            port.kind = kind as u32;
         }
+        if kinds.len() > usize::from(u16::MAX) + 1 {
+            return Err(NetworkError::TooManyLinkKinds { kinds: kinds.len() });
+        }
+        let mut arbiter_tables = ArbiterTables::new(options.arbiter);
         let mut states = Vec::with_capacity(ports.len());
         let mut lanes = Vec::new();
         for port in &ports {
@@ -538,14 +553,14 @@ impl<'n> Simulation<'n> {
                 ..Lane::default()
             };
             lanes.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
+            let arb = &network.nodes[port.node as usize].arbitration[usize::from(port.num)];
             states.push(PortState {
-                propagation_ps: port.link.propagation_ps,
-                credit_return_ps: port.link.credit_latency_ps + port.link.propagation_ps,
+                arbiter: arbiter_tables.arbiter(&arb.high, &arb.low, arb.high_limit),
                 peer: port.peer.unwrap_or(NO_PORT),
                 node: port.node,
                 num: port.num,
-                // Kinds of links in one fabric: a handful.
-                wire_times: port.wire_times as u16,
+                // Checked above.
+                kind: port.kind as u16,
                 base,
                 vls: port.vls,
                 busy: false,
@@ -555,31 +570,18 @@ impl<'n> Simulation<'n> {
                 refused: false,
             });
         }
-        let mut shared = SharedTables::default();
-        let arbiters = ports
-            .iter()
-            .map(|port| {
-                let arb = &network.nodes[port.node as usize].arbitration[usize::from(port.num)];
-                Arbiter::with_tables(
-                    shared.table(&arb.high),
-                    shared.table(&arb.low),
-                    arb.high_limit,
-                    options.arbiter,
-                )
-            })
-            .collect();
         let mut sim = Simulation {
             network,
             options,
             states,
             dropped: BTreeMap::new(),
             ports,
-            wire_times,
+            kinds,
+            arbiter_tables,
             node_base,
             rotations: vec![VecDeque::new(); lanes.len()],
             buffers: vec![Buffer::default(); lanes.len()],
             lanes,
-            arbiters,
             flows: Vec::with_capacity(flows.len()),
             flow_hot: Vec::with_capacity(flows.len()),
             tallies: (0..flows.len()).map(|_| Tally::default()).collect(),
@@ -847,8 +849,8 @@ impl<'n> Simulation<'n> {
 
     /// The time `port` takes to send a packet of `blocks`.
     fn serialization(&self, port: u32, blocks: u32) -> u64 {
-        let kind = self.states[port as usize].wire_times;
-        self.wire_times[kind as usize][blocks as usize]
+        let kind = self.states[port as usize].kind;
+        self.kinds[usize::from(kind)].wire_ps[blocks as usize]
     }
 
     /// The index of the lane of `vl` at `port`, which has one: VL15, or a data VL its link runs.
@@ -1076,7 +1078,7 @@ impl<'n> Simulation<'n> {
         // A packet only arrives over a link, so a port that releases one has a peer.
         let sender = state.peer;
         if vl != VL15 {
-            let at = self.now + state.credit_return_ps;
+            let at = self.now + self.kinds[usize::from(state.kind)].credit_return_ps;
             self.queue.push(
                 self.now,
                 at,
@@ -1185,11 +1187,13 @@ impl<'n> Simulation<'n> {
                 return None;
             }
             let lanes = &self.lanes[bits.lanes()];
-            let grant = self.arbiters[p].next_among(ready_vls, |vl| {
-                let lane = &lanes[usize::from(vl)];
-                let head = u32::from(lane.head);
-                (head > 0 && lane.credits >= head).then_some(head)
-            });
+            let grant = self.states[p]
+                .arbiter
+                .next_among(&self.arbiter_tables, ready_vls, |vl| {
+                    let lane = &lanes[usize::from(vl)];
+                    let head = u32::from(lane.head);
+                    (head > 0 && lane.credits >= head).then_some(head)
+                });
             self.states[p].refused = grant.is_none();
             grant?.0
         };
@@ -1213,7 +1217,7 @@ impl<'n> Simulation<'n> {
         };
         let p = self.packets[packet as usize];
         let blocks = u32::from(p.blocks);
-        let propagation = self.states[port as usize].propagation_ps;
+        let propagation = self.kinds[usize::from(self.states[port as usize].kind)].propagation_ps;
         if vl != VL15 {
             self.lanes[lane].credits -= blocks;
         }

@@ -214,6 +214,10 @@ pub enum NetworkError {
     },
     #[error("{name}[{port}] is linked twice")]
     LinkedTwice { name: String, port: u8 },
+    #[error(
+        "the links have {kinds} different sets of parameters; the simulator takes 65,536 at most"
+    )]
+    TooManyLinkKinds { kinds: usize },
     #[error("node {name} does not have the per-port tables its {num_ports} ports need")]
     BadTables { name: String, num_ports: u8 },
     #[error(
