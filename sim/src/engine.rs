@@ -250,53 +250,71 @@ struct Sent {
     blocks: u64,
 }
 
-/// One VL of one port as a sender, alone in a cache line: what arbitration reads (the head's
-/// size and the credits), its queue, what it sent and its wait for credits, so that sending a
-/// packet touches one line of the lane. The greedy flows taking turns on it are apart
-/// ([`Simulation::rotations`]): only source ports have any.
+/// One VL of one port as a sender, 32 bytes, two to a cache line: what arbitration reads (the
+/// head's size and the credits), its queue and what it sent, so that sending a packet touches
+/// one line of the lane, and a fabric's lanes take half the cache they would alone in a line.
+/// The greedy flows taking turns on it ([`Simulation::rotations`]: only source ports have
+/// any) and its wait for credits ([`Simulation::waits`]: rare) are apart.
 #[derive(Debug, Clone, Copy)]
-#[repr(align(64))]
+#[repr(align(32))]
 struct Lane {
     sent: Sent,
-    blocked_since: Option<u64>,
-    blocked_ps: u64,
     /// Credits toward the peer, in blocks.
     credits: u32,
     /// The queue of packets waiting to leave by this lane, linked through
     /// [`Packet::next`]: its first and last packet, [`NO_PACKET`] when empty.
     first: u32,
     last: u32,
-    /// Blocks of the packet at the head (0: none), kept by [`Simulation::refresh_lane`].
-    head: u16,
     /// Blocks of the first packet of the queue (0: none), so that the head's size is known
     /// without reading the packet.
     first_blocks: u16,
     /// Blocks of a packet of the greedy flow whose turn it is (0: none), kept by
     /// [`Simulation::greedy_turn`].
     greedy: u16,
-    /// At least the stopped flows still in the lane's rotation (a flow stopped while out of
-    /// it, paced by DCQCN, is counted and never found): while 0, no turn asks whether its
-    /// flow stopped.
-    stopping: u32,
 }
 
-const _: () = assert!(size_of::<Lane>() == 64, "a lane fills one cache line");
+const _: () = assert!(size_of::<Lane>() == 32, "two lanes to a cache line");
 
 impl Default for Lane {
     fn default() -> Self {
         Lane {
             sent: Sent::default(),
-            blocked_since: None,
-            blocked_ps: 0,
             credits: 0,
             first: NO_PACKET,
             last: NO_PACKET,
-            head: 0,
             first_blocks: 0,
             greedy: 0,
-            stopping: 0,
         }
     }
+}
+
+impl Lane {
+    /// Blocks of the packet at the head (0: none): the first queued, else the greedy flow's
+    /// whose turn it is.
+    fn head(&self) -> u16 {
+        if self.first_blocks > 0 {
+            self.first_blocks
+        } else {
+            self.greedy
+        }
+    }
+}
+
+/// The greedy flows taking turns on a lane, with their packets' blocks (so that the arbiter
+/// reads a lane's head without touching the flow table), and at least the stopped flows
+/// still among them (a flow stopped while out of the rotation, paced by DCQCN, is counted
+/// and never found): while 0, no turn asks whether its flow stopped.
+#[derive(Debug, Clone, Default)]
+struct Rotation {
+    turns: VecDeque<(u32, u16)>,
+    stopping: u32,
+}
+
+/// A lane's time waiting for credits while its port is idle.
+#[derive(Debug, Clone, Copy, Default)]
+struct Wait {
+    since: Option<u64>,
+    total_ps: u64,
 }
 
 /// What one VL of a port's receive buffer holds, and its integral over time for the mean.
@@ -388,9 +406,10 @@ pub struct Simulation<'n> {
     arbiter_tables: ArbiterTables,
     node_base: Vec<u32>,
     lanes: Vec<Lane>,
-    /// Per lane, the greedy flows taking turns on it (source ports only), with their packets'
-    /// blocks, so that the arbiter reads a lane's head without touching the flow table.
-    rotations: Vec<VecDeque<(u32, u16)>>,
+    /// Per lane, the greedy flows taking turns on it (source ports only).
+    rotations: Vec<Rotation>,
+    /// Per lane, its wait for credits.
+    waits: Vec<Wait>,
     buffers: Vec<Buffer>,
     /// Per port, what its events read: where its lanes are, what arbitration and the wait
     /// timing read of them, its peer and delays.
@@ -579,7 +598,8 @@ impl<'n> Simulation<'n> {
             kinds,
             arbiter_tables,
             node_base,
-            rotations: vec![VecDeque::new(); lanes.len()],
+            rotations: vec![Rotation::default(); lanes.len()],
+            waits: vec![Wait::default(); lanes.len()],
             buffers: vec![Buffer::default(); lanes.len()],
             lanes,
             flows: Vec::with_capacity(flows.len()),
@@ -628,7 +648,7 @@ impl<'n> Simulation<'n> {
             sim.flows.push(state);
         }
         for (rotation, &flows) in sim.rotations.iter_mut().zip(&joining) {
-            rotation.reserve_exact(flows);
+            rotation.turns.reserve_exact(flows);
         }
         if sim.eth.is_some() {
             sim.start_dcqcn();
@@ -767,7 +787,7 @@ impl<'n> Simulation<'n> {
                     // At most 65 blocks (a 4 KB payload), as in [`FlowHot::blocks`].
                     let (port, vl, blocks) = (state.port, state.vl, state.blocks as u16);
                     let lane = self.lane(port, vl);
-                    let rotation = &mut self.rotations[lane];
+                    let rotation = &mut self.rotations[lane].turns;
                     rotation.push_back((flow, blocks));
                     // Joining behind other flows changes neither the lane's head nor what it
                     // waits for: only the first flow of a rotation makes a new head.
@@ -786,10 +806,12 @@ impl<'n> Simulation<'n> {
                 let state = &self.flows[flow as usize];
                 let (port, vl) = (state.port, state.vl);
                 let lane = self.lane(port, vl);
-                self.lanes[lane].stopping += 1;
+                let rotation = &mut self.rotations[lane];
+                rotation.stopping += 1;
                 // A flow behind the front leaves when its turn comes (skip_stopped): until
                 // then the lane's head is the front's, unchanged.
-                if self.rotations[lane]
+                if rotation
+                    .turns
                     .front()
                     .is_some_and(|&(front, _)| front == flow)
                 {
@@ -836,7 +858,7 @@ impl<'n> Simulation<'n> {
                 if bits.busy {
                     // All refresh_lane and try_send would do: a busy port times no wait for
                     // credits and does not arbitrate, and the head is unchanged.
-                    if l.credits >= u32::from(l.head) {
+                    if l.credits >= u32::from(l.head()) {
                         bits.starved &= !(1 << vl);
                     }
                 } else {
@@ -860,21 +882,20 @@ impl<'n> Simulation<'n> {
 
     /// Drops the stopped flows at the front of a lane's rotation. A stopped flow leaves the
     /// rotation only when it comes to the front, which keeps the others' order as removing it
-    /// at once would, without searching the rotation for it. [`Lane::stopping`] spares the
-    /// look at the flow table (a random line per greedy packet) while none of the lane's
+    /// at once would, without searching the rotation for it. [`Rotation::stopping`] spares
+    /// the look at the flow table (a random line per greedy packet) while none of the lane's
     /// flows has stopped.
     fn skip_stopped(&mut self, lane: usize) {
-        let greedy = &mut self.rotations[lane];
-        let stopping = &mut self.lanes[lane].stopping;
-        while *stopping > 0 {
-            let Some(&(flow, _)) = greedy.front() else {
+        let rotation = &mut self.rotations[lane];
+        while rotation.stopping > 0 {
+            let Some(&(flow, _)) = rotation.turns.front() else {
                 break;
             };
             if !self.flow_hot[flow as usize].stopped {
                 break;
             }
-            *stopping -= 1;
-            greedy.pop_front();
+            rotation.stopping -= 1;
+            rotation.turns.pop_front();
         }
         self.greedy_turn(lane);
     }
@@ -882,6 +903,7 @@ impl<'n> Simulation<'n> {
     /// Notes in the lane's head the size of the packet of the greedy flow whose turn it is.
     fn greedy_turn(&mut self, lane: usize) {
         self.lanes[lane].greedy = self.rotations[lane]
+            .turns
             .front()
             .map_or(0, |&(_, blocks)| blocks);
     }
@@ -960,7 +982,9 @@ impl<'n> Simulation<'n> {
     /// Appends `packet` to a lane's queue.
     fn enqueue(&mut self, lane: usize, packet: u32) {
         let p = &mut self.packets[packet as usize];
-        p.next = NO_PACKET;
+        // The last of its queue: what follows it, nothing, 0 blocks (a packet queued here
+        // after it sets them). A packet is queued once per hop, so these hold the last hop's.
+        (p.next, p.next_blocks) = (NO_PACKET, 0);
         let blocks = p.blocks;
         let l = &mut self.lanes[lane];
         if l.last == NO_PACKET {
@@ -989,18 +1013,13 @@ impl<'n> Simulation<'n> {
         Some(packet)
     }
 
-    /// Updates a lane after its head or credits changed: its head's size, whether the head
-    /// lacks credits, and its wait for credits.
+    /// Updates a port's bits after a lane's head or credits changed: whether the lane has a
+    /// head, whether the head lacks credits, and its wait for credits.
     fn refresh_lane(&mut self, port: u32, vl: u8) {
         let bits = &mut self.states[port as usize];
         let lane = bits.lane(vl);
-        let l = &mut self.lanes[lane];
-        let head = if l.first != NO_PACKET {
-            l.first_blocks
-        } else {
-            l.greedy
-        };
-        l.head = head;
+        let l = &self.lanes[lane];
+        let head = l.head();
         let starved = vl != VL15 && head > 0 && l.credits < u32::from(head);
         let bit = 1u16 << vl;
         if head > 0 {
@@ -1025,12 +1044,12 @@ impl<'n> Simulation<'n> {
     /// wire, not for credits.
     fn account_blocked(&mut self, lane: usize, blocked: bool) {
         let now = self.now;
-        let l = &mut self.lanes[lane];
-        match (blocked, l.blocked_since) {
-            (true, None) => l.blocked_since = Some(now),
+        let wait = &mut self.waits[lane];
+        match (blocked, wait.since) {
+            (true, None) => wait.since = Some(now),
             (false, Some(since)) => {
-                l.blocked_ps += now - since;
-                l.blocked_since = None;
+                wait.total_ps += now - since;
+                wait.since = None;
             }
             _ => {}
         }
@@ -1191,7 +1210,7 @@ impl<'n> Simulation<'n> {
                 .arbiter
                 .next_among(&self.arbiter_tables, ready_vls, |vl| {
                     let lane = &lanes[usize::from(vl)];
-                    let head = u32::from(lane.head);
+                    let head = u32::from(lane.head());
                     (head > 0 && lane.credits >= head).then_some(head)
                 });
             self.states[p].refused = grant.is_none();
@@ -1206,10 +1225,10 @@ impl<'n> Simulation<'n> {
         let packet = match self.dequeue(lane) {
             Some(packet) => packet,
             None => {
-                let Some((flow, blocks)) = self.rotations[lane].pop_front() else {
+                let Some((flow, blocks)) = self.rotations[lane].turns.pop_front() else {
                     return;
                 };
-                self.rotations[lane].push_back((flow, blocks));
+                self.rotations[lane].turns.push_back((flow, blocks));
                 self.skip_stopped(lane);
                 self.flow_hot[flow as usize].sent += 1;
                 self.alloc(flow, vl)
@@ -1256,8 +1275,9 @@ impl<'n> Simulation<'n> {
         self.run_until(end);
         self.now = end;
         for lane in 0..self.lanes.len() {
-            if let Some(since) = self.lanes[lane].blocked_since.take() {
-                self.lanes[lane].blocked_ps += end - since;
+            let wait = &mut self.waits[lane];
+            if let Some(since) = wait.since.take() {
+                wait.total_ps += end - since;
             }
             self.integrate(lane);
         }
@@ -1438,7 +1458,7 @@ impl<'n> Simulation<'n> {
                         let dropped = self.dropped.get(&(p, vl)).copied().unwrap_or(0);
                         let (s, blocked_ps) =
                             near.lane_of(vl).map_or_else(Default::default, |lane| {
-                                (self.lanes[lane].sent, self.lanes[lane].blocked_ps)
+                                (self.lanes[lane].sent, self.waits[lane].total_ps)
                             });
                         let f = far
                             .lane_of(vl)

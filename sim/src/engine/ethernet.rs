@@ -354,7 +354,7 @@ impl Simulation<'_> {
         let queued = (bits.queued & 0xff) as u8;
         let lanes = &self.lanes[bits.lanes()];
         let grant = eth.schedulers[p].next(now, queued & !paused, |tc| {
-            u32::from(lanes[usize::from(tc)].head)
+            u32::from(lanes[usize::from(tc)].head())
         });
         let mut wake = match grant {
             Grant::Send { tc } => return Some((peer, tc)),
@@ -984,7 +984,7 @@ impl Simulation<'_> {
         let state = &self.flows[flow as usize];
         let (port, vl) = (state.port, state.vl);
         let lane = self.lane(port, vl);
-        let rotation = &mut self.rotations[lane];
+        let rotation = &mut self.rotations[lane].turns;
         let front = rotation.front().is_some_and(|&(f, _)| f == flow);
         rotation.retain(|&(f, _)| f != flow);
         if front {
@@ -1002,8 +1002,9 @@ impl Simulation<'_> {
         }
         let (port, vl) = (state.port, state.vl);
         let lane = self.lane(port, vl);
-        self.rotations[lane].push_back((flow, hot.blocks));
-        if self.rotations[lane].len() == 1 {
+        let rotation = &mut self.rotations[lane].turns;
+        rotation.push_back((flow, hot.blocks));
+        if rotation.len() == 1 {
             self.greedy_turn(lane);
             self.refresh_lane(port, vl);
         }
