@@ -300,14 +300,24 @@ impl Lane {
     }
 }
 
-/// The greedy flows taking turns on a lane, with their packets' blocks (so that the arbiter
-/// reads a lane's head without touching the flow table), and at least the stopped flows
-/// still among them (a flow stopped while out of the rotation, paced by DCQCN, is counted
-/// and never found): while 0, no turn asks whether its flow stopped.
+/// The greedy flows taking turns on a lane, and at least the stopped flows still among them
+/// (a flow stopped while out of the rotation, paced by DCQCN, is counted and never found):
+/// while 0, no turn asks whether its flow stopped.
 #[derive(Debug, Clone, Default)]
 struct Rotation {
-    turns: VecDeque<(u32, u16)>,
+    turns: VecDeque<Turn>,
     stopping: u32,
+}
+
+/// A greedy flow's place in its lane's rotation, 16 bytes: what its packets copy, and the
+/// packets it sent since they were last added to [`FlowHot::sent`]. So neither the arbiter
+/// reading a lane's head nor a greedy packet's making touches the flow table (a random line
+/// per source hop, in a table of every flow).
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    flow: u32,
+    sent: u32,
+    shape: Shape,
 }
 
 /// A lane's time waiting for credits while its port is idle.
@@ -351,17 +361,36 @@ struct Tally {
 
 const _: () = assert!(size_of::<Tally>() == 64, "a tally fills one cache line");
 
-/// The part of a flow that every packet it sends touches, 16 bytes, apart from its
-/// description and latency histogram: what a new packet copies, the packets sent, and whether a
-/// greedy flow is past its stop time (it leaves its lane's rotation at the front).
+/// What a packet copies from its flow: its destination, size and SL (priority).
 #[derive(Debug, Clone, Copy)]
-struct FlowHot {
-    sent: u64,
+struct Shape {
     dlid: u16,
+    /// At most 65 blocks (a 4 KB payload), or 4158 bytes (its frame) on Ethernet.
     blocks: u16,
     sl: u8,
     management: bool,
+}
+
+/// The part of a flow that every packet it sends touches, 16 bytes, apart from its
+/// description and latency histogram: what a new packet copies, the packets sent (but those
+/// a greedy flow's [`Turn`] holds), and whether a greedy flow is past its stop time (it leaves
+/// its lane's rotation at the front).
+#[derive(Debug, Clone, Copy)]
+struct FlowHot {
+    sent: u64,
+    shape: Shape,
     stopped: bool,
+}
+
+impl FlowHot {
+    /// The turn of `flow` (this one's) as it joins its lane's rotation.
+    fn turn(&self, flow: u32) -> Turn {
+        Turn {
+            flow,
+            sent: 0,
+            shape: self.shape,
+        }
+    }
 }
 
 /// The deliveries logged before [`Simulation::record_deliveries`] puts them in their flows'
@@ -651,11 +680,12 @@ impl<'n> Simulation<'n> {
             }
             sim.flow_hot.push(FlowHot {
                 sent: 0,
-                dlid: state.spec.dlid,
-                // At most 4158 (a 4 KB payload's frame) on Ethernet.
-                blocks: state.blocks as u16,
-                sl: state.spec.sl.get(),
-                management: state.spec.management,
+                shape: Shape {
+                    dlid: state.spec.dlid,
+                    blocks: state.blocks as u16,
+                    sl: state.spec.sl.get(),
+                    management: state.spec.management,
+                },
                 stopped: false,
             });
             sim.flows.push(state);
@@ -797,11 +827,10 @@ impl<'n> Simulation<'n> {
             Event::Start { flow } => {
                 let state = &self.flows[flow as usize];
                 if state.greedy && state.vl != VL15 {
-                    // At most 65 blocks (a 4 KB payload), as in [`FlowHot::blocks`].
-                    let (port, vl, blocks) = (state.port, state.vl, state.blocks as u16);
+                    let (port, vl) = (state.port, state.vl);
                     let lane = self.lane(port, vl);
                     let rotation = &mut self.rotations[lane].turns;
-                    rotation.push_back((flow, blocks));
+                    rotation.push_back(self.flow_hot[flow as usize].turn(flow));
                     // Joining behind other flows changes neither the lane's head nor what it
                     // waits for: only the first flow of a rotation makes a new head.
                     if rotation.len() == 1 {
@@ -823,11 +852,7 @@ impl<'n> Simulation<'n> {
                 rotation.stopping += 1;
                 // A flow behind the front leaves when its turn comes (skip_stopped): until
                 // then the lane's head is the front's, unchanged.
-                if rotation
-                    .turns
-                    .front()
-                    .is_some_and(|&(front, _)| front == flow)
-                {
+                if rotation.turns.front().is_some_and(|turn| turn.flow == flow) {
                     self.skip_stopped(lane);
                     self.refresh_lane(port, vl);
                 }
@@ -901,12 +926,14 @@ impl<'n> Simulation<'n> {
     fn skip_stopped(&mut self, lane: usize) {
         let rotation = &mut self.rotations[lane];
         while rotation.stopping > 0 {
-            let Some(&(flow, _)) = rotation.turns.front() else {
+            let Some(turn) = rotation.turns.front().copied() else {
                 break;
             };
-            if !self.flow_hot[flow as usize].stopped {
+            let hot = &mut self.flow_hot[turn.flow as usize];
+            if !hot.stopped {
                 break;
             }
+            hot.sent += u64::from(turn.sent);
             rotation.stopping -= 1;
             rotation.turns.pop_front();
         }
@@ -918,7 +945,17 @@ impl<'n> Simulation<'n> {
         self.lanes[lane].greedy = self.rotations[lane]
             .turns
             .front()
-            .map_or(0, |&(_, blocks)| blocks);
+            .map_or(0, |turn| turn.shape.blocks);
+    }
+
+    /// Adds the packets the turns of every rotation hold to their flows' counts.
+    fn settle_turns(&mut self) {
+        for rotation in &mut self.rotations {
+            for turn in &mut rotation.turns {
+                self.flow_hot[turn.flow as usize].sent += u64::from(turn.sent);
+                turn.sent = 0;
+            }
+        }
     }
 
     /// A generated packet: queued at its source, or dropped there if its SL maps to VL15 or to a
@@ -958,7 +995,11 @@ impl<'n> Simulation<'n> {
 
     /// A packet of `flow` leaving its source now on lane `vl`.
     fn new_packet(&self, flow: u32, vl: u8) -> Packet {
-        let f = self.flow_hot[flow as usize];
+        self.packet_of(flow, self.flow_hot[flow as usize].shape, vl)
+    }
+
+    /// A packet of `flow`, of `f`'s shape, leaving its source now on lane `vl`.
+    fn packet_of(&self, flow: u32, f: Shape, vl: u8) -> Packet {
         Packet {
             created: self.now,
             flow,
@@ -1263,13 +1304,18 @@ impl<'n> Simulation<'n> {
         let packet = match self.dequeue(lane) {
             Some(packet) => packet,
             None => {
-                let Some((flow, blocks)) = self.rotations[lane].turns.pop_front() else {
+                let turns = &mut self.rotations[lane].turns;
+                let Some(mut turn) = turns.pop_front() else {
                     return;
                 };
-                self.rotations[lane].turns.push_back((flow, blocks));
+                turn.sent += 1;
+                if turn.sent == u32::MAX {
+                    self.flow_hot[turn.flow as usize].sent += u64::from(turn.sent);
+                    turn.sent = 0;
+                }
+                turns.push_back(turn);
                 self.skip_stopped(lane);
-                self.flow_hot[flow as usize].sent += 1;
-                self.alloc(flow, vl)
+                self.store_packet(self.packet_of(turn.flow, turn.shape, vl))
             }
         };
         let p = self.packets[packet as usize];
@@ -1313,6 +1359,7 @@ impl<'n> Simulation<'n> {
         self.run_until(end);
         self.now = end;
         self.record_deliveries();
+        self.settle_turns();
         for lane in 0..self.lanes.len() {
             let wait = &mut self.waits[lane];
             if let Some(since) = wait.since.take() {

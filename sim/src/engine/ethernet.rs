@@ -985,8 +985,11 @@ impl Simulation<'_> {
         let (port, vl) = (state.port, state.vl);
         let lane = self.lane(port, vl);
         let rotation = &mut self.rotations[lane].turns;
-        let front = rotation.front().is_some_and(|&(f, _)| f == flow);
-        rotation.retain(|&(f, _)| f != flow);
+        let front = rotation.front().is_some_and(|turn| turn.flow == flow);
+        let at = rotation.iter().position(|turn| turn.flow == flow);
+        if let Some(turn) = at.and_then(|at| rotation.remove(at)) {
+            self.flow_hot[flow as usize].sent += u64::from(turn.sent);
+        }
         if front {
             self.skip_stopped(lane);
             self.refresh_lane(port, vl);
@@ -1003,7 +1006,7 @@ impl Simulation<'_> {
         let (port, vl) = (state.port, state.vl);
         let lane = self.lane(port, vl);
         let rotation = &mut self.rotations[lane].turns;
-        rotation.push_back((flow, hot.blocks));
+        rotation.push_back(hot.turn(flow));
         if rotation.len() == 1 {
             self.greedy_turn(lane);
             self.refresh_lane(port, vl);
