@@ -89,7 +89,7 @@ pub struct ArbiterOptions {
 struct Table {
     id: u32,
     /// The entry whose turn it is: a VLArb table has at most 64 entries (255 in a dump).
-    cursor: u16,
+    cursor: u32,
     /// Blocks sent from the current entry since its turn began.
     used: u32,
 }
