@@ -224,8 +224,8 @@ impl ArbiterTables {
 }
 
 /// The IBA 7.6.9 arbiter of one output port over its data VLs: where it is in its tables and
-/// the high limit's count, 40 bytes (the tables and options are an [`ArbiterTables`]'s), so
-/// that it fits in one cache line with the rest of what a port's events read.
+/// the high limit's count, 40 bytes (the tables and options are an [`ArbiterTables`]'s, one
+/// copy for every port that holds them).
 #[derive(Debug, Clone, Copy)]
 pub struct Arbiter {
     high: Table,
