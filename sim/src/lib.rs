@@ -19,8 +19,7 @@
 //! - [`ets`]: the Ethernet egress schedulers (strict priority, WRR, the three WDRR methods of
 //!   ExtremeXOS, minbw/maxbw and rates) and the dot1p map;
 //! - [`dcqcn`] and [`host_qos`]: the RoCE host side after NVIDIA's ConnectX documentation (ECN
-//!   marking, CNPs, the DCQCN reaction point, not yet called by the engine; trust and the
-//!   DSCP/priority maps);
+//!   marking, CNPs, the DCQCN reaction point; trust and the DSCP/priority maps);
 //! - [`Simulation`]: the engine ([`engine`](self) module docs give the model and its choices);
 //! - [`Report`]: per flow, per SL and per VL on every link; [`describe`] prints it as tables,
 //!   and the `plot` module (feature `plot`) draws it as SVG charts.
