@@ -82,7 +82,7 @@
 //!   has left it (a slot the port was too busy for is lost, not made up), and rejoins the
 //!   rotation when released. Its timers are events only while it has one. Flows with a rate
 //!   of their own have no reaction point (their application's rate is the limit).
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 mod ethernet;
 
@@ -174,7 +174,7 @@ struct PortSlot {
     /// The data VLs the link runs: VL0 up to one below this, the lower OperVLs of its ends.
     vls: u8,
     /// The link's kind, an index into [`Simulation::kinds`] (65,536 at most).
-    kind: u32,
+    kind: u16,
 }
 
 /// What the run reads of a kind of link (a fabric has a handful): its delays, and the
@@ -572,15 +572,16 @@ impl<'n> Simulation<'n> {
             Some(_) => largest.max(frame_bytes(CNP_PAYLOAD_BYTES)),
             None => largest,
         };
-        let mut links: Vec<LinkParams> = Vec::new();
+        let mut kind_of: HashMap<LinkParams, u16> = HashMap::new();
         let mut kinds = Vec::new();
         for port in &mut ports {
-            let kind = links
-                .iter()
-                .position(|k| *k == port.link)
-                .unwrap_or_else(|| {
-                    let link = port.link;
-                    links.push(link);
+            let link = port.link;
+            let kind = match kind_of.get(&link) {
+                Some(&kind) => kind,
+                None => {
+                    let kind =
+                        u16::try_from(kinds.len()).map_err(|_| NetworkError::TooManyLinkKinds)?;
+                    kind_of.insert(link, kind);
                     kinds.push(LinkKind {
                         propagation_ps: link.propagation_ps,
                         credit_return_ps: link.credit_latency_ps + link.propagation_ps,
@@ -591,12 +592,10 @@ impl<'n> Simulation<'n> {
                             })
                             .collect(),
                     });
-                    links.len() - 1
-                });
-            port.kind = kind as u32;
-        }
-        if kinds.len() > usize::from(u16::MAX) + 1 {
-            return Err(NetworkError::TooManyLinkKinds { kinds: kinds.len() });
+                    kind
+                }
+            };
+            port.kind = kind;
         }
         let mut arbiter_tables = ArbiterTables::new(options.arbiter);
         let mut arbiters = Vec::with_capacity(ports.len());
@@ -620,8 +619,7 @@ impl<'n> Simulation<'n> {
                 peer: port.peer.unwrap_or(NO_PORT),
                 node: port.node,
                 num: port.num,
-                // Checked above.
-                kind: port.kind as u16,
+                kind: port.kind,
                 base,
                 vls: port.vls,
                 busy: false,
@@ -1639,4 +1637,60 @@ pub fn simulate(
     options: SimOptions,
 ) -> Result<Report, NetworkError> {
     Ok(Simulation::new(network, flows, options)?.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::{Link, Node, PortArbitration};
+    use ibqos_qos::Sl2VlTable;
+
+    /// A port's state names its kind of link in 16 bits: a fabric whose links come in more
+    /// kinds than that is refused at once, never simulated with a wrapped index. The kinds are
+    /// counted with the unlinked ports' (port 0 of every host here), which are one more.
+    #[test]
+    fn more_than_65536_kinds_of_link_are_refused() {
+        let link = |i: usize| Link {
+            a: PortAddr {
+                node: 2 * i,
+                port: 1,
+            },
+            b: PortAddr {
+                node: 2 * i + 1,
+                port: 1,
+            },
+            params: LinkParams {
+                speed: Speed::Qdr,
+                width: Width::X4,
+                propagation_ps: i as u64,
+                vl_buffer_blocks: 1024,
+                credit_latency_ps: 0,
+            },
+        };
+        let links = usize::from(u16::MAX);
+        let host = |i: usize| {
+            let arbitration = PortArbitration::default();
+            Node::new(
+                format!("H{i}"),
+                NodeKind::Host,
+                1,
+                arbitration,
+                Sl2VlTable::ALL_VL0,
+            )
+        };
+        let mut network = Network {
+            nodes: (0..2 * (links + 1)).map(host).collect(),
+            links: (0..links).map(link).collect(),
+            ethernet: None,
+        };
+        // 65,535 kinds of link and the unlinked ports': 65,536, the most.
+        assert!(Simulation::new(&network, &[], SimOptions::default()).is_ok());
+        network.links.push(link(links));
+        let refused = Simulation::new(&network, &[], SimOptions::default());
+        assert!(
+            matches!(refused, Err(NetworkError::TooManyLinkKinds)),
+            "{:?}",
+            refused.err()
+        );
+    }
 }

@@ -60,7 +60,7 @@ pub fn ethernet_wire_ps(bytes: u32, link_bps: u64) -> u64 {
 }
 
 /// The signalling generations, SDR to NDR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Speed {
     Sdr,
@@ -90,7 +90,7 @@ impl Speed {
 }
 
 /// Lanes per link: 1, 2, 4, 8 or 12.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "u8", into = "u8")]
 pub struct Width(u8);
 
@@ -121,7 +121,7 @@ impl From<Width> for u8 {
 }
 
 /// Everything the simulator needs to know about one link (both directions alike).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LinkParams {
     pub speed: Speed,
     pub width: Width,

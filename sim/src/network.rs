@@ -215,9 +215,9 @@ pub enum NetworkError {
     #[error("{name}[{port}] is linked twice")]
     LinkedTwice { name: String, port: u8 },
     #[error(
-        "the links have {kinds} different sets of parameters; the simulator takes 65,536 at most"
+        "the links have more than 65,536 different sets of parameters (speed, width, propagation, buffer, credit latency): the simulator takes 65,536 at most"
     )]
-    TooManyLinkKinds { kinds: usize },
+    TooManyLinkKinds,
     #[error("node {name} does not have the per-port tables its {num_ports} ports need")]
     BadTables { name: String, num_ports: u8 },
     #[error(
