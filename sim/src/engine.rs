@@ -435,6 +435,7 @@ pub struct Simulation<'n> {
     network: &'n Network,
     options: SimOptions,
     ports: Vec<PortSlot>,
+    /// Per kind of link ([`PortSlot::kind`]), its delays and wire times.
     kinds: Vec<LinkKind>,
     /// The arbitration tables the ports' arbiters read, and the arbiter options.
     arbiter_tables: ArbiterTables,
@@ -448,7 +449,7 @@ pub struct Simulation<'n> {
     waits: Vec<Wait>,
     buffers: Vec<Buffer>,
     /// Per port, what its events read: where its lanes are, what arbitration and the wait
-    /// timing read of them, its peer and delays.
+    /// timing read of them, its peer and kind of link.
     states: Vec<PortState>,
     /// Data packets dropped at an output port, by port and VL: those mapped to VL15 or to a VL
     /// the link does not run, which has no lane. Rare, so kept apart from the lanes.
