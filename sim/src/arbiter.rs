@@ -195,12 +195,16 @@ impl ArbiterTables {
 
     /// A place at the start of `entries`, the one copy of them.
     fn table(&mut self, entries: &[VlArbEntry]) -> Table {
-        let tables = &mut self.tables;
-        let id = *self.ids.entry(entries.to_vec()).or_insert_with(|| {
-            tables.push(entries.into());
-            // At most two per port of a fabric: far below 2^32.
-            (tables.len() - 1) as u32
-        });
+        let id = match self.ids.get(entries) {
+            Some(&id) => id,
+            None => {
+                // At most two per port of a fabric: far below 2^32.
+                let id = self.tables.len() as u32;
+                self.tables.push(entries.into());
+                self.ids.insert(entries.to_vec(), id);
+                id
+            }
+        };
         Table {
             id,
             cursor: 0,

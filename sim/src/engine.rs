@@ -173,8 +173,6 @@ struct PortSlot {
     link: LinkParams,
     /// The data VLs the link runs: VL0 up to one below this, the lower OperVLs of its ends.
     vls: u8,
-    /// The link's kind, an index into [`Simulation::kinds`] (65,536 at most).
-    kind: u16,
 }
 
 /// What the run reads of a kind of link (a fabric has a handful): its delays, and the
@@ -206,7 +204,7 @@ struct PortState {
     peer: u32,
     node: u32,
     num: u8,
-    /// As [`PortSlot::kind`]: a handful in a fabric.
+    /// The link's kind, an index into [`Simulation::kinds`] (65,536 at most).
     kind: u16,
     /// The index of the port's first lane (VL0's).
     base: u32,
@@ -435,7 +433,7 @@ pub struct Simulation<'n> {
     network: &'n Network,
     options: SimOptions,
     ports: Vec<PortSlot>,
-    /// Per kind of link ([`PortSlot::kind`]), its delays and wire times.
+    /// Per kind of link ([`PortState::kind`]), its delays and wire times.
     kinds: Vec<LinkKind>,
     /// The arbitration tables the ports' arbiters read, and the arbiter options.
     arbiter_tables: ArbiterTables,
@@ -515,7 +513,6 @@ impl<'n> Simulation<'n> {
                 peer: None,
                 link: UNLINKED,
                 vls: node.arbitration[usize::from(num)].oper_vls.count(),
-                kind: 0,
             }));
         }
         let index = |addr: PortAddr, link: usize| -> Result<u32, NetworkError> {
@@ -575,7 +572,11 @@ impl<'n> Simulation<'n> {
         };
         let mut kind_of: HashMap<LinkParams, u16> = HashMap::new();
         let mut kinds = Vec::new();
-        for port in &mut ports {
+        let mut arbiter_tables = ArbiterTables::new(options.arbiter);
+        let mut arbiters = Vec::with_capacity(ports.len());
+        let mut states = Vec::with_capacity(ports.len());
+        let mut lanes = Vec::new();
+        for port in &ports {
             let link = port.link;
             let kind = match kind_of.get(&link) {
                 Some(&kind) => kind,
@@ -596,13 +597,6 @@ impl<'n> Simulation<'n> {
                     kind
                 }
             };
-            port.kind = kind;
-        }
-        let mut arbiter_tables = ArbiterTables::new(options.arbiter);
-        let mut arbiters = Vec::with_capacity(ports.len());
-        let mut states = Vec::with_capacity(ports.len());
-        let mut lanes = Vec::new();
-        for port in &ports {
             let base = lanes.len() as u32;
             // Ethernet has no credits: an allowance that never runs out (what a frame takes
             // is given back when it has left).
@@ -620,7 +614,7 @@ impl<'n> Simulation<'n> {
                 peer: port.peer.unwrap_or(NO_PORT),
                 node: port.node,
                 num: port.num,
-                kind: port.kind,
+                kind,
                 base,
                 vls: port.vls,
                 busy: false,
