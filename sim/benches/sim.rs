@@ -1,15 +1,17 @@
 //! Simulator throughput: events and packet-hops per second on one core, on the 648-host fat
 //! tree (fabric/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
 //!
-//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [pfc|dcqcn]]]` (defaults 100 us,
-//! 2048 B, InfiniBand). Every host sends to every other host as fast as the fabric allows
+//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [pfc|dcqcn|floor]]]` (defaults
+//! 100 us, 2048 B, InfiniBand). Every host sends to every other host as fast as the fabric allows
 //! (419,256 greedy flows), flow i on SL i mod 8, with the SL n -> VL n tables of an 8-VL
 //! configuration; with `pfc`, the same over lossless Ethernet at 100 Gb/s (flow i on priority
 //! i mod 8, every priority lossless in one PG with 100 KB of headroom, Xoff at 40 KB, the
 //! default pools and ETS); with `dcqcn`, the `pfc` run with ECN marking at every switch egress
 //! queue (Kmin 5 KB, Kmax 200 KB, Pmax 1%) and DCQCN at every host (the document's defaults but
 //! `DcqcnRpgByteReset` 32767, the parameters that converge). Prints the figures and the peak
-//! resident memory; a timing belongs here, never in a test. `run` times `run_until`; the
+//! resident memory; a timing belongs here, never in a test. With `floor`, the InfiniBand workload
+//! runs on the floor instead of the engine: the least an exact packet-level engine does for it,
+//! none of the report's bookkeeping (`floor/mod.rs`), to compare the engine and any target with. `run` times `run_until`; the
 //! engine records the last batch of delivered packets' latencies in `finish`, so compare
 //! engines on run + report (a short run may leave every record to the report).
 
@@ -22,6 +24,8 @@ use ibqos_qos::Sl;
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_sim::traffic;
 use ibqos_sim::{Flow, SimOptions, Simulation, Tables, TopologyHosts, build_network};
+
+mod floor;
 
 /// The lossless-Ethernet settings of the `pfc` run.
 const PFC: &str = r#"
@@ -101,6 +105,15 @@ fn main() {
         })
         .collect();
     let setup_s = started.elapsed().as_secs_f64();
+    if mode == Some("floor") {
+        println!(
+            "fat-tree-648 all-to-all on the floor: {} flows, payload {payload} B, {duration_us} us simulated",
+            flows.len()
+        );
+        floor::run(&network, &flows, traffic.duration_ps);
+        println!("peak resident memory: {} MB", peak_rss_kb() / 1024);
+        return;
+    }
     let options = SimOptions {
         duration_ps: traffic.duration_ps,
         seed: 0,
