@@ -96,8 +96,9 @@ struct Table {
 
 impl Table {
     /// The VL of the first entry, from the current one on, that may send its head packet now,
-    /// and that packet's size in blocks, charged to the entry. `ready(vl)` is the head packet's size in blocks when
-    /// the VL has a packet and credits for all of it.
+    /// and that packet's size in blocks, charged to the entry. `ready(vl)` is the head packet's
+    /// size in blocks when the VL has a packet and credits for all of it. Asked only when an
+    /// entry's VL is among `ready_vls`, so the table has entries.
     ///
     /// The scan visits every entry once and then the starting entry again with a fresh weight,
     /// as `ib_flit_sim` does (`vlarb.cc` l.399-402): an entry that used up its weight gets a new
@@ -106,20 +107,10 @@ impl Table {
         &mut self,
         entries: &[VlArbEntry],
         options: &ArbiterOptions,
-        senders: u16,
         ready_vls: u16,
         ready: &impl Fn(u8) -> Option<u32>,
     ) -> Option<(u8, u32)> {
         let n = entries.len();
-        if n == 0 {
-            return None;
-        }
-        if senders & ready_vls == 0 {
-            // What the scan below ends with when no entry sends: every entry visited, the
-            // cursor back where it started, a fresh weight.
-            self.used = 0;
-            return None;
-        }
         for step in 0..=n {
             if step > 0 {
                 // A wrap by comparison: a division per step would cost more than the rest.
@@ -289,8 +280,16 @@ impl Arbiter {
                 Priority::High => (&mut self.high, self.senders[0]),
                 Priority::Low => (&mut self.low, self.senders[1]),
             };
-            let entries = tables.entries(table);
-            match table.pick(entries, options, senders, ready_vls, &ready) {
+            let picked = if senders & ready_vls == 0 {
+                // What a scan ends with when no entry sends: every entry visited, the cursor
+                // back where it started, a fresh weight. (A table with an entry that may send
+                // has entries to scan.)
+                table.used = 0;
+                None
+            } else {
+                table.pick(tables.entries(table), options, ready_vls, &ready)
+            };
+            match picked {
                 Some((vl, blocks)) => {
                     self.charge(options.high_limit, priority, blocks);
                     return Some((vl, priority));
