@@ -796,16 +796,20 @@ impl<'n> Simulation<'n> {
     pub fn run_until(&mut self, until: u64) {
         let until = until.min(self.options.duration_ps);
         let after = until.saturating_add(1);
+        // The time of the next scheduled event (the schedule does not change during the run).
+        let next_scheduled = |sim: &Self| {
+            sim.schedule
+                .get(sim.scheduled)
+                .map_or(u64::MAX, |(time, _)| *time)
+        };
+        let mut scheduled = next_scheduled(self);
         loop {
             // A scheduled event goes before queued events of its time.
-            let scheduled = self
-                .schedule
-                .get(self.scheduled)
-                .map_or(u64::MAX, |(time, _)| *time);
             let (time, event) = match self.queue.pop_before(scheduled.min(after)) {
                 Some(next) => next,
                 None if scheduled <= until => {
                     self.scheduled += 1;
+                    scheduled = next_scheduled(self);
                     self.schedule[self.scheduled - 1]
                 }
                 None => break,
@@ -874,7 +878,7 @@ impl<'n> Simulation<'n> {
                 // start, and end at the same instant, the wait of each of its starved lanes.
                 match next {
                     Some((peer, vl)) => self.transmit(port, peer, vl),
-                    None => self.set_busy(port, false),
+                    None => self.set_idle(port),
                 }
             }
             Event::Arrive { port, packet } => self.arrive(port, packet),
@@ -978,8 +982,7 @@ impl<'n> Simulation<'n> {
             self.flow_drops[flow as usize] += 1;
         } else {
             let packet = self.alloc(flow, vl);
-            self.enqueue(self.lane(port, vl), packet);
-            self.refresh_lane(port, vl);
+            self.enqueue(port, vl, packet);
             self.try_send(port);
         }
         if next < self.flows[flow as usize].spec.stop_ps {
@@ -1031,15 +1034,25 @@ impl<'n> Simulation<'n> {
         }
     }
 
-    /// Appends `packet` to a lane's queue.
-    fn enqueue(&mut self, lane: usize, packet: u32) {
+    /// Queues `packet` to leave `port` by the lane of `vl`. Only a packet that finds the
+    /// queue empty changes the lane's head, and so the port's bits: the head of a queue that
+    /// had packets, its credits and the port's business stay what the bits already say.
+    fn enqueue(&mut self, port: u32, vl: u8, packet: u32) {
+        if self.append(self.lane(port, vl), packet) {
+            self.refresh_lane(port, vl);
+        }
+    }
+
+    /// Appends `packet` to a lane's queue; true if the queue was empty.
+    fn append(&mut self, lane: usize, packet: u32) -> bool {
         let p = &mut self.packets[packet as usize];
         // The last of its queue: what follows it, nothing, 0 blocks (a packet queued here
         // after it sets them). A packet is queued once per hop, so these hold the last hop's.
         (p.next, p.next_blocks) = (NO_PACKET, 0);
         let blocks = p.blocks;
         let l = &mut self.lanes[lane];
-        if l.last == NO_PACKET {
+        let was_empty = l.last == NO_PACKET;
+        if was_empty {
             l.first = packet;
             l.first_blocks = blocks;
         } else {
@@ -1048,6 +1061,7 @@ impl<'n> Simulation<'n> {
             last.next_blocks = blocks;
         }
         l.last = packet;
+        was_empty
     }
 
     /// Takes the first packet of a lane's queue.
@@ -1107,22 +1121,18 @@ impl<'n> Simulation<'n> {
         }
     }
 
-    /// Marks `port` busy or idle, which starts or ends the waits of its starved lanes.
-    fn set_busy(&mut self, port: u32, busy: bool) {
-        let p = port as usize;
-        let bits = &mut self.states[p];
-        bits.busy = busy;
-        // Busy: every timed wait ends. Idle: every starved lane starts one.
-        let mut changed = if busy {
-            bits.waiting
-        } else {
-            bits.starved & !bits.waiting
-        };
-        bits.waiting = if busy { 0 } else { bits.starved };
-        while changed != 0 {
-            let vl = changed.trailing_zeros() as u8;
-            changed &= changed - 1;
-            self.account_blocked(self.lane(port, vl), !busy);
+    /// Marks `port` idle, which starts the wait of each of its starved lanes. (A port becomes
+    /// busy only in [`Simulation::transmit`], which ends every wait.)
+    fn set_idle(&mut self, port: u32) {
+        let bits = &mut self.states[port as usize];
+        bits.busy = false;
+        let mut started = bits.starved & !bits.waiting;
+        bits.waiting = bits.starved;
+        let state = *bits;
+        while started != 0 {
+            let vl = started.trailing_zeros() as u8;
+            started &= started - 1;
+            self.account_blocked(state.lane(vl), true);
         }
     }
 
@@ -1201,8 +1211,7 @@ impl<'n> Simulation<'n> {
         pk.in_port = port;
         pk.in_vl = pk.vl;
         pk.vl = vl;
-        self.enqueue(self.lane(out_port, vl), packet);
-        self.refresh_lane(out_port, vl);
+        self.enqueue(out_port, vl, packet);
         self.try_send(out_port);
     }
 
@@ -1296,7 +1305,9 @@ impl<'n> Simulation<'n> {
 
     fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
         let now = self.now;
-        let lane = self.lane(port, vl);
+        // What the port's state says of its lanes and link does not change below: one read.
+        let state = self.states[port as usize];
+        let lane = state.lane(vl);
         let packet = match self.dequeue(lane) {
             Some(packet) => packet,
             None => {
@@ -1316,23 +1327,44 @@ impl<'n> Simulation<'n> {
         };
         let p = self.packets[packet as usize];
         let blocks = u32::from(p.blocks);
-        let propagation = self.kinds[usize::from(self.states[port as usize].kind)].propagation_ps;
+        let kind = &self.kinds[usize::from(state.kind)];
+        let (serialization, propagation) = (kind.wire_ps[blocks as usize], kind.propagation_ps);
+        let l = &mut self.lanes[lane];
         if vl != VL15 {
-            self.lanes[lane].credits -= blocks;
+            l.credits -= blocks;
         }
-        let sent = &mut self.lanes[lane].sent;
-        sent.packets += 1;
-        sent.blocks += u64::from(blocks);
-        self.set_busy(port, true);
-        self.refresh_lane(port, vl);
+        l.sent.packets += 1;
+        l.sent.blocks += u64::from(blocks);
+        // The lane's new head, as refresh_lane would note it on a busy port: a busy port times
+        // no wait for credits, so every wait it timed ends now.
+        let head = l.head();
+        let starved = vl != VL15 && head > 0 && l.credits < u32::from(head);
+        let bits = &mut self.states[port as usize];
+        bits.busy = true;
+        let bit = 1u16 << vl;
+        if head > 0 {
+            bits.queued |= bit;
+        } else {
+            bits.queued &= !bit;
+        }
+        if starved {
+            bits.starved |= bit;
+        } else {
+            bits.starved &= !bit;
+        }
+        let mut ended = std::mem::take(&mut bits.waiting);
+        while ended != 0 {
+            let waited = ended.trailing_zeros() as u8;
+            ended &= ended - 1;
+            self.account_blocked(state.lane(waited), false);
+        }
         if !self.timeline.is_empty() {
             let index = self.timeline_index(port, self.interval_of(now), vl);
             self.timeline[index] += u64::from(blocks);
         }
         self.packet_hops += 1;
-        let serialization = self.serialization(port, blocks);
         self.queue.push(
-            self.now,
+            now,
             now + serialization,
             Event::TxDone {
                 port,
@@ -1343,7 +1375,7 @@ impl<'n> Simulation<'n> {
         );
         self.packets[packet as usize].vl = vl;
         self.queue.push(
-            self.now,
+            now,
             now + serialization + propagation,
             Event::Arrive { port: peer, packet },
         );

@@ -486,8 +486,7 @@ impl Simulation<'_> {
         pk.in_vl = priority | place_code(stored.place) << 3;
         pk.vl = tc;
         pk.ce = ce;
-        self.enqueue(self.lane(out_port, tc), packet);
-        self.refresh_lane(out_port, tc);
+        self.enqueue(out_port, tc, packet);
         if let Some(control) = control {
             self.flow_control(port, control);
         }
@@ -843,8 +842,7 @@ impl Simulation<'_> {
             cnp: true,
             ..self.new_packet(p.flow, tc)
         });
-        self.enqueue(self.lane(port, tc), packet);
-        self.refresh_lane(port, tc);
+        self.enqueue(port, tc, packet);
         self.try_send(port);
     }
 
@@ -950,8 +948,7 @@ impl Simulation<'_> {
             rp.on_bytes_sent(&params, u64::from(units), now);
             self.flow_hot[flow as usize].sent += 1;
             let packet = self.alloc(flow, vl);
-            self.enqueue(lane, packet);
-            self.refresh_lane(port, vl);
+            self.enqueue(port, vl, packet);
             self.try_send(port);
             self.rp_changed(flow);
         }
