@@ -124,12 +124,16 @@ pub struct SimOptions {
 /// takes 32).
 #[derive(Debug, Clone, Copy)]
 enum Event {
-    /// A flow's start time: a greedy flow joins its port's rotation, a rate flow generates.
+    /// A flow's start time: it generates (a rate flow, or a flow its source drops).
     Start { flow: u32 },
+    /// A greedy flow's start time: it joins the rotation of its port's lane of `vl`. The port
+    /// and VL ride the event, so that neither this nor [`Event::Stop`] reads the flow's
+    /// description (every flow's, in a run of many: a table of tens of megabytes).
+    Join { flow: u32, port: u32, vl: u8 },
     /// A flow generates its next packet (rate flows, and any flow its source drops).
     Inject { flow: u32 },
-    /// A greedy flow's stop time.
-    Stop { flow: u32 },
+    /// A greedy flow's stop time; its port and lane's VL, as [`Event::Join`].
+    Stop { flow: u32, port: u32, vl: u8 },
     /// A port finished sending a packet that held `blocks` of `release`'s buffer on `vl`
     /// ([`NO_PORT`] for a packet that left its source).
     TxDone {
@@ -668,12 +672,17 @@ impl<'n> Simulation<'n> {
         for (i, flow) in flows.iter().enumerate() {
             let state = sim.flow_state(flow, i as u64)?;
             if state.spec.start_ps < state.spec.stop_ps {
-                sim.schedule
-                    .push((state.spec.start_ps, Event::Start { flow: i as u32 }));
+                let flow = i as u32;
                 if state.greedy && state.vl != VL15 {
+                    let (port, vl) = (state.port, state.vl);
                     sim.schedule
-                        .push((state.spec.stop_ps, Event::Stop { flow: i as u32 }));
-                    joining[sim.lane(state.port, state.vl)] += 1;
+                        .push((state.spec.start_ps, Event::Join { flow, port, vl }));
+                    sim.schedule
+                        .push((state.spec.stop_ps, Event::Stop { flow, port, vl }));
+                    joining[sim.lane(port, vl)] += 1;
+                } else {
+                    sim.schedule
+                        .push((state.spec.start_ps, Event::Start { flow }));
                 }
             }
             sim.flow_hot.push(FlowHot {
@@ -826,29 +835,21 @@ impl<'n> Simulation<'n> {
     #[inline(always)]
     fn handle(&mut self, event: Event) {
         match event {
-            Event::Start { flow } => {
-                let state = &self.flows[flow as usize];
-                if state.greedy && state.vl != VL15 {
-                    let (port, vl) = (state.port, state.vl);
-                    let lane = self.lane(port, vl);
-                    let rotation = &mut self.rotations[lane].turns;
-                    rotation.push_back(self.flow_hot[flow as usize].turn(flow));
-                    // Joining behind other flows changes neither the lane's head nor what it
-                    // waits for: only the first flow of a rotation makes a new head.
-                    if rotation.len() == 1 {
-                        self.greedy_turn(lane);
-                        self.refresh_lane(port, vl);
-                    }
-                    self.try_send(port);
-                } else {
-                    self.inject(flow);
+            Event::Start { flow } | Event::Inject { flow } => self.inject(flow),
+            Event::Join { flow, port, vl } => {
+                let lane = self.lane(port, vl);
+                let rotation = &mut self.rotations[lane].turns;
+                rotation.push_back(self.flow_hot[flow as usize].turn(flow));
+                // Joining behind other flows changes neither the lane's head nor what it
+                // waits for: only the first flow of a rotation makes a new head.
+                if rotation.len() == 1 {
+                    self.greedy_turn(lane);
+                    self.refresh_lane(port, vl);
                 }
+                self.try_send(port);
             }
-            Event::Inject { flow } => self.inject(flow),
-            Event::Stop { flow } => {
+            Event::Stop { flow, port, vl } => {
                 self.flow_hot[flow as usize].stopped = true;
-                let state = &self.flows[flow as usize];
-                let (port, vl) = (state.port, state.vl);
                 let lane = self.lane(port, vl);
                 let rotation = &mut self.rotations[lane];
                 rotation.stopping += 1;
