@@ -52,6 +52,9 @@ impl Default for PortArbitration {
     }
 }
 
+/// [`Node`]'s external pairs use more than one SL-to-VL table.
+const MIXED: u32 = u32::MAX;
+
 /// One node.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -72,6 +75,12 @@ pub struct Node {
     sl2vl_pairs: Vec<u32>,
     /// The distinct tables of `sl2vl_pairs`.
     sl2vl_tables: Vec<Sl2VlTable>,
+    /// Per table of `sl2vl_tables`, the pairs of external ports (1 to N, both) that use it.
+    external_pairs: Vec<u32>,
+    /// The table every pair of external ports uses, [`MIXED`] when they differ: what a switch
+    /// forwards by, found without reading `sl2vl_pairs` (a 128-port switch's are 66 KB, and a
+    /// forwarded packet's pair a cache miss in them).
+    external_table: u32,
     /// A switch's linear forwarding table: output port by destination LID; `0xFF` or a LID
     /// beyond the table means no route. Empty on hosts.
     pub lft: Vec<u8>,
@@ -88,6 +97,7 @@ impl Node {
         sl2vl: Sl2VlTable,
     ) -> Node {
         let ports = usize::from(num_ports) + 1;
+        let external = usize::from(num_ports) * usize::from(num_ports);
         Node {
             name: name.into(),
             kind,
@@ -96,6 +106,9 @@ impl Node {
             arbitration: vec![arbitration; ports],
             sl2vl_pairs: vec![0; ports * ports],
             sl2vl_tables: vec![sl2vl],
+            // At most 255 x 255 pairs.
+            external_pairs: vec![external as u32],
+            external_table: 0,
             lft: Vec::new(),
         }
     }
@@ -106,7 +119,12 @@ impl Node {
 
     /// The SL-to-VL table for packets from `input` to `output`.
     pub fn sl2vl(&self, input: u8, output: u8) -> &Sl2VlTable {
-        &self.sl2vl_tables[self.sl2vl_pairs[self.pair(input, output)] as usize]
+        let id = if input > 0 && output > 0 && self.external_table != MIXED {
+            self.external_table
+        } else {
+            self.sl2vl_pairs[self.pair(input, output)]
+        };
+        &self.sl2vl_tables[id as usize]
     }
 
     pub fn set_sl2vl(&mut self, input: u8, output: u8, table: Sl2VlTable) {
@@ -115,11 +133,23 @@ impl Node {
             Some(id) => id,
             None => {
                 self.sl2vl_tables.push(table);
+                self.external_pairs.push(0);
                 self.sl2vl_tables.len() - 1
             }
         };
         // At most one table per pair, and pairs number far below 2^32.
-        self.sl2vl_pairs[at] = id as u32;
+        let (id, old) = (id as u32, self.sl2vl_pairs[at]);
+        self.sl2vl_pairs[at] = id;
+        if input > 0 && output > 0 && id != old {
+            self.external_pairs[old as usize] -= 1;
+            self.external_pairs[id as usize] += 1;
+            let all = u32::from(self.num_ports) * u32::from(self.num_ports);
+            self.external_table = if self.external_pairs[id as usize] == all {
+                id
+            } else {
+                MIXED
+            };
+        }
     }
 
     /// The output port for `dlid`, `None` when the table has no route.
@@ -237,4 +267,69 @@ pub enum NetworkError {
     BadStorm { port: String, reason: String },
     #[error("Ethernet settings: {0}")]
     BadEthernet(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibqos_qos::Vl;
+    use proptest::prelude::*;
+
+    /// The SL-to-VL table whose every SL is on `vl`.
+    fn table(vl: u8) -> Sl2VlTable {
+        Sl2VlTable([Vl::from_nibble(vl); 16])
+    }
+
+    /// The shortcut follows the external pairs: one table for all of them, then one pair
+    /// apart, then all on one again (pairs with port 0 left as they were).
+    #[test]
+    fn external_pairs_on_one_table_are_found_by_the_shortcut() {
+        let mut node = Node::new(
+            "S",
+            NodeKind::Switch,
+            2,
+            PortArbitration::default(),
+            table(0),
+        );
+        assert_eq!(node.external_table, 0);
+        for (i, o) in [(1, 1), (1, 2), (2, 1), (2, 2)] {
+            node.set_sl2vl(i, o, table(5));
+        }
+        assert_eq!(
+            node.external_table, 1,
+            "every external pair on table 1 (VL5)"
+        );
+        assert_eq!(*node.sl2vl(2, 1), table(5));
+        assert_eq!(*node.sl2vl(0, 1), table(0));
+        node.set_sl2vl(1, 2, table(6));
+        assert_eq!(node.external_table, MIXED);
+        assert_eq!(*node.sl2vl(1, 2), table(6));
+        assert_eq!(*node.sl2vl(2, 2), table(5));
+        node.set_sl2vl(1, 2, table(5));
+        assert_eq!(node.external_table, 1);
+        assert_eq!(*node.sl2vl(1, 2), table(5));
+    }
+
+    proptest! {
+        /// Whatever pairs are set to whatever tables, in any order, every pair's lookup gives
+        /// the table last set for it (the node's shortcut for external pairs that all share
+        /// one table included).
+        #[test]
+        fn a_pair_gives_the_table_last_set_for_it(
+            sets in proptest::collection::vec((0u8..=2, 0u8..=2, 0u8..2), 0..60),
+        ) {
+            let mut node = Node::new("S", NodeKind::Switch, 2, PortArbitration::default(), table(0));
+            let mut model = [[0u8; 3]; 3];
+            for (input, output, vl) in sets {
+                node.set_sl2vl(input, output, table(vl));
+                model[usize::from(input)][usize::from(output)] = vl;
+                for i in 0..=2u8 {
+                    for o in 0..=2u8 {
+                        let want = table(model[usize::from(i)][usize::from(o)]);
+                        prop_assert_eq!(*node.sl2vl(i, o), want, "pair ({}, {})", i, o);
+                    }
+                }
+            }
+        }
+    }
 }
