@@ -212,8 +212,6 @@ struct PortState {
     kind: u16,
     /// The index of the port's first lane (VL0's).
     base: u32,
-    /// The index of the peer's first lane, whose lanes hold this port's receive buffers.
-    peer_base: u32,
     /// The data VLs the link runs, as [`PortSlot::vls`]; VL15's lane follows theirs.
     vls: u8,
     /// Sending a packet.
@@ -242,12 +240,6 @@ impl PortState {
         (vl < self.vls || vl == VL15).then(|| self.lane(vl))
     }
 
-    /// The index of the lane at the other end of the link that sends on `vl` into this port:
-    /// the one holding this port's receive buffer of `vl` (both ends run the same VLs).
-    fn far_lane(&self, vl: u8) -> usize {
-        self.peer_base as usize + usize::from(vl.min(self.vls))
-    }
-
     /// The indices of the port's lanes.
     fn lanes(&self) -> std::ops::Range<usize> {
         self.lane(0)..self.lane(VL15) + 1
@@ -261,19 +253,14 @@ struct Sent {
     blocks: u64,
 }
 
-/// One VL of one port as a sender, and the receive buffer it sends into at the other end of
-/// the link, in one 64-byte line: what arbitration reads (the head's size and the credits),
-/// its queue and what it sent, and the buffer's occupancy. So a packet's transmission, its
-/// arrival (which fills the buffer), its release from the buffer and the credits' return all
-/// touch one line of lanes, where a lane and the buffer apart were two, each touched twice a
-/// hop at times far apart. The greedy flows taking turns on the lane
-/// ([`Simulation::rotations`]: only source ports have any) and its wait for credits
-/// ([`Simulation::waits`]: rare) are apart.
+/// One VL of one port as a sender, 32 bytes, two to a cache line: what arbitration reads (the
+/// head's size and the credits), its queue and what it sent, so that sending a packet touches
+/// one line of the lane, and a fabric's lanes take half the cache they would alone in a line.
+/// The greedy flows taking turns on it ([`Simulation::rotations`]: only source ports have
+/// any) and its wait for credits ([`Simulation::waits`]: rare) are apart.
 #[derive(Debug, Clone, Copy)]
-#[repr(align(64))]
+#[repr(align(32))]
 struct Lane {
-    /// The receive buffer this lane sends into, at the other end of the link.
-    far: Buffer,
     sent: Sent,
     /// Credits toward the peer, in blocks.
     credits: u32,
@@ -289,12 +276,11 @@ struct Lane {
     greedy: u16,
 }
 
-const _: () = assert!(size_of::<Lane>() == 64, "a lane and its buffer fill a line");
+const _: () = assert!(size_of::<Lane>() == 32, "two lanes to a cache line");
 
 impl Default for Lane {
     fn default() -> Self {
         Lane {
-            far: Buffer::default(),
             sent: Sent::default(),
             credits: 0,
             first: NO_PACKET,
@@ -463,6 +449,7 @@ pub struct Simulation<'n> {
     rotations: Vec<Rotation>,
     /// Per lane, its wait for credits.
     waits: Vec<Wait>,
+    buffers: Vec<Buffer>,
     /// Per port, what its events read: where its lanes are, what arbitration and the wait
     /// timing read of them, its peer and kind of link.
     states: Vec<PortState>,
@@ -633,7 +620,6 @@ impl<'n> Simulation<'n> {
                 num: port.num,
                 kind,
                 base,
-                peer_base: 0,
                 vls: port.vls,
                 busy: false,
                 queued: 0,
@@ -641,12 +627,6 @@ impl<'n> Simulation<'n> {
                 waiting: 0,
                 refused: false,
             });
-        }
-        // Where each port's receive buffers are: in its peer's lanes.
-        for port in 0..states.len() {
-            if let Some(peer) = states.get(states[port].peer as usize) {
-                states[port].peer_base = peer.base;
-            }
         }
         let mut sim = Simulation {
             network,
@@ -660,6 +640,7 @@ impl<'n> Simulation<'n> {
             node_base,
             rotations: vec![Rotation::default(); lanes.len()],
             waits: vec![Wait::default(); lanes.len()],
+            buffers: vec![Buffer::default(); lanes.len()],
             lanes,
             flows: Vec::with_capacity(flows.len()),
             flow_hot: Vec::with_capacity(flows.len()),
@@ -1156,11 +1137,10 @@ impl<'n> Simulation<'n> {
         }
     }
 
-    /// Brings the occupancy integral of the receive buffer lane `lane` sends into up to now,
-    /// before its occupancy changes or is read.
+    /// Brings a lane's occupancy integral up to now, before its occupancy changes or is read.
     fn integrate(&mut self, lane: usize) -> &mut Buffer {
         let now = self.now;
-        let buffer = &mut self.lanes[lane].far;
+        let buffer = &mut self.buffers[lane];
         buffer.area += u128::from(buffer.occupancy) * u128::from(now - buffer.since);
         buffer.since = now;
         buffer
@@ -1168,15 +1148,15 @@ impl<'n> Simulation<'n> {
 
     /// `port`'s receive buffer takes `blocks` more on `vl`.
     fn fill(&mut self, port: u32, vl: u8, blocks: u32) {
-        let lane = self.integrate(self.states[port as usize].far_lane(vl));
+        let lane = self.integrate(self.lane(port, vl));
         lane.occupancy += blocks;
         lane.peak = lane.peak.max(lane.occupancy);
     }
 
     /// `port`'s receive buffer frees `blocks` on `vl`; the credits go back to the sender.
     fn release(&mut self, port: u32, vl: u8, blocks: u16) {
+        self.integrate(self.lane(port, vl)).occupancy -= u32::from(blocks);
         let state = self.states[port as usize];
-        self.integrate(state.far_lane(vl)).occupancy -= u32::from(blocks);
         // A packet only arrives over a link, so a port that releases one has a peer.
         let sender = state.peer;
         if vl != VL15 {
@@ -1559,7 +1539,7 @@ impl<'n> Simulation<'n> {
         self.linked_ports()
             .map(|(p, peer)| {
                 let info = self.ports[p as usize];
-                let near = self.states[p as usize];
+                let (near, far) = (self.states[p as usize], self.states[peer as usize]);
                 let total: u64 = self.lanes[near.lanes()]
                     .iter()
                     .map(|l| l.sent.blocks * block)
@@ -1595,9 +1575,9 @@ impl<'n> Simulation<'n> {
                             near.lane_of(vl).map_or_else(Default::default, |lane| {
                                 (self.lanes[lane].sent, self.waits[lane].total_ps)
                             });
-                        let f = near
+                        let f = far
                             .lane_of(vl)
-                            .map_or_else(Buffer::default, |lane| self.lanes[lane].far);
+                            .map_or_else(Buffer::default, |lane| self.buffers[lane]);
                         (s.packets > 0 || dropped > 0 || blocked_ps > 0 || f.peak > 0)
                             .then_some((vl, s, blocked_ps, f, dropped))
                     })
