@@ -10,10 +10,11 @@
 //! keeps only to report: latency histograms, waits for credits, buffer occupancy integrals and
 //! peaks, counts per VL, drops, timelines; and what the bench's workload never uses: VL15,
 //! rate-limited flows, start and stop times (every flow is already in its rotation at time 0),
-//! the high-priority table (the bench's gives no VL a weight), the high limit, Ethernet. So its
-//! packet-hops per second bound the engine's from above on this workload, and its figures are
-//! close to the engine's but not the same (the order in which ports start sending at time 0
-//! differs, and so do later ties).
+//! the high-priority table (the bench's gives no VL a weight), the high limit, Ethernet. The
+//! engine does all of this and more, so the floor's packet-hops per second are what the engine
+//! could reach by shedding everything but the model. Its figures are close to the engine's but
+//! not the same (the order in which ports start sending at time 0 differs, and so do later
+//! ties).
 use std::collections::VecDeque;
 use std::time::Instant;
 
