@@ -240,6 +240,25 @@ impl PortState {
         (vl < self.vls || vl == VL15).then(|| self.lane(vl))
     }
 
+    /// Notes whether the lane of `vl`, `lane`, has a head packet and whether that lacks
+    /// credits; returns the latter (VL15 never lacks them).
+    fn note_head(&mut self, vl: u8, lane: &Lane) -> bool {
+        let head = lane.head();
+        let starved = vl != VL15 && head > 0 && lane.credits < u32::from(head);
+        let bit = 1u16 << vl;
+        if head > 0 {
+            self.queued |= bit;
+        } else {
+            self.queued &= !bit;
+        }
+        if starved {
+            self.starved |= bit;
+        } else {
+            self.starved &= !bit;
+        }
+        starved
+    }
+
     /// The indices of the port's lanes.
     fn lanes(&self) -> std::ops::Range<usize> {
         self.lane(0)..self.lane(VL15) + 1
@@ -1085,20 +1104,8 @@ impl<'n> Simulation<'n> {
     fn refresh_lane(&mut self, port: u32, vl: u8) {
         let bits = &mut self.states[port as usize];
         let lane = bits.lane(vl);
-        let l = &self.lanes[lane];
-        let head = l.head();
-        let starved = vl != VL15 && head > 0 && l.credits < u32::from(head);
+        let starved = bits.note_head(vl, &self.lanes[lane]);
         let bit = 1u16 << vl;
-        if head > 0 {
-            bits.queued |= bit;
-        } else {
-            bits.queued &= !bit;
-        }
-        if starved {
-            bits.starved |= bit;
-        } else {
-            bits.starved &= !bit;
-        }
         let blocked = starved && !bits.busy;
         if blocked != (bits.waiting & bit != 0) {
             bits.waiting ^= bit;
@@ -1338,21 +1345,9 @@ impl<'n> Simulation<'n> {
         l.sent.blocks += u64::from(blocks);
         // The lane's new head, as refresh_lane would note it on a busy port: a busy port times
         // no wait for credits, so every wait it timed ends now.
-        let head = l.head();
-        let starved = vl != VL15 && head > 0 && l.credits < u32::from(head);
         let bits = &mut self.states[port as usize];
         bits.busy = true;
-        let bit = 1u16 << vl;
-        if head > 0 {
-            bits.queued |= bit;
-        } else {
-            bits.queued &= !bit;
-        }
-        if starved {
-            bits.starved |= bit;
-        } else {
-            bits.starved &= !bit;
-        }
+        bits.note_head(vl, l);
         let mut ended = std::mem::take(&mut bits.waiting);
         while ended != 0 {
             let waited = ended.trailing_zeros() as u8;
