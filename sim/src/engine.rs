@@ -1394,13 +1394,18 @@ impl<'n> Simulation<'n> {
         let links = self.link_reports();
         let timeline = self.timeline_report(&links);
         self.finish_dcqcn();
+        // Each source port's name is made once: a run of many flows has few source ports.
+        let mut source_names: Vec<Option<String>> = vec![None; self.ports.len()];
         let flows: Vec<FlowReport> = (0..)
             .zip(&self.flows)
             .zip(&self.flow_hot)
             .zip(&self.tallies)
             .zip(&self.flow_drops)
             .map(|((((i, f), hot), tally), &dropped)| {
-                let mut report = self.flow_report(f, hot.sent, tally, dropped);
+                let src = source_names[f.port as usize]
+                    .get_or_insert_with(|| self.port_name(f.port))
+                    .clone();
+                let mut report = self.flow_report(f, src, hot.sent, tally, dropped);
                 report.dcqcn = self.flow_dcqcn(i);
                 report
             })
@@ -1441,13 +1446,21 @@ impl<'n> Simulation<'n> {
         round(bytes as f64 * 8.0 / ps as f64 * 1e3)
     }
 
-    fn flow_report(&self, f: &FlowState, sent: u64, tally: &Tally, dropped: u64) -> FlowReport {
+    /// The report of flow `f`, which leaves from the port named `src`.
+    fn flow_report(
+        &self,
+        f: &FlowState,
+        src: String,
+        sent: u64,
+        tally: &Tally,
+        dropped: u64,
+    ) -> FlowReport {
         let delivered = tally.latency.count();
         let bytes = delivered * u64::from(f.spec.payload);
         let active = f.spec.stop_ps.saturating_sub(f.spec.start_ps);
         FlowReport {
             name: f.spec.name.clone(),
-            src: self.port_name(f.port),
+            src,
             dst: f.spec.dst_name.clone(),
             sl: f.spec.sl.get(),
             management: f.spec.management,
