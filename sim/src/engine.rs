@@ -917,10 +917,8 @@ impl<'n> Simulation<'n> {
                 let bits = &mut self.states[port as usize];
                 if bits.busy {
                     // All refresh_lane and try_send would do: a busy port times no wait for
-                    // credits and does not arbitrate, and the head is unchanged.
-                    if l.credits >= u32::from(l.head()) {
-                        bits.starved &= !(1 << vl);
-                    }
+                    // credits and does not arbitrate.
+                    bits.note_head(vl, l);
                 } else {
                     self.refresh_lane(port, vl);
                     self.try_send(port);
