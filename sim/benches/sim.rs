@@ -9,11 +9,12 @@
 //! default pools and ETS); with `dcqcn`, the `pfc` run with ECN marking at every switch egress
 //! queue (Kmin 5 KB, Kmax 200 KB, Pmax 1%) and DCQCN at every host (the document's defaults but
 //! `DcqcnRpgByteReset` 32767, the parameters that converge). Prints the figures and the peak
-//! resident memory; a timing belongs here, never in a test. With `floor`, the InfiniBand workload
-//! runs on the floor instead of the engine: the least an exact packet-level engine does for it,
-//! none of the report's bookkeeping (`floor/mod.rs`), to compare the engine and any target with. `run` times `run_until`; the
-//! engine records the last batch of delivered packets' latencies in `finish`, so compare
-//! engines on run + report (a short run may leave every record to the report).
+//! resident memory; a timing belongs here, never in a test. With `floor`, the InfiniBand
+//! workload runs on the floor instead of the engine: the least an exact packet-level engine does
+//! for it, none of the report's bookkeeping (`floor/mod.rs`), to compare the engine and any
+//! target with. `run` times `run_until`; the engine records the last batch of delivered
+//! packets' latencies in `finish`, so compare engines on run + report (a short run may leave
+//! every record to the report).
 
 use std::path::Path;
 use std::time::Instant;
