@@ -36,13 +36,12 @@ pub fn conf_data(reader: &str, kind: &str) -> Vec<PathBuf> {
 }
 
 /// Accepted partitions.conf files (in `opensm-compat/tests/data/partitions/accepted/`) that
-/// OpenSM drops all the same, and what it logs for them: the first line of `ip-groups` ends a
-/// definition with an `mgid`, after which OpenSM's parser reads past the text into whatever its
-/// line buffer held before, uninitialised memory the reader takes as zeros.
-pub const DIVERGENT_PARTITIONS: [(&str, &str); 1] = [(
-    "ip-groups",
-    "PARSE ERROR: line 1: no partition definition found",
-)];
+/// OpenSM drops all the same, and the start of what it logs for them: the first line of
+/// `ip-groups` ends a definition with an `mgid`, after which OpenSM's parser reads past the text
+/// into whatever its line buffer held before, uninitialised memory the reader takes as zeros.
+/// What OpenSM makes of that memory varies from run to run, so only the line it names is
+/// recorded: most runs log "no partition definition found" after it, one CI run "bad PortGUID".
+pub const DIVERGENT_PARTITIONS: [(&str, &str); 1] = [("ip-groups", "PARSE ERROR: line 1: ")];
 
 /// A fabric to run the SM on: its net file, its shape, and where the SM and the readers attach.
 #[derive(Debug, Clone)]
