@@ -844,9 +844,38 @@ impl<'n> Simulation<'n> {
             };
             self.now = time;
             self.events += 1;
+            self.load_next_event_ports();
             self.handle(event);
         }
         self.now = self.now.max(until);
+    }
+
+    /// Loads what the next event will read first of its ports and packet, so that the loads
+    /// that miss the cache overlap the current event's work instead of waiting for it. At the
+    /// scale of the 10,416-node fat tree a packet-hop's time is mostly such misses (the ports'
+    /// states are a random line each in megabytes), and this made the whole permutation run
+    /// 1.10 times as fast; on fat-tree-648, whose states fit the cache, it changes nothing
+    /// measurable. A plain load kept by `black_box`: the prefetch instruction needs `unsafe`.
+    /// Loads whose index depends on another load (a lane, a buffer) waited for it and made
+    /// the run slower, as did loading the arbiter too.
+    #[inline(always)]
+    fn load_next_event_ports(&self) {
+        match self.queue.peek() {
+            Some(&Event::Arrive { port, packet }) => {
+                std::hint::black_box(self.states[port as usize].base);
+                std::hint::black_box(self.packets[packet as usize].dlid);
+            }
+            Some(&Event::Credit { port, .. }) => {
+                std::hint::black_box(self.states[port as usize].base);
+            }
+            Some(&Event::TxDone { port, release, .. }) => {
+                std::hint::black_box(self.states[port as usize].base);
+                if release != NO_PORT {
+                    std::hint::black_box(self.states[release as usize].base);
+                }
+            }
+            _ => {}
+        }
     }
 
     // Inlined into the run loop, as it was before the DCQCN events made it larger: called

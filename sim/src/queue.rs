@@ -158,6 +158,15 @@ impl<E> Queue<E> {
         Some((time, entry.event))
     }
 
+    /// The earliest event, if any, without taking it: what the next pop takes if it is due.
+    #[inline(always)]
+    pub fn peek(&self) -> Option<&E> {
+        match self.earliest_from {
+            FROM_HEAP => self.heap.peek().map(|Reverse(e)| &e.event),
+            class => self.classes[class].front().map(|e| &e.event),
+        }
+    }
+
     /// Finds the earliest head among the classes and the heap.
     fn find_earliest(&mut self) {
         let mut best = self.heap.peek().map_or(EMPTY, |Reverse(e)| e.rank);
@@ -214,7 +223,8 @@ mod tests {
     proptest! {
         /// Any interleaving of pushes (each at or after the last pop) and pops, with or
         /// without a limit, gives the order a sorted list of (time, push number) gives, with
-        /// more delays than classes; a pop with a limit takes nothing at or after it.
+        /// more delays than classes; a pop with a limit takes nothing at or after it; a peek
+        /// shows the event a pop without a limit would take.
         #[test]
         fn the_order_of_one_sorted_queue(
             steps in proptest::collection::vec((0u64..80, 0u8..3), 1..400),
@@ -231,6 +241,7 @@ mod tests {
                 }
                 let limit = if step == 1 { u64::MAX } else { now + delay };
                 model.sort();
+                prop_assert_eq!(queue.peek(), model.first().map(|(_, pushed)| pushed));
                 let expected = model
                     .first()
                     .is_some_and(|(t, _)| *t < limit)
