@@ -55,6 +55,17 @@ impl Default for PortArbitration {
 /// [`Node`]'s external pairs use more than one SL-to-VL table.
 const MIXED: u32 = u32::MAX;
 
+/// Whether the pair from `input` to `output` joins two external ports (1 to N, not a switch's
+/// port 0).
+fn is_external(input: u8, output: u8) -> bool {
+    input > 0 && output > 0
+}
+
+/// The pairs of external ports of a node of `num_ports` (both ways, at most 255 x 255).
+fn external_pair_count(num_ports: u8) -> u32 {
+    u32::from(num_ports) * u32::from(num_ports)
+}
+
 /// One node.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -97,7 +108,6 @@ impl Node {
         sl2vl: Sl2VlTable,
     ) -> Node {
         let ports = usize::from(num_ports) + 1;
-        let external = usize::from(num_ports) * usize::from(num_ports);
         Node {
             name: name.into(),
             kind,
@@ -106,8 +116,7 @@ impl Node {
             arbitration: vec![arbitration; ports],
             sl2vl_pairs: vec![0; ports * ports],
             sl2vl_tables: vec![sl2vl],
-            // At most 255 x 255 pairs.
-            external_pairs: vec![external as u32],
+            external_pairs: vec![external_pair_count(num_ports)],
             external_table: 0,
             lft: Vec::new(),
         }
@@ -119,7 +128,7 @@ impl Node {
 
     /// The SL-to-VL table for packets from `input` to `output`.
     pub fn sl2vl(&self, input: u8, output: u8) -> &Sl2VlTable {
-        let id = if input > 0 && output > 0 && self.external_table != MIXED {
+        let id = if is_external(input, output) && self.external_table != MIXED {
             self.external_table
         } else {
             self.sl2vl_pairs[self.pair(input, output)]
@@ -140,10 +149,10 @@ impl Node {
         // At most one table per pair, and pairs number far below 2^32.
         let (id, old) = (id as u32, self.sl2vl_pairs[at]);
         self.sl2vl_pairs[at] = id;
-        if input > 0 && output > 0 && id != old {
+        if is_external(input, output) && id != old {
             self.external_pairs[old as usize] -= 1;
             self.external_pairs[id as usize] += 1;
-            let all = u32::from(self.num_ports) * u32::from(self.num_ports);
+            let all = external_pair_count(self.num_ports);
             self.external_table = if self.external_pairs[id as usize] == all {
                 id
             } else {
