@@ -59,6 +59,20 @@ const SPEED_EXT_ENABLE_SUPPORTED: u8 = 31;
 const SPEED_EXT_DISABLE: u8 = 30;
 /// VLStallCount ibsim shows on external ports (port 0 shows 0).
 const VL_STALL_COUNT: u8 = 7;
+/// The active width (4x) and speed (SDR) ibsim gives every port it builds (`sim_net.c`,
+/// `init_ports`): what a port shows until its link trains, and what an unlinked port and a
+/// switch's port 0 keep. diags print 0 as an undefined width, and an SA rates a path from or
+/// to a switch by its port 0.
+const UNTRAINED_WIDTH_ACTIVE: u8 = 2;
+const UNTRAINED_SPEED_ACTIVE: u8 = 1;
+/// M_KeyLeasePeriod (s) and SubnetTimeout in ibsim's templates for CA ports and switch port 0
+/// (`hcaport`, `hcaport_down`, `smaport`); its switch external ports have 0.
+const END_PORT_M_KEY_LEASE_PERIOD: u16 = 0x0ff9;
+const END_PORT_SUBNET_TIMEOUT: u8 = 0x1f;
+/// RespTimeValue in ibsim's switch port 0 template (`smaport`).
+const PORT0_RESP_TIME_VALUE: u8 = 8;
+/// LocalPhyErrors in ibsim's template for an unlinked switch port (`swport_down`).
+const UNLINKED_SWITCH_PORT_LOCAL_PHY_ERRORS: u8 = 4;
 
 /// One port's agent state: its PortInfo (every field, as last Set) and its tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,18 +186,22 @@ impl PortSma {
             master_sm_lid: 0,
             capability_mask: CapabilityMask(capability_mask),
             diag_code: 0,
-            m_key_lease_period: 0,
+            m_key_lease_period: if end_port {
+                END_PORT_M_KEY_LEASE_PERIOD
+            } else {
+                0
+            },
             local_port_num: number,
             link_width_enabled: caps.width_enabled,
             link_width_supported: WIDTH_SUPPORTED,
-            link_width_active: 0,
+            link_width_active: UNTRAINED_WIDTH_ACTIVE,
             link_speed_supported: SPEED_SUPPORTED,
             port_state,
             port_phys_state: phys,
             link_down_default_state: LINK_DOWN_DEFAULT_POLLING,
             m_key_protect_bits: 0,
             lmc: port.lmc,
-            link_speed_active: 0,
+            link_speed_active: UNTRAINED_SPEED_ACTIVE,
             link_speed_enabled: caps.speed_enabled,
             // ibsim: 2048 on ports, 256 on switch port 0.
             neighbor_mtu: if port0 { 1 } else { caps.mtu_cap },
@@ -208,9 +226,13 @@ impl PortSma {
             guid_cap,
             client_reregister: false,
             multicast_pkey_trap_suppression_enabled: 0,
-            subnet_timeout: 0,
-            resp_time_value: 0,
-            local_phy_errors: 0,
+            subnet_timeout: if end_port { END_PORT_SUBNET_TIMEOUT } else { 0 },
+            resp_time_value: if port0 { PORT0_RESP_TIME_VALUE } else { 0 },
+            local_phy_errors: if is_switch && !port0 && port.peer.is_none() {
+                UNLINKED_SWITCH_PORT_LOCAL_PHY_ERRORS
+            } else {
+                0
+            },
             overrun_errors: 0,
             max_credit_hint: 0,
             link_speed_ext_active2: 0,

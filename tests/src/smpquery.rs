@@ -147,6 +147,16 @@ impl<'a> SmpQuery<'a> {
         parse_portinfo(&text).map_err(|e| e.context(format!("portinfo of {target}")))
     }
 
+    /// `smpquery portinfo <target> [port]`, every field as smpquery prints it
+    /// ([`dotted_fields`]).
+    pub fn portinfo_fields(
+        &self,
+        target: &Target,
+        port: Option<u8>,
+    ) -> Result<BTreeMap<String, String>> {
+        Ok(dotted_fields(&self.run("portinfo", target, port)?))
+    }
+
     /// `smpquery pkeys <target> [port]`: every entry of the port's P_Key table.
     pub fn pkeys(&self, target: &Target, port: Option<u8>) -> Result<Vec<u16>> {
         let text = self.run("pkeys", target, port)?;

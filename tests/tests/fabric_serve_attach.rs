@@ -1,5 +1,6 @@
 //! `ibqos fabric serve` beyond one attach point: clients attach at the node `SIM_HOST` names,
-//! as under ibsim (checked against ibsim itself with smpquery), OpenSM runs from any CA, and
+//! as under ibsim (checked against ibsim itself with smpquery), ports read as under ibsim
+//! before an SM has touched them, OpenSM runs from any CA, and
 //! the served fabric sends trap 128 when a scheduled flap changes a link, which wakes an
 //! `ibqos sm` daemon long before its sweep interval would.
 //!
@@ -57,6 +58,42 @@ fn clients_attach_where_sim_host_says_as_under_ibsim() {
     let run = run_opensm_once(&tools, &served, "H3", "", &served_dir.join("opensm")).unwrap();
     assert_eq!(run.error_lines(), Vec::<&str>::new(), "{}", run.log);
     check_up("opensm from H3", &tools, &served, &topology, "H3");
+}
+
+/// PortInfo fields where the served fabric follows ibsim 0.12 and Debian's ibsim is 0.10:
+/// 0.12 dropped IsVendorClassSupported from CapabilityMask and added IsLinkSpeedNDRSupported
+/// to CapabilityMask2.
+const CAPABILITY_FIELDS: [&str; 2] = ["CapMask", "CapabilityMask2"];
+
+#[test]
+fn ports_read_as_under_ibsim_before_an_sm() {
+    let tools = SimTools::require();
+    let ibqos = ibqos_binary().unwrap();
+    let dir = TestDir::new("fabric-serve-power-on");
+    let netfile = testdata("two-switch.net");
+    let served_dir = dir.path().join("served");
+    let ibsim_dir = dir.path().join("ibsim");
+    for d in [&served_dir, &ibsim_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let served = Ibsim::serve(&tools, &ibqos, &netfile, "H2", &served_dir).unwrap();
+    let ibsim = Ibsim::start(&tools, &netfile, &ibsim_dir).unwrap();
+    // From H2: its own CA port, and S1's port 0, a port linked to S2 and an unlinked port,
+    // each a template of its own in ibsim.
+    let ports: [(&[u8], u8); 4] = [(&[], 1), (&[1], 0), (&[1], 3), (&[1], 6)];
+    for (path, port) in ports {
+        let target = Target::Dr(DrPath(path.to_vec()));
+        let read = |sim| {
+            let mut fields = SmpQuery::new(&tools, sim, "H2")
+                .portinfo_fields(&target, Some(port))
+                .unwrap_or_else(|e| panic!("portinfo {target} {port}: {e}"));
+            fields.retain(|name, _| !CAPABILITY_FIELDS.contains(&name.as_str()));
+            fields
+        };
+        let (ours, theirs) = (read(&served), read(&ibsim));
+        assert!(theirs.contains_key("LinkWidthActive"), "{theirs:?}");
+        assert_eq!(ours, theirs, "portinfo {target} {port}: served vs ibsim");
+    }
 }
 
 #[test]
