@@ -1,8 +1,8 @@
 //! Simulator throughput: events and packet-hops per second on one core, on the 648-host fat
 //! tree (fabric/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
 //!
-//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [pfc|dcqcn|floor]]]` (defaults
-//! 100 us, 2048 B, InfiniBand). Every host sends to every other host as fast as the fabric allows
+//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [pfc|dcqcn|floor [THREADS]]]]`
+//! (defaults 100 us, 2048 B, InfiniBand, one thread). Every host sends to every other host as fast as the fabric allows
 //! (419,256 greedy flows), flow i on SL i mod 8, with the SL n -> VL n tables of an 8-VL
 //! configuration; with `pfc`, the same over lossless Ethernet at 100 Gb/s (flow i on priority
 //! i mod 8, every priority lossless in one PG with 100 KB of headroom, Xoff at 40 KB, the
@@ -12,7 +12,7 @@
 //! resident memory; a timing belongs here, never in a test. With `floor`, the InfiniBand
 //! workload runs on the floor instead of the engine: the least an exact packet-level engine does
 //! for it, none of the report's bookkeeping (`floor/mod.rs`), to compare the engine and any
-//! target with. `run` times `run_until`; the engine records the last batch of delivered
+//! target with; on THREADS cores (`floor/parallel.rs`), with the same results as on one. `run` times `run_until`; the engine records the last batch of delivered
 //! packets' latencies in `finish`, so compare engines on run + report (a short run may leave
 //! every record to the report).
 
@@ -111,7 +111,8 @@ fn main() {
             "fat-tree-648 all-to-all on the floor: {} flows, payload {payload} B, {duration_us} us simulated",
             flows.len()
         );
-        floor::run(&network, &flows, traffic.duration_ps);
+        let partitions = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1);
+        floor::run(&network, &flows, traffic.duration_ps, partitions);
         println!("peak resident memory: {} MB", peak_rss_kb() / 1024);
         return;
     }

@@ -14,11 +14,14 @@
 //! engine does all of this and more, so the floor's packet-hops per second are what the engine
 //! could reach by shedding everything but the model. Its figures are close to the engine's but
 //! not the same (the order in which ports start sending at time 0 differs, and so do later
-//! ties).
+//! ties). It also runs on more than one core with the same results (`parallel.rs`), to measure
+//! what exact parallelism costs and what it gives.
 use std::collections::VecDeque;
 use std::time::Instant;
 
 use ibqos_sim::{Flow, LinkParams, Network, NodeKind, wire_blocks};
+
+mod parallel;
 
 /// No packet, no port.
 const NONE: u32 = u32::MAX;
@@ -50,30 +53,31 @@ const TX_DONE: usize = 0;
 const ARRIVE: usize = 1;
 const CREDIT: usize = 2;
 
+/// Push numbers given in a window of a partitioned run (with the window's count in the low
+/// bits): above every number of an earlier window, and ordered among themselves as the
+/// partition pushed them, until the window's end gives each its place in the whole run.
+const PROVISIONAL: u64 = 1 << 63;
+
+#[derive(Clone)]
 struct Queue {
     delays: [u64; 3],
     fifos: [VecDeque<(u128, Event)>; 3],
+    /// Pushes so far: the whole run's, or (partitioned) the current window's.
     pushed: u64,
 }
 
 impl Queue {
-    fn push(&mut self, class: usize, now: u64, event: Event) {
-        let rank = u128::from(now + self.delays[class]) << 64 | u128::from(self.pushed);
-        self.pushed += 1;
-        self.fifos[class].push_back((rank, event));
-    }
-
-    /// The earliest event, if it is at or before `until`.
-    fn pop_until(&mut self, until: u64) -> Option<(u64, Event)> {
+    /// The earliest event and its rank, if it is at or before `until`. Inlined into the run's
+    /// one loop, as before partitions (without the attribute, a call per event).
+    #[inline(always)]
+    fn pop_until(&mut self, until: u64) -> Option<(u128, Event)> {
         let (class, rank) = (0..3)
             .filter_map(|class| self.fifos[class].front().map(|(rank, _)| (class, *rank)))
             .min_by_key(|(_, rank)| *rank)?;
-        let time = (rank >> 64) as u64;
-        if time > until {
+        if (rank >> 64) as u64 > until {
             return None;
         }
-        let (_, event) = self.fifos[class].pop_front()?;
-        Some((time, event))
+        self.fifos[class].pop_front()
     }
 }
 
@@ -122,6 +126,7 @@ struct Port {
 }
 
 /// A port's place in its low-priority VLArb table (VL, weight in blocks).
+#[derive(Clone)]
 struct Arbiter {
     entries: Vec<(u8, u32)>,
     senders: u16,
@@ -136,8 +141,18 @@ struct Turn {
     sl: u8,
 }
 
-struct Floor<'n> {
+/// The floor of a whole run (`PARTITIONED` false: every push is local and numbered for the
+/// whole run, as before partitions existed), or of one partition of a run.
+#[derive(Clone)]
+struct Floor<'n, const PARTITIONED: bool> {
     network: &'n Network,
+    /// The partition of each port (all 0 in a run of one), and this floor's.
+    owner: &'n [u8],
+    me: u8,
+    /// Partitioned: each event this window took, its rank and the pushes before it.
+    log: Option<Vec<(u128, u32)>>,
+    /// Partitioned: this window's pushes to other partitions' ports, by partition.
+    outbox: Vec<Vec<parallel::Crossing>>,
     node_base: Vec<u32>,
     ports: Vec<Port>,
     lanes: Vec<Lane>,
@@ -154,9 +169,12 @@ struct Floor<'n> {
     /// The delivered packets' latencies, summed (the engine records each in its flow's
     /// histogram).
     latency_ps: u64,
+    /// The delivered packets' (arrival time, port), hashed and summed: two runs that agree
+    /// here delivered the same packets at the same times (sums are the same in any order).
+    fingerprint: u64,
 }
 
-impl Floor<'_> {
+impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
     fn lane(port: u32, vl: u8) -> usize {
         port as usize * VLS + usize::from(vl)
     }
@@ -279,10 +297,38 @@ impl Floor<'_> {
             vl: p.in_vl,
             blocks: p.blocks,
         };
-        self.queue.push(TX_DONE, self.now, release);
+        self.schedule(TX_DONE, port, release);
         let peer = self.ports[port as usize].peer;
-        self.queue
-            .push(ARRIVE, self.now, Event::Arrive { port: peer, packet });
+        self.schedule(ARRIVE, peer, Event::Arrive { port: peer, packet });
+    }
+
+    /// Pushes `event` for `port` at the delay of `class`: into this floor's queue, or for a
+    /// port of another partition into the outbox, an arrival with its packet.
+    fn schedule(&mut self, class: usize, port: u32, event: Event) {
+        let number = if PARTITIONED {
+            PROVISIONAL | self.queue.pushed
+        } else {
+            self.queue.pushed
+        };
+        self.queue.pushed += 1;
+        let rank = u128::from(self.now + self.queue.delays[class]) << 64 | u128::from(number);
+        if !PARTITIONED || self.owner[port as usize] == self.me {
+            self.queue.fifos[class].push_back((rank, event));
+            return;
+        }
+        let packet = match event {
+            Event::Arrive { packet, .. } => {
+                self.free.push(packet);
+                Some(self.packets[packet as usize])
+            }
+            _ => None,
+        };
+        self.outbox[usize::from(self.owner[port as usize])].push(parallel::Crossing {
+            class,
+            rank,
+            event,
+            packet,
+        });
     }
 
     fn release(&mut self, port: u32, vl: u8, blocks: u16) {
@@ -293,7 +339,7 @@ impl Floor<'_> {
             vl,
             blocks,
         };
-        self.queue.push(CREDIT, self.now, credit);
+        self.schedule(CREDIT, sender, credit);
     }
 
     fn arrive(&mut self, port: u32, packet: u32) {
@@ -309,6 +355,8 @@ impl Floor<'_> {
             self.release(port, p.vl, p.blocks);
             self.delivered += 1;
             self.latency_ps += self.now - p.created;
+            let at = (self.now << 20 | u64::from(port)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            self.fingerprint = self.fingerprint.wrapping_add(at.rotate_left(29));
             self.free.push(packet);
             return;
         };
@@ -321,10 +369,21 @@ impl Floor<'_> {
         self.try_send(out_port);
     }
 
+    /// What a port does at time 0: note which VLs can send, and send.
+    fn start(&mut self, port: u32) {
+        for vl in 0..VLS as u8 {
+            self.refresh(port, vl);
+        }
+        self.try_send(port);
+    }
+
     fn run(&mut self, until: u64) {
-        while let Some((time, event)) = self.queue.pop_until(until) {
-            self.now = time;
+        while let Some((rank, event)) = self.queue.pop_until(until) {
+            self.now = (rank >> 64) as u64;
             self.events += 1;
+            if PARTITIONED && let Some(log) = &mut self.log {
+                log.push((rank, self.queue.pushed as u32));
+            }
             match event {
                 Event::TxDone {
                     port,
@@ -349,8 +408,9 @@ impl Floor<'_> {
     }
 }
 
-/// Runs the floor for `duration_ps` and prints what the bench prints of a run.
-pub fn run(network: &Network, flows: &[Flow], duration_ps: u64) {
+/// Runs the floor for `duration_ps` in `partitions` partitions, a thread each (see
+/// [`parallel`]), and prints what the bench prints of a run.
+pub fn run(network: &Network, flows: &[Flow], duration_ps: u64, partitions: usize) {
     let link: LinkParams = network.links[0].params;
     assert!(
         network.links.iter().all(|l| l.params == link),
@@ -420,7 +480,7 @@ pub fn run(network: &Network, flows: &[Flow], duration_ps: u64) {
         let port = node_base[f.src.node] + u32::from(f.src.port);
         let node = &network.nodes[f.src.node];
         let vl = node.sl2vl(0, f.src.port).0[usize::from(f.sl.get())].get();
-        let lane = Floor::lane(port, vl);
+        let lane = port as usize * VLS + usize::from(vl);
         rotations[lane].0.push(Turn {
             dlid: f.dlid,
             sl: f.sl.get(),
@@ -437,8 +497,13 @@ pub fn run(network: &Network, flows: &[Flow], duration_ps: u64) {
         fifos: Default::default(),
         pushed: 0,
     };
-    let mut floor = Floor {
+    let owner = parallel::partition(network, &node_base, ports.len(), partitions);
+    let floor = Floor::<false> {
         network,
+        owner: &owner,
+        me: 0,
+        log: None,
+        outbox: Vec::new(),
         node_base,
         ports,
         lanes,
@@ -453,23 +518,56 @@ pub fn run(network: &Network, flows: &[Flow], duration_ps: u64) {
         packet_hops: 0,
         delivered: 0,
         latency_ps: 0,
+        fingerprint: 0,
     };
-    for port in 0..floor.ports.len() as u32 {
-        for vl in 0..VLS as u8 {
-            floor.refresh(port, vl);
-        }
-        floor.try_send(port);
-    }
     let started = Instant::now();
-    floor.run(duration_ps);
+    let totals = if partitions == 1 {
+        let mut floor = floor;
+        for port in 0..floor.ports.len() as u32 {
+            floor.start(port);
+        }
+        floor.run(duration_ps);
+        Totals::of(&[floor])
+    } else {
+        let floor = parallel::partitioned(floor);
+        Totals::of(&parallel::run(floor, partitions, duration_ps))
+    };
     let run_s = started.elapsed().as_secs_f64();
+    let Totals {
+        events,
+        packet_hops,
+        delivered,
+        latency_ps,
+        fingerprint,
+    } = totals;
     println!(
-        "floor run: {run_s:.3} s, {} events ({:.2} M events/s), {} packet-hops ({:.2} M packet-hops/s), {} delivered, mean latency {} ns",
-        floor.events,
-        floor.events as f64 / run_s / 1e6,
-        floor.packet_hops,
-        floor.packet_hops as f64 / run_s / 1e6,
-        floor.delivered,
-        floor.latency_ps / floor.delivered.max(1) / 1000,
+        "floor run: {run_s:.3} s, {events} events ({:.2} M events/s), {packet_hops} packet-hops ({:.2} M packet-hops/s), {delivered} delivered, mean latency {} ns, fingerprint {fingerprint:016x}, threads {partitions}",
+        events as f64 / run_s / 1e6,
+        packet_hops as f64 / run_s / 1e6,
+        latency_ps / delivered.max(1) / 1000,
     );
+}
+
+/// What the floors of a run counted, together.
+struct Totals {
+    events: u64,
+    packet_hops: u64,
+    delivered: u64,
+    latency_ps: u64,
+    fingerprint: u64,
+}
+
+impl Totals {
+    fn of<const PARTITIONED: bool>(floors: &[Floor<PARTITIONED>]) -> Totals {
+        let total = |count: &dyn Fn(&Floor<PARTITIONED>) -> u64| {
+            floors.iter().map(count).fold(0u64, u64::wrapping_add)
+        };
+        Totals {
+            events: total(&|f| f.events),
+            packet_hops: total(&|f| f.packet_hops),
+            delivered: total(&|f| f.delivered),
+            latency_ps: total(&|f| f.latency_ps),
+            fingerprint: total(&|f| f.fingerprint),
+        }
+    }
 }
