@@ -2,19 +2,21 @@
 //! tree (fabric/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
 //!
 //! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [pfc|dcqcn|floor [THREADS]]]]`
-//! (defaults 100 us, 2048 B, InfiniBand, one thread). Every host sends to every other host as fast as the fabric allows
-//! (419,256 greedy flows), flow i on SL i mod 8, with the SL n -> VL n tables of an 8-VL
-//! configuration; with `pfc`, the same over lossless Ethernet at 100 Gb/s (flow i on priority
-//! i mod 8, every priority lossless in one PG with 100 KB of headroom, Xoff at 40 KB, the
-//! default pools and ETS); with `dcqcn`, the `pfc` run with ECN marking at every switch egress
-//! queue (Kmin 5 KB, Kmax 200 KB, Pmax 1%) and DCQCN at every host (the document's defaults but
-//! `DcqcnRpgByteReset` 32767, the parameters that converge). Prints the figures and the peak
-//! resident memory; a timing belongs here, never in a test. With `floor`, the InfiniBand
-//! workload runs on the floor instead of the engine: the least an exact packet-level engine does
-//! for it, none of the report's bookkeeping (`floor/mod.rs`), to compare the engine and any
-//! target with; on THREADS cores (`floor/parallel.rs`), with the same results as on one. `run` times `run_until`; the engine records the last batch of delivered
-//! packets' latencies in `finish`, so compare engines on run + report (a short run may leave
-//! every record to the report).
+//! (defaults 100 us, 2048 B, InfiniBand, one thread). Every host sends to every other host as
+//! fast as the fabric allows (419,256 greedy flows), flow i on SL i mod 8, with the SL n -> VL n
+//! tables of an 8-VL configuration; with `pfc`, the same over lossless Ethernet at 100 Gb/s
+//! (flow i on priority i mod 8, every priority lossless in one PG with 100 KB of headroom, Xoff
+//! at 40 KB, the default pools and ETS); with `dcqcn`, the `pfc` run with ECN marking at every
+//! switch egress queue (Kmin 5 KB, Kmax 200 KB, Pmax 1%) and DCQCN at every host (the
+//! document's defaults but `DcqcnRpgByteReset` 32767, the parameters that converge). Prints the
+//! figures and the peak resident memory; a timing belongs here, never in a test. With `floor`,
+//! the InfiniBand workload runs on the floor instead of the engine: the least an exact
+//! packet-level engine does for it, none of the report's bookkeeping (`floor/mod.rs`), to
+//! compare the engine and any target with; on THREADS cores (`floor/parallel.rs`), with the
+//! same results as on one. `SIM_BENCH_NET=FILE` and `SIM_BENCH_PATTERN=KIND` (a traffic
+//! pattern, e.g. `permutation`) run another fabric and pattern. `run` times `run_until`; the
+//! engine records the last batch of delivered packets' latencies in `finish`, so compare
+//! engines on run + report (a short run may leave every record to the report).
 
 use std::path::Path;
 use std::time::Instant;
@@ -73,8 +75,15 @@ fn main() {
     let mode = args.get(2).map(String::as_str);
     let dcqcn = mode == Some("dcqcn");
     let pfc = dcqcn || mode == Some("pfc");
-    let net = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/data/fat-tree-648.net");
-    let mut topo = parse_net_file(&net).expect("fat-tree-648.net").topology;
+    let net = std::env::var_os("SIM_BENCH_NET").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/data/fat-tree-648.net"),
+        std::path::PathBuf::from,
+    );
+    let pattern = std::env::var("SIM_BENCH_PATTERN").unwrap_or_else(|_| "all-to-all".into());
+    let fabric = net
+        .file_stem()
+        .map_or(String::new(), |s| s.to_string_lossy().into_owned());
+    let mut topo = parse_net_file(&net).expect("the net file").topology;
     let loaded = load_bytes(
         "bench.conf",
         CONF.as_bytes(),
@@ -82,7 +91,7 @@ fn main() {
     )
     .expect("configuration");
     let text = format!(
-        "duration_us = {duration_us}\n{}{}\n[[pattern]]\nkind = \"all-to-all\"\npayload = {payload}\n",
+        "duration_us = {duration_us}\n{}{}\n[[pattern]]\nkind = \"{pattern}\"\npayload = {payload}\n",
         if pfc { PFC } else { "" },
         if dcqcn { DCQCN } else { "" }
     );
@@ -108,7 +117,7 @@ fn main() {
     let setup_s = started.elapsed().as_secs_f64();
     if mode == Some("floor") {
         println!(
-            "fat-tree-648 all-to-all on the floor: {} flows, payload {payload} B, {duration_us} us simulated",
+            "{fabric} {pattern} on the floor: {} flows, payload {payload} B, {duration_us} us simulated",
             flows.len()
         );
         let partitions = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1);
@@ -145,7 +154,7 @@ fn main() {
         })
         .collect();
     println!(
-        "fat-tree-648 all-to-all{}: {} flows, payload {payload} B, {duration_us} us simulated, VLs (TCs) used {vls:?}",
+        "{fabric} {pattern}{}: {} flows, payload {payload} B, {duration_us} us simulated, VLs (TCs) used {vls:?}",
         match (pfc, dcqcn) {
             (_, true) => " over lossless Ethernet with DCQCN",
             (true, false) => " over lossless Ethernet",
