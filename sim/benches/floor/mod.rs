@@ -143,7 +143,6 @@ struct Turn {
 
 /// The floor of a whole run (`PARTITIONED` false: every push is local and numbered for the
 /// whole run, as before partitions existed), or of one partition of a run.
-#[derive(Clone)]
 struct Floor<'n, const PARTITIONED: bool> {
     network: &'n Network,
     /// The partition of each port (all 0 in a run of one), and this floor's.
@@ -498,39 +497,27 @@ pub fn run(network: &Network, flows: &[Flow], duration_ps: u64, partitions: usiz
         pushed: 0,
     };
     let owner = parallel::partition(network, &node_base, ports.len(), partitions);
-    let floor = Floor::<false> {
+    let start = Start {
         network,
         owner: &owner,
-        me: 0,
-        log: None,
-        outbox: Vec::new(),
         node_base,
         ports,
         lanes,
         rotations,
         arbiters,
-        packets: Vec::new(),
-        free: Vec::new(),
         queue,
         blocks,
-        now: 0,
-        events: 0,
-        packet_hops: 0,
-        delivered: 0,
-        latency_ps: 0,
-        fingerprint: 0,
     };
     let started = Instant::now();
     let totals = if partitions == 1 {
-        let mut floor = floor;
+        let mut floor = Floor::<false>::new(start, 0, 1);
         for port in 0..floor.ports.len() as u32 {
             floor.start(port);
         }
         floor.run(duration_ps);
         Totals::of(&[floor])
     } else {
-        let floor = parallel::partitioned(floor);
-        Totals::of(&parallel::run(floor, partitions, duration_ps))
+        Totals::of(&parallel::run(&start, partitions, duration_ps))
     };
     let run_s = started.elapsed().as_secs_f64();
     let Totals {
@@ -546,6 +533,59 @@ pub fn run(network: &Network, flows: &[Flow], duration_ps: u64, partitions: usiz
         packet_hops as f64 / run_s / 1e6,
         latency_ps / delivered.max(1) / 1000,
     );
+}
+
+/// The fabric at time 0, before any port starts: what every floor of a run starts from.
+#[derive(Clone)]
+struct Start<'n> {
+    network: &'n Network,
+    owner: &'n [u8],
+    node_base: Vec<u32>,
+    ports: Vec<Port>,
+    lanes: Vec<Lane>,
+    rotations: Vec<(Vec<Turn>, usize)>,
+    arbiters: Vec<Arbiter>,
+    queue: Queue,
+    blocks: u16,
+}
+
+impl<'n, const PARTITIONED: bool> Floor<'n, PARTITIONED> {
+    /// The floor of partition `me` of `partitions` (the whole run's, unpartitioned).
+    fn new(start: Start<'n>, me: u8, partitions: usize) -> Self {
+        let Start {
+            network,
+            owner,
+            node_base,
+            ports,
+            lanes,
+            rotations,
+            arbiters,
+            queue,
+            blocks,
+        } = start;
+        Floor {
+            network,
+            owner,
+            me,
+            log: PARTITIONED.then(Vec::new),
+            outbox: vec![Vec::new(); if PARTITIONED { partitions } else { 0 }],
+            node_base,
+            ports,
+            lanes,
+            rotations,
+            arbiters,
+            packets: Vec::new(),
+            free: Vec::new(),
+            queue,
+            blocks,
+            now: 0,
+            events: 0,
+            packet_hops: 0,
+            delivered: 0,
+            latency_ps: 0,
+            fingerprint: 0,
+        }
+    }
 }
 
 /// What the floors of a run counted, together.

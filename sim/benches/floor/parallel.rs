@@ -24,7 +24,7 @@ use std::sync::{RwLock, RwLockReadGuard};
 
 use ibqos_sim::{Network, NodeKind};
 
-use super::{Event, Floor, PROVISIONAL, Packet};
+use super::{Event, Floor, PROVISIONAL, Packet, Start};
 
 /// An event pushed for another partition's port, with the packet of an arrival (it leaves this
 /// partition's store).
@@ -122,62 +122,14 @@ fn resolve(rank: u128, numbers: &[u64]) -> u128 {
     rank >> 64 << 64 | u128::from(numbers[(number & !PROVISIONAL) as usize])
 }
 
-/// `floor`, set up for a whole run, as the floor of a partition.
-pub(super) fn partitioned(floor: Floor<'_, false>) -> Floor<'_, true> {
-    let Floor {
-        network,
-        owner,
-        me,
-        log,
-        outbox,
-        node_base,
-        ports,
-        lanes,
-        rotations,
-        arbiters,
-        packets,
-        free,
-        queue,
-        blocks,
-        now,
-        events,
-        packet_hops,
-        delivered,
-        latency_ps,
-        fingerprint,
-    } = floor;
-    Floor {
-        network,
-        owner,
-        me,
-        log,
-        outbox,
-        node_base,
-        ports,
-        lanes,
-        rotations,
-        arbiters,
-        packets,
-        free,
-        queue,
-        blocks,
-        now,
-        events,
-        packet_hops,
-        delivered,
-        latency_ps,
-        fingerprint,
-    }
-}
-
-/// Runs `floor` (set up, not started) in `k` partitions until `until`; the floors that ran.
+/// Runs the fabric from `start` in `k` partitions until `until`; the floors that ran.
 ///
 /// Each window ends with one barrier: every partition then reads every partition's slot and
 /// works out all the numbers itself (the merge is cheap beside a second barrier), and slots
 /// alternate between windows, so that a partition writes one while others may still read the
 /// other.
-pub(super) fn run<'n>(floor: Floor<'n, true>, k: usize, until: u64) -> Vec<Floor<'n, true>> {
-    let lookahead = floor.queue.delays[super::ARRIVE].min(floor.queue.delays[super::CREDIT]);
+pub(super) fn run<'n>(start: &Start<'n>, k: usize, until: u64) -> Vec<Floor<'n, true>> {
+    let lookahead = start.queue.delays[super::ARRIVE].min(start.queue.delays[super::CREDIT]);
     let slot = || {
         RwLock::new(Slot {
             outboxes: vec![Vec::new(); k],
@@ -194,10 +146,7 @@ pub(super) fn run<'n>(floor: Floor<'n, true>, k: usize, until: u64) -> Vec<Floor
     std::thread::scope(|scope| {
         let threads: Vec<_> = (0..k)
             .map(|me| {
-                let mut floor = floor.clone();
-                floor.me = me as u8;
-                floor.log = Some(Vec::new());
-                floor.outbox = vec![Vec::new(); k];
+                let mut floor = Floor::<true>::new(start.clone(), me as u8, k);
                 scope.spawn(move || {
                     // Time 0 as a window: each port's start is an event of its own, ordered
                     // by port number, as the one-core run starts them.
