@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::process::command_line;
-use crate::{Error, Result, SimTools};
+use crate::{Error, Result, SimTools, TestDir};
 
 /// How long ibsim may take to bind its sockets. It takes a few milliseconds on a small net.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
@@ -76,6 +76,22 @@ impl Ibsim {
         dir: &Path,
     ) -> Result<Ibsim> {
         Ibsim::serve_with(tools, ibqos, netfile, attach, dir, &[])
+    }
+
+    /// `ibqos fabric serve NETFILE --attach NODE` and the real ibsim of the same net file, for
+    /// tests that hold the one to the other: each with the directory it runs in (`served` and
+    /// `ibsim` under `dir`), served first.
+    pub fn served_and_real(
+        tools: &SimTools,
+        ibqos: &Path,
+        netfile: &Path,
+        attach: &str,
+        dir: &TestDir,
+    ) -> Result<((Ibsim, PathBuf), (Ibsim, PathBuf))> {
+        let (served_dir, ibsim_dir) = (dir.subdir("served"), dir.subdir("ibsim"));
+        let served = Ibsim::serve(tools, ibqos, netfile, attach, &served_dir)?;
+        let ibsim = Ibsim::start(tools, netfile, &ibsim_dir)?;
+        Ok(((served, served_dir), (ibsim, ibsim_dir)))
     }
 
     /// [`Ibsim::serve`] with more `ibqos fabric serve` arguments (a fault schedule, a latency

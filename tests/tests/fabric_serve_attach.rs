@@ -26,13 +26,8 @@ fn clients_attach_where_sim_host_says_as_under_ibsim() {
     let dir = TestDir::new("fabric-serve-attach");
     let netfile = testdata("two-switch.net");
     let topology = Topology::load(&netfile).unwrap();
-    let served_dir = dir.path().join("served");
-    let ibsim_dir = dir.path().join("ibsim");
-    for d in [&served_dir, &ibsim_dir] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    let served = Ibsim::serve(&tools, &ibqos, &netfile, "H1", &served_dir).unwrap();
-    let ibsim = Ibsim::start(&tools, &netfile, &ibsim_dir).unwrap();
+    let ((served, served_dir), (ibsim, _)) =
+        Ibsim::served_and_real(&tools, &ibqos, &netfile, "H1", &dir).unwrap();
 
     // From each node: the node at hop 0 (the client's own) and one hop out of port 1.
     let mut own = BTreeSet::new();
@@ -71,13 +66,8 @@ fn ports_read_as_under_ibsim_before_an_sm() {
     let ibqos = ibqos_binary().unwrap();
     let dir = TestDir::new("fabric-serve-power-on");
     let netfile = testdata("two-switch.net");
-    let served_dir = dir.path().join("served");
-    let ibsim_dir = dir.path().join("ibsim");
-    for d in [&served_dir, &ibsim_dir] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    let served = Ibsim::serve(&tools, &ibqos, &netfile, "H2", &served_dir).unwrap();
-    let ibsim = Ibsim::start(&tools, &netfile, &ibsim_dir).unwrap();
+    let ((served, _), (ibsim, _)) =
+        Ibsim::served_and_real(&tools, &ibqos, &netfile, "H2", &dir).unwrap();
     // From H2: its own CA port, and S1's port 0, a port linked to S2 and an unlinked port,
     // each a template of its own in ibsim.
     let ports: [(&[u8], u8); 4] = [(&[], 1), (&[1], 0), (&[1], 3), (&[1], 6)];

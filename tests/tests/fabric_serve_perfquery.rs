@@ -146,13 +146,8 @@ fn compare(name: &str, net: Option<&str>, bring_up: impl Fn(&SimTools, &Ibsim, &
         }
         None => testdata("two-switch.net"),
     };
-    let served_dir = dir.path().join("served");
-    let ibsim_dir = dir.path().join("ibsim");
-    for d in [&served_dir, &ibsim_dir] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    let served = Ibsim::serve(&tools, &ibqos, &netfile, SM_NODE, &served_dir).unwrap();
-    let ibsim = Ibsim::start(&tools, &netfile, &ibsim_dir).unwrap();
+    let ((served, served_dir), (ibsim, ibsim_dir)) =
+        Ibsim::served_and_real(&tools, &ibqos, &netfile, SM_NODE, &dir).unwrap();
     bring_up(&tools, &served, &served_dir);
     bring_up(&tools, &ibsim, &ibsim_dir);
 
