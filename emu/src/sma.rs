@@ -90,6 +90,9 @@ pub(crate) struct PortSma {
     /// PortInfo Sets with ClientReregister: the bit asks the port's clients to register with
     /// the SA again, an action rather than a setting, so it is counted here, not kept.
     pub(crate) client_reregistrations: u32,
+    /// MlnxExtendedPortInfo (vendor attribute 0xFF90) as ibsim keeps it: 64 raw bytes, zero on
+    /// a port without FDR10 (which the emulator does not model), whatever a Set carried after.
+    pub(crate) mlnx_ext_port_info: [u8; 64],
 }
 
 /// One node's agent state.
@@ -123,6 +126,20 @@ fn target_port(node: &NodeSma, arrival: u8, modifier_port: u32) -> Result<u8, St
         .ok()
         .filter(|&p| p <= node.info.num_ports)
         .ok_or(Status::INVALID_VALUE)
+}
+
+/// The port a MlnxExtendedPortInfo names, as ibsim's `do_extportinfo` takes it: the modifier,
+/// where 0 on a CA means the port the SMP arrived at.
+fn mlnx_ext_port_target(node: &NodeSma, arrival: u8, modifier: u32) -> Result<u8, Status> {
+    let port = u8::try_from(modifier)
+        .ok()
+        .filter(|&p| p <= node.info.num_ports)
+        .ok_or(Status::INVALID_VALUE)?;
+    Ok(if port == 0 && node.switch.is_none() {
+        arrival
+    } else {
+        port
+    })
 }
 
 fn widest_width(mask: u8) -> u8 {
@@ -268,6 +285,7 @@ impl PortSma {
             vlarb_low: default_vlarb(caps.vlarb_low_cap, Priority::Low),
             vlarb_high: default_vlarb(caps.vlarb_high_cap, Priority::High),
             client_reregistrations: 0,
+            mlnx_ext_port_info: [0; 64],
         }
     }
 
@@ -481,6 +499,13 @@ impl NodeSma {
                 let held = block.and_then(|b| self.switch.as_ref()?.mft.get(&b));
                 Attribute::MulticastForwardingTable(held.copied().unwrap_or_default())
             }
+            AttributeId::MlnxExtendedPortInfo => {
+                let number = mlnx_ext_port_target(self, arrival, modifier)?;
+                Attribute::Other {
+                    id,
+                    data: self.existing_port(number)?.mlnx_ext_port_info,
+                }
+            }
             _ => return Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
         })
     }
@@ -621,6 +646,18 @@ impl NodeSma {
                     switch.mft.insert(block, table);
                 }
                 self.get(arrival, AttributeId::MulticastForwardingTable, modifier)
+            }
+            Attribute::Other {
+                id: AttributeId::MlnxExtendedPortInfo,
+                data,
+            } => {
+                let number = mlnx_ext_port_target(self, arrival, modifier)?;
+                let port = self.port_mut(number).ok_or(Status::INVALID_VALUE)?;
+                port.mlnx_ext_port_info = data;
+                Ok(Attribute::Other {
+                    id: AttributeId::MlnxExtendedPortInfo,
+                    data,
+                })
             }
             _ => Err(Status::METHOD_ATTRIBUTE_UNSUPPORTED),
         }

@@ -352,6 +352,29 @@ fn tables_round_trip() {
     assert_eq!(emu.lft(s1, 64), Some(0xff));
 }
 
+#[test]
+fn mlnx_extended_port_info_is_kept_per_port_as_ibsim_keeps_it() {
+    let mut emu = emulator();
+    let id = AttributeId::MlnxExtendedPortInfo;
+    let raw = |smp: &SmpRepr| match attr(smp) {
+        Attribute::Other { data, .. } => data,
+        other => panic!("{other:?}"),
+    };
+    // Zero at the start, on a switch port and on the SM's CA port (0 there: the arrival port).
+    assert_eq!(raw(&get(&mut emu, &[1], id, 3)), [0; 64]);
+    assert_eq!(raw(&get(&mut emu, &[], id, 0)), [0; 64]);
+    let mut data = [0; 64];
+    data[..4].copy_from_slice(&[1, 0, 2, 3]);
+    let answer = set(&mut emu, &[1], Attribute::Other { id, data }, 3);
+    assert_eq!(answer.status, Status(0));
+    assert_eq!(raw(&get(&mut emu, &[1], id, 3)), data);
+    // Only that port holds it.
+    assert_eq!(raw(&get(&mut emu, &[1], id, 4)), [0; 64]);
+    // S1 has 8 ports; H1 has 1.
+    assert_eq!(get(&mut emu, &[1], id, 9).status, INVALID);
+    assert_eq!(get(&mut emu, &[], id, 2).status, INVALID);
+}
+
 fn mft(block: u16, position: u8) -> u32 {
     MftModifier::new(block, position).unwrap().into()
 }

@@ -147,14 +147,14 @@ impl<'a> SmpQuery<'a> {
         parse_portinfo(&text).map_err(|e| e.context(format!("portinfo of {target}")))
     }
 
-    /// `smpquery portinfo <target> [port]`, every field as smpquery prints it
-    /// ([`dotted_fields`]).
-    pub fn portinfo_fields(
+    /// `smpquery <op> <target> [port]`, every field as smpquery prints it ([`dotted_fields`]).
+    pub fn fields(
         &self,
+        op: &str,
         target: &Target,
         port: Option<u8>,
     ) -> Result<BTreeMap<String, String>> {
-        Ok(dotted_fields(&self.run("portinfo", target, port)?))
+        Ok(dotted_fields(&self.run(op, target, port)?))
     }
 
     /// `smpquery pkeys <target> [port]`: every entry of the port's P_Key table.
