@@ -18,6 +18,7 @@ shift $(($# < 2 ? $# : 2))
 durations=("$@")
 [ ${#durations[@]} -gt 0 ] || durations=(100 300 1000)
 command -v python3 >/dev/null || { echo "bench: python3 is missing" >&2; exit 1; }
+[ "$threads" -ge 2 ] 2>/dev/null || { echo "bench: THREADS must be a number from 2 up" >&2; exit 1; }
 
 bin=$(cargo bench -p ibqos-sim --bench sim --no-run 2>&1 |
     sed -n 's/.*Executable benches\/sim.rs (\(.*\))/\1/p' | tail -1)
