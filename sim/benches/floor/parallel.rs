@@ -225,7 +225,10 @@ impl Merge {
             .enumerate()
             .map(|(p, slot)| (0, self.head_rank(slot, p, 0)))
             .collect();
-        while let Some(p) = (0..heads.len()).min_by_key(|&p| heads[p].1) {
+        loop {
+            // Which partition goes next is a coin toss to the branch predictor: chosen by
+            // index arithmetic, not by a branch per partition.
+            let p = (1..heads.len()).fold(0, |p, q| if heads[q].1 < heads[p].1 { q } else { p });
             let (i, rank) = heads[p];
             if rank == u128::MAX {
                 break;
