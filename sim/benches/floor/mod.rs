@@ -149,7 +149,7 @@ struct Floor<'n, const PARTITIONED: bool> {
     owner: &'n [u8],
     me: u8,
     /// Partitioned: each event this window took, its rank and the pushes before it.
-    log: Option<Vec<(u128, u32)>>,
+    log: Vec<(u128, u32)>,
     /// Partitioned: this window's pushes to other partitions' ports, by partition.
     outbox: Vec<Vec<parallel::Crossing>>,
     node_base: Vec<u32>,
@@ -173,13 +173,14 @@ struct Floor<'n, const PARTITIONED: bool> {
     fingerprint: u64,
 }
 
-impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
-    fn lane(port: u32, vl: u8) -> usize {
-        port as usize * VLS + usize::from(vl)
-    }
+/// Where lane `vl` of `port` is in the lanes.
+fn lane(port: u32, vl: u8) -> usize {
+    port as usize * VLS + usize::from(vl)
+}
 
+impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
     fn refresh(&mut self, port: u32, vl: u8) {
-        let lane = &self.lanes[Self::lane(port, vl)];
+        let lane = &self.lanes[lane(port, vl)];
         let head = lane.head();
         let bit = 1u16 << vl;
         let port = &mut self.ports[port as usize];
@@ -210,7 +211,7 @@ impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
             }
             let (vl, weight) = arbiter.entries[arbiter.cursor];
             if weight > 0 && ready & 1 << vl != 0 && arbiter.used < weight {
-                arbiter.used += u32::from(self.lanes[Self::lane(port, vl)].head());
+                arbiter.used += u32::from(self.lanes[lane(port, vl)].head());
                 return Some(vl);
             }
         }
@@ -281,7 +282,7 @@ impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
     }
 
     fn transmit(&mut self, port: u32, vl: u8) {
-        let lane = Self::lane(port, vl);
+        let lane = lane(port, vl);
         let packet = self.take(lane, vl);
         let p = &mut self.packets[packet as usize];
         p.vl = vl;
@@ -331,7 +332,7 @@ impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
     }
 
     fn release(&mut self, port: u32, vl: u8, blocks: u16) {
-        self.lanes[Self::lane(port, vl)].occupancy -= u32::from(blocks);
+        self.lanes[lane(port, vl)].occupancy -= u32::from(blocks);
         let sender = self.ports[port as usize].peer;
         let credit = Event::Credit {
             port: sender,
@@ -344,7 +345,7 @@ impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
     fn arrive(&mut self, port: u32, packet: u32) {
         let info = self.ports[port as usize];
         let p = self.packets[packet as usize];
-        self.lanes[Self::lane(port, p.vl)].occupancy += u32::from(p.blocks);
+        self.lanes[lane(port, p.vl)].occupancy += u32::from(p.blocks);
         let node = &self.network.nodes[info.node as usize];
         let out = match node.kind {
             NodeKind::Host => None,
@@ -363,25 +364,35 @@ impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
         let vl = node.sl2vl(info.num, out).0[usize::from(p.sl)].get();
         let pk = &mut self.packets[packet as usize];
         (pk.in_port, pk.in_vl) = (port, pk.vl);
-        self.enqueue(Self::lane(out_port, vl), packet);
+        self.enqueue(lane(out_port, vl), packet);
         self.refresh(out_port, vl);
         self.try_send(out_port);
     }
 
-    /// What a port does at time 0: note which VLs can send, and send.
-    fn start(&mut self, port: u32) {
-        for vl in 0..VLS as u8 {
-            self.refresh(port, vl);
+    /// Time 0: each port of this floor notes which VLs can send, and sends, in port order as
+    /// the one-core run starts them; partitioned, each port's start is an event of its own in
+    /// the log (ranked by port number), as pushes are numbered by the event that made them.
+    fn start(&mut self) {
+        for port in 0..self.ports.len() as u32 {
+            if self.owner[port as usize] != self.me {
+                continue;
+            }
+            if PARTITIONED {
+                self.log.push((u128::from(port), self.queue.pushed as u32));
+            }
+            for vl in 0..VLS as u8 {
+                self.refresh(port, vl);
+            }
+            self.try_send(port);
         }
-        self.try_send(port);
     }
 
     fn run(&mut self, until: u64) {
         while let Some((rank, event)) = self.queue.pop_until(until) {
             self.now = (rank >> 64) as u64;
             self.events += 1;
-            if PARTITIONED && let Some(log) = &mut self.log {
-                log.push((rank, self.queue.pushed as u32));
+            if PARTITIONED {
+                self.log.push((rank, self.queue.pushed as u32));
             }
             match event {
                 Event::TxDone {
@@ -398,7 +409,7 @@ impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
                 }
                 Event::Arrive { port, packet } => self.arrive(port, packet),
                 Event::Credit { port, vl, blocks } => {
-                    self.lanes[Self::lane(port, vl)].credits += u32::from(blocks);
+                    self.lanes[lane(port, vl)].credits += u32::from(blocks);
                     self.refresh(port, vl);
                     self.try_send(port);
                 }
@@ -479,7 +490,7 @@ pub fn run(network: &Network, flows: &[Flow], duration_ps: u64, partitions: usiz
         let port = node_base[f.src.node] + u32::from(f.src.port);
         let node = &network.nodes[f.src.node];
         let vl = node.sl2vl(0, f.src.port).0[usize::from(f.sl.get())].get();
-        let lane = port as usize * VLS + usize::from(vl);
+        let lane = lane(port, vl);
         rotations[lane].0.push(Turn {
             dlid: f.dlid,
             sl: f.sl.get(),
@@ -511,9 +522,7 @@ pub fn run(network: &Network, flows: &[Flow], duration_ps: u64, partitions: usiz
     let started = Instant::now();
     let totals = if partitions == 1 {
         let mut floor = Floor::<false>::new(start, 0, 1);
-        for port in 0..floor.ports.len() as u32 {
-            floor.start(port);
-        }
+        floor.start();
         floor.run(duration_ps);
         Totals::of(&[floor])
     } else {
@@ -567,7 +576,7 @@ impl<'n, const PARTITIONED: bool> Floor<'n, PARTITIONED> {
             network,
             owner,
             me,
-            log: PARTITIONED.then(Vec::new),
+            log: Vec::new(),
             outbox: vec![Vec::new(); if PARTITIONED { partitions } else { 0 }],
             node_base,
             ports,

@@ -148,15 +148,8 @@ pub(super) fn run<'n>(start: &Start<'n>, k: usize, until: u64) -> Vec<Floor<'n, 
             .map(|me| {
                 let mut floor = Floor::<true>::new(start.clone(), me as u8, k);
                 scope.spawn(move || {
-                    // Time 0 as a window: each port's start is an event of its own, ordered
-                    // by port number, as the one-core run starts them.
-                    for port in 0..floor.ports.len() as u32 {
-                        if floor.owner[port as usize] == floor.me {
-                            let log = floor.log.as_mut().expect("partitioned");
-                            log.push((u128::from(port), floor.queue.pushed as u32));
-                            floor.start(port);
-                        }
-                    }
+                    // Time 0 is the first window.
+                    floor.start();
                     let mut merge = Merge {
                         pushed: 0,
                         numbers: vec![Vec::new(); k],
@@ -191,9 +184,8 @@ pub(super) fn run<'n>(start: &Start<'n>, k: usize, until: u64) -> Vec<Floor<'n, 
 
 fn hand_over(floor: &mut Floor<true>, slot: &RwLock<Slot>) {
     let mut slot = slot.write().expect("slot");
-    let log = floor.log.as_mut().expect("partitioned");
-    std::mem::swap(&mut slot.log, log);
-    log.clear();
+    std::mem::swap(&mut slot.log, &mut floor.log);
+    floor.log.clear();
     slot.pushes = floor.queue.pushed as u32;
     for (mine, handed) in floor.outbox.iter_mut().zip(&mut slot.outboxes) {
         std::mem::swap(mine, handed);
