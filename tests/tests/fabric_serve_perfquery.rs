@@ -24,6 +24,7 @@ use ibqos_tests::netfile::DrPath;
 use ibqos_tests::opensm::run_opensm_once;
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::process::{command_line, run_bounded};
+use ibqos_tests::readback::write_net_file;
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
 use ibqos_tests::smpquery::{SmpQuery, Target};
@@ -139,11 +140,7 @@ fn compare(name: &str, net: Option<&str>, bring_up: impl Fn(&SimTools, &Ibsim, &
     let ibqos = ibqos_binary().unwrap();
     let dir = TestDir::new(name);
     let netfile = match net {
-        Some(text) => {
-            let path = dir.path().join("fabric.net");
-            std::fs::write(&path, text).unwrap();
-            path
-        }
+        Some(text) => write_net_file(dir.path(), "fabric.net", text).unwrap(),
         None => testdata("two-switch.net"),
     };
     let ((served, served_dir), (ibsim, ibsim_dir)) =
