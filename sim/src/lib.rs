@@ -42,6 +42,7 @@ mod report;
 pub mod shared_buffer;
 mod sonic;
 pub mod traffic;
+pub mod window;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
 pub use build::{BuildError, Tables, TopologyHosts, build_network};

@@ -19,6 +19,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use ibqos_sim::window::PROVISIONAL;
 use ibqos_sim::{Flow, LinkParams, Network, NodeKind, wire_blocks};
 
 mod parallel;
@@ -52,11 +53,6 @@ enum Event {
 const TX_DONE: usize = 0;
 const ARRIVE: usize = 1;
 const CREDIT: usize = 2;
-
-/// Push numbers given in a window of a partitioned run (with the window's count in the low
-/// bits): above every number of an earlier window, and ordered among themselves as the
-/// partition pushed them, until the window's end gives each its place in the whole run.
-const PROVISIONAL: u64 = 1 << 63;
 
 #[derive(Clone)]
 struct Queue {
