@@ -82,9 +82,19 @@
 //!   has left it (a slot the port was too busy for is lost, not made up), and rejoins the
 //!   rotation when released. Its timers are events only while it has one. Flows with a rate
 //!   of their own have no reaction point (their application's rate is the limit).
+//!
+//! # More than one core
+//! [`Parallel`] runs an InfiniBand fabric in partitions of its nodes, a thread each, and gives
+//! the report one core gives, byte for byte ([`crate::window`] says how). Each partition is a
+//! whole [`Simulation`] that takes only the events of its own ports; what its ports push for
+//! another partition's (an arrival, a credit return: only across a link) crosses at the
+//! window's end, and the report is put together from each port's and flow's owner.
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 mod ethernet;
+mod parallel;
+
+pub use parallel::{Parallel, Run};
 
 use crate::arbiter::{Arbiter, ArbiterOptions, ArbiterTables, BLOCK_BYTES};
 use crate::link::{
@@ -224,6 +234,8 @@ struct PortState {
     waiting: u16,
     /// The arbiter granted nothing when last asked.
     refused: bool,
+    /// The peer is another partition's ([`Parallel`]): what the port pushes for it crosses.
+    far: bool,
 }
 
 const _: () = assert!(size_of::<PortState>() == 32, "two port states to a line");
@@ -502,6 +514,8 @@ pub struct Simulation<'n> {
     /// The lossless-Ethernet state of a `pfc` run, apart from everything an InfiniBand hop
     /// reads; `None` on InfiniBand, which is the one check where the paths part.
     eth: Option<Box<ethernet::EthernetState>>,
+    /// The partition this is of a [`Parallel`] run; `None` in a run of one.
+    split: Option<Box<parallel::Split>>,
 }
 
 /// SplitMix64: a seeded, order-independent hash for per-flow randomness.
@@ -645,6 +659,7 @@ impl<'n> Simulation<'n> {
                 starved: 0,
                 waiting: 0,
                 refused: false,
+                far: false,
             });
         }
         let mut sim = Simulation {
@@ -679,6 +694,7 @@ impl<'n> Simulation<'n> {
             packet_hops: 0,
             timeline: Vec::new(),
             eth: None,
+            split: None,
         };
         if let Some(config) = ethernet {
             let state = ethernet::EthernetState::new(&sim, config)?;
@@ -822,6 +838,17 @@ impl<'n> Simulation<'n> {
 
     /// Processes every event up to `until` (at most the run's duration).
     pub fn run_until(&mut self, until: u64) {
+        if self.split.is_some() {
+            self.take_events::<true>(until);
+        } else {
+            self.take_events::<false>(until);
+        }
+    }
+
+    /// [`Simulation::run_until`]; as a partition (`LOG`), noting each event's rank and the
+    /// pushes before it in the window's log. One loop for both, made twice, so that a run on
+    /// one core does not ask at each event whether to log it.
+    fn take_events<const LOG: bool>(&mut self, until: u64) {
         let until = until.min(self.options.duration_ps);
         let after = until.saturating_add(1);
         // The time of the next scheduled event (the schedule does not change during the run).
@@ -833,16 +860,24 @@ impl<'n> Simulation<'n> {
         let mut scheduled = next_scheduled(self);
         loop {
             // A scheduled event goes before queued events of its time.
-            let (time, event) = match self.queue.pop_before(scheduled.min(after)) {
+            let (rank, event) = match self.queue.pop_before(scheduled.min(after)) {
                 Some(next) => next,
                 None if scheduled <= until => {
                     self.scheduled += 1;
                     scheduled = next_scheduled(self);
-                    self.schedule[self.scheduled - 1]
+                    let (time, event) = self.schedule[self.scheduled - 1];
+                    let number = match &self.split {
+                        Some(split) if LOG => split.scheduled_number(self.scheduled - 1),
+                        _ => 0,
+                    };
+                    (u128::from(time) << 64 | u128::from(number), event)
                 }
                 None => break,
             };
-            self.now = time;
+            if LOG && let Some(split) = &mut self.split {
+                split.log(rank, self.queue.next_number());
+            }
+            self.now = (rank >> 64) as u64;
             self.events += 1;
             self.load_next_event_ports();
             self.handle(event);
@@ -1195,15 +1230,12 @@ impl<'n> Simulation<'n> {
         let sender = state.peer;
         if vl != VL15 {
             let at = self.now + self.kinds[usize::from(state.kind)].credit_return_ps;
-            self.queue.push(
-                self.now,
-                at,
-                Event::Credit {
-                    port: sender,
-                    vl,
-                    blocks,
-                },
-            );
+            let credit = Event::Credit {
+                port: sender,
+                vl,
+                blocks,
+            };
+            self.push_to_peer(state.far, sender, at, credit);
         }
     }
 
@@ -1397,17 +1429,33 @@ impl<'n> Simulation<'n> {
             },
         );
         self.packets[packet as usize].vl = vl;
-        self.queue.push(
-            now,
-            now + serialization + propagation,
-            Event::Arrive { port: peer, packet },
-        );
+        let arrive = Event::Arrive { port: peer, packet };
+        self.push_to_peer(state.far, peer, now + serialization + propagation, arrive);
+    }
+
+    /// Pushes `event`, due at `time`, for `peer`, a port linked to one of this run's: into the
+    /// queue, or when the peer is another partition's (`far`) into that partition's outbox.
+    #[inline(always)]
+    fn push_to_peer(&mut self, far: bool, peer: u32, time: u64, event: Event) {
+        if far {
+            self.cross(peer, time, event);
+        } else {
+            self.queue.push(self.now, time, event);
+        }
     }
 
     /// Runs to the end (if not there yet) and reports.
     pub fn finish(mut self) -> Report {
+        self.run_until(self.options.duration_ps);
+        self.close();
+        self.report()
+    }
+
+    /// At the end of the run: puts every count where the report reads it (the deliveries in
+    /// their tallies, the rotations' packets in their flows) and brings every wait and
+    /// buffer integral up to the end.
+    fn close(&mut self) {
         let end = self.options.duration_ps;
-        self.run_until(end);
         self.now = end;
         self.record_deliveries();
         self.settle_turns();
@@ -1418,6 +1466,11 @@ impl<'n> Simulation<'n> {
             }
             self.integrate(lane);
         }
+    }
+
+    /// The report of a closed run.
+    fn report(mut self) -> Report {
+        let end = self.options.duration_ps;
         let links = self.link_reports();
         let timeline = self.timeline_report(&links);
         self.finish_dcqcn();

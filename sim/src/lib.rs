@@ -51,7 +51,7 @@ pub use dcqcn::{
     NpParams, ReactionPoint, RpParams,
 };
 pub use describe::describe;
-pub use engine::{SimOptions, Simulation, simulate};
+pub use engine::{Parallel, Run, SimOptions, Simulation, simulate};
 pub use ets::{EtsConfig, EtsError, Grant, Scheduler};
 pub use held::Mismatch;
 pub use host_qos::{HostQos, HostQosError, Trust};

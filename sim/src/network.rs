@@ -257,6 +257,14 @@ pub enum NetworkError {
         "the links have more than 65,536 different sets of parameters (speed, width, propagation, buffer, credit latency): the simulator takes 65,536 at most"
     )]
     TooManyLinkKinds,
+    #[error(
+        "a lossless-Ethernet run takes one thread: its pause frames and DCQCN are not split over threads"
+    )]
+    SplitEthernet,
+    #[error(
+        "a run over several threads needs links whose packets and credits take time to cross (propagation, credit latency): here one takes none; run on one thread"
+    )]
+    NoLookahead,
     #[error("node {name} does not have the per-port tables its {num_ports} ports need")]
     BadTables { name: String, num_ports: u8 },
     #[error(

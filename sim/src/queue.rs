@@ -136,10 +136,11 @@ impl<E> Queue<E> {
         }
     }
 
-    /// The earliest event if its time is before `limit`, else `None` (and nothing is taken).
-    /// Inlined into the engine's one loop, which then keeps the event in registers.
+    /// The earliest event if its time is before `limit`, else `None` (and nothing is taken),
+    /// with its rank: its time in the high 64 bits, its push number in the low. Inlined into
+    /// the engine's one loop, which then keeps the event in registers.
     #[inline(always)]
-    pub fn pop_before(&mut self, limit: u64) -> Option<(u64, E)> {
+    pub fn pop_before(&mut self, limit: u64) -> Option<(u128, E)> {
         if (self.earliest >> 64) as u64 >= limit {
             return None;
         }
@@ -153,9 +154,8 @@ impl<E> Queue<E> {
             }
         };
         self.find_earliest();
-        let time = entry.time();
-        self.now = self.now.max(time);
-        Some((time, entry.event))
+        self.now = self.now.max(entry.time());
+        Some((entry.rank, entry.event))
     }
 
     /// The earliest event, if any, without taking it: what the next pop takes if it is due.
@@ -165,6 +165,78 @@ impl<E> Queue<E> {
             FROM_HEAP => self.heap.peek().map(|Reverse(e)| &e.event),
             class => self.classes[class].front().map(|e| &e.event),
         }
+    }
+
+    /// The number the next push takes.
+    pub fn next_number(&self) -> u64 {
+        self.pushed
+    }
+
+    /// Numbers the pushes from here on from `number` up: a partition of a run numbers each
+    /// window's pushes provisionally ([`crate::window`]).
+    pub fn number_from(&mut self, number: u64) {
+        self.pushed = number;
+    }
+
+    /// Takes a push number without pushing: the number of an event pushed elsewhere (to
+    /// another partition's queue), as if it had been pushed here.
+    pub fn take_number(&mut self) -> u64 {
+        self.pushed += 1;
+        self.pushed - 1
+    }
+
+    /// Gives every queued event whose push number is provisional (`from` or above) the number
+    /// `number` gives it. `number` must keep the order of the numbers it is given and put them
+    /// above every number below `from`: the queue's order stays as it was, and only the ranks
+    /// change.
+    pub fn renumber(&mut self, from: u64, number: impl Fn(u64) -> u64) {
+        let renumbered = |entry: &mut Entry<E>| {
+            let pushed = entry.rank as u64;
+            if pushed < from {
+                return false;
+            }
+            entry.rank = entry.rank >> 64 << 64 | u128::from(number(pushed));
+            true
+        };
+        for (fifo, front) in self.classes.iter_mut().zip(&mut self.fronts) {
+            // A FIFO's provisional events are its last: they were pushed after the others.
+            for entry in fifo.iter_mut().rev() {
+                if !renumbered(entry) {
+                    break;
+                }
+            }
+            *front = fifo.front().map_or(EMPTY, |e| e.rank);
+        }
+        if self.heap.iter().any(|Reverse(e)| e.rank as u64 >= from) {
+            let mut entries = std::mem::take(&mut self.heap).into_vec();
+            for Reverse(entry) in &mut entries {
+                renumbered(entry);
+            }
+            self.heap = BinaryHeap::from(entries);
+        }
+        self.find_earliest();
+    }
+
+    /// Queues `event` of rank `rank`, pushed elsewhere `delay` before its time, in its place:
+    /// with the events of its delay, or in the heap. Its rank comes after every event's of its
+    /// delay pushed before the last window, so it goes at or near a FIFO's end.
+    pub fn take_in(&mut self, delay: u64, rank: u128, event: E) {
+        let entry = Entry { rank, event };
+        match self.delays.iter().position(|d| *d == delay) {
+            Some(class) => {
+                let fifo = &mut self.classes[class];
+                let at = fifo.partition_point(|e| e.rank < rank);
+                fifo.insert(at, entry);
+                self.fronts[class] = self.fronts[class].min(rank);
+            }
+            None if self.delays.len() < MAX_CLASSES => {
+                self.delays.push(delay);
+                self.fronts.push(rank);
+                self.classes.push(VecDeque::from([entry]));
+            }
+            None => self.heap.push(Reverse(entry)),
+        }
+        self.find_earliest();
     }
 
     /// Finds the earliest head among the classes and the heap.
@@ -188,8 +260,14 @@ mod tests {
     use proptest::prelude::*;
 
     impl<E> Queue<E> {
+        /// The earliest event before `limit` and its time.
+        fn pop_timed(&mut self, limit: u64) -> Option<(u64, E)> {
+            self.pop_before(limit)
+                .map(|(rank, event)| ((rank >> 64) as u64, event))
+        }
+
         fn pop(&mut self) -> Option<(u64, E)> {
-            self.pop_before(u64::MAX)
+            self.pop_timed(u64::MAX)
         }
     }
 
@@ -221,6 +299,48 @@ mod tests {
     }
 
     proptest! {
+        /// A window's end in a partition: pushes numbered provisionally, then renumbered with
+        /// their place among every push, and events pushed elsewhere taken in with theirs,
+        /// pop as one sorted queue of every push would pop them (time, then place).
+        #[test]
+        fn renumbered_and_taken_in_events_pop_in_the_whole_order(
+            before in proptest::collection::vec((0u64..4, 0u64..60), 0..40),
+            window in proptest::collection::vec((0u64..4, 0u64..60, any::<bool>()), 0..80),
+        ) {
+            let mut queue = Queue::default();
+            let mut model: Vec<(u64, u64)> = Vec::new();
+            let mut now = 0u64;
+            // Pushes of earlier windows, with their numbers already: 0, 1, 2 ...
+            for (step, delay) in before {
+                now += step;
+                let number = model.len() as u64;
+                queue.push(now, now + delay, number);
+                model.push((now + delay, number));
+            }
+            queue.number_from(crate::window::PROVISIONAL);
+            let first = model.len() as u64;
+            let (mut places, mut elsewhere) = (Vec::new(), Vec::new());
+            for (i, (step, delay, here)) in (first..).zip(window) {
+                now += step;
+                model.push((now + delay, i));
+                if here {
+                    queue.push(now, now + delay, i);
+                    places.push(i);
+                } else {
+                    elsewhere.push((delay, now + delay, i));
+                }
+            }
+            queue.renumber(crate::window::PROVISIONAL, |n| {
+                places[(n - crate::window::PROVISIONAL) as usize]
+            });
+            for (delay, time, i) in elsewhere {
+                queue.take_in(delay, u128::from(time) << 64 | u128::from(i), i);
+            }
+            model.sort();
+            let got: Vec<_> = std::iter::from_fn(|| queue.pop()).collect();
+            prop_assert_eq!(got, model);
+        }
+
         /// Any interleaving of pushes (each at or after the last pop) and pops, with or
         /// without a limit, gives the order a sorted list of (time, push number) gives, with
         /// more delays than classes; a pop with a limit takes nothing at or after it; a peek
@@ -246,7 +366,7 @@ mod tests {
                     .first()
                     .is_some_and(|(t, _)| *t < limit)
                     .then(|| model.remove(0));
-                let got = queue.pop_before(limit);
+                let got = queue.pop_timed(limit);
                 prop_assert_eq!(got, expected);
                 if let Some((t, _)) = got {
                     now = t;

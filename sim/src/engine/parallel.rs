@@ -1,0 +1,460 @@
+//! A run in partitions, a thread each, with the report of one core (see [`crate::window`]).
+
+use crate::network::{Flow, Network, NetworkError};
+use crate::report::Report;
+use crate::window::{self, PROVISIONAL, Slot, Windows};
+
+use super::{Event, NO_PORT, Packet, SimOptions, Simulation};
+
+/// What makes a [`Simulation`] one partition of a run.
+#[derive(Debug)]
+pub(super) struct Split {
+    me: u8,
+    /// The partition of each port.
+    owner: Vec<u8>,
+    /// Each event taken in this window: its rank and the pushes before it.
+    log: Vec<(u128, u32)>,
+    /// This window's pushes for other partitions' ports, by partition.
+    outboxes: Vec<Vec<Crossing>>,
+    /// The whole run's push number of each of this partition's scheduled events (a flow's
+    /// start or stop): its place in the whole schedule, which comes before every push.
+    schedule_numbers: Vec<u32>,
+}
+
+impl Split {
+    /// The push number of this partition's scheduled event `index`.
+    pub(super) fn scheduled_number(&self, index: usize) -> u64 {
+        u64::from(self.schedule_numbers[index])
+    }
+
+    /// Logs an event of rank `rank` taken when the queue's next number was `next`.
+    pub(super) fn log(&mut self, rank: u128, next: u64) {
+        self.log.push((rank, (next - PROVISIONAL) as u32));
+    }
+}
+
+/// An event pushed for another partition's port, `delay` before its time, with the packet of
+/// an arrival (it leaves this partition's packets).
+#[derive(Debug, Clone, Copy)]
+pub struct Crossing {
+    delay: u64,
+    rank: u128,
+    event: Event,
+    packet: Option<Packet>,
+}
+
+impl Simulation<'_> {
+    /// Pushes `event`, due at `time`, for `peer`, another partition's port: numbered as if
+    /// queued here, into that partition's outbox.
+    pub(super) fn cross(&mut self, peer: u32, time: u64, event: Event) {
+        let number = self.queue.take_number();
+        let packet = match event {
+            Event::Arrive { packet, .. } => {
+                self.free.push(packet);
+                Some(self.packets[packet as usize])
+            }
+            _ => None,
+        };
+        let split = self.split.as_mut().expect("only a partition has far peers");
+        split.outboxes[usize::from(split.owner[peer as usize])].push(Crossing {
+            delay: time - self.now,
+            rank: u128::from(time) << 64 | u128::from(number),
+            event,
+            packet,
+        });
+    }
+
+    fn split(&mut self) -> &mut Split {
+        self.split.as_mut().expect("a partition")
+    }
+}
+
+impl window::Partition for Simulation<'_> {
+    type Crossing = Crossing;
+
+    fn run(&mut self, until: u64) {
+        self.run_until(until);
+    }
+
+    fn hand_over(&mut self, slot: &mut Slot<Crossing>) {
+        slot.pushes = (self.queue.next_number() - PROVISIONAL) as u32;
+        self.queue.number_from(PROVISIONAL);
+        let split = self.split();
+        std::mem::swap(&mut slot.log, &mut split.log);
+        split.log.clear();
+        for (mine, handed) in split.outboxes.iter_mut().zip(&mut slot.outboxes) {
+            std::mem::swap(mine, handed);
+            mine.clear();
+        }
+    }
+
+    fn take_back(&mut self, me: usize, slots: &[&Slot<Crossing>], numbers: &[Vec<u64>]) {
+        let mine = &numbers[me];
+        self.queue
+            .renumber(PROVISIONAL, |number| mine[(number - PROVISIONAL) as usize]);
+        for (slot, numbers) in slots.iter().zip(numbers) {
+            for crossing in &slot.outboxes[me] {
+                let event = match (crossing.event, crossing.packet) {
+                    (Event::Arrive { port, .. }, Some(packet)) => Event::Arrive {
+                        port,
+                        packet: self.store_packet(packet),
+                    },
+                    (event, _) => event,
+                };
+                let rank = window::resolve(crossing.rank, numbers);
+                self.queue.take_in(crossing.delay, rank, event);
+            }
+        }
+    }
+}
+
+/// A run of an InfiniBand fabric in partitions of its nodes, a thread each, whose report is
+/// the one [`Simulation`] gives, byte for byte. Worth it on large fabrics: each window's end
+/// costs every partition a merge of all partitions' events, which a small fabric's events do
+/// not pay back.
+#[derive(Debug)]
+pub struct Parallel<'n> {
+    parts: Vec<Simulation<'n>>,
+    windows: Windows<Crossing>,
+}
+
+impl<'n> Parallel<'n> {
+    /// Sets up the run in `threads` partitions (1 to 255). Refused for an Ethernet run (its
+    /// pause frames and DCQCN are not split), and for links whose arrivals or credit returns
+    /// take no time (a window would be as short).
+    pub fn new(
+        network: &'n Network,
+        flows: &[Flow],
+        options: SimOptions,
+        threads: usize,
+    ) -> Result<Self, NetworkError> {
+        if network.ethernet.is_some() {
+            return Err(NetworkError::SplitEthernet);
+        }
+        let k = threads.clamp(1, 255);
+        let node_owner = window::partition_nodes(network, k);
+        let mut parts = Vec::with_capacity(k);
+        // The whole schedule's events, numbered before the first push.
+        let mut scheduled = 0;
+        for me in 0..k as u8 {
+            parts.push(Simulation::new(network, flows, options)?);
+            let sim = parts.last_mut().expect("just pushed");
+            let owner: Vec<u8> = sim
+                .states
+                .iter()
+                .map(|s| node_owner[s.node as usize])
+                .collect();
+            for (port, state) in sim.states.iter_mut().enumerate() {
+                state.far =
+                    owner[port] == me && owner.get(state.peer as usize).is_some_and(|&o| o != me);
+            }
+            scheduled = sim.schedule.len();
+            // The schedule's events of this partition's ports, each with its place in the
+            // whole schedule.
+            let source = |event: &Event| match *event {
+                Event::Join { port, .. } | Event::Stop { port, .. } => port,
+                Event::Start { flow } => sim.flows[flow as usize].port,
+                _ => unreachable!("an InfiniBand run schedules only flows' starts and stops"),
+            };
+            let (schedule, schedule_numbers): (Vec<(u64, Event)>, Vec<u32>) = (0u32..)
+                .zip(&sim.schedule)
+                .filter(|(_, (_, event))| owner[source(event) as usize] == me)
+                .map(|(number, &entry)| (entry, number))
+                .unzip();
+            sim.schedule = schedule;
+            sim.queue.number_from(PROVISIONAL);
+            sim.split = Some(Box::new(Split {
+                me,
+                owner,
+                log: Vec::new(),
+                outboxes: (0..k).map(|_| Vec::new()).collect(),
+                schedule_numbers,
+            }));
+        }
+        let lookahead = lookahead(&parts[0]).ok_or(NetworkError::NoLookahead)?;
+        Ok(Parallel {
+            parts,
+            windows: Windows::new(k, lookahead, scheduled as u64),
+        })
+    }
+
+    /// Processes every event up to `until` (at most the run's duration).
+    pub fn run_until(&mut self, until: u64) {
+        let until = until.min(self.parts[0].options.duration_ps);
+        self.windows.run(&mut self.parts, until);
+    }
+
+    /// The current simulated time.
+    pub fn now_ps(&self) -> u64 {
+        self.parts[0].now_ps()
+    }
+
+    /// The events handled so far.
+    pub fn events(&self) -> u64 {
+        self.parts.iter().map(Simulation::events).sum()
+    }
+
+    /// Runs to the end (if not there yet) and reports.
+    pub fn finish(mut self) -> Report {
+        self.run_until(u64::MAX);
+        for part in &mut self.parts {
+            part.close();
+        }
+        let mut parts = self.parts.into_iter();
+        let mut whole = parts.next().expect("a partition at least");
+        for part in parts {
+            whole.take_owned(part);
+        }
+        whole.split = None;
+        whole.report()
+    }
+}
+
+/// A run on one core ([`Simulation`]) or on several ([`Parallel`]), as asked.
+#[derive(Debug)]
+pub enum Run<'n> {
+    /// Boxed, as a simulation's state is five times a [`Parallel`]'s.
+    One(Box<Simulation<'n>>),
+    Split(Parallel<'n>),
+}
+
+impl<'n> Run<'n> {
+    /// A run on `threads` cores: one partition each, or a plain [`Simulation`] for one.
+    pub fn new(
+        network: &'n Network,
+        flows: &[Flow],
+        options: SimOptions,
+        threads: usize,
+    ) -> Result<Self, NetworkError> {
+        Ok(if threads > 1 {
+            Run::Split(Parallel::new(network, flows, options, threads)?)
+        } else {
+            Run::One(Box::new(Simulation::new(network, flows, options)?))
+        })
+    }
+
+    /// Processes every event up to `until` (at most the run's duration).
+    pub fn run_until(&mut self, until: u64) {
+        match self {
+            Run::One(sim) => sim.run_until(until),
+            Run::Split(sim) => sim.run_until(until),
+        }
+    }
+
+    /// The current simulated time.
+    pub fn now_ps(&self) -> u64 {
+        match self {
+            Run::One(sim) => sim.now_ps(),
+            Run::Split(sim) => sim.now_ps(),
+        }
+    }
+
+    /// The events handled so far.
+    pub fn events(&self) -> u64 {
+        match self {
+            Run::One(sim) => sim.events(),
+            Run::Split(sim) => sim.events(),
+        }
+    }
+
+    /// Runs to the end (if not there yet) and reports.
+    pub fn finish(self) -> Report {
+        match self {
+            Run::One(sim) => sim.finish(),
+            Run::Split(sim) => sim.finish(),
+        }
+    }
+}
+
+impl Simulation<'_> {
+    /// Takes from `part`, another closed partition of the run, what it owns: its ports' state,
+    /// lanes, waits and buffers, its flows' packets sent, and every count that adds up.
+    fn take_owned(&mut self, part: Simulation) {
+        let split = part.split.as_ref().expect("a partition");
+        for (port, state) in part.states.iter().enumerate() {
+            if split.owner[port] != split.me {
+                continue;
+            }
+            self.states[port] = *state;
+            for lane in state.lanes() {
+                self.lanes[lane] = part.lanes[lane];
+                self.waits[lane] = part.waits[lane];
+                self.buffers[lane] = part.buffers[lane];
+            }
+        }
+        for (f, flow) in self.flows.iter().enumerate() {
+            if split.owner[flow.port as usize] == split.me {
+                self.flow_hot[f] = part.flow_hot[f];
+            }
+        }
+        for (mine, theirs) in self.tallies.iter_mut().zip(&part.tallies) {
+            mine.latency.merge(&theirs.latency);
+        }
+        for (mine, theirs) in self.flow_drops.iter_mut().zip(&part.flow_drops) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.timeline.iter_mut().zip(&part.timeline) {
+            *mine += theirs;
+        }
+        self.dropped.extend(part.dropped);
+        self.events += part.events;
+        self.packet_hops += part.packet_hops;
+    }
+}
+
+/// The shortest time from an event at a port to an event it pushes for its peer: an arrival
+/// (the smallest packet's wire time plus propagation) or a credit return. `None` if that is no
+/// time: the run cannot be cut into windows.
+fn lookahead(sim: &Simulation) -> Option<u64> {
+    let smallest = sim.flows.iter().map(|f| f.blocks).min().unwrap_or(1) as usize;
+    let shortest = sim
+        .states
+        .iter()
+        .filter(|state| state.peer != NO_PORT)
+        .map(|state| {
+            let kind = &sim.kinds[usize::from(state.kind)];
+            let wire = kind.wire_ps[smallest.min(kind.wire_ps.len() - 1)];
+            (wire + kind.propagation_ps).min(kind.credit_return_ps)
+        })
+        .min()
+        .unwrap_or(u64::MAX);
+    (shortest > 0).then_some(shortest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::{Tables, TopologyHosts, build_network};
+    use crate::engine::simulate;
+    use crate::traffic;
+    use ibqos_fabric::netfile::parse_net_file;
+    use ibqos_qos::policy::setup::SetupTables;
+    use proptest::prelude::*;
+
+    /// Four VLs with a high-priority table and a high limit.
+    const CONF: &str = "qos TRUE\nqos_max_vls 4\nqos_high_limit 2\nqos_vlarb_high 2:32,3:0\n\
+        qos_vlarb_low 0:64,1:192,3:1\nqos_sl2vl 0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,3\n";
+
+    /// Every kind of source: greedy permutations (one starting and stopping mid-run),
+    /// rate-limited incast, greedy all-to-all among five hosts, a management flow; small
+    /// buffers, so that credits run out.
+    const TRAFFIC: &str = r#"
+duration_us = 60
+[link]
+speed = "EDR"
+propagation_ns = 7
+vl_buffer_bytes = 16384
+credit_latency_ns = 60
+[[pattern]]
+kind = "permutation"
+sl = 0
+payload = 4096
+[[pattern]]
+kind = "permutation"
+sl = 1
+payload = 2048
+start_us = 10
+stop_us = 40
+[[pattern]]
+kind = "incast"
+dst = "H0_1"
+sl = 2
+payload = 256
+rate_gbps = 2
+[[pattern]]
+kind = "all-to-all"
+nodes = ["H0_0", "H0_1", "H1_0", "H1_1", "H2_0"]
+sl = 3
+payload = 512
+[[flow]]
+name = "smp"
+src = "H1_1"
+dst = "H0_2"
+payload = 256
+management = true
+rate_gbps = 1
+"#;
+
+    /// The network of fat-tree-16 (6 switches, 16 hosts) and the flows of [`TRAFFIC`].
+    fn fat_tree_16(seed: u64) -> (Network, Vec<Flow>, SimOptions) {
+        let net = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fabric/data/fat-tree-16.net"
+        );
+        let mut topo = parse_net_file(std::path::Path::new(net))
+            .expect("fat-tree-16.net")
+            .topology;
+        let loaded =
+            ibqos_opensm::load_bytes("t.conf", CONF.as_bytes(), ibqos_opensm::Format::OpenSmConf)
+                .expect("configuration");
+        let traffic = traffic::parse("t.toml", TRAFFIC.as_bytes()).expect("traffic");
+        let tables = Tables::Planned {
+            qos: &loaded.settings.qos,
+            setup: &SetupTables::default(),
+            max_op_vls: None,
+        };
+        let network = build_network(&mut topo, tables, &traffic).expect("network");
+        let flows = traffic.flows(&TopologyHosts(&topo), seed).expect("flows");
+        let options = SimOptions {
+            duration_ps: traffic.duration_ps,
+            seed,
+            arbiter: traffic.arbiter,
+            timeline_intervals: 7,
+        };
+        (network, flows, options)
+    }
+
+    /// Every partition has its own ports' events to take, and ports whose peer is another's:
+    /// a run in partitions that left everything to one would prove nothing.
+    #[test]
+    fn every_partition_takes_events_and_sends_across() {
+        let (network, flows, options) = fat_tree_16(1);
+        let mut run = Parallel::new(&network, &flows, options, 3).expect("parallel");
+        run.run_until(options.duration_ps);
+        for part in &run.parts {
+            let split = part.split.as_ref().expect("a partition");
+            assert!(part.events > 0, "partition {} took no event", split.me);
+            let far = (0..)
+                .zip(&part.states)
+                .filter(|(port, state)| split.owner[*port as usize] == split.me && state.far);
+            assert!(far.count() > 0, "partition {} has no far peer", split.me);
+        }
+        let mut one = Simulation::new(&network, &flows, options).expect("simulation");
+        one.run_until(options.duration_ps);
+        assert_eq!(run.events(), one.events());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+
+        /// The report of a run in 2 to 5 partitions is the report of one core, for any seed
+        /// (which draws the permutations and the rate flows' phases), and for a run taken in
+        /// steps of any length (as the progress bar takes it).
+        #[test]
+        fn partitions_report_what_one_core_reports(
+            seed in 0u64..1_000,
+            threads in 2usize..=5,
+            steps in 1u64..=9,
+        ) {
+            let (network, flows, options) = fat_tree_16(seed);
+            let one = simulate(&network, &flows, options).expect("simulation");
+            let mut run = Parallel::new(&network, &flows, options, threads).expect("parallel");
+            for step in 1..steps {
+                run.run_until(options.duration_ps / steps * step);
+            }
+            prop_assert_eq!(run.finish(), one);
+        }
+    }
+
+    #[test]
+    fn links_that_take_no_time_cannot_be_cut_into_windows() {
+        let (mut network, flows, options) = fat_tree_16(0);
+        for link in &mut network.links {
+            (link.params.propagation_ps, link.params.credit_latency_ps) = (0, 0);
+        }
+        assert_eq!(
+            Parallel::new(&network, &flows, options, 2).err(),
+            Some(NetworkError::NoLookahead)
+        );
+    }
+}
