@@ -701,6 +701,13 @@ pub struct SimArgs {
     /// seed gives the same output, byte for byte.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
+    /// Run on N threads, each taking a part of the fabric's switches (with their hosts): the
+    /// same output, byte for byte, as on one. Worth it for fabrics of thousands of ports; on a
+    /// small one the threads spend more on agreeing on the order of events than they save,
+    /// and more threads than cores make any run slower. InfiniBand only (a lossless-Ethernet
+    /// run takes one thread).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub threads: u8,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -810,3 +810,34 @@ fn the_dcqcn_rate_is_reported_over_time_and_plotted() {
     assert_eq!(columns[3], "1", "one cut: {row}");
     assert_eq!(columns[4], "3.000", "final rate: {row}");
 }
+
+/// A lossless-Ethernet run is not split over threads (its pause frames and DCQCN are not):
+/// `--threads 2` is refused with the reason, not run on one thread behind the user's back.
+#[test]
+fn a_lossless_ethernet_run_on_two_threads_is_refused() {
+    let dir = tempfile::Builder::new()
+        .prefix("eth-threads")
+        .tempdir()
+        .unwrap();
+    let net = scratch_file(&dir, "star.net", STAR_NET);
+    let traffic = format!(
+        "duration_us = 10\n[link]\nflow_control = \"pfc\"\ngbps = 100\n{}",
+        flow("f", "H1", "priority = 3", 1024, "")
+    );
+    let traffic = scratch_file(&dir, "traffic.toml", &traffic);
+    let output = ibqos(&[
+        "sim",
+        "--topology",
+        net.to_str().unwrap(),
+        "--traffic",
+        traffic.to_str().unwrap(),
+        "--threads",
+        "2",
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("a lossless-Ethernet run takes one thread"),
+        "{stderr}"
+    );
+}

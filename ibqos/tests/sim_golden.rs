@@ -5,7 +5,8 @@
 //! management flows, flows that start and stop mid-run, patterns on a fat tree, an SL dropped
 //! on VL15, the non-default arbiter options, small buffers, qos-setup tables, 15 VLs, and the
 //! tables of a fabric dump with ports running 1, 2, 4 or 8 VLs (`--tables`), and a run that
-//! delivers more packets than the engine logs before it records their latencies.
+//! delivers more packets than the engine logs before it records their latencies. Each runs on
+//! one, two and three threads (`--threads`): a run split over threads gives the same bytes.
 
 use std::path::Path;
 use std::process::Command;
@@ -21,28 +22,31 @@ fn reports_are_the_recorded_ones_byte_for_byte() {
         else {
             panic!("scenarios.txt: `{line}` is not name|net|flag|config|traffic|seed");
         };
-        let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
-            .current_dir(&root)
-            .args(["sim", "--topology", net, flag, config, "--traffic", traffic])
-            .args(["--seed", seed, "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         let recorded = std::fs::read(data.join(format!("{name}.json"))).unwrap();
-        assert!(
-            out.stdout == recorded,
-            "{name}: the report differs from the recorded one (first difference at byte {})",
-            out.stdout
-                .iter()
-                .zip(&recorded)
-                .position(|(a, b)| a != b)
-                .unwrap_or(out.stdout.len().min(recorded.len()))
-        );
-        compared += 1;
+        for threads in ["1", "2", "3"] {
+            let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+                .current_dir(&root)
+                .args(["sim", "--topology", net, flag, config, "--traffic", traffic])
+                .args(["--seed", seed, "--json", "--threads", threads])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name} on {threads} threads: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.stdout == recorded,
+                "{name} on {threads} threads: the report differs from the recorded one (first \
+                 difference at byte {})",
+                out.stdout
+                    .iter()
+                    .zip(&recorded)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(out.stdout.len().min(recorded.len()))
+            );
+            compared += 1;
+        }
     }
-    assert_eq!(compared, 7);
+    assert_eq!(compared, 7 * 3);
 }

@@ -1,7 +1,7 @@
 //! Simulator throughput: events and packet-hops per second on one core, on the 648-host fat
 //! tree (fabric/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
 //!
-//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [pfc|dcqcn|floor [THREADS]]]]`
+//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [ib|pfc|dcqcn|floor [THREADS]]]]`
 //! (defaults 100 us, 2048 B, InfiniBand, one thread). Every host sends to every other host as
 //! fast as the fabric allows (419,256 greedy flows), flow i on SL i mod 8, with the SL n -> VL n
 //! tables of an 8-VL configuration; with `pfc`, the same over lossless Ethernet at 100 Gb/s
@@ -9,7 +9,8 @@
 //! at 40 KB, the default pools and ETS); with `dcqcn`, the `pfc` run with ECN marking at every
 //! switch egress queue (Kmin 5 KB, Kmax 200 KB, Pmax 1%) and DCQCN at every host (the
 //! document's defaults but `DcqcnRpgByteReset` 32767, the parameters that converge). Prints the
-//! figures and the peak resident memory; a timing belongs here, never in a test. With `floor`,
+//! figures and the peak resident memory; a timing belongs here, never in a test. With `ib` and
+//! THREADS, the engine runs on THREADS cores ([`ibqos_sim::Parallel`]). With `floor`,
 //! the InfiniBand workload runs on the floor instead of the engine: the least an exact
 //! packet-level engine does for it, none of the report's bookkeeping (`floor/mod.rs`), to
 //! compare the engine and any target with; on THREADS cores (`floor/parallel.rs`), with the
@@ -26,7 +27,7 @@ use ibqos_opensm::load_bytes;
 use ibqos_qos::Sl;
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_sim::traffic;
-use ibqos_sim::{Flow, SimOptions, Simulation, Tables, TopologyHosts, build_network};
+use ibqos_sim::{Flow, Run, SimOptions, Tables, TopologyHosts, build_network};
 
 mod floor;
 
@@ -75,6 +76,7 @@ fn main() {
     let mode = args.get(2).map(String::as_str);
     let dcqcn = mode == Some("dcqcn");
     let pfc = dcqcn || mode == Some("pfc");
+    let threads: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1);
     let net = std::env::var_os("SIM_BENCH_NET").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/data/fat-tree-648.net"),
         std::path::PathBuf::from,
@@ -120,8 +122,7 @@ fn main() {
             "{fabric} {pattern} on the floor: {} flows, payload {payload} B, {duration_us} us simulated",
             flows.len()
         );
-        let partitions = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1);
-        floor::run(&network, &flows, traffic.duration_ps, partitions);
+        floor::run(&network, &flows, traffic.duration_ps, threads);
         println!("peak resident memory: {} MB", peak_rss_kb() / 1024);
         return;
     }
@@ -132,7 +133,7 @@ fn main() {
         timeline_intervals: 0,
     };
     let started = Instant::now();
-    let mut sim = Simulation::new(&network, &flows, options).expect("simulation");
+    let mut sim = Run::new(&network, &flows, options, threads).expect("simulation");
     let new_s = started.elapsed().as_secs_f64();
     let started = Instant::now();
     sim.run_until(traffic.duration_ps);
@@ -163,7 +164,7 @@ fn main() {
         flows.len()
     );
     println!(
-        "setup: routes, tables, flows {setup_s:.2} s; Simulation::new {new_s:.2} s; report {finish_s:.2} s"
+        "setup: routes, tables, flows {setup_s:.2} s; Run::new ({threads} threads) {new_s:.2} s; report {finish_s:.2} s"
     );
     println!(
         "run: {run_s:.3} s, {} events ({:.2} M events/s), {} packet-hops ({:.2} M packet-hops/s)",
