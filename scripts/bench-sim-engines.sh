@@ -13,6 +13,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/bench.sh
+. scripts/lib/bench.sh
 old=${1:?usage: scripts/bench-sim-engines.sh OLD_COMMIT [ROUNDS] [DURATION_US ...]}
 rounds=${2:-9}
 shift $(($# < 2 ? $# : 2))
@@ -24,17 +26,6 @@ work=$(mktemp -d)
 trap 'git worktree remove --force "$work/old" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git worktree add --detach "$work/old" "$old" >/dev/null
 
-# The bench binary cargo builds in checkout $1 with target directory $2 (`--no-run` names it,
-# relative to the checkout when the target directory is inside it).
-bench_binary() {
-    local built
-    built=$(cd "$1" && CARGO_TARGET_DIR=$2 cargo bench -p ibqos-sim --bench sim --no-run 2>&1 |
-        sed -n 's/.*Executable benches\/sim.rs (\(.*\))/\1/p' | tail -1)
-    case $built in
-    /*) echo "$built" ;;
-    *) echo "$1/$built" ;;
-    esac
-}
 old_bin=$(bench_binary "$work/old" "$work/old-target")
 new_bin=$(bench_binary "$PWD" "$PWD/target")
 echo "old: $old ($old_bin)"
