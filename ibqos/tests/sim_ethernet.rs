@@ -32,18 +32,18 @@ fn simulate(name: &str, traffic: &str) -> Value {
 
 /// Runs `traffic` on the topology `net` and returns the JSON report.
 fn simulate_on(name: &str, net: &str, traffic: &str) -> Value {
+    json_report(run_on(name, net, traffic, &["--json"]))
+}
+
+/// Runs `ibqos sim` with `traffic` on the topology `net` and the arguments `extra`.
+fn run_on(name: &str, net: &str, traffic: &str, extra: &[&str]) -> std::process::Output {
     let dir = tempfile::Builder::new().prefix(name).tempdir().unwrap();
     let net = scratch_file(&dir, "star.net", net);
     let traffic = scratch_file(&dir, "traffic.toml", traffic);
-    let output = ibqos(&[
-        "sim",
-        "--topology",
-        net.to_str().unwrap(),
-        "--traffic",
-        traffic.to_str().unwrap(),
-        "--json",
-    ]);
-    json_report(output)
+    let (net, traffic) = (net.to_str().unwrap(), traffic.to_str().unwrap());
+    let mut args = vec!["sim", "--topology", net, "--traffic", traffic];
+    args.extend_from_slice(extra);
+    ibqos(&args)
 }
 
 /// The Ethernet part of the link `from` -> `to`.
@@ -815,25 +815,11 @@ fn the_dcqcn_rate_is_reported_over_time_and_plotted() {
 /// `--threads 2` is refused with the reason, not run on one thread behind the user's back.
 #[test]
 fn a_lossless_ethernet_run_on_two_threads_is_refused() {
-    let dir = tempfile::Builder::new()
-        .prefix("eth-threads")
-        .tempdir()
-        .unwrap();
-    let net = scratch_file(&dir, "star.net", STAR_NET);
     let traffic = format!(
         "duration_us = 10\n[link]\nflow_control = \"pfc\"\ngbps = 100\n{}",
         flow("f", "H1", "priority = 3", 1024, "")
     );
-    let traffic = scratch_file(&dir, "traffic.toml", &traffic);
-    let output = ibqos(&[
-        "sim",
-        "--topology",
-        net.to_str().unwrap(),
-        "--traffic",
-        traffic.to_str().unwrap(),
-        "--threads",
-        "2",
-    ]);
+    let output = run_on("eth-threads", STAR_NET, &traffic, &["--threads", "2"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
