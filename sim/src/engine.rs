@@ -845,8 +845,8 @@ impl<'n> Simulation<'n> {
         }
     }
 
-    /// [`Simulation::run_until`]; as a partition (`LOG`), noting each event's rank and the
-    /// pushes before it in the window's log. One loop for both, made twice, so that a run on
+    /// [`Simulation::run_until`]; as a partition (`LOG`), noting each event that pushed any
+    /// event, its rank and the pushes before it, in the window's log. One loop for both, made twice, so that a run on
     /// one core does not ask at each event whether to log it.
     fn take_events<const LOG: bool>(&mut self, until: u64) {
         let until = until.min(self.options.duration_ps);
@@ -874,13 +874,18 @@ impl<'n> Simulation<'n> {
                 }
                 None => break,
             };
-            if LOG && let Some(split) = &mut self.split {
-                split.log(rank, self.queue.next_number());
-            }
+            let pushed = self.queue.next_number();
             self.now = (rank >> 64) as u64;
             self.events += 1;
             self.load_next_event_ports();
             self.handle(event);
+            // Only the order of events that pushed something matters to the numbering.
+            if LOG
+                && self.queue.next_number() != pushed
+                && let Some(split) = &mut self.split
+            {
+                split.log(rank, pushed);
+            }
         }
         self.now = self.now.max(until);
     }

@@ -185,11 +185,20 @@ impl<E> Queue<E> {
         self.pushed - 1
     }
 
-    /// Gives every queued event whose push number is provisional (`from` or above) the number
-    /// `number` gives it. `number` must keep the order of the numbers it is given and put them
-    /// above every number below `from`: the queue's order stays as it was, and only the ranks
-    /// change.
-    pub fn renumber(&mut self, from: u64, number: impl Fn(u64) -> u64) {
+    /// A window's end in a partition of a run ([`crate::window`]): gives every queued event
+    /// whose push number is provisional (`from` or above) the number `number` gives it, and
+    /// queues `taken`, the events pushed for this queue elsewhere, each with the delay it was
+    /// pushed at and its rank. `number` must keep the order of the numbers it is given and put
+    /// them above every number below `from`, so that the queue's order stays as it was and
+    /// only the ranks change. An event taken in comes after every event of its delay pushed
+    /// before the window (it was pushed later with that delay): it goes at or near its FIFO's
+    /// end.
+    pub fn end_window(
+        &mut self,
+        from: u64,
+        number: impl Fn(u64) -> u64,
+        taken: impl IntoIterator<Item = (u64, u128, E)>,
+    ) {
         let renumbered = |entry: &mut Entry<E>| {
             let pushed = entry.rank as u64;
             if pushed < from {
@@ -214,27 +223,22 @@ impl<E> Queue<E> {
             }
             self.heap = BinaryHeap::from(entries);
         }
-        self.find_earliest();
-    }
-
-    /// Queues `event` of rank `rank`, pushed elsewhere `delay` before its time, in its place:
-    /// with the events of its delay, or in the heap. Its rank comes after every event's of its
-    /// delay pushed before the last window, so it goes at or near a FIFO's end.
-    pub fn take_in(&mut self, delay: u64, rank: u128, event: E) {
-        let entry = Entry { rank, event };
-        match self.delays.iter().position(|d| *d == delay) {
-            Some(class) => {
-                let fifo = &mut self.classes[class];
-                let at = fifo.partition_point(|e| e.rank < rank);
-                fifo.insert(at, entry);
-                self.fronts[class] = self.fronts[class].min(rank);
+        for (delay, rank, event) in taken {
+            let entry = Entry { rank, event };
+            match self.delays.iter().position(|d| *d == delay) {
+                Some(class) => {
+                    let fifo = &mut self.classes[class];
+                    let at = fifo.partition_point(|e| e.rank < rank);
+                    fifo.insert(at, entry);
+                    self.fronts[class] = self.fronts[class].min(rank);
+                }
+                None if self.delays.len() < MAX_CLASSES => {
+                    self.delays.push(delay);
+                    self.fronts.push(rank);
+                    self.classes.push(VecDeque::from([entry]));
+                }
+                None => self.heap.push(Reverse(entry)),
             }
-            None if self.delays.len() < MAX_CLASSES => {
-                self.delays.push(delay);
-                self.fronts.push(rank);
-                self.classes.push(VecDeque::from([entry]));
-            }
-            None => self.heap.push(Reverse(entry)),
         }
         self.find_earliest();
     }
@@ -330,12 +334,14 @@ mod tests {
                     elsewhere.push((delay, now + delay, i));
                 }
             }
-            queue.renumber(crate::window::PROVISIONAL, |n| {
-                places[(n - crate::window::PROVISIONAL) as usize]
-            });
-            for (delay, time, i) in elsewhere {
-                queue.take_in(delay, u128::from(time) << 64 | u128::from(i), i);
-            }
+            let taken = elsewhere
+                .into_iter()
+                .map(|(delay, time, i)| (delay, u128::from(time) << 64 | u128::from(i), i));
+            queue.end_window(
+                crate::window::PROVISIONAL,
+                |n| places[(n - crate::window::PROVISIONAL) as usize],
+                taken,
+            );
             model.sort();
             let got: Vec<_> = std::iter::from_fn(|| queue.pop()).collect();
             prop_assert_eq!(got, model);

@@ -76,7 +76,8 @@ pub fn partition_nodes(network: &Network, k: usize) -> Vec<u8> {
 /// What a partition hands over at a window's end: every partition reads it.
 #[derive(Debug)]
 pub struct Slot<C> {
-    /// Each event taken in the window: its rank, and the partition's pushes before it.
+    /// Each event taken in the window that pushed any (the others leave the numbering as it
+    /// is): its rank, and the partition's pushes before it.
     pub log: Vec<(u128, u32)>,
     /// The partition's pushes in the window.
     pub pushes: u32,
@@ -258,17 +259,29 @@ impl Merge {
             // Which partition goes next is a coin toss to the branch predictor: chosen by
             // index arithmetic, not by a branch per partition.
             let p = (1..heads.len()).fold(0, |p, q| if heads[q].1 < heads[p].1 { q } else { p });
-            let (i, rank) = heads[p];
+            let (mut i, mut rank) = heads[p];
             if rank == u128::MAX {
                 break;
             }
-            let log = &slots[p].log;
-            let end = log.get(i + 1).map_or(slots[p].pushes, |&(_, n)| n);
-            for number in log[i].1..end {
-                self.numbers[p][number as usize] = self.pushed;
-                self.pushed += 1;
+            // Partition p's events go first up to the others' earliest (no two ranks are
+            // equal): a run of them, each numbering its pushes, without choosing again.
+            let others = (0..heads.len())
+                .filter(|&q| q != p)
+                .fold(u128::MAX, |min, q| min.min(heads[q].1));
+            let (log, numbers) = (&slots[p].log, &mut self.numbers[p]);
+            while rank < others {
+                let first = log[i].1 as usize;
+                let end = log.get(i + 1).map_or(slots[p].pushes, |&(_, n)| n) as usize;
+                for (number, place) in numbers[first..end].iter_mut().zip(self.pushed..) {
+                    *number = place;
+                }
+                self.pushed += (end - first) as u64;
+                i += 1;
+                rank = log
+                    .get(i)
+                    .map_or(u128::MAX, |&(rank, _)| resolve(rank, numbers));
             }
-            heads[p] = (i + 1, self.head_rank(slots[p], p, i + 1));
+            heads[p] = (i, rank);
         }
     }
 

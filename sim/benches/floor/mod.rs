@@ -144,7 +144,8 @@ struct Floor<'n, const PARTITIONED: bool> {
     /// The partition of each port (all 0 in a run of one), and this floor's.
     owner: &'n [u8],
     me: u8,
-    /// Partitioned: each event this window took, its rank and the pushes before it.
+    /// Partitioned: each event this window took that pushed any, its rank and the pushes
+    /// before it.
     log: Vec<(u128, u32)>,
     /// Partitioned: this window's pushes to other partitions' ports, by partition.
     outbox: Vec<Vec<parallel::Crossing>>,
@@ -366,20 +367,27 @@ impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
     }
 
     /// Time 0: each port of this floor notes which VLs can send, and sends, in port order as
-    /// the one-core run starts them; partitioned, each port's start is an event of its own in
-    /// the log (ranked by port number), as pushes are numbered by the event that made them.
+    /// the one-core run starts them; partitioned, each port's start is an event of its own
+    /// (ranked by port number), as pushes are numbered by the event that made them.
     fn start(&mut self) {
         for port in 0..self.ports.len() as u32 {
             if self.owner[port as usize] != self.me {
                 continue;
             }
-            if PARTITIONED {
-                self.log.push((u128::from(port), self.queue.pushed as u32));
-            }
+            let pushed = self.queue.pushed;
             for vl in 0..VLS as u8 {
                 self.refresh(port, vl);
             }
             self.try_send(port);
+            self.log_pushes(u128::from(port), pushed);
+        }
+    }
+
+    /// Partitioned, logs an event of rank `rank` that pushed any event (the others leave the
+    /// numbering as it is), from the window's push `pushed` on.
+    fn log_pushes(&mut self, rank: u128, pushed: u64) {
+        if PARTITIONED && self.queue.pushed != pushed {
+            self.log.push((rank, pushed as u32));
         }
     }
 
@@ -387,9 +395,7 @@ impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
         while let Some((rank, event)) = self.queue.pop_until(until) {
             self.now = (rank >> 64) as u64;
             self.events += 1;
-            if PARTITIONED {
-                self.log.push((rank, self.queue.pushed as u32));
-            }
+            let pushed = self.queue.pushed;
             match event {
                 Event::TxDone {
                     port,
@@ -410,6 +416,7 @@ impl<const PARTITIONED: bool> Floor<'_, PARTITIONED> {
                     self.try_send(port);
                 }
             }
+            self.log_pushes(rank, pushed);
         }
     }
 }

@@ -12,7 +12,8 @@ pub(super) struct Split {
     me: u8,
     /// The partition of each port.
     owner: Vec<u8>,
-    /// Each event taken in this window: its rank and the pushes before it.
+    /// Each event taken in this window that pushed any (the others leave the numbering as it
+    /// is): its rank and the pushes before it.
     log: Vec<(u128, u32)>,
     /// This window's pushes for other partitions' ports, by partition.
     outboxes: Vec<Vec<Crossing>>,
@@ -89,9 +90,7 @@ impl window::Partition for Simulation<'_> {
     }
 
     fn take_back(&mut self, me: usize, slots: &[&Slot<Crossing>], numbers: &[Vec<u64>]) {
-        let mine = &numbers[me];
-        self.queue
-            .renumber(PROVISIONAL, |number| mine[(number - PROVISIONAL) as usize]);
+        let mut taken = Vec::new();
         for (slot, numbers) in slots.iter().zip(numbers) {
             for crossing in &slot.outboxes[me] {
                 let event = match (crossing.event, crossing.packet) {
@@ -102,9 +101,12 @@ impl window::Partition for Simulation<'_> {
                     (event, _) => event,
                 };
                 let rank = window::resolve(crossing.rank, numbers);
-                self.queue.take_in(crossing.delay, rank, event);
+                taken.push((crossing.delay, rank, event));
             }
         }
+        let mine = &numbers[me];
+        let number = |pushed: u64| mine[(pushed - PROVISIONAL) as usize];
+        self.queue.end_window(PROVISIONAL, number, taken);
     }
 }
 
