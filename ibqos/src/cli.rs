@@ -702,10 +702,9 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// Run on N threads, each taking a part of the fabric's switches (with their hosts): the
-    /// same output, byte for byte, as on one. Worth it for fabrics of thousands of ports; on a
-    /// small one the threads spend more on agreeing on the order of events than they save,
-    /// and more threads than cores make any run slower. InfiniBand only (a lossless-Ethernet
-    /// run takes one thread).
+    /// same output, byte for byte, as on one. Each thread holds a copy of the run's state;
+    /// more threads than cores make any run slower. InfiniBand only (a lossless-Ethernet run
+    /// takes one thread).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
     pub threads: u8,
     /// Print one JSON object instead of tables.

@@ -111,9 +111,9 @@ impl window::Partition for Simulation<'_> {
 }
 
 /// A run of an InfiniBand fabric in partitions of its nodes, a thread each, whose report is
-/// the one [`Simulation`] gives, byte for byte. Worth it on large fabrics: each window's end
-/// costs every partition a merge of all partitions' events, which a small fabric's events do
-/// not pay back.
+/// the one [`Simulation`] gives, byte for byte. What it costs: at each window's end every
+/// partition merges every partition's events that pushed something, and each holds a whole
+/// copy of the run's state (it uses its own ports' part).
 #[derive(Debug)]
 pub struct Parallel<'n> {
     parts: Vec<Simulation<'n>>,
