@@ -164,7 +164,7 @@ fn main() {
         flows.len()
     );
     println!(
-        "setup: routes, tables, flows {setup_s:.2} s; Run::new ({threads} threads) {new_s:.2} s; report {finish_s:.2} s"
+        "setup: routes, tables, flows {setup_s:.2} s; Run::new {new_s:.2} s (threads: {threads}); report {finish_s:.2} s"
     );
     println!(
         "run: {run_s:.3} s, {} events ({:.2} M events/s), {} packet-hops ({:.2} M packet-hops/s)",

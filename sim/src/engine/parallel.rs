@@ -135,44 +135,28 @@ impl<'n> Parallel<'n> {
         }
         let k = threads.clamp(1, 255);
         let node_owner = window::partition_nodes(network, k);
-        let mut parts = Vec::with_capacity(k);
-        // The whole schedule's events, numbered before the first push.
-        let mut scheduled = 0;
-        for me in 0..k as u8 {
-            parts.push(Simulation::new(network, flows, options)?);
-            let sim = parts.last_mut().expect("just pushed");
-            let owner: Vec<u8> = sim
-                .states
-                .iter()
-                .map(|s| node_owner[s.node as usize])
+        // Each partition set up on its own thread: a run of many flows takes a while.
+        let node_owner = &node_owner;
+        let parts = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..k as u8)
+                .map(|me| {
+                    scope.spawn(move || {
+                        let sim = Simulation::new(network, flows, options)?;
+                        Ok(sim.into_partition(me, k, node_owner))
+                    })
+                })
                 .collect();
-            for (port, state) in sim.states.iter_mut().enumerate() {
-                state.far =
-                    owner[port] == me && owner.get(state.peer as usize).is_some_and(|&o| o != me);
-            }
-            scheduled = sim.schedule.len();
-            // The schedule's events of this partition's ports, each with its place in the
-            // whole schedule.
-            let source = |event: &Event| match *event {
-                Event::Join { port, .. } | Event::Stop { port, .. } => port,
-                Event::Start { flow } => sim.flows[flow as usize].port,
-                _ => unreachable!("an InfiniBand run schedules only flows' starts and stops"),
-            };
-            let (schedule, schedule_numbers): (Vec<(u64, Event)>, Vec<u32>) = (0u32..)
-                .zip(&sim.schedule)
-                .filter(|(_, (_, event))| owner[source(event) as usize] == me)
-                .map(|(number, &entry)| (entry, number))
-                .unzip();
-            sim.schedule = schedule;
-            sim.queue.number_from(PROVISIONAL);
-            sim.split = Some(Box::new(Split {
-                me,
-                owner,
-                log: Vec::new(),
-                outboxes: (0..k).map(|_| Vec::new()).collect(),
-                schedule_numbers,
-            }));
-        }
+            threads
+                .into_iter()
+                .map(|t| t.join().expect("a partition's set-up"))
+                .collect::<Result<Vec<_>, NetworkError>>()
+        })?;
+        // The whole schedule's events, numbered before the first push.
+        let scheduled: usize = parts
+            .iter()
+            .filter_map(|p| p.split.as_ref())
+            .map(|split| split.schedule_numbers.len())
+            .sum();
         let lookahead = lookahead(&parts[0]).ok_or(NetworkError::NoLookahead)?;
         Ok(Parallel {
             parts,
@@ -268,7 +252,42 @@ impl<'n> Run<'n> {
     }
 }
 
-impl Simulation<'_> {
+impl<'n> Simulation<'n> {
+    /// This run (not started) as partition `me` of `k`, whose nodes' partitions are
+    /// `node_owner`: its ports note which peers are another's, and it keeps the schedule's
+    /// events of its own ports, each with its place in the whole schedule.
+    fn into_partition(mut self, me: u8, k: usize, node_owner: &[u8]) -> Simulation<'n> {
+        let owner: Vec<u8> = self
+            .states
+            .iter()
+            .map(|s| node_owner[s.node as usize])
+            .collect();
+        for (port, state) in self.states.iter_mut().enumerate() {
+            state.far =
+                owner[port] == me && owner.get(state.peer as usize).is_some_and(|&o| o != me);
+        }
+        let source = |event: &Event| match *event {
+            Event::Join { port, .. } | Event::Stop { port, .. } => port,
+            Event::Start { flow } => self.flows[flow as usize].port,
+            _ => unreachable!("an InfiniBand run schedules only flows' starts and stops"),
+        };
+        let (schedule, schedule_numbers): (Vec<(u64, Event)>, Vec<u32>) = (0u32..)
+            .zip(&self.schedule)
+            .filter(|(_, (_, event))| owner[source(event) as usize] == me)
+            .map(|(number, &entry)| (entry, number))
+            .unzip();
+        self.schedule = schedule;
+        self.queue.number_from(PROVISIONAL);
+        self.split = Some(Box::new(Split {
+            me,
+            owner,
+            log: Vec::new(),
+            outboxes: (0..k).map(|_| Vec::new()).collect(),
+            schedule_numbers,
+        }));
+        self
+    }
+
     /// Takes from `part`, another closed partition of the run, what it owns: its ports' state,
     /// lanes, waits and buffers, its flows' packets sent, and every count that adds up.
     fn take_owned(&mut self, part: Simulation) {
