@@ -705,7 +705,13 @@ pub struct SimArgs {
     /// same output, byte for byte, as on one. Each thread holds a copy of the run's state;
     /// more threads than cores make any run slower. InfiniBand only (a lossless-Ethernet run
     /// takes one thread).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u8).range(1..),
+        conflicts_with = "sweep_pfc_delay"
+    )]
     pub threads: u8,
     /// Print one JSON object instead of tables.
     #[arg(long)]

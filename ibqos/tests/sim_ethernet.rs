@@ -812,7 +812,8 @@ fn the_dcqcn_rate_is_reported_over_time_and_plotted() {
 }
 
 /// A lossless-Ethernet run is not split over threads (its pause frames and DCQCN are not):
-/// `--threads 2` is refused with the reason, not run on one thread behind the user's back.
+/// `--threads 2` is refused with the reason, not run on one thread behind the user's back, and
+/// so is `--threads` beside the PFC delay sweep (Ethernet runs only).
 #[test]
 fn a_lossless_ethernet_run_on_two_threads_is_refused() {
     let traffic = format!(
@@ -824,6 +825,14 @@ fn a_lossless_ethernet_run_on_two_threads_is_refused() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("a lossless-Ethernet run takes one thread"),
+        "{stderr}"
+    );
+    let sweep = ["--threads", "2", "--sweep-pfc-delay", "1"];
+    let output = run_on("eth-threads-sweep", STAR_NET, &traffic, &sweep);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("'--threads <N>' cannot be used with '--sweep-pfc-delay"),
         "{stderr}"
     );
 }
