@@ -201,6 +201,10 @@ struct LinkKind {
     wire_ps: Vec<u64>,
 }
 
+/// The first lane of a port that has none here (another partition's, [`Parallel`]): past the
+/// end of the lanes, so that any use of it fails at once.
+const NO_LANES: u32 = u32::MAX / 2;
+
 /// No packet: the end of a lane's queue.
 const NO_PACKET: u32 = u32::MAX;
 
@@ -533,6 +537,18 @@ impl<'n> Simulation<'n> {
         flows: &[Flow],
         options: SimOptions,
     ) -> Result<Simulation<'n>, NetworkError> {
+        Self::with_lanes_of(network, flows, options, &|_| true)
+    }
+
+    /// [`Simulation::new`] with lanes (and their rotations, waits and buffers) only for the
+    /// ports of the nodes `kept` says: a partition of a [`Parallel`] run, which never touches
+    /// another partition's.
+    fn with_lanes_of(
+        network: &'n Network,
+        flows: &[Flow],
+        options: SimOptions,
+        kept: &dyn Fn(usize) -> bool,
+    ) -> Result<Simulation<'n>, NetworkError> {
         let mut node_base = Vec::with_capacity(network.nodes.len());
         let mut ports = Vec::new();
         for (i, node) in network.nodes.iter().enumerate() {
@@ -634,7 +650,11 @@ impl<'n> Simulation<'n> {
                     kind
                 }
             };
-            let base = lanes.len() as u32;
+            let base = if kept(port.node as usize) {
+                lanes.len() as u32
+            } else {
+                NO_LANES
+            };
             // Ethernet has no credits: an allowance that never runs out (what a frame takes
             // is given back when it has left).
             let credits = Lane {
@@ -644,7 +664,9 @@ impl<'n> Simulation<'n> {
                 },
                 ..Lane::default()
             };
-            lanes.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
+            if base != NO_LANES {
+                lanes.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
+            }
             let arb = &network.nodes[port.node as usize].arbitration[usize::from(port.num)];
             arbiters.push(arbiter_tables.arbiter(&arb.high, &arb.low, arb.high_limit));
             states.push(PortState {
@@ -714,7 +736,9 @@ impl<'n> Simulation<'n> {
                         .push((state.spec.start_ps, Event::Join { flow, port, vl }));
                     sim.schedule
                         .push((state.spec.stop_ps, Event::Stop { flow, port, vl }));
-                    joining[sim.lane(port, vl)] += 1;
+                    if sim.states[port as usize].base != NO_LANES {
+                        joining[sim.lane(port, vl)] += 1;
+                    }
                 } else {
                     sim.schedule
                         .push((state.spec.start_ps, Event::Start { flow }));

@@ -141,7 +141,10 @@ impl<'n> Parallel<'n> {
             let threads: Vec<_> = (0..k as u8)
                 .map(|me| {
                     scope.spawn(move || {
-                        let sim = Simulation::new(network, flows, options)?;
+                        // The first partition has every port's lanes, as the report is put
+                        // together in it; the others their own ports' only.
+                        let kept = |node: usize| me == 0 || node_owner[node] == me;
+                        let sim = Simulation::with_lanes_of(network, flows, options, &kept)?;
                         Ok(sim.into_partition(me, k, node_owner))
                     })
                 })
@@ -288,19 +291,19 @@ impl<'n> Simulation<'n> {
         self
     }
 
-    /// Takes from `part`, another closed partition of the run, what it owns: its ports' state,
-    /// lanes, waits and buffers, its flows' packets sent, and every count that adds up.
+    /// Takes from `part`, another closed partition of the run, what it owns: its ports'
+    /// lanes, waits and buffers (where it has them, in its own order), its flows' packets
+    /// sent, and every count that adds up.
     fn take_owned(&mut self, part: Simulation) {
         let split = part.split.as_ref().expect("a partition");
         for (port, state) in part.states.iter().enumerate() {
             if split.owner[port] != split.me {
                 continue;
             }
-            self.states[port] = *state;
-            for lane in state.lanes() {
-                self.lanes[lane] = part.lanes[lane];
-                self.waits[lane] = part.waits[lane];
-                self.buffers[lane] = part.buffers[lane];
+            for (lane, theirs) in self.states[port].lanes().zip(state.lanes()) {
+                self.lanes[lane] = part.lanes[theirs];
+                self.waits[lane] = part.waits[theirs];
+                self.buffers[lane] = part.buffers[theirs];
             }
         }
         for (f, flow) in self.flows.iter().enumerate() {
