@@ -702,9 +702,9 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// Run on N threads, each taking a part of the fabric's switches (with their hosts): the
-    /// same output, byte for byte, as on one. Each thread holds a copy of the run's state;
-    /// more threads than cores make any run slower. InfiniBand only (a lossless-Ethernet run
-    /// takes one thread).
+    /// same output, byte for byte, as on one. Each thread adds memory (its copy of the flows'
+    /// state and its ports' queues); more threads than cores make any run slower. InfiniBand
+    /// only (a lossless-Ethernet run takes one thread).
     #[arg(
         long,
         value_name = "N",

@@ -112,8 +112,9 @@ impl window::Partition for Simulation<'_> {
 
 /// A run of an InfiniBand fabric in partitions of its nodes, a thread each, whose report is
 /// the one [`Simulation`] gives, byte for byte. What it costs: at each window's end every
-/// partition merges every partition's events that pushed something, and each holds a whole
-/// copy of the run's state (it uses its own ports' part).
+/// partition merges every partition's events that pushed something, and each holds its own
+/// copy of the flows' state and of what a port's events read besides its lanes (its own
+/// ports' lanes only, but the first, in which the report is put together).
 #[derive(Debug)]
 pub struct Parallel<'n> {
     parts: Vec<Simulation<'n>>,
