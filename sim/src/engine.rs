@@ -650,7 +650,8 @@ impl<'n> Simulation<'n> {
                     kind
                 }
             };
-            let base = if kept(port.node as usize) {
+            let has_lanes = kept(port.node as usize);
+            let base = if has_lanes {
                 lanes.len() as u32
             } else {
                 NO_LANES
@@ -664,7 +665,7 @@ impl<'n> Simulation<'n> {
                 },
                 ..Lane::default()
             };
-            if base != NO_LANES {
+            if has_lanes {
                 lanes.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
             }
             let arb = &network.nodes[port.node as usize].arbitration[usize::from(port.num)];
@@ -870,8 +871,8 @@ impl<'n> Simulation<'n> {
     }
 
     /// [`Simulation::run_until`]; as a partition (`LOG`), noting each event that pushed any
-    /// event, its rank and the pushes before it, in the window's log. One loop for both, made twice, so that a run on
-    /// one core does not ask at each event whether to log it.
+    /// event, its rank and the pushes before it, in the window's log. One loop for both, made
+    /// twice, so that a run on one core does not ask at each event whether to log it.
     fn take_events<const LOG: bool>(&mut self, until: u64) {
         let until = until.min(self.options.duration_ps);
         let after = until.saturating_add(1);
