@@ -85,6 +85,25 @@ pub struct Slot<C> {
     pub outboxes: Vec<Vec<C>>,
 }
 
+impl<C> Slot<C> {
+    /// Takes a partition's window: its `pushes`, and its `log` and `outboxes`, which it leaves
+    /// empty (with the capacity of what this slot held before, for the next window).
+    pub fn take_window(
+        &mut self,
+        pushes: u32,
+        log: &mut Vec<(u128, u32)>,
+        outboxes: &mut [Vec<C>],
+    ) {
+        self.pushes = pushes;
+        std::mem::swap(&mut self.log, log);
+        log.clear();
+        for (handed, mine) in self.outboxes.iter_mut().zip(outboxes) {
+            std::mem::swap(handed, mine);
+            mine.clear();
+        }
+    }
+}
+
 /// One partition of a run, as [`Windows`] drives it.
 pub trait Partition: Send {
     /// An event it pushes for another partition's port.

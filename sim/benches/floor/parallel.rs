@@ -52,13 +52,7 @@ impl window::Partition for Floor<'_, true> {
     }
 
     fn hand_over(&mut self, slot: &mut Slot<Crossing>) {
-        std::mem::swap(&mut slot.log, &mut self.log);
-        self.log.clear();
-        slot.pushes = self.queue.pushed as u32;
-        for (mine, handed) in self.outbox.iter_mut().zip(&mut slot.outboxes) {
-            std::mem::swap(mine, handed);
-            mine.clear();
-        }
+        slot.take_window(self.queue.pushed as u32, &mut self.log, &mut self.outbox);
         self.queue.pushed = 0;
     }
 

@@ -64,10 +64,6 @@ impl Simulation<'_> {
             packet,
         });
     }
-
-    fn split(&mut self) -> &mut Split {
-        self.split.as_mut().expect("a partition")
-    }
 }
 
 impl window::Partition for Simulation<'_> {
@@ -78,15 +74,10 @@ impl window::Partition for Simulation<'_> {
     }
 
     fn hand_over(&mut self, slot: &mut Slot<Crossing>) {
-        slot.pushes = (self.queue.next_number() - PROVISIONAL) as u32;
+        let pushes = (self.queue.next_number() - PROVISIONAL) as u32;
         self.queue.number_from(PROVISIONAL);
-        let split = self.split();
-        std::mem::swap(&mut slot.log, &mut split.log);
-        split.log.clear();
-        for (mine, handed) in split.outboxes.iter_mut().zip(&mut slot.outboxes) {
-            std::mem::swap(mine, handed);
-            mine.clear();
-        }
+        let split = self.split.as_mut().expect("a partition");
+        slot.take_window(pushes, &mut split.log, &mut split.outboxes);
     }
 
     fn take_back(&mut self, me: usize, slots: &[&Slot<Crossing>], numbers: &[Vec<u64>]) {
