@@ -375,14 +375,17 @@ struct Buffer {
     since: u64,
 }
 
+/// What the run keeps of a flow besides its description (the caller's, read through
+/// [`Simulation::specs`]: a partition of a [`Parallel`] run copies no flow's names).
 #[derive(Debug)]
 struct FlowState {
-    spec: Flow,
     blocks: u32,
     port: u32,
     /// The VL at the source; [`VL15`] for a data flow its source drops.
     vl: u8,
     greedy: bool,
+    /// The end of its time: its stop time, or the run's end if that comes first.
+    stop_ps: u64,
     /// First generation time of a rate flow (start plus the seeded phase).
     origin: u64,
     generated: u64,
@@ -491,6 +494,9 @@ pub struct Simulation<'n> {
     /// Data packets dropped at an output port, by port and VL: those mapped to VL15 or to a VL
     /// the link does not run, which has no lane. Rare, so kept apart from the lanes.
     dropped: BTreeMap<(u32, u8), u64>,
+    /// The flows as the caller describes them, by index: read for what the run does not
+    /// keep in [`FlowState`] (names, rates, sizes), at set-up, for rate flows and in the report.
+    specs: &'n [Flow],
     flows: Vec<FlowState>,
     flow_hot: Vec<FlowHot>,
     tallies: Vec<Tally>,
@@ -534,7 +540,7 @@ impl<'n> Simulation<'n> {
     /// Checks the network and flows and sets up the run at time 0.
     pub fn new(
         network: &'n Network,
-        flows: &[Flow],
+        flows: &'n [Flow],
         options: SimOptions,
     ) -> Result<Simulation<'n>, NetworkError> {
         Self::with_lanes_of(network, flows, options, &|_| true)
@@ -545,7 +551,7 @@ impl<'n> Simulation<'n> {
     /// another partition's.
     fn with_lanes_of(
         network: &'n Network,
-        flows: &[Flow],
+        flows: &'n [Flow],
         options: SimOptions,
         kept: &dyn Fn(usize) -> bool,
     ) -> Result<Simulation<'n>, NetworkError> {
@@ -687,6 +693,7 @@ impl<'n> Simulation<'n> {
         }
         let mut sim = Simulation {
             network,
+            specs: flows,
             options,
             states,
             dropped: BTreeMap::new(),
@@ -727,31 +734,30 @@ impl<'n> Simulation<'n> {
         // The greedy flows that will join each lane's rotation, to size it once: growing
         // every rotation as its flows start was a tenth of the flows' start events.
         let mut joining = vec![0usize; sim.lanes.len()];
-        for (i, flow) in flows.iter().enumerate() {
-            let state = sim.flow_state(flow, i as u64)?;
-            if state.spec.start_ps < state.spec.stop_ps {
+        for (i, spec) in flows.iter().enumerate() {
+            let state = sim.flow_state(spec, i as u64)?;
+            if spec.start_ps < state.stop_ps {
                 let flow = i as u32;
                 if state.greedy && state.vl != VL15 {
                     let (port, vl) = (state.port, state.vl);
                     sim.schedule
-                        .push((state.spec.start_ps, Event::Join { flow, port, vl }));
+                        .push((spec.start_ps, Event::Join { flow, port, vl }));
                     sim.schedule
-                        .push((state.spec.stop_ps, Event::Stop { flow, port, vl }));
+                        .push((state.stop_ps, Event::Stop { flow, port, vl }));
                     if sim.states[port as usize].base != NO_LANES {
                         joining[sim.lane(port, vl)] += 1;
                     }
                 } else {
-                    sim.schedule
-                        .push((state.spec.start_ps, Event::Start { flow }));
+                    sim.schedule.push((spec.start_ps, Event::Start { flow }));
                 }
             }
             sim.flow_hot.push(FlowHot {
                 sent: 0,
                 shape: Shape {
-                    dlid: state.spec.dlid,
+                    dlid: spec.dlid,
                     blocks: state.blocks as u16,
-                    sl: state.spec.sl.get(),
-                    management: state.spec.management,
+                    sl: spec.sl.get(),
+                    management: spec.management,
                 },
                 stopped: false,
             });
@@ -832,14 +838,11 @@ impl<'n> Simulation<'n> {
             mix(self.options.seed, index) % gap
         };
         FlowState {
-            spec: Flow {
-                stop_ps: stop,
-                ..flow.clone()
-            },
             blocks,
             port,
             vl,
             greedy,
+            stop_ps: stop,
             origin: flow.start_ps + phase,
             generated: 0,
         }
@@ -1077,7 +1080,7 @@ impl<'n> Simulation<'n> {
     fn inject(&mut self, flow: u32) {
         let now = self.now;
         let state = &self.flows[flow as usize];
-        if now >= state.spec.stop_ps {
+        if now >= state.stop_ps {
             return;
         }
         let (port, vl) = (state.port, state.vl);
@@ -1085,19 +1088,19 @@ impl<'n> Simulation<'n> {
             // Dropped at its source: the host offers it as fast as its link would carry it.
             now + self.serialization(port, state.blocks)
         } else {
-            state.origin + self.gap_ps(&state.spec, state.generated + 1)
+            state.origin + self.gap_ps(&self.specs[flow as usize], state.generated + 1)
         };
         self.flow_hot[flow as usize].sent += 1;
         let state = &mut self.flows[flow as usize];
         state.generated += 1;
-        if vl == VL15 && !state.spec.management {
+        if vl == VL15 && !self.specs[flow as usize].management {
             self.flow_drops[flow as usize] += 1;
         } else {
             let packet = self.alloc(flow, vl);
             self.enqueue(port, vl, packet);
             self.try_send(port);
         }
-        if next < self.flows[flow as usize].spec.stop_ps {
+        if next < self.flows[flow as usize].stop_ps {
             self.queue.push(now, next, Event::Inject { flow });
         }
     }
@@ -1512,9 +1515,8 @@ impl<'n> Simulation<'n> {
         let buffer_occupancy = timeline
             .as_ref()
             .and_then(|t| self.buffer_occupancy(t.interval_ns));
-        // The flows' reports come last and take the flows' names instead of copying them: with
-        // many flows, copying and then freeing them was most of the report's time. Each source
-        // port's name is made once: a run of many flows has few source ports.
+        // The flows' reports come last. Each source port's name is made once: a run of many
+        // flows has few source ports.
         let flow_states = std::mem::take(&mut self.flows);
         let mut source_names: Vec<Option<String>> = vec![None; self.ports.len()];
         let flows: Vec<FlowReport> = (0..)
@@ -1526,7 +1528,8 @@ impl<'n> Simulation<'n> {
                 let src = source_names[f.port as usize]
                     .get_or_insert_with(|| self.port_name(f.port))
                     .clone();
-                let mut report = self.flow_report(f, src, hot.sent, tally, dropped);
+                let spec = &self.specs[i];
+                let mut report = Self::flow_report(spec, f, src, hot.sent, tally, dropped);
                 report.dcqcn = self.flow_dcqcn(i);
                 report
             })
@@ -1562,9 +1565,9 @@ impl<'n> Simulation<'n> {
         round(bytes as f64 * 8.0 / ps as f64 * 1e3)
     }
 
-    /// The report of flow `f`, which leaves from the port named `src`.
+    /// The report of flow `f`, described by `spec`, which leaves from the port named `src`.
     fn flow_report(
-        &self,
+        spec: &Flow,
         f: FlowState,
         src: String,
         sent: u64,
@@ -1572,14 +1575,14 @@ impl<'n> Simulation<'n> {
         dropped: u64,
     ) -> FlowReport {
         let delivered = tally.latency.count();
-        let bytes = delivered * u64::from(f.spec.payload);
-        let active = f.spec.stop_ps.saturating_sub(f.spec.start_ps);
+        let bytes = delivered * u64::from(spec.payload);
+        let active = f.stop_ps.saturating_sub(spec.start_ps);
         FlowReport {
-            name: f.spec.name,
+            name: spec.name.clone(),
             src,
-            dst: f.spec.dst_name,
-            sl: f.spec.sl.get(),
-            management: f.spec.management,
+            dst: spec.dst_name.clone(),
+            sl: spec.sl.get(),
+            management: spec.management,
             sent_packets: sent,
             delivered_packets: delivered,
             delivered_bytes: bytes,
@@ -1601,14 +1604,14 @@ impl<'n> Simulation<'n> {
             dropped: u64,
         }
         let mut sums: [Sum; 16] = Default::default();
-        for ((f, tally), &dropped) in self.flows.iter().zip(&self.tallies).zip(&self.flow_drops) {
-            if f.spec.management {
+        for ((f, tally), &dropped) in self.specs.iter().zip(&self.tallies).zip(&self.flow_drops) {
+            if f.management {
                 continue;
             }
-            let sum = &mut sums[usize::from(f.spec.sl.get())];
+            let sum = &mut sums[usize::from(f.sl.get())];
             sum.flows += 1;
             sum.latency.merge(&tally.latency);
-            sum.bytes += tally.latency.count() * u64::from(f.spec.payload);
+            sum.bytes += tally.latency.count() * u64::from(f.payload);
             sum.dropped += dropped;
         }
         (0..)

@@ -783,13 +783,14 @@ impl Simulation<'_> {
         let flows = self
             .flows
             .iter()
-            .map(|f| {
-                let src = &network.nodes[f.spec.src.node];
-                let reacts = f.greedy && rp_mask & 1 << (f.spec.sl.get() & 7) != 0;
+            .zip(self.specs)
+            .map(|(f, spec)| {
+                let src = &network.nodes[spec.src.node];
+                let reacts = f.greedy && rp_mask & 1 << (spec.sl.get() & 7) != 0;
                 FlowDcqcn {
                     rp: reacts.then(|| ReactionPoint::new(&rp)),
                     np: NotificationPoint::default(),
-                    source_lid: src.lids[usize::from(f.spec.src.port)],
+                    source_lid: src.lids[usize::from(spec.src.port)],
                     cnps_sent: 0,
                     cnps_received: 0,
                     cuts: 0,
@@ -929,7 +930,7 @@ impl Simulation<'_> {
     pub(super) fn pace(&mut self, flow: u32) {
         let now = self.now;
         let state = &self.flows[flow as usize];
-        let (port, vl, units, stop) = (state.port, state.vl, state.blocks, state.spec.stop_ps);
+        let (port, vl, units, stop) = (state.port, state.vl, state.blocks, state.stop_ps);
         let lane = self.lane(port, vl);
         let waiting = self.queued_frame_of(lane, flow);
         let Some(dcqcn) = self.eth_mut().dcqcn.as_mut() else {
@@ -997,7 +998,7 @@ impl Simulation<'_> {
     fn rejoin_rotation(&mut self, flow: u32) {
         let hot = self.flow_hot[flow as usize];
         let state = &self.flows[flow as usize];
-        if hot.stopped || self.now >= state.spec.stop_ps {
+        if hot.stopped || self.now >= state.stop_ps {
             return;
         }
         let (port, vl) = (state.port, state.vl);
@@ -1039,13 +1040,13 @@ impl Simulation<'_> {
     pub(super) fn dcqcn_rates(&self, interval_ns: u64) -> Option<DcqcnRates> {
         let dcqcn = self.eth.as_deref()?.dcqcn.as_ref()?;
         let flows = self
-            .flows
+            .specs
             .iter()
             .zip(&dcqcn.flows)
             .filter(|(_, state)| state.rp.is_some())
             .map(|(f, state)| {
                 let rates = state.rates.iter().map(|&bps| round(bps as f64 / 1e9));
-                (f.spec.name.clone(), rates.collect())
+                (f.name.clone(), rates.collect())
             })
             .collect();
         Some(DcqcnRates { interval_ns, flows })

@@ -118,7 +118,7 @@ impl<'n> Parallel<'n> {
     /// take no time (a window would be as short).
     pub fn new(
         network: &'n Network,
-        flows: &[Flow],
+        flows: &'n [Flow],
         options: SimOptions,
         threads: usize,
     ) -> Result<Self, NetworkError> {
@@ -203,7 +203,7 @@ impl<'n> Run<'n> {
     /// A run on `threads` cores: one partition each, or a plain [`Simulation`] for one.
     pub fn new(
         network: &'n Network,
-        flows: &[Flow],
+        flows: &'n [Flow],
         options: SimOptions,
         threads: usize,
     ) -> Result<Self, NetworkError> {
