@@ -358,21 +358,50 @@ struct Turn {
     shape: Shape,
 }
 
-/// A lane's time waiting for credits while its port is idle.
-#[derive(Debug, Clone, Copy, Default)]
-struct Wait {
-    since: Option<u64>,
-    total_ps: u64,
-}
-
-/// What one VL of a port's receive buffer holds, and its integral over time for the mean.
+/// What one VL of a port's receive buffer holds, 16 bytes, four to a cache line: its
+/// occupancy and peak, and its occupancy integrated over the run (for the mean) as it will be
+/// at the run's end if nothing else changes: blocks taken in with `left` picoseconds of the run
+/// left add `blocks x left`, blocks freed take theirs back off. So no time of the last change
+/// is kept, and at the end `to_end` is the integral. It is at most the peak times the run's
+/// length; past 2^64 block-picoseconds (a flood on VL15, which has no credits, for long) the
+/// high part is carried out ([`Buffer::change`]).
 #[derive(Debug, Clone, Copy, Default)]
 struct Buffer {
     occupancy: u32,
     peak: u32,
-    /// Occupancy integrated over time, in block-picoseconds, up to `since`.
-    area: u128,
-    since: u64,
+    /// The low 64 bits of the integral to the end, in block-picoseconds.
+    to_end: u64,
+}
+
+const _: () = assert!(size_of::<Buffer>() == 16, "four buffers to a line");
+
+impl Buffer {
+    /// Takes in (`fill`) or frees `blocks` with `left_ps` of the run left; returns what
+    /// carries out of `to_end`'s 64 bits (a count of 2^64s, negative when borrowed), which is
+    /// 0 but on a run of 2^64 block-picoseconds or more.
+    fn change(&mut self, blocks: u32, left_ps: u64, fill: bool) -> i64 {
+        let integral = u128::from(blocks) * u128::from(left_ps);
+        // Below 2^96: the high part fits an i64.
+        let (low, high) = (integral as u64, (integral >> 64) as i64);
+        if fill {
+            self.occupancy += blocks;
+            self.peak = self.peak.max(self.occupancy);
+            let (sum, carried) = self.to_end.overflowing_add(low);
+            self.to_end = sum;
+            high + i64::from(carried)
+        } else {
+            self.occupancy -= blocks;
+            let (difference, borrowed) = self.to_end.overflowing_sub(low);
+            self.to_end = difference;
+            -high - i64::from(borrowed)
+        }
+    }
+
+    /// The occupancy integrated over the run so far and to its end (the whole run's, once it
+    /// has ended), in block-picoseconds, given the count of 2^64s carried out of `to_end`.
+    fn integral(&self, carried: i64) -> u128 {
+        ((i128::from(carried) << 64) + i128::from(self.to_end)) as u128
+    }
 }
 
 /// What the run keeps of a flow besides its description (the caller's, read through
@@ -485,9 +514,15 @@ pub struct Simulation<'n> {
     lanes: Vec<Lane>,
     /// Per lane, the greedy flows taking turns on it (source ports only).
     rotations: Vec<Rotation>,
-    /// Per lane, its wait for credits.
-    waits: Vec<Wait>,
+    /// Per lane, its time waiting for credits while its port is idle, in picoseconds, as it
+    /// will be at the run's end if nothing else changes, as [`Buffer`] keeps its integral: a
+    /// wait that starts with `left` of the run left adds `left`, its end takes its own `left`
+    /// back off. At most the run's length.
+    waits: Vec<u64>,
     buffers: Vec<Buffer>,
+    /// Per lane, the 2^64s carried out of its [`Buffer::to_end`], for the few (if any) that
+    /// have any.
+    carried: BTreeMap<usize, i64>,
     /// Per port, what its events read: where its lanes are, what arbitration and the wait
     /// timing read of them, its peer and kind of link.
     states: Vec<PortState>,
@@ -703,8 +738,9 @@ impl<'n> Simulation<'n> {
             arbiters,
             node_base,
             rotations: vec![Rotation::default(); lanes.len()],
-            waits: vec![Wait::default(); lanes.len()],
+            waits: vec![0; lanes.len()],
             buffers: vec![Buffer::default(); lanes.len()],
+            carried: BTreeMap::new(),
             lanes,
             flows: Vec::with_capacity(flows.len()),
             flow_hot: Vec::with_capacity(flows.len()),
@@ -1211,16 +1247,14 @@ impl<'n> Simulation<'n> {
     /// Starts or ends a lane's wait for credits. A lane is blocked while its port is idle and
     /// its head packet lacks credits: while the port sends something else, it waits for the
     /// wire, not for credits.
+    /// Called only when it changes, as the port's `waiting` bits tell.
     fn account_blocked(&mut self, lane: usize, blocked: bool) {
-        let now = self.now;
+        let left = self.options.duration_ps - self.now;
         let wait = &mut self.waits[lane];
-        match (blocked, wait.since) {
-            (true, None) => wait.since = Some(now),
-            (false, Some(since)) => {
-                wait.total_ps += now - since;
-                wait.since = None;
-            }
-            _ => {}
+        if blocked {
+            *wait += left;
+        } else {
+            *wait -= left;
         }
     }
 
@@ -1239,25 +1273,29 @@ impl<'n> Simulation<'n> {
         }
     }
 
-    /// Brings a lane's occupancy integral up to now, before its occupancy changes or is read.
-    fn integrate(&mut self, lane: usize) -> &mut Buffer {
-        let now = self.now;
-        let buffer = &mut self.buffers[lane];
-        buffer.area += u128::from(buffer.occupancy) * u128::from(now - buffer.since);
-        buffer.since = now;
-        buffer
+    /// `port`'s receive buffer takes in (`fill`) or frees `blocks` on `vl`, now. Inlined: a
+    /// call costs as much as the change, twice a packet-hop.
+    #[inline(always)]
+    fn change_buffer(&mut self, port: u32, vl: u8, blocks: u32, fill: bool) {
+        let lane = self.lane(port, vl);
+        let left = self.options.duration_ps - self.now;
+        let carry = self.buffers[lane].change(blocks, left, fill);
+        if carry != 0 {
+            self.carry(lane, carry);
+        }
     }
 
-    /// `port`'s receive buffer takes `blocks` more on `vl`.
-    fn fill(&mut self, port: u32, vl: u8, blocks: u32) {
-        let lane = self.integrate(self.lane(port, vl));
-        lane.occupancy += blocks;
-        lane.peak = lane.peak.max(lane.occupancy);
+    /// Notes what carried out of a lane's [`Buffer::to_end`]: never, but on a run of 2^64
+    /// block-picoseconds or more. Apart, so that the map's code stays out of the inlined path.
+    #[cold]
+    #[inline(never)]
+    fn carry(&mut self, lane: usize, carry: i64) {
+        *self.carried.entry(lane).or_default() += carry;
     }
 
     /// `port`'s receive buffer frees `blocks` on `vl`; the credits go back to the sender.
     fn release(&mut self, port: u32, vl: u8, blocks: u16) {
-        self.integrate(self.lane(port, vl)).occupancy -= u32::from(blocks);
+        self.change_buffer(port, vl, u32::from(blocks), false);
         let state = self.states[port as usize];
         // A packet only arrives over a link, so a port that releases one has a peer.
         let sender = state.peer;
@@ -1280,7 +1318,7 @@ impl<'n> Simulation<'n> {
         let info = self.states[port as usize];
         let p = self.packets[packet as usize];
         let (blocks, dlid, management) = (u32::from(p.blocks), p.dlid, p.management);
-        self.fill(port, p.vl, blocks);
+        self.change_buffer(port, p.vl, blocks, true);
         let network = self.network;
         let node = &network.nodes[info.node as usize];
         let out = match node.kind {
@@ -1492,13 +1530,6 @@ impl<'n> Simulation<'n> {
         self.now = end;
         self.record_deliveries();
         self.settle_turns();
-        for lane in 0..self.lanes.len() {
-            let wait = &mut self.waits[lane];
-            if let Some(since) = wait.since.take() {
-                wait.total_ps += end - since;
-            }
-            self.integrate(lane);
-        }
     }
 
     /// The report of a closed run.
@@ -1700,15 +1731,16 @@ impl<'n> Simulation<'n> {
                         let dropped = self.dropped.get(&(p, vl)).copied().unwrap_or(0);
                         let (s, blocked_ps) =
                             near.lane_of(vl).map_or_else(Default::default, |lane| {
-                                (self.lanes[lane].sent, self.waits[lane].total_ps)
+                                (self.lanes[lane].sent, self.waits[lane])
                             });
-                        let f = far
-                            .lane_of(vl)
-                            .map_or_else(Buffer::default, |lane| self.buffers[lane]);
+                        let (f, area) = far.lane_of(vl).map_or_else(Default::default, |lane| {
+                            let carried = self.carried.get(&lane).copied().unwrap_or(0);
+                            (self.buffers[lane], self.buffers[lane].integral(carried))
+                        });
                         (s.packets > 0 || dropped > 0 || blocked_ps > 0 || f.peak > 0)
-                            .then_some((vl, s, blocked_ps, f, dropped))
+                            .then_some((vl, s, blocked_ps, f, area, dropped))
                     })
-                    .map(|(vl, s, blocked_ps, f, dropped)| {
+                    .map(|(vl, s, blocked_ps, f, area, dropped)| {
                         let bytes = s.blocks * block;
                         VlReport {
                             vl,
@@ -1719,7 +1751,7 @@ impl<'n> Simulation<'n> {
                             utilization: fraction(bytes * 8, capacity_bits),
                             blocked_ns: blocked_ps / PS_PER_NS,
                             buffer_mean_bytes: round(
-                                f.area as f64 * block as f64 / duration.max(1) as f64,
+                                area as f64 * block as f64 / duration.max(1) as f64,
                             ),
                             buffer_peak_bytes: u64::from(f.peak) * block,
                             dropped_packets: dropped,
@@ -1847,5 +1879,41 @@ mod tests {
             "{:?}",
             refused.err()
         );
+    }
+
+    proptest::proptest! {
+        /// A receive buffer's integral, kept as it will be at the run's end with what carries
+        /// out of its 64 bits, is the occupancy integrated step by step, on runs long enough
+        /// to carry (blocks x picoseconds past 2^64) and on short ones; so is its peak.
+        #[test]
+        fn a_buffer_integral_kept_to_the_end_is_the_one_integrated_step_by_step(
+            end in proptest::prop_oneof![0u64..1_000_000, (u64::MAX / 4)..=u64::MAX],
+            steps in proptest::collection::vec(
+                (proptest::num::u64::ANY, 1u32..(1 << 24), proptest::bool::ANY),
+                0..40,
+            ),
+        ) {
+            let mut times: Vec<u64> = steps.iter().map(|s| s.0 % end.saturating_add(1)).collect();
+            times.sort_unstable();
+            let mut buffer = Buffer::default();
+            let mut carried = 0i64;
+            let (mut occupancy, mut peak, mut integral, mut last) = (0u32, 0u32, 0u128, 0u64);
+            for (t, &(_, blocks, fill)) in times.into_iter().zip(&steps) {
+                integral += u128::from(occupancy) * u128::from(t - last);
+                last = t;
+                let fill = fill || occupancy == 0;
+                let blocks = if fill { blocks } else { blocks.min(occupancy) };
+                if fill {
+                    occupancy += blocks;
+                    peak = peak.max(occupancy);
+                } else {
+                    occupancy -= blocks;
+                }
+                carried += buffer.change(blocks, end - t, fill);
+            }
+            integral += u128::from(occupancy) * u128::from(end - last);
+            proptest::prop_assert_eq!(buffer.integral(carried), integral);
+            proptest::prop_assert_eq!((buffer.occupancy, buffer.peak), (occupancy, peak));
+        }
     }
 }

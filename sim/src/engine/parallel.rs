@@ -296,6 +296,9 @@ impl<'n> Simulation<'n> {
                 self.lanes[lane] = part.lanes[theirs];
                 self.waits[lane] = part.waits[theirs];
                 self.buffers[lane] = part.buffers[theirs];
+                if let Some(&carried) = part.carried.get(&theirs) {
+                    self.carried.insert(lane, carried);
+                }
             }
         }
         for (f, flow) in self.flows.iter().enumerate() {
