@@ -512,7 +512,8 @@ pub struct Simulation<'n> {
     arbiters: Vec<Arbiter>,
     node_base: Vec<u32>,
     lanes: Vec<Lane>,
-    /// Per lane, the greedy flows taking turns on it (source ports only).
+    /// Per lane of a host's port (the first lanes, [`Simulation::with_lanes_of`]), the greedy
+    /// flows taking turns on it: only a flow's source has any.
     rotations: Vec<Rotation>,
     /// Per lane, its time waiting for credits while its port is idle, in picoseconds, as it
     /// will be at the run's end if nothing else changes, as [`Buffer`] keeps its integral: a
@@ -669,8 +670,24 @@ impl<'n> Simulation<'n> {
         let mut arbiter_tables = ArbiterTables::new(options.arbiter);
         let mut arbiters = Vec::with_capacity(ports.len());
         let mut states = Vec::with_capacity(ports.len());
-        let mut lanes = Vec::new();
-        for port in &ports {
+        // Each port's first lane, the hosts' ports' lanes first: only a flow's source, a host's
+        // port, has greedy flows taking turns, so the rotations are kept for those lanes alone.
+        let is_host = |port: &PortSlot| network.nodes[port.node as usize].kind == NodeKind::Host;
+        let mut bases = vec![NO_LANES; ports.len()];
+        let (mut lane_count, mut source_lanes) = (0u32, 0u32);
+        for hosts in [true, false] {
+            for (base, port) in bases.iter_mut().zip(&ports) {
+                if is_host(port) == hosts && kept(port.node as usize) {
+                    *base = lane_count;
+                    lane_count += u32::from(port.vls) + 1;
+                }
+            }
+            if hosts {
+                source_lanes = lane_count;
+            }
+        }
+        let mut lanes = vec![Lane::default(); lane_count as usize];
+        for (port, &base) in ports.iter().zip(&bases) {
             let link = port.link;
             let kind = match kind_of.get(&link) {
                 Some(&kind) => kind,
@@ -691,23 +708,17 @@ impl<'n> Simulation<'n> {
                     kind
                 }
             };
-            let has_lanes = kept(port.node as usize);
-            let base = if has_lanes {
-                lanes.len() as u32
-            } else {
-                NO_LANES
-            };
-            // Ethernet has no credits: an allowance that never runs out (what a frame takes
-            // is given back when it has left).
-            let credits = Lane {
-                credits: match ethernet {
+            if base != NO_LANES {
+                // Ethernet has no credits: an allowance that never runs out (what a frame
+                // takes is given back when it has left).
+                let credits = match ethernet {
                     Some(_) => u32::MAX,
                     None => port.link.vl_buffer_blocks,
-                },
-                ..Lane::default()
-            };
-            if has_lanes {
-                lanes.extend(std::iter::repeat_n(credits, usize::from(port.vls) + 1));
+                };
+                let first = base as usize;
+                for lane in &mut lanes[first..=first + usize::from(port.vls)] {
+                    lane.credits = credits;
+                }
             }
             let arb = &network.nodes[port.node as usize].arbitration[usize::from(port.num)];
             arbiters.push(arbiter_tables.arbiter(&arb.high, &arb.low, arb.high_limit));
@@ -737,7 +748,7 @@ impl<'n> Simulation<'n> {
             arbiter_tables,
             arbiters,
             node_base,
-            rotations: vec![Rotation::default(); lanes.len()],
+            rotations: vec![Rotation::default(); source_lanes as usize],
             waits: vec![0; lanes.len()],
             buffers: vec![Buffer::default(); lanes.len()],
             carried: BTreeMap::new(),
@@ -769,7 +780,7 @@ impl<'n> Simulation<'n> {
         }
         // The greedy flows that will join each lane's rotation, to size it once: growing
         // every rotation as its flows start was a tenth of the flows' start events.
-        let mut joining = vec![0usize; sim.lanes.len()];
+        let mut joining = vec![0usize; sim.rotations.len()];
         for (i, spec) in flows.iter().enumerate() {
             let state = sim.flow_state(spec, i as u64)?;
             if spec.start_ps < state.stop_ps {
@@ -1449,7 +1460,11 @@ impl<'n> Simulation<'n> {
         let packet = match self.dequeue(lane) {
             Some(packet) => packet,
             None => {
-                let turns = &mut self.rotations[lane].turns;
+                // Only a host's port has a rotation: a switch's lane sends what is queued.
+                let Some(rotation) = self.rotations.get_mut(lane) else {
+                    return;
+                };
+                let turns = &mut rotation.turns;
                 let Some(mut turn) = turns.pop_front() else {
                     return;
                 };
@@ -1523,8 +1538,8 @@ impl<'n> Simulation<'n> {
     }
 
     /// At the end of the run: puts every count where the report reads it (the deliveries in
-    /// their tallies, the rotations' packets in their flows) and brings every wait and
-    /// buffer integral up to the end.
+    /// their tallies, the rotations' packets in their flows). The waits and buffer integrals
+    /// are kept as at the end throughout.
     fn close(&mut self) {
         let end = self.options.duration_ps;
         self.now = end;
