@@ -52,7 +52,7 @@ impl TopologyHosts<'_> {
             .map(|(n, p)| (n, p.lid))
             .ok_or_else(|| format!("host `{}` has no linked port", node.name))?;
         Ok(HostRef {
-            name: node.name.clone(),
+            name: node.name.as_str().into(),
             port: PortAddr {
                 node: id.index(),
                 port,

@@ -90,6 +90,7 @@
 //! another partition's (an arrival, a credit return: only across a link) crosses at the
 //! window's end, and the report is put together from each port's and flow's owner.
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 mod ethernet;
 mod parallel;
@@ -827,7 +828,7 @@ impl<'n> Simulation<'n> {
 
     fn flow_state(&self, flow: &Flow, index: u64) -> Result<FlowState, NetworkError> {
         let bad_source = || NetworkError::BadSource {
-            flow: flow.name.clone(),
+            flow: flow.name.to_string(),
             port: format!("node {} port {}", flow.src.node, flow.src.port),
         };
         let node = self
@@ -846,7 +847,7 @@ impl<'n> Simulation<'n> {
         if let Some(eth) = &self.eth {
             if flow.management {
                 return Err(NetworkError::ManagementOnEthernet {
-                    flow: flow.name.clone(),
+                    flow: flow.name.to_string(),
                 });
             }
             return Ok(
@@ -858,7 +859,7 @@ impl<'n> Simulation<'n> {
         let blocks = wire_blocks(flow.payload);
         if !flow.management && blocks > info.link.vl_buffer_blocks {
             return Err(NetworkError::BufferTooSmall {
-                flow: flow.name.clone(),
+                flow: flow.name.to_string(),
                 payload: flow.payload,
                 needed: blocks,
                 buffer: info.link.vl_buffer_blocks,
@@ -1564,7 +1565,7 @@ impl<'n> Simulation<'n> {
         // The flows' reports come last. Each source port's name is made once: a run of many
         // flows has few source ports.
         let flow_states = std::mem::take(&mut self.flows);
-        let mut source_names: Vec<Option<String>> = vec![None; self.ports.len()];
+        let mut source_names: Vec<Option<Arc<str>>> = vec![None; self.ports.len()];
         let flows: Vec<FlowReport> = (0..)
             .zip(flow_states)
             .zip(&self.flow_hot)
@@ -1572,7 +1573,7 @@ impl<'n> Simulation<'n> {
             .zip(&self.flow_drops)
             .map(|((((i, f), hot), tally), &dropped)| {
                 let src = source_names[f.port as usize]
-                    .get_or_insert_with(|| self.port_name(f.port))
+                    .get_or_insert_with(|| self.port_name(f.port).into())
                     .clone();
                 let spec = &self.specs[i];
                 let mut report = Self::flow_report(spec, f, src, hot.sent, tally, dropped);
@@ -1615,7 +1616,7 @@ impl<'n> Simulation<'n> {
     fn flow_report(
         spec: &Flow,
         f: FlowState,
-        src: String,
+        src: Arc<str>,
         sent: u64,
         tally: &Tally,
         dropped: u64,
@@ -1624,9 +1625,9 @@ impl<'n> Simulation<'n> {
         let bytes = delivered * u64::from(spec.payload);
         let active = f.stop_ps.saturating_sub(spec.start_ps);
         FlowReport {
-            name: spec.name.clone(),
+            name: Arc::clone(&spec.name),
             src,
-            dst: spec.dst_name.clone(),
+            dst: Arc::clone(&spec.dst_name),
             sl: spec.sl.get(),
             management: spec.management,
             sent_packets: sent,

@@ -3,6 +3,8 @@
 //! knows nothing of how a topology was described or routed (the `fabric` crate sits above this
 //! one), so `ibqos sim` builds this from a net file, the planner and minhop.
 
+use std::sync::Arc;
+
 use ibqos_qos::Sl2VlTable;
 use ibqos_qos::{Sl, VlArbEntry, VlCount};
 
@@ -212,16 +214,18 @@ pub struct Storm {
     pub config: PauseStormConfig,
 }
 
-/// One traffic flow, resolved to ports and LIDs.
+/// One traffic flow, resolved to ports and LIDs. Its names are shared, not copied, by the
+/// reports that name it (and the destination's by every flow to that host): a run of hundreds
+/// of thousands of flows names a few hundred hosts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Flow {
-    pub name: String,
+    pub name: Arc<str>,
     /// The host port it leaves from.
     pub src: PortAddr,
     /// The destination LID.
     pub dlid: u16,
     /// The destination's name, for reports.
-    pub dst_name: String,
+    pub dst_name: Arc<str>,
     /// The SL; on an Ethernet run, the priority (0-7) the source host gives the flow.
     pub sl: Sl,
     /// Payload bytes per packet, 1..=4096.

@@ -2,6 +2,8 @@
 //! in a fixed order (flows as given, SLs and VLs ascending, links by their sending port), so
 //! the same run gives the same bytes.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 /// Sub-buckets per power of two in a [`Histogram`]: a value is known within 1/16 (6.25 %).
@@ -169,9 +171,10 @@ pub struct Latency {
 /// One flow's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FlowReport {
-    pub name: String,
-    pub src: String,
-    pub dst: String,
+    /// The flow's names, shared with its description and with the other flows' reports.
+    pub name: Arc<str>,
+    pub src: Arc<str>,
+    pub dst: Arc<str>,
     /// The SL; on an Ethernet run, the flow's priority.
     pub sl: u8,
     pub management: bool,

@@ -105,7 +105,7 @@ fn check(report: &Report, pfc_delay: u32, test: u8, shared_buffer_bytes: u64) ->
     for flow in &report.flows {
         if is_test(flow.sl) {
             row.test_delivered += flow.delivered_packets;
-            if !sources.contains(&flow.src.as_str()) {
+            if !sources.contains(&&*flow.src) {
                 sources.push(&flow.src);
             }
         } else {

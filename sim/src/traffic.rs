@@ -74,6 +74,7 @@
 #![doc = concat!("```toml\n", include_str!("../../examples/sim/roce-traffic.toml"), "```")]
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -414,10 +415,10 @@ pub struct EthernetSettings {
     pub ecn: Option<EcnConfig>,
 }
 
-/// A host as the topology names it.
+/// A host as the topology names it (the name shared by every flow to it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostRef {
-    pub name: String,
+    pub name: Arc<str>,
     pub port: PortAddr,
     pub lid: u16,
 }
@@ -984,7 +985,7 @@ impl Traffic {
                     if s.port == d.port {
                         return Err(Located::new(
                             dst.at.clone(),
-                            TrafficErrorKind::SelfFlow(d.name),
+                            TrafficErrorKind::SelfFlow(d.name.to_string()),
                         ));
                     }
                     let name = name
@@ -1095,10 +1096,10 @@ impl Traffic {
             None => packets.sl,
         };
         Flow {
-            name,
+            name: name.into(),
             src: src.port,
             dlid: dst.lid,
-            dst_name: dst.name.clone(),
+            dst_name: Arc::clone(&dst.name),
             sl,
             payload: packets.payload,
             rate_bps: packets.rate_bps,
@@ -1242,13 +1243,13 @@ stop_us = 200
         fn find(&self, name: &str) -> Result<HostRef, String> {
             self.all()
                 .into_iter()
-                .find(|h| h.name == name)
+                .find(|h| &*h.name == name)
                 .ok_or_else(|| "not a host in the topology".to_owned())
         }
         fn all(&self) -> Vec<HostRef> {
             (1..=self.0)
                 .map(|i| HostRef {
-                    name: format!("H{i}"),
+                    name: format!("H{i}").into(),
                     port: PortAddr { node: i, port: 1 },
                     lid: i as u16,
                 })
@@ -1575,7 +1576,7 @@ payload = 256
 "#;
         let traffic = parse("p.toml", text.as_bytes()).unwrap();
         let flows = traffic.flows(&Hosts(3), 7).unwrap();
-        let names: Vec<&str> = flows.iter().map(|f| f.name.as_str()).collect();
+        let names: Vec<&str> = flows.iter().map(|f| &*f.name).collect();
         assert_eq!(
             &names[..6],
             &[

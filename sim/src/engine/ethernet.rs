@@ -1046,7 +1046,7 @@ impl Simulation<'_> {
             .filter(|(_, state)| state.rp.is_some())
             .map(|(f, state)| {
                 let rates = state.rates.iter().map(|&bps| round(bps as f64 / 1e9));
-                (f.name.clone(), rates.collect())
+                (f.name.to_string(), rates.collect())
             })
             .collect();
         Some(DcqcnRates { interval_ns, flows })
