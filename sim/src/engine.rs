@@ -1260,8 +1260,7 @@ impl<'n> Simulation<'n> {
 
     /// Starts or ends a lane's wait for credits. A lane is blocked while its port is idle and
     /// its head packet lacks credits: while the port sends something else, it waits for the
-    /// wire, not for credits.
-    /// Called only when it changes, as the port's `waiting` bits tell.
+    /// wire, not for credits. Called only when that changes (the port's `waiting` bits).
     fn account_blocked(&mut self, lane: usize, blocked: bool) {
         let left = self.options.duration_ps - self.now;
         let wait = &mut self.waits[lane];
@@ -1566,10 +1565,9 @@ impl<'n> Simulation<'n> {
             .and_then(|t| self.buffer_occupancy(t.interval_ns));
         // The flows' reports come last. Each source port's name is made once: a run of many
         // flows has few source ports.
-        let flow_states = std::mem::take(&mut self.flows);
         let mut source_names: Vec<Option<Arc<str>>> = vec![None; self.ports.len()];
         let flows: Vec<FlowReport> = (0..)
-            .zip(flow_states)
+            .zip(&self.flows)
             .zip(&self.flow_hot)
             .zip(&self.tallies)
             .zip(&self.flow_drops)
@@ -1617,7 +1615,7 @@ impl<'n> Simulation<'n> {
     /// The report of flow `f`, described by `spec`, which leaves from the port named `src`.
     fn flow_report(
         spec: &Flow,
-        f: FlowState,
+        f: &FlowState,
         src: Arc<str>,
         sent: u64,
         tally: &Tally,
