@@ -991,7 +991,7 @@ impl Traffic {
                     let name = name
                         .clone()
                         .unwrap_or_else(|| format!("{}->{}", s.name, d.name));
-                    flows.push(self.flow(name, &s, &d, packets));
+                    flows.push(self.flow(name.into(), &s, &d, packets));
                 }
                 Request::Pattern {
                     kind,
@@ -1043,9 +1043,16 @@ impl Traffic {
                             })
                             .collect::<Vec<_>>(),
                     };
+                    // One buffer for every name, each flow's shared name made from it:
+                    // `format!` grew a new string piece by piece for each, which was half of
+                    // making an all-to-all's flows.
+                    let mut name = String::new();
                     for (s, d) in pairs {
-                        let name = format!("{prefix}:{}->{}", s.name, d.name);
-                        flows.push(self.flow(name, &s, &d, packets));
+                        name.clear();
+                        for part in [prefix, ":", &s.name, "->", &d.name] {
+                            name.push_str(part);
+                        }
+                        flows.push(self.flow(name.as_str().into(), &s, &d, packets));
                     }
                 }
             }
@@ -1081,7 +1088,7 @@ impl Traffic {
         }))
     }
 
-    fn flow(&self, name: String, src: &HostRef, dst: &HostRef, packets: &Packets) -> Flow {
+    fn flow(&self, name: Arc<str>, src: &HostRef, dst: &HostRef, packets: &Packets) -> Flow {
         // On Ethernet the class is the priority the source host's QoS settings give: a tagged
         // flow's PCP (sent with its DSCP), or an untagged one's DSCP.
         let sl = match &self.ethernet {
@@ -1096,7 +1103,7 @@ impl Traffic {
             None => packets.sl,
         };
         Flow {
-            name: name.into(),
+            name,
             src: src.port,
             dlid: dst.lid,
             dst_name: Arc::clone(&dst.name),
