@@ -190,9 +190,10 @@ pub struct FlowReport {
     pub dropped_packets: u64,
     /// Still in the fabric or the source queue when the run ended.
     pub in_flight_packets: u64,
-    /// DCQCN's view of the flow, on an Ethernet run with `[dcqcn]`.
+    /// DCQCN's view of the flow, on an Ethernet run with `[dcqcn]`. Boxed: the other runs'
+    /// rows, hundreds of thousands in an all-to-all, hold 8 bytes for it instead of 48.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dcqcn: Option<FlowDcqcnReport>,
+    pub dcqcn: Option<Box<FlowDcqcnReport>>,
 }
 
 /// One flow under DCQCN: the CNPs its notification point (the destination) sent and its

@@ -1023,16 +1023,16 @@ impl Simulation<'_> {
     }
 
     /// Flow `flow`'s DCQCN counters, on a run with DCQCN.
-    pub(super) fn flow_dcqcn(&self, flow: usize) -> Option<FlowDcqcnReport> {
+    pub(super) fn flow_dcqcn(&self, flow: usize) -> Option<Box<FlowDcqcnReport>> {
         let dcqcn = self.eth.as_deref()?.dcqcn.as_ref()?;
         let state = &dcqcn.flows[flow];
-        Some(FlowDcqcnReport {
+        Some(Box::new(FlowDcqcnReport {
             cnps_sent: state.cnps_sent,
             cnps_received: state.cnps_received,
             rate_cuts: state.cuts,
             final_rate_gbps: round(state.rate_bps as f64 / 1e9),
             min_rate_gbps: round(state.min_rate_bps as f64 / 1e9),
-        })
+        }))
     }
 
     /// Each flow with a reaction point and its rate at the end of each timeline interval (of
