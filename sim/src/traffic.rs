@@ -1010,14 +1010,23 @@ impl Traffic {
                         None => hosts.all(),
                     };
                     let prefix = name.as_deref().unwrap_or(kind.name());
-                    let pairs = match (kind, dst) {
+                    // One buffer for every name, each flow's shared name made from it:
+                    // `format!` grew a new string piece by piece for each, which was half of
+                    // making an all-to-all's flows.
+                    let mut name = String::new();
+                    let mut add = |s: &HostRef, d: &HostRef| {
+                        name.clear();
+                        for part in [prefix, ":", &s.name, "->", &d.name] {
+                            name.push_str(part);
+                        }
+                        flows.push(self.flow(name.as_str().into(), s, d, packets));
+                    };
+                    match (kind, dst) {
                         (PatternKind::Incast, Some(dst)) => {
                             let d = self.host(hosts, dst)?;
-                            members
-                                .iter()
-                                .filter(|s| s.port != d.port)
-                                .map(|s| (s.clone(), d.clone()))
-                                .collect()
+                            for s in members.iter().filter(|s| s.port != d.port) {
+                                add(s, &d);
+                            }
                         }
                         _ if members.len() < 2 => {
                             return Err(Located::new(
@@ -1027,32 +1036,17 @@ impl Traffic {
                         }
                         (PatternKind::Permutation, _) => {
                             let order = cyclic_permutation(members.len(), seed);
-                            members
-                                .iter()
-                                .zip(order)
-                                .map(|(s, d)| (s.clone(), members[d].clone()))
-                                .collect()
+                            for (s, d) in members.iter().zip(order) {
+                                add(s, &members[d]);
+                            }
                         }
-                        _ => members
-                            .iter()
-                            .flat_map(|s| {
-                                members
-                                    .iter()
-                                    .filter(move |d| d.port != s.port)
-                                    .map(move |d| (s.clone(), d.clone()))
-                            })
-                            .collect::<Vec<_>>(),
-                    };
-                    // One buffer for every name, each flow's shared name made from it:
-                    // `format!` grew a new string piece by piece for each, which was half of
-                    // making an all-to-all's flows.
-                    let mut name = String::new();
-                    for (s, d) in pairs {
-                        name.clear();
-                        for part in [prefix, ":", &s.name, "->", &d.name] {
-                            name.push_str(part);
+                        _ => {
+                            for s in &members {
+                                for d in members.iter().filter(|d| d.port != s.port) {
+                                    add(s, d);
+                                }
+                            }
                         }
-                        flows.push(self.flow(name.as_str().into(), &s, &d, packets));
                     }
                 }
             }
