@@ -272,7 +272,7 @@ impl Merge {
         let mut heads: Vec<(usize, u128)> = slots
             .iter()
             .enumerate()
-            .map(|(p, slot)| (0, self.head_rank(slot, p, 0)))
+            .map(|(p, slot)| (0, rank_of(&slot.log, &self.numbers[p], 0)))
             .collect();
         loop {
             // Which partition goes next is a coin toss to the branch predictor: chosen by
@@ -296,18 +296,16 @@ impl Merge {
                 }
                 self.pushed += (end - first) as u64;
                 i += 1;
-                rank = log
-                    .get(i)
-                    .map_or(u128::MAX, |&(rank, _)| resolve(rank, numbers));
+                rank = rank_of(log, numbers, i);
             }
             heads[p] = (i, rank);
         }
     }
+}
 
-    /// The rank of partition `p`'s event `i`, the whole run's ([`u128::MAX`] past the last).
-    fn head_rank<C>(&self, slot: &Slot<C>, p: usize, i: usize) -> u128 {
-        slot.log
-            .get(i)
-            .map_or(u128::MAX, |&(rank, _)| resolve(rank, &self.numbers[p]))
-    }
+/// The rank of event `i` of a partition's window `log`, the whole run's given the partition's
+/// `numbers` so far ([`u128::MAX`] past the last).
+fn rank_of(log: &[(u128, u32)], numbers: &[u64], i: usize) -> u128 {
+    log.get(i)
+        .map_or(u128::MAX, |&(rank, _)| resolve(rank, numbers))
 }
