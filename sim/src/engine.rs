@@ -1262,7 +1262,7 @@ impl<'n> Simulation<'n> {
     /// its head packet lacks credits: while the port sends something else, it waits for the
     /// wire, not for credits. Called only when that changes (the port's `waiting` bits).
     fn account_blocked(&mut self, lane: usize, blocked: bool) {
-        let left = self.options.duration_ps - self.now;
+        let left = self.left_ps();
         let wait = &mut self.waits[lane];
         if blocked {
             *wait += left;
@@ -1286,12 +1286,17 @@ impl<'n> Simulation<'n> {
         }
     }
 
+    /// The run's time left: what a change now weighs in the integrals kept as at the run's end
+    /// (the waits, [`Simulation::waits`], and the buffers', [`Buffer`]).
+    fn left_ps(&self) -> u64 {
+        self.options.duration_ps - self.now
+    }
+
     /// `port`'s receive buffer takes in (`fill`) or frees `blocks` on `vl`, now. Inlined: a
     /// call costs as much as the change, twice a packet-hop.
     #[inline(always)]
     fn change_buffer(&mut self, port: u32, vl: u8, blocks: u32, fill: bool) {
-        let lane = self.lane(port, vl);
-        let left = self.options.duration_ps - self.now;
+        let (lane, left) = (self.lane(port, vl), self.left_ps());
         let carry = self.buffers[lane].change(blocks, left, fill);
         if carry != 0 {
             self.carry(lane, carry);
