@@ -323,6 +323,43 @@ fn fabric_dump_before_and_after_the_sm() {
     );
 }
 
+/// An SM at a managed switch (S1's port 0, as sites run it on a switch) brings the built-in
+/// fabric up with no request failing, and leaves every port as an SM at H1 does: the same
+/// states and QoS tables (only where the LIDs start differs: the SM's own port gets LID 1).
+#[test]
+fn an_sm_at_a_switch_programs_what_an_sm_at_a_ca_does() {
+    let config = repo("examples/opensm-qos.conf");
+    let after = |node: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let dump = dir.path().join("after.json");
+        let fabric = format!("sim:two-switch@{node}");
+        let (up, summary, log) = sm_once_logged(&[
+            "--fabric",
+            &fabric,
+            "-F",
+            config.to_str().unwrap(),
+            "--dump-fabric",
+            dump.to_str().unwrap(),
+        ]);
+        assert!(up, "at {node}: {summary}\n{log}");
+        assert_eq!(summary["failed_requests"], 0, "at {node}: {summary}");
+        assert_eq!(summary["qos_ports_failed"], 0, "at {node}: {summary}");
+        let mut dump = FabricDump::from_json(&std::fs::read_to_string(&dump).unwrap()).unwrap();
+        for port in dump.nodes.values_mut().flat_map(|n| n.ports.values_mut()) {
+            port.lid = 0;
+        }
+        dump
+    };
+    let (from_switch, from_ca) = (after("S1"), after("H1"));
+    assert!(
+        linked_port_states(&from_switch)
+            .iter()
+            .all(|s| s == "Active"),
+        "{from_switch:?}"
+    );
+    assert_eq!(from_switch, from_ca);
+}
+
 /// The PortState of every linked port in a dump (a switch's port 0 is no link's end).
 fn linked_port_states(dump: &FabricDump) -> Vec<String> {
     dump.nodes

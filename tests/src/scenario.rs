@@ -49,7 +49,7 @@ pub struct Fabric {
     pub name: String,
     pub netfile: PathBuf,
     pub topology: Topology,
-    /// The CA the SM (and OpenSM, as the oracle) attaches at.
+    /// The node the SM (and OpenSM, as the oracle) attaches at: a CA, or a switch (its port 0).
     pub sm_node: String,
     /// The CA smpquery and ibroute attach at; directed routes start at its port 1.
     pub query_node: String,

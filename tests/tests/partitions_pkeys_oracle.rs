@@ -152,3 +152,28 @@ fn every_pkey_table_is_the_one_opensm_programs() {
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The SM at a managed switch (S1's port 0): `SELF` is then the switch's port 0, and every
+/// table of the files that write tables is still OpenSM's from the same switch.
+#[test]
+fn from_an_sm_at_a_switch_every_pkey_table_is_opensms() {
+    let tools = SimTools::require();
+    let fabric = Fabric {
+        sm_node: "S1".into(),
+        ..Fabric::load("two-switch", &testdata("two-switch.net")).unwrap()
+    };
+    let mut wrong = Vec::new();
+    for name in WRITES_TABLES {
+        let file = conf_data("partitions", "accepted")
+            .into_iter()
+            .find(|f| f.file_stem().is_some_and(|s| s == name))
+            .unwrap();
+        let case = TestDir::new(&format!("partitions-pkeys-at-s1-{name}"));
+        let theirs = by_opensm(&tools, &fabric, &file, &case);
+        let ours = by_ibqos(&tools, &fabric, &file, &case);
+        for difference in differences(&ours, &theirs) {
+            wrong.push(format!("{name}: {difference}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

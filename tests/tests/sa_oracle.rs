@@ -142,6 +142,24 @@ fn path_records_between_every_pair_of_lids_on_fat_tree_16() {
     });
 }
 
+/// Both SMs at a managed switch (two-switch's S1, its enhanced port 0): the clients' records,
+/// the fabric's records and every PathRecord, answered alike.
+#[test]
+fn records_and_paths_from_an_sm_at_a_switch() {
+    let at_s1 = Fabric {
+        sm_node: "S1".into(),
+        ..fabric("two-switch")
+    };
+    assert_same_answers(&[at_s1], "sm-at-switch", |_, lids| {
+        let records = ["-c", ""].into_iter().chain(FABRIC_RECORDS);
+        records
+            .chain(["SR", "IIR"])
+            .map(Query::saquery)
+            .chain(every_pair(lids))
+            .collect()
+    });
+}
+
 /// What a PathRecord query may ask for beyond its endpoints: an SL, the default P_Key, a service
 /// ID, a QoS class, and MTU and rate with each selector (0 greater than, 1 less than, 2 exactly,
 /// 3 largest; MTU 3 = 1024, 4 = 2048; rate 3 = 10 Gb/s, 6 = 30 Gb/s).

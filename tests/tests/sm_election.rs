@@ -79,6 +79,8 @@ struct TwoSms {
     sminfo: Tool,
     saquery: Tool,
     priorities: Priorities,
+    /// Where ibqos attaches: H2, or a switch (its port 0).
+    ibqos_node: &'static str,
 }
 
 fn sl2vl_list(table: [u8; 16]) -> String {
@@ -108,6 +110,15 @@ impl TwoSms {
             saquery: Tool::require("saquery", "infiniband-diags"),
             dir,
             priorities,
+            ibqos_node: "H2",
+        }
+    }
+
+    /// ibqos at `node` instead of H2.
+    fn with_ibqos_at(self, node: &'static str) -> TwoSms {
+        TwoSms {
+            ibqos_node: node,
+            ..self
         }
     }
 
@@ -118,12 +129,12 @@ impl TwoSms {
         OpenSmDaemon::start_until(&self.tools, &self.sim, "H1", &options, &dir, until).unwrap()
     }
 
-    /// ibqos at H2, as a daemon printing a JSON summary per sweep.
+    /// ibqos at its node, as a daemon printing a JSON summary per sweep.
     fn start_ibqos(&self) -> Daemon {
         let dir = self.dir.subdir("ibqos");
         let conf = write_opensm_conf(&dir, &options(self.priorities.ibqos, IBQOS_SL2VL)).unwrap();
-        let invocation =
-            SmInvocation::new(SmFabric::Native, "H2", &dir.join("cache")).opensm_conf(&conf);
+        let invocation = SmInvocation::new(SmFabric::Native, self.ibqos_node, &dir.join("cache"))
+            .opensm_conf(&conf);
         Daemon::start(&invocation, &self.ibqos_binary, &self.sim).unwrap()
     }
 
@@ -359,6 +370,28 @@ fn ibqos_of_higher_priority_started_second_gets_the_subnet_by_handover() {
             ibqos: 10,
         },
     );
+    let mut opensm = two.start_opensm("SUBNET UP");
+    let mut ibqos = two.start_ibqos();
+    summary_until(&mut ibqos, is_master_and_up, anything);
+    opensm.wait_for("Entering STANDBY state", WAIT).unwrap();
+    if let Err(wrong) = two.expect_master(Sm::Ibqos) {
+        panic!("{wrong}\n{}\n{}", ibqos.output(), opensm.output());
+    }
+    ibqos.stop(WAIT).unwrap();
+}
+
+/// The same from a managed switch: ibqos at S2's port 0 is elected, programs the subnet, and
+/// OpenSM at H1 goes standby.
+#[test]
+fn ibqos_at_a_switch_gets_the_subnet_by_handover() {
+    let two = TwoSms::new(
+        "election-handover-to-ibqos-at-switch",
+        Priorities {
+            opensm: 1,
+            ibqos: 10,
+        },
+    )
+    .with_ibqos_at("S2");
     let mut opensm = two.start_opensm("SUBNET UP");
     let mut ibqos = two.start_ibqos();
     summary_until(&mut ibqos, is_master_and_up, anything);

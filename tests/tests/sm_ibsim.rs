@@ -80,3 +80,22 @@ fn ring_four_vls_and_hoq_lifetime() {
     let options = "max_op_vls 3\nhead_of_queue_lifetime 0x0c\n";
     sm_matches_opensm(&ring(&dir), SmFabric::Native, options, &dir);
 }
+
+/// The SM at a managed switch's port 0 (a fat tree's first leaf): every route and link comes
+/// up as from a CA, and OperVLs and HOQLife are OpenSM's from the same switch.
+#[test]
+fn fat_tree_16_from_a_switch() {
+    let dir = TestDir::new("sm-fat-tree-16-at-switch");
+    let fabric = Fabric::load("fat-tree-16", &testdata("fat-tree-16.net")).unwrap();
+    let leaf = fabric
+        .topology
+        .node(&fabric.query_node)
+        .and_then(|host| host.peer(1))
+        .map(|(switch, _)| switch.to_owned())
+        .unwrap();
+    let fabric = Fabric {
+        sm_node: leaf,
+        ..fabric
+    };
+    sm_matches_opensm(&fabric, SmFabric::Native, DEFAULTS, &dir);
+}

@@ -249,3 +249,26 @@ fn lenient_ring_umad() {
     let dir = TestDir::new("qos-oracle-lenient-ring-umad");
     same_as_opensm("lenient", &ring(&dir), SmFabric::Umad, LENIENT, &dir);
 }
+
+/// The SM at a managed switch (S1's enhanced port 0), as sites run it: ibqos from S1 must
+/// program what OpenSM programs from S1.
+fn two_switch_from_s1() -> Fabric {
+    Fabric {
+        sm_node: "S1".into(),
+        ..two_switch()
+    }
+}
+
+#[test]
+fn per_class_two_switch_from_a_switch_native() {
+    let dir = TestDir::new("qos-oracle-per-class-2sw-at-s1");
+    let fabric = two_switch_from_s1();
+    same_as_opensm("per-class", &fabric, SmFabric::Native, PER_CLASS, &dir);
+}
+
+#[test]
+fn generic_two_switch_from_a_switch_umad() {
+    let dir = TestDir::new("qos-oracle-generic-2sw-at-s1-umad");
+    let fabric = two_switch_from_s1();
+    same_as_opensm("generic", &fabric, SmFabric::Umad, GENERIC, &dir);
+}

@@ -167,9 +167,11 @@ impl Discovery {
                 lid: 0,
             },
         );
-        // Beyond a switch port whose link is up, or the SM's own port, is another node.
+        // Beyond a switch's external port whose link is up, or the SM's own CA port, is another
+        // node. An SM at a switch sits at its port 0, which is the switch itself: its links are
+        // the switch's external ports, found as any switch's are.
         let link_up = info.port_phys_state == PhysPortState::LinkUp;
-        let leads_on = (is_switch && number != 0) || is_sm_port;
+        let leads_on = if is_switch { number != 0 } else { is_sm_port };
         if link_up && leads_on && self.probed.insert(key) {
             let mut next = path;
             next.push(number);
