@@ -13,7 +13,8 @@ use ibqos_mad::{Gid, Guid};
 mod subnet;
 
 pub use subnet::{
-    EndPort, PartitionOptions, SubnetPartition, SubnetPartitions, broadcast_group, resolve,
+    EndPort, PartitionGroup, PartitionOptions, SubnetPartition, SubnetPartitions, broadcast_group,
+    resolve,
 };
 
 /// The default partition's P_Key (`IB_DEFAULT_PARTIAL_PKEY`, `ib_types.h:403`).

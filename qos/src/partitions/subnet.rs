@@ -42,10 +42,14 @@ pub struct SubnetPartition {
     pub full: BTreeSet<u64>,
     /// Port GUIDs of the limited members.
     pub limited: BTreeSet<u64>,
-    /// The multicast groups its definitions create, in the order they are created: the IPv4
-    /// broadcast group of an `ipoib` definition, then its `mgid=` groups. A group created twice
-    /// (the same MGID) is listed once.
-    pub groups: Vec<McGroup>,
+}
+
+/// A multicast group a partition's definition creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionGroup {
+    /// The low 15 bits of the partition's P_Key.
+    pub pkey: u16,
+    pub group: McGroup,
 }
 
 impl SubnetPartition {
@@ -61,7 +65,6 @@ impl SubnetPartition {
             sl: 0,
             full: BTreeSet::new(),
             limited: BTreeSet::new(),
-            groups: Vec::new(),
         }
     }
 
@@ -71,12 +74,6 @@ impl SubnetPartition {
         let limited = self.limited.contains(&port).then_some(self.pkey);
         let full = self.full.contains(&port).then_some(self.pkey | 0x8000);
         limited.into_iter().chain(full)
-    }
-
-    fn add_group(&mut self, group: McGroup) {
-        if !self.groups.iter().any(|g| g.mgid == group.mgid) {
-            self.groups.push(group);
-        }
     }
 }
 
@@ -89,6 +86,13 @@ pub struct SubnetPartitions {
     pub partitions: Vec<SubnetPartition>,
     /// Per port GUID, the P_Key (membership bit included) an `indx0` definition puts at index 0.
     pub indx0: BTreeMap<u64, u16>,
+    /// The multicast groups the definitions create, in the order OpenSM creates them, which is
+    /// the order their MLIDs are given in: definitions in file order, each its IPv4 broadcast
+    /// group (`ipoib`), then its `mgid=` groups. OpenSM creates them while it reads the file,
+    /// so a group of a partition later dropped for having no member is here too: it takes an
+    /// MLID until the partition is dropped. A partition's group created twice (the same MGID)
+    /// is listed once.
+    pub groups: Vec<PartitionGroup>,
 }
 
 impl SubnetPartitions {
@@ -103,6 +107,16 @@ impl SubnetPartitions {
     /// The partition with this P_Key (its low 15 bits).
     pub fn get(&self, pkey: u16) -> Option<&SubnetPartition> {
         self.partitions.iter().find(|p| p.pkey == pkey & 0x7fff)
+    }
+
+    /// The multicast groups of the partition with this P_Key (its low 15 bits), in the order
+    /// they are created.
+    pub fn groups_of(&self, pkey: u16) -> impl Iterator<Item = &McGroup> {
+        let pkey = pkey & 0x7fff;
+        self.groups
+            .iter()
+            .filter(move |g| g.pkey == pkey)
+            .map(|g| &g.group)
     }
 }
 
@@ -142,6 +156,7 @@ pub fn resolve(
         options,
         partitions: Vec::new(),
         indx0: BTreeMap::new(),
+        groups: Vec::new(),
         generated: 0,
     };
     let default = match definitions {
@@ -158,6 +173,7 @@ pub fn resolve(
     SubnetPartitions {
         partitions,
         indx0: builder.indx0,
+        groups: builder.groups,
     }
 }
 
@@ -167,6 +183,7 @@ struct Builder<'a> {
     options: PartitionOptions,
     partitions: Vec<SubnetPartition>,
     indx0: BTreeMap<u64, u16>,
+    groups: Vec<PartitionGroup>,
     /// `global_pkey_counter`: the last P_Key generated for a definition without one.
     generated: u16,
 }
@@ -184,18 +201,28 @@ impl Builder<'_> {
         };
         let partition = &mut self.partitions[index];
         partition.sl = sl;
+        let pkey = partition.pkey;
         if definition.ipoib {
             let flags = GroupFlags {
                 sl,
                 ..definition.flags
             };
-            partition.add_group(broadcast_group(partition.pkey, &flags));
+            self.add_group(pkey, broadcast_group(pkey, &flags));
         }
         for group in &definition.mcgroups {
-            partition.add_group(*group);
+            self.add_group(pkey, *group);
         }
         for member in &definition.members {
             self.add_member(index, member, definition.indx0);
+        }
+    }
+
+    /// A group of partition `pkey`, unless that partition has it already.
+    fn add_group(&mut self, pkey: u16, group: McGroup) {
+        let created = PartitionGroup { pkey, group };
+        let same = |g: &PartitionGroup| g.pkey == pkey && g.group.mgid == group.mgid;
+        if !self.groups.iter().any(same) {
+            self.groups.push(created);
         }
     }
 

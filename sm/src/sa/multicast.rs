@@ -520,11 +520,14 @@ impl Groups {
         }
     }
 
-    /// A new snapshot: members whose port left the fabric leave every group (the drop
-    /// manager's `osm_mgrp_delete_port`, JoinState 0xF); the groups of partitions that are gone
-    /// are no longer well-known (`osm_prtn_delete`); every partition's groups are found or
-    /// created and well-known (`osm_prtn_add_mcgroup`, through `__create_mgrp`: one per scope
-    /// of the group, or link-local).
+    /// A new snapshot, as OpenSM's partition manager takes it: members whose port left the
+    /// fabric leave every group (the drop manager's `osm_mgrp_delete_port`, JoinState 0xF);
+    /// every group the definitions create is found or created and well-known, in the order
+    /// they create them (`osm_prtn_add_mcgroup`, through `__create_mgrp`: one per scope of the
+    /// group, or link-local), which is the order a new group takes the lowest free MLID in;
+    /// then the groups of partitions that are gone, or dropped for having no member, are no
+    /// longer well-known (`osm_prtn_delete`, after the file is read) and leave with their
+    /// MLIDs unless a port joined them.
     pub fn on_snapshot(&mut self, db: &SaDb, config: &SaConfig) {
         let departed: Vec<(u128, u64)> = self
             .groups
@@ -534,6 +537,11 @@ impl Groups {
             .collect();
         for (mgid, guid) in departed {
             self.remove_member(mgid, guid, JoinState::ALL);
+        }
+        for created in &db.subnet_partitions().groups {
+            for scope in scopes(created.group.flags.scope_mask) {
+                self.add_partition_group(db, config, created.pkey, &created.group, scope);
+            }
         }
         let orphans: Vec<u128> = self
             .groups
@@ -546,13 +554,6 @@ impl Groups {
                 group.partition = None;
             }
             self.cleanup(mgid);
-        }
-        for partition in db.partitions() {
-            for group in &partition.groups {
-                for scope in scopes(group.flags.scope_mask) {
-                    self.add_partition_group(db, config, partition.pkey, group, scope);
-                }
-            }
         }
     }
 

@@ -46,8 +46,9 @@ fn without_definitions_every_port_is_a_full_member_with_the_broadcast_group() {
     assert_eq!((default.name.as_str(), default.pkey), ("Default", 0x7fff));
     assert_eq!(default.full, set(&[SM, CA1, CA2, SWITCH]));
     assert!(default.limited.is_empty());
-    let [group] = default.groups.as_slice() else {
-        panic!("one group expected: {default:?}");
+    let groups: Vec<_> = subnet.groups_of(0x7fff).collect();
+    let [group] = groups.as_slice() else {
+        panic!("one group expected: {subnet:?}");
     };
     assert_eq!(
         group.mgid,
@@ -74,7 +75,7 @@ fn with_definitions_the_default_partition_is_limited_but_for_the_sm_port() {
     assert_eq!(default.full, set(&[SM]));
     assert_eq!(default.limited, set(&[CA1, CA2, SWITCH]));
     assert!(
-        default.groups.is_empty(),
+        subnet.groups_of(0x7fff).next().is_none(),
         "no ipoib on the implicit Default line"
     );
     let a = subnet
@@ -257,7 +258,8 @@ fn an_ipoib_definition_creates_its_broadcast_group_without_the_header_scopes() {
         partitions: vec![ipoib],
     };
     let subnet = resolve_with(Some(&file), PartitionOptions::default());
-    let [group] = subnet.get(0x123).unwrap().groups.as_slice() else {
+    let groups: Vec<_> = subnet.groups_of(0x123).collect();
+    let [group] = groups.as_slice() else {
         panic!("one group");
     };
     assert_eq!(group.mgid, Gid(0xff12_401b_8123_0000_0000_0000_ffff_ffff));
@@ -265,4 +267,29 @@ fn an_ipoib_definition_creates_its_broadcast_group_without_the_header_scopes() {
         (group.flags.scope_mask, group.flags.mtu, group.flags.q_key),
         (0, 5, 0x0b1b)
     );
+}
+
+#[test]
+fn groups_are_in_the_files_order_with_those_of_dropped_partitions() {
+    let with_ipoib = |name: &str, pkey: u16, ports: Members| Partition {
+        ipoib: true,
+        ..definition(name, Some(pkey), vec![member(ports, Membership::Full)])
+    };
+    let file = Partitions {
+        partitions: vec![
+            with_ipoib("Default", 0x7fff, Members::All),
+            with_ipoib("absent", 0x0005, Members::Port(Guid(0xdead))),
+            with_ipoib("storage", 0x0010, Members::All),
+        ],
+    };
+    let subnet = resolve_with(Some(&file), PartitionOptions::default());
+    let created: Vec<u16> = subnet.groups.iter().map(|g| g.pkey).collect();
+    assert_eq!(
+        created,
+        [0x7fff, 0x0005, 0x0010],
+        "definitions in file order"
+    );
+    assert!(subnet.get(0x0005).is_none(), "no member: dropped");
+    let pkeys: Vec<u16> = subnet.partitions.iter().map(|p| p.pkey).collect();
+    assert_eq!(pkeys, [0x0010, 0x7fff], "the table stays in P_Key order");
 }
