@@ -71,9 +71,12 @@ impl Services {
                 let expires = (record.lease != ServiceRecordRepr::INFINITE_LEASE)
                     .then(|| now + Duration::from_secs(u64::from(record.lease)));
                 let service = Service { record, expires };
+                // A new service goes first, a replaced one stays where it is: OpenSM inserts
+                // at the head of its list (`osm_svcr_insert_to_db`), and a GetTable walks it
+                // from there, newest first.
                 match self.position(&record) {
                     Some(at) => self.services[at] = service,
-                    None => self.services.push(service),
+                    None => self.services.insert(0, service),
                 }
                 records.push(&record);
                 Ok(records)
@@ -141,4 +144,67 @@ fn matches(mask: u64, template: &ServiceRecordRepr, record: &ServiceRecordRepr) 
         && (mask & bit::KEY == 0 || template.key == record.key)
         && (mask & bit::NAME == 0 || template.name == record.name)
         && arrays_match
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::subnet::PortKey;
+    use ibqos_mad::Gid;
+
+    fn service(id: u64, name: u8) -> ServiceRecordRepr {
+        let mut record = ServiceRecordRepr::parse_bytes(&[0u8; ServiceRecordRepr::SIZE]).unwrap();
+        record.id = id;
+        record.gid = Gid::new(0xfe80_0000_0000_0000, 0x11);
+        record.name[0] = name;
+        record
+    }
+
+    fn ask(
+        services: &mut Services,
+        method: Method,
+        mask: u64,
+        record: &ServiceRecordRepr,
+    ) -> Vec<(u64, u8)> {
+        let mut template = vec![0u8; ServiceRecordRepr::SIZE];
+        record.emit_bytes(&mut template);
+        let query = Query {
+            method,
+            component_mask: mask,
+            attribute_modifier: 0,
+            template: &template,
+            requester: PortKey::new(0x11, 1),
+            trusted: true,
+            sm_key: 1,
+            rmpp_active: false,
+        };
+        let answer = services.answer(Instant::now(), &query).unwrap();
+        answer
+            .bytes
+            .chunks(answer.size)
+            .map(|bytes| {
+                let record = ServiceRecordRepr::parse_bytes(bytes).unwrap();
+                (record.id, record.name[0])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_table_lists_the_newest_service_first_and_a_replaced_one_in_its_place() {
+        let mut services = Services::default();
+        let set = bit::ID | bit::GID;
+        for id in 1..=3 {
+            ask(&mut services, Method::Set, set, &service(id, b'a'));
+        }
+        let blank = service(0, 0);
+        assert_eq!(
+            ask(&mut services, Method::GetTable, 0, &blank),
+            [(3, b'a'), (2, b'a'), (1, b'a')]
+        );
+        ask(&mut services, Method::Set, set, &service(2, b'b'));
+        assert_eq!(
+            ask(&mut services, Method::GetTable, 0, &blank),
+            [(3, b'a'), (2, b'b'), (1, b'a')]
+        );
+    }
 }
