@@ -401,3 +401,77 @@ fn records_and_paths_hide_ports_that_share_no_partition() {
         queries
     });
 }
+
+/// The records ibqos answers differently from OpenSM on purpose, as README's compatibility
+/// section lists them: per query, the records each SM answers (`None`: the query failed) and,
+/// for a PortInfoRecord, the VLCap it shows. If OpenSM or ibqos changes one of these, this
+/// test fails and the list is to be brought up to date.
+#[test]
+fn deliberate_differences_are_those_the_readme_lists() {
+    let tools = SaTools::require();
+    let dir = TestDir::new("sa-deliberate-differences");
+    let fabric = fabric("two-switch");
+    // Each query with OpenSM's answer and ibqos's: (records, VLCap). The crash is last, as
+    // OpenSM answers nothing after it.
+    type Answer = (Option<usize>, Option<&'static str>);
+    let cases = |lids: &Lids| -> Vec<(String, Answer, Answer)> {
+        let s1 = lids[&("S1".to_owned(), 0)];
+        let h1 = lids[&("H1".to_owned(), 1)];
+        vec![
+            // S1's port 6 has no link: OpenSM zeros the record, ibqos shows the port.
+            (
+                format!("PIR {s1}/6"),
+                (Some(1), Some("?(0)")),
+                (Some(1), Some("VL0-7")),
+            ),
+            // No input port 9 on an 8-port switch: OpenSM answers a zeroed table.
+            (format!("SL2VL {s1}/9/1"), (Some(1), None), (Some(0), None)),
+            // No P_Key block 100 on H1, no block 1 on S1's port 0: OpenSM answers zeros.
+            (
+                format!("--smkey 1 PKTR {h1}/1/100"),
+                (Some(1), None),
+                (Some(0), None),
+            ),
+            (
+                format!("--smkey 1 PKTR {s1}/0/1"),
+                (Some(1), None),
+                (Some(0), None),
+            ),
+            // No output port 9: OpenSM's SA dies (saquery times out), ibqos answers none.
+            (format!("SL2VL {s1}/1/9"), (None, None), (Some(0), None)),
+        ]
+    };
+    let mut wrong = Vec::new();
+    for kind in [SmKind::OpenSm, SmKind::Ibqos] {
+        let session = Session::start(
+            kind,
+            &tools,
+            &fabric,
+            &SmSetup::default(),
+            &dir.subdir(&kind.to_string()),
+        )
+        .unwrap_or_else(|e| panic!("starting {kind}: {e}"));
+        for (query, opensm, ibqos) in cases(&session.lids) {
+            let raw = session.run(&Query::saquery(&query)).unwrap().raw;
+            let records = raw
+                .contains("--- exit status: 0")
+                .then(|| raw.matches("Record dump:").count());
+            let vl_cap = raw
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("VLCap:"))
+                .map(|v| v.trim_start_matches('.'));
+            let expected = if kind == SmKind::OpenSm {
+                opensm
+            } else {
+                ibqos
+            };
+            if (records, vl_cap) != expected {
+                wrong.push(format!(
+                    "{kind}: `saquery {query}`: {records:?} records, VLCap {vl_cap:?}; the \
+                     README lists {expected:?}\n{raw}"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
