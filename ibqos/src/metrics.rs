@@ -87,8 +87,9 @@ impl Exporter {
         self.metrics.smps_outstanding.set(outstanding);
     }
 
-    /// After each event of the manager: the metrics brought up to date, and after a sweep or a
-    /// change of the SM's state (a standby sweeps no more) the textfile replaced.
+    /// After each event of the manager: the metrics brought up to date, and after a sweep, a
+    /// change of the SM's state (a standby sweeps no more) or the run's end the textfile
+    /// replaced. An SM that ended is no longer master: the textfile outlives it and says so.
     pub fn on_event(&self, event: &Event, manager: &Manager) {
         let m = &self.metrics;
         m.mirror(manager.counters());
@@ -102,6 +103,7 @@ impl Exporter {
                     m.set_fabric(&Inventory::of(sweep), &QosPorts::of(sweep));
                 }
             }
+            Event::Finished(_) => m.set_state(SmState::NotActive),
             _ => return,
         }
         if let Some(path) = &self.textfile

@@ -1,6 +1,6 @@
 //! `ibqos` as a service: systemd's watchdog fed from the main loop, the SM waiting for its port
-//! and its link (in a sysfs tree the test fakes and changes), `ibqos ports` listing the
-//! InfiniBand ports and never an Ethernet one.
+//! and its link (in a sysfs tree the test fakes and changes), a stop in the middle of a slow
+//! sweep, `ibqos ports` listing the InfiniBand ports and never an Ethernet one.
 
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
@@ -161,6 +161,92 @@ fn the_sm_stops_on_sigterm_while_it_waits() {
     signal(daemon.0.id(), "TERM");
     notified_until(&socket, "STOPPING=1");
     assert!(daemon.0.wait().unwrap().success());
+}
+
+/// Waits up to `limit` for the file at `path` to hold `wanted`; its text.
+fn wait_for_text(path: &Path, wanted: &str, limit: Duration) -> String {
+    let end = Instant::now() + limit;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(wanted) {
+            return text;
+        }
+        assert!(
+            Instant::now() < end,
+            "no {wanted:?} in {}:\n{text}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits up to `limit` for `daemon` to exit; its exit status.
+fn exit_within(daemon: &mut Daemon, limit: Duration) -> std::process::ExitStatus {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(status) = daemon.0.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < end, "still running after {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// SIGTERM in the middle of a slow sweep (a 4x4 torus whose switches take 60 ms to answer an
+/// SMP, so that the P_Key tables being Set leave seconds of sweep): the SM sends nothing more,
+/// exits within about a second and says so, and its metrics textfile no longer says master.
+#[test]
+fn sigterm_in_the_middle_of_a_slow_sweep_stops_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("torus.net");
+    let generated = Command::new(IBQOS)
+        .args(["fabric", "gen", "torus", "--x", "4", "--y", "4", "-o"])
+        .arg(&net)
+        .status()
+        .unwrap();
+    assert!(generated.success());
+    let (log, textfile) = (dir.path().join("sm.log"), dir.path().join("ibqos.prom"));
+    let mut daemon = Daemon(
+        ibqos_sm(dir.path())
+            .arg("--fabric")
+            .arg(format!("sim:{}", net.display()))
+            .args(["--switch-sma-ns", "60000000", "--log-file"])
+            .arg(&log)
+            .arg("--metrics-textfile")
+            .arg(&textfile)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_text(&log, "programming P_Key tables", Duration::from_secs(60));
+    let master = std::fs::read_to_string(&textfile).unwrap();
+    assert!(
+        master.contains("ibqos_sm_state{state=\"master\"} 1"),
+        "{master}"
+    );
+    let asked = Instant::now();
+    signal(daemon.0.id(), "TERM");
+    let status = exit_within(&mut daemon, Duration::from_secs(30));
+    let took = asked.elapsed();
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(status.success(), "{status}\n{said}");
+    assert!(
+        took < Duration::from_millis(1500),
+        "the stop took {took:?}\n{said}"
+    );
+    assert!(said.contains("stopping during a sweep"), "{said}");
+    assert!(said.trim_end().ends_with("stopped"), "{said}");
+    assert!(!said.contains("SUBNET UP"), "the sweep went on:\n{said}");
+    let after = std::fs::read_to_string(&textfile).unwrap();
+    assert!(
+        after.contains("ibqos_sm_state{state=\"master\"} 0"),
+        "{after}"
+    );
+    assert!(
+        after.contains("ibqos_sm_state{state=\"not_active\"} 1"),
+        "{after}"
+    );
 }
 
 fn ports(root: &Path, args: &[&str]) -> String {

@@ -7,8 +7,10 @@
 //! from the repository's opensm.conf and check the summaries against what `ibqos sm` printed,
 //! and only this package depends on everything that takes.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use ibqos_emu::{FaultSchedule, Flap};
 use ibqos_fabric::{NodeKind, PortRef};
@@ -21,9 +23,10 @@ use ibqos_sm::counters::Counters;
 use ibqos_sm::election::StateReason;
 use ibqos_sm::engine::scheduler::Peer;
 use ibqos_sm::engine::sweep::{SetResult, SweepMode, Table};
-use ibqos_sm::manager::{Event, Outcome, Run, SweepReason};
+use ibqos_sm::manager::{Event, Manager, Outcome, Run, STOP_WAIT, SweepReason};
 use ibqos_sm::summary::{ChangeSummary, SweepSummary};
 use ibqos_transport::Transport;
+use ibqos_transport::driver::next_event_watched;
 
 mod common;
 use common::{EmulatedSm, ask, host, request, settings, two_switch};
@@ -213,8 +216,9 @@ fn own_sminfo(sm: &mut EmulatedSm) -> SmInfoRepr {
     SmInfoRepr::parse(&SmInfo::new_unchecked(&answer.data[..])).unwrap()
 }
 
-fn smps_sent(sm: &EmulatedSm) -> u32 {
-    let sent: u64 = sm.manager.counters().smps_sent.values().sum();
+/// SMPs the manager has sent so far.
+fn smps_sent(manager: &Manager) -> u32 {
+    let sent: u64 = manager.counters().smps_sent.values().sum();
     u32::try_from(sent).unwrap()
 }
 
@@ -224,14 +228,14 @@ fn smps_sent(sm: &EmulatedSm) -> u32 {
 fn the_act_count_is_the_smps_sent_in_sminfo_and_the_sminfo_record() {
     let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings(CONFIG));
     sm.sweep_done();
-    let before = smps_sent(&sm);
+    let before = smps_sent(&sm.manager);
     assert!(before > 0);
     let first = own_sminfo(&mut sm);
     assert_eq!((first.sm_state, first.act_count), (SmState::Master, before));
     // The answer itself was an SMP sent.
     assert_eq!(own_sminfo(&mut sm).act_count, before + 1);
 
-    let sent = smps_sent(&sm);
+    let sent = smps_sent(&sm.manager);
     let smir = request(Method::GetTable, SaAttributeId::SmInfoRecord, 0, 0, |_| {});
     let h1 = host(&sm, "H1");
     let answer = ask(&mut sm, &smir, h1).expect("SMInfoRecords answered");
@@ -444,14 +448,42 @@ fn a_trap_128_during_a_sweep_makes_another_sweep_at_once() {
 }
 
 #[test]
-fn a_stop_lets_the_sweep_under_way_finish() {
+fn a_stop_during_a_sweep_sends_nothing_more_and_ends_within_its_wait() {
     let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings(CONFIG));
-    sm.sweep_started();
-    sm.manager.stop();
+    // Strike in the middle of the first (forced) sweep, Sets on the wire among its SMPs.
+    let sent = Cell::new(0);
+    while next_event_watched(
+        &mut sm.transport,
+        &mut sm.manager,
+        &|| sent.get() >= 100,
+        &mut |m| sent.set(smps_sent(m)),
+    )
+    .unwrap()
+    .is_some()
+    {}
+    let (stopped_at, sent_at_stop) = (sm.transport.now_ns(), smps_sent(&sm.manager));
+    assert!(sm.manager.smps_outstanding() > 0, "nothing on the wire");
+    sm.manager.stop(sm.transport.now());
     let (summaries, outcome) = sm.finish();
     assert_eq!(outcome, Outcome::Stopped);
-    assert_eq!(summaries.len(), 1);
-    assert!(summaries[0].subnet_up);
+    assert_eq!(summaries, [], "the stopped sweep is not reported as done");
+    assert_eq!(
+        smps_sent(&sm.manager),
+        sent_at_stop,
+        "SMPs sent after the stop"
+    );
+    let waited = Duration::from_nanos(sm.transport.now_ns() - stopped_at);
+    assert!(waited <= STOP_WAIT, "the stop took {waited:?}");
+}
+
+#[test]
+fn a_stop_between_sweeps_ends_at_once() {
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings(CONFIG));
+    sm.sweep_done();
+    let stopped_at = sm.transport.now_ns();
+    sm.manager.stop(sm.transport.now());
+    assert_eq!(sm.finish(), (vec![], Outcome::Stopped));
+    assert_eq!(sm.transport.now_ns(), stopped_at);
 }
 
 /// Checks `summary` against the JSON and the text `ibqos sm` printed for the same sweep at

@@ -1,5 +1,6 @@
 //! The systemd units in dist/systemd: `systemd-analyze verify` accepts them (directives,
-//! sandboxing settings, the command line and that its program exists), and the fan-out
+//! sandboxing settings, the command line and that its program exists), the template's stop
+//! timeout fits the SM's stop, and the fan-out
 //! ibqos.service starts one ibqos@GUID.service per port that PORTS= names, run here with a
 //! `systemctl` that records what it is asked instead of starting anything.
 //!
@@ -10,6 +11,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
+
+use ibqos_sm::manager::STOP_WAIT;
 
 mod common;
 use common::sysfs::{FakePort, add_device};
@@ -67,6 +71,25 @@ fn systemd_analyze_verify_rejects_a_broken_unit() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("ExecStar"), "{said}");
+}
+
+/// The template sets its stop timeout: under systemd's default (90 s) a stop that hangs would
+/// hold the unit that long. It leaves the SM's own stop (a second at most, its wait for the
+/// answers to the SMPs on the wire included) several times over before SIGKILL.
+#[test]
+fn the_template_sets_a_stop_timeout_the_sms_stop_fits_in() {
+    let unit = dist("ibqos@.service");
+    let seconds: u64 = unit
+        .lines()
+        .find_map(|line| line.strip_prefix("TimeoutStopSec="))
+        .expect("no TimeoutStopSec= in ibqos@.service")
+        .parse()
+        .expect("TimeoutStopSec= in whole seconds");
+    let timeout = Duration::from_secs(seconds);
+    assert!(
+        timeout >= 5 * (Duration::from_secs(1) + STOP_WAIT) && timeout < Duration::from_secs(90),
+        "TimeoutStopSec={seconds}"
+    );
 }
 
 /// The shell command of `Exec...=/bin/sh -c '...'` in a unit, with systemd's `$$` (a literal

@@ -19,7 +19,9 @@
 //!   once after the current one, if a sweep is under way); the LID cache the SM started with and
 //!   what it learned from the fabric are kept, so the diff sweep Sets only what the new
 //!   configuration changes.
-//! - A [`stop`](Manager::stop) lets a sweep under way finish and be reported, then ends.
+//! - A [`stop`](Manager::stop) ends the run at once between sweeps. A sweep under way sends
+//!   nothing more: the Sets already sent take effect, and their answers are awaited for at most
+//!   [`STOP_WAIT`] so that the M_Keys they gave are learned and saved; then the run ends.
 //! - Every sweep but a dry run leaves the LIDs it found to be saved ([`Event::SaveLids`]), so a
 //!   restarted SM gives each port its old address.
 //!
@@ -63,6 +65,10 @@ use crate::summary::{SmSummary, SweepSummary};
 
 /// Sweeps a [`Run::Once`] makes before it gives up on bringing the subnet up.
 pub const ONCE_MAX_SWEEPS: u32 = 4;
+
+/// The longest a stop waits for the answers to the SMPs a sweep had on the wire. A fabric
+/// answers in microseconds; a slow one must not hold a stop that systemd times.
+pub const STOP_WAIT: Duration = Duration::from_millis(300);
 
 /// How long the SM lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +187,12 @@ enum State {
     /// Another SM is master, or this one is NOTACTIVE: no sweep, no Set; only the election's
     /// polls.
     NotMaster,
+    /// Stopped during a sweep: nothing is sent; the answers to the `unanswered` SMPs it had on
+    /// the wire are awaited until `until`.
+    Stopping {
+        until: Instant,
+        unanswered: usize,
+    },
     Finished,
 }
 
@@ -208,7 +220,6 @@ pub struct Manager {
     /// The election stopped a forced sweep to discover again: the next sweep is forced too.
     forced_again: bool,
     reloaded: Option<Settings>,
-    stopping: bool,
     /// Joins or leaves changed some MLID's members since the multicast forwarding tables were
     /// last computed.
     multicast_due: bool,
@@ -255,7 +266,6 @@ impl Manager {
             sweeps: 0,
             forced_again: false,
             reloaded: None,
-            stopping: false,
             multicast_due: false,
             queued: VecDeque::new(),
             events: VecDeque::new(),
@@ -334,13 +344,13 @@ impl Manager {
         let state = match &self.state {
             State::Sweeping { sweep, .. } => sweep.next_deadline(),
             State::UpdatingMulticast { update, .. } => update.next_deadline(),
-            State::Waiting { until } => Some(*until),
+            State::Waiting { until } | State::Stopping { until, .. } => Some(*until),
             State::Due(_) | State::NotMaster | State::Finished => None,
         };
-        let election = match self.state {
-            State::Finished => None,
-            _ => self.election.next_deadline(),
-        };
+        if self.is_ending() {
+            return state;
+        }
+        let election = self.election.next_deadline();
         [state, self.sa.next_deadline(), election]
             .into_iter()
             .flatten()
@@ -356,6 +366,9 @@ impl Manager {
     /// request or trap for the SM, or a query for the SA.
     pub fn on_mad(&mut self, now: Instant, mad: &[u8], from: Peer) {
         self.counters.count_received(mad);
+        if self.is_ending() {
+            return self.await_answer(mad);
+        }
         if is_sa(mad) && self.election.state() != SmState::Master {
             // `sa_mad_ctrl_rcv_callback`: "Received SA MAD while SM not MASTER. MAD ignored".
             debug!("an SA MAD while this SM is not master; ignored");
@@ -417,6 +430,9 @@ impl Manager {
 
     /// One of the SM's own MADs handed back undelivered.
     pub fn on_dropped(&mut self, now: Instant, mad: &[u8]) {
+        if matches!(self.state, State::Stopping { .. }) {
+            return self.count_answered();
+        }
         if self.running().is_none() {
             return;
         }
@@ -434,13 +450,16 @@ impl Manager {
     /// Time has passed: requests past their deadline are retried or given up, and the wait for
     /// the next sweep may be over.
     pub fn on_time(&mut self, now: Instant) {
+        match self.state {
+            State::Stopping { until, .. } if now >= until => return self.end_stop(),
+            State::Stopping { .. } | State::Finished => return,
+            _ => {}
+        }
         if let Some(sweep) = self.running() {
             sweep.on_time(now);
         }
-        if !matches!(self.state, State::Finished) {
-            let next = self.election.on_time(now);
-            self.follow_election(now, next);
-        }
+        let next = self.election.on_time(now);
+        self.follow_election(now, next);
         self.sa.on_time(now);
         self.queued.extend(self.sa.take_outgoing());
         self.end_sweep_if_done(now);
@@ -468,19 +487,79 @@ impl Manager {
                 sweep_after.get_or_insert(SweepReason::Requested);
                 true
             }
-            State::Due(_) | State::Sweeping { .. } | State::NotMaster | State::Finished => false,
+            State::Due(_)
+            | State::Sweeping { .. }
+            | State::NotMaster
+            | State::Stopping { .. }
+            | State::Finished => false,
         }
     }
 
-    /// Ends the run once the sweep under way (if any) is done.
-    pub fn stop(&mut self) {
-        self.stopping = true;
-        if matches!(
-            self.state,
-            State::Due(_) | State::Waiting { .. } | State::NotMaster
-        ) {
-            self.state = self.finished(Outcome::Stopped);
+    /// Ends the run: at once between sweeps. A sweep (or multicast update) under way sends
+    /// nothing more from `now`; what its Sets already sent changes stays changed, and the run
+    /// ends once they are answered or [`STOP_WAIT`] has passed, whichever comes first.
+    pub fn stop(&mut self, now: Instant) {
+        let sweep = match std::mem::replace(&mut self.state, State::Finished) {
+            State::Sweeping { sweep, .. } | State::UpdatingMulticast { update: sweep, .. } => sweep,
+            ending @ (State::Stopping { .. } | State::Finished) => {
+                self.state = ending;
+                return;
+            }
+            State::Due(_) | State::Waiting { .. } | State::NotMaster => return self.end_stop(),
+        };
+        let unanswered = sweep.outstanding();
+        info!(
+            phase = ?sweep.phase(),
+            unanswered,
+            "stopping during a sweep: it sends nothing more"
+        );
+        self.counters.add_sweep(&sweep);
+        if unanswered == 0 {
+            return self.end_stop();
         }
+        self.state = State::Stopping {
+            until: now + STOP_WAIT,
+            unanswered,
+        };
+    }
+
+    /// Whether the run is over, or stopping and only awaiting answers.
+    fn is_ending(&self) -> bool {
+        matches!(self.state, State::Stopping { .. } | State::Finished)
+    }
+
+    /// While stopping, a response still teaches the key ring the M_Key its Set gave; nothing
+    /// else is answered or acted on.
+    fn await_answer(&mut self, mad: &[u8]) {
+        let Some(smp) =
+            parse_smp(mad).filter(|smp| smp.method.is_response() && !Election::is_own_answer(smp))
+        else {
+            return;
+        };
+        self.keys.observe(&smp);
+        self.count_answered();
+    }
+
+    /// One SMP of those a stop awaits came back, or was handed back undelivered.
+    fn count_answered(&mut self) {
+        if let State::Stopping { unanswered, .. } = &mut self.state {
+            *unanswered -= 1;
+            if *unanswered == 0 {
+                self.end_stop();
+            }
+        }
+    }
+
+    /// The stop is over: the M_Keys learned since the last save are handed out to be kept, and
+    /// the run ends.
+    fn end_stop(&mut self) {
+        if let Some((guid2mkey, neighbors)) = self.keys.take_changed() {
+            self.events.push_back(Event::SaveMkeys {
+                guid2mkey,
+                neighbors,
+            });
+        }
+        self.state = self.finished(Outcome::Stopped);
     }
 
     fn on_link_change(&mut self) {
@@ -493,7 +572,7 @@ impl Manager {
             State::UpdatingMulticast { sweep_after, .. } => {
                 sweep_after.get_or_insert(SweepReason::LinkChange);
             }
-            State::Due(_) | State::NotMaster | State::Finished => {}
+            State::Due(_) | State::NotMaster | State::Stopping { .. } | State::Finished => {}
         }
     }
 
@@ -538,7 +617,7 @@ impl Manager {
                 State::Waiting { .. } | State::NotMaster => {
                     self.state = State::Due(SweepReason::Election);
                 }
-                State::Due(_) | State::Finished => {}
+                State::Due(_) | State::Stopping { .. } | State::Finished => {}
             },
             Next::Yield => self.stand_down(now),
         }
@@ -554,8 +633,6 @@ impl Manager {
         }
         self.state = if self.run == Run::Once {
             self.finished(Outcome::NotMaster)
-        } else if self.stopping {
-            self.finished(Outcome::Stopped)
         } else {
             State::NotMaster
         };
@@ -622,8 +699,7 @@ impl Manager {
         }
     }
 
-    /// The sweep the election stopped after discovery ends, reported; then `next`, unless the
-    /// SM is stopping.
+    /// The sweep the election stopped after discovery ends, reported; then `next`.
     fn end_stopped_sweep(&mut self, now: Instant, next: State) {
         let State::Sweeping { sweep, mode, .. } =
             std::mem::replace(&mut self.state, State::NotMaster)
@@ -631,11 +707,7 @@ impl Manager {
             return;
         };
         self.report_stopped(now, sweep, mode);
-        self.state = if self.stopping {
-            self.finished(Outcome::Stopped)
-        } else {
-            next
-        };
+        self.state = next;
     }
 
     /// After an SA request: if a join or leave changed some MLID's members, the multicast
@@ -794,8 +866,6 @@ impl Manager {
         self.last_sweep = Some(sweep);
         self.state = if let Some(outcome) = last {
             self.finished(outcome)
-        } else if self.stopping {
-            self.finished(Outcome::Stopped)
         } else if link_changes > 0 {
             info!(
                 traps = link_changes,
@@ -845,9 +915,7 @@ impl Manager {
             blocks: update.verified_mfts().count(),
             failed_switches: counts.failed,
         });
-        self.state = if self.stopping {
-            self.finished(Outcome::Stopped)
-        } else if let Some(reason) = sweep_after {
+        self.state = if let Some(reason) = sweep_after {
             info!(
                 ?reason,
                 "a sweep became due during the multicast update; sweeping now"

@@ -214,7 +214,8 @@ fn drive(
         let Some(event) = next_event_watched(transport, manager, &interrupted, watch)? else {
             if signals.take_stop() {
                 tell_systemd(&[NotifyState::Stopping]);
-                manager.stop();
+                info!("stopping on signal");
+                manager.stop(transport.now());
             }
             if signals.take_reload() {
                 tell_systemd(&[NotifyState::Reloading, NotifyState::monotonic_usec_now()?]);
@@ -287,7 +288,7 @@ fn drive(
             ),
             Event::Finished(outcome) => {
                 if outcome == manager::Outcome::Stopped {
-                    info!("stopping on signal");
+                    info!("stopped");
                 }
                 return Ok(outcome);
             }
