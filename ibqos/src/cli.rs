@@ -412,7 +412,8 @@ pub struct SmArgs {
     /// An ibqos.toml to read.
     #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
     pub toml: Option<PathBuf>,
-    /// Configure the subnet once and exit (0 if it came up), like `opensm --once`.
+    /// Configure the subnet once and exit (0 if it came up), like `opensm --once`. On umad it
+    /// waits at most 10 s for its port and link, then fails saying what it waited for.
     #[arg(short = 'o', long)]
     pub once: bool,
     /// Print each sweep's summary as one JSON object on standard output.

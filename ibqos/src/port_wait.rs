@@ -1,11 +1,12 @@
 //! `ibqos sm` started before its port can be used (the driver or ib_umad not loaded yet, the
 //! port GUID not there, the cable not in): instead of exiting, and being restarted in a loop as
 //! Fedora's opensm-launch does, the SM waits, says why in the log and in systemd's `STATUS=`,
-//! looks again every [`RETRY`], and goes on once the port is there with its link up.
+//! looks again every [`RETRY`], and goes on once the port is there with its link up. A run that
+//! is to end (`--once`, `--dry-run`) waits only so long, then fails saying what it waited for.
 
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use ibqos_transport::ports::{PortSelector, Readiness, SysfsRoot, readiness};
 use sd_notify::NotifyState;
 use tracing::info;
@@ -28,13 +29,19 @@ pub enum Waited {
     Stopped,
 }
 
-/// Waits until the port `selector` names is there with its link up, or a stop signal.
+/// How long `--once` and `--dry-run` wait for their port: a link trains in a few seconds.
+pub const ONCE_PORT_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits until the port `selector` names is there with its link up, or a stop signal; an error
+/// once `limit` (if any) has passed without either.
 pub fn wait_for_port(
     selector: &PortSelector,
     signals: &Signals,
     watchdog: &mut Watchdog,
+    limit: Option<Duration>,
 ) -> Result<Waited> {
     let root = SysfsRoot::from_env();
+    let started = Instant::now();
     let mut told = None;
     loop {
         let now = readiness(&root, selector)?;
@@ -53,10 +60,20 @@ pub fn wait_for_port(
                 (format!("waiting for link on {port_guid:#018x}"), None)
             }
         };
+        if let Some(limit) = limit
+            && started.elapsed() >= limit
+        {
+            let why = reason
+                .map(|reason| format!(": {reason}"))
+                .unwrap_or_default();
+            bail!("gave up after {} s {status}{why}", limit.as_secs());
+        }
         if told.as_ref() != Some(&now) {
+            let until = limit.map(|limit| format!(" (giving up after {} s)", limit.as_secs()));
+            let until = until.unwrap_or_default();
             match reason {
-                Some(reason) => info!(reason, "{status}"),
-                None => info!("{status}"),
+                Some(reason) => info!(reason, "{status}{until}"),
+                None => info!("{status}{until}"),
             }
             tell_systemd(&[NotifyState::Status(&status)]);
             told = Some(now);

@@ -249,7 +249,9 @@ fn sigterm_in_the_middle_of_a_slow_sweep_stops_within_a_second() {
     );
 }
 
-fn ports(root: &Path, args: &[&str]) -> String {
+/// `ibqos ports ARGS` on the sysfs tree at `root`: what it printed on standard output and on
+/// standard error.
+fn ports(root: &Path, args: &[&str]) -> (String, String) {
     let out = Command::new(IBQOS)
         .arg("ports")
         .args(args)
@@ -261,7 +263,8 @@ fn ports(root: &Path, args: &[&str]) -> String {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).unwrap()
+    let text = |bytes| String::from_utf8(bytes).unwrap();
+    (text(out.stdout), text(out.stderr))
 }
 
 /// A host with a RoCE device (link_layer Ethernet), a two-port HCA and an old-kernel device
@@ -322,16 +325,88 @@ fn ports_lists_the_infiniband_ports_and_never_an_ethernet_one() {
         )],
     );
     assert_eq!(
-        ports(root, &[]),
+        ports(root, &[]).0,
         "CA      PORT  GUID                STATE         RATE\n\
          mlx5_0     1  0x0002c90300000001  ACTIVE        200 Gb/sec (4X HDR)\n\
          mlx5_0     2  0x0002c90300000002  DOWN          10 Gb/sec (4X SDR)\n\
          qib0       1  0x0011750000700001  INIT          40 Gb/sec (4X QDR)\n"
     );
     assert_eq!(
-        ports(root, &["--guids"]),
+        ports(root, &["--guids"]).0,
         "0x0002c90300000001\n0x0002c90300000002\n0x0011750000700001\n"
     );
-    // No RDMA driver at all: no port, and no error.
-    assert_eq!(ports(&root.join("absent"), &["--guids"]), "");
+}
+
+/// No InfiniBand port, for want of a driver or with only Ethernet ones: nothing on standard
+/// output (no table heading, no GUID for the fan-out unit), why on standard error, success.
+#[test]
+fn ports_with_no_infiniband_port_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let absent = dir.path().join("absent");
+    for args in [&[][..], &["--guids"]] {
+        assert_eq!(
+            ports(&absent, args),
+            (
+                String::new(),
+                format!(
+                    "no InfiniBand port: {}/infiniband does not exist (no RDMA driver \
+                     loaded)\n",
+                    absent.display()
+                )
+            )
+        );
+    }
+    add_device(
+        dir.path(),
+        &[FakePort {
+            device: "irdma0",
+            port: 1,
+            link_layer: Some("Ethernet"),
+            guid: 0x0a0b_0cff_fe0d_0e0f,
+            state: "4: ACTIVE",
+            rate: "100 Gb/sec (4X EDR)",
+        }],
+    );
+    assert_eq!(
+        ports(dir.path(), &[]),
+        (
+            String::new(),
+            "no InfiniBand port: no RDMA device has one\n".to_string()
+        )
+    );
+}
+
+/// `sm --once` on umad where the host has no InfiniBand port: it says what it waits for and
+/// for how long, then gives up with an error that says what it waited for and why.
+#[test]
+fn once_on_umad_gives_up_waiting_for_a_port_that_does_not_come() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = dir.path().join("stderr");
+    let started = Instant::now();
+    let mut sm = Daemon(
+        ibqos_sm(dir.path())
+            .args(["--once", "--fabric", "umad"])
+            .env("IBQOS_SYSFS_ROOT", dir.path().join("no-sys"))
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let status = exit_within(&mut sm, Duration::from_secs(20));
+    let took = started.elapsed();
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(
+        (Duration::from_secs(10)..Duration::from_secs(15)).contains(&took),
+        "gave up after {took:?}"
+    );
+    assert!(
+        said.contains("waiting for an InfiniBand port to appear (giving up after 10 s)"),
+        "{said}"
+    );
+    let gave_up = format!(
+        "gave up after 10 s waiting for an InfiniBand port to appear: {}/infiniband does \
+         not exist (no RDMA driver loaded)",
+        dir.path().join("no-sys").display()
+    );
+    assert!(said.contains(&gave_up), "{said}");
 }

@@ -1,5 +1,6 @@
 //! `ibqos ports`: the host's InfiniBand ports as sysfs shows them, as a table or (`--guids`) as
-//! the port GUIDs the fan-out unit starts one SM on each of.
+//! the port GUIDs the fan-out unit starts one SM on each of. No port is an answer, not a
+//! failure: standard output stays empty (the fan-out unit reads it) and standard error says why.
 
 use std::io::Write as _;
 
@@ -11,12 +12,15 @@ use crate::cli::PortsArgs;
 use crate::commands::Outcome;
 
 pub fn run(args: &PortsArgs) -> Result<Outcome> {
-    let ports = match infiniband_ports(&SysfsRoot::from_env()) {
-        Ok(ports) => ports,
-        // No RDMA driver: no port, which is an answer (an empty list), not a failure.
-        Err(TransportError::NoDevice { .. }) => Vec::new(),
+    let (ports, why_none) = match infiniband_ports(&SysfsRoot::from_env()) {
+        Ok(ports) => (ports, "no RDMA device has one".to_string()),
+        Err(TransportError::NoDevice { reason }) => (Vec::new(), reason),
         Err(other) => return Err(other.into()),
     };
+    if ports.is_empty() {
+        eprintln!("no InfiniBand port: {why_none}");
+        return Ok(Outcome::Success);
+    }
     let mut out = std::io::stdout().lock();
     if args.guids {
         for port in &ports {

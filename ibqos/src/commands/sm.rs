@@ -20,7 +20,7 @@ use crate::control::{self, Command, ControlSocket};
 use crate::diagnostics::Report;
 use crate::logging::Logging;
 use crate::metrics::Exporter;
-use crate::port_wait::{Waited, wait_for_port};
+use crate::port_wait::{ONCE_PORT_WAIT, Waited, wait_for_port};
 use crate::signals::{Hangup, Signals};
 use crate::systemd::{Watchdog, tell_systemd};
 use ibqos_sm::cache::read_guid2lid;
@@ -49,8 +49,10 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     };
     let signals = Signals::install(Hangup::Reloads)?;
     let mut watchdog = Watchdog::from_env();
+    // A run that is to end must not wait for ever for a port this host may not have.
+    let port_wait = (args.once || args.dry_run).then_some(ONCE_PORT_WAIT);
     if let FabricSpec::Umad(selector) = &args.fabric
-        && wait_for_port(selector, &signals, &mut watchdog)? == Waited::Stopped
+        && wait_for_port(selector, &signals, &mut watchdog, port_wait)? == Waited::Stopped
     {
         tell_systemd(&[NotifyState::Stopping]);
         info!("stopping on signal");
