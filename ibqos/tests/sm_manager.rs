@@ -529,11 +529,13 @@ fn assert_printed_as_before(summary: &SweepSummary, capture: &str) {
     assert_eq!(timed.to_string(), text, "{capture}");
 }
 
-/// The time to SUBNET UP a text summary printed on its last line, if it printed one.
+/// The time to SUBNET UP a text summary printed on its last line (a dry run's time to its
+/// end), if it printed one.
 fn printed_time_to_subnet_up(text: &str) -> Option<f64> {
-    text.lines()
-        .last()
-        .and_then(|line| line.strip_prefix("time to SUBNET UP: "))
+    let line = text.lines().last()?;
+    ["time to SUBNET UP: ", "dry run: "]
+        .iter()
+        .find_map(|label| line.strip_prefix(label))
         .and_then(|ms| ms.strip_suffix(" ms"))
         .map(|ms| ms.parse().unwrap())
 }

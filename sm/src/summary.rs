@@ -146,7 +146,7 @@ impl SweepSummary {
             qos_ports_configured: qos.configured,
             qos_ports_failed: qos.failed,
             qos_ports_verified: qos.verified,
-            result: result(sweep.phase()),
+            result: result(sweep.phase(), mode),
             retries: stats.retries,
             sm_info_requests: unsolicited.sm_info,
             sm_state: state.state,
@@ -173,6 +173,35 @@ impl SweepSummary {
     }
 }
 
+impl SweepSummary {
+    /// Whether this sweep tells an administrator something `previous` did not: it is the first,
+    /// it changed (or would change) values on the fabric, M_Key checks failed, or its outcome,
+    /// the fabric's size or the SM's state differ. A diff sweep of a steady fabric is no news.
+    pub fn is_news_after(&self, previous: Option<&SweepSummary>) -> bool {
+        previous.is_none_or(|previous| {
+            !self.changes.is_empty()
+                || self.bad_m_key_traps > 0
+                || self.standing() != previous.standing()
+        })
+    }
+
+    /// What a sweep of an unchanged fabric finds the same as the one before it.
+    fn standing(&self) -> impl PartialEq {
+        (
+            (
+                &self.result,
+                self.nodes,
+                self.switches,
+                self.ports,
+                self.lids,
+            ),
+            (self.pkey_ports_configured, self.pkey_ports_failed),
+            (self.qos_ports_configured, self.qos_ports_failed),
+            (self.sm_state, self.sm_state_reason, self.master),
+        )
+    }
+}
+
 impl From<&Change> for ChangeSummary {
     fn from(change: &Change) -> Self {
         ChangeSummary {
@@ -185,8 +214,10 @@ impl From<&Change> for ChangeSummary {
     }
 }
 
-fn result(phase: &Phase) -> String {
+fn result(phase: &Phase, mode: SweepMode) -> String {
     match phase {
+        // A dry run Set nothing: the subnet is as it was.
+        Phase::SubnetUp if mode == SweepMode::DryRun => "dry run: the subnet would come up".into(),
         Phase::SubnetUp => "subnet up".to_string(),
         Phase::Discovered => "discovered; another SM is master, nothing programmed".to_string(),
         Phase::Failed(reason) => format!("failed: {reason}"),
@@ -225,19 +256,27 @@ impl fmt::Display for SweepSummary {
                 self.bad_m_key_traps
             )?;
         }
-        if self.pkey_ports_configured > 0 {
-            writeln!(
-                f,
-                "P_Keys: {} ports configured, {} verified, {} failed",
-                self.pkey_ports_configured, self.pkey_ports_verified, self.pkey_ports_failed
-            )?;
-        }
-        if self.qos_ports_configured > 0 {
-            writeln!(
-                f,
-                "QoS: {} ports configured, {} verified, {} failed",
-                self.qos_ports_configured, self.qos_ports_verified, self.qos_ports_failed
-            )?;
+        let tables = [
+            (
+                "P_Keys",
+                self.pkey_ports_configured,
+                self.pkey_ports_verified,
+            ),
+            ("QoS", self.qos_ports_configured, self.qos_ports_verified),
+        ];
+        let failed = [self.pkey_ports_failed, self.qos_ports_failed];
+        for ((what, configured, verified), failed) in tables.into_iter().zip(failed) {
+            match configured {
+                0 => {}
+                // Nothing was Set: "configured" and "verified" would claim it was.
+                _ if self.mode == SweepMode::DryRun => {
+                    writeln!(f, "{what}: {configured} ports planned")?
+                }
+                _ => writeln!(
+                    f,
+                    "{what}: {configured} ports configured, {verified} verified, {failed} failed"
+                )?,
+            }
         }
         let verb = match self.mode {
             SweepMode::Forced => None,
@@ -267,8 +306,10 @@ impl fmt::Display for SweepSummary {
             write!(f, "; master {master}")?;
         }
         writeln!(f)?;
-        if let Some(ms) = self.time_to_subnet_up_ms {
-            writeln!(f, "time to SUBNET UP: {ms:.1} ms")?;
+        match self.time_to_subnet_up_ms {
+            Some(ms) if self.mode == SweepMode::DryRun => writeln!(f, "dry run: {ms:.1} ms")?,
+            Some(ms) => writeln!(f, "time to SUBNET UP: {ms:.1} ms")?,
+            None => {}
         }
         Ok(())
     }

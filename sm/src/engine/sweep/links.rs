@@ -29,7 +29,8 @@ impl Sweep {
             .sm_port
             .and_then(|k| self.subnet.port(k))
             .map_or(0, |p| p.lid);
-        info!(lids = self.counts().lids, sm_lid, "LIDs assigned");
+        let assigned = self.logged("assigned", "planned");
+        info!(lids = self.counts().lids, sm_lid, "LIDs {assigned}");
         if self.config.qos.enabled
             && let Some(setup) = &self.config.qos_setup
         {

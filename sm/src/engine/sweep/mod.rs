@@ -329,6 +329,15 @@ impl Sweep {
         &self.config
     }
 
+    /// `doing` as the log says it, or `planning` in a dry run, which Sets nothing.
+    fn logged(&self, doing: &'static str, planning: &'static str) -> &'static str {
+        if self.config.mode == SweepMode::DryRun {
+            planning
+        } else {
+            doing
+        }
+    }
+
     /// When the sweep started.
     pub fn started(&self) -> Instant {
         self.started
@@ -567,7 +576,10 @@ impl Sweep {
             if self.multicast_only {
                 info!("multicast forwarding tables updated");
             } else {
-                info!("SUBNET UP");
+                info!(
+                    "{}",
+                    self.logged("SUBNET UP", "dry run done: the subnet would come up")
+                );
             }
         } else {
             warn!(

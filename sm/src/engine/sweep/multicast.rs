@@ -118,7 +118,8 @@ impl Sweep {
         info!(
             mlids = trees.iter().filter(|(_, t)| t.root.is_some()).count(),
             blocks = writes.len(),
-            "programming multicast forwarding tables"
+            "{} multicast forwarding tables",
+            self.logged("programming", "would program")
         );
         let pending = writes.pending();
         self.mft_writes = writes;

@@ -263,7 +263,8 @@ impl Sweep {
         info!(
             partitions = self.pkeys.partitions.partitions.len(),
             ports = self.pkey_writes.counts().configured,
-            "programming P_Key tables"
+            "{} P_Key tables",
+            self.logged("programming", "would program")
         );
     }
 

@@ -52,7 +52,11 @@ impl Sweep {
             let held = Held::Read(read_modifiers(&self.subnet, set));
             self.plan_set(planned, held);
         }
-        info!(sets = self.qos_writes.len(), "programming QoS tables");
+        info!(
+            sets = self.qos_writes.len(),
+            "{} QoS tables",
+            self.logged("programming", "would program")
+        );
     }
 }
 

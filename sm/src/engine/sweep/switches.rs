@@ -66,7 +66,8 @@ impl Sweep {
         info!(
             switches = lfts.tables.len(),
             max_lid = top,
-            "switches configured"
+            "switches {}",
+            self.logged("configured", "planned")
         );
         self.lfts = lfts;
     }
