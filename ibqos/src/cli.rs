@@ -420,7 +420,8 @@ pub struct SmArgs {
     #[arg(long)]
     pub json: bool,
     /// Where the guid2lid LID cache and the guid2mkey and neighbors M_Key caches live; default $OSM_CACHE_DIR,
-    /// else /var/cache/ibqos.
+    /// else /var/cache/ibqos on umad. An emulated or ibsim fabric has none unless given: the
+    /// caches are then kept for the run only.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Append the log to FILE instead of standard error, without colour (OpenSM's -f). SIGUSR1

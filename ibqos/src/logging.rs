@@ -1,11 +1,14 @@
 //! Where the log goes and how much of it: standard error (colour only on a terminal) or a log
 //! file, at a level RUST_LOG sets or else OpenSM's log flags (`-D`, opensm.conf's `log_flags`),
-//! which a reload can change while the daemon runs.
+//! which a reload can change while the daemon runs; warnings about a problem that every sweep
+//! meets again, logged once per problem.
 
+use std::collections::BTreeMap;
+use std::fmt::Display;
 use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
-use tracing::{Event, Level, Subscriber};
+use tracing::{Event, Level, Subscriber, info, warn};
 use tracing_subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
 use tracing_subscriber::layer::{Layered, SubscriberExt as _};
 use tracing_subscriber::registry::LookupSpan;
@@ -139,6 +142,37 @@ where
             .with_level(false)
             .with_ansi(false)
             .format_event(ctx, writer, event)
+    }
+}
+
+/// The problems of attempts a daemon makes again and again (a dump file written after every
+/// sweep into a directory it cannot write): each is warned of once, not at every attempt, and
+/// said to be over once an attempt succeeds.
+#[derive(Debug, Default)]
+pub struct Problems {
+    /// The error of each attempt that failed last time, by what it attempts.
+    standing: BTreeMap<String, String>,
+}
+
+impl Problems {
+    /// The outcome of an attempt to `what` ("write the dump file /var/log/opensm-subnet.lst"):
+    /// a warning when it fails unlike the time before, an info line when it succeeds after a
+    /// failure, nothing otherwise.
+    pub fn note<E: Display>(&mut self, what: &str, outcome: Result<(), E>) {
+        match outcome {
+            Ok(()) => {
+                if self.standing.remove(what).is_some() {
+                    info!("could {what} again");
+                }
+            }
+            Err(error) => {
+                let error = error.to_string();
+                if self.standing.get(what) != Some(&error) {
+                    warn!(%error, "cannot {what}; not said again while it lasts");
+                    self.standing.insert(what.to_owned(), error);
+                }
+            }
+        }
     }
 }
 

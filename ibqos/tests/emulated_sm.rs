@@ -1005,3 +1005,120 @@ fn records_to_the_journal_carry_their_priority_and_no_timestamp() {
         "{elsewhere}"
     );
 }
+
+/// A run that ends prints its summary on standard output, its result (so `sm --dry-run >
+/// changes.txt` holds the changes), and only its log on standard error; a dry run's log and
+/// summary say what it would program, never that it programmed or brought the subnet up.
+#[test]
+fn a_run_prints_its_summary_on_stdout_and_a_dry_run_says_what_it_would_do() {
+    let cache = tempfile::tempdir().unwrap();
+    let example = repo("examples/opensm-qos.conf");
+    let run = |mode: &str| {
+        let out = ibqos_sm(cache.path())
+            .arg(mode)
+            .arg("-F")
+            .arg(&example)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        let (stdout, stderr) = (text(out.stdout), text(out.stderr));
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            !stderr.contains("SMPs sent"),
+            "a summary in the log: {stderr}"
+        );
+        assert!(stdout.contains("\nSMPs sent: "), "no summary: {stdout}");
+        (stdout, stderr)
+    };
+    let (summary, log) = run("--once");
+    assert!(summary.starts_with("subnet up: "), "{summary}");
+    assert!(log.contains("programming QoS tables") && log.contains("SUBNET UP"));
+
+    let (summary, log) = run("--dry-run");
+    assert!(
+        summary.starts_with("dry run: the subnet would come up: "),
+        "{summary}"
+    );
+    assert!(summary.contains(" values would change:\n"), "{summary}");
+    assert!(summary.contains("\nQoS: 17 ports planned\n"), "{summary}");
+    assert!(!summary.contains("SUBNET UP"), "{summary}");
+    for said in [
+        "would program P_Key tables",
+        "LIDs planned",
+        "would program QoS tables",
+        "switches planned",
+        "dry run done: the subnet would come up",
+    ] {
+        assert!(log.contains(said), "no {said:?} in {log}");
+    }
+    for claim in ["programming", "SUBNET UP", "configured", "assigned"] {
+        assert!(!log.contains(claim), "a dry run says {claim:?}: {log}");
+    }
+}
+
+/// A daemon under the journal, sweeping every second on a fabric that stays as it is, with a
+/// `dump_files_dir` it cannot write: its first sweep's summary is logged, the next sweeps' are
+/// not (nothing changed), the dump file's warning comes once, every line of its standard error
+/// carries its priority, and its standard output stays empty.
+#[test]
+fn a_daemon_logs_a_summary_when_it_is_news_and_a_repeated_warning_once() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let blocked = dir.path().join("not-a-directory");
+    std::fs::write(&blocked, "").unwrap();
+    let conf = dir.path().join("opensm.conf");
+    std::fs::write(
+        &conf,
+        format!("sweep_interval 1\ndump_files_dir {}\n", blocked.display()),
+    )
+    .unwrap();
+    let (socket, notify) = notify_socket(dir.path());
+    let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let stderr_file = std::fs::File::create(&stderr).unwrap();
+    let meta = stderr_file.metadata().unwrap();
+    let mut daemon = Daemon(
+        ibqos_sm(&dir.path().join("cache"))
+            .arg("-F")
+            .arg(&conf)
+            .env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()))
+            .env("NOTIFY_SOCKET", &notify)
+            .env_remove("RUST_LOG")
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(stderr_file)
+            .spawn()
+            .unwrap(),
+    );
+    for _ in 0..4 {
+        notified_until(&socket, "STATUS=MASTER, SUBNET UP");
+    }
+    signal(daemon.0.id(), "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+    let log = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(std::fs::read_to_string(&stdout).unwrap(), "");
+    let unprefixed: Vec<&str> = log
+        .lines()
+        .filter(|line| {
+            let digit = line
+                .strip_prefix('<')
+                .and_then(|rest| rest.strip_prefix(|c| ('0'..='7').contains(&c)));
+            !digit.is_some_and(|rest| rest.starts_with('>'))
+        })
+        .collect();
+    assert_eq!(unprefixed, Vec::<&str>::new(), "{log}");
+    assert_eq!(
+        log.matches("<6>ibqos::summary: subnet up: ").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("ibqos::summary: SMPs sent: ").count(),
+        1,
+        "{log}"
+    );
+    let warning = format!(
+        "<4>ibqos::logging: cannot write the dump file {}/opensm-subnet.lst",
+        blocked.display()
+    );
+    assert_eq!(log.matches(&warning).count(), 1, "{log}");
+}

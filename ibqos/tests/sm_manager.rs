@@ -331,6 +331,21 @@ fn a_dry_run_sends_no_set() {
     assert!(summary.changes.iter().all(|change| !change.sent));
 }
 
+/// What a daemon's summaries are news: its first sweep; not a diff sweep of the fabric as it
+/// left it; a sweep after a reload that changes values.
+#[test]
+fn a_summary_is_news_when_the_sweep_changed_something() {
+    let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings(CONFIG));
+    let first = sm.sweep_done();
+    assert!(first.is_news_after(None));
+    let steady = sm.sweep_done();
+    assert!(!steady.is_news_after(Some(&first)), "{steady:?}");
+    sm.manager.reload(edited_settings());
+    let edited = sm.sweep_done();
+    assert!(!edited.changes.is_empty());
+    assert!(edited.is_news_after(Some(&steady)), "{edited:?}");
+}
+
 #[test]
 fn a_reload_sweeps_at_once_and_sets_only_what_changed() {
     let settings = settings(CONFIG);

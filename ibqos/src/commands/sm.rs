@@ -1,6 +1,11 @@
 //! `ibqos sm`: the subnet manager. The SM itself is `ibqos_sm::manager`; this page reads its
-//! configuration and LID cache, opens the fabric, drives the manager over it, and prints what
-//! each sweep did.
+//! configuration and LID cache, opens the fabric, drives the manager over it, and says what
+//! each sweep did: a run that ends (`--once`, `--dry-run`) prints its summary on standard
+//! output, as its result; a daemon logs a sweep's summary when it is news.
+//!
+//! On an emulated or ibsim fabric, which is no subnet of this host's, nothing is written to a
+//! system path unless asked for: no cache without `--cache-dir` or `$OSM_CACHE_DIR`, and no
+//! dump file in OpenSM's default `dump_files_dir`. On umad, OpenSM's defaults hold.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -8,9 +13,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use ibqos_emu::{Latency, dump};
+use ibqos_mad::SmState;
 use ibqos_opensm::{Format, Settings};
 use ibqos_text::cnum::strtoull;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::cli::SmArgs;
 use crate::commands::fabric::configure_emulator;
@@ -18,7 +24,7 @@ use crate::commands::status::Status;
 use crate::commands::{Outcome, load_config, reload};
 use crate::control::{self, Command, ControlSocket};
 use crate::diagnostics::Report;
-use crate::logging::Logging;
+use crate::logging::{Logging, Problems};
 use crate::metrics::Exporter;
 use crate::port_wait::{ONCE_PORT_WAIT, Waited, wait_for_port};
 use crate::signals::{Hangup, Signals};
@@ -27,6 +33,7 @@ use ibqos_sm::cache::read_guid2lid;
 use ibqos_sm::config::response_timeout;
 use ibqos_sm::dumps;
 use ibqos_sm::election::state_name;
+use ibqos_sm::engine::sweep::SweepMode;
 use ibqos_sm::manager::{self, Event, Manager, Run};
 use ibqos_sm::mkey::{Neighbors, read_guid2mkey, read_neighbors};
 use ibqos_sm::summary::SweepSummary;
@@ -37,12 +44,20 @@ use ibqos_transport::{FabricSpec, OpenOptions, Role, Transport, open};
 use sd_notify::NotifyState;
 
 pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
-    let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let settings = read_settings(args)?;
     apply_logging(args, &settings, logging)?;
     let metrics = Exporter::start(&args.metrics)?;
-    let guid2lid = load_lid_cache(&cache_dir)?;
-    let (guid2mkey, neighbors) = load_key_caches(&cache_dir)?;
+    let cache_dir = cache_dir(args);
+    let (guid2lid, guid2mkey, neighbors) = match &cache_dir {
+        Some(dir) => {
+            let (guid2mkey, neighbors) = load_key_caches(dir);
+            (load_lid_cache(dir), guid2mkey, neighbors)
+        }
+        None => {
+            info!("no cache directory (--cache-dir): LIDs and M_Keys are kept for this run only");
+            Default::default()
+        }
+    };
     let options = OpenOptions {
         role: Role::Sm,
         response_timeout: response_timeout(&settings),
@@ -80,7 +95,7 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
             logging,
             metrics: metrics.as_ref(),
         },
-        &cache_dir,
+        cache_dir.as_deref(),
         settings,
     )?;
     if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
@@ -167,7 +182,7 @@ struct Service<'a> {
     metrics: Option<&'a Exporter>,
 }
 
-/// Runs the manager over the transport to its end: prints each sweep's summary, keeps the LID
+/// Runs the manager over the transport to its end: reports each sweep's summary, keeps the LID
 /// cache, writes OpenSM's dump files after each sweep that brought the subnet up, stops on
 /// SIGTERM or SIGINT, reads the configuration again on SIGHUP or SIGCONT, answers the control
 /// socket's requests, keeps the metrics up to date and systemd's watchdog fed.
@@ -176,7 +191,7 @@ fn drive(
     transport: &mut dyn Transport,
     manager: &mut Manager,
     service: Service,
-    cache_dir: &Path,
+    cache_dir: Option<&Path>,
     settings: Settings,
 ) -> Result<manager::Outcome> {
     let Service {
@@ -197,6 +212,7 @@ fn drive(
         port,
         sweeps: 0,
         last: None,
+        problems: Problems::default(),
     };
     // The port is open and the SM is on it: ready, as systemd's Type=notify means it.
     tell_systemd(&[
@@ -236,6 +252,7 @@ fn drive(
             metrics.on_event(&event, manager);
         }
         if let Event::SweepDone(summary) = &event {
+            report(args, summary, daemon.last.as_ref())?;
             let status = format!(
                 "{}, {}, {} ports",
                 state_name(summary.sm_state),
@@ -248,39 +265,29 @@ fn drive(
         }
         if let (Event::SweepDone(summary), Some(dumps)) = (&event, &daemon.dumps)
             && summary.subnet_up
+            && summary.mode != SweepMode::DryRun
             && let Some(sweep) = manager.last_sweep()
         {
-            dumps.write(sweep);
+            dumps.write(sweep, &mut daemon.problems);
         }
         match event {
-            // The election logged it ("Entering MASTER state"); each summary carries the state.
-            Event::SweepStarted { .. } | Event::StateChanged(_) => {}
+            // The election logged it ("Entering MASTER state"); each summary carries the state;
+            // the summary was reported above.
+            Event::SweepStarted { .. } | Event::StateChanged(_) | Event::SweepDone(_) => {}
             Event::SaveLids(guid2lid) => {
-                if let Err(error) = store_lid_cache(cache_dir, &guid2lid) {
-                    warn!(dir = %cache_dir.display(), %error, "cannot save the LID cache");
-                }
+                let files = [("guid2lid", guid2lid, PUBLIC)];
+                save_caches(cache_dir, files, &mut daemon.problems);
             }
             Event::SaveMkeys {
                 guid2mkey,
                 neighbors,
             } => {
-                for (name, text, mode) in [
+                let files = [
                     ("guid2mkey", guid2mkey, SECRET),
                     ("neighbors", neighbors, PUBLIC),
-                ] {
-                    if let Err(error) = write_atomically(cache_dir, name, &text, mode) {
-                        warn!(dir = %cache_dir.display(), %error, name, "cannot save a cache file");
-                    }
-                }
+                ];
+                save_caches(cache_dir, files, &mut daemon.problems);
             }
-            Event::SweepDone(summary) if args.json => {
-                writeln!(
-                    std::io::stdout().lock(),
-                    "{}",
-                    serde_json::to_string(&summary)?
-                )?;
-            }
-            Event::SweepDone(summary) => eprint!("{summary}"),
             Event::MulticastUpdated {
                 blocks,
                 failed_switches,
@@ -295,6 +302,53 @@ fn drive(
                 return Ok(outcome);
             }
         }
+    }
+}
+
+/// A sweep's summary, where it belongs. With `--json`, every summary on standard output, one
+/// JSON object a line. Otherwise a run that ends prints its summary on standard output, as its
+/// result, and a daemon logs it (so that the journal gives each line its priority and
+/// `--log-file` gets it) when it is news after `previous`: the first sweep, a sweep that
+/// changed something, or one whose outcome differs.
+fn report(args: &SmArgs, summary: &SweepSummary, previous: Option<&SweepSummary>) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string(summary)?)?;
+    } else if args.once || args.dry_run {
+        write!(stdout, "{summary}")?;
+    } else if summary.is_news_after(previous) {
+        let text = summary.to_string();
+        let mut lines = text.lines();
+        // The first line says how the sweep ended: a warning when a master's sweep did not
+        // bring the subnet up (a standby's stops after discovery, as it should).
+        if let Some(outcome) = lines.next() {
+            if summary.subnet_up || summary.sm_state != SmState::Master {
+                info!(target: SUMMARY_TARGET, "{outcome}");
+            } else {
+                warn!(target: SUMMARY_TARGET, "{outcome}");
+            }
+        }
+        lines.for_each(|line| info!(target: SUMMARY_TARGET, "{line}"));
+    } else {
+        debug!(sweep = summary.sweep, "sweep summary unchanged; not logged");
+    }
+    Ok(())
+}
+
+/// The log target of a daemon's sweep summaries.
+const SUMMARY_TARGET: &str = "ibqos::summary";
+
+/// Writes the cache `files` (name, text, permissions) into `dir`, if there is one; a file that
+/// cannot be written costs a warning, once while the problem lasts.
+fn save_caches<const N: usize>(
+    dir: Option<&Path>,
+    files: [(&str, String, u32); N],
+    problems: &mut Problems,
+) {
+    let Some(dir) = dir else { return };
+    for (name, text, mode) in files {
+        let what = format!("save the cache file {}", dir.join(name).display());
+        problems.note(&what, write_atomically(dir, name, &text, mode));
     }
 }
 
@@ -323,6 +377,8 @@ struct Daemon<'a> {
     port: u64,
     sweeps: u32,
     last: Option<SweepSummary>,
+    /// Files written after every sweep that could not be, warned of once.
+    problems: Problems,
 }
 
 impl Daemon<'_> {
@@ -386,7 +442,7 @@ impl Daemon<'_> {
                 let Some(sweep) = manager.last_sweep() else {
                     return Err("no sweep has ended yet".to_string());
                 };
-                let written = dumps.write(sweep);
+                let written = dumps.write(sweep, &mut self.problems);
                 Ok(written
                     .iter()
                     .map(|name| format!("{}\n", dumps.dir.join(name).display()))
@@ -426,47 +482,64 @@ fn read_settings(args: &SmArgs) -> Result<Settings> {
     })
 }
 
-/// `$OSM_CACHE_DIR` as OpenSM reads it, else ibqos's own cache directory.
-fn default_cache_dir() -> PathBuf {
-    std::env::var_os("OSM_CACHE_DIR")
-        .map_or_else(|| PathBuf::from("/var/cache/ibqos"), PathBuf::from)
+/// ibqos's cache directory on a host's own subnet (umad), as /var/cache/opensm is OpenSM's.
+const SYSTEM_CACHE_DIR: &str = "/var/cache/ibqos";
+
+/// Where the caches live: `--cache-dir`, else `$OSM_CACHE_DIR` as OpenSM reads it, else on umad
+/// [`SYSTEM_CACHE_DIR`]; an emulated or ibsim fabric has none unless asked for, so that a trial
+/// run writes no system path and shares no cache with the host's SM.
+fn cache_dir(args: &SmArgs) -> Option<PathBuf> {
+    args.cache_dir
+        .clone()
+        .or_else(|| std::env::var_os("OSM_CACHE_DIR").map(PathBuf::from))
+        .or_else(|| on_umad(args).then(|| PathBuf::from(SYSTEM_CACHE_DIR)))
+}
+
+/// Whether the SM runs on this host's own subnet, through the kernel.
+fn on_umad(args: &SmArgs) -> bool {
+    matches!(args.fabric, FabricSpec::Umad(_))
 }
 
 /// The guid2lid cache in `dir`; a missing file is an empty cache, and a damaged line is skipped
 /// with a warning (it only costs that port its old address).
-fn load_lid_cache(dir: &Path) -> Result<BTreeMap<u64, u16>> {
-    let (path, text) = read_cache(dir, "guid2lid")?;
+fn load_lid_cache(dir: &Path) -> BTreeMap<u64, u16> {
+    let (path, text) = read_cache(dir, "guid2lid");
     let (guid2lid, problems) = read_guid2lid(&text);
     for problem in problems {
         warn!(cache = %path.display(), %problem, "guid2lid line skipped");
     }
-    Ok(guid2lid)
+    guid2lid
 }
 
 /// The guid2mkey and neighbors caches in `dir`, likewise: a damaged line costs that port's key
 /// (or the name of a route's target) until its lease runs out.
-fn load_key_caches(dir: &Path) -> Result<(BTreeMap<u64, u64>, Neighbors)> {
-    let (path, text) = read_cache(dir, "guid2mkey")?;
+fn load_key_caches(dir: &Path) -> (BTreeMap<u64, u64>, Neighbors) {
+    let (path, text) = read_cache(dir, "guid2mkey");
     let (guid2mkey, problems) = read_guid2mkey(&text);
     for problem in problems {
         warn!(cache = %path.display(), %problem, "line skipped");
     }
-    let (path, text) = read_cache(dir, "neighbors")?;
+    let (path, text) = read_cache(dir, "neighbors");
     let (neighbors, problems) = read_neighbors(&text);
     for problem in problems {
         warn!(cache = %path.display(), %problem, "line skipped");
     }
-    Ok((guid2mkey, neighbors))
+    (guid2mkey, neighbors)
 }
 
-/// The path of the cache file `name` in `dir` and its text; a missing file is empty.
-fn read_cache(dir: &Path, name: &str) -> Result<(PathBuf, String)> {
+/// The path of the cache file `name` in `dir` and its text. A missing file is empty, and so is
+/// one that cannot be read, with a warning: a cache only saves work, the SM runs without it.
+fn read_cache(dir: &Path, name: &str) -> (PathBuf, String) {
     let path = dir.join(name);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok((path, text)),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok((path, String::new())),
-        Err(error) => Err(error).with_context(|| format!("cannot read {}", path.display())),
-    }
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => {
+            warn!(cache = %path.display(), %error, "cannot read the cache file; starting without it");
+            String::new()
+        }
+    };
+    (path, text)
 }
 
 /// OpenSM's `log_flags` bit that also turns on its routing dumps (`OSM_LOG_ROUTING`).
@@ -509,18 +582,35 @@ struct Dumps {
     qos: bool,
 }
 
+/// OpenSM's default `dump_files_dir`, which every opensm.conf holds unless it names another.
+const OPENSM_DUMP_DIR: &str = "/var/log/";
+
 impl Dumps {
-    /// The dumps `settings` ask for: none without `dump_files_dir`.
+    /// The dumps `settings` ask for: none without `dump_files_dir`, and none in OpenSM's default
+    /// one but on umad, where a real OpenSM's files are not to be overwritten by a trial run.
     fn configured(args: &SmArgs, settings: &Settings) -> Option<Dumps> {
-        settings.sm.dump_files_dir.as_ref().map(|dir| Dumps {
+        let dir = settings.sm.dump_files_dir.as_ref()?;
+        if !on_umad(args) && Path::new(dir) == Path::new(OPENSM_DUMP_DIR) {
+            debug!(
+                dir,
+                "no dump files: OpenSM's default directory, and the fabric is not umad"
+            );
+            return None;
+        }
+        Some(Dumps {
             dir: PathBuf::from(dir),
             routing: effective_log_flags(args, settings) & LOG_ROUTING != 0,
             qos: settings.qos.enabled,
         })
     }
 
-    /// Writes the files; the names of those written.
-    fn write(&self, sweep: &ibqos_sm::engine::sweep::Sweep) -> Vec<&'static str> {
+    /// Writes the files; the names of those written. A file that cannot be written is warned
+    /// of once while the problem lasts, not after every sweep.
+    fn write(
+        &self,
+        sweep: &ibqos_sm::engine::sweep::Sweep,
+        problems: &mut Problems,
+    ) -> Vec<&'static str> {
         let mut files = vec![("opensm-subnet.lst", dumps::subnet_lst(sweep.subnet()))];
         if self.routing {
             files.push((
@@ -535,20 +625,15 @@ impl Dumps {
         }
         let mut written = Vec::new();
         for (name, text) in files {
-            match write_atomically(&self.dir, name, &text, PUBLIC) {
-                Ok(()) => written.push(name),
-                Err(error) => {
-                    warn!(dir = %self.dir.display(), %error, name, "cannot write a dump file")
-                }
+            let outcome = write_atomically(&self.dir, name, &text, PUBLIC);
+            if outcome.is_ok() {
+                written.push(name);
             }
+            let what = format!("write the dump file {}", self.dir.join(name).display());
+            problems.note(&what, outcome);
         }
         written
     }
-}
-
-/// Writes `dir/guid2lid` (creating the directory), replacing it atomically.
-fn store_lid_cache(dir: &Path, guid2lid: &str) -> std::io::Result<()> {
-    write_atomically(dir, "guid2lid", guid2lid, PUBLIC)
 }
 
 /// The permissions of a file anyone may read, and of one that holds keys.
