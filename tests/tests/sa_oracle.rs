@@ -437,6 +437,12 @@ fn deliberate_differences_are_those_the_readme_lists() {
                 (Some(1), None),
                 (Some(0), None),
             ),
+            // S1's port 3 links to S2: ibqos reads no P_Key table between switches.
+            (
+                format!("--smkey 1 PKTR {s1}/3/0"),
+                (Some(1), None),
+                (Some(0), None),
+            ),
             // No output port 9: OpenSM's SA dies (saquery times out), ibqos answers none.
             (format!("SL2VL {s1}/1/9"), (None, None), (Some(0), None)),
         ]

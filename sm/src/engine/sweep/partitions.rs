@@ -53,19 +53,26 @@ impl Target {
     }
 }
 
-/// The ports whose P_Key tables the partition manager reads, as OpenSM reads them in discovery:
-/// every end port (its table as long as NodeInfo's PartitionCap) and every linked switch port
-/// (SwitchInfo's PartitionEnforcementCap; none when that is 0). It writes those of the end
-/// ports and of the switch ports facing a CA or router.
+/// The ports whose P_Key tables the partition manager reads and writes: every end port (its
+/// table as long as NodeInfo's PartitionCap) and every switch port facing a CA or router
+/// (SwitchInfo's PartitionEnforcementCap; none when that is 0). OpenSM reads the tables of the
+/// ports between switches too, which it never writes: ibqos leaves them unread, a third of the
+/// SMPs of a fat tree's first sweep, and its SA has no record of them.
 fn targets(subnet: &Subnet) -> BTreeMap<PortKey, Target> {
     let mut targets = BTreeMap::new();
+    let faces_an_end_port = |key: PortKey| {
+        subnet
+            .peer(key)
+            .and_then(|peer| subnet.nodes.get(&peer.node))
+            .is_some_and(|peer| !peer.is_switch())
+    };
     for (guid, node) in &subnet.nodes {
         let Some(switch) = node.switch.filter(|s| s.partition_enforcement_cap > 0) else {
             continue;
         };
         for &number in node.ports.keys().filter(|&&n| n != 0) {
             let key = PortKey::new(*guid, number);
-            if subnet.peer(key).is_some() {
+            if faces_an_end_port(key) {
                 targets.insert(
                     key,
                     Target {
