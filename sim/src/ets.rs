@@ -18,8 +18,8 @@
 //! 1. **minbw**: a class below its guaranteed minimum (minbw percent of the link, or its
 //!    committed_rate) is served first: it has "priority over other classes (including strict
 //!    priority classes) until the minbw is met". The minimum is a token bucket filled at that
-//!    rate; a class is below its minimum while the bucket holds its head packet. Among several,
-//!    the highest class goes first.
+//!    rate; a class is below its minimum while the bucket holds its head packet (or is full,
+//!    for a packet larger than the bucket). Among several, the highest class goes first.
 //! 2. **strict priority**: the highest ready strict-priority class ("packets from strict
 //!    priority classes always preempt packets from ETS classes"). Under `strict-priority` (the
 //!    default scheduler) every class is strict; under the weighted schedulers a profile is strict
@@ -92,6 +92,22 @@
 //! packets no larger than the bucket sends at most `rate_burst_bytes + rate x t` bytes. Tokens
 //! are whole bytes with the remainder of the division carried, so no byte is lost to rounding
 //! and the wake time is exact.
+//!
+//! The minimum's bucket follows the same rule, with one difference: what a class sends beyond
+//! its minimum, in the strict or weighted tier, is not owed. A send takes its bucket down to
+//! zero at most, or after a frame larger than the bucket to what that frame took beyond a full
+//! bucket, and never forgives a debt already owed. So over any interval a class sends at most
+//! `rate_burst_bytes + rate x t` bytes in the minbw tier, plus its last frame's excess over the
+//! bucket, and a class with frames larger than the bucket gets no more than its minimum there.
+//!
+//! A bucket about one frame deep is kept as configured, and what it guarantees is this: the
+//! port chooses between frames, so a class below its minimum waits for the frame on the wire,
+//! and tokens earned beyond the bucket's depth meanwhile are lost. A bucket deeper than the
+//! class's frame by the minimum's share of the port's largest frame loses nothing, and the
+//! class gets its minimum. With equal frames, a bucket one frame deep or shallower rounds the
+//! minimum down to one frame in every `n`, `n` the link rate over the minimum rounded up:
+//! minbw 30 gives one frame in 4, 25%, and minbw 40 one in 3. The default depth, two
+//! 9216-byte frames, is deep enough for any frame up to 9216 bytes.
 
 use std::fmt;
 
@@ -821,10 +837,16 @@ impl Scheduler {
             self.max[t].tokens -= i64::from(bytes);
         }
         if self.has_min & bit != 0 {
-            // Sent beyond the minimum is not owed to it: the bucket measures only whether the
-            // class is below its minimum now.
+            // What a frame larger than the bucket takes beyond a full bucket is owed, and the
+            // wait that follows repays it, as for the maximum; without that debt such a frame
+            // would cost no more than the bucket, and the class would count as below its
+            // minimum far too often. Anything else sent beyond the minimum (in the strict or
+            // weighted tier) is not owed: the bucket measures only whether the class is below
+            // its minimum now. A debt already owed stays: a send never adds tokens.
+            let (bytes, need) = (i64::from(bytes), self.need(bytes));
             let min = &mut self.min[t];
-            min.tokens = (min.tokens - i64::from(bytes)).max(0);
+            let floor = min.tokens.min(need - bytes);
+            min.tokens = (min.tokens - bytes).max(floor);
         }
     }
 }
@@ -1233,6 +1255,53 @@ mod tests {
         assert_eq!(sent.bytes[4], 0);
     }
 
+    /// The byte shares of class 0 (minbw `minbw`) and class 7 (strict, unlimited), both always
+    /// ready with packets of `sizes`, under strict priority with buckets `burst` bytes deep.
+    fn minbw_beside_strict(minbw: u8, burst: u32, sizes: [u32; TRAFFIC_CLASSES]) -> (f64, f64) {
+        let mut config = EtsConfig {
+            rate_burst_bytes: burst,
+            ..EtsConfig::default()
+        };
+        config.qp1.minbw = minbw;
+        config.validate().unwrap();
+        let mut scheduler = Scheduler::new(&config, LINK);
+        let sent = drive(&mut scheduler, LINK, 1 | 1 << 7, sizes, usize::MAX, RUN_PS);
+        (sent.share(0), sent.share(7))
+    }
+
+    #[test]
+    fn a_minbw_class_with_frames_larger_than_its_bucket_gets_only_its_minimum() {
+        // 9000-byte jumbo frames on class 0 (minbw 40) beside 1500-byte frames on the greedy
+        // strict class 7, buckets 1500 bytes deep. Each jumbo frame takes class 0's bucket
+        // 7500 bytes below zero; it is full again 9000 bytes' worth at 40% later, 22,500 bytes
+        // of link time: the frame and 9 of class 7's. Class 0 gets 40%, class 7 keeps its 60%.
+        // Tolerance 2e-3: the starting bucket and a frame are 8.4e-4 of 12.5e6 bytes.
+        let sizes = [9000, 0, 0, 0, 0, 0, 0, 1500];
+        let (minbw, strict) = minbw_beside_strict(40, 1500, sizes);
+        assert!((minbw - 0.4).abs() < 2e-3, "{minbw}");
+        assert!((strict - 0.6).abs() < 2e-3, "{strict}");
+        // RoCE frames of a 4096-byte payload (4158 bytes) on both: the bucket is full again
+        // 2.5 frames after class 0's, and checked at each frame's end, so one frame in 3 is
+        // class 0's (a shallow bucket's rounding to whole frames, tested below) and class 7
+        // keeps two thirds.
+        let (minbw, strict) = minbw_beside_strict(40, 1500, [4158; 8]);
+        assert!((minbw - 1.0 / 3.0).abs() < 2e-3, "{minbw}");
+        assert!((strict - 2.0 / 3.0).abs() < 2e-3, "{strict}");
+    }
+
+    #[test]
+    fn a_bucket_one_frame_deep_rounds_the_minimum_down_to_whole_frames() {
+        // 1500-byte frames, minbw 30 and a 1500-byte bucket: after class 0 sends, its bucket
+        // gains 450 bytes per frame class 7 sends (30% of 1500) and is checked at each frame's
+        // end: 450, 900, 1350, then 1800 held as 1500. One frame in 4 is class 0's: 25%.
+        // Exact up to the last, partial period (1 frame in 8,333).
+        let (minbw, _) = minbw_beside_strict(30, 1500, EQUAL);
+        assert!((minbw - 0.25).abs() < 2e-4, "{minbw}");
+        // A bucket deeper than the frame by 30% of a frame (1950 bytes) loses nothing: 30%.
+        let (minbw, _) = minbw_beside_strict(30, 1950, EQUAL);
+        assert!((minbw - 0.3).abs() < 2e-3, "{minbw}");
+    }
+
     #[test]
     fn a_class_over_its_peak_rate_says_when_it_may_send() {
         // peak_rate 1M on class 0, the bucket 18,432 bytes and full at 0: twelve 1500-byte
@@ -1503,15 +1572,23 @@ mod tests {
         prop_assert_eq!(config.validate(), Ok(()));
         let mut port = Scheduler::new(config, link_bps);
         let mut now = 0u64;
-        let mut grants: Vec<(u8, u64, u32)> = Vec::new();
+        // (class, time, bytes, sent in the minbw tier)
+        let mut grants: Vec<(u8, u64, u32, bool)> = Vec::new();
         for &(ready, size, gap, sleep) in steps {
             now += gap;
-            // The head sizes differ by class, all within the bucket (at least 9216 bytes).
+            // The head sizes differ by class, some larger than the bucket.
             let head = |tc: u8| 64 + (size + 997 * u32::from(tc)) % (9216 - 63);
+            // A class granted while below its minimum was granted by the minbw tier.
+            let below_minimum = |tc: u8| {
+                let mut bucket = port.min[usize::from(tc)];
+                bucket.refill(now, port.burst);
+                port.has_min & 1 << tc != 0 && bucket.tokens >= port.need(head(tc))
+            };
+            let below: Vec<bool> = (0..TRAFFIC_CLASSES as u8).map(below_minimum).collect();
             match port.next(now, ready, head) {
                 Grant::Send { tc } => {
                     prop_assert!(ready & port.exists & 1 << tc != 0);
-                    grants.push((tc, now, head(tc)));
+                    grants.push((tc, now, head(tc), below[usize::from(tc)]));
                     now += wire_ps(head(tc), link_bps);
                 }
                 Grant::WaitUntil { ps } => {
@@ -1538,24 +1615,45 @@ mod tests {
                 }
             }
         }
-        let burst = u128::from(config.rate_burst_bytes);
         for tc in bits(port.has_max) {
-            let rate = u128::from(port.max[usize::from(tc)].rate_bps);
-            let sent: Vec<(u64, u32)> = grants
-                .iter()
-                .filter(|g| g.0 == tc)
-                .map(|g| (g.1, g.2))
-                .collect();
-            for (first, &(start, _)) in sent.iter().enumerate() {
-                let mut bytes = 0u128;
-                for &(at, size) in &sent[first..] {
-                    bytes += u128::from(size);
-                    let span = u128::from(at - start);
-                    prop_assert!(
-                        bytes * BIT_PS_PER_BYTE <= burst * BIT_PS_PER_BYTE + rate * span,
-                        "class {tc} sent {bytes} bytes in {span} ps at {rate} b/s"
-                    );
-                }
+            let sent = grants.iter().filter(|g| g.0 == tc).map(|g| (g.1, g.2));
+            within_rate(tc, &port.max[usize::from(tc)], config, sent, "its maximum")?;
+        }
+        for tc in bits(port.has_min) {
+            let sent = (grants.iter().filter(|g| g.0 == tc && g.3)).map(|g| (g.1, g.2));
+            within_rate(
+                tc,
+                &port.min[usize::from(tc)],
+                config,
+                sent,
+                "the minbw tier",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Checks that class `tc`'s packets `sent` (time, bytes) keep to `bucket`'s rate over every
+    /// interval: at most rate_burst_bytes + rate x time, plus the last packet's excess over
+    /// the bucket (which takes it below zero).
+    fn within_rate(
+        tc: u8,
+        bucket: &Bucket,
+        config: &EtsConfig,
+        sent: impl Iterator<Item = (u64, u32)>,
+        what: &str,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let sent: Vec<(u64, u32)> = sent.collect();
+        let (burst, rate) = (config.rate_burst_bytes, u128::from(bucket.rate_bps));
+        for (first, &(start, _)) in sent.iter().enumerate() {
+            let mut bytes = 0u128;
+            for &(at, size) in &sent[first..] {
+                bytes += u128::from(size);
+                let allowed = u128::from(burst.max(size));
+                let span = u128::from(at - start);
+                proptest::prop_assert!(
+                    bytes * BIT_PS_PER_BYTE <= allowed * BIT_PS_PER_BYTE + rate * span,
+                    "class {tc} sent {bytes} bytes in {what} in {span} ps at {rate} b/s"
+                );
             }
         }
         Ok(())
@@ -1565,17 +1663,18 @@ mod tests {
         /// Whatever the configuration and the traffic: a grant is for a ready class with a
         /// profile; a wait is for later and is exact (one picosecond earlier the answer is the
         /// same wait, at that time a send); no class sends more than its peak allows over any
-        /// interval, rate_burst_bytes + rate x time; and (where the cap is fixed) no weighted
-        /// credit is above one replenishment.
+        /// interval, nor more in the minbw tier than its minimum allows, rate_burst_bytes +
+        /// rate x time (plus the last packet's excess over the bucket); and (where the cap is
+        /// fixed) no weighted credit is above one replenishment.
         #[test]
-        fn grants_are_ready_classes_within_their_peak(
+        fn grants_are_ready_classes_within_their_rates(
             scheduler in 0usize..3,
             method in 0usize..3,
             profiles in proptest::collection::vec(
                 (any::<bool>(), 0u8..16, any::<bool>(), 0u8..12, 0u8..100, 0u64..3_000_000),
                 8,
             ),
-            burst in 9216u32..20_000,
+            burst in 1000u32..20_000,
             link_gbps in proptest::sample::select(vec![1u64, 10, 100]),
             steps in proptest::collection::vec(
                 (any::<u8>(), 64u32..=9216, 0u64..3_000_000, any::<bool>()),
