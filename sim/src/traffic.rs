@@ -19,7 +19,7 @@
 //! dst = "H3"
 //! sl = 1
 //! payload = 4096              # bytes per packet, 1-4096
-//! rate_gbps = 0               # 0 = as fast as the fabric allows
+//! rate_gbps = 0               # 0 = as fast as the fabric allows, else 1e-9 (1 b/s) up
 //! start_us = 0                # optional
 //! stop_us = 200               # optional
 //! management = false          # true: SMP-like traffic on VL15, payload <= 256
@@ -119,6 +119,11 @@ pub enum TrafficErrorKind {
     },
     #[error("rate_gbps = {0} is not a rate: give Gb/s >= 0 (0 = as fast as the fabric allows)")]
     BadRate(f64),
+    #[error(
+        "rate_gbps = {0} is below 1 b/s, which rounds to 0, and 0 means as fast as the fabric \
+         allows: give 1e-9 or more, or 0 for no limit"
+    )]
+    RateRoundsToZero(f64),
     #[error("SL {0} is out of range: an SL is 0-15")]
     BadSl(i64),
     #[error("payload {0} is out of range: a packet carries 1-4096 bytes")]
@@ -198,7 +203,7 @@ impl Coded for TrafficErrorKind {
             TrafficErrorKind::Toml(_) => Code::InvalidToml,
             TrafficErrorKind::ZeroDuration => Code::ZeroDuration,
             TrafficErrorKind::BadTime { .. } => Code::BadTime,
-            TrafficErrorKind::BadRate(_) => Code::BadRate,
+            TrafficErrorKind::BadRate(_) | TrafficErrorKind::RateRoundsToZero(_) => Code::BadRate,
             TrafficErrorKind::BadSl(_) => Code::SlOutOfRange,
             TrafficErrorKind::BadPayload(_) => Code::PayloadOutOfRange,
             TrafficErrorKind::BadManagementPayload(_) => Code::ManagementPayloadTooLarge,
@@ -885,7 +890,12 @@ impl Reader<'_> {
                 if !g.is_finite() || !(0.0..=1e6).contains(&g) {
                     return Err(self.error(r.span(), TrafficErrorKind::BadRate(g)));
                 }
-                (g * 1e9).round() as u64
+                let bps = (g * 1e9).round() as u64;
+                // A rate is paced in whole bits per second, and 0 is "no limit".
+                if bps == 0 && g > 0.0 {
+                    return Err(self.error(r.span(), TrafficErrorKind::RateRoundsToZero(g)));
+                }
+                bps
             }
         };
         let start_ps = match start {
@@ -1307,6 +1317,11 @@ stop_us = 200
                 "rate_gbps = 0",
                 "rate_gbps = -1",
                 "t.toml:15:13: rate_gbps = -1",
+            ),
+            (
+                "rate_gbps = 0",
+                "rate_gbps = 1e-12",
+                "t.toml:15:13: rate_gbps = 0.000000000001 is below 1 b/s, which rounds to 0",
             ),
             (
                 "vl_buffer_bytes = 65536",
