@@ -112,6 +112,30 @@ fn saturated_vls_share_in_proportion_to_their_weights() {
     }
 }
 
+/// H1 sends 4 KB packets back to back for 200 us: 32 Gb/s x 200 us = 800,000 bytes, 192.3
+/// packets of 4160 bytes. The packet still leaving H1 at the end counts only the 64-byte blocks
+/// sent by then, so the link reports at most its rate, within a block of it (the first packet
+/// leaves at 0, and the link is never idle).
+#[test]
+fn a_saturated_link_carries_no_more_than_its_rate() {
+    let report = simulate(
+        "saturated",
+        &low_only("0:255"),
+        &format!("{LINK}{}", flow("f", "H1", 0, 4096, "")),
+        &[],
+    );
+    let bytes = vl_field(&report, "H1[1]", "S1[1]", 0, "bytes");
+    assert!(
+        (800_000.0 - 64.0..=800_000.0).contains(&bytes),
+        "{bytes} bytes"
+    );
+    let utilization = vl_field(&report, "H1[1]", "S1[1]", 0, "utilization");
+    assert!((0.9999..=1.0).contains(&utilization), "{utilization}");
+    // The flow's own figure counts packets delivered: whole ones.
+    let delivered = num(&flow_of(&report, "f")["delivered_bytes"]);
+    assert_eq!(delivered % 4096.0, 0.0);
+}
+
 /// VL0 in the high table (0:255), VL1 in the low table (1:255), both saturated with 4 KB
 /// packets (4160 bytes on the wire). With high limit L, high packets start while fewer than
 /// L x 4096 bytes were sent since the low table's last opportunity, and at least one:

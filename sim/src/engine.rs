@@ -1489,12 +1489,16 @@ impl<'n> Simulation<'n> {
         let blocks = u32::from(p.blocks);
         let kind = &self.kinds[usize::from(state.kind)];
         let (serialization, propagation) = (kind.wire_ps[blocks as usize], kind.propagation_ps);
+        // A packet still leaving when the run ends counts only the units that left by then:
+        // a link's bytes over the run never exceed what its rate carries in it.
+        let left_ps = self.options.duration_ps.saturating_sub(now);
+        let counted = units_sent_by(blocks, serialization, left_ps);
         let l = &mut self.lanes[lane];
         if vl != VL15 {
             l.credits -= blocks;
         }
         l.sent.packets += 1;
-        l.sent.blocks += u64::from(blocks);
+        l.sent.blocks += counted;
         // The lane's new head, as refresh_lane would note it on a busy port: a busy port times
         // no wait for credits, so every wait it timed ends now.
         let bits = &mut self.states[port as usize];
@@ -1508,7 +1512,7 @@ impl<'n> Simulation<'n> {
         }
         if !self.timeline.is_empty() {
             let index = self.timeline_index(port, self.interval_of(now), vl);
-            self.timeline[index] += u64::from(blocks);
+            self.timeline[index] += counted;
         }
         self.packet_hops += 1;
         self.queue.push(
@@ -1831,6 +1835,15 @@ impl<'n> Simulation<'n> {
             vls,
         })
     }
+}
+
+/// The whole units of a packet of `units`, on the wire for `serialization_ps`, that have left
+/// its port `elapsed_ps` after it started.
+fn units_sent_by(units: u32, serialization_ps: u64, elapsed_ps: u64) -> u64 {
+    if elapsed_ps >= serialization_ps {
+        return u64::from(units);
+    }
+    (u128::from(units) * u128::from(elapsed_ps) / u128::from(serialization_ps)) as u64
 }
 
 /// Six significant decimals: enough for any report, and the same digits on every run.

@@ -230,8 +230,10 @@ pub struct SlReport {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VlReport {
     pub vl: u8,
+    /// Packets whose transmission started.
     pub packets: u64,
-    /// Bytes on the wire: headers included, in whole 64-byte blocks.
+    /// Bytes that left the port during the run: headers included, in whole 64-byte blocks (of
+    /// a packet still leaving at the end, the blocks sent by then).
     pub bytes: u64,
     pub throughput_gbps: f64,
     /// This VL's part of the bytes the link carried.
@@ -279,7 +281,9 @@ pub struct EthernetLinkReport {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrafficClassReport {
     pub tc: u8,
-    /// Frames started, and their bytes (RoCEv2 frames: payload + 62, no preamble or gap).
+    /// Frames started, and the bytes that left the port during the run (RoCEv2 frames:
+    /// payload + 62, no preamble or gap; of a frame still leaving at the end, the bytes sent by
+    /// then).
     pub frames: u64,
     pub bytes: u64,
     pub throughput_gbps: f64,
