@@ -554,3 +554,69 @@ fn the_vl_totals_of_the_text_report_sum_the_links() {
         );
     }
 }
+
+/// The text report says over which time each rate is (a flow's active time, the run for SLs
+/// and links) and marks the latency percentiles that are histogram bucket bounds. The star
+/// example's rpc-sl2 runs from 100 to 250 us of 300: its 16.166 Gb/s over its active time is
+/// 8.083 Gb/s over the run.
+#[test]
+fn the_text_report_labels_each_rate_and_each_latency_bound() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let (net, conf, traffic) = (
+        format!("{root}/examples/sim/star.net"),
+        format!("{root}/examples/sim/opensm.conf"),
+        format!("{root}/examples/sim/traffic.toml"),
+    );
+    let args = [
+        "sim",
+        "--topology",
+        &net,
+        "-F",
+        &conf,
+        "--traffic",
+        &traffic,
+    ];
+    let out = ibqos(&args);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let json = json_report(ibqos(&[&args[..], &["--json"]].concat()));
+    // The caption above each table, then its header.
+    let captions = [
+        ("Flows: Gb/s over each flow's active time", "flow "),
+        ("SLs: Gb/s over the whole run (300 us)", "SL "),
+        (
+            "Links: Gb/s and util over the whole run",
+            "link (busiest first)",
+        ),
+    ];
+    for (caption, header) in captions {
+        let at = text
+            .find(caption)
+            .unwrap_or_else(|| panic!("no `{caption}`:\n{text}"));
+        let next = text[at..].lines().nth(1).unwrap();
+        assert!(next.starts_with(header), "`{caption}` then `{next}`");
+    }
+    let row = |first: &str| -> Vec<String> {
+        let line = text.lines().find(|l| l.starts_with(first)).unwrap();
+        line.split_whitespace().map(str::to_owned).collect()
+    };
+    let flow = flow_of(&json, "rpc-sl2");
+    let (p50, p99, max) = (
+        num(&flow["latency_ns"]["p50"]),
+        num(&flow["latency_ns"]["p99"]),
+        num(&flow["latency_ns"]["max"]),
+    );
+    // name, SL, sent, delivered, Gb/s, p50, p99, max, dropped: p50 and p99 are bucket bounds
+    // (2687 in 2560-2687, 3206 the largest value in 3200-3327), max is exact.
+    assert_eq!(
+        row("rpc-sl2")[4..8],
+        [
+            "16.166".to_owned(),
+            format!("<={p50}"),
+            format!("<={p99}"),
+            max.to_string()
+        ]
+    );
+    assert_eq!(row("2 ")[3], "8.083");
+    assert!(text.contains("(<=: a latency histogram bucket's upper bound"));
+}

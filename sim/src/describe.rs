@@ -1,11 +1,13 @@
 //! The report as a person reads it: flows, SLs, totals per VL over every link, and the busiest
 //! links per VL; on Ethernet, priorities in place of SLs, and per link the traffic classes and
 //! priorities with their pauses and drops, and every switch's pool peaks; with DCQCN, the ECN
-//! marks per link and priority and each flow's CNPs, cuts and rates.
+//! marks per link and priority and each flow's CNPs, cuts and rates. Each table of rates says
+//! over which time they are, and a latency percentile that is a histogram bucket's upper bound
+//! is marked `<=`.
 
 use std::fmt::Write as _;
 
-use crate::Report;
+use crate::{Histogram, Report};
 
 /// Rows of each table before "... more".
 const TABLE_ROWS: usize = 20;
@@ -23,7 +25,15 @@ pub fn describe(report: &Report) -> String {
     );
     let ethernet = report.links.iter().any(|l| l.ethernet.is_some());
     // On Ethernet a flow's class is its priority.
-    let class = if ethernet { "pri" } else { "SL" };
+    let (class, classes) = if ethernet {
+        ("pri", "Priorities")
+    } else {
+        ("SL", "SLs")
+    };
+    let _ = writeln!(
+        out,
+        "Flows: Gb/s over each flow's active time (its start to its stop, within the run)"
+    );
     let _ = writeln!(
         out,
         "{:<28} {:>3} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8}",
@@ -43,8 +53,8 @@ pub fn describe(report: &Report) -> String {
             f.sent_packets,
             f.delivered_packets,
             f.throughput_gbps,
-            f.latency_ns.p50,
-            f.latency_ns.p99,
+            percentile(f.latency_ns.p50),
+            percentile(f.latency_ns.p99),
             f.latency_ns.max,
             f.dropped_packets
         );
@@ -52,7 +62,12 @@ pub fn describe(report: &Report) -> String {
     more(&mut out, report.flows.len(), "flows");
     let _ = writeln!(
         out,
-        "\n{:<4} {:>6} {:>12} {:>9} {:>9} {:>9} {:>8}",
+        "\n{classes}: Gb/s over the whole run ({} us)",
+        report.duration_ns as f64 / 1e3
+    );
+    let _ = writeln!(
+        out,
+        "{:<4} {:>6} {:>12} {:>9} {:>9} {:>9} {:>8}",
         class, "flows", "bytes", "Gb/s", "p50 ns", "p99 ns", "dropped"
     );
     for s in &report.sls {
@@ -63,11 +78,16 @@ pub fn describe(report: &Report) -> String {
             s.flows,
             s.delivered_bytes,
             s.throughput_gbps,
-            s.latency_ns.p50,
-            s.latency_ns.p99,
+            percentile(s.latency_ns.p50),
+            percentile(s.latency_ns.p99),
             s.dropped_packets
         );
     }
+    let _ = writeln!(
+        out,
+        "(<=: a latency histogram bucket's upper bound, at most 6.25% above the percentile; \
+         max is exact)"
+    );
     if ethernet {
         ethernet_links(&mut out, report);
         dcqcn(&mut out, report);
@@ -76,9 +96,10 @@ pub fn describe(report: &Report) -> String {
     vl_totals(&mut out, report);
     let mut busiest: Vec<_> = report.links.iter().filter(|l| !l.vls.is_empty()).collect();
     busiest.sort_by_key(|l| std::cmp::Reverse(l.bytes));
+    let _ = writeln!(out, "\n{}", LINKS_OVER_THE_RUN);
     let _ = writeln!(
         out,
-        "\n{:<30} {:>3} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8}",
+        "{:<30} {:>3} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8}",
         "link (busiest first)",
         "VL",
         "Gb/s",
@@ -121,9 +142,10 @@ fn ethernet_links(out: &mut String, report: &Report) {
         .filter(|(_, e)| !e.traffic_classes.is_empty() || !e.priorities.is_empty())
         .collect();
     busiest.sort_by_key(|(l, _)| std::cmp::Reverse(l.bytes));
+    let _ = writeln!(out, "\n{}", LINKS_OVER_THE_RUN);
     let _ = writeln!(
         out,
-        "\n{:<30} {:>3} {:>9} {:>9} {:>7} {:>7}",
+        "{:<30} {:>3} {:>9} {:>9} {:>7} {:>7}",
         "link (busiest first)", "TC", "frames", "Gb/s", "share", "util"
     );
     for (link, eth) in busiest.iter().take(TABLE_ROWS) {
@@ -238,6 +260,19 @@ fn dcqcn(out: &mut String, report: &Report) {
         );
     }
     more(out, flows.len(), "flows");
+}
+
+/// The caption of the link tables: their rates are over the run, as the SLs' are.
+const LINKS_OVER_THE_RUN: &str = "Links: Gb/s and util over the whole run";
+
+/// A latency percentile as read from its histogram: `<=` before a bucket's upper bound, the
+/// value alone when it is exact.
+fn percentile(ns: u64) -> String {
+    if Histogram::is_exact(ns) {
+        ns.to_string()
+    } else {
+        format!("<={ns}")
+    }
 }
 
 fn more(out: &mut String, total: usize, what: &str) {

@@ -102,6 +102,13 @@ impl Histogram {
         self.total
     }
 
+    /// Whether `value`, as [`Histogram::quantile`] gives it, is exact: no smaller value shares
+    /// its bucket. Otherwise it is an upper bound, at most 1/16 above the value it stands for.
+    pub fn is_exact(value: u64) -> bool {
+        let index = Self::index(value);
+        index == 0 || Self::upper(index - 1) + 1 == value
+    }
+
     /// The value at quantile `q` (0..=1): the upper edge of its bucket, never above the largest
     /// value recorded; 0 when empty.
     pub fn quantile(&self, q: f64) -> u64 {
@@ -159,7 +166,9 @@ impl PartialEq for Histogram {
 }
 impl Eq for Histogram {}
 
-/// Latency percentiles in nanoseconds (p50 and p99 within 6.25 %, max exact).
+/// Latency percentiles in nanoseconds: p50 and p99 the upper bounds of their histogram buckets
+/// (at most 6.25 % above the value; [`Histogram::is_exact`] says when they are the value), max
+/// exact.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Latency {
     pub p50: u64,
@@ -415,6 +424,25 @@ mod tests {
             // Within 1/16 of the value.
             assert!(Histogram::upper(i) - value <= value / 16, "{value}");
         }
+    }
+
+    #[test]
+    fn a_quantile_is_exact_only_when_its_bucket_holds_nothing_smaller() {
+        // Below 32 every bucket holds one value.
+        assert!((0..32).all(Histogram::is_exact));
+        // 96 to 99 share a bucket: 96 is its lowest value, 97 and 99 bounds.
+        assert!(Histogram::is_exact(96));
+        assert!(!Histogram::is_exact(97) && !Histogram::is_exact(99));
+        // 100 and 101 recorded: the median is 100, given as 101 (the bucket's edge, 103,
+        // capped at the largest value): a bound. A lone value is its bucket's lowest: exact.
+        let mut h = Histogram::default();
+        h.record(100);
+        h.record(101);
+        assert_eq!(h.quantile(0.5), 101);
+        assert!(!Histogram::is_exact(h.quantile(0.5)));
+        let mut lone = Histogram::default();
+        lone.record(96);
+        assert!(Histogram::is_exact(lone.quantile(0.5)));
     }
 
     #[test]
