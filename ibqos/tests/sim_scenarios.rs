@@ -620,3 +620,66 @@ fn the_text_report_labels_each_rate_and_each_latency_bound() {
     assert_eq!(row("2 ")[3], "8.083");
     assert!(text.contains("(<=: a latency histogram bucket's upper bound"));
 }
+
+/// The latency CDF's x axis as a reader sees it, on the star example: each tick label drawn
+/// once, and one at or below the lowest SL median (SL 2, between 2 and 3 us, sat left of the
+/// first label, 10k, and each power of ten was labelled twice).
+#[test]
+fn the_latency_cdf_labels_its_whole_x_axis_once() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let dir = tempfile::Builder::new().prefix("cdf").tempdir().unwrap();
+    let plots = dir.path().join("plots");
+    let (net, conf, traffic) = (
+        format!("{root}/examples/sim/star.net"),
+        format!("{root}/examples/sim/opensm.conf"),
+        format!("{root}/examples/sim/traffic.toml"),
+    );
+    let args = [
+        "sim",
+        "--topology",
+        &net,
+        "-F",
+        &conf,
+        "--traffic",
+        &traffic,
+        "--json",
+    ];
+    let json = json_report(ibqos(
+        &[&args[..], &["--plot", plots.to_str().unwrap()]].concat(),
+    ));
+    let svg = std::fs::read_to_string(plots.join("latency_cdf.svg")).unwrap();
+    // The x axis's labels are the centred texts that read as latencies: 500, 2k, 1.5M.
+    let latency = |label: &str| -> Option<f64> {
+        let (number, unit) = match label.strip_suffix('k') {
+            Some(n) => (n, 1e3),
+            None => label.strip_suffix('M').map_or((label, 1.0), |n| (n, 1e6)),
+        };
+        Some(number.parse::<f64>().ok()? * unit)
+    };
+    let labels: Vec<(&str, f64)> = svg
+        .split("<text")
+        .filter(|t| t.contains("text-anchor=\"middle\""))
+        .filter_map(|t| {
+            let label = t.split_once('>')?.1.split("</text>").next()?.trim();
+            Some((label, latency(label)?))
+        })
+        .collect();
+    assert!(labels.len() >= 5, "{labels:?}");
+    for (i, (label, _)) in labels.iter().enumerate() {
+        assert!(
+            !labels[..i].iter().any(|(l, _)| l == label),
+            "{label} twice: {labels:?}"
+        );
+    }
+    let lowest_median = json["sls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|sl| num(&sl["latency_ns"]["p50"]))
+        .fold(f64::INFINITY, f64::min);
+    let lowest_label = labels.iter().map(|l| l.1).fold(f64::INFINITY, f64::min);
+    assert!(
+        lowest_label <= lowest_median,
+        "{labels:?} against {lowest_median} ns"
+    );
+}

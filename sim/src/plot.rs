@@ -2,6 +2,7 @@
 //! Ethernet: each traffic class's share, and the CDF per priority; with DCQCN, each flow's
 //! DCQCN rate over time, and the switch buffers' occupancy over time).
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
@@ -89,11 +90,13 @@ impl TimeChart<'_> {
             .build_cartesian_2d(0f64..self.end_us, 0f64..self.y_max)?;
         chart
             .configure_mesh()
+            .x_label_formatter(&|v| tick_label(*v))
+            .y_label_formatter(&|v| tick_label(*v))
             .x_desc("time (us)")
             .y_desc(self.y_desc)
             .draw()?;
         for (i, (label, points)) in series.enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+            let color = series_color(i);
             chart
                 .draw_series(LineSeries::new(points, color.stroke_width(2)))?
                 .label(label)
@@ -230,6 +233,9 @@ fn plot_cdf(path: &Path, report: &Report) -> PlotResult {
     } else {
         "SL"
     };
+    // plotters' own log axis labels nothing below its first power of ten and each power of ten
+    // twice; these ticks label both ends and every step between.
+    let (x_range, ticks) = log_axis(min, max);
     let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
@@ -237,10 +243,9 @@ fn plot_cdf(path: &Path, report: &Report) -> PlotResult {
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(60)
-        .build_cartesian_2d((min * 0.9..max * 1.1).log_scale(), 0f64..1.02f64)?;
+        .build_cartesian_2d(x_range.log_scale().with_key_points(ticks), 0f64..1.02f64)?;
     chart
         .configure_mesh()
-        .x_labels(20)
         .x_label_formatter(&|v| compact_ns(*v))
         .light_line_style(WHITE)
         .x_desc("latency (ns, log scale)")
@@ -252,7 +257,7 @@ fn plot_cdf(path: &Path, report: &Report) -> PlotResult {
         .filter(|(_, h)| h.count() > 0)
         .enumerate()
     {
-        let color = Palette99::pick(i).to_rgba();
+        let color = series_color(i);
         // A step line: each fraction holds until the next bucket.
         let mut points = Vec::new();
         let mut last = 0.0;
@@ -277,16 +282,111 @@ fn plot_cdf(path: &Path, report: &Report) -> PlotResult {
     Ok(())
 }
 
+/// The colours of the series, in order: Palette99's without its pale ones (yellow, cyan, lime,
+/// pink, lavender, beige, mint, apricot), which hardly show as a line on white.
+const SERIES_COLORS: [RGBColor; 13] = [
+    RGBColor(230, 25, 75),
+    RGBColor(60, 180, 75),
+    RGBColor(0, 130, 200),
+    RGBColor(245, 130, 48),
+    RGBColor(145, 30, 180),
+    RGBColor(240, 50, 230),
+    RGBColor(0, 128, 128),
+    RGBColor(170, 110, 40),
+    RGBColor(128, 0, 0),
+    RGBColor(128, 128, 0),
+    RGBColor(0, 0, 128),
+    RGBColor(128, 128, 128),
+    RGBColor(0, 0, 0),
+];
+
+fn series_color(index: usize) -> RGBAColor {
+    SERIES_COLORS[index % SERIES_COLORS.len()].to_rgba()
+}
+
+/// A log axis over `low..=high` (both above 0): it runs from the round value just below `low`
+/// to the one just above `high`, with a tick at every round value between. Round values are
+/// 1 to 9 times a power of ten when the data span at most a decade, 1, 2, 3 and 5 times up to
+/// four, 1 and 3 times up to eight, and powers of ten beyond.
+fn log_axis(low: f64, high: f64) -> (Range<f64>, Vec<f64>) {
+    let decades = (high / low).log10();
+    let mantissas: &[f64] = match decades {
+        d if d <= 1.0 => &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+        d if d <= 4.0 => &[1.0, 2.0, 3.0, 5.0],
+        d if d <= 8.0 => &[1.0, 3.0],
+        _ => &[1.0],
+    };
+    let first = low.log10().floor() as i32 - 1;
+    let last = high.log10().ceil() as i32 + 1;
+    let round: Vec<f64> = (first..=last)
+        .flat_map(|exponent| mantissas.iter().map(move |m| m * 10f64.powi(exponent)))
+        .collect();
+    let start = round
+        .iter()
+        .rev()
+        .find(|&&v| v < low)
+        .copied()
+        .unwrap_or(low);
+    let end = round.iter().find(|&&v| v > high).copied().unwrap_or(high);
+    let ticks = round
+        .into_iter()
+        .filter(|v| (start..=end).contains(v))
+        .collect();
+    (start..end, ticks)
+}
+
 /// A latency axis label that stays short on a log axis: 900, 2k, 30k, 1.5M.
 fn compact_ns(ns: f64) -> String {
     match ns {
-        n if n >= 1e6 => format!("{}M", trim_float(n / 1e6)),
-        n if n >= 1e3 => format!("{}k", trim_float(n / 1e3)),
-        n => format!("{n:.0}"),
+        n if n >= 1e6 => format!("{}M", tick_label(n / 1e6)),
+        n if n >= 1e3 => format!("{}k", tick_label(n / 1e3)),
+        n => tick_label(n),
     }
 }
 
-fn trim_float(x: f64) -> String {
-    let text = format!("{x:.1}");
-    text.strip_suffix(".0").unwrap_or(&text).to_string()
+/// A tick's value with no more decimals than it has (to a millionth): 50, 0.1, 2.5.
+fn tick_label(value: f64) -> String {
+    format!("{}", (value * 1e6).round() / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every tick once, ascending, and both ends labelled: the lowest latency is never left of
+    /// the first tick, nor the highest right of the last.
+    #[test]
+    fn a_log_axis_is_labelled_from_below_its_lowest_value_to_above_its_highest() {
+        for (low, high) in [
+            (2200.0, 132_460.0),
+            (383.0, 63_408.0),
+            (700.0, 1744.0),
+            (100.0, 100.0),
+            (1.0, 5e9),
+            (2000.0, 3000.0),
+        ] {
+            let (range, ticks) = log_axis(low, high);
+            assert!(
+                range.start < low && range.end > high,
+                "{low}..{high}: {range:?}"
+            );
+            assert_eq!(ticks.first(), Some(&range.start));
+            assert_eq!(ticks.last(), Some(&range.end));
+            assert!(ticks.windows(2).all(|w| w[0] < w[1]), "{ticks:?}");
+            let labels: Vec<String> = ticks.iter().map(|&t| compact_ns(t)).collect();
+            let mut unique = labels.clone();
+            unique.dedup();
+            assert_eq!(unique, labels);
+        }
+        // A class at 2 to 3 us among others up to 132 us: 2k and 3k are labelled.
+        let (_, ticks) = log_axis(2200.0, 132_460.0);
+        let labels: Vec<String> = ticks.iter().map(|&t| compact_ns(t)).collect();
+        assert_eq!(
+            labels,
+            ["2k", "3k", "5k", "10k", "20k", "30k", "50k", "100k", "200k"]
+        );
+        let (_, ticks) = log_axis(700.0, 1744.0);
+        let labels: Vec<String> = ticks.iter().map(|&t| compact_ns(t)).collect();
+        assert_eq!(labels, ["600", "700", "800", "900", "1k", "2k"]);
+    }
 }
