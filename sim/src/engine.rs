@@ -1511,8 +1511,7 @@ impl<'n> Simulation<'n> {
             self.account_blocked(state.lane(waited), false);
         }
         if !self.timeline.is_empty() {
-            let index = self.timeline_index(port, self.interval_of(now), vl);
-            self.timeline[index] += counted;
+            self.count_in_timeline(port, vl, blocks, serialization, counted);
         }
         self.packet_hops += 1;
         self.queue.push(
@@ -1695,6 +1694,36 @@ impl<'n> Simulation<'n> {
         interval.min(intervals - 1)
     }
 
+    /// Counts in the timeline the `counted` units, of a packet of `units` taking
+    /// `serialization_ps`, that `port` starts sending on `vl` now: in each interval the units
+    /// that left the port during it, so that no interval holds more than the link carries.
+    fn count_in_timeline(
+        &mut self,
+        port: u32,
+        vl: u8,
+        units: u32,
+        serialization_ps: u64,
+        counted: u64,
+    ) {
+        let (start, intervals) = (self.now, self.options.timeline_intervals);
+        let duration = u128::from(self.options.duration_ps.max(1));
+        let mut interval = self.interval_of(start);
+        let mut before = 0;
+        while before < counted {
+            // Interval k ends where interval_of reaches k + 1; the last one at the run's end.
+            let end = (((interval + 1) as u128 * duration).div_ceil(intervals as u128)) as u64;
+            let by_end = if interval + 1 == intervals {
+                counted
+            } else {
+                units_sent_by(units, serialization_ps, end - start).min(counted)
+            };
+            let index = self.timeline_index(port, interval, vl);
+            self.timeline[index] += by_end - before;
+            before = by_end;
+            interval += 1;
+        }
+    }
+
     /// Where the timeline counts the blocks `port` sent on `vl` in interval `interval`.
     fn timeline_index(&self, port: u32, interval: usize, vl: u8) -> usize {
         (port as usize * self.options.timeline_intervals + interval) * VLS + usize::from(vl)
@@ -1863,8 +1892,53 @@ pub fn simulate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::{Tables, TopologyHosts, build_network};
     use crate::network::{Link, Node, PortArbitration};
-    use ibqos_qos::Sl2VlTable;
+    use crate::traffic;
+    use ibqos_fabric::netfile::parse_net_file;
+    use ibqos_qos::policy::setup::SetupTables;
+    use ibqos_qos::{QosConfig, Sl2VlTable};
+
+    /// Each interval of the timeline holds what left the port during it, to a block. H1 sends
+    /// 4 KB packets (4160 bytes, 1.04 us at 32 Gb/s) back to back to H4 for 200 us, in 30
+    /// intervals of 6.667 us, 6.4 packets' time each: counted where they started, some
+    /// intervals held 7 packets, 1.09 times what the link carries in one.
+    #[test]
+    fn no_interval_of_the_timeline_holds_more_than_the_link_carries() {
+        let net = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/star.net");
+        let mut topo = parse_net_file(std::path::Path::new(net)).unwrap().topology;
+        let text = "duration_us = 200\n[[flow]]\nname = \"f\"\nsrc = \"H1\"\ndst = \"H4\"\n\
+                    payload = 4096\n";
+        let traffic = traffic::parse("t.toml", text.as_bytes()).unwrap();
+        let tables = Tables::Planned {
+            qos: &QosConfig::default(),
+            setup: &SetupTables::default(),
+            max_op_vls: None,
+        };
+        let network = build_network(&mut topo, tables, &traffic).unwrap();
+        let flows = traffic.flows(&TopologyHosts(&topo), 0).unwrap();
+        let options = SimOptions {
+            duration_ps: traffic.duration_ps,
+            seed: 0,
+            arbiter: traffic.arbiter,
+            timeline_intervals: 30,
+        };
+        let report = simulate(&network, &flows, options).unwrap();
+        let timeline = report.timeline.unwrap();
+        let [(0, bytes)] = &timeline.vls[..] else {
+            panic!("{timeline:?}");
+        };
+        // 32 Gb/s x 200 us / 30 = 26,666.7 bytes per interval, 416.7 blocks: an interval
+        // counts the blocks that ended in it, 416 or 417.
+        let capacity = 32e9 / 8.0 * 200e-6 / 30.0 + 64.0;
+        assert!(bytes.iter().all(|&b| b as f64 <= capacity), "{bytes:?}");
+        // The link is saturated: every interval but the first holds more than 6 packets.
+        assert!(bytes[1..].iter().all(|&b| b > 6 * 4160), "{bytes:?}");
+        let link = (report.links.iter())
+            .find(|l| l.from == timeline.from && l.to == timeline.to)
+            .unwrap();
+        assert_eq!(bytes.iter().sum::<u64>(), link.bytes);
+    }
 
     /// A port's state names its kind of link in 16 bits: a fabric whose links come in more
     /// kinds than that is refused at once, never simulated with a wrapped index. The kinds are
