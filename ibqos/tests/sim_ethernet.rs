@@ -495,6 +495,12 @@ fn wdrr_byte_shares_in_each_method() {
 /// the whole link: with maxbw 30 it gets 30 Gb/s of frame bytes; with qp1's minbw 40 instead,
 /// qp1 gets 40 Gb/s. Tolerance: the token bucket's burst (18,432 bytes) over the 300 us run is
 /// 0.49 Gb/s, plus one frame either way: 0.6 Gb/s.
+///
+/// With a bucket of 1500 bytes, shallower than the 4158-byte frames, each of qp1's frames
+/// takes its bucket 2658 bytes below zero; it is full again 10,395 bytes of link time later,
+/// at the third frame's end (4178 bytes of wire time each): qp1 sends one frame in 3, 33.2 Gb/s
+/// of frame bytes (a shallow bucket rounds the minimum down to whole frames), and qp8 keeps the
+/// other two, 66.3 Gb/s.
 #[test]
 fn minbw_and_maxbw_bound_a_class() {
     let strict = "dot1p = [\"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp8\"]";
@@ -514,6 +520,17 @@ fn minbw_and_maxbw_bound_a_class() {
     assert_near(high, 30.0, 0.6, "qp8 under maxbw 30");
     let (low, _) = run("eth-minbw", "[ets.qp1]\nminbw = 40\n");
     assert_near(low, 40.0, 0.6, "qp1 with minbw 40");
+    let shallow = "rate-burst-bytes = 1500\n[ets.qp1]\nminbw = 40\n";
+    let (low, high) = run("eth-minbw-shallow", shallow);
+    // Frame bytes over wire time (the frame and its 20 bytes of preamble and gap).
+    let frame_gbps = 100.0 * 4158.0 / 4178.0;
+    assert_near(
+        low,
+        frame_gbps / 3.0,
+        0.6,
+        "qp1 with minbw 40, 1500-byte bucket",
+    );
+    assert_near(high, frame_gbps * 2.0 / 3.0, 0.6, "qp8 beside it");
 }
 
 /// The SONiC PFC pause response-time scenario as the README runs it, swept over PFC delays:
