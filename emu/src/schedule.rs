@@ -76,10 +76,10 @@ impl Coded for ScheduleProblem {
 /// Why a schedule file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
-    #[error("cannot read the fault schedule {path}: {source}")]
+    #[error("cannot read the fault schedule {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{0}")]
     Invalid(Located<ScheduleProblem>),
@@ -125,9 +125,9 @@ struct DeadEntry {
 impl FaultSchedule {
     /// Reads a schedule file; errors name the file, line and column.
     pub fn load(path: &Path, topology: &Topology) -> Result<FaultSchedule, ScheduleError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ScheduleError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ScheduleError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         FaultSchedule::parse(&path.display().to_string(), &text, topology)
             .map_err(ScheduleError::Invalid)

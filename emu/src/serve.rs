@@ -74,15 +74,14 @@ const STOP_CHECK: Duration = Duration::from_millis(100);
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("clients naming no node: {0}")]
-    Attach(#[from] AttachError),
+    Attach(AttachError),
     #[error(transparent)]
     Topology(#[from] TopologyError),
-    #[error("socket @{name}: {op}: {source}")]
+    #[error("socket @{name}: {op}: {error}")]
     Socket {
         name: String,
         op: &'static str,
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
 }
 
@@ -141,7 +140,7 @@ impl Switchboard {
     /// id or description; by default the first CA). No port advertises IsSM until an SM client
     /// connects there (ibsim: SET_ISSM).
     pub fn new(topology: Topology, attach: Option<&str>) -> Result<Switchboard, ServeError> {
-        let default_port = attach_port(&topology, attach)?;
+        let default_port = attach_port(&topology, attach).map_err(ServeError::Attach)?;
         Ok(Switchboard {
             emu: Emulator::new(topology)?,
             clients: [None; MAX_CLIENTS],
@@ -670,11 +669,11 @@ impl Server {
         sent
     }
 
-    fn error(&self, what: &str, op: &'static str, source: io::Error) -> ServeError {
+    fn error(&self, what: &str, op: &'static str, error: io::Error) -> ServeError {
         ServeError::Socket {
             name: format!("{}:{what}", self.sockname),
             op,
-            source,
+            error,
         }
     }
 }
@@ -688,10 +687,10 @@ pub fn abstract_addr(name: &str) -> io::Result<SocketAddr> {
 }
 
 fn bind(name: &str) -> Result<UnixDatagram, ServeError> {
-    let socket_error = |op, source| ServeError::Socket {
+    let socket_error = |op, error| ServeError::Socket {
         name: name.to_owned(),
         op,
-        source,
+        error,
     };
     let addr = abstract_addr(name).map_err(|e| socket_error("address", e))?;
     UnixDatagram::bind_addr(&addr)

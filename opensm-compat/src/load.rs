@@ -224,11 +224,10 @@ impl Loaded {
 /// Why a configuration could not be loaded at all.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// An ibqos.toml with errors: it is strict, so no settings come out of it.
     #[error("{name} is not a usable ibqos.toml: {}", first_message(.diagnostics))]
@@ -248,9 +247,9 @@ fn first_message(diagnostics: &[Diagnostic]) -> String {
 
 /// Reads `path`, choosing the format by its extension ([`Format::from_path`]).
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+    let bytes = std::fs::read(path).map_err(|error| LoadError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     let name = path.display().to_string();
     let mut loaded = load_bytes(&name, &bytes, Format::from_path(path))?;

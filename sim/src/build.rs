@@ -23,11 +23,11 @@ use crate::traffic::{HostDirectory, HostRef, Traffic};
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     #[error("cannot assign LIDs: {0}")]
-    Lids(#[from] GenError),
+    Lids(GenError),
     #[error(transparent)]
     Routing(#[from] RoutingError),
-    #[error("planning {port}: {source}")]
-    Plan { port: String, source: PlanError },
+    #[error("planning {port}: {error}")]
+    Plan { port: String, error: PlanError },
     /// The dump given for the tables does not fit the topology, at `place` (a node or port).
     #[error("{place}: {mismatch}")]
     Held { place: String, mismatch: Mismatch },
@@ -111,7 +111,7 @@ pub fn build_network(
             .is_some_and(|p| p.lid == 0 && (p.peer.is_some() || ep.port == 0))
     });
     if unassigned {
-        assign_lids(topo, 0)?;
+        assign_lids(topo, 0).map_err(BuildError::Lids)?;
     }
     let routes = minhop(topo)?;
     let mut nodes = Vec::with_capacity(topo.len());
@@ -186,11 +186,10 @@ fn plan_tables(
         };
         let caps = port.link.planner_caps(oper);
         let settings = setup.settings(qos, class, fnode.guid, p);
-        let planned =
-            plan_settings(&settings, class, &caps).map_err(|source| BuildError::Plan {
-                port: topo.describe(PortRef::new(id, p)),
-                source,
-            })?;
+        let planned = plan_settings(&settings, class, &caps).map_err(|error| BuildError::Plan {
+            port: topo.describe(PortRef::new(id, p)),
+            error,
+        })?;
         node.arbitration[usize::from(p)] = PortArbitration {
             high: planned.vlarb_high(),
             low: planned.vlarb_low(),

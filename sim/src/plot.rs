@@ -12,11 +12,8 @@ use crate::{BufferOccupancy, DcqcnRates, Report, Timeline};
 /// Why the charts could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
-    #[error("cannot create {}: {source}", dir.display())]
-    CreateDir {
-        dir: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot create {}: {error}", dir.display())]
+    CreateDir { dir: PathBuf, error: std::io::Error },
     #[error("{}: {reason}", path.display())]
     Draw { path: PathBuf, reason: String },
     #[error("nothing to plot: no link carried traffic")]
@@ -26,9 +23,9 @@ pub enum PlotError {
 /// Writes `share_per_vl.svg`, `latency_cdf.svg`, on Ethernet `buffer_occupancy.svg` and, with
 /// DCQCN, `dcqcn_rate.svg` into `dir`; returns their paths.
 pub fn write_plots(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, PlotError> {
-    std::fs::create_dir_all(dir).map_err(|source| PlotError::CreateDir {
+    std::fs::create_dir_all(dir).map_err(|error| PlotError::CreateDir {
         dir: dir.to_owned(),
-        source,
+        error,
     })?;
     let drawn = |path: &Path, result: PlotResult| {
         result.map_err(|e| PlotError::Draw {

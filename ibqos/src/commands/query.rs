@@ -37,10 +37,10 @@ pub enum QueryError {
     },
     #[error("every answer to {attribute:?} was for another attribute or modifier")]
     Mismatched { attribute: AttributeId },
-    #[error("malformed {attribute:?} response: {source}")]
+    #[error("malformed {attribute:?} response: {error}")]
     Malformed {
         attribute: AttributeId,
-        source: ibqos_mad::Error,
+        error: ibqos_mad::Error,
     },
     #[error(transparent)]
     Transport(#[from] transport::TransportError),
@@ -219,7 +219,7 @@ impl Querier {
             }
         };
         Attribute::parse(attribute, &response.data)
-            .map_err(|source| QueryError::Malformed { attribute, source })
+            .map_err(|error| QueryError::Malformed { attribute, error })
     }
 
     fn port_info(&mut self, port: u8) -> Result<PortInfoRepr, QueryError> {

@@ -38,18 +38,19 @@ impl Lfts {
 #[derive(Debug, thiserror::Error)]
 pub enum RouteError {
     #[error("the discovered fabric is inconsistent: {0}")]
-    Topology(#[from] TopologyError),
+    Topology(TopologyError),
     #[error("routing failed: {0}")]
-    Routing(#[from] RoutingError),
+    Routing(RoutingError),
 }
 
 /// Every switch's LFT for the discovered subnet.
 pub fn route(subnet: &Subnet, engine: &RoutingEngine) -> Result<Lfts, RouteError> {
-    let (topology, guids) = topology(subnet)?;
+    let (topology, guids) = topology(subnet).map_err(RouteError::Topology)?;
     let routes = match engine {
-        RoutingEngine::MinHop => minhop(&topology)?,
-        RoutingEngine::UpDown => updn(&topology, &updn_roots(&topology))?,
-    };
+        RoutingEngine::MinHop => minhop(&topology),
+        RoutingEngine::UpDown => updn(&topology, &updn_roots(&topology)),
+    }
+    .map_err(RouteError::Routing)?;
     let tables = routes
         .iter()
         .map(|(id, lft)| (guids[id.0 as usize], lft.to_vec()))
