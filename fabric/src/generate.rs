@@ -16,6 +16,28 @@ pub enum GenError {
     Topology(#[from] TopologyError),
 }
 
+/// Refuses a fabric of `end_ports` end ports (switch ports 0, CA and router ports; `None` when
+/// counting them overflowed) that would need more LIDs at `lmc` than the unicast space holds,
+/// before anything is built: an SM could not address it, and building it could exhaust memory.
+fn check_lid_space(shape: &str, end_ports: Option<usize>, lmc: u8) -> Result<(), GenError> {
+    let lids = usize::from(crate::MAX_UNICAST_LID);
+    let per_port = 1usize << lmc;
+    if end_ports.is_some_and(|n| n <= lids / per_port) {
+        return Ok(());
+    }
+    let count = end_ports.map_or_else(|| "too many".to_string(), |n| n.to_string());
+    Err(GenError::Shape(format!(
+        "{shape} has {count} end ports (switch ports 0 and hosts), but the unicast LID space \
+         holds {} with LMC {lmc}",
+        lids / per_port
+    )))
+}
+
+/// `a * b + c` end ports, `None` when it overflows.
+fn end_ports(a: usize, b: usize, c: usize) -> Option<usize> {
+    a.checked_mul(b)?.checked_add(c)
+}
+
 /// Creates nodes with ibsim's default GUID sequence.
 #[derive(Debug)]
 struct Builder {
@@ -108,6 +130,10 @@ pub fn ring(switches: usize, hosts: usize) -> Result<Topology, GenError> {
     if switches < 2 {
         return Err(GenError::Shape("a ring needs at least 2 switches".into()));
     }
+    let ports = hosts
+        .checked_add(1)
+        .and_then(|per_switch| end_ports(switches, per_switch, 0));
+    check_lid_space(&format!("a ring of {switches} switches"), ports, 0)?;
     let mut b = Builder::new();
     let sw = b.switches(switches, 2 + hosts, |i| format!("S{i}"))?;
     for (i, &s) in sw.iter().enumerate() {
@@ -127,11 +153,17 @@ pub fn fat_tree(
     hosts_per_leaf: usize,
     radix: usize,
 ) -> Result<Topology, GenError> {
-    if leaves == 0 || spines == 0 || hosts_per_leaf + spines > radix || leaves > radix {
+    if leaves == 0 || spines == 0 || hosts_per_leaf.saturating_add(spines) > radix || leaves > radix
+    {
         return Err(GenError::Shape(format!(
             "{leaves} leaves x {spines} spines with {hosts_per_leaf} hosts per leaf on {radix}-port switches"
         )));
     }
+    check_lid_space(
+        &format!("a fat tree of {leaves} leaves"),
+        end_ports(leaves, hosts_per_leaf, leaves + spines),
+        0,
+    )?;
     let mut b = Builder::new();
     let leaf = b.switches(leaves, radix, |l| format!("L{l}"))?;
     let spine = b.switches(spines, radix, |s| format!("S{s}"))?;
@@ -186,6 +218,12 @@ pub fn fat_tree3(radix: usize, pods: usize, hosts_per_edge: usize) -> Result<Top
              {m} ports for its uplinks, so 1 to {m} hosts"
         )));
     }
+    let edges = pods * m;
+    check_lid_space(
+        &format!("a {pods}-pod fat tree"),
+        end_ports(edges, hosts_per_edge, 2 * edges + m * m),
+        0,
+    )?;
     let mut b = Builder::new();
     let edge = (0..pods)
         .map(|p| b.switches(m, radix, |e| format!("E{p}_{e}")))
@@ -214,9 +252,13 @@ pub fn fat_tree3(radix: usize, pods: usize, hosts_per_edge: usize) -> Result<Top
 /// dimension of size 1 has no links, of size 2 two parallel ones), `hosts` CAs `H{i}_{j}_{h}` on
 /// ports 5...
 pub fn torus_2d(x: usize, y: usize, hosts: usize) -> Result<Topology, GenError> {
-    if x == 0 || y == 0 || x * y < 2 {
+    if x == 0 || y == 0 || (x == 1 && y == 1) {
         return Err(GenError::Shape(format!("a {x}x{y} torus")));
     }
+    let ports = hosts
+        .checked_add(1)
+        .and_then(|per_switch| end_ports(x.checked_mul(y)?, per_switch, 0));
+    check_lid_space(&format!("a {x}x{y} torus"), ports, 0)?;
     let mut b = Builder::new();
     let sw = b.switches(x * y, 4 + hosts, |n| format!("S{}_{}", n / y, n % y))?;
     let at = |i: usize, j: usize| sw[i * y + j];
@@ -245,22 +287,22 @@ pub fn assign_lids(topo: &mut Topology, lmc: u8) -> Result<u16, GenError> {
     if lmc > 7 {
         return Err(GenError::Shape(format!("LMC {lmc}")));
     }
+    let addressed: Vec<PortRef> = topo
+        .endports()
+        .filter(|&ep| {
+            let is_switch = topo.node(ep.node).is_some_and(Node::is_switch);
+            is_switch || topo.port(ep).is_some_and(|port| port.peer.is_some())
+        })
+        .collect();
+    check_lid_space("the fabric", Some(addressed.len()), lmc)?;
     let step = 1u32 << lmc;
     let mut next = step.max(1);
     let mut max = 0;
-    let endports: Vec<PortRef> = topo.endports().collect();
-    for ep in endports {
-        let is_switch = topo.node(ep.node).is_some_and(Node::is_switch);
+    for ep in addressed {
         let Some(port) = topo.port_mut(ep) else {
             continue;
         };
-        if !is_switch && port.peer.is_none() {
-            continue;
-        }
         let last = next + step - 1;
-        if last > u32::from(crate::MAX_UNICAST_LID) {
-            return Err(GenError::Shape("more LIDs than the unicast space".into()));
-        }
         port.lid = next as u16;
         port.lmc = lmc;
         max = last as u16;
@@ -414,6 +456,37 @@ mod tests {
                 other => panic!("({k}, {pods}, {hosts}): {other:?}"),
             }
         }
+    }
+
+    /// Shapes an SM could not address are refused before anything is built (100000 x 100000
+    /// switches would exhaust memory first); the largest that fits is built.
+    #[test]
+    fn shapes_beyond_the_unicast_lid_space_are_refused() {
+        let refused = [
+            torus_2d(100_000, 100_000, 0),
+            torus_2d(250, 250, 0),
+            torus_2d(2, usize::MAX, 1),
+            ring(49_152, 0),
+            ring(2, usize::MAX),
+            fat_tree(254, 1, 253, 254),
+            torus_2d(1, 2, usize::MAX),
+            fat_tree3(254, 254, 127),
+        ];
+        for result in refused {
+            match result {
+                Err(GenError::Shape(message)) => {
+                    assert!(message.contains("unicast LID space"), "{message}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let mut largest = ring(49_151, 0).expect("49151 end ports fit");
+        assert_eq!(assign_lids(&mut largest, 0), Ok(49_151));
+        let error = assign_lids(&mut largest, 1).expect_err("twice the LIDs with LMC 1");
+        assert!(
+            error.to_string().contains("holds 24575 with LMC 1"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -14,6 +14,10 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// Exits 1 with `cause` said exactly once on standard error.
 fn fails_saying_once(output: &Output, cause: &str) {
     let text = stderr(output);
@@ -52,4 +56,14 @@ fn an_os_error_is_said_once() {
     first.kill().expect("the first fabric stops");
     first.wait().expect("and is reaped");
     fails_saying_once(&second, "Address already in use");
+}
+
+#[test]
+fn fabric_gen_refuses_shapes_beyond_the_unicast_lid_space() {
+    for (x, y) in [("100000", "100000"), ("250", "250")] {
+        let output = ibqos(&["fabric", "gen", "torus", "--x", x, "--y", y]);
+        fails_saying_once(&output, "the unicast LID space holds 49151");
+        assert_eq!(stdout(&output), "");
+        assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+    }
 }
