@@ -26,7 +26,7 @@ use std::fmt::{self, Write as _};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use ibqos_text::cnum::{atoi, strtoull};
+use ibqos_text::cnum::{atoi, scan, strtoull};
 use ibqos_text::{Code, Coded, Located, Location, Severity};
 
 use crate::topology::{
@@ -116,6 +116,9 @@ pub enum NetErrorKind {
         lo: u8,
         hi: u8,
     },
+    /// ibsim's `strtoull` makes a number wider than 64 bits all ones, a GUID no one meant.
+    #[error("bad {what} {text}: wider than 64 bits")]
+    TooWide { what: &'static str, text: String },
     #[error("bad module prefix: {0}")]
     BadPrefix(String),
     #[error("bad node header: {0}")]
@@ -174,7 +177,7 @@ impl Coded for NetErrorKind {
             NetErrorKind::BadInclude => Code::BadInclude,
             NetErrorKind::LineTooLong => Code::LineTooLong,
             NetErrorKind::MissingAssignment(_) => Code::MissingAssignment,
-            NetErrorKind::OutOfRange { .. } => Code::OutOfRange,
+            NetErrorKind::OutOfRange { .. } | NetErrorKind::TooWide { .. } => Code::OutOfRange,
             NetErrorKind::BadPrefix(_) => Code::BadPrefix,
             NetErrorKind::BadHeader(_) => Code::BadNodeHeader,
             NetErrorKind::BadNodeId(_) => Code::BadNodeId,
@@ -388,7 +391,7 @@ impl<'r> Parser<'r> {
                 (None, Some(plus)) => (true, &line[plus + 1..]),
                 (None, None) => return Err(at.err(NetErrorKind::MissingAssignment(line.into()))),
             };
-            let value = strtoull(value.as_bytes());
+            let value = guid_value(at, "GUID", value)?;
             let k = kind_index(kind);
             if relative {
                 self.d.guid[k] = self.d.abs_guid[k].wrapping_add(value);
@@ -401,7 +404,10 @@ impl<'r> Parser<'r> {
         } else if line.starts_with("devid") {
             self.d.device_id = assignment(at, line)? as u16;
         } else if line.starts_with("sysimgguid") {
-            self.d.sys_image_guid = assignment(at, line)?;
+            let eq = line
+                .find('=')
+                .ok_or_else(|| at.err(NetErrorKind::MissingAssignment(line.into())))?;
+            self.d.sys_image_guid = guid_value(at, "system image GUID", &line[eq + 1..])?;
         } else if line.starts_with("width") {
             self.d.width = ranged(at, "link width", assignment(at, line)?, 1, 31)?;
         } else if line.starts_with("speed") {
@@ -867,6 +873,16 @@ fn assignment(at: At<'_>, line: &str) -> Result<u64, NetError> {
         .ok_or_else(|| at.err(NetErrorKind::MissingAssignment(line.into())))
 }
 
+/// A GUID as `strtoull(.., 0)` reads it, but one wider than 64 bits is an error, not all ones.
+fn guid_value(at: At<'_>, what: &'static str, text: &str) -> Result<u64, NetError> {
+    let number = scan(text.as_bytes(), 0);
+    if number.overflow {
+        let digits = String::from_utf8_lossy(number.text(text.as_bytes())).into_owned();
+        return Err(at.err(NetErrorKind::TooWide { what, text: digits }));
+    }
+    Ok(number.strtoul())
+}
+
 fn ranged(
     at: At<'_>,
     what: &'static str,
@@ -1142,6 +1158,24 @@ fn check_name(name: &str) -> Result<(), WriteError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `strtoull` would read a GUID wider than 64 bits as 0xffffffffffffffff; it is refused at
+    /// its line, with what it says, and a 64-bit GUID still reads.
+    #[test]
+    fn a_guid_wider_than_64_bits_is_an_error() {
+        for line in [
+            "switchguid=0x10000000000000000",
+            "sysimgguid=18446744073709551616",
+        ] {
+            let text = format!("{line}\nSwitch 2 \"S\"\n");
+            let error = parse_net_str(&text).expect_err(line);
+            assert_eq!(error.location.line, 1, "{line}");
+            assert!(error.to_string().contains("wider than 64 bits"), "{error}");
+        }
+        let net = parse_net_str("switchguid=0xffffffffffffffff\nSwitch 2 \"S\"\n").expect("fits");
+        let (_, switch) = net.topology.nodes().next().expect("one node");
+        assert_eq!(switch.guid, u64::MAX);
+    }
 
     #[test]
     fn node_desc_forms() {
