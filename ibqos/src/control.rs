@@ -16,6 +16,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use rustix::process::Uid;
 use tracing::{info, warn};
 
 /// The longest a client may take to send its request, or to take its answer.
@@ -105,9 +106,19 @@ pub struct ControlSocket {
 }
 
 impl ControlSocket {
-    /// Listens at `path`, mode 0600, creating its directory (mode 0700) if needed. A socket
-    /// left by a daemon that died is replaced; one a live daemon answers on is not.
+    /// Listens at `path`, mode 0600, creating its directory (mode 0700) if needed, for root
+    /// and the daemon's own user. A socket left by a daemon that died is replaced; one a live
+    /// daemon answers on is not.
     pub fn bind(path: &Path) -> Result<ControlSocket> {
+        let own = rustix::process::geteuid();
+        ControlSocket::bind_for(path, move |uid| uid.is_root() || uid == own)
+    }
+
+    /// [`ControlSocket::bind`], taking requests from the users `allowed` accepts.
+    fn bind_for(
+        path: &Path,
+        allowed: impl Fn(Uid) -> bool + Send + 'static,
+    ) -> Result<ControlSocket> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
             && !dir.exists()
         {
@@ -139,7 +150,7 @@ impl ControlSocket {
         let flag = Arc::clone(&pending);
         std::thread::Builder::new()
             .name("control".to_string())
-            .spawn(move || accept_requests(listener, sender, flag))
+            .spawn(move || accept_requests(listener, sender, flag, allowed))
             .context("cannot start the control socket's thread")?;
         info!(path = %path.display(), "control socket listening");
         Ok(ControlSocket {
@@ -175,15 +186,25 @@ impl Drop for ControlSocket {
     }
 }
 
-/// The thread: each connection from root or the daemon's own user is read for one request and
-/// handed to the daemon's loop; any other is refused.
-fn accept_requests(listener: UnixListener, sender: Sender<Request>, pending: Arc<AtomicBool>) {
-    let own = rustix::process::geteuid();
+/// The thread: each connection's request is read; one from a user `allowed` accepts is handed
+/// to the daemon's loop, any other refused.
+fn accept_requests(
+    listener: UnixListener,
+    sender: Sender<Request>,
+    pending: Arc<AtomicBool>,
+    allowed: impl Fn(Uid) -> bool,
+) {
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };
+        let _ = stream.set_read_timeout(Some(CLIENT_TIMEOUT));
+        let _ = stream.set_write_timeout(Some(CLIENT_TIMEOUT));
+        // The request is read before any answer, a refusal included: a socket closed with its
+        // request unread resets the connection, and the client would see the reset, not why.
+        let mut line = String::new();
+        let read = BufReader::new((&stream).take(MAX_REQUEST)).read_line(&mut line);
         let peer = rustix::net::sockopt::socket_peercred(&stream);
         match peer {
-            Ok(peer) if peer.uid.is_root() || peer.uid == own => {}
+            Ok(peer) if allowed(peer.uid) => {}
             _ => {
                 let uid =
                     peer.map_or_else(|_| "unknown".to_string(), |p| p.uid.as_raw().to_string());
@@ -195,10 +216,6 @@ fn accept_requests(listener: UnixListener, sender: Sender<Request>, pending: Arc
                 continue;
             }
         }
-        let _ = stream.set_read_timeout(Some(CLIENT_TIMEOUT));
-        let _ = stream.set_write_timeout(Some(CLIENT_TIMEOUT));
-        let mut line = String::new();
-        let read = BufReader::new((&stream).take(MAX_REQUEST)).read_line(&mut line);
         let command = match read
             .map_err(|e| e.to_string())
             .and_then(|_| Command::parse(&line))
@@ -241,11 +258,16 @@ pub fn ask(path: &Path, command: &Command) -> Result<String> {
         _ => anyhow::Error::new(error).context(format!("cannot connect to {}", path.display())),
     })?;
     stream.set_read_timeout(Some(Duration::from_secs(60)))?;
-    writeln!(stream, "{}", command.to_line())?;
-    let mut answer = String::new();
-    stream
-        .read_to_string(&mut answer)
-        .context("the daemon's answer")?;
+    let sent = writeln!(stream, "{}", command.to_line());
+    // A daemon may answer and close before it reads the request (a refusal), and a reset may
+    // follow its answer: what it said comes first, the failures only when it said nothing.
+    let mut answer = Vec::new();
+    let read = stream.read_to_end(&mut answer);
+    if answer.is_empty() {
+        sent.context("cannot send the request")?;
+        read.context("the daemon's answer")?;
+    }
+    let answer = String::from_utf8_lossy(&answer);
     match answer.split_once('\n') {
         Some(("OK", text)) => Ok(text.to_string()),
         Some(("ERR", text)) => bail!("{text}"),
@@ -291,6 +313,21 @@ pub fn find_socket() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client the daemon refuses learns why, not "Connection reset by peer" or nothing.
+    #[test]
+    fn a_refused_client_is_told_why() {
+        let dir = tempfile::tempdir().expect("a scratch directory");
+        let path = dir.path().join("ctl.sock");
+        let _socket = ControlSocket::bind_for(&path, |_| false).expect("listening");
+        for _ in 0..20 {
+            let error = ask(&path, &Command::Status { json: false }).expect_err("refused");
+            assert!(
+                format!("{error:#}").starts_with("refused: uid "),
+                "{error:#}"
+            );
+        }
+    }
 
     #[test]
     fn every_command_reads_back_from_its_request_line() {
