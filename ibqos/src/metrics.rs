@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read, Write as _};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
@@ -24,10 +24,11 @@ use ibqos_sm::engine::sweep::{SetResult, SweepMode, Table};
 use ibqos_sm::manager::{Event, Manager};
 use ibqos_sm::summary::SweepSummary;
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 use tracing::{debug, info, warn};
 
@@ -35,6 +36,70 @@ use crate::cli::MetricsArgs;
 
 /// A metric's labels: names from a fixed list, values from small closed sets.
 type Labels = Vec<(&'static str, String)>;
+
+/// A metric family whose series are encoded in the order of their labels, the same at every
+/// scrape: prometheus-client's `Family` keeps them in a `HashMap`, whose order changes as
+/// series are added. Clones share the series, as `Family`'s do.
+#[derive(Debug, Clone)]
+struct SortedFamily<M> {
+    series: Arc<RwLock<BTreeMap<Labels, M>>>,
+    new_metric: fn() -> M,
+}
+
+impl<M: Clone + Default> Default for SortedFamily<M> {
+    fn default() -> SortedFamily<M> {
+        SortedFamily::new_with_constructor(M::default)
+    }
+}
+
+impl<M: Clone> SortedFamily<M> {
+    fn new_with_constructor(new_metric: fn() -> M) -> SortedFamily<M> {
+        SortedFamily {
+            series: Arc::default(),
+            new_metric,
+        }
+    }
+
+    /// The series of `labels`, made on first use. Metrics share their value between clones,
+    /// so the one returned is the family's.
+    fn get_or_create(&self, labels: &Labels) -> M {
+        let known = self.series.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(metric) = known.get(labels) {
+            return metric.clone();
+        }
+        drop(known);
+        let mut series = self.series.write().unwrap_or_else(PoisonError::into_inner);
+        series
+            .entry(labels.clone())
+            .or_insert_with(self.new_metric)
+            .clone()
+    }
+}
+
+impl<M: TypedMetric> TypedMetric for SortedFamily<M> {
+    const TYPE: MetricType = M::TYPE;
+}
+
+impl<M: EncodeMetric + TypedMetric> EncodeMetric for SortedFamily<M> {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let series = self.series.read().unwrap_or_else(PoisonError::into_inner);
+        for (labels, metric) in series.iter() {
+            metric.encode(encoder.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        M::TYPE
+    }
+
+    fn is_empty(&self) -> bool {
+        self.series
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+}
 
 /// What Prometheus asks for when it scrapes.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -117,60 +182,60 @@ impl Exporter {
 /// The registry's metrics, by what they measure.
 #[derive(Debug)]
 struct SmMetrics {
-    sm_state: Family<Labels, Gauge>,
-    sweeps: Family<Labels, Counter>,
-    sweep_duration: Family<Labels, Histogram>,
+    sm_state: SortedFamily<Gauge>,
+    sweeps: SortedFamily<Counter>,
+    sweep_duration: SortedFamily<Histogram>,
     last_sweep: Gauge<f64, AtomicU64>,
     subnet_up: Gauge,
     subnet_up_sweeps: Counter,
-    smps_sent: Family<Labels, Counter>,
-    smps_received: Family<Labels, Counter>,
-    smp_timeouts: Family<Labels, Counter>,
-    smp_errors: Family<Labels, Counter>,
+    smps_sent: SortedFamily<Counter>,
+    smps_received: SortedFamily<Counter>,
+    smp_timeouts: SortedFamily<Counter>,
+    smp_errors: SortedFamily<Counter>,
     smps_outstanding: Gauge,
-    traps: Family<Labels, Counter>,
-    nodes: Family<Labels, Gauge>,
-    ports: Family<Labels, Gauge>,
+    traps: SortedFamily<Counter>,
+    nodes: SortedFamily<Gauge>,
+    ports: SortedFamily<Gauge>,
     lids: Gauge,
-    table_sets: Family<Labels, Counter>,
-    table_sets_skipped: Family<Labels, Counter>,
-    drift_found: Family<Labels, Counter>,
-    drift_repaired: Family<Labels, Counter>,
-    qos_ports_configured: Family<Labels, Gauge>,
-    qos_ports_pending: Family<Labels, Gauge>,
-    qos_ports_vl_clamped: Family<Labels, Gauge>,
+    table_sets: SortedFamily<Counter>,
+    table_sets_skipped: SortedFamily<Counter>,
+    drift_found: SortedFamily<Counter>,
+    drift_repaired: SortedFamily<Counter>,
+    qos_ports_configured: SortedFamily<Gauge>,
+    qos_ports_pending: SortedFamily<Gauge>,
+    qos_ports_vl_clamped: SortedFamily<Gauge>,
 }
 
 impl SmMetrics {
     fn register(r: &mut Registry) -> SmMetrics {
-        let build_info = Family::<Labels, Gauge>::default();
+        let build_info = SortedFamily::<Gauge>::default();
         build_info
             .get_or_create(&vec![("version", env!("CARGO_PKG_VERSION").to_string())])
             .set(1);
         r.register("build_info", "The ibqos version running: 1", build_info);
         let m = SmMetrics {
-            sm_state: Family::default(),
-            sweeps: Family::default(),
-            sweep_duration: Family::new_with_constructor(|| Histogram::new(SWEEP_BUCKETS)),
+            sm_state: SortedFamily::default(),
+            sweeps: SortedFamily::default(),
+            sweep_duration: SortedFamily::new_with_constructor(|| Histogram::new(SWEEP_BUCKETS)),
             last_sweep: Gauge::default(),
             subnet_up: Gauge::default(),
             subnet_up_sweeps: Counter::default(),
-            smps_sent: Family::default(),
-            smps_received: Family::default(),
-            smp_timeouts: Family::default(),
-            smp_errors: Family::default(),
+            smps_sent: SortedFamily::default(),
+            smps_received: SortedFamily::default(),
+            smp_timeouts: SortedFamily::default(),
+            smp_errors: SortedFamily::default(),
             smps_outstanding: Gauge::default(),
-            traps: Family::default(),
-            nodes: Family::default(),
-            ports: Family::default(),
+            traps: SortedFamily::default(),
+            nodes: SortedFamily::default(),
+            ports: SortedFamily::default(),
             lids: Gauge::default(),
-            table_sets: Family::default(),
-            table_sets_skipped: Family::default(),
-            drift_found: Family::default(),
-            drift_repaired: Family::default(),
-            qos_ports_configured: Family::default(),
-            qos_ports_pending: Family::default(),
-            qos_ports_vl_clamped: Family::default(),
+            table_sets: SortedFamily::default(),
+            table_sets_skipped: SortedFamily::default(),
+            drift_found: SortedFamily::default(),
+            drift_repaired: SortedFamily::default(),
+            qos_ports_configured: SortedFamily::default(),
+            qos_ports_pending: SortedFamily::default(),
+            qos_ports_vl_clamped: SortedFamily::default(),
         };
         m.set_state(SmState::Discovering);
         r.register(
@@ -433,7 +498,7 @@ fn sum_by<K>(counts: &BTreeMap<K, u64>, labels_of: impl Fn(&K) -> Labels) -> BTr
     totals
 }
 
-fn store_all(family: &Family<Labels, Counter>, totals: BTreeMap<Labels, u64>) {
+fn store_all(family: &SortedFamily<Counter>, totals: BTreeMap<Labels, u64>) {
     for (labels, value) in totals {
         store(family, &labels, value);
     }
@@ -464,14 +529,14 @@ fn trap_name(trap: u16) -> String {
     }
 }
 
-fn store(family: &Family<Labels, Counter>, labels: &Labels, value: u64) {
+fn store(family: &SortedFamily<Counter>, labels: &Labels, value: u64) {
     family
         .get_or_create(labels)
         .inner()
         .store(value, Ordering::Relaxed);
 }
 
-fn set(family: &Family<Labels, Gauge>, labels: &Labels, value: usize) {
+fn set(family: &SortedFamily<Gauge>, labels: &Labels, value: usize) {
     family
         .get_or_create(labels)
         .set(i64::try_from(value).unwrap_or(i64::MAX));
@@ -603,6 +668,8 @@ fn serve(address: SocketAddr, registry: Arc<Registry>) -> Result<()> {
              have this port; choose another"
         )
     })?;
+    // Port 0 asks the system for a free port: the log says the one it gave.
+    let address = listener.local_addr().unwrap_or(address);
     info!(%address, "serving metrics at http://{address}/metrics");
     std::thread::Builder::new()
         .name("metrics".into())
@@ -683,7 +750,77 @@ fn answer(stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
+
+    /// A log written into memory, for a test to read.
+    struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for LogBuffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .expect("not poisoned")
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `--metrics-listen 127.0.0.1:0` lets the system choose the port: the log names the one
+    /// bound, where the endpoint answers.
+    #[test]
+    fn the_log_names_the_port_bound() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let shared = Arc::clone(&log);
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || LogBuffer(Arc::clone(&shared)))
+            .with_ansi(false)
+            .finish();
+        let any_port = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+        tracing::subscriber::with_default(subscriber, || {
+            serve(any_port, Arc::new(Registry::default()))
+        })
+        .expect("listening");
+        let log = String::from_utf8(log.lock().expect("not poisoned").clone()).expect("text");
+        let port: u16 = log
+            .split("http://127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("no address in the log: {log}"));
+        assert_ne!(port, 0, "{log}");
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).expect("answers");
+        write!(stream, "GET /metrics HTTP/1.0\r\n\r\n").expect("request sent");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("answer read");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+
+    /// A family's series come in the order of their labels at every scrape, however they were
+    /// added.
+    #[test]
+    fn series_are_encoded_in_label_order() {
+        let mut registry = Registry::default();
+        let metrics = SmMetrics::register(&mut registry);
+        let mut counters = Counters::default();
+        for trap in [259, 64, 144, 131, 65, 258, 128, 257, 145, 129, 66, 256, 130] {
+            counters.traps.insert(trap, 1);
+            metrics.mirror(&counters);
+            let text = openmetrics(&registry);
+            let traps: Vec<&str> = text
+                .lines()
+                .filter(|line| line.starts_with("traps_received_total{"))
+                .collect();
+            let mut sorted = traps.clone();
+            sorted.sort_unstable();
+            assert_eq!(traps, sorted);
+        }
+    }
 
     #[test]
     fn a_port_alone_listens_on_loopback() {
