@@ -5,7 +5,10 @@
 use std::sync::Arc;
 
 use ibqos_text::cnum::is_c_space;
-use ibqos_text::{Code, Diagnostic, Location, Severity, SourceLine, cap_per_code, display_text};
+use ibqos_text::{
+    Code, Diagnostic, Location, Severity, SourceLine, cap_per_code, display_text,
+    sort_in_reading_order,
+};
 
 use crate::options::{self, Anchor, Kind, OPTIONS, Value, shown};
 use crate::settings::{
@@ -68,11 +71,7 @@ pub(crate) fn read(name: &str, bytes: &[u8]) -> (Settings, Vec<Diagnostic>) {
 
 /// Sorts diagnostics into reading order (those without a location last) and caps repeats.
 pub(crate) fn finish(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
-    diags.sort_by_key(|d| {
-        d.location
-            .as_ref()
-            .map_or((usize::MAX, 0), |l| (l.line, l.col))
-    });
+    sort_in_reading_order(&mut diags);
     cap_per_code(diags)
 }
 

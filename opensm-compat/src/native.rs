@@ -267,20 +267,11 @@ pub(crate) fn read(name: &str, bytes: &[u8]) -> Result<Settings, Vec<Diagnostic>
                 .at(Some(Location::in_source(name, bytes, at, at + 1))),
         ]
     })?;
-    let file: NativeFile = toml::from_str(text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        vec![
-            Diagnostic::error(
-                Code::InvalidNative,
-                e.message().trim_end().replace('\n', "; "),
-            )
-            .at(Some(Location::in_source(name, bytes, span.start, span.end))),
-        ]
-    })?;
+    let (file, found) = parse(name, bytes, text)?;
     let mut errors = Errors {
         name,
         source: bytes,
-        list: Vec::new(),
+        list: found,
     };
     let settings = build(file, &mut errors);
     if errors.list.is_empty() {
@@ -288,6 +279,98 @@ pub(crate) fn read(name: &str, bytes: &[u8]) -> Result<Settings, Vec<Diagnostic>
     } else {
         Err(conf::finish(errors.list))
     }
+}
+
+/// The file's sections, with the errors of the entries left out of them. serde stops at the
+/// first error, so each error's entry (the innermost `key = value` whose key or value holds it)
+/// is taken out of the document and the rest read again, until nothing more is wrong: every
+/// entry with an error is reported once, however many there are, and the rest is still checked
+/// by [`build`]. `Err` when there is nothing left to read: a syntax error, or an error at no
+/// entry.
+fn parse(
+    name: &str,
+    bytes: &[u8],
+    text: &str,
+) -> Result<(NativeFile, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let diagnostic = |e: &toml::de::Error| {
+        let span = e.span().unwrap_or(0..0);
+        Diagnostic::error(Code::InvalidNative, plain_message(e.message()))
+            .at(Some(Location::in_source(name, bytes, span.start, span.end)))
+    };
+    let (mut document, syntax) = toml::de::DeTable::parse_recoverable(text);
+    if !syntax.is_empty() {
+        return Err(conf::finish(syntax.iter().map(diagnostic).collect()));
+    }
+    let mut found = Vec::new();
+    loop {
+        let error = match NativeFile::deserialize(toml::de::Deserializer::from(document.clone())) {
+            Ok(file) => return Ok((file, found)),
+            Err(error) => error,
+        };
+        found.push(diagnostic(&error));
+        let taken_out = error
+            .span()
+            .is_some_and(|span| take_out(document.get_mut(), &span));
+        if !taken_out {
+            return Err(conf::finish(found));
+        }
+    }
+}
+
+/// Removes the innermost entry of `table` whose key or value holds `span`; whether there was one.
+fn take_out(table: &mut toml::de::DeTable<'_>, span: &std::ops::Range<usize>) -> bool {
+    let holds = |outer: std::ops::Range<usize>| outer.start <= span.start && span.end <= outer.end;
+    for (_, value) in table.iter_mut() {
+        if let toml::de::DeValue::Table(inner) = value.get_mut()
+            && take_out(inner, span)
+        {
+            return true;
+        }
+    }
+    let key = table
+        .iter()
+        .find(|(key, value)| holds(key.span()) || holds(value.span()))
+        .map(|(key, _)| key.clone());
+    key.is_some_and(|key| table.remove(&key).is_some())
+}
+
+/// serde's message in the words of the file: the Rust types it names (`u8`, `i64`, `struct
+/// NativeSm`...) said as what the key accepts.
+fn plain_message(message: &str) -> String {
+    const WORDS: [(&str, &str); 9] = [
+        (
+            " as i128, expected i64",
+            ", expected a number that fits in 64 bits",
+        ),
+        ("expected i64", "expected a whole number"),
+        (
+            "expected u64",
+            "expected a whole number from 0 to 18446744073709551615",
+        ),
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected a sequence", "expected a list"),
+        ("expected a map", "expected a table"),
+        ("expected a borrowed string", "expected a string"),
+    ];
+    let mut plain = message.trim_end().replace('\n', "; ");
+    for (rust, words) in WORDS {
+        plain = plain.replace(rust, words);
+    }
+    // `expected struct NativeQos`: every struct of the file is a table.
+    while let Some(at) = plain.find("expected struct ") {
+        let name = &plain[at + "expected struct ".len()..];
+        let end = name
+            .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .unwrap_or(name.len());
+        let cut = at + "expected struct ".len() + end;
+        plain.replace_range(at..cut, "expected a table");
+    }
+    plain
 }
 
 /// The settings a parsed file describes, over OpenSM's defaults.
@@ -776,6 +859,29 @@ mod tests {
         assert_eq!((e[0].0, e[0].1), (2, 1), "{e:?}");
         let e = errors("[sm]\ntransaction_timeout = 300\nlong_transaction_timeout = 100\n");
         assert_eq!((e[0].0, e[0].1), (3, 28), "{e:?}");
+    }
+
+    /// Every entry with an error is reported, in file order, and then the rest is checked as
+    /// a whole (the GUID); the messages name no Rust type.
+    #[test]
+    fn every_error_is_reported_in_file_order_in_plain_words() {
+        let e = errors(
+            "[sm]\npriority = 99\nbogus = 1\nlmc = \"x\"\nguid = \"0x1ffffffffffffffff\"\n\
+             [qos]\nenabled = 5\n[qos.ca]\nhigh_limit = 99999999999999999999\n",
+        );
+        let lines: Vec<usize> = e.iter().map(|(line, _, _)| *line).collect();
+        assert_eq!(lines, [2, 3, 4, 5, 7, 9], "{e:?}");
+        for (_, _, message) in &e {
+            let words = message.split(|c: char| !c.is_alphanumeric());
+            for word in words {
+                assert!(
+                    !["u8", "u32", "i64", "i128", "struct", "NativeQos"].contains(&word),
+                    "{message}"
+                );
+            }
+        }
+        assert!(e[2].2.contains("expected a whole number"), "{e:?}");
+        assert!(e[5].2.contains("fits in 64 bits"), "{e:?}");
     }
 
     #[test]

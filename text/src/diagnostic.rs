@@ -87,6 +87,16 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// Sorts diagnostics into reading order (by line, then column; those without a location last),
+/// keeping the order of those at the same place.
+pub fn sort_in_reading_order(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by_key(|d| {
+        d.location
+            .as_ref()
+            .map_or((usize::MAX, 0), |l| (l.line, l.col))
+    });
+}
+
 /// At most this many diagnostics of one code are kept; the rest are counted in one note.
 pub const MAX_PER_CODE: usize = 100;
 

@@ -19,5 +19,5 @@ mod location;
 pub mod render;
 
 pub use code::{Code, Reader};
-pub use diagnostic::{Diagnostic, MAX_PER_CODE, Severity, cap_per_code};
+pub use diagnostic::{Diagnostic, MAX_PER_CODE, Severity, cap_per_code, sort_in_reading_order};
 pub use location::{Coded, Located, Location, SourceLine, display_text, source_text};
