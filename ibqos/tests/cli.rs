@@ -190,21 +190,31 @@ fn check_json_prints_one_object_per_diagnostic() {
     assert_eq!(unknown["severity"], "error");
 }
 
+/// One diagnostic, among `check`'s others on standard output.
+fn one_unreadable_file_error(output: &Output, path: &str) {
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(output), "");
+    let text = stdout(output);
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "one message: {text}");
+    assert!(
+        errors[0].starts_with("error[unreadable-file]: cannot read"),
+        "{text}"
+    );
+    assert!(errors[0].contains(path), "{text}");
+}
+
 #[test]
 fn a_missing_file_is_one_clear_error() {
     let output = ibqos(&["check", "/nonexistent/opensm.conf"]);
-    assert_eq!(output.status.code(), Some(1));
-    let text = stderr(&output);
-    assert!(text.contains("/nonexistent/opensm.conf"), "{text}");
-    assert_eq!(text.lines().count(), 1, "one message: {text}");
+    one_unreadable_file_error(&output, "/nonexistent/opensm.conf");
 }
 
 #[test]
 fn a_directory_is_one_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let output = ibqos(&["check", dir.path().to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
+    let path = dir.path().to_str().unwrap();
+    one_unreadable_file_error(&ibqos(&["check", path]), path);
 }
 
 /// Garbage of every kind gets diagnostics and exit status 1, never a panic (status 101).
@@ -522,7 +532,7 @@ fn qos_setup_problems_are_errors_at_their_scope() {
         .replace("\"1:200\"", "\"15:200\"");
     let toml = scratch_file(&dir, "ibqos.toml", &text);
     let output = ibqos(&["check", toml.to_str().unwrap()]);
-    let err = stderr(&output);
+    let err = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
     let at = format!(
         "ibqos.toml:{}:1",

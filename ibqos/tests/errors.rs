@@ -8,6 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
 use common::{ibqos, scratch_file};
+use serde_json::Value;
 use tempfile::TempDir;
 
 fn stderr(output: &Output) -> String {
@@ -28,6 +29,24 @@ fn fails_saying_once(output: &Output, cause: &str) {
         "{cause:?} not once in: {text}"
     );
 }
+
+/// An ibqos.toml with an error in each section, in an order no sort of the keys gives.
+const BAD_TOML: &str = "\
+[sm]
+priority = 99
+bogus = 1
+lmc = \"x\"
+guid = \"0x12345678901234567890\"
+[links]
+max_op_vls = 3
+[qos.ca]
+high_limit = 99999999999999999999
+sl2vl = [0, 1]
+vlarb_high = [{ vl = 15, weight = 4 }]
+";
+
+/// The lines with an error in [`BAD_TOML`].
+const BAD_TOML_LINES: [u64; 8] = [2, 3, 4, 5, 7, 9, 10, 11];
 
 #[test]
 fn an_os_error_is_said_once() {
@@ -56,6 +75,104 @@ fn an_os_error_is_said_once() {
     first.kill().expect("the first fabric stops");
     first.wait().expect("and is reaped");
     fails_saying_once(&second, "Address already in use");
+}
+
+#[test]
+fn check_json_says_every_problem_in_json_on_stdout() {
+    let dir = TempDir::new().unwrap();
+    let missing = dir.path().join("missing.conf");
+    let toml = scratch_file(&dir, "ibqos.toml", BAD_TOML);
+    let output = ibqos(&[
+        "check",
+        "--json",
+        missing.to_str().unwrap(),
+        toml.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), "");
+    let diagnostics: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect();
+    assert_eq!(diagnostics[0]["code"], "unreadable-file", "{diagnostics:?}");
+    assert_eq!(
+        diagnostics[0]["file"],
+        missing.to_str().unwrap(),
+        "{diagnostics:?}"
+    );
+    let lines: Vec<u64> = diagnostics[1..]
+        .iter()
+        .map(|d| d["line"].as_u64().expect("located"))
+        .collect();
+    assert_eq!(lines, BAD_TOML_LINES, "{diagnostics:?}");
+}
+
+#[test]
+fn every_ibqos_toml_error_is_reported_in_file_order_and_plain_words() {
+    let dir = TempDir::new().unwrap();
+    let toml = scratch_file(&dir, "ibqos.toml", BAD_TOML);
+    let output = ibqos(&["check", toml.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    let places: Vec<String> = BAD_TOML_LINES
+        .iter()
+        .map(|line| format!("ibqos.toml:{line}:"))
+        .collect();
+    let found: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.split("--> ").nth(1))
+        .collect();
+    assert_eq!(found.len(), places.len(), "{text}");
+    for (found, place) in found.iter().zip(&places) {
+        assert!(found.ends_with(place) || found.contains(place), "{text}");
+    }
+    for rust in ["u8", "u32", "i64", "i128", "struct", "Native"] {
+        let leaked = text
+            .lines()
+            .filter(|line| line.starts_with("error"))
+            .any(|line| {
+                line.split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w == rust)
+            });
+        assert!(!leaked, "{rust} in: {text}");
+    }
+    assert!(text.contains("8 error(s)"), "{text}");
+}
+
+#[test]
+fn check_prints_every_file_s_diagnostics_on_stdout() {
+    let dir = TempDir::new().unwrap();
+    let conf = scratch_file(&dir, "opensm.conf", "qos true\n");
+    let toml = scratch_file(&dir, "ibqos.toml", "[sm]\npriority = 99\n");
+    let output = ibqos(&["check", conf.to_str().unwrap(), toml.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), "");
+    let text = stdout(&output);
+    assert!(text.contains("warning[not-true]"), "{text}");
+    assert!(text.contains("error[invalid-native]"), "{text}");
+}
+
+#[test]
+fn check_warns_for_each_option_ibqos_does_not_act_on() {
+    let dir = TempDir::new().unwrap();
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        "qos TRUE\ncongestion_control TRUE\nperfmgr FALSE\nrouting_engine ftree\nperfmgr_sweep_time_s 180\n",
+    );
+    let output = ibqos(&["check", "--json", conf.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let warned: Vec<(u64, String)> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+        .filter(|d| d["code"] == "not-acted-on")
+        .map(|d| (d["line"].as_u64().unwrap(), d["message"].to_string()))
+        .collect();
+    // perfmgr FALSE is OpenSM's default; perfmgr_sweep_time_s 180 too.
+    let lines: Vec<u64> = warned.iter().map(|(line, _)| *line).collect();
+    assert_eq!(lines, [2, 4], "{warned:?}");
+    assert!(warned[0].1.contains("congestion_control"), "{warned:?}");
+    assert!(warned[1].1.contains("ftree"), "{warned:?}");
 }
 
 #[test]

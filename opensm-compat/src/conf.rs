@@ -16,13 +16,17 @@ use crate::settings::{
 };
 use crate::tables;
 
+/// Where a file sets each option, by OpenSM's name (as [`settings::changed_options`] names it).
+pub(crate) type Places = std::collections::BTreeMap<String, Location>;
+
 /// `fgets(line, 1023, f)` (`osm_subnet.c:2259`) returns at most 1022 bytes: a longer line is
 /// read in pieces, and OpenSM parses each piece as a line of its own.
 const FGETS_MAX: usize = 1022;
 
 /// Reads opensm.conf bytes. Never fails: OpenSM reads any file, so the result is what OpenSM
-/// would run with, and the diagnostics say what it dropped or bent on the way.
-pub(crate) fn read(name: &str, bytes: &[u8]) -> (Settings, Vec<Diagnostic>) {
+/// would run with, the diagnostics say what it dropped or bent on the way, and the places
+/// where the file sets each option.
+pub(crate) fn read(name: &str, bytes: &[u8]) -> (Settings, Vec<Diagnostic>, Places) {
     let file: Arc<str> = Arc::from(name);
     let mut diags = Vec::new();
     if let Some(d) = binary_check(name, bytes) {
@@ -66,7 +70,7 @@ pub(crate) fn read(name: &str, bytes: &[u8]) -> (Settings, Vec<Diagnostic>) {
     verify(&mut store, &mut diags);
     lint(&store, &mut diags);
     let settings = store.to_settings(&mut diags);
-    (settings, finish(diags))
+    (settings, finish(diags), store.places())
 }
 
 /// Sorts diagnostics into reading order (those without a location last) and caps repeats.

@@ -25,6 +25,7 @@
 //! | `opensm-crash` | E | OpenSM segfaults on this value |
 //! | `binary-file` | E | more than a tenth of the file is not text |
 //! | `not-utf8`, `invalid-native` | E | ibqos.toml errors |
+//! | `unreadable-file` | E | the file cannot be read |
 //! | `not-true` | W | a boolean other than exactly `TRUE`/`FALSE`: read as FALSE |
 //! | `negative-number`, `octal-number` | W | `-1` and `010` are not what they look like to `strtoul` |
 //! | `int-not-numeric`, `int-trailing-garbage`, `int-wrapped` | W | `strtol` without checks (`abc` is 0, `5x` is 5) |
@@ -35,6 +36,7 @@
 //! | `separator-eaten`, `nonstandard-separator`, `empty-field`, `missing-weight` | W | a VLArb/SL2VL string that does not parse as it reads |
 //! | `too-many-entries`, `too-few-vls`, `empty-table` | W | a table longer or shorter than OpenSM takes |
 //! | `not-expressible` | W | a conversion cannot say a value exactly |
+//! | `not-acted-on` | W | an option set to other than OpenSM's default that ibqos does not act on yet (`ibqos check`) |
 //! | `opensm-says` | N | a warning OpenSM itself prints, verbatim |
 //! | `qos-disabled`, `qos-not-verified`, `max-vls-unused`, `max-wire-smps-unlimited`, `alias-key`, `vl15-drop`, `empty-file`, `too-many-diagnostics` | N | worth knowing |
 
@@ -49,7 +51,7 @@ pub mod qos_policy;
 mod settings;
 mod tables;
 
-pub use ibqos_text::{Code, Diagnostic, Location, MAX_PER_CODE, Severity};
+pub use ibqos_text::{Code, Diagnostic, Location, MAX_PER_CODE, Severity, sort_in_reading_order};
 pub use load::{
     DEFAULT_PARTITIONS_FILE, DEFAULT_POLICY_FILE, Format, LoadError, Loaded, PartitionsLoad,
     PolicyLoad, load, load_bytes, load_partitions, load_policy, partitions_file, to_native_toml,

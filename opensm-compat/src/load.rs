@@ -1,5 +1,6 @@
 //! Loading a configuration file of either format, and converting between them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ibqos_text::{Code, Diagnostic, Location, source_text};
@@ -39,6 +40,9 @@ pub struct Loaded {
     pub settings: Settings,
     /// In reading order; those without a location last.
     pub diagnostics: Vec<Diagnostic>,
+    /// Where the file sets each option, by the names [`crate::changed_options`] gives them
+    /// (from ibqos.toml, those of `[opensm]` and `routing_engine`).
+    pub places: BTreeMap<String, Location>,
     /// The file as text, every byte at its offset (each invalid UTF-8 byte is a `?`).
     pub source: String,
     /// What became of the qos-policy.conf an opensm.conf names ([`load`] only; `None` from
@@ -237,6 +241,19 @@ pub enum LoadError {
     },
 }
 
+impl LoadError {
+    /// Why, as diagnostics: the file's errors, or one saying it cannot be read.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        match self {
+            LoadError::Read { path, .. } => vec![
+                Diagnostic::error(Code::UnreadableFile, self.to_string())
+                    .at(Some(Location::whole_file(path.display().to_string()))),
+            ],
+            LoadError::Invalid { diagnostics, .. } => diagnostics.clone(),
+        }
+    }
+}
+
 fn first_message(diagnostics: &[Diagnostic]) -> String {
     match diagnostics {
         [] => "no reason given".to_string(),
@@ -317,20 +334,22 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
 /// loads, as it does in OpenSM, with errors among the diagnostics; an ibqos.toml with an error
 /// does not.
 pub fn load_bytes(name: &str, bytes: &[u8], format: Format) -> Result<Loaded, LoadError> {
-    let (settings, diagnostics) = match format {
+    let (settings, diagnostics, places) = match format {
         Format::OpenSmConf => conf::read(name, bytes),
         Format::NativeToml => {
-            let settings = native::read(name, bytes).map_err(|diagnostics| LoadError::Invalid {
-                name: name.to_string(),
-                diagnostics,
-            })?;
-            (settings, Vec::new())
+            let (settings, places) =
+                native::read_placed(name, bytes).map_err(|diagnostics| LoadError::Invalid {
+                    name: name.to_string(),
+                    diagnostics,
+                })?;
+            (settings, Vec::new(), places)
         }
     };
     Ok(Loaded {
         format,
         settings,
         diagnostics,
+        places,
         source: source_text(bytes),
         policy: None,
         partitions: None,
@@ -342,7 +361,7 @@ pub fn load_bytes(name: &str, bytes: &[u8], format: Format) -> Result<Loaded, Lo
 /// string, a `(null)` string, a value OpenSM's verify step would replace...).
 pub fn to_opensm_conf(s: &Settings) -> (String, Vec<Diagnostic>) {
     let text = conf::write(s);
-    let (back, _) = conf::read("opensm.conf", text.as_bytes());
+    let (back, ..) = conf::read("opensm.conf", text.as_bytes());
     let mut diagnostics = compare(s, &back, "opensm.conf");
     if s.program_policy_setup {
         diagnostics.push(Diagnostic::warning(

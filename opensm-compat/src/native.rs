@@ -24,13 +24,14 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
 
+use crate::conf::{self, Places};
 use crate::native_partitions::{self, NativePartitions};
 use crate::native_policy::{self, NativePolicy, toml_str};
 use crate::options::{self, Anchor, Kind, OPTIONS, U64};
+use crate::qos_policy;
 use crate::settings::{
     MKeySecret, QOS_SETS, QosField, Settings, TYPED_KEYS, parse_qos_key, qos_set, qos_set_mut,
 };
-use crate::{conf, qos_policy};
 
 /// Integers with a range, each with a message that says what the number is.
 macro_rules! ranged {
@@ -221,7 +222,7 @@ struct NativeSm {
     long_transaction_timeout: Option<Spanned<u32>>,
     transaction_retries: Option<u32>,
     max_wire_smps: Option<WireSmps>,
-    routing_engine: Option<String>,
+    routing_engine: Option<Spanned<String>>,
     sm_sl: Option<SmSl>,
     log_file: Option<String>,
     dump_files_dir: Option<String>,
@@ -239,11 +240,13 @@ struct NativeLinks {
     use_optimized_slvl: Option<bool>,
 }
 
-/// Collects errors with their places in the source.
+/// Collects errors with their places in the source, and where the file sets the options
+/// [`changed_options`](crate::changed_options) names.
 struct Errors<'a> {
     name: &'a str,
     source: &'a [u8],
     list: Vec<Diagnostic>,
+    places: Places,
 }
 
 impl Errors<'_> {
@@ -260,6 +263,11 @@ impl Errors<'_> {
 
 /// Reads ibqos.toml. `Err` holds the errors (with places) when the file cannot be used.
 pub(crate) fn read(name: &str, bytes: &[u8]) -> Result<Settings, Vec<Diagnostic>> {
+    read_placed(name, bytes).map(|(settings, _)| settings)
+}
+
+/// [`read`], with where the file sets each option of `[opensm]` and `routing_engine`.
+pub(crate) fn read_placed(name: &str, bytes: &[u8]) -> Result<(Settings, Places), Vec<Diagnostic>> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let at = e.valid_up_to();
         vec![
@@ -272,10 +280,11 @@ pub(crate) fn read(name: &str, bytes: &[u8]) -> Result<Settings, Vec<Diagnostic>
         name,
         source: bytes,
         list: found,
+        places: Places::new(),
     };
     let settings = build(file, &mut errors);
     if errors.list.is_empty() {
-        Ok(settings)
+        Ok((settings, errors.places))
     } else {
         Err(conf::finish(errors.list))
     }
@@ -446,8 +455,12 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
     set(&mut s.sm.transaction_retries, sm.transaction_retries);
     set(&mut s.sm.max_wire_smps, sm.max_wire_smps.map(|v| v.0));
     set(&mut s.sm.sm_sl, sm.sm_sl.map(|v| v.0));
+    if let Some(engine) = &sm.routing_engine {
+        s.sm.routing_engine = Some(engine.get_ref().clone());
+        let place = errors.at(engine.span());
+        errors.places.insert("routing_engine".to_string(), place);
+    }
     for (out, value) in [
-        (&mut s.sm.routing_engine, &sm.routing_engine),
         (&mut s.sm.log_file, &sm.log_file),
         (&mut s.sm.dump_files_dir, &sm.dump_files_dir),
     ] {
@@ -497,6 +510,8 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
             value.span(),
             errors,
         ) {
+            let place = errors.at(value.span());
+            errors.places.insert(k.clone(), place);
             s.opensm.insert(k, text);
         }
     }
@@ -679,6 +694,7 @@ fn passthrough_ok(key: &str, text: &str) -> bool {
         name: "",
         source: b"",
         list: Vec::new(),
+        places: Places::new(),
     };
     passthrough(key, text, 0..0, 0..0, &mut errors).is_some_and(|(k, t)| k == key && t == text)
 }

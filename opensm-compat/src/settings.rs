@@ -592,6 +592,22 @@ impl Store {
         matches!(self.value(key), Some(Value::Bool(true)))
     }
 
+    /// Where the file sets each option, by the names [`changed_options`] gives them.
+    pub fn places(&self) -> BTreeMap<String, Location> {
+        let named = OPTIONS
+            .iter()
+            .zip(&self.slots)
+            .map(|(spec, slot)| (spec.key.to_string(), slot));
+        let per_sl = self
+            .per_sl
+            .iter()
+            .map(|((i, sl), slot)| (format!("{} {sl}", OPTIONS[*i].key), slot));
+        named
+            .chain(per_sl)
+            .filter_map(|(key, slot)| Some((key, slot.origin.as_ref()?.whole())))
+            .collect()
+    }
+
     pub fn origin(&self, key: &str) -> Option<&Anchor> {
         self.slot(key).and_then(|s| s.origin.as_ref())
     }

@@ -232,21 +232,27 @@ pub fn partition_config(settings: &Settings) -> PartitionConfig {
     }
 }
 
+/// The engine `routing_engine` names, or `None` for one ibqos does not implement (the sweep
+/// routes with minhop then).
+pub fn routing_engine(settings: &Settings) -> Option<RoutingEngine> {
+    match settings.sm.routing_engine.as_deref().map(str::trim) {
+        None | Some("minhop") | Some("") => Some(RoutingEngine::MinHop),
+        Some("updn") => Some(RoutingEngine::UpDown),
+        Some(_) => None,
+    }
+}
+
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
 pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
     let sm = &settings.sm;
     let links = &settings.links;
-    let routing = match sm.routing_engine.as_deref().map(str::trim) {
-        None | Some("minhop") | Some("") => RoutingEngine::MinHop,
-        Some("updn") => RoutingEngine::UpDown,
-        Some(other) => {
-            warn!(
-                engine = other,
-                "routing engine not implemented; using minhop"
-            );
-            RoutingEngine::MinHop
-        }
-    };
+    let routing = routing_engine(settings).unwrap_or_else(|| {
+        warn!(
+            engine = sm.routing_engine.as_deref().unwrap_or_default(),
+            "routing engine not implemented; using minhop"
+        );
+        RoutingEngine::MinHop
+    });
     SweepConfig {
         scheduler: scheduler_config(settings),
         lmc: sm.lmc,

@@ -141,6 +141,8 @@ codes! {
     EmptyTable = "empty-table" in Config;
     /// A conversion cannot say a value exactly.
     NotExpressible = "not-expressible" in Config;
+    /// An option set to other than OpenSM's default that ibqos does not act on (yet).
+    NotActedOn = "not-acted-on" in Config;
     /// A warning OpenSM itself prints, verbatim.
     OpensmSays = "opensm-says" in Config;
     /// QoS is off, so none of the QoS options are used.
@@ -161,7 +163,7 @@ codes! {
     TooManyDiagnostics = "too-many-diagnostics" in Config;
 
     /// A file that cannot be read.
-    UnreadableFile = "unreadable-file" in NetFile | Schedule;
+    UnreadableFile = "unreadable-file" in Config | NetFile | Schedule;
     /// Includes nested deeper than ibsim allows.
     IncludeTooDeep = "include-too-deep" in NetFile;
     /// An `include` line without a quoted file name.
