@@ -176,6 +176,23 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
 }
 
 #[test]
+fn sim_on_a_net_file_without_nodes_names_the_file() {
+    let dir = TempDir::new().unwrap();
+    let empty = scratch_file(&dir, "empty.net", "");
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let output = ibqos(&[
+        "sim",
+        "--topology",
+        empty.to_str().unwrap(),
+        "-F",
+        &format!("{examples}/opensm-qos.conf"),
+        "--traffic",
+        &format!("{examples}/sim/traffic.toml"),
+    ]);
+    fails_saying_once(&output, "empty.net describes no node");
+}
+
+#[test]
 fn fabric_gen_refuses_shapes_beyond_the_unicast_lid_space() {
     for (x, y) in [("100000", "100000"), ("250", "250")] {
         let output = ibqos(&["fabric", "gen", "torus", "--x", x, "--y", y]);

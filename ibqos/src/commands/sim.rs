@@ -111,6 +111,14 @@ pub fn setup(
     let traffic =
         traffic::parse(&traffic_file.display().to_string(), &bytes).map_err(FileError::from)?;
     let mut topo = parse_net_file(topology).map_err(FileError::from)?.topology;
+    // ibsim loads a net file without nodes; routing would only find that no port has a LID.
+    if topo.nodes().next().is_none() {
+        anyhow::bail!(
+            "{} describes no node: nothing to simulate",
+            topology.display()
+        );
+    }
+    let on_topology = || format!("cannot simulate {}", topology.display());
     let mut network = match tables {
         TableSource::None if traffic.ethernet.is_none() => {
             anyhow::bail!(
@@ -124,7 +132,7 @@ pub fn setup(
                 setup: &SetupTables::default(),
                 max_op_vls: None,
             };
-            build_network(&mut topo, tables, &traffic)?
+            build_network(&mut topo, tables, &traffic).with_context(on_topology)?
         }
         TableSource::Config(config) => {
             let loaded = load_config(config)?;
@@ -148,7 +156,7 @@ pub fn setup(
                 setup: &setup,
                 max_op_vls: loaded.settings.links.oper_vls_cap(),
             };
-            build_network(&mut topo, tables, &traffic)?
+            build_network(&mut topo, tables, &traffic).with_context(on_topology)?
         }
         TableSource::Dump(path) => {
             let text = std::fs::read_to_string(path)
