@@ -173,6 +173,21 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     assert_eq!(lines, [2, 4], "{warned:?}");
     assert!(warned[0].1.contains("congestion_control"), "{warned:?}");
     assert!(warned[1].1.contains("ftree"), "{warned:?}");
+
+    let toml = scratch_file(
+        &dir,
+        "ibqos.toml",
+        "[sm]\nlog_file = \"/var/log/ibqos.log\"\n[opensm]\nperfmgr = true\n",
+    );
+    let output = ibqos(&["check", "--json", toml.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines: Vec<u64> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+        .filter(|d| d["code"] == "not-acted-on")
+        .map(|d| d["line"].as_u64().expect("located"))
+        .collect();
+    assert_eq!(lines, [2, 4]);
 }
 
 #[test]

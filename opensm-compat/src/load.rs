@@ -41,7 +41,7 @@ pub struct Loaded {
     /// In reading order; those without a location last.
     pub diagnostics: Vec<Diagnostic>,
     /// Where the file sets each option, by the names [`crate::changed_options`] gives them
-    /// (from ibqos.toml, those of `[opensm]` and `routing_engine`).
+    /// (from ibqos.toml, those of `[opensm]` and the strings of `[sm]`).
     pub places: BTreeMap<String, Location>,
     /// The file as text, every byte at its offset (each invalid UTF-8 byte is a `?`).
     pub source: String,

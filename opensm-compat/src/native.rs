@@ -224,8 +224,8 @@ struct NativeSm {
     max_wire_smps: Option<WireSmps>,
     routing_engine: Option<Spanned<String>>,
     sm_sl: Option<SmSl>,
-    log_file: Option<String>,
-    dump_files_dir: Option<String>,
+    log_file: Option<Spanned<String>>,
+    dump_files_dir: Option<Spanned<String>>,
     m_key_per_port_secret: Option<Spanned<String>>,
 }
 
@@ -266,7 +266,7 @@ pub(crate) fn read(name: &str, bytes: &[u8]) -> Result<Settings, Vec<Diagnostic>
     read_placed(name, bytes).map(|(settings, _)| settings)
 }
 
-/// [`read`], with where the file sets each option of `[opensm]` and `routing_engine`.
+/// [`read`], with where the file sets each option of `[opensm]` and the strings of `[sm]`.
 pub(crate) fn read_placed(name: &str, bytes: &[u8]) -> Result<(Settings, Places), Vec<Diagnostic>> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let at = e.valid_up_to();
@@ -455,17 +455,23 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
     set(&mut s.sm.transaction_retries, sm.transaction_retries);
     set(&mut s.sm.max_wire_smps, sm.max_wire_smps.map(|v| v.0));
     set(&mut s.sm.sm_sl, sm.sm_sl.map(|v| v.0));
-    if let Some(engine) = &sm.routing_engine {
-        s.sm.routing_engine = Some(engine.get_ref().clone());
-        let place = errors.at(engine.span());
-        errors.places.insert("routing_engine".to_string(), place);
-    }
-    for (out, value) in [
-        (&mut s.sm.log_file, &sm.log_file),
-        (&mut s.sm.dump_files_dir, &sm.dump_files_dir),
+    for (key, out, value) in [
+        (
+            "routing_engine",
+            &mut s.sm.routing_engine,
+            &sm.routing_engine,
+        ),
+        ("log_file", &mut s.sm.log_file, &sm.log_file),
+        (
+            "dump_files_dir",
+            &mut s.sm.dump_files_dir,
+            &sm.dump_files_dir,
+        ),
     ] {
-        if value.is_some() {
-            out.clone_from(value);
+        if let Some(value) = value {
+            *out = Some(value.get_ref().clone());
+            let place = errors.at(value.span());
+            errors.places.insert(key.to_string(), place);
         }
     }
     if let Some(long) = &sm.long_transaction_timeout {
