@@ -19,7 +19,7 @@ use std::fmt;
 
 use ibqos_mad::Guid;
 use ibqos_qos::{PortClass, QosSet, Sl2VlTable, Vl, VlArbEntry, VlArbTable, VlCount};
-use ibqos_text::{Code, Diagnostic, Location, Severity, cnum};
+use ibqos_text::{Code, Diagnostic, Location, MAX_PER_CODE, Severity, cnum};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
@@ -294,8 +294,8 @@ pub(crate) fn read_placed(name: &str, bytes: &[u8]) -> Result<(Settings, Places)
 /// first error, so each error's entry (the innermost `key = value` whose key or value holds it)
 /// is taken out of the document and the rest read again, until nothing more is wrong: every
 /// entry with an error is reported once, however many there are, and the rest is still checked
-/// by [`build`]. `Err` when there is nothing left to read: a syntax error, or an error at no
-/// entry.
+/// by [`build`]. `Err` when there is nothing left to read: a syntax error, an error at no
+/// entry, or [`MAX_PER_CODE`] errors.
 fn parse(
     name: &str,
     bytes: &[u8],
@@ -317,6 +317,15 @@ fn parse(
             Err(error) => error,
         };
         found.push(diagnostic(&error));
+        // Each pass reads the whole document again: a bound keeps a file of thousands of bad
+        // entries from taking minutes.
+        if found.len() == MAX_PER_CODE {
+            found.push(Diagnostic::note(
+                Code::TooManyDiagnostics,
+                format!("reading stopped at the first {MAX_PER_CODE} errors"),
+            ));
+            return Err(conf::finish(found));
+        }
         let taken_out = error
             .span()
             .is_some_and(|span| take_out(document.get_mut(), &span));
@@ -904,6 +913,23 @@ mod tests {
         }
         assert!(e[2].2.contains("expected a whole number"), "{e:?}");
         assert!(e[5].2.contains("fits in 64 bits"), "{e:?}");
+    }
+
+    /// Every error costs a reading of the rest: a file of thousands stops at the first hundred.
+    #[test]
+    fn thousands_of_errors_stop_at_a_hundred() {
+        let mut text = String::from("[sm]\n");
+        for i in 0..5000 {
+            text.push_str(&format!("bogus{i} = 1\n"));
+        }
+        let started = std::time::Instant::now();
+        let Err(diagnostics) = read("t.toml", text.as_bytes()) else {
+            panic!("no key is known");
+        };
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+        assert_eq!(diagnostics.len(), MAX_PER_CODE + 1);
+        let last = &diagnostics[MAX_PER_CODE];
+        assert!(last.message.starts_with("reading stopped"), "{last:?}");
     }
 
     #[test]
