@@ -177,7 +177,8 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     let toml = scratch_file(
         &dir,
         "ibqos.toml",
-        "[sm]\nlog_file = \"/var/log/ibqos.log\"\n[opensm]\nperfmgr = true\n",
+        "[sm]\nlog_file = \"/var/log/ibqos.log\"\nm_key_per_port_secret = \"0123456789abcdef0123\"\n\
+         [opensm]\nperfmgr = true\nm_key_lookup = true\n",
     );
     let output = ibqos(&["check", "--json", toml.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -187,7 +188,8 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
         .filter(|d| d["code"] == "not-acted-on")
         .map(|d| d["line"].as_u64().expect("located"))
         .collect();
-    assert_eq!(lines, [2, 4]);
+    // The per-port secret is ibqos.toml's own, and used.
+    assert_eq!(lines, [2, 5]);
 }
 
 #[test]

@@ -33,7 +33,7 @@ pub enum Takes {
 /// The options the sweep, the election, the SA and the M_Key ring read (through
 /// [`sweep_config`], [`election_config`], [`sa_config`], [`mkey_config`] and the sweep
 /// interval): each reload applies them.
-const READ_EACH_SWEEP: [&str; 31] = [
+const READ_EACH_SWEEP: [&str; 32] = [
     "sm_priority",
     "sm_key",
     "sa_key",
@@ -63,6 +63,7 @@ const READ_EACH_SWEEP: [&str; 31] = [
     "m_key_protection_level",
     "m_key_lease_period",
     "m_key_lookup",
+    "m_key_per_port_secret",
     "no_clients_rereg",
     "ignore_other_sm",
 ];

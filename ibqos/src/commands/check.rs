@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use ibqos_opensm::{
-    Code, Diagnostic, Loaded, Location, PartitionsLoad, PolicyLoad, Settings, changed_options,
+    Code, Diagnostic, LoadError, Loaded, PartitionsLoad, PolicyLoad, Settings, changed_options,
     load, load_partitions, qos_policy, sort_in_reading_order,
 };
 use ibqos_sm::config::{Takes, routing_engine, takes_effect};
@@ -47,7 +47,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
         // Named on the command line: a missing file is an error, wherever it is.
         match std::fs::metadata(path) {
             Ok(_) => report.extend(load_partitions(&path.display().to_string()).diagnostics()),
-            Err(error) => report.extend([unreadable(path, &error)]),
+            Err(error) => report.extend(unreadable(path, error)),
         }
     }
     if let Some(path) = &args.qos_policy {
@@ -56,7 +56,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
                 Ok(read) => report.extend(read.diagnostics),
                 Err(error) => report.extend([error.to_diagnostic()]),
             },
-            Err(error) => report.extend([unreadable(path, &error)]),
+            Err(error) => report.extend(unreadable(path, error)),
         }
     }
     if args.json {
@@ -76,13 +76,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
     Ok(Outcome::from_report(&report))
 }
 
-/// A file named on the command line that cannot be read.
-fn unreadable(path: &Path, error: &std::io::Error) -> Diagnostic {
-    Diagnostic::error(
-        Code::UnreadableFile,
-        format!("cannot read {}: {error}", path.display()),
-    )
-    .at(Some(Location::whole_file(path.display().to_string())))
+/// A file named on the command line that cannot be read, said as a configuration that cannot.
+fn unreadable(path: &Path, error: std::io::Error) -> Vec<Diagnostic> {
+    let path = path.to_path_buf();
+    LoadError::Read { path, error }.diagnostics()
 }
 
 /// A warning for each option the file sets to other than OpenSM's default that ibqos does not
