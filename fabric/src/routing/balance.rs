@@ -105,11 +105,17 @@ struct Choice<'a> {
 
 impl Choice<'_> {
     /// The least-loaded candidate, searching from port `start` round the switch, preferring a
-    /// new remote system, then a new remote node.
+    /// new remote system, then a new remote node. `candidates` are in port order, so the
+    /// search order is that list turned to begin at the first port from `start`: no copy and
+    /// no sort for each of the fabric's LIDs on each switch.
     fn best(&self, candidates: &[u8], start: usize) -> Option<u8> {
-        let ports = self.profile.len();
-        let mut order: Vec<u8> = candidates.to_vec();
-        order.sort_by_key(|&p| (usize::from(p) + ports - start % ports) % ports);
+        debug_assert!(candidates.is_sorted(), "candidates in port order");
+        let from = start % self.profile.len().max(1);
+        let turn = candidates.partition_point(|&p| usize::from(p) < from);
+        let order = candidates[turn..]
+            .iter()
+            .chain(&candidates[..turn])
+            .copied();
         let mut best: Option<(u32, u8)> = None;
         let mut other_sys: Option<(u32, u8)> = None;
         let mut other_node: Option<(u32, u8)> = None;
