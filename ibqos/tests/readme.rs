@@ -1,4 +1,5 @@
-//! README.md's examples, run, so that the README cannot drift from the program.
+//! README.md's examples, run, so that the README cannot drift from the program; and its test
+//! command, scripts/test, with stand-ins for what it installs and runs.
 //!
 //! Every `console` block is a trycmd script: each `$ ibqos ...` line runs and what it prints
 //! (standard output and error together) must be the lines under it, where `[..]` stands for
@@ -83,4 +84,70 @@ fn fenced_blocks(markdown: &str, language: &str) -> Vec<String> {
         }
     }
     blocks
+}
+
+/// A directory of stand-ins for `dpkg-query` (every package missing), `apt-get` and `cargo`
+/// that each print what they were asked, first on a `PATH` otherwise the system's, readable by
+/// every user.
+fn stand_ins() -> (tempfile::TempDir, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let stand_in = |name: &str, script: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    stand_in("dpkg-query", "exit 1");
+    stand_in("apt-get", "echo \"apt-get $*\"");
+    stand_in("cargo", "echo \"cargo $*\"");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", dir.path().display());
+    (dir, path)
+}
+
+const ORACLES: &str = "opensm ibsim-utils infiniband-diags prometheus curl systemd man-db";
+
+/// The README's test command, as root on a machine without the oracles: it installs them with
+/// apt-get, then runs the whole workspace's tests.
+#[test]
+fn scripts_test_as_root_installs_the_missing_oracles_then_runs_the_tests() {
+    let (_dir, path) = stand_ins();
+    let output = Command::new(Path::new(REPOSITORY).join("scripts/test"))
+        .arg("--no-fail-fast")
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{said}");
+    assert_eq!(
+        said,
+        format!(
+            "apt-get update\napt-get install -y {ORACLES}\ncargo test --workspace --no-fail-fast\n"
+        )
+    );
+}
+
+/// As another user, who cannot install: it says the command that installs what is missing
+/// and stops, running no test.
+#[test]
+fn scripts_test_as_a_user_names_the_install_command_and_runs_nothing() {
+    let (_dir, path) = stand_ins();
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(Path::new(REPOSITORY).join("scripts/test"))
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let (said, complained) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(!output.status.success(), "{said}{complained}");
+    assert_eq!(said, "", "nothing installed, no test run");
+    assert!(
+        complained.contains(&format!(
+            "sudo apt-get update && sudo apt-get install -y {ORACLES}"
+        )),
+        "{complained}"
+    );
 }
