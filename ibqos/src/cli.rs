@@ -9,7 +9,7 @@ use ibqos_emu::Latency;
 
 use ibqos_transport::FabricSpec;
 
-/// ibqos: an InfiniBand subnet manager centred on QoS.
+/// An InfiniBand subnet manager centred on QoS.
 ///
 /// It reads OpenSM's own opensm.conf (exactly as OpenSM 3.3.23 reads it, and says where OpenSM
 /// would silently change what you wrote) and its own ibqos.toml.
@@ -33,6 +33,11 @@ pub enum Command {
     /// Every step OpenSM takes silently (a VL taken mod 15, a wrapped weight, a `key=value` line
     /// ignored, `true` read as FALSE, ...) is reported with file:line:col. Exits 1 if any file has
     /// an error, or with --strict any warning.
+    #[command(after_help = "Examples:\n  \
+        ibqos check /etc/opensm/opensm.conf\n  \
+        ibqos check --strict ibqos.toml\n  \
+        ibqos check --partitions new-partitions.conf /etc/opensm/opensm.conf\n  \
+        ibqos check --json opensm.conf | jq -r .code")]
     Check(CheckArgs),
     /// Print the QoS tables programmed on one kind of port, or per port group on a fabric.
     ///
@@ -41,12 +46,20 @@ pub enum Command {
     /// capabilities, with two documented fixes: a VLArb cap above 32 programs entries 33-64,
     /// and VLs are masked with the OperVLs being programmed. With --topology, the tables the
     /// policy's qos-setup gives each port of a fabric instead.
+    #[command(after_help = "Examples:\n  \
+        ibqos plan -F opensm.conf --class ca --vls 8 --low-cap 8 --high-cap 8\n  \
+        ibqos plan -F opensm.conf --class swe --vls 8 --oper-vls 4 --low-cap 64 --high-cap 64\n  \
+        ibqos plan -c ibqos.toml --topology fabric.net --json")]
     Plan(PlanArgs),
     /// Convert opensm.conf to ibqos.toml or back.
     ///
     /// The direction follows the input's name: a .toml input is written as opensm.conf, anything
     /// else as ibqos.toml. Whatever the target format cannot express is reported, never dropped
     /// silently; with --strict such a loss is an error and nothing is written.
+    #[command(after_help = "Examples:\n  \
+        ibqos migrate /etc/opensm/opensm.conf -o ibqos.toml\n  \
+        ibqos migrate ibqos.toml -o opensm.conf --force\n  \
+        ibqos migrate /etc/opensm/opensm.conf -o -")]
     Migrate(MigrateArgs),
     /// Read one attribute of one node over the fabric, like smpquery.
     ///
@@ -72,6 +85,12 @@ pub enum Command {
     /// m_key_per_port_secret (16 bytes or more) gives each port its own key, HMAC-SHA256 of the
     /// secret and the port GUID, so one leaked key opens one port. No key is ever logged or
     /// printed; a port whose key was lost is taken back when its lease runs out.
+    #[command(after_help = "Examples:\n  \
+        ibqos sm --once -F examples/opensm-qos.conf\n  \
+        ibqos sm --once --fabric ibsim:sim@H1 -F /etc/opensm/opensm.conf\n  \
+        ibqos sm --dry-run --fabric umad -F new.conf\n  \
+        ibqos sm --fabric umad -F /etc/opensm/opensm.conf --log-file /var/log/ibqos/ibqos.log\n  \
+        systemctl reload ibqos@0x0002c903000a1b2c   # SIGHUP: read the configuration again")]
     Sm(SmArgs),
     /// Write every port's QoS state of a live fabric as JSON, sending no Set.
     ///
@@ -164,6 +183,7 @@ pub enum CtlRequest {
     /// Log what OpenSM's log flags FLAGS ask for (0x01 errors, 0x02 info, 0x04 verbose, 0x08
     /// debug, 0x20 MADs), until the next reload.
     Loglevel {
+        /// OpenSM's log flags, as `opensm -D` takes them: 0x03, 3.
         #[arg(value_parser = crate::logging::parse_log_flags)]
         flags: u8,
     },
@@ -207,6 +227,9 @@ pub enum FabricCommand {
     /// VLArb low and high, VLHighLimit, OperVLs, HOQLife, VLStallCount, NeighborMTU, LID and
     /// PortState, keyed by node GUID and port. `ibqos sm --dump-fabric` writes the same format
     /// after a run, and `ibqos dump` of a live fabric, so any two states compare with diff.
+    #[command(after_help = "Examples:\n  \
+        ibqos fabric dump two-switch -o before.json\n  \
+        ibqos fabric dump fabric.net --attach H2")]
     Dump(FabricDumpArgs),
 }
 
@@ -335,16 +358,28 @@ pub struct FabricGenArgs {
 #[derive(Debug, Subcommand)]
 pub enum GenShape {
     /// A two-level fat tree: leaves with hosts, each leaf linked once to every spine.
+    ///
+    /// Leaves L0, L1, ... have hosts H{leaf}_{h} on ports 1.. and their uplinks after them;
+    /// spines S0, S1, ... link to leaf l on port l+1. Hosts plus spines must fit a leaf's
+    /// ports, and leaves a spine's.
+    #[command(
+        name = "fat-tree",
+        after_help = "Examples:\n  \
+            ibqos fabric gen fat-tree --leaves 4 --spines 2 --hosts 4 -o ft.net\n  \
+            ibqos fabric gen fat-tree --leaves 18 --spines 9 --hosts 18 --radix 36 -o ft-324.net"
+    )]
     FatTree {
-        #[arg(long)]
+        /// Leaf switches, each with its hosts.
+        #[arg(long, value_name = "N")]
         leaves: usize,
-        #[arg(long)]
+        /// Spine switches, each linked once to every leaf.
+        #[arg(long, value_name = "N")]
         spines: usize,
         /// Hosts (single-port CAs) per leaf.
-        #[arg(long)]
+        #[arg(long, value_name = "N")]
         hosts: usize,
         /// Ports per switch.
-        #[arg(long, default_value_t = 36)]
+        #[arg(long, value_name = "K", default_value_t = 36)]
         radix: usize,
     },
     /// A three-level (k-ary) fat tree: pods of edge and aggregation switches under core switches.
@@ -378,19 +413,28 @@ pub enum GenShape {
         hosts: Option<usize>,
     },
     /// A ring of switches, each with its own hosts.
+    #[command(after_help = "Examples:\n  \
+        ibqos fabric gen ring --switches 5 --hosts 2 -o ring.net")]
     Ring {
-        #[arg(long)]
+        /// Switches in the ring, each linked to the next and the last to the first.
+        #[arg(long, value_name = "N")]
         switches: usize,
-        #[arg(long, default_value_t = 1)]
+        /// Hosts (single-port CAs) per switch.
+        #[arg(long, value_name = "N", default_value_t = 1)]
         hosts: usize,
     },
     /// A 2-D torus of switches, each with its own hosts.
+    #[command(after_help = "Examples:\n  \
+        ibqos fabric gen torus --x 4 --y 4 --hosts 1 -o torus.net")]
     Torus {
-        #[arg(long)]
+        /// Switches along the first dimension, the last linked back to the first.
+        #[arg(long, value_name = "N")]
         x: usize,
-        #[arg(long)]
+        /// Switches along the second dimension, the last linked back to the first.
+        #[arg(long, value_name = "N")]
         y: usize,
-        #[arg(long, default_value_t = 1)]
+        /// Hosts (single-port CAs) per switch.
+        #[arg(long, value_name = "N", default_value_t = 1)]
         hosts: usize,
     },
 }
@@ -745,6 +789,27 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// `--help` and the man pages describe every flag and argument of every command.
+    #[test]
+    fn every_flag_and_argument_is_described() {
+        fn undescribed(command: &clap::Command, path: &str, found: &mut Vec<String>) {
+            let path = format!("{path} {}", command.get_name())
+                .trim_start()
+                .to_string();
+            for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
+                if arg.get_help().is_none() {
+                    found.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                undescribed(sub, &path, found);
+            }
+        }
+        let mut found = Vec::new();
+        undescribed(&Cli::command(), "", &mut found);
+        assert_eq!(found, Vec::<String>::new(), "without a description");
     }
 
     #[test]
