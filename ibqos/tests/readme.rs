@@ -5,9 +5,9 @@
 //! (standard output and error together) must be the lines under it, where `[..]` stands for
 //! any text within a line and `...` for any lines (timestamps, timings). A `? N` line under a
 //! command is its exit status. `sh` blocks are not run: they need hardware, a daemon or root,
-//! which the README says beside them. After a change of output,
-//! `TRYCMD=overwrite cargo test -p ibqos --test readme` writes what the commands print into the
-//! README, keeping the elisions that still match.
+//! which the README says beside them; their `ibqos` command lines must parse. After a change
+//! of output, `TRYCMD=overwrite cargo test -p ibqos --test readme` writes what the commands
+//! print into the README, keeping the elisions that still match.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -64,6 +64,49 @@ fn the_readme_toml_examples_pass_ibqos_check() {
         assert!(
             output.status.success() && said.contains("no problems found"),
             "the README's TOML example {index} does not pass `ibqos check`:\n{said}{}\n{block}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+/// The `ibqos` commands of the `sh` blocks, which need hardware, a daemon or root to run, are
+/// still command lines ibqos accepts: each is given with `--help` after it, which clap answers
+/// only once every flag and value before it has parsed.
+#[test]
+fn the_readme_sh_examples_are_command_lines_ibqos_accepts() {
+    let readme = std::fs::read_to_string(readme()).unwrap();
+    let mut commands = Vec::new();
+    for block in fenced_blocks(&readme, "sh") {
+        for line in block.lines() {
+            // What the shell would run as ibqos: before a comment, a redirection or a pipe,
+            // after any VAR=value.
+            let line = line.split(" #").next().unwrap();
+            let line = line.split(['>', '|']).next().unwrap();
+            let mut words = line
+                .split_whitespace()
+                .skip_while(|word| word.contains('='));
+            if words
+                .next()
+                .is_some_and(|program| program == "ibqos" || program.ends_with("/ibqos"))
+            {
+                commands.push(words.map(str::to_string).collect::<Vec<_>>());
+            }
+        }
+    }
+    assert!(
+        commands.len() >= 20,
+        "the README's sh examples: {commands:?}"
+    );
+    for args in commands {
+        let output = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+            .args(&args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "`ibqos {}` is not a command line ibqos accepts:\n{}",
+            args.join(" "),
             String::from_utf8_lossy(&output.stderr)
         );
     }
