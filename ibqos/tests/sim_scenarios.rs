@@ -490,20 +490,25 @@ fn the_simulator_runs_the_qos_setup_tables_the_sm_would_program() {
     }
 }
 
+/// `ibqos sim` on the README's star example: its net file, opensm.conf and traffic file.
+fn star_example() -> Vec<String> {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    vec![
+        "sim".to_string(),
+        "--topology".into(),
+        format!("{root}/examples/sim/star.net"),
+        "-F".into(),
+        format!("{root}/examples/sim/opensm.conf"),
+        "--traffic".into(),
+        format!("{root}/examples/sim/traffic.toml"),
+    ]
+}
+
 /// The human report's totals per VL are the sums of the JSON report's per-link figures.
 #[test]
 fn the_vl_totals_of_the_text_report_sum_the_links() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let args = |json: bool| {
-        let mut a = vec![
-            "sim".to_string(),
-            "--topology".into(),
-            format!("{root}/examples/sim/star.net"),
-            "-F".into(),
-            format!("{root}/examples/sim/opensm.conf"),
-            "--traffic".into(),
-            format!("{root}/examples/sim/traffic.toml"),
-        ];
+        let mut a = star_example();
         if json {
             a.push("--json".into());
         }
@@ -561,21 +566,8 @@ fn the_vl_totals_of_the_text_report_sum_the_links() {
 /// 8.083 Gb/s over the run.
 #[test]
 fn the_text_report_labels_each_rate_and_each_latency_bound() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let (net, conf, traffic) = (
-        format!("{root}/examples/sim/star.net"),
-        format!("{root}/examples/sim/opensm.conf"),
-        format!("{root}/examples/sim/traffic.toml"),
-    );
-    let args = [
-        "sim",
-        "--topology",
-        &net,
-        "-F",
-        &conf,
-        "--traffic",
-        &traffic,
-    ];
+    let star = star_example();
+    let args: Vec<&str> = star.iter().map(String::as_str).collect();
     let out = ibqos(&args);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
@@ -626,24 +618,10 @@ fn the_text_report_labels_each_rate_and_each_latency_bound() {
 /// first label, 10k, and each power of ten was labelled twice).
 #[test]
 fn the_latency_cdf_labels_its_whole_x_axis_once() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let dir = tempfile::Builder::new().prefix("cdf").tempdir().unwrap();
     let plots = dir.path().join("plots");
-    let (net, conf, traffic) = (
-        format!("{root}/examples/sim/star.net"),
-        format!("{root}/examples/sim/opensm.conf"),
-        format!("{root}/examples/sim/traffic.toml"),
-    );
-    let args = [
-        "sim",
-        "--topology",
-        &net,
-        "-F",
-        &conf,
-        "--traffic",
-        &traffic,
-        "--json",
-    ];
+    let star = star_example();
+    let args: Vec<&str> = star.iter().map(String::as_str).chain(["--json"]).collect();
     let json = json_report(ibqos(
         &[&args[..], &["--plot", plots.to_str().unwrap()]].concat(),
     ));

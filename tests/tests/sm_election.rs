@@ -363,35 +363,27 @@ fn ibqos_of_lower_priority_stays_standby_and_sets_nothing() {
 
 #[test]
 fn ibqos_of_higher_priority_started_second_gets_the_subnet_by_handover() {
-    let two = TwoSms::new(
-        "election-handover-to-ibqos",
-        Priorities {
-            opensm: 1,
-            ibqos: 10,
-        },
-    );
-    let mut opensm = two.start_opensm("SUBNET UP");
-    let mut ibqos = two.start_ibqos();
-    summary_until(&mut ibqos, is_master_and_up, anything);
-    opensm.wait_for("Entering STANDBY state", WAIT).unwrap();
-    if let Err(wrong) = two.expect_master(Sm::Ibqos) {
-        panic!("{wrong}\n{}\n{}", ibqos.output(), opensm.output());
-    }
-    ibqos.stop(WAIT).unwrap();
+    handover_to_ibqos_at("H2", "election-handover-to-ibqos");
 }
 
 /// The same from a managed switch: ibqos at S2's port 0 is elected, programs the subnet, and
 /// OpenSM at H1 goes standby.
 #[test]
 fn ibqos_at_a_switch_gets_the_subnet_by_handover() {
+    handover_to_ibqos_at("S2", "election-handover-to-ibqos-at-switch");
+}
+
+/// OpenSM of priority 1 brings the subnet up; ibqos of priority 10, started second at `node`,
+/// must get it by handover, and every observer must then see ibqos as master.
+fn handover_to_ibqos_at(node: &'static str, label: &str) {
     let two = TwoSms::new(
-        "election-handover-to-ibqos-at-switch",
+        label,
         Priorities {
             opensm: 1,
             ibqos: 10,
         },
     )
-    .with_ibqos_at("S2");
+    .with_ibqos_at(node);
     let mut opensm = two.start_opensm("SUBNET UP");
     let mut ibqos = two.start_ibqos();
     summary_until(&mut ibqos, is_master_and_up, anything);
