@@ -404,10 +404,7 @@ impl<'r> Parser<'r> {
         } else if line.starts_with("devid") {
             self.d.device_id = assignment(at, line)? as u16;
         } else if line.starts_with("sysimgguid") {
-            let eq = line
-                .find('=')
-                .ok_or_else(|| at.err(NetErrorKind::MissingAssignment(line.into())))?;
-            self.d.sys_image_guid = guid_value(at, "system image GUID", &line[eq + 1..])?;
+            self.d.sys_image_guid = guid_value(at, "system image GUID", assigned(at, line)?)?;
         } else if line.starts_with("width") {
             self.d.width = ranged(at, "link width", assignment(at, line)?, 1, 31)?;
         } else if line.starts_with("speed") {
@@ -868,8 +865,13 @@ fn checked_line<'a>(at: At<'_>, line: &'a str) -> Result<&'a str, NetError> {
 
 /// The value after the first `=`, read like `strtoul(.., 0)`.
 fn assignment(at: At<'_>, line: &str) -> Result<u64, NetError> {
-    line.find('=')
-        .map(|eq| strtoull(&line.as_bytes()[eq + 1..]))
+    assigned(at, line).map(|value| strtoull(value.as_bytes()))
+}
+
+/// The text after a `key=value` line's `=`.
+fn assigned<'l>(at: At<'_>, line: &'l str) -> Result<&'l str, NetError> {
+    line.split_once('=')
+        .map(|(_, value)| value)
         .ok_or_else(|| at.err(NetErrorKind::MissingAssignment(line.into())))
 }
 

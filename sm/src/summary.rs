@@ -261,11 +261,16 @@ impl fmt::Display for SweepSummary {
                 "P_Keys",
                 self.pkey_ports_configured,
                 self.pkey_ports_verified,
+                self.pkey_ports_failed,
             ),
-            ("QoS", self.qos_ports_configured, self.qos_ports_verified),
+            (
+                "QoS",
+                self.qos_ports_configured,
+                self.qos_ports_verified,
+                self.qos_ports_failed,
+            ),
         ];
-        let failed = [self.pkey_ports_failed, self.qos_ports_failed];
-        for ((what, configured, verified), failed) in tables.into_iter().zip(failed) {
+        for (what, configured, verified, failed) in tables {
             match configured {
                 0 => {}
                 // Nothing was Set: "configured" and "verified" would claim it was.
