@@ -19,7 +19,10 @@ use serde_json::Value;
 
 mod common;
 use common::daemon::{Daemon, ibqos_sm, notified_until, notify_socket, signal};
-use common::{EmulatedSm, mixed_capability_fat_tree, settings};
+use common::{EmulatedSm, mixed_capability_fat_tree, settings, wait_for_text};
+
+/// How long a daemon's log may take to say what a test waits for.
+const LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn repo(path: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
@@ -628,18 +631,6 @@ fn a_log_to_a_pipe_is_plain_text() {
     assert!(!log.contains('\x1b'), "escape codes in {log:?}");
 }
 
-/// Waits up to ten seconds for `path` to hold `text`; its contents.
-fn wait_for(path: &Path, text: &str) -> String {
-    for _ in 0..1000 {
-        let held = std::fs::read_to_string(path).unwrap_or_default();
-        if held.contains(text) {
-            return held;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("{} never held {text:?}", path.display());
-}
-
 /// `--log-file`: the daemon appends its log there, without colour; moved away and given
 /// SIGUSR1 (what logrotate does), it writes the lines after the signal to a new file at the
 /// path, and the moved file keeps the lines before.
@@ -657,13 +648,13 @@ fn the_log_file_is_opened_again_on_sigusr1_without_losing_a_line() {
             .unwrap(),
     );
     let pid = daemon.0.id();
-    wait_for(&log, "SUBNET UP");
+    wait_for_text(&log, "SUBNET UP", LOG_WAIT);
     std::fs::rename(&log, &moved).unwrap();
     signal(pid, "USR1");
     // A reload logs a line and sweeps: all of it must land in the new file.
     signal(pid, "HUP");
-    wait_for(&log, "configuration re-read");
-    wait_for(&log, "SUBNET UP");
+    wait_for_text(&log, "configuration re-read", LOG_WAIT);
+    wait_for_text(&log, "SUBNET UP", LOG_WAIT);
     signal(pid, "TERM");
     assert!(daemon.0.wait().unwrap().success());
     let before = std::fs::read_to_string(&moved).unwrap();
@@ -761,8 +752,8 @@ fn a_reload_reports_what_became_of_each_changed_option() {
     )
     .unwrap();
     signal(pid, "HUP");
-    let reloaded = wait_for(&log, "configuration re-read");
-    wait_for(&log, "SUBNET UP");
+    let reloaded = wait_for_text(&log, "configuration re-read", LOG_WAIT);
+    wait_for_text(&log, "SUBNET UP", LOG_WAIT);
     signal(pid, "TERM");
     assert!(daemon.0.wait().unwrap().success());
     for line in [

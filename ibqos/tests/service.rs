@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 mod common;
 use common::daemon::{Daemon, ibqos_sm, notified_until, notify_socket, signal};
 use common::sysfs::{FakePort, add_device, put};
+use common::wait_for_text;
 
 const IBQOS: &str = env!("CARGO_BIN_EXE_ibqos");
 
@@ -161,23 +162,6 @@ fn the_sm_stops_on_sigterm_while_it_waits() {
     signal(daemon.0.id(), "TERM");
     notified_until(&socket, "STOPPING=1");
     assert!(daemon.0.wait().unwrap().success());
-}
-
-/// Waits up to `limit` for the file at `path` to hold `wanted`; its text.
-fn wait_for_text(path: &Path, wanted: &str, limit: Duration) -> String {
-    let end = Instant::now() + limit;
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.contains(wanted) {
-            return text;
-        }
-        assert!(
-            Instant::now() < end,
-            "no {wanted:?} in {}:\n{text}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Waits up to `limit` for `daemon` to exit; its exit status.

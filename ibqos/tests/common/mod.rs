@@ -333,3 +333,20 @@ pub fn assert_near(got: f64, expected: f64, tolerance: f64, what: &str) {
         "{what}: got {got}, expected {expected} +- {tolerance}"
     );
 }
+
+/// Waits up to `limit` for the file at `path` to hold `wanted`; its text.
+pub fn wait_for_text(path: &Path, wanted: &str, limit: std::time::Duration) -> String {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(wanted) {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "no {wanted:?} in {}:\n{text}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
