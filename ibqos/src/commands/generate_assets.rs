@@ -277,14 +277,16 @@ fn sm_sections() -> Vec<Section> {
                 (
                     "/var/cache/ibqos/guid2lid, guid2mkey, neighbors",
                     "The LID cache and the M_Key caches (guid2mkey mode 0600), in \
-                     $OSM_CACHE_DIR or --cache-dir when given.",
+                     $OSM_CACHE_DIR or --cache-dir when given. On an emulated or ibsim \
+                     fabric there is no cache unless one of those names a directory.",
                 ),
                 (
                     "/var/log/opensm-subnet.lst, opensm-lfts.dump, opensm-sl2vl.dump, \
                      ibqos-vlarb.dump",
                     "OpenSM's dump files, written in dump_files_dir after every sweep that \
                      brings the subnet up: the LFTs with the ROUTING log flag (0x40), the \
-                     SL2VL and VLArb tables with it and qos TRUE.",
+                     SL2VL and VLArb tables with it and qos TRUE. On an emulated or ibsim \
+                     fabric, not in OpenSM's default /var/log/.",
                 ),
                 (
                     "/run/ibqos/GUID/ctl.sock",
