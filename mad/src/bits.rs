@@ -50,6 +50,7 @@ pub(crate) const fn mask(width: usize) -> u128 {
 }
 
 /// The bytes a field touches and how far its last bit sits above bit 0 of the last byte.
+#[inline(always)]
 const fn span(offset: usize, width: usize) -> (usize, usize, u32) {
     let first = offset / 8;
     let end = (offset + width).div_ceil(8);
@@ -63,6 +64,7 @@ const fn span(offset: usize, width: usize) -> (usize, usize, u32) {
 ///
 /// If the field extends past the end of `bytes`. Views check their length once, in
 /// `new_checked`, and their field tables are checked against that length at compile time.
+#[inline]
 pub(crate) fn read(bytes: &[u8], offset: usize, width: usize) -> u128 {
     let (first, end, shift) = span(offset, width);
     // At most 16 bytes (checked by `check_field`): a 64-bit field that is not byte aligned
@@ -80,6 +82,7 @@ pub(crate) fn read(bytes: &[u8], offset: usize, width: usize) -> u128 {
 /// # Panics
 ///
 /// As [`read`].
+#[inline]
 pub(crate) fn write(bytes: &mut [u8], offset: usize, width: usize, value: u128) {
     let (first, end, shift) = span(offset, width);
     let bytes = &mut bytes[first..end];
