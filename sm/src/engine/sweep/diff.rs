@@ -70,6 +70,31 @@ impl PortInfoField {
         }
     }
 
+    /// The field's value in `info`, to compare: two values are equal exactly when they show
+    /// alike (but for M_Key, which shows only whether there is one).
+    fn value(self, info: &PortInfoRepr) -> u64 {
+        match self {
+            PortInfoField::Lid => info.lid.into(),
+            PortInfoField::Lmc => info.lmc.into(),
+            PortInfoField::MasterSmLid => info.master_sm_lid.into(),
+            PortInfoField::SubnetPrefix => info.gid_prefix,
+            PortInfoField::MasterSmSl => info.master_sm_sl.into(),
+            PortInfoField::SubnetTimeOut => info.subnet_timeout.into(),
+            PortInfoField::OperVls => info.operational_vls.into(),
+            PortInfoField::NeighborMtu => info.neighbor_mtu.into(),
+            PortInfoField::HoqLife => info.hoq_life.into(),
+            PortInfoField::VlStallCount => info.vl_stall_count.into(),
+            PortInfoField::VlHighLimit => info.vl_high_limit.into(),
+            PortInfoField::PartitionEnforcement => {
+                u64::from(info.partition_enforcement_inbound) << 1
+                    | u64::from(info.partition_enforcement_outbound)
+            }
+            PortInfoField::MKey => info.m_key,
+            PortInfoField::MKeyProtectBits => info.m_key_protect_bits.into(),
+            PortInfoField::MKeyLeasePeriod => info.m_key_lease_period.into(),
+        }
+    }
+
     /// The field's value in `info`, as a difference shows it.
     fn show(self, info: &PortInfoRepr) -> String {
         match self {
@@ -230,48 +255,57 @@ impl fmt::Display for Difference {
 /// change counts only when one is asked for.
 pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
     let mut out = Vec::new();
-    let mut field = |field: Field, held: String, planned: String| {
-        if held != planned {
-            out.push(Difference::value(field, held, planned));
-        }
-    };
     match (held, planned) {
         (Attribute::PortInfo(h), Attribute::PortInfo(p)) => {
             for name in PortInfoField::ALL {
+                if name.value(h) == name.value(p) {
+                    continue;
+                }
                 // Two keys show alike; they differ all the same.
-                let held = if name == PortInfoField::MKey && h.m_key != p.m_key {
+                let held = if name == PortInfoField::MKey {
                     "another key".to_string()
                 } else {
                     name.show(h)
                 };
-                field(Field::PortInfo(name), held, name.show(p));
+                out.push(Difference::value(Field::PortInfo(name), held, name.show(p)));
             }
             if p.port_state != PortState::NoChange {
-                field(
-                    Field::PortState,
-                    format!("{:?}", h.port_state),
-                    format!("{:?}", p.port_state),
-                );
+                let show = |state: &PortState| format!("{state:?}");
+                compare(&mut out, Field::PortState, h.port_state, p.port_state, show);
             }
             // An action, not a setting: a Set that asks for it is always sent.
             if p.client_reregister {
-                field(Field::ClientReregister, "-".into(), "asked".into());
+                out.push(Difference::value(
+                    Field::ClientReregister,
+                    "-".into(),
+                    "asked".into(),
+                ));
             }
         }
         (Attribute::SwitchInfo(h), Attribute::SwitchInfo(p)) => {
-            field(
+            let (held_top, planned_top) = (h.linear_fdb_top, p.linear_fdb_top);
+            compare(
+                &mut out,
                 Field::LinearFdbTop,
-                h.linear_fdb_top.to_string(),
-                p.linear_fdb_top.to_string(),
+                held_top,
+                planned_top,
+                |top| top.to_string(),
             );
-            field(
+            let (held_top, planned_top) = (h.multicast_fdb_top, p.multicast_fdb_top);
+            compare(
+                &mut out,
                 Field::MulticastFdbTop,
-                format!("{:#06x}", h.multicast_fdb_top),
-                format!("{:#06x}", p.multicast_fdb_top),
+                held_top,
+                planned_top,
+                |top| format!("{top:#06x}"),
             );
             // Set is how the SM clears it, so a planned Set that clears it carries it set.
             if h.port_state_change && p.port_state_change {
-                field(Field::PortStateChange, "set".into(), "cleared".into());
+                out.push(Difference::value(
+                    Field::PortStateChange,
+                    "set".into(),
+                    "cleared".into(),
+                ));
             }
         }
         (Attribute::LinearForwardingTable(h), Attribute::LinearForwardingTable(p)) => {
@@ -284,24 +318,24 @@ pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
             }
         }
         (Attribute::SlToVlMappingTable(h), Attribute::SlToVlMappingTable(p)) => {
-            field(Field::Sl2Vl, format!("{:?}", h.vls), format!("{:?}", p.vls));
+            compare(&mut out, Field::Sl2Vl, h.vls, p.vls, |vls| {
+                format!("{vls:?}")
+            });
         }
         (Attribute::VlArbitrationTable(h), Attribute::VlArbitrationTable(p)) => {
-            field(Field::VlArb, show_vlarb(h), show_vlarb(p));
+            compare(&mut out, Field::VlArb, h, p, |table| show_vlarb(table));
         }
         (Attribute::MulticastForwardingTable(h), Attribute::MulticastForwardingTable(p)) => {
-            field(
-                Field::Mft,
-                show_entries(&h.port_masks),
-                show_entries(&p.port_masks),
-            );
+            let (held, planned) = (&h.port_masks, &p.port_masks);
+            compare(&mut out, Field::Mft, held, planned, |masks| {
+                show_entries(*masks)
+            });
         }
         (Attribute::PKeyTable(h), Attribute::PKeyTable(p)) => {
-            field(
-                Field::PKeys,
-                show_entries(&h.p_keys),
-                show_entries(&p.p_keys),
-            );
+            let (held, planned) = (&h.p_keys, &p.p_keys);
+            compare(&mut out, Field::PKeys, held, planned, |keys| {
+                show_entries(*keys)
+            });
         }
         (held, planned) => out.push(Difference {
             modifier: None,
@@ -312,6 +346,21 @@ pub fn differences(held: &Attribute, planned: &Attribute) -> Vec<Difference> {
         }),
     }
     out
+}
+
+/// Records a difference in `field` when `held` and `planned` differ. The values are compared as
+/// they are and shown only when they differ: a sweep compares every port's fields, and almost
+/// all of them agree.
+fn compare<T: PartialEq>(
+    out: &mut Vec<Difference>,
+    field: Field,
+    held: T,
+    planned: T,
+    show: impl Fn(&T) -> String,
+) {
+    if held != planned {
+        out.push(Difference::value(field, show(&held), show(&planned)));
+    }
 }
 
 /// The non-zero entries of a P_Key or MFT block as `index:value,...` (index within the block),
