@@ -285,14 +285,17 @@ impl Manager {
     /// SMP, with the M_Key of the port it goes to. Starts the next sweep when it is due.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
         self.start_sweep_if_due(now);
-        let mut next = match self.queued.pop_front() {
-            Some(queued) => queued,
-            None => self
-                .running()
-                .and_then(|sweep| sweep.poll_transmit(now))
-                .map(|t| OutgoingMad::from(&t))?,
+        let next = match self.queued.pop_front() {
+            Some(mut queued) => {
+                self.keys.stamp(&mut queued);
+                queued
+            }
+            None => {
+                let mut transmit = self.running().and_then(|sweep| sweep.poll_transmit(now))?;
+                self.keys.stamp_smp(&mut transmit.smp, transmit.dlid);
+                OutgoingMad::from(&transmit)
+            }
         };
-        self.keys.stamp(&mut next);
         if self.counters.count_sent(&next.mad) {
             self.election.count_smp_sent();
         }

@@ -261,21 +261,33 @@ impl KeyRing {
         })
     }
 
-    /// Puts the target's key in an outgoing SMP request (Get, Set, TrapRepress); anything else
-    /// goes as it is.
+    /// Puts the target's key in an outgoing SMP request (Get, Set, TrapRepress) already in its
+    /// wire form; anything else goes as it is.
     pub fn stamp(&self, outgoing: &mut OutgoingMad) {
         let Ok(smp) = SmpRepr::parse_bytes(&outgoing.mad) else {
             return;
         };
-        if !matches!(smp.method, Method::Get | Method::Set | Method::TrapRepress) {
-            return;
-        }
         let dlid = match outgoing.address {
             crate::engine::scheduler::Address::Lid(lid) => Some(lid),
             _ => None,
         };
-        let key = self.key_for(self.target(&smp, dlid).map(|t| t.port_guid));
-        Smp::new_unchecked(&mut outgoing.mad[..]).set_m_key(key);
+        if let Some(key) = self.key_of(&smp, dlid) {
+            Smp::new_unchecked(&mut outgoing.mad[..]).set_m_key(key);
+        }
+    }
+
+    /// [`stamp`](Self::stamp) for an SMP not yet emitted (`dlid` for a LID-routed one), which
+    /// spares parsing it back from its bytes.
+    pub fn stamp_smp(&self, smp: &mut SmpRepr, dlid: Option<u16>) {
+        if let Some(key) = self.key_of(smp, dlid) {
+            smp.m_key = key;
+        }
+    }
+
+    /// The key an outgoing request carries; `None` for what is not a request.
+    fn key_of(&self, smp: &SmpRepr, dlid: Option<u16>) -> Option<u64> {
+        matches!(smp.method, Method::Get | Method::Set | Method::TrapRepress)
+            .then(|| self.key_for(self.target(smp, dlid).map(|t| t.port_guid)))
     }
 
     /// A response from the fabric: a NodeInfo names the port its route reaches; a PortInfo of a
@@ -478,10 +490,16 @@ mod tests {
         OutgoingMad::from(&Transmit { smp, dlid })
     }
 
+    /// The key `smp` goes out with, stamped in its wire form and before it is emitted: the
+    /// two ways must agree.
     fn stamped(ring: &KeyRing, smp: SmpRepr, dlid: Option<u16>) -> u64 {
         let mut mad = outgoing(smp, dlid);
         ring.stamp(&mut mad);
-        SmpRepr::parse_bytes(&mad.mad).unwrap().m_key
+        let on_the_wire = SmpRepr::parse_bytes(&mad.mad).unwrap().m_key;
+        let mut unsent = smp;
+        ring.stamp_smp(&mut unsent, dlid);
+        assert_eq!(unsent.m_key, on_the_wire, "stamp and stamp_smp differ");
+        on_the_wire
     }
 
     fn dr(path: &[u8]) -> Routing {
