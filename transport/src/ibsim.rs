@@ -39,6 +39,9 @@ pub struct IbsimTransport {
     sockname: String,
     ctl: UnixDatagram,
     data: UnixDatagram,
+    /// How `data` waits now, so that a receive changes it only when asked for another wait:
+    /// the sweep asks for the same one MAD after MAD.
+    waiting: Waiting,
     client_id: u32,
     role: Role,
     local: LocalPort,
@@ -88,6 +91,7 @@ impl IbsimTransport {
             sockname: sockname.to_owned(),
             ctl,
             data,
+            waiting: Waiting::Blocking(None),
             client_id: 0,
             role,
             local: LocalPort {
@@ -254,8 +258,8 @@ impl Transport for IbsimTransport {
         let deadline = Instant::now() + timeout;
         // One byte more than a request, so that an oversized datagram shows as such.
         let mut buf = [0u8; REQUEST_LEN + 1];
+        let mut left = timeout;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
             let n = match self.recv_within(&mut buf, left) {
                 Ok(Some(n)) => n,
                 Ok(None) => return Ok(None),
@@ -271,6 +275,7 @@ impl Transport for IbsimTransport {
                 // Not from ibsim, whose every datagram is a whole sim_request: skip it rather
                 // than fail the sweep, and count it for whoever investigates.
                 self.malformed += 1;
+                left = deadline.saturating_duration_since(Instant::now());
                 continue;
             }
             return Ok(Some(incoming(&buf[..n])));
@@ -284,12 +289,19 @@ impl Transport for IbsimTransport {
 
 impl IbsimTransport {
     /// One datagram within `timeout`, `None` if none came.
-    fn recv_within(&self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
+    fn recv_within(&mut self, buf: &mut [u8], timeout: Duration) -> io::Result<Option<usize>> {
         // SO_RCVTIMEO cannot be zero (zero means "forever"), so a zero timeout polls.
-        let polling = timeout.is_zero();
-        self.data.set_nonblocking(polling)?;
-        if !polling {
-            self.data.set_read_timeout(Some(timeout))?;
+        let waiting = if timeout.is_zero() {
+            Waiting::Polling
+        } else {
+            Waiting::Blocking(Some(timeout))
+        };
+        if waiting != self.waiting {
+            self.data.set_nonblocking(waiting == Waiting::Polling)?;
+            if let Waiting::Blocking(timeout) = waiting {
+                self.data.set_read_timeout(timeout)?;
+            }
+            self.waiting = waiting;
         }
         match self.data.recv(buf) {
             Ok(n) => Ok(Some(n)),
@@ -298,6 +310,14 @@ impl IbsimTransport {
             Err(e) => Err(e),
         }
     }
+}
+
+/// How the data socket waits for a datagram: not at all, or blocking at most so long (`None`:
+/// for ever, as a new socket does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiting {
+    Polling,
+    Blocking(Option<Duration>),
 }
 
 impl Drop for IbsimTransport {
