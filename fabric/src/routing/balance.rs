@@ -116,6 +116,11 @@ impl Choice<'_> {
             .iter()
             .chain(&candidates[..turn])
             .copied();
+        if self.used.is_empty() {
+            // Nothing used yet (every LID of an LMC 0 fabric): every candidate leads to a new
+            // system, so the least loaded wins, the first found on ties.
+            return order.min_by_key(|&p| self.profile[usize::from(p)]);
+        }
         let mut best: Option<(u32, u8)> = None;
         let mut other_sys: Option<(u32, u8)> = None;
         let mut other_node: Option<(u32, u8)> = None;
