@@ -17,6 +17,8 @@ use crate::engine::subnet::{Node, Port, PortKey, Subnet};
 use crate::engine::sweep::Sweep;
 use crate::engine::write::TableWrite;
 
+use super::sl2vl::Sl2VlTables;
+
 /// What the SA answers from, as of the last sweep.
 #[derive(Debug, Clone, Default)]
 pub struct SaDb {
@@ -31,8 +33,8 @@ pub struct SaDb {
     node_order: Vec<u64>,
     /// Forwarding tables by switch GUID: entry `lid` is the egress port.
     pub(super) lfts: BTreeMap<u64, Vec<u8>>,
-    /// SL2VL tables as programmed, by (node, input port, output port).
-    pub(super) sl2vl: BTreeMap<(u64, u8, u8), SlToVlMappingTableRepr>,
+    /// SL2VL tables as programmed, by node, input port and output port.
+    pub(super) sl2vl: Sl2VlTables,
     /// VLArb blocks as programmed, by (node, output port, block 1-4).
     pub(super) vlarb: BTreeMap<(u64, u8, u8), VlArbitrationTableRepr>,
     /// Every P_Key table the last sweep read, with its Sets written in.
@@ -113,19 +115,19 @@ impl SaDb {
             return;
         };
         let switch = node.is_switch();
-        let ports: Vec<u8> = node.ports.keys().copied().collect();
         match write.attribute {
             Attribute::SlToVlMappingTable(table) => {
-                let pairs: Vec<(u8, u8)> = if switch {
-                    match SlToVlModifier::try_from(write.modifier) {
-                        Ok(modifier) => modifier.pairs(ports.clone(), ports).collect(),
-                        Err(_) => return,
-                    }
+                let ports: Vec<u8> = node.ports.keys().copied().collect();
+                let dimension = ports.last().map_or(0, |&last| usize::from(last) + 1);
+                if switch {
+                    let Ok(modifier) = SlToVlModifier::try_from(write.modifier) else {
+                        return;
+                    };
+                    let pairs = modifier.pairs(ports.clone(), ports);
+                    self.sl2vl.insert(write.node, dimension, pairs, table);
                 } else {
-                    write.ports.iter().map(|p| (0, p.port)).collect()
-                };
-                for (input, output) in pairs {
-                    self.sl2vl.insert((write.node, input, output), table);
+                    let pairs = write.ports.iter().map(|p| (0, p.port));
+                    self.sl2vl.insert(write.node, dimension, pairs, table);
                 }
             }
             Attribute::MulticastForwardingTable(table) => {
@@ -259,7 +261,7 @@ impl SaDb {
     /// The SL2VL table the last sweep programmed for (input, output) of `node` (a CA's: input
     /// 0, output its port), `None` where it programmed none.
     pub fn sl2vl_table(&self, node: u64, input: u8, output: u8) -> Option<&SlToVlMappingTableRepr> {
-        self.sl2vl.get(&(node, input, output))
+        self.sl2vl.get(node, input, output)
     }
 
     /// VLArbitration block `block` (1-4) of `port` as the last sweep programmed it.

@@ -20,6 +20,7 @@ mod path;
 mod policy;
 mod records;
 mod service;
+mod sl2vl;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;

@@ -438,7 +438,7 @@ impl Ask<'_> {
             source
         };
         if config.qos {
-            valid_sls &= sls_not_dropped(db.sl2vl.get(&(port.node, 0, port.port)));
+            valid_sls &= sls_not_dropped(db.sl2vl.get(port.node, 0, port.port));
         }
         let target = if db.is_switch(destination) {
             route(destination.node)?
@@ -464,7 +464,7 @@ impl Ask<'_> {
             mtu = mtu.min(egress.info.mtu_cap);
             rate = slower(rate, port_rate(&egress.info, extended(&switch0.info)));
             if config.qos {
-                valid_sls &= sls_not_dropped(db.sl2vl.get(&(port.node, input, port.port)));
+                valid_sls &= sls_not_dropped(db.sl2vl.get(port.node, input, port.port));
             }
             hops += 1;
             if hops > MAX_HOPS || valid_sls == 0 {

@@ -354,10 +354,7 @@ fn sl2vl_records(db: &SaDb, query: &Query<'_>) -> Records {
                 if switch && !named {
                     continue;
                 }
-                let table = db
-                    .sl2vl
-                    .get(&(node, input, output))
-                    .unwrap_or(&unprogrammed);
+                let table = db.sl2vl.get(node, input, output).unwrap_or(&unprogrammed);
                 let (in_port, out_port) = if switch { (input, output) } else { (0, 0) };
                 let record = SlToVlTableRecordRepr {
                     lid: db.base_lid(PortKey::new(node, output)),
