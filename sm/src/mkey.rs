@@ -215,12 +215,13 @@ impl KeyRing {
         &self.config
     }
 
-    /// The key an SMP to the port `port_guid` (`None`: a port the SM cannot name) carries.
-    fn key_for(&self, port_guid: Option<u64>) -> u64 {
+    /// The key an SMP to the port `port_guid()` names (`None`: a port the SM cannot name)
+    /// carries. With one key for every port, the port is not looked for.
+    fn key_for(&self, port_guid: impl FnOnce() -> Option<u64>) -> u64 {
         if !self.config.lookup && self.config.per_port.is_none() {
             return self.config.key;
         }
-        match port_guid {
+        match port_guid() {
             Some(guid) => self
                 .held
                 .get(&guid)
@@ -287,7 +288,7 @@ impl KeyRing {
     /// The key an outgoing request carries; `None` for what is not a request.
     fn key_of(&self, smp: &SmpRepr, dlid: Option<u16>) -> Option<u64> {
         matches!(smp.method, Method::Get | Method::Set | Method::TrapRepress)
-            .then(|| self.key_for(self.target(smp, dlid).map(|t| t.port_guid)))
+            .then(|| self.key_for(|| self.target(smp, dlid).map(|t| t.port_guid)))
     }
 
     /// A response from the fabric: a NodeInfo names the port its route reaches; a PortInfo of a
