@@ -275,7 +275,7 @@ fn a_dry_run_sends_no_set_and_lists_exactly_what_differs() {
     let mut listed: Vec<(String, u16, u32)> = dry
         .changes()
         .iter()
-        .map(|c| (c.target.clone(), u16::from(c.attribute), c.modifier))
+        .map(|c| (c.target.to_string(), u16::from(c.attribute), c.modifier))
         .collect();
     listed.sort();
     let mut expected: Vec<(String, u16, u32)> = ca_ports

@@ -209,7 +209,7 @@ impl From<&Change> for ChangeSummary {
             differences: change.differences.iter().map(ToString::to_string).collect(),
             modifier: change.modifier,
             sent: change.sent,
-            target: change.target.clone(),
+            target: change.target.to_string(),
         }
     }
 }

@@ -7,7 +7,7 @@ use ibqos_qos::{VlCount, oper_vls};
 use tracing::info;
 
 use super::diff::PortInfoField;
-use super::reconcile::{Held, Planned};
+use super::reconcile::{Held, Planned, SetTarget};
 use super::{Op, Phase, Sweep};
 use crate::engine::lids::assign_lids;
 use crate::engine::qos::{port_plan, setup_tables};
@@ -212,7 +212,10 @@ impl Sweep {
                 sent: KeyHidden(Box::new(info)),
             },
             timeout: None,
-            target: format!("{:#018x}[{}]", key.node, key.port),
+            target: SetTarget::Ports {
+                node: key.node,
+                ports: vec![key.port],
+            },
         };
         self.plan_set(planned, held);
     }

@@ -41,7 +41,7 @@ use writes::{HighLimits, TableKind, Writes};
 pub use diff::{Difference, Field, Found, PortInfoField};
 pub use multicast::MulticastMembers;
 pub use partitions::PartitionConfig;
-pub use reconcile::{Change, Learned};
+pub use reconcile::{Change, Learned, SetTarget};
 pub use writes::{SetResult, Table, TableCounts, TableTally};
 
 /// What the sweep needs from the configuration.

@@ -10,7 +10,7 @@ use ibqos_fabric::routing::{MulticastRouting, MulticastTree, mft_blocks};
 use ibqos_mad::{Attribute, CapabilityMask, MftModifier, MulticastForwardingTableRepr};
 use tracing::{info, warn};
 
-use super::reconcile::{Held, Planned};
+use super::reconcile::{Held, Planned, SetTarget};
 use super::writes::{TableKind, Writes};
 use super::{Op, Phase, Sweep};
 use crate::engine::routing::topology;
@@ -193,7 +193,7 @@ impl Sweep {
                 modifier: 0,
                 op: Op::SetSwitchInfo { guid },
                 timeout: None,
-                target: format!("{guid:#018x} SwitchInfo"),
+                target: SetTarget::SwitchInfo { switch: guid },
             };
             self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
         }

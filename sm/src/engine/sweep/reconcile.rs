@@ -3,6 +3,7 @@
 //! did not, and records each difference as a [`Change`].
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::time::{Duration, Instant};
 
 use ibqos_mad::{
@@ -22,12 +23,44 @@ use crate::engine::subnet::PortKey;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     /// Which node and port or table, for people.
-    pub target: String,
+    pub target: SetTarget,
     pub attribute: AttributeId,
     pub modifier: u32,
     pub differences: Vec<Difference>,
     /// Whether the Set was sent (false in DryRun mode).
     pub sent: bool,
+}
+
+/// What a Set is for, as a change names it. Kept as numbers and shown only with a change: a
+/// sweep plans a Set for every port and forwarding table block, and most change nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetTarget {
+    /// A node's ports: the PortInfo of one, or a table written to them.
+    Ports { node: u64, ports: Vec<u8> },
+    /// A switch's SwitchInfo.
+    SwitchInfo { switch: u64 },
+    /// A block of a switch's linear forwarding table.
+    LftBlock { switch: u64, block: usize },
+}
+
+/// `0x0002c90000000001[1,2]`, `0x0002c90000000001 SwitchInfo`, `... LFT block 3`.
+impl fmt::Display for SetTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetTarget::Ports { node, ports } => {
+                write!(f, "{node:#018x}[")?;
+                for (i, port) in ports.iter().enumerate() {
+                    let comma = if i == 0 { "" } else { "," };
+                    write!(f, "{comma}{port}")?;
+                }
+                f.write_str("]")
+            }
+            SetTarget::SwitchInfo { switch } => write!(f, "{switch:#018x} SwitchInfo"),
+            SetTarget::LftBlock { switch, block } => {
+                write!(f, "{switch:#018x} LFT block {block}")
+            }
+        }
+    }
 }
 
 /// What sweeps learn about the fabric and hand on to the next sweep.
@@ -53,7 +86,7 @@ pub(super) struct Planned {
     pub(super) modifier: u32,
     pub(super) op: Op,
     pub(super) timeout: Option<Duration>,
-    pub(super) target: String,
+    pub(super) target: SetTarget,
 }
 
 /// What the fabric holds for a planned Set.

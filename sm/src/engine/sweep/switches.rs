@@ -3,7 +3,7 @@
 use ibqos_mad::{Attribute, LinearForwardingTableRepr};
 use tracing::info;
 
-use super::reconcile::{Held, Planned};
+use super::reconcile::{Held, Planned, SetTarget};
 use super::{Op, Phase, Sweep};
 use crate::engine::routing::route;
 
@@ -42,7 +42,7 @@ impl Sweep {
                     modifier: 0,
                     op: Op::SetSwitchInfo { guid: *guid },
                     timeout: None,
-                    target: format!("{guid:#018x} SwitchInfo"),
+                    target: SetTarget::SwitchInfo { switch: *guid },
                 };
                 self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
             }
@@ -58,7 +58,10 @@ impl Sweep {
                     modifier: block as u32,
                     op: Op::SetLft { guid: *guid },
                     timeout: None,
-                    target: format!("{guid:#018x} LFT block {block}"),
+                    target: SetTarget::LftBlock {
+                        switch: *guid,
+                        block,
+                    },
                 };
                 self.plan_set(planned, Held::Read(vec![block as u32]));
             }

@@ -9,7 +9,7 @@ use ibqos_mad::{Attribute, Priority, VlArbModifier};
 use ibqos_qos::PortClass;
 use tracing::warn;
 
-use super::reconcile::Planned;
+use super::reconcile::{Planned, SetTarget};
 use super::{Op, Sweep, SweepMode};
 use crate::counters::add_counts;
 use crate::engine::qos::port_class;
@@ -410,7 +410,6 @@ impl Sweep {
     ) -> Option<Planned> {
         let set = self.writes(kind).get(index)?;
         let path = self.subnet.port(set.via)?.path.clone();
-        let ports: Vec<String> = set.ports.iter().map(|k| k.port.to_string()).collect();
         Some(Planned {
             node: set.node,
             path,
@@ -422,7 +421,10 @@ impl Sweep {
                 attempt,
             },
             timeout: set.long.then_some(self.config.long_timeout),
-            target: format!("{:#018x}[{}]", set.node, ports.join(",")),
+            target: SetTarget::Ports {
+                node: set.node,
+                ports: set.ports.iter().map(|k| k.port).collect(),
+            },
         })
     }
 
