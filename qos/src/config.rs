@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use ibqos_mad::VlArbEntry;
 
-use crate::policy::setup::PortSetup;
 use crate::tables::{Sl2VlTable, VlArbTable};
 use crate::types::Vl;
 
@@ -144,25 +143,6 @@ pub struct EffectiveQos {
     pub vlarb_high: VlArbTable,
     pub vlarb_low: VlArbTable,
     pub sl2vl: Sl2VlTable,
-}
-
-impl EffectiveQos {
-    /// These settings with what `qos-setup` gives one port in place of its class's.
-    pub fn with_setup(mut self, setup: Option<&PortSetup>) -> EffectiveQos {
-        let Some(setup) = setup else {
-            return self;
-        };
-        if let Some(table) = setup.vlarb_high {
-            self.vlarb_high = table.value;
-        }
-        if let Some(table) = setup.vlarb_low {
-            self.vlarb_low = table.value;
-        }
-        if let Some(limit) = setup.vl_high_limit {
-            self.high_limit = limit.value;
-        }
-        self
-    }
 }
 
 /// OpenSM 3.3.23's compiled defaults (`osm_base.h:638-660`).

@@ -140,6 +140,27 @@ pub struct PortSetup {
     pub vl_high_limit: Option<Scoped<u8>>,
 }
 
+// Beside `PortSetup` rather than in `config`, so that the configuration does not import
+// the policy that reads it.
+impl EffectiveQos {
+    /// These settings with what `qos-setup` gives one port in place of its class's.
+    pub fn with_setup(mut self, setup: Option<&PortSetup>) -> EffectiveQos {
+        let Some(setup) = setup else {
+            return self;
+        };
+        if let Some(table) = setup.vlarb_high {
+            self.vlarb_high = table.value;
+        }
+        if let Some(table) = setup.vlarb_low {
+            self.vlarb_low = table.value;
+        }
+        if let Some(limit) = setup.vl_high_limit {
+            self.high_limit = limit.value;
+        }
+        self
+    }
+}
+
 /// One `vlarb-scope`, checked: groups found (indexes into the policy's port groups), values
 /// that fit a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
