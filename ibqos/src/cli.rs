@@ -1,5 +1,6 @@
 //! The command line: what an administrator types, validated into typed values.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -518,7 +519,7 @@ pub struct MetricsArgs {
     /// address (`0.0.0.0:9464`) to let other hosts scrape. The SM refuses to start if the
     /// port is taken. Prometheus: `scrape_configs: [{job_name: ibqos, static_configs:
     /// [{targets: ['localhost:9464']}]}]`.
-    #[arg(long, value_name = "[ADDR:]PORT", value_parser = crate::metrics::parse_listen)]
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = parse_listen)]
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
@@ -781,10 +782,45 @@ impl SimArgs {
     }
 }
 
+/// `--metrics-listen`: `ADDR:PORT`, or a port alone (`PORT` or `:PORT`) for the loopback
+/// address, so that the endpoint is never public unless asked.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    let port = text.strip_prefix(':').unwrap_or(text);
+    port.parse::<u16>()
+        .map(|port| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
+        .map_err(|_| {
+            format!(
+                "{text:?} is no ADDR:PORT (such as 127.0.0.1:9464 or [::1]:9464) and no port \
+                 (9464 or :9464, on 127.0.0.1)"
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn a_port_alone_listens_on_loopback() {
+        let loopback = |port| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+        assert_eq!(parse_listen("9464"), Ok(loopback(9464)));
+        assert_eq!(parse_listen(":9464"), Ok(loopback(9464)));
+        assert_eq!(
+            parse_listen("0.0.0.0:80"),
+            Ok("0.0.0.0:80".parse().unwrap())
+        );
+        assert_eq!(
+            parse_listen("[::1]:9464"),
+            Ok("[::1]:9464".parse().unwrap())
+        );
+        let error = parse_listen("localhost:x").unwrap_err();
+        assert!(error.contains("no ADDR:PORT"), "{error}");
+        assert!(parse_listen("70000").is_err());
+    }
 
     #[test]
     fn cli_definition_is_consistent() {

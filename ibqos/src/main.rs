@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod control;
 mod diagnostics;
+mod files;
 mod logfile;
 mod logging;
 mod metrics;

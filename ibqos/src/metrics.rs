@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read, Write as _};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -33,6 +33,7 @@ use prometheus_client::registry::{Registry, Unit};
 use tracing::{debug, info, warn};
 
 use crate::cli::MetricsArgs;
+use crate::files::{PUBLIC, write_atomically};
 
 /// A metric's labels: names from a fixed list, values from small closed sets.
 type Labels = Vec<(&'static str, String)>;
@@ -631,29 +632,7 @@ fn write_textfile(path: &Path, registry: &Registry) -> std::io::Result<()> {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
     })?;
     let dir = dir.unwrap_or_else(|| Path::new("."));
-    crate::commands::sm::write_atomically(
-        dir,
-        &name.to_string_lossy(),
-        &text,
-        crate::commands::sm::PUBLIC,
-    )
-}
-
-/// `--metrics-listen`: `ADDR:PORT`, or a port alone (`PORT` or `:PORT`) for the loopback
-/// address, so that the endpoint is never public unless asked.
-pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(address) = text.parse::<SocketAddr>() {
-        return Ok(address);
-    }
-    let port = text.strip_prefix(':').unwrap_or(text);
-    port.parse::<u16>()
-        .map(|port| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
-        .map_err(|_| {
-            format!(
-                "{text:?} is no ADDR:PORT (such as 127.0.0.1:9464 or [::1]:9464) and no port \
-                 (9464 or :9464, on 127.0.0.1)"
-            )
-        })
+    write_atomically(dir, &name.to_string_lossy(), &text, PUBLIC)
 }
 
 /// Listens on `address` and serves the registry from a thread of its own.
@@ -750,6 +729,7 @@ fn answer(stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
     use std::sync::Mutex;
 
     use super::*;
@@ -820,24 +800,6 @@ mod tests {
             sorted.sort_unstable();
             assert_eq!(traps, sorted);
         }
-    }
-
-    #[test]
-    fn a_port_alone_listens_on_loopback() {
-        let loopback = |port| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
-        assert_eq!(parse_listen("9464"), Ok(loopback(9464)));
-        assert_eq!(parse_listen(":9464"), Ok(loopback(9464)));
-        assert_eq!(
-            parse_listen("0.0.0.0:80"),
-            Ok("0.0.0.0:80".parse().unwrap())
-        );
-        assert_eq!(
-            parse_listen("[::1]:9464"),
-            Ok("[::1]:9464".parse().unwrap())
-        );
-        let error = parse_listen("localhost:x").unwrap_err();
-        assert!(error.contains("no ADDR:PORT"), "{error}");
-        assert!(parse_listen("70000").is_err());
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::commands::status::Status;
 use crate::commands::{Outcome, load_config, reload};
 use crate::control::{self, Command, ControlSocket};
 use crate::diagnostics::Report;
+use crate::files::{PUBLIC, SECRET, write_atomically};
 use crate::logging::{Logging, Problems};
 use crate::metrics::Exporter;
 use crate::port_wait::{ONCE_PORT_WAIT, Waited, wait_for_port};
@@ -634,37 +635,4 @@ impl Dumps {
         }
         written
     }
-}
-
-/// The permissions of a file anyone may read, and of one that holds keys.
-pub(crate) const PUBLIC: u32 = 0o644;
-const SECRET: u32 = 0o600;
-
-/// Writes `dir/name` (creating the directory) with permissions `mode` by way of a temporary
-/// file renamed over it, so a reader never sees half a file. The temporary file is created
-/// with `mode`, so a secret is never readable by others, not even for a moment.
-pub(crate) fn write_atomically(
-    dir: &Path,
-    name: &str,
-    text: &str,
-    mode: u32,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!("{name}.tmp"));
-    // A temporary file left by a crash may have other permissions; start afresh.
-    match std::fs::remove_file(&tmp) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
-        _ => {}
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&tmp)?;
-    file.write_all(text.as_bytes())?;
-    // The umask may have taken bits away from `mode`; never added any.
-    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-    drop(file);
-    std::fs::rename(tmp, dir.join(name))
 }
