@@ -282,23 +282,68 @@ impl fmt::Display for FabricSpec {
     }
 }
 
-/// Opens the transport `spec` names.
+/// Opens the transport `spec` names, for a caller that only moves MADs over it.
 pub fn open(
     spec: &FabricSpec,
     options: &OpenOptions,
 ) -> Result<Box<dyn Transport>, TransportError> {
+    open_fabric(spec, options).map(Fabric::into_transport)
+}
+
+/// Opens the fabric `spec` names. An emulated one stays an [`EmulatedTransport`], so that
+/// the caller can set its emulator up (latency, faults) and read it back.
+///
+/// [`EmulatedTransport`]: emulated::EmulatedTransport
+pub fn open_fabric(spec: &FabricSpec, options: &OpenOptions) -> Result<Fabric, TransportError> {
     Ok(match spec {
-        FabricSpec::Ibsim { sockname, node } => Box::new(ibsim::IbsimTransport::connect(
-            sockname,
-            node,
-            options.role,
-        )?),
-        FabricSpec::Umad(selector) => Box::new(umad::UmadTransport::open(selector, options)?),
-        FabricSpec::Emulated { topology, node } => Box::new(emulated::EmulatedTransport::open(
-            topology,
-            node.as_deref(),
-        )?),
+        FabricSpec::Ibsim { sockname, node } => Fabric::Other(Box::new(
+            ibsim::IbsimTransport::connect(sockname, node, options.role)?,
+        )),
+        FabricSpec::Umad(selector) => {
+            Fabric::Other(Box::new(umad::UmadTransport::open(selector, options)?))
+        }
+        FabricSpec::Emulated { topology, node } => Fabric::Emulated(
+            emulated::EmulatedTransport::open(topology, node.as_deref())?,
+        ),
     })
+}
+
+/// An open fabric: [`open_fabric`]'s answer.
+// One per process, so the emulated variant's size does not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum Fabric {
+    /// A fabric emulated inside the process, which its caller may reach into.
+    Emulated(emulated::EmulatedTransport),
+    /// Any other: kernel umad or an ibsim client.
+    Other(Box<dyn Transport>),
+}
+
+// By hand: a transport behind `dyn` has no `Debug` to derive from.
+impl fmt::Debug for Fabric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fabric::Emulated(transport) => f.debug_tuple("Emulated").field(transport).finish(),
+            Fabric::Other(_) => f.write_str("Other(..)"),
+        }
+    }
+}
+
+impl Fabric {
+    /// The transport, whatever the fabric.
+    pub fn transport(&mut self) -> &mut dyn Transport {
+        match self {
+            Fabric::Emulated(transport) => transport,
+            Fabric::Other(transport) => transport.as_mut(),
+        }
+    }
+
+    /// The transport alone, for a caller that needs nothing else of the fabric.
+    pub fn into_transport(self) -> Box<dyn Transport> {
+        match self {
+            Fabric::Emulated(transport) => Box::new(transport),
+            Fabric::Other(transport) => transport,
+        }
+    }
 }
 
 /// Why a transport failed. Every variant names the device or socket, and where the operating

@@ -39,9 +39,8 @@ use ibqos_sm::manager::{self, Event, Manager, Run};
 use ibqos_sm::mkey::{Neighbors, read_guid2mkey, read_neighbors};
 use ibqos_sm::summary::SweepSummary;
 use ibqos_transport::driver::next_event_watched;
-use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::fault::{FaultConfig, Faulty};
-use ibqos_transport::{FabricSpec, OpenOptions, Role, Transport, open};
+use ibqos_transport::{Fabric, FabricSpec, OpenOptions, Role, Transport, open_fabric};
 use sd_notify::NotifyState;
 
 pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
@@ -74,7 +73,7 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
         info!("stopping on signal");
         return Ok(Outcome::Success);
     }
-    let mut fabric = open_fabric(args, &options)?;
+    let mut fabric = open_with_faults(args, &options)?;
     let run = if args.dry_run {
         Run::DryRun
     } else if args.once {
@@ -114,29 +113,12 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     })
 }
 
-/// The SM's transport. An emulated fabric stays a concrete type so that it can be read back.
-/// One per run, so its size does not matter.
-#[allow(clippy::large_enum_variant)]
-enum Fabric {
-    Emulated(EmulatedTransport),
-    Other(Box<dyn Transport>),
-}
-
-impl Fabric {
-    fn transport(&mut self) -> &mut dyn Transport {
-        match self {
-            Fabric::Emulated(transport) => transport,
-            Fabric::Other(transport) => transport.as_mut(),
-        }
-    }
-}
-
 /// Opens the fabric with the fault flags applied: on a `sim:` fabric inside the emulator (the
 /// fabric itself loses, damages and delays MADs, and runs the schedule), elsewhere on the
 /// receive side, where the flags that need the fabric's inside are refused.
-fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
-    let FabricSpec::Emulated { topology, node } = &args.fabric else {
-        let f = &args.faults;
+fn open_with_faults(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
+    let f = &args.faults;
+    if !matches!(args.fabric, FabricSpec::Emulated { .. }) {
         let emulated_only = [
             (f.fault_jitter_us > 0, "--fault-jitter-us"),
             (f.fault_schedule.is_some(), "--fault-schedule"),
@@ -152,26 +134,30 @@ fn open_fabric(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
                 args.fabric
             );
         }
-        let mut transport = open(&args.fabric, options)?;
-        let faults = FaultConfig {
-            loss: f.fault_loss,
-            corrupt: f.fault_corrupt,
-            seed: f.fault_seed,
-        };
-        if faults.is_active() {
+    }
+    Ok(match open_fabric(&args.fabric, options)? {
+        Fabric::Emulated(mut transport) => {
+            configure_emulator(transport.emulator_mut(), f, &args.latency)?;
+            Fabric::Emulated(transport)
+        }
+        Fabric::Other(transport) => {
+            let faults = FaultConfig {
+                loss: f.fault_loss,
+                corrupt: f.fault_corrupt,
+                seed: f.fault_seed,
+            };
+            if !faults.is_active() {
+                return Ok(Fabric::Other(transport));
+            }
             warn!(
                 loss = faults.loss,
                 corrupt = faults.corrupt,
                 seed = faults.seed,
                 "injecting faults on receipt"
             );
-            transport = Box::new(Faulty::new(transport, faults));
+            Fabric::Other(Box::new(Faulty::new(transport, faults)))
         }
-        return Ok(Fabric::Other(transport));
-    };
-    let mut transport = EmulatedTransport::open(topology, node.as_deref())?;
-    configure_emulator(transport.emulator_mut(), &args.faults, &args.latency)?;
-    Ok(Fabric::Emulated(transport))
+    })
 }
 
 /// What the daemon answers to and keeps besides the fabric: signals, systemd's watchdog, the
