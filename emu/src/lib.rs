@@ -2,23 +2,23 @@
 //! (PMA) for every node of a [`Topology`], answering MADs the way real switches and HCAs do, so
 //! that an SM can run with no hardware and no ibsim.
 //!
-//! [`Emulator`] is sans-IO and deterministic, with one way in: [`Emulator::exchange`] takes a
-//! [`Request`] (the bytes of one SMP or PerfMgt GMP, the port it leaves from and the emulated
-//! time it leaves) and returns the [`Reply`] that comes back and when, or `None` where a real
-//! fabric drops it (a bad directed route, no LID route, a malformed MAD, a dead node, a wrong
-//! M_Key, a loss). Scheduled link flaps up to then take effect first ([`FaultSchedule`]), and
-//! the fabric's [`Models`] may lose, damage or delay what travels, all drawn from one seeded
-//! generator: the same seed, requests and times give the same bytes at the same times. Where a
-//! client sits is the `attach` module's rule; a client that is an SM claims CapabilityMask.IsSM
-//! with [`Emulator::set_is_sm`]. [`dump`] reads every port's QoS state back as JSON.
+//! [`Emulator`] is sans-IO and deterministic, with one way in: [`Emulator::exchange`]. It takes a
+//! [`Request`]: the bytes of one SMP or PerfMgt GMP, the port it leaves from and the emulated time
+//! it leaves. It returns the [`Reply`] that comes back and when. It returns `None` where a real
+//! fabric drops the request: a bad directed route, no LID route, a malformed MAD, a dead node, a
+//! wrong M_Key, a loss. Scheduled link flaps up to then take effect first ([`FaultSchedule`]). The
+//! fabric's [`Models`] may lose, damage or delay what travels, all drawn from one seeded generator.
+//! So the same seed, requests and times give the same bytes at the same times. Where a client sits
+//! is the `attach` module's rule. A client that is an SM claims CapabilityMask.IsSM with
+//! [`Emulator::set_is_sm`]. [`dump`] reads every port's QoS state back as JSON.
 //!
-//! What each attribute does is in the `sma` module; the `travel` module moves MADs (directed
-//! routes as IBA 14.2.2 specifies them, LID routes through the linear forwarding tables the SM
-//! programmed), the `link` module does the link-level effects of PortInfo Sets and flaps (a
-//! port taken down takes its neighbour with it), and the `trap` module sends the traps they
-//! raise. Which SMPs an SMA answers when it holds an M_Key is in the `mkey` module. The PMAs'
-//! port counters (the `perf` module) count every MAD the fabric carries on every link it
-//! crosses, as ibsim's do. The `serve` module serves the fabric over ibsim's socket protocol.
+//! What each attribute does is in the `sma` module. The `travel` module moves MADs: directed routes
+//! as IBA 14.2.2 specifies them, LID routes through the linear forwarding tables the SM programmed.
+//! The `link` module does the link-level effects of PortInfo Sets and flaps (a port taken down
+//! takes its neighbour with it). The `trap` module sends the traps they raise. Which SMPs an SMA
+//! answers when it holds an M_Key is in the `mkey` module. The PMAs' port counters (the `perf`
+//! module) count every MAD the fabric carries on every link it crosses, as ibsim's do. The `serve`
+//! module serves the fabric over ibsim's socket protocol.
 
 mod attach;
 mod due;
@@ -179,17 +179,21 @@ impl Emulator {
     /// no LID route, a malformed MAD, a dead node, a wrong M_Key, a response, or a TrapRepress
     /// (which has no answer: it ends its trap at the SMA it reaches).
     ///
-    /// Any other bytes are taken as a PerfMgt GMP, answered as ibsim's PMAs answer them (see
-    /// the `perf` module): ClassPortInfo, PortCounters, PortCountersExtended and the optional
-    /// counters, Get and Set (which clears the counters CounterSelect names), PortSelect 0xFF
-    /// for all of a switch's ports. `None` for bytes that are no PerfMgt request (shorter than
-    /// 256 bytes, BaseVersion not 1, another class, a response or TrapRepress). Any other
-    /// request is answered, with a real PMA's status where it asks for something wrong:
-    /// 0x0004 for a ClassVersion other than 1, 0x0008 for a method other than Get and Set
-    /// (and, as in ibsim, for a Set of ClassPortInfo), 0x000C for an attribute the PMA does not
-    /// have (ibsim drops those), 0x001C for a PortSelect naming no port. A GMP goes where
-    /// `dlid` leads through the switches' forwarding tables, as ibsim routes it; with no LID it
-    /// goes to `origin`'s own port.
+    /// Any other bytes are taken as a PerfMgt GMP, answered as ibsim's PMAs answer them (see the
+    /// `perf` module). The PMAs take ClassPortInfo, PortCounters, PortCountersExtended and the
+    /// optional counters. They take Get and Set (which clears the counters CounterSelect names),
+    /// and PortSelect 0xFF for all of a switch's ports. `None` for bytes that are no PerfMgt
+    /// request: shorter than 256 bytes, BaseVersion not 1, another class, a response or
+    /// TrapRepress. Any other request is answered, with a real PMA's status where it asks for
+    /// something wrong:
+    ///
+    /// - 0x0004 for a ClassVersion other than 1;
+    /// - 0x0008 for a method other than Get and Set (and, as in ibsim, for a Set of ClassPortInfo);
+    /// - 0x000C for an attribute the PMA does not have (ibsim drops those);
+    /// - 0x001C for a PortSelect naming no port.
+    ///
+    /// A GMP goes where `dlid` leads through the switches' forwarding tables, as ibsim routes it.
+    /// With no LID it goes to `origin`'s own port.
     ///
     /// Like every MAD the fabric carries, a request and its response are counted on the links
     /// they cross.

@@ -9,12 +9,12 @@
 //! (qib, hfi1 `check_mkey`) and OpenSM's man page (level 3 "identical to 2, maintained for
 //! backwards compatibility") treat 3 as 2, and so does this one.
 //!
-//! A failed check is an M_Key violation: the SMP is dropped with no answer, the port's
-//! M_KeyViolations counts it (up to 0xFFFF), and a lease of M_KeyLeasePeriod seconds starts
-//! unless one is running or the period is 0. When a lease runs out the port's protect bits go
-//! back to 0, so a new SM can read the key; only an SMP that carries the valid key stops it
-//! (C14-19), not a Get a lower protection level lets through with a wrong one (C14-17, as the
-//! Linux qib fix "M_Key lease timeout handling" reads them).
+//! A failed check is an M_Key violation. The SMP is dropped with no answer, and the port's
+//! M_KeyViolations counts it (up to 0xFFFF). A lease of M_KeyLeasePeriod seconds starts unless one
+//! is running or the period is 0. When a lease runs out, the port's protect bits go back to 0, so a
+//! new SM can read the key. Only an SMP that carries the valid key stops the lease (C14-19). A Get
+//! that a lower protection level lets through with a wrong key does not (C14-17, as the Linux qib
+//! fix "M_Key lease timeout handling" reads them).
 //!
 //! Lease time is the emulated time of [`Emulator::advance_to`] (which [`Emulator::exchange`]
 //! calls): a lease starts at the latest time the emulator was advanced to and ends only when it

@@ -11,11 +11,11 @@ use rand_pcg::Pcg64;
 
 /// How long an SMP takes: the links it crosses and the SMA that answers it.
 ///
-/// The defaults are assumptions of the right order of magnitude, not measurements (ibsim has no
-/// latency at all): a hop is about what switch vendors quote as port-to-port latency for
-/// EDR/HDR ASICs (90-130 ns) plus a few metres of cable at 5 ns/m; an SMA's time is dominated by
-/// firmware on a management processor, which on a switch is a small embedded CPU serving every
-/// port (hence 20 us) and on an HCA the adapter's own firmware (hence 2 us).
+/// The defaults are assumptions of the right order of magnitude, not measurements: ibsim has no
+/// latency at all. A hop is about what switch vendors quote as port-to-port latency for EDR/HDR
+/// ASICs (90-130 ns), plus a few metres of cable at 5 ns/m. An SMA's time is dominated by firmware
+/// on a management processor. On a switch that is a small embedded CPU serving every port (hence 20
+/// us); on an HCA, the adapter's own firmware (hence 2 us).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Latency {
     /// One link crossed one way, in ns: cable and a switch's cut-through forwarding.

@@ -4,14 +4,15 @@
 //! What is counted is what ibsim counts, so that `perfquery` prints the same numbers on a served
 //! fabric as under ibsim after the same MADs:
 //!
-//! - every MAD the fabric carries (SMPs and their responses, PerfMgt GMPs and theirs, SA and
-//!   other MADs on their way to a client, traps), on every link it crosses: one packet of 72
-//!   dwords (a 256-byte MAD with its headers and CRCs, ibsim's figure) in PortXmitPkts and
-//!   PortXmitData of the port that sends it, PortRcvPkts and PortRcvData of the port that
-//!   receives it, and the same again in the separate counters of PortCountersExtended;
-//! - a MAD lost on its way: PortXmitDiscards of a port that could not send it (down, or not
-//!   Active for a LID-routed packet), PortRcvSwitchRelayErrors of a port that received it and
-//!   had no route for it, PortRcvErrors of a port down at the far end of a directed route.
+//! - every MAD the fabric carries, on every link it crosses: SMPs and their responses, PerfMgt GMPs
+//!   and theirs, SA and other MADs on their way to a client, traps. Each is one packet of 72 dwords
+//!   (a 256-byte MAD with its headers and CRCs, ibsim's figure). It counts in PortXmitPkts and
+//!   PortXmitData of the port that sends it, and in PortRcvPkts and PortRcvData of the port that
+//!   receives it. It counts again in the separate counters of PortCountersExtended;
+//! - a MAD lost on its way. PortXmitDiscards counts it at a port that could not send it (down, or
+//!   not Active for a LID-routed packet). PortRcvSwitchRelayErrors counts it at a port that
+//!   received it and had no route for it. PortRcvErrors counts it at a port down at the far end of
+//!   a directed route.
 //!
 //! A request is counted on its way in before the PMA reads the counters and its response on its
 //! way back after, as in ibsim, so a PortCounters Get sees its own arrival.
@@ -21,13 +22,13 @@
 //! counters read as ibsim's. Every other counter reads 0, as in ibsim, and so do the unicast and
 //! multicast packets of PortCountersExtended.
 //!
-//! Where ibsim has bugs this PMA does not copy them: a PortCountersExtended Set clears
-//! PortRcvPkts when CounterSelect bit 3 asks for it (ibsim clears PortXmitPkts instead), and the
-//! PortXmitDiscards of all of a switch's ports stop at 0xFFFF (ibsim stops the sum at 0xFF).
-//! A request ibsim takes leniently gets a real PMA's status here: 0x000C for an attribute the
-//! PMA does not have (PortSamplesControl, PortRcvDataSL, ...; ibsim forwards it to a client or
-//! drops it), 0x0004 for a ClassVersion other than 1 (ibsim answers 2 as 1), 0x0008 for a
-//! method other than Get and Set (ibsim answers it as a Get).
+//! Where ibsim has bugs, this PMA does not copy them. A PortCountersExtended Set clears PortRcvPkts
+//! when CounterSelect bit 3 asks for it (ibsim clears PortXmitPkts instead). The PortXmitDiscards
+//! of all of a switch's ports stop at 0xFFFF (ibsim stops the sum at 0xFF). A request ibsim takes
+//! leniently gets a real PMA's status here. That is 0x000C for an attribute the PMA does not have
+//! (PortSamplesControl, PortRcvDataSL, ...), which ibsim forwards to a client or drops. It is
+//! 0x0004 for a ClassVersion other than 1 (ibsim answers 2 as 1). It is 0x0008 for a method other
+//! than Get and Set (ibsim answers it as a Get).
 
 use std::ops::RangeInclusive;
 

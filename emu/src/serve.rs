@@ -59,11 +59,11 @@ const SMA_ATTRIBUTES: [AttributeId; 11] = [
     AttributeId::MlnxExtendedPortInfo,
 ];
 
-/// A wait shorter than this is spun (polled without a timeout) rather than slept. Measured on
-/// the 2-core VM of BENCHMARKS.md, even with 1 ns timer slack a 20 us `poll` timeout returned
-/// tens of us late, so the fabric answered at several times its latency model; spinning the
-/// last 100 us makes the answers leave on time, at the price of one busy core while MADs are
-/// in flight (as ibsim's own loop is busy while it has work).
+/// A wait shorter than this is spun (polled without a timeout) rather than slept. On the 2-core VM
+/// of BENCHMARKS.md, a 20 us `poll` timeout returned tens of us late, even with 1 ns timer slack.
+/// So the fabric answered at several times its latency model. Spinning the last 100 us makes the
+/// answers leave on time. The price is one busy core while MADs are in flight, as ibsim's own loop
+/// is busy while it has work.
 const SPIN_BELOW: Duration = Duration::from_micros(100);
 
 /// How often the loop looks at the stop flag when nothing is due: a signal handler that only

@@ -60,9 +60,9 @@ const SPEED_EXT_DISABLE: u8 = 30;
 /// VLStallCount ibsim shows on external ports (port 0 shows 0).
 const VL_STALL_COUNT: u8 = 7;
 /// The active width (4x) and speed (SDR) ibsim gives every port it builds (`sim_net.c`,
-/// `init_ports`): what a port shows until its link trains, and what an unlinked port and a
-/// switch's port 0 keep. diags print 0 as an undefined width, and an SA rates a path from or
-/// to a switch by its port 0.
+/// `init_ports`). A port shows them until its link trains; an unlinked port and a switch's port 0
+/// keep them. diags print 0 as an undefined width, and an SA rates a path from or to a switch by
+/// its port 0.
 const UNTRAINED_WIDTH_ACTIVE: u8 = 2;
 const UNTRAINED_SPEED_ACTIVE: u8 = 1;
 /// M_KeyLeasePeriod (s) and SubnetTimeout in ibsim's templates for CA ports and switch port 0

@@ -132,9 +132,9 @@ impl Emulator {
     }
 
     /// The response of a LID-routed request answered at `at` goes back to the requester's LID,
-    /// counted on its way: the links it crosses, or `None` where it does not reach the
-    /// requester's node (no route, or a requester without a LID; the request was answered all
-    /// the same, as in ibsim and on a real fabric).
+    /// counted on its way. Returns the links it crosses. `None` where it does not reach the
+    /// requester's node: no route, or a requester without a LID. The request was answered all the
+    /// same, as in ibsim and on a real fabric.
     pub(crate) fn reply_by_lid(&mut self, origin: PortRef, at: Arrival) -> Option<u64> {
         if at == origin {
             return Some(0);
@@ -269,10 +269,10 @@ impl Emulator {
     }
 
     /// The end ports a packet for multicast LID `mlid` sent by end port `from` reaches, as the
-    /// switches forward it (IBA 18.2.4.3.2): each switch copies it to every port its
-    /// MulticastForwardingTable entry for the MLID names but the one it came in by, port 0
-    /// delivering it to the switch itself; a port whose link is not ACTIVE at both ends drops
-    /// its copy. Each end port once, in the order the copies arrive; never `from` itself.
+    /// switches forward it (IBA 18.2.4.3.2). Each switch copies it to every port its
+    /// MulticastForwardingTable entry for the MLID names, but the one it came in by. Port 0
+    /// delivers it to the switch itself. A port whose link is not ACTIVE at both ends drops its
+    /// copy. Each end port comes once, in the order the copies arrive; never `from` itself.
     pub fn multicast_targets(&self, from: PortRef, mlid: u16) -> Vec<PortRef> {
         let mut reached = Vec::new();
         if MftModifier::containing(mlid, 0).is_none() {

@@ -45,10 +45,10 @@ fn is_perf(how: u8) -> bool {
     how & 0x18 == 0x18
 }
 
-/// Three times in four the bytes become a 256-byte MAD with valid versions and the class of
-/// the agent they go to, a LID-routed or directed-route SMP with a short route or a PerfMgt
-/// GMP of an attribute the PMAs know, so that most inputs reach the attribute code instead of
-/// stopping at the header checks; the fourth is sent as it came.
+/// Three times in four, the bytes become a 256-byte MAD with valid versions and the class of the
+/// agent they go to. That is a LID-routed or directed-route SMP with a short route, or a PerfMgt
+/// GMP of an attribute the PMAs know. So most inputs reach the attribute code instead of stopping
+/// at the header checks. The fourth time, the bytes are sent as they came.
 fn frame(how: u8, bytes: &mut Vec<u8>) {
     if how & 3 == 0 {
         return;

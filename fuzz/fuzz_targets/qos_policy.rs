@@ -1,7 +1,7 @@
-//! Any bytes read as qos-policy.conf: the reader must answer with a policy or OpenSM's error,
-//! never panic or hang; a policy it read must write and read back unchanged (or say why not);
-//! resolving it against a small fabric must not walk a huge GUID range; and its qos-setup,
-//! checked and applied to that fabric, must give tables or errors, never a panic.
+//! Any bytes read as qos-policy.conf. The reader must answer with a policy or OpenSM's error, never
+//! panic or hang. A policy it read must write and read back unchanged (or say why not). Resolving
+//! it against a small fabric must not walk a huge GUID range. Its qos-setup, checked and applied to
+//! that fabric, must give tables or errors, never a panic.
 #![no_main]
 
 use ibqos_mad::NodeType;

@@ -79,13 +79,13 @@ pub enum Command {
     /// prints a summary. With --once it exits after that; otherwise it sweeps again every
     /// sweep_interval seconds until SIGTERM or SIGINT.
     ///
-    /// M_Key protection, as OpenSM's: the configuration's m_key, m_key_protection_level (0-3),
+    /// M_Key protection, as OpenSM's. The configuration's m_key, m_key_protection_level (0-3),
     /// m_key_lease_period (seconds) and m_key_lookup (in ibqos.toml's `[opensm]` table) give every
-    /// CA port and switch port 0 the key, protect bits and lease, and every SMP carries the key
-    /// its target holds, kept in the cache directory's guid2mkey (mode 0600). ibqos.toml's `[sm]`
-    /// m_key_per_port_secret (16 bytes or more) gives each port its own key, HMAC-SHA256 of the
-    /// secret and the port GUID, so one leaked key opens one port. No key is ever logged or
-    /// printed; a port whose key was lost is taken back when its lease runs out.
+    /// CA port and switch port 0 the key, protect bits and lease. Every SMP carries the key its
+    /// target holds, kept in the cache directory's guid2mkey (mode 0600). ibqos.toml's `[sm]`
+    /// m_key_per_port_secret (16 bytes or more) gives each port its own key. That key is
+    /// HMAC-SHA256 of the secret and the port GUID, so one leaked key opens one port. No key is
+    /// ever logged or printed. A port whose key was lost is taken back when its lease runs out.
     #[command(after_help = "Examples:\n  \
         ibqos sm --once -F examples/opensm-qos.conf\n  \
         ibqos sm --once --fabric ibsim:sim@H1 -F /etc/opensm/opensm.conf\n  \
@@ -113,12 +113,12 @@ pub enum Command {
     /// Simulate traffic over a fabric with the QoS tables a configuration programs, or with
     /// those a fabric holds.
     ///
-    /// A credit-based, packet-level simulation: links with speed, width and propagation, per-VL
-    /// receive buffers in 64-byte credits, the IBA 7.6.9 VL arbiter on every output port with
-    /// the tables the planner gives each port (or, with --tables, the tables `ibqos dump` read
-    /// from a live fabric), SL-to-VL at every hop, routes from minhop (as the SM computes
-    /// them). Prints per flow, per SL and per VL on every link: bytes, throughput, share,
-    /// latency, time blocked on credits, buffer occupancy and drops.
+    /// A credit-based, packet-level simulation. Links have speed, width and propagation, and per-VL
+    /// receive buffers in 64-byte credits. Every output port runs the IBA 7.6.9 VL arbiter with the
+    /// tables the planner gives it (or, with --tables, those `ibqos dump` read from a live fabric).
+    /// SL-to-VL applies at every hop, and routes come from minhop, as the SM computes them. Prints
+    /// per flow, per SL and per VL on every link: bytes, throughput, share, latency, time blocked
+    /// on credits, buffer occupancy and drops.
     #[command(after_help = "Examples:\n  \
         ibqos sim --topology fabric.net -F opensm.conf --traffic traffic.toml\n  \
         ibqos sim --topology fabric.net -c ibqos.toml --traffic traffic.toml --seed 7 --json\n  \
@@ -443,11 +443,11 @@ pub enum GenShape {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("sm_config").args(["opensm_conf", "toml"])))]
 pub struct SmArgs {
-    /// The fabric: `sim:TOPOLOGY[@NODE]` (a fabric emulated in this process, from a net file or
-    /// a built-in topology; the default is the built-in two-switch fabric, so the SM runs with
-    /// nothing else installed), `ibsim:SOCKNAME@NODE` (a native client of a running ibsim,
-    /// attached at NODE) or `umad[:DEVICE[:PORT]]`, `umad:GUID` (the kernel; by default the
-    /// first InfiniBand port; a port GUID as `ibqos ports --guids` prints it). On umad the SM
+    /// The fabric. `sim:TOPOLOGY[@NODE]` is a fabric emulated in this process, from a net file or a
+    /// built-in topology. The default is the built-in two-switch fabric, so the SM runs with
+    /// nothing else installed. `ibsim:SOCKNAME@NODE` is a native client of a running ibsim,
+    /// attached at NODE. `umad[:DEVICE[:PORT]]` and `umad:GUID` are the kernel: by default the
+    /// first InfiniBand port, or a port GUID as `ibqos ports --guids` prints it. On umad the SM
     /// waits, rather than exit, while the port is absent or its link is down.
     #[arg(long, value_name = "SPEC", default_value_t = FabricSpec::builtin())]
     pub fabric: FabricSpec,

@@ -1,8 +1,8 @@
-//! `ibqos sm` started before its port can be used (the driver or ib_umad not loaded yet, the
-//! port GUID not there, the cable not in): instead of exiting, and being restarted in a loop as
-//! Fedora's opensm-launch does, the SM waits, says why in the log and in systemd's `STATUS=`,
-//! looks again every [`RETRY`], and goes on once the port is there with its link up. A run that
-//! is to end (`--once`, `--dry-run`) waits only so long, then fails saying what it waited for.
+//! `ibqos sm` may start before its port can be used: the driver or ib_umad not loaded yet, the port
+//! GUID not there, the cable not in. Instead of exiting, and being restarted in a loop as Fedora's
+//! opensm-launch does, the SM waits. It says why in the log and in systemd's `STATUS=`, looks again
+//! every [`RETRY`], and goes on once the port is there with its link up. A run that is to end
+//! (`--once`, `--dry-run`) waits only so long, then fails saying what it waited for.
 
 use std::time::{Duration, Instant};
 

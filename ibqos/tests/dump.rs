@@ -1,7 +1,7 @@
-//! `ibqos dump` and the read-only survey under it, on the emulated fabric in virtual time: the
-//! survey reads over the wire exactly what the fabric's own dump holds (as powered on, after
-//! the SM programmed it, and on ports of every mix of QoS capabilities), sends nothing but
-//! SubnGets, and names every Get it could not complete.
+//! `ibqos dump` and the read-only survey under it, on the emulated fabric in virtual time. The
+//! survey reads over the wire exactly what the fabric's own dump holds: as powered on, after the SM
+//! programmed it, and on ports of every mix of QoS capabilities. It sends nothing but SubnGets, and
+//! names every Get it could not complete.
 
 mod common;
 

@@ -1,7 +1,7 @@
-//! The SM on a faulty emulated fabric (issue 5): with loss and jitter it converges within two
-//! sweeps for every seed, a link flapping in the middle of a sweep is brought back by the next,
-//! a dead node leaves the rest of the fabric up, damaged responses never stop it, and the
-//! fabric dump is the same bytes for the same seed.
+//! The SM on a faulty emulated fabric (issue 5). With loss and jitter it converges within two
+//! sweeps for every seed. A link flapping in the middle of a sweep is brought back by the next. A
+//! dead node leaves the rest of the fabric up, and damaged responses never stop the SM. The fabric
+//! dump is the same bytes for the same seed.
 //!
 //! The fabric runs on virtual time, the SM's timers included: each run depends on its seed
 //! alone, not on the machine, and a lost MAD costs no real time.

@@ -1,8 +1,8 @@
-//! M_Key protection on the emulated fabric: with protection level 2 and a lease, SMPs from
-//! another port without the key change nothing and count violations in the fabric's own
-//! counters, while the SM keeps working: after a restart that reads its guid2mkey cache, and
-//! after losing that cache (it takes the ports back as their leases run out). With per-port
-//! keys, a key taken from one port opens no other. And no key ever reaches the SM's output.
+//! M_Key protection on the emulated fabric, with protection level 2 and a lease. SMPs from another
+//! port without the key change nothing and count violations in the fabric's own counters. Meanwhile
+//! the SM keeps working: after a restart that reads its guid2mkey cache, and after losing that
+//! cache (it takes the ports back as their leases run out). With per-port keys, a key taken from
+//! one port opens no other. And no key ever reaches the SM's output.
 
 use std::collections::BTreeMap;
 use std::process::Command;

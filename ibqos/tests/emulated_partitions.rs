@@ -1,7 +1,7 @@
-//! The partition manager on the built-in two-switch fabric emulated in virtual time: the P_Key
-//! tables and enforcement it leaves, worked out by hand from OpenSM's rules (the ibsim oracle
-//! in tests/ holds the same code to OpenSM itself); a table changed behind the SM's back
-//! repaired by the next sweep; and what the SA answers from those tables.
+//! The partition manager on the built-in two-switch fabric emulated in virtual time. These tests
+//! check the P_Key tables and enforcement it leaves, worked out by hand from OpenSM's rules (the
+//! ibsim oracle in tests/ holds the same code to OpenSM itself). They check that the next sweep
+//! repairs a table changed behind the SM's back, and what the SA answers from those tables.
 //!
 //! The partitions.conf is `common::partitioned`'s.
 

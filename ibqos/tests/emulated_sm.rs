@@ -401,11 +401,11 @@ fn without_setup(dir: &Path, config: &Path) -> std::path::PathBuf {
     path
 }
 
-/// With `program_policy_setup`, the qos-setup scopes' tables are on exactly the ports they
-/// choose, read back from the emulator: storage's ports and the switch ports facing them get
-/// the vlarb-scope's high table and VLHighLimit, the switch ports towards storage the
-/// across-to SL-to-VL table from every input, switch one's port 1 to port 2 entry its own;
-/// every other port and entry is what the port classes program without the section.
+/// With `program_policy_setup`, the qos-setup scopes' tables are on exactly the ports they choose,
+/// read back from the emulator. Storage's ports and the switch ports facing them get the
+/// vlarb-scope's high table and VLHighLimit. The switch ports towards storage get the across-to
+/// SL-to-VL table from every input, and switch one's port 1 to port 2 entry gets its own. Every
+/// other port and entry is what the port classes program without the section.
 #[test]
 fn qos_setup_tables_land_on_the_ports_their_groups_choose() {
     let dir = tempfile::tempdir().unwrap();
@@ -1049,8 +1049,8 @@ fn a_run_prints_its_summary_on_stdout_and_a_dry_run_says_what_it_would_do() {
 }
 
 /// A daemon under the journal, sweeping every second on a fabric that stays as it is, with a
-/// `dump_files_dir` it cannot write: its first sweep's summary is logged, the next sweeps' are
-/// not (nothing changed), the dump file's warning comes once, every line of its standard error
+/// `dump_files_dir` it cannot write. Its first sweep's summary is logged, and the next sweeps' are
+/// not (nothing changed). The dump file's warning comes once. Every line of its standard error
 /// carries its priority, and its standard output stays empty.
 #[test]
 fn a_daemon_logs_a_summary_when_it_is_news_and_a_repeated_warning_once() {

@@ -1,11 +1,11 @@
-//! Two ibqos SMs on one emulated fabric (IBA 14.4), in one process and in virtual time, over
-//! 100 seeds: each seed places the two SMs at two hosts of the built-in two-switch fabric, gives
-//! them random priorities (equal ones included, so the port GUID decides), starts them in a
-//! random order at random times, and kills them at random: an SM that exits (its port stops
-//! advertising IsSM) or hangs (IsSM stays, nothing answers), restarted or not. The SMs reach
-//! each other through the fabric (`ibqos_transport::shared`): their SMInfo polls, HANDOVERs and
-//! traps 144 travel it as they travel ibsim. The fabric delays answers by a random jitter, and
-//! in some seeds loses a MAD now and then.
+//! Two ibqos SMs on one emulated fabric (IBA 14.4), in one process and in virtual time, over 100
+//! seeds. Each seed places the two SMs at two hosts of the built-in two-switch fabric. It gives
+//! them random priorities (equal ones included, so the port GUID decides) and starts them in a
+//! random order at random times. It kills them at random: an SM that exits (its port stops
+//! advertising IsSM) or hangs (IsSM stays, nothing answers), restarted or not. The SMs reach each
+//! other through the fabric (`ibqos_transport::shared`). Their SMInfo polls, HANDOVERs and traps
+//! 144 travel it as they travel ibsim. The fabric delays answers by a random jitter, and in some
+//! seeds loses a MAD now and then.
 //!
 //! Every SMP Set an SM sends is recorded with its sender and time, and checked as it leaves: a
 //! Set from an SM that is not MASTER, or from a master while the other SM is a master that has
@@ -666,11 +666,11 @@ fn a_master_restarted_while_its_standby_takes_over_is_the_only_master() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// A new master asks every CA port (those with IsClientReregistrationSupported, which ibsim's
-/// lack and this fabric's are given) for a client reregistration in its first sweep as master,
-/// once, so that the hosts register again with its SA: the first master when it starts, then
-/// the standby that takes over when the master exits, or the higher SM the master hands over
-/// to. Periodic sweeps in between and after ask nothing.
+/// A new master asks every CA port for a client reregistration in its first sweep as master, once,
+/// so that the hosts register again with its SA. It asks the ports with
+/// IsClientReregistrationSupported, which ibsim's lack and this fabric's are given. The new master
+/// is the first master when it starts, then the standby that takes over when the master exits, or
+/// the higher SM the master hands over to. Periodic sweeps in between and after ask nothing.
 #[test]
 fn each_new_master_asks_every_ca_port_once_for_a_client_reregistration() {
     let ms = Duration::from_millis;

@@ -129,13 +129,13 @@ const G: u64 = 1_000_000_000;
 /// One pause frame of 65535 quanta at 40 Gb/s holds the paused port for 65535 x 512 / 40e9 s =
 /// 838.848 us (the 838.85 us), and then it sends again.
 ///
-/// H4 sends a single frame (a storm from 10 us that stops before its first refresh) pausing
-/// priority 3 on S1[4]; H1 sends 1 Gb/s of 1024-byte payloads on priority 3 (a packet every
-/// 8.192 us), which S1 holds (its default buffer has megabytes to spare) until the pause runs
-/// out. S1[4]'s pause time is exactly the frame's (tolerance 1 ns, the report's rounding to
-/// ns); the longest latency is a packet's wait from when it reached S1[4] to the pause's end, at
-/// most the pause and at least the pause less one packet gap, plus the two hops (about 0.5 us:
-/// tolerance 1 us above); every packet is delivered.
+/// H4 sends a single frame pausing priority 3 on S1[4]: a storm from 10 us that stops before its
+/// first refresh. H1 sends 1 Gb/s of 1024-byte payloads on priority 3, a packet every 8.192 us. S1
+/// holds them until the pause runs out (its default buffer has megabytes to spare). S1[4]'s pause
+/// time is exactly the frame's (tolerance 1 ns, the report's rounding to ns). The longest latency
+/// is a packet's wait from when it reached S1[4] to the pause's end, plus the two hops (about 0.5
+/// us). That wait is at most the pause and at least the pause less one packet gap (tolerance 1 us
+/// above). Every packet is delivered.
 #[test]
 fn one_pause_frame_holds_the_sender_for_its_quanta() {
     let traffic = format!(
@@ -232,14 +232,13 @@ fn headroom_for_the_flight_loses_nothing_and_a_frame_less_loses() {
 }
 
 /// Global pause (802.3x): H4's storm sends global frames, so S1[4] stops every priority, lossy
-/// priority 0 included. H1 sends 40 Gb/s of payload on priority 3, H2 40 Gb/s on priority 0,
-/// both from 5 us, after the first frame took hold at about 2.1 us (rates, not a greedy flow, so
-/// that the strict-priority ETS of this file does not starve priority 0 after the storm).
-/// A storm of 2000 quanta (10.24 us) every 1000 for the whole run: nothing is delivered.
-/// Stopped at 10 us: its last frame (5.12 us) runs out at about 15.4 us and S1[4] resumes,
-/// lossy included: over the 60 us run each flow then delivers what it sends in about 44 us at
-/// 40 Gb/s, 44 us x 40 Gb/s / 8 / 4096 = 53 frames; asserted: over 40 (a quarter off for what
-/// S1 dropped while paused and what is in flight at the end).
+/// priority 0 included. H1 sends 40 Gb/s of payload on priority 3 and H2 40 Gb/s on priority 0.
+/// Both start at 5 us, after the first frame took hold at about 2.1 us. They are rates, not greedy
+/// flows, so that this file's strict-priority ETS does not starve priority 0 after the storm. The
+/// storm stops at 10 us. Its last frame (5.12 us) runs out at about 15.4 us, and S1[4] resumes,
+/// lossy priority included. Over the 60 us run, each flow then delivers what it sends in about 44
+/// us at 40 Gb/s: 44 us x 40 Gb/s / 8 / 4096 = 53 frames. Asserted: over 40, a quarter off for what
+/// S1 dropped while paused and what is in flight at the end.
 #[test]
 fn global_pause_stops_every_priority_and_resumes_after_the_storm() {
     let run = |stop: &str| {
@@ -280,12 +279,12 @@ fn global_pause_stops_every_priority_and_resumes_after_the_storm() {
 /// reaches Xoff: the link carries exactly what H1 sends, so the PG hovers between Xon and
 /// Xoff).
 ///
-/// As above but the storm sends 2000 quanta (10.24 us) every 1000 (5.12 us) and stops at
-/// 10 us: its last frame leaves at 5.12 us and S1[4] resumes at about 16 us. The headroom
-/// holds 8 frames with Xoff at 4 and Xon at 1, more than the 4 in flight after an Xoff (above).
-/// Over the 60 us run H1 then sends for about 44 us, a frame per 334 ns: expectations with room
-/// (over 100 delivered), none dropped, every frame sent delivered or still on its way (at most
-/// the 8 in S1 and 2 on the wires), and at least one Xoff and one Xon received by H1.
+/// As above, but the storm sends 2000 quanta (10.24 us) every 1000 (5.12 us) and stops at 10 us.
+/// Its last frame leaves at 5.12 us and S1[4] resumes at about 16 us. The headroom holds 8 frames
+/// with Xoff at 4 and Xon at 1, more than the 4 in flight after an Xoff (above). Over the 60 us run
+/// H1 then sends for about 44 us, a frame per 334 ns. The expectations leave room: over 100
+/// delivered, none dropped. Every frame sent is delivered or still on its way (at most the 8 in S1
+/// and 2 on the wires). H1 receives at least one Xoff and one Xon.
 #[test]
 fn the_headroom_drains_and_the_sender_resumes_after_a_storm() {
     let traffic = format!(
@@ -387,13 +386,13 @@ fn dynamic_threshold_occupancy_in_the_engine() {
     }
 }
 
-/// Buffer occupancy over time, the setup above with N = 1: H1 offers 100 Gb/s of priority 0 to
-/// the paused S1[4]. iPool0 (B = 1,000,000, pg0 alpha 1, no reserve) fills to alpha B / (1 +
-/// alpha) = 500,000 bytes and stays. The run's 100 us in 30 intervals: the first sample (3.33 us)
-/// holds at most 3.33 us x 100 Gb/s / 8 = 41,667 bytes; filling takes 500,000 x 8 / 100 Gb/s =
-/// 40 us, so from the 13th sample (43.3 us) on, and at the end, the pool, H1's iPort.pg0 on
-/// S1[1] (shared only: a lossy PG has no headroom) and S1[4]'s ePort.tc0 each hold 500,000
-/// within one 4158-byte frame. No other region holds anything, so none is listed.
+/// Buffer occupancy over time, the setup above with N = 1: H1 offers 100 Gb/s of priority 0 to the
+/// paused S1[4]. iPool0 (B = 1,000,000, pg0 alpha 1, no reserve) fills to alpha B / (1 + alpha) =
+/// 500,000 bytes and stays. The run's 100 us is cut in 30 intervals. The first sample (3.33 us)
+/// holds at most 3.33 us x 100 Gb/s / 8 = 41,667 bytes. Filling takes 500,000 x 8 / 100 Gb/s = 40
+/// us. So from the 13th sample (43.3 us) on, and at the end, three regions each hold 500,000 within
+/// one 4158-byte frame. They are the pool, H1's iPort.pg0 on S1[1] (shared only: a lossy PG has no
+/// headroom) and S1[4]'s ePort.tc0. No other region holds anything, so none is listed.
 #[test]
 fn buffer_occupancy_rises_to_the_dynamic_threshold_and_stays() {
     let traffic = format!(
@@ -496,11 +495,11 @@ fn wdrr_byte_shares_in_each_method() {
 /// qp1 gets 40 Gb/s. Tolerance: the token bucket's burst (18,432 bytes) over the 300 us run is
 /// 0.49 Gb/s, plus one frame either way: 0.6 Gb/s.
 ///
-/// With a bucket of 1500 bytes, shallower than the 4158-byte frames, each of qp1's frames
-/// takes its bucket 2658 bytes below zero; it is full again 10,395 bytes of link time later,
-/// at the third frame's end (4178 bytes of wire time each): qp1 sends one frame in 3, 33.2 Gb/s
-/// of frame bytes (a shallow bucket rounds the minimum down to whole frames), and qp8 keeps the
-/// other two, 66.3 Gb/s.
+/// With a bucket of 1500 bytes, shallower than the 4158-byte frames, each of qp1's frames takes its
+/// bucket 2658 bytes below zero. The bucket is full again 10,395 bytes of link time later, at the
+/// third frame's end (4178 bytes of wire time each). So qp1 sends one frame in 3, 33.2 Gb/s of
+/// frame bytes: a shallow bucket rounds the minimum down to whole frames. qp8 keeps the other two,
+/// 66.3 Gb/s.
 #[test]
 fn minbw_and_maxbw_bound_a_class() {
     let strict = "dot1p = [\"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp1\", \"qp8\"]";
@@ -536,14 +535,14 @@ fn minbw_and_maxbw_bound_a_class() {
 /// The SONiC PFC pause response-time scenario as the README runs it, swept over PFC delays:
 /// the plan's four checks turn where the arithmetic says.
 ///
-/// Test traffic (priorities 3 and 4, 2 x 23.1 Gb/s of 1024-byte payloads: 1106 wire bytes each,
-/// so 49.9 Gb/s on the wire) fills the lossless PG's headroom above Xoff (87,040 - 20,480 =
-/// 66,560 bytes) while the sender takes its response, pfc_delay + 394 quanta (the IEEE limit
-/// at 100 Gb/s) of 5.12 ns, to stop. `headroom_bytes` at the PG's fill rate gives the worst
-/// case of what arrives; the first delay it exceeds the room at is the predicted turning point
-/// of check 4. Tolerance: 150 quanta (768 ns, 4.8 KB at 50 Gb/s), for the worst case's two
-/// maximum frames and pause frame (2,296 bytes) and the wire bytes it counts beyond the 1086
-/// stored (2%).
+/// The test traffic is priorities 3 and 4, 2 x 23.1 Gb/s of 1024-byte payloads: 1106 wire bytes
+/// each, so 49.9 Gb/s on the wire. It fills the lossless PG's headroom above Xoff (87,040 - 20,480
+/// = 66,560 bytes) while the sender takes its response to stop. That response is pfc_delay + 394
+/// quanta of 5.12 ns (394 is the IEEE limit at 100 Gb/s). `headroom_bytes` at the PG's fill rate
+/// gives the worst case of what arrives. The first delay at which it exceeds the room is the
+/// predicted turning point of check 4. Tolerance: 150 quanta (768 ns, 4.8 KB at 50 Gb/s). It covers
+/// the worst case's two maximum frames and pause frame (2,296 bytes), and the wire bytes it counts
+/// beyond the 1086 stored (2%).
 ///
 /// Check 3 turns when the test bytes the sender lets through pass the shared buffer (13,680,063
 /// bytes): before Xoff it fills half the lossless pool (alpha 1: 3,420,016 bytes) and the
@@ -653,14 +652,14 @@ fn no_ecn_marks_below_kmin() {
 }
 
 /// The first CNP sets the flow's rate to `DcqcnRateToSetOnFirstCnp` (3000 Mb/s here). Kmin 0 and
-/// Kmax 1 mark every frame S1 queues; H4 answers the first at once. For the rest of the 20 us
-/// run the rate stays at 3 Gb/s exactly: a cut needs `DcqcnRateReduceMonitorPeriod` (32 us)
-/// after the first CNP, the timer's first increase `DcqcnRpgTimeReset` (100 us), the byte
-/// counter 32767 x 64 bytes (5.6 ms at 3 Gb/s). The greedy flow is paced meanwhile: it
-/// sends at 100 Gb/s until the CNP arrives (at 592.64 ns: the first frame's two hops of 88.48 +
-/// 100 ns, the 78-byte CNP's two of 7.84 + 100 ns) and at 3 Gb/s after, so it delivers well
-/// under a fifth of the line
-/// rate over the run (without DCQCN about 100 Gb/s x 1024/1106 = 92.6 Gb/s).
+/// Kmax 1 mark every frame S1 queues; H4 answers the first at once. For the rest of the 20 us run
+/// the rate stays at 3 Gb/s exactly. A cut needs `DcqcnRateReduceMonitorPeriod` (32 us) after the
+/// first CNP. The timer's first increase needs `DcqcnRpgTimeReset` (100 us), and the byte counter
+/// 32767 x 64 bytes (5.6 ms at 3 Gb/s). The greedy flow is paced meanwhile. It sends at 100 Gb/s
+/// until the CNP arrives, and at 3 Gb/s after. The CNP arrives at 592.64 ns: the first frame's two
+/// hops of 88.48 + 100 ns, and the 78-byte CNP's two of 7.84 + 100 ns. So the flow delivers well
+/// under a fifth of the line rate over the run (without DCQCN, about 100 Gb/s x 1024/1106 = 92.6
+/// Gb/s).
 #[test]
 fn the_first_cnp_sets_the_rate_to_set_on_first_cnp() {
     let report = ecn_run(
@@ -692,13 +691,14 @@ fn star_of_five() -> String {
     net
 }
 
-/// The check: DCQCN flows sharing a bottleneck converge to within 10% of fair share and
-/// the queue stays near the marking threshold. The DCQCN parameters of the dcqcn module's own
-/// fair-share test: the document's defaults but `DcqcnRpgByteReset` = 32767 (with the
-/// document's 400 the byte counter raises a fast flow's rate more often than a slow one's and
-/// two flows keep an unfair split: that module's test shows it), its RED profile (Kmin 5 KB,
-/// Kmax 200 KB, Pmax 1%), its 40 Gb/s bottleneck and 1000-byte packets, and its start times
-/// (two flows 5 ms apart, four 2 ms apart). Senders H1-H4, all into H5 through S1.
+/// The check: DCQCN flows sharing a bottleneck converge to within 10% of fair share, and
+/// the queue stays near the marking threshold. The DCQCN parameters are those of the dcqcn module's
+/// own fair-share test: the document's defaults but `DcqcnRpgByteReset` = 32767. With the
+/// document's 400, the byte counter raises a fast flow's rate more often than a slow one's, and two
+/// flows keep an unfair split (that module's test shows it). The test also takes that module's RED
+/// profile (Kmin 5 KB, Kmax 200 KB, Pmax 1%), its 40 Gb/s bottleneck and 1000-byte packets. It
+/// takes its start times too: two flows 5 ms apart, four 2 ms apart. Senders H1-H4, all into H5
+/// through S1.
 ///
 /// A window's figures are the difference of two runs, to 100 ms and to 300 ms (the first
 /// 100 ms of both are the same events): a flow's delivered payload, and S1[5]'s frames and ECN

@@ -1,12 +1,12 @@
 //! The simulator's reports against those recorded from the engine before each rewrite of it
-//! (scripts/record-sim-golden.sh, from the commit named in the commit that recorded them): a
-//! faster engine must give the same bytes, every figure and every tie broken the same way.
-//! The scenarios, in ibqos/tests/data/sim-golden/scenarios.txt, cover greedy, rate-limited and
-//! management flows, flows that start and stop mid-run, patterns on a fat tree, an SL dropped
-//! on VL15, the non-default arbiter options, small buffers, qos-setup tables, 15 VLs, and the
-//! tables of a fabric dump with ports running 1, 2, 4 or 8 VLs (`--tables`), and a run that
-//! delivers more packets than the engine logs before it records their latencies. Each runs on
-//! one, two and three threads (`--threads`): a run split over threads gives the same bytes.
+//! (scripts/record-sim-golden.sh, from the commit named in the commit that recorded them). A faster
+//! engine must give the same bytes, every figure and every tie broken the same way. The scenarios
+//! are in ibqos/tests/data/sim-golden/scenarios.txt. They cover greedy, rate-limited and management
+//! flows, flows that start and stop mid-run, and patterns on a fat tree. They cover an SL dropped
+//! on VL15, the non-default arbiter options, small buffers, qos-setup tables and 15 VLs. They cover
+//! the tables of a fabric dump with ports running 1, 2, 4 or 8 VLs (`--tables`). And one run
+//! delivers more packets than the engine logs before it records their latencies. Each runs on one,
+//! two and three threads (`--threads`): a run split over threads gives the same bytes.
 
 use std::path::Path;
 use std::process::Command;

@@ -596,9 +596,9 @@ fn setup_settings(program: bool) -> Settings {
 }
 
 /// Turning `program_policy_setup` on by SIGHUP: the reload's sweep Sets exactly the per-group
-/// tables, and nothing else: the high VLArb block (8 entries, one Set) and VLHighLimit (in
-/// PortInfo) on the 4 ports of the storage scope, and the 19 SL-to-VL entries (9 inputs to
-/// each switch's port 5, and switch one's port 1 to port 2).
+/// tables, and nothing else. Those are the high VLArb block (8 entries, one Set) and VLHighLimit
+/// (in PortInfo) on the 4 ports of the storage scope. And the 19 SL-to-VL entries: 9 inputs to each
+/// switch's port 5, and switch one's port 1 to port 2.
 #[test]
 fn a_reload_that_turns_qos_setup_on_sets_only_the_group_tables() {
     let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &setup_settings(false));

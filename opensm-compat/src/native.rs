@@ -290,12 +290,12 @@ pub(crate) fn read_placed(name: &str, bytes: &[u8]) -> Result<(Settings, Places)
     }
 }
 
-/// The file's sections, with the errors of the entries left out of them. serde stops at the
-/// first error, so each error's entry (the innermost `key = value` whose key or value holds it)
-/// is taken out of the document and the rest read again, until nothing more is wrong: every
-/// entry with an error is reported once, however many there are, and the rest is still checked
-/// by [`build`]. `Err` when there is nothing left to read: a syntax error, an error at no
-/// entry, or [`MAX_PER_CODE`] errors.
+/// The file's sections, with the errors of the entries left out of them. serde stops at the first
+/// error. So each error's entry (the innermost `key = value` whose key or value holds it) is taken
+/// out of the document, and the rest read again. That repeats until nothing more is wrong. Every
+/// entry with an error is reported once, however many there are, and [`build`] still checks the
+/// rest. `Err` when there is nothing left to read: a syntax error, an error at no entry, or
+/// [`MAX_PER_CODE`] errors.
 fn parse(
     name: &str,
     bytes: &[u8],

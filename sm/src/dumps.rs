@@ -154,10 +154,10 @@ pub fn sl2vl_dump(db: &SaDb) -> String {
     out
 }
 
-/// `ibqos-vlarb.dump`, which OpenSM lacks, in the style of its SL2VL dump: every end port in
-/// OpenSM's port table order, and for each of its ports (every port of a switch) with a
-/// VLArbitration table the sweep programmed, the VLHighLimit the port answered and the high
-/// and low tables as `vl:weight`, up to their last entry in use.
+/// `ibqos-vlarb.dump`, which OpenSM lacks, in the style of its SL2VL dump. It lists every end port
+/// in OpenSM's port table order, and each of its ports (every port of a switch) with a
+/// VLArbitration table the sweep programmed. For each port it gives the VLHighLimit the port
+/// answered, and the high and low tables as `vl:weight` up to their last entry in use.
 pub fn vlarb_dump(db: &SaDb) -> String {
     const HEADER: &str = "#port VLHighLimit : high (vl:weight) | low (vl:weight)";
     let mut out = String::new();

@@ -40,9 +40,9 @@
 //! during a sweep and between sweeps alike; their answers go out before the sweep's next SMP.
 //!
 //! Every SMP request that leaves the manager, whoever made it, carries the M_Key of the port it
-//! goes to as the [`KeyRing`] knows it (the `mkey` module), and every response that comes back
-//! teaches the key ring; when what it knows of the keys changed, the manager hands out the
-//! guid2mkey cache to keep ([`Event::SaveMkeys`]) after the sweep.
+//! goes to, as the [`KeyRing`] knows it (the `mkey` module). Every response that comes back teaches
+//! the key ring. When what it knows of the keys changed, the manager hands out the guid2mkey cache
+//! to keep ([`Event::SaveMkeys`]) after the sweep.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};

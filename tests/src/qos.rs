@@ -1,10 +1,10 @@
 //! Reading every QoS setting of a fabric back, and comparing two fabrics port by port.
 //!
-//! What is read, by directed route from the query node (so nothing depends on the LIDs and
-//! routes under test): on every switch, for every port 0..=NumPorts, its PortInfo, its SL2VL
-//! tables as an output port (one row per input port 0..=NumPorts) and its VLArb tables (none
-//! on a base port 0); on every linked CA port, its PortInfo, its SL2VL table and its VLArb
-//! tables. Plus the NodeGUID of every node, because `ibqos sm --json` names ports by it.
+//! What is read, by directed route from the query node, so that nothing depends on the LIDs and
+//! routes under test. On every switch, for every port 0..=NumPorts: its PortInfo, its SL2VL tables
+//! as an output port (one row per input port 0..=NumPorts), and its VLArb tables (none on a base
+//! port 0). On every linked CA port: its PortInfo, its SL2VL table and its VLArb tables. Plus the
+//! NodeGUID of every node, because `ibqos sm --json` names ports by it.
 
 use std::collections::BTreeMap;
 

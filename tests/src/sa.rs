@@ -1,12 +1,12 @@
 //! The SA oracle: the same `saquery` and `osmtest` commands against OpenSM and against ibqos,
 //! each on a fresh ibsim of the same net file with the SM attached at the same node.
 //!
-//! A [`Session`] is one SM (either kind) running as a daemon on its own ibsim; its
-//! [`Session::run`] runs one [`Query`] as a short-lived ibsim client at the fabric's query node
-//! and returns a [`Transcript`]: what the client printed (for people) and the text the
-//! comparison uses, which differs from it only by the normalisations below, each named and
-//! justified where it is applied. [`assert_same_answers`] runs a list of queries against both
-//! SMs and fails with a unified diff per command that answered differently.
+//! A [`Session`] is one SM (either kind) running as a daemon on its own ibsim. Its [`Session::run`]
+//! runs one [`Query`] as a short-lived ibsim client at the fabric's query node, and returns a
+//! [`Transcript`]. The transcript holds what the client printed (for people) and the text the
+//! comparison uses. The two differ only by the normalisations below, each named and justified where
+//! it is applied. [`assert_same_answers`] runs a list of queries against both SMs, and fails with a
+//! unified diff per command that answered differently.
 //!
 //! Under ibsim every SA answer is one MAD: neither umad2sim nor ibsim does RMPP, so a GetTable
 //! answer keeps the records that fit in the first 200 data bytes (ibsim `umad2sim.c:900-902`).
@@ -525,11 +525,11 @@ fn mask_field(line: &str, field: &str) -> String {
 /// carries on ibsim.
 const MAD_DATA_BYTES: usize = 200;
 
-/// The data bytes of a one-MAD answer from OpenSM on ibsim that hold its records. The last 32
-/// bytes of the MAD (224-255) do not: two OpenSM runs on fresh ibsims of the same net file sent
-/// there the same zeros and 0x2500, and bytes 240-247 differed from run to run (seen in
-/// LinkRecord and SL2VLTableRecord answers; it is also why `osmtest -f s` finds "Data mismatch in
-/// service_data8" against OpenSM).
+/// The data bytes of a one-MAD answer from OpenSM on ibsim that hold its records. The last 32 bytes
+/// of the MAD (224-255) do not. Two OpenSM runs on fresh ibsims of the same net file sent the same
+/// zeros and 0x2500 there, and bytes 240-247 differed from run to run. That was seen in LinkRecord
+/// and SL2VLTableRecord answers; it is also why `osmtest -f s` finds "Data mismatch in
+/// service_data8" against OpenSM.
 const CLEAN_DATA_BYTES: usize = 168;
 
 /// Whether record `index` (from 0) of an answer of `count` records of `size` bytes is compared:

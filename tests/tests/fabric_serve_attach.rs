@@ -1,8 +1,7 @@
-//! `ibqos fabric serve` beyond one attach point: clients attach at the node `SIM_HOST` names,
-//! as under ibsim (checked against ibsim itself with smpquery), ports read as under ibsim
-//! before an SM has touched them, OpenSM runs from any CA, and
-//! the served fabric sends trap 128 when a scheduled flap changes a link, which wakes an
-//! `ibqos sm` daemon long before its sweep interval would.
+//! `ibqos fabric serve` beyond one attach point. Clients attach at the node `SIM_HOST` names, as
+//! under ibsim (checked against ibsim itself with smpquery). Ports read as under ibsim before an SM
+//! has touched them, and OpenSM runs from any CA. The served fabric sends trap 128 when a scheduled
+//! flap changes a link. That wakes an `ibqos sm` daemon long before its sweep interval would.
 //!
 //! A missing tool (ibsim, libumad2sim.so, opensm, smpquery) fails the test.
 

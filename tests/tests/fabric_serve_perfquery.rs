@@ -1,8 +1,8 @@
 //! `perfquery` (infiniband-diags, under libumad2sim.so) against `ibqos fabric serve` and against
-//! ibsim itself: the same net file, brought up by the same SM, then the same perfquery runs from
-//! the same CA print the same thing on both. ibsim counts every MAD on every link it crosses,
-//! so the counters hold what the SM and the queries before sent; the served fabric must count
-//! exactly as it does.
+//! ibsim itself. The same SM brings up the same net file on both. Then the same perfquery runs from
+//! the same CA print the same thing on both. ibsim counts every MAD on every link it crosses, so
+//! the counters hold what the SM and the queries before sent. The served fabric must count exactly
+//! as it does.
 //!
 //! Outputs are compared whole, stdout, stderr and exit status, with two exceptions where they
 //! must differ: the process ID in perfquery's own `ibwarn: [PID]` lines, and PortRcvPkts after
@@ -81,10 +81,10 @@ const TARGETS: [(&str, &[u8]); 3] = [("S1", &[1]), ("S2", &[1, 3]), ("H1", &[1, 
 /// One perfquery run: its arguments, with node names where their LIDs go.
 type Step = &'static [&'static str];
 
-/// What perfquery is run with, in order: the querying CA's own port; a CA port and a switch
-/// port elsewhere, with and without -x; all ports of a switch (AllPortSelect) and of a CA
-/// (perfquery loops over the ports itself); the optional counters; a port that does not
-/// exist; a PortCounters reset and a read after it.
+/// What perfquery is run with, in order. First the querying CA's own port; then a CA port and a
+/// switch port elsewhere, with and without -x. Then all ports of a switch (AllPortSelect) and of a
+/// CA (perfquery loops over the ports itself), and the optional counters. Last, a port that does
+/// not exist, a PortCounters reset and a read after it.
 const STEPS: [Step; 14] = [
     &[],
     &["-x"],

@@ -1,12 +1,12 @@
-//! Multicast against OpenSM as the oracle, on ibsim: the same sequence of joins, creates,
-//! leaves and re-joins, sent by a host client of our own (tests/src/multicast.rs) to OpenSM and
-//! to ibqos, each on a fresh ibsim of the two-switch fabric with the same partitions.conf; after
-//! each step the SA's answer (status and record) and every switch's multicast forwarding table
-//! read back with `ibroute -M` must be the same. At the peak of the sequence `saquery -g` and
-//! `saquery -m` must print the same groups and members; `osmtest -f m` (OpenSM's multicast
-//! flow) must end the same way with the same log. The same client and sequence then run against
-//! ibqos on the emulated fabric (`ibqos fabric serve`), with the same steps and saquery answers
-//! as OpenSM's on ibsim.
+//! Multicast against OpenSM as the oracle, on ibsim. A host client of our own
+//! (tests/src/multicast.rs) sends the same sequence of joins, creates, leaves and re-joins to
+//! OpenSM and to ibqos. Each SM runs on a fresh ibsim of the two-switch fabric with the same
+//! partitions.conf. After each step, the SA's answer (status and record) must be the same. So must
+//! every switch's multicast forwarding table, read back with `ibroute -M`. At the peak of the
+//! sequence, `saquery -g` and `saquery -m` must print the same groups and members. `osmtest -f m`
+//! (OpenSM's multicast flow) must end the same way with the same log. The same client and sequence
+//! then run against ibqos on the emulated fabric (`ibqos fabric serve`). There they must give the
+//! same steps and saquery answers as OpenSM's on ibsim.
 //!
 //! `IBQOS_SA_SUBJECT=opensm` runs OpenSM against itself: the harness's self-check;
 //! `IBQOS_SA_ORACLE_OUT=DIR` writes both SMs' steps under `DIR/multicast/`.

@@ -1,9 +1,9 @@
 //! OpenSM as the oracle for `ibqos plan`.
 //!
-//! For each opensm.conf below: start a fresh ibsim on the two-switch fabric, run the real
-//! OpenSM 3.3.23 once (`opensm -o`: one heavy sweep, then exit), read back with smpquery the
-//! SL2VL and VLArb tables it programmed on every port, and check each equals what `ibqos plan`
-//! prints for that port's class and capabilities with the same opensm.conf.
+//! For each opensm.conf below, start a fresh ibsim on the two-switch fabric. Run the real OpenSM
+//! 3.3.23 once (`opensm -o`: one heavy sweep, then exit). Read back with smpquery the SL2VL and
+//! VLArb tables it programmed on every port. Check each equals what `ibqos plan` prints for that
+//! port's class and capabilities with the same opensm.conf.
 //!
 //! Why a fresh ibsim per config: ibsim keeps everything an SM wrote after the SM exits, and
 //! OpenSM never reads tables back (it compares against its own cache, empty at start), so a

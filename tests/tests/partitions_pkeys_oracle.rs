@@ -1,9 +1,9 @@
-//! The partition manager against OpenSM as the oracle: for each partitions.conf in
-//! `opensm-compat/tests/data/partitions/accepted/` (two of them name the two-switch fabric's
-//! ports: `two-switch.conf` and `limited-default.conf`), and for no file at all, `ibqos sm
+//! The partition manager against OpenSM as the oracle. The files are each partitions.conf in
+//! `opensm-compat/tests/data/partitions/accepted/`, and no file at all. Two of them name the
+//! two-switch fabric's ports: `two-switch.conf` and `limited-default.conf`. For each, `ibqos sm
 //! --once` and `opensm -o` each program a fresh ibsim of the two-switch fabric with the same
-//! opensm.conf, and the P_Key table of every port (every switch port 0-8, every CA port) is read
-//! back with smpquery: the two fabrics must hold the same tables entry for entry.
+//! opensm.conf. The P_Key table of every port (every switch port 0-8, every CA port) is read back
+//! with smpquery. The two fabrics must hold the same tables, entry for entry.
 //!
 //! The comparison could pass on two untouched fabrics, so the files that name the fabric's
 //! ports must also leave tables that differ from ibsim's power-on state.

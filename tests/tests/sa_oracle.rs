@@ -235,11 +235,11 @@ fn osmtest_stress_passes() {
     });
 }
 
-/// A qos-policy.conf for two-switch.net exercising what decides a path's SL: a port group by
-/// port name, levels with an SL, mtu-limit, rate-limit, packet-life and a P_Key list, rules by
-/// destination and by service ID, and qos-ulps shortcuts (OpenSM appends them after the rules)
-/// by P_Key, by service ID ranges written backwards and by one GUID as both source and
-/// destination (opensm-qos vectors 39 and 43); a second `default` level, which loses to the
+/// A qos-policy.conf for two-switch.net exercising what decides a path's SL. It has a port group by
+/// port name, and levels with an SL, mtu-limit, rate-limit, packet-life and a P_Key list. It has
+/// rules by destination and by service ID. It has qos-ulps shortcuts, which OpenSM appends after
+/// the rules: by P_Key, by service ID ranges written backwards, and by one GUID as both source and
+/// destination (opensm-qos vectors 39 and 43). And a second `default` level, which loses to the
 /// first (vector 40).
 const POLICY: &str = "\
 port-groups

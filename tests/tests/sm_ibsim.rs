@@ -2,12 +2,12 @@
 //! OpenSM.
 //!
 //! Each test: a fresh ibsim of one fabric, one `ibqos sm --once --json` run, then smpquery and
-//! ibroute (under ibsim's shim, at another CA) read back every port and forwarding table. The
-//! run must report the net file's node, switch and LID counts; every linked port must be
-//! Active; every endport must hold a unique non-zero LID; from every CA port the forwarding
-//! tables must lead to every endport (walked in the test from the ibroute dumps); and OperVLs
-//! and HOQLife on every port must equal what `opensm -o` programs with the same opensm.conf on a
-//! fresh ibsim of the same fabric.
+//! ibroute read back every port and forwarding table (under ibsim's shim, at another CA). The run
+//! must report the net file's node, switch and LID counts. Every linked port must be Active, and
+//! every endport must hold a unique non-zero LID. From every CA port the forwarding tables must
+//! lead to every endport (walked in the test from the ibroute dumps). OperVLs and HOQLife on every
+//! port must equal what `opensm -o` programs with the same opensm.conf on a fresh ibsim of the same
+//! fabric.
 //!
 //! The fabrics: two switches joined by two parallel links; the shared 16-host fat tree (4
 //! leaves, 2 spines); a generated ring (a loop); a generated fat tree with three spines.

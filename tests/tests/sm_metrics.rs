@@ -1,9 +1,9 @@
-//! `ibqos sm`'s Prometheus metrics, as monitoring reads them: the daemon runs on the emulated
+//! `ibqos sm`'s Prometheus metrics, as monitoring reads them. The daemon runs on the emulated
 //! fabric (`ibqos fabric serve` on two-switch.net) with `--metrics-listen` and
-//! `--metrics-textfile`; curl scrapes the endpoint, promtool (Debian package prometheus) checks
-//! every exposition, and the counters must follow the fabric: tables rewritten behind the SM's
-//! back by another SM show up as drift found and then repaired. The textfile must always be
-//! whole (it is replaced by a rename, never rewritten in place).
+//! `--metrics-textfile`. curl scrapes the endpoint, and promtool (Debian package prometheus) checks
+//! every exposition. The counters must follow the fabric: tables rewritten behind the SM's back by
+//! another SM show up as drift found and then repaired. The textfile must always be whole: it is
+//! replaced by a rename, never rewritten in place.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

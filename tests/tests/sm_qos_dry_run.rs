@@ -1,14 +1,14 @@
 //! `ibqos sm --dry-run`: one sweep that reads the fabric back and lists every change it would
 //! make, sending no Set.
 //!
-//! On a fresh ibsim of the two-switch fabric, `ibqos sm --once` programs config A. Then
-//! `--dry-run` with config B must send no Set (its summary's smps list no Set method, every
-//! change says sent=false), leave every table and PortInfo field smpquery reads unchanged, and
-//! list exactly the tables where B's plan differs from what the fabric holds. The expected list
-//! is computed here, independently of the SM: the fabric read back with smpquery, compared per
-//! port with `ibqos plan -F B` for that port's class (ca, swe on up switch ports, sw0 on an
-//! enhanced port 0; nothing on a base port 0 or a down port), table by table (each SL2VL
-//! input/output pair, VLArb low, VLArb high).
+//! On a fresh ibsim of the two-switch fabric, `ibqos sm --once` programs config A. Then `--dry-run`
+//! with config B must send no Set: its summary's smps list no Set method, and every change says
+//! sent=false. It must leave every table and PortInfo field smpquery reads unchanged. It must list
+//! exactly the tables where B's plan differs from what the fabric holds. The expected list is
+//! computed here, independently of the SM. The fabric is read back with smpquery and compared per
+//! port with `ibqos plan -F B` for that port's class: ca, swe on up switch ports, sw0 on an
+//! enhanced port 0, nothing on a base port 0 or a down port. The comparison is table by table: each
+//! SL2VL input/output pair, VLArb low, VLArb high.
 //!
 //! PortInfo changes are accounted for field by field. ibsim does not store VLHighLimit (reads
 //! 0) or SubnetTimeOut (reads 31), so every dry run lists VLHighLimit where the plan's high

@@ -1,10 +1,10 @@
-//! `ibqos sm --once` against `opensm -o` as the oracle, for QoS: the same opensm.conf on two
-//! fresh ibsims of the same fabric, one configured by each SM, then every QoS setting read back
-//! from both with smpquery and compared port by port (fabric against fabric, no hard-coded
-//! tables): on every switch, SL2VL for every output port x every input port, VLArb low and high
-//! on every port including an enhanced port 0; on every CA port, SL2VL and VLArb; and LinkState,
-//! OperVLs and HOQLife on every port. ibqos's summary must report every QoS port configured and
-//! verified, none failed.
+//! `ibqos sm --once` against `opensm -o` as the oracle, for QoS. The same opensm.conf configures
+//! two fresh ibsims of the same fabric, one by each SM. Then every QoS setting is read back from
+//! both with smpquery and compared port by port: fabric against fabric, no hard-coded tables. On
+//! every switch: SL2VL for every output port x every input port, and VLArb low and high on every
+//! port including an enhanced port 0. On every CA port: SL2VL and VLArb. And LinkState, OperVLs and
+//! HOQLife on every port. ibqos's summary must report every QoS port configured and verified, none
+//! failed.
 //!
 //! Not compared: VLHighLimit, which ibsim does not store (it reads 0 after either SM).
 //!

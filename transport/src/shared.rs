@@ -1,11 +1,10 @@
-//! Several SMs on one emulated fabric, in one process and in virtual time: the
-//! [`Switchboard`] that `ibqos fabric serve` puts behind ibsim's sockets, without the sockets.
-//! Each SM is a client of the switchboard attached at its node's port, which advertises
-//! CapabilityMask.IsSM while it is attached; what it sends goes through the switchboard as an
-//! ibsim client's datagram, so the rules are ibsim's: the SMAs answer their attributes, and
-//! SMInfo (and every request no SMA answers) that reaches a port where an SM is attached goes to
-//! that SM, whose answer goes back across the fabric to the requester. Traps go to the SM at
-//! their MasterSMLID.
+//! Several SMs on one emulated fabric, in one process and in virtual time: the [`Switchboard`] that
+//! `ibqos fabric serve` puts behind ibsim's sockets, without the sockets. Each SM is a client of
+//! the switchboard, attached at its node's port, which advertises CapabilityMask.IsSM while it is
+//! attached. What an SM sends goes through the switchboard as an ibsim client's datagram, so the
+//! rules are ibsim's. The SMAs answer their attributes. SMInfo, and every request no SMA answers,
+//! goes to the SM attached at the port it reaches, and that SM's answer goes back across the fabric
+//! to the requester. Traps go to the SM at their MasterSMLID.
 //!
 //! The caller drives the SMs (sans-IO managers) and the clock: [`SharedFabric::advance_to`]
 //! moves emulated time on, never back; [`SharedFabric::recv`] hands out what has arrived by

@@ -169,10 +169,10 @@ struct Service<'a> {
     metrics: Option<&'a Exporter>,
 }
 
-/// Runs the manager over the transport to its end: reports each sweep's summary, keeps the LID
-/// cache, writes OpenSM's dump files after each sweep that brought the subnet up, stops on
-/// SIGTERM or SIGINT, reads the configuration again on SIGHUP or SIGCONT, answers the control
-/// socket's requests, keeps the metrics up to date and systemd's watchdog fed.
+/// Runs the manager over the transport to its end. It reports each sweep's summary, keeps the LID
+/// cache, and writes OpenSM's dump files after each sweep that brought the subnet up. It stops on
+/// SIGTERM or SIGINT, and reads the configuration again on SIGHUP or SIGCONT. It answers the
+/// control socket's requests, keeps the metrics up to date and feeds systemd's watchdog.
 fn drive(
     args: &SmArgs,
     transport: &mut dyn Transport,

@@ -9,13 +9,13 @@
 //!   peer is in one of its `across` groups (the switch ports facing that group). Each of
 //!   `vlarb-high`, `vlarb-low` and `vl-high-limit` it gives replaces the port class's value;
 //!   what it leaves out stays the class's.
-//! - An `sl2vl-scope` applies to SL-to-VL entries, one per (input port, output port) of a switch
-//!   and one per CA or router port: every entry of a node in one of its `group`s; on a switch,
-//!   also the entries whose input's peer is in an `across-from` group and whose output's peer
-//!   is in an `across-to` group (`across` is both; a side with no groups is any port). `from`
-//!   and `to` then keep only those input and output port numbers; without them, every port. A
-//!   CA port's entry has no input: `across-from` and `from` do not apply to it, and it is chosen
-//!   by `across-to` only in a scope without `across-from`.
+//! - An `sl2vl-scope` applies to SL-to-VL entries: one per (input port, output port) of a switch,
+//!   and one per CA or router port. It applies to every entry of a node in one of its `group`s. On
+//!   a switch, it also applies to the entries whose input's peer is in an `across-from` group and
+//!   whose output's peer is in an `across-to` group. `across` is both, and a side with no groups is
+//!   any port. `from` and `to` then keep only those input and output port numbers; without them,
+//!   every port. A CA port's entry has no input: `across-from` and `from` do not apply to it. It is
+//!   chosen by `across-to` only in a scope without `across-from`.
 //! - Two scopes that give one port, or one SL-to-VL entry, different values are an error: the
 //!   file does not say which one the administrator meant.
 

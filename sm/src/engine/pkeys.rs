@@ -113,10 +113,9 @@ struct Pending {
 }
 
 /// Places an end port's P_Keys (`pkey_mgr_process_physical_port` for each partition, then
-/// `pkey_mgr_update_port`): a P_Key the port holds keeps its index, unless index 0 must hold
-/// the `indx0` or the default P_Key; a P_Key placed in an earlier sweep goes back to its index;
-/// a new one goes after the last index used, or into the first free entry when the table ends
-/// there.
+/// `pkey_mgr_update_port`). A P_Key the port holds keeps its index, unless index 0 must hold the
+/// `indx0` or the default P_Key. A P_Key placed in an earlier sweep goes back to its index. A new
+/// one goes after the last index used, or into the first free entry when the table ends there.
 pub fn place(port: PortPkeys<'_>, indexes: &mut PkeyIndexes) -> Placed {
     let rule = port.rule;
     let indx0 = port.indx0.unwrap_or(0);

@@ -1,12 +1,12 @@
 //! The MAD scheduler: which SMP goes on the wire next, and what became of each one.
 //!
-//! Sans-IO: the caller hands in requests, received MADs and the current time, and takes out
-//! SMPs to send; the scheduler never touches a socket or reads the clock. It keeps at most
-//! `max_outstanding` SMPs on the wire (OpenSM's `max_wire_smps`), serves the nodes round-robin so
-//! one large switch cannot starve the rest of a sweep, gives every request a transaction ID whose
-//! low 32 bits are never zero (OpenSM and the kernel read 0 as "no TID"), matches responses by
-//! those low 32 bits and the management class (the kernel and ibsim rewrite the high bits), and
-//! resends a request that gets no answer until its retries are spent.
+//! Sans-IO: the caller hands in requests, received MADs and the current time, and takes out SMPs to
+//! send; the scheduler never touches a socket or reads the clock. It keeps at most
+//! `max_outstanding` SMPs on the wire (OpenSM's `max_wire_smps`). It serves the nodes round-robin,
+//! so one large switch cannot starve the rest of a sweep. It gives every request a transaction ID
+//! whose low 32 bits are never zero (OpenSM and the kernel read 0 as "no TID"). It matches
+//! responses by those low 32 bits and the management class (the kernel and ibsim rewrite the high
+//! bits). It resends a request that gets no answer until its retries are spent.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;

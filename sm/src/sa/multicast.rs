@@ -520,14 +520,14 @@ impl Groups {
         }
     }
 
-    /// A new snapshot, as OpenSM's partition manager takes it: members whose port left the
-    /// fabric leave every group (the drop manager's `osm_mgrp_delete_port`, JoinState 0xF);
-    /// every group the definitions create is found or created and well-known, in the order
-    /// they create them (`osm_prtn_add_mcgroup`, through `__create_mgrp`: one per scope of the
-    /// group, or link-local), which is the order a new group takes the lowest free MLID in;
-    /// then the groups of partitions that are gone, or dropped for having no member, are no
-    /// longer well-known (`osm_prtn_delete`, after the file is read) and leave with their
-    /// MLIDs unless a port joined them.
+    /// A new snapshot, as OpenSM's partition manager takes it. Members whose port left the fabric
+    /// leave every group (the drop manager's `osm_mgrp_delete_port`, JoinState 0xF). Every group
+    /// the definitions create is found or created and well-known, in the order they create them
+    /// (`osm_prtn_add_mcgroup`, through `__create_mgrp`: one per scope of the group, or
+    /// link-local). That is the order in which a new group takes the lowest free MLID. Then the
+    /// groups of partitions that are gone, or dropped for having no member, are no longer
+    /// well-known (`osm_prtn_delete`, after the file is read). They leave with their MLIDs unless a
+    /// port joined them.
     pub fn on_snapshot(&mut self, db: &SaDb, config: &SaConfig) {
         let departed: Vec<(u128, u64)> = self
             .groups

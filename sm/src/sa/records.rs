@@ -470,11 +470,12 @@ fn lft_records(db: &SaDb, query: &Query<'_>) -> Records {
     records
 }
 
-/// MFT records (osm_sa_mft_record.c:112-217): switch by switch in OpenSM's table order, those
-/// sharing a partition with the requester and with multicast (MulticastFDBCap not 0), every
-/// block up to the highest one programmed (none programmed: no record) and every position of
-/// the switch's ports 0..=N, or the one block and position the mask names, if the switch has
-/// them. A block or position the sweep did not program reads as empty masks.
+/// MFT records (osm_sa_mft_record.c:112-217), switch by switch in OpenSM's table order. Only
+/// switches sharing a partition with the requester and with multicast (MulticastFDBCap not 0)
+/// answer. Each gives every block up to the highest one programmed (none programmed: no record),
+/// and every position of the switch's ports 0..=N. Or it gives the one block and position the mask
+/// names, if the switch has them. A block or position the sweep did not program reads as empty
+/// masks.
 fn mft_records(db: &SaDb, query: &Query<'_>) -> Records {
     const LID: u64 = 1 << 0;
     const POSITION: u64 = 1 << 1;
