@@ -25,7 +25,7 @@
 //! Keys are secrets: nothing here logs one, and the cache text is handed to the caller only
 //! to be written to its file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::{self, Write as _};
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -154,7 +154,7 @@ pub struct KeyRing {
     held: BTreeMap<u64, u64>,
     /// Directed routes (the egress ports from the SM's node) and the port each reached in
     /// this run.
-    routes: BTreeMap<Vec<u8>, Target>,
+    routes: HashMap<Vec<u8>, Target>,
     /// Links as (port GUID, port number) pairs, both ways: a switch's ports all have its port
     /// GUID. Kept across runs, to name a route's target before it answers.
     neighbors: Neighbors,
@@ -198,7 +198,7 @@ impl KeyRing {
         KeyRing {
             config,
             held,
-            routes: BTreeMap::from([(Vec::new(), own)]),
+            routes: HashMap::from([(Vec::new(), own)]),
             neighbors,
             own_guid,
             lids: BTreeMap::new(),
