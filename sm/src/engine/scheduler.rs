@@ -310,9 +310,9 @@ impl<C> Scheduler<C> {
                 let node = self.turn.pop_front()?;
                 let queue = self.queues.get_mut(&node)?;
                 let request = queue.pop_front()?;
-                if queue.is_empty() {
-                    self.queues.remove(&node);
-                } else {
+                // An emptied queue stays: the node is soon asked again, and its queue then
+                // needs no new allocation.
+                if !queue.is_empty() {
                     self.turn.push_back(node);
                 }
                 InFlight {
