@@ -51,6 +51,8 @@ pub(super) fn build<'t>(
         let mut lft = vec![NO_ROUTE; usize::from(max_lid) + 1];
         let mut profile = vec![0u32; node.ports.len()];
         let mut used: Vec<Vec<(u64, u64)>> = vec![Vec::new(); dests.len()];
+        // One per candidate list of this switch: toward each switch, for CAs and for switches.
+        let mut cursors = vec![Cursor::default(); 2 * graph.ids.len()];
         for offset in 0..max_count {
             for (d, dest) in dests.iter().enumerate() {
                 if offset >= dest.count {
@@ -64,12 +66,18 @@ pub(super) fn build<'t>(
                 };
                 let port = match dest.attach {
                     Some((t, p)) if t == s => p,
+                    Some((t, _)) if offset == 0 => {
+                        // The first LID of each destination: nothing of its range is used yet,
+                        // and the search starts at port 1, so it is the first least-loaded
+                        // port in port order.
+                        let candidates = toward(dest.is_switch, t, s);
+                        let cursor = &mut cursors[2 * t + usize::from(dest.is_switch)];
+                        cursor
+                            .least_loaded(candidates, &profile)
+                            .ok_or_else(unreachable)?
+                    }
                     Some((t, _)) => {
-                        let start = if offset == 0 {
-                            1
-                        } else {
-                            usize::from(lft[usize::from(lid - 1)]) + 1
-                        };
+                        let start = usize::from(lft[usize::from(lid - 1)]) + 1;
                         let choice = Choice {
                             profile: &profile,
                             remote: &remote,
@@ -95,6 +103,39 @@ pub(super) fn build<'t>(
     Ok(Routes { lfts, max_lid })
 }
 
+/// Where the search of one candidate list for its least-loaded port resumes. A switch's port
+/// counts only grow while it is routed, so the lowest count in a list never falls, and the ports
+/// before the cursor stay above it: the next search starts at the cursor, not at the first
+/// port. It finds the port a scan of the whole list would, in a few steps rather than a list's
+/// length (48 for each LID on each leaf of a large fat tree).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cursor {
+    /// The index in the list where the search resumes.
+    next: usize,
+    /// The lowest count in the list, as last found.
+    least: u32,
+}
+
+impl Cursor {
+    /// The first port of `candidates` (in port order, none of them port 0) with the lowest
+    /// count in `profile`; `None` for no candidate.
+    fn least_loaded(&mut self, candidates: &[u8], profile: &[u32]) -> Option<u8> {
+        debug_assert!(candidates.is_sorted() && candidates.first() != Some(&0));
+        let count = |p: u8| profile[usize::from(p)];
+        loop {
+            while let Some(&port) = candidates.get(self.next) {
+                if count(port) <= self.least {
+                    return Some(port);
+                }
+                self.next += 1;
+            }
+            // Every port is above the lowest count found: start again at the new lowest.
+            self.least = candidates.iter().map(|&p| count(p)).min()?;
+            self.next = 0;
+        }
+    }
+}
+
 /// One switch's state while choosing a port for one LID.
 struct Choice<'a> {
     profile: &'a [u32],
@@ -116,11 +157,6 @@ impl Choice<'_> {
             .iter()
             .chain(&candidates[..turn])
             .copied();
-        if self.used.is_empty() {
-            // Nothing used yet (every LID of an LMC 0 fabric): every candidate leads to a new
-            // system, so the least loaded wins, the first found on ties.
-            return order.min_by_key(|&p| self.profile[usize::from(p)]);
-        }
         let mut best: Option<(u32, u8)> = None;
         let mut other_sys: Option<(u32, u8)> = None;
         let mut other_node: Option<(u32, u8)> = None;
@@ -140,5 +176,49 @@ impl Choice<'_> {
             better(&mut best, count, p);
         }
         other_sys.or(other_node).or(best).map(|(_, p)| p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The first port of `candidates` with the lowest count: what the cursor must find.
+    fn scanned(candidates: &[u8], profile: &[u32]) -> Option<u8> {
+        candidates
+            .iter()
+            .copied()
+            .min_by_key(|&p| profile[usize::from(p)])
+    }
+
+    proptest! {
+        /// Several lists over one switch's ports, chosen from in any order, each choice adding
+        /// to its port's count or not (a switch destination adds nothing), and other ports'
+        /// counts growing between choices: the cursor always finds the scan's port.
+        #[test]
+        fn the_cursor_finds_the_first_least_loaded_port(
+            lists in prop::collection::vec(prop::collection::btree_set(1u8..12, 1..8), 1..4),
+            steps in prop::collection::vec((0usize..4, any::<bool>(), 0u8..12), 1..200),
+        ) {
+            let lists: Vec<Vec<u8>> = lists.into_iter().map(|l| l.into_iter().collect()).collect();
+            let mut profile = vec![0u32; 12];
+            let mut cursors = vec![Cursor::default(); lists.len()];
+            for (list, counted, elsewhere) in steps {
+                let list = list % lists.len();
+                let expected = scanned(&lists[list], &profile);
+                let found = cursors[list].least_loaded(&lists[list], &profile);
+                prop_assert_eq!(found, expected);
+                if counted && let Some(port) = found {
+                    profile[usize::from(port)] += 1;
+                }
+                profile[usize::from(elsewhere)] += 1;
+            }
+        }
+    }
+
+    #[test]
+    fn no_candidate_no_port() {
+        assert_eq!(Cursor::default().least_loaded(&[], &[0, 0]), None);
     }
 }
