@@ -8,7 +8,9 @@ use std::process::Command;
 use ibqos_emu::{Emulator, attach_port};
 use ibqos_fabric::PortRef;
 use ibqos_fabric::dump::FabricDump;
+use ibqos_fabric::generate::ring;
 use ibqos_mad::{Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier};
+use ibqos_opensm::Settings;
 use ibqos_qos::{VlCount, oper_vls};
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
@@ -114,6 +116,33 @@ fn sm_brings_up_a_generated_three_level_fat_tree() {
     let states = linked_port_states(&dump);
     assert_eq!(states.len(), 2 * 48);
     assert!(states.iter().all(|s| s == "Active"), "{states:?}");
+}
+
+/// `routing_engine` is OpenSM's ordered list: a name ibqos has no engine for (`ftree`) or no
+/// engine has (`foo`) passes to the next, here up*/down*, whose tables on a ring of six
+/// switches differ from minhop's.
+#[test]
+fn the_sm_routes_with_the_first_engine_of_the_list_it_has() {
+    let routed = |engines: Option<&str>| {
+        let topology = ring(6, 1).unwrap();
+        let attach = attach_port(&topology, None).unwrap();
+        let mut settings = Settings::default();
+        settings.sm.routing_engine = engines.map(String::from);
+        let emulator = Emulator::new(topology).unwrap();
+        let transport = EmulatedTransport::new(emulator, attach);
+        let mut sm = EmulatedSm::new(transport, Run::Once, &settings);
+        sm.finish();
+        let sweep = sm.manager.last_sweep().unwrap();
+        assert_eq!(*sweep.phase(), Phase::SubnetUp, "{engines:?}");
+        (sweep.routed_by().name(), sweep.lfts().clone())
+    };
+    let (engine, fell_back) = routed(Some("ftree,foo,updn"));
+    assert_eq!(engine, "updn");
+    assert_eq!(fell_back, routed(Some("updn")).1);
+    let (default, minhop) = routed(None);
+    assert_eq!(default, "minhop");
+    assert_ne!(fell_back, minhop);
+    assert_eq!(routed(Some("ftree")), (default, minhop));
 }
 
 #[test]

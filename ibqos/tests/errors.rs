@@ -192,6 +192,67 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     assert_eq!(lines, [2, 5]);
 }
 
+/// Each name of `routing_engine` that does not route gets one warning at its own column: one
+/// OpenSM has and ibqos does not yet, one no engine has; both say what routes in their place.
+#[test]
+fn check_places_each_routing_engine_it_cannot_route_with() {
+    let dir = TempDir::new().unwrap();
+    let located = |name: &str, text: &str| {
+        let file = scratch_file(&dir, name, text);
+        let output = ibqos(&["check", "--json", file.to_str().unwrap()]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+            .map(|d| {
+                let at = (d["line"].as_u64().unwrap(), d["col"].as_u64().unwrap());
+                (
+                    d["code"].as_str().unwrap().to_owned(),
+                    at,
+                    d["message"].to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let conf = located("opensm.conf", "qos TRUE\nrouting_engine ftree,foo\n");
+    let places: Vec<_> = conf
+        .iter()
+        .map(|(code, at, _)| (code.as_str(), *at))
+        .collect();
+    assert_eq!(
+        places,
+        [
+            ("not-acted-on", (2, 16)),
+            ("unknown-routing-engine", (2, 22))
+        ],
+        "{conf:?}"
+    );
+    assert!(
+        conf[0]
+            .2
+            .contains("ibqos has no routing engine `ftree` yet: minhop routes")
+    );
+    assert!(conf[1].2.contains("`foo` is unknown"), "{conf:?}");
+
+    let toml = located("ibqos.toml", "[sm]\nrouting_engine = \"foo,updn\"\n");
+    let places: Vec<_> = toml
+        .iter()
+        .map(|(code, at, _)| (code.as_str(), *at))
+        .collect();
+    assert_eq!(places, [("unknown-routing-engine", (2, 19))], "{toml:?}");
+    assert!(toml[0].2.contains("updn routes in its place"), "{toml:?}");
+
+    let text = stdout(&ibqos(&[
+        "check",
+        dir.path().join("opensm.conf").to_str().unwrap(),
+    ]));
+    assert!(text.contains("opensm.conf:2:22"), "{text}");
+    assert!(
+        text.contains("help: ibqos routes with minhop, updn;"),
+        "{text}"
+    );
+}
+
 #[test]
 fn sim_on_a_net_file_without_nodes_names_the_file() {
     let dir = TempDir::new().unwrap();

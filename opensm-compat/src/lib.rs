@@ -36,7 +36,8 @@
 //! | `separator-eaten`, `nonstandard-separator`, `empty-field`, `missing-weight` | W | a VLArb/SL2VL string that does not parse as it reads |
 //! | `too-many-entries`, `too-few-vls`, `empty-table` | W | a table longer or shorter than OpenSM takes |
 //! | `not-expressible` | W | a conversion cannot say a value exactly |
-//! | `not-acted-on` | W | an option set to other than OpenSM's default that ibqos does not act on yet (`ibqos check`) |
+//! | `not-acted-on` | W | an option set to other than OpenSM's default that ibqos does not act on yet, or a routing engine it does not have yet (`ibqos check`) |
+//! | `unknown-routing-engine` | W | a `routing_engine` name that is no engine OpenSM has: skipped, as OpenSM skips it (`ibqos check`) |
 //! | `opensm-says` | N | a warning OpenSM itself prints, verbatim |
 //! | `qos-disabled`, `qos-not-verified`, `max-vls-unused`, `max-wire-smps-unlimited`, `alias-key`, `vl15-drop`, `empty-file`, `too-many-diagnostics` | N | worth knowing |
 

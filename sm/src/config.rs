@@ -3,15 +3,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ibqos_fabric::routing::EngineList;
 use ibqos_opensm::Settings;
 use ibqos_qos::VlCount;
 use ibqos_qos::partitions::PartitionOptions;
-use tracing::{error, warn};
+use tracing::error;
 
 use crate::election::ElectionConfig;
 use crate::engine::pkeys::PartEnforce;
 use crate::engine::qos::SetupConfig;
-use crate::engine::routing::RoutingEngine;
 use crate::engine::scheduler::SchedulerConfig;
 use crate::engine::sweep::{PartitionConfig, SweepConfig, SweepMode};
 use crate::mkey::{MKeyConfig, PerPortKeys};
@@ -233,27 +233,15 @@ pub fn partition_config(settings: &Settings) -> PartitionConfig {
     }
 }
 
-/// The engine `routing_engine` names, or `None` for one ibqos does not implement (the sweep
-/// routes with minhop then).
-pub fn routing_engine(settings: &Settings) -> Option<RoutingEngine> {
-    match settings.sm.routing_engine.as_deref().map(str::trim) {
-        None | Some("minhop") | Some("") => Some(RoutingEngine::MinHop),
-        Some("updn") => Some(RoutingEngine::UpDown),
-        Some(_) => None,
-    }
+/// The engines `routing_engine` lists, in the order the sweep tries them.
+pub fn routing_engines(settings: &Settings) -> EngineList {
+    EngineList::parse(settings.sm.routing_engine.as_deref())
 }
 
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
 pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
     let sm = &settings.sm;
     let links = &settings.links;
-    let routing = routing_engine(settings).unwrap_or_else(|| {
-        warn!(
-            engine = sm.routing_engine.as_deref().unwrap_or_default(),
-            "routing engine not implemented; using minhop"
-        );
-        RoutingEngine::MinHop
-    });
     SweepConfig {
         scheduler: scheduler_config(settings),
         lmc: sm.lmc,
@@ -267,7 +255,7 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         vl_stall_count: links.vl_stall_count,
         leaf_vl_stall_count: links.leaf_vl_stall_count,
         subnet_timeout: SUBNET_TIMEOUT,
-        routing,
+        routing: routing_engines(settings),
         guid2lid,
         qos: settings.qos.clone(),
         qos_setup: setup_config(settings),

@@ -143,6 +143,8 @@ codes! {
     NotExpressible = "not-expressible" in Config;
     /// An option set to other than OpenSM's default that ibqos does not act on (yet).
     NotActedOn = "not-acted-on" in Config;
+    /// A `routing_engine` name that is no engine OpenSM has: skipped.
+    UnknownRoutingEngine = "unknown-routing-engine" in Config;
     /// A warning OpenSM itself prints, verbatim.
     OpensmSays = "opensm-says" in Config;
     /// QoS is off, so none of the QoS options are used.

@@ -1,7 +1,22 @@
 //! Min-hop routing (OpenSM's default engine, `osm_ucast_mgr.c`).
 
+use super::engine::Engine;
 use super::{Routes, RoutingError, SwitchGraph, balance, destinations};
 use crate::topology::Topology;
+
+/// OpenSM's default engine, `minhop`: [`minhop`] behind the [`Engine`] seam.
+#[derive(Debug, Clone, Copy)]
+pub struct MinHop;
+
+impl Engine for MinHop {
+    fn name(&self) -> &'static str {
+        "minhop"
+    }
+
+    fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError> {
+        minhop(topo)
+    }
+}
 
 /// Routes every end port LID out of a port on a shortest switch-to-switch path, balanced across
 /// equal paths as OpenSM's minhop does (see the balancing rules in this module's parent).

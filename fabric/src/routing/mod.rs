@@ -11,18 +11,24 @@
 //! [`updn`] only ports on shortest paths that never turn from down to up.
 
 mod balance;
+mod engine;
+mod list;
 mod minhop;
 mod multicast;
 mod updn;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
-pub use minhop::minhop;
+pub use engine::Engine;
+pub use list::{
+    Attempt, ENGINES, EngineList, Entry, Listed, OPENSM_ONLY_ENGINES, Routed, Skipped, Unrouted,
+};
+pub use minhop::{MinHop, minhop};
 pub use multicast::{
     MftBlock, Mfts, MulticastError, MulticastRouting, MulticastTree, PortMask, Unreached,
     UnreachedReason, mft_blocks,
 };
-pub use updn::{Ranks, updn, updn_roots};
+pub use updn::{Ranks, UpDown, updn, updn_roots};
 
 use crate::topology::{LidError, NodeId, PortRef, Topology, TopologyError};
 

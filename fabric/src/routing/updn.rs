@@ -21,8 +21,23 @@
 //! up/down paths or the routing fails. The fallback cannot loop: a switch with a legal path never
 //! forwards to one without, and fallback hops strictly shorten the distance.
 
+use super::engine::Engine;
 use super::{Routes, RoutingError, SwitchGraph, balance, destinations};
 use crate::topology::{NodeId, Topology};
+
+/// OpenSM's `updn`: [`updn`] from the roots [`updn_roots`] finds, behind the [`Engine`] seam.
+#[derive(Debug, Clone, Copy)]
+pub struct UpDown;
+
+impl Engine for UpDown {
+    fn name(&self) -> &'static str {
+        "updn"
+    }
+
+    fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError> {
+        updn(topo, &[])
+    }
+}
 
 /// Up/down ranks: hop distance of every switch from the nearest root.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,11 +6,12 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
+use ibqos_fabric::routing::{ENGINES, EngineList, Listed, OPENSM_ONLY_ENGINES};
 use ibqos_opensm::{
-    Code, Diagnostic, LoadError, Loaded, PartitionsLoad, PolicyLoad, Settings, changed_options,
-    load, load_partitions, qos_policy, sort_in_reading_order,
+    Code, Diagnostic, LoadError, Loaded, Location, PartitionsLoad, PolicyLoad, Settings,
+    changed_options, load, load_partitions, qos_policy, sort_in_reading_order,
 };
-use ibqos_sm::config::{Takes, routing_engine, takes_effect};
+use ibqos_sm::config::{Takes, takes_effect};
 
 use crate::cli::CheckArgs;
 use crate::commands::Outcome;
@@ -83,11 +84,11 @@ fn unreadable(path: &Path, error: std::io::Error) -> Vec<Diagnostic> {
 }
 
 /// A warning for each option the file sets to other than OpenSM's default that ibqos does not
-/// act on (what a reload reports as "ibqos does not use it"), and for a routing engine ibqos
-/// does not implement: OpenSM would, so the fabric would not run as the file says.
+/// act on (what a reload reports as "ibqos does not use it"), and for each routing engine it
+/// does not have ([`routing_engine_names`]).
 fn not_acted_on(loaded: &Loaded) -> Vec<Diagnostic> {
     let settings = &loaded.settings;
-    let mut ignored: Vec<(String, String)> = changed_options(&Settings::default(), settings)
+    let mut diagnostics: Vec<Diagnostic> = changed_options(&Settings::default(), settings)
         .into_iter()
         .filter(|change| takes_effect(&change.key) == Takes::Never)
         .map(|change| {
@@ -95,20 +96,61 @@ fn not_acted_on(loaded: &Loaded) -> Vec<Diagnostic> {
                 "ibqos does not act on `{}` yet: it runs as with OpenSM's default {}, not {}",
                 change.key, change.old, change.new
             );
-            (change.key, what)
+            Diagnostic::warning(Code::NotActedOn, what).at(loaded.places.get(&change.key).cloned())
         })
         .collect();
-    if routing_engine(settings).is_none() {
-        let engine = settings.sm.routing_engine.clone().unwrap_or_default();
-        ignored.push((
-            "routing_engine".to_string(),
-            format!("ibqos has no routing engine {engine:?}: it routes with minhop (it has minhop and updn)"),
-        ));
+    diagnostics.extend(routing_engine_names(loaded));
+    diagnostics
+}
+
+/// A warning at each name of `routing_engine` that does not route: one OpenSM has and ibqos
+/// does not yet (the next engine routes in its place), and one OpenSM does not know either.
+fn routing_engine_names(loaded: &Loaded) -> Vec<Diagnostic> {
+    let Some(value) = loaded.settings.sm.routing_engine.as_deref() else {
+        return Vec::new();
+    };
+    let place = loaded.places.get("routing_engine");
+    // The value's first byte in its line, to place each name at its own column.
+    let value_at = place.and_then(|p| {
+        let after = p.col.checked_sub(1)?;
+        Some(after + p.line_text.get(after..)?.find(value)?)
+    });
+    let list = EngineList::parse(Some(value));
+    let mut diagnostics = Vec::new();
+    for (index, entry) in list.entries().iter().enumerate() {
+        let name = &entry.name;
+        let in_its_place = match list.fallback_after(index) {
+            Some(engine) => format!("{engine} routes in its place"),
+            None => "nothing routes in its place (`no_fallback`)".to_string(),
+        };
+        let diagnostic = match entry.listed {
+            Listed::Engine(_) | Listed::NoFallback => continue,
+            Listed::OpenSmOnly => Diagnostic::warning(
+                Code::NotActedOn,
+                format!("ibqos has no routing engine `{name}` yet: {in_its_place}"),
+            ),
+            Listed::Unknown => Diagnostic::warning(
+                Code::UnknownRoutingEngine,
+                format!(
+                    "`{name}` is unknown: OpenSM and ibqos have no routing engine of this name \
+                     and skip it; {in_its_place}"
+                ),
+            )
+            .with_help(format!(
+                "ibqos routes with {}; OpenSM also has {} (names are case-sensitive)",
+                ENGINES.map(|e| e.name()).join(", "),
+                OPENSM_ONLY_ENGINES.join(", ")
+            )),
+        };
+        let location = place.map(|p| match value_at {
+            Some(at) => Location {
+                col: at + entry.offset + 1,
+                len: name.len(),
+                ..p.clone()
+            },
+            None => p.clone(),
+        });
+        diagnostics.push(diagnostic.at(location));
     }
-    ignored
-        .into_iter()
-        .map(|(key, what)| {
-            Diagnostic::warning(Code::NotActedOn, what).at(loaded.places.get(&key).cloned())
-        })
-        .collect()
+    diagnostics
 }

@@ -1,21 +1,17 @@
 //! Routing for the sweep: the discovered subnet as a fabric topology, handed to the routing
-//! engines of the fabric crate (the simulator routes with the same functions).
+//! engines of the fabric crate (the simulator routes with the same engines). The SM selects
+//! which engine routes, by OpenSM's fallback rule over `routing_engine`'s list; the engines
+//! compute.
 
 use std::collections::BTreeMap;
 
-use ibqos_fabric::routing::{RoutingError, minhop, updn, updn_roots};
+use ibqos_fabric::routing::{Engine, EngineList, Unrouted};
 use ibqos_fabric::{Node as FabricNode, NodeKind, PortRef, Topology, TopologyError};
 use ibqos_mad::{Guid, NodeType};
+use ibqos_qos::VlCount;
+use tracing::warn;
 
 use super::subnet::Subnet;
-
-/// Which routing engine computes the LFTs (OpenSM's `routing_engine`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum RoutingEngine {
-    #[default]
-    MinHop,
-    UpDown,
-}
 
 /// Every switch's linear forwarding table, by switch GUID; entry `lid` is the egress port.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,23 +35,35 @@ impl Lfts {
 pub enum RouteError {
     #[error("the discovered fabric is inconsistent: {0}")]
     Topology(TopologyError),
-    #[error("routing failed: {0}")]
-    Routing(RoutingError),
+    #[error(transparent)]
+    Unrouted(Unrouted),
 }
 
-/// Every switch's LFT for the discovered subnet.
-pub fn route(subnet: &Subnet, engine: &RoutingEngine) -> Result<Lfts, RouteError> {
+/// Every switch's LFT for the discovered subnet, from the first engine of `engines` that routes
+/// it on links running `vls` data VLs, and that engine. Each engine passed over is logged.
+pub fn route(
+    subnet: &Subnet,
+    engines: &EngineList,
+    vls: VlCount,
+) -> Result<(Lfts, &'static dyn Engine), RouteError> {
     let (topology, guids) = topology(subnet).map_err(RouteError::Topology)?;
-    let routes = match engine {
-        RoutingEngine::MinHop => minhop(&topology),
-        RoutingEngine::UpDown => updn(&topology, &updn_roots(&topology)),
+    let routed = engines
+        .route(&topology, vls)
+        .map_err(RouteError::Unrouted)?;
+    for attempt in &routed.attempts {
+        warn!(
+            engine = attempt.name,
+            reason = %attempt.skipped,
+            routed_by = routed.engine.name(),
+            "routing engine did not route; fell back"
+        );
     }
-    .map_err(RouteError::Routing)?;
-    let tables = routes
+    let tables = routed
+        .routes
         .iter()
         .map(|(id, lft)| (guids[id.0 as usize], lft.to_vec()))
         .collect();
-    Ok(Lfts { tables })
+    Ok((Lfts { tables }, routed.engine))
 }
 
 /// The subnet as a fabric topology (node ids in GUID order), and the GUID of each node id.

@@ -19,6 +19,7 @@ mod writes;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use ibqos_fabric::routing::{Engine, EngineList, MinHop};
 use ibqos_mad::{
     Attribute, AttributeId, CapabilityMask, Guid, PhysPortState, PortInfoRepr, PortState,
     SmInfoRepr, SmpRepr,
@@ -29,7 +30,7 @@ use tracing::{debug, info, warn};
 
 use super::discovery::{Discovery, Probe, WrongAnswer};
 use super::qos::SetupConfig;
-use super::routing::{Lfts, RoutingEngine};
+use super::routing::Lfts;
 use super::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
@@ -59,7 +60,8 @@ pub struct SweepConfig {
     pub leaf_vl_stall_count: u8,
     /// PortInfo.SubnetTimeOut given to endports (OpenSM's `subnet_timeout`, default 18).
     pub subnet_timeout: u8,
-    pub routing: RoutingEngine,
+    /// `routing_engine`: the engines to route with, in order.
+    pub routing: EngineList,
     /// LIDs to keep from an earlier run (the guid2lid cache), by port GUID.
     pub guid2lid: BTreeMap<u64, u16>,
     /// QoS: nothing is programmed unless `qos.enabled`.
@@ -214,6 +216,8 @@ pub struct Sweep {
     pkeys: PkeyState,
     /// The forwarding tables the sweep routed, by switch GUID.
     lfts: Lfts,
+    /// The engine that routed them, which the multicast manager and the SA ask next.
+    routed_by: &'static dyn Engine,
     pending_reads: Vec<PendingRead>,
     changes: Vec<Change>,
     failed_requests: usize,
@@ -290,6 +294,7 @@ impl Sweep {
         let mut sweep = Sweep::new(config, learned, now);
         sweep.subnet = last.subnet.clone();
         sweep.lfts = last.lfts.clone();
+        sweep.routed_by = last.routed_by;
         sweep.multicast_only = true;
         sweep.program_multicast();
         sweep.advance(now);
@@ -311,6 +316,7 @@ impl Sweep {
             high_limits: HighLimits::default(),
             pkeys: PkeyState::default(),
             lfts: Lfts::default(),
+            routed_by: &MinHop,
             pending_reads: Vec::new(),
             changes: Vec::new(),
             failed_requests: 0,
@@ -360,6 +366,11 @@ impl Sweep {
     /// The forwarding tables this sweep computed (empty before it routed, or if it could not).
     pub fn lfts(&self) -> &Lfts {
         &self.lfts
+    }
+
+    /// The engine that routed this sweep's forwarding tables.
+    pub fn routed_by(&self) -> &'static dyn Engine {
+        self.routed_by
     }
 
     pub fn stats(&self) -> &SchedulerStats {

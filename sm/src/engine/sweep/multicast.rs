@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_fabric::PortRef;
-use ibqos_fabric::routing::{MulticastRouting, MulticastTree, mft_blocks};
+use ibqos_fabric::routing::{MulticastTree, mft_blocks};
 use ibqos_mad::{Attribute, CapabilityMask, MftModifier, MulticastForwardingTableRepr};
 use tracing::{info, warn};
 
@@ -42,7 +42,7 @@ impl Sweep {
                 .and_then(|n| n.switch)
                 .is_some_and(|s| s.multicast_fdb_cap > 0)
         };
-        let routing = match MulticastRouting::min_hop(&topo, capable) {
+        let routing = match self.routed_by.multicast(&topo, &capable) {
             Ok(routing) => routing,
             Err(error) => {
                 warn!(%error, "no multicast routing");

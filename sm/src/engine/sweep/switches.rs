@@ -14,8 +14,9 @@ impl Sweep {
     /// SwitchInfo.LinearFDBTop and the LFT blocks up to it, on every switch.
     pub(super) fn program_switches(&mut self) {
         self.phase = Phase::ProgrammingSwitches;
-        let lfts = match route(&self.subnet, &self.config.routing) {
-            Ok(lfts) => lfts,
+        let (lfts, engine) = match route(&self.subnet, &self.config.routing, self.config.max_op_vls)
+        {
+            Ok(routed) => routed,
             Err(error) => {
                 self.fail(error.to_string());
                 return;
@@ -73,5 +74,6 @@ impl Sweep {
             self.logged("configured", "planned")
         );
         self.lfts = lfts;
+        self.routed_by = engine;
     }
 }

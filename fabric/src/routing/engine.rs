@@ -1,0 +1,67 @@
+//! The seam between the SM (or the simulator) and the routing engines, after OpenSM's
+//! `struct osm_routing_engine` (`include/opensm/osm_opensm.h`): one trait, one file per engine.
+//!
+//! OpenSM's hooks map to the trait's methods:
+//! - `build_lid_matrices` and `ucast_build_fwd_tables`: [`Engine::unicast`], one pure step from a
+//!   topology with LIDs to every switch's LFT;
+//! - `path_sl`: [`Engine::path_sl`], the SL a path must use;
+//! - the VLs an engine's routes need: [`Engine::vls_needed`] (LASH and DFSSSP fail when the
+//!   fabric runs fewer);
+//! - `update_sl2vl` and `update_vlarb`: [`Engine::sl2vl`] and [`Engine::vlarb`], the tables the
+//!   engine wants written in place of the QoS manager's;
+//! - `mcast_build_stree`: [`Engine::multicast`], the spanning trees of the MLIDs.
+//!
+//! Every hook but `unicast` has OpenSM's behaviour for an engine that leaves it NULL, as minhop
+//! and up*/down* do: the policy's SL, one VL, the QoS manager's tables, OpenSM's generic tree.
+
+use std::fmt;
+
+use ibqos_qos::{Priority, Sl2VlTable, VlArbEntry, VlCount};
+
+use super::{MulticastRouting, Routes, RoutingError};
+use crate::topology::{NodeId, Topology};
+
+/// A routing engine: what computes the forwarding tables, and what the QoS manager, the SA and
+/// the multicast manager ask it afterwards.
+pub trait Engine: fmt::Debug + Sync {
+    /// The name `routing_engine` gives it, spelt as OpenSM spells it.
+    fn name(&self) -> &'static str;
+
+    /// Every switch's linear forwarding table.
+    fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError>;
+
+    /// The SL of a path from `slid` to `dlid`, given `hint`, the SL the QoS policy, the
+    /// partition or the default chose. An engine that does not layer its routes over SLs keeps
+    /// the hint.
+    fn path_sl(&self, hint: u8, _slid: u16, _dlid: u16) -> u8 {
+        hint
+    }
+
+    /// The data VLs the engine's routes need to be free of credit loops. An engine needing more
+    /// than the fabric runs fails, and the next in the list routes.
+    fn vls_needed(&self) -> VlCount {
+        VlCount::One
+    }
+
+    /// The SL-to-VL table the engine wants on traffic from `input` to `output` of the node with
+    /// NodeGUID `node` (a CA port: input and output 0); `None` leaves the QoS manager's.
+    fn sl2vl(&self, _node: u64, _input: u8, _output: u8) -> Option<Sl2VlTable> {
+        None
+    }
+
+    /// The VLArb table of `priority` the engine wants on `port` of the node with NodeGUID
+    /// `node`; `None` leaves the QoS manager's.
+    fn vlarb(&self, _node: u64, _port: u8, _priority: Priority) -> Option<Vec<VlArbEntry>> {
+        None
+    }
+
+    /// The multicast routing the MLIDs' spanning trees come from: OpenSM's generic tree over
+    /// min-hop counts (`osm_mcast_mgr.c`), through the switches `multicast_capable` accepts.
+    fn multicast<'t>(
+        &self,
+        topo: &'t Topology,
+        multicast_capable: &dyn Fn(NodeId) -> bool,
+    ) -> Result<MulticastRouting<'t>, RoutingError> {
+        MulticastRouting::min_hop(topo, multicast_capable)
+    }
+}

@@ -1,0 +1,375 @@
+//! OpenSM's `routing_engine`: an ordered list of engines, each tried until one routes, then
+//! minhop (`osm_opensm.c` `setup_routing_engines`, `osm_ucast_mgr.c` `osm_ucast_mgr_process`).
+//!
+//! The list is split on commas, spaces, tabs and newlines, and each name matched as OpenSM
+//! matches it: case-sensitively. A name OpenSM does not know is skipped. A name OpenSM knows but
+//! ibqos has no engine for is skipped as an engine that failed would be. `no_fallback` is no
+//! engine: it stops the last resort, minhop, after every listed engine failed.
+
+use ibqos_qos::VlCount;
+
+use super::engine::Engine;
+use super::minhop::MinHop;
+use super::updn::UpDown;
+use super::{Routes, RoutingError};
+use crate::topology::Topology;
+
+/// The engines ibqos has, by the names OpenSM gives them.
+pub const ENGINES: [&dyn Engine; 2] = [&MINHOP, &UPDN];
+static MINHOP: MinHop = MinHop;
+static UPDN: UpDown = UpDown;
+
+/// The engines OpenSM 3.3.23 has and ibqos does not (`osm_opensm.c` `routing_modules`).
+pub const OPENSM_ONLY_ENGINES: [&str; 9] = [
+    "dnup",
+    "file",
+    "ftree",
+    "lash",
+    "dor",
+    "torus-2QoS",
+    "nue",
+    "dfsssp",
+    "sssp",
+];
+
+/// The list entry that turns the fallback to minhop off.
+const NO_FALLBACK: &str = "no_fallback";
+
+/// What one name of the list is.
+#[derive(Debug, Clone, Copy)]
+pub enum Listed {
+    /// An engine ibqos has.
+    Engine(&'static dyn Engine),
+    /// An engine OpenSM has and ibqos does not: the next one routes in its place.
+    OpenSmOnly,
+    /// `no_fallback`.
+    NoFallback,
+    /// No engine: OpenSM logs "cannot find or setup routing engine" and skips it.
+    Unknown,
+}
+
+/// One name of the list, and where it is in the option's value.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: String,
+    /// Byte offset of the name in the value.
+    pub offset: usize,
+    pub listed: Listed,
+}
+
+/// The engines `routing_engine` lists, in order.
+#[derive(Debug, Clone, Default)]
+pub struct EngineList {
+    entries: Vec<Entry>,
+}
+
+/// Why an engine of the list did not route.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Skipped {
+    #[error("OpenSM has no routing engine of this name")]
+    Unknown,
+    #[error("ibqos has no such routing engine yet (OpenSM has)")]
+    OpenSmOnly,
+    #[error("its routes need {needed} VLs, and the fabric runs {available}")]
+    TooFewVls { needed: VlCount, available: VlCount },
+    #[error(transparent)]
+    Failed(RoutingError),
+}
+
+/// One engine of the list that did not route, in the order they were tried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub name: String,
+    pub skipped: Skipped,
+}
+
+/// The routes, the engine that computed them, and the engines tried before it.
+#[derive(Debug, Clone)]
+pub struct Routed {
+    pub engine: &'static dyn Engine,
+    pub routes: Routes,
+    pub attempts: Vec<Attempt>,
+}
+
+/// Every engine failed: what each said.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no routing engine could route the fabric: {}", describe(.attempts))]
+pub struct Unrouted {
+    pub attempts: Vec<Attempt>,
+}
+
+fn describe(attempts: &[Attempt]) -> String {
+    let each: Vec<String> = attempts
+        .iter()
+        .map(|a| format!("{}: {}", a.name, a.skipped))
+        .collect();
+    each.join("; ")
+}
+
+impl EngineList {
+    /// The list `routing_engine` gives; `None` (unset) and an empty value are OpenSM's default,
+    /// minhop alone.
+    pub fn parse(value: Option<&str>) -> EngineList {
+        let value = value.unwrap_or_default();
+        let mut entries = Vec::new();
+        let mut start = None;
+        let separators = [',', ' ', '\t', '\n'];
+        for (at, c) in value.char_indices().chain([(value.len(), ',')]) {
+            match (separators.contains(&c), start) {
+                (false, None) => start = Some(at),
+                (true, Some(from)) => {
+                    entries.push(Entry::new(&value[from..at], from));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        EngineList { entries }
+    }
+
+    /// The names in the order listed.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The engine that routes in place of entry `index` when it does not: the next engine of
+    /// the list that ibqos has, else minhop unless the list says `no_fallback`; `None` for
+    /// none. (An engine ibqos has may still fail on the fabric, and pass on again.)
+    pub fn fallback_after(&self, index: usize) -> Option<&'static str> {
+        let next = self
+            .entries
+            .iter()
+            .skip(index + 1)
+            .find_map(|e| match e.listed {
+                Listed::Engine(engine) => Some(engine.name()),
+                _ => None,
+            });
+        next.or_else(|| (!self.no_fallback()).then(|| MINHOP.name()))
+    }
+
+    /// Whether the list says `no_fallback`: nothing routes when every listed engine failed.
+    fn no_fallback(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| matches!(e.listed, Listed::NoFallback))
+    }
+
+    /// Routes `topo` with the first engine of the list that succeeds on a fabric running
+    /// `available` data VLs, then minhop unless the list says `no_fallback`.
+    pub fn route(&self, topo: &Topology, available: VlCount) -> Result<Routed, Unrouted> {
+        let mut attempts = Vec::new();
+        let mut tried_minhop = false;
+        for entry in &self.entries {
+            let engine = match entry.listed {
+                Listed::Engine(engine) => engine,
+                Listed::NoFallback => continue,
+                Listed::OpenSmOnly | Listed::Unknown => {
+                    let skipped = match entry.listed {
+                        Listed::Unknown => Skipped::Unknown,
+                        _ => Skipped::OpenSmOnly,
+                    };
+                    attempts.push(Attempt {
+                        name: entry.name.clone(),
+                        skipped,
+                    });
+                    continue;
+                }
+            };
+            tried_minhop |= engine.name() == MINHOP.name();
+            match try_engine(engine, topo, available) {
+                Ok(routes) => {
+                    return Ok(Routed {
+                        engine,
+                        routes,
+                        attempts,
+                    });
+                }
+                Err(skipped) => attempts.push(Attempt {
+                    name: entry.name.clone(),
+                    skipped,
+                }),
+            }
+        }
+        // The last resort; minhop failing once fails again on the same fabric.
+        if !self.no_fallback() && !tried_minhop {
+            match try_engine(&MINHOP, topo, available) {
+                Ok(routes) => {
+                    return Ok(Routed {
+                        engine: &MINHOP,
+                        routes,
+                        attempts,
+                    });
+                }
+                Err(skipped) => attempts.push(Attempt {
+                    name: MINHOP.name().to_owned(),
+                    skipped,
+                }),
+            }
+        }
+        Err(Unrouted { attempts })
+    }
+}
+
+/// The routes of one engine, or why it gave none.
+fn try_engine(engine: &dyn Engine, topo: &Topology, available: VlCount) -> Result<Routes, Skipped> {
+    let needed = engine.vls_needed();
+    if needed > available {
+        return Err(Skipped::TooFewVls { needed, available });
+    }
+    engine.unicast(topo).map_err(Skipped::Failed)
+}
+
+impl Entry {
+    fn new(name: &str, offset: usize) -> Entry {
+        let listed = if let Some(engine) = ENGINES.iter().find(|e| e.name() == name) {
+            Listed::Engine(*engine)
+        } else if OPENSM_ONLY_ENGINES.contains(&name) {
+            Listed::OpenSmOnly
+        } else if name == NO_FALLBACK {
+            Listed::NoFallback
+        } else {
+            Listed::Unknown
+        };
+        Entry {
+            name: name.to_owned(),
+            offset,
+            listed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::{assign_lids, ring};
+
+    /// A ring of six switches: up*/down* routes some pairs the long way round, so its tables
+    /// differ from minhop's.
+    fn six_ring() -> Topology {
+        let mut topo = ring(6, 1).unwrap();
+        assign_lids(&mut topo, 0).unwrap();
+        topo
+    }
+
+    fn names(list: &EngineList) -> Vec<(&str, usize)> {
+        list.entries()
+            .iter()
+            .map(|e| (e.name.as_str(), e.offset))
+            .collect()
+    }
+
+    #[test]
+    fn the_list_splits_as_opensm_splits_it() {
+        let list = EngineList::parse(Some(" ftree, updn,,minhop\tno_fallback"));
+        assert_eq!(
+            names(&list),
+            [
+                ("ftree", 1),
+                ("updn", 8),
+                ("minhop", 14),
+                ("no_fallback", 21)
+            ]
+        );
+        assert!(EngineList::parse(None).entries().is_empty());
+        assert!(EngineList::parse(Some(" , ")).entries().is_empty());
+    }
+
+    #[test]
+    fn names_match_case_sensitively() {
+        let list = EngineList::parse(Some("updn,Updn,ftree,no_fallback"));
+        let kinds: Vec<&str> = list
+            .entries()
+            .iter()
+            .map(|e| match e.listed {
+                Listed::Engine(engine) => engine.name(),
+                Listed::OpenSmOnly => "opensm only",
+                Listed::NoFallback => "no fallback",
+                Listed::Unknown => "unknown",
+            })
+            .collect();
+        assert_eq!(kinds, ["updn", "unknown", "opensm only", "no fallback"]);
+    }
+
+    /// The engine that routed and the names passed over before it.
+    fn routed_by(value: &str) -> Result<(&'static str, Vec<String>), Unrouted> {
+        let routed = EngineList::parse(Some(value)).route(&six_ring(), VlCount::Eight)?;
+        let passed = routed.attempts.iter().map(|a| a.name.clone()).collect();
+        Ok((routed.engine.name(), passed))
+    }
+
+    #[test]
+    fn the_first_engine_that_routes_routes() {
+        assert_eq!(routed_by("updn,minhop"), Ok(("updn", vec![])));
+        assert_eq!(routed_by("minhop,updn"), Ok(("minhop", vec![])));
+        let passed = vec!["ftree".to_string(), "foo".to_string()];
+        assert_eq!(routed_by("ftree,foo,updn"), Ok(("updn", passed)));
+        assert_eq!(routed_by(""), Ok(("minhop", vec![])));
+        assert_eq!(routed_by("ftree"), Ok(("minhop", vec!["ftree".into()])));
+    }
+
+    #[test]
+    fn no_fallback_leaves_the_fabric_unrouted_when_every_engine_fails() {
+        let unrouted = routed_by("no_fallback,ftree").unwrap_err();
+        assert_eq!(
+            unrouted.attempts,
+            [Attempt {
+                name: "ftree".into(),
+                skipped: Skipped::OpenSmOnly,
+            }]
+        );
+        assert_eq!(routed_by("updn,no_fallback"), Ok(("updn", vec![])));
+    }
+
+    #[test]
+    fn each_engine_computes_its_own_tables() {
+        let topo = six_ring();
+        let list = |value| EngineList::parse(Some(value));
+        let tables = |value| list(value).route(&topo, VlCount::One).unwrap().routes;
+        assert_eq!(tables("ftree,updn"), UPDN.unicast(&topo).unwrap());
+        assert_eq!(tables("minhop"), MINHOP.unicast(&topo).unwrap());
+        assert_ne!(tables("updn"), tables("minhop"));
+    }
+
+    #[test]
+    fn what_routes_in_place_of_each_name() {
+        let list = EngineList::parse(Some("ftree,foo,updn,lash"));
+        let fallbacks: Vec<_> = (0..4).map(|i| list.fallback_after(i)).collect();
+        assert_eq!(
+            fallbacks,
+            [Some("updn"), Some("updn"), Some("minhop"), Some("minhop")]
+        );
+        let list = EngineList::parse(Some("lash,no_fallback"));
+        assert_eq!(list.fallback_after(0), None);
+    }
+
+    /// An engine whose routes need four VLs, as a layered engine's might.
+    #[derive(Debug)]
+    struct FourLayers;
+
+    impl Engine for FourLayers {
+        fn name(&self) -> &'static str {
+            "four-layers"
+        }
+
+        fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError> {
+            MINHOP.unicast(topo)
+        }
+
+        fn vls_needed(&self) -> VlCount {
+            VlCount::Four
+        }
+    }
+
+    #[test]
+    fn an_engine_needing_more_vls_than_the_fabric_runs_fails() {
+        let topo = six_ring();
+        assert_eq!(
+            try_engine(&FourLayers, &topo, VlCount::Two),
+            Err(Skipped::TooFewVls {
+                needed: VlCount::Four,
+                available: VlCount::Two,
+            })
+        );
+        assert!(try_engine(&FourLayers, &topo, VlCount::Four).is_ok());
+    }
+}
