@@ -741,6 +741,13 @@ pub struct SimArgs {
     /// node and port. LIDs and routes are the simulator's own, as with a configuration.
     #[arg(long, value_name = "DUMP_JSON")]
     pub tables: Option<PathBuf>,
+    /// The routing engines, as OpenSM's `routing_engine` lists them (`updn`, `ftree,updn`):
+    /// each is tried in order, an engine ibqos lacks or that fails passes to the next, then
+    /// minhop unless the list says `no_fallback`. In place of the configuration's
+    /// `routing_engine`; without either, minhop routes. A note on standard error names each
+    /// engine passed over.
+    #[arg(long, value_name = "NAMES")]
+    pub routing_engine: Option<String>,
     /// The traffic: duration, link parameters, arbiter options, flows and patterns (TOML).
     #[arg(long, value_name = "TRAFFIC_TOML")]
     pub traffic: PathBuf,

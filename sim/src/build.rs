@@ -1,13 +1,13 @@
 //! The simulator's view of a fabric, built the way the SM would program it: LIDs in endport
-//! order (as a simple LID manager assigns them) unless the net file gives them, minhop
-//! forwarding tables, and per port the planner's tables for its class, capabilities and OperVLs
+//! order (as a simple LID manager assigns them) unless the net file gives them, the forwarding
+//! tables of the configured routing engines, and per port the planner's tables for its class, capabilities and OperVLs
 //! (the lower VLCap of the two ends, capped by `max_op_vls`), or the tables a fabric held (a
 //! dump, see the `held` module). Link speed and width come from the traffic file, not the net
 //! file: net files carry ibsim's defaults (4x SDR), not the hardware's.
 
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::generate::{GenError, assign_lids};
-use ibqos_fabric::routing::{RoutingError, minhop};
+use ibqos_fabric::routing::{Attempt, EngineList, Unrouted};
 use ibqos_fabric::{NodeId, PortRef, Topology};
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{
@@ -25,7 +25,7 @@ pub enum BuildError {
     #[error("cannot assign LIDs: {0}")]
     Lids(GenError),
     #[error(transparent)]
-    Routing(#[from] RoutingError),
+    Routing(#[from] Unrouted),
     #[error("planning {port}: {error}")]
     Plan { port: String, error: PlanError },
     /// The dump given for the tables does not fit the topology, at `place` (a node or port).
@@ -106,6 +106,18 @@ pub fn build_network(
     tables: Tables<'_>,
     traffic: &Traffic,
 ) -> Result<Network, BuildError> {
+    let (network, _) = build_routed_network(topo, tables, &EngineList::default(), traffic)?;
+    Ok(network)
+}
+
+/// The simulator's view of `topo` with `tables` on its ports, routed by the first engine of
+/// `engines` that routes it (OpenSM's fallback), and the engines passed over before it.
+pub fn build_routed_network(
+    topo: &mut Topology,
+    tables: Tables<'_>,
+    engines: &EngineList,
+    traffic: &Traffic,
+) -> Result<(Network, Vec<Attempt>), BuildError> {
     let unassigned = topo.endports().any(|ep| {
         topo.port(ep)
             .is_some_and(|p| p.lid == 0 && (p.peer.is_some() || ep.port == 0))
@@ -113,7 +125,11 @@ pub fn build_network(
     if unassigned {
         assign_lids(topo, 0).map_err(BuildError::Lids)?;
     }
-    let routes = minhop(topo)?;
+    let max_op_vls = match tables {
+        Tables::Planned { max_op_vls, .. } => max_op_vls,
+        Tables::Held(_) => None,
+    };
+    let routed = engines.route(topo, max_op_vls.unwrap_or(VlCount::Fifteen))?;
     let mut nodes = Vec::with_capacity(topo.len());
     for (id, fnode) in topo.nodes() {
         let kind = if fnode.is_switch() {
@@ -140,7 +156,11 @@ pub fn build_network(
             Tables::Held(dump) => held_tables(&mut node, topo, id, fnode, dump)?,
         }
         if fnode.is_switch() {
-            node.lft = routes.lft(id).map(<[u8]>::to_vec).unwrap_or_default();
+            node.lft = routed
+                .routes
+                .lft(id)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default();
         }
         nodes.push(node);
     }
@@ -158,11 +178,12 @@ pub fn build_network(
             params: traffic.link,
         })
         .collect();
-    Ok(Network {
+    let network = Network {
         nodes,
         links,
         ethernet: None,
-    })
+    };
+    Ok((network, routed.attempts))
 }
 
 /// Sets the tables of `node` (being built for `fnode`, node `id` of `topo`) to what the planner

@@ -5,9 +5,9 @@
 //! (speed, width, propagation, per-VL receive buffers in 64-byte credits, credit latency), each
 //! port's VL arbitration tables and VLHighLimit, each node's SL-to-VL tables per (input, output)
 //! pair and each switch's forwarding table. The engine never sees a topology file or a routing
-//! engine: [`build_network`] builds the [`Network`] from a fabric topology, the planner (or the
-//! tables a fabric held, from a dump) and minhop, so the tables and routes are those the SM
-//! would program (or did).
+//! engine: [`build_routed_network`] builds the [`Network`] from a fabric topology, the planner
+//! (or the tables a fabric held, from a dump) and the configured routing engines
+//! ([`build_network`]: minhop), so the tables and routes are those the SM would program (or did).
 //!
 //! - [`arbiter`]: the IBA 7.6.9 VL arbiter, its open points as named options;
 //! - [`traffic`]: the traffic file (TOML) and the patterns it can generate;
@@ -45,7 +45,7 @@ pub mod traffic;
 pub mod window;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
-pub use build::{BuildError, Tables, TopologyHosts, build_network};
+pub use build::{BuildError, Tables, TopologyHosts, build_network, build_routed_network};
 pub use dcqcn::{
     Cnp, DcqcnConfig, DcqcnConfigError, EcnConfig, EcnConfigError, EcnMarker, NotificationPoint,
     NpParams, ReactionPoint, RpParams,

@@ -68,7 +68,7 @@ pub struct EngineList {
 pub enum Skipped {
     #[error("OpenSM has no routing engine of this name")]
     Unknown,
-    #[error("ibqos has no such routing engine yet (OpenSM has)")]
+    #[error("OpenSM has this routing engine, ibqos does not yet")]
     OpenSmOnly,
     #[error("its routes need {needed} VLs, and the fabric runs {available}")]
     TooFewVls { needed: VlCount, available: VlCount },

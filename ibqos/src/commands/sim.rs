@@ -9,13 +9,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::netfile::parse_net_file;
+use ibqos_fabric::routing::EngineList;
 use ibqos_qos::QosConfig;
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_sim::traffic;
 use ibqos_sim::{
-    Flow, Network, Report, Run, SimOptions, Tables, TopologyHosts, build_network, describe,
+    Flow, Network, Report, Run, SimOptions, Tables, TopologyHosts, build_routed_network, describe,
     pfc_delay_table, plot::write_plots, sweep_pfc_delay,
 };
+use ibqos_sm::config::routing_engines;
 
 use crate::cli::SimArgs;
 use crate::commands::{Outcome, load_config, setup_on};
@@ -52,6 +54,7 @@ pub fn run(args: &SimArgs) -> Result<Outcome> {
     let setup = setup(
         &args.topology,
         tables,
+        args.routing_engine.as_deref(),
         &args.traffic,
         args.seed,
         timeline_intervals,
@@ -98,10 +101,12 @@ pub enum TableSource<'a> {
 }
 
 /// Reads the topology, the tables' source and the traffic file and builds the network and
-/// flows, to record a timeline of `timeline_intervals` intervals (0: none).
+/// flows, routed by the engines `routing_engine` lists (else those of the configuration, else
+/// minhop), to record a timeline of `timeline_intervals` intervals (0: none).
 pub fn setup(
     topology: &Path,
     tables: TableSource<'_>,
+    routing_engine: Option<&str>,
     traffic_file: &Path,
     seed: u64,
     timeline_intervals: usize,
@@ -119,7 +124,8 @@ pub fn setup(
         );
     }
     let on_topology = || format!("cannot simulate {}", topology.display());
-    let mut network = match tables {
+    let named = routing_engine.map(|names| EngineList::parse(Some(names)));
+    let (mut network, passed_over) = match tables {
         TableSource::None if traffic.ethernet.is_none() => {
             anyhow::bail!(
                 "an InfiniBand run needs its QoS tables: give a configuration (-F or -c) or \
@@ -132,7 +138,8 @@ pub fn setup(
                 setup: &SetupTables::default(),
                 max_op_vls: None,
             };
-            build_network(&mut topo, tables, &traffic).with_context(on_topology)?
+            let engines = named.unwrap_or_default();
+            build_routed_network(&mut topo, tables, &engines, &traffic).with_context(on_topology)?
         }
         TableSource::Config(config) => {
             let loaded = load_config(config)?;
@@ -156,18 +163,26 @@ pub fn setup(
                 setup: &setup,
                 max_op_vls: loaded.settings.links.oper_vls_cap(),
             };
-            build_network(&mut topo, tables, &traffic).with_context(on_topology)?
+            let engines = named.unwrap_or_else(|| routing_engines(&loaded.settings));
+            build_routed_network(&mut topo, tables, &engines, &traffic).with_context(on_topology)?
         }
         TableSource::Dump(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let dump = FabricDump::from_json(&text)
                 .with_context(|| format!("{} is no fabric dump", path.display()))?;
-            build_network(&mut topo, Tables::Held(&dump), &traffic).with_context(|| {
-                format!("{} does not fit {}", path.display(), topology.display())
-            })?
+            let engines = named.unwrap_or_default();
+            build_routed_network(&mut topo, Tables::Held(&dump), &engines, &traffic).with_context(
+                || format!("{} does not fit {}", path.display(), topology.display()),
+            )?
         }
     };
+    for attempt in passed_over {
+        eprintln!(
+            "note: routing engine `{}` passed over: {}",
+            attempt.name, attempt.skipped
+        );
+    }
     let hosts = TopologyHosts(&topo);
     let flows = traffic.flows(&hosts, seed).map_err(FileError::from)?;
     network.ethernet = traffic.ethernet(&hosts).map_err(FileError::from)?;
