@@ -1,7 +1,9 @@
-//! The QoS state of every port of an emulated fabric as a [`FabricDump`]: what an SM left
-//! behind, for comparing two runs or feeding the simulator. Each table is what the SMA answers
-//! a SubnGet for it (read without counting), so the dump equals what `ibqos dump` reads from
-//! the same fabric over the wire.
+//! The QoS state of every port of an emulated fabric, and every switch's LFT, as a
+//! [`FabricDump`]: what an SM left behind, for comparing two runs or feeding the simulator.
+//! Each table is what the SMA answers a SubnGet for it (read without counting), so the dump
+//! equals what `ibqos dump` reads from the same fabric over the wire.
+
+use std::collections::BTreeMap;
 
 use ibqos_fabric::PortRef;
 use ibqos_fabric::dump::{FabricDump, NodeDump, PortDump, SwitchShape, TableRead};
@@ -44,10 +46,22 @@ pub fn dump(emulator: &Emulator) -> FabricDump {
                 }
                 _ => node.description.clone(),
             };
+            let top = emulator
+                .switch_info(id)
+                .map_or(0, |info| info.linear_fdb_top);
+            let mut lft = BTreeMap::new();
+            for block in NodeDump::lft_blocks(top) {
+                let port0 = PortRef::new(id, 0);
+                let read = emulator.get(port0, AttributeId::LinearForwardingTable, block);
+                if let Ok(Attribute::LinearForwardingTable(table)) = read {
+                    lft.extend(NodeDump::lft_routes(block, &table, top));
+                }
+            }
             let dump = NodeDump {
                 name,
                 kind: NodeDump::kind_name(node.kind.into()),
                 ports,
+                lft,
             };
             (FabricDump::node_key(node.guid), dump)
         })

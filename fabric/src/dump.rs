@@ -1,5 +1,5 @@
 //! A fabric's QoS state as JSON: of every port, the PortInfo fields QoS depends on and the SL2VL
-//! and VLArb tables, exactly as its SMA answers SubnGets for them.
+//! and VLArb tables, and of every switch its LFT, exactly as the SMAs answer SubnGets for them.
 //!
 //! Written from an emulated fabric (`ibqos fabric dump`, `ibqos sm --dump-fabric`) and from a
 //! live one (`ibqos dump`), and read by `ibqos sim --tables`. Both writers hold what a SubnGet
@@ -13,8 +13,8 @@
 use std::collections::BTreeMap;
 
 use ibqos_mad::{
-    Attribute, AttributeId, CapabilityMask, Guid, NodeType, PortInfoRepr, Priority, SlToVlModifier,
-    VlArbBlock, VlArbModifier,
+    Attribute, AttributeId, CapabilityMask, Guid, LinearForwardingTableRepr, NodeType,
+    PortInfoRepr, Priority, SlToVlModifier, VlArbBlock, VlArbModifier,
 };
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +32,11 @@ pub struct NodeDump {
     pub kind: String,
     /// Every port read (a switch's port 0 included), by number.
     pub ports: BTreeMap<u8, PortDump>,
+    /// A switch's linear forwarding table up to its LinearFDBTop: the egress port of each LID
+    /// it routes (entries of no route left out). Empty for a CA or router, and in dumps
+    /// written before dumps held LFTs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lft: BTreeMap<u16, u8>,
 }
 
 /// One port's state. Encodings are the IBA's raw values, as PortInfo carries them.
@@ -76,6 +81,11 @@ impl FabricDump {
         Guid(guid).to_string()
     }
 
+    /// Whether any switch's LFT was read (dumps written before LFTs were dumped have none).
+    pub fn has_lfts(&self) -> bool {
+        self.nodes.values().any(|node| !node.lft.is_empty())
+    }
+
     /// The node whose NodeGUID is `guid`.
     pub fn node(&self, guid: u64) -> Option<&NodeDump> {
         self.nodes.get(&FabricDump::node_key(guid))
@@ -83,6 +93,34 @@ impl FabricDump {
 }
 
 impl NodeDump {
+    /// The LinearForwardingTable blocks (attribute modifiers) that read a switch's LFT up to
+    /// its LinearFDBTop `top`. None for a top of 0: LID 0 is no unicast LID, so that switch
+    /// routes nothing.
+    pub fn lft_blocks(top: u16) -> std::ops::Range<u32> {
+        if top == 0 {
+            0..0
+        } else {
+            0..u32::from(top / 64) + 1
+        }
+    }
+
+    /// The routes LFT block `block` holds up to LinearFDBTop `top`, as [`NodeDump::lft`] keeps
+    /// them.
+    pub fn lft_routes(
+        block: u32,
+        table: &LinearForwardingTableRepr,
+        top: u16,
+    ) -> impl Iterator<Item = (u16, u8)> {
+        (block * 64..)
+            .zip(table.ports)
+            .filter_map(move |(lid, port)| {
+                let lid = u16::try_from(lid)
+                    .ok()
+                    .filter(|&lid| lid != 0 && lid <= top)?;
+                (port != LinearForwardingTableRepr::NO_ROUTE).then_some((lid, port))
+            })
+    }
+
     /// How a dump names a NodeType.
     pub fn kind_name(node_type: NodeType) -> String {
         match node_type {

@@ -98,11 +98,12 @@ pub enum Command {
     /// Discovers the fabric by directed route as the SM does (NodeInfo, NodeDescription,
     /// SwitchInfo, the PortInfo of every port), then reads every port's tables: on a switch the
     /// SL2VL table of every (input, output) pair, on a CA its own, and the VLArb blocks the
-    /// port's VLArbitrationLowCap and HighCap fill. Only SubnGets are sent, so it reads a fabric
+    /// port's VLArbitrationLowCap and HighCap fill; and every switch's LFT up to its
+    /// LinearFDBTop. Only SubnGets are sent, so it reads a fabric
     /// whatever SM programmed it (OpenSM, ibqos) and changes nothing. The JSON is the format
     /// `ibqos fabric dump` and `ibqos sm --dump-fabric` write of an emulated fabric (nodes by
     /// GUID, named by NodeDescription), so the files compare with diff, and `ibqos sim --tables`
-    /// simulates with exactly these tables. A Get that gets no answer after its retries is an
+    /// simulates with exactly these tables and routes. A Get that gets no answer after its retries is an
     /// error naming its node and port, and then nothing is written.
     #[command(after_help = "Examples:\n  \
         ibqos dump --fabric umad -o fabric.json\n  \
@@ -226,7 +227,7 @@ pub enum FabricCommand {
     Gen(FabricGenArgs),
     /// Write every port's state of an emulated fabric, as loaded, as JSON: SL2VL per input port,
     /// VLArb low and high, VLHighLimit, OperVLs, HOQLife, VLStallCount, NeighborMTU, LID and
-    /// PortState, keyed by node GUID and port. `ibqos sm --dump-fabric` writes the same format
+    /// PortState, keyed by node GUID and port, and every switch's LFT. `ibqos sm --dump-fabric` writes the same format
     /// after a run, and `ibqos dump` of a live fabric, so any two states compare with diff.
     #[command(after_help = "Examples:\n  \
         ibqos fabric dump two-switch -o before.json\n  \
@@ -488,8 +489,9 @@ pub struct SmArgs {
     #[command(flatten)]
     pub latency: LatencyArgs,
     /// On a `sim:` fabric: when the SM stops, write every port's state (LID, PortState,
-    /// OperVLs, NeighborMTU, VLHighLimit, HOQLife, VLStallCount, SL2VL, VLArb) to FILE as
-    /// JSON, sorted by node GUID and port, the same state always the same bytes.
+    /// OperVLs, NeighborMTU, VLHighLimit, HOQLife, VLStallCount, SL2VL, VLArb) and every
+    /// switch's LFT to FILE as JSON, sorted by node GUID and port, the same state always the
+    /// same bytes.
     #[arg(long, value_name = "FILE")]
     pub dump_fabric: Option<PathBuf>,
     /// Discover and plan, read what the fabric holds, and print every Set that would be sent
@@ -738,14 +740,17 @@ pub struct SimArgs {
     /// link does not run is dropped); nodes are matched by NodeGUID, ports by number. A dump
     /// that does not fit the topology (a node or linked port missing, a VLArb table not of the
     /// port's cap, an OperVLs above its VLCap, a missing SL2VL table) is an error naming the
-    /// node and port. LIDs and routes are the simulator's own, as with a configuration.
+    /// node and port. A dump that holds LFTs (`ibqos dump` and `ibqos fabric dump` read them)
+    /// gives the routes too: every switch forwards by its LFT, and every end port has the
+    /// dump's LID. With an older dump, or with --routing-engine, LIDs and routes are the
+    /// simulator's own, as with a configuration.
     #[arg(long, value_name = "DUMP_JSON")]
     pub tables: Option<PathBuf>,
     /// The routing engines, as OpenSM's `routing_engine` lists them (`updn`, `ftree,updn`):
     /// each is tried in order, an engine ibqos lacks or that fails passes to the next, then
     /// minhop unless the list says `no_fallback`. In place of the configuration's
-    /// `routing_engine`; without either, minhop routes. A note on standard error names each
-    /// engine passed over.
+    /// `routing_engine` or the LFTs of --tables; without either, minhop routes. A note on
+    /// standard error names each engine passed over.
     #[arg(long, value_name = "NAMES")]
     pub routing_engine: Option<String>,
     /// The traffic: duration, link parameters, arbiter options, flows and patterns (TOML).

@@ -369,12 +369,15 @@ fn a_dead_node_leaves_the_rest_of_the_fabric_up() {
     assert!(!second.subnet().nodes.contains_key(&h3_guid));
 
     // Its end state differs from a clean run's exactly at H3 and its switch S2, whose port
-    // to H3 cannot go ACTIVE, once LIDs are left out: H3 holds none, so those after it in
-    // GUID order move down one.
+    // to H3 cannot go ACTIVE, once LIDs and the LFTs they index are left out: H3 holds none,
+    // so those after it in GUID order move down one.
     let without_lids = |text: &str| {
         let mut dump = FabricDump::from_json(text).unwrap();
-        for port in dump.nodes.values_mut().flat_map(|n| n.ports.values_mut()) {
-            port.lid = 0;
+        for node in dump.nodes.values_mut() {
+            node.lft.clear();
+            for port in node.ports.values_mut() {
+                port.lid = 0;
+            }
         }
         dump
     };

@@ -156,3 +156,46 @@ fn sim_names_each_engine_passed_over_and_fails_when_none_routes() {
         "{stderr}"
     );
 }
+
+/// A fabric dump carries the LFTs the SM left: with `--tables`, the switches forward by them
+/// (here up*/down*'s, though no configuration names an engine), and `--routing-engine` routes
+/// in their place.
+#[test]
+fn sim_with_tables_forwards_by_the_dumps_lfts() {
+    let dir = TempDir::new().unwrap();
+    let net = ring(&dir);
+    let traffic = scratch_file(&dir, "traffic.toml", TRAFFIC);
+    let conf = scratch_file(&dir, "opensm.conf", "qos TRUE\nrouting_engine updn\n");
+    let dump = dir.path().join("after.json");
+    let cache = dir.path().join("cache");
+    let fabric = format!("sim:{}", net.display());
+    let sm = ibqos(&[
+        "sm",
+        "--once",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--fabric",
+        &fabric,
+        "-F",
+        conf.to_str().unwrap(),
+        "--dump-fabric",
+        dump.to_str().unwrap(),
+    ]);
+    assert!(
+        sm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sm.stderr)
+    );
+    let text = std::fs::read_to_string(&dump).unwrap();
+    let held = ibqos_fabric::dump::FabricDump::from_json(&text).unwrap();
+    let switches = held.nodes.values().filter(|n| n.kind == "switch");
+    // Six switches, each routing the twelve LIDs of the ring (six hosts, six switches).
+    let routed: Vec<usize> = switches.map(|n| n.lft.len()).collect();
+    assert_eq!(routed, [12; 6]);
+
+    let run = |args: &[&str]| loaded_links(&net, &traffic, args);
+    let tables = ["--tables", dump.to_str().unwrap()];
+    assert_eq!(run(&tables), path_of(&net, &UpDown));
+    let minhop = [&tables[..], &["--routing-engine", "minhop"]].concat();
+    assert_eq!(run(&minhop), path_of(&net, &MinHop));
+}

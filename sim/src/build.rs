@@ -5,6 +5,8 @@
 //! dump, see the `held` module). Link speed and width come from the traffic file, not the net
 //! file: net files carry ibsim's defaults (4x SDR), not the hardware's.
 
+use std::collections::BTreeMap;
+
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::generate::{GenError, assign_lids};
 use ibqos_fabric::routing::{Attempt, EngineList, Unrouted};
@@ -15,7 +17,7 @@ use ibqos_qos::{
     setup_sl2vl, switch_sl2vl,
 };
 
-use crate::held::{Mismatch, held_tables};
+use crate::held::{Mismatch, held_forwarding, held_tables};
 use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
 use crate::traffic::{HostDirectory, HostRef, Traffic};
 
@@ -100,36 +102,54 @@ pub enum Tables<'a> {
     Held(&'a FabricDump),
 }
 
+/// Where the switches' forwarding tables come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Forwarding<'a> {
+    /// The first engine of the list that routes the topology, as the SM routes it.
+    Engines(&'a EngineList),
+    /// What a fabric held (a dump that carries LFTs): every switch's LFT and every end port's
+    /// LID exactly as the dump has them, matched to the topology by NodeGUID and port number.
+    Held(&'a FabricDump),
+}
+
 /// The simulator's view of `topo` with `tables` on its ports and minhop routes.
 pub fn build_network(
     topo: &mut Topology,
     tables: Tables<'_>,
     traffic: &Traffic,
 ) -> Result<Network, BuildError> {
-    let (network, _) = build_routed_network(topo, tables, &EngineList::default(), traffic)?;
+    let minhop = Forwarding::Engines(&EngineList::default());
+    let (network, _) = build_routed_network(topo, tables, minhop, traffic)?;
     Ok(network)
 }
 
-/// The simulator's view of `topo` with `tables` on its ports, routed by the first engine of
-/// `engines` that routes it (OpenSM's fallback), and the engines passed over before it.
+/// The simulator's view of `topo` with `tables` on its ports and the switches forwarding as
+/// `forwarding` says, and the routing engines passed over before the one that routed.
 pub fn build_routed_network(
     topo: &mut Topology,
     tables: Tables<'_>,
-    engines: &EngineList,
+    forwarding: Forwarding<'_>,
     traffic: &Traffic,
 ) -> Result<(Network, Vec<Attempt>), BuildError> {
-    let unassigned = topo.endports().any(|ep| {
-        topo.port(ep)
-            .is_some_and(|p| p.lid == 0 && (p.peer.is_some() || ep.port == 0))
-    });
-    if unassigned {
-        assign_lids(topo, 0).map_err(BuildError::Lids)?;
-    }
-    let max_op_vls = match tables {
-        Tables::Planned { max_op_vls, .. } => max_op_vls,
-        Tables::Held(_) => None,
+    let (mut lfts, passed_over): (BTreeMap<NodeId, Vec<u8>>, _) = match forwarding {
+        Forwarding::Engines(engines) => {
+            let unassigned = topo.endports().any(|ep| {
+                topo.port(ep)
+                    .is_some_and(|p| p.lid == 0 && (p.peer.is_some() || ep.port == 0))
+            });
+            if unassigned {
+                assign_lids(topo, 0).map_err(BuildError::Lids)?;
+            }
+            let max_op_vls = match tables {
+                Tables::Planned { max_op_vls, .. } => max_op_vls,
+                Tables::Held(_) => None,
+            };
+            let routed = engines.route(topo, max_op_vls.unwrap_or(VlCount::Fifteen))?;
+            let lfts = routed.routes.iter().map(|(id, lft)| (id, lft.to_vec()));
+            (lfts.collect(), routed.attempts)
+        }
+        Forwarding::Held(dump) => (held_forwarding(topo, dump)?, Vec::new()),
     };
-    let routed = engines.route(topo, max_op_vls.unwrap_or(VlCount::Fifteen))?;
     let mut nodes = Vec::with_capacity(topo.len());
     for (id, fnode) in topo.nodes() {
         let kind = if fnode.is_switch() {
@@ -156,11 +176,7 @@ pub fn build_routed_network(
             Tables::Held(dump) => held_tables(&mut node, topo, id, fnode, dump)?,
         }
         if fnode.is_switch() {
-            node.lft = routed
-                .routes
-                .lft(id)
-                .map(<[u8]>::to_vec)
-                .unwrap_or_default();
+            node.lft = lfts.remove(&id).unwrap_or_default();
         }
         nodes.push(node);
     }
@@ -183,7 +199,7 @@ pub fn build_routed_network(
         links,
         ethernet: None,
     };
-    Ok((network, routed.attempts))
+    Ok((network, passed_over))
 }
 
 /// Sets the tables of `node` (being built for `fnode`, node `id` of `topo`) to what the planner

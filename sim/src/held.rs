@@ -8,8 +8,14 @@
 //! an SL2VL table missing where the topology says the port maps SLs to VLs. Nodes of the dump
 //! the topology lacks are not simulated. A port that maps no SLs to VLs (no SL2VL table in the
 //! dump, none expected) sends everything on VL0, as with planned tables.
+//!
+//! A dump that carries LFTs gives the routes too ([`held_forwarding`]): every switch forwards by
+//! the dump's LFT, and every end port has the dump's LID, which that LFT routes.
+
+use std::collections::BTreeMap;
 
 use ibqos_fabric::dump::{FabricDump, NodeDump};
+use ibqos_fabric::routing::NO_ROUTE;
 use ibqos_fabric::{NodeId, Port, PortRef, Topology};
 use ibqos_qos::{Sl2VlTable, Vl, VlArbEntry, VlCount};
 
@@ -52,6 +58,10 @@ pub enum Mismatch {
     NoSl2Vl { input: u8 },
     #[error("the SL2VL table for input port {input} maps SL {sl} to VL {vl}; a VL is 0-15")]
     Sl2VlVl { input: u8, sl: usize, vl: u8 },
+    #[error("an end port in the topology, but the dump has no such port to give its LID")]
+    NoLid,
+    #[error("its LFT forwards LID {lid} out of port {port}, which the switch does not have")]
+    LftPort { lid: u16, port: u8 },
     #[error(
         "the dump has an SL2VL table for input port {input}, which is none: a switch's inputs are \
          0 to its port count, a CA port's one table is under its own number"
@@ -68,14 +78,7 @@ pub(crate) fn held_tables(
     fnode: &ibqos_fabric::Node,
     dump: &FabricDump,
 ) -> Result<(), BuildError> {
-    let key = FabricDump::node_key(fnode.guid);
-    let fail = |port: Option<u8>, mismatch: Mismatch| BuildError::Held {
-        place: match port {
-            Some(p) => format!("{} ({key})", topo.describe(PortRef::new(id, p))),
-            None => format!("{:?} ({key})", fnode.name),
-        },
-        mismatch,
-    };
+    let fail = |port, mismatch| mismatch_at(topo, id, port, mismatch);
     let held = dump
         .node(fnode.guid)
         .ok_or_else(|| fail(None, Mismatch::NoNode))?;
@@ -133,6 +136,69 @@ pub(crate) fn held_tables(
     Ok(())
 }
 
+/// `mismatch` at node `id` of `topo`, or at its port `port`.
+fn mismatch_at(topo: &Topology, id: NodeId, port: Option<u8>, mismatch: Mismatch) -> BuildError {
+    let (name, guid) = topo
+        .node(id)
+        .map_or_else(Default::default, |n| (n.name.clone(), n.guid));
+    let key = FabricDump::node_key(guid);
+    let place = match port {
+        Some(p) => format!("{} ({key})", topo.describe(PortRef::new(id, p))),
+        None => format!("{name:?} ({key})"),
+    };
+    BuildError::Held { place, mismatch }
+}
+
+/// Gives every end port of `topo` (a CA's or router's linked ports, a switch's port 0) the LID
+/// `dump` holds for it, and returns each switch's LFT as the dump holds it, indexed by LID.
+pub(crate) fn held_forwarding(
+    topo: &mut Topology,
+    dump: &FabricDump,
+) -> Result<BTreeMap<NodeId, Vec<u8>>, BuildError> {
+    let ids: Vec<NodeId> = topo.nodes().map(|(id, _)| id).collect();
+    let mut lfts = BTreeMap::new();
+    for id in ids {
+        let Some(fnode) = topo.node(id) else { continue };
+        let held = dump
+            .node(fnode.guid)
+            .ok_or_else(|| mismatch_at(topo, id, None, Mismatch::NoNode))?;
+        let (is_switch, num_ports) = (fnode.is_switch(), fnode.num_ports());
+        let ends: Vec<u8> = fnode
+            .existing_ports()
+            .filter(|&(number, port)| {
+                if is_switch {
+                    number == 0
+                } else {
+                    port.peer.is_some()
+                }
+            })
+            .map(|(number, _)| number)
+            .collect();
+        for number in ends {
+            let lid = match held.ports.get(&number) {
+                Some(port) => port.lid,
+                None => return Err(mismatch_at(topo, id, Some(number), Mismatch::NoLid)),
+            };
+            if let Some(port) = topo.port_mut(PortRef::new(id, number)) {
+                port.lid = lid;
+            }
+        }
+        if is_switch {
+            let top = held.lft.keys().max().map_or(0, |&lid| usize::from(lid));
+            let mut lft = vec![NO_ROUTE; top + 1];
+            for (&lid, &port) in &held.lft {
+                if port > num_ports {
+                    let mismatch = Mismatch::LftPort { lid, port };
+                    return Err(mismatch_at(topo, id, None, mismatch));
+                }
+                lft[usize::from(lid)] = port;
+            }
+            lfts.insert(id, lft);
+        }
+    }
+    Ok(lfts)
+}
+
 /// A VLArb table as the dump holds it: exactly `cap` entries, each a VL 0-15 and a weight.
 fn vlarb(table: &'static str, entries: &[[u8; 2]], cap: u8) -> Result<Vec<VlArbEntry>, Mismatch> {
     if entries.len() != usize::from(cap) {
@@ -170,7 +236,7 @@ mod tests {
     use ibqos_fabric::dump::PortDump;
 
     use super::*;
-    use crate::build::{Tables, build_network};
+    use crate::build::{Forwarding, Tables, build_network, build_routed_network};
     use crate::network::Network;
     use crate::traffic;
 
@@ -214,6 +280,7 @@ mod tests {
                     name: node.description.clone(),
                     kind: NodeDump::kind_name(node.kind.into()),
                     ports,
+                    lft: BTreeMap::new(),
                 };
                 (FabricDump::node_key(node.guid), dump)
             })
@@ -327,6 +394,85 @@ mod tests {
             spoil(&mut dump);
             let error = build(&dump).unwrap_err().to_string();
             assert!(error.starts_with(&expected), "{error}\nexpected {expected}");
+        }
+    }
+
+    /// [`fitting`] with LIDs and LFTs: every end port (switch port 0 included) gets LID 100
+    /// and up in node order, and S1 forwards H3's LID out of port 3.
+    fn routed(topo: &Topology) -> (FabricDump, u16) {
+        let mut dump = fitting(topo);
+        let mut next = 100;
+        for (_, node) in topo.nodes() {
+            let held = dump
+                .nodes
+                .get_mut(&FabricDump::node_key(node.guid))
+                .unwrap();
+            if node.is_switch() {
+                let port0 = held.ports.values().next().unwrap().clone();
+                held.ports.insert(0, port0);
+            }
+            for (&number, port) in held.ports.iter_mut() {
+                if !node.is_switch() || number == 0 {
+                    port.lid = next;
+                    next += 1;
+                }
+            }
+        }
+        let h3 = port(&mut dump, H3, 1).lid;
+        dump.nodes.get_mut(S1).unwrap().lft.insert(h3, 3);
+        (dump, h3)
+    }
+
+    fn build_forwarding(dump: &FabricDump) -> Result<(Topology, Network), BuildError> {
+        let mut topo = two_switch();
+        let held = Forwarding::Held(dump);
+        let (network, _) = build_routed_network(&mut topo, Tables::Held(dump), held, &traffic())?;
+        Ok((topo, network))
+    }
+
+    #[test]
+    fn a_dump_with_lfts_gives_the_lids_and_the_routes() {
+        let (dump, h3_lid) = routed(&two_switch());
+        let (topo, network) = build_forwarding(&dump).unwrap();
+        let h3 = topo.node_by_name("H3").unwrap();
+        assert_eq!(topo.port(PortRef::new(h3, 1)).unwrap().lid, h3_lid);
+        assert_eq!(node(&network, "H3").lids[1], h3_lid);
+        let s1 = node(&network, "S1");
+        assert_eq!(s1.route(h3_lid), Some(3));
+        assert_eq!(s1.lft.len(), usize::from(h3_lid) + 1);
+        assert_eq!(
+            node(&network, "S2").route(h3_lid),
+            None,
+            "S2's dump routes nothing"
+        );
+    }
+
+    #[test]
+    fn lfts_and_lids_that_do_not_fit_are_errors_at_their_node_and_port() {
+        let (dump, h3_lid) = routed(&two_switch());
+        let mut bad_port = dump.clone();
+        bad_port.nodes.get_mut(S1).unwrap().lft.insert(h3_lid, 99);
+        let mut no_port0 = dump;
+        no_port0.nodes.get_mut(S1).unwrap().ports.remove(&0);
+        let expected = [
+            (
+                bad_port,
+                format!(
+                    "\"S1\" ({S1}): its LFT forwards LID {h3_lid} out of port 99, which the \
+                     switch does not have"
+                ),
+            ),
+            (
+                no_port0,
+                format!(
+                    "\"S1\"[0] ({S1}): an end port in the topology, but the dump has no such \
+                     port to give its LID"
+                ),
+            ),
+        ];
+        for (dump, message) in expected {
+            let error = build_forwarding(&dump).unwrap_err().to_string();
+            assert_eq!(error, message);
         }
     }
 

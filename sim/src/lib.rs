@@ -45,7 +45,9 @@ pub mod traffic;
 pub mod window;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
-pub use build::{BuildError, Tables, TopologyHosts, build_network, build_routed_network};
+pub use build::{
+    BuildError, Forwarding, Tables, TopologyHosts, build_network, build_routed_network,
+};
 pub use dcqcn::{
     Cnp, DcqcnConfig, DcqcnConfigError, EcnConfig, EcnConfigError, EcnMarker, NotificationPoint,
     NpParams, ReactionPoint, RpParams,

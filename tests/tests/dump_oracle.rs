@@ -40,7 +40,7 @@ use ibqos_tests::opensm::run_opensm_once;
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::process::run_bounded;
 use ibqos_tests::qos::{PortQos, QosReadback};
-use ibqos_tests::readback::Failures;
+use ibqos_tests::readback::{Failures, Readback};
 use ibqos_tests::scenario::{Fabric, testdata};
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 use serde_json::Value;
@@ -249,6 +249,18 @@ fn the_tables_opensm_programmed_simulate_as_ibqos_plans_them() {
     let mut f = Failures::new("ibqos dump against smpquery, after OpenSM");
     compare_with_smpquery(&mut f, &p.after.1, &readback);
     f.assert_none();
+
+    // The LFTs OpenSM programmed, as `ibroute` reads them (the dump keys switches by GUID and
+    // the net file by name, so the tables are compared as a set).
+    let routes = Readback::read(&tools, &p.sim, &p.fabric.topology, &p.fabric.query_node)
+        .unwrap_or_else(|e| panic!("ibroute: {e}"));
+    let mut by_ibroute: Vec<_> = routes.lfts.into_values().collect();
+    let switches = p.after.1.nodes.values().filter(|n| n.kind == "switch");
+    let mut dumped: Vec<_> = switches.map(|n| n.lft.clone()).collect();
+    by_ibroute.sort();
+    dumped.sort();
+    assert_eq!(dumped.len(), 2, "both switches' LFTs");
+    assert_eq!(dumped, by_ibroute, "ibqos dump's LFTs against ibroute");
 
     let held = p.with_tables(&ibqos, &p.after.0);
     assert_eq!(

@@ -14,8 +14,8 @@ use ibqos_qos::QosConfig;
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_sim::traffic;
 use ibqos_sim::{
-    Flow, Network, Report, Run, SimOptions, Tables, TopologyHosts, build_routed_network, describe,
-    pfc_delay_table, plot::write_plots, sweep_pfc_delay,
+    Flow, Forwarding, Network, Report, Run, SimOptions, Tables, TopologyHosts,
+    build_routed_network, describe, pfc_delay_table, plot::write_plots, sweep_pfc_delay,
 };
 use ibqos_sm::config::routing_engines;
 
@@ -139,7 +139,9 @@ pub fn setup(
                 max_op_vls: None,
             };
             let engines = named.unwrap_or_default();
-            build_routed_network(&mut topo, tables, &engines, &traffic).with_context(on_topology)?
+            let forwarding = Forwarding::Engines(&engines);
+            build_routed_network(&mut topo, tables, forwarding, &traffic)
+                .with_context(on_topology)?
         }
         TableSource::Config(config) => {
             let loaded = load_config(config)?;
@@ -164,17 +166,26 @@ pub fn setup(
                 max_op_vls: loaded.settings.links.oper_vls_cap(),
             };
             let engines = named.unwrap_or_else(|| routing_engines(&loaded.settings));
-            build_routed_network(&mut topo, tables, &engines, &traffic).with_context(on_topology)?
+            let forwarding = Forwarding::Engines(&engines);
+            build_routed_network(&mut topo, tables, forwarding, &traffic)
+                .with_context(on_topology)?
         }
         TableSource::Dump(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let dump = FabricDump::from_json(&text)
                 .with_context(|| format!("{} is no fabric dump", path.display()))?;
+            // The dump's own LFTs, unless engines are named or it has none (an older dump).
             let engines = named.unwrap_or_default();
-            build_routed_network(&mut topo, Tables::Held(&dump), &engines, &traffic).with_context(
-                || format!("{} does not fit {}", path.display(), topology.display()),
-            )?
+            let forwarding = if routing_engine.is_none() && dump.has_lfts() {
+                Forwarding::Held(&dump)
+            } else {
+                Forwarding::Engines(&engines)
+            };
+            build_routed_network(&mut topo, Tables::Held(&dump), forwarding, &traffic)
+                .with_context(|| {
+                    format!("{} does not fit {}", path.display(), topology.display())
+                })?
         }
     };
     for attempt in passed_over {

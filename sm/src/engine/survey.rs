@@ -1,5 +1,5 @@
 //! A read-only survey of a fabric: discovery as a heavy sweep does it, then every port's SL2VL
-//! and VLArb tables, by SubnGet alone. No Set ever leaves it, so it reads a fabric whatever SM
+//! and VLArb tables and every switch's LFT, by SubnGet alone. No Set ever leaves it, so it reads a fabric whatever SM
 //! programmed it (`ibqos dump`), into the [`FabricDump`] an emulated fabric writes of itself.
 //!
 //! Which tables a port has, and the Gets that read them, are [`TableRead::of_port`]'s rule, the
@@ -23,7 +23,15 @@ use crate::responder::parse_smp;
 #[derive(Debug, Clone)]
 enum Op {
     Discover(Probe),
-    Table { port: PortKey, read: TableRead },
+    Table {
+        port: PortKey,
+        read: TableRead,
+    },
+    /// One block of a switch's LFT.
+    Lft {
+        switch: u64,
+        block: u32,
+    },
 }
 
 impl From<Probe> for Op {
@@ -70,6 +78,8 @@ pub struct Survey {
     phase: Phase,
     /// Each port's state as read so far: its PortInfo fields, then its tables.
     ports: BTreeMap<PortKey, PortDump>,
+    /// Each switch's LFT as read so far, by switch GUID.
+    lfts: BTreeMap<u64, BTreeMap<u16, u8>>,
     unread: Vec<Unread>,
 }
 
@@ -85,6 +95,7 @@ impl Survey {
             subnet: Subnet::default(),
             phase: Phase::Discovering,
             ports: BTreeMap::new(),
+            lfts: BTreeMap::new(),
             unread: Vec::new(),
         }
     }
@@ -121,6 +132,7 @@ impl Survey {
                     name: node.description.clone(),
                     kind: NodeDump::kind_name(node.info.node_type),
                     ports,
+                    lft: self.lfts.get(&guid).cloned().unwrap_or_default(),
                 };
                 (FabricDump::node_key(guid), dump)
             })
@@ -160,6 +172,21 @@ impl Survey {
                         modifier: 0,
                         reason: "answered with another attribute".into(),
                     });
+                }
+            }
+            Op::Lft { switch, block } => {
+                let top = self.subnet.nodes.get(&switch).and_then(|n| n.switch);
+                match (answer, top) {
+                    (Attribute::LinearForwardingTable(table), Some(info)) => {
+                        let routes = NodeDump::lft_routes(block, &table, info.linear_fdb_top);
+                        self.lfts.entry(switch).or_default().extend(routes);
+                    }
+                    (answer, _) => self.unread.push(Unread {
+                        target: target(&Op::Lft { switch, block }),
+                        attribute: AttributeId::LinearForwardingTable,
+                        modifier: block,
+                        reason: format!("answered with {:?}", answer.id()),
+                    }),
                 }
             }
             Op::Table { port, read } => {
@@ -220,6 +247,17 @@ impl Survey {
                         .contains(CapabilityMask::IS_SL_MAPPING_SUPPORTED)
                 }),
             });
+            let top = node.switch.map_or(0, |info| info.linear_fdb_top);
+            for block in NodeDump::lft_blocks(top) {
+                let op = Op::Lft {
+                    switch: guid,
+                    block,
+                };
+                let attribute = AttributeId::LinearForwardingTable;
+                self.scheduler
+                    .get_directed(guid, &node.path, attribute, block, op);
+                reads += 1;
+            }
             for (&number, port) in &node.ports {
                 let key = PortKey::new(guid, number);
                 self.ports.insert(key, PortDump::new(&port.info));
@@ -256,6 +294,7 @@ fn target(op: &Op) -> String {
         }
         Op::Discover(Probe::PortInfo { guid, port }) => format!("{}[{port}]", Guid(*guid)),
         Op::Table { port, .. } => format!("{}[{}]", Guid(port.node), port.port),
+        Op::Lft { switch, .. } => Guid(*switch).to_string(),
     }
 }
 
