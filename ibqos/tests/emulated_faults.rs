@@ -124,6 +124,7 @@ fn converged(
         sweep.subnet(),
         &config.qos,
         sweep.qos_setup(),
+        sweep.routed_by(),
         config.use_optimized_slvl,
     );
     if sets.is_empty() {

@@ -7,11 +7,15 @@ use std::process::Command;
 
 use ibqos_emu::{Emulator, attach_port};
 use ibqos_fabric::PortRef;
+use ibqos_fabric::Topology;
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::generate::ring;
-use ibqos_mad::{Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier};
+use ibqos_fabric::routing::{Engine, MinHop, Routes, RoutingError};
+use ibqos_mad::{
+    Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier, VlArbBlock, VlArbModifier,
+};
 use ibqos_opensm::Settings;
-use ibqos_qos::{VlCount, oper_vls};
+use ibqos_qos::{Priority, Sl2VlTable, Vl, VlArbEntry, VlArbTable, VlCount, oper_vls};
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
 use ibqos_sm::engine::sweep::{Phase, SweepMode};
@@ -145,6 +149,123 @@ fn the_sm_routes_with_the_first_engine_of_the_list_it_has() {
     assert_eq!(routed(Some("ftree")), (default, minhop));
 }
 
+/// An engine that writes tables of its own, as torus-2QoS does: all SLs on VL 1 from S1's
+/// input 2 to its output 3 and at H1's port, and a low VLArb table of VL 1 alone at H1's port.
+#[derive(Debug)]
+struct OwnTables {
+    s1: u64,
+    h1: u64,
+}
+
+impl Engine for OwnTables {
+    fn name(&self) -> &'static str {
+        "own-tables"
+    }
+
+    fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError> {
+        MinHop.unicast(topo)
+    }
+
+    fn update_sl2vl(&self, node: u64, input: u8, output: u8, table: &mut Sl2VlTable) {
+        if [(self.s1, 2, 3), (self.h1, 0, 0)].contains(&(node, input, output)) {
+            *table = Sl2VlTable([Vl::new(1).unwrap(); 16]);
+        }
+    }
+
+    fn update_vlarb(&self, node: u64, _port: u8, priority: Priority, table: &mut VlArbTable) {
+        if (node, priority) == (self.h1, Priority::Low) {
+            *table = VlArbTable::EMPTY;
+            table.0[0] = VlArbEntry::new(1, 200);
+        }
+    }
+}
+
+/// The QoS manager writes the tables the routing engine rewrites (OpenSM's update_sl2vl and
+/// update_vlarb), masked as the configured ones, and leaves every other table as planned.
+#[test]
+fn the_qos_manager_writes_the_tables_the_routing_engine_rewrites() {
+    let settings = settings("examples/opensm-qos.conf");
+    let config = sweep_config(&settings, BTreeMap::new());
+    let mut sm = EmulatedSm::new(common::two_switch(), Run::Once, &settings);
+    sm.finish();
+    let sweep = sm.manager.last_sweep().unwrap();
+    let topology = ibqos_fabric::builtin::load_topology("two-switch")
+        .unwrap()
+        .topology;
+    let guid = |name: &str| {
+        topology
+            .node(topology.node_by_name(name).unwrap())
+            .unwrap()
+            .guid
+    };
+    let engine = OwnTables {
+        s1: guid("S1"),
+        h1: guid("H1"),
+    };
+    let sets_with = |engine: &dyn Engine| {
+        let (subnet, setup) = (sweep.subnet(), sweep.qos_setup());
+        qos_sets(
+            subnet,
+            &config.qos,
+            setup,
+            engine,
+            config.use_optimized_slvl,
+        )
+    };
+    let (planned, rewritten) = (sets_with(sweep.routed_by()), sets_with(&engine));
+    let all_vl1 = [1; 16];
+    let sl2vl = |node: u64, scope: SlToVlModifier| {
+        rewritten.iter().find_map(|set| match set.attribute {
+            Attribute::SlToVlMappingTable(table)
+                if set.node == node && set.modifier == u32::from(scope) =>
+            {
+                Some(table.vls)
+            }
+            _ => None,
+        })
+    };
+    let pair = |input, output| SlToVlModifier::Pair { input, output };
+    assert_eq!(sl2vl(engine.s1, pair(2, 3)), Some(all_vl1));
+    assert_eq!(sl2vl(engine.h1, pair(0, 0)), Some(all_vl1));
+    assert_ne!(sl2vl(engine.s1, pair(3, 2)), Some(all_vl1));
+    let h1_low = rewritten.iter().find_map(|set| match set.attribute {
+        Attribute::VlArbitrationTable(table) if set.node == engine.h1 => Some(table.entries[0]),
+        _ => None,
+    });
+    assert_eq!(h1_low, Some(VlArbEntry::new(1, 200)));
+    // Only those differ: S1's (2, 3) pair, H1's SL2VL and H1's low VLArb blocks.
+    let differ: Vec<(u64, AttributeId, u32)> = planned
+        .iter()
+        .filter(|set| !rewritten.contains(set))
+        .map(|set| (set.node, set.attribute.id(), set.modifier))
+        .collect();
+    let low_block = VlArbModifier {
+        block: VlArbBlock::Low0To31,
+        port: 0,
+    };
+    assert_eq!(
+        differ,
+        [
+            (
+                engine.s1,
+                AttributeId::SlToVlMappingTable,
+                u32::from(pair(2, 3))
+            ),
+            (engine.h1, AttributeId::SlToVlMappingTable, 0),
+            (
+                engine.h1,
+                AttributeId::VlArbitrationTable,
+                u32::from(low_block)
+            ),
+        ]
+    );
+    assert_eq!(
+        rewritten.len(),
+        planned.len(),
+        "each pair has its Set already"
+    );
+}
+
 #[test]
 fn sm_converges_on_ports_of_mixed_qos_capabilities() {
     let mut topology = mixed_capability_fat_tree(false);
@@ -199,6 +320,7 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         sweep.subnet(),
         &config.qos,
         sweep.qos_setup(),
+        sweep.routed_by(),
         config.use_optimized_slvl,
     );
     assert!(!sets.is_empty());

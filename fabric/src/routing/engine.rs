@@ -7,16 +7,16 @@
 //! - `path_sl`: [`Engine::path_sl`], the SL a path must use;
 //! - the VLs an engine's routes need: [`Engine::vls_needed`] (LASH and DFSSSP fail when the
 //!   fabric runs fewer);
-//! - `update_sl2vl` and `update_vlarb`: [`Engine::sl2vl`] and [`Engine::vlarb`], the tables the
-//!   engine wants written in place of the QoS manager's;
+//! - `update_sl2vl` and `update_vlarb`: [`Engine::update_sl2vl`] and [`Engine::update_vlarb`],
+//!   which may rewrite a configured table before the QoS manager masks and writes it;
 //! - `mcast_build_stree`: [`Engine::multicast`], the spanning trees of the MLIDs.
 //!
 //! Every hook but `unicast` has OpenSM's behaviour for an engine that leaves it NULL, as minhop
-//! and up*/down* do: the policy's SL, one VL, the QoS manager's tables, OpenSM's generic tree.
+//! and up*/down* do: the policy's SL, one VL, the configured tables, OpenSM's generic tree.
 
 use std::fmt;
 
-use ibqos_qos::{Priority, Sl2VlTable, VlArbEntry, VlCount};
+use ibqos_qos::{Priority, Sl2VlTable, VlArbTable, VlCount};
 
 use super::{MulticastRouting, Routes, RoutingError};
 use crate::topology::{NodeId, Topology};
@@ -43,17 +43,14 @@ pub trait Engine: fmt::Debug + Sync {
         VlCount::One
     }
 
-    /// The SL-to-VL table the engine wants on traffic from `input` to `output` of the node with
-    /// NodeGUID `node` (a CA port: input and output 0); `None` leaves the QoS manager's.
-    fn sl2vl(&self, _node: u64, _input: u8, _output: u8) -> Option<Sl2VlTable> {
-        None
-    }
+    /// May rewrite `table`, the configured SL-to-VL table of traffic from `input` to `output`
+    /// of the node with NodeGUID `node` (a CA port: input and output 0). The QoS manager masks
+    /// the result with the output's OperVLs and writes it.
+    fn update_sl2vl(&self, _node: u64, _input: u8, _output: u8, _table: &mut Sl2VlTable) {}
 
-    /// The VLArb table of `priority` the engine wants on `port` of the node with NodeGUID
-    /// `node`; `None` leaves the QoS manager's.
-    fn vlarb(&self, _node: u64, _port: u8, _priority: Priority) -> Option<Vec<VlArbEntry>> {
-        None
-    }
+    /// May rewrite `table`, the configured VLArb table of `priority` on `port` of the node with
+    /// NodeGUID `node`, before the QoS manager cuts it to the port's cap and masks it.
+    fn update_vlarb(&self, _node: u64, _port: u8, _priority: Priority, _table: &mut VlArbTable) {}
 
     /// The multicast routing the MLIDs' spanning trees come from: OpenSM's generic tree over
     /// min-hop counts (`osm_mcast_mgr.c`), through the switches `multicast_capable` accepts.

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use ibqos_fabric::routing::Engine;
 use ibqos_mad::{
     Attribute, CapabilityMask, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
     VlArbitrationTableRepr,
@@ -14,8 +15,8 @@ use ibqos_qos::partitions::SubnetPartitions;
 use ibqos_qos::policy::QosPolicy;
 use ibqos_qos::policy::setup::{CheckedSetup, ScopeId, SetupTables};
 use ibqos_qos::{
-    PortCaps, PortClass, PortPlan, QosConfig, Sl2VlProgramming, SwitchSl2VlView, VlCount,
-    plan_settings, setup_sl2vl, switch_sl2vl,
+    PortCaps, PortClass, PortPlan, Priority, QosConfig, Sl2VlProgramming, Sl2VlSet,
+    SwitchSl2VlView, VlCount, plan_settings, setup_sl2vl, switch_sl2vl,
 };
 use tracing::{error, info, warn};
 
@@ -96,6 +97,7 @@ pub fn port_plan(
     subnet: &Subnet,
     config: &QosConfig,
     setup: &SetupTables,
+    engine: &dyn Engine,
     key: PortKey,
     oper_vls: u8,
 ) -> Option<PortPlan> {
@@ -122,7 +124,14 @@ pub fn port_plan(
         vlarb_high_cap: port.info.vl_arbitration_high_cap.min(64),
         sl_mapping_supported: sl_mapping,
     };
-    let settings = setup.settings(config, class, key.node, key.port);
+    let mut settings = setup.settings(config, class, key.node, key.port);
+    // OpenSM's update_sl2vl and update_vlarb: the routing engine may rewrite the configured
+    // tables, which the planner then masks. A switch's SL2VL goes by (input, output) pair.
+    if matches!(class, PortClass::Ca | PortClass::Rtr) {
+        engine.update_sl2vl(key.node, 0, 0, &mut settings.sl2vl);
+    }
+    engine.update_vlarb(key.node, key.port, Priority::Low, &mut settings.vlarb_low);
+    engine.update_vlarb(key.node, key.port, Priority::High, &mut settings.vlarb_high);
     plan_settings(&settings, class, &caps).ok()
 }
 
@@ -131,6 +140,7 @@ pub fn qos_sets(
     subnet: &Subnet,
     config: &QosConfig,
     setup: &SetupTables,
+    engine: &dyn Engine,
     use_optimized_slvl: bool,
 ) -> Vec<TableWrite> {
     let mut sets = Vec::new();
@@ -140,6 +150,7 @@ pub fn qos_sets(
                 subnet,
                 config,
                 setup,
+                engine,
                 use_optimized_slvl,
             };
             switch.sets(*guid, node, &mut sets);
@@ -147,8 +158,8 @@ pub fn qos_sets(
         }
         for (number, port) in &node.ports {
             let key = PortKey::new(*guid, *number);
-            let Some(plan) = port_plan(subnet, config, setup, key, port.info.operational_vls)
-            else {
+            let oper_vls = port.info.operational_vls;
+            let Some(plan) = port_plan(subnet, config, setup, engine, key, oper_vls) else {
                 continue;
             };
             if let Some(table) = plan.sl2vl {
@@ -174,6 +185,7 @@ struct SwitchQos<'a> {
     subnet: &'a Subnet,
     config: &'a QosConfig,
     setup: &'a SetupTables,
+    engine: &'a dyn Engine,
     use_optimized_slvl: bool,
 }
 
@@ -185,7 +197,8 @@ impl SwitchQos<'_> {
         for (number, port) in node.ports.iter().filter(|(n, _)| up(**n)) {
             let key = PortKey::new(guid, *number);
             let oper = port.info.operational_vls;
-            if let Some(plan) = port_plan(subnet, self.config, self.setup, key, oper) {
+            let plan = port_plan(subnet, self.config, self.setup, self.engine, key, oper);
+            if let Some(plan) = plan {
                 vlarb_sets(&plan, guid, via, *number, sets);
             }
         }
@@ -217,35 +230,90 @@ impl SwitchQos<'_> {
         // qos-setup's entries: in place of a per-pair Set's table, or as Sets of their own
         // after the all-ports ones. Most switches, and every switch without the section, have
         // none: then the planned Sets are not indexed at all.
-        let own = setup_sl2vl(&view, self.setup.switch_entries(guid));
-        if !own.is_empty() {
-            let index: BTreeMap<u32, usize> = planned
-                .iter()
-                .enumerate()
-                .map(|(i, set)| (u32::from(set.scope), i))
-                .collect();
-            for set in own {
-                match index.get(&u32::from(set.scope)) {
-                    Some(&i) => planned[i].table = set.table,
-                    None => planned.push(set),
-                }
-            }
+        overlay(
+            &mut planned,
+            setup_sl2vl(&view, self.setup.switch_entries(guid)),
+        );
+        // All outputs: the up external ports, and port 0 only where it is enhanced (a base port
+        // 0 has no SL2VL tables of its own).
+        let outputs: Vec<u8> = node
+            .ports
+            .keys()
+            .copied()
+            .filter(|n| up(*n) && (*n != 0 || view.enhanced_port0))
+            .collect();
+        if view.sl_mapping_supported {
+            let inputs: Vec<u8> = node.ports.keys().copied().filter(|n| up(*n)).collect();
+            overlay(
+                &mut planned,
+                self.engine_sl2vl(guid, &view, &inputs, &outputs),
+            );
         }
         for set in planned {
-            // All outputs: the up external ports, and port 0 only where it is enhanced (a base
-            // port 0 has no SL2VL tables of its own). One input stands for them all, so that
-            // each output comes once.
-            let outputs = node
-                .ports
-                .keys()
-                .copied()
-                .filter(|n| up(*n) && (*n != 0 || view.enhanced_port0));
+            // One input stands for them all, so that each output comes once.
+            let outputs = outputs.iter().copied();
             let ports = set
                 .scope
                 .pairs([0], outputs)
                 .map(|(_, output)| PortKey::new(guid, output))
                 .collect();
             sets.push(sl2vl_set(guid, via, set.scope, set.table.into(), ports));
+        }
+    }
+}
+
+impl SwitchQos<'_> {
+    /// The pairs whose configured SL2VL table the routing engine rewrites (OpenSM's
+    /// `update_sl2vl`, `osm_qos.c` `qos_extports_setup`), each a Set of its own masked with its
+    /// output's OperVLs.
+    fn engine_sl2vl(
+        &self,
+        guid: u64,
+        view: &SwitchSl2VlView,
+        inputs: &[u8],
+        outputs: &[u8],
+    ) -> Vec<Sl2VlSet> {
+        let mut sets = Vec::new();
+        for &output in outputs {
+            let (class, oper) = match output {
+                0 => (PortClass::Sw0, Some(view.port0_oper_vls)),
+                n => (
+                    PortClass::Swe,
+                    view.ports.get(usize::from(n) - 1).copied().flatten(),
+                ),
+            };
+            let configured = self.config.effective(class).sl2vl;
+            let mask = oper.unwrap_or(VlCount::One).vl_mask();
+            for &input in inputs {
+                let mut table = configured;
+                self.engine.update_sl2vl(guid, input, output, &mut table);
+                if table != configured {
+                    let scope = SlToVlModifier::Pair { input, output };
+                    let table = table.masked(mask);
+                    sets.push(Sl2VlSet { scope, table });
+                }
+            }
+        }
+        sets
+    }
+}
+
+/// `extra` over `planned`: an extra Set's table replaces that of the planned Set of the same
+/// scope, and the other extra Sets follow the planned ones. Most switches have no extra Sets:
+/// then the planned ones are not indexed at all.
+fn overlay(planned: &mut Vec<Sl2VlSet>, extra: Vec<Sl2VlSet>) {
+    if extra.is_empty() {
+        return;
+    }
+    let index: BTreeMap<u32, usize> = planned
+        .iter()
+        .enumerate()
+        .map(|(i, set)| (u32::from(set.scope), i))
+        .collect();
+    for set in extra {
+        match index.get(&u32::from(set.scope)) {
+            Some(&i) => planned[i].table = set.table,
+            None => planned.push(set),
         }
     }
 }

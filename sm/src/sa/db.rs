@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use ibqos_fabric::routing::Engine;
 use ibqos_mad::{
     Attribute, Guid, MftModifier, NodeType, PortState, SlToVlMappingTableRepr, SlToVlModifier,
     SmInfoRepr, VlArbModifier, VlArbitrationTableRepr,
@@ -33,6 +34,8 @@ pub struct SaDb {
     node_order: Vec<u64>,
     /// Forwarding tables by switch GUID: entry `lid` is the egress port.
     pub(super) lfts: BTreeMap<u64, Vec<u8>>,
+    /// The routing engine that computed them, which has the last word on a path's SL.
+    pub(super) routed_by: Option<&'static dyn Engine>,
     /// SL2VL tables as programmed, by node, input port and output port.
     pub(super) sl2vl: Sl2VlTables,
     /// VLArb blocks as programmed, by (node, output port, block 1-4).
@@ -88,6 +91,7 @@ impl SaDb {
             by_lid,
             by_guid,
             lfts: sweep.lfts().tables.clone(),
+            routed_by: Some(sweep.routed_by()),
             pkeys,
             pkey_rule,
             pkey_maps,

@@ -13,6 +13,7 @@ use ibqos_mad::{CapabilityMask, Gid, Method, PortInfoRepr, SlToVlMappingTableRep
 use tracing::debug;
 
 use super::db::SaDb;
+use ibqos_fabric::routing::Engine;
 use ibqos_qos::policy::ResolvedPolicy;
 
 use super::{Query, Records, SaConfig, policy};
@@ -102,6 +103,7 @@ pub(super) fn path_records(
         policy,
         requester: query.requester,
         mask,
+        path_sl: db.routed_by,
         request: &request,
         wanted: if query.method == Method::Get {
             1
@@ -216,6 +218,7 @@ pub(super) fn multi_path_records(
         mask: path_mask,
         request: &template,
         wanted: 1,
+        path_sl: None,
     };
     let mut records = Records::new(PathRecordRepr::SIZE);
     for &(source, sgid) in &sources {
@@ -303,6 +306,9 @@ struct Ask<'a> {
     request: &'a PathRecordRepr,
     /// Paths per pair of ports: 1 for a Get (IBA 1.2 erratum), else NumbPath if given.
     wanted: usize,
+    /// The routing engine whose SL replaces the one chosen: a PathRecord's; OpenSM asks it
+    /// for no MultiPathRecord.
+    path_sl: Option<&'a dyn Engine>,
 }
 
 impl Ask<'_> {
@@ -377,8 +383,8 @@ impl Ask<'_> {
     /// One path's record (`pr_rcv_get_lid_pair_path`), or `None` when there is no path, or when a
     /// reversible path was asked for and the way back has none.
     fn lid_pair_path(&self, ends: &Ends, preference: u8) -> Option<PathRecordRepr> {
-        let there = self.path_parameters(ends.source, ends.destination, ends.dlid)?;
-        let back = self.path_parameters(ends.destination, ends.source, ends.slid);
+        let there = self.path_parameters(ends.source, ends.destination, ends.slid, ends.dlid)?;
+        let back = self.path_parameters(ends.destination, ends.source, ends.dlid, ends.slid);
         if self.mask & bit::REVERSIBLE != 0 && self.request.reversible && back.is_none() {
             return None;
         }
@@ -421,6 +427,7 @@ impl Ask<'_> {
         &self,
         source: PortKey,
         destination: PortKey,
+        slid: u16,
         dlid: u16,
     ) -> Option<PathParameters> {
         let (db, config, mask, request) = (self.db, self.config, self.mask, self.request);
@@ -581,6 +588,18 @@ impl Ask<'_> {
         };
         if config.qos && !sl_valid(valid_sls, sl) {
             debug!(sl, "selected SL leads to VL15; no path (OpenSM ERR 1F24)");
+            return None;
+        }
+        // The routing engine's SL replaces it, unchecked for VL15, as OpenSM's path_sl does
+        // (osm_sa_path_record.c:810-831).
+        let sl = self
+            .path_sl
+            .map_or(sl, |engine| engine.path_sl(sl, slid, dlid));
+        if mask & bit::SL != 0 && sl != request.sl {
+            debug!(
+                sl,
+                "the routing engine's SL is not the one requested; no path (ERR 1F2A)"
+            );
             return None;
         }
         // A raw path carries no P_Key (osm_sa_path_record.c:832-835).

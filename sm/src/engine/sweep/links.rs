@@ -135,7 +135,15 @@ impl Sweep {
         // left as the port has it.
         let plan = self.config.qos.enabled.then(|| {
             let oper_vls = info.operational_vls;
-            port_plan(&self.subnet, &self.config.qos, &self.setup, key, oper_vls)
+            let engine = self.routed_by;
+            port_plan(
+                &self.subnet,
+                &self.config.qos,
+                &self.setup,
+                engine,
+                key,
+                oper_vls,
+            )
         });
         if let Some(Some(plan)) = &plan {
             info.vl_high_limit = plan.vl_high_limit;
