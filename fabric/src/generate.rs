@@ -280,6 +280,19 @@ pub fn torus_2d(x: usize, y: usize, hosts: usize) -> Result<Topology, GenError> 
     Ok(b.topo)
 }
 
+/// [`assign_lids`] with LMC 0 when some switch port 0 or linked CA/router port has no LID (a net
+/// file rarely gives them): what the offline tools route and simulate with.
+pub fn assign_missing_lids(topo: &mut Topology) -> Result<(), GenError> {
+    let unassigned = topo.endports().any(|ep| {
+        topo.port(ep)
+            .is_some_and(|p| p.lid == 0 && (p.peer.is_some() || ep.port == 0))
+    });
+    if unassigned {
+        assign_lids(topo, 0)?;
+    }
+    Ok(())
+}
+
 /// Gives every switch port 0 and every linked CA/router port a LID, in
 /// [`Topology::endports`] order, each base aligned to `2^lmc`; returns the highest LID used.
 /// What a simple SM's LID manager does; tests and the offline simulator use it.

@@ -599,6 +599,12 @@ pub struct PlanArgs {
         conflicts_with_all = ["class", "vls", "oper_vls", "low_cap", "high_cap", "no_sl_mapping"]
     )]
     pub topology: Option<String>,
+    /// With --topology: the routing engines, as OpenSM's `routing_engine` lists them, in place
+    /// of the configuration's. The first that routes the fabric (as the SM tries them) may
+    /// rewrite the tables shown; a note on standard error names each engine passed over, and
+    /// none routing is an error. `--json` says which routed (`routing_engine`).
+    #[arg(long, value_name = "NAMES", requires = "topology")]
+    pub routing_engine: Option<String>,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,

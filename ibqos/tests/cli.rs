@@ -626,6 +626,44 @@ fn plan_topology_says_when_qos_setup_is_not_programmed() {
     );
 }
 
+/// `plan --topology` routes the fabric as the SM would, with the configuration's engines or
+/// `--routing-engine`: it says which routed, notes each passed over, and fails when none does.
+#[test]
+fn plan_topology_routes_with_the_configured_engines() {
+    let plan = |extra: &[&str]| {
+        let mut args = vec![
+            "plan",
+            "-c",
+            SETUP_TOML,
+            "--topology",
+            "two-switch",
+            "--json",
+        ];
+        args.extend(extra);
+        ibqos(&args)
+    };
+    let engine = |output: &Output| {
+        assert!(output.status.success(), "{}", stderr(output));
+        let report: Value = serde_json::from_str(&stdout(output)).unwrap();
+        report["routing_engine"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(engine(&plan(&[])), "minhop");
+    let listed = plan(&["--routing-engine", "ftree,updn"]);
+    assert_eq!(engine(&listed), "updn");
+    assert!(
+        stderr(&listed).contains("note: routing engine `ftree` passed over"),
+        "{}",
+        stderr(&listed)
+    );
+    let none = plan(&["--routing-engine", "ftree,no_fallback"]);
+    assert!(!none.status.success());
+    assert!(
+        stderr(&none).contains("cannot route two-switch: no routing engine could route"),
+        "{}",
+        stderr(&none)
+    );
+}
+
 /// opensm.conf cannot say `program_policy_setup`: migrating says so.
 #[test]
 fn migrating_program_policy_setup_to_opensm_conf_warns() {

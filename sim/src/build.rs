@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use ibqos_fabric::dump::FabricDump;
-use ibqos_fabric::generate::{GenError, assign_lids};
+use ibqos_fabric::generate::{GenError, assign_missing_lids};
 use ibqos_fabric::routing::{Attempt, EngineList, Unrouted};
 use ibqos_fabric::{NodeId, PortRef, Topology};
 use ibqos_qos::policy::setup::SetupTables;
@@ -133,13 +133,7 @@ pub fn build_routed_network(
 ) -> Result<(Network, Vec<Attempt>), BuildError> {
     let (mut lfts, passed_over): (BTreeMap<NodeId, Vec<u8>>, _) = match forwarding {
         Forwarding::Engines(engines) => {
-            let unassigned = topo.endports().any(|ep| {
-                topo.port(ep)
-                    .is_some_and(|p| p.lid == 0 && (p.peer.is_some() || ep.port == 0))
-            });
-            if unassigned {
-                assign_lids(topo, 0).map_err(BuildError::Lids)?;
-            }
+            assign_missing_lids(topo).map_err(BuildError::Lids)?;
             let max_op_vls = match tables {
                 Tables::Planned { max_op_vls, .. } => max_op_vls,
                 Tables::Held(_) => None,

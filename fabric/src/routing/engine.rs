@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-use ibqos_qos::{Priority, Sl2VlTable, VlArbTable, VlCount};
+use ibqos_qos::{EffectiveQos, PortClass, Priority, Sl2VlTable, VlArbTable, VlCount};
 
 use super::{MulticastRouting, Routes, RoutingError};
 use crate::topology::{NodeId, Topology};
@@ -61,4 +61,21 @@ pub trait Engine: fmt::Debug + Sync {
     ) -> Result<MulticastRouting<'t>, RoutingError> {
         MulticastRouting::min_hop(topo, multicast_capable)
     }
+}
+
+/// What `engine` makes of the configured tables of `port` (of `class`) on the node with NodeGUID
+/// `node`, before the planner masks them: its VLArb tables, and a CA's or router's SL2VL (a
+/// switch's SL2VL goes by (input, output) pair).
+pub fn update_port_tables(
+    engine: &dyn Engine,
+    settings: &mut EffectiveQos,
+    class: PortClass,
+    node: u64,
+    port: u8,
+) {
+    if matches!(class, PortClass::Ca | PortClass::Rtr) {
+        engine.update_sl2vl(node, 0, 0, &mut settings.sl2vl);
+    }
+    engine.update_vlarb(node, port, Priority::Low, &mut settings.vlarb_low);
+    engine.update_vlarb(node, port, Priority::High, &mut settings.vlarb_high);
 }

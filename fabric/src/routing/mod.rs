@@ -19,7 +19,7 @@ mod updn;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
-pub use engine::Engine;
+pub use engine::{Engine, update_port_tables};
 pub use list::{
     Attempt, ENGINES, EngineList, Entry, Listed, OPENSM_ONLY_ENGINES, Routed, Skipped, Unrouted,
 };

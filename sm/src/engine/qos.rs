@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use ibqos_fabric::routing::Engine;
+use ibqos_fabric::routing::{Engine, update_port_tables};
 use ibqos_mad::{
     Attribute, CapabilityMask, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
     VlArbitrationTableRepr,
@@ -15,8 +15,8 @@ use ibqos_qos::partitions::SubnetPartitions;
 use ibqos_qos::policy::QosPolicy;
 use ibqos_qos::policy::setup::{CheckedSetup, ScopeId, SetupTables};
 use ibqos_qos::{
-    PortCaps, PortClass, PortPlan, Priority, QosConfig, Sl2VlProgramming, Sl2VlSet,
-    SwitchSl2VlView, VlCount, plan_settings, setup_sl2vl, switch_sl2vl,
+    PortCaps, PortClass, PortPlan, QosConfig, Sl2VlProgramming, Sl2VlSet, SwitchSl2VlView, VlCount,
+    plan_settings, setup_sl2vl, switch_sl2vl,
 };
 use tracing::{error, info, warn};
 
@@ -126,12 +126,8 @@ pub fn port_plan(
     };
     let mut settings = setup.settings(config, class, key.node, key.port);
     // OpenSM's update_sl2vl and update_vlarb: the routing engine may rewrite the configured
-    // tables, which the planner then masks. A switch's SL2VL goes by (input, output) pair.
-    if matches!(class, PortClass::Ca | PortClass::Rtr) {
-        engine.update_sl2vl(key.node, 0, 0, &mut settings.sl2vl);
-    }
-    engine.update_vlarb(key.node, key.port, Priority::Low, &mut settings.vlarb_low);
-    engine.update_vlarb(key.node, key.port, Priority::High, &mut settings.vlarb_high);
+    // tables, which the planner then masks.
+    update_port_tables(engine, &mut settings, class, key.node, key.port);
     plan_settings(&settings, class, &caps).ok()
 }
 

@@ -6,11 +6,14 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use ibqos_fabric::generate::assign_missing_lids;
+use ibqos_fabric::routing::{Engine, EngineList, update_port_tables};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_opensm::Settings;
 use ibqos_qos::policy::setup::{ScopeId, Scoped, SetupTables};
-use ibqos_qos::{PortCaps, PortClass, PortPlan, Priority, Sl2VlTable, plan_settings};
+use ibqos_qos::{PortCaps, PortClass, PortPlan, Priority, Sl2VlTable, VlCount, plan_settings};
+use ibqos_sm::config::routing_engines;
 use serde_json::{Value, json};
 
 use super::{sl2vl_rows, vlarb_line};
@@ -68,7 +71,8 @@ pub(super) fn run(
         return Ok(Outcome::from_report(&report));
     }
     let setup = setup_on(&topo, settings, config)?;
-    let ports = planned_ports(&topo, settings, &setup);
+    let engine = route(&topo, settings, args.routing_engine.as_deref(), topology)?;
+    let ports = planned_ports(&topo, settings, &setup, engine);
     let place = |scope: ScopeId| {
         settings
             .qos_setup_places
@@ -79,6 +83,7 @@ pub(super) fn run(
     if args.json {
         let object = json!({
             "topology": topology,
+            "routing_engine": engine.name(),
             "ports": ports.iter().map(|p| port_json(p, &place)).collect::<Vec<_>>(),
             "diagnostics": report.to_json(),
         });
@@ -107,8 +112,42 @@ pub(super) fn run(
     Ok(Outcome::from_report(&report))
 }
 
-/// Every port the scopes give a value, in the fabric's node order.
-fn planned_ports(topo: &Topology, settings: &Settings, setup: &SetupTables) -> Vec<PortSetupPlan> {
+/// The engine that routes `topo` as the SM would: the first of `routing_engine` (the option,
+/// else the configuration's) that routes it, each engine passed over said on standard error.
+fn route(
+    topo: &Topology,
+    settings: &Settings,
+    routing_engine: Option<&str>,
+    topology: &str,
+) -> Result<&'static dyn Engine> {
+    let engines = match routing_engine {
+        Some(names) => EngineList::parse(Some(names)),
+        None => routing_engines(settings),
+    };
+    // The SM's LIDs are not known here: route with those a simple LID manager gives.
+    let mut routed = topo.clone();
+    assign_missing_lids(&mut routed)?;
+    let vls = settings.links.oper_vls_cap().unwrap_or(VlCount::Fifteen);
+    let routed = engines
+        .route(&routed, vls)
+        .with_context(|| format!("cannot route {topology}"))?;
+    for attempt in &routed.attempts {
+        eprintln!(
+            "note: routing engine `{}` passed over: {}",
+            attempt.name, attempt.skipped
+        );
+    }
+    Ok(routed.engine)
+}
+
+/// Every port the scopes give a value, in the fabric's node order, with what `engine` makes of
+/// its tables.
+fn planned_ports(
+    topo: &Topology,
+    settings: &Settings,
+    setup: &SetupTables,
+    engine: &dyn Engine,
+) -> Vec<PortSetupPlan> {
     let max_op_vls = settings.links.oper_vls_cap();
     // A scope has one table: the entries of a port group by scope.
     let mut sl2vl: BTreeMap<(u64, u8), BTreeMap<ScopeId, ScopeEntries>> = BTreeMap::new();
@@ -136,7 +175,8 @@ fn planned_ports(topo: &Topology, settings: &Settings, setup: &SetupTables) -> V
                 .link_oper_vls(PortRef::new(id, number), max_op_vls)
                 .unwrap_or(port.link.vl_cap);
             let caps = port.link.planner_caps(oper);
-            let settings_here = setup.settings(&settings.qos, class, node.guid, number);
+            let mut settings_here = setup.settings(&settings.qos, class, node.guid, number);
+            update_port_tables(engine, &mut settings_here, class, node.guid, number);
             let Ok(plan) = plan_settings(&settings_here, class, &caps) else {
                 continue;
             };
