@@ -24,27 +24,24 @@
 //! - [`Report`]: per flow, per SL and per VL on every link; [`describe`] prints it as tables,
 //!   and the `plot` module (feature `plot`) draws it as SVG charts.
 
-pub mod arbiter;
 mod build;
-pub mod dcqcn;
 mod describe;
 mod engine;
-pub mod ets;
-mod held;
-pub mod host_qos;
-mod link;
+mod ethernet;
+mod infiniband;
 mod network;
-pub mod pfc;
 #[cfg(feature = "plot")]
 pub mod plot;
 mod queue;
 mod report;
-pub mod shared_buffer;
-mod sonic;
 pub mod traffic;
 pub mod window;
 
+pub use ethernet::{dcqcn, ets, host_qos, pfc, shared_buffer};
+pub use infiniband::arbiter;
+
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
+pub use build::held::Mismatch;
 pub use build::{
     BuildError, Forwarding, Tables, TopologyHosts, build_network, build_routed_network,
 };
@@ -54,10 +51,10 @@ pub use dcqcn::{
 };
 pub use describe::describe;
 pub use engine::{Parallel, Run, SimOptions, Simulation, simulate};
+pub use ethernet::sonic::{PfcDelayCheck, pfc_delay_table, sweep_pfc_delay};
 pub use ets::{EtsConfig, EtsError, Grant, Scheduler};
-pub use held::Mismatch;
 pub use host_qos::{HostQos, HostQosError, Trust};
-pub use link::{
+pub use infiniband::link::{
     BTH_BYTES, CNP_PAYLOAD_BYTES, ETHERNET_HEADER_BYTES, FCS_BYTES, HEADER_BYTES, ICRC_BYTES,
     IPV4_HEADER_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, ROCE_HEADER_BYTES,
     Speed, UDP_HEADER_BYTES, VCRC_BYTES, Width, ethernet_wire_ps, frame_bytes, wire_blocks,
@@ -74,4 +71,3 @@ pub use report::{
     SwitchReport, Timeline, TrafficClassReport, VlReport,
 };
 pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};
-pub use sonic::{PfcDelayCheck, pfc_delay_table, sweep_pfc_delay};

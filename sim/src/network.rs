@@ -8,12 +8,12 @@ use std::sync::Arc;
 use ibqos_qos::Sl2VlTable;
 use ibqos_qos::{Sl, VlArbEntry, VlCount};
 
-use crate::dcqcn::{DcqcnConfig, EcnConfig};
-use crate::ets::EtsConfig;
-use crate::host_qos::HostQos;
-use crate::link::LinkParams;
-use crate::pfc::{PauseStormConfig, PfcConfig};
-use crate::shared_buffer::BufferConfig;
+use crate::ethernet::dcqcn::{DcqcnConfig, EcnConfig};
+use crate::ethernet::ets::EtsConfig;
+use crate::ethernet::host_qos::HostQos;
+use crate::ethernet::pfc::{PauseStormConfig, PfcConfig};
+use crate::ethernet::shared_buffer::BufferConfig;
+use crate::infiniband::link::LinkParams;
 
 /// A host (channel adapter) or a switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -82,15 +82,17 @@ use toml::Spanned;
 use ibqos_qos::Sl;
 use ibqos_text::{Code, Coded, Located, Location, Severity};
 
-use crate::arbiter::{ArbiterOptions, BLOCK_BYTES};
-use crate::dcqcn::{DcqcnConfig, DcqcnConfigError, EcnConfig, EcnConfigError};
 use crate::engine::mix;
-use crate::ets::{EtsConfig, EtsError};
-use crate::host_qos::{HostQos, HostQosError};
-use crate::link::{LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, Speed, Width, wire_blocks};
+use crate::ethernet::dcqcn::{DcqcnConfig, DcqcnConfigError, EcnConfig, EcnConfigError};
+use crate::ethernet::ets::{EtsConfig, EtsError};
+use crate::ethernet::host_qos::{HostQos, HostQosError};
+use crate::ethernet::pfc::{PauseStormConfig, PfcConfig, PfcError};
+use crate::ethernet::shared_buffer::{BufferConfig, BufferError, Region};
+use crate::infiniband::arbiter::{ArbiterOptions, BLOCK_BYTES};
+use crate::infiniband::link::{
+    LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, Speed, Width, wire_blocks,
+};
 use crate::network::{Ethernet, Flow, PortAddr, Storm};
-use crate::pfc::{PauseStormConfig, PfcConfig, PfcError};
-use crate::shared_buffer::{BufferConfig, BufferError, Region};
 
 /// The largest payload of a management (VL15) packet: a MAD.
 pub const MAX_MANAGEMENT_PAYLOAD: u32 = 256;
@@ -1150,7 +1152,7 @@ fn pfc_path(section: &'static str, e: &PfcError) -> Vec<Step<'static>> {
 
 /// Where a [`BufferError`] is: the pool, the region's entry, or the priority map.
 fn buffer_path(e: &BufferError) -> Vec<Step<'static>> {
-    let region = |name: crate::shared_buffer::RegionName| {
+    let region = |name: crate::ethernet::shared_buffer::RegionName| {
         let (key, field, value) = match name.region {
             Region::IPortPg => ("pg", "pg", name.index.to_string()),
             Region::EPortTc => ("tc", "tc", name.index.to_string()),

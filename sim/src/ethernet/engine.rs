@@ -3,37 +3,39 @@
 //! works on the engine's own lanes, queue and packets; this state is kept apart from what an
 //! InfiniBand hop reads ([`Simulation::eth`]), per port or per node.
 
-use crate::ets::{Grant, Scheduler};
-use crate::network::{Ethernet, NetworkError, NodeKind};
-use crate::pfc::{
+use crate::ethernet::ets::{Grant, Scheduler};
+use crate::ethernet::pfc::{
     PAUSE_FRAME_BYTES, PRIORITIES, PauseFrame, PauseGenerator, PauseResponder, PauseStorm,
     PfcConfig, Transition,
 };
+use crate::network::{Ethernet, NetworkError, NodeKind};
 use std::collections::BTreeMap;
 
+use crate::ethernet::shared_buffer::{
+    Admission, BufferConfig, Direction, POOLS, PgFlowControl, Place, PoolId, Region, RegionName,
+    Stored, SwitchBuffer,
+};
 use crate::report::{
     BufferOccupancy, EthernetLinkReport, OccupancySeries, PoolReport, PriorityReport, SwitchReport,
     TrafficClassReport,
 };
-use crate::shared_buffer::{
-    Admission, BufferConfig, Direction, POOLS, PgFlowControl, Place, PoolId, Region, RegionName,
-    Stored, SwitchBuffer,
-};
 
-use super::{Event, NO_PACKET, NO_PORT, Packet, Sent, Simulation, mix, round};
-use crate::dcqcn::{DcqcnConfig, EcnMarker, NotificationPoint, NpParams, ReactionPoint, RpParams};
-use crate::host_qos::HostQos;
-use crate::link::{CNP_PAYLOAD_BYTES, PS_PER_NS, ethernet_wire_ps, frame_bytes};
+use crate::engine::{Event, NO_PACKET, NO_PORT, Packet, Sent, Simulation, mix, round};
+use crate::ethernet::dcqcn::{
+    DcqcnConfig, EcnMarker, NotificationPoint, NpParams, ReactionPoint, RpParams,
+};
+use crate::ethernet::host_qos::HostQos;
+use crate::infiniband::link::{CNP_PAYLOAD_BYTES, PS_PER_NS, ethernet_wire_ps, frame_bytes};
 use crate::report::{DcqcnRates, FlowDcqcnReport};
 
 /// Keeps ECN's random words apart from the flows' phases, which use the run's seed as it is.
 const ECN_STREAM: u64 = 0xec4e_c4e0_ec4e_c4e0;
 
 /// The lanes of an Ethernet port: its eight traffic classes (egress queues).
-pub(super) const TRAFFIC_CLASSES: u8 = 8;
+pub(crate) const TRAFFIC_CLASSES: u8 = 8;
 
 /// Where a switch may store a packet, by code: the code rides as three bits beside the
-/// packet's priority in [`super::Packet`]'s `in_vl` (`priority | code << 3`), so that the end
+/// packet's priority in [`Packet`]'s `in_vl` (`priority | code << 3`), so that the end
 /// of its transmission can free it. One table both ways, so that the two cannot disagree.
 const PLACES: [Place; 6] = [
     Place::Shared,
@@ -62,7 +64,7 @@ fn mask_bits(mask: u8) -> impl Iterator<Item = u8> {
 
 /// The Ethernet side of a run.
 #[derive(Debug)]
-pub(super) struct EthernetState {
+pub(crate) struct EthernetState {
     link_bps: u64,
     /// The traffic class (lane) of each priority, by the ETS dot1p map.
     tc_of: [u8; PRIORITIES],
@@ -189,7 +191,7 @@ fn pools_of(buffer: &BufferConfig) -> [(u8, u8); PRIORITIES] {
 
 impl EthernetState {
     /// The state of `sim`'s ports and nodes with `config`, every setting checked.
-    pub(super) fn new(sim: &Simulation<'_>, config: &Ethernet) -> Result<Self, NetworkError> {
+    pub(crate) fn new(sim: &Simulation<'_>, config: &Ethernet) -> Result<Self, NetworkError> {
         let bad = |e: &dyn std::fmt::Display| NetworkError::BadEthernet(e.to_string());
         config.pfc.validate().map_err(|e| bad(&e))?;
         config.ets.validate().map_err(|e| bad(&e))?;
@@ -285,12 +287,12 @@ impl EthernetState {
     }
 
     /// The traffic class (lane) of `priority`.
-    pub(super) fn traffic_class(&self, priority: u8) -> u8 {
+    pub(crate) fn traffic_class(&self, priority: u8) -> u8 {
         self.tc_of[usize::from(priority & 7)]
     }
 
     /// The link rate in Gb/s.
-    pub(super) fn gbps(&self) -> f64 {
+    pub(crate) fn gbps(&self) -> f64 {
         self.link_bps as f64 / 1e9
     }
 
@@ -330,7 +332,7 @@ impl Simulation<'_> {
     }
 
     /// Queues each pause storm's first frame.
-    pub(super) fn start_storms(&mut self) {
+    pub(crate) fn start_storms(&mut self) {
         let firsts: Vec<(u32, u64)> = (0..)
             .zip(&self.eth_ref().storms)
             .filter_map(|(i, (_, storm))| Some((i, storm.next_ps()?)))
@@ -343,7 +345,7 @@ impl Simulation<'_> {
     /// The peer and traffic class `port` sends on next: among the classes with a head packet
     /// and no paused priority, the ETS scheduler's choice. When none may send yet, the port
     /// asks to be woken when the first may (a pause's end, a rate bucket's refill).
-    pub(super) fn ethernet_grant(&mut self, port: u32) -> Option<(u32, u8)> {
+    pub(crate) fn ethernet_grant(&mut self, port: u32) -> Option<(u32, u8)> {
         let p = port as usize;
         let peer = self.ports[p].peer?;
         let now = self.now;
@@ -376,7 +378,7 @@ impl Simulation<'_> {
     /// A frame of `units` bytes and the priority and place coded in `code` finished leaving
     /// `port`: counted, its allowance given back, and freed from the buffer of `release` (the
     /// switch port it arrived by, [`NO_PORT`] at its source).
-    pub(super) fn ethernet_sent(&mut self, port: u32, release: u32, code: u8, units: u16) {
+    pub(crate) fn ethernet_sent(&mut self, port: u32, release: u32, code: u8, units: u16) {
         let priority = code & 7;
         let (out, ingress) = (
             self.ports[port as usize],
@@ -407,7 +409,7 @@ impl Simulation<'_> {
 
     /// A data frame's last bit reached `port`: delivered at a host; at a switch admitted to
     /// its buffer (or dropped) and queued on the output port's class of its priority.
-    pub(super) fn ethernet_arrive(&mut self, port: u32, packet: u32) {
+    pub(crate) fn ethernet_arrive(&mut self, port: u32, packet: u32) {
         let info = self.ports[port as usize];
         let p = self.packets[packet as usize];
         let network = self.network;
@@ -525,7 +527,7 @@ impl Simulation<'_> {
     }
 
     /// A pause frame reached `port`: counted; it takes hold after the response delay.
-    pub(super) fn pause_arrive(&mut self, port: u32, frame: u32) {
+    pub(crate) fn pause_arrive(&mut self, port: u32, frame: u32) {
         let now = self.now;
         let eth = self.eth_mut();
         let at = eth.responders[port as usize].receive(&eth.frames[frame as usize], now);
@@ -533,7 +535,7 @@ impl Simulation<'_> {
     }
 
     /// A pause frame takes hold at `port`; a port that may send again does.
-    pub(super) fn pause_apply(&mut self, port: u32, frame: u32) {
+    pub(crate) fn pause_apply(&mut self, port: u32, frame: u32) {
         let now = self.now;
         let eth = self.eth_mut();
         let pause = eth.frames[frame as usize];
@@ -543,7 +545,7 @@ impl Simulation<'_> {
     }
 
     /// The refresh of `port`'s pause, if still due, and the next.
-    pub(super) fn pause_refresh(&mut self, port: u32) {
+    pub(crate) fn pause_refresh(&mut self, port: u32) {
         let now = self.now;
         let generator = &mut self.eth_mut().generators[port as usize];
         let Some(frame) = generator.refresh(now) else {
@@ -557,7 +559,7 @@ impl Simulation<'_> {
     }
 
     /// Pause storm `storm` sends its frame, and is due again.
-    pub(super) fn storm(&mut self, storm: u32) {
+    pub(crate) fn storm(&mut self, storm: u32) {
         let now = self.now;
         let (port, running) = &mut self.eth_mut().storms[storm as usize];
         let port = *port;
@@ -572,7 +574,7 @@ impl Simulation<'_> {
     }
 
     /// The Ethernet counters of the link direction from `port` to `peer`.
-    pub(super) fn ethernet_link(
+    pub(crate) fn ethernet_link(
         &self,
         port: u32,
         peer: u32,
@@ -649,7 +651,7 @@ impl Simulation<'_> {
     }
 
     /// Every switch's pool peaks, in node order.
-    pub(super) fn switch_reports(&self) -> Vec<SwitchReport> {
+    pub(crate) fn switch_reports(&self) -> Vec<SwitchReport> {
         let Some(eth) = self.eth.as_deref() else {
             return Vec::new();
         };
@@ -677,7 +679,7 @@ impl Simulation<'_> {
 impl Simulation<'_> {
     /// Queues a sample at the end of each timeline interval: the first time that falls in the
     /// next one ([`Simulation::interval_of`]), the run's end for the last.
-    pub(super) fn schedule_samples(&mut self) {
+    pub(crate) fn schedule_samples(&mut self) {
         let intervals = self.options.timeline_intervals as u128;
         let duration = u128::from(self.options.duration_ps);
         for interval in 0..intervals {
@@ -689,7 +691,7 @@ impl Simulation<'_> {
 
     /// Records every switch's pools, and each port's iPort.PG and ePort.TC regions that hold
     /// anything, as their bytes at the end of `interval`.
-    pub(super) fn sample_buffers(&mut self, interval: usize) {
+    pub(crate) fn sample_buffers(&mut self, interval: usize) {
         let intervals = self.options.timeline_intervals;
         let network = self.network;
         let Some(eth) = self.eth.as_deref_mut() else {
@@ -744,7 +746,7 @@ impl Simulation<'_> {
     }
 
     /// The occupancy series recorded, for the report.
-    pub(super) fn buffer_occupancy(&self, interval_ns: u64) -> Option<BufferOccupancy> {
+    pub(crate) fn buffer_occupancy(&self, interval_ns: u64) -> Option<BufferOccupancy> {
         let eth = self.eth.as_deref()?;
         let series = eth
             .occupancy
@@ -771,7 +773,7 @@ impl Simulation<'_> {
 impl Simulation<'_> {
     /// Gives every flow its notification point, and each greedy flow of a priority with a
     /// reaction point its reaction point, once the flows are known.
-    pub(super) fn start_dcqcn(&mut self) {
+    pub(crate) fn start_dcqcn(&mut self) {
         let network = self.network;
         let intervals = self.options.timeline_intervals;
         let eth = self.eth_mut();
@@ -864,7 +866,7 @@ impl Simulation<'_> {
 
     /// A timer of `flow`'s reaction point is due.
     #[inline(never)]
-    pub(super) fn rp_timer(&mut self, flow: u32) {
+    pub(crate) fn rp_timer(&mut self, flow: u32) {
         let now = self.now;
         let Some(dcqcn) = self.eth_mut().dcqcn.as_mut() else {
             return;
@@ -927,7 +929,7 @@ impl Simulation<'_> {
     /// there (a rate limiter does not make up for a slot its port was too busy for), and
     /// the next one frame time at the reaction point's rate later.
     #[inline(never)]
-    pub(super) fn pace(&mut self, flow: u32) {
+    pub(crate) fn pace(&mut self, flow: u32) {
         let now = self.now;
         let state = &self.flows[flow as usize];
         let (port, vl, units, stop) = (state.port, state.vl, state.blocks, state.stop_ps);
@@ -1013,7 +1015,7 @@ impl Simulation<'_> {
     }
 
     /// Samples every reaction point's rate up to the end of the run.
-    pub(super) fn finish_dcqcn(&mut self) {
+    pub(crate) fn finish_dcqcn(&mut self) {
         let intervals = self.options.timeline_intervals;
         if let Some(dcqcn) = self.eth.as_deref_mut().and_then(|e| e.dcqcn.as_mut()) {
             for state in dcqcn.flows.iter_mut().filter(|s| s.rp.is_some()) {
@@ -1023,7 +1025,7 @@ impl Simulation<'_> {
     }
 
     /// Flow `flow`'s DCQCN counters, on a run with DCQCN.
-    pub(super) fn flow_dcqcn(&self, flow: usize) -> Option<Box<FlowDcqcnReport>> {
+    pub(crate) fn flow_dcqcn(&self, flow: usize) -> Option<Box<FlowDcqcnReport>> {
         let dcqcn = self.eth.as_deref()?.dcqcn.as_ref()?;
         let state = &dcqcn.flows[flow];
         Some(Box::new(FlowDcqcnReport {
@@ -1037,7 +1039,7 @@ impl Simulation<'_> {
 
     /// Each flow with a reaction point and its rate at the end of each timeline interval (of
     /// `interval_ns`), on a run with DCQCN.
-    pub(super) fn dcqcn_rates(&self, interval_ns: u64) -> Option<DcqcnRates> {
+    pub(crate) fn dcqcn_rates(&self, interval_ns: u64) -> Option<DcqcnRates> {
         let dcqcn = self.eth.as_deref()?.dcqcn.as_ref()?;
         let flows = self
             .specs

@@ -45,7 +45,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::pfc::{PRIORITIES, Transition, XoffXon};
+use crate::ethernet::pfc::{PRIORITIES, Transition, XoffXon};
 
 /// Priority groups 0-7 (pg9, control, is not modelled).
 pub const PGS: usize = 8;

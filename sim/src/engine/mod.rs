@@ -31,7 +31,7 @@
 //! link of one rate, and the same events, sources, queues and reports carry it, in these terms
 //! (the `ethernet` submodule holds the state, apart from what an InfiniBand hop reads):
 //! - **Units.** Sizes are counted in units: 64-byte blocks on InfiniBand, bytes on Ethernet,
-//!   where a packet is a RoCEv2 frame of payload + 62 bytes ([`crate::link::frame_bytes`]) that
+//!   where a packet is a RoCEv2 frame of payload + 62 bytes ([`crate::frame_bytes`]) that
 //!   takes (frame + 20) x 8 / rate on the wire (preamble and inter-frame gap). Reports turn
 //!   units into bytes in one place.
 //! - **Priorities and lanes.** A flow's class is its priority (0-7, given by the source host's
@@ -72,7 +72,7 @@
 //!   (random words from `mix(seed, draw number)`, so a run is repeatable); CNPs are never marked.
 //!   Notification point: a marked frame delivered at a host may get a CNP
 //!   ([`crate::dcqcn::NotificationPoint`]), a real frame of 78 bytes (the RoCEv2 CNP: 16
-//!   reserved bytes after the BTH, [`crate::link::CNP_PAYLOAD_BYTES`]) on the CNP priority
+//!   reserved bytes after the BTH, [`crate::CNP_PAYLOAD_BYTES`]) on the CNP priority
 //!   (the host's trust mode applied to its PCP and DSCP), queued ahead of greedy traffic on the
 //!   destination's port and routed to the flow's source like data, subject to pauses and
 //!   buffers; one dropped is counted nowhere but in the flow's `cnps_sent` - `cnps_received`.
@@ -92,13 +92,14 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
-mod ethernet;
 mod parallel;
+
+use crate::ethernet::engine as ethernet;
 
 pub use parallel::{Parallel, Run};
 
-use crate::arbiter::{Arbiter, ArbiterOptions, ArbiterTables, BLOCK_BYTES};
-use crate::link::{
+use crate::infiniband::arbiter::{Arbiter, ArbiterOptions, ArbiterTables, BLOCK_BYTES};
+use crate::infiniband::link::{
     CNP_PAYLOAD_BYTES, LinkParams, PS_PER_NS, Speed, Width, ethernet_wire_ps, frame_bytes,
     wire_blocks,
 };
@@ -134,7 +135,7 @@ pub struct SimOptions {
 /// What happens at a time, 12 bytes (so that a queued event, with its time and push number,
 /// takes 32).
 #[derive(Debug, Clone, Copy)]
-enum Event {
+pub(crate) enum Event {
     /// A flow's start time: it generates (a rate flow, or a flow its source drops).
     Start { flow: u32 },
     /// A greedy flow's start time: it joins the rotation of its port's lane of `vl`. The port
@@ -180,14 +181,14 @@ const _: () = assert!(size_of::<Event>() == 12);
 
 /// One port of the network, as the engine indexes it.
 #[derive(Debug, Clone, Copy)]
-struct PortSlot {
-    node: u32,
-    num: u8,
+pub(crate) struct PortSlot {
+    pub(crate) node: u32,
+    pub(crate) num: u8,
     /// The port at the other end of the link, `None` for an unlinked port.
-    peer: Option<u32>,
-    link: LinkParams,
+    pub(crate) peer: Option<u32>,
+    pub(crate) link: LinkParams,
     /// The data VLs the link runs: VL0 up to one below this, the lower OperVLs of its ends.
-    vls: u8,
+    pub(crate) vls: u8,
 }
 
 /// What the run reads of a kind of link (a fabric has a handful): its delays, and the
@@ -207,7 +208,7 @@ struct LinkKind {
 const NO_LANES: u32 = u32::MAX / 2;
 
 /// No packet: the end of a lane's queue.
-const NO_PACKET: u32 = u32::MAX;
+pub(crate) const NO_PACKET: u32 = u32::MAX;
 
 /// What every event at a port reads of it, 32 bytes, two to a cache line: where its lanes
 /// are and their state as bit sets by VL, its peer and its kind of link (a copy of what
@@ -218,29 +219,29 @@ const NO_PACKET: u32 = u32::MAX;
 /// needs 9 of the 16 VLs a port could name.
 #[derive(Debug, Clone, Copy)]
 #[repr(align(32))]
-struct PortState {
+pub(crate) struct PortState {
     /// The port at the other end of the link, [`NO_PORT`] for an unlinked port.
-    peer: u32,
-    node: u32,
-    num: u8,
+    pub(crate) peer: u32,
+    pub(crate) node: u32,
+    pub(crate) num: u8,
     /// The link's kind, an index into [`Simulation::kinds`] (65,536 at most).
-    kind: u16,
+    pub(crate) kind: u16,
     /// The index of the port's first lane (VL0's).
-    base: u32,
+    pub(crate) base: u32,
     /// The data VLs the link runs, as [`PortSlot::vls`]; VL15's lane follows theirs.
-    vls: u8,
+    pub(crate) vls: u8,
     /// Sending a packet.
-    busy: bool,
+    pub(crate) busy: bool,
     /// VLs with a packet at their head.
-    queued: u16,
+    pub(crate) queued: u16,
     /// VLs whose head packet lacks credits.
-    starved: u16,
+    pub(crate) starved: u16,
     /// VLs whose wait for credits is being timed: starved while the port is idle.
-    waiting: u16,
+    pub(crate) waiting: u16,
     /// The arbiter granted nothing when last asked.
-    refused: bool,
+    pub(crate) refused: bool,
     /// The peer is another partition's ([`Parallel`]): what the port pushes for it crosses.
-    far: bool,
+    pub(crate) far: bool,
 }
 
 const _: () = assert!(size_of::<PortState>() == 32, "two port states to a line");
@@ -248,7 +249,7 @@ const _: () = assert!(size_of::<PortState>() == 32, "two port states to a line")
 impl PortState {
     /// The index of the lane of `vl`, which is VL15 or one of the data VLs the port runs:
     /// VL15's lane is the one after the last data VL's.
-    fn lane(&self, vl: u8) -> usize {
+    pub(crate) fn lane(&self, vl: u8) -> usize {
         self.base as usize + usize::from(vl.min(self.vls))
     }
 
@@ -277,16 +278,16 @@ impl PortState {
     }
 
     /// The indices of the port's lanes.
-    fn lanes(&self) -> std::ops::Range<usize> {
+    pub(crate) fn lanes(&self) -> std::ops::Range<usize> {
         self.lane(0)..self.lane(VL15) + 1
     }
 }
 
 /// What one VL of one port sent: packets and blocks, counted as each packet starts.
 #[derive(Debug, Clone, Copy, Default)]
-struct Sent {
-    packets: u64,
-    blocks: u64,
+pub(crate) struct Sent {
+    pub(crate) packets: u64,
+    pub(crate) blocks: u64,
 }
 
 /// One VL of one port as a sender, 32 bytes, two to a cache line: what arbitration reads (the
@@ -296,20 +297,20 @@ struct Sent {
 /// any) and its wait for credits ([`Simulation::waits`]: rare) are apart.
 #[derive(Debug, Clone, Copy)]
 #[repr(align(32))]
-struct Lane {
-    sent: Sent,
+pub(crate) struct Lane {
+    pub(crate) sent: Sent,
     /// Credits toward the peer, in blocks.
-    credits: u32,
+    pub(crate) credits: u32,
     /// The queue of packets waiting to leave by this lane, linked through
     /// [`Packet::next`]: its first and last packet, [`NO_PACKET`] when empty.
-    first: u32,
-    last: u32,
+    pub(crate) first: u32,
+    pub(crate) last: u32,
     /// Blocks of the first packet of the queue (0: none), so that the head's size is known
     /// without reading the packet.
-    first_blocks: u16,
+    pub(crate) first_blocks: u16,
     /// Blocks of a packet of the greedy flow whose turn it is (0: none), kept by
     /// [`Simulation::greedy_turn`].
-    greedy: u16,
+    pub(crate) greedy: u16,
 }
 
 const _: () = assert!(size_of::<Lane>() == 32, "two lanes to a cache line");
@@ -330,7 +331,7 @@ impl Default for Lane {
 impl Lane {
     /// Blocks of the packet at the head (0: none): the first queued, else the greedy flow's
     /// whose turn it is.
-    fn head(&self) -> u16 {
+    pub(crate) fn head(&self) -> u16 {
         if self.first_blocks > 0 {
             self.first_blocks
         } else {
@@ -343,9 +344,9 @@ impl Lane {
 /// (a flow stopped while out of the rotation, paced by DCQCN, is counted and never found):
 /// while 0, no turn asks whether its flow stopped.
 #[derive(Debug, Clone, Default)]
-struct Rotation {
-    turns: VecDeque<Turn>,
-    stopping: u32,
+pub(crate) struct Rotation {
+    pub(crate) turns: VecDeque<Turn>,
+    pub(crate) stopping: u32,
 }
 
 /// A greedy flow's place in its lane's rotation, 16 bytes: what its packets copy, and the
@@ -353,10 +354,10 @@ struct Rotation {
 /// reading a lane's head nor a greedy packet's making touches the flow table (a random line
 /// per source hop, in a table of every flow).
 #[derive(Debug, Clone, Copy)]
-struct Turn {
-    flow: u32,
-    sent: u32,
-    shape: Shape,
+pub(crate) struct Turn {
+    pub(crate) flow: u32,
+    pub(crate) sent: u32,
+    pub(crate) shape: Shape,
 }
 
 /// What one VL of a port's receive buffer holds, 16 bytes, four to a cache line: its
@@ -408,17 +409,17 @@ impl Buffer {
 /// What the run keeps of a flow besides its description (the caller's, read through
 /// [`Simulation::specs`]: a partition of a [`Parallel`] run copies none of it), 40 bytes.
 #[derive(Debug)]
-struct FlowState {
-    blocks: u32,
-    port: u32,
+pub(crate) struct FlowState {
+    pub(crate) blocks: u32,
+    pub(crate) port: u32,
     /// The VL at the source; [`VL15`] for a data flow its source drops.
-    vl: u8,
-    greedy: bool,
+    pub(crate) vl: u8,
+    pub(crate) greedy: bool,
     /// The end of its time: its stop time, or the run's end if that comes first.
-    stop_ps: u64,
+    pub(crate) stop_ps: u64,
     /// First generation time of a rate flow (start plus the seeded phase).
-    origin: u64,
-    generated: u64,
+    pub(crate) origin: u64,
+    pub(crate) generated: u64,
 }
 
 const _: () = assert!(size_of::<FlowState>() == 40);
@@ -436,12 +437,12 @@ const _: () = assert!(size_of::<Tally>() == 64, "a tally fills one cache line");
 
 /// What a packet copies from its flow: its destination, size and SL (priority).
 #[derive(Debug, Clone, Copy)]
-struct Shape {
-    dlid: u16,
+pub(crate) struct Shape {
+    pub(crate) dlid: u16,
     /// At most 65 blocks (a 4 KB payload), or 4158 bytes (its frame) on Ethernet.
-    blocks: u16,
-    sl: u8,
-    management: bool,
+    pub(crate) blocks: u16,
+    pub(crate) sl: u8,
+    pub(crate) management: bool,
 }
 
 /// The part of a flow that every packet it sends touches, 16 bytes, apart from its
@@ -449,15 +450,15 @@ struct Shape {
 /// a greedy flow's [`Turn`] holds), and whether a greedy flow is past its stop time (it leaves
 /// its lane's rotation at the front).
 #[derive(Debug, Clone, Copy)]
-struct FlowHot {
-    sent: u64,
-    shape: Shape,
-    stopped: bool,
+pub(crate) struct FlowHot {
+    pub(crate) sent: u64,
+    pub(crate) shape: Shape,
+    pub(crate) stopped: bool,
 }
 
 impl FlowHot {
     /// The turn of `flow` (this one's) as it joins its lane's rotation.
-    fn turn(&self, flow: u32) -> Turn {
+    pub(crate) fn turn(&self, flow: u32) -> Turn {
         Turn {
             flow,
             sent: 0,
@@ -471,31 +472,31 @@ impl FlowHot {
 const DELIVERY_BATCH: std::ops::RangeInclusive<usize> = (1 << 14)..=(1 << 20);
 
 /// No port: where a packet at its source is held.
-const NO_PORT: u32 = u32::MAX;
+pub(crate) const NO_PORT: u32 = u32::MAX;
 
 /// A packet in flight, 32 bytes. It carries what forwarding needs (a copy of its flow's LID,
 /// SL, size), so that a hop touches the flow table only when the packet is delivered or
 /// dropped.
 #[derive(Debug, Clone, Copy)]
-struct Packet {
-    created: u64,
-    flow: u32,
+pub(crate) struct Packet {
+    pub(crate) created: u64,
+    pub(crate) flow: u32,
     /// The port whose receive buffer holds it, [`NO_PORT`] at its source.
-    in_port: u32,
+    pub(crate) in_port: u32,
     /// The next packet in the lane queue it waits in ([`NO_PACKET`]: the last), and its
     /// blocks: what becomes the lane's head when this one leaves, known without reading it.
-    next: u32,
-    next_blocks: u16,
-    dlid: u16,
-    blocks: u16,
-    in_vl: u8,
-    vl: u8,
-    sl: u8,
-    management: bool,
+    pub(crate) next: u32,
+    pub(crate) next_blocks: u16,
+    pub(crate) dlid: u16,
+    pub(crate) blocks: u16,
+    pub(crate) in_vl: u8,
+    pub(crate) vl: u8,
+    pub(crate) sl: u8,
+    pub(crate) management: bool,
     /// Ethernet: ECN Congestion Experienced, set by a switch's egress queue.
-    ce: bool,
+    pub(crate) ce: bool,
     /// Ethernet: a DCQCN CNP for `flow`, on its way back to the flow's source.
-    cnp: bool,
+    pub(crate) cnp: bool,
 }
 
 const _: () = assert!(size_of::<Packet>() == 32);
@@ -504,20 +505,20 @@ const _: () = assert!(size_of::<Packet>() == 32);
 /// the events processed, and so the report, do not depend on the steps.
 #[derive(Debug)]
 pub struct Simulation<'n> {
-    network: &'n Network,
-    options: SimOptions,
-    ports: Vec<PortSlot>,
+    pub(crate) network: &'n Network,
+    pub(crate) options: SimOptions,
+    pub(crate) ports: Vec<PortSlot>,
     /// Per kind of link ([`PortState::kind`]), its delays and wire times.
     kinds: Vec<LinkKind>,
     /// The arbitration tables the ports' arbiters read, and the arbiter options.
     arbiter_tables: ArbiterTables,
     /// Per port, its arbiter.
     arbiters: Vec<Arbiter>,
-    node_base: Vec<u32>,
-    lanes: Vec<Lane>,
+    pub(crate) node_base: Vec<u32>,
+    pub(crate) lanes: Vec<Lane>,
     /// Per lane of a host's port (the first lanes, [`Simulation::with_lanes_of`]), the greedy
     /// flows taking turns on it: only a flow's source has any.
-    rotations: Vec<Rotation>,
+    pub(crate) rotations: Vec<Rotation>,
     /// Per lane, its time waiting for credits while its port is idle, in picoseconds, as it
     /// will be at the run's end if nothing else changes, as [`Buffer`] keeps its integral: a
     /// wait that starts with `left` of the run left adds `left`, its end takes its own `left`
@@ -529,15 +530,15 @@ pub struct Simulation<'n> {
     carried: BTreeMap<usize, i64>,
     /// Per port, what its events read: where its lanes are, what arbitration and the wait
     /// timing read of them, its peer and kind of link.
-    states: Vec<PortState>,
+    pub(crate) states: Vec<PortState>,
     /// Data packets dropped at an output port, by port and VL: those mapped to VL15 or to a VL
     /// the link does not run, which has no lane. Rare, so kept apart from the lanes.
     dropped: BTreeMap<(u32, u8), u64>,
     /// The flows as the caller describes them, by index: read for what the run does not
     /// keep in [`FlowState`] (names, rates, sizes), at set-up, for rate flows and in the report.
-    specs: &'n [Flow],
-    flows: Vec<FlowState>,
-    flow_hot: Vec<FlowHot>,
+    pub(crate) specs: &'n [Flow],
+    pub(crate) flows: Vec<FlowState>,
+    pub(crate) flow_hot: Vec<FlowHot>,
     tallies: Vec<Tally>,
     /// Deliveries not yet in their flows' tallies: the flow in the high 32 bits, the latency
     /// in ns in the low 32 (a latency of 2^32 ns, 4.3 s, or more is recorded at once).
@@ -546,23 +547,23 @@ pub struct Simulation<'n> {
     delivery_batch: usize,
     /// Per flow, the packets dropped: apart from the tallies, as few packets are.
     flow_drops: Vec<u64>,
-    packets: Vec<Packet>,
-    free: Vec<u32>,
-    queue: Queue<Event>,
+    pub(crate) packets: Vec<Packet>,
+    pub(crate) free: Vec<u32>,
+    pub(crate) queue: Queue<Event>,
     /// The flows' Start and Stop events, by time (in flow order among equal times), apart from
     /// the queue: they are known before the run and would otherwise fill it. They come before
     /// any queued event of the same time, as the events pushed first.
-    schedule: Vec<(u64, Event)>,
+    pub(crate) schedule: Vec<(u64, Event)>,
     /// The next of `schedule` to handle.
     scheduled: usize,
-    now: u64,
+    pub(crate) now: u64,
     events: u64,
     packet_hops: u64,
     /// `[port][interval][VL]` blocks sent, when recording a timeline.
-    timeline: Vec<u64>,
+    pub(crate) timeline: Vec<u64>,
     /// The lossless-Ethernet state of a `pfc` run, apart from everything an InfiniBand hop
     /// reads; `None` on InfiniBand, which is the one check where the paths part.
-    eth: Option<Box<ethernet::EthernetState>>,
+    pub(crate) eth: Option<Box<ethernet::EthernetState>>,
     /// The partition this is of a [`Parallel`] run; `None` in a run of one.
     split: Option<Box<parallel::Split>>,
 }
@@ -1081,7 +1082,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// The index of the lane of `vl` at `port`, which has one: VL15, or a data VL its link runs.
-    fn lane(&self, port: u32, vl: u8) -> usize {
+    pub(crate) fn lane(&self, port: u32, vl: u8) -> usize {
         self.states[port as usize].lane(vl)
     }
 
@@ -1090,7 +1091,7 @@ impl<'n> Simulation<'n> {
     /// at once would, without searching the rotation for it. [`Rotation::stopping`] spares
     /// the look at the flow table (a random line per greedy packet) while none of the lane's
     /// flows has stopped.
-    fn skip_stopped(&mut self, lane: usize) {
+    pub(crate) fn skip_stopped(&mut self, lane: usize) {
         let rotation = &mut self.rotations[lane];
         while rotation.stopping > 0 {
             let Some(turn) = rotation.turns.front().copied() else {
@@ -1108,7 +1109,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// Notes in the lane's head the size of the packet of the greedy flow whose turn it is.
-    fn greedy_turn(&mut self, lane: usize) {
+    pub(crate) fn greedy_turn(&mut self, lane: usize) {
         self.lanes[lane].greedy = self.rotations[lane]
             .turns
             .front()
@@ -1155,12 +1156,12 @@ impl<'n> Simulation<'n> {
         }
     }
 
-    fn alloc(&mut self, flow: u32, vl: u8) -> u32 {
+    pub(crate) fn alloc(&mut self, flow: u32, vl: u8) -> u32 {
         self.store_packet(self.new_packet(flow, vl))
     }
 
     /// A packet of `flow` leaving its source now on lane `vl`.
-    fn new_packet(&self, flow: u32, vl: u8) -> Packet {
+    pub(crate) fn new_packet(&self, flow: u32, vl: u8) -> Packet {
         self.packet_of(flow, self.flow_hot[flow as usize].shape, vl)
     }
 
@@ -1186,7 +1187,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// Puts `packet` in a free slot.
-    fn store_packet(&mut self, packet: Packet) -> u32 {
+    pub(crate) fn store_packet(&mut self, packet: Packet) -> u32 {
         match self.free.pop() {
             Some(id) => {
                 self.packets[id as usize] = packet;
@@ -1202,7 +1203,7 @@ impl<'n> Simulation<'n> {
     /// Queues `packet` to leave `port` by the lane of `vl`. Only a packet that finds the
     /// queue empty changes the lane's head, and so the port's bits: the head of a queue that
     /// had packets, its credits and the port's business stay what the bits already say.
-    fn enqueue(&mut self, port: u32, vl: u8, packet: u32) {
+    pub(crate) fn enqueue(&mut self, port: u32, vl: u8, packet: u32) {
         if self.append(self.lane(port, vl), packet) {
             self.refresh_lane(port, vl);
         }
@@ -1246,7 +1247,7 @@ impl<'n> Simulation<'n> {
 
     /// Updates a port's bits after a lane's head or credits changed: whether the lane has a
     /// head, whether the head lacks credits, and its wait for credits.
-    fn refresh_lane(&mut self, port: u32, vl: u8) {
+    pub(crate) fn refresh_lane(&mut self, port: u32, vl: u8) {
         let bits = &mut self.states[port as usize];
         let lane = bits.lane(vl);
         let starved = bits.note_head(vl, &self.lanes[lane]);
@@ -1372,7 +1373,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// A packet leaves the fabric: delivered (its latency recorded) or dropped.
-    fn retire(&mut self, packet: u32, p: &Packet, delivered: bool) {
+    pub(crate) fn retire(&mut self, packet: u32, p: &Packet, delivered: bool) {
         let latency = (self.now - p.created) / PS_PER_NS;
         if delivered {
             match u32::try_from(latency) {
@@ -1408,7 +1409,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// If `port` is idle, sends what VL15 or the arbiter gives it.
-    fn try_send(&mut self, port: u32) {
+    pub(crate) fn try_send(&mut self, port: u32) {
         if self.states[port as usize].busy {
             return;
         }
@@ -1605,7 +1606,7 @@ impl<'n> Simulation<'n> {
         }
     }
 
-    fn port_name(&self, port: u32) -> String {
+    pub(crate) fn port_name(&self, port: u32) -> String {
         let info = self.ports[port as usize];
         format!(
             "{}[{}]",
@@ -1613,7 +1614,7 @@ impl<'n> Simulation<'n> {
         )
     }
 
-    fn gbps(bytes: u64, ps: u64) -> f64 {
+    pub(crate) fn gbps(bytes: u64, ps: u64) -> f64 {
         if ps == 0 {
             return 0.0;
         }
@@ -1687,7 +1688,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// The timeline interval of time `at` (when recording one).
-    fn interval_of(&self, at: u64) -> usize {
+    pub(crate) fn interval_of(&self, at: u64) -> usize {
         let intervals = self.options.timeline_intervals;
         let interval = (u128::from(at) * intervals as u128
             / u128::from(self.options.duration_ps.max(1))) as usize;
@@ -1876,7 +1877,7 @@ fn units_sent_by(units: u32, serialization_ps: u64, elapsed_ps: u64) -> u64 {
 }
 
 /// Six significant decimals: enough for any report, and the same digits on every run.
-fn round(value: f64) -> f64 {
+pub(crate) fn round(value: f64) -> f64 {
     (value * 1e6).round() / 1e6
 }
 

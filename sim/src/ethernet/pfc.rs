@@ -24,7 +24,7 @@
 
 use serde::Deserialize;
 
-use crate::link::{PS_PER_NS, PS_PER_US};
+use crate::infiniband::link::{PS_PER_NS, PS_PER_US};
 
 /// Bit times per pause quantum (IEEE 802.3 Annex 31B).
 pub const QUANTUM_BITS: u64 = 512;

@@ -69,7 +69,7 @@
 
 use serde::Deserialize;
 
-use crate::link::PS_PER_US;
+use crate::infiniband::link::PS_PER_US;
 
 /// Bits per second in one Mb/s, the document's rate unit.
 const BPS_PER_MBPS: u64 = 1_000_000;

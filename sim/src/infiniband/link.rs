@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::arbiter::BLOCK_BYTES;
+use crate::infiniband::arbiter::BLOCK_BYTES;
 
 /// Picoseconds per nanosecond and per microsecond.
 pub const PS_PER_NS: u64 = 1_000;
@@ -54,7 +54,7 @@ pub const fn frame_bytes(payload: u32) -> u32 {
 /// The time a frame of `bytes` takes on an Ethernet link of `link_bps`, with its preamble and
 /// inter-frame gap ([`crate::pfc::FRAME_OVERHEAD_BYTES`]), rounded up to a picosecond.
 pub fn ethernet_wire_ps(bytes: u32, link_bps: u64) -> u64 {
-    let bits = u128::from(bytes + crate::pfc::FRAME_OVERHEAD_BYTES) * 8;
+    let bits = u128::from(bytes + crate::ethernet::pfc::FRAME_OVERHEAD_BYTES) * 8;
     let ps = (bits * 1_000_000_000_000).div_ceil(u128::from(link_bps.max(1)));
     u64::try_from(ps).unwrap_or(u64::MAX)
 }

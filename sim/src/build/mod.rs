@@ -17,9 +17,11 @@ use ibqos_qos::{
     setup_sl2vl, switch_sl2vl,
 };
 
-use crate::held::{Mismatch, held_forwarding, held_tables};
+pub(crate) mod held;
+
 use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
 use crate::traffic::{HostDirectory, HostRef, Traffic};
+use held::{Mismatch, held_forwarding, held_tables};
 
 /// Why a network could not be built from a topology.
 #[derive(Debug, thiserror::Error)]
