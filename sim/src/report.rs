@@ -411,6 +411,11 @@ pub struct Report {
     pub buffer_occupancy: Option<BufferOccupancy>,
 }
 
+/// Six significant decimals: enough for any report, and the same digits on every run.
+pub(crate) fn round(value: f64) -> f64 {
+    (value * 1e6).round() / 1e6
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,12 +20,13 @@ use crate::report::{
     TrafficClassReport,
 };
 
-use crate::engine::{Event, NO_PACKET, NO_PORT, Packet, Sent, Simulation, mix, round};
+use crate::engine::{Event, NO_PACKET, NO_PORT, Packet, Sent, Simulation, mix};
 use crate::ethernet::dcqcn::{
     DcqcnConfig, EcnMarker, NotificationPoint, NpParams, ReactionPoint, RpParams,
 };
 use crate::ethernet::host_qos::HostQos;
 use crate::infiniband::link::{CNP_PAYLOAD_BYTES, PS_PER_NS, ethernet_wire_ps, frame_bytes};
+use crate::report::round;
 use crate::report::{DcqcnRates, FlowDcqcnReport};
 
 /// Keeps ECN's random words apart from the flows' phases, which use the run's seed as it is.
