@@ -89,21 +89,24 @@
 //! whole [`Simulation`] that takes only the events of its own ports; what its ports push for
 //! another partition's (an arrival, a credit return: only across a link) crosses at the
 //! window's end, and the report is put together from each port's and flow's owner.
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 mod parallel;
 mod report;
 mod run;
 mod setup;
 
+use report::Counts;
+use run::{Clock, Fabric, Sources};
+use setup::Layout;
+
 use crate::ethernet::engine as ethernet;
 
 pub use parallel::{Parallel, Run};
 
-use crate::infiniband::arbiter::{Arbiter, ArbiterOptions, ArbiterTables};
+use crate::infiniband::arbiter::ArbiterOptions;
 use crate::infiniband::link::{LinkParams, Speed, Width};
 use crate::network::{Flow, Network, NetworkError};
-use crate::queue::Queue;
 use crate::report::{Histogram, Report};
 
 /// VLs a port can name: data VLs 0-14 and VL15; the timeline counts each.
@@ -502,64 +505,17 @@ const _: () = assert!(size_of::<Packet>() == 32);
 
 /// A run in progress. [`Simulation::run_until`] can be called in steps (for a progress bar);
 /// the events processed, and so the report, do not depend on the steps.
+///
+/// Its parts belong to the engine's rooms. Set-up works out the `Layout`; the event loop
+/// changes the `Fabric`, the `Sources` and the `Clock`; the report reads the `Counts`. The
+/// Ethernet link mode and a partition of a parallel run keep their own state.
 #[derive(Debug)]
 pub struct Simulation<'n> {
-    pub(crate) network: &'n Network,
-    pub(crate) options: SimOptions,
-    pub(crate) ports: Vec<PortSlot>,
-    /// Per kind of link ([`PortState::kind`]), its delays and wire times.
-    kinds: Vec<LinkKind>,
-    /// The arbitration tables the ports' arbiters read, and the arbiter options.
-    arbiter_tables: ArbiterTables,
-    /// Per port, its arbiter.
-    arbiters: Vec<Arbiter>,
-    pub(crate) node_base: Vec<u32>,
-    pub(crate) lanes: Vec<Lane>,
-    /// Per lane of a host's port (the first lanes, [`Simulation::with_lanes_of`]), the greedy
-    /// flows taking turns on it: only a flow's source has any.
-    pub(crate) rotations: Vec<Rotation>,
-    /// Per lane, its time waiting for credits while its port is idle, in picoseconds, as it
-    /// will be at the run's end if nothing else changes, as [`Buffer`] keeps its integral: a
-    /// wait that starts with `left` of the run left adds `left`, its end takes its own `left`
-    /// back off. At most the run's length.
-    waits: Vec<u64>,
-    buffers: Vec<Buffer>,
-    /// Per lane, the 2^64s carried out of its [`Buffer::to_end`], for the few (if any) that
-    /// have any.
-    carried: BTreeMap<usize, i64>,
-    /// Per port, what its events read: where its lanes are, what arbitration and the wait
-    /// timing read of them, its peer and kind of link.
-    pub(crate) states: Vec<PortState>,
-    /// Data packets dropped at an output port, by port and VL: those mapped to VL15 or to a VL
-    /// the link does not run, which has no lane. Rare, so kept apart from the lanes.
-    dropped: BTreeMap<(u32, u8), u64>,
-    /// The flows as the caller describes them, by index: read for what the run does not
-    /// keep in [`FlowState`] (names, rates, sizes), at set-up, for rate flows and in the report.
-    pub(crate) specs: &'n [Flow],
-    pub(crate) flows: Vec<FlowState>,
-    pub(crate) flow_hot: Vec<FlowHot>,
-    tallies: Vec<Tally>,
-    /// Deliveries not yet in their flows' tallies: the flow in the high 32 bits, the latency
-    /// in ns in the low 32 (a latency of 2^32 ns, 4.3 s, or more is recorded at once).
-    deliveries: Vec<u64>,
-    /// The deliveries [`Simulation::record_deliveries`] takes at a time.
-    delivery_batch: usize,
-    /// Per flow, the packets dropped: apart from the tallies, as few packets are.
-    flow_drops: Vec<u64>,
-    pub(crate) packets: Vec<Packet>,
-    pub(crate) free: Vec<u32>,
-    pub(crate) queue: Queue<Event>,
-    /// The flows' Start and Stop events, by time (in flow order among equal times), apart from
-    /// the queue: they are known before the run and would otherwise fill it. They come before
-    /// any queued event of the same time, as the events pushed first.
-    pub(crate) schedule: Vec<(u64, Event)>,
-    /// The next of `schedule` to handle.
-    scheduled: usize,
-    pub(crate) now: u64,
-    events: u64,
-    packet_hops: u64,
-    /// `[port][interval][VL]` blocks sent, when recording a timeline.
-    pub(crate) timeline: Vec<u64>,
+    pub(crate) layout: Layout<'n>,
+    pub(crate) fabric: Fabric,
+    pub(crate) sources: Sources,
+    pub(crate) clock: Clock,
+    pub(crate) counts: Counts,
     /// The lossless-Ethernet state of a `pfc` run, apart from everything an InfiniBand hop
     /// reads; `None` on InfiniBand, which is the one check where the paths part.
     pub(crate) eth: Option<Box<ethernet::EthernetState>>,

@@ -48,17 +48,17 @@ impl Simulation<'_> {
     /// Pushes `event`, due at `time`, for `peer`, another partition's port: numbered as if
     /// queued here, into that partition's outbox.
     pub(super) fn cross(&mut self, peer: u32, time: u64, event: Event) {
-        let number = self.queue.take_number();
+        let number = self.clock.queue.take_number();
         let packet = match event {
             Event::Arrive { packet, .. } => {
-                self.free.push(packet);
-                Some(self.packets[packet as usize])
+                self.fabric.free.push(packet);
+                Some(self.fabric.packets[packet as usize])
             }
             _ => None,
         };
         let split = self.split.as_mut().expect("only a partition has far peers");
         split.outboxes[usize::from(split.owner[peer as usize])].push(Crossing {
-            delay: time - self.now,
+            delay: time - self.clock.now,
             rank: u128::from(time) << 64 | u128::from(number),
             event,
             packet,
@@ -74,8 +74,8 @@ impl window::Partition for Simulation<'_> {
     }
 
     fn hand_over(&mut self, slot: &mut Slot<Crossing>) {
-        let pushes = (self.queue.next_number() - PROVISIONAL) as u32;
-        self.queue.number_from(PROVISIONAL);
+        let pushes = (self.clock.queue.next_number() - PROVISIONAL) as u32;
+        self.clock.queue.number_from(PROVISIONAL);
         let split = self.split.as_mut().expect("a partition");
         slot.take_window(pushes, &mut split.log, &mut split.outboxes);
     }
@@ -97,7 +97,7 @@ impl window::Partition for Simulation<'_> {
         }
         let mine = &numbers[me];
         let number = |pushed: u64| mine[(pushed - PROVISIONAL) as usize];
-        self.queue.end_window(PROVISIONAL, number, taken);
+        self.clock.queue.end_window(PROVISIONAL, number, taken);
     }
 }
 
@@ -161,7 +161,7 @@ impl<'n> Parallel<'n> {
 
     /// Processes every event up to `until` (at most the run's duration).
     pub fn run_until(&mut self, until: u64) {
-        let until = until.min(self.parts[0].options.duration_ps);
+        let until = until.min(self.parts[0].layout.options.duration_ps);
         self.windows.run(&mut self.parts, until);
     }
 
@@ -253,26 +253,27 @@ impl<'n> Simulation<'n> {
     /// events of its own ports, each with its place in the whole schedule.
     fn into_partition(mut self, me: u8, k: usize, node_owner: &[u8]) -> Simulation<'n> {
         let owner: Vec<u8> = self
+            .fabric
             .states
             .iter()
             .map(|s| node_owner[s.node as usize])
             .collect();
-        for (port, state) in self.states.iter_mut().enumerate() {
+        for (port, state) in self.fabric.states.iter_mut().enumerate() {
             state.far =
                 owner[port] == me && owner.get(state.peer as usize).is_some_and(|&o| o != me);
         }
         let source = |event: &Event| match *event {
             Event::Join { port, .. } | Event::Stop { port, .. } => port,
-            Event::Start { flow } => self.flows[flow as usize].port,
+            Event::Start { flow } => self.sources.flows[flow as usize].port,
             _ => unreachable!("an InfiniBand run schedules only flows' starts and stops"),
         };
         let (schedule, schedule_numbers): (Vec<(u64, Event)>, Vec<u32>) = (0u32..)
-            .zip(&self.schedule)
+            .zip(&self.clock.schedule)
             .filter(|(_, (_, event))| owner[source(event) as usize] == me)
             .map(|(number, &entry)| (entry, number))
             .unzip();
-        self.schedule = schedule;
-        self.queue.number_from(PROVISIONAL);
+        self.clock.schedule = schedule;
+        self.clock.queue.number_from(PROVISIONAL);
         self.split = Some(Box::new(Split {
             me,
             owner,
@@ -288,36 +289,41 @@ impl<'n> Simulation<'n> {
     /// sent, and every count that adds up.
     fn take_owned(&mut self, part: Simulation) {
         let split = part.split.as_ref().expect("a partition");
-        for (port, state) in part.states.iter().enumerate() {
+        for (port, state) in part.fabric.states.iter().enumerate() {
             if split.owner[port] != split.me {
                 continue;
             }
-            for (lane, theirs) in self.states[port].lanes().zip(state.lanes()) {
-                self.lanes[lane] = part.lanes[theirs];
-                self.waits[lane] = part.waits[theirs];
-                self.buffers[lane] = part.buffers[theirs];
-                if let Some(&carried) = part.carried.get(&theirs) {
-                    self.carried.insert(lane, carried);
+            for (lane, theirs) in self.fabric.states[port].lanes().zip(state.lanes()) {
+                self.fabric.lanes[lane] = part.fabric.lanes[theirs];
+                self.counts.waits[lane] = part.counts.waits[theirs];
+                self.counts.buffers[lane] = part.counts.buffers[theirs];
+                if let Some(&carried) = part.counts.carried.get(&theirs) {
+                    self.counts.carried.insert(lane, carried);
                 }
             }
         }
-        for (f, flow) in self.flows.iter().enumerate() {
+        for (f, flow) in self.sources.flows.iter().enumerate() {
             if split.owner[flow.port as usize] == split.me {
-                self.flow_hot[f] = part.flow_hot[f];
+                self.sources.hot[f] = part.sources.hot[f];
             }
         }
-        for (mine, theirs) in self.tallies.iter_mut().zip(&part.tallies) {
+        for (mine, theirs) in self.counts.tallies.iter_mut().zip(&part.counts.tallies) {
             mine.latency.merge(&theirs.latency);
         }
-        for (mine, theirs) in self.flow_drops.iter_mut().zip(&part.flow_drops) {
+        for (mine, theirs) in self
+            .counts
+            .flow_drops
+            .iter_mut()
+            .zip(&part.counts.flow_drops)
+        {
             *mine += theirs;
         }
-        for (mine, theirs) in self.timeline.iter_mut().zip(&part.timeline) {
+        for (mine, theirs) in self.counts.timeline.iter_mut().zip(&part.counts.timeline) {
             *mine += theirs;
         }
-        self.dropped.extend(part.dropped);
-        self.events += part.events;
-        self.packet_hops += part.packet_hops;
+        self.counts.dropped.extend(part.counts.dropped);
+        self.clock.events += part.clock.events;
+        self.counts.packet_hops += part.counts.packet_hops;
     }
 }
 
@@ -325,13 +331,20 @@ impl<'n> Simulation<'n> {
 /// (the smallest packet's wire time plus propagation) or a credit return. `None` if that is no
 /// time: the run cannot be cut into windows.
 fn lookahead(sim: &Simulation) -> Option<u64> {
-    let smallest = sim.flows.iter().map(|f| f.blocks).min().unwrap_or(1) as usize;
+    let smallest = sim
+        .sources
+        .flows
+        .iter()
+        .map(|f| f.blocks)
+        .min()
+        .unwrap_or(1) as usize;
     let shortest = sim
+        .fabric
         .states
         .iter()
         .filter(|state| state.peer != NO_PORT)
         .map(|state| {
-            let kind = &sim.kinds[usize::from(state.kind)];
+            let kind = &sim.layout.kinds[usize::from(state.kind)];
             let wire = kind.wire_ps[smallest.min(kind.wire_ps.len() - 1)];
             (wire + kind.propagation_ps).min(kind.credit_return_ps)
         })
@@ -432,9 +445,13 @@ rate_gbps = 1
         run.run_until(options.duration_ps);
         for part in &run.parts {
             let split = part.split.as_ref().expect("a partition");
-            assert!(part.events > 0, "partition {} took no event", split.me);
+            assert!(
+                part.clock.events > 0,
+                "partition {} took no event",
+                split.me
+            );
             let far = (0..)
-                .zip(&part.states)
+                .zip(&part.fabric.states)
                 .filter(|(port, state)| split.owner[*port as usize] == split.me && state.far);
             assert!(far.count() > 0, "partition {} has no far peer", split.me);
         }

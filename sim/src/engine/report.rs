@@ -1,24 +1,51 @@
 //! The end of a run: the counts put in place and the report made of them.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use super::run::units_sent_by;
-use super::{FlowState, Simulation, Tally, VLS};
+use super::{Buffer, FlowState, Simulation, Tally, VLS};
 use crate::infiniband::arbiter::BLOCK_BYTES;
 use crate::infiniband::link::PS_PER_NS;
 use crate::network::Flow;
-use crate::report::FlowReport;
-use crate::report::Histogram;
-use crate::report::LinkReport;
-use crate::report::Report;
-use crate::report::SlReport;
-use crate::report::Timeline;
-use crate::report::VlReport;
-use crate::report::round;
-use std::sync::Arc;
+use crate::report::{
+    FlowReport, Histogram, LinkReport, Report, SlReport, Timeline, VlReport, round,
+};
+
+/// What the run counts for its report.
+#[derive(Debug)]
+pub(crate) struct Counts {
+    /// Per lane, its time waiting for credits while its port is idle, in picoseconds, as it
+    /// will be at the run's end if nothing else changes, as [`Buffer`] keeps its integral: a
+    /// wait that starts with `left` of the run left adds `left`, its end takes its own `left`
+    /// back off. At most the run's length.
+    pub(super) waits: Vec<u64>,
+    /// Per lane, its receive buffer.
+    pub(super) buffers: Vec<Buffer>,
+    /// Per lane, the 2^64s carried out of its [`Buffer::to_end`], for the few (if any) that
+    /// have any.
+    pub(super) carried: BTreeMap<usize, i64>,
+    /// Data packets dropped at an output port, by port and VL: those mapped to VL15 or to a VL
+    /// the link does not run, which has no lane. Rare, so kept apart from the lanes.
+    pub(super) dropped: BTreeMap<(u32, u8), u64>,
+    /// Per flow, its delivered packets' latencies.
+    pub(super) tallies: Vec<Tally>,
+    /// Deliveries not yet in their flows' tallies: the flow in the high 32 bits, the latency
+    /// in ns in the low 32 (a latency of 2^32 ns, 4.3 s, or more is recorded at once).
+    pub(super) deliveries: Vec<u64>,
+    /// The deliveries [`Simulation::record_deliveries`] takes at a time.
+    pub(super) delivery_batch: usize,
+    /// Per flow, the packets dropped: apart from the tallies, as few packets are.
+    pub(super) flow_drops: Vec<u64>,
+    pub(super) packet_hops: u64,
+    /// `[port][interval][VL]` blocks sent, when recording a timeline.
+    pub(crate) timeline: Vec<u64>,
+}
 
 impl<'n> Simulation<'n> {
     /// Runs to the end (if not there yet) and reports.
     pub fn finish(mut self) -> Report {
-        self.run_until(self.options.duration_ps);
+        self.run_until(self.layout.options.duration_ps);
         self.close();
         self.report()
     }
@@ -27,15 +54,15 @@ impl<'n> Simulation<'n> {
     /// their tallies, the rotations' packets in their flows). The waits and buffer integrals
     /// are kept as at the end throughout.
     pub(super) fn close(&mut self) {
-        let end = self.options.duration_ps;
-        self.now = end;
+        let end = self.layout.options.duration_ps;
+        self.clock.now = end;
         self.record_deliveries();
         self.settle_turns();
     }
 
     /// The report of a closed run.
     pub(super) fn report(mut self) -> Report {
-        let end = self.options.duration_ps;
+        let end = self.layout.options.duration_ps;
         let links = self.link_reports();
         let timeline = self.timeline_report(&links);
         self.finish_dcqcn();
@@ -49,27 +76,27 @@ impl<'n> Simulation<'n> {
             .and_then(|t| self.buffer_occupancy(t.interval_ns));
         // The flows' reports come last. Each source port's name is made once: a run of many
         // flows has few source ports.
-        let mut source_names: Vec<Option<Arc<str>>> = vec![None; self.ports.len()];
+        let mut source_names: Vec<Option<Arc<str>>> = vec![None; self.layout.ports.len()];
         let flows: Vec<FlowReport> = (0..)
-            .zip(&self.flows)
-            .zip(&self.flow_hot)
-            .zip(&self.tallies)
-            .zip(&self.flow_drops)
+            .zip(&self.sources.flows)
+            .zip(&self.sources.hot)
+            .zip(&self.counts.tallies)
+            .zip(&self.counts.flow_drops)
             .map(|((((i, f), hot), tally), &dropped)| {
                 let src = source_names[f.port as usize]
                     .get_or_insert_with(|| self.port_name(f.port).into())
                     .clone();
-                let spec = &self.specs[i];
+                let spec = &self.layout.specs[i];
                 let mut report = Self::flow_report(spec, f, src, hot.sent, tally, dropped);
                 report.dcqcn = self.flow_dcqcn(i);
                 report
             })
             .collect();
         Report {
-            seed: self.options.seed,
+            seed: self.layout.options.seed,
             duration_ns: end / PS_PER_NS,
-            events: self.events,
-            packet_hops: self.packet_hops,
+            events: self.clock.events,
+            packet_hops: self.counts.packet_hops,
             flows,
             sls,
             links,
@@ -82,10 +109,10 @@ impl<'n> Simulation<'n> {
     }
 
     pub(crate) fn port_name(&self, port: u32) -> String {
-        let info = self.ports[port as usize];
+        let info = self.layout.ports[port as usize];
         format!(
             "{}[{}]",
-            self.network.nodes[info.node as usize].name, info.num
+            self.layout.network.nodes[info.node as usize].name, info.num
         )
     }
 
@@ -135,7 +162,13 @@ impl<'n> Simulation<'n> {
             dropped: u64,
         }
         let mut sums: [Sum; 16] = Default::default();
-        for ((f, tally), &dropped) in self.specs.iter().zip(&self.tallies).zip(&self.flow_drops) {
+        for ((f, tally), &dropped) in self
+            .layout
+            .specs
+            .iter()
+            .zip(&self.counts.tallies)
+            .zip(&self.counts.flow_drops)
+        {
             if f.management {
                 continue;
             }
@@ -153,7 +186,7 @@ impl<'n> Simulation<'n> {
                     sl,
                     flows: sum.flows,
                     delivered_bytes: sum.bytes,
-                    throughput_gbps: Self::gbps(sum.bytes, self.options.duration_ps),
+                    throughput_gbps: Self::gbps(sum.bytes, self.layout.options.duration_ps),
                     latency_ns: sum.latency.summary(),
                     dropped_packets: sum.dropped,
                 };
@@ -164,9 +197,9 @@ impl<'n> Simulation<'n> {
 
     /// The timeline interval of time `at` (when recording one).
     pub(crate) fn interval_of(&self, at: u64) -> usize {
-        let intervals = self.options.timeline_intervals;
+        let intervals = self.layout.options.timeline_intervals;
         let interval = (u128::from(at) * intervals as u128
-            / u128::from(self.options.duration_ps.max(1))) as usize;
+            / u128::from(self.layout.options.duration_ps.max(1))) as usize;
         interval.min(intervals - 1)
     }
 
@@ -181,8 +214,8 @@ impl<'n> Simulation<'n> {
         serialization_ps: u64,
         counted: u64,
     ) {
-        let (start, intervals) = (self.now, self.options.timeline_intervals);
-        let duration = u128::from(self.options.duration_ps.max(1));
+        let (start, intervals) = (self.clock.now, self.layout.options.timeline_intervals);
+        let duration = u128::from(self.layout.options.duration_ps.max(1));
         let mut interval = self.interval_of(start);
         let mut before = 0;
         while before < counted {
@@ -194,7 +227,7 @@ impl<'n> Simulation<'n> {
                 units_sent_by(units, serialization_ps, end - start).min(counted)
             };
             let index = self.timeline_index(port, interval, vl);
-            self.timeline[index] += by_end - before;
+            self.counts.timeline[index] += by_end - before;
             before = by_end;
             interval += 1;
         }
@@ -202,7 +235,7 @@ impl<'n> Simulation<'n> {
 
     /// Where the timeline counts the blocks `port` sent on `vl` in interval `interval`.
     pub(super) fn timeline_index(&self, port: u32, interval: usize, vl: u8) -> usize {
-        (port as usize * self.options.timeline_intervals + interval) * VLS + usize::from(vl)
+        (port as usize * self.layout.options.timeline_intervals + interval) * VLS + usize::from(vl)
     }
 
     /// The bytes of the engine's unit of size: a 64-byte block on InfiniBand, a byte on
@@ -217,18 +250,21 @@ impl<'n> Simulation<'n> {
     /// Every linked port and its peer, in port order: one per direction of each link.
     pub(super) fn linked_ports(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         (0..)
-            .zip(&self.ports)
+            .zip(&self.layout.ports)
             .filter_map(|(port, slot)| Some((port, slot.peer?)))
     }
 
     pub(super) fn link_reports(&self) -> Vec<LinkReport> {
-        let duration = self.options.duration_ps;
+        let duration = self.layout.options.duration_ps;
         let block = self.unit_bytes();
         self.linked_ports()
             .map(|(p, peer)| {
-                let info = self.ports[p as usize];
-                let (near, far) = (self.states[p as usize], self.states[peer as usize]);
-                let total: u64 = self.lanes[near.lanes()]
+                let info = self.layout.ports[p as usize];
+                let (near, far) = (
+                    self.fabric.states[p as usize],
+                    self.fabric.states[peer as usize],
+                );
+                let total: u64 = self.fabric.lanes[near.lanes()]
                     .iter()
                     .map(|l| l.sent.blocks * block)
                     .sum();
@@ -258,14 +294,17 @@ impl<'n> Simulation<'n> {
                 // Both ends of a link run the same VLs; a VL without a lane only drops.
                 let vls = (0..VLS as u8)
                     .filter_map(|vl| {
-                        let dropped = self.dropped.get(&(p, vl)).copied().unwrap_or(0);
+                        let dropped = self.counts.dropped.get(&(p, vl)).copied().unwrap_or(0);
                         let (s, blocked_ps) =
                             near.lane_of(vl).map_or_else(Default::default, |lane| {
-                                (self.lanes[lane].sent, self.waits[lane])
+                                (self.fabric.lanes[lane].sent, self.counts.waits[lane])
                             });
                         let (f, area) = far.lane_of(vl).map_or_else(Default::default, |lane| {
-                            let carried = self.carried.get(&lane).copied().unwrap_or(0);
-                            (self.buffers[lane], self.buffers[lane].integral(carried))
+                            let carried = self.counts.carried.get(&lane).copied().unwrap_or(0);
+                            (
+                                self.counts.buffers[lane],
+                                self.counts.buffers[lane].integral(carried),
+                            )
                         });
                         (s.packets > 0 || dropped > 0 || blocked_ps > 0 || f.peak > 0)
                             .then_some((vl, s, blocked_ps, f, area, dropped))
@@ -303,7 +342,7 @@ impl<'n> Simulation<'n> {
 
     /// The busiest link direction's bytes per VL per interval (the first of equals).
     pub(super) fn timeline_report(&self, links: &[LinkReport]) -> Option<Timeline> {
-        let intervals = self.options.timeline_intervals;
+        let intervals = self.layout.options.timeline_intervals;
         if intervals == 0 {
             return None;
         }
@@ -328,7 +367,7 @@ impl<'n> Simulation<'n> {
             .into_iter()
             .map(|vl| {
                 let series = (0..intervals)
-                    .map(|i| self.timeline[self.timeline_index(*busiest, i, vl)] * unit)
+                    .map(|i| self.counts.timeline[self.timeline_index(*busiest, i, vl)] * unit)
                     .collect();
                 (vl, series)
             })
@@ -336,7 +375,7 @@ impl<'n> Simulation<'n> {
         Some(Timeline {
             from: link.from.clone(),
             to: link.to.clone(),
-            interval_ns: self.options.duration_ps / intervals as u64 / PS_PER_NS,
+            interval_ns: self.layout.options.duration_ps / intervals as u64 / PS_PER_NS,
             vls,
         })
     }

@@ -1,19 +1,64 @@
 //! The event loop: events taken in time order and handled port by port (sources, arbitration,
 //! credits, store and forward).
 
-use super::{Event, NO_PACKET, NO_PORT, Packet, Shape, Simulation, VL15};
+use super::{
+    Event, FlowHot, FlowState, Lane, NO_PACKET, NO_PORT, Packet, PortState, Rotation, Shape,
+    Simulation, VL15,
+};
+use crate::infiniband::arbiter::Arbiter;
 use crate::infiniband::link::PS_PER_NS;
 use crate::network::NodeKind;
+use crate::queue::Queue;
+
+/// The ports, their lanes and the packets: what the events change.
+#[derive(Debug)]
+pub(crate) struct Fabric {
+    /// Per port, what its events read: where its lanes are, what arbitration and the wait
+    /// timing read of them, its peer and kind of link.
+    pub(crate) states: Vec<PortState>,
+    pub(crate) lanes: Vec<Lane>,
+    /// Per port, its arbiter.
+    pub(super) arbiters: Vec<Arbiter>,
+    /// Per lane of a host's port (the first lanes, [`Simulation::with_lanes_of`]), the greedy
+    /// flows taking turns on it: only a flow's source has any.
+    pub(crate) rotations: Vec<Rotation>,
+    pub(crate) packets: Vec<Packet>,
+    /// The free slots of `packets`.
+    pub(crate) free: Vec<u32>,
+}
+
+/// What the run keeps of each flow besides its description, by flow.
+#[derive(Debug)]
+pub(crate) struct Sources {
+    pub(crate) flows: Vec<FlowState>,
+    /// The part every packet a flow sends touches.
+    pub(crate) hot: Vec<FlowHot>,
+}
+
+/// The run's time and where its events come from.
+#[derive(Debug)]
+pub(crate) struct Clock {
+    pub(crate) queue: Queue<Event>,
+    /// The flows' Start and Stop events, by time (in flow order among equal times), apart from
+    /// the queue: they are known before the run and would otherwise fill it. They come before
+    /// any queued event of the same time, as the events pushed first.
+    pub(crate) schedule: Vec<(u64, Event)>,
+    /// The next of `schedule` to handle.
+    pub(super) scheduled: usize,
+    pub(crate) now: u64,
+    /// The events handled so far.
+    pub(super) events: u64,
+}
 
 impl<'n> Simulation<'n> {
     /// The current simulated time.
     pub fn now_ps(&self) -> u64 {
-        self.now
+        self.clock.now
     }
 
     /// The events handled so far.
     pub fn events(&self) -> u64 {
-        self.events
+        self.clock.events
     }
 
     /// Processes every event up to `until` (at most the run's duration).
@@ -29,45 +74,46 @@ impl<'n> Simulation<'n> {
     /// event, its rank and the pushes before it, in the window's log. One loop for both, made
     /// twice, so that a run on one core does not ask at each event whether to log it.
     pub(super) fn take_events<const LOG: bool>(&mut self, until: u64) {
-        let until = until.min(self.options.duration_ps);
+        let until = until.min(self.layout.options.duration_ps);
         let after = until.saturating_add(1);
         // The time of the next scheduled event (the schedule does not change during the run).
         let next_scheduled = |sim: &Self| {
-            sim.schedule
-                .get(sim.scheduled)
+            sim.clock
+                .schedule
+                .get(sim.clock.scheduled)
                 .map_or(u64::MAX, |(time, _)| *time)
         };
         let mut scheduled = next_scheduled(self);
         loop {
             // A scheduled event goes before queued events of its time.
-            let (rank, event) = match self.queue.pop_before(scheduled.min(after)) {
+            let (rank, event) = match self.clock.queue.pop_before(scheduled.min(after)) {
                 Some(next) => next,
                 None if scheduled <= until => {
-                    self.scheduled += 1;
+                    self.clock.scheduled += 1;
                     scheduled = next_scheduled(self);
-                    let (time, event) = self.schedule[self.scheduled - 1];
+                    let (time, event) = self.clock.schedule[self.clock.scheduled - 1];
                     let number = match &self.split {
-                        Some(split) if LOG => split.scheduled_number(self.scheduled - 1),
+                        Some(split) if LOG => split.scheduled_number(self.clock.scheduled - 1),
                         _ => 0,
                     };
                     (u128::from(time) << 64 | u128::from(number), event)
                 }
                 None => break,
             };
-            let pushed = self.queue.next_number();
-            self.now = (rank >> 64) as u64;
-            self.events += 1;
+            let pushed = self.clock.queue.next_number();
+            self.clock.now = (rank >> 64) as u64;
+            self.clock.events += 1;
             self.load_next_event_ports();
             self.handle(event);
             // Only the order of events that pushed something matters to the numbering.
             if LOG
-                && self.queue.next_number() != pushed
+                && self.clock.queue.next_number() != pushed
                 && let Some(split) = &mut self.split
             {
                 split.log(rank, pushed);
             }
         }
-        self.now = self.now.max(until);
+        self.clock.now = self.clock.now.max(until);
     }
 
     /// Loads what the next event will read first of its ports and packet, so that the loads
@@ -80,18 +126,18 @@ impl<'n> Simulation<'n> {
     /// the run slower, as did loading the arbiter too.
     #[inline(always)]
     pub(super) fn load_next_event_ports(&self) {
-        match self.queue.peek() {
+        match self.clock.queue.peek() {
             Some(&Event::Arrive { port, packet }) => {
-                std::hint::black_box(self.states[port as usize].base);
-                std::hint::black_box(self.packets[packet as usize].dlid);
+                std::hint::black_box(self.fabric.states[port as usize].base);
+                std::hint::black_box(self.fabric.packets[packet as usize].dlid);
             }
             Some(&Event::Credit { port, .. }) => {
-                std::hint::black_box(self.states[port as usize].base);
+                std::hint::black_box(self.fabric.states[port as usize].base);
             }
             Some(&Event::TxDone { port, release, .. }) => {
-                std::hint::black_box(self.states[port as usize].base);
+                std::hint::black_box(self.fabric.states[port as usize].base);
                 if release != NO_PORT {
-                    std::hint::black_box(self.states[release as usize].base);
+                    std::hint::black_box(self.fabric.states[release as usize].base);
                 }
             }
             _ => {}
@@ -106,8 +152,8 @@ impl<'n> Simulation<'n> {
             Event::Start { flow } | Event::Inject { flow } => self.inject(flow),
             Event::Join { flow, port, vl } => {
                 let lane = self.lane(port, vl);
-                let rotation = &mut self.rotations[lane].turns;
-                rotation.push_back(self.flow_hot[flow as usize].turn(flow));
+                let rotation = &mut self.fabric.rotations[lane].turns;
+                rotation.push_back(self.sources.hot[flow as usize].turn(flow));
                 // Joining behind other flows changes neither the lane's head nor what it
                 // waits for: only the first flow of a rotation makes a new head.
                 if rotation.len() == 1 {
@@ -117,9 +163,9 @@ impl<'n> Simulation<'n> {
                 self.try_send(port);
             }
             Event::Stop { flow, port, vl } => {
-                self.flow_hot[flow as usize].stopped = true;
+                self.sources.hot[flow as usize].stopped = true;
                 let lane = self.lane(port, vl);
-                let rotation = &mut self.rotations[lane];
+                let rotation = &mut self.fabric.rotations[lane];
                 rotation.stopping += 1;
                 // A flow behind the front leaves when its turn comes (skip_stopped): until
                 // then the lane's head is the front's, unchanged.
@@ -161,9 +207,9 @@ impl<'n> Simulation<'n> {
             Event::Sample { interval } => self.sample_buffers(interval as usize),
             Event::Credit { port, vl, blocks } => {
                 let lane = self.lane(port, vl);
-                let l = &mut self.lanes[lane];
+                let l = &mut self.fabric.lanes[lane];
                 l.credits += u32::from(blocks);
-                let bits = &mut self.states[port as usize];
+                let bits = &mut self.fabric.states[port as usize];
                 if bits.busy {
                     // All refresh_lane and try_send would do: a busy port times no wait for
                     // credits and does not arbitrate.
@@ -178,13 +224,13 @@ impl<'n> Simulation<'n> {
 
     /// The time `port` takes to send a packet of `blocks`.
     pub(super) fn serialization(&self, port: u32, blocks: u32) -> u64 {
-        let kind = self.states[port as usize].kind;
-        self.kinds[usize::from(kind)].wire_ps[blocks as usize]
+        let kind = self.fabric.states[port as usize].kind;
+        self.layout.kinds[usize::from(kind)].wire_ps[blocks as usize]
     }
 
     /// The index of the lane of `vl` at `port`, which has one: VL15, or a data VL its link runs.
     pub(crate) fn lane(&self, port: u32, vl: u8) -> usize {
-        self.states[port as usize].lane(vl)
+        self.fabric.states[port as usize].lane(vl)
     }
 
     /// Drops the stopped flows at the front of a lane's rotation. A stopped flow leaves the
@@ -193,12 +239,12 @@ impl<'n> Simulation<'n> {
     /// the look at the flow table (a random line per greedy packet) while none of the lane's
     /// flows has stopped.
     pub(crate) fn skip_stopped(&mut self, lane: usize) {
-        let rotation = &mut self.rotations[lane];
+        let rotation = &mut self.fabric.rotations[lane];
         while rotation.stopping > 0 {
             let Some(turn) = rotation.turns.front().copied() else {
                 break;
             };
-            let hot = &mut self.flow_hot[turn.flow as usize];
+            let hot = &mut self.sources.hot[turn.flow as usize];
             if !hot.stopped {
                 break;
             }
@@ -211,7 +257,7 @@ impl<'n> Simulation<'n> {
 
     /// Notes in the lane's head the size of the packet of the greedy flow whose turn it is.
     pub(crate) fn greedy_turn(&mut self, lane: usize) {
-        self.lanes[lane].greedy = self.rotations[lane]
+        self.fabric.lanes[lane].greedy = self.fabric.rotations[lane]
             .turns
             .front()
             .map_or(0, |turn| turn.shape.blocks);
@@ -219,9 +265,9 @@ impl<'n> Simulation<'n> {
 
     /// Adds the packets the turns of every rotation hold to their flows' counts.
     pub(super) fn settle_turns(&mut self) {
-        for rotation in &mut self.rotations {
+        for rotation in &mut self.fabric.rotations {
             for turn in &mut rotation.turns {
-                self.flow_hot[turn.flow as usize].sent += u64::from(turn.sent);
+                self.sources.hot[turn.flow as usize].sent += u64::from(turn.sent);
                 turn.sent = 0;
             }
         }
@@ -230,8 +276,8 @@ impl<'n> Simulation<'n> {
     /// A generated packet: queued at its source, or dropped there if its SL maps to VL15 or to a
     /// VL its link does not run.
     pub(super) fn inject(&mut self, flow: u32) {
-        let now = self.now;
-        let state = &self.flows[flow as usize];
+        let now = self.clock.now;
+        let state = &self.sources.flows[flow as usize];
         if now >= state.stop_ps {
             return;
         }
@@ -240,20 +286,20 @@ impl<'n> Simulation<'n> {
             // Dropped at its source: the host offers it as fast as its link would carry it.
             now + self.serialization(port, state.blocks)
         } else {
-            state.origin + self.gap_ps(&self.specs[flow as usize], state.generated + 1)
+            state.origin + self.gap_ps(&self.layout.specs[flow as usize], state.generated + 1)
         };
-        self.flow_hot[flow as usize].sent += 1;
-        let state = &mut self.flows[flow as usize];
+        self.sources.hot[flow as usize].sent += 1;
+        let state = &mut self.sources.flows[flow as usize];
         state.generated += 1;
-        if vl == VL15 && !self.specs[flow as usize].management {
-            self.flow_drops[flow as usize] += 1;
+        if vl == VL15 && !self.layout.specs[flow as usize].management {
+            self.counts.flow_drops[flow as usize] += 1;
         } else {
             let packet = self.alloc(flow, vl);
             self.enqueue(port, vl, packet);
             self.try_send(port);
         }
-        if next < self.flows[flow as usize].stop_ps {
-            self.queue.push(now, next, Event::Inject { flow });
+        if next < self.sources.flows[flow as usize].stop_ps {
+            self.clock.queue.push(now, next, Event::Inject { flow });
         }
     }
 
@@ -263,13 +309,13 @@ impl<'n> Simulation<'n> {
 
     /// A packet of `flow` leaving its source now on lane `vl`.
     pub(crate) fn new_packet(&self, flow: u32, vl: u8) -> Packet {
-        self.packet_of(flow, self.flow_hot[flow as usize].shape, vl)
+        self.packet_of(flow, self.sources.hot[flow as usize].shape, vl)
     }
 
     /// A packet of `flow`, of `f`'s shape, leaving its source now on lane `vl`.
     pub(super) fn packet_of(&self, flow: u32, f: Shape, vl: u8) -> Packet {
         Packet {
-            created: self.now,
+            created: self.clock.now,
             flow,
             in_port: NO_PORT,
             next: NO_PACKET,
@@ -289,14 +335,14 @@ impl<'n> Simulation<'n> {
 
     /// Puts `packet` in a free slot.
     pub(crate) fn store_packet(&mut self, packet: Packet) -> u32 {
-        match self.free.pop() {
+        match self.fabric.free.pop() {
             Some(id) => {
-                self.packets[id as usize] = packet;
+                self.fabric.packets[id as usize] = packet;
                 id
             }
             None => {
-                self.packets.push(packet);
-                (self.packets.len() - 1) as u32
+                self.fabric.packets.push(packet);
+                (self.fabric.packets.len() - 1) as u32
             }
         }
     }
@@ -312,18 +358,18 @@ impl<'n> Simulation<'n> {
 
     /// Appends `packet` to a lane's queue; true if the queue was empty.
     pub(super) fn append(&mut self, lane: usize, packet: u32) -> bool {
-        let p = &mut self.packets[packet as usize];
+        let p = &mut self.fabric.packets[packet as usize];
         // The last of its queue: what follows it, nothing, 0 blocks (a packet queued here
         // after it sets them). A packet is queued once per hop, so these hold the last hop's.
         (p.next, p.next_blocks) = (NO_PACKET, 0);
         let blocks = p.blocks;
-        let l = &mut self.lanes[lane];
+        let l = &mut self.fabric.lanes[lane];
         let was_empty = l.last == NO_PACKET;
         if was_empty {
             l.first = packet;
             l.first_blocks = blocks;
         } else {
-            let last = &mut self.packets[l.last as usize];
+            let last = &mut self.fabric.packets[l.last as usize];
             last.next = packet;
             last.next_blocks = blocks;
         }
@@ -333,12 +379,12 @@ impl<'n> Simulation<'n> {
 
     /// Takes the first packet of a lane's queue.
     pub(super) fn dequeue(&mut self, lane: usize) -> Option<u32> {
-        let l = &mut self.lanes[lane];
+        let l = &mut self.fabric.lanes[lane];
         let packet = l.first;
         if packet == NO_PACKET {
             return None;
         }
-        let p = &self.packets[packet as usize];
+        let p = &self.fabric.packets[packet as usize];
         (l.first, l.first_blocks) = (p.next, p.next_blocks);
         if l.first == NO_PACKET {
             l.last = NO_PACKET;
@@ -349,9 +395,9 @@ impl<'n> Simulation<'n> {
     /// Updates a port's bits after a lane's head or credits changed: whether the lane has a
     /// head, whether the head lacks credits, and its wait for credits.
     pub(crate) fn refresh_lane(&mut self, port: u32, vl: u8) {
-        let bits = &mut self.states[port as usize];
+        let bits = &mut self.fabric.states[port as usize];
         let lane = bits.lane(vl);
-        let starved = bits.note_head(vl, &self.lanes[lane]);
+        let starved = bits.note_head(vl, &self.fabric.lanes[lane]);
         let bit = 1u16 << vl;
         let blocked = starved && !bits.busy;
         if blocked != (bits.waiting & bit != 0) {
@@ -365,7 +411,7 @@ impl<'n> Simulation<'n> {
     /// wire, not for credits. Called only when that changes (the port's `waiting` bits).
     pub(super) fn account_blocked(&mut self, lane: usize, blocked: bool) {
         let left = self.left_ps();
-        let wait = &mut self.waits[lane];
+        let wait = &mut self.counts.waits[lane];
         if blocked {
             *wait += left;
         } else {
@@ -376,7 +422,7 @@ impl<'n> Simulation<'n> {
     /// Marks `port` idle, which starts the wait of each of its starved lanes. (A port becomes
     /// busy only in [`Simulation::transmit`], which ends every wait.)
     pub(super) fn set_idle(&mut self, port: u32) {
-        let bits = &mut self.states[port as usize];
+        let bits = &mut self.fabric.states[port as usize];
         bits.busy = false;
         let mut started = bits.starved & !bits.waiting;
         bits.waiting = bits.starved;
@@ -391,7 +437,7 @@ impl<'n> Simulation<'n> {
     /// The run's time left: what a change now weighs in the integrals kept as at the run's end
     /// (the waits, [`Simulation::waits`], and the buffers', [`Buffer`]).
     pub(super) fn left_ps(&self) -> u64 {
-        self.options.duration_ps - self.now
+        self.layout.options.duration_ps - self.clock.now
     }
 
     /// `port`'s receive buffer takes in (`fill`) or frees `blocks` on `vl`, now. Inlined: a
@@ -399,7 +445,7 @@ impl<'n> Simulation<'n> {
     #[inline(always)]
     pub(super) fn change_buffer(&mut self, port: u32, vl: u8, blocks: u32, fill: bool) {
         let (lane, left) = (self.lane(port, vl), self.left_ps());
-        let carry = self.buffers[lane].change(blocks, left, fill);
+        let carry = self.counts.buffers[lane].change(blocks, left, fill);
         if carry != 0 {
             self.carry(lane, carry);
         }
@@ -410,17 +456,17 @@ impl<'n> Simulation<'n> {
     #[cold]
     #[inline(never)]
     pub(super) fn carry(&mut self, lane: usize, carry: i64) {
-        *self.carried.entry(lane).or_default() += carry;
+        *self.counts.carried.entry(lane).or_default() += carry;
     }
 
     /// `port`'s receive buffer frees `blocks` on `vl`; the credits go back to the sender.
     pub(super) fn release(&mut self, port: u32, vl: u8, blocks: u16) {
         self.change_buffer(port, vl, u32::from(blocks), false);
-        let state = self.states[port as usize];
+        let state = self.fabric.states[port as usize];
         // A packet only arrives over a link, so a port that releases one has a peer.
         let sender = state.peer;
         if vl != VL15 {
-            let at = self.now + self.kinds[usize::from(state.kind)].credit_return_ps;
+            let at = self.clock.now + self.layout.kinds[usize::from(state.kind)].credit_return_ps;
             let credit = Event::Credit {
                 port: sender,
                 vl,
@@ -435,11 +481,11 @@ impl<'n> Simulation<'n> {
             self.ethernet_arrive(port, packet);
             return;
         }
-        let info = self.states[port as usize];
-        let p = self.packets[packet as usize];
+        let info = self.fabric.states[port as usize];
+        let p = self.fabric.packets[packet as usize];
         let (blocks, dlid, management) = (u32::from(p.blocks), p.dlid, p.management);
         self.change_buffer(port, p.vl, blocks, true);
-        let network = self.network;
+        let network = self.layout.network;
         let node = &network.nodes[info.node as usize];
         let out = match node.kind {
             NodeKind::Host => None,
@@ -452,20 +498,20 @@ impl<'n> Simulation<'n> {
             self.retire(packet, &p, delivered);
             return;
         };
-        let out_port = self.node_base[info.node as usize] + u32::from(out);
+        let out_port = self.layout.node_base[info.node as usize] + u32::from(out);
         let vl = if management {
             VL15
         } else {
             node.sl2vl(info.num, out).0[usize::from(p.sl)].get()
         };
-        if !management && (vl == VL15 || vl >= self.states[out_port as usize].vls) {
+        if !management && (vl == VL15 || vl >= self.fabric.states[out_port as usize].vls) {
             self.release(port, p.vl, p.blocks);
-            self.flow_drops[p.flow as usize] += 1;
-            *self.dropped.entry((out_port, vl)).or_default() += 1;
-            self.free.push(packet);
+            self.counts.flow_drops[p.flow as usize] += 1;
+            *self.counts.dropped.entry((out_port, vl)).or_default() += 1;
+            self.fabric.free.push(packet);
             return;
         }
-        let pk = &mut self.packets[packet as usize];
+        let pk = &mut self.fabric.packets[packet as usize];
         pk.in_port = port;
         pk.in_vl = pk.vl;
         pk.vl = vl;
@@ -475,22 +521,23 @@ impl<'n> Simulation<'n> {
 
     /// A packet leaves the fabric: delivered (its latency recorded) or dropped.
     pub(crate) fn retire(&mut self, packet: u32, p: &Packet, delivered: bool) {
-        let latency = (self.now - p.created) / PS_PER_NS;
+        let latency = (self.clock.now - p.created) / PS_PER_NS;
         if delivered {
             match u32::try_from(latency) {
                 Ok(ns) => {
-                    self.deliveries
+                    self.counts
+                        .deliveries
                         .push(u64::from(p.flow) << 32 | u64::from(ns));
-                    if self.deliveries.len() == self.delivery_batch {
+                    if self.counts.deliveries.len() == self.counts.delivery_batch {
                         self.record_deliveries();
                     }
                 }
-                Err(_) => self.tallies[p.flow as usize].latency.record(latency),
+                Err(_) => self.counts.tallies[p.flow as usize].latency.record(latency),
             }
         } else {
-            self.flow_drops[p.flow as usize] += 1;
+            self.counts.flow_drops[p.flow as usize] += 1;
         }
-        self.free.push(packet);
+        self.fabric.free.push(packet);
     }
 
     /// Records the deliveries logged so far in their flows' latency histograms, in flow order.
@@ -501,17 +548,17 @@ impl<'n> Simulation<'n> {
     /// which the report reads faster too). A histogram is the same whatever order its values
     /// came in, so the report is too.
     pub(super) fn record_deliveries(&mut self) {
-        self.deliveries.sort_unstable();
-        for &delivery in &self.deliveries {
+        self.counts.deliveries.sort_unstable();
+        for &delivery in &self.counts.deliveries {
             let (flow, ns) = (delivery >> 32, delivery & u64::from(u32::MAX));
-            self.tallies[flow as usize].latency.record(ns);
+            self.counts.tallies[flow as usize].latency.record(ns);
         }
-        self.deliveries.clear();
+        self.counts.deliveries.clear();
     }
 
     /// If `port` is idle, sends what VL15 or the arbiter gives it.
     pub(crate) fn try_send(&mut self, port: u32) {
-        if self.states[port as usize].busy {
+        if self.fabric.states[port as usize].busy {
             return;
         }
         if let Some((peer, vl)) = self.grant(port) {
@@ -533,7 +580,7 @@ impl<'n> Simulation<'n> {
     /// grants one, whether or not the port is busy.
     pub(super) fn credit_grant(&mut self, port: u32) -> Option<(u32, u8)> {
         let p = port as usize;
-        let bits = self.states[p];
+        let bits = self.fabric.states[p];
         let peer = bits.peer;
         if peer == NO_PORT {
             return None;
@@ -549,28 +596,29 @@ impl<'n> Simulation<'n> {
             if ready_vls == 0 && bits.refused {
                 return None;
             }
-            let lanes = &self.lanes[bits.lanes()];
-            let grant = self.arbiters[p].next_among(&self.arbiter_tables, ready_vls, |vl| {
-                let lane = &lanes[usize::from(vl)];
-                let head = u32::from(lane.head());
-                (head > 0 && lane.credits >= head).then_some(head)
-            });
-            self.states[p].refused = grant.is_none();
+            let lanes = &self.fabric.lanes[bits.lanes()];
+            let grant =
+                self.fabric.arbiters[p].next_among(&self.layout.arbiter_tables, ready_vls, |vl| {
+                    let lane = &lanes[usize::from(vl)];
+                    let head = u32::from(lane.head());
+                    (head > 0 && lane.credits >= head).then_some(head)
+                });
+            self.fabric.states[p].refused = grant.is_none();
             grant?.0
         };
         Some((peer, vl))
     }
 
     pub(super) fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
-        let now = self.now;
+        let now = self.clock.now;
         // What the port's state says of its lanes and link does not change below: one read.
-        let state = self.states[port as usize];
+        let state = self.fabric.states[port as usize];
         let lane = state.lane(vl);
         let packet = match self.dequeue(lane) {
             Some(packet) => packet,
             None => {
                 // Only a host's port has a rotation: a switch's lane sends what is queued.
-                let Some(rotation) = self.rotations.get_mut(lane) else {
+                let Some(rotation) = self.fabric.rotations.get_mut(lane) else {
                     return;
                 };
                 let turns = &mut rotation.turns;
@@ -579,7 +627,7 @@ impl<'n> Simulation<'n> {
                 };
                 turn.sent += 1;
                 if turn.sent == u32::MAX {
-                    self.flow_hot[turn.flow as usize].sent += u64::from(turn.sent);
+                    self.sources.hot[turn.flow as usize].sent += u64::from(turn.sent);
                     turn.sent = 0;
                 }
                 turns.push_back(turn);
@@ -587,15 +635,15 @@ impl<'n> Simulation<'n> {
                 self.store_packet(self.packet_of(turn.flow, turn.shape, vl))
             }
         };
-        let p = self.packets[packet as usize];
+        let p = self.fabric.packets[packet as usize];
         let blocks = u32::from(p.blocks);
-        let kind = &self.kinds[usize::from(state.kind)];
+        let kind = &self.layout.kinds[usize::from(state.kind)];
         let (serialization, propagation) = (kind.wire_ps[blocks as usize], kind.propagation_ps);
         // A packet still leaving when the run ends counts only the units that left by then:
         // a link's bytes over the run never exceed what its rate carries in it.
-        let left_ps = self.options.duration_ps.saturating_sub(now);
+        let left_ps = self.layout.options.duration_ps.saturating_sub(now);
         let counted = units_sent_by(blocks, serialization, left_ps);
-        let l = &mut self.lanes[lane];
+        let l = &mut self.fabric.lanes[lane];
         if vl != VL15 {
             l.credits -= blocks;
         }
@@ -603,7 +651,7 @@ impl<'n> Simulation<'n> {
         l.sent.blocks += counted;
         // The lane's new head, as refresh_lane would note it on a busy port: a busy port times
         // no wait for credits, so every wait it timed ends now.
-        let bits = &mut self.states[port as usize];
+        let bits = &mut self.fabric.states[port as usize];
         bits.busy = true;
         bits.note_head(vl, l);
         let mut ended = std::mem::take(&mut bits.waiting);
@@ -612,11 +660,11 @@ impl<'n> Simulation<'n> {
             ended &= ended - 1;
             self.account_blocked(state.lane(waited), false);
         }
-        if !self.timeline.is_empty() {
+        if !self.counts.timeline.is_empty() {
             self.count_in_timeline(port, vl, blocks, serialization, counted);
         }
-        self.packet_hops += 1;
-        self.queue.push(
+        self.counts.packet_hops += 1;
+        self.clock.queue.push(
             now,
             now + serialization,
             Event::TxDone {
@@ -626,7 +674,7 @@ impl<'n> Simulation<'n> {
                 blocks: p.blocks,
             },
         );
-        self.packets[packet as usize].vl = vl;
+        self.fabric.packets[packet as usize].vl = vl;
         let arrive = Event::Arrive { port: peer, packet };
         self.push_to_peer(state.far, peer, now + serialization + propagation, arrive);
     }
@@ -638,7 +686,7 @@ impl<'n> Simulation<'n> {
         if far {
             self.cross(peer, time, event);
         } else {
-            self.queue.push(self.now, time, event);
+            self.clock.queue.push(self.clock.now, time, event);
         }
     }
 }

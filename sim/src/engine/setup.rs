@@ -1,24 +1,37 @@
 //! Setting up a run: the network and flows checked, every port's lanes and link kind, each
 //! flow's source, and the schedule of the flows' starts and stops.
 
+use std::collections::{BTreeMap, HashMap};
+
 use super::{
-    Buffer, DELIVERY_BATCH, Event, FlowHot, FlowState, Lane, LinkKind, NO_LANES, NO_PORT, PortSlot,
-    PortState, Rotation, Shape, SimOptions, Simulation, Tally, UNLINKED, VL15, VLS, ethernet, mix,
+    Buffer, Clock, Counts, DELIVERY_BATCH, Event, Fabric, FlowHot, FlowState, Lane, LinkKind,
+    NO_LANES, NO_PORT, PortSlot, PortState, Rotation, Shape, SimOptions, Simulation, Sources,
+    Tally, UNLINKED, VL15, VLS, ethernet, mix,
 };
 use crate::infiniband::arbiter::ArbiterTables;
-use crate::infiniband::link::CNP_PAYLOAD_BYTES;
-use crate::infiniband::link::LinkParams;
-use crate::infiniband::link::ethernet_wire_ps;
-use crate::infiniband::link::frame_bytes;
-use crate::infiniband::link::wire_blocks;
-use crate::network::Flow;
-use crate::network::Network;
-use crate::network::NetworkError;
-use crate::network::NodeKind;
-use crate::network::PortAddr;
+use crate::infiniband::link::{
+    CNP_PAYLOAD_BYTES, LinkParams, ethernet_wire_ps, frame_bytes, wire_blocks,
+};
+use crate::network::{Flow, Network, NetworkError, NodeKind, PortAddr};
 use crate::queue::Queue;
-use std::collections::BTreeMap;
-use std::collections::HashMap;
+
+/// What set-up works out once: the run reads it and never changes it.
+#[derive(Debug)]
+pub(crate) struct Layout<'n> {
+    pub(crate) network: &'n Network,
+    pub(crate) options: SimOptions,
+    /// The flows as the caller describes them, by index: read for what the run does not
+    /// keep in [`FlowState`] (names, rates, sizes), at set-up, for rate flows and in the report.
+    pub(crate) specs: &'n [Flow],
+    /// Every port of every node, node by node.
+    pub(crate) ports: Vec<PortSlot>,
+    /// Each node's first port in `ports`.
+    pub(crate) node_base: Vec<u32>,
+    /// Per kind of link ([`PortState::kind`]), its delays and wire times.
+    pub(super) kinds: Vec<LinkKind>,
+    /// The arbitration tables the ports' arbiters read, and the arbiter options.
+    pub(super) arbiter_tables: ArbiterTables,
+}
 
 impl<'n> Simulation<'n> {
     /// Checks the network and flows and sets up the run at time 0.
@@ -185,39 +198,50 @@ impl<'n> Simulation<'n> {
                 far: false,
             });
         }
-        let mut sim = Simulation {
-            network,
-            specs: flows,
-            options,
-            states,
-            dropped: BTreeMap::new(),
-            ports,
-            kinds,
-            arbiter_tables,
-            arbiters,
-            node_base,
-            rotations: vec![Rotation::default(); source_lanes as usize],
+        let counts = Counts {
             waits: vec![0; lanes.len()],
             buffers: vec![Buffer::default(); lanes.len()],
             carried: BTreeMap::new(),
-            lanes,
-            flows: Vec::with_capacity(flows.len()),
-            flow_hot: Vec::with_capacity(flows.len()),
+            dropped: BTreeMap::new(),
             tallies: (0..flows.len()).map(|_| Tally::default()).collect(),
             deliveries: Vec::new(),
             delivery_batch: flows
                 .len()
                 .clamp(*DELIVERY_BATCH.start(), *DELIVERY_BATCH.end()),
             flow_drops: vec![0; flows.len()],
-            packets: Vec::new(),
-            free: Vec::new(),
-            queue: Queue::default(),
-            schedule: Vec::new(),
-            scheduled: 0,
-            now: 0,
-            events: 0,
             packet_hops: 0,
             timeline: Vec::new(),
+        };
+        let mut sim = Simulation {
+            layout: Layout {
+                network,
+                options,
+                specs: flows,
+                ports,
+                node_base,
+                kinds,
+                arbiter_tables,
+            },
+            fabric: Fabric {
+                states,
+                lanes,
+                arbiters,
+                rotations: vec![Rotation::default(); source_lanes as usize],
+                packets: Vec::new(),
+                free: Vec::new(),
+            },
+            sources: Sources {
+                flows: Vec::with_capacity(flows.len()),
+                hot: Vec::with_capacity(flows.len()),
+            },
+            clock: Clock {
+                queue: Queue::default(),
+                schedule: Vec::new(),
+                scheduled: 0,
+                now: 0,
+                events: 0,
+            },
+            counts,
             eth: None,
             split: None,
         };
@@ -228,25 +252,29 @@ impl<'n> Simulation<'n> {
         }
         // The greedy flows that will join each lane's rotation, to size it once: growing
         // every rotation as its flows start was a tenth of the flows' start events.
-        let mut joining = vec![0usize; sim.rotations.len()];
+        let mut joining = vec![0usize; sim.fabric.rotations.len()];
         for (i, spec) in flows.iter().enumerate() {
             let state = sim.flow_state(spec, i as u64)?;
             if spec.start_ps < state.stop_ps {
                 let flow = i as u32;
                 if state.greedy && state.vl != VL15 {
                     let (port, vl) = (state.port, state.vl);
-                    sim.schedule
+                    sim.clock
+                        .schedule
                         .push((spec.start_ps, Event::Join { flow, port, vl }));
-                    sim.schedule
+                    sim.clock
+                        .schedule
                         .push((state.stop_ps, Event::Stop { flow, port, vl }));
-                    if sim.states[port as usize].base != NO_LANES {
+                    if sim.fabric.states[port as usize].base != NO_LANES {
                         joining[sim.lane(port, vl)] += 1;
                     }
                 } else {
-                    sim.schedule.push((spec.start_ps, Event::Start { flow }));
+                    sim.clock
+                        .schedule
+                        .push((spec.start_ps, Event::Start { flow }));
                 }
             }
-            sim.flow_hot.push(FlowHot {
+            sim.sources.hot.push(FlowHot {
                 sent: 0,
                 shape: Shape {
                     dlid: spec.dlid,
@@ -256,9 +284,9 @@ impl<'n> Simulation<'n> {
                 },
                 stopped: false,
             });
-            sim.flows.push(state);
+            sim.sources.flows.push(state);
         }
-        for (rotation, &flows) in sim.rotations.iter_mut().zip(&joining) {
+        for (rotation, &flows) in sim.fabric.rotations.iter_mut().zip(&joining) {
             rotation.turns.reserve_exact(flows);
         }
         if sim.eth.is_some() {
@@ -266,9 +294,10 @@ impl<'n> Simulation<'n> {
             sim.schedule_samples();
         }
         // Stable: equal times keep the order they were listed in.
-        sim.schedule.sort_by_key(|(time, _)| *time);
+        sim.clock.schedule.sort_by_key(|(time, _)| *time);
         if options.timeline_intervals > 0 {
-            sim.timeline = vec![0; sim.ports.len() * options.timeline_intervals * VLS];
+            sim.counts.timeline =
+                vec![0; sim.layout.ports.len() * options.timeline_intervals * VLS];
         }
         Ok(sim)
     }
@@ -279,6 +308,7 @@ impl<'n> Simulation<'n> {
             port: format!("node {} port {}", flow.src.node, flow.src.port),
         };
         let node = self
+            .layout
             .network
             .nodes
             .get(flow.src.node)
@@ -286,8 +316,8 @@ impl<'n> Simulation<'n> {
         if node.kind != NodeKind::Host || flow.src.port == 0 || flow.src.port > node.num_ports {
             return Err(bad_source());
         }
-        let port = self.node_base[flow.src.node] + u32::from(flow.src.port);
-        let info = self.ports[port as usize];
+        let port = self.layout.node_base[flow.src.node] + u32::from(flow.src.port);
+        let info = self.layout.ports[port as usize];
         if info.peer.is_none() {
             return Err(bad_source());
         }
@@ -330,14 +360,14 @@ impl<'n> Simulation<'n> {
         blocks: u32,
         vl: u8,
     ) -> FlowState {
-        let stop = flow.stop_ps.min(self.options.duration_ps);
+        let stop = flow.stop_ps.min(self.layout.options.duration_ps);
         let greedy = flow.rate_bps == 0;
         let phase = if greedy {
             0
         } else {
             // Uniform in one inter-packet gap, so that rate flows do not all fire together.
             let gap = self.gap_ps(flow, 1).max(1);
-            mix(self.options.seed, index) % gap
+            mix(self.layout.options.seed, index) % gap
         };
         FlowState {
             blocks,

@@ -208,8 +208,9 @@ impl EthernetState {
             return Err(bad(&"a link of 0 b/s"));
         }
         let bps = config.link_bps;
-        let ports = sim.ports.len();
+        let ports = sim.layout.ports.len();
         let buffers = sim
+            .layout
             .network
             .nodes
             .iter()
@@ -219,15 +220,15 @@ impl EthernetState {
         let mut storms = Vec::new();
         for storm in &config.storms {
             let name = format!("node {} port {}", storm.port.node, storm.port.port);
-            let node = sim.network.nodes.get(storm.port.node);
+            let node = sim.layout.network.nodes.get(storm.port.node);
             let port = node
                 .filter(|n| {
                     n.kind == NodeKind::Host
                         && storm.port.port >= 1
                         && storm.port.port <= n.num_ports
                 })
-                .map(|_| sim.node_base[storm.port.node] + u32::from(storm.port.port))
-                .filter(|&p| sim.ports[p as usize].peer.is_some())
+                .map(|_| sim.layout.node_base[storm.port.node] + u32::from(storm.port.port))
+                .filter(|&p| sim.layout.ports[p as usize].peer.is_some())
                 .ok_or_else(|| NetworkError::BadStorm {
                     port: name.clone(),
                     reason: "not a linked host port".into(),
@@ -258,12 +259,15 @@ impl EthernetState {
             tc_of: std::array::from_fn(|p| config.ets.traffic_class(p as u8)),
             pause_wire_ps: ethernet_wire_ps(PAUSE_FRAME_BYTES, bps),
             responders: sim
+                .layout
                 .ports
                 .iter()
-                .map(|port| match sim.network.nodes[port.node as usize].kind {
-                    NodeKind::Host => PauseResponder::new(&config.pfc, bps),
-                    NodeKind::Switch => switch_responder.clone(),
-                })
+                .map(
+                    |port| match sim.layout.network.nodes[port.node as usize].kind {
+                        NodeKind::Host => PauseResponder::new(&config.pfc, bps),
+                        NodeKind::Switch => switch_responder.clone(),
+                    },
+                )
                 .collect(),
             generators: vec![PauseGenerator::new(&config.pfc, bps); ports],
             schedulers: vec![Scheduler::new(&config.ets, bps); ports],
@@ -339,7 +343,9 @@ impl Simulation<'_> {
             .filter_map(|(i, (_, storm))| Some((i, storm.next_ps()?)))
             .collect();
         for (storm, at) in firsts {
-            self.queue.push(self.now, at, Event::Storm { storm });
+            self.clock
+                .queue
+                .push(self.clock.now, at, Event::Storm { storm });
         }
     }
 
@@ -348,14 +354,14 @@ impl Simulation<'_> {
     /// asks to be woken when the first may (a pause's end, a rate bucket's refill).
     pub(crate) fn ethernet_grant(&mut self, port: u32) -> Option<(u32, u8)> {
         let p = port as usize;
-        let peer = self.ports[p].peer?;
-        let now = self.now;
-        let bits = self.states[p];
+        let peer = self.layout.ports[p].peer?;
+        let now = self.clock.now;
+        let bits = self.fabric.states[p];
         let eth = self.eth.as_deref_mut()?;
         let (paused_priorities, paused) = eth.paused_classes(p, now);
         // A port's lanes are its eight classes (the ninth, VL15's, is never used).
         let queued = (bits.queued & 0xff) as u8;
-        let lanes = &self.lanes[bits.lanes()];
+        let lanes = &self.fabric.lanes[bits.lanes()];
         let grant = eth.schedulers[p].next(now, queued & !paused, |tc| {
             u32::from(lanes[usize::from(tc)].head())
         });
@@ -371,7 +377,7 @@ impl Simulation<'_> {
         }
         if wake != u64::MAX && (eth.wake_at[p] <= now || wake < eth.wake_at[p]) {
             eth.wake_at[p] = wake;
-            self.queue.push(now, wake, Event::Wake { port });
+            self.clock.queue.push(now, wake, Event::Wake { port });
         }
         None
     }
@@ -382,11 +388,11 @@ impl Simulation<'_> {
     pub(crate) fn ethernet_sent(&mut self, port: u32, release: u32, code: u8, units: u16) {
         let priority = code & 7;
         let (out, ingress) = (
-            self.ports[port as usize],
-            self.ports.get(release as usize).copied(),
+            self.layout.ports[port as usize],
+            self.layout.ports.get(release as usize).copied(),
         );
-        let lane = self.states[port as usize].lane(self.eth_ref().traffic_class(priority));
-        self.lanes[lane].credits += u32::from(units);
+        let lane = self.fabric.states[port as usize].lane(self.eth_ref().traffic_class(priority));
+        self.fabric.lanes[lane].credits += u32::from(units);
         let eth = self.eth_mut();
         let sent = &mut eth.sent[port as usize][usize::from(priority)];
         sent.packets += 1;
@@ -411,9 +417,9 @@ impl Simulation<'_> {
     /// A data frame's last bit reached `port`: delivered at a host; at a switch admitted to
     /// its buffer (or dropped) and queued on the output port's class of its priority.
     pub(crate) fn ethernet_arrive(&mut self, port: u32, packet: u32) {
-        let info = self.ports[port as usize];
-        let p = self.packets[packet as usize];
-        let network = self.network;
+        let info = self.layout.ports[port as usize];
+        let p = self.fabric.packets[packet as usize];
+        let network = self.layout.network;
         let node = &network.nodes[info.node as usize];
         let out = match node.kind {
             NodeKind::Host => None,
@@ -423,7 +429,7 @@ impl Simulation<'_> {
             let delivered =
                 node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == p.dlid;
             if p.cnp {
-                self.free.push(packet);
+                self.fabric.free.push(packet);
                 if delivered {
                     self.cnp_arrive(p.flow);
                 }
@@ -436,9 +442,9 @@ impl Simulation<'_> {
             self.retire(packet, &p, delivered);
             return;
         };
-        let out_port = self.node_base[info.node as usize] + u32::from(out);
+        let out_port = self.layout.node_base[info.node as usize] + u32::from(out);
         let priority = p.sl;
-        let seed = self.options.seed ^ ECN_STREAM;
+        let seed = self.layout.options.seed ^ ECN_STREAM;
         let eth = self.eth_mut();
         let tc = eth.traffic_class(priority);
         let buffer = &mut eth.buffers[info.node as usize];
@@ -451,7 +457,7 @@ impl Simulation<'_> {
         let (stored, control) = match admission {
             // A CNP lost is no flow's packet lost.
             Admission::Dropped(_) if p.cnp => {
-                self.free.push(packet);
+                self.fabric.free.push(packet);
                 return;
             }
             Admission::Dropped(_) => {
@@ -484,7 +490,7 @@ impl Simulation<'_> {
                 eth.marks[out_port as usize][usize::from(priority)] += 1;
             }
         }
-        let pk = &mut self.packets[packet as usize];
+        let pk = &mut self.fabric.packets[packet as usize];
         pk.in_port = port;
         pk.in_vl = priority | place_code(stored.place) << 3;
         pk.vl = tc;
@@ -499,7 +505,7 @@ impl Simulation<'_> {
     /// A lossless PG of ingress port `port` crossed Xoff or fell to Xon: its pause generator
     /// sends the frame (and, in Xoff, is due to refresh it).
     fn flow_control(&mut self, port: u32, control: PgFlowControl) {
-        let now = self.now;
+        let now = self.clock.now;
         let generator = &mut self.eth_mut().generators[port as usize];
         let Some(frame) = generator.request(control.priorities, control.transition, now) else {
             return;
@@ -507,7 +513,7 @@ impl Simulation<'_> {
         let refresh = generator.next_refresh_ps();
         self.send_pause(port, frame);
         if let Some(at) = refresh.filter(|_| control.transition == Transition::Xoff) {
-            self.queue.push(now, at, Event::Refresh { port });
+            self.clock.queue.push(now, at, Event::Refresh { port });
         }
     }
 
@@ -515,29 +521,32 @@ impl Simulation<'_> {
     /// frame being sent the other way nor delays the next), arriving after its own wire time
     /// and the cable.
     fn send_pause(&mut self, port: u32, frame: PauseFrame) {
-        let info = self.ports[port as usize];
+        let info = self.layout.ports[port as usize];
         let Some(peer) = info.peer else {
             return;
         };
-        let now = self.now;
+        let now = self.clock.now;
         let eth = self.eth_mut();
         let at = now + eth.pause_wire_ps + info.link.propagation_ps;
         let frame = eth.store(frame);
-        self.queue
+        self.clock
+            .queue
             .push(now, at, Event::PauseArrive { port: peer, frame });
     }
 
     /// A pause frame reached `port`: counted; it takes hold after the response delay.
     pub(crate) fn pause_arrive(&mut self, port: u32, frame: u32) {
-        let now = self.now;
+        let now = self.clock.now;
         let eth = self.eth_mut();
         let at = eth.responders[port as usize].receive(&eth.frames[frame as usize], now);
-        self.queue.push(now, at, Event::PauseApply { port, frame });
+        self.clock
+            .queue
+            .push(now, at, Event::PauseApply { port, frame });
     }
 
     /// A pause frame takes hold at `port`; a port that may send again does.
     pub(crate) fn pause_apply(&mut self, port: u32, frame: u32) {
-        let now = self.now;
+        let now = self.clock.now;
         let eth = self.eth_mut();
         let pause = eth.frames[frame as usize];
         eth.responders[port as usize].apply(&pause, now);
@@ -547,7 +556,7 @@ impl Simulation<'_> {
 
     /// The refresh of `port`'s pause, if still due, and the next.
     pub(crate) fn pause_refresh(&mut self, port: u32) {
-        let now = self.now;
+        let now = self.clock.now;
         let generator = &mut self.eth_mut().generators[port as usize];
         let Some(frame) = generator.refresh(now) else {
             return;
@@ -555,13 +564,13 @@ impl Simulation<'_> {
         let next = generator.next_refresh_ps();
         self.send_pause(port, frame);
         if let Some(at) = next {
-            self.queue.push(now, at, Event::Refresh { port });
+            self.clock.queue.push(now, at, Event::Refresh { port });
         }
     }
 
     /// Pause storm `storm` sends its frame, and is due again.
     pub(crate) fn storm(&mut self, storm: u32) {
-        let now = self.now;
+        let now = self.clock.now;
         let (port, running) = &mut self.eth_mut().storms[storm as usize];
         let port = *port;
         let frame = running.poll(now);
@@ -570,7 +579,7 @@ impl Simulation<'_> {
             self.send_pause(port, frame);
         }
         if let Some(at) = next {
-            self.queue.push(now, at, Event::Storm { storm });
+            self.clock.queue.push(now, at, Event::Storm { storm });
         }
     }
 
@@ -582,11 +591,11 @@ impl Simulation<'_> {
         capacity_bits: f64,
     ) -> EthernetLinkReport {
         let eth = self.eth_ref();
-        let duration = self.options.duration_ps;
-        let end = self.now;
+        let duration = self.layout.options.duration_ps;
+        let end = self.clock.now;
         let fraction = |part: f64, of: f64| if of > 0.0 { round(part / of) } else { 0.0 };
-        let near = self.states[port as usize];
-        let lanes = &self.lanes[near.lanes()];
+        let near = self.fabric.states[port as usize];
+        let lanes = &self.fabric.lanes[near.lanes()];
         let total: u64 = lanes.iter().map(|l| l.sent.blocks).sum();
         let traffic_classes = (0..TRAFFIC_CLASSES)
             .map(|tc| (tc, lanes[usize::from(tc)].sent))
@@ -601,8 +610,8 @@ impl Simulation<'_> {
             })
             .collect();
         let (p, q) = (port as usize, peer as usize);
-        let far = self.ports[q];
-        let far_switch = self.network.nodes[far.node as usize].kind == NodeKind::Switch;
+        let far = self.layout.ports[q];
+        let far_switch = self.layout.network.nodes[far.node as usize].kind == NodeKind::Switch;
         let buffer = &eth.buffers[far.node as usize];
         let priorities = (0..PRIORITIES as u8)
             .map(|priority| {
@@ -656,7 +665,8 @@ impl Simulation<'_> {
         let Some(eth) = self.eth.as_deref() else {
             return Vec::new();
         };
-        self.network
+        self.layout
+            .network
             .nodes
             .iter()
             .zip(&eth.pool_peaks)
@@ -681,20 +691,20 @@ impl Simulation<'_> {
     /// Queues a sample at the end of each timeline interval: the first time that falls in the
     /// next one ([`Simulation::interval_of`]), the run's end for the last.
     pub(crate) fn schedule_samples(&mut self) {
-        let intervals = self.options.timeline_intervals as u128;
-        let duration = u128::from(self.options.duration_ps);
+        let intervals = self.layout.options.timeline_intervals as u128;
+        let duration = u128::from(self.layout.options.duration_ps);
         for interval in 0..intervals {
             let end = ((interval + 1) * duration).div_ceil(intervals) as u64;
             let interval = interval as u32;
-            self.schedule.push((end, Event::Sample { interval }));
+            self.clock.schedule.push((end, Event::Sample { interval }));
         }
     }
 
     /// Records every switch's pools, and each port's iPort.PG and ePort.TC regions that hold
     /// anything, as their bytes at the end of `interval`.
     pub(crate) fn sample_buffers(&mut self, interval: usize) {
-        let intervals = self.options.timeline_intervals;
-        let network = self.network;
+        let intervals = self.layout.options.timeline_intervals;
+        let network = self.layout.network;
         let Some(eth) = self.eth.as_deref_mut() else {
             return;
         };
@@ -755,7 +765,7 @@ impl Simulation<'_> {
             .map(|(key, bytes)| {
                 let region = key.what.name(key.index);
                 OccupancySeries {
-                    switch: self.network.nodes[key.node as usize].name.clone(),
+                    switch: self.layout.network.nodes[key.node as usize].name.clone(),
                     port: (key.port > 0).then_some(key.port),
                     region,
                     bytes: bytes.clone(),
@@ -775,8 +785,8 @@ impl Simulation<'_> {
     /// Gives every flow its notification point, and each greedy flow of a priority with a
     /// reaction point its reaction point, once the flows are known.
     pub(crate) fn start_dcqcn(&mut self) {
-        let network = self.network;
-        let intervals = self.options.timeline_intervals;
+        let network = self.layout.network;
+        let intervals = self.layout.options.timeline_intervals;
         let eth = self.eth_mut();
         let Some(config) = eth.dcqcn_config else {
             return;
@@ -784,9 +794,10 @@ impl Simulation<'_> {
         let rp = RpParams::new(&config, eth.link_bps);
         let rp_mask = config.rp_enabled_mask();
         let flows = self
+            .sources
             .flows
             .iter()
-            .zip(self.specs)
+            .zip(self.layout.specs)
             .map(|(f, spec)| {
                 let src = &network.nodes[spec.src.node];
                 let reacts = f.greedy && rp_mask & 1 << (spec.sl.get() & 7) != 0;
@@ -822,7 +833,7 @@ impl Simulation<'_> {
     /// A frame of `p`'s flow arrived marked at host port `port`: its notification point may
     /// answer with a CNP, a frame of its own sent back to the flow's source like any other.
     fn notify(&mut self, port: u32, p: &Packet) {
-        let now = self.now;
+        let now = self.clock.now;
         let eth = self.eth_mut();
         let host = eth.host;
         let Some(dcqcn) = eth.dcqcn.as_mut() else {
@@ -852,7 +863,7 @@ impl Simulation<'_> {
 
     /// A CNP for `flow` reached its source: the reaction point, if it has one, reacts.
     fn cnp_arrive(&mut self, flow: u32) {
-        let now = self.now;
+        let now = self.clock.now;
         let Some(dcqcn) = self.eth_mut().dcqcn.as_mut() else {
             return;
         };
@@ -868,7 +879,7 @@ impl Simulation<'_> {
     /// A timer of `flow`'s reaction point is due.
     #[inline(never)]
     pub(crate) fn rp_timer(&mut self, flow: u32) {
-        let now = self.now;
+        let now = self.clock.now;
         let Some(dcqcn) = self.eth_mut().dcqcn.as_mut() else {
             return;
         };
@@ -883,8 +894,8 @@ impl Simulation<'_> {
     /// next timer (only while it has one: no polling), and moves the flow between its lane's
     /// rotation (greedy) and pacing (limited).
     fn rp_changed(&mut self, flow: u32) {
-        let now = self.now;
-        let interval = (!self.timeline.is_empty()).then(|| self.interval_of(now));
+        let now = self.clock.now;
+        let interval = (!self.counts.timeline.is_empty()).then(|| self.interval_of(now));
         let Some(dcqcn) = self.eth.as_deref_mut().and_then(|e| e.dcqcn.as_mut()) else {
             return;
         };
@@ -906,7 +917,7 @@ impl Simulation<'_> {
             && (state.timer_at <= now || at < state.timer_at)
         {
             state.timer_at = at;
-            self.queue.push(now, at, Event::RpTimer { flow });
+            self.clock.queue.push(now, at, Event::RpTimer { flow });
         }
         match (rp.is_limited(), state.paced) {
             (true, false) => {
@@ -915,7 +926,7 @@ impl Simulation<'_> {
                 state.pacing = true;
                 self.leave_rotation(flow);
                 if start {
-                    self.queue.push(now, now, Event::Pace { flow });
+                    self.clock.queue.push(now, now, Event::Pace { flow });
                 }
             }
             (false, true) => {
@@ -931,8 +942,8 @@ impl Simulation<'_> {
     /// the next one frame time at the reaction point's rate later.
     #[inline(never)]
     pub(crate) fn pace(&mut self, flow: u32) {
-        let now = self.now;
-        let state = &self.flows[flow as usize];
+        let now = self.clock.now;
+        let state = &self.sources.flows[flow as usize];
         let (port, vl, units, stop) = (state.port, state.vl, state.blocks, state.stop_ps);
         let lane = self.lane(port, vl);
         let waiting = self.queued_frame_of(lane, flow);
@@ -950,7 +961,7 @@ impl Simulation<'_> {
         };
         if !waiting {
             rp.on_bytes_sent(&params, u64::from(units), now);
-            self.flow_hot[flow as usize].sent += 1;
+            self.sources.hot[flow as usize].sent += 1;
             let packet = self.alloc(flow, vl);
             self.enqueue(port, vl, packet);
             self.try_send(port);
@@ -964,14 +975,14 @@ impl Simulation<'_> {
         // One frame time at the rate: the frame's wire time on a link of that rate.
         let rate = rate.map_or(params.line_rate_bps, |rp| rp.rate_bps());
         let gap = ethernet_wire_ps(units, rate);
-        self.queue.push(now, now + gap, Event::Pace { flow });
+        self.clock.queue.push(now, now + gap, Event::Pace { flow });
     }
 
     /// Whether a data frame of `flow` waits in the queue of `lane` (a source port's).
     fn queued_frame_of(&self, lane: usize, flow: u32) -> bool {
-        let mut packet = self.lanes[lane].first;
+        let mut packet = self.fabric.lanes[lane].first;
         while packet != NO_PACKET {
-            let p = &self.packets[packet as usize];
+            let p = &self.fabric.packets[packet as usize];
             if p.flow == flow && !p.cnp {
                 return true;
             }
@@ -982,14 +993,14 @@ impl Simulation<'_> {
 
     /// A greedy flow becomes limited: it leaves its lane's rotation.
     fn leave_rotation(&mut self, flow: u32) {
-        let state = &self.flows[flow as usize];
+        let state = &self.sources.flows[flow as usize];
         let (port, vl) = (state.port, state.vl);
         let lane = self.lane(port, vl);
-        let rotation = &mut self.rotations[lane].turns;
+        let rotation = &mut self.fabric.rotations[lane].turns;
         let front = rotation.front().is_some_and(|turn| turn.flow == flow);
         let at = rotation.iter().position(|turn| turn.flow == flow);
         if let Some(turn) = at.and_then(|at| rotation.remove(at)) {
-            self.flow_hot[flow as usize].sent += u64::from(turn.sent);
+            self.sources.hot[flow as usize].sent += u64::from(turn.sent);
         }
         if front {
             self.skip_stopped(lane);
@@ -999,14 +1010,14 @@ impl Simulation<'_> {
 
     /// A limited flow is released (back at the line rate): greedy again, unless stopped.
     fn rejoin_rotation(&mut self, flow: u32) {
-        let hot = self.flow_hot[flow as usize];
-        let state = &self.flows[flow as usize];
-        if hot.stopped || self.now >= state.stop_ps {
+        let hot = self.sources.hot[flow as usize];
+        let state = &self.sources.flows[flow as usize];
+        if hot.stopped || self.clock.now >= state.stop_ps {
             return;
         }
         let (port, vl) = (state.port, state.vl);
         let lane = self.lane(port, vl);
-        let rotation = &mut self.rotations[lane].turns;
+        let rotation = &mut self.fabric.rotations[lane].turns;
         rotation.push_back(hot.turn(flow));
         if rotation.len() == 1 {
             self.greedy_turn(lane);
@@ -1017,7 +1028,7 @@ impl Simulation<'_> {
 
     /// Samples every reaction point's rate up to the end of the run.
     pub(crate) fn finish_dcqcn(&mut self) {
-        let intervals = self.options.timeline_intervals;
+        let intervals = self.layout.options.timeline_intervals;
         if let Some(dcqcn) = self.eth.as_deref_mut().and_then(|e| e.dcqcn.as_mut()) {
             for state in dcqcn.flows.iter_mut().filter(|s| s.rp.is_some()) {
                 state.sample(intervals);
@@ -1043,6 +1054,7 @@ impl Simulation<'_> {
     pub(crate) fn dcqcn_rates(&self, interval_ns: u64) -> Option<DcqcnRates> {
         let dcqcn = self.eth.as_deref()?.dcqcn.as_ref()?;
         let flows = self
+            .layout
             .specs
             .iter()
             .zip(&dcqcn.flows)
