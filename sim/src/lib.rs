@@ -33,6 +33,7 @@ mod network;
 #[cfg(feature = "plot")]
 pub mod plot;
 mod queue;
+mod random;
 mod report;
 pub mod traffic;
 pub mod window;
@@ -51,13 +52,16 @@ pub use dcqcn::{
 };
 pub use describe::describe;
 pub use engine::{Parallel, Run, SimOptions, Simulation, simulate};
+pub use ethernet::frame::{
+    CNP_PAYLOAD_BYTES, ETHERNET_HEADER_BYTES, FCS_BYTES, IPV4_HEADER_BYTES, ROCE_HEADER_BYTES,
+    UDP_HEADER_BYTES, ethernet_wire_ps, frame_bytes,
+};
 pub use ethernet::sonic::{PfcDelayCheck, pfc_delay_table, sweep_pfc_delay};
 pub use ets::{EtsConfig, EtsError, Grant, Scheduler};
 pub use host_qos::{HostQos, HostQosError, Trust};
 pub use infiniband::link::{
-    BTH_BYTES, CNP_PAYLOAD_BYTES, ETHERNET_HEADER_BYTES, FCS_BYTES, HEADER_BYTES, ICRC_BYTES,
-    IPV4_HEADER_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, ROCE_HEADER_BYTES,
-    Speed, UDP_HEADER_BYTES, VCRC_BYTES, Width, ethernet_wire_ps, frame_bytes, wire_blocks,
+    BTH_BYTES, HEADER_BYTES, ICRC_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US,
+    Speed, VCRC_BYTES, Width, wire_blocks,
 };
 pub use network::{
     Ethernet, Flow, Link, Network, NetworkError, Node, NodeKind, PortAddr, PortArbitration, Storm,

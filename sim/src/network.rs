@@ -290,6 +290,18 @@ pub enum NetworkError {
     BadEthernet(String),
 }
 
+/// One port of the network, as the engine indexes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PortSlot {
+    pub(crate) node: u32,
+    pub(crate) num: u8,
+    /// The port at the other end of the link, `None` for an unlinked port.
+    pub(crate) peer: Option<u32>,
+    pub(crate) link: LinkParams,
+    /// The data VLs the link runs: VL0 up to one below this, the lower OperVLs of its ends.
+    pub(crate) vls: u8,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

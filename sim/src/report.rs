@@ -411,6 +411,14 @@ pub struct Report {
     pub buffer_occupancy: Option<BufferOccupancy>,
 }
 
+/// What a lane (a VL, or an Ethernet traffic class) or an Ethernet priority of one port sent:
+/// packets and blocks (bytes on Ethernet), counted as each packet starts.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sent {
+    pub(crate) packets: u64,
+    pub(crate) blocks: u64,
+}
+
 /// Six significant decimals: enough for any report, and the same digits on every run.
 pub(crate) fn round(value: f64) -> f64 {
     (value * 1e6).round() / 1e6

@@ -82,7 +82,6 @@ use toml::Spanned;
 use ibqos_qos::Sl;
 use ibqos_text::{Code, Coded, Located, Location, Severity};
 
-use crate::engine::mix;
 use crate::ethernet::dcqcn::{DcqcnConfig, DcqcnConfigError, EcnConfig, EcnConfigError};
 use crate::ethernet::ets::{EtsConfig, EtsError};
 use crate::ethernet::host_qos::{HostQos, HostQosError};
@@ -93,6 +92,7 @@ use crate::infiniband::link::{
     LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, Speed, Width, wire_blocks,
 };
 use crate::network::{Ethernet, Flow, PortAddr, Storm};
+use crate::random::mix;
 
 /// The largest payload of a management (VL15) packet: a MAD.
 pub const MAX_MANAGEMENT_PAYLOAD: u32 = 256;

@@ -100,14 +100,14 @@ use report::Counts;
 use run::{Clock, Fabric, Sources};
 use setup::Layout;
 
-use crate::ethernet::engine as ethernet;
+use crate::ethernet::state as ethernet;
 
 pub use parallel::{Parallel, Run};
 
 use crate::infiniband::arbiter::ArbiterOptions;
 use crate::infiniband::link::{LinkParams, Speed, Width};
 use crate::network::{Flow, Network, NetworkError};
-use crate::report::{Histogram, Report};
+use crate::report::{Histogram, Report, Sent};
 
 /// VLs a port can name: data VLs 0-14 and VL15; the timeline counts each.
 const VLS: usize = 16;
@@ -180,18 +180,6 @@ pub(crate) enum Event {
 }
 
 const _: () = assert!(size_of::<Event>() == 12);
-
-/// One port of the network, as the engine indexes it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PortSlot {
-    pub(crate) node: u32,
-    pub(crate) num: u8,
-    /// The port at the other end of the link, `None` for an unlinked port.
-    pub(crate) peer: Option<u32>,
-    pub(crate) link: LinkParams,
-    /// The data VLs the link runs: VL0 up to one below this, the lower OperVLs of its ends.
-    pub(crate) vls: u8,
-}
 
 /// What the run reads of a kind of link (a fabric has a handful): its delays, and the
 /// serialization time of a packet of each size in units, up to the largest a flow sends,
@@ -283,13 +271,6 @@ impl PortState {
     pub(crate) fn lanes(&self) -> std::ops::Range<usize> {
         self.lane(0)..self.lane(VL15) + 1
     }
-}
-
-/// What one VL of one port sent: packets and blocks, counted as each packet starts.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Sent {
-    pub(crate) packets: u64,
-    pub(crate) blocks: u64,
 }
 
 /// One VL of one port as a sender, 32 bytes, two to a cache line: what arbitration reads (the
@@ -521,14 +502,6 @@ pub struct Simulation<'n> {
     pub(crate) eth: Option<Box<ethernet::EthernetState>>,
     /// The partition this is of a [`Parallel`] run; `None` in a run of one.
     split: Option<Box<parallel::Split>>,
-}
-
-/// SplitMix64: a seeded, order-independent hash for per-flow randomness.
-pub(crate) fn mix(seed: u64, index: u64) -> u64 {
-    let mut z = seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Runs `flows` over `network` for the whole duration.

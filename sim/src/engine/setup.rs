@@ -5,15 +5,15 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::{
     Buffer, Clock, Counts, DELIVERY_BATCH, Event, Fabric, FlowHot, FlowState, Lane, LinkKind,
-    NO_LANES, NO_PORT, PortSlot, PortState, Rotation, Shape, SimOptions, Simulation, Sources,
-    Tally, UNLINKED, VL15, VLS, ethernet, mix,
+    NO_LANES, NO_PORT, PortState, Rotation, Shape, SimOptions, Simulation, Sources, Tally,
+    UNLINKED, VL15, VLS, ethernet,
 };
+use crate::ethernet::frame::{CNP_PAYLOAD_BYTES, ethernet_wire_ps, frame_bytes};
 use crate::infiniband::arbiter::ArbiterTables;
-use crate::infiniband::link::{
-    CNP_PAYLOAD_BYTES, LinkParams, ethernet_wire_ps, frame_bytes, wire_blocks,
-};
-use crate::network::{Flow, Network, NetworkError, NodeKind, PortAddr};
+use crate::infiniband::link::{LinkParams, wire_blocks};
+use crate::network::{Flow, Network, NetworkError, NodeKind, PortAddr, PortSlot};
 use crate::queue::Queue;
+use crate::random::mix;
 
 /// What set-up works out once: the run reads it and never changes it.
 #[derive(Debug)]
@@ -246,7 +246,12 @@ impl<'n> Simulation<'n> {
             split: None,
         };
         if let Some(config) = ethernet {
-            let state = ethernet::EthernetState::new(&sim, config)?;
+            let state = ethernet::EthernetState::new(
+                network,
+                &sim.layout.ports,
+                &sim.layout.node_base,
+                config,
+            )?;
             sim.eth = Some(Box::new(state));
             sim.start_storms();
         }

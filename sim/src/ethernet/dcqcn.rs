@@ -818,7 +818,7 @@ impl EcnMarker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::mix;
+    use crate::random::mix;
 
     const GBPS: u64 = 1_000_000_000;
     const MBPS: u64 = 1_000_000;

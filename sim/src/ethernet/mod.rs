@@ -4,7 +4,9 @@
 pub mod dcqcn;
 pub(crate) mod engine;
 pub mod ets;
+pub mod frame;
 pub mod host_qos;
 pub mod pfc;
 pub mod shared_buffer;
 pub mod sonic;
+pub(crate) mod state;
