@@ -23,11 +23,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use ibqos_fabric::netfile::parse_net_file;
+use ibqos_fabric::routing::EngineList;
 use ibqos_opensm::load_bytes;
 use ibqos_qos::Sl;
 use ibqos_qos::policy::setup::SetupTables;
-use ibqos_sim::traffic;
-use ibqos_sim::{Flow, Run, SimOptions, Tables, TopologyHosts, build_network};
+use ibqos_sim::{Forwarding, Setup, Tables, sim};
 
 mod floor;
 
@@ -97,49 +97,51 @@ fn main() {
         if pfc { PFC } else { "" },
         if dcqcn { DCQCN } else { "" }
     );
-    let traffic = traffic::parse("bench.toml", text.as_bytes()).expect("traffic");
     let started = Instant::now();
     let tables = Tables::Planned {
         qos: &loaded.settings.qos,
         setup: &SetupTables::default(),
         max_op_vls: None,
     };
-    let mut network = build_network(&mut topo, tables, &traffic).expect("network");
-    network.ethernet = traffic.ethernet(&TopologyHosts(&topo)).expect("ethernet");
-    let flows: Vec<Flow> = traffic
-        .flows(&TopologyHosts(&topo), 0)
-        .expect("flows")
-        .into_iter()
-        .enumerate()
-        .map(|(i, f)| Flow {
-            sl: Sl::ALL[i % 8],
-            ..f
-        })
-        .collect();
+    let minhop = EngineList::default();
+    let forwarding = Forwarding::Engines(&minhop);
+    let made = sim(
+        "bench.toml",
+        text.as_bytes(),
+        &mut topo,
+        Some(tables),
+        forwarding,
+        0,
+        0,
+    );
+    let mut setup = made.expect("set-up");
+    for (i, flow) in setup.flows.iter_mut().enumerate() {
+        flow.sl = Sl::ALL[i % 8];
+    }
+    let Setup {
+        network,
+        flows,
+        options,
+        ..
+    } = &setup;
     let setup_s = started.elapsed().as_secs_f64();
     if mode == Some("floor") {
         println!(
             "{fabric} {pattern} on the floor: {} flows, payload {payload} B, {duration_us} us simulated",
             flows.len()
         );
-        floor::run(&network, &flows, traffic.duration_ps, threads);
+        floor::run(network, flows, options.duration_ps, threads);
         println!("peak resident memory: {} MB", peak_rss_kb() / 1024);
         return;
     }
-    let options = SimOptions {
-        duration_ps: traffic.duration_ps,
-        seed: 0,
-        arbiter: traffic.arbiter,
-        timeline_intervals: 0,
-    };
     let started = Instant::now();
-    let mut sim = Run::new(&network, &flows, options, threads).expect("simulation");
+    let mut run = setup.run(threads).expect("simulation");
     let new_s = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    sim.run_until(traffic.duration_ps);
+    run.run_until(options.duration_ps);
     let run_s = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    let report = sim.finish();
+    let report = run.finish();
     let finish_s = started.elapsed().as_secs_f64();
     let vls: std::collections::BTreeSet<u8> = report
         .links

@@ -29,6 +29,7 @@ mod describe;
 mod engine;
 mod ethernet;
 mod infiniband;
+mod inputs;
 mod network;
 #[cfg(feature = "plot")]
 pub mod plot;
@@ -63,6 +64,7 @@ pub use infiniband::link::{
     BTH_BYTES, HEADER_BYTES, ICRC_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US,
     Speed, VCRC_BYTES, Width, wire_blocks,
 };
+pub use inputs::{Setup, SimError, sim};
 pub use network::{
     Ethernet, Flow, Link, Network, NetworkError, Node, NodeKind, PortAddr, PortArbitration, Storm,
 };

@@ -10,12 +10,9 @@ use anyhow::{Context, Result};
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::netfile::parse_net_file;
 use ibqos_fabric::routing::EngineList;
-use ibqos_qos::QosConfig;
-use ibqos_qos::policy::setup::SetupTables;
-use ibqos_sim::traffic;
 use ibqos_sim::{
-    Flow, Forwarding, Network, Report, Run, SimOptions, Tables, TopologyHosts,
-    build_routed_network, describe, pfc_delay_table, plot::write_plots, sweep_pfc_delay,
+    Forwarding, Report, Setup, SimError, Tables, describe, pfc_delay_table, plot::write_plots, sim,
+    sweep_pfc_delay,
 };
 use ibqos_sm::config::routing_engines;
 
@@ -30,14 +27,6 @@ const PROGRESS_AFTER: Duration = Duration::from_secs(1);
 /// Intervals of the bandwidth-share chart: few enough that each holds many packets (a 4 KB
 /// packet is about 1 us at QDR), so the shares are not quantized into noise.
 const PLOT_INTERVALS: usize = 30;
-
-/// Everything a run needs, built from the three input files.
-#[derive(Debug)]
-pub struct Setup {
-    pub network: Network,
-    pub flows: Vec<Flow>,
-    pub options: SimOptions,
-}
 
 pub fn run(args: &SimArgs) -> Result<Outcome> {
     let tables = match (&args.tables, args.config()) {
@@ -100,21 +89,20 @@ pub enum TableSource<'a> {
     None,
 }
 
-/// Reads the topology, the tables' source and the traffic file and builds the network and
-/// flows, routed by the engines `routing_engine` lists (else those of the configuration, else
-/// minhop), to record a timeline of `timeline_intervals` intervals (0: none).
+/// Reads the topology, the tables' source and the traffic file, and makes the run of them
+/// ([`ibqos_sim::sim`]), routed by the engines `routing_engine` lists (else those of the
+/// configuration, else minhop; a dump's own LFTs when it has them and no engine is named), to
+/// record a timeline of `timeline_intervals` intervals (0: none).
 pub fn setup(
     topology: &Path,
-    tables: TableSource<'_>,
+    tables_source: TableSource<'_>,
     routing_engine: Option<&str>,
     traffic_file: &Path,
     seed: u64,
     timeline_intervals: usize,
 ) -> Result<Setup> {
-    let bytes = std::fs::read(traffic_file)
+    let traffic = std::fs::read(traffic_file)
         .with_context(|| format!("cannot read {}", traffic_file.display()))?;
-    let traffic =
-        traffic::parse(&traffic_file.display().to_string(), &bytes).map_err(FileError::from)?;
     let mut topo = parse_net_file(topology).map_err(FileError::from)?.topology;
     // ibsim loads a net file without nodes; routing would only find that no port has a LID.
     if topo.nodes().next().is_none() {
@@ -123,28 +111,16 @@ pub fn setup(
             topology.display()
         );
     }
-    let on_topology = || format!("cannot simulate {}", topology.display());
     let named = routing_engine.map(|names| EngineList::parse(Some(names)));
-    let (mut network, passed_over) = match tables {
-        TableSource::None if traffic.ethernet.is_none() => {
-            anyhow::bail!(
-                "an InfiniBand run needs its QoS tables: give a configuration (-F or -c) or \
-                 --tables (a lossless-Ethernet run, [link] flow_control = \"pfc\", needs none)"
-            );
-        }
+    // What the tables and the forwarding borrow from, kept for the run's set-up.
+    let (loaded, planned, dump, engines);
+    let (tables, forwarding) = match tables_source {
         TableSource::None => {
-            let tables = Tables::Planned {
-                qos: &QosConfig::default(),
-                setup: &SetupTables::default(),
-                max_op_vls: None,
-            };
-            let engines = named.unwrap_or_default();
-            let forwarding = Forwarding::Engines(&engines);
-            build_routed_network(&mut topo, tables, forwarding, &traffic)
-                .with_context(on_topology)?
+            engines = named.unwrap_or_default();
+            (None, Forwarding::Engines(&engines))
         }
         TableSource::Config(config) => {
-            let loaded = load_config(config)?;
+            loaded = load_config(config)?;
             if loaded.has_errors() {
                 eprintln!(
                     "note: {} has errors (see `ibqos check`); simulating what OpenSM would make \
@@ -159,61 +135,68 @@ pub fn setup(
                     config.display()
                 );
             }
-            let setup = setup_on(&topo, &loaded.settings, config)?;
+            planned = setup_on(&topo, &loaded.settings, config)?;
+            engines = named.unwrap_or_else(|| routing_engines(&loaded.settings));
             let tables = Tables::Planned {
                 qos: &loaded.settings.qos,
-                setup: &setup,
+                setup: &planned,
                 max_op_vls: loaded.settings.links.oper_vls_cap(),
             };
-            let engines = named.unwrap_or_else(|| routing_engines(&loaded.settings));
-            let forwarding = Forwarding::Engines(&engines);
-            build_routed_network(&mut topo, tables, forwarding, &traffic)
-                .with_context(on_topology)?
+            (Some(tables), Forwarding::Engines(&engines))
         }
         TableSource::Dump(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            let dump = FabricDump::from_json(&text)
+            dump = FabricDump::from_json(&text)
                 .with_context(|| format!("{} is no fabric dump", path.display()))?;
             // The dump's own LFTs, unless engines are named or it has none (an older dump).
-            let engines = named.unwrap_or_default();
-            let forwarding = if routing_engine.is_none() && dump.has_lfts() {
+            let forwarding = if named.is_none() && dump.has_lfts() {
                 Forwarding::Held(&dump)
             } else {
+                engines = named.unwrap_or_default();
                 Forwarding::Engines(&engines)
             };
-            build_routed_network(&mut topo, Tables::Held(&dump), forwarding, &traffic)
-                .with_context(|| {
-                    format!("{} does not fit {}", path.display(), topology.display())
-                })?
+            (Some(Tables::Held(&dump)), forwarding)
         }
     };
-    for attempt in passed_over {
+    let name = traffic_file.display().to_string();
+    let made = sim(
+        &name,
+        &traffic,
+        &mut topo,
+        tables,
+        forwarding,
+        seed,
+        timeline_intervals,
+    );
+    let mut setup = made.map_err(|error| match error {
+        SimError::Traffic(error) => FileError::from(error).into(),
+        SimError::NoTables => anyhow::anyhow!(
+            "an InfiniBand run needs its QoS tables: give a configuration (-F or -c) or \
+             --tables (a lossless-Ethernet run, [link] flow_control = \"pfc\", needs none)"
+        ),
+        SimError::Build(error) => {
+            let context = match tables_source {
+                TableSource::Dump(path) => {
+                    format!("{} does not fit {}", path.display(), topology.display())
+                }
+                _ => format!("cannot simulate {}", topology.display()),
+            };
+            anyhow::Error::new(error).context(context)
+        }
+    })?;
+    for attempt in &setup.passed_over {
         eprintln!(
             "note: routing engine `{}` passed over: {}",
             attempt.name, attempt.skipped
         );
     }
-    let hosts = TopologyHosts(&topo);
-    let flows = traffic.flows(&hosts, seed).map_err(FileError::from)?;
-    network.ethernet = traffic.ethernet(&hosts).map_err(FileError::from)?;
     // The Ethernet reports' series over time (DCQCN rates, buffer occupancy) are in the JSON
     // report too, so an Ethernet run always records them.
-    let timeline_intervals = if network.ethernet.is_some() {
-        PLOT_INTERVALS
-    } else {
-        timeline_intervals
-    };
-    Ok(Setup {
-        network,
-        flows,
-        options: SimOptions {
-            duration_ps: traffic.duration_ps,
-            seed,
-            arbiter: traffic.arbiter,
-            timeline_intervals,
-        },
-    })
+    if setup.network.ethernet.is_some() {
+        setup.options.timeline_intervals = PLOT_INTERVALS;
+    }
+    Ok(setup)
 }
 
 /// Runs a set-up simulation on `threads` cores, with a progress bar on a terminal when it
@@ -227,7 +210,7 @@ pub fn simulate(setup: &Setup, threads: usize) -> Result<Report> {
              with --threads {cores}"
         );
     }
-    let mut sim = Run::new(&setup.network, &setup.flows, setup.options, threads)?;
+    let mut sim = setup.run(threads)?;
     let started = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
     let end = setup.options.duration_ps;
