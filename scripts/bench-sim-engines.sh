@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # The simulator bench (sim/benches/sim.rs: fat-tree-648 all-to-all) of an older commit against
-# the working tree's, and the working tree's floor (`-- DURATION 2048 floor`), in rounds that
-# alternate the three, so that a shared machine's drift falls on all of them: per duration,
-# the median run time, packet-hops and events per second, peak memory, and the ratios taken
-# round by round. Run by hand (not a test); results go to BENCHMARKS.md.
+# the working tree's, in rounds that alternate the two, so that a shared machine's drift falls
+# on both: per duration, the median run time, packet-hops and events per second, peak memory,
+# and the ratios taken round by round. Run by hand (not a test); results go to BENCHMARKS.md.
 #
 #   scripts/bench-sim-engines.sh OLD_COMMIT [ROUNDS] [DURATION_US ...]
 #                                                      default: 9 rounds; 100 300 1000 us
@@ -35,13 +34,12 @@ for duration in "${durations[@]}"; do
     for _ in $(seq "$rounds"); do
         echo "old $("$old_bin" "$duration" | tr '\n' ' ')"
         echo "new $("$new_bin" "$duration" | tr '\n' ' ')"
-        echo "floor $("$new_bin" "$duration" 2048 floor | tr '\n' ' ')"
     done >"$work/runs-$duration.txt"
     python3 - "$duration" "$work/runs-$duration.txt" <<'EOF'
 import re, statistics, sys
 
 duration, path = sys.argv[1], sys.argv[2]
-runs = {"old": [], "new": [], "floor": []}
+runs = {"old": [], "new": []}
 for line in open(path):
     who, text = line.split(" ", 1)
     run = re.search(r"run: ([0-9.]+) s, (\d+) events \(([0-9.]+) M events/s\), (\d+) packet-hops \(([0-9.]+) M", text)
@@ -70,6 +68,5 @@ for who in runs:
 print(f"  old/new run {ratios('old', 'new')}")
 total = lambda r: r["run"] + r["report"]
 print(f"  old/new run + report {ratios('old', 'new', total)}")
-print(f"  new/floor run {ratios('new', 'floor')}")
 EOF
 done

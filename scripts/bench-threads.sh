@@ -2,9 +2,9 @@
 # The simulator bench (sim/benches/sim.rs) on one thread and on THREADS, in rounds that
 # alternate the two: per duration, the median run time and packet-hops per second of each,
 # the ratio taken round by round, and whether every run gave the one-thread run's results.
-# MODE `ib` runs the engine (`-- DURATION 2048 ib THREADS`: the same events and packet-hops;
-# the tests hold its reports to be the same byte for byte), `floor` the floor (`-- DURATION
-# 2048 floor THREADS`: the same events, packet-hops, deliveries and their fingerprint).
+# MODE `ib` runs the engine (`-- DURATION 2048 ib THREADS`): the same events and packet-hops,
+# and the tests hold its reports to be the same byte for byte. It is the one mode since the
+# bench's floor went; the argument stays so that the commands in BENCHMARKS.md still run.
 # SIM_BENCH_NET and SIM_BENCH_PATTERN pass through to the bench. Run by hand (not a test);
 # results go to BENCHMARKS.md.
 #
@@ -17,14 +17,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib/bench.sh
 . scripts/lib/bench.sh
-mode=${1:?usage: scripts/bench-threads.sh ib|floor [THREADS] [ROUNDS] [DURATION_US ...]}
+mode=${1:?usage: scripts/bench-threads.sh ib [THREADS] [ROUNDS] [DURATION_US ...]}
 threads=${2:-2}
 rounds=${3:-7}
 shift $(($# < 3 ? $# : 3))
 durations=("$@")
 [ ${#durations[@]} -gt 0 ] || durations=(100 300 1000)
 command -v python3 >/dev/null || { echo "bench: python3 is missing" >&2; exit 1; }
-case $mode in ib | floor) ;; *) echo "bench: MODE is ib or floor" >&2; exit 1 ;; esac
+case $mode in ib) ;; *) echo "bench: MODE is ib" >&2; exit 1 ;; esac
 [ "$threads" -ge 2 ] 2>/dev/null || { echo "bench: THREADS must be a number from 2 up" >&2; exit 1; }
 
 bin=$(bench_binary "$PWD" "$PWD/target")
@@ -45,12 +45,10 @@ runs = {}
 for line in open(path):
     threads, text = line.split(" ", 1)
     m = re.search(r"run: ([0-9.]+) s, (\d+) events .*? (\d+) packet-hops \(([0-9.]+) M", text)
-    # The floor's deliveries and their fingerprint; the engine prints neither.
-    results = re.search(r"(\d+) delivered, .*fingerprint ([0-9a-f]+)", text)
     memory = re.search(r"peak resident memory: (\d+) MB", text)
     runs.setdefault(int(threads), []).append({
         "run": float(m[1]), "hops_s": float(m[4]), "memory": int(memory[1]),
-        "same": (m[2], m[3]) + (results.groups() if results else ()),
+        "same": (m[2], m[3]),
     })
 one, many = runs.pop(1), next(iter(runs.values()))
 threads = next(iter(runs))

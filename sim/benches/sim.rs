@@ -1,23 +1,31 @@
 //! Simulator throughput: events and packet-hops per second on one core, on the 648-host fat
 //! tree (fabric/data/fat-tree-648.net) with all-to-all traffic spread over 8 VLs.
 //!
-//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [ib|pfc|dcqcn|floor [THREADS]]]]`
-//! (defaults 100 us, 2048 B, InfiniBand, one thread). Every host sends to every other host as
-//! fast as the fabric allows (419,256 greedy flows), flow i on SL i mod 8, with the SL n -> VL n
-//! tables of an 8-VL configuration; with `pfc`, the same over lossless Ethernet at 100 Gb/s
-//! (flow i on priority i mod 8, every priority lossless in one PG with 100 KB of headroom, Xoff
-//! at 40 KB, the default pools and ETS); with `dcqcn`, the `pfc` run with ECN marking at every
-//! switch egress queue (Kmin 5 KB, Kmax 200 KB, Pmax 1%) and DCQCN at every host (the
-//! document's defaults but `DcqcnRpgByteReset` 32767, the parameters that converge). Prints the
-//! figures and the peak resident memory; a timing belongs here, never in a test. With `ib` and
-//! THREADS, the engine runs on THREADS cores ([`ibqos_sim::Parallel`]). With `floor`,
-//! the InfiniBand workload runs on the floor instead of the engine: the least an exact
-//! packet-level engine does for it, none of the report's bookkeeping (`floor/mod.rs`), to
-//! compare the engine and any target with; on THREADS cores (`floor/parallel.rs`), with the
-//! same results as on one. `SIM_BENCH_NET=FILE` and `SIM_BENCH_PATTERN=KIND` (a traffic
-//! pattern, e.g. `permutation`) run another fabric and pattern. `run` times `run_until`; the
-//! engine records the last batch of delivered packets' latencies in `finish`, so compare
-//! engines on run + report (a short run may leave every record to the report).
+//! `cargo bench -p ibqos-sim --bench sim [-- DURATION_US [PAYLOAD [ib|pfc|dcqcn [THREADS]]]]`
+//! (defaults 100 us, 2048 B, InfiniBand, one thread).
+//!
+//! Every host sends to every other host as fast as the fabric allows (419,256 greedy flows).
+//! Flow i is on SL i mod 8, with the SL n -> VL n tables of an 8-VL configuration.
+//! - `pfc`: the same over lossless Ethernet at 100 Gb/s. Flow i is on priority i mod 8; every
+//!   priority is lossless, in one PG with 100 KB of headroom and Xoff at 40 KB; the pools and
+//!   ETS are the defaults.
+//! - `dcqcn`: the `pfc` run with ECN marking at every switch egress queue (Kmin 5 KB, Kmax
+//!   200 KB, Pmax 1%) and DCQCN at every host. Its parameters are the document's defaults but
+//!   `DcqcnRpgByteReset` 32767, the ones that converge.
+//! - `ib` with THREADS: the engine runs on THREADS cores ([`ibqos_sim::Parallel`]).
+//!
+//! It prints the figures and the peak resident memory; a timing belongs here, never in a test.
+//! `SIM_BENCH_NET=FILE` and `SIM_BENCH_PATTERN=KIND` (a traffic pattern, e.g. `permutation`)
+//! run another fabric and pattern. `run` times `run_until`. The engine records the last batch
+//! of delivered packets' latencies in `finish`, so compare engines on run + report: a short run
+//! may leave every record to the report.
+//!
+//! There was once a floor here: a hand copy of the engine without the report's bookkeeping, to
+//! say how far the engine was from the least work of its kind. It had to be kept in step with
+//! the engine by hand, so it went. Its last figures are in BENCHMARKS.md. What replaces it:
+//! the engine against an older commit of itself (scripts/bench-sim-engines.sh), on one thread
+//! and on several (scripts/bench-threads.sh), and a profiler on this bench for where the time
+//! goes.
 
 use std::path::Path;
 use std::time::Instant;
@@ -27,9 +35,7 @@ use ibqos_fabric::routing::EngineList;
 use ibqos_opensm::load_bytes;
 use ibqos_qos::Sl;
 use ibqos_qos::policy::setup::SetupTables;
-use ibqos_sim::{Forwarding, Setup, Tables, sim};
-
-mod floor;
+use ibqos_sim::{Forwarding, Tables, sim};
 
 /// The lossless-Ethernet settings of the `pfc` run.
 const PFC: &str = r#"
@@ -118,27 +124,12 @@ fn main() {
     for (i, flow) in setup.flows.iter_mut().enumerate() {
         flow.sl = Sl::ALL[i % 8];
     }
-    let Setup {
-        network,
-        flows,
-        options,
-        ..
-    } = &setup;
     let setup_s = started.elapsed().as_secs_f64();
-    if mode == Some("floor") {
-        println!(
-            "{fabric} {pattern} on the floor: {} flows, payload {payload} B, {duration_us} us simulated",
-            flows.len()
-        );
-        floor::run(network, flows, options.duration_ps, threads);
-        println!("peak resident memory: {} MB", peak_rss_kb() / 1024);
-        return;
-    }
     let started = Instant::now();
     let mut run = setup.run(threads).expect("simulation");
     let new_s = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    run.run_until(options.duration_ps);
+    run.run_until(setup.options.duration_ps);
     let run_s = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let report = run.finish();
@@ -163,7 +154,7 @@ fn main() {
             (true, false) => " over lossless Ethernet",
             _ => "",
         },
-        flows.len()
+        setup.flows.len()
     );
     println!(
         "setup: routes, tables, flows {setup_s:.2} s; Run::new {new_s:.2} s (threads: {threads}); report {finish_s:.2} s"
