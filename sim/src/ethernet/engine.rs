@@ -767,3 +767,195 @@ impl Simulation<'_> {
         Some(DcqcnRates { interval_ns, flows })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ibqos_fabric::netfile::parse_net_file;
+
+    use crate::ethernet::frame::{ethernet_wire_ps, frame_bytes};
+    use crate::infiniband::link::PS_PER_US;
+    use crate::report::{PriorityReport, Report};
+
+    /// 100 Gb/s links; priority 3 lossless in PG 1 (Xoff at 20 KB of headroom), the others
+    /// lossy in PG 0. The pools are small (60 KB lossy, 600 KB lossless), so that an incast
+    /// fills them within the run.
+    const LINK: &str = r#"
+duration_us = 40
+[link]
+flow_control = "pfc"
+gbps = 100
+propagation_ns = 100
+[pfc]
+priorities = [3]
+[buffer]
+shared_buffer_bytes = 13680063
+priority_pg = [0, 0, 0, 1, 0, 0, 0, 0]
+pool = [
+    { name = "iPool0", size = 60000, type = "dynamic" },
+    { name = "iPool1", size = 600000, type = "dynamic" },
+    { name = "ePool0", size = 13680063, type = "dynamic" },
+]
+pg = [
+    { pg = 0, pool = "iPool0", type = "lossy", shared = { alpha = "1" } },
+    { pg = 1, pool = "iPool1", type = "lossless", reserved = 87040, xoff = 20480, xon = 20480, shared = { alpha = "1/8" } },
+]
+iport = [
+    { pool = "iPool0", shared = { alpha = "1" } },
+    { pool = "iPool1", shared = { alpha = "infinity" } },
+]
+eport = [{ pool = "ePool0", reserved = 10240, shared = { alpha = "8" } }]
+"#;
+
+    const PAYLOAD: u32 = 4096;
+    const DURATION_US: u64 = 40;
+
+    /// The run of [`LINK`], `extra` sections and a greedy flow to H4 from each of `sources`
+    /// (host, priority), on star.net (H1 to H4 on one switch).
+    fn run(extra: &str, sources: &[(&str, u8)]) -> Report {
+        let mut text = format!("{LINK}{extra}");
+        for (i, (src, priority)) in sources.iter().enumerate() {
+            text += &format!(
+                "[[flow]]\nname = \"f{i}\"\nsrc = \"{src}\"\ndst = \"H4\"\n\
+                 priority = {priority}\npayload = {PAYLOAD}\n"
+            );
+        }
+        let net = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/star.net");
+        let mut topology = parse_net_file(std::path::Path::new(net)).unwrap().topology;
+        let setup = crate::sim("t.toml", text.as_bytes(), &mut topology, None, 1, 0).unwrap();
+        setup.run(1).unwrap().finish()
+    }
+
+    /// The frames a 100 Gb/s link carries in the run.
+    fn line_rate_frames() -> u64 {
+        DURATION_US * PS_PER_US / ethernet_wire_ps(frame_bytes(PAYLOAD), 100_000_000_000)
+    }
+
+    /// Every priority's counters on every link direction.
+    fn priorities(report: &Report) -> impl Iterator<Item = &PriorityReport> {
+        let ethernet = report.links.iter().filter_map(|l| l.ethernet.as_ref());
+        ethernet.flat_map(|e| &e.priorities)
+    }
+
+    /// What a run did: computed from the report, to hold against what a case expects.
+    #[derive(Debug, PartialEq)]
+    struct Seen {
+        paused: bool,
+        dropped: bool,
+        marked: bool,
+        cnps: bool,
+    }
+
+    fn seen(report: &Report) -> Seen {
+        let sum = |count: fn(&PriorityReport) -> u64| priorities(report).map(count).sum::<u64>();
+        let dcqcn = report.flows.iter().filter_map(|f| f.dcqcn.as_ref());
+        Seen {
+            paused: sum(|p| p.pause_frames_received) > 0 && sum(|p| p.paused_ns) > 0,
+            dropped: sum(|p| p.dropped_packets) > 0,
+            marked: sum(|p| p.ecn_marks) > 0,
+            cnps: dcqcn.map(|d| d.cnps_received).sum::<u64>() > 0,
+        }
+    }
+
+    /// A congestion case: the run's extra sections and sources, and what it should do.
+    struct Case<'a> {
+        name: &'a str,
+        extra: &'a str,
+        sources: &'a [(&'a str, u8)],
+        expected: Seen,
+        /// The share of H4's line rate delivered.
+        share: std::ops::RangeInclusive<f64>,
+    }
+
+    /// Congestion and what the Ethernet mode does about it, case by case: whether pauses
+    /// were sent and obeyed, frames dropped, marked, answered by CNPs, and the share of H4's
+    /// line rate delivered. DCQCN's cuts leave part of the line idle in a run this short.
+    #[test]
+    fn congestion_is_paused_dropped_or_marked_by_the_configuration() {
+        const ECN: &str = "[ecn]\nkmin_bytes = 5000\nkmax_bytes = 200000\npmax = 0.1\n\
+                           [dcqcn]\nDcqcnRpgByteReset = 32767\n";
+        let lossless_incast: &[(&str, u8)] = &[("H1", 3), ("H2", 3), ("H3", 3)];
+        let lossy_incast: &[(&str, u8)] = &[("H1", 0), ("H2", 0), ("H3", 0)];
+        let seen_as = |paused, dropped, marked, cnps| Seen {
+            paused,
+            dropped,
+            marked,
+            cnps,
+        };
+        #[rustfmt::skip]
+        let cases = [
+            Case { name: "a lone flow", extra: "", sources: &[("H1", 3)],
+                   expected: seen_as(false, false, false, false), share: 0.95..=1.0 },
+            Case { name: "a lossless incast", extra: "", sources: lossless_incast,
+                   expected: seen_as(true, false, false, false), share: 0.95..=1.0 },
+            Case { name: "a lossy incast", extra: "", sources: lossy_incast,
+                   expected: seen_as(false, true, false, false), share: 0.95..=1.0 },
+            Case { name: "a lossless incast with ECN and DCQCN", extra: ECN,
+                   sources: lossless_incast,
+                   expected: seen_as(true, false, true, true), share: 0.5..=0.95 },
+        ];
+        for Case {
+            name,
+            extra,
+            sources,
+            expected,
+            share,
+        } in cases
+        {
+            let report = run(extra, sources);
+            assert_eq!(seen(&report), expected, "{name}");
+            let delivered: u64 = report.flows.iter().map(|f| f.delivered_packets).sum();
+            let fraction = delivered as f64 / line_rate_frames() as f64;
+            assert!(
+                share.contains(&fraction),
+                "{name}: {fraction} of line rate delivered"
+            );
+            // Lossless traffic is never lost: what was sent was delivered or is on its way.
+            if !expected.dropped {
+                assert!(
+                    report.flows.iter().all(|f| f.dropped_packets == 0),
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    /// A pause storm from H4 on priority 3 stops the switch port toward H4 on that priority
+    /// for its 20 us, while H1 sends on priorities 3 and 0. The pause stops the whole traffic
+    /// class. With the default dot1p map both priorities share class 0, so priority 0 waits
+    /// too, and the link carries no more than in the 20 us without the storm. In a class of its
+    /// own (weighted round robin, so that neither class starves the other), priority 0 goes on
+    /// through the storm.
+    #[test]
+    fn a_pause_storm_stops_the_traffic_class_of_its_priority() {
+        // Each frame pauses for 100 quanta (0.512 us at 100 Gb/s) and is sent every 50.
+        let storm = "[[storm]]\nhost = \"H4\"\npriorities = [3]\nquanta = 100\n\
+                     interval_quanta = 50\nstart_us = 10\nstop_us = 30\n";
+        let own_class = "[ets]\nqosscheduler = \"weighted-round-robin\"\n\
+                         dot1p = [\"qp1\", \"qp1\", \"qp1\", \"qp4\", \"qp1\", \"qp1\", \"qp1\", \"qp8\"]\n\
+                         [ets.qp4]\n";
+        // What the link carries in the 20 us outside the storm, and a frame or two in flight.
+        let outside_storm = line_rate_frames() / 2 + 2;
+        for (ets, priority_0_goes_on) in [("", false), (own_class, true)] {
+            let report = run(&format!("{storm}{ets}"), &[("H1", 3), ("H1", 0)]);
+            let to_h4 = (report.links.iter())
+                .find(|l| l.from == "S1[4]")
+                .and_then(|l| l.ethernet.as_ref())
+                .expect("S1[4] to H4");
+            let paused = |p: u8| {
+                let report = to_h4.priorities.iter().find(|r| r.priority == p);
+                report.map_or(0, |r| r.paused_ns)
+            };
+            // Paused for the storm's 20 us, give or take the frames' delays.
+            assert!((19_000..=21_000).contains(&paused(3)), "{} ns", paused(3));
+            assert_eq!(paused(0), 0, "a pause names its priorities only");
+            let [f3, f0] = &report.flows[..] else {
+                panic!("two flows");
+            };
+            let both = f3.delivered_packets + f0.delivered_packets;
+            assert_eq!(both > outside_storm, priority_0_goes_on, "{f3:?} {f0:?}");
+            if priority_0_goes_on {
+                assert!(f3.delivered_packets < f0.delivered_packets, "{f3:?} {f0:?}");
+            }
+        }
+    }
+}
