@@ -1,7 +1,7 @@
 //! The report as a person reads it: flows, SLs, totals per VL over every link, and the busiest
-//! links per VL; on Ethernet, priorities in place of SLs, and per link the traffic classes and
-//! priorities with their pauses and drops, and every switch's pool peaks; with DCQCN, the ECN
-//! marks per link and priority and each flow's CNPs, cuts and rates. Each table of rates says
+//! links per VL. On Ethernet it shows priorities in place of SLs; per link, the traffic classes
+//! and priorities with their pauses and drops; and every switch's pool peaks. With DCQCN it adds
+//! the ECN marks per link and priority, and each flow's CNPs, cuts and rates. Each table of rates says
 //! over which time they are, and a latency percentile that is a histogram bucket's upper bound
 //! is marked `<=`.
 

@@ -13,9 +13,9 @@
 //! - [`traffic`]: the traffic file (TOML) and the patterns it can generate;
 //! - [`pfc`] and [`shared_buffer`]: priority flow control (pause quanta, headroom, the end that
 //!   pauses and the end that obeys) and a switch buffer after NVIDIA Onyx (pools, the four
-//!   regions, static and dynamic thresholds, headroom), which the engine's lossless-Ethernet
-//!   mode (`flow_control = "pfc"`, [`Network::ethernet`]) calls, as it calls [`ets`] and
-//!   [`host_qos`]; [`sweep_pfc_delay`] runs the SONiC PFC pause response-time test plan;
+//!   regions, static and dynamic thresholds, headroom). The engine's lossless-Ethernet mode
+//!   (`flow_control = "pfc"`, [`Network::ethernet`]) calls them, as it calls [`ets`] and
+//!   [`host_qos`]. [`sweep_pfc_delay`] runs the SONiC PFC pause response-time test plan;
 //! - [`ets`]: the Ethernet egress schedulers (strict priority, WRR, the three WDRR methods of
 //!   ExtremeXOS, minbw/maxbw and rates) and the dot1p map;
 //! - [`dcqcn`] and [`host_qos`]: the RoCE host side after NVIDIA's ConnectX documentation (ECN

@@ -348,9 +348,9 @@ mod tests {
         }
 
         /// Any interleaving of pushes (each at or after the last pop) and pops, with or
-        /// without a limit, gives the order a sorted list of (time, push number) gives, with
-        /// more delays than classes; a pop with a limit takes nothing at or after it; a peek
-        /// shows the event a pop without a limit would take.
+        /// without a limit, gives the order a sorted list of (time, push number) gives. This
+        /// holds with more delays than classes. A pop with a limit takes nothing at or after
+        /// it, and a peek shows the event a pop without a limit would take.
         #[test]
         fn the_order_of_one_sorted_queue(
             steps in proptest::collection::vec((0u64..80, 0u8..3), 1..400),

@@ -12,9 +12,10 @@ const SUB: u64 = 1 << SUB_BITS;
 
 /// A log-linear latency histogram in nanoseconds: exact below 16 ns, then 16 buckets per power
 /// of two. Stored as the span of buckets actually used, so a flow whose latencies cluster costs
-/// a few hundred bytes, whatever its packet count; while every value is in one bucket, that
-/// bucket is `first` and its count `total`, with nothing on the heap (in a large all-to-all
-/// most flows deliver a packet or two, and an allocation per flow was a tenth of the run).
+/// a few hundred bytes, whatever its packet count. While every value is in one bucket, that
+/// bucket is `first` and its count `total`, with nothing on the heap. Why: in a large
+/// all-to-all most flows deliver a packet or two, and an allocation per flow was a tenth of the
+/// run.
 #[derive(Debug, Clone, Default)]
 pub struct Histogram {
     /// Index of `counts[0]`, or of the one bucket used while `counts` is empty.

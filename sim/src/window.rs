@@ -3,8 +3,8 @@
 //!
 //! The fabric's nodes are split into partitions, a thread each. An event at one port can push
 //! an event for another partition's port only across a link, at least a `lookahead` later (the
-//! shortest of an arrival's and a credit return's delay), so the run goes in windows of that
-//! length: within a window no partition can receive anything from another, and each takes its
+//! shortest of an arrival's and a credit return's delay). So the run goes in windows of that
+//! length. Within a window no partition can receive anything from another, and each takes its
 //! own events in order, alone.
 //!
 //! What the order needs is every push's number in the one-core run, where equal times go by

@@ -18,9 +18,9 @@
 //! - **VL15** outranks every data VL and is not flow-controlled (IBA C7-18): its packets never
 //!   wait for credits and are served first at every packet boundary.
 //! - **SL to VL per hop.** A host uses its port's table, a switch the table of the (input,
-//!   output) pair; a data packet whose SL maps to VL15 is dropped there and counted, and so is
-//!   one mapped to a VL the link does not run (at or above the OperVLs of either end): neither
-//!   end has a buffer for it.
+//!   output) pair. A data packet whose SL maps to VL15 is dropped there and counted. So is one
+//!   mapped to a VL the link does not run (at or above the OperVLs of either end): neither end
+//!   has a buffer for it.
 //! - **Sources.** A flow with a rate generates packets on a fixed schedule (with a seeded
 //!   phase) into an unbounded source queue; a flow with rate 0 always has a packet ready, and
 //!   several such flows on one port and VL take turns. Latency runs from a packet's creation
@@ -39,10 +39,10 @@
 //!   rides the packet unchanged. A port's lanes are its eight traffic classes, the ETS dot1p
 //!   map's class of each priority (VL15's lane is never used).
 //! - **Sender.** No credits (a lane's allowance never runs out). A class may send when it has
-//!   a head packet and no priority mapped to it is paused (the pause stops the queue, so a
-//!   lossy priority that shares a class with a paused lossless one waits too: give lossless
-//!   priorities classes of their own); among those, the port's ETS [`crate::ets::Scheduler`]
-//!   picks, in place of the VL arbiter. When none may send until some time (a pause's end, a
+//!   a head packet and no priority mapped to it is paused. The pause stops the whole queue, so
+//!   a lossy priority that shares a class with a paused lossless one waits too: give lossless
+//!   priorities classes of their own. Among the classes that may send, the port's ETS
+//!   [`crate::ets::Scheduler`] picks, in place of the VL arbiter. When none may send until some time (a pause's end, a
 //!   rate bucket's refill) the port is woken then, by one event. A frame already started
 //!   finishes.
 //! - **Switch buffer.** A frame arriving at a switch is admitted by the switch's
@@ -71,16 +71,16 @@
 //!   marked CE by [`crate::dcqcn::EcnMarker`] on the class's queued bytes, this frame included
 //!   (random words from `mix(seed, draw number)`, so a run is repeatable); CNPs are never marked.
 //!   Notification point: a marked frame delivered at a host may get a CNP
-//!   ([`crate::dcqcn::NotificationPoint`]), a real frame of 78 bytes (the RoCEv2 CNP: 16
-//!   reserved bytes after the BTH, [`crate::CNP_PAYLOAD_BYTES`]) on the CNP priority
-//!   (the host's trust mode applied to its PCP and DSCP), queued ahead of greedy traffic on the
-//!   destination's port and routed to the flow's source like data, subject to pauses and
-//!   buffers; one dropped is counted nowhere but in the flow's `cnps_sent` - `cnps_received`.
-//!   Reaction point: a greedy flow of a priority with one gets a
-//!   [`crate::dcqcn::ReactionPoint`]; while limited it leaves its lane's rotation and sends a
-//!   frame every (frame + 20) x 8 / rate, into its source queue only when its previous frame
-//!   has left it (a slot the port was too busy for is lost, not made up), and rejoins the
-//!   rotation when released. Its timers are events only while it has one. Flows with a rate
+//!   ([`crate::dcqcn::NotificationPoint`]). A CNP is a real frame of 78 bytes: the RoCEv2
+//!   CNP has 16 reserved bytes after the BTH ([`crate::CNP_PAYLOAD_BYTES`]). It goes on the
+//!   CNP priority (the host's trust mode applied to its PCP and DSCP), queued ahead of greedy
+//!   traffic on the destination's port. It is routed to the flow's source like data, subject
+//!   to pauses and buffers. One dropped is counted nowhere but in the flow's `cnps_sent` -
+//!   `cnps_received`. Reaction point: a greedy flow of a priority with one gets a
+//!   [`crate::dcqcn::ReactionPoint`]. While limited, the flow leaves its lane's rotation and
+//!   sends a frame every (frame + 20) x 8 / rate. The frame enters its source queue only when
+//!   the previous one has left it: a slot the port was too busy for is lost, not made up. The
+//!   flow rejoins the rotation when released. Its timers are events only while it has one. Flows with a rate
 //!   of their own have no reaction point (their application's rate is the limit).
 //!
 //! # More than one core
@@ -344,9 +344,9 @@ pub(crate) struct Turn {
 }
 
 /// What one VL of a port's receive buffer holds, 16 bytes, four to a cache line: its
-/// occupancy and peak, and its occupancy integrated over the run (for the mean) as it will be
-/// at the run's end if nothing else changes: blocks taken in with `left` picoseconds of the run
-/// left add `blocks x left`, blocks freed take theirs back off. So no time of the last change
+/// occupancy and peak, and its occupancy integrated over the run (for the mean). The integral
+/// is kept as it will be at the run's end if nothing else changes. Blocks taken in with `left`
+/// picoseconds of the run left add `blocks x left`; blocks freed take theirs back off. So no time of the last change
 /// is kept, and at the end `to_end` is the integral. It is at most the peak times the run's
 /// length; past 2^64 block-picoseconds (a flood on VL15, which has no credits, for long) the
 /// high part is carried out ([`Buffer::change`]).

@@ -542,10 +542,10 @@ impl<'n> Simulation<'n> {
 
     /// Records the deliveries logged so far in their flows' latency histograms, in flow order.
     /// Why not at each delivery: a flow's tally and its buckets are two random lines in
-    /// tables of every flow (27 MB of tallies for the 648-host all-to-all), and recorded at
-    /// each delivery they took a third of the run's time; a batch of about one delivery per
-    /// flow, sorted, reads them nearly as a stream (and lays the buckets out in flow order,
-    /// which the report reads faster too). A histogram is the same whatever order its values
+    /// tables of every flow (27 MB of tallies for the 648-host all-to-all). Recorded at each
+    /// delivery, they took a third of the run's time. A sorted batch of about one delivery per
+    /// flow reads them nearly as a stream. It also lays the buckets out in flow order, which
+    /// the report reads faster too. A histogram is the same whatever order its values
     /// came in, so the report is too.
     pub(super) fn record_deliveries(&mut self) {
         self.counts.deliveries.sort_unstable();

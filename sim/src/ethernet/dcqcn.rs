@@ -1,9 +1,10 @@
 //! DCQCN, RoCEv2 congestion control, as NVIDIA's ConnectX RoCE documentation (WinOF-2, "RoCEv2
-//! Congestion Management") describes it: the congestion point marks ECN at a switch egress queue
-//! ([`EcnMarker`]), the notification point (the receiving NIC) answers marked packets with CNPs
-//! ([`NotificationPoint`]), and the reaction point (the sending NIC) cuts and restores its rate
-//! ([`ReactionPoint`]), after Zhu et al., "Congestion Control for Large-Scale RDMA Deployments"
-//! (SIGCOMM 2015).
+//! Congestion Management") describes it, after Zhu et al., "Congestion Control for Large-Scale
+//! RDMA Deployments" (SIGCOMM 2015). It has three parts:
+//! - the congestion point marks ECN at a switch egress queue ([`EcnMarker`]);
+//! - the notification point (the receiving NIC) answers marked packets with CNPs
+//!   ([`NotificationPoint`]);
+//! - the reaction point (the sending NIC) cuts and restores its rate ([`ReactionPoint`]).
 //!
 //! The configuration, [`DcqcnConfig`], takes the parameters under the names `Mlx5Cmd -Qosconfig
 //! -Dcqcn` shows, in the document's units (rates in Mb/s, times in microseconds, the byte counter
@@ -33,11 +34,11 @@
 //!   cut happens when the period ends (the firmware's register description: "the flow rate is
 //!   reduced at the beginning of the next rate_reduce_monitor_period interval"); all CNPs of one
 //!   period make one cut;
-//! - at a cut the target rate becomes the current rate if `DcqcnClampTgtRate` is set, or if the
-//!   rate rose since the last cut by the byte counter, or by the timer when
-//!   `DcqcnClampTgtRateAfterTimeInc` is set (the document: the target "should be updated if the
-//!   transmission rate was increased due to the timer, and not only due to the byte counter");
-//!   after no increase the target stays where it was, so that cuts in a row keep it;
+//! - at a cut the target rate becomes the current rate in three cases: `DcqcnClampTgtRate` is
+//!   set; the rate rose since the last cut by the byte counter; or it rose by the timer and
+//!   `DcqcnClampTgtRateAfterTimeInc` is set. (The document: the target "should be updated if
+//!   the transmission rate was increased due to the timer, and not only due to the byte
+//!   counter".) After no increase the target stays where it was, so that cuts in a row keep it;
 //! - the first CNP keeps the target at the rate before it (the line rate), does not itself count
 //!   as a CNP for the next alpha update, and starts the alpha timer and the rate-increase timer;
 //! - once the rate is back at the line rate the flow's rate limiter is released (the firmware
@@ -52,11 +53,11 @@
 //! completes a stage every `DcqcnRpgByteReset` x 64 bytes the flow sends, so a flow at twice
 //! the rate rises twice as often, while the timer's stages come at one pace for every flow.
 //! With the document's 400 (25.6 KB: 6.4 us at 32 Gb/s) the byte counter is far ahead of the
-//! 100 us timer, a slow flow is cut nearly as often as a fast one (the notification point's
-//! pacing), and the flows keep an unfair split: two flows on 40 Gb/s settle near 32 and 7.5 Gb/s in this
-//! module's closed-loop test, the byte counter's unfairness Hayashi, Itsumi and Yamamoto found
-//! in QCN ("Improving Fairness of Quantized Congestion Notification for Data Center Ethernet
-//! Networks", ICDCS workshops 2011). A `DcqcnRpgByteReset` of at least the line rate x
+//! 100 us timer. A slow flow is then cut nearly as often as a fast one (the notification
+//! point's pacing), and the flows keep an unfair split. In this module's closed-loop test, two
+//! flows on 40 Gb/s settle near 32 and 7.5 Gb/s. This is the byte counter's unfairness that
+//! Hayashi, Itsumi and Yamamoto found in QCN ("Improving Fairness of Quantized Congestion
+//! Notification for Data Center Ethernet Networks", ICDCS workshops 2011). A `DcqcnRpgByteReset` of at least the line rate x
 //! `DcqcnRpgTimeReset` / 64 bytes leaves the increases to the timer, and the flows converge.
 //!
 //! The notification point's minimum time between CNPs is not in the ConnectX document: it is
@@ -1262,10 +1263,10 @@ mod tests {
         above_kmax: f64,
     }
 
-    /// Flows sharing one bottleneck queue, in steps of one packet time at the bottleneck: each
-    /// flow sends its rate's worth of 1000-byte packets into the queue, which is marked per
-    /// packet ([`LOOP_ECN`], the caller's random words) and drains at the bottleneck rate;
-    /// each marked packet reaches the flow's notification point after the queueing delay, and
+    /// Flows sharing one bottleneck queue, in steps of one packet time at the bottleneck. Each
+    /// flow sends its rate's worth of 1000-byte packets into the queue. The queue is marked per
+    /// packet ([`LOOP_ECN`], the caller's random words) and drains at the bottleneck rate.
+    /// Each marked packet reaches the flow's notification point after the queueing delay, and
     /// its CNP the reaction point 2 us later. Flow `i` starts at `starts_ps[i]`; the figures
     /// are over `[measure_ps, end_ps)`.
     fn shared_bottleneck(
@@ -1392,17 +1393,17 @@ mod tests {
     }
 
     /// The issue's convergence check. The document's defaults except `DcqcnRpgByteReset`,
-    /// which is 32767 (2 MB, the most the document allows): at every rate up to the 40 Gb/s
+    /// which is 32767 (2 MB, the most the document allows). At every rate up to the 40 Gb/s
     /// line rate the byte counter then takes longer than the 100 us timer (2 MB at 40 Gb/s is
-    /// 419 us), so every flow's rate rises on the timer, at the same pace whatever its rate,
+    /// 419 us). So every flow's rate rises on the timer, at the same pace whatever its rate,
     /// and the cuts, proportional to the rate, even the flows out. Any `DcqcnRpgByteReset` of
     /// at least line rate x `DcqcnRpgTimeReset` / 64 bytes (7813 here) does this; with the
     /// document's 400 the flows do not converge (the test above).
     ///
-    /// Measured from 200 ms to 1 s: the additive increase is 10 Mb/s per 100 us stage and only
-    /// after five stages of fast recovery, so shares drift slowly and a 50 ms mean still
-    /// strays by up to 12% from the fair share (2 of 12 runs with other random words), while
-    /// 800 ms means stayed within 5.1% (18 runs). Measured when written: 2 flows 20.79 and
+    /// Measured from 200 ms to 1 s: the additive increase is 10 Mb/s per 100 us stage, and only
+    /// after five stages of fast recovery. So shares drift slowly: a 50 ms mean still strays by
+    /// up to 12% from the fair share (2 of 12 runs with other random words). Means over 800 ms
+    /// stayed within 5.1% (18 runs). Measured when written: 2 flows 20.79 and
     /// 19.18 Gb/s; 4 flows 10.27, 10.09, 9.83, 9.79 Gb/s.
     #[test]
     fn flows_sharing_a_bottleneck_converge_to_within_ten_percent_of_fair_share() {

@@ -1,8 +1,8 @@
 //! The egress-port schedulers of an Ethernet switch port, after the ExtremeXOS description of
-//! Enhanced Transmission Selection (IEEE 802.1Qaz): strict priority, weighted round robin,
-//! weighted deficit round robin in each of the three platform methods that document gives, the
-//! per-port minbw/maxbw and committed/peak rates of a QoS profile, and the dot1p map from
-//! 802.1p priority (PCP) to QoS profile.
+//! Enhanced Transmission Selection (IEEE 802.1Qaz). They are strict priority, weighted round
+//! robin, and weighted deficit round robin in each of the three platform methods that document
+//! gives. A QoS profile adds per-port minbw/maxbw and committed/peak rates, and the dot1p map
+//! sends an 802.1p priority (PCP) to a QoS profile.
 //!
 //! # Names and numbering
 //! A port has up to eight QoS profiles, QP1 to QP8. "To determine which QoS profile serves a TC
@@ -34,27 +34,30 @@
 //! class becomes ready).
 //!
 //! Every packet a weighted class sends is charged to its weighted credit, in whichever tier it
-//! was sent. So a minbw is a guarantee, not an addition: a class whose weighted share is above its
-//! minbw gets its weighted share, one whose share is below gets its minbw, as the seed's example
-//! reports (weights 1 and 2 give 33% and 67%; "with the addition of this minimum bandwidth
-//! configuration" (minbw 40 on the weight-1 class) "the reported bandwidth would change to 40% for
-//! class 0 (qp1) and 60% for class 4 (qp5)"). The price is memory: the bytes a class sent under
+//! was sent. So a minbw is a guarantee, not an addition. A class whose weighted share is above its
+//! minbw gets its weighted share; one whose share is below gets its minbw. The seed's example
+//! reports this: weights 1 and 2 give 33% and 67%, and "with the addition of this minimum
+//! bandwidth configuration" (minbw 40 on the weight-1 class) "the reported bandwidth would change
+//! to 40% for class 0 (qp1) and 60% for class 4 (qp5)". The price is memory: the bytes a class sent under
 //! its minimum beyond its weighted share are owed to the weighted round, and that class is served
 //! in the weighted tier only once they are repaid. The power-of-two-K method is the exception
-//! its own rule makes: K is chosen to make every counter positive, so each replenishment wipes
-//! such a debt, and a class held up by its minbw also keeps part of its weighted share (in the
+//! its own rule makes. K is chosen to make every counter positive, so each replenishment wipes
+//! such a debt, and a class held up by its minbw also keeps part of its weighted share. In the
 //! seed's example with 1500-byte packets the tests measure 46.8% rather than 40%: still at least
-//! its minbw).
+//! its minbw.
 //!
 //! # The weighted schedulers
-//! All follow the seed's three steps: set the credit counters; serve the classes in round-robin
-//! order, each "until it is either empty or its credit counter is negative" (the class at the
-//! cursor is served again while it has credit, then the cursor moves on); "when all queues are
-//! either empty or their credit counter is less than 0, replenish". Here "empty" is "not eligible
-//! now": not ready (the engine leaves out a PFC-paused class) or held back by its maximum. A
-//! replenishment that still leaves every eligible class below its threshold is repeated at once
-//! (steps two and three repeat), computed in one step. After a replenishment the round goes on
-//! from the class after the one served last.
+//! All follow the seed's three steps:
+//! 1. set the credit counters;
+//! 2. serve the classes in round-robin order, each "until it is either empty or its credit
+//!    counter is negative" (the class at the cursor is served again while it has credit, then
+//!    the cursor moves on);
+//! 3. "when all queues are either empty or their credit counter is less than 0, replenish".
+//!
+//! Here "empty" is "not eligible now": not ready (the engine leaves out a PFC-paused class) or
+//! held back by its maximum. A replenishment that still leaves every eligible class below its
+//! threshold is repeated at once (steps two and three repeat), computed in one step. After a
+//! replenishment the round goes on from the class after the one served last.
 //!
 //! - **Weighted round robin** ([`QosScheduler::WeightedRoundRobin`]): "packet based": the credit
 //!   counts packets, `weight` per round, and a class is served while its count is above 0, so
@@ -63,18 +66,18 @@
 //! - **Weighted deficit round robin**, [`WdrrMethod`]:
 //!   - [`WdrrMethod::MtuQuantum`] (Summit X480, X460, X440; BlackDiamond 8900-c/-xl): "A weight
 //!     of 1 equals a unit of 128 bytes", "MTU Quantum Value — 2 Kbytes". Choice: the credit
-//!     counter counts 128-byte units and a packet costs its size rounded up to whole units (1500
-//!     bytes cost 12 units, 1536 bytes' worth; 9000 bytes cost 71); the counters start at the
-//!     quantum, 2 KB (16 units), for every class whatever its weight; each replenishment adds
-//!     "MTU quantum value x weight" = 16 x weight units, and "no queue's credit can ever be more
-//!     than quantum value x weight". (The other reading, weight x 128 bytes per round, would make
+//!     counter counts 128-byte units, and a packet costs its size rounded up to whole units
+//!     (1500 bytes cost 12 units, 1536 bytes' worth; 9000 bytes cost 71). The counters start at
+//!     the quantum, 2 KB (16 units), for every class whatever its weight. Each replenishment
+//!     adds "MTU quantum value x weight" = 16 x weight units, and "no queue's credit can ever
+//!     be more than quantum value x weight". (The other reading, weight x 128 bytes per round, would make
 //!     the 2 KB quantum a mere starting value and contradict step 3's formula.)
 //!   - [`WdrrMethod::PowerOfTwoK`] (Summit X670, X460-G2, X670-G2, X770; BlackDiamond
-//!     8900-40G6X-xm, X8): the counters (bytes) start at each class's weight; each replenishment
-//!     adds 2^K x weight, "K is calculated so that it is the minimum value required to make all
-//!     credit counters positive", recalculated at each replenishment, over all the weighted
-//!     classes (those empty with a negative counter too, as the wording says "all"); no counter is
-//!     ever above 2^K x weight.
+//!     8900-40G6X-xm, X8): the counters (bytes) start at each class's weight. Each replenishment
+//!     adds 2^K x weight: "K is calculated so that it is the minimum value required to make all
+//!     credit counters positive". K is recalculated at each replenishment, over all the weighted
+//!     classes (those empty with a negative counter too, as the wording says "all"). No counter
+//!     is ever above 2^K x weight.
 //!   - [`WdrrMethod::TenKbDoubling`] (BlackDiamond 8800 G48Te ... S-10G2Xc): weights 1 to 15,
 //!     "Credit is replenished by 2^(weight – 1) x 10KB" (KB = 1024 bytes, as the seed's table
 //!     makes weight 11 "10 MB"); weight 0 is strict priority. The seed gives neither the start
@@ -88,7 +91,7 @@
 //! seed names no burst; the default, two 9216-byte jumbo frames, lets a shaped class send
 //! back to back at its rate) and start full. A packet conforms when the bucket holds its size, or
 //! a full bucket for a packet larger than the bucket (which then goes below zero, and the wait
-//! that follows repays it); so over any interval of `t` picoseconds a class with a maximum and
+//! that follows repays it). So over any interval of `t` picoseconds, a class with a maximum and
 //! packets no larger than the bucket sends at most `rate_burst_bytes + rate x t` bytes. Tokens
 //! are whole bytes with the remainder of the division carried, so no byte is lost to rounding
 //! and the wake time is exact.
@@ -1660,12 +1663,14 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Whatever the configuration and the traffic: a grant is for a ready class with a
-        /// profile; a wait is for later and is exact (one picosecond earlier the answer is the
-        /// same wait, at that time a send); no class sends more than its peak allows over any
-        /// interval, nor more in the minbw tier than its minimum allows, rate_burst_bytes +
-        /// rate x time (plus the last packet's excess over the bucket); and (where the cap is
-        /// fixed) no weighted credit is above one replenishment.
+        /// Whatever the configuration and the traffic:
+        /// - a grant is for a ready class with a profile;
+        /// - a wait is for later and is exact: one picosecond earlier the answer is the same
+        ///   wait, at that time a send;
+        /// - no class sends more than its peak allows over any interval, nor more in the minbw
+        ///   tier than its minimum allows: rate_burst_bytes + rate x time, plus the last
+        ///   packet's excess over the bucket;
+        /// - where the cap is fixed, no weighted credit is above one replenishment.
         #[test]
         fn grants_are_ready_classes_within_their_rates(
             scheduler in 0usize..3,

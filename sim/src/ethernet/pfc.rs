@@ -95,13 +95,15 @@ pub const fn cable_ps(meters: u64) -> u64 {
 /// one way, frames of at most `mtu_bytes` and a sender that takes `response_delay_ps` to act
 /// ([`PfcConfig::response_delay_ps`]).
 ///
-/// This follows the worst-case account of Cisco's lossless-Ethernet headroom derivation (a
+/// This follows the worst-case account of Cisco's lossless-Ethernet headroom derivation: a
 /// Cisco Press chapter on congestion management in Ethernet storage networks, reproduced in the
-/// article "How to compute headroom for lossless Ethernet links"), which sums, in bit times: a
-/// maximum frame the receiver has just started, which the pause frame must wait for; the pause
-/// frame itself (64 bytes, 672 bit times with preamble and gap); the cable there and back; the
-/// sender's response; and the lossless frame the sender has just started when the pause takes
-/// hold. Cisco adds the PHY and MAC latency of both interfaces (D-Intf); the simulator has none
+/// article "How to compute headroom for lossless Ethernet links". It sums, in bit times:
+/// - a maximum frame the receiver has just started, which the pause frame must wait for;
+/// - the pause frame itself (64 bytes, 672 bit times with preamble and gap);
+/// - the cable there and back, and the sender's response;
+/// - the lossless frame the sender has just started when the pause takes hold.
+///
+/// Cisco adds the PHY and MAC latency of both interfaces (D-Intf); the simulator has none
 /// of its own, so they belong in `response_delay_ps` if wanted. Every bit time counts as a byte
 /// that may be stored, so preamble and gap make this a slight over-estimate of what a buffer
 /// holds, never an under-estimate. A lossless PG of [`crate::shared_buffer`] needs this much

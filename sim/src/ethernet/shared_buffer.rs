@@ -21,8 +21,8 @@
 //!    may give it; for lossless traffic only ePort.TC or ePort ("Ingress check is not performed
 //!    since all the ingress reserved space is allocated for headroom");
 //! 3. else a lossy packet is dropped, and a lossless one "stays in headroom on which Xon/Xoff
-//!    thresholds are applied": the PG's reserved size is its headroom (the manual's example
-//!    sets "headroom (reserved size) of 85KB"), Xoff and Xon are thresholds on the headroom's
+//!    thresholds are applied". The PG's reserved size is its headroom (the manual's example
+//!    sets "headroom (reserved size) of 85KB"). Xoff and Xon are thresholds on the headroom's
 //!    occupancy, and a packet that does not fit in the headroom is dropped.
 //!
 //! A packet stays where it was admitted until it leaves ([`SwitchBuffer::release`]).
@@ -33,11 +33,12 @@
 //! settles at `alpha x B / (1 + N x alpha)` of a pool of B bytes (Choudhury and Hahne's dynamic
 //! threshold).
 //!
-//! Not modelled: multicast (MC.SP, ePort.mc, ePool15) and control traffic (iPoolCtrl,
-//! ePoolCtrl, pg9, tc16), which the simulator does not carry; the pipeline headroom of a lossy PG
-//! (the out-of-box "20KB headroom" of pg0), which holds a packet only while the switch decides
-//! where it goes; and per-interface differences: one [`BufferConfig`] applies to every port of a
-//! switch.
+//! Not modelled:
+//! - multicast (MC.SP, ePort.mc, ePool15) and control traffic (iPoolCtrl, ePoolCtrl, pg9,
+//!   tc16), which the simulator does not carry;
+//! - the pipeline headroom of a lossy PG (the out-of-box "20KB headroom" of pg0), which holds a
+//!   packet only while the switch decides where it goes;
+//! - per-interface differences: one [`BufferConfig`] applies to every port of a switch.
 //!
 //! Sizes are bytes; the manual's "KB" is taken as 1024 bytes.
 

@@ -61,8 +61,8 @@ pub enum ZeroWeight {
 pub enum HighLimitMode {
     /// The specification: high-priority packets may start while fewer than `limit` x 4096 bytes
     /// (counted on the wire, in whole blocks) were sent since the low table last had an
-    /// opportunity, and always at least one; then the low table may send one packet (if it has
-    /// none ready, the opportunity passes) and the count starts again. 255 is unbounded: the
+    /// opportunity, and always at least one. Then the low table may send one packet (if it has
+    /// none ready, the opportunity passes), and the count starts again. 255 is unbounded: the
     /// low table is served only when the high table has nothing to send.
     #[default]
     Spec,
