@@ -90,7 +90,7 @@ pub fn sim(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ibqos_fabric::netfile::parse_net_file;
+    use crate::star;
     use ibqos_fabric::routing::EngineList;
 
     const FLOW: &str = "[[flow]]\nname = \"f\"\nsrc = \"H1\"\ndst = \"H4\"\npayload = 1024\n";
@@ -102,11 +102,6 @@ mod tests {
     /// Forwarding by the first engine of `engines` that routes.
     fn by(engines: &EngineList) -> Forwarding<'_> {
         Forwarding::Engines(engines)
-    }
-
-    fn star() -> Topology {
-        let net = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/star.net");
-        parse_net_file(std::path::Path::new(net)).unwrap().topology
     }
 
     /// An InfiniBand traffic file without tables is refused; with a lossless-Ethernet link it

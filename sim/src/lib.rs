@@ -77,3 +77,12 @@ pub use report::{
     SwitchReport, Timeline, TrafficClassReport, VlReport,
 };
 pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};
+
+/// The fabric unit tests run on: one switch, S1, and four hosts, H1 to H4
+/// (examples/sim/star.net).
+#[cfg(test)]
+fn star() -> ibqos_fabric::Topology {
+    let net = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/star.net");
+    let parsed = ibqos_fabric::netfile::parse_net_file(std::path::Path::new(net));
+    parsed.expect("star.net").topology
+}

@@ -2,7 +2,6 @@ use super::*;
 use crate::build::{Tables, TopologyHosts, build_network};
 use crate::network::{Link, Node, NodeKind, PortAddr, PortArbitration};
 use crate::traffic;
-use ibqos_fabric::netfile::parse_net_file;
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{QosConfig, Sl2VlTable};
 
@@ -12,8 +11,7 @@ use ibqos_qos::{QosConfig, Sl2VlTable};
 /// intervals held 7 packets, 1.09 times what the link carries in one.
 #[test]
 fn no_interval_of_the_timeline_holds_more_than_the_link_carries() {
-    let net = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/star.net");
-    let mut topo = parse_net_file(std::path::Path::new(net)).unwrap().topology;
+    let mut topo = crate::star();
     let text = "duration_us = 200\n[[flow]]\nname = \"f\"\nsrc = \"H1\"\ndst = \"H4\"\n\
                 payload = 4096\n";
     let traffic = traffic::parse("t.toml", text.as_bytes()).unwrap();

@@ -770,8 +770,6 @@ impl Simulation<'_> {
 
 #[cfg(test)]
 mod tests {
-    use ibqos_fabric::netfile::parse_net_file;
-
     use crate::ethernet::frame::{ethernet_wire_ps, frame_bytes};
     use crate::infiniband::link::PS_PER_US;
     use crate::report::{PriorityReport, Report};
@@ -819,8 +817,7 @@ eport = [{ pool = "ePool0", reserved = 10240, shared = { alpha = "8" } }]
                  priority = {priority}\npayload = {PAYLOAD}\n"
             );
         }
-        let net = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/star.net");
-        let mut topology = parse_net_file(std::path::Path::new(net)).unwrap().topology;
+        let mut topology = crate::star();
         let setup = crate::sim("t.toml", text.as_bytes(), &mut topology, None, 1, 0).unwrap();
         setup.run(1).unwrap().finish()
     }
