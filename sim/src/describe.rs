@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::{Histogram, Report};
+use crate::report::{Histogram, Report};
 
 /// Rows of each table before "... more".
 const TABLE_ROWS: usize = 20;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use crate::{BufferOccupancy, DcqcnRates, Report, Timeline};
+use crate::report::{BufferOccupancy, DcqcnRates, Report, Timeline};
 
 /// Why the charts could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -124,7 +124,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// The report of flow `f`, described by `spec`, which leaves from the port named `src`.
-    pub(super) fn flow_report(
+    fn flow_report(
         spec: &Flow,
         f: &FlowState,
         src: Arc<str>,
@@ -152,7 +152,7 @@ impl<'n> Simulation<'n> {
         }
     }
 
-    pub(super) fn sl_reports(&self) -> (Vec<SlReport>, Vec<(u8, Histogram)>) {
+    fn sl_reports(&self) -> (Vec<SlReport>, Vec<(u8, Histogram)>) {
         /// What the data flows of one SL add up to, in one pass over the flows.
         #[derive(Default)]
         struct Sum {
@@ -234,13 +234,13 @@ impl<'n> Simulation<'n> {
     }
 
     /// Where the timeline counts the blocks `port` sent on `vl` in interval `interval`.
-    pub(super) fn timeline_index(&self, port: u32, interval: usize, vl: u8) -> usize {
+    fn timeline_index(&self, port: u32, interval: usize, vl: u8) -> usize {
         (port as usize * self.layout.options.timeline_intervals + interval) * VLS + usize::from(vl)
     }
 
     /// The bytes of the engine's unit of size: a 64-byte block on InfiniBand, a byte on
     /// Ethernet. Reports convert sizes here.
-    pub(super) fn unit_bytes(&self) -> u64 {
+    fn unit_bytes(&self) -> u64 {
         match self.eth {
             Some(_) => 1,
             None => u64::from(BLOCK_BYTES),
@@ -248,13 +248,13 @@ impl<'n> Simulation<'n> {
     }
 
     /// Every linked port and its peer, in port order: one per direction of each link.
-    pub(super) fn linked_ports(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+    fn linked_ports(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         (0..)
             .zip(&self.layout.ports)
             .filter_map(|(port, slot)| Some((port, slot.peer?)))
     }
 
-    pub(super) fn link_reports(&self) -> Vec<LinkReport> {
+    fn link_reports(&self) -> Vec<LinkReport> {
         let duration = self.layout.options.duration_ps;
         let block = self.unit_bytes();
         self.linked_ports()
@@ -341,7 +341,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// The busiest link direction's bytes per VL per interval (the first of equals).
-    pub(super) fn timeline_report(&self, links: &[LinkReport]) -> Option<Timeline> {
+    fn timeline_report(&self, links: &[LinkReport]) -> Option<Timeline> {
         let intervals = self.layout.options.timeline_intervals;
         if intervals == 0 {
             return None;

@@ -73,7 +73,7 @@ impl<'n> Simulation<'n> {
     /// [`Simulation::run_until`]; as a partition (`LOG`), noting each event that pushed any
     /// event, its rank and the pushes before it, in the window's log. One loop for both, made
     /// twice, so that a run on one core does not ask at each event whether to log it.
-    pub(super) fn take_events<const LOG: bool>(&mut self, until: u64) {
+    fn take_events<const LOG: bool>(&mut self, until: u64) {
         let until = until.min(self.layout.options.duration_ps);
         let after = until.saturating_add(1);
         // The time of the next scheduled event (the schedule does not change during the run).
@@ -125,7 +125,7 @@ impl<'n> Simulation<'n> {
     /// Loads whose index depends on another load (a lane, a buffer) waited for it and made
     /// the run slower, as did loading the arbiter too.
     #[inline(always)]
-    pub(super) fn load_next_event_ports(&self) {
+    fn load_next_event_ports(&self) {
         match self.clock.queue.peek() {
             Some(&Event::Arrive { port, packet }) => {
                 std::hint::black_box(self.fabric.states[port as usize].base);
@@ -147,7 +147,7 @@ impl<'n> Simulation<'n> {
     // Inlined into the run loop, as it was before the DCQCN events made it larger: called
     // apart, it cost the InfiniBand run 7.8% more instructions (callgrind).
     #[inline(always)]
-    pub(super) fn handle(&mut self, event: Event) {
+    fn handle(&mut self, event: Event) {
         match event {
             Event::Start { flow } | Event::Inject { flow } => self.inject(flow),
             Event::Join { flow, port, vl } => {
@@ -275,7 +275,7 @@ impl<'n> Simulation<'n> {
 
     /// A generated packet: queued at its source, or dropped there if its SL maps to VL15 or to a
     /// VL its link does not run.
-    pub(super) fn inject(&mut self, flow: u32) {
+    fn inject(&mut self, flow: u32) {
         let now = self.clock.now;
         let state = &self.sources.flows[flow as usize];
         if now >= state.stop_ps {
@@ -313,7 +313,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// A packet of `flow`, of `f`'s shape, leaving its source now on lane `vl`.
-    pub(super) fn packet_of(&self, flow: u32, f: Shape, vl: u8) -> Packet {
+    fn packet_of(&self, flow: u32, f: Shape, vl: u8) -> Packet {
         Packet {
             created: self.clock.now,
             flow,
@@ -357,7 +357,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// Appends `packet` to a lane's queue; true if the queue was empty.
-    pub(super) fn append(&mut self, lane: usize, packet: u32) -> bool {
+    fn append(&mut self, lane: usize, packet: u32) -> bool {
         let p = &mut self.fabric.packets[packet as usize];
         // The last of its queue: what follows it, nothing, 0 blocks (a packet queued here
         // after it sets them). A packet is queued once per hop, so these hold the last hop's.
@@ -378,7 +378,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// Takes the first packet of a lane's queue.
-    pub(super) fn dequeue(&mut self, lane: usize) -> Option<u32> {
+    fn dequeue(&mut self, lane: usize) -> Option<u32> {
         let l = &mut self.fabric.lanes[lane];
         let packet = l.first;
         if packet == NO_PACKET {
@@ -409,7 +409,7 @@ impl<'n> Simulation<'n> {
     /// Starts or ends a lane's wait for credits. A lane is blocked while its port is idle and
     /// its head packet lacks credits: while the port sends something else, it waits for the
     /// wire, not for credits. Called only when that changes (the port's `waiting` bits).
-    pub(super) fn account_blocked(&mut self, lane: usize, blocked: bool) {
+    fn account_blocked(&mut self, lane: usize, blocked: bool) {
         let left = self.left_ps();
         let wait = &mut self.counts.waits[lane];
         if blocked {
@@ -421,7 +421,7 @@ impl<'n> Simulation<'n> {
 
     /// Marks `port` idle, which starts the wait of each of its starved lanes. (A port becomes
     /// busy only in [`Simulation::transmit`], which ends every wait.)
-    pub(super) fn set_idle(&mut self, port: u32) {
+    fn set_idle(&mut self, port: u32) {
         let bits = &mut self.fabric.states[port as usize];
         bits.busy = false;
         let mut started = bits.starved & !bits.waiting;
@@ -443,7 +443,7 @@ impl<'n> Simulation<'n> {
     /// `port`'s receive buffer takes in (`fill`) or frees `blocks` on `vl`, now. Inlined: a
     /// call costs as much as the change, twice a packet-hop.
     #[inline(always)]
-    pub(super) fn change_buffer(&mut self, port: u32, vl: u8, blocks: u32, fill: bool) {
+    fn change_buffer(&mut self, port: u32, vl: u8, blocks: u32, fill: bool) {
         let (lane, left) = (self.lane(port, vl), self.left_ps());
         let carry = self.counts.buffers[lane].change(blocks, left, fill);
         if carry != 0 {
@@ -578,7 +578,7 @@ impl<'n> Simulation<'n> {
 
     /// The peer and the VL `port` sends on next, if it is linked and VL15 or the arbiter
     /// grants one, whether or not the port is busy.
-    pub(super) fn credit_grant(&mut self, port: u32) -> Option<(u32, u8)> {
+    fn credit_grant(&mut self, port: u32) -> Option<(u32, u8)> {
         let p = port as usize;
         let bits = self.fabric.states[p];
         let peer = bits.peer;
@@ -609,7 +609,7 @@ impl<'n> Simulation<'n> {
         Some((peer, vl))
     }
 
-    pub(super) fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
+    fn transmit(&mut self, port: u32, peer: u32, vl: u8) {
         let now = self.clock.now;
         // What the port's state says of its lanes and link does not change below: one read.
         let state = self.fabric.states[port as usize];
@@ -682,7 +682,7 @@ impl<'n> Simulation<'n> {
     /// Pushes `event`, due at `time`, for `peer`, a port linked to one of this run's: into the
     /// queue, or when the peer is another partition's (`far`) into that partition's outbox.
     #[inline(always)]
-    pub(super) fn push_to_peer(&mut self, far: bool, peer: u32, time: u64, event: Event) {
+    fn push_to_peer(&mut self, far: bool, peer: u32, time: u64, event: Event) {
         if far {
             self.cross(peer, time, event);
         } else {

@@ -307,7 +307,7 @@ impl<'n> Simulation<'n> {
         Ok(sim)
     }
 
-    pub(super) fn flow_state(&self, flow: &Flow, index: u64) -> Result<FlowState, NetworkError> {
+    fn flow_state(&self, flow: &Flow, index: u64) -> Result<FlowState, NetworkError> {
         let bad_source = || NetworkError::BadSource {
             flow: flow.name.to_string(),
             port: format!("node {} port {}", flow.src.node, flow.src.port),
@@ -357,14 +357,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// A flow leaving from `port` on lane `vl` with packets of `blocks` units, at its start.
-    pub(super) fn source_state(
-        &self,
-        flow: &Flow,
-        index: u64,
-        port: u32,
-        blocks: u32,
-        vl: u8,
-    ) -> FlowState {
+    fn source_state(&self, flow: &Flow, index: u64, port: u32, blocks: u32, vl: u8) -> FlowState {
         let stop = flow.stop_ps.min(self.layout.options.duration_ps);
         let greedy = flow.rate_bps == 0;
         let phase = if greedy {
