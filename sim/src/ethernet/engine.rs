@@ -770,6 +770,9 @@ impl Simulation<'_> {
 
 #[cfg(test)]
 mod tests {
+    use ibqos_fabric::routing::EngineList;
+
+    use crate::build::Forwarding;
     use crate::ethernet::frame::{ethernet_wire_ps, frame_bytes};
     use crate::infiniband::link::PS_PER_US;
     use crate::report::{PriorityReport, Report};
@@ -818,7 +821,18 @@ eport = [{ pool = "ePool0", reserved = 10240, shared = { alpha = "8" } }]
             );
         }
         let mut topology = crate::star();
-        let setup = crate::sim("t.toml", text.as_bytes(), &mut topology, None, 1, 0).unwrap();
+        let minhop = EngineList::default();
+        let forwarding = Forwarding::Engines(&minhop);
+        let made = crate::sim(
+            "t.toml",
+            text.as_bytes(),
+            &mut topology,
+            None,
+            forwarding,
+            1,
+            0,
+        );
+        let setup = made.unwrap();
         setup.run(1).unwrap().finish()
     }
 
