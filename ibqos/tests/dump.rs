@@ -14,7 +14,7 @@ use ibqos_opensm::Settings;
 use ibqos_sm::config::scheduler_config;
 use ibqos_sm::engine::survey::Survey;
 use ibqos_sm::manager::{Outcome, Run};
-use ibqos_transport::driver::survey;
+use ibqos_transport::driver::drive;
 use ibqos_transport::emulated::EmulatedTransport;
 
 use common::{EmulatedSm, mixed_capability_fat_tree, settings, two_switch};
@@ -35,7 +35,14 @@ fn handled(emulator: &Emulator) -> (u64, u64) {
 /// the Gets and Sets the fabric handled meanwhile.
 fn survey_counted(transport: &mut EmulatedTransport) -> (Survey, (u64, u64)) {
     let before = handled(transport.emulator());
-    let surveyed = survey(transport, scheduler_config(&Settings::default())).unwrap();
+    let mut surveyed = Survey::start(scheduler_config(&Settings::default()));
+    drive(
+        transport,
+        &mut surveyed,
+        |s: &mut Survey| s.is_done().then_some(()),
+        &|| false,
+    )
+    .unwrap();
     let after = handled(transport.emulator());
     (surveyed, (after.0 - before.0, after.1 - before.1))
 }

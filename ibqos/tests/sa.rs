@@ -4,6 +4,7 @@
 //! fabric's own PortInfo, never from a table written here.
 
 use ibqos_emu::{Emulator, attach_port, load_topology};
+use ibqos_exchange::{OutgoingMad, Peer};
 use ibqos_fabric::Topology;
 use ibqos_mad::sa::{
     Mtu, NodeRecord, NodeRecordRepr, PKeyTableRecord, PKeyTableRecordRepr, PathRecord,
@@ -11,7 +12,6 @@ use ibqos_mad::sa::{
 };
 use ibqos_mad::{ClassPortInfo, Method, Status};
 use ibqos_opensm::Settings;
-use ibqos_sm::engine::scheduler::{OutgoingMad, Peer};
 use ibqos_sm::manager::Run;
 use ibqos_sm::sa::{Sa, SaConfig, SaDb};
 use ibqos_transport::Transport;

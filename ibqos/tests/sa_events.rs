@@ -6,14 +6,14 @@
 use std::time::Duration;
 
 use ibqos_emu::{Emulator, FaultSchedule, Flap, attach_port, load_topology};
+use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_fabric::PortRef;
 use ibqos_mad::sa::{
     InformInfoRepr, Record, SaAttributeId, SaMad, SaNoticeRepr, ServiceRecordRepr,
 };
 use ibqos_mad::{Gid, Method, MgmtClass, Status};
-use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
-use ibqos_sm::manager::{Event, Run};
-use ibqos_transport::driver::next_event;
+use ibqos_sm::manager::{Event, Manager, Run};
+use ibqos_transport::driver::drive;
 use ibqos_transport::emulated::EmulatedTransport;
 use ibqos_transport::{Incoming, LocalPort, Outgoing, Transport, TransportError};
 
@@ -234,9 +234,14 @@ fn a_subscriber_gets_reports_of_traps_and_of_ports_leaving_until_it_answers() {
         sent: Vec::new(),
     };
     loop {
-        let event = next_event(&mut recording, &mut sm.manager, &|| false)
-            .unwrap()
-            .unwrap();
+        let event = drive(
+            &mut recording,
+            &mut sm.manager,
+            Manager::poll_event,
+            &|| false,
+        )
+        .unwrap()
+        .unwrap();
         if matches!(event, Event::SweepDone(_)) {
             break;
         }

@@ -5,13 +5,13 @@
 //! fabric's own PortInfo: its hosts run 4x SDR (10 Gb/s, rate code 3) with NeighborMTU 2048
 //! (code 4).
 
+use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_fabric::PortRef;
 use ibqos_mad::sa::{
     InformInfoRepr, JoinState, McMemberRecordMask as M, McMemberRecordRepr, Mtu, Rate, Record,
     SaAttributeId, SaMad, SaNoticeRepr, Selector,
 };
 use ibqos_mad::{AttributeId, Gid, Method, Status};
-use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
 use ibqos_sm::manager::Run;
 use tempfile::TempDir;
 

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ibqos_emu::{FaultSchedule, Flap};
+use ibqos_exchange::Peer;
 use ibqos_fabric::{NodeKind, PortRef};
 use ibqos_mad::sa::{SaAttributeId, SaMad, SmInfoRecord, SmInfoRecordRepr};
 use ibqos_mad::{
@@ -21,12 +22,11 @@ use ibqos_mad::{
 use ibqos_opensm::{Format, Settings};
 use ibqos_sm::counters::Counters;
 use ibqos_sm::election::StateReason;
-use ibqos_sm::engine::scheduler::Peer;
 use ibqos_sm::engine::sweep::{SetResult, SweepMode, Table};
 use ibqos_sm::manager::{Event, Manager, Outcome, Run, STOP_WAIT, SweepReason};
 use ibqos_sm::summary::{ChangeSummary, SweepSummary};
 use ibqos_transport::Transport;
-use ibqos_transport::driver::next_event_watched;
+use ibqos_transport::driver::drive;
 
 mod common;
 use common::{EmulatedSm, ask, host, request, settings, two_switch};
@@ -467,12 +467,13 @@ fn a_stop_during_a_sweep_sends_nothing_more_and_ends_within_its_wait() {
     let mut sm = EmulatedSm::new(two_switch(), Run::Daemon, &settings(CONFIG));
     // Strike in the middle of the first (forced) sweep, Sets on the wire among its SMPs.
     let sent = Cell::new(0);
-    while next_event_watched(
-        &mut sm.transport,
-        &mut sm.manager,
-        &|| sent.get() >= 100,
-        &mut |m| sent.set(smps_sent(m)),
-    )
+    let watched = |m: &mut Manager| {
+        sent.set(smps_sent(m));
+        m.poll_event()
+    };
+    while drive(&mut sm.transport, &mut sm.manager, watched, &|| {
+        sent.get() >= 100
+    })
     .unwrap()
     .is_some()
     {}

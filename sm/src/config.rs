@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ibqos_exchange::scheduler::SchedulerConfig;
 use ibqos_fabric::routing::EngineList;
 use ibqos_opensm::Settings;
 use ibqos_qos::VlCount;
@@ -12,7 +13,6 @@ use tracing::error;
 use crate::election::ElectionConfig;
 use crate::engine::pkeys::PartEnforce;
 use crate::engine::qos::SetupConfig;
-use crate::engine::scheduler::SchedulerConfig;
 use crate::engine::sweep::{PartitionConfig, SweepConfig, SweepMode};
 use crate::mkey::{MKeyConfig, PerPortKeys};
 use crate::sa::{DEFAULT_SA_KEY, SaConfig};

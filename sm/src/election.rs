@@ -38,15 +38,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use ibqos_exchange::smp::answer;
+use ibqos_exchange::{OutgoingMad, Transmit};
 use ibqos_mad::{
     Attribute, AttributeId, DrPath, Guid, Method, NodeType, NoticeRepr, NoticeType, Routing,
     SmInfo, SmInfoRepr, SmState, SmpRepr, Status,
 };
 use serde::Serialize;
 use tracing::{debug, error, info, warn};
-
-use crate::engine::scheduler::{OutgoingMad, Transmit};
-use crate::responder::answer;
 
 /// SMInfo's AttributeModifier in a SubnSet (IBA 14.2.5.13).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

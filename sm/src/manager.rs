@@ -47,6 +47,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
+use ibqos_exchange::Engine;
+use ibqos_exchange::smp::parse_smp;
+use ibqos_exchange::{OutgoingMad, Peer};
 use ibqos_mad::{Method, SmState};
 use ibqos_opensm::Settings;
 use tracing::{debug, info, warn};
@@ -55,11 +58,9 @@ use crate::cache::write_guid2lid;
 use crate::config::{election_config, mkey_config, sa_config, sweep_config};
 use crate::counters::Counters;
 use crate::election::{Election, Next, StateChange, Verdict};
-use crate::engine::Engine;
-use crate::engine::scheduler::{OutgoingMad, Peer};
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::mkey::{KeyRing, Neighbors};
-use crate::responder::{Heard, Responder, Unsolicited, generic_notice, parse_smp};
+use crate::responder::{Heard, Responder, Unsolicited, generic_notice};
 use crate::sa::{Sa, SaDb, is_sa};
 use crate::summary::{SmSummary, SweepSummary};
 

@@ -29,13 +29,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::{self, Write as _};
 
 use hmac::{Hmac, KeyInit, Mac};
+use ibqos_exchange::OutgoingMad;
 use ibqos_mad::{Attribute, PortInfoRepr};
 use ibqos_mad::{AttributeId, Guid, Method, NodeType, PortInfoModifier, Routing, Smp, SmpRepr};
 use sha2::Sha256;
 use thiserror::Error;
 
 use crate::cache::parse_hex;
-use crate::engine::scheduler::OutgoingMad;
 
 /// The M_Key options: OpenSM's four, and ibqos.toml's per-port secret.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -269,7 +269,7 @@ impl KeyRing {
             return;
         };
         let dlid = match outgoing.address {
-            crate::engine::scheduler::Address::Lid(lid) => Some(lid),
+            ibqos_exchange::Address::Lid(lid) => Some(lid),
             _ => None,
         };
         if let Some(key) = self.key_of(&smp, dlid) {
@@ -472,7 +472,7 @@ pub fn write_guid2mkey(keys: &BTreeMap<u64, u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::scheduler::Transmit;
+    use ibqos_exchange::Transmit;
     use ibqos_mad::{DrPath, NodeInfo, NodeInfoRepr, PortInfo};
 
     const KEY: u64 = 0x1111_2222_3333_4444;

@@ -4,14 +4,14 @@
 //! silence, so a client fails at once instead of timing out. SA queries go to the subnet
 //! administrator ([`crate::sa`]), not here.
 //!
-//! Answers are built as OpenSM's `osm_resp_send` builds them: the request with the response
-//! method, the D bit set on a directed route, and the requester's LID as the destination.
+//! Answers are built as OpenSM's `osm_resp_send` builds them ([`answer`]): the request with
+//! the response method, the D bit set on a directed route, and the requester's LID as the
+//! destination.
 
-use ibqos_mad::{AttributeId, Direction, Method, Notice, NoticeRepr, Routing, SmpRepr, Status};
+use ibqos_exchange::OutgoingMad;
+use ibqos_exchange::smp::{answer, parse_smp};
+use ibqos_mad::{AttributeId, Method, Notice, NoticeRepr, SmpRepr, Status};
 use tracing::{debug, info, warn};
-
-use crate::engine::scheduler::OutgoingMad;
-use crate::engine::scheduler::Transmit;
 
 /// What reached the SM that was not an answer to its sweep.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -146,36 +146,6 @@ impl Responder {
     }
 }
 
-/// The answer to `request` from LID `slid`, built as OpenSM's `osm_resp_send` builds it: the
-/// request with the response method (TrapRepress for a Trap), `status` and `data`, the D bit
-/// set on a directed route, and the requester's LID as the destination.
-pub(crate) fn answer(request: SmpRepr, slid: u16, status: Status, data: [u8; 64]) -> OutgoingMad {
-    let routing = match request.routing {
-        Routing::Lid => Routing::Lid,
-        Routing::Directed(mut path) => {
-            path.direction = Direction::Returning;
-            std::mem::swap(&mut path.dr_slid, &mut path.dr_dlid);
-            Routing::Directed(path)
-        }
-    };
-    let dlid = match routing {
-        Routing::Lid => Some(slid),
-        Routing::Directed(_) => None,
-    };
-    let method = match request.method {
-        Method::Trap => Method::TrapRepress,
-        method => method.response(),
-    };
-    let reply = SmpRepr {
-        method,
-        status,
-        data,
-        routing,
-        ..request
-    };
-    OutgoingMad::from(&Transmit { smp: reply, dlid })
-}
-
 /// A trap's Notice, when it is a generic one (IBA 14.2.5.1: trap numbers 64 to 145 and the
 /// like, not a vendor's).
 pub(crate) fn generic_notice(data: &[u8; 64]) -> Option<Notice<&[u8]>> {
@@ -184,22 +154,11 @@ pub(crate) fn generic_notice(data: &[u8; 64]) -> Option<Notice<&[u8]>> {
         .filter(|notice| notice.is_generic())
 }
 
-/// An SMP from the fabric, or `None` for anything else (a short datagram, another class).
-pub(crate) fn parse_smp(mad: &[u8]) -> Option<SmpRepr> {
-    match SmpRepr::parse_bytes(mad) {
-        Ok(smp) => Some(smp),
-        Err(error) => {
-            debug!(%error, len = mad.len(), "not an SMP; dropped");
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::scheduler::Address;
-    use ibqos_mad::{Attribute, DrPath, NoticeType, Smp};
+    use ibqos_exchange::Address;
+    use ibqos_mad::{Attribute, DrPath, NoticeType, Routing, Smp};
 
     fn emit(smp: &SmpRepr) -> [u8; 256] {
         let mut mad = [0u8; 256];

@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_mad::sa::{
     JoinState, McMemberRecordRepr, RmppFlags, RmppType, SaAttributeId, SaHeaderRepr, SaRecord,
     emit_sa, parse_sa,
 };
 use ibqos_mad::{Gid, Method, Status};
-use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
 use ibqos_transport::{FabricSpec, Incoming, OpenOptions, Role, Transport, open};
 
 use crate::netfile::NodeKind;

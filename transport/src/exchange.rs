@@ -1,12 +1,12 @@
-//! One request through the SM's [`Scheduler`] over a transport, for a client that asks a question
+//! One request through the [`Scheduler`] over a transport, for a client that asks a question
 //! and waits for its answer (`ibqos query`): the same TIDs, retries, timeouts and response
 //! matching as a sweep, driven by the smallest loop that gives it the clock and the fabric.
 
 use std::time::Duration;
 
+use ibqos_exchange::OutgoingMad;
+use ibqos_exchange::scheduler::{Completion, Request, Scheduler};
 use ibqos_mad::{Mad, SmpRepr};
-use ibqos_sm::engine::scheduler::OutgoingMad;
-use ibqos_sm::engine::scheduler::{Completion, Request, Scheduler};
 
 use crate::{Incoming, Transport, TransportError};
 

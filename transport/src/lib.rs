@@ -27,7 +27,7 @@ pub mod ports;
 pub mod shared;
 pub mod umad;
 
-pub use ibqos_sm::engine::scheduler::{Address, OutgoingMad as Outgoing, Peer};
+pub use ibqos_exchange::{Address, OutgoingMad as Outgoing, Peer};
 
 /// What a transport received.
 #[derive(Debug, Clone, PartialEq, Eq)]

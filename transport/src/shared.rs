@@ -152,15 +152,13 @@ impl SharedFabric {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use ibqos_emu::load_topology;
+    use ibqos_exchange::smp::answer;
     use ibqos_fabric::PortRef;
     use ibqos_mad::{
         AttributeId, CapabilityMask, DrPath, Method, Routing, SmInfo, SmInfoRepr, SmState, Smp,
-        SmpRepr,
+        SmpRepr, Status,
     };
-    use ibqos_sm::manager::{Manager, Run};
 
     use super::*;
     use crate::Address;
@@ -189,15 +187,13 @@ mod tests {
     }
 
     #[test]
-    fn sminfo_to_a_port_with_an_sm_reaches_its_manager_and_the_answer_comes_back() {
+    fn sminfo_to_a_port_with_an_sm_reaches_that_sm_and_its_answer_comes_back() {
         let topology = load_topology("two-switch").unwrap().topology;
         let mut fabric = SharedFabric::new(topology, Instant::now()).unwrap();
         let (asker, _) = fabric.attach_sm("H1").unwrap();
         let (answerer, port) = fabric.attach_sm("H2").unwrap();
         assert!(is_sm(&fabric, "H1") && is_sm(&fabric, "H2") && !is_sm(&fabric, "H3"));
         assert!(fabric.attach_sm("H2").is_err(), "one SM per node");
-        let settings = ibqos_opensm::Settings::default();
-        let mut manager = Manager::new(Run::Daemon, &settings, BTreeMap::new(), port.port_guid);
 
         fabric.send(asker, &sminfo_get_to_h2(0x8000_0042));
         let Some((client, Incoming::Mad { mad, from })) = fabric.recv() else {
@@ -209,10 +205,17 @@ mod tests {
             (request.method, request.attribute_id),
             (Method::Get, AttributeId::SmInfo)
         );
-        let now = fabric.now();
-        manager.on_mad(now, &mad, from);
-        let answer = manager.poll_transmit(now).expect("the SM answers SMInfo");
-        fabric.send(answerer, &answer);
+        // H2's SM answers with its SMInfo, as an SM's responder does.
+        let own = SmInfoRepr {
+            guid: port.port_guid,
+            sm_key: 0,
+            act_count: 0,
+            priority: 0,
+            sm_state: SmState::Discovering,
+        };
+        let mut data = [0; 64];
+        own.emit(&mut SmInfo::new_unchecked(&mut data[..]));
+        fabric.send(answerer, &answer(request, from.lid, Status::OK, data));
         let Some((client, Incoming::Mad { mad, .. })) = fabric.recv() else {
             panic!("the answer did not come back to H1's SM");
         };

@@ -6,10 +6,11 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use ibqos_exchange::scheduler::SchedulerConfig;
 use ibqos_opensm::Settings;
 use ibqos_sm::config::scheduler_config;
-use ibqos_sm::engine::scheduler::SchedulerConfig;
-use ibqos_transport::driver::survey;
+use ibqos_sm::engine::survey::Survey;
+use ibqos_transport::driver::drive;
 use ibqos_transport::{OpenOptions, Role, open};
 
 use crate::cli::DumpArgs;
@@ -33,7 +34,13 @@ pub fn run(args: &DumpArgs) -> Result<Outcome> {
     };
     let mut transport = open(&args.fabric, &options)
         .with_context(|| format!("cannot open fabric {}", args.fabric))?;
-    let surveyed = survey(transport.as_mut(), config)?;
+    let mut surveyed = Survey::start(config);
+    drive(
+        transport.as_mut(),
+        &mut surveyed,
+        |s: &mut Survey| s.is_done().then_some(()),
+        &|| false,
+    )?;
     let unread = surveyed.unread();
     if !unread.is_empty() {
         for get in unread {

@@ -5,11 +5,11 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use ibqos_exchange::scheduler::{Completion, Failure, Request, Scheduler, SchedulerConfig};
 use ibqos_mad::{
     Attribute, AttributeId, DrPath, Guid, PortInfoModifier, PortInfoRepr, Priority, Routing,
     SlToVlModifier, SmpRepr, Status, VlArbBlock, VlArbEntry, VlArbModifier,
 };
-use ibqos_sm::engine::scheduler::{Completion, Failure, Request, Scheduler, SchedulerConfig};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{QueryArgs, QueryAttribute};

@@ -38,7 +38,7 @@ use ibqos_sm::engine::sweep::SweepMode;
 use ibqos_sm::manager::{self, Event, Manager, Run};
 use ibqos_sm::mkey::{Neighbors, read_guid2mkey, read_neighbors};
 use ibqos_sm::summary::SweepSummary;
-use ibqos_transport::driver::next_event_watched;
+use ibqos_transport::driver;
 use ibqos_transport::fault::{FaultConfig, Faulty};
 use ibqos_transport::{Fabric, FabricSpec, OpenOptions, Role, Transport, open_fabric};
 use sd_notify::NotifyState;
@@ -215,8 +215,11 @@ fn drive(
                 || control.as_ref().is_some_and(ControlSocket::pending)
                 || watchdog.due()
         };
-        let watch = &mut |m: &Manager| metrics.iter().for_each(|metrics| metrics.watch(m));
-        let Some(event) = next_event_watched(transport, manager, &interrupted, watch)? else {
+        let watched = |m: &mut Manager| {
+            metrics.iter().for_each(|metrics| metrics.watch(m));
+            m.poll_event()
+        };
+        let Some(event) = driver::drive(transport, manager, watched, &interrupted)? else {
             if signals.take_stop() {
                 tell_systemd(&[NotifyState::Stopping]);
                 info!("stopping on signal");

@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ibqos_emu::{Emulator, attach_port, load_topology};
+use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_mad::sa::{SA_CLASS_VERSION, SaAttributeId, SaMad};
 use ibqos_mad::{AttributeId, Method, MgmtClass, Status};
 use ibqos_opensm::Settings;
-use ibqos_sm::engine::scheduler::{Address, OutgoingMad, Peer};
 use ibqos_sm::manager::{Event, Manager, Outcome, Run, SweepReason};
 use ibqos_sm::summary::SweepSummary;
 use ibqos_transport::Transport;
-use ibqos_transport::driver::next_event;
+use ibqos_transport::driver::drive;
 use ibqos_transport::emulated::EmulatedTransport;
 use tempfile::TempDir;
 
@@ -42,9 +42,14 @@ impl EmulatedSm {
 
     /// The manager's next event.
     pub fn next_event(&mut self) -> Event {
-        next_event(&mut self.transport, &mut self.manager, &|| false)
-            .unwrap()
-            .expect("nothing interrupts")
+        drive(
+            &mut self.transport,
+            &mut self.manager,
+            Manager::poll_event,
+            &|| false,
+        )
+        .unwrap()
+        .expect("nothing interrupts")
     }
 
     /// Drives the manager until `pick` takes an event; panics if the run ends first.

@@ -7,13 +7,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use ibqos_exchange::scheduler::Scheduler;
 use ibqos_mad::{
     Attribute, AttributeId, Guid, NodeInfoRepr, NodeType, PhysPortState, PortInfoModifier,
     PortInfoRepr,
 };
 use tracing::debug;
 
-use super::scheduler::Scheduler;
 use super::subnet::{Node, Port, PortKey, Subnet};
 
 /// What a discovery Get asks, and so what its answer is for.

@@ -9,15 +9,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Instant;
 
+use ibqos_exchange::Engine;
+use ibqos_exchange::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats};
+use ibqos_exchange::smp::parse_smp;
+use ibqos_exchange::{OutgoingMad, Peer};
 use ibqos_fabric::dump::{FabricDump, NodeDump, PortDump, SwitchShape, TableRead};
 use ibqos_mad::{Attribute, AttributeId, CapabilityMask, Guid, Mad, SmpRepr};
 use tracing::{debug, info, warn};
 
-use super::Engine;
 use super::discovery::{Discovery, Probe, WrongAnswer};
-use super::scheduler::{Completion, OutgoingMad, Peer, Scheduler, SchedulerConfig, SchedulerStats};
 use super::subnet::{PortKey, Subnet};
-use crate::responder::parse_smp;
 
 /// What a survey Get was for.
 #[derive(Debug, Clone)]

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_mad::sa::{
     InformInfoRecordRepr, InformInfoRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaMad,
     SaNoticeRepr,
@@ -14,7 +15,6 @@ use ibqos_mad::{AttributeId, Gid, Method, MgmtClass, NoticeRepr, NoticeType, Sta
 use tracing::{debug, warn};
 
 use super::{Query, Records};
-use crate::engine::scheduler::{Address, OutgoingMad, Peer};
 
 /// The first TID of the SM's Reports (OpenSM osm_inform.c `send_report`).
 const FIRST_REPORT_TID: u32 = 0x02da_b000;

@@ -25,6 +25,7 @@ mod sl2vl;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
+use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_mad::sa::{
     Record, RmppFlags, SA_CLASS_VERSION, SA_HEADER_LEN, SaAttributeId, SaMad, SaNoticeRepr,
 };
@@ -34,7 +35,6 @@ use tracing::{debug, warn};
 
 use ibqos_qos::policy::{QosPolicy, ResolvedPolicy};
 
-use crate::engine::scheduler::{Address, OutgoingMad, Peer};
 use crate::engine::subnet::PortKey;
 use crate::engine::write::TableWrite;
 

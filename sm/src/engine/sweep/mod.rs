@@ -19,6 +19,8 @@ mod writes;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use ibqos_exchange::Transmit;
+use ibqos_exchange::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats};
 use ibqos_fabric::routing::{Engine, EngineList, MinHop};
 use ibqos_mad::{
     Attribute, AttributeId, CapabilityMask, Guid, PhysPortState, PortInfoRepr, PortState,
@@ -31,7 +33,6 @@ use tracing::{debug, info, warn};
 use super::discovery::{Discovery, Probe, WrongAnswer};
 use super::qos::SetupConfig;
 use super::routing::Lfts;
-use super::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats, Transmit};
 use super::subnet::{Node, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
 use crate::mkey::{KeyHidden, MKeyConfig};

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use ibqos_exchange::scheduler::Request;
 use ibqos_mad::{
     Attribute, AttributeId, DrPath, MulticastForwardingTableRepr, PortInfoRepr, Routing, SmpRepr,
 };
@@ -16,7 +17,6 @@ use super::links::resulting_state;
 use super::writes::{HighLimitDecision, Settled};
 use super::{Op, Sweep, SweepMode};
 use crate::engine::pkeys::PkeyIndexes;
-use crate::engine::scheduler::Request;
 use crate::engine::subnet::PortKey;
 
 /// One value the sweep programs that the fabric held differently (Diff and DryRun modes).

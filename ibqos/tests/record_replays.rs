@@ -1,19 +1,19 @@
 //! Records the replay files of `sm/tests/replay/`: whole sweeps on the emulated fabric in
 //! virtual time, run by the real driver, each MAD the sweep sent and each MAD that reached it
 //! written down step by step. Ignored, because it rewrites files of another crate; run it with
-//! `cargo test -p ibqos-transport --test record_replays -- --ignored` and review the diff.
+//! `cargo test -p ibqos --test record_replays -- --ignored` and review the diff.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ibqos_emu::{Emulator, Faults, Models, Request, attach_port, load_topology};
+use ibqos_exchange::OutgoingMad;
 use ibqos_mad::{
     Attribute, DrPath, Method, Routing, Smp, SmpRepr, VlArbBlock, VlArbEntry, VlArbModifier,
     VlArbitrationTableRepr,
 };
 use ibqos_opensm::{Format, load_bytes};
 use ibqos_sm::config::sweep_config;
-use ibqos_sm::engine::scheduler::OutgoingMad;
 use ibqos_sm::engine::sweep::{Learned, Sweep, SweepMode};
 use ibqos_sm::responder::{Heard, Responder};
 use ibqos_transport::emulated::EmulatedTransport;

@@ -2,7 +2,7 @@
 //! emulated fat tree of 10,416 LIDs (176 switches, 10,240 HCAs: `ibqos fabric gen fat-tree
 //! --leaves 128 --spines 48 --hosts 80 --radix 128`).
 //!
-//! `cargo bench -p ibqos-transport --bench sa [-- QUERIES]` (default 200,000). The SM brings the
+//! `cargo bench -p ibqos --bench sa [-- QUERIES]` (default 200,000). The SM brings the
 //! fabric up in virtual time, then answers PathRecord Gets between host pairs drawn from a seeded
 //! generator, as rdma_cm asks them (SGID/DGID as LIDs here: SLID | DLID | Reversible |
 //! NumbPath), one at a time through the manager: parse, look up, walk the LFTs both ways,
@@ -16,14 +16,14 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 
 use ibqos_emu::{Emulator, attach_port};
+use ibqos_exchange::{Address, Peer};
 use ibqos_fabric::generate::fat_tree;
 use ibqos_mad::sa::{PathRecord, PathRecordRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaMad};
 use ibqos_mad::{AttributeId, Method, MgmtClass, Status};
 use ibqos_opensm::{Format, load_bytes};
-use ibqos_sm::engine::scheduler::{Address, Peer};
 use ibqos_sm::manager::{Event, Manager, Run};
 use ibqos_transport::Transport;
-use ibqos_transport::driver::next_event;
+use ibqos_transport::driver::drive;
 use ibqos_transport::emulated::EmulatedTransport;
 
 fn main() {
@@ -43,7 +43,7 @@ fn main() {
     let mut manager = Manager::new(Run::Daemon, &settings, BTreeMap::new(), port_guid);
     let started = Instant::now();
     loop {
-        let event = next_event(&mut transport, &mut manager, &|| false)
+        let event = drive(&mut transport, &mut manager, Manager::poll_event, &|| false)
             .expect("the emulated fabric")
             .expect("nothing interrupts");
         if matches!(event, Event::SweepDone(_)) {

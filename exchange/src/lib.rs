@@ -1,0 +1,15 @@
+//! The MAD exchange below the subnet manager: where a MAD goes ([`Address`], [`Peer`],
+//! [`OutgoingMad`]), the [`scheduler`] that puts requests on the wire, retries them and matches
+//! their answers, and the [`Engine`] a transport's driver runs.
+//!
+//! It knows MADs, not what they are for: the SM, a survey or a client that asks one question
+//! all run over it, and every transport speaks its types. Sans-IO: nothing here touches a
+//! socket or reads the clock.
+
+mod address;
+mod engine;
+pub mod scheduler;
+pub mod smp;
+
+pub use address::{Address, OutgoingMad, Peer, Transmit};
+pub use engine::Engine;
