@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use ibqos_mad::{AttributeId, Mad, Method, MgmtClass, NodeType, PortState, Status};
 use ibqos_qos::PortClass;
 
+use crate::engine::add_counts;
 use crate::engine::qos::port_class;
 use crate::engine::sweep::{Sweep, TableCounts, TableTally};
 
@@ -128,12 +129,5 @@ impl QosPorts {
             }
         }
         QosPorts { tables, vl_clamped }
-    }
-}
-
-/// Adds each count of `from` to the same key's in `to`.
-pub(crate) fn add_counts<K: Ord + Copy>(to: &mut BTreeMap<K, u64>, from: &BTreeMap<K, u64>) {
-    for (key, count) in from {
-        *to.entry(*key).or_default() += count;
     }
 }

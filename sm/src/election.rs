@@ -44,7 +44,7 @@ use ibqos_mad::{
     Attribute, AttributeId, DrPath, Guid, Method, NodeType, NoticeRepr, NoticeType, Routing,
     SmInfo, SmInfoRepr, SmState, SmpRepr, Status,
 };
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use tracing::{debug, error, info, warn};
 
 /// SMInfo's AttributeModifier in a SubnSet (IBA 14.2.5.13).
@@ -89,6 +89,16 @@ pub fn state_name(state: SmState) -> &'static str {
         SmState::Master => "MASTER",
         _ => "UNKNOWN",
     }
+}
+
+/// An SM state by OpenSM's name for it.
+pub(crate) fn state_str<S: Serializer>(state: &SmState, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(state_name(*state))
+}
+
+/// A GUID as `0x` and 16 hex digits.
+fn hex_guid<S: Serializer>(guid: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&format_args!("{guid:#018x}"))
 }
 
 /// Whether an SM of priority `a_priority` on port `a_guid` outranks one of `b_priority` on
@@ -186,7 +196,7 @@ impl fmt::Display for StateReason {
 /// The master as this SM knows it (for the logs, the summary and `--json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct MasterSm {
-    #[serde(serialize_with = "crate::summary::hex_guid")]
+    #[serde(serialize_with = "hex_guid")]
     pub guid: u64,
     pub priority: u8,
     pub lid: u16,
@@ -205,9 +215,9 @@ impl fmt::Display for MasterSm {
 /// A change of the SM's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct StateChange {
-    #[serde(serialize_with = "crate::summary::state_str")]
+    #[serde(serialize_with = "state_str")]
     pub from: SmState,
-    #[serde(serialize_with = "crate::summary::state_str")]
+    #[serde(serialize_with = "state_str")]
     pub to: SmState,
     pub reason: StateReason,
     /// The master, when another SM is (or is about to be) it.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use ibqos_mad::{AttributeId, SmState};
 use serde::{Serialize, Serializer};
 
-use crate::election::{MasterSm, StateReason, state_name};
+use crate::election::{MasterSm, StateReason, state_name, state_str};
 use crate::engine::sweep::{Change, Phase, Sweep, SweepMode};
 use crate::responder::Unsolicited;
 
@@ -335,14 +335,4 @@ fn attribute_id_name<S: Serializer>(id: &AttributeId, serializer: S) -> Result<S
 
 fn hex<S: Serializer>(value: &u32, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.collect_str(&format_args!("{value:#x}"))
-}
-
-/// An SM state by OpenSM's name for it.
-pub(crate) fn state_str<S: Serializer>(state: &SmState, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(state_name(*state))
-}
-
-/// A GUID as `0x` and 16 hex digits.
-pub(crate) fn hex_guid<S: Serializer>(guid: &u64, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_str(&format_args!("{guid:#018x}"))
 }

@@ -11,7 +11,7 @@ use tracing::warn;
 
 use super::reconcile::{Planned, SetTarget};
 use super::{Op, Sweep, SweepMode};
-use crate::counters::add_counts;
+use crate::engine::add_counts;
 use crate::engine::qos::port_class;
 use crate::engine::subnet::PortKey;
 use crate::engine::write::TableWrite;
