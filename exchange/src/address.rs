@@ -1,11 +1,14 @@
 //! Where a MAD goes and where one came from: the addresses the SM and the transports share.
 
-use ibqos_mad::{Smp, SmpRepr};
+use ibqos_mad::{MgmtClass, SmpRepr};
 
-/// An SMP ready for the transport.
+use crate::message::Message;
+
+/// A request ready for the transport, an SMP unless `M` says otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transmit {
-    pub smp: SmpRepr,
+pub struct Transmit<M = SmpRepr> {
+    pub mad: M,
+    /// The destination LID; `None` for a directed-route SMP.
     pub dlid: Option<u16>,
 }
 
@@ -50,16 +53,18 @@ pub enum Address {
 /// transport carries with RMPP (or cuts to one MAD where nothing does RMPP).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutgoingMad {
+    /// The class the MAD is of: it picks the QP, the Q_Key and RMPP
+    /// ([`Channel::of`](crate::class::Channel::of)), and the agent that sends it.
+    pub class: MgmtClass,
     pub mad: Vec<u8>,
     pub address: Address,
 }
 
-impl From<&Transmit> for OutgoingMad {
-    fn from(transmit: &Transmit) -> Self {
-        let mut mad = vec![0u8; 256];
-        transmit.smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
+impl<M: Message> From<&Transmit<M>> for OutgoingMad {
+    fn from(transmit: &Transmit<M>) -> Self {
         OutgoingMad {
-            mad,
+            class: transmit.mad.class(),
+            mad: transmit.mad.to_bytes(),
             address: transmit.dlid.map_or(Address::Directed, Address::Lid),
         }
     }

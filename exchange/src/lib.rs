@@ -1,5 +1,5 @@
 //! The MAD exchange below the subnet manager: where a MAD goes ([`Address`], [`Peer`],
-//! [`OutgoingMad`]), the [`scheduler`] that puts requests on the wire, retries them and matches
+//! [`OutgoingMad`]) and how its [`class`] travels, the [`scheduler`] that puts requests on the wire, retries them and matches
 //! their answers, and the [`Engine`] a transport's driver runs.
 //!
 //! It knows MADs, not what they are for: the SM, a survey or a client that asks one question
@@ -7,9 +7,12 @@
 //! socket or reads the clock.
 
 mod address;
+pub mod class;
 mod engine;
+mod message;
 pub mod scheduler;
 pub mod smp;
 
 pub use address::{Address, OutgoingMad, Peer, Transmit};
 pub use engine::Engine;
+pub use message::{Gmp, Message};

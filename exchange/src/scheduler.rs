@@ -1,6 +1,7 @@
-//! The MAD scheduler: which SMP goes on the wire next, and what became of each one.
+//! The MAD scheduler: which request goes on the wire next, and what became of each one. It
+//! carries any [`Message`]: the SM's SMPs, or the GMPs of a class such as PerfMgt.
 //!
-//! Sans-IO: the caller hands in requests, received MADs and the current time, and takes out SMPs to
+//! Sans-IO: the caller hands in requests, received MADs and the current time, and takes out MADs to
 //! send; the scheduler never touches a socket or reads the clock. It keeps at most
 //! `max_outstanding` SMPs on the wire (OpenSM's `max_wire_smps`). It serves the nodes round-robin,
 //! so one large switch cannot starve the rest of a sweep. It gives every request a transaction ID
@@ -16,6 +17,7 @@ use ibqos_mad::{AttributeId, DrPath, Mad, Method, MgmtClass, Routing, SmpRepr, S
 use tracing::warn;
 
 use crate::Transmit;
+use crate::message::Message;
 
 /// How the scheduler is tuned: OpenSM's `max_wire_smps`, `transaction_timeout` and
 /// `transaction_retries`.
@@ -34,11 +36,12 @@ impl SchedulerConfig {
     }
 }
 
-/// One SMP to send. `smp.transaction_id` is assigned by the scheduler.
+/// One request to send, an SMP unless `M` says otherwise. Its transaction ID is assigned by
+/// the scheduler.
 #[derive(Debug, Clone)]
-pub struct Request<C> {
-    pub smp: SmpRepr,
-    /// The destination LID of a LID-routed SMP; `None` for a directed route.
+pub struct Request<C, M = SmpRepr> {
+    pub mad: M,
+    /// The destination LID of a LID-routed MAD; `None` for a directed-route SMP.
     pub dlid: Option<u16>,
     /// Whose queue the request waits in: requests to different nodes are served in turn.
     pub node: u64,
@@ -81,14 +84,14 @@ impl fmt::Display for Failure {
 
 /// What became of a request.
 #[derive(Debug, Clone)]
-pub enum Completion<C> {
+pub enum Completion<C, M = SmpRepr> {
     Answered {
         context: C,
-        response: SmpRepr,
+        response: M,
     },
     Failed {
         context: C,
-        request: SmpRepr,
+        request: M,
         failure: Failure,
     },
 }
@@ -114,8 +117,8 @@ impl SchedulerStats {
         self.sent.values().sum()
     }
 
-    fn count_timeout(&mut self, request: &SmpRepr) {
-        *self.timeouts.entry(request.attribute_id).or_default() += 1;
+    fn count_timeout(&mut self, request: &impl Message) {
+        *self.timeouts.entry(request.attribute_id()).or_default() += 1;
     }
 
     pub fn total_timeouts(&self) -> u64 {
@@ -128,8 +131,8 @@ impl SchedulerStats {
 }
 
 #[derive(Debug)]
-struct InFlight<C> {
-    request: Request<C>,
+struct InFlight<C, M> {
+    request: Request<C, M>,
     deadline: Instant,
     attempts: u32,
     /// Of the attempts, those the fabric handed back.
@@ -138,24 +141,24 @@ struct InFlight<C> {
 
 /// The scheduler itself; `C` is whatever the caller needs back with each completion.
 #[derive(Debug)]
-pub struct Scheduler<C> {
+pub struct Scheduler<C, M = SmpRepr> {
     config: SchedulerConfig,
     /// Requests not yet on the wire, per node.
-    queues: HashMap<u64, VecDeque<Request<C>>>,
+    queues: HashMap<u64, VecDeque<Request<C, M>>>,
     /// Nodes with queued requests, in the order they are served next.
     turn: VecDeque<u64>,
     /// Requests on the wire, by the low 32 bits of their TID.
-    in_flight: HashMap<u32, InFlight<C>>,
+    in_flight: HashMap<u32, InFlight<C, M>>,
     /// Requests whose attempt timed out, to be sent again before new work.
-    resend: VecDeque<InFlight<C>>,
+    resend: VecDeque<InFlight<C, M>>,
     /// Requests held back until a time (a retry after a backoff), in submission order.
-    delayed: Vec<(Instant, Request<C>)>,
+    delayed: Vec<(Instant, Request<C, M>)>,
     next_tid: u32,
     stats: SchedulerStats,
 }
 
-impl<C> Scheduler<C> {
-    pub fn new(config: SchedulerConfig) -> Scheduler<C> {
+impl<C, M: Message> Scheduler<C, M> {
+    pub fn new(config: SchedulerConfig) -> Scheduler<C, M> {
         Scheduler {
             config: SchedulerConfig {
                 max_outstanding: config.max_outstanding.max(1),
@@ -181,7 +184,7 @@ impl<C> Scheduler<C> {
     }
 
     /// Queues a request behind the others for the same node.
-    pub fn submit(&mut self, request: Request<C>) {
+    pub fn submit(&mut self, request: Request<C, M>) {
         let queue = self.queues.entry(request.node).or_default();
         if queue.is_empty() {
             self.turn.push_back(request.node);
@@ -189,32 +192,8 @@ impl<C> Scheduler<C> {
         queue.push_back(request);
     }
 
-    /// Queues a SubnGet by directed route along `path` (the egress ports from the SM's port)
-    /// behind the others for `node`. A route longer than 63 hops cannot be sent: it is logged
-    /// and dropped.
-    pub fn get_directed(
-        &mut self,
-        node: u64,
-        path: &[u8],
-        attribute: AttributeId,
-        modifier: u32,
-        context: impl Into<C>,
-    ) {
-        let Ok(route) = DrPath::request(path) else {
-            warn!(?path, "route longer than 63 hops; not followed");
-            return;
-        };
-        self.submit(Request {
-            smp: SmpRepr::get(attribute, modifier, 0, Routing::Directed(route)),
-            dlid: None,
-            node,
-            timeout: None,
-            context: context.into(),
-        });
-    }
-
     /// Queues a request once `not_before` has come: a retry after a backoff.
-    pub fn submit_at(&mut self, not_before: Instant, request: Request<C>) {
+    pub fn submit_at(&mut self, not_before: Instant, request: Request<C, M>) {
         self.delayed.push((not_before, request));
     }
 
@@ -227,7 +206,7 @@ impl<C> Scheduler<C> {
     }
 
     /// The next SMP to send, if the wire has room: a resend first, then the next node's turn.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<M>> {
         if self.delayed.iter().any(|(at, _)| *at <= now) {
             let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.delayed)
                 .into_iter()
@@ -265,18 +244,18 @@ impl<C> Scheduler<C> {
         Some(self.launch(in_flight, now))
     }
 
-    fn launch(&mut self, mut in_flight: InFlight<C>, now: Instant) -> Transmit {
+    fn launch(&mut self, mut in_flight: InFlight<C, M>, now: Instant) -> Transmit<M> {
         let tid = self.fresh_tid();
-        in_flight.request.smp.transaction_id = u64::from(tid);
+        in_flight.request.mad.set_transaction_id(u64::from(tid));
         in_flight.deadline = now + in_flight.request.timeout.unwrap_or(self.config.timeout);
-        let smp = in_flight.request.smp;
+        let mad = in_flight.request.mad;
         *self
             .stats
             .sent
-            .entry((smp.attribute_id, smp.method))
+            .entry((mad.attribute_id(), mad.method()))
             .or_default() += 1;
         let transmit = Transmit {
-            smp,
+            mad,
             dlid: in_flight.request.dlid,
         };
         self.in_flight.insert(tid, in_flight);
@@ -300,25 +279,25 @@ impl<C> Scheduler<C> {
     /// An answer for another attribute or modifier than the request's, or with an error status,
     /// is retried like a lost one: a damaged answer looks like either, and a node that really
     /// refuses gives the same error again, so the only cost is the retries.
-    pub fn on_response(&mut self, response: SmpRepr) -> Option<Completion<C>> {
-        let class = mgmt_class(&response.routing);
-        let Some(in_flight) = self.take_matching(response.transaction_id, class) else {
+    pub fn on_response(&mut self, response: M) -> Option<Completion<C, M>> {
+        let Some(in_flight) = self.take_matching(response.transaction_id(), response.class())
+        else {
             self.stats.unmatched += 1;
             return None;
         };
-        let request = &in_flight.request.smp;
-        if response.attribute_id != request.attribute_id
-            || response.attribute_modifier != request.attribute_modifier
+        let request = &in_flight.request.mad;
+        if response.attribute_id() != request.attribute_id()
+            || response.attribute_modifier() != request.attribute_modifier()
         {
             self.stats.mismatched += 1;
             return self.retry_or_fail(in_flight, Failure::Mismatched);
         }
-        let status = response.status;
+        let status = response.status();
         if status != Status::OK {
             *self
                 .stats
                 .error_statuses
-                .entry((request.attribute_id, status))
+                .entry((request.attribute_id(), status))
                 .or_default() += 1;
             return self.retry_or_fail(in_flight, Failure::Status(status));
         }
@@ -330,19 +309,19 @@ impl<C> Scheduler<C> {
 
     /// The fabric handed a request back unanswered (ibsim does so at once for no route or no
     /// handler; the kernel after its own timeout): the same as a timeout of that attempt.
-    pub fn on_dropped(&mut self, request: SmpRepr) -> Option<Completion<C>> {
-        self.dropped(request.transaction_id, mgmt_class(&request.routing))
+    pub fn on_dropped(&mut self, request: M) -> Option<Completion<C, M>> {
+        self.dropped(request.transaction_id(), request.class())
     }
 
     /// [`on_dropped`](Self::on_dropped) for a request of which only the common MAD header came
     /// back, as the kernel returns it.
-    pub fn on_dropped_header(&mut self, header: &Mad<&[u8]>) -> Option<Completion<C>> {
+    pub fn on_dropped_header(&mut self, header: &Mad<&[u8]>) -> Option<Completion<C, M>> {
         self.dropped(header.transaction_id(), header.mgmt_class())
     }
 
-    fn dropped(&mut self, tid: u64, class: MgmtClass) -> Option<Completion<C>> {
+    fn dropped(&mut self, tid: u64, class: MgmtClass) -> Option<Completion<C, M>> {
         let mut in_flight = self.take_matching(tid, class)?;
-        self.stats.count_timeout(&in_flight.request.smp);
+        self.stats.count_timeout(&in_flight.request.mad);
         in_flight.dropped += 1;
         let attempts = in_flight.attempts;
         let failure = if in_flight.dropped == attempts {
@@ -358,7 +337,7 @@ impl<C> Scheduler<C> {
     /// They are taken in deadline order, and requests with the same deadline in TID order (the
     /// order they were sent, unless the TIDs wrapped in between), so that the failures and the
     /// resends come out the same on every run.
-    pub fn poll_timeouts(&mut self, now: Instant) -> Vec<Completion<C>> {
+    pub fn poll_timeouts(&mut self, now: Instant) -> Vec<Completion<C, M>> {
         let mut expired: Vec<(Instant, u32)> = self
             .in_flight
             .iter()
@@ -369,7 +348,7 @@ impl<C> Scheduler<C> {
         let mut failed = Vec::new();
         for (_, tid) in expired {
             if let Some(in_flight) = self.in_flight.remove(&tid) {
-                self.stats.count_timeout(&in_flight.request.smp);
+                self.stats.count_timeout(&in_flight.request.mad);
                 let attempts = in_flight.attempts;
                 failed.extend(self.retry_or_fail(in_flight, Failure::TimedOut { attempts }));
             }
@@ -384,22 +363,26 @@ impl<C> Scheduler<C> {
     }
 
     /// Sends the request again if it has retries left; otherwise it fails with `failure`.
-    fn retry_or_fail(&mut self, in_flight: InFlight<C>, failure: Failure) -> Option<Completion<C>> {
+    fn retry_or_fail(
+        &mut self,
+        in_flight: InFlight<C, M>,
+        failure: Failure,
+    ) -> Option<Completion<C, M>> {
         if in_flight.attempts <= self.config.retries {
             self.resend.push_back(in_flight);
             return None;
         }
         Some(Completion::Failed {
             failure,
-            request: in_flight.request.smp,
+            request: in_flight.request.mad,
             context: in_flight.request.context,
         })
     }
 
     /// The outstanding request a received MAD answers: same low 32 TID bits and same class.
-    fn take_matching(&mut self, tid: u64, class: MgmtClass) -> Option<InFlight<C>> {
+    fn take_matching(&mut self, tid: u64, class: MgmtClass) -> Option<InFlight<C, M>> {
         let tid = tid as u32;
-        let same_class = |f: &InFlight<C>| mgmt_class(&f.request.smp.routing) == class;
+        let same_class = |f: &InFlight<C, M>| f.request.mad.class() == class;
         if self.in_flight.get(&tid).is_some_and(same_class) {
             self.in_flight.remove(&tid)
         } else {
@@ -408,11 +391,29 @@ impl<C> Scheduler<C> {
     }
 }
 
-/// The management class an SMP routed this way travels in.
-fn mgmt_class(routing: &Routing) -> MgmtClass {
-    match routing {
-        Routing::Lid => MgmtClass::SubnLid,
-        Routing::Directed(_) => MgmtClass::SubnDirectedRoute,
+impl<C> Scheduler<C> {
+    /// Queues a SubnGet by directed route along `path` (the egress ports from the SM's port)
+    /// behind the others for `node`. A route longer than 63 hops cannot be sent: it is logged
+    /// and dropped.
+    pub fn get_directed(
+        &mut self,
+        node: u64,
+        path: &[u8],
+        attribute: AttributeId,
+        modifier: u32,
+        context: impl Into<C>,
+    ) {
+        let Ok(route) = DrPath::request(path) else {
+            warn!(?path, "route longer than 63 hops; not followed");
+            return;
+        };
+        self.submit(Request {
+            mad: SmpRepr::get(attribute, modifier, 0, Routing::Directed(route)),
+            dlid: None,
+            node,
+            timeout: None,
+            context: context.into(),
+        });
     }
 }
 
@@ -434,7 +435,7 @@ mod tests {
     fn request(node: u64, n: u32) -> Request<(u64, u32)> {
         let routing = Routing::Directed(DrPath::request(&[1]).unwrap());
         Request {
-            smp: SmpRepr::get(AttributeId::NodeInfo, 0, 0, routing),
+            mad: SmpRepr::get(AttributeId::NodeInfo, 0, 0, routing),
             dlid: None,
             node,
             timeout: None,
@@ -448,8 +449,8 @@ mod tests {
         SmpRepr {
             method: Method::GetResp,
             status,
-            transaction_id: sent.smp.transaction_id | 0xabcd_0000_0000_0000,
-            ..sent.smp
+            transaction_id: sent.mad.transaction_id | 0xabcd_0000_0000_0000,
+            ..sent.mad
         }
     }
 
@@ -494,7 +495,7 @@ mod tests {
         s.submit(request(1, 0));
         s.submit(request(1, 1));
         let sent = drain(&mut s, Instant::now());
-        let tids: Vec<u64> = sent.iter().map(|t| t.smp.transaction_id).collect();
+        let tids: Vec<u64> = sent.iter().map(|t| t.mad.transaction_id).collect();
         assert_eq!(tids, vec![u64::from(u32::MAX), 1]);
         let done = s.on_response(answer(&sent[1], Status::OK));
         assert!(matches!(
@@ -587,11 +588,11 @@ mod tests {
         let now = Instant::now();
         s.submit(request(1, 0));
         let first = s.poll_transmit(now).unwrap();
-        assert!(s.on_dropped(first.smp).is_none());
+        assert!(s.on_dropped(first.mad).is_none());
         let second = s.poll_transmit(now).unwrap();
-        assert_ne!(first.smp.transaction_id, second.smp.transaction_id);
+        assert_ne!(first.mad.transaction_id, second.mad.transaction_id);
         assert!(matches!(
-            s.on_dropped(second.smp),
+            s.on_dropped(second.mad),
             Some(Completion::Failed {
                 failure: Failure::Dropped { attempts: 2 },
                 ..
@@ -605,18 +606,18 @@ mod tests {
         let now = Instant::now();
         s.submit(request(1, 0));
         let first = s.poll_transmit(now).unwrap();
-        assert!(s.on_dropped(first.smp).is_none());
+        assert!(s.on_dropped(first.mad).is_none());
         // The kernel hands back only the 24-byte common header.
         let mut bytes = [0u8; 256];
         s.poll_transmit(now)
             .unwrap()
-            .smp
+            .mad
             .emit(&mut Smp::new_unchecked(&mut bytes[..]));
         let header = Mad::new_checked(&bytes[..24]).unwrap();
         assert!(s.on_dropped_header(&header).is_none());
         let third = s.poll_transmit(now).unwrap();
         assert!(matches!(
-            s.on_dropped(third.smp),
+            s.on_dropped(third.mad),
             Some(Completion::Failed {
                 failure: Failure::Dropped { attempts: 3 },
                 ..
@@ -633,7 +634,7 @@ mod tests {
         assert!(s.poll_timeouts(now + TIMEOUT).is_empty(), "resent");
         let second = s.poll_transmit(now + TIMEOUT).unwrap();
         assert!(matches!(
-            s.on_dropped(second.smp),
+            s.on_dropped(second.mad),
             Some(Completion::Failed {
                 failure: Failure::TimedOut { attempts: 2 },
                 ..

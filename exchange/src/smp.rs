@@ -32,7 +32,7 @@ pub fn answer(request: SmpRepr, slid: u16, status: Status, data: [u8; 64]) -> Ou
         routing,
         ..request
     };
-    OutgoingMad::from(&Transmit { smp: reply, dlid })
+    OutgoingMad::from(&Transmit { mad: reply, dlid })
 }
 
 /// An SMP from the fabric, or `None` for anything else (a short datagram, another class).

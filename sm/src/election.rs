@@ -776,7 +776,7 @@ impl Election {
         let smp = SmpRepr::get(AttributeId::SmInfo, 0, self.fresh_tid(), routing);
         debug!(guid = %Guid(target.info.guid), "polling SMInfo");
         self.outgoing
-            .push(OutgoingMad::from(&Transmit { smp, dlid }));
+            .push(OutgoingMad::from(&Transmit { mad: smp, dlid }));
     }
 
     /// SubnSet(SMInfo, HANDOVER) to `to` (`state_mgr_send_handover`).
@@ -792,7 +792,7 @@ impl Election {
             routing,
         );
         self.outgoing
-            .push(OutgoingMad::from(&Transmit { smp, dlid }));
+            .push(OutgoingMad::from(&Transmit { mad: smp, dlid }));
     }
 
     /// Trap 144 with the SM-priority-change flag, LID-routed to the master (`osm_send_trap144`
@@ -822,7 +822,7 @@ impl Election {
         };
         debug!(to = to.lid, "sending trap 144 to the lower master");
         self.outgoing.push(OutgoingMad::from(&Transmit {
-            smp,
+            mad: smp,
             dlid: Some(to.lid),
         }));
     }

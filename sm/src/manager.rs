@@ -293,7 +293,7 @@ impl Manager {
             }
             None => {
                 let mut transmit = self.running().and_then(|sweep| sweep.poll_transmit(now))?;
-                self.keys.stamp_smp(&mut transmit.smp, transmit.dlid);
+                self.keys.stamp_smp(&mut transmit.mad, transmit.dlid);
                 OutgoingMad::from(&transmit)
             }
         };

@@ -488,7 +488,7 @@ mod tests {
     }
 
     fn outgoing(smp: SmpRepr, dlid: Option<u16>) -> OutgoingMad {
-        OutgoingMad::from(&Transmit { smp, dlid })
+        OutgoingMad::from(&Transmit { mad: smp, dlid })
     }
 
     /// The key `smp` goes out with, stamped in its wire form and before it is emitted: the

@@ -120,7 +120,7 @@ fn replay(text: &str) -> Result<(), String> {
         let mut sent = Vec::new();
         while let Some(transmit) = sweep.poll_transmit(now) {
             let mut mad = [0u8; 256];
-            transmit.smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
+            transmit.mad.emit(&mut Smp::new_unchecked(&mut mad[..]));
             sent.push(Value::from(hex(&mad)));
         }
         let recorded = step["out"].as_array().ok_or(at("no out".into()))?;

@@ -11,7 +11,7 @@ use ibqos_mad::sa::{
     JoinState, McMemberRecordRepr, RmppFlags, RmppType, SaAttributeId, SaHeaderRepr, SaRecord,
     emit_sa, parse_sa,
 };
-use ibqos_mad::{Gid, Method, Status};
+use ibqos_mad::{Gid, Method, MgmtClass, Status};
 use ibqos_transport::{FabricSpec, Incoming, OpenOptions, Role, Transport, open};
 
 use crate::netfile::NodeKind;
@@ -112,6 +112,7 @@ impl McClient {
         let mad = emit_sa(&header, &[SaRecord::McMemberRecord(record)]);
         for _ in 0..SENDS {
             let out = OutgoingMad {
+                class: MgmtClass::SubnAdm,
                 mad: mad.clone(),
                 address: Address::Peer(self.sa),
             };

@@ -4,14 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{AttributeId, CapabilityMask, DrPath, Routing, Smp, SmpRepr};
+use ibqos_exchange::Transmit;
+use ibqos_mad::{AttributeId, CapabilityMask, DrPath, Routing, SmpRepr};
 use ibqos_tests::process::{Finished, run_bounded};
 use ibqos_tests::query::{self, field};
 use ibqos_tests::scenario::fresh_ibsim;
 use ibqos_tests::{Ibsim, SimTools};
-use ibqos_transport::{
-    Address, Incoming, OpenOptions, Outgoing, Role, Transport, ibsim::IbsimTransport,
-};
+use ibqos_transport::{Incoming, OpenOptions, Outgoing, Role, Transport, ibsim::IbsimTransport};
 
 /// `ibqos query --fabric ibsim:SOCK@H1 ARGS`.
 fn query(sim: &Ibsim, args: &[&str]) -> Finished {
@@ -108,12 +107,10 @@ fn node_info_request(tid: u64, hops: &[u8]) -> Outgoing {
         tid,
         Routing::Directed(DrPath::request(hops).unwrap()),
     );
-    let mut mad = vec![0u8; 256];
-    request.emit(&mut Smp::new_unchecked(&mut mad[..]));
-    Outgoing {
-        mad,
-        address: Address::Directed,
-    }
+    Outgoing::from(&Transmit {
+        mad: request,
+        dlid: None,
+    })
 }
 
 /// The CapabilityMask of H2's port, read by a client attached at H2.

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use ibqos_emu::serve::abstract_addr as ibsim_addr;
+use ibqos_exchange::class::Channel;
 use ibqos_mad::ibsim::{
     CTL_LEN, CtlType, DROPPED_STATUS, HostU32, MAGIC, MAX_CLIENTS, NODE_ID_MAX, REQUEST_LEN,
     SimClientInfo, SimCtl, SimRequest,
@@ -20,9 +21,7 @@ use ibqos_mad::ibsim::{
 use ibqos_mad::sa::single_mad;
 use ibqos_mad::{DrPath, NodeInfo, NodeType, PortInfo};
 
-use super::{
-    Address, Incoming, LocalPort, Outgoing, Peer, Role, Transport, TransportError, qp_for_class,
-};
+use super::{Address, Incoming, LocalPort, Outgoing, Peer, Role, Transport, TransportError};
 
 /// A control exchange is one datagram each way with a single-threaded server that answers at
 /// once; this only bounds the wait when ibsim died between our connect and its reply.
@@ -339,7 +338,7 @@ impl Drop for IbsimTransport {
 pub(crate) fn request_datagram(out: &Outgoing) -> [u8; REQUEST_LEN] {
     let mut req = [0u8; REQUEST_LEN];
     let mut request = SimRequest::new_unchecked(&mut req[..]);
-    let (class_qpn, _) = qp_for_class(out.mad[1]);
+    let class_qpn = Channel::of(out.class).qp;
     // slid 0: ibsim fills in the LID of our port.
     let (dlid, slid, dqp) = match out.address {
         Address::Directed => (DrPath::PERMISSIVE_LID, DrPath::PERMISSIVE_LID, class_qpn),

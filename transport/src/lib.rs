@@ -397,16 +397,6 @@ impl TransportError {
     }
 }
 
-/// The queue pair and Q_Key a MAD of this class travels on: SMPs on QP0, every GMP (SA, PerfMgt,
-/// ...) on QP1 with the well-known GSI Q_Key.
-fn qp_for_class(mgmt_class: u8) -> (u32, u32) {
-    const GSI_QKEY: u32 = 0x8001_0000;
-    match mgmt_class {
-        0x01 | 0x81 => (0, 0),
-        _ => (1, GSI_QKEY),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -156,12 +156,12 @@ mod tests {
     use ibqos_exchange::smp::answer;
     use ibqos_fabric::PortRef;
     use ibqos_mad::{
-        AttributeId, CapabilityMask, DrPath, Method, Routing, SmInfo, SmInfoRepr, SmState, Smp,
-        SmpRepr, Status,
+        AttributeId, CapabilityMask, DrPath, Method, Routing, SmInfo, SmInfoRepr, SmState, SmpRepr,
+        Status,
     };
 
     use super::*;
-    use crate::Address;
+    use ibqos_exchange::Transmit;
 
     fn is_sm(fabric: &SharedFabric, node: &str) -> bool {
         let emulator = fabric.emulator();
@@ -178,12 +178,10 @@ mod tests {
     fn sminfo_get_to_h2(tid: u64) -> Outgoing {
         let route = Routing::Directed(DrPath::request(&[1, 2]).unwrap());
         let smp = SmpRepr::get(AttributeId::SmInfo, 0, tid, route);
-        let mut mad = vec![0; 256];
-        smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
-        Outgoing {
-            mad,
-            address: Address::Directed,
-        }
+        Outgoing::from(&Transmit {
+            mad: smp,
+            dlid: None,
+        })
     }
 
     #[test]

@@ -25,10 +25,11 @@ use std::time::{Duration, Instant};
 
 use super::{
     Address, Incoming, LocalPort, OpenOptions, Outgoing, Peer, Role, Transport, TransportError,
-    qp_for_class,
 };
 use crate::ports::{self, PortPlace, PortSelector, SysfsRoot};
-use ibqos_mad::sa::single_mad;
+use ibqos_exchange::class::Channel;
+use ibqos_mad::sa::{SA_CLASS_VERSION, single_mad};
+use ibqos_mad::{Mad, Method, MgmtClass};
 
 /// `struct ib_user_mad` header with `pkey_index` (after ENABLE_PKEY) and without.
 const HDR_WITH_PKEY: usize = 64;
@@ -64,12 +65,22 @@ struct RegReq {
 
 const _: () = assert!(std::mem::size_of::<RegReq>() == 28);
 
+/// The class version of every SMP (IBA 14.2.1.1).
+const SMP_CLASS_VERSION: u8 = 1;
 /// Methods an SM answers or receives unsolicited: SubnGet/Set (SMInfo from another SM),
 /// SubnTrap and SubnTrapRepress.
-const SM_SMP_METHODS: &[u8] = &[0x01, 0x02, 0x05, 0x07];
+const SM_SMP_METHODS: &[Method] = &[Method::Get, Method::Set, Method::Trap, Method::TrapRepress];
 /// SA methods a request to the SM's port can carry, as OpenSM registers them: Get, Set,
 /// GetTable, GetMulti and Delete (OpenSM libvendor/osm_vendor_ibumad.c:930-957).
-const SM_SA_METHODS: &[u8] = &[0x01, 0x02, 0x12, 0x14, 0x15];
+const SM_SA_METHODS: &[Method] = &[
+    Method::Get,
+    Method::Set,
+    Method::GetTable,
+    Method::GetMulti,
+    Method::Delete,
+];
+/// The RMPP version the kernel segments and reassembles a class's long messages with.
+const RMPP_VERSION: u8 = 1;
 
 /// A file descriptor closed with the plain `close` symbol (which umad2sim intercepts).
 #[derive(Debug)]
@@ -97,7 +108,7 @@ pub struct UmadTransport {
     /// ibsim's shim is loaded: it does no RMPP.
     under_umad2sim: bool,
     /// (management class, agent id) as registered.
-    agents: Vec<(u8, u32)>,
+    agents: Vec<(MgmtClass, u32)>,
     response_timeout_ms: u32,
     local: LocalPort,
     malformed: u64,
@@ -156,12 +167,12 @@ impl UmadTransport {
         // registered, and the SM's own trap 144 arrives as soon as issm is opened.
         let sm = options.role == Role::Sm;
         let smp_methods = if sm { SM_SMP_METHODS } else { &[] };
-        transport.register(0x81, 1, 0, smp_methods, 0)?;
-        transport.register(0x01, 1, 0, smp_methods, 0)?;
+        transport.register(MgmtClass::SubnDirectedRoute, SMP_CLASS_VERSION, smp_methods)?;
+        transport.register(MgmtClass::SubnLid, SMP_CLASS_VERSION, smp_methods)?;
         if sm {
-            // RMPP version 1: the kernel segments the SA's long answers and reassembles long
+            // With RMPP, the kernel segments the SA's long answers and reassembles long
             // requests (GetMulti), as it does for OpenSM.
-            transport.register(0x03, 2, 1, SM_SA_METHODS, 1)?;
+            transport.register(MgmtClass::SubnAdm, SA_CLASS_VERSION, SM_SA_METHODS)?;
             let issm_path = format!("/dev/infiniband/issm{umad}");
             // O_NONBLOCK: if another SM holds the port, fail with EAGAIN instead of waiting.
             let issm = open_path(
@@ -199,22 +210,26 @@ impl UmadTransport {
         self.malformed
     }
 
+    /// Registers an agent for `class` at `version`, which also receives the requests of
+    /// `methods` sent to the port. Its QP and RMPP are the class's ([`Channel::of`]).
     fn register(
         &mut self,
-        mgmt_class: u8,
+        class: MgmtClass,
         version: u8,
-        qpn: u8,
-        methods: &[u8],
-        rmpp_version: u8,
+        methods: &[Method],
     ) -> Result<(), TransportError> {
+        let channel = Channel::of(class);
+        let mgmt_class = u8::from(class);
         let mut req = RegReq {
-            qpn,
+            // 0 or 1: the special QPs are the only ones an agent registers on.
+            qpn: channel.qp as u8,
             mgmt_class,
             mgmt_class_version: version,
-            rmpp_version,
+            rmpp_version: if channel.rmpp { RMPP_VERSION } else { 0 },
             ..RegReq::default()
         };
-        for &m in methods {
+        for &method in methods {
+            let m = u8::from(method);
             req.method_mask[usize::from(m / 32)] |= 1 << (m % 32);
         }
         // SAFETY: req is a live, properly laid out struct ib_user_mad_reg_req (size checked at
@@ -227,7 +242,7 @@ impl UmadTransport {
                 io::Error::last_os_error(),
             ));
         }
-        self.agents.push((mgmt_class, req.id));
+        self.agents.push((class, req.id));
         Ok(())
     }
 
@@ -238,21 +253,33 @@ impl UmadTransport {
 
 impl Transport for UmadTransport {
     fn send(&mut self, out: &Outgoing) -> Result<(), TransportError> {
-        let class = out.mad[1];
+        let unsendable = |reason: String| TransportError::Unsendable {
+            target: self.device_path.clone(),
+            reason,
+        };
+        let class = out.class;
         let agent = self
             .agents
             .iter()
             .find(|(c, _)| *c == class)
             .map(|&(_, id)| id)
-            .ok_or_else(|| TransportError::Unsendable {
-                target: self.device_path.clone(),
-                reason: format!("no agent registered for management class {class:#04x}"),
+            .ok_or_else(|| {
+                unsendable(format!(
+                    "no agent registered for management class {:#04x}",
+                    u8::from(class)
+                ))
             })?;
-        let method = out.mad[3];
+        let method = Mad::new_checked(&out.mad[..])
+            .map_err(|_| unsendable(format!("{} bytes are no MAD", out.mad.len())))?
+            .method();
         // The kernel delivers a response only while it waits for it, and only for a request
         // sent with a timeout. Responses and TrapRepress expect no answer.
-        let expects_response = method & 0x80 == 0 && method != 0x07;
-        let (class_qpn, qkey) = qp_for_class(class);
+        let expects_response = !method.is_response() && method != Method::TrapRepress;
+        let Channel {
+            qp: class_qpn,
+            qkey,
+            ..
+        } = Channel::of(class);
         let (lid, qpn, pkey_index) = match out.address {
             Address::Directed => (0xffff, class_qpn, 0),
             Address::Lid(lid) => (lid, class_qpn, 0),
@@ -288,10 +315,7 @@ impl Transport for UmadTransport {
             return Err(self.os_error("write"));
         }
         if n as usize != buf.len() {
-            return Err(TransportError::Unsendable {
-                target: self.device_path.clone(),
-                reason: format!("write took {n} of {} bytes", buf.len()),
-            });
+            return Err(unsendable(format!("write took {n} of {} bytes", buf.len())));
         }
         Ok(())
     }

@@ -194,7 +194,7 @@ impl Querier {
     /// One SubnGet, resent by the scheduler until answered or its retries are spent.
     fn get(&mut self, attribute: AttributeId, modifier: u32) -> Result<Attribute, QueryError> {
         let request = Request {
-            smp: SmpRepr::get(attribute, modifier, 0, self.routing),
+            mad: SmpRepr::get(attribute, modifier, 0, self.routing),
             dlid: self.dlid,
             node: 0,
             timeout: None,

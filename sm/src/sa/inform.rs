@@ -177,6 +177,7 @@ impl Subscriptions {
                 "Report to a subscriber"
             );
             out.push(OutgoingMad {
+                class: MgmtClass::SubnAdm,
                 mad: mad.clone(),
                 address: Address::Peer(to),
             });
@@ -212,6 +213,7 @@ impl Subscriptions {
             p.sent += 1;
             p.due = now + REPORT_TIMEOUT;
             out.push(OutgoingMad {
+                class: MgmtClass::SubnAdm,
                 mad: p.mad.clone(),
                 address: Address::Peer(p.to),
             });

@@ -331,6 +331,7 @@ impl Sa {
             None => self.counts.dropped += 1,
         }
         answer.map(|mad| OutgoingMad {
+            class: MgmtClass::SubnAdm,
             mad,
             address: Address::Peer(from),
         })

@@ -257,7 +257,7 @@ impl Sweep {
             Routing::Directed(route),
         );
         let request = Request {
-            smp,
+            mad: smp,
             dlid: None,
             node: planned.node,
             timeout: planned.timeout,
