@@ -50,7 +50,7 @@ use std::time::{Duration, Instant};
 use ibqos_exchange::Engine;
 use ibqos_exchange::smp::parse_smp;
 use ibqos_exchange::{OutgoingMad, Peer};
-use ibqos_mad::{Method, SmState};
+use ibqos_mad::{Mad, Method, MgmtClass, SmState};
 use ibqos_opensm::Settings;
 use tracing::{debug, info, warn};
 
@@ -61,7 +61,7 @@ use crate::election::{Election, Next, StateChange, Verdict};
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::mkey::{KeyRing, Neighbors};
 use crate::responder::{Heard, Responder, Unsolicited, generic_notice};
-use crate::sa::{Sa, SaDb, is_sa};
+use crate::sa::{Sa, SaDb};
 use crate::summary::{SmSummary, SweepSummary};
 
 /// Sweeps a [`Run::Once`] makes before it gives up on bringing the subnet up.
@@ -373,22 +373,37 @@ impl Manager {
         if self.is_ending() {
             return self.await_answer(mad);
         }
-        if is_sa(mad) && self.election.state() != SmState::Master {
+        match Mad::new_checked(mad).map(|header| header.mgmt_class()) {
+            // An SA query changes no sweep.
+            Ok(MgmtClass::SubnAdm) => return self.on_sa_mad(now, mad, from),
+            Ok(MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute) => {
+                self.on_smp(now, mad, from.lid)
+            }
+            // No class this SM serves (PerfMgt, a vendor's), or no MAD at all.
+            _ => self.responder.on_malformed(),
+        }
+        self.end_sweep_if_done(now);
+    }
+
+    /// An SA request: answered by the SA, and only by a master.
+    fn on_sa_mad(&mut self, now: Instant, mad: &[u8], from: Peer) {
+        if self.election.state() != SmState::Master {
             // `sa_mad_ctrl_rcv_callback`: "Received SA MAD while SM not MASTER. MAD ignored".
             debug!("an SA MAD while this SM is not master; ignored");
             return;
         }
-        if is_sa(mad) {
-            let act_count = self.election.own_info().act_count;
-            if let Some(answer) = self.sa.on_request(now, mad, from, act_count) {
-                self.queued.push_back(answer);
-            }
-            // A join or leave may have created or deleted a group: traps 66 and 67.
-            self.queued.extend(self.sa.take_outgoing());
-            self.note_multicast_change(now);
-            return;
+        let act_count = self.election.own_info().act_count;
+        if let Some(answer) = self.sa.on_request(now, mad, from, act_count) {
+            self.queued.push_back(answer);
         }
-        let slid = from.lid;
+        // A join or leave may have created or deleted a group: traps 66 and 67.
+        self.queued.extend(self.sa.take_outgoing());
+        self.note_multicast_change(now);
+    }
+
+    /// An SMP from LID `slid`: the answer to one of the SM's own requests, or a request or
+    /// trap for the SM.
+    fn on_smp(&mut self, now: Instant, mad: &[u8], slid: u16) {
         match parse_smp(mad) {
             Some(smp) if Election::is_own_answer(&smp) => {
                 let next = self.election.on_answer(&smp);
@@ -429,7 +444,6 @@ impl Manager {
                 }
             }
         }
-        self.end_sweep_if_done(now);
     }
 
     /// One of the SM's own MADs handed back undelivered.

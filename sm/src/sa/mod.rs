@@ -30,7 +30,7 @@ use ibqos_mad::sa::{
     Record, RmppFlags, SA_CLASS_VERSION, SA_HEADER_LEN, SaAttributeId, SaMad, SaNoticeRepr,
 };
 use ibqos_mad::{Gid, Notice, NoticeRepr};
-use ibqos_mad::{Mad, Method, MgmtClass, Status};
+use ibqos_mad::{Method, MgmtClass, Status};
 use tracing::{debug, warn};
 
 use ibqos_qos::policy::{QosPolicy, ResolvedPolicy};
@@ -499,9 +499,4 @@ fn takes_set(attribute: SaAttributeId) -> bool {
             | SaAttributeId::InformInfo
             | SaAttributeId::GuidInfoRecord
     )
-}
-
-/// Whether `mad` is an SA MAD: its class is subnet administration.
-pub(crate) fn is_sa(mad: &[u8]) -> bool {
-    Mad::new_checked(mad).is_ok_and(|header| header.mgmt_class() == MgmtClass::SubnAdm)
 }
