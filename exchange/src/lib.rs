@@ -1,6 +1,7 @@
-//! The MAD exchange below the subnet manager: where a MAD goes ([`Address`], [`Peer`],
-//! [`OutgoingMad`]) and how its [`class`] travels, the [`scheduler`] that puts requests on the wire, retries them and matches
-//! their answers, and the [`Engine`] a transport's driver runs.
+//! The MAD exchange below the subnet manager. It owns where a MAD goes ([`Address`], [`Peer`],
+//! [`OutgoingMad`]) and how each management [`class`] travels. Its [`scheduler`] puts requests
+//! of any [`Message`] type on the wire, retries them and matches their answers. [`Engine`] is
+//! what a transport's driver runs.
 //!
 //! It knows MADs, not what they are for: the SM, a survey or a client that asks one question
 //! all run over it, and every transport speaks its types. Sans-IO: nothing here touches a

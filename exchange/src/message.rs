@@ -25,6 +25,31 @@ pub trait Message: Copy + fmt::Debug {
     fn to_bytes(&self) -> Vec<u8>;
 }
 
+/// The [`Message`] accessors of the common header fields that [`SmpRepr`] and [`Gmp`] both
+/// keep under the header's names.
+macro_rules! common_header_fields {
+    () => {
+        fn method(&self) -> Method {
+            self.method
+        }
+        fn status(&self) -> Status {
+            self.status
+        }
+        fn transaction_id(&self) -> u64 {
+            self.transaction_id
+        }
+        fn set_transaction_id(&mut self, tid: u64) {
+            self.transaction_id = tid;
+        }
+        fn attribute_id(&self) -> AttributeId {
+            self.attribute_id
+        }
+        fn attribute_modifier(&self) -> u32 {
+            self.attribute_modifier
+        }
+    };
+}
+
 impl Message for SmpRepr {
     fn class(&self) -> MgmtClass {
         match self.routing {
@@ -32,24 +57,7 @@ impl Message for SmpRepr {
             Routing::Directed(_) => MgmtClass::SubnDirectedRoute,
         }
     }
-    fn method(&self) -> Method {
-        self.method
-    }
-    fn status(&self) -> Status {
-        self.status
-    }
-    fn transaction_id(&self) -> u64 {
-        self.transaction_id
-    }
-    fn set_transaction_id(&mut self, tid: u64) {
-        self.transaction_id = tid;
-    }
-    fn attribute_id(&self) -> AttributeId {
-        self.attribute_id
-    }
-    fn attribute_modifier(&self) -> u32 {
-        self.attribute_modifier
-    }
+    common_header_fields!();
     fn from_bytes(mad: &[u8]) -> Option<SmpRepr> {
         crate::smp::parse_smp(mad)
     }
@@ -124,24 +132,7 @@ impl Message for Gmp {
     fn class(&self) -> MgmtClass {
         self.class
     }
-    fn method(&self) -> Method {
-        self.method
-    }
-    fn status(&self) -> Status {
-        self.status
-    }
-    fn transaction_id(&self) -> u64 {
-        self.transaction_id
-    }
-    fn set_transaction_id(&mut self, tid: u64) {
-        self.transaction_id = tid;
-    }
-    fn attribute_id(&self) -> AttributeId {
-        self.attribute_id
-    }
-    fn attribute_modifier(&self) -> u32 {
-        self.attribute_modifier
-    }
+    common_header_fields!();
 
     /// A whole MAD of BaseVersion 1 in a class that travels on QP1; an SMP is no GMP.
     fn from_bytes(mad: &[u8]) -> Option<Gmp> {

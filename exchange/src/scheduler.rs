@@ -3,7 +3,7 @@
 //!
 //! Sans-IO: the caller hands in requests, received MADs and the current time, and takes out MADs to
 //! send; the scheduler never touches a socket or reads the clock. It keeps at most
-//! `max_outstanding` SMPs on the wire (OpenSM's `max_wire_smps`). It serves the nodes round-robin,
+//! `max_outstanding` MADs on the wire (OpenSM's `max_wire_smps`). It serves the nodes round-robin,
 //! so one large switch cannot starve the rest of a sweep. It gives every request a transaction ID
 //! whose low 32 bits are never zero (OpenSM and the kernel read 0 as "no TID"). It matches
 //! responses by those low 32 bits and the management class (the kernel and ibsim rewrite the high
@@ -99,7 +99,7 @@ pub enum Completion<C, M = SmpRepr> {
 /// Counts for the summary an administrator reads after a sweep.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SchedulerStats {
-    /// SMPs put on the wire, retries included, per (attribute, method).
+    /// MADs put on the wire, retries included, per (attribute, method).
     pub sent: BTreeMap<(AttributeId, Method), u64>,
     pub retries: u64,
     /// Attempts that got no answer in time or were handed back, per attribute.
