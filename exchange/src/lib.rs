@@ -7,10 +7,13 @@
 //! all run over it, and every transport speaks its types. Sans-IO: nothing here touches a
 //! socket or reads the clock.
 
+// First, so that its macro serves the modules after it.
+#[macro_use]
+mod message;
+
 mod address;
 pub mod class;
 mod engine;
-mod message;
 pub mod scheduler;
 pub mod smp;
 

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use ibqos_mad::{AttributeId, Mad, Method, MgmtClass, Routing, Smp, SmpRepr, Status};
+use ibqos_mad::{AttributeId, Mad, Method, MgmtClass, Status};
 use tracing::debug;
 
 use crate::class::Channel;
@@ -48,24 +48,6 @@ macro_rules! common_header_fields {
             self.attribute_modifier
         }
     };
-}
-
-impl Message for SmpRepr {
-    fn class(&self) -> MgmtClass {
-        match self.routing {
-            Routing::Lid => MgmtClass::SubnLid,
-            Routing::Directed(_) => MgmtClass::SubnDirectedRoute,
-        }
-    }
-    common_header_fields!();
-    fn from_bytes(mad: &[u8]) -> Option<SmpRepr> {
-        crate::smp::parse_smp(mad)
-    }
-    fn to_bytes(&self) -> Vec<u8> {
-        let mut mad = vec![0u8; Smp::<&[u8]>::LEN];
-        self.emit(&mut Smp::new_unchecked(&mut mad[..]));
-        mad
-    }
 }
 
 /// A GMP: a MAD of a class on QP1 (SA, PerfMgt, congestion control, a vendor's). The common
@@ -177,7 +159,7 @@ impl Message for Gmp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ibqos_mad::{DrPath, PerfAttributeId, PerfMgtMad};
+    use ibqos_mad::{DrPath, PerfAttributeId, PerfMgtMad, Routing, SmpRepr};
 
     #[test]
     fn a_gmp_round_trips_through_its_bytes() {

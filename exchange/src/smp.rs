@@ -1,8 +1,10 @@
-//! SMPs as the exchange carries them: read off the wire, and answered.
+//! SMPs as the exchange carries them: read off the wire, scheduled as a [`Message`], and
+//! answered.
 
-use ibqos_mad::{Direction, Method, Routing, SmpRepr, Status};
+use ibqos_mad::{AttributeId, Direction, Method, MgmtClass, Routing, Smp, SmpRepr, Status};
 use tracing::debug;
 
+use crate::message::Message;
 use crate::{OutgoingMad, Transmit};
 
 /// The answer to `request` from LID `slid`, built as OpenSM's `osm_resp_send` builds it: the
@@ -43,5 +45,23 @@ pub fn parse_smp(mad: &[u8]) -> Option<SmpRepr> {
             debug!(%error, len = mad.len(), "not an SMP; dropped");
             None
         }
+    }
+}
+
+impl Message for SmpRepr {
+    fn class(&self) -> MgmtClass {
+        match self.routing {
+            Routing::Lid => MgmtClass::SubnLid,
+            Routing::Directed(_) => MgmtClass::SubnDirectedRoute,
+        }
+    }
+    common_header_fields!();
+    fn from_bytes(mad: &[u8]) -> Option<SmpRepr> {
+        parse_smp(mad)
+    }
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut mad = vec![0u8; Smp::<&[u8]>::LEN];
+        self.emit(&mut Smp::new_unchecked(&mut mad[..]));
+        mad
     }
 }
