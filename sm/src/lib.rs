@@ -1,7 +1,7 @@
 //! The ibqos subnet manager as a library: the SM's lifetime ([`manager`]: which sweep comes next
 //! and why, its [`responder`] for what reaches it unasked, and its subnet administrator, [`sa`]), a sans-IO sweep engine
-//! (discovery, LIDs, routing, link and QoS managers, the reconciler of diff sweeps) over a MAD
-//! scheduler, and the per-sweep [`summary`]. Time and MADs come in, MADs and events go out; the
+//! (discovery, LIDs, routing, link and QoS managers, the reconciler of diff sweeps) over the
+//! MAD scheduler of `ibqos-exchange`, and the per-sweep [`summary`]. Time and MADs come in, MADs and events go out; the
 //! transports and the loop that drives them are the `ibqos-transport` crate.
 
 pub mod cache;
