@@ -15,3 +15,5 @@ pub mod mkey;
 pub mod responder;
 pub mod sa;
 pub mod summary;
+#[cfg(test)]
+mod testing;

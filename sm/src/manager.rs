@@ -979,3 +979,6 @@ impl Engine for Manager {
 pub(crate) fn interval(settings: &Settings) -> Duration {
     Duration::from_secs(u64::from(settings.sm.sweep_interval.max(1)))
 }
+
+#[cfg(test)]
+mod tests;

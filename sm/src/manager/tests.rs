@@ -1,0 +1,344 @@
+//! The manager's states driven over the two-switch fabric, emulated in the same process with
+//! time passed in: what each state sends, and which state and event follow.
+
+use super::*;
+use crate::cache::read_guid2lid;
+use crate::sa::SaCounts;
+use crate::testing::{Fabric, sa_request, settings, trap};
+use ibqos_exchange::Address;
+use ibqos_fabric::{NodeKind, PortRef};
+use ibqos_mad::sa::{SA_HEADER_LEN, SaAttributeId, SaMad};
+use ibqos_mad::{AttributeId, Mad, MgmtClass};
+
+fn manager(fabric: &Fabric, run: Run, conf: &str) -> Manager {
+    Manager::new(run, &settings(conf), BTreeMap::new(), fabric.port_guid())
+}
+
+/// Drives until the manager gives an event `pick` takes: that, and the events before it.
+fn until<T>(
+    fabric: &mut Fabric,
+    manager: &mut Manager,
+    pick: impl Fn(&Event) -> Option<T>,
+) -> (T, Vec<Event>) {
+    let mut seen = Vec::new();
+    let mut picked = None;
+    fabric.drive(manager, |manager| {
+        while let Some(event) = manager.poll_event() {
+            match pick(&event) {
+                Some(found) => {
+                    picked = Some(found);
+                    return true;
+                }
+                None => seen.push(event),
+            }
+        }
+        false
+    });
+    (picked.unwrap(), seen)
+}
+
+fn sweep_done(fabric: &mut Fabric, manager: &mut Manager) -> SweepSummary {
+    let pick = |event: &Event| match event {
+        Event::SweepDone(summary) => Some(summary.as_ref().clone()),
+        _ => None,
+    };
+    until(fabric, manager, pick).0
+}
+
+/// The next sweep that starts: its number, mode and reason.
+fn sweep_started(fabric: &mut Fabric, manager: &mut Manager) -> (u32, SweepMode, SweepReason) {
+    let pick = |event: &Event| match event {
+        Event::SweepStarted {
+            sweep,
+            mode,
+            reason,
+        } => Some((*sweep, *mode, *reason)),
+        _ => None,
+    };
+    until(fabric, manager, pick).0
+}
+
+fn finished(fabric: &mut Fabric, manager: &mut Manager) -> Outcome {
+    let pick = |event: &Event| match event {
+        Event::Finished(outcome) => Some(*outcome),
+        _ => None,
+    };
+    until(fabric, manager, pick).0
+}
+
+/// The Sets among the SMPs sent since the `from`th MAD.
+fn sets_since(fabric: &Fabric, from: usize) -> usize {
+    let smps = fabric.smps_sent_since(from);
+    smps.iter().filter(|smp| smp.method == Method::Set).count()
+}
+
+#[test]
+fn a_once_run_brings_the_subnet_up_saves_every_lid_and_ends() {
+    let mut fabric = Fabric::two_switch();
+    let mut sm = manager(&fabric, Run::Once, "");
+    let (outcome, events) = until(&mut fabric, &mut sm, |event| match event {
+        Event::Finished(outcome) => Some(*outcome),
+        _ => None,
+    });
+    assert_eq!(outcome, Outcome::SubnetUp);
+    let Event::SweepStarted {
+        sweep,
+        mode,
+        reason,
+    } = events[0]
+    else {
+        panic!("{events:#?}")
+    };
+    assert_eq!(
+        (sweep, mode, reason),
+        (1, SweepMode::Forced, SweepReason::First)
+    );
+    // Alone on the fabric, the SM becomes master as its discovery ends.
+    let masters: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::StateChanged(change) => Some((change.from, change.to)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(masters, [(SmState::Discovering, SmState::Master)]);
+    // The LIDs saved are those the fabric's end ports hold now.
+    let saved = events.iter().find_map(|event| match event {
+        Event::SaveLids(text) => Some(read_guid2lid(text).0),
+        _ => None,
+    });
+    let topology = fabric.emulator.topology();
+    // End ports: a switch's port 0 and every port of a CA.
+    let held: BTreeMap<u64, u16> = topology
+        .nodes()
+        .flat_map(|(id, node)| match node.kind {
+            NodeKind::Switch => vec![PortRef::new(id, 0)],
+            _ => node
+                .existing_ports()
+                .map(|(p, _)| PortRef::new(id, p))
+                .collect(),
+        })
+        .map(|port| (fabric.guid_of(port), fabric.lid_of(port)))
+        .collect();
+    assert_eq!(held.len(), 8);
+    assert!(held.values().all(|lid| *lid != 0), "{held:?}");
+    assert_eq!(saved.as_ref(), Some(&held));
+    // Finished: nothing more to send or wait for, and the SA answers from the sweep.
+    assert!(matches!(sm.state, State::Finished));
+    assert_eq!(
+        (sm.poll_transmit(fabric.now()), sm.next_deadline()),
+        (None, None)
+    );
+    assert!(sm.sa.is_serving());
+}
+
+#[test]
+fn a_daemon_waits_its_interval_then_sweeps_again_setting_nothing_unchanged() {
+    let mut fabric = Fabric::two_switch();
+    let mut sm = manager(&fabric, Run::Daemon, "sweep_interval 7\n");
+    assert!(sweep_done(&mut fabric, &mut sm).subnet_up);
+    let (done, sent) = (fabric.now(), fabric.sent.len());
+    let State::Waiting { until } = sm.state else {
+        panic!("{:?}", sm.state)
+    };
+    assert_eq!(until, done + Duration::from_secs(7));
+    assert_eq!(
+        sweep_started(&mut fabric, &mut sm),
+        (2, SweepMode::Diff, SweepReason::Interval)
+    );
+    assert_eq!(fabric.now(), until);
+    let second = sweep_done(&mut fabric, &mut sm);
+    assert!(second.subnet_up);
+    // The fabric holds what the first sweep Set: a diff sweep reads it and Sets nothing.
+    assert_eq!(sets_since(&fabric, sent), 0);
+}
+
+/// The LID of switch S1's management port, which issues traps.
+fn switch_lid(fabric: &Fabric) -> u16 {
+    fabric.lid_of(fabric.port_of("S1", 0))
+}
+
+#[test]
+fn a_trap_128_between_sweeps_is_repressed_and_starts_a_sweep_at_once() {
+    let mut fabric = Fabric::two_switch();
+    let mut sm = manager(&fabric, Run::Daemon, "");
+    sweep_done(&mut fabric, &mut sm);
+    let issuer = switch_lid(&fabric);
+    let (arrived, sent) = (fabric.now(), fabric.sent.len());
+    fabric.arrive(trap(128, issuer), Peer::lid(issuer));
+    assert_eq!(
+        sweep_started(&mut fabric, &mut sm),
+        (2, SweepMode::Diff, SweepReason::LinkChange)
+    );
+    assert_eq!(fabric.now(), arrived);
+    let repress = &fabric.smps_sent_since(sent)[0];
+    assert_eq!(
+        (repress.method, repress.attribute_id),
+        (Method::TrapRepress, AttributeId::Notice)
+    );
+    assert_eq!(fabric.sent[sent].address, Address::Lid(issuer));
+}
+
+#[test]
+fn a_trap_128_during_a_sweep_makes_another_sweep_after_it() {
+    let mut fabric = Fabric::two_switch();
+    let mut sm = manager(&fabric, Run::Once, "");
+    // Which LID issues it does not matter to the manager.
+    fabric.drive(&mut sm, |sm| sm.smps_outstanding() > 0);
+    fabric.arrive(trap(128, 1), Peer::lid(1));
+    let (reasons, outcome) = {
+        let mut reasons = Vec::new();
+        let outcome = loop {
+            let (event, _) = until(&mut fabric, &mut sm, |event| match event {
+                Event::SweepStarted { reason, .. } => Some(Ok(*reason)),
+                Event::Finished(outcome) => Some(Err(*outcome)),
+                _ => None,
+            });
+            match event {
+                Ok(reason) => reasons.push(reason),
+                Err(outcome) => break outcome,
+            }
+        };
+        (reasons, outcome)
+    };
+    assert_eq!(
+        reasons,
+        [SweepReason::First, SweepReason::LinkChangeDuringSweep]
+    );
+    assert_eq!(outcome, Outcome::SubnetUp);
+    assert_eq!(sm.sweeps, 2);
+}
+
+#[test]
+fn a_stop_between_sweeps_ends_at_once_and_sends_nothing() {
+    let mut fabric = Fabric::two_switch();
+    let mut sm = manager(&fabric, Run::Daemon, "");
+    sweep_done(&mut fabric, &mut sm);
+    while sm.poll_event().is_some() {}
+    sm.stop(fabric.now());
+    assert_eq!(sm.poll_event(), Some(Event::Finished(Outcome::Stopped)));
+    assert_eq!(
+        (sm.poll_transmit(fabric.now()), sm.next_deadline()),
+        (None, None)
+    );
+}
+
+/// A daemon stopped in the middle of its first sweep, with SMPs on the wire.
+fn stopped_during_a_sweep() -> (Fabric, Manager, Instant, usize) {
+    let mut fabric = Fabric::two_switch();
+    let mut sm = manager(&fabric, Run::Daemon, "");
+    fabric.drive(&mut sm, |sm| {
+        sm.election.state() == SmState::Master && sm.smps_outstanding() > 0
+    });
+    // What the sweep has queued goes out first, as a driver sends it before it stops.
+    fabric.flush(&mut sm);
+    let on_the_wire = sm.smps_outstanding();
+    let stopped = fabric.now();
+    sm.stop(stopped);
+    (fabric, sm, stopped, on_the_wire)
+}
+
+#[test]
+fn a_stop_during_a_sweep_sends_nothing_more_and_ends_when_its_smps_are_answered() {
+    let (mut fabric, mut sm, stopped, on_the_wire) = stopped_during_a_sweep();
+    assert!(on_the_wire > 0);
+    assert!(matches!(sm.state, State::Stopping { unanswered, .. } if unanswered == on_the_wire));
+    let sent = fabric.sent.len();
+    assert_eq!(finished(&mut fabric, &mut sm), Outcome::Stopped);
+    assert_eq!(fabric.sent.len(), sent, "nothing sent after the stop");
+    assert!(fabric.now() < stopped + STOP_WAIT);
+}
+
+#[test]
+fn a_stop_during_a_sweep_ends_after_its_wait_when_no_answer_comes() {
+    let (mut fabric, mut sm, stopped, _) = stopped_during_a_sweep();
+    fabric.lose_arrivals();
+    assert_eq!(sm.next_deadline(), Some(stopped + STOP_WAIT));
+    assert_eq!(finished(&mut fabric, &mut sm), Outcome::Stopped);
+    assert_eq!(fabric.now(), stopped + STOP_WAIT);
+}
+
+#[test]
+fn the_sa_is_asked_only_while_the_sm_is_master() {
+    // (run, sweep to its end first, state, answered)
+    let cases = [
+        (Run::Daemon, false, SmState::Discovering, false),
+        (Run::DryRun, true, SmState::NotActive, false),
+        (Run::Daemon, true, SmState::Master, true),
+    ];
+    for (run, sweep_first, state, answered) in cases {
+        let mut fabric = Fabric::two_switch();
+        let mut sm = manager(&fabric, run, "");
+        if sweep_first {
+            sweep_done(&mut fabric, &mut sm);
+        }
+        assert_eq!(sm.election.state(), state, "{run:?}");
+        let requester = Peer::lid(fabric.lid_of(fabric.port));
+        let query = sa_request(Method::GetTable, SaAttributeId::NodeRecord, 0, 0, |_| {});
+        sm.on_mad(fabric.now(), &query, requester);
+        let answers: Vec<OutgoingMad> = sm.queued.drain(..).collect();
+        let counts = sm.sa.take_counts();
+        if answered {
+            let [answer] = &answers[..] else {
+                panic!("{answers:?}")
+            };
+            assert_eq!(answer.address, Address::Peer(requester));
+            let header = Mad::new_checked(&answer.mad[..]).unwrap();
+            assert_eq!(
+                (header.mgmt_class(), header.method()),
+                (MgmtClass::SubnAdm, Method::GetTableResp)
+            );
+            // One NodeRecord per end port with a LID (a CA's every port, a switch's port 0).
+            let stride = usize::from(
+                SaMad::new_checked(&answer.mad[..])
+                    .unwrap()
+                    .attribute_offset(),
+            ) * 8;
+            let lids = sm.last_sweep().unwrap().counts().lids;
+            assert_eq!((answer.mad.len() - SA_HEADER_LEN) / stride, lids);
+            assert_eq!(counts.answered, 1);
+        } else {
+            // Dropped before the SA sees it, as OpenSM drops it when not MASTER.
+            assert!(answers.is_empty(), "{run:?}: {answers:?}");
+            assert_eq!(counts, SaCounts::default(), "{run:?}");
+        }
+    }
+}
+
+#[test]
+fn an_operators_sweep_starts_only_when_the_sm_waits() {
+    let mut fabric = Fabric::two_switch();
+    let mut sm = manager(&fabric, Run::Daemon, "");
+    fabric.drive(&mut sm, |sm| matches!(sm.state, State::Sweeping { .. }));
+    assert!(!sm.sweep_now(), "under way already");
+    sweep_done(&mut fabric, &mut sm);
+    let asked = fabric.now();
+    assert!(sm.sweep_now());
+    assert!(!sm.sweep_now(), "due already");
+    assert_eq!(
+        sweep_started(&mut fabric, &mut sm),
+        (2, SweepMode::Diff, SweepReason::Requested)
+    );
+    assert_eq!(fabric.now(), asked);
+}
+
+#[test]
+fn a_reload_sweeps_at_once_and_its_interval_rules_the_wait_after() {
+    let mut fabric = Fabric::two_switch();
+    let mut sm = manager(&fabric, Run::Daemon, "sweep_interval 5\n");
+    sweep_done(&mut fabric, &mut sm);
+    let reloaded = fabric.now();
+    sm.reload(settings("sweep_interval 40\n"));
+    assert_eq!(
+        sweep_started(&mut fabric, &mut sm),
+        (2, SweepMode::Diff, SweepReason::Reload)
+    );
+    assert_eq!(fabric.now(), reloaded);
+    sweep_done(&mut fabric, &mut sm);
+    let done = fabric.now();
+    assert_eq!(
+        sweep_started(&mut fabric, &mut sm),
+        (3, SweepMode::Diff, SweepReason::Interval)
+    );
+    assert_eq!(fabric.now() - done, Duration::from_secs(40));
+}
