@@ -2,9 +2,11 @@
 //! and the loop that drives the manager or a bare sweep over it in virtual time. Nothing waits:
 //! time jumps to the next answer, or to the engine's next deadline when no answer is due.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ibqos_emu::{DueQueue, Emulator, Request, attach_port, load_topology};
+use ibqos_exchange::smp::parse_smp;
 use ibqos_exchange::{Address, Engine, OutgoingMad, Peer};
 use ibqos_fabric::PortRef;
 use ibqos_mad::sa::{SA_CLASS_VERSION, SaAttributeId, SaMad};
@@ -13,6 +15,9 @@ use ibqos_mad::{
     SmpRepr,
 };
 use ibqos_opensm::Settings;
+
+use crate::config::sweep_config;
+use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 
 /// How many exchanges a drive may take before the test calls it a hang: a two-switch sweep
 /// takes a few hundred.
@@ -93,6 +98,24 @@ impl Fabric {
         self.sent.push(out);
     }
 
+    /// A Set of `attribute` to `port`'s node, LID-routed from the SM's port but not by the SM:
+    /// a change behind its back. Panics unless the node takes it.
+    pub fn set_behind_the_back(&mut self, port: PortRef, attribute: &Attribute, modifier: u32) {
+        let smp = SmpRepr::set(attribute, modifier, 0x5e7, Routing::Lid);
+        let mut mad = vec![0u8; 256];
+        smp.emit(&mut Smp::new_unchecked(&mut mad[..]));
+        let request = Request {
+            origin: self.port,
+            at_ns: self.ns,
+            dlid: Some(self.lid_of(port)),
+            mad: &mad,
+        };
+        let reply = self.emulator.exchange(request).expect("an answer");
+        let answer = SmpRepr::parse(&Smp::new_checked(&reply.mad[..]).unwrap()).unwrap();
+        assert_eq!(answer.status, ibqos_mad::Status::OK);
+        self.emulator.take_traps();
+    }
+
     /// `mad` from `from` reaches the SM now, after what is already on its way by now.
     pub fn arrive(&mut self, mad: Vec<u8>, from: Peer) {
         self.arriving.push(self.ns, (mad, from));
@@ -168,6 +191,47 @@ impl Fabric {
     }
 }
 
+/// A bare sweep as the transport's driver would run it.
+#[derive(Debug)]
+pub(crate) struct Bare(pub Sweep);
+
+impl Engine for Bare {
+    fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
+        self.0.poll_transmit(now).map(|t| OutgoingMad::from(&t))
+    }
+    fn next_deadline(&self) -> Option<Instant> {
+        self.0.next_deadline()
+    }
+    fn on_mad(&mut self, now: Instant, mad: &[u8], _from: Peer) {
+        if let Some(smp) = parse_smp(mad) {
+            self.0.on_response(now, smp);
+        }
+    }
+    fn on_dropped(&mut self, now: Instant, mad: &[u8]) {
+        if let Some(smp) = parse_smp(mad) {
+            self.0.on_dropped(now, smp);
+        }
+    }
+    fn on_time(&mut self, now: Instant) {
+        self.0.on_time(now);
+    }
+}
+
+/// The sweep configuration of `settings`, in `mode`.
+pub(crate) fn config(settings: &Settings, mode: SweepMode) -> SweepConfig {
+    SweepConfig {
+        mode,
+        ..sweep_config(settings, BTreeMap::new())
+    }
+}
+
+/// A bare sweep of `config` on `fabric`, run to its end.
+pub(crate) fn sweep(fabric: &mut Fabric, config: SweepConfig, learned: Learned) -> Sweep {
+    let mut bare = Bare(Sweep::start(config, learned, fabric.now()));
+    fabric.drive(&mut bare, |bare| bare.0.is_done());
+    bare.0
+}
+
 /// The settings of an opensm.conf made of `text`.
 pub(crate) fn settings(text: &str) -> Settings {
     ibqos_opensm::load_bytes(
@@ -177,6 +241,19 @@ pub(crate) fn settings(text: &str) -> Settings {
     )
     .unwrap()
     .settings
+}
+
+/// A forced sweep of the two-switch fabric with `text` as opensm.conf, which must bring the
+/// subnet up: the fabric and the sweep.
+pub(crate) fn subnet_up(text: &str) -> (Fabric, Sweep) {
+    let mut fabric = Fabric::two_switch();
+    let sweep = sweep(
+        &mut fabric,
+        config(&settings(text), SweepMode::Forced),
+        Learned::default(),
+    );
+    assert_eq!(*sweep.phase(), Phase::SubnetUp);
+    (fabric, sweep)
 }
 
 /// An SA request of `attribute` with `method`, `mask`, `sm_key` and a template written by

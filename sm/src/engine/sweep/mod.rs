@@ -658,3 +658,6 @@ impl Sweep {
         self.phase = Phase::Failed(reason);
     }
 }
+
+#[cfg(test)]
+mod tests;

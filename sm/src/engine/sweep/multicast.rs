@@ -211,3 +211,102 @@ fn mft_write(guid: u64, modifier: MftModifier, table: MulticastForwardingTableRe
         long: false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::sweep::{Learned, SweepMode};
+    use crate::testing::{Bare, Fabric, config, settings, sweep};
+    use ibqos_mad::{AttributeId, Method};
+
+    const MLID: u16 = 0xc000;
+
+    /// A sweep in `mode` with `members` (node names, port 1) on MLID 0xc000.
+    fn with_members(
+        fabric: &mut Fabric,
+        mode: SweepMode,
+        members: &[&str],
+        learned: Learned,
+    ) -> Sweep {
+        let guids = members
+            .iter()
+            .map(|name| fabric.guid_of(fabric.port_of(name, 1)));
+        let config = super::super::SweepConfig {
+            multicast: [(MLID, guids.collect())].into(),
+            ..config(&settings(""), mode)
+        };
+        sweep(fabric, config, learned)
+    }
+
+    /// Whether the switch a member hangs off forwards the MLID to it.
+    fn reaches(fabric: &Fabric, member: &str) -> bool {
+        let topology = fabric.emulator.topology();
+        let (switch_port, _) = topology
+            .links()
+            .map(|(a, b)| {
+                if topology.node(a.node).unwrap().kind == ibqos_fabric::NodeKind::Switch {
+                    (a, b)
+                } else {
+                    (b, a)
+                }
+            })
+            .find(|(_, end)| *end == fabric.port_of(member, 1))
+            .unwrap();
+        let ports = fabric.emulator.mft_ports(switch_port.node, MLID).unwrap();
+        ports.contains(&switch_port.port)
+    }
+
+    #[test]
+    fn an_mlid_reaches_its_members_and_a_member_gone_is_cleared_next_sweep() {
+        let mut fabric = Fabric::two_switch();
+        let forced = with_members(
+            &mut fabric,
+            SweepMode::Forced,
+            &["H1", "H3"],
+            Learned::default(),
+        );
+        assert_eq!(*forced.phase(), Phase::SubnetUp);
+        let reached = ["H1", "H2", "H3", "H4"].map(|member| reaches(&fabric, member));
+        assert_eq!(reached, [true, false, true, false]);
+        assert!(forced.verified_mfts().count() > 0);
+        assert_eq!(forced.mft_counts().failed, 0);
+        // H3 left: the diff sweep still sends its switch's block (the high water), now without it.
+        let learned = forced.learned().clone();
+        let diff = with_members(&mut fabric, SweepMode::Diff, &["H1"], learned);
+        assert_eq!(*diff.phase(), Phase::SubnetUp);
+        assert!(!reaches(&fabric, "H3"));
+        assert!(
+            diff.changes()
+                .iter()
+                .any(|c| c.attribute == AttributeId::MulticastForwardingTable)
+        );
+    }
+
+    #[test]
+    fn a_multicast_update_sets_only_multicast_forwarding_tables() {
+        let mut fabric = Fabric::two_switch();
+        let forced = with_members(&mut fabric, SweepMode::Forced, &["H1"], Learned::default());
+        let before = fabric.sent.len();
+        let guids = ["H1", "H4"].map(|name| fabric.guid_of(fabric.port_of(name, 1)));
+        let update = super::super::SweepConfig {
+            multicast: [(MLID, guids.into())].into(),
+            ..config(&settings(""), SweepMode::Forced)
+        };
+        let update =
+            Sweep::update_multicast(update, forced.learned().clone(), &forced, fabric.now());
+        let mut bare = Bare(update);
+        fabric.drive(&mut bare, |bare| bare.0.is_done());
+        assert_eq!(*bare.0.phase(), Phase::SubnetUp);
+        assert!(reaches(&fabric, "H4"));
+        let smps = fabric.smps_sent_since(before);
+        assert!(!smps.is_empty());
+        let kinds: BTreeSet<_> = smps
+            .iter()
+            .map(|smp| (smp.method, smp.attribute_id))
+            .collect();
+        assert_eq!(
+            kinds,
+            [(Method::Set, AttributeId::MulticastForwardingTable)].into()
+        );
+    }
+}

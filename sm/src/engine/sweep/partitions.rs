@@ -366,3 +366,95 @@ fn block_writes(key: PortKey, target: Target, held: &[u16], table: &[u16], write
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::sweep::{Learned, SweepMode};
+    use crate::testing::{Fabric, config, sweep};
+    use ibqos_mad::Method;
+    use ibqos_opensm::Settings;
+
+    /// The settings of an opensm.conf whose partitions.conf, in `dir`, makes H2 and H3 full
+    /// members of `hosts` (0x0101); the Default partition has every port, the SM's in full.
+    fn partitioned(fabric: &Fabric, dir: &tempfile::TempDir) -> Settings {
+        let guid = |name| format!("{:#018x}", fabric.guid_of(fabric.port_of(name, 1)));
+        let partitions = dir.path().join("partitions.conf");
+        let text = format!(
+            "Default=0x7fff : ALL, SELF=full ;\nhosts=0x0101 : {}=full, {}=full ;\n",
+            guid("H2"),
+            guid("H3")
+        );
+        std::fs::write(&partitions, text).unwrap();
+        let conf = dir.path().join("opensm.conf");
+        let line = format!("partition_config_file {}\n", partitions.display());
+        std::fs::write(&conf, line).unwrap();
+        ibqos_opensm::load(&conf).unwrap().settings
+    }
+
+    fn holds(fabric: &Fabric, node: &str, port: u8, pkey: u16) -> bool {
+        let port = fabric.port_of(node, port);
+        fabric.emulator.p_keys(port).unwrap().contains(&pkey)
+    }
+
+    #[test]
+    fn members_and_the_switch_ports_facing_them_get_the_partition_and_no_one_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fabric = Fabric::two_switch();
+        let settings = partitioned(&fabric, &dir);
+        let forced = sweep(
+            &mut fabric,
+            config(&settings, SweepMode::Forced),
+            Learned::default(),
+        );
+        assert_eq!(*forced.phase(), Phase::SubnetUp);
+        // (node, port, holds hosts in full)
+        let cases = [
+            ("H2", 1, true),
+            ("H3", 1, true),
+            ("H1", 1, false),
+            ("H4", 1, false),
+            ("S1", 2, true),
+            ("S2", 1, true),
+            ("S2", 2, false),
+        ];
+        for (node, port, member) in cases {
+            assert_eq!(holds(&fabric, node, port, 0x8101), member, "{node}[{port}]");
+            assert!(
+                !holds(&fabric, node, port, 0x0101),
+                "{node}[{port}] limited"
+            );
+        }
+        // What the sweep says the ports hold is what they hold.
+        for (key, table) in forced.pkey_tables() {
+            let node = forced.subnet().nodes.get(&key.node).unwrap();
+            let name = fabric
+                .emulator
+                .topology()
+                .nodes()
+                .find(|(_, n)| n.guid == node.info.node_guid);
+            let (id, _) = name.unwrap();
+            let held = fabric
+                .emulator
+                .p_keys(ibqos_fabric::PortRef::new(id, key.port))
+                .unwrap();
+            assert_eq!(&table[..held.len()], held, "{key:?}");
+        }
+        // Another sweep, forced or diff, reads them all again and finds every block in place:
+        // a forced sweep too Sets only the blocks that differ, as OpenSM does.
+        for mode in [SweepMode::Forced, SweepMode::Diff] {
+            let before = fabric.sent.len();
+            let again = sweep(
+                &mut fabric,
+                config(&settings, mode),
+                forced.learned().clone(),
+            );
+            let smps = fabric.smps_sent_since(before);
+            let pkey_sets = smps.iter().filter(|smp| {
+                smp.method == Method::Set && smp.attribute_id == AttributeId::PKeyTable
+            });
+            assert_eq!(pkey_sets.count(), 0, "{mode:?}");
+            assert_eq!(again.pkey_counts(), forced.pkey_counts(), "{mode:?}");
+        }
+    }
+}

@@ -269,3 +269,70 @@ impl Sweep {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{Fabric, config, settings, subnet_up, sweep};
+    use ibqos_mad::{LinearForwardingTableRepr, Method};
+
+    /// S1's LFT block 0 with the entry of the first LID that goes out of another port than
+    /// the SM's changed to that port: a route the SM did not program.
+    fn reroute(fabric: &mut Fabric) -> (ibqos_fabric::PortRef, u16, u8) {
+        let s1 = fabric.port_of("S1", 0);
+        let mut block = LinearForwardingTableRepr {
+            ports: std::array::from_fn(|lid| fabric.emulator.lft(s1.node, lid as u16).unwrap()),
+        };
+        let (lid, held) = (1..64u16)
+            .map(|lid| (lid, block.ports[usize::from(lid)]))
+            .find(|(_, port)| *port != 1 && *port != LinearForwardingTableRepr::NO_ROUTE)
+            .unwrap();
+        block.ports[usize::from(lid)] = 1;
+        fabric.set_behind_the_back(s1, &Attribute::LinearForwardingTable(block), 0);
+        (s1, lid, held)
+    }
+
+    #[test]
+    fn an_unchanged_fabric_gives_a_diff_sweep_no_change_and_no_set() {
+        let (mut fabric, forced) = subnet_up("");
+        let before = fabric.sent.len();
+        let diff = config(&settings(""), SweepMode::Diff);
+        let diff = sweep(&mut fabric, diff, forced.learned().clone());
+        assert_eq!(*diff.phase(), super::super::Phase::SubnetUp);
+        assert_eq!(diff.changes(), []);
+        let smps = fabric.smps_sent_since(before);
+        assert!(smps.iter().all(|smp| smp.method == Method::Get), "{smps:?}");
+    }
+
+    #[test]
+    fn a_route_changed_behind_the_sms_back_is_one_change_repaired_unless_dry_run() {
+        // (mode, whether the Set goes out)
+        for (mode, sent) in [(SweepMode::Diff, true), (SweepMode::DryRun, false)] {
+            let (mut fabric, forced) = subnet_up("");
+            let (s1, lid, programmed) = reroute(&mut fabric);
+            let before = fabric.sent.len();
+            let diff = config(&settings(""), mode);
+            let diff = sweep(&mut fabric, diff, forced.learned().clone());
+            let [change] = diff.changes() else {
+                panic!("{mode:?}: {:#?}", diff.changes())
+            };
+            let switch = fabric.emulator.topology().node(s1.node).unwrap().guid;
+            assert_eq!(change.target, SetTarget::LftBlock { switch, block: 0 });
+            assert_eq!(
+                (change.attribute, change.modifier, change.sent),
+                (AttributeId::LinearForwardingTable, 0, sent)
+            );
+            // The one entry changed, of the block's 64.
+            let lines: Vec<String> = change.differences.iter().map(ToString::to_string).collect();
+            assert_eq!(lines, ["1 of 64 LIDs forwarded differently"]);
+            let smps = fabric.smps_sent_since(before);
+            let sets: Vec<_> = smps
+                .iter()
+                .filter(|smp| smp.method == Method::Set)
+                .collect();
+            assert_eq!(sets.len(), usize::from(sent), "{mode:?}");
+            let now = fabric.emulator.lft(s1.node, lid).unwrap();
+            assert_eq!(now, if sent { programmed } else { 1 }, "{mode:?}");
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! A bare sweep driven over the two-switch fabric, emulated in the same process: the phases it
+//! passes, what it counts, and where it stops.
+
+use super::*;
+use crate::testing::{Bare, Fabric, config, settings, subnet_up, sweep};
+use ibqos_emu::FaultSchedule;
+use ibqos_mad::Method;
+
+/// Every phase a sweep passes through, in order, each once.
+fn phases(fabric: &mut Fabric, sweep: Sweep) -> (Vec<Phase>, Sweep) {
+    let mut bare = Bare(sweep);
+    let mut seen = vec![bare.0.phase().clone()];
+    fabric.drive(&mut bare, |bare| {
+        if seen.last() != Some(bare.0.phase()) {
+            seen.push(bare.0.phase().clone());
+        }
+        bare.0.is_done()
+    });
+    (seen, bare.0)
+}
+
+#[test]
+fn a_forced_sweep_passes_every_phase_in_order_to_subnet_up() {
+    let mut fabric = Fabric::two_switch();
+    // Every phase has SMPs to wait for: another port with IsSM to read, QoS on, a multicast
+    // group with members.
+    let h4 = fabric.port_of("H4", 1);
+    fabric.emulator.set_is_sm(h4, true);
+    let members = [fabric.port_of("H1", 1), h4].map(|port| fabric.guid_of(port));
+    let start = SweepConfig {
+        multicast: [(0xc000, members.into())].into(),
+        ..config(&settings("qos TRUE\n"), SweepMode::Forced)
+    };
+    let start = Sweep::start(start, Learned::default(), fabric.now());
+    let (seen, sweep) = phases(&mut fabric, start);
+    assert_eq!(
+        seen,
+        [
+            Phase::Discovering,
+            Phase::ReadingSmInfo,
+            Phase::ProgrammingPartitions,
+            Phase::ConfiguringPorts,
+            Phase::ProgrammingQos,
+            Phase::ProgrammingSwitches,
+            Phase::ProgrammingMulticast,
+            Phase::Activating,
+            Phase::SubnetUp,
+        ]
+    );
+    // What it counts is what the fabric has: a LID for each switch and each CA port.
+    let topology = fabric.emulator.topology();
+    let end_ports = topology.nodes().map(|(_, node)| match node.kind {
+        ibqos_fabric::NodeKind::Switch => 1,
+        _ => node.existing_ports().count(),
+    });
+    let counts = sweep.counts();
+    assert_eq!(counts.nodes, topology.nodes().count());
+    assert_eq!(counts.lids, end_ports.sum::<usize>());
+    assert_eq!((counts.failed_requests, counts.ports_not_active), (0, 0));
+    assert!(sweep.subnet_up_after().is_some());
+}
+
+#[test]
+fn an_electing_sweep_sets_nothing_until_it_may_proceed() {
+    let mut fabric = Fabric::two_switch();
+    let start = config(&settings(""), SweepMode::Forced);
+    let mut bare = Bare(Sweep::start_electing(
+        start,
+        Learned::default(),
+        fabric.now(),
+    ));
+    fabric.drive(&mut bare, |bare| {
+        *bare.0.phase() == Phase::Discovered && bare.0.outstanding() == 0
+    });
+    // It waits there, with nothing to send and no timer.
+    fabric.flush(&mut bare);
+    assert_eq!(bare.0.next_deadline(), None);
+    let sets = |fabric: &Fabric| {
+        let smps = fabric.smps_sent_since(0);
+        smps.iter().filter(|smp| smp.method == Method::Set).count()
+    };
+    assert_eq!(sets(&fabric), 0);
+    bare.0.proceed(fabric.now(), false);
+    fabric.drive(&mut bare, |bare| bare.0.is_done());
+    assert_eq!(*bare.0.phase(), Phase::SubnetUp);
+    assert!(sets(&fabric) > 0);
+}
+
+#[test]
+fn a_sweep_that_cannot_assign_lids_fails_with_the_reason() {
+    let mut fabric = Fabric::two_switch();
+    let bad = SweepConfig {
+        lmc: 8,
+        ..config(&settings(""), SweepMode::Forced)
+    };
+    let sweep = sweep(&mut fabric, bad, Learned::default());
+    let Phase::Failed(reason) = sweep.phase() else {
+        panic!("{:?}", sweep.phase())
+    };
+    assert_eq!(reason.to_string(), "LMC 8 is out of range 0-7");
+    // It failed before any PortInfo Set.
+    let smps = fabric.smps_sent_since(0);
+    assert!(smps.iter().all(|smp| smp.method != Method::Set), "{smps:?}");
+}
+
+#[test]
+fn a_dead_host_leaves_the_sweep_incomplete_with_its_switch_port_not_active() {
+    let mut fabric = Fabric::two_switch();
+    let h3 = fabric.port_of("H3", 1);
+    fabric.emulator.schedule(&FaultSchedule {
+        flaps: vec![],
+        dead: vec![h3.node],
+    });
+    let sweep = sweep(
+        &mut fabric,
+        config(&settings(""), SweepMode::Forced),
+        Learned::default(),
+    );
+    let counts = sweep.counts();
+    assert_eq!(
+        *sweep.phase(),
+        Phase::Incomplete {
+            failed_requests: counts.failed_requests,
+            ports_not_active: counts.ports_not_active,
+        }
+    );
+    // The NodeInfo to H3 found no one; S2's port to it stays linked and not ACTIVE.
+    assert!(counts.failed_requests > 0);
+    assert_eq!(counts.ports_not_active, 1);
+    let s2_port = fabric.port_of("S2", 1);
+    assert_ne!(
+        fabric.emulator.port_info(s2_port).unwrap().port_state,
+        PortState::Active
+    );
+    // Everyone else is up.
+    let (_, up) = subnet_up("");
+    assert_eq!(counts.nodes + 1, up.counts().nodes);
+}
