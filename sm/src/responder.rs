@@ -157,8 +157,9 @@ pub(crate) fn generic_notice(data: &[u8; 64]) -> Option<Notice<&[u8]>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::trap;
     use ibqos_exchange::Address;
-    use ibqos_mad::{Attribute, DrPath, NoticeType, Routing, Smp};
+    use ibqos_mad::{DrPath, Routing, Smp};
 
     fn emit(smp: &SmpRepr) -> [u8; 256] {
         let mut mad = [0u8; 256];
@@ -176,29 +177,10 @@ mod tests {
         (parse_smp(&reply.mad).unwrap(), reply.address)
     }
 
-    fn trap(number: u16) -> [u8; 256] {
-        let notice = NoticeRepr {
-            is_generic: true,
-            notice_type: NoticeType::Urgent,
-            producer_type: NoticeRepr::PRODUCER_SWITCH,
-            trap_number: number,
-            issuer_lid: 7,
-            notice_toggle: false,
-            notice_count: 0,
-            data_details: [0; 54],
-        };
-        emit(&SmpRepr {
-            method: Method::Trap,
-            transaction_id: 0x1234_0000_0042,
-            data: Attribute::Notice(notice).to_data(),
-            ..SmpRepr::get(AttributeId::Notice, 0, 0, Routing::Lid)
-        })
-    }
-
     #[test]
     fn a_trap_is_repressed_with_its_tid_and_128_and_144_are_told_apart() {
         let mut responder = Responder::default();
-        let heard = responder.on_request(&trap(128), 7);
+        let heard = responder.on_request(&trap(128, 7), 7);
         assert!(matches!(heard, Heard::LinkChange(_)), "{heard:?}");
         let (repress, dlid) = reply_of(heard);
         assert_eq!(
@@ -206,7 +188,7 @@ mod tests {
             (Method::TrapRepress, 0x1234_0000_0042, Address::Lid(7))
         );
         assert!(matches!(
-            responder.on_request(&trap(144), 7),
+            responder.on_request(&trap(144, 7), 7),
             Heard::CapabilityChange { issuer: 7, .. }
         ));
         let heard = responder.take_heard();

@@ -256,6 +256,23 @@ pub(crate) fn subnet_up(text: &str) -> (Fabric, Sweep) {
     (fabric, sweep)
 }
 
+/// The settings of an opensm.conf whose partitions.conf, in `dir`, makes H2 and H3 full
+/// members of `hosts` (0x0101); the Default partition has every port, the SM's in full.
+pub(crate) fn partitioned(fabric: &Fabric, dir: &tempfile::TempDir) -> Settings {
+    let guid = |name| format!("{:#018x}", fabric.guid_of(fabric.port_of(name, 1)));
+    let partitions = dir.path().join("partitions.conf");
+    let text = format!(
+        "Default=0x7fff : ALL, SELF=full ;\nhosts=0x0101 : {}=full, {}=full ;\n",
+        guid("H2"),
+        guid("H3")
+    );
+    std::fs::write(&partitions, text).unwrap();
+    let conf = dir.path().join("opensm.conf");
+    let line = format!("partition_config_file {}\n", partitions.display());
+    std::fs::write(&conf, line).unwrap();
+    ibqos_opensm::load(&conf).unwrap().settings
+}
+
 /// An SA request of `attribute` with `method`, `mask`, `sm_key` and a template written by
 /// `template`.
 pub(crate) fn sa_request(

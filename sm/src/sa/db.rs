@@ -417,3 +417,94 @@ fn merge_find(
     }
     0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::sweep::{Learned, SweepMode};
+    use crate::testing::{Fabric, config, partitioned, settings, sweep};
+    use ibqos_fabric::PortRef;
+
+    /// The snapshot of a forced sweep of the two-switch fabric with `settings`.
+    fn snapshot(fabric: &mut Fabric, settings: &ibqos_opensm::Settings) -> SaDb {
+        let sweep = sweep(
+            fabric,
+            config(settings, SweepMode::Forced),
+            Learned::default(),
+        );
+        SaDb::new(&sweep)
+    }
+
+    /// The end port `port` is, as the snapshot keys it.
+    fn key(db: &SaDb, fabric: &Fabric, port: PortRef) -> PortKey {
+        db.endport_of_guid(fabric.guid_of(port)).unwrap()
+    }
+
+    #[test]
+    fn every_lid_of_an_end_port_leads_to_it_whatever_the_lmc() {
+        let mut spans = std::collections::BTreeSet::new();
+        for lmc in [0, 1, 2] {
+            let mut fabric = Fabric::two_switch();
+            let db = snapshot(&mut fabric, &settings(&format!("lmc {lmc}\n")));
+            let ends = ["S1", "S2"].map(|s| (s, 0)).into_iter();
+            let ends = ends.chain([
+                ("H1", 1),
+                ("H2", 1),
+                ("H3", 1),
+                ("H4", 1),
+                ("H5", 1),
+                ("H5", 2),
+            ]);
+            for (node, number) in ends {
+                let port = fabric.port_of(node, number);
+                let key = key(&db, &fabric, port);
+                let base = fabric.lid_of(port);
+                // As many LIDs as the LMC the port holds: a base switch port 0 keeps LMC 0.
+                let count = 1 << fabric.emulator.port_info(port).unwrap().lmc;
+                let lids = db.lids_of(key).unwrap();
+                assert_eq!(lids, base..=base + count - 1, "{node}[{number}] lmc {lmc}");
+                for lid in lids {
+                    assert_eq!(db.endport_of_lid(lid), Some(key));
+                    assert!(db.has_lid(key, lid));
+                }
+                assert_eq!(db.base_lid(key), base);
+                assert!(!db.has_lid(key, base + count));
+                spans.insert(count);
+            }
+        }
+        assert_eq!(spans, [1, 2, 4].into(), "every LMC was held by some port");
+    }
+
+    #[test]
+    fn ports_share_what_their_programmed_tables_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fabric = Fabric::two_switch();
+        let settings = partitioned(&fabric, &dir);
+        let db = snapshot(&mut fabric, &settings);
+        let port = |name| key(&db, &fabric, fabric.port_of(name, 1));
+        // (a, b, the first P_Key they share, 0 for none)
+        let cases = [
+            ("H2", "H3", 0x8101),
+            // Both limited members of the Default partition and of nothing else.
+            ("H2", "H4", 0),
+            // The SM's port is a full member of the Default partition.
+            ("H1", "H4", 0xffff),
+            ("H4", "H1", 0x7fff),
+        ];
+        for (a, b, common) in cases {
+            assert_eq!(db.common_pkey(port(a), port(b)), common, "{a} {b}");
+            assert_eq!(db.share_pkey(port(a), port(b)), common != 0, "{a} {b}");
+        }
+        assert!(
+            db.share_pkey(port("H4"), port("H4")),
+            "a port shares with itself"
+        );
+        assert!(db.share_this_pkey(port("H2"), port("H3"), 0x0101));
+        assert!(!db.share_this_pkey(port("H2"), port("H4"), 0x7fff));
+        // Held whatever the membership; never by a port outside the partition.
+        assert!(db.has_pkey(port("H2"), 0x0101));
+        assert!(!db.has_pkey(port("H4"), 0x8101));
+        let hosts = db.partition(0x0101).unwrap();
+        assert_eq!(db.partition(0x8101).map(|p| p.pkey), Some(hosts.pkey));
+    }
+}

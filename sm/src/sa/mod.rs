@@ -500,3 +500,6 @@ fn takes_set(attribute: SaAttributeId) -> bool {
             | SaAttributeId::GuidInfoRecord
     )
 }
+
+#[cfg(test)]
+mod tests;

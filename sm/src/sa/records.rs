@@ -769,3 +769,159 @@ fn p_key_table_records(db: &SaDb, query: &Query<'_>) -> Records {
     }
     records
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sa::tests::{Outcome, ask, serving, serving_changed};
+    use crate::sa::{DEFAULT_SA_KEY, Sa};
+    use crate::testing::sa_request;
+    use ibqos_exchange::Peer;
+    use ibqos_fabric::NodeKind;
+    use ibqos_mad::sa::SaRecord;
+
+    #[test]
+    fn each_table_holds_one_record_per_thing_the_fabric_has() {
+        let (fabric, mut sa) = serving(SaConfig::default());
+        let sm = Peer::lid(fabric.lid_of(fabric.port));
+        let topology = fabric.emulator.topology();
+        let switches = topology
+            .nodes()
+            .filter(|(_, n)| n.kind == NodeKind::Switch)
+            .count();
+        let ca_ports: usize = topology
+            .nodes()
+            .filter(|(_, n)| n.kind != NodeKind::Switch)
+            .map(|(_, n)| n.existing_ports().count())
+            .sum();
+        let max_lid = topology
+            .nodes()
+            .flat_map(|(id, n)| {
+                let ports: Vec<u8> = n.existing_ports().map(|(p, _)| p).chain([0]).collect();
+                ports
+                    .into_iter()
+                    .map(move |p| ibqos_fabric::PortRef::new(id, p))
+            })
+            .filter_map(|port| fabric.emulator.port_info(port))
+            .map(|info| info.lid)
+            .max()
+            .unwrap();
+        let links = topology.links().count();
+        let key = DEFAULT_SA_KEY;
+        use SaAttributeId as A;
+        // (attribute, method, SM_Key, the answer's status, records)
+        let cases = [
+            (
+                A::NodeRecord,
+                Method::GetTable,
+                0,
+                Status::OK,
+                switches + ca_ports,
+            ),
+            (
+                A::NodeRecord,
+                Method::GetMulti,
+                0,
+                Status::METHOD_ATTRIBUTE_UNSUPPORTED,
+                0,
+            ),
+            (
+                A::SwitchInfoRecord,
+                Method::GetTable,
+                0,
+                Status::OK,
+                switches,
+            ),
+            // Both directions of every link.
+            (A::LinkRecord, Method::GetTable, 0, Status::OK, 2 * links),
+            // Every switch's LFT, 64 LIDs a block, up to the highest LID.
+            (
+                A::LinearForwardingTableRecord,
+                Method::GetTable,
+                0,
+                Status::OK,
+                switches * (usize::from(max_lid) / 64 + 1),
+            ),
+            // The SM itself, alone on the fabric.
+            (A::SmInfoRecord, Method::GetTable, 0, Status::OK, 1),
+            (A::ClassPortInfo, Method::Get, 0, Status::OK, 1),
+            (
+                A::ClassPortInfo,
+                Method::GetTable,
+                0,
+                Status::SA_REQ_INVALID,
+                0,
+            ),
+            // P_KeyTableRecords only to a requester with the SA's key.
+            (
+                A::PKeyTableRecord,
+                Method::GetTable,
+                0,
+                Status::SA_REQ_INVALID,
+                0,
+            ),
+        ];
+        for (attribute, method, sm_key, status, count) in cases {
+            let request = sa_request(method, attribute, 0, sm_key, |_| {});
+            let outcome = ask(&mut sa, &fabric, &request, sm);
+            let Outcome::Answered(answered, got, records) = outcome else {
+                panic!("{attribute} {method}: dropped")
+            };
+            assert_eq!(answered, method.response(), "{attribute} {method}");
+            assert_eq!(got, status, "{attribute} {method}");
+            let n = if got == Status::OK { records.len() } else { 0 };
+            assert_eq!(n, count, "{attribute} {method}");
+        }
+        let request = sa_request(Method::GetTable, A::PKeyTableRecord, 0, key, |_| {});
+        let Outcome::Answered(_, Status::OK, records) = ask(&mut sa, &fabric, &request, sm) else {
+            panic!("P_KeyTableRecords with the SA's key")
+        };
+        assert!(
+            records
+                .iter()
+                .all(|r| matches!(r, SaRecord::PKeyTableRecord(_)))
+        );
+        assert!(!records.is_empty());
+    }
+
+    #[test]
+    fn a_port_info_records_m_key_shows_only_to_a_trusted_requester() {
+        // Every port as holding an M_Key of its own.
+        let keyed = |db: &mut SaDb| {
+            for (guid, node) in &mut db.subnet.nodes {
+                for (number, port) in &mut node.ports {
+                    port.info.m_key = guid ^ u64::from(*number);
+                }
+            }
+        };
+        let (fabric, mut sa) = serving_changed(SaConfig::default(), keyed);
+        let sm = Peer::lid(fabric.lid_of(fabric.port));
+        let held = |sa: &mut Sa, sm_key: u64| -> Vec<u64> {
+            let request = sa_request(
+                Method::GetTable,
+                SaAttributeId::PortInfoRecord,
+                0,
+                sm_key,
+                |_| {},
+            );
+            let Outcome::Answered(_, Status::OK, records) = ask(sa, &fabric, &request, sm) else {
+                panic!("dropped")
+            };
+            records
+                .iter()
+                .filter_map(|r| match r {
+                    SaRecord::PortInfoRecord(r) => Some(r.port_info.m_key),
+                    _ => None,
+                })
+                .collect()
+        };
+        let trusted = held(&mut sa, DEFAULT_SA_KEY);
+        let untrusted = held(&mut sa, 0);
+        assert_eq!(trusted.len(), untrusted.len());
+        assert!(untrusted.iter().all(|key| *key == 0));
+        // Every port's own key, to a trusted requester.
+        assert!(trusted.iter().all(|key| *key != 0));
+        let distinct: std::collections::BTreeSet<_> = trusted.iter().collect();
+        assert_eq!(distinct.len(), trusted.len());
+    }
+}

@@ -371,26 +371,8 @@ fn block_writes(key: PortKey, target: Target, held: &[u16], table: &[u16], write
 mod tests {
     use super::*;
     use crate::engine::sweep::{Learned, SweepMode};
-    use crate::testing::{Fabric, config, sweep};
+    use crate::testing::{Fabric, config, partitioned, sweep};
     use ibqos_mad::Method;
-    use ibqos_opensm::Settings;
-
-    /// The settings of an opensm.conf whose partitions.conf, in `dir`, makes H2 and H3 full
-    /// members of `hosts` (0x0101); the Default partition has every port, the SM's in full.
-    fn partitioned(fabric: &Fabric, dir: &tempfile::TempDir) -> Settings {
-        let guid = |name| format!("{:#018x}", fabric.guid_of(fabric.port_of(name, 1)));
-        let partitions = dir.path().join("partitions.conf");
-        let text = format!(
-            "Default=0x7fff : ALL, SELF=full ;\nhosts=0x0101 : {}=full, {}=full ;\n",
-            guid("H2"),
-            guid("H3")
-        );
-        std::fs::write(&partitions, text).unwrap();
-        let conf = dir.path().join("opensm.conf");
-        let line = format!("partition_config_file {}\n", partitions.display());
-        std::fs::write(&conf, line).unwrap();
-        ibqos_opensm::load(&conf).unwrap().settings
-    }
 
     fn holds(fabric: &Fabric, node: &str, port: u8, pkey: u16) -> bool {
         let port = fabric.port_of(node, port);
