@@ -31,7 +31,7 @@ impl Lfts {
 }
 
 /// Why the sweep could not route.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
     #[error("the discovered fabric is inconsistent: {0}")]
     Topology(TopologyError),

@@ -21,7 +21,7 @@ impl Sweep {
     pub(super) fn configure_ports(&mut self) {
         self.phase = Phase::ConfiguringPorts;
         if let Err(error) = assign_lids(&mut self.subnet, self.config.lmc, &self.config.guid2lid) {
-            self.fail(error.to_string());
+            self.fail(error);
             return;
         }
         let sm_lid = self

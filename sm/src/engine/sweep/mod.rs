@@ -31,8 +31,9 @@ use ibqos_qos::{QosConfig, VlCount};
 use tracing::{debug, info, warn};
 
 use super::discovery::{Discovery, Probe, WrongAnswer};
+use super::lids::LidError;
 use super::qos::SetupConfig;
-use super::routing::Lfts;
+use super::routing::{Lfts, RouteError};
 use super::subnet::{Node, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
 use crate::mkey::{KeyHidden, MKeyConfig};
@@ -132,8 +133,19 @@ pub enum Phase {
         failed_requests: usize,
         ports_not_active: usize,
     },
-    /// The sweep could not go on (no LIDs, no routes); the reason is in the message.
-    Failed(String),
+    /// The sweep could not go on.
+    Failed(SweepFailure),
+}
+
+/// Why a sweep could not go on; shown as the error it wraps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SweepFailure {
+    /// The end ports could not all be given LIDs.
+    #[error(transparent)]
+    Lids(#[from] LidError),
+    /// The subnet could not be routed.
+    #[error(transparent)]
+    Routes(#[from] RouteError),
 }
 
 /// What an SMP in flight was for.
@@ -653,9 +665,10 @@ impl Sweep {
         self.remote_sms.push(RemoteSm { info, lid, path });
     }
 
-    fn fail(&mut self, reason: String) {
-        warn!(%reason, "sweep failed");
-        self.phase = Phase::Failed(reason);
+    fn fail(&mut self, failure: impl Into<SweepFailure>) {
+        let failure = failure.into();
+        warn!(reason = %failure, "sweep failed");
+        self.phase = Phase::Failed(failure);
     }
 }
 

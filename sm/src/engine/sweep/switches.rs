@@ -18,7 +18,7 @@ impl Sweep {
         {
             Ok(routed) => routed,
             Err(error) => {
-                self.fail(error.to_string());
+                self.fail(error);
                 return;
             }
         };

@@ -94,10 +94,10 @@ fn a_sweep_that_cannot_assign_lids_fails_with_the_reason() {
         ..config(&settings(""), SweepMode::Forced)
     };
     let sweep = sweep(&mut fabric, bad, Learned::default());
-    let Phase::Failed(reason) = sweep.phase() else {
-        panic!("{:?}", sweep.phase())
-    };
-    assert_eq!(reason.to_string(), "LMC 8 is out of range 0-7");
+    let failure = SweepFailure::Lids(LidError::BadLmc(8));
+    assert_eq!(*sweep.phase(), Phase::Failed(failure.clone()));
+    // Shown as the error it wraps, as the summary prints it.
+    assert_eq!(failure.to_string(), LidError::BadLmc(8).to_string());
     // It failed before any PortInfo Set.
     let smps = fabric.smps_sent_since(0);
     assert!(smps.iter().all(|smp| smp.method != Method::Set), "{smps:?}");
