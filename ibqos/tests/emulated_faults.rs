@@ -131,14 +131,15 @@ fn converged(
         return Err("no QoS table planned".into());
     }
     for set in &sets {
-        let node = t.node_by_guid(set.node).ok_or("unknown node")?;
+        let node = t.node_by_guid(set.node.0).ok_or("unknown node")?;
+        let modifier = u32::from(set.modifier);
         let held = emulator.get(
             PortRef::new(node, set.via.port),
             set.attribute.id(),
-            set.modifier,
+            modifier,
         );
         if held != Ok(set.attribute) {
-            return Err(format!("{:#x} {:#x}: {held:?}", set.node, set.modifier));
+            return Err(format!("{:#x} {modifier:#x}: {held:?}", set.node.0));
         }
     }
     Ok(())

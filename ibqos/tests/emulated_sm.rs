@@ -19,6 +19,7 @@ use ibqos_qos::{Priority, Sl2VlTable, Vl, VlArbEntry, VlArbTable, VlCount, oper_
 use ibqos_sm::config::sweep_config;
 use ibqos_sm::engine::qos::qos_sets;
 use ibqos_sm::engine::sweep::{Phase, SweepMode};
+use ibqos_sm::engine::write::TableModifier;
 use ibqos_sm::manager::{Outcome, Run};
 use ibqos_transport::emulated::EmulatedTransport;
 use serde_json::Value;
@@ -217,7 +218,7 @@ fn the_qos_manager_writes_the_tables_the_routing_engine_rewrites() {
     let sl2vl = |node: u64, scope: SlToVlModifier| {
         rewritten.iter().find_map(|set| match set.attribute {
             Attribute::SlToVlMappingTable(table)
-                if set.node == node && set.modifier == u32::from(scope) =>
+                if set.node == Guid(node) && u32::from(set.modifier) == u32::from(scope) =>
             {
                 Some(table.vls)
             }
@@ -229,7 +230,9 @@ fn the_qos_manager_writes_the_tables_the_routing_engine_rewrites() {
     assert_eq!(sl2vl(engine.h1, pair(0, 0)), Some(all_vl1));
     assert_ne!(sl2vl(engine.s1, pair(3, 2)), Some(all_vl1));
     let h1_low = rewritten.iter().find_map(|set| match set.attribute {
-        Attribute::VlArbitrationTable(table) if set.node == engine.h1 => Some(table.entries[0]),
+        Attribute::VlArbitrationTable(table) if set.node == Guid(engine.h1) => {
+            Some(table.entries[0])
+        }
         _ => None,
     });
     assert_eq!(h1_low, Some(VlArbEntry::new(1, 200)));
@@ -237,7 +240,7 @@ fn the_qos_manager_writes_the_tables_the_routing_engine_rewrites() {
     let differ: Vec<(u64, AttributeId, u32)> = planned
         .iter()
         .filter(|set| !rewritten.contains(set))
-        .map(|set| (set.node, set.attribute.id(), set.modifier))
+        .map(|set| (set.node.0, set.attribute.id(), u32::from(set.modifier)))
         .collect();
     let low_block = VlArbModifier {
         block: VlArbBlock::Low0To31,
@@ -324,7 +327,7 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         config.use_optimized_slvl,
     );
     assert!(!sets.is_empty());
-    let all_pairs = u32::from(SlToVlModifier::All);
+    let all_pairs = TableModifier::SlToVl(SlToVlModifier::All);
     assert!(
         sets.iter().any(|set| set.modifier == all_pairs),
         "the optimized switches get one all-pairs SL2VL Set"
@@ -334,25 +337,26 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
     // OperVLs); a Get cannot use the all-ports bits, so each pair is read on its own.
     let mut pairs = BTreeMap::new();
     for set in &sets {
-        let node = t.node_by_guid(set.node).unwrap();
-        let Attribute::SlToVlMappingTable(table) = set.attribute else {
+        let node = t.node_by_guid(set.node.0).unwrap();
+        let modifier = u32::from(set.modifier);
+        let (Attribute::SlToVlMappingTable(table), TableModifier::SlToVl(scope)) =
+            (set.attribute, set.modifier)
+        else {
             let held = emu.get(
                 PortRef::new(node, set.via.port),
                 set.attribute.id(),
-                set.modifier,
+                modifier,
             );
             assert_eq!(
                 held,
                 Ok(set.attribute),
-                "{:#x} modifier {:#x}",
-                set.node,
-                set.modifier
+                "{:#x} modifier {modifier:#x}",
+                set.node.0,
             );
             continue;
         };
         let inputs = 0..=t.node(node).unwrap().num_ports();
         let outputs = set.ports.iter().map(|k| k.port);
-        let scope = SlToVlModifier::try_from(set.modifier).unwrap();
         for (input, output) in scope.pairs(inputs, outputs) {
             // A CA has one table, under input 0 here and its own port in the emulator.
             let input = if t.node(node).unwrap().is_switch() {

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use ibqos_fabric::routing::{Engine, update_port_tables};
 use ibqos_mad::{
-    Attribute, CapabilityMask, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
-    VlArbitrationTableRepr,
+    Attribute, CapabilityMask, Guid, NodeType, SlToVlMappingTableRepr, SlToVlModifier,
+    VlArbModifier, VlArbitrationTableRepr,
 };
 use ibqos_qos::partitions::SubnetPartitions;
 use ibqos_qos::policy::QosPolicy;
@@ -22,7 +22,7 @@ use tracing::{error, info, warn};
 
 use super::groups::{directory, setup_ports};
 use super::subnet::{Node, PortKey, Subnet};
-use super::write::TableWrite;
+use super::write::{TableModifier, TableWrite};
 
 /// The qos-setup section to program (OpenSM ignores it; ibqos.toml's `[qos]
 /// program_policy_setup` asks for it): the policy whose port groups the scopes name, and the
@@ -322,15 +322,11 @@ fn sl2vl_set(
     ports: Vec<PortKey>,
 ) -> TableWrite {
     TableWrite {
-        node,
+        node: Guid(node),
         via,
         attribute: Attribute::SlToVlMappingTable(table),
-        modifier: u32::from(scope),
+        modifier: TableModifier::SlToVl(scope),
         ports,
-        long: matches!(
-            scope,
-            SlToVlModifier::AllInputs { .. } | SlToVlModifier::All
-        ),
     }
 }
 
@@ -348,12 +344,12 @@ fn vlarb_sets(
             port: port_field,
         };
         sets.push(TableWrite {
-            node,
+            node: Guid(node),
             via,
             attribute: Attribute::VlArbitrationTable(VlArbitrationTableRepr {
                 entries: block.entries,
             }),
-            modifier: u32::from(modifier),
+            modifier: TableModifier::VlArb(modifier),
             ports: vec![PortKey::new(
                 node,
                 if port_field == 0 {
@@ -362,7 +358,6 @@ fn vlarb_sets(
                     port_field
                 },
             )],
-            long: false,
         });
     }
 }

@@ -1,20 +1,104 @@
 //! A table the sweep writes with a Set and verifies by its echo: the QoS manager's SL2VL and
-//! VLArb Sets, the partition manager's P_Key blocks.
+//! VLArb Sets, the partition manager's P_Key blocks, the multicast manager's MFT blocks.
 
-use ibqos_mad::Attribute;
+use ibqos_mad::{Attribute, Guid, MftModifier, PKeyTableModifier, SlToVlModifier, VlArbModifier};
 
 use super::subnet::PortKey;
 
 /// One Set: which node, with what modifier, and the ports whose tables it writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableWrite {
-    pub node: u64,
+    pub node: Guid,
     /// The port whose directed route reaches the node (a CA answers for its arrival port).
     pub via: PortKey,
     pub attribute: Attribute,
-    pub modifier: u32,
+    pub modifier: TableModifier,
     /// The ports this Set programs, for the per-port summary.
     pub ports: Vec<PortKey>,
-    /// An all-ports SL2VL Set, which OpenSM gives its long transaction timeout.
-    pub long: bool,
+}
+
+impl TableWrite {
+    /// How long the Set's answer may take.
+    pub fn answer_wait(&self) -> AnswerWait {
+        match self.modifier {
+            TableModifier::SlToVl(SlToVlModifier::AllInputs { .. } | SlToVlModifier::All) => {
+                AnswerWait::Long
+            }
+            _ => AnswerWait::Usual,
+        }
+    }
+}
+
+/// The attribute modifier of a table Set, in the type mad gives that table's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableModifier {
+    SlToVl(SlToVlModifier),
+    VlArb(VlArbModifier),
+    PKey(PKeyTableModifier),
+    Mft(MftModifier),
+}
+
+impl From<TableModifier> for u32 {
+    fn from(modifier: TableModifier) -> u32 {
+        match modifier {
+            TableModifier::SlToVl(m) => m.into(),
+            TableModifier::VlArb(m) => m.into(),
+            TableModifier::PKey(m) => m.into(),
+            TableModifier::Mft(m) => m.into(),
+        }
+    }
+}
+
+/// How long a Set waits for its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerWait {
+    /// The scheduler's timeout, as every SMP.
+    Usual,
+    /// OpenSM's long transaction timeout: an all-ports SL2VL Set, which a switch takes longer
+    /// to apply.
+    Long,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibqos_mad::{SlToVlMappingTableRepr, VlArbBlock};
+
+    #[test]
+    fn only_an_all_ports_sl2vl_set_waits_long_and_modifiers_are_their_wire_values() {
+        let write = |modifier| TableWrite {
+            node: Guid(1),
+            via: PortKey::new(1, 0),
+            attribute: Attribute::SlToVlMappingTable(SlToVlMappingTableRepr { vls: [0; 16] }),
+            modifier,
+            ports: Vec::new(),
+        };
+        let pair = SlToVlModifier::Pair {
+            input: 1,
+            output: 2,
+        };
+        let vlarb = VlArbModifier {
+            block: VlArbBlock::High0To31,
+            port: 3,
+        };
+        // (modifier, its wait)
+        let cases = [
+            (TableModifier::SlToVl(SlToVlModifier::All), AnswerWait::Long),
+            (
+                TableModifier::SlToVl(SlToVlModifier::AllInputs { output: 2 }),
+                AnswerWait::Long,
+            ),
+            (TableModifier::SlToVl(pair), AnswerWait::Usual),
+            (TableModifier::VlArb(vlarb), AnswerWait::Usual),
+            (
+                TableModifier::PKey(PKeyTableModifier { port: 1, block: 2 }),
+                AnswerWait::Usual,
+            ),
+        ];
+        for (modifier, wait) in cases {
+            assert_eq!(write(modifier).answer_wait(), wait, "{modifier:?}");
+        }
+        assert_eq!(u32::from(TableModifier::SlToVl(pair)), u32::from(pair));
+        assert_eq!(u32::from(TableModifier::VlArb(vlarb)), u32::from(vlarb));
+    }
 }

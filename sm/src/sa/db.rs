@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use ibqos_fabric::routing::Engine;
 use ibqos_mad::{
-    Attribute, Guid, MftModifier, NodeType, PortState, SlToVlMappingTableRepr, SlToVlModifier,
-    SmInfoRepr, VlArbModifier, VlArbitrationTableRepr,
+    Attribute, Guid, NodeType, PortState, SlToVlMappingTableRepr, SmInfoRepr,
+    VlArbitrationTableRepr,
 };
 
 use ibqos_qos::partitions::{SubnetPartition, SubnetPartitions};
@@ -16,7 +16,7 @@ use ibqos_qos::partitions::{SubnetPartition, SubnetPartitions};
 use crate::engine::pkeys::KeyRule;
 use crate::engine::subnet::{Node, Port, PortKey, Subnet};
 use crate::engine::sweep::Sweep;
-use crate::engine::write::TableWrite;
+use crate::engine::write::{TableModifier, TableWrite};
 
 use super::sl2vl::Sl2VlTables;
 
@@ -115,42 +115,35 @@ impl SaDb {
     /// A CA or router ignores the modifier's ports and answers for the port the Set reached
     /// it by: its table is that port's, input port 0 (OpenSM osm_sa_slvl_record.c:138-180).
     pub(super) fn learn_table(&mut self, write: &TableWrite) {
-        let Some(node) = self.subnet.nodes.get(&write.node) else {
+        let guid = write.node.0;
+        let Some(node) = self.subnet.nodes.get(&guid) else {
             return;
         };
         let switch = node.is_switch();
-        match write.attribute {
-            Attribute::SlToVlMappingTable(table) => {
+        match (write.attribute, write.modifier) {
+            (Attribute::SlToVlMappingTable(table), TableModifier::SlToVl(modifier)) => {
                 let ports: Vec<u8> = node.ports.keys().copied().collect();
                 let dimension = ports.last().map_or(0, |&last| usize::from(last) + 1);
                 if switch {
-                    let Ok(modifier) = SlToVlModifier::try_from(write.modifier) else {
-                        return;
-                    };
                     let pairs = modifier.pairs(ports.clone(), ports);
-                    self.sl2vl.insert(write.node, dimension, pairs, table);
+                    self.sl2vl.insert(guid, dimension, pairs, table);
                 } else {
                     let pairs = write.ports.iter().map(|p| (0, p.port));
-                    self.sl2vl.insert(write.node, dimension, pairs, table);
+                    self.sl2vl.insert(guid, dimension, pairs, table);
                 }
             }
-            Attribute::MulticastForwardingTable(table) => {
-                if let Ok(m) = MftModifier::try_from(write.modifier) {
-                    let key = (write.node, m.block(), m.position());
-                    self.mfts.insert(key, table.port_masks);
-                }
+            (Attribute::MulticastForwardingTable(table), TableModifier::Mft(m)) => {
+                let key = (guid, m.block(), m.position());
+                self.mfts.insert(key, table.port_masks);
             }
-            Attribute::VlArbitrationTable(table) => {
-                let Ok(modifier) = VlArbModifier::try_from(write.modifier) else {
-                    return;
-                };
+            (Attribute::VlArbitrationTable(table), TableModifier::VlArb(modifier)) => {
                 let block = modifier.block.number();
                 let port = if switch {
                     modifier.port
                 } else {
                     write.via.port
                 };
-                self.vlarb.insert((write.node, port, block), table);
+                self.vlarb.insert((guid, port, block), table);
             }
             _ => {}
         }

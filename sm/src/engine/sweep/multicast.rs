@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_fabric::PortRef;
 use ibqos_fabric::routing::{MulticastTree, mft_blocks};
-use ibqos_mad::{Attribute, CapabilityMask, MftModifier, MulticastForwardingTableRepr};
+use ibqos_mad::{Attribute, CapabilityMask, Guid, MftModifier, MulticastForwardingTableRepr};
 use tracing::{info, warn};
 
 use super::reconcile::{Held, Planned, SetTarget};
@@ -15,7 +15,7 @@ use super::writes::{TableKind, Writes};
 use super::{Op, Phase, Sweep};
 use crate::engine::routing::topology;
 use crate::engine::subnet::PortKey;
-use crate::engine::write::TableWrite;
+use crate::engine::write::{TableModifier, TableWrite};
 
 /// The members of every multicast LID: the port GUIDs of all members of all its groups, as
 /// the SA holds them.
@@ -203,12 +203,11 @@ impl Sweep {
 /// One MFT block's Set, by way of the switch's port 0.
 fn mft_write(guid: u64, modifier: MftModifier, table: MulticastForwardingTableRepr) -> TableWrite {
     TableWrite {
-        node: guid,
+        node: Guid(guid),
         via: PortKey::new(guid, 0),
         attribute: Attribute::MulticastForwardingTable(table),
-        modifier: u32::from(modifier),
+        modifier: TableModifier::Mft(modifier),
         ports: vec![PortKey::new(guid, 0)],
-        long: false,
     }
 }
 

@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use ibqos_mad::{Attribute, AttributeId, NodeType, PKeyTableModifier, PKeyTableRepr, PortInfoRepr};
+use ibqos_mad::{
+    Attribute, AttributeId, Guid, NodeType, PKeyTableModifier, PKeyTableRepr, PortInfoRepr,
+};
 use ibqos_qos::partitions::{EndPort, PartitionOptions, Partitions, SubnetPartitions, resolve};
 use tracing::{info, warn};
 
@@ -15,7 +17,7 @@ use super::writes::{TableKind, Writes};
 use super::{Op, Phase, Sweep};
 use crate::engine::pkeys::{BLOCK, KeyRule, PartEnforce, PortPkeys, peer_plan, place};
 use crate::engine::subnet::{PortKey, Subnet};
-use crate::engine::write::TableWrite;
+use crate::engine::write::{TableModifier, TableWrite};
 
 /// How the partition manager runs (opensm.conf's partition options).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,11 +47,11 @@ impl Target {
         self.capacity.div_ceil(BLOCK as u16)
     }
 
-    fn modifier(self, block: u16) -> u32 {
-        u32::from(PKeyTableModifier {
+    fn modifier(self, block: u16) -> PKeyTableModifier {
+        PKeyTableModifier {
             port: u16::from(self.port_field),
             block,
-        })
+        }
     }
 }
 
@@ -149,7 +151,7 @@ impl Sweep {
             held.insert(*key, vec![0; usize::from(target.blocks()) * BLOCK]);
             for block in 0..target.blocks() {
                 let op = Op::ReadPKeys { port: *key, block };
-                let modifier = target.modifier(block);
+                let modifier = target.modifier(block).into();
                 self.scheduler
                     .get_directed(key.node, &path, AttributeId::PKeyTable, modifier, op);
                 reads += 1;
@@ -277,13 +279,15 @@ impl Sweep {
 
     /// The block a P_Key Set overwrites, as read.
     fn held_block(&self, set: &TableWrite) -> PKeyTableRepr {
-        let m = PKeyTableModifier::from(set.modifier);
-        let port = set.ports.first().copied();
-        let start = usize::from(m.block) * BLOCK;
         let mut p_keys = [0; BLOCK];
-        if let Some(held) = port
-            .and_then(|p| self.pkeys.held.get(&p))
-            .and_then(|h| h.get(start..start + BLOCK))
+        if let TableModifier::PKey(m) = set.modifier
+            && let Some(held) = set
+                .ports
+                .first()
+                .and_then(|p| self.pkeys.held.get(p))
+                .and_then(|h| {
+                    h.get(usize::from(m.block) * BLOCK..(usize::from(m.block) + 1) * BLOCK)
+                })
         {
             p_keys.copy_from_slice(held);
         }
@@ -300,11 +304,12 @@ impl Sweep {
     pub fn pkey_tables(&self) -> BTreeMap<PortKey, Vec<u16>> {
         let mut tables = self.pkeys.held.clone();
         for set in self.pkey_writes.verified() {
-            let (Some(port), Attribute::PKeyTable(block)) = (set.ports.first(), set.attribute)
+            let (Some(port), Attribute::PKeyTable(block), TableModifier::PKey(m)) =
+                (set.ports.first(), set.attribute, set.modifier)
             else {
                 continue;
             };
-            let start = usize::from(PKeyTableModifier::from(set.modifier).block) * BLOCK;
+            let start = usize::from(m.block) * BLOCK;
             if let Some(slot) = tables
                 .get_mut(port)
                 .and_then(|t| t.get_mut(start..start + BLOCK))
@@ -351,12 +356,11 @@ fn block_writes(key: PortKey, target: Target, held: &[u16], table: &[u16], write
         };
         let block = block as u16;
         let write = TableWrite {
-            node: key.node,
+            node: Guid(key.node),
             via: target.via,
             attribute: Attribute::PKeyTable(PKeyTableRepr { p_keys }),
-            modifier: target.modifier(block),
+            modifier: TableModifier::PKey(target.modifier(block)),
             ports: vec![key],
-            long: false,
         };
         let start = usize::from(block) * BLOCK;
         if held.get(start..start + BLOCK) == Some(entries) {

@@ -1,7 +1,7 @@
 //! QoS orchestration: every SL2VL and VLArb Set the QoS manager plans, through the
 //! reconciler, each echo checked by the table writes.
 
-use ibqos_mad::{Attribute, SlToVlModifier};
+use ibqos_mad::SlToVlModifier;
 use tracing::info;
 
 use super::reconcile::Held;
@@ -9,18 +9,18 @@ use super::writes::{TableKind, Writes};
 use super::{Phase, Sweep};
 use crate::engine::qos::qos_sets;
 use crate::engine::subnet::Subnet;
-use crate::engine::write::TableWrite;
+use crate::engine::write::{TableModifier, TableWrite};
 
 /// The Gets that read what a QoS Set would overwrite: the Set's own modifier, except that an
 /// SL2VL Set for several pairs is read pair by pair (a Get cannot use the all-ports bits).
 pub(super) fn read_modifiers(subnet: &Subnet, set: &TableWrite) -> Vec<u32> {
-    let Attribute::SlToVlMappingTable(_) = set.attribute else {
-        return vec![set.modifier];
+    let TableModifier::SlToVl(scope) = set.modifier else {
+        return vec![set.modifier.into()];
     };
-    let Ok(scope) = SlToVlModifier::try_from(set.modifier) else {
-        return vec![set.modifier];
-    };
-    let inputs = 0..=subnet.nodes.get(&set.node).map_or(0, |n| n.info.num_ports);
+    let inputs = 0..=subnet
+        .nodes
+        .get(&set.node.0)
+        .map_or(0, |n| n.info.num_ports);
     let outputs = set.ports.iter().map(|k| k.port);
     scope
         .pairs(inputs, outputs)
@@ -66,18 +66,20 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use ibqos_mad::{NodeInfo, NodeInfoRepr, SlToVlMappingTableRepr, VlArbitrationTableRepr};
+    use ibqos_mad::{
+        Attribute, Guid, NodeInfo, NodeInfoRepr, SlToVlMappingTableRepr, VlArbModifier,
+        VlArbitrationTableRepr,
+    };
 
     use crate::engine::subnet::{Node, PortKey};
 
-    fn set(attribute: Attribute, modifier: u32, outputs: &[u8]) -> TableWrite {
+    fn set(attribute: Attribute, modifier: TableModifier, outputs: &[u8]) -> TableWrite {
         TableWrite {
-            node: 1,
+            node: Guid(1),
             via: PortKey::new(1, 0),
             attribute,
             modifier,
             ports: outputs.iter().map(|&p| PortKey::new(1, p)).collect(),
-            long: false,
         }
     }
 
@@ -106,27 +108,32 @@ mod tests {
     fn an_all_ports_sl2vl_set_is_read_pair_by_pair() {
         let subnet = subnet();
         let pair = |input, output| u32::from(SlToVlModifier::Pair { input, output });
-        let all = set(sl2vl(), u32::from(SlToVlModifier::All), &[1, 2]);
+        let all = set(sl2vl(), TableModifier::SlToVl(SlToVlModifier::All), &[1, 2]);
         let expected: Vec<u32> = [(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)]
             .map(|(i, o)| pair(i, o))
             .to_vec();
         assert_eq!(read_modifiers(&subnet, &all), expected);
         let inputs = set(
             sl2vl(),
-            u32::from(SlToVlModifier::AllInputs { output: 2 }),
+            TableModifier::SlToVl(SlToVlModifier::AllInputs { output: 2 }),
             &[2],
         );
         assert_eq!(
             read_modifiers(&subnet, &inputs),
             [pair(0, 2), pair(1, 2), pair(2, 2)]
         );
-        let one = set(sl2vl(), pair(1, 2), &[2]);
+        let one = SlToVlModifier::Pair {
+            input: 1,
+            output: 2,
+        };
+        let one = set(sl2vl(), TableModifier::SlToVl(one), &[2]);
         assert_eq!(read_modifiers(&subnet, &one), [pair(1, 2)]);
         let vlarb = Attribute::VlArbitrationTable(VlArbitrationTableRepr {
             entries: Default::default(),
         });
+        let block = TableModifier::VlArb(VlArbModifier::try_from(0x1_0002).unwrap());
         assert_eq!(
-            read_modifiers(&subnet, &set(vlarb, 0x1_0002, &[2])),
+            read_modifiers(&subnet, &set(vlarb, block, &[2])),
             [0x1_0002]
         );
     }

@@ -14,7 +14,7 @@ use super::{Op, Sweep, SweepMode};
 use crate::engine::add_counts;
 use crate::engine::qos::port_class;
 use crate::engine::subnet::PortKey;
-use crate::engine::write::TableWrite;
+use crate::engine::write::{AnswerWait, TableWrite};
 
 /// Echo mismatches a Set may have before the port is reported failed.
 pub(super) const ATTEMPTS: u32 = 3;
@@ -268,7 +268,7 @@ impl Writes {
         let mut tally = TableTally::default();
         let each = self.sets.iter().zip(&self.settled).zip(&self.drifted);
         for ((set, settled), drifted) in each {
-            let Some(table) = Table::of(&set.attribute, set.modifier) else {
+            let Some(table) = Table::of(&set.attribute, set.modifier.into()) else {
                 continue;
             };
             if *drifted {
@@ -411,18 +411,18 @@ impl Sweep {
         let set = self.writes(kind).get(index)?;
         let path = self.subnet.port(set.via)?.path.clone();
         Some(Planned {
-            node: set.node,
+            node: set.node.0,
             path,
             attribute: set.attribute,
-            modifier: set.modifier,
+            modifier: set.modifier.into(),
             op: Op::SetTable {
                 kind,
                 index,
                 attempt,
             },
-            timeout: set.long.then_some(self.config.long_timeout),
+            timeout: (set.answer_wait() == AnswerWait::Long).then_some(self.config.long_timeout),
             target: SetTarget::Ports {
-                node: set.node,
+                node: set.node.0,
                 ports: set.ports.iter().map(|k| k.port).collect(),
             },
         })
@@ -464,7 +464,7 @@ impl Sweep {
             && let Some(set) = self.mft_writes.get(index)
             && let Attribute::MulticastForwardingTable(table) = set.attribute
         {
-            let key = (set.node, set.modifier);
+            let key = (set.node.0, set.modifier.into());
             self.learned.mfts.insert(key, table);
         }
     }
@@ -522,16 +522,17 @@ impl Sweep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ibqos_mad::SlToVlMappingTableRepr;
+    use crate::engine::write::TableModifier;
+    use ibqos_mad::{Guid, SlToVlMappingTableRepr, SlToVlModifier};
 
     fn set(modifier: u32, outputs: &[u8]) -> TableWrite {
+        let modifier = SlToVlModifier::try_from(modifier).unwrap();
         TableWrite {
-            node: 1,
+            node: Guid(1),
             via: PortKey::new(1, 0),
             attribute: Attribute::SlToVlMappingTable(SlToVlMappingTableRepr { vls: [0; 16] }),
-            modifier,
+            modifier: TableModifier::SlToVl(modifier),
             ports: outputs.iter().map(|&p| PortKey::new(1, p)).collect(),
-            long: false,
         }
     }
 
@@ -632,7 +633,7 @@ mod tests {
     fn only_verified_sets_are_held() {
         use Settled::*;
         let held = writes(&[Verified, Failed, Pending, Verified]);
-        let modifiers: Vec<u32> = held.verified().map(|s| s.modifier).collect();
+        let modifiers: Vec<u32> = held.verified().map(|s| s.modifier.into()).collect();
         assert_eq!(modifiers, [0x0101, 0x0104]);
     }
 }
