@@ -42,41 +42,18 @@ use ibqos_exchange::smp::answer;
 use ibqos_exchange::{OutgoingMad, Transmit};
 use ibqos_mad::{
     Attribute, AttributeId, DrPath, Guid, Method, NodeType, NoticeRepr, NoticeType, Routing,
-    SmInfo, SmInfoRepr, SmState, SmpRepr, Status,
+    SmInfo, SmInfoModifier, SmInfoRepr, SmState, SmpRepr, Status,
 };
 use serde::{Serialize, Serializer};
 use tracing::{debug, error, info, warn};
 
-/// SMInfo's AttributeModifier in a SubnSet (IBA 14.2.5.13).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmInfoModifier {
-    Handover = 1,
-    Acknowledge = 2,
-    Disable = 3,
-    Standby = 4,
-    Discover = 5,
-}
-
-impl SmInfoModifier {
-    fn from_u32(value: u32) -> Option<SmInfoModifier> {
-        Some(match value {
-            1 => SmInfoModifier::Handover,
-            2 => SmInfoModifier::Acknowledge,
-            3 => SmInfoModifier::Disable,
-            4 => SmInfoModifier::Standby,
-            5 => SmInfoModifier::Discover,
-            _ => return None,
-        })
-    }
-
-    /// The SMState the sender must be in for the Set to be legal
-    /// (`smi_rcv_check_set_req_legality`): ACKNOWLEDGE comes from a STANDBY, the rest from the
-    /// MASTER.
-    fn sender_state(self) -> SmState {
-        match self {
-            SmInfoModifier::Acknowledge => SmState::Standby,
-            _ => SmState::Master,
-        }
+/// The SMState the sender of an SMInfo Set must be in for it to be legal
+/// (`smi_rcv_check_set_req_legality`): ACKNOWLEDGE comes from a STANDBY, the rest from the
+/// MASTER.
+fn sender_state(modifier: SmInfoModifier) -> SmState {
+    match modifier {
+        SmInfoModifier::Acknowledge => SmState::Standby,
+        _ => SmState::Master,
     }
 }
 
@@ -592,7 +569,9 @@ impl Election {
             )
         };
         let sender = SmInfoRepr::parse(&SmInfo::new_unchecked(&request.data[..]));
-        let modifier = SmInfoModifier::from_u32(request.attribute_modifier);
+        // A Set names a transition (IBA 14.2.5.13); 0 is a Get's.
+        let modifier = Some(SmInfoModifier::from(request.attribute_modifier))
+            .filter(|m| !matches!(m, SmInfoModifier::Get | SmInfoModifier::Unknown(_)));
         let (Ok(sender), Some(modifier)) = (sender, modifier) else {
             error!(
                 modifier = request.attribute_modifier,
@@ -600,7 +579,7 @@ impl Election {
             );
             return refused();
         };
-        if sender.sm_state != modifier.sender_state() {
+        if sender.sm_state != sender_state(modifier) {
             error!(
                 ?modifier,
                 remote_state = state_name(sender.sm_state),
@@ -787,7 +766,7 @@ impl Election {
         info!(to = %Guid(to.info.guid), priority = to.info.priority, "handing over mastership");
         let smp = SmpRepr::set(
             &Attribute::SmInfo(self.own_info()),
-            SmInfoModifier::Handover as u32,
+            u32::from(SmInfoModifier::Handover),
             self.fresh_tid(),
             routing,
         );
@@ -987,7 +966,7 @@ mod tests {
         let other = sm(0x30, 1, SmState::Master, 1).info;
         let handover = SmpRepr::set(
             &Attribute::SmInfo(other),
-            SmInfoModifier::Handover as u32,
+            u32::from(SmInfoModifier::Handover),
             9,
             Routing::Lid,
         );
@@ -1004,6 +983,57 @@ mod tests {
         assert_eq!(standby.on_request(now, handover, 7).1, Next::Sweep);
         assert_eq!(standby.state(), SmState::Master);
         assert!(standby.is_first_master_sweep());
+    }
+
+    #[test]
+    fn a_standby_takes_only_the_sminfo_sets_a_master_may_send_it() {
+        let now = Instant::now();
+        let master = sm(0x30, 5, SmState::Master, 1);
+        // (modifier, what the standby answers, the state it is in after)
+        let cases = [
+            (0, Status::INVALID_VALUE, SmState::Standby),
+            (
+                u32::from(SmInfoModifier::Handover),
+                Status::OK,
+                SmState::Master,
+            ),
+            // ACKNOWLEDGE comes from a standby, not from this master.
+            (
+                u32::from(SmInfoModifier::Acknowledge),
+                Status::INVALID_VALUE,
+                SmState::Standby,
+            ),
+            (
+                u32::from(SmInfoModifier::Disable),
+                Status::OK,
+                SmState::NotActive,
+            ),
+            // STANDBY is for a NOTACTIVE SM.
+            (
+                u32::from(SmInfoModifier::Standby),
+                Status::INVALID_VALUE,
+                SmState::Standby,
+            ),
+            (
+                u32::from(SmInfoModifier::Discover),
+                Status::OK,
+                SmState::Discovering,
+            ),
+            (9, Status::INVALID_VALUE, SmState::Standby),
+        ];
+        for (modifier, status, after) in cases {
+            let mut standby = Election::new(config(1));
+            standby.after_discovery(now, vec![master.clone()], OwnPort::default());
+            assert_eq!(standby.state(), SmState::Standby);
+            let set = SmpRepr::set(&Attribute::SmInfo(master.info), modifier, 9, Routing::Lid);
+            let (reply, _) = standby.on_request(now, set, 7);
+            let reply = SmpRepr::parse_bytes(&reply.mad).unwrap();
+            assert_eq!(
+                (reply.status, standby.state()),
+                (status, after),
+                "{modifier}"
+            );
+        }
     }
 
     #[test]
@@ -1032,7 +1062,10 @@ mod tests {
             .collect();
         assert_eq!(sent.len(), 1, "{sent:?}");
         assert_eq!(sent[0].attribute_id, AttributeId::SmInfo);
-        assert_eq!(sent[0].attribute_modifier, SmInfoModifier::Handover as u32);
+        assert_eq!(
+            sent[0].attribute_modifier,
+            u32::from(SmInfoModifier::Handover)
+        );
     }
 
     #[test]
