@@ -41,8 +41,8 @@ use std::time::{Duration, Instant};
 use ibqos_exchange::smp::answer;
 use ibqos_exchange::{OutgoingMad, Transmit};
 use ibqos_mad::{
-    Attribute, AttributeId, DrPath, Guid, Method, NodeType, NoticeRepr, NoticeType, Routing,
-    SmInfo, SmInfoModifier, SmInfoRepr, SmState, SmpRepr, Status,
+    Attribute, AttributeId, CapabilityMask, DrPath, Guid, Method, NodeType, Notice, NoticeRepr,
+    NoticeType, Routing, SmInfo, SmInfoModifier, SmInfoRepr, SmState, SmpRepr, Status,
 };
 use serde::{Serialize, Serializer};
 use tracing::{debug, error, info, warn};
@@ -779,11 +779,6 @@ impl Election {
     fn send_trap_144(&mut self, to: &RemoteSm) {
         const OTHER_LOCAL_CHANGES: u8 = 0x01;
         const SM_PRIORITY_CHANGE: u16 = 0x0008;
-        let mut details = [0u8; 54];
-        details[2..4].copy_from_slice(&self.own.lid.to_be_bytes());
-        details[5] = OTHER_LOCAL_CHANGES;
-        details[6..10].copy_from_slice(&self.own.capability_mask.to_be_bytes());
-        details[12..14].copy_from_slice(&SM_PRIORITY_CHANGE.to_be_bytes());
         let notice = NoticeRepr {
             is_generic: true,
             notice_type: NoticeType::Informational,
@@ -792,11 +787,17 @@ impl Election {
             issuer_lid: self.own.lid,
             notice_toggle: false,
             notice_count: 0,
-            data_details: details,
+            data_details: [0; 54],
         };
+        let mut data = Attribute::Notice(notice).to_data();
+        let mut details = Notice::new_unchecked(&mut data[..]);
+        details.set_trap144_lid_addr(self.own.lid);
+        details.set_trap144_local_changes(OTHER_LOCAL_CHANGES);
+        details.set_trap144_capability_mask(CapabilityMask(self.own.capability_mask));
+        details.set_trap144_change_flags(SM_PRIORITY_CHANGE);
         let smp = SmpRepr {
             method: Method::Trap,
-            data: Attribute::Notice(notice).to_data(),
+            data,
             ..SmpRepr::get(AttributeId::Notice, 0, self.fresh_tid(), Routing::Lid)
         };
         debug!(to = to.lid, "sending trap 144 to the lower master");
@@ -810,6 +811,7 @@ impl Election {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ibqos_exchange::Address;
 
     const OURS: u64 = 0x20;
 
@@ -1034,6 +1036,52 @@ mod tests {
                 "{modifier}"
             );
         }
+    }
+
+    #[test]
+    fn a_standby_tells_a_lower_master_with_trap_144_as_opensm_lays_it_out() {
+        let now = Instant::now();
+        let mut standby = Election::new(config(5));
+        let master = sm(0x30, 1, SmState::Master, 1);
+        let own = OwnPort {
+            lid: 0x0102,
+            capability_mask: 0x0250_0a6a,
+            node_type: NodeType::Ca,
+        };
+        standby.after_discovery(now, vec![master.clone()], own);
+        assert_eq!(standby.state(), SmState::Standby);
+        standby.take_outgoing();
+        let answer = SmpRepr {
+            method: Method::GetResp,
+            data: Attribute::SmInfo(master.info).to_data(),
+            ..SmpRepr::get(AttributeId::SmInfo, 0, 1, Routing::Lid)
+        };
+        standby.on_answer(&answer);
+        let sent: Vec<(SmpRepr, Address)> = standby
+            .take_outgoing()
+            .into_iter()
+            .map(|out| (SmpRepr::parse_bytes(&out.mad).unwrap(), out.address))
+            .collect();
+        let [(trap, address)] = &sent[..] else {
+            panic!("{sent:?}")
+        };
+        assert_eq!(
+            (trap.method, *address),
+            (Method::Trap, Address::Lid(master.lid))
+        );
+        let notice = NoticeRepr::parse(&Notice::new_unchecked(&trap.data[..])).unwrap();
+        assert_eq!(
+            (notice.trap_number, notice.issuer_lid, notice.producer_type),
+            (NoticeRepr::TRAP_CAPABILITY_CHANGE, 0x0102, 1)
+        );
+        // ib_mad_notice_attr_t's ntc_144: LID, OtherLocalChanges, CapabilityMask, and the
+        // SM-priority change flag (include/iba/ib_types.h, osm_send_trap144).
+        let mut details = [0u8; 54];
+        details[2..4].copy_from_slice(&[0x01, 0x02]);
+        details[5] = 0x01;
+        details[6..10].copy_from_slice(&[0x02, 0x50, 0x0a, 0x6a]);
+        details[12..14].copy_from_slice(&[0x00, 0x08]);
+        assert_eq!(notice.data_details, details);
     }
 
     #[test]

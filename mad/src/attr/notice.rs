@@ -3,6 +3,7 @@
 
 use crate::Result;
 use crate::attr::port_info::CapabilityMask;
+use crate::vocabulary::Gid;
 
 open_enum! {
     /// Notice Type (7 bits): how serious the event is.
@@ -44,12 +45,20 @@ layout! {
         notice_count / set_notice_count: u16 = 65, 15;
         /// DataDetails: 54 bytes whose layout depends on the trap number.
         data_details / data_details_mut: bytes = 80, 432;
+        /// Traps 64 to 67 (a GID in or out of service, a multicast group created or deleted):
+        /// the port's GID or the group's MGID.
+        trap64_gid / set_trap64_gid: Gid = 128, 128;
         /// Trap 128 (link state change): LIDAddr of the switch.
         trap128_lid_addr / set_trap128_lid_addr: u16 = 80, 16;
         /// Trap 144 (local changes): LIDAddr of the port.
         trap144_lid_addr / set_trap144_lid_addr: u16 = 96, 16;
+        /// Trap 144: LocalChanges, whose bit 0 says that something other than the
+        /// CapabilityMask changed (OpenSM's `TRAP_144_MASK_OTHER_LOCAL_CHANGES`).
+        trap144_local_changes / set_trap144_local_changes: u8 = 120, 8;
         /// Trap 144: the port's new CapabilityMask.
         trap144_capability_mask / set_trap144_capability_mask: CapabilityMask = 128, 32;
+        /// Trap 144: ChangeFlags, what changed (bit 3: the SM's priority).
+        trap144_change_flags / set_trap144_change_flags: u16 = 176, 16;
         /// Trap 256 (bad M_Key): LIDAddr of the port whose key the SMP failed.
         trap256_lid_addr / set_trap256_lid_addr: u16 = 96, 16;
         /// Trap 256: the failed SMP's Method.
@@ -257,6 +266,31 @@ mod tests {
         n.set_trap144_lid_addr(1);
         n.set_trap144_capability_mask(CapabilityMask(0x0050_c04a));
         assert_eq!(built, bytes);
+    }
+
+    #[test]
+    fn trap_details_sit_where_opensm_puts_them() {
+        // ib_mad_notice_attr_t's ntc_144 and ntc_64_67 (include/iba/ib_types.h): DataDetails
+        // starts at byte 10 of the Notice.
+        let mut bytes = [0u8; 64];
+        let mut n = Notice::new_unchecked(&mut bytes[..]);
+        n.set_trap144_lid_addr(0x0102);
+        n.set_trap144_local_changes(0x01);
+        n.set_trap144_capability_mask(CapabilityMask(0x0304_0506));
+        n.set_trap144_change_flags(0x0008);
+        let mut details = [0u8; 54];
+        details[2..4].copy_from_slice(&[0x01, 0x02]);
+        details[5] = 0x01;
+        details[6..10].copy_from_slice(&[0x03, 0x04, 0x05, 0x06]);
+        details[12..14].copy_from_slice(&[0x00, 0x08]);
+        assert_eq!(n.data_details(), &details[..]);
+
+        let gid = Gid(0xfe80_0000_0000_0000_0002_c900_0000_0001);
+        let mut bytes = [0u8; 64];
+        Notice::new_unchecked(&mut bytes[..]).set_trap64_gid(gid);
+        let mut details = [0u8; 54];
+        details[6..22].copy_from_slice(&gid.to_bytes());
+        assert_eq!(&bytes[10..], &details[..]);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use ibqos_mad::sa::{
     InformInfoRecordRepr, InformInfoRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaMad,
     SaNoticeRepr,
 };
-use ibqos_mad::{AttributeId, Gid, Method, MgmtClass, NoticeRepr, NoticeType, Status};
+use ibqos_mad::{AttributeId, Gid, Method, MgmtClass, Notice, NoticeRepr, NoticeType, Status};
 use tracing::{debug, warn};
 
 use super::{Query, Records};
@@ -262,19 +262,23 @@ fn report(notice: &SaNoticeRepr, tid: u32) -> Vec<u8> {
 /// created (66) or deleted (67), with the port's GID or the group's MGID in the data details
 /// (IBA 14.2.5.1; osm_multicast.c `mgrp_send_notice`), the SM its issuer.
 pub(super) fn sm_notice(trap: u16, gid: Gid, sm_lid: u16, sm_gid: Gid) -> SaNoticeRepr {
-    let mut data_details = [0u8; 54];
-    data_details[6..22].copy_from_slice(&gid.to_bytes());
+    let mut bytes = [0; 64];
+    let mut view = Notice::new_unchecked(&mut bytes[..]);
+    view.set_trap64_gid(gid);
+    let mut data_details = [0; 54];
+    data_details.copy_from_slice(view.data_details());
+    let notice = NoticeRepr {
+        is_generic: true,
+        notice_type: NoticeType::SubnetManagement,
+        producer_type: PRODUCER_SUBNET_MANAGER,
+        trap_number: trap,
+        issuer_lid: sm_lid,
+        notice_toggle: false,
+        notice_count: 0,
+        data_details,
+    };
     SaNoticeRepr {
-        notice: NoticeRepr {
-            is_generic: true,
-            notice_type: NoticeType::SubnetManagement,
-            producer_type: PRODUCER_SUBNET_MANAGER,
-            trap_number: trap,
-            issuer_lid: sm_lid,
-            notice_toggle: false,
-            notice_count: 0,
-            data_details,
-        },
+        notice,
         issuer_gid: sm_gid,
     }
 }
