@@ -19,7 +19,7 @@ use ibqos_emu::{Emulator, attach_port};
 use ibqos_exchange::{Address, Peer};
 use ibqos_fabric::generate::fat_tree;
 use ibqos_mad::sa::{PathRecord, PathRecordRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaMad};
-use ibqos_mad::{AttributeId, Method, MgmtClass, Status};
+use ibqos_mad::{AttributeId, Guid, Method, MgmtClass, Status};
 use ibqos_opensm::{Format, load_bytes};
 use ibqos_sm::manager::{Event, Manager, Run};
 use ibqos_transport::Transport;
@@ -40,7 +40,7 @@ fn main() {
         .expect("defaults")
         .settings;
     let port_guid = transport.local_port().port_guid;
-    let mut manager = Manager::new(Run::Daemon, &settings, BTreeMap::new(), port_guid);
+    let mut manager = Manager::new(Run::Daemon, &settings, BTreeMap::new(), Guid(port_guid));
     let started = Instant::now();
     loop {
         let event = drive(&mut transport, &mut manager, Manager::poll_event, &|| false)

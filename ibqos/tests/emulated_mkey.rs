@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use ibqos_fabric::PortRef;
-use ibqos_mad::{Attribute, AttributeId, DrPath, Method, PortInfoRepr, Routing, Smp, SmpRepr};
+use ibqos_mad::{
+    Attribute, AttributeId, DrPath, Guid, Method, PortInfoRepr, Routing, Smp, SmpRepr,
+};
 use ibqos_opensm::{Format, Settings};
 use ibqos_sm::manager::{Event, Manager, Run};
 use ibqos_sm::mkey::{read_guid2mkey, read_neighbors};
@@ -147,7 +149,7 @@ fn protected_subnet(settings: &Settings) -> (EmulatedSm, Caches) {
 /// cache files of its earlier run.
 fn restart(sm: &mut EmulatedSm, settings: &Settings, caches: Option<&Caches>) {
     let own = ibqos_transport::Transport::local_port(&sm.transport).port_guid;
-    let manager = Manager::new(Run::Daemon, settings, BTreeMap::new(), own);
+    let manager = Manager::new(Run::Daemon, settings, BTreeMap::new(), Guid(own));
     sm.manager = match caches {
         Some((guid2mkey, neighbors)) => {
             manager.with_key_caches(read_guid2mkey(guid2mkey).0, read_neighbors(neighbors).0)

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use ibqos_emu::{Faults, Models, load_topology};
 use ibqos_fabric::{NodeKind, PortRef};
-use ibqos_mad::{AttributeId, Method, SmState, SmpRepr};
+use ibqos_mad::{AttributeId, Guid, Method, SmState, SmpRepr};
 use ibqos_opensm::{Format, Settings};
 use ibqos_sm::election::{StateReason, is_higher, state_name};
 use ibqos_sm::manager::{Event, Manager, Run};
@@ -317,7 +317,12 @@ impl TwoSms {
                 }
                 let (client, port) = self.fabric.attach_sm(self.scenario.hosts[sm]).unwrap();
                 let settings = self.scenario.settings(sm);
-                let manager = Manager::new(Run::Daemon, &settings, BTreeMap::new(), port.port_guid);
+                let manager = Manager::new(
+                    Run::Daemon,
+                    &settings,
+                    BTreeMap::new(),
+                    Guid(port.port_guid),
+                );
                 self.log.note(now, format!("SM {sm} starts"));
                 self.sms[sm] = Some(Running {
                     manager,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use ibqos_exchange::scheduler::SchedulerConfig;
 use ibqos_fabric::routing::EngineList;
+use ibqos_mad::Guid;
 use ibqos_opensm::Settings;
 use ibqos_qos::VlCount;
 use ibqos_qos::partitions::PartitionOptions;
@@ -144,10 +145,10 @@ fn opensm_number(settings: &Settings, key: &str) -> Option<u64> {
 /// The election's configuration for the SM on port `port_guid`: `sm_priority`, `sm_key`
 /// (default 1), `sminfo_polling_timeout` (ms, default 10000) and `polling_retry_number`
 /// (default 4), OpenSM's defaults.
-pub fn election_config(settings: &Settings, port_guid: u64) -> ElectionConfig {
+pub fn election_config(settings: &Settings, port_guid: Guid) -> ElectionConfig {
     let polling_ms = opensm_number(settings, "sminfo_polling_timeout").unwrap_or(10_000);
     ElectionConfig {
-        guid: port_guid,
+        guid: port_guid.0,
         priority: settings.sm.priority & 0xf,
         sm_key: opensm_number(settings, "sm_key").unwrap_or(1),
         polling_timeout: Duration::from_millis(polling_ms.max(1)),
@@ -282,7 +283,7 @@ mod tests {
         format!(
             "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
             sweep_config(settings, BTreeMap::new()),
-            election_config(settings, 1),
+            election_config(settings, Guid(1)),
             sa_config(settings),
             mkey_config(settings),
             crate::manager::interval(settings)

@@ -50,7 +50,7 @@ use std::time::{Duration, Instant};
 use ibqos_exchange::Engine;
 use ibqos_exchange::smp::parse_smp;
 use ibqos_exchange::{OutgoingMad, Peer};
-use ibqos_mad::{Mad, Method, MgmtClass, SmState};
+use ibqos_mad::{Guid, Mad, Method, MgmtClass, SmState};
 use ibqos_opensm::Settings;
 use tracing::{debug, info, warn};
 
@@ -206,7 +206,7 @@ pub struct Manager {
     /// PortInfo fields each port was seen not to keep; not compared by diff sweeps.
     learned: Learned,
     /// The GUID of the SM's port.
-    port_guid: u64,
+    port_guid: Guid,
     /// The SM's state and the other SMs.
     election: Election,
     responder: Responder,
@@ -241,7 +241,7 @@ impl Manager {
         run: Run,
         settings: &Settings,
         guid2lid: BTreeMap<u64, u16>,
-        port_guid: u64,
+        port_guid: Guid,
     ) -> Self {
         let election = election_config(settings, port_guid);
         Manager {

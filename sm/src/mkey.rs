@@ -189,10 +189,10 @@ impl KeyRing {
         config: MKeyConfig,
         held: BTreeMap<u64, u64>,
         neighbors: Neighbors,
-        own_guid: u64,
+        own_guid: Guid,
     ) -> KeyRing {
         let own = Target {
-            port_guid: own_guid,
+            port_guid: own_guid.0,
             switch: false,
         };
         KeyRing {
@@ -200,7 +200,7 @@ impl KeyRing {
             held,
             routes: HashMap::from([(Vec::new(), own)]),
             neighbors,
-            own_guid,
+            own_guid: own_guid.0,
             lids: BTreeMap::new(),
             changed: false,
         }
@@ -555,7 +555,7 @@ mod tests {
             config(true),
             BTreeMap::from([(0xa, 0xaaaa)]),
             Neighbors::new(),
-            0xa,
+            Guid(0xa),
         );
         let get = |path: &[u8]| SmpRepr::get(AttributeId::NodeInfo, 0, 1, dr(path));
         // The SM's own port: from the cache; a route not yet answered: `m_key`.
@@ -604,7 +604,7 @@ mod tests {
             ])
         );
         // A new run names the targets of routes through them before they answer.
-        let restarted = KeyRing::new(config(true), read_guid2mkey(&text).0, neighbors, 0xa);
+        let restarted = KeyRing::new(config(true), read_guid2mkey(&text).0, neighbors, Guid(0xa));
         assert_eq!(stamped(&restarted, get(&[1]), None), 0xbbbb);
         assert_eq!(stamped(&restarted, get(&[1, 2]), None), 0);
         assert_eq!(stamped(&restarted, get(&[1, 3]), None), KEY);
@@ -632,7 +632,7 @@ mod tests {
             config(false),
             BTreeMap::from([(0xa, 0xaaaa)]),
             Neighbors::new(),
-            0xa,
+            Guid(0xa),
         );
         ring.observe(&node_info(&[1], 0xb, NodeType::Switch));
         ring.observe(&port_info(&[1], 0, 0xbbbb, 2));
@@ -660,7 +660,7 @@ mod tests {
             },
             BTreeMap::new(),
             Neighbors::new(),
-            0xa,
+            Guid(0xa),
         );
         assert_eq!(ring.config().wanted(0xa), keys.key_of(0xa));
         // A port not in the cache gets its derived key; an unnamed one `m_key`.
@@ -705,7 +705,12 @@ mod tests {
             per_port: Some(PerPortKeys::new(b"0123456789abcdef")),
             ..config(true)
         };
-        let ring = KeyRing::new(config, BTreeMap::from([(1, KEY)]), Neighbors::new(), 1);
+        let ring = KeyRing::new(
+            config,
+            BTreeMap::from([(1, KEY)]),
+            Neighbors::new(),
+            Guid(1),
+        );
         let shown = format!("{ring:?}");
         assert!(!shown.contains("1111222233334444") && !shown.contains(&KEY.to_string()));
         assert!(shown.contains("held: 1"), "{shown}");

@@ -15,8 +15,8 @@ use ibqos_exchange::Gmp;
 use ibqos_exchange::scheduler::{Completion, Request, Scheduler, SchedulerConfig};
 use ibqos_fabric::PortRef;
 use ibqos_mad::{
-    AttributeId, ClassPortInfo, ClassPortInfoRepr, DrPath, Method, MgmtClass, PerfAttributeId,
-    PerfCapabilityMask, PerfMgtMad, PortInfo, PortInfoRepr, Routing, SmpRepr,
+    AttributeId, ClassPortInfo, ClassPortInfoRepr, DrPath, Guid, Method, MgmtClass,
+    PerfAttributeId, PerfCapabilityMask, PerfMgtMad, PortInfo, PortInfoRepr, Routing, SmpRepr,
 };
 use ibqos_sm::manager::{Event, Manager, Run};
 use ibqos_tests::SimTools;
@@ -112,7 +112,7 @@ fn perfmgt_class_port_info_through_the_exchange_on_the_emulated_fabric() {
     let mut transport = EmulatedTransport::virtual_time(Emulator::new(topology).unwrap(), attach);
     let settings = ibqos_opensm::Settings::default();
     let port_guid = transport.local_port().port_guid;
-    let mut manager = Manager::new(Run::Daemon, &settings, BTreeMap::new(), port_guid);
+    let mut manager = Manager::new(Run::Daemon, &settings, BTreeMap::new(), Guid(port_guid));
     let summary = loop {
         let event = drive(&mut transport, &mut manager, Manager::poll_event, &|| false).unwrap();
         if let Some(Event::SweepDone(summary)) = event {

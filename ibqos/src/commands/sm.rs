@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use ibqos_emu::{Latency, dump};
-use ibqos_mad::SmState;
+use ibqos_mad::{Guid, SmState};
 use ibqos_opensm::{Format, Settings};
 use ibqos_text::cnum::strtoull;
 use tracing::{debug, info, warn};
@@ -83,8 +83,8 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     };
     let transport = fabric.transport();
     let port_guid = transport.local_port().port_guid;
-    let mut manager =
-        Manager::new(run, &settings, guid2lid, port_guid).with_key_caches(guid2mkey, neighbors);
+    let mut manager = Manager::new(run, &settings, guid2lid, Guid(port_guid))
+        .with_key_caches(guid2mkey, neighbors);
     let outcome = drive(
         args,
         transport,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use ibqos_emu::{Emulator, attach_port, load_topology};
 use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_mad::sa::{SA_CLASS_VERSION, SaAttributeId, SaMad};
-use ibqos_mad::{AttributeId, Method, MgmtClass, Status};
+use ibqos_mad::{AttributeId, Guid, Method, MgmtClass, Status};
 use ibqos_opensm::Settings;
 use ibqos_sm::manager::{Event, Manager, Outcome, Run, SweepReason};
 use ibqos_sm::summary::SweepSummary;
@@ -36,7 +36,7 @@ pub struct EmulatedSm {
 impl EmulatedSm {
     pub fn new(transport: EmulatedTransport, run: Run, settings: &Settings) -> Self {
         let port_guid = transport.local_port().port_guid;
-        let manager = Manager::new(run, settings, BTreeMap::new(), port_guid);
+        let manager = Manager::new(run, settings, BTreeMap::new(), Guid(port_guid));
         EmulatedSm { transport, manager }
     }
 

@@ -11,7 +11,12 @@ use ibqos_mad::sa::{SA_HEADER_LEN, SaAttributeId, SaMad};
 use ibqos_mad::{AttributeId, Mad, MgmtClass};
 
 fn manager(fabric: &Fabric, run: Run, conf: &str) -> Manager {
-    Manager::new(run, &settings(conf), BTreeMap::new(), fabric.port_guid())
+    Manager::new(
+        run,
+        &settings(conf),
+        BTreeMap::new(),
+        Guid(fabric.port_guid()),
+    )
 }
 
 /// Drives until the manager gives an event `pick` takes: that, and the events before it.

@@ -1,7 +1,8 @@
 //! The link manager: LIDs, link settings and ARMED in one PortInfo Set per port, then ACTIVE.
 
 use ibqos_mad::{
-    Attribute, CapabilityMask, NodeType, PhysPortState, PortInfoModifier, PortInfoRepr, PortState,
+    Attribute, CapabilityMask, Guid, NodeType, PhysPortState, PortInfoModifier, PortInfoRepr,
+    PortState,
 };
 use ibqos_qos::{VlCount, oper_vls};
 use tracing::info;
@@ -221,7 +222,7 @@ impl Sweep {
             },
             timeout: None,
             target: SetTarget::Ports {
-                node: key.node,
+                node: Guid(key.node),
                 ports: vec![key.port],
             },
         };

@@ -193,7 +193,7 @@ impl Sweep {
                 modifier: 0,
                 op: Op::SetSwitchInfo { guid },
                 timeout: None,
-                target: SetTarget::SwitchInfo { switch: guid },
+                target: SetTarget::SwitchInfo { switch: Guid(guid) },
             };
             self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
         }

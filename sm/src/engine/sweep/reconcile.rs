@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use ibqos_exchange::scheduler::Request;
 use ibqos_mad::{
-    Attribute, AttributeId, DrPath, MulticastForwardingTableRepr, PortInfoRepr, Routing, SmpRepr,
+    Attribute, AttributeId, DrPath, Guid, MulticastForwardingTableRepr, PortInfoRepr, Routing,
+    SmpRepr,
 };
 use tracing::debug;
 
@@ -36,11 +37,11 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetTarget {
     /// A node's ports: the PortInfo of one, or a table written to them.
-    Ports { node: u64, ports: Vec<u8> },
+    Ports { node: Guid, ports: Vec<u8> },
     /// A switch's SwitchInfo.
-    SwitchInfo { switch: u64 },
+    SwitchInfo { switch: Guid },
     /// A block of a switch's linear forwarding table.
-    LftBlock { switch: u64, block: usize },
+    LftBlock { switch: Guid, block: usize },
 }
 
 /// `0x0002c90000000001[1,2]`, `0x0002c90000000001 SwitchInfo`, `... LFT block 3`.
@@ -48,17 +49,15 @@ impl fmt::Display for SetTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SetTarget::Ports { node, ports } => {
-                write!(f, "{node:#018x}[")?;
+                write!(f, "{node}[")?;
                 for (i, port) in ports.iter().enumerate() {
                     let comma = if i == 0 { "" } else { "," };
                     write!(f, "{comma}{port}")?;
                 }
                 f.write_str("]")
             }
-            SetTarget::SwitchInfo { switch } => write!(f, "{switch:#018x} SwitchInfo"),
-            SetTarget::LftBlock { switch, block } => {
-                write!(f, "{switch:#018x} LFT block {block}")
-            }
+            SetTarget::SwitchInfo { switch } => write!(f, "{switch} SwitchInfo"),
+            SetTarget::LftBlock { switch, block } => write!(f, "{switch} LFT block {block}"),
         }
     }
 }
@@ -316,7 +315,7 @@ mod tests {
             let [change] = diff.changes() else {
                 panic!("{mode:?}: {:#?}", diff.changes())
             };
-            let switch = fabric.emulator.topology().node(s1.node).unwrap().guid;
+            let switch = Guid(fabric.emulator.topology().node(s1.node).unwrap().guid);
             assert_eq!(change.target, SetTarget::LftBlock { switch, block: 0 });
             assert_eq!(
                 (change.attribute, change.modifier, change.sent),

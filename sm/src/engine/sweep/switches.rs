@@ -1,6 +1,6 @@
 //! Switch programming: the routes as LinearFDBTop and the LFT blocks of every switch.
 
-use ibqos_mad::{Attribute, LinearForwardingTableRepr};
+use ibqos_mad::{Attribute, Guid, LinearForwardingTableRepr};
 use tracing::info;
 
 use super::reconcile::{Held, Planned, SetTarget};
@@ -43,7 +43,9 @@ impl Sweep {
                     modifier: 0,
                     op: Op::SetSwitchInfo { guid: *guid },
                     timeout: None,
-                    target: SetTarget::SwitchInfo { switch: *guid },
+                    target: SetTarget::SwitchInfo {
+                        switch: Guid(*guid),
+                    },
                 };
                 self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
             }
@@ -60,7 +62,7 @@ impl Sweep {
                     op: Op::SetLft { guid: *guid },
                     timeout: None,
                     target: SetTarget::LftBlock {
-                        switch: *guid,
+                        switch: Guid(*guid),
                         block,
                     },
                 };

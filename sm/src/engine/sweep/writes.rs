@@ -422,7 +422,7 @@ impl Sweep {
             },
             timeout: (set.answer_wait() == AnswerWait::Long).then_some(self.config.long_timeout),
             target: SetTarget::Ports {
-                node: set.node.0,
+                node: set.node,
                 ports: set.ports.iter().map(|k| k.port).collect(),
             },
         })
