@@ -2,9 +2,7 @@
 //! its qos-setup scopes choose from, as the SM would find them on this fabric.
 
 use ibqos_qos::policy::setup::{SetupError, SetupPort, SetupTables};
-use ibqos_qos::policy::{
-    DirectoryNode, NodeDirectory, PortRef as MemberRef, QosPolicy, ResolveError,
-};
+use ibqos_qos::policy::{DirectoryNode, EndPort, NodeDirectory, QosPolicy, ResolveError};
 
 use crate::{PortRef, Topology};
 
@@ -22,10 +20,10 @@ pub fn directory(topo: &Topology) -> NodeDirectory {
 
 /// What decides a port's group membership: its own GUID on a CA or router, its switch's (port
 /// 0's) GUID on a switch, and its node's type.
-pub fn member(topo: &Topology, port: PortRef) -> Option<MemberRef> {
+pub fn member(topo: &Topology, port: PortRef) -> Option<EndPort> {
     let node = topo.node(port.node)?;
     let endport = if node.is_switch() { 0 } else { port.port };
-    Some(MemberRef {
+    Some(EndPort {
         guid: node.port(endport)?.guid,
         node_type: node.kind.into(),
     })

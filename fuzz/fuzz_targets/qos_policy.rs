@@ -7,13 +7,13 @@
 use ibqos_mad::NodeType;
 use ibqos_opensm::qos_policy;
 use ibqos_qos::policy::setup::SetupPort;
-use ibqos_qos::policy::{DirectoryNode, NodeDirectory, PortRef};
+use ibqos_qos::policy::{DirectoryNode, NodeDirectory, EndPort};
 use libfuzzer_sys::fuzz_target;
 
 /// A switch (GUID 0x100, ports 0-2) with CA `h1` on port 1 and CA `h2` on port 2; `h2`'s port
 /// has the largest GUID there is. The SM runs on `h1`.
 fn fabric() -> (NodeDirectory, Vec<SetupPort>) {
-    let switch = PortRef {
+    let switch = EndPort {
         guid: 0x100,
         node_type: NodeType::Switch,
     };
@@ -29,7 +29,7 @@ fn fabric() -> (NodeDirectory, Vec<SetupPort>) {
             node: 0x100,
             port,
             member: switch,
-            peer: (port > 0).then(|| PortRef {
+            peer: (port > 0).then(|| EndPort {
                 guid: cas[usize::from(port) - 1].1,
                 node_type: NodeType::Ca,
             }),
@@ -48,7 +48,7 @@ fn fabric() -> (NodeDirectory, Vec<SetupPort>) {
         ports.push(SetupPort {
             node,
             port: 1,
-            member: PortRef {
+            member: EndPort {
                 guid,
                 node_type: NodeType::Ca,
             },

@@ -402,7 +402,7 @@ pub struct ResolvedGroup {
 
 impl ResolvedGroup {
     /// OpenSM's `__qos_policy_is_port_in_group` (`osm_qos_policy.c:530-550`).
-    pub fn contains(&self, port: PortRef) -> bool {
+    pub fn contains(&self, port: EndPort) -> bool {
         self.node_types.contains(port.node_type) || self.guids.contains(&port.guid)
     }
 }
@@ -420,20 +420,16 @@ pub struct ResolvedRule {
     pub level: usize,
 }
 
-/// One end of a path: its port GUID and its node's type. For a switch destination that is the
-/// switch's port 0 (`osm_sa_path_record.c:264-283`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PortRef {
-    pub guid: u64,
-    pub node_type: NodeType,
-}
+/// One end of a path is an end port: its port GUID and its node's type. For a switch
+/// destination that is the switch's port 0 (`osm_sa_path_record.c:264-283`).
+pub use crate::partitions::EndPort;
 
 /// What a PathRecord or MultiPathRecord query brings to the match; `None` is a component mask
 /// without the field's bit (for the service ID, without both of its bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathQuery {
-    pub source: PortRef,
-    pub destination: PortRef,
+    pub source: EndPort,
+    pub destination: EndPort,
     pub service_id: Option<u64>,
     /// 12 bits.
     pub qos_class: Option<u16>,
@@ -459,7 +455,7 @@ impl ResolvedPolicy {
     /// the default level. Always `Some` (the `Option` is OpenSM's "no policy" at the caller).
     pub fn level_for(&self, query: &PathQuery) -> Option<&QosLevel> {
         let in_any =
-            |groups: &[usize], port: PortRef| groups.iter().any(|&g| self.groups[g].contains(port));
+            |groups: &[usize], port: EndPort| groups.iter().any(|&g| self.groups[g].contains(port));
         let in_ranges = |ranges: &RangeSet, value: Option<u64>| {
             ranges.is_empty() || value.is_some_and(|v| ranges.contains(v))
         };

@@ -24,7 +24,7 @@ use std::fmt;
 
 use ibqos_mad::VlArbEntry;
 
-use super::{PortRef, QosPolicy, ResolvedGroup, find_name};
+use super::{EndPort, QosPolicy, ResolvedGroup, find_name};
 use crate::config::{EffectiveQos, PortClass, QosConfig};
 use crate::tables::{Sl2VlTable, VLARB_TABLE_ENTRIES, VlArbTable};
 use crate::types::Vl;
@@ -313,9 +313,9 @@ pub struct SetupPort {
     pub port: u8,
     /// What group membership is decided on: the port's own GUID and node type (a switch port
     /// has its switch's GUID).
-    pub member: PortRef,
+    pub member: EndPort,
     /// The far end of the port's link, the same way; `None` for switch port 0 or no link.
-    pub peer: Option<PortRef>,
+    pub peer: Option<EndPort>,
     /// A switch port: its SL-to-VL tables are per input port.
     pub switch: bool,
     /// QoS programs the port's output tables (VLArb, SL2VL as an output): false for a switch's
@@ -424,7 +424,7 @@ impl CheckedSetup {
         groups: &[ResolvedGroup],
         ports: &[SetupPort],
     ) -> Result<SetupTables, Vec<SetupError>> {
-        let in_any = |indexes: &[usize], port: Option<PortRef>| {
+        let in_any = |indexes: &[usize], port: Option<EndPort>| {
             port.is_some_and(|p| {
                 indexes
                     .iter()

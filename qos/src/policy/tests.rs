@@ -4,15 +4,15 @@ use super::*;
 /// full member, as OpenSM has it without partitions.conf.
 struct Fabric;
 
-const CA1: PortRef = PortRef {
+const CA1: EndPort = EndPort {
     guid: 0x10,
     node_type: NodeType::Ca,
 };
-const CA2: PortRef = PortRef {
+const CA2: EndPort = EndPort {
     guid: 0x11,
     node_type: NodeType::Ca,
 };
-const SW: PortRef = PortRef {
+const SW: EndPort = EndPort {
     guid: 0x20,
     node_type: NodeType::Switch,
 };
@@ -55,7 +55,7 @@ fn level(name: &str, sl: u8) -> QosLevel {
     }
 }
 
-fn query(source: PortRef, destination: PortRef) -> PathQuery {
+fn query(source: EndPort, destination: EndPort) -> PathQuery {
     PathQuery {
         source,
         destination,

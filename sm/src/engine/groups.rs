@@ -3,7 +3,7 @@
 
 use ibqos_qos::partitions::SubnetPartitions;
 use ibqos_qos::policy::setup::SetupPort;
-use ibqos_qos::policy::{DirectoryNode, NodeDirectory, PortRef};
+use ibqos_qos::policy::{DirectoryNode, EndPort, NodeDirectory};
 
 use super::subnet::{PortKey, Subnet};
 
@@ -22,10 +22,10 @@ pub fn directory(subnet: &Subnet, partitions: &SubnetPartitions) -> NodeDirector
 
 /// What decides a port's group membership: its own GUID on a CA or router, its switch's (port
 /// 0's) GUID on a switch, and its node's type.
-pub fn member(subnet: &Subnet, key: PortKey) -> Option<PortRef> {
+pub fn member(subnet: &Subnet, key: PortKey) -> Option<EndPort> {
     let node = subnet.nodes.get(&key.node)?;
     let endport = if node.is_switch() { 0 } else { key.port };
-    Some(PortRef {
+    Some(EndPort {
         guid: node.ports.get(&endport)?.guid,
         node_type: node.info.node_type,
     })

@@ -4,15 +4,15 @@ use crate::policy::{NodeType, NodeTypes, PortGroup, QosSetup, RangeSet, Sl2vlSco
 /// A switch 0x100 with ports 1-3: port 1 to CA 0x11 (Storage), port 2 to CA 0x21 (Compute),
 /// port 3 down; base port 0.
 fn ports() -> Vec<SetupPort> {
-    let switch = PortRef {
+    let switch = EndPort {
         guid: 0x100,
         node_type: NodeType::Switch,
     };
-    let ca = |guid| PortRef {
+    let ca = |guid| EndPort {
         guid,
         node_type: NodeType::Ca,
     };
-    let switch_port = |port, peer: Option<PortRef>| SetupPort {
+    let switch_port = |port, peer: Option<EndPort>| SetupPort {
         node: 0x100,
         port,
         member: switch,
