@@ -9,7 +9,7 @@ use ibqos_mad::{
 };
 
 use crate::engine::routing::Lfts;
-use crate::engine::subnet::{Node, Port, PortKey, Subnet};
+use crate::engine::subnet::{DiscoveredNode, Port, PortKey, Subnet};
 use crate::sa::SaDb;
 
 /// `opensm-subnet.lst` (`dump_topology_node`, osm_dump.c:368-500): one line per linked port of
@@ -18,7 +18,7 @@ use crate::sa::SaDb;
 /// the neighbour's 8, the neighbour's DevID is its 16-bit value shifted up 16 bits (OpenSM
 /// byte-swaps it as a 32-bit value), and the speed reads the neighbour's capability mask.
 pub fn subnet_lst(subnet: &Subnet) -> String {
-    let mut nodes: Vec<(&u64, &Node)> = subnet.nodes.iter().collect();
+    let mut nodes: Vec<(&u64, &DiscoveredNode)> = subnet.nodes.iter().collect();
     nodes.sort_by_key(|(guid, _)| Guid(**guid).opensm_order());
     let mut out = String::new();
     for (&guid, node) in nodes {
@@ -215,7 +215,7 @@ fn entries(table: Option<&[VlArbEntry]>) -> String {
 
 /// The line that opens an end port's section of the SL2VL dump (`dump_sl2vl_tbl`) and of the
 /// VLArb dump made in its style: node type, port GUID, base LID and node description.
-fn port_title(node: &Node, port: &Port) -> String {
+fn port_title(node: &DiscoveredNode, port: &Port) -> String {
     format!(
         "{} 0x{:016x}, base LID {}, \"{}\"",
         node_type_name(node.info.node_type),
@@ -243,7 +243,7 @@ enum End {
 }
 
 /// A switch's port 0, a CA's or router's own port: where OpenSM reads the LID and SM flag.
-fn default_port<'a>(node: &'a Node, port: &'a Port) -> Option<&'a Port> {
+fn default_port<'a>(node: &'a DiscoveredNode, port: &'a Port) -> Option<&'a Port> {
     if node.is_switch() {
         node.ports.get(&0)
     } else {
@@ -251,7 +251,7 @@ fn default_port<'a>(node: &'a Node, port: &'a Port) -> Option<&'a Port> {
     }
 }
 
-fn end(out: &mut String, node: &Node, port: &Port, default: &Port, number: u8, end: End) {
+fn end(out: &mut String, node: &DiscoveredNode, port: &Port, default: &Port, number: u8, end: End) {
     let kind = match node.info.node_type {
         NodeType::Switch => "SW",
         NodeType::Ca => "CA",
@@ -349,7 +349,12 @@ mod tests {
 
     use super::*;
 
-    fn node(node_type: NodeType, guid: u64, ports: &[(u8, u16)], description: &str) -> Node {
+    fn node(
+        node_type: NodeType,
+        guid: u64,
+        ports: &[(u8, u16)],
+        description: &str,
+    ) -> DiscoveredNode {
         let mut info = NodeInfoRepr::parse(&NodeInfo::new_unchecked([0u8; 40])).unwrap();
         info.node_type = node_type;
         info.node_guid = guid;
@@ -373,7 +378,7 @@ mod tests {
                 lid,
             }
         };
-        Node {
+        DiscoveredNode {
             info,
             description: description.to_string(),
             switch: None,

@@ -14,7 +14,7 @@ use ibqos_mad::{
 };
 use tracing::debug;
 
-use super::subnet::{Node, Port, PortKey, Subnet};
+use super::subnet::{DiscoveredNode, Port, PortKey, Subnet};
 
 /// What a discovery Get asks, and so what its answer is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl Discovery {
             debug!(guid = %Guid(guid), ?path, kind = ?info.node_type, "found a node");
             subnet.nodes.insert(
                 guid,
-                Node {
+                DiscoveredNode {
                     info,
                     description: String::new(),
                     switch: None,

@@ -21,7 +21,7 @@ use ibqos_qos::{
 use tracing::{error, info, warn};
 
 use super::groups::{directory, setup_ports};
-use super::subnet::{Node, PortKey, Subnet};
+use super::subnet::{DiscoveredNode, PortKey, Subnet};
 use super::write::{TableModifier, TableWrite};
 
 /// The qos-setup section to program (OpenSM ignores it; ibqos.toml's `[qos]
@@ -79,7 +79,7 @@ pub fn setup_tables(
 }
 
 /// The class of a port, or `None` for a port QoS leaves alone (a base switch port 0).
-pub fn port_class(node: &Node, port: u8) -> Option<PortClass> {
+pub fn port_class(node: &DiscoveredNode, port: u8) -> Option<PortClass> {
     match node.info.node_type {
         NodeType::Switch if port == 0 => node
             .switch
@@ -186,7 +186,7 @@ struct SwitchQos<'a> {
 }
 
 impl SwitchQos<'_> {
-    fn sets(&self, guid: u64, node: &Node, sets: &mut Vec<TableWrite>) {
+    fn sets(&self, guid: u64, node: &DiscoveredNode, sets: &mut Vec<TableWrite>) {
         let subnet = self.subnet;
         let via = PortKey::new(guid, 0);
         let up = |port: u8| port == 0 || subnet.peer(PortKey::new(guid, port)).is_some();

@@ -20,7 +20,7 @@ impl PortKey {
 
 /// One discovered node.
 #[derive(Debug, Clone)]
-pub struct Node {
+pub struct DiscoveredNode {
     pub info: NodeInfoRepr,
     pub description: String,
     /// SwitchInfo, for a switch once it has been read.
@@ -31,7 +31,7 @@ pub struct Node {
     pub ports: BTreeMap<u8, Port>,
 }
 
-impl Node {
+impl DiscoveredNode {
     pub fn is_switch(&self) -> bool {
         self.info.node_type == NodeType::Switch
     }
@@ -63,7 +63,7 @@ pub struct Port {
 /// The fabric as discovery saw it.
 #[derive(Debug, Clone, Default)]
 pub struct Subnet {
-    pub nodes: BTreeMap<u64, Node>,
+    pub nodes: BTreeMap<u64, DiscoveredNode>,
     /// The SM's own node and port.
     pub sm_port: Option<PortKey>,
     /// Every link, recorded from both ends; kept apart from the ports because a link is often
@@ -100,7 +100,7 @@ impl Subnet {
         })
     }
 
-    pub fn switches(&self) -> impl Iterator<Item = &Node> {
+    pub fn switches(&self) -> impl Iterator<Item = &DiscoveredNode> {
         self.nodes.values().filter(|n| n.is_switch())
     }
 

@@ -14,7 +14,7 @@ use ibqos_mad::{
 use ibqos_qos::partitions::{SubnetPartition, SubnetPartitions};
 
 use crate::engine::pkeys::KeyRule;
-use crate::engine::subnet::{Node, Port, PortKey, Subnet};
+use crate::engine::subnet::{DiscoveredNode, Port, PortKey, Subnet};
 use crate::engine::sweep::Sweep;
 use crate::engine::write::{TableModifier, TableWrite};
 
@@ -159,7 +159,7 @@ impl SaDb {
         self.by_guid.get(&guid).copied()
     }
 
-    pub fn node(&self, guid: u64) -> Option<&Node> {
+    pub fn node(&self, guid: u64) -> Option<&DiscoveredNode> {
         self.subnet.nodes.get(&guid)
     }
 
@@ -199,7 +199,7 @@ impl SaDb {
     }
 
     /// Every node, in OpenSM's node table order.
-    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+    pub fn nodes(&self) -> impl Iterator<Item = &DiscoveredNode> {
         self.node_order.iter().filter_map(|guid| self.node(*guid))
     }
 

@@ -34,7 +34,7 @@ use super::discovery::{Discovery, Probe, WrongAnswer};
 use super::lids::LidError;
 use super::qos::SetupConfig;
 use super::routing::{Lfts, RouteError};
-use super::subnet::{Node, PortKey, Subnet};
+use super::subnet::{DiscoveredNode, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
 use crate::mkey::{KeyHidden, MKeyConfig};
 use partitions::PkeyState;
@@ -418,7 +418,7 @@ impl Sweep {
                     .subnet
                     .nodes
                     .get(&key.node)
-                    .is_some_and(Node::is_switch);
+                    .is_some_and(DiscoveredNode::is_switch);
                 let management_port = node_is_switch && key.port == 0;
                 let linked = self.subnet.peer(*key).is_some()
                     || p.info.port_phys_state == PhysPortState::LinkUp;

@@ -71,7 +71,7 @@ mod tests {
         VlArbitrationTableRepr,
     };
 
-    use crate::engine::subnet::{Node, PortKey};
+    use crate::engine::subnet::{DiscoveredNode, PortKey};
 
     fn set(attribute: Attribute, modifier: TableModifier, outputs: &[u8]) -> TableWrite {
         TableWrite {
@@ -91,7 +91,7 @@ mod tests {
     fn subnet() -> Subnet {
         let mut info = NodeInfoRepr::parse(&NodeInfo::new_unchecked([0u8; 40])).unwrap();
         info.num_ports = 2;
-        let node = Node {
+        let node = DiscoveredNode {
             info,
             description: String::new(),
             switch: None,
