@@ -9,15 +9,15 @@ use ibqos_emu::{DueQueue, Emulator, Request, attach_port, load_topology};
 use ibqos_exchange::smp::parse_smp;
 use ibqos_exchange::{Address, Engine, OutgoingMad, Peer};
 use ibqos_fabric::PortRef;
-use ibqos_mad::sa::{SA_CLASS_VERSION, SaAttributeId, SaMad};
+use ibqos_mad::sa::{SaAttributeId, SaMad};
 use ibqos_mad::{
-    Attribute, AttributeId, DrPath, Method, MgmtClass, NoticeRepr, NoticeType, Routing, Smp,
-    SmpRepr,
+    Attribute, AttributeId, DrPath, Method, NoticeRepr, NoticeType, Routing, Smp, SmpRepr,
 };
 use ibqos_opensm::Settings;
 
 use crate::config::sweep_config;
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
+use crate::sa::new_sa_mad;
 
 /// How many exchanges a drive may take before the test calls it a hang: a two-switch sweep
 /// takes a few hundred.
@@ -282,15 +282,8 @@ pub(crate) fn sa_request(
     sm_key: u64,
     template: impl FnOnce(&mut [u8]),
 ) -> Vec<u8> {
-    let mut mad = vec![0u8; 256];
+    let mut mad = new_sa_mad(method, attribute, 0x0001_0000_0000_4242);
     let mut view = SaMad::new_unchecked(&mut mad[..]);
-    let mut header = view.header_mut();
-    header.set_base_version(1);
-    header.set_mgmt_class(MgmtClass::SubnAdm);
-    header.set_class_version(SA_CLASS_VERSION);
-    header.set_method(method);
-    header.set_transaction_id(0x0001_0000_0000_4242);
-    header.set_attribute_id(AttributeId::from(u16::from(attribute)));
     view.set_sm_key(sm_key);
     view.set_component_mask(mask);
     template(view.data_mut());

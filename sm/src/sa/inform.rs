@@ -8,13 +8,12 @@ use std::time::{Duration, Instant};
 
 use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_mad::sa::{
-    InformInfoRecordRepr, InformInfoRepr, Record, SA_CLASS_VERSION, SaAttributeId, SaMad,
-    SaNoticeRepr,
+    InformInfoRecordRepr, InformInfoRepr, Record, SaAttributeId, SaMad, SaNoticeRepr,
 };
-use ibqos_mad::{AttributeId, Gid, Method, MgmtClass, Notice, NoticeRepr, NoticeType, Status};
+use ibqos_mad::{Gid, Method, MgmtClass, Notice, NoticeRepr, NoticeType, Status};
 use tracing::{debug, warn};
 
-use super::{Query, Records};
+use super::{Query, Records, new_sa_mad};
 
 /// The first TID of the SM's Reports (OpenSM osm_inform.c `send_report`).
 const FIRST_REPORT_TID: u32 = 0x02da_b000;
@@ -245,16 +244,8 @@ fn matches(inform: &InformInfoRepr, notice: &SaNoticeRepr) -> bool {
 
 /// A SubnAdmReport(Notice) (osm_inform.c `send_report`).
 fn report(notice: &SaNoticeRepr, tid: u32) -> Vec<u8> {
-    let mut mad = vec![0u8; 256];
-    let mut view = SaMad::new_unchecked(&mut mad[..]);
-    let mut header = view.header_mut();
-    header.set_base_version(1);
-    header.set_mgmt_class(MgmtClass::SubnAdm);
-    header.set_class_version(SA_CLASS_VERSION);
-    header.set_method(Method::Report);
-    header.set_transaction_id(u64::from(tid));
-    header.set_attribute_id(AttributeId::from(u16::from(SaAttributeId::Notice)));
-    notice.emit_bytes(view.data_mut());
+    let mut mad = new_sa_mad(Method::Report, SaAttributeId::Notice, u64::from(tid));
+    notice.emit_bytes(SaMad::new_unchecked(&mut mad[..]).data_mut());
     mad
 }
 

@@ -29,8 +29,8 @@ use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_mad::sa::{
     Record, RmppFlags, SA_CLASS_VERSION, SA_HEADER_LEN, SaAttributeId, SaMad, SaNoticeRepr,
 };
+use ibqos_mad::{AttributeId, Method, MgmtClass, Status};
 use ibqos_mad::{Gid, Notice, NoticeRepr};
-use ibqos_mad::{Method, MgmtClass, Status};
 use tracing::{debug, warn};
 
 use ibqos_qos::policy::{QosPolicy, ResolvedPolicy};
@@ -499,6 +499,21 @@ fn takes_set(attribute: SaAttributeId) -> bool {
             | SaAttributeId::InformInfo
             | SaAttributeId::GuidInfoRecord
     )
+}
+
+/// A MAD of `method` and `attribute` with TransactionID `tid`, its data zeroed: the header of
+/// an SA MAD that starts an exchange.
+pub(crate) fn new_sa_mad(method: Method, attribute: SaAttributeId, tid: u64) -> Vec<u8> {
+    let mut mad = vec![0u8; 256];
+    let mut view = SaMad::new_unchecked(&mut mad[..]);
+    let mut header = view.header_mut();
+    header.set_base_version(1);
+    header.set_mgmt_class(MgmtClass::SubnAdm);
+    header.set_class_version(SA_CLASS_VERSION);
+    header.set_method(method);
+    header.set_transaction_id(tid);
+    header.set_attribute_id(AttributeId::from(u16::from(attribute)));
+    mad
 }
 
 #[cfg(test)]
