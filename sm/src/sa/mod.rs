@@ -22,7 +22,6 @@ mod records;
 mod service;
 mod sl2vl;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use ibqos_exchange::{Address, OutgoingMad, Peer};
@@ -36,6 +35,7 @@ use tracing::{debug, warn};
 use ibqos_qos::policy::{QosPolicy, ResolvedPolicy};
 
 use crate::engine::subnet::PortKey;
+use crate::engine::sweep::MulticastMembers;
 use crate::engine::write::TableWrite;
 
 pub use db::SaDb;
@@ -222,7 +222,7 @@ impl Sa {
     /// JoinState (send-only members included): the ports OpenSM spans each MLID's tree over
     /// (osm_mcast_mgr.c `mcast_mgr_process_mlid`). An MLID whose groups have no member (a
     /// partition's group nobody joined yet) is listed with no port.
-    pub fn multicast_members(&self) -> BTreeMap<u16, BTreeSet<u64>> {
+    pub fn multicast_members(&self) -> MulticastMembers {
         self.groups.members_by_mlid()
     }
 

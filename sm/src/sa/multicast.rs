@@ -23,6 +23,7 @@ use super::inform::{TRAP_MGID_CREATED, TRAP_MGID_DELETED};
 use super::path::active_rate;
 use super::{Query, Records, SaConfig};
 use crate::engine::subnet::PortKey;
+use crate::engine::sweep::MulticastMembers;
 
 /// What a Set or Delete must name: the group, the port, and how it joins or leaves
 /// (`JOIN_MC_COMP_MASK`).
@@ -611,13 +612,13 @@ impl Groups {
 
     /// Per MLID, the port GUIDs of the members of every group on it, whatever their
     /// JoinState; an MLID whose groups have no member has an empty set.
-    pub fn members_by_mlid(&self) -> BTreeMap<u16, BTreeSet<u64>> {
-        let mut mlids: BTreeMap<u16, BTreeSet<u64>> = BTreeMap::new();
+    pub fn members_by_mlid(&self) -> MulticastMembers {
+        let mut mlids = MulticastMembers::new();
         for group in self.groups.values() {
             mlids
                 .entry(group.record.mlid)
                 .or_default()
-                .extend(group.members.keys());
+                .extend(group.members.keys().copied().map(Guid));
         }
         mlids
     }
@@ -1069,7 +1070,7 @@ mod tests {
         groups.add_member(mgid, 2, gid2, JoinState::SEND_ONLY_FULL, true);
         assert!(groups.take_notices().is_empty());
         let members = groups.members_by_mlid();
-        assert_eq!(members[&FIRST_MLID], BTreeSet::from([1, 2]));
+        assert_eq!(members[&FIRST_MLID], BTreeSet::from([Guid(1), Guid(2)]));
     }
 
     #[test]

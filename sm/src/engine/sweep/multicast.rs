@@ -19,7 +19,7 @@ use crate::engine::write::{TableModifier, TableWrite};
 
 /// The members of every multicast LID: the port GUIDs of all members of all its groups, as
 /// the SA holds them.
-pub type MulticastMembers = BTreeMap<u16, BTreeSet<u64>>;
+pub type MulticastMembers = BTreeMap<u16, BTreeSet<Guid>>;
 
 impl Sweep {
     /// Every MLID's tree and the MFT blocks it gives each switch, up to the highest block the
@@ -49,11 +49,11 @@ impl Sweep {
                 return;
             }
         };
-        let port_of_guid: BTreeMap<u64, PortRef> = subnet
+        let port_of_guid: BTreeMap<Guid, PortRef> = subnet
             .endports()
             .filter_map(|(node, number, port)| {
                 let id = topo.node_by_guid(node)?;
-                Some((port.guid, PortRef::new(id, number)))
+                Some((Guid(port.guid), PortRef::new(id, number)))
             })
             .collect();
         let mut trees: Vec<(u16, MulticastTree)> = Vec::new();
@@ -229,7 +229,7 @@ mod tests {
     ) -> Sweep {
         let guids = members
             .iter()
-            .map(|name| fabric.guid_of(fabric.port_of(name, 1)));
+            .map(|name| Guid(fabric.guid_of(fabric.port_of(name, 1))));
         let config = super::super::SweepConfig {
             multicast: [(MLID, guids.collect())].into(),
             ..config(&settings(""), mode)
@@ -286,7 +286,7 @@ mod tests {
         let mut fabric = Fabric::two_switch();
         let forced = with_members(&mut fabric, SweepMode::Forced, &["H1"], Learned::default());
         let before = fabric.sent.len();
-        let guids = ["H1", "H4"].map(|name| fabric.guid_of(fabric.port_of(name, 1)));
+        let guids = ["H1", "H4"].map(|name| Guid(fabric.guid_of(fabric.port_of(name, 1))));
         let update = super::super::SweepConfig {
             multicast: [(MLID, guids.into())].into(),
             ..config(&settings(""), SweepMode::Forced)

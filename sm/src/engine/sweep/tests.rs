@@ -26,7 +26,7 @@ fn a_forced_sweep_passes_every_phase_in_order_to_subnet_up() {
     // group with members.
     let h4 = fabric.port_of("H4", 1);
     fabric.emulator.set_is_sm(h4, true);
-    let members = [fabric.port_of("H1", 1), h4].map(|port| fabric.guid_of(port));
+    let members = [fabric.port_of("H1", 1), h4].map(|port| Guid(fabric.guid_of(port)));
     let start = SweepConfig {
         multicast: [(0xc000, members.into())].into(),
         ..config(&settings("qos TRUE\n"), SweepMode::Forced)
