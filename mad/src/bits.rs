@@ -67,6 +67,10 @@ const fn span(offset: usize, width: usize) -> (usize, usize, u32) {
 #[inline]
 pub(crate) fn read(bytes: &[u8], offset: usize, width: usize) -> u128 {
     let (first, end, shift) = span(offset, width);
+    if end == first + 1 {
+        // Within one byte (flags, nibbles, whole bytes): no wide word to assemble.
+        return u128::from(bytes[first] >> shift) & mask(width);
+    }
     // At most 16 bytes (checked by `check_field`): a 64-bit field that is not byte aligned
     // spans 9, a GID exactly 16.
     let word = bytes[first..end]
@@ -85,6 +89,13 @@ pub(crate) fn read(bytes: &[u8], offset: usize, width: usize) -> u128 {
 #[inline]
 pub(crate) fn write(bytes: &mut [u8], offset: usize, width: usize, value: u128) {
     let (first, end, shift) = span(offset, width);
+    if end == first + 1 {
+        // Within one byte (flags, nibbles, whole bytes): no wide word to assemble. The casts
+        // keep the low 8 bits, and the field's mask the rest of what is dropped.
+        let field = (mask(width) << shift) as u8;
+        bytes[first] = (bytes[first] & !field) | ((value << shift) as u8 & field);
+        return;
+    }
     let bytes = &mut bytes[first..end];
     let old = bytes.iter().fold(0u128, |acc, &b| acc << 8 | u128::from(b));
     let field = mask(width) << shift;
@@ -187,7 +198,39 @@ mod tests {
         assert_eq!(read(&b, 8, 128), gid);
     }
 
+    /// The byte-at-a-time reading of a field, without the one-byte shortcut: what `read` must
+    /// give for every field.
+    fn read_by_bytes(bytes: &[u8], offset: usize, width: usize) -> u128 {
+        let (first, end, shift) = span(offset, width);
+        let word = bytes[first..end]
+            .iter()
+            .fold(0u128, |acc, &b| acc << 8 | u128::from(b));
+        (word >> shift) & mask(width)
+    }
+
     proptest! {
+        /// Fields within one byte take a shortcut; they must read and write as every other
+        /// field does, bit for bit, leaving the rest of the byte alone.
+        #[test]
+        fn one_byte_fields_as_the_general_rule(
+            bytes in proptest::collection::vec(any::<u8>(), 3),
+            offset in 0usize..16,
+            width in 1usize..=8,
+            value: u128,
+        ) {
+            prop_assert_eq!(read(&bytes, offset, width), read_by_bytes(&bytes, offset, width));
+            let mut written = bytes.clone();
+            write(&mut written, offset, width, value);
+            for bit in 0..24 {
+                let expected = if bit >= offset && bit < offset + width {
+                    (value >> (offset + width - 1 - bit)) & 1
+                } else {
+                    read_by_bytes(&bytes, bit, 1)
+                };
+                prop_assert_eq!(read_by_bytes(&written, bit, 1), expected, "bit {}", bit);
+            }
+        }
+
         #[test]
         fn write_then_read(
             mut bytes in proptest::collection::vec(any::<u8>(), 9..24),
