@@ -122,10 +122,13 @@ impl SaDb {
         let switch = node.is_switch();
         match (write.attribute, write.modifier) {
             (Attribute::SlToVlMappingTable(table), TableModifier::SlToVl(modifier)) => {
-                let ports: Vec<u8> = node.ports.keys().copied().collect();
-                let dimension = ports.last().map_or(0, |&last| usize::from(last) + 1);
+                let last = node.ports.keys().next_back();
+                let dimension = last.map_or(0, |&last| usize::from(last) + 1);
                 if switch {
-                    let pairs = modifier.pairs(ports.clone(), ports);
+                    // Without SL2VL programming for all pairs at once, a switch takes one Set
+                    // per pair: 72,576 on fat-tree-648. Its ports are listed only when asked.
+                    let ports = || node.ports.keys().copied();
+                    let pairs = modifier.pairs(ports(), ports());
                     self.sl2vl.insert(guid, dimension, pairs, table);
                 } else {
                     let pairs = write.ports.iter().map(|p| (0, p.port));
