@@ -10,7 +10,7 @@ use ibqos_fabric::PortRef;
 use ibqos_fabric::Topology;
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::generate::ring;
-use ibqos_fabric::routing::{Engine, MinHop, Routes, RoutingError};
+use ibqos_fabric::routing::{Engine, MinHop, Routes, RoutingError, RoutingOptions};
 use ibqos_mad::{
     Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier, VlArbBlock, VlArbModifier,
 };
@@ -163,8 +163,8 @@ impl Engine for OwnTables {
         "own-tables"
     }
 
-    fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError> {
-        MinHop.unicast(topo)
+    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
+        MinHop.unicast(topo, options)
     }
 
     fn update_sl2vl(&self, node: u64, input: u8, output: u8, table: &mut Sl2VlTable) {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ibqos_fabric::generate::assign_lids;
 use ibqos_fabric::netfile::parse_net_file;
-use ibqos_fabric::routing::{Engine, MinHop, UpDown, trace};
+use ibqos_fabric::routing::{Engine, MinHop, RoutingOptions, UpDown, trace};
 use ibqos_fabric::{PortRef, Topology};
 use tempfile::TempDir;
 
@@ -71,7 +71,7 @@ fn path_of(net: &Path, engine: &dyn Engine) -> BTreeSet<String> {
     let mut topo = parse_net_file(net).unwrap().topology;
     // The simulator's LIDs: a net file without them gets them in endport order.
     assign_lids(&mut topo, 0).unwrap();
-    let routes = engine.unicast(&topo).unwrap();
+    let routes = engine.unicast(&topo, &RoutingOptions::default()).unwrap();
     let end = |name: &str| PortRef::new(topo.node_by_name(name).unwrap(), 1);
     let dlid = topo.port(end("H4_0")).unwrap().lid;
     let hops = trace(&topo, &routes, end("H2_0"), dlid).unwrap();

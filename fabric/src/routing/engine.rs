@@ -18,7 +18,7 @@ use std::fmt;
 
 use ibqos_qos::{EffectiveQos, PortClass, Priority, Sl2VlTable, VlArbTable, VlCount};
 
-use super::{MulticastRouting, Routes, RoutingError};
+use super::{MulticastRouting, Routes, RoutingError, RoutingOptions};
 use crate::topology::{NodeId, Topology};
 
 /// A routing engine: what computes the forwarding tables, and what the QoS manager, the SA and
@@ -27,8 +27,9 @@ pub trait Engine: fmt::Debug + Sync {
     /// The name `routing_engine` gives it, spelt as OpenSM spells it.
     fn name(&self) -> &'static str;
 
-    /// Every switch's linear forwarding table.
-    fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError>;
+    /// Every switch's linear forwarding table, as `options` (opensm.conf's routing options and
+    /// GUID files) ask.
+    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError>;
 
     /// The SL of a path from `slid` to `dlid`, given `hint`, the SL the QoS policy, the
     /// partition or the default chose. An engine that does not layer its routes over SLs keeps

@@ -11,7 +11,7 @@ use ibqos_qos::VlCount;
 use super::engine::Engine;
 use super::minhop::MinHop;
 use super::updn::UpDown;
-use super::{Routes, RoutingError};
+use super::{Routes, RoutingError, RoutingOptions};
 use crate::topology::Topology;
 
 /// The engines ibqos has, by the names OpenSM gives them.
@@ -57,10 +57,11 @@ pub struct Entry {
     pub listed: Listed,
 }
 
-/// The engines `routing_engine` lists, in order.
+/// The engines `routing_engine` lists, in order, and the options they route with.
 #[derive(Debug, Clone, Default)]
 pub struct EngineList {
     entries: Vec<Entry>,
+    options: RoutingOptions,
 }
 
 /// Why an engine of the list did not route.
@@ -124,7 +125,20 @@ impl EngineList {
                 _ => {}
             }
         }
-        EngineList { entries }
+        EngineList {
+            entries,
+            options: RoutingOptions::default(),
+        }
+    }
+
+    /// The same list, routing with `options` in place of OpenSM's defaults.
+    pub fn with_options(self, options: RoutingOptions) -> EngineList {
+        EngineList { options, ..self }
+    }
+
+    /// The options every engine of the list routes with.
+    pub fn options(&self) -> &RoutingOptions {
+        &self.options
     }
 
     /// The names in the order listed.
@@ -176,7 +190,7 @@ impl EngineList {
                 }
             };
             tried_minhop |= engine.name() == MINHOP.name();
-            match try_engine(engine, topo, available) {
+            match try_engine(engine, topo, available, &self.options) {
                 Ok(routes) => {
                     return Ok(Routed {
                         engine,
@@ -192,7 +206,7 @@ impl EngineList {
         }
         // The last resort; minhop failing once fails again on the same fabric.
         if !self.no_fallback() && !tried_minhop {
-            match try_engine(&MINHOP, topo, available) {
+            match try_engine(&MINHOP, topo, available, &self.options) {
                 Ok(routes) => {
                     return Ok(Routed {
                         engine: &MINHOP,
@@ -211,12 +225,17 @@ impl EngineList {
 }
 
 /// The routes of one engine, or why it gave none.
-fn try_engine(engine: &dyn Engine, topo: &Topology, available: VlCount) -> Result<Routes, Skipped> {
+fn try_engine(
+    engine: &dyn Engine,
+    topo: &Topology,
+    available: VlCount,
+    options: &RoutingOptions,
+) -> Result<Routes, Skipped> {
     let needed = engine.vls_needed();
     if needed > available {
         return Err(Skipped::TooFewVls { needed, available });
     }
-    engine.unicast(topo).map_err(Skipped::Failed)
+    engine.unicast(topo, options).map_err(Skipped::Failed)
 }
 
 impl Entry {
@@ -325,8 +344,12 @@ mod tests {
         let topo = six_ring();
         let list = |value| EngineList::parse(Some(value));
         let tables = |value| list(value).route(&topo, VlCount::One).unwrap().routes;
-        assert_eq!(tables("ftree,updn"), UPDN.unicast(&topo).unwrap());
-        assert_eq!(tables("minhop"), MINHOP.unicast(&topo).unwrap());
+        let defaults = RoutingOptions::default();
+        assert_eq!(
+            tables("ftree,updn"),
+            UPDN.unicast(&topo, &defaults).unwrap()
+        );
+        assert_eq!(tables("minhop"), MINHOP.unicast(&topo, &defaults).unwrap());
         assert_ne!(tables("updn"), tables("minhop"));
     }
 
@@ -351,8 +374,12 @@ mod tests {
             "four-layers"
         }
 
-        fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError> {
-            MINHOP.unicast(topo)
+        fn unicast(
+            &self,
+            topo: &Topology,
+            options: &RoutingOptions,
+        ) -> Result<Routes, RoutingError> {
+            MINHOP.unicast(topo, options)
         }
 
         fn vls_needed(&self) -> VlCount {
@@ -364,12 +391,20 @@ mod tests {
     fn an_engine_needing_more_vls_than_the_fabric_runs_fails() {
         let topo = six_ring();
         assert_eq!(
-            try_engine(&FourLayers, &topo, VlCount::Two),
+            try_engine(&FourLayers, &topo, VlCount::Two, &RoutingOptions::default()),
             Err(Skipped::TooFewVls {
                 needed: VlCount::Four,
                 available: VlCount::Two,
             })
         );
-        assert!(try_engine(&FourLayers, &topo, VlCount::Four).is_ok());
+        assert!(
+            try_engine(
+                &FourLayers,
+                &topo,
+                VlCount::Four,
+                &RoutingOptions::default()
+            )
+            .is_ok()
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Min-hop routing (OpenSM's default engine, `osm_ucast_mgr.c`).
 
 use super::engine::Engine;
-use super::{Routes, RoutingError, SwitchGraph, balance, destinations};
+use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, balance, destinations};
 use crate::topology::Topology;
 
 /// OpenSM's default engine, `minhop`: [`minhop`] behind the [`Engine`] seam.
@@ -13,7 +13,7 @@ impl Engine for MinHop {
         "minhop"
     }
 
-    fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError> {
+    fn unicast(&self, topo: &Topology, _options: &RoutingOptions) -> Result<Routes, RoutingError> {
         minhop(topo)
     }
 }

@@ -15,6 +15,7 @@ mod engine;
 mod list;
 mod minhop;
 mod multicast;
+mod options;
 mod updn;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -28,6 +29,7 @@ pub use multicast::{
     MftBlock, Mfts, MulticastError, MulticastRouting, MulticastTree, PortMask, Unreached,
     UnreachedReason, mft_blocks,
 };
+pub use options::RoutingOptions;
 pub use updn::{Ranks, UpDown, updn, updn_roots};
 
 use crate::topology::{LidError, NodeId, PortRef, Topology, TopologyError};

@@ -22,7 +22,7 @@
 //! forwards to one without, and fallback hops strictly shorten the distance.
 
 use super::engine::Engine;
-use super::{Routes, RoutingError, SwitchGraph, balance, destinations};
+use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, balance, destinations};
 use crate::topology::{NodeId, Topology};
 
 /// OpenSM's `updn`: [`updn`] from the roots [`updn_roots`] finds, behind the [`Engine`] seam.
@@ -34,7 +34,7 @@ impl Engine for UpDown {
         "updn"
     }
 
-    fn unicast(&self, topo: &Topology) -> Result<Routes, RoutingError> {
+    fn unicast(&self, topo: &Topology, _options: &RoutingOptions) -> Result<Routes, RoutingError> {
         updn(topo, &[])
     }
 }

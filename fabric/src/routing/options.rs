@@ -1,0 +1,33 @@
+//! What opensm.conf tells the routing engines beyond the fabric itself: the options and GUID
+//! files of OpenSM's `osm_subn_opt_t` that `osm_ucast_*.c` read. The LMC is not here: the
+//! topology's LIDs carry it.
+//!
+//! The GUID files arrive parsed (reading and checking them is the configuration's job), so an
+//! engine stays a pure function of its inputs.
+
+/// The options that feed the engines; [`Default`] is OpenSM's default for each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoutingOptions {
+    /// `root_guid_file`: the NodeGUIDs of the root switches (updn, ftree), in file order;
+    /// `None` when unset, and the engine finds its roots itself.
+    pub root_guids: Option<Vec<u64>>,
+    /// `cn_guid_file`: the port GUIDs of the compute nodes (ftree); `None`: every CA is one.
+    pub cn_guids: Option<Vec<u64>>,
+    /// `io_guid_file`: the port GUIDs of the I/O nodes (ftree).
+    pub io_guids: Option<Vec<u64>>,
+    /// `max_reverse_hops`: how many times ftree may route to an I/O node down and up again.
+    pub max_reverse_hops: u16,
+    /// `guid_routing_order_file`: port GUIDs routed first, in this order (minhop, updn, dnup).
+    pub guid_routing_order: Option<Vec<u64>>,
+    /// `guid_routing_order_no_scatter`: the ports of the order file are not scattered.
+    pub guid_routing_order_no_scatter: bool,
+    /// `port_shifting`: successive LIDs start their port search further on.
+    pub port_shifting: bool,
+    /// `scatter_ports`: the seed of a random choice among tied ports; 0 is off.
+    pub scatter_ports: u32,
+    /// `connect_roots`: routes between roots too (updn, dnup, ftree), at the price of deadlock
+    /// freedom.
+    pub connect_roots: bool,
+    /// `avoid_throttled_links`: links running below what both ends enable are not used.
+    pub avoid_throttled_links: bool,
+}
