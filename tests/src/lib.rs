@@ -16,6 +16,7 @@
 //! - [`sm`]: run `ibqos sm --once --json` and parse its summary.
 //! - [`daemon`]: run `ibqos sm` as a daemon, read its per-sweep summaries, signal and stop it.
 //! - [`qos`]: read every QoS table of a fabric back and compare two fabrics port by port.
+//! - [`lfts`]: every switch's forwarding table against OpenSM's, by switch and destination.
 //! - [`readback`]: read a configured fabric back (PortInfo, forwarding tables) and check it.
 //! - [`scenario`]: the fabrics `ibqos sm` runs on, and the checks every run must pass.
 //! - [`sa`]: the SA oracle: saquery and osmtest against OpenSM and ibqos, compared by diff.
@@ -25,6 +26,7 @@
 pub mod daemon;
 pub mod error;
 pub mod ibsim;
+pub mod lfts;
 pub mod multicast;
 pub mod netfile;
 pub mod opensm;

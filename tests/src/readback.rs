@@ -129,13 +129,7 @@ impl Readback {
         for port in port_targets(topology, query_node)? {
             ports.insert((port.node.id.clone(), port.port), port.portinfo(&query)?);
         }
-        let mut lfts = BTreeMap::new();
-        for node in topology.nodes().filter(|n| n.kind == NodeKind::Switch) {
-            let path = route_to(topology, query_node, &node.id)?;
-            let lft = read_lft(tools, sim, query_node, &path.to_string())
-                .map_err(|e| e.context(format!("forwarding table of {}", node.id)))?;
-            lfts.insert(node.id.clone(), lft);
-        }
+        let lfts = read_lfts(tools, sim, topology, query_node)?;
         Ok(Readback { ports, lfts })
     }
 
@@ -174,6 +168,24 @@ pub fn ca_ports(topology: &Topology) -> Vec<PortKey> {
                 .is_some_and(|n| n.kind != NodeKind::Switch)
         })
         .collect()
+}
+
+/// Every switch's forwarding table, by switch name: LID to output port, read by ibroute over
+/// directed routes from port 1 of the CA `query_node`.
+pub fn read_lfts(
+    tools: &SimTools,
+    sim: &Ibsim,
+    topology: &Topology,
+    query_node: &str,
+) -> Result<BTreeMap<String, BTreeMap<u16, u8>>> {
+    let mut lfts = BTreeMap::new();
+    for node in topology.nodes().filter(|n| n.kind == NodeKind::Switch) {
+        let path = route_to(topology, query_node, &node.id)?;
+        let lft = read_lft(tools, sim, query_node, &path.to_string())
+            .map_err(|e| e.context(format!("forwarding table of {}", node.id)))?;
+        lfts.insert(node.id.clone(), lft);
+    }
+    Ok(lfts)
 }
 
 /// `ibroute -n -D <path>` run from `query_node`: LID to output port.
