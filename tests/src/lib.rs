@@ -19,6 +19,7 @@
 //! - [`lfts`]: every switch's forwarding table against OpenSM's, by switch and destination.
 //! - [`readback`]: read a configured fabric back (PortInfo, forwarding tables) and check it.
 //! - [`scenario`]: the fabrics `ibqos sm` runs on, and the checks every run must pass.
+//! - [`trees`]: the fabrics of the routing oracle, from `scripts/routing-trees`.
 //! - [`sa`]: the SA oracle: saquery and osmtest against OpenSM and ibqos, compared by diff.
 //!
 //! Everything here is Linux-only, as ibsim and its LD_PRELOAD shim are.
@@ -41,6 +42,7 @@ pub mod sm;
 pub mod smpquery;
 pub mod testdir;
 pub mod tool;
+pub mod trees;
 
 pub use error::{Error, Result};
 pub use ibsim::Ibsim;

@@ -4,12 +4,36 @@
 
 use ibqos_tests::TestDir;
 use ibqos_tests::lfts::lfts_match_opensm;
-use ibqos_tests::scenario::{Fabric, testdata};
+use ibqos_tests::trees::tree;
 
-#[test]
-fn minhop_on_fat_tree_16() {
-    let dir = TestDir::new("routing-minhop-fat-tree-16");
-    let fabric = Fabric::load("fat-tree-16", &testdata("fat-tree-16.net")).unwrap();
+/// minhop, OpenSM's default, on each tree of `scripts/routing-trees`.
+fn minhop_on(name: &str) {
+    let dir = TestDir::new(&format!("routing-minhop-{name}"));
+    let fabric = tree(name, &dir).unwrap();
     lfts_match_opensm(&fabric, "routing_engine minhop\n", &dir);
 }
 
+#[test]
+fn minhop_on_fat_tree_16() {
+    minhop_on("fat-tree-16");
+}
+
+#[test]
+fn minhop_on_fat_tree_648() {
+    minhop_on("fat-tree-648");
+}
+
+#[test]
+fn minhop_on_three_level() {
+    minhop_on("three-level");
+}
+
+#[test]
+fn minhop_on_wide() {
+    minhop_on("wide");
+}
+
+#[test]
+fn minhop_on_degraded() {
+    minhop_on("degraded");
+}
