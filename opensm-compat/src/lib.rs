@@ -38,10 +38,14 @@
 //! | `not-expressible` | W | a conversion cannot say a value exactly |
 //! | `not-acted-on` | W | an option set to other than OpenSM's default that ibqos does not act on yet, or a routing engine it does not have yet (`ibqos check`) |
 //! | `unknown-routing-engine` | W | a `routing_engine` name that is no engine OpenSM has: skipped, as OpenSM skips it (`ibqos check`) |
+//! | `guid-file-unreadable` | E | a GUID file named by `root_guid_file`, `cn_guid_file`, `io_guid_file` or `guid_routing_order_file` cannot be read: the engine sees it as failed |
+//! | `guid-file-stops` | E | a GUID file line that is not a GUID: OpenSM stops reading the file there and the engine sees it as failed |
+//! | `guid-misread` | W | a GUID `strtoull` reads as another number (octal, negative, more than 64 bits) |
 //! | `opensm-says` | N | a warning OpenSM itself prints, verbatim |
 //! | `qos-disabled`, `qos-not-verified`, `max-vls-unused`, `max-wire-smps-unlimited`, `alias-key`, `vl15-drop`, `empty-file`, `too-many-diagnostics` | N | worth knowing |
 
 mod conf;
+pub mod guid_file;
 mod load;
 mod native;
 mod native_partitions;

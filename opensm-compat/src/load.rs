@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use ibqos_text::{Code, Diagnostic, Location, source_text};
 
+use crate::guid_file::{self, GUID_FILE_OPTIONS};
+use crate::options;
 use crate::partitions::{self, PartitionsError, PartitionsRead};
 use crate::qos_policy::{self, PolicyError, PolicyRead};
 use crate::settings::{Settings, compare};
@@ -51,6 +53,10 @@ pub struct Loaded {
     /// What became of the partitions.conf an opensm.conf names (`partition_config_file`, else
     /// OpenSM's compiled-in path); [`load`] of an opensm.conf only.
     pub partitions: Option<PartitionsLoad>,
+    /// What the GUID files the routing options name say about themselves ([`load`] only):
+    /// where OpenSM stops reading one, a file it cannot open (placed at the option), and GUIDs
+    /// it reads as other numbers.
+    pub guid_files: Vec<Diagnostic>,
 }
 
 /// What became of a qos-policy.conf, as OpenSM's `osm_qos_parse_policy_file`
@@ -211,7 +217,7 @@ pub fn load_partitions(path: &str) -> PartitionsLoad {
 }
 
 /// The reason as C's `strerror` words it (Rust adds " (os error N)").
-fn strerror(e: &std::io::Error) -> String {
+pub(crate) fn strerror(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(cut) => text[..cut].to_string(),
@@ -271,6 +277,14 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let name = path.display().to_string();
     let mut loaded = load_bytes(&name, &bytes, Format::from_path(path))?;
     let native = loaded.format == Format::NativeToml;
+    load_guid_files(&mut loaded);
+    // ibqos.toml is strict: a GUID file it names must read to its end.
+    if native && loaded.guid_files.iter().any(Diagnostic::is_error) {
+        return Err(LoadError::Invalid {
+            name,
+            diagnostics: loaded.guid_files,
+        });
+    }
     // ibqos.toml's own [partitions] wins; without it, a partition_config_file it names loads as
     // opensm.conf's does, and must load (ibqos.toml is strict) unless it is OpenSM's default
     // path and absent, the ordinary setup without partitions.
@@ -330,6 +344,25 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     Ok(loaded)
 }
 
+/// Reads the GUID files the routing options of `loaded` name into its settings. A file that
+/// cannot be opened is reported at the option that names it.
+fn load_guid_files(loaded: &mut Loaded) {
+    for option in GUID_FILE_OPTIONS {
+        let settings = &mut loaded.settings;
+        let Some(path) = settings.opensm.get(option).filter(|p| *p != options::NULL) else {
+            continue;
+        };
+        let mut file = guid_file::load(option, path);
+        for d in &mut file.diagnostics {
+            if d.code == Code::GuidFileUnreadable {
+                d.location = loaded.places.get(option).cloned().or(d.location.take());
+            }
+        }
+        settings.guid_files.insert(option.to_string(), file.list);
+        loaded.guid_files.extend(file.diagnostics);
+    }
+}
+
 /// Reads `bytes` as a file called `name` (used in locations) of `format`. An opensm.conf always
 /// loads, as it does in OpenSM, with errors among the diagnostics; an ibqos.toml with an error
 /// does not.
@@ -353,6 +386,7 @@ pub fn load_bytes(name: &str, bytes: &[u8], format: Format) -> Result<Loaded, Lo
         source: source_text(bytes),
         policy: None,
         partitions: None,
+        guid_files: Vec::new(),
     })
 }
 

@@ -9,6 +9,7 @@ use ibqos_qos::policy::setup::ScopeId;
 use ibqos_qos::{PortClass, QosConfig, QosSet, VlCount};
 use ibqos_text::{Code, Diagnostic, Location};
 
+use crate::guid_file::GuidList;
 use crate::options::{self, Anchor, Kind, OPTIONS, Parsed, Value};
 use crate::tables;
 
@@ -35,6 +36,9 @@ pub struct Settings {
     /// The partitions of the partitions.conf an opensm.conf names (`partition_config_file`),
     /// when it loaded (see [`crate::PartitionsLoad`]); from ibqos.toml, its `[partitions]`.
     pub partitions: Option<Partitions>,
+    /// The GUID files the routing options name (`root_guid_file`, ...), keyed by the option,
+    /// as [`crate::load`] read them; empty from [`crate::load_bytes`].
+    pub guid_files: BTreeMap<String, GuidList>,
     pub sm: SmSettings,
     pub links: LinkSettings,
     /// Every other option OpenSM recognises that the file sets (or that OpenSM's verify step
@@ -138,6 +142,17 @@ impl LinkSettings {
             0 => None,
             encoding => Some(VlCount::from_encoding(encoding).unwrap_or(VlCount::Fifteen)),
         }
+    }
+}
+
+impl Settings {
+    /// A number option kept under [`Settings::opensm`], as OpenSM's `strtoul` reads its
+    /// accepted text (base 0: `0x` is hex, a leading `0` octal); `None` when the file does not
+    /// set it.
+    pub fn opensm_uint(&self, key: &str) -> Option<u64> {
+        self.opensm
+            .get(key)
+            .map(|text| ibqos_text::cnum::strtoull(text.as_bytes()))
     }
 }
 
@@ -682,6 +697,7 @@ fn blank() -> Settings {
         qos_setup_places: BTreeMap::new(),
         m_key_per_port_secret: None,
         partitions: None,
+        guid_files: BTreeMap::new(),
         sm: SmSettings {
             guid: 0,
             subnet_prefix: 0,

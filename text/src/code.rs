@@ -145,6 +145,12 @@ codes! {
     NotActedOn = "not-acted-on" in Config;
     /// A `routing_engine` name that is no engine OpenSM has: skipped.
     UnknownRoutingEngine = "unknown-routing-engine" in Config;
+    /// A GUID file option whose file cannot be read: the engine sees the file as failed.
+    GuidFileUnreadable = "guid-file-unreadable" in Config;
+    /// A line of a GUID file that is not a GUID: OpenSM stops reading the file there.
+    GuidFileStops = "guid-file-stops" in Config;
+    /// A GUID that `strtoull` reads as another number (octal, negative, too long).
+    GuidMisread = "guid-misread" in Config;
     /// A warning OpenSM itself prints, verbatim.
     OpensmSays = "opensm-says" in Config;
     /// QoS is off, so none of the QoS options are used.
