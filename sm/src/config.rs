@@ -1,10 +1,10 @@
 //! The sweep configuration from the settings read from opensm.conf or ibqos.toml.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ibqos_exchange::scheduler::SchedulerConfig;
-use ibqos_fabric::routing::EngineList;
+use ibqos_fabric::routing::{EngineList, GuidFile, RoutingOptions};
 use ibqos_mad::Guid;
 use ibqos_opensm::Settings;
 use ibqos_qos::VlCount;
@@ -33,8 +33,8 @@ pub enum Takes {
 
 /// The options the sweep, the election, the SA and the M_Key ring read (through
 /// [`sweep_config`], [`election_config`], [`sa_config`], [`mkey_config`] and the sweep
-/// interval): each reload applies them.
-const READ_EACH_SWEEP: [&str; 32] = [
+/// interval): each reload applies them. A reload reads the routing options' GUID files again.
+const READ_EACH_SWEEP: [&str; 42] = [
     "sm_priority",
     "sm_key",
     "sa_key",
@@ -52,6 +52,16 @@ const READ_EACH_SWEEP: [&str; 32] = [
     "sminfo_polling_timeout",
     "polling_retry_number",
     "routing_engine",
+    "root_guid_file",
+    "cn_guid_file",
+    "io_guid_file",
+    "max_reverse_hops",
+    "guid_routing_order_file",
+    "guid_routing_order_no_scatter",
+    "port_shifting",
+    "scatter_ports",
+    "connect_roots",
+    "avoid_throttled_links",
     "use_mfttop",
     "use_optimized_slvl",
     "qos",
@@ -234,9 +244,62 @@ pub fn partition_config(settings: &Settings) -> PartitionConfig {
     }
 }
 
-/// The engines `routing_engine` lists, in the order the sweep tries them.
+/// The engines `routing_engine` lists, in the order the sweep tries them, with the
+/// configuration's [`routing_options`].
 pub fn routing_engines(settings: &Settings) -> EngineList {
-    EngineList::parse(settings.sm.routing_engine.as_deref())
+    EngineList::parse(settings.sm.routing_engine.as_deref()).with_options(routing_options(settings))
+}
+
+/// The options and GUID files the engines route with, OpenSM's default for each option the
+/// file does not set. The GUID files are those [`ibqos_opensm::load`] read with the settings,
+/// so the SM routes with the files as they were at start or at the last reload, where OpenSM
+/// reads them again at each routing. A file the settings name but hold no reading of counts
+/// as one that failed.
+pub fn routing_options(settings: &Settings) -> RoutingOptions {
+    let mut failed_files = BTreeSet::new();
+    let mut guids = |file: GuidFile| {
+        let option = guid_file_option(file);
+        let path = settings.opensm.get(option)?;
+        if path == "(null)" {
+            return None;
+        }
+        let list = settings.guid_files.get(option);
+        if !list.is_some_and(|l| l.complete) {
+            failed_files.insert(file);
+        }
+        Some(list.map(|l| l.guids.clone()).unwrap_or_default())
+    };
+    let root_guids = guids(GuidFile::Root);
+    let cn_guids = guids(GuidFile::ComputeNodes);
+    let io_guids = guids(GuidFile::IoNodes);
+    let guid_routing_order = guids(GuidFile::RoutingOrder);
+    RoutingOptions {
+        root_guids,
+        cn_guids,
+        io_guids,
+        max_reverse_hops: settings
+            .opensm_uint("max_reverse_hops")
+            .map_or(0, |n| u16::try_from(n).unwrap_or(u16::MAX)),
+        guid_routing_order,
+        guid_routing_order_no_scatter: flag(settings, "guid_routing_order_no_scatter", false),
+        port_shifting: flag(settings, "port_shifting", false),
+        scatter_ports: settings
+            .opensm_uint("scatter_ports")
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+        connect_roots: flag(settings, "connect_roots", false),
+        avoid_throttled_links: flag(settings, "avoid_throttled_links", false),
+        failed_files,
+    }
+}
+
+/// The opensm.conf option that names `file`.
+pub fn guid_file_option(file: GuidFile) -> &'static str {
+    match file {
+        GuidFile::Root => "root_guid_file",
+        GuidFile::ComputeNodes => "cn_guid_file",
+        GuidFile::IoNodes => "io_guid_file",
+        GuidFile::RoutingOrder => "guid_routing_order_file",
+    }
 }
 
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
@@ -353,5 +416,54 @@ mod tests {
                 Takes::NextSweep | Takes::Restart => {}
             }
         }
+    }
+
+    /// The routing options reach the engine list the sweep routes with, the GUID files as
+    /// read, a file that would not read among the failed ones.
+    #[test]
+    fn the_engines_route_with_the_routing_options_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = dir.path().join("roots");
+        std::fs::write(&roots, "# spines\n0x10 spine-1\n0x20\n").unwrap();
+        let order = dir.path().join("order");
+        std::fs::write(&order, "0x5\nhost-6\n0x7\n").unwrap();
+        let missing = dir.path().join("missing");
+        let text = format!(
+            "routing_engine updn\nroot_guid_file {}\nguid_routing_order_file {}\n\
+             cn_guid_file {}\nmax_reverse_hops 3\nscatter_ports 010\nport_shifting TRUE\n\
+             connect_roots TRUE\nguid_routing_order_no_scatter TRUE\n\
+             avoid_throttled_links TRUE\n",
+            roots.display(),
+            order.display(),
+            missing.display()
+        );
+        let settings = read(dir.path(), &text);
+        let engines = routing_engines(&settings);
+        assert_eq!(
+            *engines.options(),
+            RoutingOptions {
+                root_guids: Some(vec![0x10, 0x20]),
+                cn_guids: Some(vec![]),
+                io_guids: None,
+                max_reverse_hops: 3,
+                guid_routing_order: Some(vec![5]),
+                guid_routing_order_no_scatter: true,
+                port_shifting: true,
+                // strtoul reads a leading 0 as octal.
+                scatter_ports: 8,
+                connect_roots: true,
+                avoid_throttled_links: true,
+                failed_files: BTreeSet::from([GuidFile::ComputeNodes, GuidFile::RoutingOrder]),
+            }
+        );
+        assert_eq!(
+            sweep_config(&settings, BTreeMap::new()).routing.options(),
+            engines.options()
+        );
+        let defaults = read(dir.path(), "routing_engine updn\n");
+        assert_eq!(
+            *routing_engines(&defaults).options(),
+            RoutingOptions::default()
+        );
     }
 }

@@ -29,7 +29,7 @@ pub use multicast::{
     MftBlock, Mfts, MulticastError, MulticastRouting, MulticastTree, PortMask, Unreached,
     UnreachedReason, mft_blocks,
 };
-pub use options::RoutingOptions;
+pub use options::{GuidFile, RoutingOptions};
 pub use updn::{Ranks, UpDown, updn, updn_roots};
 
 use crate::topology::{LidError, NodeId, PortRef, Topology, TopologyError};

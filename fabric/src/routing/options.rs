@@ -5,6 +5,21 @@
 //! The GUID files arrive parsed (reading and checking them is the configuration's job), so an
 //! engine stays a pure function of its inputs.
 
+use std::collections::BTreeSet;
+
+/// A GUID file an engine reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GuidFile {
+    /// `root_guid_file`.
+    Root,
+    /// `cn_guid_file`.
+    ComputeNodes,
+    /// `io_guid_file`.
+    IoNodes,
+    /// `guid_routing_order_file`.
+    RoutingOrder,
+}
+
 /// The options that feed the engines; [`Default`] is OpenSM's default for each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoutingOptions {
@@ -30,4 +45,8 @@ pub struct RoutingOptions {
     pub connect_roots: bool,
     /// `avoid_throttled_links`: links running below what both ends enable are not used.
     pub avoid_throttled_links: bool,
+    /// The GUID files OpenSM did not read to their end: missing, unreadable, or stopped at a
+    /// line that is not a GUID. Their field holds the GUIDs read before that (none for a file
+    /// that would not open), and each engine reacts as OpenSM's does to a file that failed.
+    pub failed_files: BTreeSet<GuidFile>,
 }

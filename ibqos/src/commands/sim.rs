@@ -14,7 +14,7 @@ use ibqos_sim::{
     Forwarding, Report, Setup, SimError, Tables, describe, pfc_delay_table, plot::write_plots, sim,
     sweep_pfc_delay,
 };
-use ibqos_sm::config::routing_engines;
+use ibqos_sm::config::{routing_engines, routing_options};
 
 use crate::cli::SimArgs;
 use crate::commands::{Outcome, load_config, setup_on};
@@ -136,7 +136,10 @@ pub fn setup(
                 );
             }
             planned = setup_on(&topo, &loaded.settings, config)?;
-            engines = named.unwrap_or_else(|| routing_engines(&loaded.settings));
+            engines = match named {
+                Some(list) => list.with_options(routing_options(&loaded.settings)),
+                None => routing_engines(&loaded.settings),
+            };
             let tables = Tables::Planned {
                 qos: &loaded.settings.qos,
                 setup: &planned,

@@ -464,6 +464,8 @@ fn read_settings(args: &SmArgs) -> Result<Settings> {
             let loaded = load_config(path)?;
             let mut report = Report::new(false);
             report.extend(loaded.diagnostics);
+            // A GUID file that failed changes the routes: said at start and at each reload.
+            report.extend(loaded.guid_files);
             eprint!("{}", report.render_human(false));
             loaded.settings
         }

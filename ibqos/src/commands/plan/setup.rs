@@ -13,7 +13,7 @@ use ibqos_fabric::{PortRef, Topology};
 use ibqos_opensm::Settings;
 use ibqos_qos::policy::setup::{ScopeId, Scoped, SetupTables};
 use ibqos_qos::{PortCaps, PortClass, PortPlan, Priority, Sl2VlTable, VlCount, plan_settings};
-use ibqos_sm::config::routing_engines;
+use ibqos_sm::config::{routing_engines, routing_options};
 use serde_json::{Value, json};
 
 use super::{sl2vl_rows, vlarb_line};
@@ -121,7 +121,7 @@ fn route(
     topology: &str,
 ) -> Result<&'static dyn Engine> {
     let engines = match routing_engine {
-        Some(names) => EngineList::parse(Some(names)),
+        Some(names) => EngineList::parse(Some(names)).with_options(routing_options(settings)),
         None => routing_engines(settings),
     };
     // The SM's LIDs are not known here: route with those a simple LID manager gives.
