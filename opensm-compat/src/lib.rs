@@ -41,6 +41,7 @@
 //! | `guid-file-unreadable` | E | a GUID file named by `root_guid_file`, `cn_guid_file`, `io_guid_file` or `guid_routing_order_file` cannot be read: the engine sees it as failed |
 //! | `guid-file-stops` | E | a GUID file line that is not a GUID: OpenSM stops reading the file there and the engine sees it as failed |
 //! | `guid-misread` | W | a GUID `strtoull` reads as another number (octal, negative, more than 64 bits) |
+//! | `routing-option-unused` | W | a routing option set that no engine which may route reads: none of `routing_engine`'s, nor minhop unless `no_fallback` (`ibqos check`) |
 //! | `opensm-says` | N | a warning OpenSM itself prints, verbatim |
 //! | `qos-disabled`, `qos-not-verified`, `max-vls-unused`, `max-wire-smps-unlimited`, `alias-key`, `vl15-drop`, `empty-file`, `too-many-diagnostics` | N | worth knowing |
 

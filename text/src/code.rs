@@ -151,6 +151,8 @@ codes! {
     GuidFileStops = "guid-file-stops" in Config;
     /// A GUID that `strtoull` reads as another number (octal, negative, too long).
     GuidMisread = "guid-misread" in Config;
+    /// A routing option that no engine which may route reads.
+    RoutingOptionUnused = "routing-option-unused" in Config;
     /// A warning OpenSM itself prints, verbatim.
     OpensmSays = "opensm-says" in Config;
     /// QoS is off, so none of the QoS options are used.

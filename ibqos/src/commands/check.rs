@@ -21,17 +21,24 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
     let mut out = std::io::stdout().lock();
     let mut report = Report::new(args.diagnostics.strict);
     for path in &args.files {
-        let loaded = match load(path) {
+        let mut loaded = match load(path) {
             Ok(loaded) => loaded,
             Err(error) => {
                 report.extend(error.diagnostics());
                 continue;
             }
         };
-        let mut diagnostics = not_acted_on(&loaded);
+        // A GUID file that cannot be read is placed at the option naming it, in this file.
+        let (at_options, in_guid_files): (Vec<_>, Vec<_>) = std::mem::take(&mut loaded.guid_files)
+            .into_iter()
+            .partition(|d| d.code == Code::GuidFileUnreadable);
+        let mut diagnostics = at_options;
+        diagnostics.extend(not_acted_on(&loaded));
+        diagnostics.extend(unused_routing_options(&loaded));
         diagnostics.extend(loaded.diagnostics);
         sort_in_reading_order(&mut diagnostics);
         report.extend(diagnostics);
+        report.extend(in_guid_files);
         if args.qos_policy.is_none() {
             report.extend(loaded.policy.iter().flat_map(PolicyLoad::diagnostics));
         }
@@ -83,6 +90,15 @@ fn unreadable(path: &Path, error: std::io::Error) -> Vec<Diagnostic> {
     LoadError::Read { path, error }.diagnostics()
 }
 
+/// What ibqos does in place of OpenSM's unicast routing cache.
+pub const NO_UCAST_CACHE: &str = "ibqos has no unicast routing cache (`use_ucast_cache`): it \
+    routes again at every heavy sweep, as OpenSM does with `use_ucast_cache FALSE`";
+
+/// Where that gives other tables than OpenSM's cache.
+pub const UCAST_CACHE_DIFFERS: &str = "the tables are the same while the fabric is unchanged; \
+    when CAs, routers or leaf switches leave or come back where they were, OpenSM's cache \
+    keeps its last routes, and ibqos's new routing may balance the others differently";
+
 /// A warning for each option the file sets to other than OpenSM's default that ibqos does not
 /// act on (what a reload reports as "ibqos does not use it"), and for each routing engine it
 /// does not have ([`routing_engine_names`]).
@@ -92,15 +108,73 @@ fn not_acted_on(loaded: &Loaded) -> Vec<Diagnostic> {
         .into_iter()
         .filter(|change| takes_effect(&change.key) == Takes::Never)
         .map(|change| {
+            let place = loaded.places.get(&change.key).cloned();
+            if change.key == "use_ucast_cache" {
+                return Diagnostic::warning(Code::NotActedOn, NO_UCAST_CACHE)
+                    .at(place)
+                    .with_help(UCAST_CACHE_DIFFERS);
+            }
             let what = format!(
                 "ibqos does not act on `{}` yet: it runs as with OpenSM's default {}, not {}",
                 change.key, change.old, change.new
             );
-            Diagnostic::warning(Code::NotActedOn, what).at(loaded.places.get(&change.key).cloned())
+            Diagnostic::warning(Code::NotActedOn, what).at(place)
         })
         .collect();
     diagnostics.extend(routing_engine_names(loaded));
     diagnostics
+}
+
+/// The engines of the minhop family: they assign LFT entries port by port with OpenSM's
+/// balancing step, which reads the routing order file, `port_shifting` and `scatter_ports`.
+const MINHOP_FAMILY: &[&str] = &["minhop", "updn", "dnup", "dor"];
+
+/// The OpenSM engines that read each routing option (`osm_ucast_*.c`).
+const OPTION_READERS: [(&str, &[&str]); 10] = [
+    ("root_guid_file", &["updn", "ftree"]),
+    ("cn_guid_file", &["ftree", "dfsssp", "sssp"]),
+    ("io_guid_file", &["ftree", "dfsssp", "sssp"]),
+    ("max_reverse_hops", &["ftree"]),
+    ("guid_routing_order_file", MINHOP_FAMILY),
+    ("guid_routing_order_no_scatter", MINHOP_FAMILY),
+    ("port_shifting", MINHOP_FAMILY),
+    ("scatter_ports", MINHOP_FAMILY),
+    ("connect_roots", &["updn", "dnup", "ftree"]),
+    ("avoid_throttled_links", &["dfsssp", "nue"]),
+];
+
+/// A warning at each routing option the file sets that no engine which may route reads: none
+/// of `routing_engine`'s engines, nor minhop, the last resort unless `no_fallback`.
+fn unused_routing_options(loaded: &Loaded) -> Vec<Diagnostic> {
+    let settings = &loaded.settings;
+    let list = EngineList::parse(settings.sm.routing_engine.as_deref());
+    let mut may_route: Vec<&str> = Vec::new();
+    let mut fallback = true;
+    for entry in list.entries() {
+        match entry.listed {
+            Listed::Engine(_) | Listed::OpenSmOnly => may_route.push(&entry.name),
+            Listed::NoFallback => fallback = false,
+            Listed::Unknown => {}
+        }
+    }
+    if fallback && !may_route.contains(&"minhop") {
+        may_route.push("minhop");
+    }
+    let changed = changed_options(&Settings::default(), settings);
+    OPTION_READERS
+        .iter()
+        .filter(|(option, _)| changed.iter().any(|c| c.key == *option))
+        .filter(|(_, readers)| !readers.iter().any(|r| may_route.contains(r)))
+        .map(|(option, readers)| {
+            let message = format!(
+                "`{option}` has no effect: only {} read it, and the engines that may route are {}",
+                readers.join(", "),
+                may_route.join(", ")
+            );
+            Diagnostic::warning(Code::RoutingOptionUnused, message)
+                .at(loaded.places.get(*option).cloned())
+        })
+        .collect()
 }
 
 /// A warning at each name of `routing_engine` that does not route: one OpenSM has and ibqos

@@ -1,0 +1,131 @@
+//! The routing options as `ibqos check` reports them: each GUID file's bad line at its place,
+//! a file that cannot be read at the option naming it, an option no engine that may route
+//! reads, and what ibqos does in place of OpenSM's unicast cache.
+
+mod common;
+
+use common::{ibqos, scratch_file};
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// One diagnostic of `ibqos check --json`: code, file name, line, column and message.
+type Found = (String, String, u64, u64, String);
+
+/// `ibqos check --json FILE`: whether it passed, and its diagnostics.
+fn check(file: &std::path::Path) -> (bool, Vec<Found>) {
+    let output = ibqos(&["check", "--json", file.to_str().unwrap()]);
+    let found = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+        .map(|d| {
+            let file = d["file"].as_str().unwrap_or_default();
+            let name = file.rsplit('/').next().unwrap_or_default().to_owned();
+            (
+                d["code"].as_str().unwrap().to_owned(),
+                name,
+                d["line"].as_u64().unwrap_or(0),
+                d["col"].as_u64().unwrap_or(0),
+                d["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (output.status.success(), found)
+}
+
+/// The code, file, line and column of each diagnostic.
+fn places(found: &[Found]) -> Vec<(&str, &str, u64, u64)> {
+    found
+        .iter()
+        .map(|(code, file, line, col, _)| (code.as_str(), file.as_str(), *line, *col))
+        .collect()
+}
+
+#[test]
+fn check_places_each_routing_option_and_guid_file_problem() {
+    let dir = TempDir::new().unwrap();
+    let roots = scratch_file(&dir, "roots", "# spines\n0x10 spine-1\n0x2O\n0x30\n");
+    let missing = dir.path().join("cns");
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        format!(
+            "routing_engine minhop\nroot_guid_file {}\ncn_guid_file {}\nuse_ucast_cache TRUE\n\
+             port_shifting TRUE\navoid_throttled_links TRUE\n",
+            roots.display(),
+            missing.display()
+        ),
+    );
+    let (ok, found) = check(&conf);
+    assert!(!ok, "{found:?}");
+    assert_eq!(
+        places(&found),
+        [
+            ("routing-option-unused", "opensm.conf", 2, 16),
+            ("guid-file-unreadable", "opensm.conf", 3, 14),
+            ("routing-option-unused", "opensm.conf", 3, 14),
+            ("not-acted-on", "opensm.conf", 4, 17),
+            ("routing-option-unused", "opensm.conf", 6, 23),
+            ("guid-file-stops", "roots", 3, 1),
+        ],
+        "{found:#?}"
+    );
+    assert_eq!(
+        found[0].4,
+        "`root_guid_file` has no effect: only updn, ftree read it, and the engines that may \
+         route are minhop",
+    );
+    assert!(
+        found[1].4.starts_with("cannot read cn_guid_file ")
+            && found[1].4.ends_with("No such file or directory"),
+        "{found:#?}"
+    );
+    assert!(
+        found[3].4.contains("no unicast routing cache"),
+        "{found:#?}"
+    );
+    assert!(
+        found[5].4.contains("`0x2O` is not a GUID") && found[5].4.contains("after 1 GUID"),
+        "{found:#?}"
+    );
+
+    // updn reads the root file and port_shifting; ftree, which ibqos has not yet, reads
+    // max_reverse_hops: every option set has an engine that may route to read it.
+    let conf = scratch_file(
+        &dir,
+        "updn.conf",
+        format!(
+            "routing_engine updn,ftree,no_fallback\nroot_guid_file {}\nport_shifting TRUE\n\
+             max_reverse_hops 2\n",
+            roots.display()
+        ),
+    );
+    let (_, found) = check(&conf);
+    let codes: Vec<_> = places(&found)
+        .into_iter()
+        .filter(|(code, ..)| code.starts_with("routing") || code.starts_with("guid"))
+        .collect();
+    assert_eq!(codes, [("guid-file-stops", "roots", 3, 1)], "{found:#?}");
+}
+
+/// ibqos.toml is strict: a GUID file that does not read to its end refuses it, at the place
+/// of the option in [opensm].
+#[test]
+fn an_ibqos_toml_naming_a_bad_guid_file_is_refused() {
+    let dir = TempDir::new().unwrap();
+    let missing = dir.path().join("order");
+    let toml = scratch_file(
+        &dir,
+        "ibqos.toml",
+        format!(
+            "[opensm]\nguid_routing_order_file = \"{}\"\n",
+            missing.display()
+        ),
+    );
+    let (ok, found) = check(&toml);
+    assert!(!ok);
+    assert_eq!(
+        places(&found),
+        [("guid-file-unreadable", "ibqos.toml", 2, 27)],
+        "{found:#?}"
+    );
+}
