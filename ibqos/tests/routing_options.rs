@@ -129,3 +129,40 @@ fn an_ibqos_toml_naming_a_bad_guid_file_is_refused() {
         "{found:#?}"
     );
 }
+
+/// A GUID file the SM cannot read is said when the configuration is read, at the option, and
+/// again at each routing, as OpenSM logs it at each; the fabric is routed all the same.
+#[test]
+fn the_sm_says_a_guid_file_failed_when_it_reads_it_and_when_it_routes() {
+    let dir = TempDir::new().unwrap();
+    let missing = dir.path().join("roots");
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        format!(
+            "routing_engine updn\nroot_guid_file {}\n",
+            missing.display()
+        ),
+    );
+    let cache = dir.path().join("cache");
+    let output = ibqos(&[
+        "sm",
+        "--once",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--fabric",
+        "sim:two-switch",
+        "-F",
+        conf.to_str().unwrap(),
+    ]);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{log}");
+    let read = format!("cannot read root_guid_file {}", missing.display());
+    assert_eq!(log.matches(&read).count(), 1, "{log}");
+    assert!(log.contains("opensm.conf:2:16"), "{log}");
+    let routed = log
+        .lines()
+        .filter(|line| line.contains("root_guid_file") && line.contains("not read to its end"))
+        .count();
+    assert_eq!(routed, 1, "{log}");
+}

@@ -258,7 +258,7 @@ pub fn routing_engines(settings: &Settings) -> EngineList {
 pub fn routing_options(settings: &Settings) -> RoutingOptions {
     let mut failed_files = BTreeSet::new();
     let mut guids = |file: GuidFile| {
-        let option = guid_file_option(file);
+        let option = file.option();
         let path = settings.opensm.get(option)?;
         if path == "(null)" {
             return None;
@@ -289,16 +289,6 @@ pub fn routing_options(settings: &Settings) -> RoutingOptions {
         connect_roots: flag(settings, "connect_roots", false),
         avoid_throttled_links: flag(settings, "avoid_throttled_links", false),
         failed_files,
-    }
-}
-
-/// The opensm.conf option that names `file`.
-pub fn guid_file_option(file: GuidFile) -> &'static str {
-    match file {
-        GuidFile::Root => "root_guid_file",
-        GuidFile::ComputeNodes => "cn_guid_file",
-        GuidFile::IoNodes => "io_guid_file",
-        GuidFile::RoutingOrder => "guid_routing_order_file",
     }
 }
 

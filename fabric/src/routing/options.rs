@@ -20,6 +20,18 @@ pub enum GuidFile {
     RoutingOrder,
 }
 
+impl GuidFile {
+    /// The opensm.conf option that names the file.
+    pub fn option(self) -> &'static str {
+        match self {
+            GuidFile::Root => "root_guid_file",
+            GuidFile::ComputeNodes => "cn_guid_file",
+            GuidFile::IoNodes => "io_guid_file",
+            GuidFile::RoutingOrder => "guid_routing_order_file",
+        }
+    }
+}
+
 /// The options that feed the engines; [`Default`] is OpenSM's default for each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoutingOptions {

@@ -47,6 +47,15 @@ pub fn route(
     vls: VlCount,
 ) -> Result<(Lfts, &'static dyn Engine), RouteError> {
     let (topology, guids) = topology(subnet).map_err(RouteError::Topology)?;
+    // OpenSM logs a GUID file it cannot parse at each routing; so does the sweep.
+    let options = engines.options();
+    for file in &options.failed_files {
+        warn!(
+            option = file.option(),
+            "the GUID file was not read to its end: the engines route as OpenSM's do with a \
+             file that failed (see `ibqos check`)"
+        );
+    }
     let routed = engines
         .route(&topology, vls)
         .map_err(RouteError::Unrouted)?;
