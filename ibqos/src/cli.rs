@@ -34,6 +34,12 @@ pub enum Command {
     /// Every step OpenSM takes silently (a VL taken mod 15, a wrapped weight, a `key=value` line
     /// ignored, `true` read as FALSE, ...) is reported with file:line:col. Exits 1 if any file has
     /// an error, or with --strict any warning.
+    ///
+    /// The GUID files the routing options name (root_guid_file, cn_guid_file, io_guid_file,
+    /// guid_routing_order_file) are read as OpenSM reads them, each bad line placed. A routing
+    /// option no engine that may route reads is a warning. ibqos has no unicast routing cache:
+    /// with use_ucast_cache it routes again at every heavy sweep, which can balance otherwise
+    /// than OpenSM's cache after CAs or leaf switches left.
     #[command(after_help = "Examples:\n  \
         ibqos check /etc/opensm/opensm.conf\n  \
         ibqos check --strict ibqos.toml\n  \
