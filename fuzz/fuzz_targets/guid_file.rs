@@ -4,7 +4,7 @@
 //! file it stopped reading says where.
 #![no_main]
 
-use ibqos_opensm::guid_file;
+use ibqos_opensm::{Code, guid_file};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
@@ -17,7 +17,7 @@ fuzz_target!(|bytes: &[u8]| {
     let stopped = file
         .diagnostics
         .iter()
-        .filter(|d| d.code.as_str() == "guid-file-stops")
+        .filter(|d| d.code == Code::GuidFileStops)
         .count();
     assert_eq!(stopped, usize::from(!file.list.complete), "{file:?}");
     assert!(file.list.guids.len() <= bytes.len());

@@ -47,10 +47,11 @@ pub struct GuidFile {
 pub fn when_failed(option: &str) -> &'static str {
     match option {
         "root_guid_file" => {
-            "updn and dnup keep the roots read so far and find more themselves; ftree fails"
+            "updn keeps the roots read so far and finds more itself; ftree fails and the next \
+             engine routes"
         }
-        "cn_guid_file" | "io_guid_file" => "ftree fails and the next engine routes",
-        _ => "the ports it lists so far are routed first, then the rest",
+        "cn_guid_file" | "io_guid_file" => "ftree, dfsssp and sssp fail and the next engine routes",
+        _ => "the minhop family routes the ports it lists so far first, then the rest",
     }
 }
 
