@@ -226,8 +226,12 @@ pub(crate) fn strerror(e: &std::io::Error) -> String {
 }
 
 impl Loaded {
+    /// Whether the file, or a GUID file its routing options name, has an error.
     pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
+        self.diagnostics
+            .iter()
+            .chain(&self.guid_files)
+            .any(Diagnostic::is_error)
     }
 }
 

@@ -100,4 +100,6 @@ fn load_reads_the_guid_files_the_options_name() {
     let unreadable = &loaded.guid_files[0];
     assert_eq!(unreadable.code.as_str(), "guid-file-unreadable");
     assert_eq!(unreadable.location.as_ref().unwrap().line, 2);
+    // What the configuration gives differs from what it says: `ibqos sim` notes it.
+    assert!(loaded.diagnostics.is_empty() && loaded.has_errors());
 }
