@@ -12,6 +12,7 @@
 
 mod balance;
 mod engine;
+mod lft_load;
 mod list;
 mod minhop;
 mod multicast;
@@ -21,6 +22,7 @@ mod updn;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 pub use engine::{Engine, update_port_tables};
+pub use lft_load::{LftLoad, PortLoad, SwitchLoad, Toward, WorstPort, lft_load};
 pub use list::{
     Attempt, ENGINES, EngineList, Entry, Listed, OPENSM_ONLY_ENGINES, Routed, Skipped, Unrouted,
 };
@@ -45,6 +47,18 @@ pub struct Routes {
 }
 
 impl Routes {
+    /// Tables read back from a fabric (a dump, a survey), each indexed by LID with [`NO_ROUTE`]
+    /// where there is none. Switches hold tables of different lengths (each up to its own
+    /// LinearFDBTop): the shorter are padded with no route, so that all cover `max_lid`.
+    pub fn from_tables(mut lfts: BTreeMap<NodeId, Vec<u8>>) -> Routes {
+        let entries = lfts.values().map(Vec::len).max().unwrap_or(1).min(0x1_0000);
+        for lft in lfts.values_mut() {
+            lft.resize(entries, NO_ROUTE);
+        }
+        let max_lid = u16::try_from(entries.saturating_sub(1)).unwrap_or(u16::MAX);
+        Routes { lfts, max_lid }
+    }
+
     /// The highest LID any table covers; every table has `max_lid + 1` entries (LID 0 unused).
     pub fn max_lid(&self) -> u16 {
         self.max_lid
