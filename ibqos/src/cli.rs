@@ -251,6 +251,13 @@ pub struct DumpArgs {
     /// Where to write the JSON; standard output without it.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub survey: SurveyArgs,
+}
+
+/// How a survey of a live fabric sends its Gets.
+#[derive(Debug, Args)]
+pub struct SurveyArgs {
     /// How long to wait for each answer, in milliseconds (default: OpenSM's
     /// transaction_timeout).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]

@@ -11,48 +11,17 @@ use ibqos_opensm::Settings;
 use ibqos_sm::config::scheduler_config;
 use ibqos_sm::engine::survey::Survey;
 use ibqos_transport::driver::drive;
-use ibqos_transport::{OpenOptions, Role, open};
+use ibqos_transport::{FabricSpec, OpenOptions, Role, open};
 
-use crate::cli::DumpArgs;
+use crate::cli::{DumpArgs, SurveyArgs};
 use crate::commands::Outcome;
 
 pub fn run(args: &DumpArgs) -> Result<Outcome> {
-    // The SM's own scheduling, OpenSM's defaults unless told otherwise.
-    let defaults = scheduler_config(&Settings::default());
-    let config = SchedulerConfig {
-        max_outstanding: args.max_wire_smps.map_or(defaults.max_outstanding, |n| {
-            usize::try_from(n).unwrap_or(usize::MAX)
-        }),
-        timeout: args
-            .timeout_ms
-            .map_or(defaults.timeout, Duration::from_millis),
-        retries: args.retries.unwrap_or(defaults.retries),
-    };
-    let options = OpenOptions {
-        role: Role::Client,
-        response_timeout: config.response_timeout(),
-    };
-    let mut transport = open(&args.fabric, &options)
-        .with_context(|| format!("cannot open fabric {}", args.fabric))?;
-    let mut surveyed = Survey::start(config);
-    drive(
-        transport.as_mut(),
-        &mut surveyed,
-        |s: &mut Survey| s.is_done().then_some(()),
-        &|| false,
+    let surveyed = survey(
+        &args.fabric,
+        &args.survey,
+        "no dump written, since it would lack what they read",
     )?;
-    let unread = surveyed.unread();
-    if !unread.is_empty() {
-        for get in unread {
-            eprintln!("error: {get}");
-        }
-        bail!(
-            "{} Get(s) of {} got no usable answer: no dump written, since it would lack what \
-             they read",
-            unread.len(),
-            args.fabric
-        );
-    }
     let dump = surveyed.dump();
     let json = dump.to_json();
     match &args.output {
@@ -68,4 +37,44 @@ pub fn run(args: &DumpArgs) -> Result<Outcome> {
         surveyed.stats().total_sent()
     );
     Ok(Outcome::Success)
+}
+
+/// Surveys `fabric` to the end, sending Gets as `args` says. A Get with no usable answer after
+/// its retries is an error, naming each, and the whole is one that ends with `consequence`.
+pub fn survey(fabric: &FabricSpec, args: &SurveyArgs, consequence: &str) -> Result<Survey> {
+    // The SM's own scheduling, OpenSM's defaults unless told otherwise.
+    let defaults = scheduler_config(&Settings::default());
+    let config = SchedulerConfig {
+        max_outstanding: args.max_wire_smps.map_or(defaults.max_outstanding, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        }),
+        timeout: args
+            .timeout_ms
+            .map_or(defaults.timeout, Duration::from_millis),
+        retries: args.retries.unwrap_or(defaults.retries),
+    };
+    let options = OpenOptions {
+        role: Role::Client,
+        response_timeout: config.response_timeout(),
+    };
+    let mut transport =
+        open(fabric, &options).with_context(|| format!("cannot open fabric {fabric}"))?;
+    let mut surveyed = Survey::start(config);
+    drive(
+        transport.as_mut(),
+        &mut surveyed,
+        |s: &mut Survey| s.is_done().then_some(()),
+        &|| false,
+    )?;
+    let unread = surveyed.unread();
+    if !unread.is_empty() {
+        for get in unread {
+            eprintln!("error: {get}");
+        }
+        bail!(
+            "{} Get(s) of {fabric} got no usable answer: {consequence}",
+            unread.len()
+        );
+    }
+    Ok(surveyed)
 }
