@@ -2,10 +2,13 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use ibqos_fabric::Topology;
+use ibqos_fabric::generate::assign_missing_lids;
 use ibqos_fabric::groups::{SetupProblem, setup_tables};
+use ibqos_fabric::routing::{EngineList, Routed};
 use ibqos_opensm::{Loaded, Settings, load, qos_policy};
+use ibqos_qos::VlCount;
 use ibqos_qos::policy::setup::SetupTables;
 
 use crate::diagnostics::{FileError, Report};
@@ -70,4 +73,26 @@ pub fn setup_on(topo: &Topology, settings: &Settings, config: &Path) -> Result<S
         };
         FileError(diagnostics).into()
     })
+}
+
+/// Routes `topo` (read from `name`) as the SM would: LIDs as a simple LID manager gives them
+/// where the net file has none (the SM's own are not known offline), then the first of
+/// `engines` that routes on links of `vls` data VLs. A note names each engine passed over.
+pub fn route_offline(
+    topo: &mut Topology,
+    engines: &EngineList,
+    vls: VlCount,
+    name: &str,
+) -> Result<Routed> {
+    assign_missing_lids(topo)?;
+    let routed = engines
+        .route(topo, vls)
+        .with_context(|| format!("cannot route {name}"))?;
+    for attempt in &routed.attempts {
+        eprintln!(
+            "note: routing engine `{}` passed over: {}",
+            attempt.name, attempt.skipped
+        );
+    }
+    Ok(routed)
 }

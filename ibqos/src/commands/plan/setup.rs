@@ -6,8 +6,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use ibqos_fabric::generate::assign_missing_lids;
+use anyhow::Result;
 use ibqos_fabric::routing::{Engine, EngineList, update_port_tables};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_opensm::Settings;
@@ -18,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::{sl2vl_rows, vlarb_line};
 use crate::cli::PlanArgs;
-use crate::commands::{Outcome, fabric, setup_on};
+use crate::commands::{Outcome, fabric, route_offline, setup_on};
 use crate::diagnostics::Report;
 
 /// One scope's SL-to-VL table on one output port, and the input ports it is set for.
@@ -124,20 +123,8 @@ fn route(
         Some(names) => EngineList::parse(Some(names)).with_options(routing_options(settings)),
         None => routing_engines(settings),
     };
-    // The SM's LIDs are not known here: route with those a simple LID manager gives.
-    let mut routed = topo.clone();
-    assign_missing_lids(&mut routed)?;
     let vls = settings.links.oper_vls_cap().unwrap_or(VlCount::Fifteen);
-    let routed = engines
-        .route(&routed, vls)
-        .with_context(|| format!("cannot route {topology}"))?;
-    for attempt in &routed.attempts {
-        eprintln!(
-            "note: routing engine `{}` passed over: {}",
-            attempt.name, attempt.skipped
-        );
-    }
-    Ok(routed.engine)
+    Ok(route_offline(&mut topo.clone(), &engines, vls, topology)?.engine)
 }
 
 /// Every port the scopes give a value, in the fabric's node order, with what `engine` makes of
