@@ -133,6 +133,35 @@ pub enum Command {
         ibqos dump --fabric umad -o held.json && \\\n    \
         ibqos sim --topology fabric.net --tables held.json --traffic traffic.toml")]
     Sim(SimArgs),
+    /// Report how evenly the switches' forwarding tables spread routes over their ports, as
+    /// infiniband-diags' check_lft_balance does.
+    ///
+    /// For each switch, the routes each port carries: the LIDs of CA and router ports that the
+    /// switch's LFT forwards out of it, every LID of an LMC range counted. Switch LIDs are not
+    /// counted, since only management traffic goes to them. Ports linked to a CA or router are
+    /// listed but not counted: they carry the one node behind them, however the fabric is
+    /// routed. A switch is balanced when its counted ports differ by at most one route. The
+    /// worst port is the one carrying the most routes, and its share is its part of the
+    /// switch's counted routes.
+    ///
+    /// The routes come from one of three places. A net file (--topology) is routed as the SM
+    /// would route it, by the configuration's routing_engine list (-F, -c) or --routing-engine,
+    /// with LIDs a simple LID manager gives (LMC 0) where the file has none. A live
+    /// fabric (--fabric) is read by SubnGets alone, as `ibqos dump` reads it. A dump (--dump,
+    /// with the --topology it was taken of) gives the LFTs and LIDs a fabric held.
+    ///
+    /// Prints the unbalanced switches as a table and a summary; --all lists every switch, and
+    /// --ports each listed switch's ports. The exit status is 0 whether or not switches are
+    /// unbalanced: read `unbalanced` in the --json output to act on it.
+    #[command(
+        name = "lft-balance",
+        after_help = "Examples:\n  \
+            ibqos lft-balance --topology fabric.net -F /etc/opensm/opensm.conf\n  \
+            ibqos lft-balance --topology fabric.net --routing-engine updn --all --ports\n  \
+            ibqos lft-balance --fabric umad\n  \
+            ibqos lft-balance --topology fabric.net --dump held.json --json | jq .unbalanced"
+    )]
+    LftBalance(LftBalanceArgs),
     /// Serve or generate emulated fabrics.
     #[command(subcommand)]
     Fabric(FabricCommand),
@@ -253,6 +282,64 @@ pub struct DumpArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub survey: SurveyArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("lft_source").required(true).args(["topology", "fabric"])))]
+#[command(group(
+    clap::ArgGroup::new("lft_routes").args(["opensm_conf", "toml", "dump"])
+))]
+pub struct LftBalanceArgs {
+    /// A net file (or the built-in two-switch) to route as the SM would, or, with --dump, the
+    /// fabric the dump was taken of.
+    #[arg(
+        long,
+        value_name = "NET",
+        conflicts_with_all = ["timeout_ms", "retries", "max_wire_smps"]
+    )]
+    pub topology: Option<String>,
+    /// An opensm.conf: its routing_engine list routes --topology.
+    #[arg(short = 'F', long = "opensm-conf", value_name = "OPENSM_CONF")]
+    pub opensm_conf: Option<PathBuf>,
+    /// An ibqos.toml: its routing engines route --topology.
+    #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
+    pub toml: Option<PathBuf>,
+    /// The routing engines for --topology, as OpenSM's `routing_engine` lists them (`updn`,
+    /// `ftree,updn`), in place of the configuration's; without either, minhop. A note on
+    /// standard error names each engine passed over.
+    #[arg(long, value_name = "NAMES", conflicts_with = "dump")]
+    pub routing_engine: Option<String>,
+    /// A dump of the --topology fabric (`ibqos dump`, `ibqos fabric dump`): every switch's LFT
+    /// and every end port's LID as it holds them. A dump keeps no LMC, so only each port's
+    /// base LID counts; read the fabric live (--fabric) when it runs an LMC above 0.
+    #[arg(long, value_name = "DUMP_JSON")]
+    pub dump: Option<PathBuf>,
+    /// A live fabric, read by SubnGets alone: `umad[:DEVICE[:PORT]]`, `ibsim:SOCKNAME@NODE` or
+    /// `sim:TOPOLOGY[@NODE]`, as `ibqos dump` takes it.
+    #[arg(
+        long,
+        value_name = "SPEC",
+        conflicts_with_all = ["opensm_conf", "toml", "routing_engine", "dump"]
+    )]
+    pub fabric: Option<FabricSpec>,
+    #[command(flatten)]
+    pub survey: SurveyArgs,
+    /// List every switch, not only the unbalanced ones.
+    #[arg(long)]
+    pub all: bool,
+    /// Under the table, each listed switch's ports: where each leads and the routes it carries.
+    #[arg(long)]
+    pub ports: bool,
+    /// Print one JSON object (every switch and port) instead of text.
+    #[arg(long, conflicts_with_all = ["all", "ports"])]
+    pub json: bool,
+}
+
+impl LftBalanceArgs {
+    /// The configuration file given, if any.
+    pub fn config(&self) -> Option<&PathBuf> {
+        self.opensm_conf.as_ref().or(self.toml.as_ref())
+    }
 }
 
 /// How a survey of a live fabric sends its Gets.

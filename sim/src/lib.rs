@@ -43,7 +43,7 @@ pub use ethernet::{dcqcn, ets, host_qos, pfc, shared_buffer};
 pub use infiniband::arbiter;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
-pub use build::held::Mismatch;
+pub use build::held::{Mismatch, held_forwarding};
 pub use build::{
     BuildError, Forwarding, Tables, TopologyHosts, build_network, build_routed_network,
 };

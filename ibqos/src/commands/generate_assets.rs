@@ -163,6 +163,7 @@ fn sections_of(page: &str) -> Vec<Section> {
             exit_status(RUN_FAILED),
             see_also(
                 "ibqos-sm(8), ibqos-check(8), ibqos-plan(8), ibqos-migrate(8), ibqos-sim(8), \
+                 ibqos-lft-balance(8), \
                  ibqos-traffic(5), ibqos-ctl(8), opensm(8)",
             ),
         ],
@@ -224,6 +225,14 @@ fn sections_of(page: &str) -> Vec<Section> {
                 )],
             ),
             exit_status(RUN_FAILED),
+        ],
+        "ibqos-lft-balance" => vec![
+            exit_status(
+                "The topology, configuration or dump cannot be read or does not fit, no \
+                 routing engine routes the fabric, or a Get of the live fabric was not \
+                 answered after its retries. An unbalanced switch is no failure.",
+            ),
+            see_also("check_lft_balance(8), ibqos-dump(8), ibqos-sim(8)"),
         ],
         "ibqos-dump" | "ibqos-query" => vec![exit_status(
             "The fabric could not be opened, or a Get was not answered after its retries.",

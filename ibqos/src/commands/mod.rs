@@ -18,6 +18,7 @@ pub mod ctl;
 pub mod dump;
 pub mod fabric;
 pub mod generate_assets;
+pub mod lft_balance;
 pub mod migrate;
 pub mod plan;
 pub mod ports;

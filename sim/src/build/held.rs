@@ -151,7 +151,7 @@ fn mismatch_at(topo: &Topology, id: NodeId, port: Option<u8>, mismatch: Mismatch
 
 /// Gives every end port of `topo` (a CA's or router's linked ports, a switch's port 0) the LID
 /// `dump` holds for it, and returns each switch's LFT as the dump holds it, indexed by LID.
-pub(crate) fn held_forwarding(
+pub fn held_forwarding(
     topo: &mut Topology,
     dump: &FabricDump,
 ) -> Result<BTreeMap<NodeId, Vec<u8>>, BuildError> {

@@ -14,10 +14,12 @@ use ibqos_exchange::scheduler::{Completion, Scheduler, SchedulerConfig, Schedule
 use ibqos_exchange::smp::parse_smp;
 use ibqos_exchange::{OutgoingMad, Peer};
 use ibqos_fabric::dump::{FabricDump, NodeDump, PortDump, SwitchShape, TableRead};
+use ibqos_fabric::{Topology, TopologyError};
 use ibqos_mad::{Attribute, AttributeId, CapabilityMask, Guid, Mad, SmpRepr};
 use tracing::{debug, info, warn};
 
 use super::discovery::{Discovery, Probe, WrongAnswer};
+use super::routing::topology;
 use super::subnet::{PortKey, Subnet};
 
 /// What a survey Get was for.
@@ -139,6 +141,12 @@ impl Survey {
             })
             .collect();
         FabricDump { nodes }
+    }
+
+    /// The fabric discovery found, as a topology: its nodes (by NodeDescription), links, and
+    /// every port's LID and LMC. With [`Survey::dump`]'s LFTs, what routes the fabric holds.
+    pub fn topology(&self) -> Result<Topology, TopologyError> {
+        topology(&self.subnet).map(|(topology, _)| topology)
     }
 
     fn complete(&mut self, done: Completion<Op>) {
