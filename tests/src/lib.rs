@@ -17,6 +17,7 @@
 //! - [`daemon`]: run `ibqos sm` as a daemon, read its per-sweep summaries, signal and stop it.
 //! - [`qos`]: read every QoS table of a fabric back and compare two fabrics port by port.
 //! - [`lfts`]: every switch's forwarding table against OpenSM's, by switch and destination.
+//! - [`lft_balance`]: check_lft_balance's routes per switch port, to hold `ibqos lft-balance` to.
 //! - [`readback`]: read a configured fabric back (PortInfo, forwarding tables) and check it.
 //! - [`scenario`]: the fabrics `ibqos sm` runs on, and the checks every run must pass.
 //! - [`trees`]: the fabrics of the routing oracle, from `scripts/routing-trees`.
@@ -27,6 +28,7 @@
 pub mod daemon;
 pub mod error;
 pub mod ibsim;
+pub mod lft_balance;
 pub mod lfts;
 pub mod multicast;
 pub mod netfile;

@@ -255,6 +255,11 @@ impl Failures {
         self.checked
     }
 
+    /// The failures recorded so far.
+    pub fn failures(&self) -> &[String] {
+        &self.failures
+    }
+
     /// Panics listing every failure (the first 40), or if nothing was checked.
     pub fn assert_none(self) {
         const SHOWN: usize = 40;
