@@ -204,15 +204,8 @@ mod tests {
     use super::*;
     use crate::generate::{assign_lids, fat_tree};
     use crate::routing::minhop;
-    use crate::{Node, NodeId, NodeKind};
-
-    fn add(t: &mut Topology, kind: NodeKind, guid: u64, name: &str, ports: u8) -> NodeId {
-        t.add_node(Node::new(kind, guid, name, ports)).unwrap()
-    }
-
-    fn link(t: &mut Topology, a: NodeId, pa: u8, b: NodeId, pb: u8) {
-        t.connect(PortRef::new(a, pa), PortRef::new(b, pb)).unwrap();
-    }
+    use crate::routing::testing::{add, link};
+    use crate::{NodeId, NodeKind};
 
     fn set_lid(t: &mut Topology, port: PortRef, lid: u16, lmc: u8) {
         let port = t.port_mut(port).unwrap();
@@ -245,11 +238,14 @@ mod tests {
         (t, a, b)
     }
 
-    /// Tables indexed by LID 0.., `NO_ROUTE` where `None`.
-    fn tables(entries: &[(NodeId, &[Option<u8>])]) -> Routes {
+    /// No route, as a table entry.
+    const X: u8 = NO_ROUTE;
+
+    /// Tables indexed by LID 0...
+    fn tables(entries: &[(NodeId, &[u8])]) -> Routes {
         let lfts: BTreeMap<NodeId, Vec<u8>> = entries
             .iter()
-            .map(|(id, lft)| (*id, lft.iter().map(|p| p.unwrap_or(NO_ROUTE)).collect()))
+            .map(|(id, lft)| (*id, lft.to_vec()))
             .collect();
         Routes::from_tables(lfts)
     }
@@ -266,33 +262,9 @@ mod tests {
     fn routes_count_per_port_toward_end_nodes_only() {
         let (t, a, b) = two_switches();
         let routes = tables(&[
-            // LID:  0     A        B        H1       H2       H3       H4       H4+1
-            (
-                a,
-                &[
-                    None,
-                    Some(0),
-                    Some(4),
-                    Some(1),
-                    Some(2),
-                    Some(3),
-                    Some(3),
-                    Some(3),
-                ],
-            ),
-            (
-                b,
-                &[
-                    None,
-                    Some(3),
-                    Some(0),
-                    Some(3),
-                    Some(4),
-                    Some(1),
-                    Some(2),
-                    Some(2),
-                ],
-            ),
+            // LID:  0  A  B H1 H2 H3 H4 H4+1
+            (a, &[X, 0, 4, 1, 2, 3, 3, 3]),
+            (b, &[X, 3, 0, 3, 4, 1, 2, 2]),
         ]);
         let load = lft_load(&t, &routes).unwrap();
         assert_eq!(load.end_lids, 5, "H1-H3 and H4's two LIDs");
@@ -338,25 +310,7 @@ mod tests {
     #[test]
     fn a_missing_entry_is_unrouted_and_one_to_an_unlinked_port_counts() {
         let (t, a, b) = two_switches();
-        let routes = tables(&[
-            (
-                a,
-                &[
-                    None,
-                    Some(0),
-                    Some(4),
-                    Some(1),
-                    Some(2),
-                    Some(5),
-                    Some(4),
-                    None,
-                ],
-            ),
-            (
-                b,
-                &[None, Some(3), Some(0), Some(3), Some(4), Some(1), Some(2)],
-            ),
-        ]);
+        let routes = tables(&[(a, &[X, 0, 4, 1, 2, 5, 4, X]), (b, &[X, 3, 0, 3, 4, 1, 2])]);
         let load = lft_load(&t, &routes).unwrap();
         let sa = &load.switches[0];
         assert_eq!(
@@ -388,7 +342,7 @@ mod tests {
             link(&mut t, s, p, h, 1);
             set_lid(&mut t, PortRef::new(h, 1), 1 + u16::from(p), 0);
         }
-        let routes = tables(&[(s, &[None, Some(0), Some(1), Some(2)])]);
+        let routes = tables(&[(s, &[X, 0, 1, 2])]);
         let load = lft_load(&t, &routes).unwrap();
         let only = &load.switches[0];
         assert_eq!(
@@ -404,7 +358,7 @@ mod tests {
         // H3 at LID 6 collides with H4's range 6-7.
         let h3 = t.node_by_name("H3").unwrap();
         set_lid(&mut t, PortRef::new(h3, 1), 6, 0);
-        let routes = tables(&[(a, &[None])]);
+        let routes = tables(&[(a, &[X])]);
         assert!(matches!(
             lft_load(&t, &routes),
             Err(LidError::Collision { lid: 6, .. })

@@ -17,6 +17,8 @@ mod list;
 mod minhop;
 mod multicast;
 mod options;
+#[cfg(test)]
+mod testing;
 mod updn;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};

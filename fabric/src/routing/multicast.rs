@@ -423,15 +423,8 @@ pub fn mft_blocks<'a>(
 mod tests {
     use super::*;
     use crate::generate;
+    use crate::routing::testing::{add, link};
     use crate::topology::NodeKind;
-
-    fn add(t: &mut Topology, kind: NodeKind, guid: u64, name: &str, ports: u8) -> NodeId {
-        t.add_node(Node::new(kind, guid, name, ports)).unwrap()
-    }
-
-    fn link(t: &mut Topology, a: NodeId, pa: u8, b: NodeId, pb: u8) {
-        t.connect(PortRef::new(a, pa), PortRef::new(b, pb)).unwrap();
-    }
 
     fn id(t: &Topology, name: &str) -> NodeId {
         t.node_by_name(name).unwrap()
