@@ -11,7 +11,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 mod common;
-use common::{ibqos, json_report};
+use common::{ibqos, json_report, ring_net};
 
 fn fat_tree_16() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/data/fat-tree-16.net")
@@ -19,20 +19,7 @@ fn fat_tree_16() -> PathBuf {
 
 /// A generated ring of four switches, two hosts on each.
 fn ring(dir: &TempDir) -> PathBuf {
-    let net = dir.path().join("ring.net");
-    let output = ibqos(&[
-        "fabric",
-        "gen",
-        "-o",
-        net.to_str().unwrap(),
-        "ring",
-        "--switches",
-        "4",
-        "--hosts",
-        "2",
-    ]);
-    assert!(output.status.success(), "{output:?}");
-    net
+    ring_net(dir, 4, 2)
 }
 
 fn stdout(args: &[&str]) -> String {

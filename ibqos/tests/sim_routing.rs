@@ -12,7 +12,7 @@ use ibqos_fabric::{PortRef, Topology};
 use tempfile::TempDir;
 
 mod common;
-use common::{ibqos, json_report, scratch_file};
+use common::{ibqos, json_report, ring_net, scratch_file};
 
 /// One flow across the ring, from H2_0 to H4_0.
 const TRAFFIC: &str = r#"
@@ -35,20 +35,7 @@ payload = 4096
 
 /// A generated ring of six switches, one host on each.
 fn ring(dir: &TempDir) -> PathBuf {
-    let net = dir.path().join("ring.net");
-    let output = ibqos(&[
-        "fabric",
-        "gen",
-        "-o",
-        net.to_str().unwrap(),
-        "ring",
-        "--switches",
-        "6",
-        "--hosts",
-        "1",
-    ]);
-    assert!(output.status.success(), "{output:?}");
-    net
+    ring_net(dir, 6, 1)
 }
 
 /// The links a report carries bytes on, as `from -> to`.

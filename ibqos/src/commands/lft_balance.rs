@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 use anyhow::{Context, Result, bail};
+use ibqos_fabric::Topology;
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::routing::{EngineList, LftLoad, Routes, SwitchLoad, Toward, lft_load};
-use ibqos_fabric::{NodeId, Topology};
 use ibqos_qos::VlCount;
 use ibqos_sim::held_forwarding;
 use ibqos_sm::config::routing_engines;
@@ -30,8 +30,24 @@ struct Report<'a> {
     load: &'a LftLoad,
 }
 
+/// A fabric's forwarding: the topology with its LIDs, the switches' LFTs, and where they come
+/// from.
+struct Forwarding {
+    topo: Topology,
+    routes: Routes,
+    /// The net file, the live fabric or the dump.
+    source: String,
+    /// The engine that routed a net file; `None` for LFTs a fabric held.
+    routed_by: Option<&'static str>,
+}
+
 pub fn run(args: &LftBalanceArgs) -> Result<Outcome> {
-    let (topo, routes, source, routed_by) = routes(args)?;
+    let Forwarding {
+        topo,
+        routes,
+        source,
+        routed_by,
+    } = forwarding(args)?;
     let load = lft_load(&topo, &routes).with_context(|| format!("cannot read {source}"))?;
     if load.end_lids == 0 {
         eprintln!("note: no CA or router port of {source} holds a LID: no SM has configured it");
@@ -53,9 +69,8 @@ pub fn run(args: &LftBalanceArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// The topology with its LIDs and the routes the arguments name, what they come from, and the
-/// engine that routed them if ibqos did.
-fn routes(args: &LftBalanceArgs) -> Result<(Topology, Routes, String, Option<&'static str>)> {
+/// The forwarding the arguments name.
+fn forwarding(args: &LftBalanceArgs) -> Result<Forwarding> {
     if let Some(spec) = &args.fabric {
         let consequence = "no report, since it would lack what they read";
         let surveyed = dump::survey(spec, &args.survey, consequence)?;
@@ -63,7 +78,12 @@ fn routes(args: &LftBalanceArgs) -> Result<(Topology, Routes, String, Option<&'s
             .topology()
             .with_context(|| format!("{spec} as discovered is no consistent fabric"))?;
         let routes = held_routes(&mut topo, &surveyed.dump())?;
-        return Ok((topo, routes, spec.to_string(), None));
+        return Ok(Forwarding {
+            topo,
+            routes,
+            source: spec.to_string(),
+            routed_by: None,
+        });
     }
     let Some(topology) = &args.topology else {
         bail!("give --topology or --fabric");
@@ -83,7 +103,12 @@ fn routes(args: &LftBalanceArgs) -> Result<(Topology, Routes, String, Option<&'s
         }
         let routes = held_routes(&mut topo, &held)
             .with_context(|| format!("{} does not fit {topology}", path.display()))?;
-        return Ok((topo, routes, path.display().to_string(), None));
+        return Ok(Forwarding {
+            topo,
+            routes,
+            source: path.display().to_string(),
+            routed_by: None,
+        });
     }
     let named = args
         .routing_engine
@@ -108,18 +133,17 @@ fn routes(args: &LftBalanceArgs) -> Result<(Topology, Routes, String, Option<&'s
     };
     let vls = vls.unwrap_or(VlCount::Fifteen);
     let routed = route_offline(&mut topo, &engines, vls, topology)?;
-    Ok((
+    Ok(Forwarding {
         topo,
-        routed.routes,
-        topology.clone(),
-        Some(routed.engine.name()),
-    ))
+        routes: routed.routes,
+        source: topology.clone(),
+        routed_by: Some(routed.engine.name()),
+    })
 }
 
 /// The LFTs `held` holds, with its LIDs given to `topo`'s end ports.
 fn held_routes(topo: &mut Topology, held: &FabricDump) -> Result<Routes> {
-    let lfts: std::collections::BTreeMap<NodeId, Vec<u8>> = held_forwarding(topo, held)?;
-    Ok(Routes::from_tables(lfts))
+    Ok(Routes::from_tables(held_forwarding(topo, held)?))
 }
 
 /// The report as text: a headline, the unbalanced switches (or all) as a table, with `ports`

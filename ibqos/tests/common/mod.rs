@@ -282,6 +282,26 @@ pub fn ibqos(args: &[&str]) -> std::process::Output {
         .expect("ibqos runs")
 }
 
+/// A ring of `switches` switches with `hosts` hosts on each, written by `ibqos fabric gen` as
+/// `ring.net` in `dir`.
+pub fn ring_net(dir: &TempDir, switches: usize, hosts: usize) -> PathBuf {
+    let net = dir.path().join("ring.net");
+    let (switches, hosts) = (switches.to_string(), hosts.to_string());
+    let output = ibqos(&[
+        "fabric",
+        "gen",
+        "-o",
+        net.to_str().unwrap(),
+        "ring",
+        "--switches",
+        &switches,
+        "--hosts",
+        &hosts,
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    net
+}
+
 /// The JSON report of an `ibqos ... --json` run that must succeed.
 pub fn json_report(output: std::process::Output) -> serde_json::Value {
     assert!(
