@@ -2,8 +2,8 @@
 //! `ibqos sm --once`, both report the routes per switch port of the same forwarding tables,
 //! and agree on every port and verdict where both apply (see `ibqos_tests::lft_balance`).
 
-use ibqos_fabric::generate::ring;
-use ibqos_tests::lft_balance::{DiagTools, check_lft_balance, compare_usage, ibqos_report};
+use ibqos_fabric::generate::{fat_tree, ring};
+use ibqos_tests::lft_balance::{DiagTools, Usage, check_lft_balance, compare_usage, ibqos_report};
 use ibqos_tests::readback::Failures;
 use ibqos_tests::scenario::Fabric;
 use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
@@ -11,8 +11,9 @@ use ibqos_tests::trees::tree;
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 
 /// Configures `fabric` with `ibqos sm --once` and `options` as opensm.conf (LMC `lmc`), then
-/// holds `ibqos lft-balance` of the live fabric to check_lft_balance's report of it.
-fn reports_agree(fabric: &Fabric, options: &str, lmc: u8, dir: &TestDir) {
+/// holds `ibqos lft-balance` of the live fabric to check_lft_balance's report of it, which it
+/// returns.
+fn reports_agree(fabric: &Fabric, options: &str, lmc: u8, dir: &TestDir) -> Usage {
     let what = format!("{} with {options:?}", fabric.name);
     let tools = SimTools::require();
     let diags = DiagTools::require();
@@ -31,6 +32,7 @@ fn reports_agree(fabric: &Fabric, options: &str, lmc: u8, dir: &TestDir) {
     let mut f = Failures::new(what);
     compare_usage(&mut f, &ours, &oracle, &switch_paths, 1 << lmc);
     f.assert_none();
+    oracle
 }
 
 fn tree_reports_agree(name: &str, options: &str, lmc: u8) {
@@ -63,4 +65,20 @@ fn an_unbalanced_ring_as_check_lft_balance_counts_it() {
     let topology = ring(4, 2).unwrap();
     let fabric = Fabric::generated("ring-4", &topology, dir.path()).unwrap();
     reports_agree(&fabric, "", 0, &dir);
+}
+
+/// With one host per leaf, each spine port carries one node's LIDs, and check_lft_balance takes
+/// it for a host's own port and leaves it out; ibqos counts it, as a link between switches.
+#[test]
+fn a_port_between_switches_with_one_node_behind_it_is_skipped_by_check_lft_balance() {
+    let dir = TestDir::new("routing-report-one-host-per-leaf");
+    let topology = fat_tree(4, 2, 1, 8).unwrap();
+    let fabric = Fabric::generated("one-host-per-leaf", &topology, dir.path()).unwrap();
+    let oracle = reports_agree(&fabric, "", 0, &dir);
+    let spines: Vec<&str> = oracle
+        .values()
+        .filter(|s| s.ports.is_empty())
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(spines, ["S0", "S1"], "{oracle:?}");
 }
