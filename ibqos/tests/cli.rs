@@ -648,14 +648,14 @@ fn plan_topology_routes_with_the_configured_engines() {
         report["routing_engine"].as_str().unwrap().to_owned()
     };
     assert_eq!(engine(&plan(&[])), "minhop");
-    let listed = plan(&["--routing-engine", "ftree,updn"]);
+    let listed = plan(&["--routing-engine", "lash,updn"]);
     assert_eq!(engine(&listed), "updn");
     assert!(
-        stderr(&listed).contains("note: routing engine `ftree` passed over"),
+        stderr(&listed).contains("note: routing engine `lash` passed over"),
         "{}",
         stderr(&listed)
     );
-    let none = plan(&["--routing-engine", "ftree,no_fallback"]);
+    let none = plan(&["--routing-engine", "lash,no_fallback"]);
     assert!(!none.status.success());
     assert!(
         stderr(&none).contains("cannot route two-switch: no routing engine could route"),

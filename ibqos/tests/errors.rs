@@ -158,7 +158,7 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     let conf = scratch_file(
         &dir,
         "opensm.conf",
-        "qos TRUE\ncongestion_control TRUE\nperfmgr FALSE\nrouting_engine ftree\nperfmgr_sweep_time_s 180\n",
+        "qos TRUE\ncongestion_control TRUE\nperfmgr FALSE\nrouting_engine lash\nperfmgr_sweep_time_s 180\n",
     );
     let output = ibqos(&["check", "--json", conf.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -172,7 +172,7 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     let lines: Vec<u64> = warned.iter().map(|(line, _)| *line).collect();
     assert_eq!(lines, [2, 4], "{warned:?}");
     assert!(warned[0].1.contains("congestion_control"), "{warned:?}");
-    assert!(warned[1].1.contains("ftree"), "{warned:?}");
+    assert!(warned[1].1.contains("lash"), "{warned:?}");
 
     let toml = scratch_file(
         &dir,
@@ -214,7 +214,7 @@ fn check_places_each_routing_engine_it_cannot_route_with() {
             })
             .collect::<Vec<_>>()
     };
-    let conf = located("opensm.conf", "qos TRUE\nrouting_engine ftree,foo\n");
+    let conf = located("opensm.conf", "qos TRUE\nrouting_engine lash,foo\n");
     let places: Vec<_> = conf
         .iter()
         .map(|(code, at, _)| (code.as_str(), *at))
@@ -223,14 +223,14 @@ fn check_places_each_routing_engine_it_cannot_route_with() {
         places,
         [
             ("not-acted-on", (2, 16)),
-            ("unknown-routing-engine", (2, 22))
+            ("unknown-routing-engine", (2, 21))
         ],
         "{conf:?}"
     );
     assert!(
         conf[0]
             .2
-            .contains("ibqos has no routing engine `ftree` yet: minhop routes")
+            .contains("ibqos has no routing engine `lash` yet: minhop routes")
     );
     assert!(conf[1].2.contains("`foo` is unknown"), "{conf:?}");
 
@@ -246,9 +246,9 @@ fn check_places_each_routing_engine_it_cannot_route_with() {
         "check",
         dir.path().join("opensm.conf").to_str().unwrap(),
     ]));
-    assert!(text.contains("opensm.conf:2:22"), "{text}");
+    assert!(text.contains("opensm.conf:2:21"), "{text}");
     assert!(
-        text.contains("help: ibqos routes with minhop, updn;"),
+        text.contains("help: ibqos routes with minhop, updn, ftree;"),
         "{text}"
     );
 }

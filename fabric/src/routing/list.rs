@@ -9,21 +9,22 @@
 use ibqos_qos::VlCount;
 
 use super::engine::Engine;
+use super::ftree::FatTree;
 use super::minhop::MinHop;
 use super::updn::UpDown;
 use super::{Routes, RoutingError, RoutingOptions};
 use crate::topology::Topology;
 
 /// The engines ibqos has, by the names OpenSM gives them.
-pub const ENGINES: [&dyn Engine; 2] = [&MINHOP, &UPDN];
+pub const ENGINES: [&dyn Engine; 3] = [&MINHOP, &UPDN, &FTREE];
 static MINHOP: MinHop = MinHop;
 static UPDN: UpDown = UpDown;
+static FTREE: FatTree = FatTree;
 
 /// The engines OpenSM 3.3.23 has and ibqos does not (`osm_opensm.c` `routing_modules`).
-pub const OPENSM_ONLY_ENGINES: [&str; 9] = [
+pub const OPENSM_ONLY_ENGINES: [&str; 8] = [
     "dnup",
     "file",
-    "ftree",
     "lash",
     "dor",
     "torus-2QoS",
@@ -295,7 +296,7 @@ mod tests {
 
     #[test]
     fn names_match_case_sensitively() {
-        let list = EngineList::parse(Some("updn,Updn,ftree,no_fallback"));
+        let list = EngineList::parse(Some("updn,Updn,lash,no_fallback"));
         let kinds: Vec<&str> = list
             .entries()
             .iter()
@@ -320,19 +321,19 @@ mod tests {
     fn the_first_engine_that_routes_routes() {
         assert_eq!(routed_by("updn,minhop"), Ok(("updn", vec![])));
         assert_eq!(routed_by("minhop,updn"), Ok(("minhop", vec![])));
-        let passed = vec!["ftree".to_string(), "foo".to_string()];
-        assert_eq!(routed_by("ftree,foo,updn"), Ok(("updn", passed)));
+        let passed = vec!["lash".to_string(), "foo".to_string()];
+        assert_eq!(routed_by("lash,foo,updn"), Ok(("updn", passed)));
         assert_eq!(routed_by(""), Ok(("minhop", vec![])));
-        assert_eq!(routed_by("ftree"), Ok(("minhop", vec!["ftree".into()])));
+        assert_eq!(routed_by("lash"), Ok(("minhop", vec!["lash".into()])));
     }
 
     #[test]
     fn no_fallback_leaves_the_fabric_unrouted_when_every_engine_fails() {
-        let unrouted = routed_by("no_fallback,ftree").unwrap_err();
+        let unrouted = routed_by("no_fallback,lash").unwrap_err();
         assert_eq!(
             unrouted.attempts,
             [Attempt {
-                name: "ftree".into(),
+                name: "lash".into(),
                 skipped: Skipped::OpenSmOnly,
             }]
         );
@@ -345,17 +346,14 @@ mod tests {
         let list = |value| EngineList::parse(Some(value));
         let tables = |value| list(value).route(&topo, VlCount::One).unwrap().routes;
         let defaults = RoutingOptions::default();
-        assert_eq!(
-            tables("ftree,updn"),
-            UPDN.unicast(&topo, &defaults).unwrap()
-        );
+        assert_eq!(tables("lash,updn"), UPDN.unicast(&topo, &defaults).unwrap());
         assert_eq!(tables("minhop"), MINHOP.unicast(&topo, &defaults).unwrap());
         assert_ne!(tables("updn"), tables("minhop"));
     }
 
     #[test]
     fn what_routes_in_place_of_each_name() {
-        let list = EngineList::parse(Some("ftree,foo,updn,lash"));
+        let list = EngineList::parse(Some("lash,foo,updn,dor"));
         let fallbacks: Vec<_> = (0..4).map(|i| list.fallback_after(i)).collect();
         assert_eq!(
             fallbacks,

@@ -5,13 +5,15 @@
 //! Multicast has its own routing ([`MulticastRouting`]): OpenSM's spanning tree of each MLID
 //! over the same min-hop counts, and the MFT blocks the trees fill ([`mft_blocks`]).
 //!
-//! Both unicast engines share OpenSM's balancing step (`osm_ucast_mgr.c` `ucast_mgr_process_port`,
+//! minhop and up*/down* share OpenSM's balancing step (`osm_ucast_mgr.c` `ucast_mgr_process_port`,
 //! `osm_switch.c` `osm_switch_recommend_path`) and differ only in which ports of a switch are
 //! candidates toward a destination switch: [`minhop`] allows every port on a shortest path,
-//! [`updn`] only ports on shortest paths that never turn from down to up.
+//! [`updn`] only ports on shortest paths that never turn from down to up. [`ftree`] lays its
+//! routes with its own walks and counters, as OpenSM's fat-tree engine does.
 
 mod balance;
 mod engine;
+mod ftree;
 mod lft_load;
 mod list;
 mod minhop;
@@ -24,6 +26,7 @@ mod updn;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 pub use engine::{Engine, update_port_tables};
+pub use ftree::{FatTree, ftree};
 pub use lft_load::{LftLoad, PortLoad, SwitchLoad, Toward, WorstPort, lft_load};
 pub use list::{
     Attempt, ENGINES, EngineList, Entry, Listed, OPENSM_ONLY_ENGINES, Routed, Skipped, Unrouted,
@@ -104,6 +107,10 @@ pub enum RoutingError {
     BadRoot(NodeId),
     #[error(transparent)]
     Topology(#[from] TopologyError),
+    /// The engine does not route this fabric (ftree on a fabric that is not a fat tree), in
+    /// OpenSM's words.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// The switches of a topology, numbered 0.. in node order, and the switch-to-switch links.

@@ -1,0 +1,175 @@
+//! Fat-tree routing (OpenSM's `ftree`, `osm_ucast_ftree.c`): LFTs equal to OpenSM's, entry for
+//! entry, on the fat trees it accepts; a refusal in OpenSM's words on those it does not, so the
+//! next engine of the list routes.
+//!
+//! [`construct`] ranks the switches (from the CA-attached switches, or from the root GUIDs),
+//! groups each switch's ports by neighbour into down, sibling and up groups, gives every switch
+//! a tuple, and checks that the fabric is a fat tree. [`route`] then fills the tables: compute
+//! nodes leaf by leaf, padded with dummy targets so every leaf moves the counters alike, then the
+//! other CA ports, then the switches' own LIDs.
+//!
+//! Every walk over switches or CAs goes in OpenSM's table order: NodeGUIDs compared as the
+//! network-order bytes read as a little-endian integer, so the last GUID byte weighs most.
+
+mod construct;
+mod route;
+
+use std::collections::HashMap;
+
+use super::engine::Engine;
+use super::{NO_ROUTE, Routes, RoutingError, RoutingOptions};
+use crate::topology::{NodeId, Topology};
+
+/// OpenSM's `ftree` behind the [`Engine`] seam.
+#[derive(Debug, Clone, Copy)]
+pub struct FatTree;
+
+impl Engine for FatTree {
+    fn name(&self) -> &'static str {
+        "ftree"
+    }
+
+    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
+        ftree(topo, options)
+    }
+}
+
+/// Every switch's table as OpenSM's fat-tree engine computes it, or
+/// [`RoutingError::Refused`] with OpenSM's reason when the fabric is not a fat tree it routes.
+pub fn ftree(topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
+    let mut tree = Tree::construct(topo, options)?;
+    tree.route(options);
+    Ok(tree.routes(topo))
+}
+
+/// A switch's position in the tree: its rank, then one digit per level, 0xFF where unused.
+type Tuple = [u8; 8];
+
+/// The tuple of a switch no indexing reached.
+const UNASSIGNED: Tuple = [0xFF; 8];
+
+/// The deepest a tuple can index: its length.
+const TUPLE_LEN: usize = 8;
+
+/// What a port group leads to: a switch or a CA, by index into [`Tree::switches`] or
+/// [`Tree::cas`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Remote {
+    Switch(usize),
+    Ca(usize),
+}
+
+/// One port of a group and the port it is linked to, with the routes counted on it.
+#[derive(Debug, Clone)]
+struct Link {
+    port: u8,
+    remote_port: u8,
+    counter_up: u32,
+    counter_down: u32,
+}
+
+/// The ports of one node that lead to the same neighbour (switch groups), or one CA port.
+#[derive(Debug, Clone)]
+struct Group {
+    /// The LID of this side: the switch's LID, or the CA port's.
+    lid: u16,
+    /// The LID of the other side: the neighbour switch's, or the CA port's.
+    remote_lid: u16,
+    /// This side's port GUID (for messages).
+    port_guid: u64,
+    remote: Remote,
+    links: Vec<Link>,
+    is_cn: bool,
+    is_io: bool,
+    counter_up: u32,
+    counter_down: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Switch {
+    node: NodeId,
+    guid: u64,
+    lid: u16,
+    rank: Option<u32>,
+    tuple: Tuple,
+    down: Vec<usize>,
+    sibling: Vec<usize>,
+    up: Vec<usize>,
+    /// A switch with compute nodes attached, at the leaf rank.
+    is_leaf: bool,
+    /// Where the reverse-hop walk starts among the down groups (OpenSM's `down_port_groups_idx`).
+    down_index: usize,
+    /// The lowest `counter_down` among the down groups, refreshed as OpenSM refreshes it.
+    min_counter_down: u32,
+    /// The down groups' up-counters moved since they were last sorted.
+    counter_up_changed: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Ca {
+    /// One group per linked port, in port order.
+    groups: Vec<usize>,
+    /// Ports linked to switches the ranking dropped.
+    disconnected: Vec<u8>,
+    /// Its compute-node ports.
+    cns: u32,
+}
+
+/// The fabric as the fat-tree engine sees it, and the tables it fills.
+#[derive(Debug)]
+struct Tree {
+    /// The ranked switches, in OpenSM's GUID order.
+    switches: Vec<Switch>,
+    /// The CAs, in OpenSM's GUID order.
+    cas: Vec<Ca>,
+    groups: Vec<Group>,
+    by_tuple: HashMap<Tuple, usize>,
+    leaf_rank: u32,
+    /// The leaf-rank switches from the first to the last with compute nodes, in tuple order.
+    leaves: Vec<usize>,
+    max_cn_per_leaf: u32,
+    max_lid: u16,
+    /// Per switch, indexed by LID (0 is the dummy target while it is routed).
+    lfts: Vec<Vec<u8>>,
+    /// Per switch, indexed by LID: the hops of the route set so far, [`NO_ROUTE`] for none.
+    hops: Vec<Vec<u8>>,
+}
+
+impl Tree {
+    /// The routes of every switch of `topo`: those the tree dropped route nothing.
+    fn routes(self, topo: &Topology) -> Routes {
+        let width = usize::from(self.max_lid) + 1;
+        let mut lfts: std::collections::BTreeMap<NodeId, Vec<u8>> = topo
+            .switches()
+            .map(|(id, _)| (id, vec![NO_ROUTE; width]))
+            .collect();
+        for (sw, lft) in self.switches.iter().zip(self.lfts) {
+            lfts.insert(sw.node, lft);
+        }
+        Routes {
+            lfts,
+            max_lid: self.max_lid,
+        }
+    }
+}
+
+/// OpenSM's order of its GUID tables on a little-endian host.
+fn guid_order(guid: u64) -> u64 {
+    guid.swap_bytes()
+}
+
+/// A tuple as OpenSM prints it: its digits joined by dots.
+fn tuple_text(tuple: &Tuple) -> String {
+    if tuple[0] == 0xFF {
+        return "INDEX.NOT.ASSIGNED".to_owned();
+    }
+    let digits: Vec<String> = tuple
+        .iter()
+        .take_while(|&&d| d != 0xFF)
+        .map(u8::to_string)
+        .collect();
+    digits.join(".")
+}
+
+#[cfg(test)]
+mod tests;
