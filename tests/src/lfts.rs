@@ -74,17 +74,18 @@ pub fn read_tables(
 }
 
 /// The tables `ibqos sm --once` leaves on a fresh ibsim of `fabric` with `options` as
-/// opensm.conf.
-pub fn ibqos_tables(fabric: &Fabric, options: &str, dir: &TestDir) -> Result<Tables> {
+/// opensm.conf, and its log.
+pub fn ibqos_tables(fabric: &Fabric, options: &str, dir: &TestDir) -> Result<(Tables, String)> {
     let tools = SimTools::require();
     let ibqos = crate::planner::ibqos_binary()?;
     let sim = Ibsim::start(&tools, &fabric.netfile, &dir.subdir("ibqos-ibsim"))?;
     let conf = write_opensm_conf(&dir.subdir("ibqos"), options)?;
     let cache = dir.subdir("ibqos-cache");
-    SmInvocation::new(SmFabric::Native, &fabric.sm_node, &cache)
+    let (run, _) = SmInvocation::new(SmFabric::Native, &fabric.sm_node, &cache)
         .opensm_conf(&conf)
         .run_up(&ibqos, &sim)?;
-    read_tables(&tools, &sim, fabric, &cache.join("guid2lid"))
+    let tables = read_tables(&tools, &sim, fabric, &cache.join("guid2lid"))?;
+    Ok((tables, run.stderr))
 }
 
 /// The tables `opensm -o` leaves on a fresh ibsim of `fabric` with `options`, and its log.
@@ -134,12 +135,26 @@ pub fn compare_tables(f: &mut Failures, ours: &Tables, oracle: &Tables) {
 /// `ibqos sm` and OpenSM, each on a fresh ibsim of `fabric` with `options`, leave the same
 /// forwarding tables. Returns OpenSM's log, for tests that check which engine it used.
 pub fn lfts_match_opensm(fabric: &Fabric, options: &str, dir: &TestDir) -> String {
+    lfts_match_opensm_logs(fabric, options, dir).opensm
+}
+
+/// What the two SMs logged while configuring the fabric.
+#[derive(Debug)]
+pub struct Logs {
+    pub ibqos: String,
+    pub opensm: String,
+}
+
+/// [`lfts_match_opensm`], returning both SMs' logs, for tests that check why an engine did not
+/// route.
+pub fn lfts_match_opensm_logs(fabric: &Fabric, options: &str, dir: &TestDir) -> Logs {
     let what = format!("{} with {options:?}", fabric.name);
-    let ours = ibqos_tables(fabric, options, dir).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let (oracle, log) =
+    let (ours, ibqos) =
+        ibqos_tables(fabric, options, dir).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (oracle, opensm) =
         opensm_tables(fabric, options, dir).unwrap_or_else(|e| panic!("{what}: {e}"));
     let mut f = Failures::new(what);
     compare_tables(&mut f, &ours, &oracle);
     f.assert_none();
-    log
+    Logs { ibqos, opensm }
 }
