@@ -219,8 +219,8 @@ fn write_files(
 }
 
 /// OpenSM's ftree with `files` (and `extra` options) on tree `name` against ibqos's ftree
-/// computed here with the same GUIDs in its RoutingOptions: the engine's parity, until
-/// opensm.conf's GUID files reach the SM (see [`ftree_with_files_end_to_end`]).
+/// computed here with the same GUIDs in its RoutingOptions: the engine's parity alone (see
+/// [`ftree_with_files_end_to_end`] for the files read by the SM).
 fn ftree_with_files(name: &str, test: &str, files: &[GuidFile], extra: &str) {
     let dir = TestDir::new(&format!("routing-ftree-{test}-{name}"));
     let fabric = tree(name, &dir).unwrap();
@@ -320,10 +320,8 @@ fn ftree_with_a_root_file_on_the_degraded_tree() {
     ftree_with_files("degraded", "roots", &[SPINES_16], "");
 }
 
-/// The GUID files through opensm.conf, end to end: `ibqos sm` reads them once the
-/// routing-options branch fills RoutingOptions from opensm.conf.
+/// The GUID files through opensm.conf, end to end: `ibqos sm` reads them into RoutingOptions.
 #[test]
-#[ignore = "waits for the routing-options branch: opensm.conf's GUID files into RoutingOptions"]
 fn ftree_with_files_through_opensm_conf() {
     let io = GuidFile {
         option: "io_guid_file",
