@@ -1,18 +1,19 @@
 //! `ibqos sim` routes with the configured routing engines: on a ring of six switches, minhop
 //! sends H2_0's traffic to H4_0 through S3 while up*/down* goes the long way round, through the
-//! root S0. The links the report loads are the path the engine's own tables give.
+//! root S0. On a three-level fat tree ftree and minhop pick different cores. The links the
+//! report loads are the path the engine's own tables give.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use ibqos_fabric::generate::assign_lids;
 use ibqos_fabric::netfile::parse_net_file;
-use ibqos_fabric::routing::{Engine, MinHop, RoutingOptions, UpDown, trace};
+use ibqos_fabric::routing::{Engine, FatTree, MinHop, RoutingOptions, UpDown, trace};
 use ibqos_fabric::{PortRef, Topology};
 use tempfile::TempDir;
 
 mod common;
-use common::{ibqos, json_report, ring_net, scratch_file};
+use common::{generated_net, ibqos, json_report, ring_net, scratch_file};
 
 /// One flow across the ring, from H2_0 to H4_0.
 const TRAFFIC: &str = r#"
@@ -53,15 +54,15 @@ fn loaded_links(net: &Path, traffic: &Path, args: &[&str]) -> BTreeSet<String> {
         .collect()
 }
 
-/// The links from H2_0 to H4_0 on the tables `engine` computes, named as a report names them.
-fn path_of(net: &Path, engine: &dyn Engine) -> BTreeSet<String> {
+/// The links from `src` to `dst` on the tables `engine` computes, named as a report names them.
+fn path_of(net: &Path, engine: &dyn Engine, src: &str, dst: &str) -> BTreeSet<String> {
     let mut topo = parse_net_file(net).unwrap().topology;
     // The simulator's LIDs: a net file without them gets them in endport order.
     assign_lids(&mut topo, 0).unwrap();
     let routes = engine.unicast(&topo, &RoutingOptions::default()).unwrap();
     let end = |name: &str| PortRef::new(topo.node_by_name(name).unwrap(), 1);
-    let dlid = topo.port(end("H4_0")).unwrap().lid;
-    let hops = trace(&topo, &routes, end("H2_0"), dlid).unwrap();
+    let dlid = topo.port(end(dst)).unwrap().lid;
+    let hops = trace(&topo, &routes, end(src), dlid).unwrap();
     let name =
         |topo: &Topology, p: PortRef| format!("{}[{}]", topo.node(p.node).unwrap().name, p.port);
     hops[..hops.len() - 1]
@@ -86,7 +87,8 @@ fn sim_routes_with_the_configured_engine() {
     let updn_conf = conf("updn.conf", "qos TRUE\nrouting_engine updn\n");
     let listed_conf = conf("listed.conf", "qos TRUE\nrouting_engine lash,foo,updn\n");
     let run = |args: &[&str]| loaded_links(&net, &traffic, args);
-    let (minhop, updn) = (path_of(&net, &MinHop), path_of(&net, &UpDown));
+    let path = |engine: &dyn Engine| path_of(&net, engine, "H2_0", "H4_0");
+    let (minhop, updn) = (path(&MinHop), path(&UpDown));
     assert_ne!(minhop, updn, "the engines route this flow apart");
     assert_eq!(minhop.len(), 4, "{minhop:?}");
     assert_eq!(updn.len(), 6, "{updn:?}");
@@ -105,6 +107,28 @@ fn sim_routes_with_the_configured_engine() {
         updn,
         "--routing-engine in place of the file's"
     );
+}
+
+/// On a three-level fat tree (k = 4), minhop sends H0_0_0's traffic to H1_1_0 through core C0
+/// and ftree through C1: minhop balances each switch's ports in destination order, where ftree
+/// lays each destination's routes top down from its place in the tree. With `routing_engine
+/// ftree` the report loads ftree's path.
+#[test]
+fn sim_routes_a_fat_tree_with_ftree() {
+    let dir = TempDir::new().unwrap();
+    let net = generated_net(&dir, "k4.net", &["fat-tree3", "--radix", "4"]);
+    let flow = TRAFFIC.replace("H2_0", "H0_0_0").replace("H4_0", "H1_1_0");
+    let traffic = scratch_file(&dir, "traffic.toml", &flow);
+    let minhop_conf = scratch_file(&dir, "minhop.conf", "qos TRUE\n");
+    let ftree_conf = scratch_file(&dir, "ftree.conf", "qos TRUE\nrouting_engine ftree\n");
+    let path = |engine: &dyn Engine| path_of(&net, engine, "H0_0_0", "H1_1_0");
+    let (minhop, ftree) = (path(&MinHop), path(&FatTree));
+    assert!(minhop.contains("A0_0[3] -> C0[1]"), "{minhop:?}");
+    assert!(ftree.contains("A0_0[4] -> C1[1]"), "{ftree:?}");
+
+    let run = |conf: &Path| loaded_links(&net, &traffic, &["-F", conf.to_str().unwrap()]);
+    assert_eq!(run(&minhop_conf), minhop);
+    assert_eq!(run(&ftree_conf), ftree);
 }
 
 #[test]
@@ -182,7 +206,7 @@ fn sim_with_tables_forwards_by_the_dumps_lfts() {
 
     let run = |args: &[&str]| loaded_links(&net, &traffic, args);
     let tables = ["--tables", dump.to_str().unwrap()];
-    assert_eq!(run(&tables), path_of(&net, &UpDown));
+    assert_eq!(run(&tables), path_of(&net, &UpDown, "H2_0", "H4_0"));
     let minhop = [&tables[..], &["--routing-engine", "minhop"]].concat();
-    assert_eq!(run(&minhop), path_of(&net, &MinHop));
+    assert_eq!(run(&minhop), path_of(&net, &MinHop, "H2_0", "H4_0"));
 }

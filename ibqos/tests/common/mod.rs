@@ -285,19 +285,20 @@ pub fn ibqos(args: &[&str]) -> std::process::Output {
 /// A ring of `switches` switches with `hosts` hosts on each, written by `ibqos fabric gen` as
 /// `ring.net` in `dir`.
 pub fn ring_net(dir: &TempDir, switches: usize, hosts: usize) -> PathBuf {
-    let net = dir.path().join("ring.net");
     let (switches, hosts) = (switches.to_string(), hosts.to_string());
-    let output = ibqos(&[
-        "fabric",
-        "gen",
-        "-o",
-        net.to_str().unwrap(),
-        "ring",
-        "--switches",
-        &switches,
-        "--hosts",
-        &hosts,
-    ]);
+    generated_net(
+        dir,
+        "ring.net",
+        &["ring", "--switches", &switches, "--hosts", &hosts],
+    )
+}
+
+/// The net file `ibqos fabric gen` writes from `shape` (its subcommand and flags) into `dir`.
+pub fn generated_net(dir: &TempDir, name: &str, shape: &[&str]) -> PathBuf {
+    let net = dir.path().join(name);
+    let mut args = vec!["fabric", "gen", "-o", net.to_str().unwrap()];
+    args.extend(shape);
+    let output = ibqos(&args);
     assert!(output.status.success(), "{output:?}");
     net
 }
