@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::{Ca, Group, Link, Remote, Switch, TUPLE_LEN, Tree, Tuple, UNASSIGNED, guid_order};
-use super::{NO_ROUTE, tuple_text};
+use super::{PerLid, tuple_text};
 use crate::routing::{RoutingError, RoutingOptions, SwitchGraph, destinations};
 use crate::topology::{NodeId, NodeKind, PortRef, Topology};
 
@@ -75,6 +75,7 @@ impl Tree {
                 rank: None,
                 tuple: UNASSIGNED,
                 down: Vec::new(),
+                down_to_cas: 0,
                 sibling: Vec::new(),
                 up: Vec::new(),
                 is_leaf: false,
@@ -120,10 +121,9 @@ impl Tree {
                 "ERR AB2B: Found more than one root on fabric with maximum rank 0",
             ));
         }
-        let width = usize::from(max_lid(topo)) + 1;
         let mut tree = Tree {
-            lfts: vec![vec![NO_ROUTE; width]; switches.len()],
-            hops: vec![vec![NO_ROUTE; width]; switches.len()],
+            lfts: PerLid::new(switches.len(), max_lid(topo)),
+            hops: PerLid::new(switches.len(), max_lid(topo)),
             switches,
             cas,
             groups: Vec::new(),
@@ -312,6 +312,7 @@ impl Tree {
                 counter_down: 0,
             });
             let sw = &mut self.switches[s];
+            sw.down_to_cas += usize::from(matches!(remote, Remote::Ca(_)));
             match direction {
                 Direction::Down => sw.down.push(g),
                 Direction::Sibling => sw.sibling.push(g),

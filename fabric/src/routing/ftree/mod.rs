@@ -93,6 +93,8 @@ struct Switch {
     rank: Option<u32>,
     tuple: Tuple,
     down: Vec<usize>,
+    /// How many of the down groups lead to CAs.
+    down_to_cas: usize,
     sibling: Vec<usize>,
     up: Vec<usize>,
     /// A switch with compute nodes attached, at the leaf rank.
@@ -129,10 +131,50 @@ struct Tree {
     leaves: Vec<usize>,
     max_cn_per_leaf: u32,
     max_lid: u16,
-    /// Per switch, indexed by LID (0 is the dummy target while it is routed).
-    lfts: Vec<Vec<u8>>,
-    /// Per switch, indexed by LID: the hops of the route set so far, [`NO_ROUTE`] for none.
-    hops: Vec<Vec<u8>>,
+    /// Every switch's port toward each LID (0 is the dummy target while it is routed).
+    lfts: PerLid,
+    /// Every switch's hops toward each LID on the route set so far, [`NO_ROUTE`] for none.
+    hops: PerLid,
+}
+
+/// One byte per switch and LID, [`NO_ROUTE`] at first. Stored LID by LID: a route is laid for
+/// one LID across many switches, so what it reads and writes sits together.
+#[derive(Debug)]
+struct PerLid {
+    switches: usize,
+    bytes: Vec<u8>,
+}
+
+impl PerLid {
+    fn new(switches: usize, max_lid: u16) -> PerLid {
+        PerLid {
+            switches,
+            bytes: vec![NO_ROUTE; switches * (usize::from(max_lid) + 1)],
+        }
+    }
+
+    fn at(&self, s: usize, lid: u16) -> usize {
+        usize::from(lid) * self.switches + s
+    }
+
+    fn get(&self, s: usize, lid: u16) -> u8 {
+        self.bytes[self.at(s, lid)]
+    }
+
+    fn set(&mut self, s: usize, lid: u16, value: u8) {
+        let at = self.at(s, lid);
+        self.bytes[at] = value;
+    }
+
+    /// Switch `s`'s bytes, LID by LID.
+    fn table(&self, s: usize) -> Vec<u8> {
+        self.bytes
+            .iter()
+            .skip(s)
+            .step_by(self.switches)
+            .copied()
+            .collect()
+    }
 }
 
 impl Tree {
@@ -143,8 +185,8 @@ impl Tree {
             .switches()
             .map(|(id, _)| (id, vec![NO_ROUTE; width]))
             .collect();
-        for (sw, lft) in self.switches.iter().zip(self.lfts) {
-            lfts.insert(sw.node, lft);
+        for (s, sw) in self.switches.iter().enumerate() {
+            lfts.insert(sw.node, self.lfts.table(s));
         }
         Routes {
             lfts,

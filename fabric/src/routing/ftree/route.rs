@@ -48,11 +48,10 @@ impl Tree {
                 routed += 1;
             }
             for _ in routed..self.max_cn_per_leaf {
-                self.hops[leaf][0] = 1;
+                self.hops.set(leaf, 0, 1);
                 self.down_by_going_up(leaf, None, Walk::main(0, 0), 1);
                 for s in 0..self.switches.len() {
-                    self.hops[s][0] = NO_ROUTE;
-                    self.lfts[s][0] = NO_ROUTE;
+                    self.set(s, 0, NO_ROUTE, NO_ROUTE);
                 }
             }
         }
@@ -95,7 +94,7 @@ impl Tree {
         let Some(&leaf) = self.leaves.last() else {
             return;
         };
-        let leaf_lid = usize::from(self.switches[leaf].lid);
+        let leaf_lid = self.switches[leaf].lid;
         let switch_lids: std::collections::HashSet<u16> =
             self.switches.iter().map(|sw| sw.lid).collect();
         for s in 0..self.switches.len() {
@@ -103,22 +102,24 @@ impl Tree {
                 continue;
             }
             for lid in 1..=self.max_lid {
-                let at = usize::from(lid);
-                if self.lfts[s][at] != NO_ROUTE
-                    || self.hops[leaf][at] == NO_ROUTE
+                if self.lfts.get(s, lid) != NO_ROUTE
+                    || self.hops.get(leaf, lid) == NO_ROUTE
                     || !switch_lids.contains(&lid)
                 {
                     continue;
                 }
-                let hops = self.hops[s][leaf_lid].wrapping_add(self.hops[leaf][at]);
-                self.set(s, lid, self.lfts[s][leaf_lid], hops);
+                let hops = self
+                    .hops
+                    .get(s, leaf_lid)
+                    .wrapping_add(self.hops.get(leaf, lid));
+                self.set(s, lid, self.lfts.get(s, leaf_lid), hops);
             }
         }
     }
 
     fn set(&mut self, s: usize, lid: u16, port: u8, hops: u8) {
-        self.lfts[s][usize::from(lid)] = port;
-        self.hops[s][usize::from(lid)] = hops;
+        self.lfts.set(s, lid, port);
+        self.hops.set(s, lid, hops);
     }
 
     /// OpenSM's `fabric_route_downgoing_by_going_up`: the routes toward `walk.lid` from switch
@@ -159,8 +160,10 @@ impl Tree {
             if self.groups[main_group].counter_down == self.switches[r].min_counter_down + 1 {
                 self.recalculate_min_counter_down(r);
             }
-            let at = usize::from(walk.lid);
-            if self.lfts[r][at] == NO_ROUTE || u32::from(hops) + 1 < u32::from(self.hops[r][at]) {
+            let lid = walk.lid;
+            if self.lfts.get(r, lid) == NO_ROUTE
+                || u32::from(hops) + 1 < u32::from(self.hops.get(r, lid))
+            {
                 let port = self.groups[main_group].links[main_link].remote_port;
                 self.set(r, walk.lid, port, next);
             }
@@ -214,8 +217,10 @@ impl Tree {
         hops: u8,
     ) -> Option<(usize, bool)> {
         let r = self.remote_switch(&self.groups[g])?;
-        let at = usize::from(walk.lid);
-        if self.lfts[r][at] != NO_ROUTE && u32::from(hops) + 1 >= u32::from(self.hops[r][at]) {
+        let lid = walk.lid;
+        if self.lfts.get(r, lid) != NO_ROUTE
+            && u32::from(hops) + 1 >= u32::from(self.hops.get(r, lid))
+        {
             return None;
         }
         if self.groups[g].links.is_empty() {
@@ -253,8 +258,11 @@ impl Tree {
         };
         let prev_lid = prev.map(|p| self.switches[p].lid);
         let next = hops.wrapping_add(1);
-        let mut created = false;
-        for k in 0..downs + siblings {
+        // A group toward a CA only counts as a route created; a leaf's down groups are all such.
+        let to_cas = self.switches[s].down_to_cas;
+        let mut created = to_cas > 0;
+        let first = if to_cas == downs { downs } else { 0 };
+        for k in first..downs + siblings {
             let sw = &self.switches[s];
             let g = if k < downs {
                 sw.down[k]
@@ -263,17 +271,16 @@ impl Tree {
             };
             let group = &self.groups[g];
             let Remote::Switch(r) = group.remote else {
-                created = true;
                 continue;
             };
             if prev_lid == Some(group.remote_lid) || group.links.is_empty() {
                 continue;
             }
-            let link = self.least_loaded(g, |l| l.counter_up);
-            let least = self.hops[r][usize::from(walk.lid)];
+            let least = self.hops.get(r, walk.lid);
             if least != NO_ROUTE && u32::from(hops) + 1 >= u32::from(least) {
                 continue;
             }
+            let link = self.least_loaded(g, |l| l.counter_up);
             self.set(r, walk.lid, self.groups[g].links[link].remote_port, next);
             let routed = self.up_by_going_down(r, None, walk, next);
             created |= routed;
