@@ -92,6 +92,19 @@ fn ftree_on_wide() {
     routed_by(&routed("wide", "ftree", "routing_engine ftree\n"), "ftree");
 }
 
+/// `connect_roots`: the spines reach each other through the last leaf, as OpenSM routes them.
+#[test]
+fn ftree_connects_the_roots_on_fat_tree_16_and_three_level() {
+    for name in ["fat-tree-16", "three-level"] {
+        let logs = routed(
+            name,
+            "connect-roots",
+            "routing_engine ftree\nconnect_roots TRUE\n",
+        );
+        routed_by(&logs, "ftree");
+    }
+}
+
 /// L0 has lost an uplink: its one up group against L1's two is no fat tree, and minhop routes.
 #[test]
 fn ftree_refuses_the_degraded_tree() {

@@ -230,3 +230,16 @@ fn the_guid_order_is_the_last_byte_first() {
     guids.sort_by_key(|&g| guid_order(g));
     assert_eq!(guids, [0x100100, 0x1000fe, 0x1000ff]);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Any two-level tree ftree accepts routes every CA to every other, loop-free, and ftree
+    /// accepts every full one.
+    #[test]
+    fn two_level_trees_route_every_ca(leaves in 2usize..7, spines in 1usize..5, hosts in 1usize..5) {
+        let topo = with_lids(fat_tree(leaves, spines, hosts, 12).unwrap(), 0);
+        let routes = ftree(&topo, &RoutingOptions::default()).unwrap();
+        every_ca_reaches_every_ca(&topo, &routes);
+    }
+}
