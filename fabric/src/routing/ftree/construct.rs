@@ -67,31 +67,14 @@ impl Tree {
         }
         check_guid_list(options.cn_guids.as_deref(), "AB27: Compute node")?;
         check_guid_list(options.io_guids.as_deref(), "AB29: I/O node")?;
-        let mut switches = table(topo.switches().filter(|(_, n)| n.num_ports() > 0))
-            .map(|(node, guid)| Switch {
-                node,
-                guid,
-                lid: topo.port(PortRef::new(node, 0)).map_or(0, |p| p.lid),
-                rank: None,
-                tuple: UNASSIGNED,
-                down: Vec::new(),
-                down_to_cas: 0,
-                sibling: Vec::new(),
-                up: Vec::new(),
-                is_leaf: false,
-                down_index: 0,
-                min_counter_down: 0,
-                counter_up_changed: false,
-            })
-            .collect::<Vec<_>>();
-        let mut cas: Vec<Ca> = table(topo.cas())
-            .map(|_| Ca {
-                groups: Vec::new(),
-                disconnected: Vec::new(),
-                cns: 0,
+        let mut switches: Vec<Switch> = table(topo.switches().filter(|(_, n)| n.num_ports() > 0))
+            .map(|(node, guid)| {
+                let lid = topo.port(PortRef::new(node, 0)).map_or(0, |p| p.lid);
+                Switch::new(node, guid, lid)
             })
             .collect();
         let ca_nodes: Vec<NodeId> = table(topo.cas()).map(|(node, _)| node).collect();
+        let mut cas = vec![Ca::default(); ca_nodes.len()];
         if cas.len() < 2 {
             return Err(refuse(format!(
                 "Fabric has {} CAs - topology is not fat-tree",
@@ -100,20 +83,7 @@ impl Tree {
         }
         let mut slots = Slots::new(topo, &switches, &ca_nodes);
         let max_rank = rank(topo, &slots, &mut switches, &ca_nodes, options)?;
-        // Unranked switches leave the tree, and the CA ports linked to them with them.
-        for sw in switches.iter().filter(|sw| sw.rank.is_none()) {
-            for (_, port) in topo
-                .node(sw.node)
-                .into_iter()
-                .flat_map(|n| n.existing_ports())
-            {
-                if let Some(peer) = port.peer
-                    && let Some(c) = slots.ca(peer.node)
-                {
-                    cas[c].disconnected.push(peer.port);
-                }
-            }
-        }
+        disconnect_unranked(topo, &slots, &switches, &mut cas);
         switches.retain(|sw| sw.rank.is_some());
         slots = Slots::new(topo, &switches, &ca_nodes);
         if max_rank == 0 && switches.len() > 1 {
@@ -613,6 +583,42 @@ impl Slots {
             ca[node.index()] = Some(c);
         }
         Slots { switch, ca }
+    }
+}
+
+/// Marks the CA ports linked to unranked switches, which leave the tree, as disconnected.
+fn disconnect_unranked(topo: &Topology, slots: &Slots, switches: &[Switch], cas: &mut [Ca]) {
+    for sw in switches.iter().filter(|sw| sw.rank.is_none()) {
+        let ports = topo
+            .node(sw.node)
+            .into_iter()
+            .flat_map(|n| n.existing_ports());
+        for peer in ports.filter_map(|(_, port)| port.peer) {
+            if let Some(c) = slots.ca(peer.node) {
+                cas[c].disconnected.push(peer.port);
+            }
+        }
+    }
+}
+
+impl Switch {
+    /// An unranked switch with no groups yet.
+    fn new(node: NodeId, guid: u64, lid: u16) -> Switch {
+        Switch {
+            node,
+            guid,
+            lid,
+            rank: None,
+            tuple: UNASSIGNED,
+            down: Vec::new(),
+            down_to_cas: 0,
+            sibling: Vec::new(),
+            up: Vec::new(),
+            is_leaf: false,
+            down_index: 0,
+            min_counter_down: 0,
+            counter_up_changed: false,
+        }
     }
 }
 

@@ -107,7 +107,7 @@ struct Switch {
     counter_up_changed: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Ca {
     /// One group per linked port, in port order.
     groups: Vec<usize>,
