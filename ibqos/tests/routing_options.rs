@@ -88,7 +88,7 @@ fn check_places_each_routing_option_and_guid_file_problem() {
         "{found:#?}"
     );
 
-    // updn reads the root file and port_shifting; ftree, which ibqos has not yet, reads
+    // updn reads the root file and port_shifting, ftree
     // max_reverse_hops: every option set has an engine that may route to read it.
     let conf = scratch_file(
         &dir,
