@@ -34,16 +34,19 @@ pub fn minhop(topo: &Topology) -> Result<Routes, RoutingError> {
 /// `[t][s]`: the ports of switch `s` on a shortest path to switch `t`.
 pub(super) fn shortest_ports(graph: &SwitchGraph) -> Vec<Vec<Vec<u8>>> {
     (0..graph.len())
-        .map(|t| {
-            let dist = graph.bfs(&[t], |_, _| true);
-            (0..graph.len())
-                .map(|s| {
-                    graph.adj[s]
-                        .iter()
-                        .filter(|&&(_, n)| dist[n] != u32::MAX && dist[n] + 1 == dist[s])
-                        .map(|&(p, _)| p)
-                        .collect()
-                })
+        .map(|t| shortest_toward(graph, t))
+        .collect()
+}
+
+/// `[s]`: the ports of switch `s` on a shortest path to switch `t`.
+pub(super) fn shortest_toward(graph: &SwitchGraph, t: usize) -> Vec<Vec<u8>> {
+    let dist = graph.bfs(&[t], |_, _| true);
+    (0..graph.len())
+        .map(|s| {
+            graph.adj[s]
+                .iter()
+                .filter(|&&(_, n)| dist[n] != u32::MAX && dist[n] + 1 == dist[s])
+                .map(|&(p, _)| p)
                 .collect()
         })
         .collect()
