@@ -5,8 +5,8 @@ use ibqos_fabric::netfile::parse_net_str;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_fabric::routing::{
-    MulticastRouting, MulticastTree, PortMask, Ranks, Routes, RoutingError, mft_blocks, minhop,
-    trace, updn, updn_roots,
+    MulticastRouting, MulticastTree, PortMask, Ranks, Routes, RoutingError, RoutingOptions,
+    TraceError, mft_blocks, minhop, trace, updn, updn_roots,
 };
 use ibqos_fabric::{Node, NodeId, PortRef, Topology};
 use ibqos_mad::MftModifier;
@@ -189,18 +189,50 @@ fn lmc_ranges_spread_over_paths() {
     assert_eq!(ports, vec![2, 3]);
 }
 
+/// Every end port's path to every LID of a CA, through `routes`; panics on a loop, a missing
+/// route or a wrong destination.
+fn paths_to_cas(t: &Topology, routes: &Routes) -> Vec<(PortRef, PortRef, Vec<PortRef>)> {
+    let ends: Vec<PortRef> = t
+        .endports()
+        .filter(|&p| t.port(p).unwrap().lid != 0)
+        .collect();
+    let mut out = Vec::new();
+    for &from in &ends {
+        for &to in ends.iter().filter(|to| !is_switch(t, to.node)) {
+            for lid in t.port(to).unwrap().lid_range().unwrap() {
+                let path = trace(t, routes, from, lid)
+                    .unwrap_or_else(|e| panic!("{from} -> LID {lid}: {e}"));
+                out.push((from, to, path));
+            }
+        }
+    }
+    out
+}
+
+/// Where OpenSM detects roots, every end port reaches every CA, on a path that never turns
+/// from down to up; where it detects none (a ring, a torus, two equal switches), updn fails.
 #[test]
-fn updn_reaches_everything_and_never_turns_down_then_up() {
+fn updn_reaches_every_ca_and_never_turns_down_then_up() {
     for (name, t) in fabrics() {
         let roots = updn_roots(&t);
+        let Ok(routes) = updn(&t, &RoutingOptions::default()) else {
+            assert!(roots.is_empty(), "{name}");
+            assert_eq!(
+                updn(&t, &RoutingOptions::default()),
+                Err(RoutingError::NoRoots),
+                "{name}"
+            );
+            continue;
+        };
+        assert!(matches!(name, "fat-tree-16" | "fat-tree3"), "{name}");
         let ranks = Ranks::new(&t, &roots).unwrap();
-        let routes = updn(&t, &[]).unwrap();
-        assert_eq!(routes, updn(&t, &roots).unwrap(), "{name}");
-        // Switch LIDs may need a shortest-path fallback (see `updn`); data goes to CAs.
-        for (from, to, path) in all_paths(&t, &routes)
-            .into_iter()
-            .filter(|(_, to, _)| !is_switch(&t, to.node))
-        {
+        let guids = roots.iter().map(|&r| t.node(r).unwrap().guid).collect();
+        let named = RoutingOptions {
+            root_guids: Some(guids),
+            ..RoutingOptions::default()
+        };
+        assert_eq!(routes, updn(&t, &named).unwrap(), "{name}");
+        for (from, to, path) in paths_to_cas(&t, &routes) {
             let mut gone_down = false;
             for (a, b) in switch_hops(&t, &path) {
                 let up = ranks.is_up(a, b);
@@ -212,6 +244,31 @@ fn updn_reaches_everything_and_never_turns_down_then_up() {
             }
         }
     }
+}
+
+/// OpenSM leaves a spine's LID unset on the other spines: the only path goes down and up.
+#[test]
+fn updn_leaves_spine_to_spine_unrouted() {
+    let t = net(include_str!("../data/fat-tree-16.net"));
+    let routes = updn(&t, &RoutingOptions::default()).unwrap();
+    let lid = |name: &str| {
+        let id = t.node_by_name(name).unwrap();
+        t.port(PortRef::new(id, 0)).unwrap().lid
+    };
+    let (s0, s1) = (t.node_by_name("S0").unwrap(), t.node_by_name("S1").unwrap());
+    assert_eq!(routes.port(s0, lid("S1")), None);
+    assert_eq!(routes.port(s1, lid("S0")), None);
+    assert_eq!(
+        trace(&t, &routes, PortRef::new(s0, 0), lid("S1")),
+        Err(TraceError::NoRoute {
+            switch: s0,
+            lid: lid("S1")
+        })
+    );
+    // The leaves reach both spines, and minhop routes spine to spine through a leaf.
+    let l0 = t.node_by_name("L0").unwrap();
+    assert!(routes.port(l0, lid("S1")).is_some());
+    assert!(minhop(&t).unwrap().port(s0, lid("S1")).is_some());
 }
 
 #[test]
@@ -229,9 +286,11 @@ fn updn_roots_are_the_spines_of_a_fat_tree() {
         .map(|id| t.node(id).unwrap().name.as_str())
         .collect();
     assert_eq!(names, vec!["C0", "C1", "C2", "C3"]);
-    // A ring has no spine: one median root, the lowest GUID among equals.
-    let ring = generate::ring(5, 1).unwrap();
-    assert_eq!(updn_roots(&ring), vec![ring.node_by_name("S0").unwrap()]);
+    // 36 leaves: each holds under 5% of the hosts, so every leaf is a root too.
+    let t = net(include_str!("../data/fat-tree-648.net"));
+    assert_eq!(updn_roots(&t).len(), t.switches().count());
+    // A ring has no spine, and no root.
+    assert!(updn_roots(&generate::ring(5, 1).unwrap()).is_empty());
 }
 
 #[test]
@@ -256,7 +315,13 @@ fn routing_errors() {
         Err(RoutingError::Unreachable { .. })
     ));
     let h = cut.node_by_name("H0_0").unwrap();
-    assert_eq!(updn(&cut, &[h]), Err(RoutingError::BadRoot(h)));
+    assert_eq!(Ranks::new(&cut, &[h]), Err(RoutingError::BadRoot(h)));
+    // OpenSM looks the root GUIDs up among the switches: a CA's is ignored, and none is left.
+    let ca_root = RoutingOptions {
+        root_guids: Some(vec![cut.node(h).unwrap().guid]),
+        ..RoutingOptions::default()
+    };
+    assert_eq!(updn(&cut, &ca_root), Err(RoutingError::NoRoots));
 }
 
 /// A random connected fabric: a random spanning tree plus extra links, some hosts.
@@ -328,21 +393,33 @@ proptest! {
         // all_paths panics on any unreachable LID or loop.
         let min = minhop(&t).unwrap();
         all_paths(&t, &min);
-        // One root always connects every CA; OpenSM's automatic roots may not on irregular
-        // fabrics, and then updn reports the unreachable destination.
-        let root = [t.switches().next().unwrap().0];
-        let ud = updn(&t, &root).unwrap();
-        let paths = all_paths(&t, &ud);
-        let ranks = Ranks::new(&t, &root).unwrap();
-        for (_, _, path) in paths.into_iter().filter(|(_, to, _)| !is_switch(&t, to.node)) {
-            let hops = switch_hops(&t, &path);
-            let turn = hops.windows(2).any(|w| !ranks.is_up(w[0].0, w[0].1) && ranks.is_up(w[1].0, w[1].1));
-            prop_assert!(!turn);
+        // OpenSM's up/down searches may leave a CA unreached on an irregular fabric, but what
+        // they route never loops and arrives where the LID lives.
+        let root = t.switches().next().unwrap().1.guid;
+        let one_root = RoutingOptions {
+            root_guids: Some(vec![root]),
+            ..RoutingOptions::default()
+        };
+        let connected = RoutingOptions {
+            connect_roots: true,
+            ..RoutingOptions::default()
+        };
+        let restricted = [updn(&t, &one_root), updn(&t, &connected)];
+        for routes in restricted.iter().flatten() {
+            for from in t.endports().filter(|&p| t.port(p).unwrap().lid != 0) {
+                for to in t.endports() {
+                    for lid in t.port(to).unwrap().lid_range().into_iter().flatten() {
+                        match trace(&t, routes, from, lid) {
+                            Ok(path) => prop_assert_eq!(path.last(), Some(&to)),
+                            Err(e) => {
+                                prop_assert!(matches!(e, TraceError::NoRoute { .. }), "{}", e)
+                            }
+                        }
+                    }
+                }
+            }
         }
         prop_assert_eq!(minhop(&t).unwrap(), min);
-        if let Ok(auto) = updn(&t, &[]) {
-            all_paths(&t, &auto);
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use ibqos_emu::{Emulator, attach_port};
 use ibqos_fabric::PortRef;
 use ibqos_fabric::Topology;
 use ibqos_fabric::dump::FabricDump;
-use ibqos_fabric::generate::ring;
+use ibqos_fabric::generate::fat_tree;
 use ibqos_fabric::routing::{Engine, MinHop, Routes, RoutingError, RoutingOptions};
 use ibqos_mad::{
     Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier, VlArbBlock, VlArbModifier,
@@ -124,12 +124,12 @@ fn sm_brings_up_a_generated_three_level_fat_tree() {
 }
 
 /// `routing_engine` is OpenSM's ordered list: a name ibqos has no engine for (`lash`) or no
-/// engine has (`foo`) passes to the next, here up*/down*, whose tables on a ring of six
-/// switches differ from minhop's.
+/// engine has (`foo`) passes to the next, here up*/down*, whose tables on a two-level tree
+/// differ from minhop's (it leaves each spine's LID unset on the other spine).
 #[test]
 fn the_sm_routes_with_the_first_engine_of_the_list_it_has() {
     let routed = |engines: Option<&str>| {
-        let topology = ring(6, 1).unwrap();
+        let topology = fat_tree(4, 2, 4, 8).unwrap();
         let attach = attach_port(&topology, None).unwrap();
         let mut settings = Settings::default();
         settings.sm.routing_engine = engines.map(String::from);

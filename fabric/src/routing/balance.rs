@@ -22,13 +22,23 @@ use std::collections::BTreeMap;
 use super::{Dest, NO_ROUTE, Routes, RoutingError, SwitchGraph};
 use crate::topology::{PortRef, Topology};
 
+/// What a switch with no candidate port toward a destination does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NoPath {
+    /// The routing fails: the engine promises every route.
+    Fail,
+    /// The entry stays [`NO_ROUTE`], as OpenSM's `osm_switch_recommend_path` leaves it.
+    Unset,
+}
+
 /// Builds every switch's table. `toward(is_switch, t, s)` lists the ports of switch `s` an engine
 /// allows toward a destination attached to switch `t` (a switch's own port 0 when `is_switch`),
-/// in port order.
+/// in port order; where it lists none, `no_path` says what happens.
 pub(super) fn build<'t>(
     topo: &Topology,
     graph: &SwitchGraph,
     dests: &[Dest],
+    no_path: NoPath,
     toward: impl Fn(bool, usize, usize) -> &'t [u8],
 ) -> Result<Routes, RoutingError> {
     let max_lid = dests
@@ -64,17 +74,15 @@ pub(super) fn build<'t>(
                     dest: topo.describe(dest.port),
                     lid,
                 };
-                let port = match dest.attach {
-                    Some((t, p)) if t == s => p,
+                let chosen = match dest.attach {
+                    Some((t, p)) if t == s => Some(p),
                     Some((t, _)) if offset == 0 => {
                         // The first LID of each destination: nothing of its range is used yet,
                         // and the search starts at port 1, so it is the first least-loaded
                         // port in port order.
                         let candidates = toward(dest.is_switch, t, s);
                         let cursor = &mut cursors[2 * t + usize::from(dest.is_switch)];
-                        cursor
-                            .least_loaded(candidates, &profile)
-                            .ok_or_else(unreachable)?
+                        cursor.least_loaded(candidates, &profile)
                     }
                     Some((t, _)) => {
                         let start = usize::from(lft[usize::from(lid - 1)]) + 1;
@@ -83,11 +91,15 @@ pub(super) fn build<'t>(
                             remote: &remote,
                             used: &used[d],
                         };
-                        choice
-                            .best(toward(dest.is_switch, t, s), start)
-                            .ok_or_else(unreachable)?
+                        choice.best(toward(dest.is_switch, t, s), start)
                     }
-                    None => return Err(unreachable()),
+                    None => None,
+                };
+                let Some(port) = chosen else {
+                    match no_path {
+                        NoPath::Fail => return Err(unreachable()),
+                        NoPath::Unset => continue,
+                    }
                 };
                 lft[usize::from(lid)] = port;
                 if !dest.is_switch {

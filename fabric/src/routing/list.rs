@@ -261,12 +261,12 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::{assign_lids, ring};
+    use crate::generate::{assign_lids, fat_tree, ring};
 
-    /// A ring of six switches: up*/down* routes some pairs the long way round, so its tables
-    /// differ from minhop's.
-    fn six_ring() -> Topology {
-        let mut topo = ring(6, 1).unwrap();
+    /// A two-level tree of four leaves and two spines: up*/down* leaves the spines' LIDs unset
+    /// on the other spine, so its tables differ from minhop's.
+    fn small_tree() -> Topology {
+        let mut topo = fat_tree(4, 2, 4, 8).unwrap();
         assign_lids(&mut topo, 0).unwrap();
         topo
     }
@@ -312,7 +312,7 @@ mod tests {
 
     /// The engine that routed and the names passed over before it.
     fn routed_by(value: &str) -> Result<(&'static str, Vec<String>), Unrouted> {
-        let routed = EngineList::parse(Some(value)).route(&six_ring(), VlCount::Eight)?;
+        let routed = EngineList::parse(Some(value)).route(&small_tree(), VlCount::Eight)?;
         let passed = routed.attempts.iter().map(|a| a.name.clone()).collect();
         Ok((routed.engine.name(), passed))
     }
@@ -325,6 +325,23 @@ mod tests {
         assert_eq!(routed_by("lash,foo,updn"), Ok(("updn", passed)));
         assert_eq!(routed_by(""), Ok(("minhop", vec![])));
         assert_eq!(routed_by("lash"), Ok(("minhop", vec!["lash".into()])));
+    }
+
+    /// A ring has no root by OpenSM's rule: updn fails and passes to minhop, unless the list
+    /// says `no_fallback`.
+    #[test]
+    fn updn_without_roots_passes_on() {
+        let mut topo = ring(6, 1).unwrap();
+        assign_lids(&mut topo, 0).unwrap();
+        let route = |value| EngineList::parse(Some(value)).route(&topo, VlCount::Eight);
+        let failed = [Attempt {
+            name: "updn".into(),
+            skipped: Skipped::Failed(RoutingError::NoRoots),
+        }];
+        let routed = route("updn").unwrap();
+        assert_eq!(routed.attempts, failed);
+        assert_eq!(routed.engine.name(), "minhop");
+        assert_eq!(route("updn,no_fallback").unwrap_err().attempts, failed);
     }
 
     #[test]
@@ -342,7 +359,7 @@ mod tests {
 
     #[test]
     fn each_engine_computes_its_own_tables() {
-        let topo = six_ring();
+        let topo = small_tree();
         let list = |value| EngineList::parse(Some(value));
         let tables = |value| list(value).route(&topo, VlCount::One).unwrap().routes;
         let defaults = RoutingOptions::default();
@@ -387,7 +404,7 @@ mod tests {
 
     #[test]
     fn an_engine_needing_more_vls_than_the_fabric_runs_fails() {
-        let topo = six_ring();
+        let topo = small_tree();
         assert_eq!(
             try_engine(&FourLayers, &topo, VlCount::Two, &RoutingOptions::default()),
             Err(Skipped::TooFewVls {

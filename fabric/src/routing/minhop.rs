@@ -1,7 +1,8 @@
 //! Min-hop routing (OpenSM's default engine, `osm_ucast_mgr.c`).
 
+use super::balance::{self, NoPath};
 use super::engine::Engine;
-use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, balance, destinations};
+use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
 use crate::topology::Topology;
 
 /// OpenSM's default engine, `minhop`: [`minhop`] behind the [`Engine`] seam.
@@ -28,7 +29,7 @@ pub fn minhop(topo: &Topology) -> Result<Routes, RoutingError> {
     let graph = SwitchGraph::new(topo);
     let dests = destinations(topo, &graph)?;
     let toward = shortest_ports(&graph);
-    balance::build(topo, &graph, &dests, |_, t, s| &toward[t][s])
+    balance::build(topo, &graph, &dests, NoPath::Fail, |_, t, s| &toward[t][s])
 }
 
 /// `[t][s]`: the ports of switch `s` on a shortest path to switch `t`.

@@ -5,11 +5,13 @@
 //! Multicast has its own routing ([`MulticastRouting`]): OpenSM's spanning tree of each MLID
 //! over the same min-hop counts, and the MFT blocks the trees fill ([`mft_blocks`]).
 //!
-//! minhop and up*/down* share OpenSM's balancing step (`osm_ucast_mgr.c` `ucast_mgr_process_port`,
+//! The unicast engines share OpenSM's balancing step (`osm_ucast_mgr.c` `ucast_mgr_process_port`,
 //! `osm_switch.c` `osm_switch_recommend_path`) and differ only in which ports of a switch are
-//! candidates toward a destination switch: [`minhop`] allows every port on a shortest path,
-//! [`updn`] only ports on shortest paths that never turn from down to up. [`ftree`] lays its
-//! routes with its own walks and counters, as OpenSM's fat-tree engine does.
+//! candidates toward a destination switch: [`minhop`] allows every port on a shortest path;
+//! [`updn`] the ports at the least count of OpenSM's restricted search, which refuses turns
+//! from down to up. Where that search reaches no path, the entry stays unset, as OpenSM
+//! leaves it.
+//! [`ftree`] lays its routes with its own walks and counters, as OpenSM's fat-tree engine does.
 
 mod balance;
 mod engine;
@@ -105,6 +107,9 @@ pub enum RoutingError {
     },
     #[error("up/down root {0} is not a switch")]
     BadRoot(NodeId),
+    /// OpenSM's updn: "disabling UPDN algorithm, no root nodes were found".
+    #[error("no root switches were found (none detected, or the root GUID file names none)")]
+    NoRoots,
     #[error(transparent)]
     Topology(#[from] TopologyError),
     /// The engine does not route this fabric (ftree on a fabric that is not a fat tree), in

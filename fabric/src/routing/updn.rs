@@ -1,31 +1,35 @@
-//! Up*/down* routing (OpenSM's `osm_ucast_updn.c`): deadlock-free on any topology.
+//! Up*/down* routing exactly as OpenSM's `updn` engine (`osm_ucast_updn.c`) computes it.
 //!
-//! Switches are ranked by hop distance from the roots. A step from switch `a` to switch `b` goes
-//! *up* when `b` is closer to the roots: lower rank, or the same rank and a lower NodeGUID. That
-//! makes "up" a strict order, so a route that climbs and then only descends can never close a
-//! cycle of buffer dependencies. OpenSM uses the same rule except that a link between two roots
-//! counts as up in both directions (its `updn_get_dir` hack), which can form such a cycle; here it
-//! does not.
+//! The roots are the switches `root_guid_file` names (a GUID of no switch, a CA's included, is
+//! ignored), else those OpenSM detects: [`updn_roots`]. No root fails the engine, and the
+//! engine list falls back. Every switch is ranked by its hop distance from the nearest root.
 //!
-//! For each destination switch `t`, a switch that can reach `t` going only down routes down, on
-//! a shortest down-only path; any other switch routes up, toward a neighbour with the shortest
-//! such route. A packet that has gone down therefore keeps going down: no route turns from down
-//! to up. Among the allowed ports the balancing is minhop's.
+//! For each destination switch, a search runs outward from it and fills that switch's row of
+//! the hop matrix, port by port (OpenSM's `updn_bfs_by_node`). The search runs against the
+//! traffic: a search step from `u` to `r` is traffic from `r` to `u`. The search labels each
+//! step (`updn_get_dir`): toward a higher rank is down, toward a lower rank up, between two
+//! roots always up, and between equal ranks up toward the lower NodeGUID (the host-order
+//! GUID, compared as a number). A switch reached by a down step may not continue with an up
+//! step: traffic never turns from down to up, except over root-to-root links, which OpenSM
+//! lets both ways. The search is not a plain BFS but OpenSM's exact queue discipline: a port's
+//! count improves only when strictly smaller, a switch re-enters the queue with the label of
+//! whichever step last improved one of its ports, and ties follow port order.
 //!
-//! Between roots (and wherever else the roots leave a switch without a legal path to another
-//! switch) up/down alone cannot reach a switch's own LID: from one spine of a fat tree to another
-//! the only path goes down and up again. OpenSM leaves those LIDs unrouted unless
-//! `connect_roots` is set, which is not IBA compliant. Here a switch destination with no legal
-//! path is routed on a shortest path instead, as `connect_roots` does. Only switch port 0 traffic
-//! (management) can take such a path; every CA and router destination is reached by legal
-//! up/down paths or the routing fails. The fallback cannot loop: a switch with a legal path never
-//! forwards to one without, and fallback hops strictly shorten the distance.
+//! The tables come from the shared balancing step over these counts: a switch's candidate
+//! ports toward a destination are those at its least count. A switch the search never reached
+//! has no route: between two spines of a two-level tree the only path goes down and up again,
+//! so OpenSM leaves that entry unset (no route), and so does this engine. `connect_roots` keeps
+//! the shortest paths toward root switches instead, as OpenSM does when it has built them.
 
+use std::collections::VecDeque;
+
+use super::balance::{self, NoPath};
 use super::engine::Engine;
-use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, balance, destinations};
-use crate::topology::{NodeId, Topology};
+use super::minhop::shortest_toward;
+use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
+use crate::topology::{NodeId, PortRef, Topology};
 
-/// OpenSM's `updn`: [`updn`] from the roots [`updn_roots`] finds, behind the [`Engine`] seam.
+/// OpenSM's `updn`: [`updn`] behind the [`Engine`] seam.
 #[derive(Debug, Clone, Copy)]
 pub struct UpDown;
 
@@ -34,12 +38,13 @@ impl Engine for UpDown {
         "updn"
     }
 
-    fn unicast(&self, topo: &Topology, _options: &RoutingOptions) -> Result<Routes, RoutingError> {
-        updn(topo, &[])
+    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
+        updn(topo, options)
     }
 }
 
-/// Up/down ranks: hop distance of every switch from the nearest root.
+/// Up/down ranks: hop distance of every switch from the nearest root, and the NodeGUIDs that
+/// order switches of equal rank.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ranks {
     /// By node index; `None` for non-switches and switches no root reaches.
@@ -51,14 +56,6 @@ impl Ranks {
     /// Ranks the switches of `topo` by BFS from `roots`, which must be switches.
     pub fn new(topo: &Topology, roots: &[NodeId]) -> Result<Ranks, RoutingError> {
         let graph = SwitchGraph::new(topo);
-        Ranks::with_graph(topo, &graph, roots)
-    }
-
-    fn with_graph(
-        topo: &Topology,
-        graph: &SwitchGraph,
-        roots: &[NodeId],
-    ) -> Result<Ranks, RoutingError> {
         let slots = roots
             .iter()
             .map(|&r| graph.slot_of(r).ok_or(RoutingError::BadRoot(r)))
@@ -77,95 +74,203 @@ impl Ranks {
         self.rank.get(node.index()).copied().flatten()
     }
 
-    /// The position of `node` in the up/down order: smaller is further up.
-    fn key(&self, node: NodeId) -> (u32, u64, NodeId) {
-        let guid = self.guid.get(node.index()).copied().unwrap_or(u64::MAX);
-        (self.rank(node).unwrap_or(u32::MAX), guid, node)
-    }
-
-    /// Whether the step from switch `from` to switch `to` goes up.
+    /// Whether traffic from switch `from` to switch `to` goes up: the search step from `to` to
+    /// `from` is down. Between two roots it never does.
     pub fn is_up(&self, from: NodeId, to: NodeId) -> bool {
-        self.key(to) < self.key(from)
+        // OpenSM keeps an unranked switch at rank 0xffffffff.
+        let rank = |n: NodeId| self.rank(n).unwrap_or(u32::MAX);
+        let guid = |n: NodeId| self.guid.get(n.index()).copied().unwrap_or(0);
+        updn_dir((rank(to), guid(to)), (rank(from), guid(from))) == Dir::Down
     }
 }
 
-/// Up*/down* routes from `roots`; with no roots, from [`updn_roots`].
-pub fn updn(topo: &Topology, roots: &[NodeId]) -> Result<Routes, RoutingError> {
+/// The label of a search step, as OpenSM's up/down engines name it. The search runs from the
+/// destination against the traffic, so a search step up is traffic going down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dir {
+    Up,
+    Down,
+}
+
+/// `updn_get_dir`: the label of the search step from `cur` to `rem`, each (rank, NodeGUID).
+fn updn_dir(cur: (u32, u64), rem: (u32, u64)) -> Dir {
+    match (cur.0, rem.0) {
+        (0, 0) => Dir::Up,
+        (c, r) if c < r => Dir::Down,
+        (c, r) if c > r => Dir::Up,
+        _ if cur.1 > rem.1 => Dir::Up,
+        _ => Dir::Down,
+    }
+}
+
+/// OpenSM's "no path" hop count.
+const NO_HOPS: u8 = 0xFF;
+/// `IB_SUBNET_PATH_HOPS_MAX`: hop counts from here on are no path.
+const MAX_HOPS: u8 = 64;
+
+/// The switch-to-switch links of each switch slot, in port order: (port, neighbour slot, the
+/// index of the same link in the neighbour's list).
+pub(super) struct Links(Vec<Vec<(u8, usize, usize)>>);
+
+impl Links {
+    pub(super) fn new(topo: &Topology, graph: &SwitchGraph) -> Links {
+        let back = |s: usize, port: u8, n: usize| {
+            let peer = topo.peer(PortRef::new(graph.ids[s], port));
+            graph.adj[n]
+                .iter()
+                .position(|&(p, m)| m == s && peer.is_some_and(|q| q.port == p))
+        };
+        Links(
+            graph
+                .adj
+                .iter()
+                .enumerate()
+                .map(|(s, adj)| {
+                    adj.iter()
+                        .filter_map(|&(p, n)| Some((p, n, back(s, p, n)?)))
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+}
+
+/// How one engine's search labels and refuses steps.
+pub(super) struct Turns<'a> {
+    /// The label the destination starts with.
+    pub start: Dir,
+    /// The label of the search step from slot `cur` to slot `rem`.
+    pub step: &'a dyn Fn(usize, usize) -> Dir,
+    /// The step refused: (the label a switch was reached with, the label of the next step).
+    pub refused: (Dir, Dir),
+}
+
+/// One destination switch's row of the hop matrix.
+struct Row {
+    /// By slot: the least count of any port (OpenSM's port 0 entry); [`NO_HOPS`] for none.
+    least: Vec<u8>,
+    /// By slot, by link index: the count through that link.
+    hops: Vec<Vec<u8>>,
+}
+
+impl Row {
+    /// `osm_switch_set_hops` on a port: the least count only ever falls.
+    fn set(&mut self, s: usize, link: usize, count: u8) {
+        self.hops[s][link] = count;
+        self.least[s] = self.least[s].min(count);
+    }
+
+    /// By slot: the ports at the least count, in port order; none where there is no path.
+    fn candidates(&self, links: &Links) -> Vec<Vec<u8>> {
+        links
+            .0
+            .iter()
+            .enumerate()
+            .map(|(s, list)| {
+                list.iter()
+                    .zip(&self.hops[s])
+                    .filter(|&(_, &h)| self.least[s] != NO_HOPS && h == self.least[s])
+                    .map(|(&(p, _, _), _)| p)
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// Fills destination `t`'s row as `updn_bfs_by_node` does, and raises
+/// `max_hops` to the highest count set. Returns the candidate ports of every switch toward `t`.
+pub(super) fn search(links: &Links, t: usize, turns: &Turns, max_hops: &mut u8) -> Vec<Vec<u8>> {
+    let n = links.0.len();
+    let mut row = Row {
+        least: vec![NO_HOPS; n],
+        hops: links.0.iter().map(|l| vec![NO_HOPS; l.len()]).collect(),
+    };
+    row.least[t] = 0;
+    let mut dir = vec![turns.start; n];
+    let mut queued = vec![false; n];
+    let mut queue = VecDeque::from([t]);
+    while let Some(u) = queue.pop_front() {
+        queued[u] = false;
+        let arrived = dir[u];
+        for &(_, r, back) in &links.0[u] {
+            let next = (turns.step)(u, r);
+            if (arrived, next) == turns.refused {
+                continue;
+            }
+            let count = row.least[u];
+            let remote = row.hops[r][back];
+            if u16::from(count) + 1 < u16::from(remote) {
+                row.set(r, back, count + 1);
+                *max_hops = (*max_hops).max(count + 1);
+                if !queued[r] {
+                    dir[r] = next;
+                    queued[r] = true;
+                    queue.push_back(r);
+                }
+            }
+        }
+    }
+    row.candidates(links)
+}
+
+/// Up*/down* routes as OpenSM's `updn` computes them with `options`' `root_guid_file` and
+/// `connect_roots`. Fails when there is no root, as OpenSM does ("disabling UPDN algorithm,
+/// no root nodes were found").
+pub fn updn(topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
     topo.validate()?;
     let graph = SwitchGraph::new(topo);
     let dests = destinations(topo, &graph)?;
-    let chosen;
-    let roots = if roots.is_empty() {
-        chosen = roots_of(topo, &graph);
-        &chosen
-    } else {
-        roots
+    let roots: Vec<usize> = match &options.root_guids {
+        // `rank_root_node`: file order does not matter, unknown GUIDs are skipped.
+        Some(guids) => (0..graph.len())
+            .filter(|&s| guids.contains(&graph.guid[s]))
+            .collect(),
+        None => roots_of(topo, &graph),
     };
-    let ranks = Ranks::with_graph(topo, &graph, roots)?;
-    let up = |a: usize, b: usize| ranks.is_up(graph.ids[a], graph.ids[b]);
-    // Switches from the top of the order down: every up-neighbour comes before its switch.
-    let mut top_down: Vec<usize> = (0..graph.len()).collect();
-    top_down.sort_by_key(|&s| ranks.key(graph.ids[s]));
-    let toward = (0..graph.len())
+    if roots.is_empty() {
+        return Err(RoutingError::NoRoots);
+    }
+    let rank = graph.bfs(&roots, |_, _| true);
+    let step = |u: usize, r: usize| updn_dir((rank[u], graph.guid[u]), (rank[r], graph.guid[r]));
+    let turns = Turns {
+        start: Dir::Up,
+        step: &step,
+        refused: (Dir::Down, Dir::Up),
+    };
+    // OpenSM builds the min-hop matrix first when it detects the roots or reads more than one,
+    // and with `connect_roots` keeps its rows toward the roots.
+    let min_hop_rows_kept =
+        options.connect_roots && (options.root_guids.is_none() || roots.len() > 1);
+    let links = Links::new(topo, &graph);
+    let toward: Vec<Vec<Vec<u8>>> = (0..graph.len())
         .map(|t| {
-            // Down-only distance to t: searched backwards from t, each step from x to a switch
-            // `s` with s -> x going down.
-            let down = graph.bfs(&[t], up);
-            let mut route = down.clone();
-            for &s in &top_down {
-                if route[s] == u32::MAX {
-                    route[s] = graph.adj[s]
-                        .iter()
-                        .filter(|&&(_, n)| up(s, n) && route[n] != u32::MAX)
-                        .map(|&(_, n)| route[n] + 1)
-                        .min()
-                        .unwrap_or(u32::MAX);
-                }
+            if min_hop_rows_kept && rank[t] == 0 {
+                shortest_toward(&graph, t)
+            } else {
+                search(&links, t, &turns, &mut 0)
             }
-            (0..graph.len())
-                .map(|s| {
-                    let going_down = down[s] != u32::MAX;
-                    graph.adj[s]
-                        .iter()
-                        .filter(|&&(_, n)| {
-                            if going_down {
-                                !up(s, n) && down[n] != u32::MAX && down[n] + 1 == down[s]
-                            } else {
-                                up(s, n) && route[n] != u32::MAX && route[n] + 1 == route[s]
-                            }
-                        })
-                        .map(|&(p, _)| p)
-                        .collect()
-                })
-                .collect::<Vec<Vec<u8>>>()
         })
-        .collect::<Vec<_>>();
-    let shortest = super::minhop::shortest_ports(&graph);
-    balance::build(topo, &graph, &dests, |is_switch, t, s| {
-        let legal = toward[t][s].as_slice();
-        if is_switch && legal.is_empty() {
-            shortest[t][s].as_slice()
-        } else {
-            legal
-        }
-    })
+        .collect();
+    balance::build(topo, &graph, &dests, NoPath::Unset, |_, t, s| &toward[t][s])
 }
 
-/// The roots OpenSM's up/down picks when no root file is given (`osm_ucast_updn.c`
-/// `updn_find_root_nodes_by_min_hop`): the switches for which more than 90% of the CA and router
-/// ports attached to switches sit at one hop distance and no other distance holds more than 5%
-/// — the spines of a fat tree.
-///
-/// Where that finds none (rings, tori, meshes), OpenSM gives up on up/down and falls back to
-/// minhop, losing deadlock freedom. Instead this returns one root: the switch with the least
-/// total hop distance to those ports (a graph median), the lowest NodeGUID on ties.
+/// The roots OpenSM's `updn` detects when no root file is given
+/// (`updn_find_root_nodes_by_min_hop`), in node order: the switches for which exactly one hop
+/// distance holds more than 90% of the CA and router ports attached to switches, and no other
+/// distance more than 5%. Those are the spines of a fat tree; on a large two-level tree every
+/// leaf qualifies too, as each holds under 5%. A ring, a torus or a mesh has none.
 pub fn updn_roots(topo: &Topology) -> Vec<NodeId> {
-    roots_of(topo, &SwitchGraph::new(topo))
+    let graph = SwitchGraph::new(topo);
+    roots_of(topo, &graph)
+        .into_iter()
+        .map(|s| graph.ids[s])
+        .collect()
 }
 
-fn roots_of(topo: &Topology, graph: &SwitchGraph) -> Vec<NodeId> {
+/// [`updn_roots`] as switch slots.
+fn roots_of(topo: &Topology, graph: &SwitchGraph) -> Vec<usize> {
     // CA and router ports per switch.
-    let mut cas = vec![0u64; graph.len()];
+    let mut cas = vec![0u32; graph.len()];
     for (_, node) in topo.nodes().filter(|(_, n)| !n.is_switch()) {
         for (_, port) in node.existing_ports() {
             if let Some(s) = port.peer.and_then(|p| graph.slot_of(p.node)) {
@@ -173,38 +278,25 @@ fn roots_of(topo: &Topology, graph: &SwitchGraph) -> Vec<NodeId> {
             }
         }
     }
-    let total: u64 = cas.iter().sum();
-    let dist: Vec<Vec<u32>> = (0..graph.len())
-        .map(|s| graph.bfs(&[s], |_, _| true))
-        .collect();
-    let mut roots = Vec::new();
-    for (s, row) in dist.iter().enumerate() {
-        let mut histogram = std::collections::BTreeMap::new();
-        for t in 0..graph.len() {
-            if row[t] != u32::MAX && cas[t] > 0 {
-                *histogram.entry(row[t]).or_insert(0u64) += cas[t];
+    let total = f64::from(cas.iter().sum::<u32>());
+    // OpenSM's thresholds, in its floating point.
+    let (most, some) = (total * 0.9, total * 0.05);
+    (0..graph.len())
+        .filter(|&s| {
+            let dist = graph.bfs(&[s], |_, _| true);
+            let mut histogram = [0u32; MAX_HOPS as usize];
+            for (t, &d) in dist.iter().enumerate() {
+                if d < u32::from(MAX_HOPS) {
+                    histogram[d as usize] += cas[t];
+                }
             }
-        }
-        // Over 90% and over 5% of `total`, in integers.
-        let over = |pct: u64| {
-            histogram
-                .values()
-                .filter(|&&n| n * 100 > total * pct)
-                .count()
-        };
-        if total > 0 && over(90) == 1 && over(5) == 1 {
-            roots.push(graph.ids[s]);
-        }
-    }
-    if roots.is_empty() {
-        let weight = |t: usize| if total > 0 { cas[t] } else { 1 };
-        let median = (0..graph.len()).min_by_key(|&s| {
-            let cost: u64 = (0..graph.len())
-                .map(|t| u64::from(dist[s][t].min(u32::from(u16::MAX))) * weight(t))
-                .sum();
-            (cost, graph.guid[s])
-        });
-        roots.extend(median.map(|s| graph.ids[s]));
-    }
-    roots
+            let bars_over = |threshold: f64| {
+                histogram
+                    .iter()
+                    .filter(|&&n| f64::from(n) > threshold)
+                    .count()
+            };
+            bars_over(most) == 1 && bars_over(some) == 1
+        })
+        .collect()
 }
