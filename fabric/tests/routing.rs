@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_fabric::routing::{
     MulticastRouting, MulticastTree, PortMask, Ranks, Routes, RoutingError, RoutingOptions,
-    TraceError, mft_blocks, minhop, trace, updn, updn_roots,
+    TraceError, dnup, mft_blocks, minhop, trace, updn, updn_roots,
 };
 use ibqos_fabric::{Node, NodeId, PortRef, Topology};
 use ibqos_mad::MftModifier;
@@ -322,6 +322,11 @@ fn routing_errors() {
         ..RoutingOptions::default()
     };
     assert_eq!(updn(&cut, &ca_root), Err(RoutingError::NoRoots));
+    let no_hosts = with_lids(generate::ring(3, 0).unwrap(), 0);
+    assert_eq!(
+        dnup(&no_hosts, &RoutingOptions::default()),
+        Err(RoutingError::NoLeaves)
+    );
 }
 
 /// A random connected fabric: a random spanning tree plus extra links, some hosts.
@@ -404,7 +409,12 @@ proptest! {
             connect_roots: true,
             ..RoutingOptions::default()
         };
-        let restricted = [updn(&t, &one_root), updn(&t, &connected)];
+        let restricted = [
+            updn(&t, &one_root),
+            updn(&t, &connected),
+            dnup(&t, &RoutingOptions::default()),
+            dnup(&t, &connected),
+        ];
         for routes in restricted.iter().flatten() {
             for from in t.endports().filter(|&p| t.port(p).unwrap().lid != 0) {
                 for to in t.endports() {

@@ -648,9 +648,9 @@ fn plan_topology_routes_with_the_configured_engines() {
         report["routing_engine"].as_str().unwrap().to_owned()
     };
     assert_eq!(engine(&plan(&[])), "minhop");
-    // Two switches of equal load give updn no root, as OpenSM finds none: minhop routes.
-    let listed = plan(&["--routing-engine", "lash,updn"]);
-    assert_eq!(engine(&listed), "minhop");
+    // Two switches of equal load give updn no root, as OpenSM finds none: dnup routes.
+    let listed = plan(&["--routing-engine", "lash,updn,dnup"]);
+    assert_eq!(engine(&listed), "dnup");
     assert!(
         stderr(&listed).contains("note: routing engine `lash` passed over"),
         "{}",

@@ -1,5 +1,5 @@
-//! up*/down* against OpenSM 3.3.23's `updn`: every switch's forwarding table, compared by
-//! switch and destination GUID (see `ibqos_tests::lfts`).
+//! up*/down* and down*/up* against OpenSM 3.3.23's `updn` and `dnup`: every switch's forwarding
+//! table, compared by switch and destination GUID (see `ibqos_tests::lfts`).
 //!
 //! Most tests run `ibqos sm --once` and `opensm -o` with the same opensm.conf. The options the SM
 //! does not read yet (`root_guid_file`, `connect_roots`) are checked a step closer in: OpenSM
@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use ibqos_fabric::netfile::parse_net_file;
-use ibqos_fabric::routing::{Engine, NO_ROUTE, RoutingOptions, UpDown};
+use ibqos_fabric::routing::{DownUp, Engine, NO_ROUTE, RoutingOptions, UpDown};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_tests::TestDir;
 use ibqos_tests::lfts::{Tables, compare_tables, destinations, lfts_match_opensm, opensm_tables};
@@ -17,7 +17,7 @@ use ibqos_tests::readback::Failures;
 use ibqos_tests::scenario::Fabric;
 use ibqos_tests::trees::tree;
 
-/// `engine` through the SM on the tree `name` of `scripts/routing-trees`.
+/// `engine` (`updn` or `dnup`) through the SM on the tree `name` of `scripts/routing-trees`.
 fn sm_on(engine: &str, name: &str) -> String {
     let dir = TestDir::new(&format!("routing-{engine}-{name}"));
     let fabric = tree(name, &dir).unwrap();
@@ -53,6 +53,96 @@ fn updn_on_wide() {
 #[test]
 fn updn_on_degraded() {
     assert!(routed_by(&sm_on("updn", "degraded"), "updn"));
+}
+
+#[test]
+fn dnup_on_fat_tree_16() {
+    assert!(routed_by(&sm_on("dnup", "fat-tree-16"), "dnup"));
+}
+
+#[test]
+fn dnup_on_fat_tree_648() {
+    assert!(routed_by(&sm_on("dnup", "fat-tree-648"), "dnup"));
+}
+
+#[test]
+fn dnup_on_three_level() {
+    assert!(routed_by(&sm_on("dnup", "three-level"), "dnup"));
+}
+
+#[test]
+fn dnup_on_wide() {
+    assert!(routed_by(&sm_on("dnup", "wide"), "dnup"));
+}
+
+#[test]
+fn dnup_on_degraded() {
+    assert!(routed_by(&sm_on("dnup", "degraded"), "dnup"));
+}
+
+/// dnup on a ring, every switch a leaf: all ranks equal, so no step is refused.
+#[test]
+fn dnup_on_a_ring() {
+    let dir = TestDir::new("routing-dnup-ring");
+    let ring = ibqos_fabric::generate::ring(6, 1).unwrap();
+    let fabric = Fabric::generated("ring", &ring, dir.path()).unwrap();
+    let log = lfts_match_opensm(&fabric, "routing_engine dnup\n", &dir);
+    assert!(routed_by(&log, "dnup"), "{log}");
+}
+
+/// Two spines over three leaves, L0 and L2 also linked to each other: S0's LID is two hops from
+/// L2 only through L0, a step between leaves after one down from the spine. dnup labels steps
+/// between equal ranks neither up nor down, so it takes that path.
+const CROSS_LINKED: &str = "\
+switchguid=0x200000
+Switch\t3\t\"S0\"
+[1]\t\"L0\"[2]
+[2]\t\"L1\"[2]
+
+switchguid=0x200001
+Switch\t3\t\"S1\"
+[1]\t\"L1\"[3]
+[2]\t\"L2\"[2]
+
+switchguid=0x200002
+Switch\t4\t\"L0\"
+[1]\t\"H0\"[1]
+[2]\t\"S0\"[1]
+[3]\t\"L2\"[3]
+
+switchguid=0x200003
+Switch\t4\t\"L1\"
+[1]\t\"H1\"[1]
+[2]\t\"S0\"[2]
+[3]\t\"S1\"[1]
+
+switchguid=0x200004
+Switch\t4\t\"L2\"
+[1]\t\"H2\"[1]
+[2]\t\"S1\"[2]
+[3]\t\"L0\"[3]
+
+caguid=0x100000
+Ca\t1\t\"H0\"
+[1]\t\"L0\"[1]
+
+caguid=0x100002
+Ca\t1\t\"H1\"
+[1]\t\"L1\"[1]
+
+caguid=0x100004
+Ca\t1\t\"H2\"
+[1]\t\"L2\"[1]
+";
+
+#[test]
+fn dnup_between_cross_linked_leaves() {
+    let dir = TestDir::new("routing-dnup-cross-linked");
+    let netfile = dir.path().join("cross-linked.net");
+    std::fs::write(&netfile, CROSS_LINKED).unwrap();
+    let fabric = Fabric::load("cross-linked", &netfile).unwrap();
+    let log = lfts_match_opensm(&fabric, "routing_engine dnup\n", &dir);
+    assert!(routed_by(&log, "dnup"), "{log}");
 }
 
 /// A ring has no root by OpenSM's rule: updn fails and minhop routes, in both SMs.
@@ -220,6 +310,29 @@ fn updn_connect_roots_on_fat_tree_16() {
     engine_matches_opensm(&fabric, &UpDown, conf, &options, &dir);
 }
 
+/// dnup's `connect_roots`: a second search that allows the refused turns at a price.
+fn dnup_connect_roots_on(name: &str) {
+    let dir = TestDir::new(&format!("routing-dnup-connect-{name}"));
+    let fabric = tree(name, &dir).unwrap();
+    let options = RoutingOptions {
+        connect_roots: true,
+        ..RoutingOptions::default()
+    };
+    let conf = "routing_engine dnup\nconnect_roots TRUE\n";
+    let log = engine_matches_opensm(&fabric, &DownUp, conf, &options, &dir);
+    assert!(routed_by(&log, "dnup"), "{log}");
+}
+
+#[test]
+fn dnup_connect_roots_on_fat_tree_16() {
+    dnup_connect_roots_on("fat-tree-16");
+}
+
+#[test]
+fn dnup_connect_roots_on_three_level() {
+    dnup_connect_roots_on("three-level");
+}
+
 /// `lmc 2`: each CA's four LIDs spread as OpenSM's balancing spreads them.
 fn lmc_on(engine: &dyn Engine, name: &str) {
     let dir = TestDir::new(&format!("routing-{}-lmc-{name}", engine.name()));
@@ -232,6 +345,11 @@ fn lmc_on(engine: &dyn Engine, name: &str) {
 #[test]
 fn updn_lmc_2_on_fat_tree_16() {
     lmc_on(&UpDown, "fat-tree-16");
+}
+
+#[test]
+fn dnup_lmc_2_on_fat_tree_16() {
+    lmc_on(&DownUp, "fat-tree-16");
 }
 
 #[test]
@@ -269,6 +387,11 @@ fn on_the_wheel(engine: &str) {
 #[test]
 fn updn_on_a_wheel() {
     on_the_wheel("updn");
+}
+
+#[test]
+fn dnup_on_a_wheel() {
+    on_the_wheel("dnup");
 }
 
 /// `lmc 2` through the SM: its LIDs and each CA's four routes.

@@ -8,6 +8,7 @@
 
 use ibqos_qos::VlCount;
 
+use super::dnup::DownUp;
 use super::engine::Engine;
 use super::ftree::FatTree;
 use super::minhop::MinHop;
@@ -16,22 +17,15 @@ use super::{Routes, RoutingError, RoutingOptions};
 use crate::topology::Topology;
 
 /// The engines ibqos has, by the names OpenSM gives them.
-pub const ENGINES: [&dyn Engine; 3] = [&MINHOP, &UPDN, &FTREE];
+pub const ENGINES: [&dyn Engine; 4] = [&MINHOP, &UPDN, &DNUP, &FTREE];
 static MINHOP: MinHop = MinHop;
 static UPDN: UpDown = UpDown;
+static DNUP: DownUp = DownUp;
 static FTREE: FatTree = FatTree;
 
 /// The engines OpenSM 3.3.23 has and ibqos does not (`osm_opensm.c` `routing_modules`).
-pub const OPENSM_ONLY_ENGINES: [&str; 8] = [
-    "dnup",
-    "file",
-    "lash",
-    "dor",
-    "torus-2QoS",
-    "nue",
-    "dfsssp",
-    "sssp",
-];
+pub const OPENSM_ONLY_ENGINES: [&str; 7] =
+    ["file", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp"];
 
 /// The list entry that turns the fallback to minhop off.
 const NO_FALLBACK: &str = "no_fallback";
@@ -296,7 +290,7 @@ mod tests {
 
     #[test]
     fn names_match_case_sensitively() {
-        let list = EngineList::parse(Some("updn,Updn,lash,no_fallback"));
+        let list = EngineList::parse(Some("updn,Updn,dnup,lash,no_fallback"));
         let kinds: Vec<&str> = list
             .entries()
             .iter()
@@ -307,7 +301,10 @@ mod tests {
                 Listed::Unknown => "unknown",
             })
             .collect();
-        assert_eq!(kinds, ["updn", "unknown", "opensm only", "no fallback"]);
+        assert_eq!(
+            kinds,
+            ["updn", "unknown", "dnup", "opensm only", "no fallback"]
+        );
     }
 
     /// The engine that routed and the names passed over before it.
@@ -327,8 +324,8 @@ mod tests {
         assert_eq!(routed_by("lash"), Ok(("minhop", vec!["lash".into()])));
     }
 
-    /// A ring has no root by OpenSM's rule: updn fails and passes to minhop, unless the list
-    /// says `no_fallback`.
+    /// A ring has no root by OpenSM's rule: updn fails and passes to the next engine, or to
+    /// minhop, unless the list says `no_fallback`.
     #[test]
     fn updn_without_roots_passes_on() {
         let mut topo = ring(6, 1).unwrap();
@@ -338,9 +335,12 @@ mod tests {
             name: "updn".into(),
             skipped: Skipped::Failed(RoutingError::NoRoots),
         }];
-        let routed = route("updn").unwrap();
-        assert_eq!(routed.attempts, failed);
-        assert_eq!(routed.engine.name(), "minhop");
+        for value in ["updn", "updn,dnup"] {
+            let routed = route(value).unwrap();
+            assert_eq!(routed.attempts, failed, "{value}");
+        }
+        assert_eq!(route("updn").unwrap().engine.name(), "minhop");
+        assert_eq!(route("updn,dnup").unwrap().engine.name(), "dnup");
         assert_eq!(route("updn,no_fallback").unwrap_err().attempts, failed);
     }
 
@@ -365,6 +365,7 @@ mod tests {
         let defaults = RoutingOptions::default();
         assert_eq!(tables("lash,updn"), UPDN.unicast(&topo, &defaults).unwrap());
         assert_eq!(tables("minhop"), MINHOP.unicast(&topo, &defaults).unwrap());
+        assert_eq!(tables("dnup"), DNUP.unicast(&topo, &defaults).unwrap());
         assert_ne!(tables("updn"), tables("minhop"));
     }
 

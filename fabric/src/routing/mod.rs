@@ -8,12 +8,13 @@
 //! The unicast engines share OpenSM's balancing step (`osm_ucast_mgr.c` `ucast_mgr_process_port`,
 //! `osm_switch.c` `osm_switch_recommend_path`) and differ only in which ports of a switch are
 //! candidates toward a destination switch: [`minhop`] allows every port on a shortest path;
-//! [`updn`] the ports at the least count of OpenSM's restricted search, which refuses turns
-//! from down to up. Where that search reaches no path, the entry stays unset, as OpenSM
-//! leaves it.
+//! [`updn`] and [`dnup`] the ports at the least count of OpenSM's restricted search, which
+//! refuses turns from down to up (from up to down for dnup). Where that search reaches no
+//! path, the entry stays unset, as OpenSM leaves it.
 //! [`ftree`] lays its routes with its own walks and counters, as OpenSM's fat-tree engine does.
 
 mod balance;
+mod dnup;
 mod engine;
 mod ftree;
 mod lft_load;
@@ -27,6 +28,7 @@ mod updn;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
+pub use dnup::{DownUp, dnup};
 pub use engine::{Engine, update_port_tables};
 pub use ftree::{FatTree, ftree};
 pub use lft_load::{LftLoad, PortLoad, SwitchLoad, Toward, WorstPort, lft_load};
@@ -110,6 +112,9 @@ pub enum RoutingError {
     /// OpenSM's updn: "disabling UPDN algorithm, no root nodes were found".
     #[error("no root switches were found (none detected, or the root GUID file names none)")]
     NoRoots,
+    /// OpenSM's dnup: "ERR AE0D: No leaf switches found, DnUp routing failed".
+    #[error("no leaf switches were found (no switch has a CA or router attached)")]
+    NoLeaves,
     #[error(transparent)]
     Topology(#[from] TopologyError),
     /// The engine does not route this fabric (ftree on a fabric that is not a fat tree), in

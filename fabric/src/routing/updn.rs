@@ -90,6 +90,8 @@ impl Ranks {
 pub(super) enum Dir {
     Up,
     Down,
+    /// dnup's step between switches of equal rank.
+    Equal,
 }
 
 /// `updn_get_dir`: the label of the search step from `cur` to `rem`, each (rank, NodeGUID).
@@ -143,6 +145,9 @@ pub(super) struct Turns<'a> {
     pub step: &'a dyn Fn(usize, usize) -> Dir,
     /// The step refused: (the label a switch was reached with, the label of the next step).
     pub refused: (Dir, Dir),
+    /// Added to the count of a refused step in place of refusing it (dnup's `connect_roots`);
+    /// 0 refuses.
+    pub prune_weight: u8,
 }
 
 /// One destination switch's row of the hop matrix.
@@ -177,7 +182,7 @@ impl Row {
     }
 }
 
-/// Fills destination `t`'s row as `updn_bfs_by_node` does, and raises
+/// Fills destination `t`'s row as `updn_bfs_by_node` / `dnup_bfs_by_node` do, and raises
 /// `max_hops` to the highest count set. Returns the candidate ports of every switch toward `t`.
 pub(super) fn search(links: &Links, t: usize, turns: &Turns, max_hops: &mut u8) -> Vec<Vec<u8>> {
     let n = links.0.len();
@@ -194,11 +199,19 @@ pub(super) fn search(links: &Links, t: usize, turns: &Turns, max_hops: &mut u8) 
         let arrived = dir[u];
         for &(_, r, back) in &links.0[u] {
             let next = (turns.step)(u, r);
-            if (arrived, next) == turns.refused {
-                continue;
-            }
-            let count = row.least[u];
+            let mut count = row.least[u];
             let remote = row.hops[r][back];
+            if (arrived, next) == turns.refused {
+                if turns.prune_weight == 0 {
+                    continue;
+                }
+                // OpenSM adds in a u8 and, past the hop limit, marks the port unusable (ERR
+                // AE02) before comparing with the count it read earlier.
+                count = count.wrapping_add(turns.prune_weight);
+                if count >= MAX_HOPS {
+                    row.hops[r][back] = NO_HOPS;
+                }
+            }
             if u16::from(count) + 1 < u16::from(remote) {
                 row.set(r, back, count + 1);
                 *max_hops = (*max_hops).max(count + 1);
@@ -236,6 +249,7 @@ pub fn updn(topo: &Topology, options: &RoutingOptions) -> Result<Routes, Routing
         start: Dir::Up,
         step: &step,
         refused: (Dir::Down, Dir::Up),
+        prune_weight: 0,
     };
     // OpenSM builds the min-hop matrix first when it detects the roots or reads more than one,
     // and with `connect_roots` keeps its rows toward the roots.
