@@ -1,10 +1,11 @@
 //! up*/down* and down*/up* against OpenSM 3.3.23's `updn` and `dnup`: every switch's forwarding
 //! table, compared by switch and destination GUID (see `ibqos_tests::lfts`).
 //!
-//! Most tests run `ibqos sm --once` and `opensm -o` with the same opensm.conf. The options the SM
-//! does not read yet (`root_guid_file`, `connect_roots`) are checked a step closer in: OpenSM
-//! routes the served fabric, and the engine routes the same net file in-process with the same
-//! options and OpenSM's LIDs.
+//! Most tests run `ibqos sm --once` and `opensm -o` with the same opensm.conf. The options
+//! (`root_guid_file`, `connect_roots`, `lmc`) are also checked a step closer in, on more trees:
+//! OpenSM routes the served fabric, and the engine routes the same net file in-process with the
+//! same options and OpenSM's LIDs. That keeps the engine's parity apart from how the SM reads
+//! the options and hands out LIDs.
 
 use std::collections::BTreeMap;
 
@@ -405,15 +406,55 @@ fn updn_lmc_2_through_the_sm_on_fat_tree_16() {
     assert!(routed_by(&log, "updn"), "{log}");
 }
 
-/// `root_guid_file` through the SM: a leaf as the only root.
-#[test]
-#[ignore = "waits for the routing-options branch: the SM does not read root_guid_file yet"]
-fn updn_root_file_through_the_sm_on_fat_tree_16() {
-    let dir = TestDir::new("routing-updn-sm-roots-fat-tree-16");
-    let fabric = tree("fat-tree-16", &dir).unwrap();
+/// `root_guid_file` through the SM on the tree `name`, naming the switches `prefix`* and then
+/// the lines `extra`.
+fn root_file_through_the_sm(name: &str, prefix: &str, extra: &str) -> String {
+    let dir = TestDir::new(&format!("routing-updn-sm-roots-{name}"));
+    let fabric = tree(name, &dir).unwrap();
     let conf = format!(
         "routing_engine updn\n{}",
-        root_file(&dir, &switch_guids(&fabric, "L0"), "")
+        root_file(&dir, &switch_guids(&fabric, prefix), extra)
+    );
+    let log = lfts_match_opensm(&fabric, &conf, &dir);
+    assert!(routed_by(&log, "updn"), "{log}");
+    log
+}
+
+/// A leaf as the only root.
+#[test]
+fn updn_root_file_through_the_sm() {
+    root_file_through_the_sm("fat-tree-16", "L0", "");
+}
+
+/// A file OpenSM stops reading at a line that is no GUID: it keeps the leaf read before it and
+/// detects the spines too.
+#[test]
+fn updn_root_file_that_fails_through_the_sm() {
+    let log = root_file_through_the_sm("wide", "L1", "not-a-guid\n");
+    assert!(log.contains("cannot parse root guids file"), "{log}");
+}
+
+/// `connect_roots` through the SM, for each engine.
+#[test]
+fn connect_roots_through_the_sm() {
+    for engine in ["updn", "dnup"] {
+        let dir = TestDir::new(&format!("routing-{engine}-sm-connect"));
+        let fabric = tree("fat-tree-16", &dir).unwrap();
+        let conf = format!("routing_engine {engine}\nconnect_roots TRUE\n");
+        let log = lfts_match_opensm(&fabric, &conf, &dir);
+        assert!(routed_by(&log, engine), "{log}");
+    }
+}
+
+/// A root file that does not exist: OpenSM detects the roots.
+#[test]
+fn updn_missing_root_file_through_the_sm() {
+    let dir = TestDir::new("routing-updn-sm-roots-missing");
+    let fabric = tree("fat-tree-16", &dir).unwrap();
+    let missing = dir.path().join("no-such-file");
+    let conf = format!(
+        "routing_engine updn\nroot_guid_file {}\n",
+        missing.display()
     );
     let log = lfts_match_opensm(&fabric, &conf, &dir);
     assert!(routed_by(&log, "updn"), "{log}");

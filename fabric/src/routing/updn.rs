@@ -1,8 +1,9 @@
 //! Up*/down* routing exactly as OpenSM's `updn` engine (`osm_ucast_updn.c`) computes it.
 //!
 //! The roots are the switches `root_guid_file` names (a GUID of no switch, a CA's included, is
-//! ignored), else those OpenSM detects: [`updn_roots`]. No root fails the engine, and the
-//! engine list falls back. Every switch is ranked by its hop distance from the nearest root.
+//! ignored), else those OpenSM detects: [`updn_roots`]. After a file OpenSM could not read to
+//! its end, both: the roots read before the failure and those detected. No root fails the
+//! engine, and the engine list falls back. Every switch is ranked by its hop distance from the nearest root.
 //!
 //! For each destination switch, a search runs outward from it and fills that switch's row of
 //! the hop matrix, port by port (OpenSM's `updn_bfs_by_node`). The search runs against the
@@ -26,7 +27,7 @@ use std::collections::VecDeque;
 use super::balance::{self, NoPath};
 use super::engine::Engine;
 use super::minhop::shortest_toward;
-use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
+use super::{GuidFile, Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
 use crate::topology::{NodeId, PortRef, Topology};
 
 /// OpenSM's `updn`: [`updn`] behind the [`Engine`] seam.
@@ -233,13 +234,24 @@ pub fn updn(topo: &Topology, options: &RoutingOptions) -> Result<Routes, Routing
     topo.validate()?;
     let graph = SwitchGraph::new(topo);
     let dests = destinations(topo, &graph)?;
-    let roots: Vec<usize> = match &options.root_guids {
-        // `rank_root_node`: file order does not matter, unknown GUIDs are skipped.
-        Some(guids) => (0..graph.len())
+    // `rank_root_node`: file order does not matter, unknown GUIDs are skipped. OpenSM detects
+    // roots without a file, and also after a file it could not read to its end, keeping the
+    // roots read before the failure.
+    let file_failed = options.failed_files.contains(&GuidFile::Root);
+    let named: Vec<usize> = options.root_guids.as_ref().map_or(Vec::new(), |guids| {
+        (0..graph.len())
             .filter(|&s| guids.contains(&graph.guid[s]))
-            .collect(),
-        None => roots_of(topo, &graph),
-    };
+            .collect()
+    });
+    let detect = options.root_guids.is_none() || file_failed;
+    let mut roots = named.clone();
+    if detect {
+        roots.extend(
+            roots_of(topo, &graph)
+                .into_iter()
+                .filter(|s| !named.contains(s)),
+        );
+    }
     if roots.is_empty() {
         return Err(RoutingError::NoRoots);
     }
@@ -251,10 +263,9 @@ pub fn updn(topo: &Topology, options: &RoutingOptions) -> Result<Routes, Routing
         refused: (Dir::Down, Dir::Up),
         prune_weight: 0,
     };
-    // OpenSM builds the min-hop matrix first when it detects the roots or reads more than one,
-    // and with `connect_roots` keeps its rows toward the roots.
-    let min_hop_rows_kept =
-        options.connect_roots && (options.root_guids.is_none() || roots.len() > 1);
+    // OpenSM builds the min-hop matrix first when it detects roots or reads more than one, and
+    // with `connect_roots` keeps its rows toward the roots.
+    let min_hop_rows_kept = options.connect_roots && (detect || named.len() > 1);
     let links = Links::new(topo, &graph);
     let toward: Vec<Vec<Vec<u8>>> = (0..graph.len())
         .map(|t| {
