@@ -399,6 +399,13 @@ proptest! {
             connect_roots: true,
             ..RoutingOptions::default()
         };
+        // With a single root, the search's row toward it is already the min-hop row that
+        // `connect_roots` keeps.
+        let one_root_connected = RoutingOptions {
+            connect_roots: true,
+            ..one_root.clone()
+        };
+        prop_assert_eq!(updn(&t, &one_root_connected), updn(&t, &one_root));
         let restricted = [
             updn(&t, &one_root),
             updn(&t, &connected),

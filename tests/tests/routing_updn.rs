@@ -293,6 +293,13 @@ fn updn_with_connected_spines_on_fat_tree_16() {
     updn_with_roots("fat-tree-16", "S", true);
 }
 
+/// One root and `connect_roots`: OpenSM builds no min-hop matrix, and the search's row toward
+/// the root is the same.
+#[test]
+fn updn_with_a_connected_leaf_on_three_level() {
+    updn_with_roots("three-level", "E0_0", true);
+}
+
 #[test]
 fn updn_with_a_leaf_as_root_on_degraded() {
     updn_with_roots("degraded", "L0", false);

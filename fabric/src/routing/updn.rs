@@ -3,7 +3,8 @@
 //! The roots are the switches `root_guid_file` names (a GUID of no switch, a CA's included, is
 //! ignored), else those OpenSM detects: [`updn_roots`]. After a file OpenSM could not read to
 //! its end, both: the roots read before the failure and those detected. No root fails the
-//! engine, and the engine list falls back. Every switch is ranked by its hop distance from the nearest root.
+//! engine, and the engine list falls back. Every switch is ranked by its hop distance from the
+//! nearest root.
 //!
 //! For each destination switch, a search runs outward from it and fills that switch's row of
 //! the hop matrix, port by port (OpenSM's `updn_bfs_by_node`). The search runs against the
@@ -263,9 +264,11 @@ pub fn updn(topo: &Topology, options: &RoutingOptions) -> Result<Routes, Routing
         refused: (Dir::Down, Dir::Up),
         prune_weight: 0,
     };
-    // OpenSM builds the min-hop matrix first when it detects roots or reads more than one, and
-    // with `connect_roots` keeps its rows toward the roots.
-    let min_hop_rows_kept = options.connect_roots && (detect || named.len() > 1);
+    // With `connect_roots` OpenSM keeps the min-hop rows toward the roots, when it has built the
+    // min-hop matrix: it detected roots, or read more than one. With a single root it has not,
+    // but then the search's row toward that root is the min-hop row anyway: every step away
+    // from the only root is down, and nothing refuses a further step down.
+    let min_hop_rows_kept = options.connect_roots;
     let links = Links::new(topo, &graph);
     let toward: Vec<Vec<Vec<u8>>> = (0..graph.len())
         .map(|t| {
