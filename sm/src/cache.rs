@@ -41,11 +41,11 @@ pub(crate) fn parse_hex(field: &str) -> Option<u64> {
     u64::from_str_radix(digits, 16).ok()
 }
 
-/// The guid2lid file for these ports: (port GUID, base LID) with `lmc`.
-pub fn write_guid2lid(ports: impl IntoIterator<Item = (u64, u16)>, lmc: u8) -> String {
-    let span = 1u16 << lmc.min(7);
+/// The guid2lid file for these ports: (port GUID, base LID, LMC).
+pub fn write_guid2lid(ports: impl IntoIterator<Item = (u64, u16, u8)>) -> String {
     let mut out = String::new();
-    for (guid, lid) in ports {
+    for (guid, lid, lmc) in ports {
+        let span = 1u16 << lmc.min(7);
         let _ = writeln!(
             out,
             "{} {lid:#06x} {:#06x}",
@@ -62,7 +62,7 @@ mod tests {
 
     #[test]
     fn round_trip_in_opensm_format() {
-        let text = write_guid2lid([(0x0002_c900_0010_0001, 1), (0x0002_c900_0000_1000, 4)], 1);
+        let text = write_guid2lid([(0x0002_c900_0010_0001, 1, 1), (0x0002_c900_0000_1000, 4, 1)]);
         assert_eq!(
             text,
             "0x0002c90000100001 0x0001 0x0002\n0x0002c90000001000 0x0004 0x0005\n"

@@ -58,6 +58,7 @@ use crate::cache::write_guid2lid;
 use crate::config::{election_config, mkey_config, sa_config, sweep_config};
 use crate::counters::Counters;
 use crate::election::{Election, Next, StateChange, Verdict};
+use crate::engine::lids::endport_lmc;
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::mkey::{KeyRing, Neighbors};
 use crate::responder::{Heard, Responder, Unsolicited, generic_notice};
@@ -856,11 +857,18 @@ impl Manager {
             self.queued.extend(self.sa.take_outgoing());
         }
         if mode != SweepMode::DryRun {
-            let ports = sweep.subnet().endports().filter(|(_, _, p)| p.lid != 0);
-            let ports: Vec<(u64, u16)> = ports.map(|(_, _, p)| (p.guid, p.lid)).collect();
-            let guid2lid = write_guid2lid(ports.iter().copied(), self.config.lmc);
-            self.events.push_back(Event::SaveLids(guid2lid));
-            self.keys.set_lids(ports);
+            let subnet = sweep.subnet();
+            let ports = subnet.endports().filter(|(_, _, p)| p.lid != 0);
+            let ports: Vec<(u64, u16, u8)> = ports
+                .map(|(node, _, p)| {
+                    let is_switch = subnet.nodes.get(&node).is_some_and(|n| n.is_switch());
+                    (p.guid, p.lid, endport_lmc(is_switch, self.config.lmc))
+                })
+                .collect();
+            self.events
+                .push_back(Event::SaveLids(write_guid2lid(ports.iter().copied())));
+            self.keys
+                .set_lids(ports.into_iter().map(|(guid, lid, _)| (guid, lid)));
             if let Some((guid2mkey, neighbors)) = self.keys.take_changed() {
                 self.events.push_back(Event::SaveMkeys {
                     guid2mkey,

@@ -1,5 +1,5 @@
-//! The LID manager: a base LID for every endport (CA and router ports, switch port 0), each
-//! owning 2^LMC LIDs aligned to that size.
+//! The LID manager: a base LID for every endport. A CA or router port owns 2^LMC LIDs aligned
+//! to that size, a switch's port 0 one LID.
 //!
 //! A port keeps, in this order of preference, the LID the guid2lid cache of an earlier run gave
 //! it, the LID it already holds, or else the lowest free range: so a restarted SM, or a fabric
@@ -29,7 +29,14 @@ pub enum LidError {
     BadLmc(u8),
 }
 
-/// Gives every endport of `subnet` a base LID.
+/// The LMC of an endport when the subnet's is `lmc`: OpenSM gives a base switch port 0 none
+/// (`lmc_esp0`, which would give an enhanced port 0 the subnet's, is not supported).
+pub fn endport_lmc(is_switch: bool, lmc: u8) -> u8 {
+    if is_switch { 0 } else { lmc }
+}
+
+/// Gives every endport of `subnet` a base LID and the 2^LMC LIDs after it, its LMC as
+/// [`endport_lmc`] says.
 pub fn assign_lids(
     subnet: &mut Subnet,
     lmc: u8,
@@ -38,23 +45,25 @@ pub fn assign_lids(
     if lmc > 7 {
         return Err(LidError::BadLmc(lmc));
     }
-    let span = 1u16 << lmc;
-    let usable = |lid: u16| {
-        lid != 0
-            && lid.is_multiple_of(span)
-            && lid
-                .checked_add(span - 1)
-                .is_some_and(|end| end <= MAX_UNICAST_LID)
-    };
     // The SM's own port first, then the rest in OpenSM's port table order (osm_lid_mgr.c: our
     // SM's port, then `port_guid_tbl`), so a fresh fabric gets the LIDs OpenSM gives it.
-    let mut order: Vec<(PortKey, u64)> = subnet
+    let mut order: Vec<(PortKey, u64, u16)> = subnet
         .endports()
-        .map(|(guid, port, p)| (PortKey::new(guid, port), p.guid))
+        .map(|(guid, port, p)| {
+            let is_switch = subnet.nodes.get(&guid).is_some_and(|n| n.is_switch());
+            let span = 1u16 << endport_lmc(is_switch, lmc);
+            (PortKey::new(guid, port), p.guid, span)
+        })
         .collect();
-    order.sort_by_key(|(key, guid)| (Some(*key) != subnet.sm_port, Guid(*guid).opensm_order()));
-    let order: Vec<PortKey> = order.into_iter().map(|(key, _)| key).collect();
+    order.sort_by_key(|(key, guid, _)| (Some(*key) != subnet.sm_port, Guid(*guid).opensm_order()));
     let mut taken: BTreeSet<u16> = BTreeSet::new();
+    let free = |taken: &BTreeSet<u16>, lid: u16, span: u16| {
+        lid != 0
+            && lid.is_multiple_of(span)
+            && lid.checked_add(span - 1).is_some_and(|end| {
+                end <= MAX_UNICAST_LID && taken.range(lid..=end).next().is_none()
+            })
+    };
     let mut chosen: BTreeMap<PortKey, u16> = BTreeMap::new();
     let preferences: [&dyn Fn(PortKey) -> Option<u16>; 2] = [
         &|key| {
@@ -65,33 +74,39 @@ pub fn assign_lids(
         &|key| subnet.port(key).map(|p| p.info.lid),
     ];
     for prefer in preferences {
-        for key in &order {
-            if chosen.contains_key(key) {
+        for &(key, _, span) in &order {
+            if chosen.contains_key(&key) {
                 continue;
             }
-            if let Some(lid) = prefer(*key).filter(|lid| usable(*lid) && !taken.contains(lid)) {
-                taken.insert(lid);
-                chosen.insert(*key, lid);
+            if let Some(lid) = prefer(key).filter(|lid| free(&taken, *lid, span)) {
+                taken.extend(lid..lid + span);
+                chosen.insert(key, lid);
             }
         }
     }
-    let mut next = span;
-    for key in &order {
-        if chosen.contains_key(key) {
+    // The rest from a cursor that only moves up, each range aligned to its size: on a fabric
+    // without LIDs, OpenSM's free-range search does the same, and leaves the LIDs an alignment
+    // skips unused.
+    let mut next: u16 = 1;
+    for &(key, _, span) in &order {
+        if chosen.contains_key(&key) {
             continue;
         }
-        while taken.contains(&next) {
-            next = next.checked_add(span).unwrap_or(0);
+        let mut lid = next.next_multiple_of(span);
+        while lid < MAX_UNICAST_LID && !free(&taken, lid, span) {
+            lid = lid.saturating_add(1).next_multiple_of(span);
         }
-        if !usable(next) {
+        if !free(&taken, lid, span) {
+            let needed = order.iter().map(|(_, _, span)| usize::from(*span)).sum();
             return Err(LidError::Exhausted {
                 endports: order.len(),
                 lmc,
-                needed: order.len() * usize::from(span),
+                needed,
             });
         }
-        taken.insert(next);
-        chosen.insert(*key, next);
+        taken.extend(lid..lid + span);
+        chosen.insert(key, lid);
+        next = lid + span;
     }
     for (key, lid) in chosen {
         if let Some(port) = subnet.port_mut(key) {

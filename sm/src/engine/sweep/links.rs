@@ -10,7 +10,7 @@ use tracing::info;
 use super::diff::PortInfoField;
 use super::reconcile::{Held, Planned, SetTarget};
 use super::{Op, Phase, Sweep};
-use crate::engine::lids::assign_lids;
+use crate::engine::lids::{assign_lids, endport_lmc};
 use crate::engine::qos::{port_plan, setup_tables};
 use crate::engine::subnet::PortKey;
 use crate::mkey::KeyHidden;
@@ -97,7 +97,7 @@ impl Sweep {
         if is_endport {
             info.client_reregister = self.reregisters_clients(&port.info, sm_lid);
             info.lid = port.lid;
-            info.lmc = self.config.lmc;
+            info.lmc = endport_lmc(node.is_switch(), self.config.lmc);
             info.master_sm_lid = sm_lid;
             info.gid_prefix = self.config.subnet_prefix;
             info.master_sm_sl = self.config.sm_sl;
