@@ -1,6 +1,6 @@
 //! The balancing step's options against OpenSM 3.3.23 (`osm_switch_recommend_path`), compared
-//! LFT by LFT as `ibqos_tests::lfts` reads them from ibsim: minhop with an LMC, through
-//! `ibqos sm --once` end to end.
+//! LFT by LFT as `ibqos_tests::lfts` reads them from ibsim: minhop with an LMC, and on
+//! switch GUIDs beyond one byte, through `ibqos sm --once` end to end.
 
 use std::path::Path;
 
@@ -68,4 +68,62 @@ fn lmc_2_on_wide() {
 #[test]
 fn lmc_2_on_degraded() {
     lmc_2_on("degraded");
+}
+
+/// Two spines and three leaves, each leaf with two parallel links to spine SA, one to SB and
+/// four hosts. With more LIDs per port than a leaf has spines, every spine a LID could go to
+/// is already used, and OpenSM breaks the tie by how many LIDs of that port each spine got:
+/// the symmetric trees never reach that rule.
+///
+/// With `switch_guids` the switches (SA, SB, L0, L1, L2) get those GUIDs rather than ibsim's.
+fn uneven_tree(dir: &TestDir, switch_guids: Option<[u64; 5]>) -> Fabric {
+    const LEAVES: usize = 3;
+    const HOSTS: usize = 4;
+    let guid =
+        |i: usize| switch_guids.map_or(String::new(), |g| format!("switchguid={:#x}\n", g[i]));
+    let mut net = format!("{}Switch\t8 \"SA\"\n", guid(0));
+    for l in 0..LEAVES {
+        net += &format!(
+            "[{}]\t\"L{l}\"[1]\n[{}]\t\"L{l}\"[2]\n",
+            2 * l + 1,
+            2 * l + 2
+        );
+    }
+    net += &format!("\n{}Switch\t8 \"SB\"\n", guid(1));
+    for l in 0..LEAVES {
+        net += &format!("[{}]\t\"L{l}\"[3]\n", l + 1);
+    }
+    for l in 0..LEAVES {
+        net += &format!("\n{}Switch\t8 \"L{l}\"\n", guid(2 + l));
+        net += &format!("[1]\t\"SA\"[{}]\n[2]\t\"SA\"[{}]\n", 2 * l + 1, 2 * l + 2);
+        net += &format!("[3]\t\"SB\"[{}]\n", l + 1);
+        for h in 0..HOSTS {
+            net += &format!("[{}]\t\"H{l}_{h}\"[1]\n", h + 4);
+        }
+    }
+    for l in 0..LEAVES {
+        for h in 0..HOSTS {
+            net += &format!("\nHca\t1 \"H{l}_{h}\"\n[1]\t\"L{l}\"[{}]\n", h + 4);
+        }
+    }
+    let path = dir.subdir("trees").join("uneven.net");
+    std::fs::write(&path, net).unwrap();
+    Fabric::load("uneven", &path).unwrap()
+}
+
+/// Switch GUIDs that differ in more than their last byte, as vendors' do. OpenSM orders GUIDs
+/// by their bytes from the last (0x..0100 before 0x..00ff), not numerically: here the leaves,
+/// tied on hosts, are routed L1, L2, L0 rather than L1, L0, L2.
+const VENDOR_SWITCH_GUIDS: [u64; 5] = [
+    0x0002_c903_0000_0100,
+    0x0002_c903_0000_00ff,
+    0x0002_c903_0000_01fe,
+    0x0002_c903_0000_0002,
+    0x0002_c903_0000_02aa,
+];
+
+#[test]
+fn minhop_on_vendor_switch_guids() {
+    let dir = TestDir::new("routing-balance-vendor-guids");
+    minhop_end_to_end(&uneven_tree(&dir, Some(VENDOR_SWITCH_GUIDS)), "", &dir);
 }

@@ -43,6 +43,8 @@ pub use multicast::{
 pub use options::{GuidFile, RoutingOptions};
 pub use updn::{Ranks, UpDown, updn, updn_roots};
 
+use ibqos_mad::Guid;
+
 use crate::topology::{LidError, NodeId, PortRef, Topology, TopologyError};
 
 /// The LFT entry meaning "no route".
@@ -207,7 +209,8 @@ struct Dest {
 /// The destinations in OpenSM's routing order (`osm_ucast_mgr.c` `ucast_mgr_build_lfts`): first
 /// the CA and router ports attached to switches, switch by switch with the switches holding the
 /// most such ports first (ties in NodeGUID order), each switch's in port order; then every other
-/// end port in port-GUID order. The order decides which LIDs the balancing sees first.
+/// end port in port-GUID order. GUID order is OpenSM's: by the GUID's bytes from the last one
+/// (see `Guid::opensm_order`). The order decides which LIDs the balancing sees first.
 fn destinations(topo: &Topology, graph: &SwitchGraph) -> Result<Vec<Dest>, RoutingError> {
     topo.lid_map()?;
     if topo
@@ -259,7 +262,10 @@ fn destinations(topo: &Topology, graph: &SwitchGraph) -> Result<Vec<Dest>, Routi
                 .count()
         })
     };
-    by_load.sort_by_key(|&s| (std::cmp::Reverse(end_links(s)), graph.guid[s]));
+    by_load.sort_by_key(|&s| {
+        let guid = Guid(graph.guid[s]).opensm_order();
+        (std::cmp::Reverse(end_links(s)), guid)
+    });
     for s in by_load {
         let Some(node) = topo.node(graph.ids[s]) else {
             continue;
@@ -275,7 +281,7 @@ fn destinations(topo: &Topology, graph: &SwitchGraph) -> Result<Vec<Dest>, Routi
     }
     let mut rest: Vec<(u64, PortRef)> = topo
         .endports()
-        .filter_map(|ep| Some((topo.port(ep)?.guid, ep)))
+        .filter_map(|ep| Some((Guid(topo.port(ep)?.guid).opensm_order(), ep)))
         .collect();
     rest.sort();
     for (_, ep) in rest {
