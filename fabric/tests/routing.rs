@@ -110,7 +110,7 @@ fn attached_switch(t: &Topology, p: PortRef) -> NodeId {
 #[test]
 fn minhop_reaches_everything_on_shortest_paths() {
     for (name, t) in fabrics() {
-        let routes = minhop(&t).unwrap();
+        let routes = minhop(&t, &RoutingOptions::default()).unwrap();
         for (sw, lft) in routes.iter() {
             assert_eq!(lft.len(), usize::from(routes.max_lid()) + 1);
             let own = t.port(PortRef::new(sw, 0)).unwrap().lid_range().unwrap();
@@ -129,7 +129,7 @@ fn minhop_reaches_everything_on_shortest_paths() {
 #[test]
 fn minhop_balances_leaf_uplinks_like_opensm() {
     let t = net(include_str!("../data/fat-tree-16.net"));
-    let routes = minhop(&t).unwrap();
+    let routes = minhop(&t, &RoutingOptions::default()).unwrap();
     for leaf in ["L0", "L1", "L2", "L3"] {
         let id = t.node_by_name(leaf).unwrap();
         // CA LIDs per uplink: OpenSM's port profile counts CA destinations only.
@@ -152,7 +152,7 @@ fn minhop_balances_leaf_uplinks_like_opensm() {
 fn minhop_on_a_three_level_fat_tree_goes_up_then_down() {
     for k in [4, 8] {
         let t = with_lids(generate::fat_tree3(k, k, k / 2).unwrap(), 0);
-        let routes = minhop(&t).unwrap();
+        let routes = minhop(&t, &RoutingOptions::default()).unwrap();
         let name = |p: PortRef| t.node(p.node).unwrap().name.as_str();
         // `H{pod}_{edge}_{h}` without its host number: the edge switch it hangs off.
         let edge = |p: PortRef| name(p).rsplit_once('_').unwrap().0.to_owned();
@@ -187,7 +187,7 @@ fn minhop_on_a_three_level_fat_tree_goes_up_then_down() {
 #[test]
 fn lmc_ranges_spread_over_paths() {
     let t = with_lids(generate::fat_tree(2, 2, 1, 4).unwrap(), 1);
-    let routes = minhop(&t).unwrap();
+    let routes = minhop(&t, &RoutingOptions::default()).unwrap();
     let l0 = t.node_by_name("L0").unwrap();
     let h1 = t
         .node(t.node_by_name("H1_0").unwrap())
@@ -258,7 +258,12 @@ fn updn_leaves_spine_to_spine_unrouted() {
     // The leaves reach both spines, and minhop routes spine to spine through a leaf.
     let l0 = t.node_by_name("L0").unwrap();
     assert!(routes.port(l0, lid("S1")).is_some());
-    assert!(minhop(&t).unwrap().port(s0, lid("S1")).is_some());
+    assert!(
+        minhop(&t, &RoutingOptions::default())
+            .unwrap()
+            .port(s0, lid("S1"))
+            .is_some()
+    );
 }
 
 #[test]
@@ -286,22 +291,28 @@ fn updn_roots_are_the_spines_of_a_fat_tree() {
 #[test]
 fn routing_errors() {
     let t = generate::ring(3, 1).unwrap();
-    assert_eq!(minhop(&t), Err(RoutingError::NoLids));
+    assert_eq!(
+        minhop(&t, &RoutingOptions::default()),
+        Err(RoutingError::NoLids)
+    );
     let mut partial = with_lids(t.clone(), 0);
     let s0 = partial.node_by_name("S0").unwrap();
     partial.port_mut(PortRef::new(s0, 0)).unwrap().lid = 0;
     assert_eq!(
-        minhop(&partial),
+        minhop(&partial, &RoutingOptions::default()),
         Err(RoutingError::MissingLid("\"S0\"[0]".into()))
     );
     partial.port_mut(PortRef::new(s0, 0)).unwrap().lid = 2;
-    assert!(matches!(minhop(&partial), Err(RoutingError::Lid(_))));
+    assert!(matches!(
+        minhop(&partial, &RoutingOptions::default()),
+        Err(RoutingError::Lid(_))
+    ));
     let mut cut = with_lids(t, 0);
     let s1 = cut.node_by_name("S1").unwrap();
     cut.disconnect(PortRef::new(s1, 1));
     cut.disconnect(PortRef::new(s1, 2));
     assert!(matches!(
-        minhop(&cut),
+        minhop(&cut, &RoutingOptions::default()),
         Err(RoutingError::Unreachable { .. })
     ));
     let h = cut.node_by_name("H0_0").unwrap();
@@ -386,7 +397,7 @@ proptest! {
     #[test]
     fn random_fabrics_route_without_loops(t in arb_fabric()) {
         // all_paths panics on any unreachable LID or loop.
-        let min = minhop(&t).unwrap();
+        let min = minhop(&t, &RoutingOptions::default()).unwrap();
         all_paths(&t, &min);
         // OpenSM's up/down searches may leave a CA unreached on an irregular fabric, but what
         // they route never loops and arrives where the LID lives.
@@ -426,7 +437,7 @@ proptest! {
                 }
             }
         }
-        prop_assert_eq!(minhop(&t).unwrap(), min);
+        prop_assert_eq!(minhop(&t, &RoutingOptions::default()).unwrap(), min);
     }
 }
 

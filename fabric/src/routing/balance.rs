@@ -1,25 +1,33 @@
 //! The balancing step shared by every engine: which of the candidate ports a switch uses for
 //! each destination LID.
 //!
-//! It follows OpenSM's `osm_switch_recommend_path` (osm_switch.c) as called by
-//! `ucast_mgr_process_tbl` / `ucast_mgr_process_port` (osm_ucast_mgr.c) with default options:
-//! - LIDs are routed offset by offset (every destination's base LID, then every base + 1, ...),
-//!   destinations in the order of [`super::destinations`];
+//! It follows OpenSM's `osm_switch_recommend_path` (osm_switch.c) as `ucast_mgr_build_lfts` and
+//! `ucast_mgr_process_port` (osm_ucast_mgr.c) call it on the first sweep, when existing LFTs are
+//! ignored:
+//! - switches are routed one by one in OpenSM's GUID order, and on each the LIDs offset by offset
+//!   (every destination's base LID, then every base + 1, ...), destinations in the order of
+//!   [`super::destinations`];
 //! - each switch keeps a per-port count of CA/router LIDs routed so far (OpenSM's port profile;
 //!   switch LIDs are not counted, as with `port_profile_switch_nodes FALSE`) and picks the
-//!   candidate with the lowest count, the first in port order on ties;
-//! - for the LIDs after a port's base LID (LMC > 0) the search starts after the port used for
-//!   the previous LID, and a candidate leading to a system image not yet used for this
-//!   destination wins, then one leading to a node not yet used, so the LID range spreads over
-//!   paths. OpenSM additionally breaks ties by how often a remote node was forwarded to; that
-//!   refinement is left out.
+//!   candidate with the lowest count, the first in search order on ties. The search starts at
+//!   port 1 for a base LID and after the previous LID's port for the LIDs after it;
+//! - for the LIDs after a port's base LID (LMC > 0), a candidate leading to a system image not yet
+//!   used by this destination's LIDs wins, then one leading to a node not yet used, and among
+//!   ports whose node is used, ties go to the node this switch forwarded fewer of them to;
+//! - `port_shifting` searches the candidates again from an offset that grows with their counts,
+//!   so destinations do not all line up on the first port;
+//! - `scatter_ports` picks at random among the ports tied at the lowest count, for base LIDs,
+//!   with glibc's `random()` seeded afresh for each routing, so the tables are OpenSM's.
 //!
-//! Not mirrored: keeping existing LFT entries (the engines are pure functions), port shifting,
-//! scatter ports, and routing-order / port-profile-ignore files.
+//! Not mirrored: keeping existing LFT entries (the engines are pure functions), and the hop
+//! weights, port search ordering and port-profile-ignore files.
 
 use std::collections::BTreeMap;
 
-use super::{Dest, NO_ROUTE, Routes, RoutingError, SwitchGraph};
+use ibqos_mad::Guid;
+
+use super::glibc_random::GlibcRandom;
+use super::{Dest, NO_ROUTE, Routes, RoutingError, RoutingOptions, SwitchGraph};
 use crate::topology::{PortRef, Topology};
 
 /// What a switch with no candidate port toward a destination does.
@@ -39,6 +47,7 @@ pub(super) fn build<'t>(
     graph: &SwitchGraph,
     dests: &[Dest],
     no_path: NoPath,
+    options: &RoutingOptions,
     toward: impl Fn(bool, usize, usize) -> &'t [u8],
 ) -> Result<Routes, RoutingError> {
     let max_lid = dests
@@ -47,8 +56,15 @@ pub(super) fn build<'t>(
         .max()
         .unwrap_or(0);
     let max_count = dests.iter().map(|d| d.count).max().unwrap_or(1);
+    // OpenSM seeds once per routing and walks its switch table in GUID order, so the random
+    // draws of one switch follow those of the switches before it.
+    let mut random = (options.scatter_ports != 0).then(|| GlibcRandom::new(options.scatter_ports));
+    let mut order: Vec<usize> = (0..graph.len()).collect();
+    order.sort_by_key(|&s| Guid(graph.guid[s]).opensm_order());
     let mut lfts = BTreeMap::new();
-    for (s, &id) in graph.ids.iter().enumerate() {
+    let mut scan = Vec::new();
+    for s in order {
+        let id = graph.ids[s];
         let Some(node) = topo.node(id) else { continue };
         // (system image GUID, node GUID) behind each port.
         let remote: Vec<(u64, u64)> = (0..node.ports.len())
@@ -60,7 +76,7 @@ pub(super) fn build<'t>(
             .collect();
         let mut lft = vec![NO_ROUTE; usize::from(max_lid) + 1];
         let mut profile = vec![0u32; node.ports.len()];
-        let mut used: Vec<Vec<(u64, u64)>> = vec![Vec::new(); dests.len()];
+        let mut used: Vec<Vec<Forwarded>> = vec![Vec::new(); dests.len()];
         // One per candidate list of this switch: toward each switch, for CAs and for switches.
         let mut cursors = vec![Cursor::default(); 2 * graph.ids.len()];
         for offset in 0..max_count {
@@ -74,24 +90,32 @@ pub(super) fn build<'t>(
                     dest: topo.describe(dest.port),
                     lid,
                 };
+                // Whether OpenSM draws among the tied ports for this LID.
+                let draws = offset == 0 && dest.scattered && random.is_some();
                 let chosen = match dest.attach {
                     Some((t, p)) if t == s => Some(p),
-                    Some((t, _)) if offset == 0 => {
-                        // The first LID of each destination: nothing of its range is used yet,
-                        // and the search starts at port 1, so it is the first least-loaded
-                        // port in port order.
+                    Some((t, _)) if offset == 0 && !options.port_shifting && !draws => {
+                        // The first LID of each destination, chosen the plain way: nothing of
+                        // its range is used yet, and the search starts at port 1, so it is the
+                        // first least-loaded port in port order.
                         let candidates = toward(dest.is_switch, t, s);
                         let cursor = &mut cursors[2 * t + usize::from(dest.is_switch)];
                         cursor.least_loaded(candidates, &profile)
                     }
                     Some((t, _)) => {
-                        let start = usize::from(lft[usize::from(lid - 1)]) + 1;
+                        let start = if offset == 0 {
+                            1
+                        } else {
+                            usize::from(lft[usize::from(lid - 1)]) + 1
+                        };
                         let choice = Choice {
                             profile: &profile,
                             remote: &remote,
-                            used: &used[d],
+                            used: (offset > 0).then_some(used[d].as_slice()),
+                            port_shifting: options.port_shifting,
                         };
-                        choice.best(toward(dest.is_switch, t, s), start)
+                        let scatter = random.as_mut().filter(|_| draws);
+                        choice.best(toward(dest.is_switch, t, s), start, scatter, &mut scan)
                     }
                     None => None,
                 };
@@ -105,7 +129,7 @@ pub(super) fn build<'t>(
                 if !dest.is_switch {
                     profile[usize::from(port)] += 1;
                     if dest.count > 1 && port != 0 {
-                        used[d].push(remote[usize::from(port)]);
+                        Forwarded::count(&mut used[d], remote[usize::from(port)]);
                     }
                 }
             }
@@ -148,46 +172,182 @@ impl Cursor {
     }
 }
 
+/// A remote node one switch forwarded some of a destination's LIDs to (OpenSM's
+/// `osm_remote_node`), with how many.
+#[derive(Debug, Clone, Copy)]
+struct Forwarded {
+    system: u64,
+    node: u64,
+    lids: u32,
+}
+
+impl Forwarded {
+    /// Counts one more LID forwarded to `(system, node)`.
+    fn count(used: &mut Vec<Forwarded>, (system, node): (u64, u64)) {
+        match used.iter_mut().find(|f| f.node == node) {
+            Some(f) => f.lids += 1,
+            None => used.push(Forwarded {
+                system,
+                node,
+                lids: 1,
+            }),
+        }
+    }
+}
+
+/// One candidate port for a LID, with what the choice reads of it.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    port: u8,
+    /// The destinations this switch routed through the port so far.
+    count: u32,
+    /// For a LID after the base LID: whether the destination's earlier LIDs already go to the
+    /// port's remote system image.
+    system_used: bool,
+    /// And if they go to its remote node, how many of them.
+    forwarded: Option<u32>,
+}
+
+/// The running choice of one search over the candidates (OpenSM's locals in
+/// `osm_switch_recommend_path`): the least-loaded port, and the least-loaded ports to a new
+/// system image and to a new node.
+#[derive(Debug, Clone, Copy)]
+struct Best {
+    port: Option<u8>,
+    least: u32,
+    /// The fewest LIDs forwarded to a used node among the ports taken so far. OpenSM keeps it
+    /// across a port that lowers the count, and resets it to 0 on a port to a new system or
+    /// node; both only matter when every candidate's node is used, so they are kept as is.
+    least_forwarded: u32,
+    new_system: Option<(u32, u8)>,
+    new_node: Option<(u32, u8)>,
+}
+
+impl Best {
+    const NONE: Best = Best {
+        port: None,
+        least: u32::MAX,
+        least_forwarded: u32::MAX,
+        new_system: None,
+        new_node: None,
+    };
+
+    /// Weighs `c` after the candidates before it; `for_lmc` for a LID after the base LID.
+    fn consider(&mut self, c: &Candidate, for_lmc: bool) {
+        if for_lmc {
+            // A port to a new system, else to a new node, is taken if it is the least loaded
+            // such port so far.
+            let slot = match (c.system_used, c.forwarded) {
+                (false, _) => Some(&mut self.new_system),
+                (true, None) => Some(&mut self.new_node),
+                (true, Some(_)) => None,
+            };
+            if let Some(slot) = slot
+                && slot.is_none_or(|(least, _)| c.count < least)
+            {
+                *slot = Some((c.count, c.port));
+                self.least_forwarded = 0;
+            }
+        }
+        if c.count < self.least {
+            self.port = Some(c.port);
+            self.least = c.count;
+            if let Some(f) = c.forwarded {
+                self.least_forwarded = self.least_forwarded.min(f);
+            }
+        } else if let Some(f) = c
+            .forwarded
+            .filter(|&f| c.count == self.least && f < self.least_forwarded)
+        {
+            // As loaded as the best: the node that got fewer of the destination's LIDs wins.
+            self.least_forwarded = f;
+            self.port = Some(c.port);
+        }
+    }
+
+    /// The chosen port: one to a new system, else to a new node, else the least loaded.
+    fn port(&self) -> Option<u8> {
+        self.new_system
+            .or(self.new_node)
+            .map(|(_, p)| p)
+            .or(self.port)
+    }
+}
+
 /// One switch's state while choosing a port for one LID.
 struct Choice<'a> {
     profile: &'a [u32],
     remote: &'a [(u64, u64)],
-    /// Remote (system image, node) GUIDs already used by this destination's LIDs.
-    used: &'a [(u64, u64)],
+    /// The remote nodes this destination's earlier LIDs went to, for a LID after its base LID;
+    /// `None` for a base LID.
+    used: Option<&'a [Forwarded]>,
+    port_shifting: bool,
 }
 
 impl Choice<'_> {
-    /// The least-loaded candidate, searching from port `start` round the switch, preferring a
-    /// new remote system, then a new remote node. `candidates` are in port order, so the
-    /// search order is that list turned to begin at the first port from `start`: no copy and
-    /// no sort for each of the fabric's LIDs on each switch.
-    fn best(&self, candidates: &[u8], start: usize) -> Option<u8> {
+    /// The port for the LID: the candidates searched from port `start` round the switch, with
+    /// OpenSM's preferences, and a draw from `scatter` among the least-loaded when it is given.
+    /// `candidates` are in port order, so the search order is that list turned to begin at the
+    /// first port from `start`: no sort for each of the fabric's LIDs on each switch. `scan`
+    /// is scratch space, kept by the caller so no LID allocates.
+    fn best(
+        &self,
+        candidates: &[u8],
+        start: usize,
+        scatter: Option<&mut GlibcRandom>,
+        scan: &mut Vec<Candidate>,
+    ) -> Option<u8> {
         debug_assert!(candidates.is_sorted(), "candidates in port order");
         let from = start % self.profile.len().max(1);
         let turn = candidates.partition_point(|&p| usize::from(p) < from);
-        let order = candidates[turn..]
-            .iter()
-            .chain(&candidates[..turn])
-            .copied();
-        let mut best: Option<(u32, u8)> = None;
-        let mut other_sys: Option<(u32, u8)> = None;
-        let mut other_node: Option<(u32, u8)> = None;
-        let better = |slot: &mut Option<(u32, u8)>, count: u32, port: u8| {
-            if slot.is_none_or(|(c, _)| count < c) {
-                *slot = Some((count, port));
+        let order = candidates[turn..].iter().chain(&candidates[..turn]);
+        // Only a draw or a second search reads the candidates again.
+        let keep = scatter.is_some() || self.port_shifting;
+        scan.clear();
+        let mut best = Best::NONE;
+        for &port in order {
+            let c = self.candidate(port);
+            best.consider(&c, self.used.is_some());
+            if keep {
+                scan.push(c);
             }
-        };
-        for p in order {
-            let count = self.profile[usize::from(p)];
-            let (sys, node) = self.remote[usize::from(p)];
-            if !self.used.iter().any(|u| u.0 == sys) {
-                better(&mut other_sys, count, p);
-            } else if !self.used.iter().any(|u| u.1 == node) {
-                better(&mut other_node, count, p);
-            }
-            better(&mut best, count, p);
         }
-        other_sys.or(other_node).or(best).map(|(_, p)| p)
+        if let Some(random) = scatter {
+            // OpenSM's draw is among the ports at the lowest count, in search order.
+            let mut tied = scan.iter().filter(|c| c.count == best.least);
+            let ties = tied.clone().count();
+            return tied
+                .nth(random.next() as usize % ties.max(1))
+                .map(|c| c.port);
+        }
+        if self.port_shifting && !scan.is_empty() {
+            // The same search again, from the index the candidates' average count points at,
+            // so that successive destinations do not all start on the same port.
+            let total: u32 = scan.iter().map(|c| c.count).sum();
+            let first = total as usize / scan.len();
+            best = Best::NONE;
+            for i in 0..scan.len() {
+                best.consider(&scan[(first + i) % scan.len()], self.used.is_some());
+            }
+        }
+        best.port()
+    }
+
+    /// What the choice reads of `port`.
+    fn candidate(&self, port: u8) -> Candidate {
+        let (system, node) = self.remote[usize::from(port)];
+        let used = self.used.unwrap_or_default();
+        let system_used = used.iter().any(|f| f.system == system);
+        Candidate {
+            port,
+            count: self.profile[usize::from(port)],
+            system_used,
+            // A node of a system not used yet is not used either.
+            forwarded: used
+                .iter()
+                .find(|f| system_used && f.node == node)
+                .map(|f| f.lids),
+        }
     }
 }
 

@@ -45,7 +45,7 @@ fn dnup_dir(cur: u32, rem: u32) -> Dir {
 pub fn dnup(topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
     topo.validate()?;
     let graph = SwitchGraph::new(topo);
-    let dests = destinations(topo, &graph)?;
+    let dests = destinations(topo, &graph, options)?;
     let leaves: Vec<usize> = (0..graph.len())
         .filter(|&s| {
             topo.node(graph.ids[s]).is_some_and(|node| {
@@ -78,5 +78,7 @@ pub fn dnup(topo: &Topology, options: &RoutingOptions) -> Result<Routes, Routing
     if options.connect_roots {
         toward = search_all(max_hops.wrapping_add(1), &mut 0);
     }
-    balance::build(topo, &graph, &dests, NoPath::Unset, |_, t, s| &toward[t][s])
+    balance::build(topo, &graph, &dests, NoPath::Unset, options, |_, t, s| {
+        &toward[t][s]
+    })
 }

@@ -203,8 +203,8 @@ mod tests {
 
     use super::*;
     use crate::generate::{assign_lids, fat_tree};
-    use crate::routing::minhop;
     use crate::routing::testing::{add, link};
+    use crate::routing::{RoutingOptions, minhop};
     use crate::{NodeId, NodeKind};
 
     fn set_lid(t: &mut Topology, port: PortRef, lid: u16, lmc: u8) {
@@ -371,7 +371,7 @@ mod tests {
         // each), each spine sends each leaf's 4 hosts down its port.
         let mut t = fat_tree(4, 2, 4, 8).unwrap();
         assign_lids(&mut t, 0).unwrap();
-        let load = lft_load(&t, &minhop(&t).unwrap()).unwrap();
+        let load = lft_load(&t, &minhop(&t, &RoutingOptions::default()).unwrap()).unwrap();
         assert_eq!(load.end_lids, 16);
         for switch in &load.switches {
             let counted: Vec<u32> = switch

@@ -14,22 +14,25 @@ impl Engine for MinHop {
         "minhop"
     }
 
-    fn unicast(&self, topo: &Topology, _options: &RoutingOptions) -> Result<Routes, RoutingError> {
-        minhop(topo)
+    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
+        minhop(topo, options)
     }
 }
 
 /// Routes every end port LID out of a port on a shortest switch-to-switch path, balanced across
-/// equal paths as OpenSM's minhop does (see the balancing rules in this module's parent).
+/// equal paths as OpenSM's minhop does (see the balancing rules in this module's parent), with
+/// the balancing options of `options`.
 ///
 /// Fails when no end port has a LID, a linked end port has none, LIDs collide, or some switch
 /// cannot reach some destination.
-pub fn minhop(topo: &Topology) -> Result<Routes, RoutingError> {
+pub fn minhop(topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
     topo.validate()?;
     let graph = SwitchGraph::new(topo);
-    let dests = destinations(topo, &graph)?;
+    let dests = destinations(topo, &graph, options)?;
     let toward = shortest_ports(&graph);
-    balance::build(topo, &graph, &dests, NoPath::Fail, |_, t, s| &toward[t][s])
+    balance::build(topo, &graph, &dests, NoPath::Fail, options, |_, t, s| {
+        &toward[t][s]
+    })
 }
 
 /// `[t][s]`: the ports of switch `s` on a shortest path to switch `t`.

@@ -17,6 +17,7 @@ mod balance;
 mod dnup;
 mod engine;
 mod ftree;
+mod glibc_random;
 mod lft_load;
 mod list;
 mod minhop;
@@ -26,7 +27,7 @@ mod options;
 mod testing;
 mod updn;
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 pub use dnup::{DownUp, dnup};
 pub use engine::{Engine, update_port_tables};
@@ -204,14 +205,23 @@ struct Dest {
     /// own port 0); `None` when it is not attached to a switch.
     attach: Option<(usize, u8)>,
     is_switch: bool,
+    /// Whether `scatter_ports` may scatter its base LID (not for ports of the GUID routing
+    /// order file under `guid_routing_order_no_scatter`).
+    scattered: bool,
 }
 
 /// The destinations in OpenSM's routing order (`osm_ucast_mgr.c` `ucast_mgr_build_lfts`): first
-/// the CA and router ports attached to switches, switch by switch with the switches holding the
-/// most such ports first (ties in NodeGUID order), each switch's in port order; then every other
-/// end port in port-GUID order. GUID order is OpenSM's: by the GUID's bytes from the last one
-/// (see `Guid::opensm_order`). The order decides which LIDs the balancing sees first.
-fn destinations(topo: &Topology, graph: &SwitchGraph) -> Result<Vec<Dest>, RoutingError> {
+/// the ports of `guid_routing_order_file`, in file order; then the CA and router ports attached
+/// to switches, switch by switch with the switches holding the most such ports first (ties in
+/// NodeGUID order), each switch's in port order; then every other end port in port-GUID order.
+/// GUID order is OpenSM's: by the GUID's bytes from the last one (see `Guid::opensm_order`).
+/// The order decides which LIDs the balancing sees first. As in OpenSM, a listed GUID that is
+/// no end port of the fabric is passed over, and so is a GUID listed again.
+fn destinations(
+    topo: &Topology,
+    graph: &SwitchGraph,
+    options: &RoutingOptions,
+) -> Result<Vec<Dest>, RoutingError> {
     topo.lid_map()?;
     if topo
         .endports()
@@ -221,7 +231,7 @@ fn destinations(topo: &Topology, graph: &SwitchGraph) -> Result<Vec<Dest>, Routi
     }
     let mut seen = HashSet::new();
     let mut dests = Vec::new();
-    let mut add = |port: PortRef, dests: &mut Vec<Dest>| -> Result<(), RoutingError> {
+    let mut add = |port: PortRef, scattered: bool, dests: &mut Vec<Dest>| {
         if !seen.insert(port) {
             return Ok(());
         }
@@ -249,9 +259,19 @@ fn destinations(topo: &Topology, graph: &SwitchGraph) -> Result<Vec<Dest>, Routi
             count: range.end() - range.start() + 1,
             attach,
             is_switch: node.is_switch(),
+            scattered,
         });
         Ok(())
     };
+    if let Some(listed) = &options.guid_routing_order {
+        let by_guid: HashMap<u64, PortRef> = topo
+            .endports()
+            .filter_map(|ep| Some((topo.port(ep)?.guid, ep)))
+            .collect();
+        for port in listed.iter().filter_map(|guid| by_guid.get(guid)) {
+            add(*port, !options.guid_routing_order_no_scatter, &mut dests)?;
+        }
+    }
     let mut by_load: Vec<usize> = (0..graph.len()).collect();
     let end_links = |s: usize| {
         topo.node(graph.ids[s]).map_or(0, |n| {
@@ -275,7 +295,7 @@ fn destinations(topo: &Topology, graph: &SwitchGraph) -> Result<Vec<Dest>, Routi
                 .peer
                 .filter(|q| p != 0 && graph.slot_of(q.node).is_none())
             {
-                add(peer, &mut dests)?;
+                add(peer, true, &mut dests)?;
             }
         }
     }
@@ -285,7 +305,7 @@ fn destinations(topo: &Topology, graph: &SwitchGraph) -> Result<Vec<Dest>, Routi
         .collect();
     rest.sort();
     for (_, ep) in rest {
-        add(ep, &mut dests)?;
+        add(ep, true, &mut dests)?;
     }
     Ok(dests)
 }

@@ -234,7 +234,7 @@ pub(super) fn search(links: &Links, t: usize, turns: &Turns, max_hops: &mut u8) 
 pub fn updn(topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
     topo.validate()?;
     let graph = SwitchGraph::new(topo);
-    let dests = destinations(topo, &graph)?;
+    let dests = destinations(topo, &graph, options)?;
     // `rank_root_node`: file order does not matter, unknown GUIDs are skipped. OpenSM detects
     // roots without a file, and also after a file it could not read to its end, keeping the
     // roots read before the failure.
@@ -279,7 +279,9 @@ pub fn updn(topo: &Topology, options: &RoutingOptions) -> Result<Routes, Routing
             }
         })
         .collect();
-    balance::build(topo, &graph, &dests, NoPath::Unset, |_, t, s| &toward[t][s])
+    balance::build(topo, &graph, &dests, NoPath::Unset, options, |_, t, s| {
+        &toward[t][s]
+    })
 }
 
 /// The roots OpenSM's `updn` detects when no root file is given

@@ -48,7 +48,7 @@ impl Tree {
     ) -> Result<Tree, RoutingError> {
         topo.validate()?;
         // The LID checks every engine makes.
-        destinations(topo, &SwitchGraph::new(topo))?;
+        destinations(topo, &SwitchGraph::new(topo), options)?;
         let endports = || topo.endports().filter_map(|ep| topo.port(ep));
         if endports().any(|p| p.lmc > 0) {
             return Err(refuse("LMC > 0 is not supported by fat-tree routing"));
