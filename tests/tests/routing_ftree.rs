@@ -139,12 +139,7 @@ fn ftree_no_fallback_on_fat_tree_16() {
 }
 
 /// ftree routes no LMC > 0: both SMs fall back to minhop.
-///
-/// Waits for the routing-balance branch (LMC > 0 as OpenSM gives it): ibqos gives switch port 0
-/// an LMC range too, where OpenSM (`lmc_esp0 FALSE`) gives it one LID, so minhop's tables differ
-/// on the switch LIDs' extra offsets.
 #[test]
-#[ignore = "waits for LMC > 0 parity (routing-balance): switch port 0 LIDs"]
 fn ftree_refuses_lmc_2() {
     let logs = routed("fat-tree-16", "lmc", "routing_engine ftree\nlmc 2\n");
     refused(

@@ -404,8 +404,6 @@ fn dnup_on_a_wheel() {
 
 /// `lmc 2` through the SM: its LIDs and each CA's four routes.
 #[test]
-#[ignore = "waits for the routing-balance branch (lmc > 0): the SM gives switch port 0 an LMC \
-            range too, and OpenSM one LID (lmc_esp0 FALSE)"]
 fn updn_lmc_2_through_the_sm_on_fat_tree_16() {
     let dir = TestDir::new("routing-updn-sm-lmc-fat-tree-16");
     let fabric = tree("fat-tree-16", &dir).unwrap();
