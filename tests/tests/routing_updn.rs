@@ -365,6 +365,41 @@ fn updn_lmc_2_on_three_level() {
     lmc_on(&UpDown, "three-level");
 }
 
+#[test]
+fn updn_lmc_2_on_fat_tree_648() {
+    lmc_on(&UpDown, "fat-tree-648");
+}
+
+#[test]
+fn updn_lmc_2_on_wide() {
+    lmc_on(&UpDown, "wide");
+}
+
+#[test]
+fn updn_lmc_2_on_degraded() {
+    lmc_on(&UpDown, "degraded");
+}
+
+#[test]
+fn dnup_lmc_2_on_three_level() {
+    lmc_on(&DownUp, "three-level");
+}
+
+#[test]
+fn dnup_lmc_2_on_fat_tree_648() {
+    lmc_on(&DownUp, "fat-tree-648");
+}
+
+#[test]
+fn dnup_lmc_2_on_wide() {
+    lmc_on(&DownUp, "wide");
+}
+
+#[test]
+fn dnup_lmc_2_on_degraded() {
+    lmc_on(&DownUp, "degraded");
+}
+
 /// A ring of five with one root: its two farthest switches have equal ranks and are linked, so
 /// the NodeGUID tie-break decides which way their link goes up.
 #[test]
