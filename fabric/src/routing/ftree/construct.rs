@@ -3,7 +3,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{Ca, Group, Link, Remote, Switch, TUPLE_LEN, Tree, Tuple, UNASSIGNED, guid_order};
+use ibqos_mad::Guid;
+
+use super::{Ca, Group, Link, Remote, Switch, TUPLE_LEN, Tree, Tuple, UNASSIGNED};
 use super::{PerLid, tuple_text};
 use crate::routing::{RoutingError, RoutingOptions, SwitchGraph, destinations};
 use crate::topology::{NodeId, NodeKind, PortRef, Topology};
@@ -627,7 +629,7 @@ fn table<'t>(
     nodes: impl Iterator<Item = (NodeId, &'t crate::topology::Node)>,
 ) -> impl Iterator<Item = (NodeId, u64)> {
     let mut list: Vec<(NodeId, u64)> = nodes.map(|(id, n)| (id, n.guid)).collect();
-    list.sort_by_key(|&(_, guid)| guid_order(guid));
+    list.sort_by_key(|&(_, guid)| Guid(guid).opensm_order());
     list.into_iter()
 }
 

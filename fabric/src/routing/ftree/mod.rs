@@ -195,11 +195,6 @@ impl Tree {
     }
 }
 
-/// OpenSM's order of its GUID tables on a little-endian host.
-fn guid_order(guid: u64) -> u64 {
-    guid.swap_bytes()
-}
-
 /// A tuple as OpenSM prints it: its digits joined by dots.
 fn tuple_text(tuple: &Tuple) -> String {
     if tuple[0] == 0xFF {

@@ -224,13 +224,6 @@ fn switches_reach_switches_only_up_and_down() {
     );
 }
 
-#[test]
-fn the_guid_order_is_the_last_byte_first() {
-    let mut guids = [0x1000fe_u64, 0x100100, 0x1000ff];
-    guids.sort_by_key(|&g| guid_order(g));
-    assert_eq!(guids, [0x100100, 0x1000fe, 0x1000ff]);
-}
-
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
 
