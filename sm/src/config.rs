@@ -130,7 +130,7 @@ pub fn response_timeout(settings: &Settings) -> Duration {
 /// The SA's configuration: `sa_key` (OpenSM reads it with strtoull, base 0: hex with 0x),
 /// the subnet prefix and timeout, the SM priority and whether QoS is on.
 pub fn sa_config(settings: &Settings) -> SaConfig {
-    let sa_key = opensm_number(settings, "sa_key").unwrap_or(DEFAULT_SA_KEY);
+    let sa_key = settings.opensm_uint("sa_key").unwrap_or(DEFAULT_SA_KEY);
     SaConfig {
         sa_key,
         subnet_prefix: settings.sm.subnet_prefix,
@@ -142,27 +142,20 @@ pub fn sa_config(settings: &Settings) -> SaConfig {
     }
 }
 
-/// An option ibqos keeps verbatim under `[opensm]`, read as OpenSM reads its numbers (strtoull
-/// with base 0: hex with 0x); `None` when absent or not a number.
-fn opensm_number(settings: &Settings, key: &str) -> Option<u64> {
-    let text = settings.opensm.get(key)?.trim();
-    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => text.parse().ok(),
-    }
-}
-
 /// The election's configuration for the SM on port `port_guid`: `sm_priority`, `sm_key`
 /// (default 1), `sminfo_polling_timeout` (ms, default 10000) and `polling_retry_number`
 /// (default 4), OpenSM's defaults.
 pub fn election_config(settings: &Settings, port_guid: Guid) -> ElectionConfig {
-    let polling_ms = opensm_number(settings, "sminfo_polling_timeout").unwrap_or(10_000);
+    let polling_ms = settings
+        .opensm_uint("sminfo_polling_timeout")
+        .unwrap_or(10_000);
     ElectionConfig {
         guid: port_guid.0,
         priority: settings.sm.priority & 0xf,
-        sm_key: opensm_number(settings, "sm_key").unwrap_or(1),
+        sm_key: settings.opensm_uint("sm_key").unwrap_or(1),
         polling_timeout: Duration::from_millis(polling_ms.max(1)),
-        polling_retries: opensm_number(settings, "polling_retry_number")
+        polling_retries: settings
+            .opensm_uint("polling_retry_number")
             .map_or(4, |n| u32::try_from(n).unwrap_or(u32::MAX)),
     }
 }
@@ -171,12 +164,13 @@ pub fn election_config(settings: &Settings, port_guid: Guid) -> ElectionConfig {
 /// more than 3, as OpenSM's verify step does), `m_key_lease_period` (0) and `m_key_lookup`
 /// (TRUE), OpenSM's defaults; and ibqos.toml's per-port secret.
 pub fn mkey_config(settings: &Settings) -> MKeyConfig {
-    let protect = opensm_number(settings, "m_key_protection_level").unwrap_or(0);
+    let protect = settings.opensm_uint("m_key_protection_level").unwrap_or(0);
     MKeyConfig {
-        key: opensm_number(settings, "m_key").unwrap_or(0),
+        key: settings.opensm_uint("m_key").unwrap_or(0),
         // `osm_subn_verify_config`: above 3 is 2.
         protect_bits: if protect > 3 { 2 } else { protect as u8 },
-        lease_period: opensm_number(settings, "m_key_lease_period")
+        lease_period: settings
+            .opensm_uint("m_key_lease_period")
             .map_or(0, |n| u16::try_from(n).unwrap_or(u16::MAX)),
         lookup: flag(settings, "m_key_lookup", true),
         per_port: settings
@@ -349,6 +343,27 @@ mod tests {
         let path = dir.join("opensm.conf");
         std::fs::write(&path, text).unwrap();
         ibqos_opensm::load(&path).unwrap().settings
+    }
+
+    /// The keys and timers kept verbatim under `[opensm]` read as OpenSM's `strtoull(.., 0)`
+    /// reads them: `010` is octal, `0x10` hex, and text that is no number is 0.
+    #[test]
+    fn verbatim_numbers_read_as_opensm_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = read(
+            dir.path(),
+            "sm_key 010
+sa_key 0x10
+polling_retry_number 12
+m_key 0X0a
+",
+        );
+        let election = election_config(&settings, Guid(1));
+        assert_eq!((election.sm_key, election.polling_retries), (8, 12));
+        assert_eq!(sa_config(&settings).sa_key, 16);
+        assert_eq!(mkey_config(&settings).key, 10);
+        let defaults = election_config(&read(dir.path(), ""), Guid(1));
+        assert_eq!(defaults.sm_key, 1);
     }
 
     /// [`takes_effect`] holds for every option OpenSM knows: an option said to take effect at
