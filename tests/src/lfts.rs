@@ -9,6 +9,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use ibqos_fabric::generate::assign_lids;
+use ibqos_fabric::netfile::parse_net_file;
+use ibqos_fabric::routing::{NO_ROUTE, Routes};
+use ibqos_fabric::{PortRef, Topology};
+
 use crate::opensm::run_opensm_once;
 use crate::readback::{Failures, read_lfts};
 use crate::scenario::Fabric;
@@ -71,6 +76,45 @@ pub fn read_tables(
         tables.insert(switch, table);
     }
     Ok(tables)
+}
+
+/// `routes`, computed in-process on `topology`, keyed as [`read_tables`] keys what ibroute reads:
+/// by switch name and destination (port GUID, LID offset).
+pub fn tables_of(topology: &Topology, routes: &Routes) -> Tables {
+    let mut tables = Tables::new();
+    for (switch, lft) in routes.iter() {
+        let mut table = BTreeMap::new();
+        for (lid, &port) in lft.iter().enumerate().filter(|(_, p)| **p != NO_ROUTE) {
+            let lid = u16::try_from(lid).expect("an LFT has at most 49,152 unicast entries");
+            let owner = topology
+                .lid_owner(lid)
+                .and_then(|owner| topology.port(owner))
+                .unwrap_or_else(|| panic!("LID {lid} is routed but no port holds it"));
+            table.insert((owner.guid, lid - owner.lid), port);
+        }
+        let name = topology.node(switch).map(|n| n.name.clone());
+        tables.insert(name.expect("a routed switch is in the topology"), table);
+    }
+    tables
+}
+
+/// `fabric`'s net file with LIDs as an SM with `lmc` gives them: 2^lmc to each CA port, one to
+/// each switch's port 0 (the values differ from OpenSM's; the tables are keyed by GUID).
+pub fn addressed(fabric: &Fabric, lmc: u8) -> Topology {
+    let mut topology = parse_net_file(&fabric.netfile)
+        .unwrap_or_else(|e| panic!("{}: {e}", fabric.netfile.display()))
+        .topology;
+    assign_lids(&mut topology, lmc).expect("the routing trees have room for their LIDs");
+    let switches: Vec<PortRef> = topology
+        .switches()
+        .map(|(id, _)| PortRef::new(id, 0))
+        .collect();
+    for port in switches {
+        if let Some(port) = topology.port_mut(port) {
+            port.lmc = 0;
+        }
+    }
+    topology
 }
 
 /// The tables `ibqos sm --once` leaves on a fresh ibsim of `fabric` with `options` as

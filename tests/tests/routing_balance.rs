@@ -9,12 +9,11 @@
 
 use std::path::Path;
 
-use ibqos_fabric::generate::assign_lids;
+use ibqos_fabric::PortRef;
 use ibqos_fabric::netfile::parse_net_file;
-use ibqos_fabric::routing::{NO_ROUTE, RoutingOptions, minhop};
-use ibqos_fabric::{PortRef, Topology};
+use ibqos_fabric::routing::{RoutingOptions, minhop};
 use ibqos_tests::TestDir;
-use ibqos_tests::lfts::{Tables, compare_tables, lfts_match_opensm, opensm_tables};
+use ibqos_tests::lfts::{addressed, compare_tables, lfts_match_opensm, opensm_tables, tables_of};
 use ibqos_tests::readback::Failures;
 use ibqos_tests::scenario::Fabric;
 use ibqos_tests::trees::tree;
@@ -150,38 +149,6 @@ fn minhop_on_vendor_switch_guids() {
     minhop_end_to_end(&uneven_tree(&dir, Some(VENDOR_SWITCH_GUIDS)), "", &dir);
 }
 
-/// `fabric`'s net file with LIDs as an SM with `lmc` gives them: every switch's port 0 one.
-fn addressed(fabric: &Fabric, lmc: u8) -> Topology {
-    let mut topology = parse_net_file(&fabric.netfile).unwrap().topology;
-    assign_lids(&mut topology, lmc).unwrap();
-    let switches: Vec<_> = topology
-        .switches()
-        .map(|(id, _)| PortRef::new(id, 0))
-        .collect();
-    for port in switches {
-        topology.port_mut(port).unwrap().lmc = 0;
-    }
-    topology
-}
-
-/// minhop's tables for `topology` with `routing`, by switch name and (port GUID, LID offset),
-/// as `ibqos_tests::lfts` keys the tables it reads.
-fn engine_tables(topology: &Topology, routing: &RoutingOptions) -> Tables {
-    let routes = minhop(topology, routing).unwrap();
-    let mut tables = Tables::new();
-    for (switch, lft) in routes.iter() {
-        let mut table = std::collections::BTreeMap::new();
-        for (lid, &port) in lft.iter().enumerate().filter(|(_, p)| **p != NO_ROUTE) {
-            let lid = u16::try_from(lid).unwrap();
-            let owner = topology.lid_owner(lid).unwrap();
-            let first = topology.port(owner).unwrap().lid;
-            table.insert((topology.port(owner).unwrap().guid, lid - first), port);
-        }
-        tables.insert(topology.node(switch).unwrap().name.clone(), table);
-    }
-    tables
-}
-
 /// The fabric crate's minhop with `routing` routes `fabric` (with `lmc`) as OpenSM does with
 /// `conf` (the same options as opensm.conf lines).
 fn engine_matches_opensm(
@@ -193,7 +160,8 @@ fn engine_matches_opensm(
 ) {
     let conf = format!("routing_engine minhop\nlmc {lmc}\n{conf}");
     let (oracle, _) = opensm_tables(fabric, &conf, dir).unwrap();
-    let ours = engine_tables(&addressed(fabric, lmc), routing);
+    let topology = addressed(fabric, lmc);
+    let ours = tables_of(&topology, &minhop(&topology, routing).unwrap());
     let mut failures = Failures::new(format!("{} with {conf:?}", fabric.name));
     compare_tables(&mut failures, &ours, &oracle);
     failures.assert_none();

@@ -2,16 +2,13 @@
 //! ibroute from ibsim after `ibqos sm --once` and after `opensm -o` with the same opensm.conf,
 //! compared by switch and destination GUID (see `ibqos_tests::lfts`).
 
-use std::collections::BTreeMap;
-
 use ibqos_fabric::Topology;
-use ibqos_fabric::generate::assign_lids;
-use ibqos_fabric::netfile::parse_net_str;
-use ibqos_fabric::routing::{NO_ROUTE, Routes, RoutingOptions, ftree};
+use ibqos_fabric::routing::{RoutingOptions, ftree};
 use ibqos_tests::TestDir;
-use ibqos_tests::lfts::{Logs, Tables, compare_tables, lfts_match_opensm_logs, opensm_tables};
+use ibqos_tests::lfts::{
+    Logs, addressed, compare_tables, lfts_match_opensm_logs, opensm_tables, tables_of,
+};
 use ibqos_tests::readback::Failures;
-use ibqos_tests::scenario::Fabric;
 use ibqos_tests::trees::tree;
 
 /// Tree `name` configured by both SMs with opensm.conf `options`; their logs.
@@ -172,31 +169,6 @@ impl GuidFile {
     }
 }
 
-/// The topology of tree `fabric` with the LIDs a simple LID manager gives: ftree's tables do
-/// not depend on the LID values.
-fn fabric_topology(fabric: &Fabric) -> Topology {
-    let text = std::fs::read_to_string(&fabric.netfile).unwrap();
-    let mut topo = parse_net_str(&text).unwrap().topology;
-    assign_lids(&mut topo, 0).unwrap();
-    topo
-}
-
-/// `routes` keyed as the oracle keys ibroute's tables: by switch name and destination port GUID.
-fn tables_of(topo: &Topology, routes: &Routes) -> Tables {
-    let mut tables = Tables::new();
-    for (switch, lft) in routes.iter() {
-        let mut table = BTreeMap::new();
-        for (lid, &port) in lft.iter().enumerate().filter(|(_, p)| **p != NO_ROUTE) {
-            let lid = u16::try_from(lid).unwrap();
-            let owner = topo.lid_owner(lid).unwrap();
-            let owner = topo.port(owner).unwrap();
-            table.insert((owner.guid, lid - owner.lid), port);
-        }
-        tables.insert(topo.node(switch).unwrap().name.clone(), table);
-    }
-    tables
-}
-
 /// Writes `files` into `dir`: the opensm.conf text routing with ftree and naming them (then
 /// `extra`), and the same GUIDs and options as RoutingOptions.
 fn write_files(
@@ -232,7 +204,7 @@ fn write_files(
 fn ftree_with_files(name: &str, test: &str, files: &[GuidFile], extra: &str) {
     let dir = TestDir::new(&format!("routing-ftree-{test}-{name}"));
     let fabric = tree(name, &dir).unwrap();
-    let topo = fabric_topology(&fabric);
+    let topo = addressed(&fabric, 0);
     let (conf, options) = write_files(&dir, &topo, files, extra);
     let (oracle, log) = opensm_tables(&fabric, &conf, &dir).unwrap();
     assert!(
@@ -249,7 +221,7 @@ fn ftree_with_files(name: &str, test: &str, files: &[GuidFile], extra: &str) {
 fn ftree_with_files_end_to_end(name: &str, test: &str, files: &[GuidFile], extra: &str) {
     let dir = TestDir::new(&format!("routing-ftree-{test}-{name}"));
     let fabric = tree(name, &dir).unwrap();
-    let (conf, _) = write_files(&dir, &fabric_topology(&fabric), files, extra);
+    let (conf, _) = write_files(&dir, &addressed(&fabric, 0), files, extra);
     routed_by(&lfts_match_opensm_logs(&fabric, &conf, &dir), "ftree");
 }
 

@@ -10,10 +10,12 @@
 use std::collections::BTreeMap;
 
 use ibqos_fabric::netfile::parse_net_file;
-use ibqos_fabric::routing::{DownUp, Engine, NO_ROUTE, RoutingOptions, UpDown};
+use ibqos_fabric::routing::{DownUp, Engine, RoutingOptions, UpDown};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_tests::TestDir;
-use ibqos_tests::lfts::{Tables, compare_tables, destinations, lfts_match_opensm, opensm_tables};
+use ibqos_tests::lfts::{
+    compare_tables, destinations, lfts_match_opensm, opensm_tables, tables_of,
+};
 use ibqos_tests::readback::Failures;
 use ibqos_tests::scenario::Fabric;
 use ibqos_tests::trees::tree;
@@ -201,16 +203,7 @@ fn engine_matches_opensm(
     let routes = engine
         .unicast(&topo, options)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let mut ours = Tables::new();
-    for (switch, lft) in routes.iter() {
-        let table = lft
-            .iter()
-            .enumerate()
-            .filter(|&(_, &port)| port != NO_ROUTE)
-            .map(|(lid, &port)| (owners[&(lid as u16)], port))
-            .collect();
-        ours.insert(topo.node(switch).unwrap().name.clone(), table);
-    }
+    let ours = tables_of(&topo, &routes);
     let mut f = Failures::new(what);
     compare_tables(&mut f, &ours, &oracle);
     f.assert_none();
