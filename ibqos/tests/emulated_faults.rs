@@ -124,7 +124,7 @@ fn converged(
         sweep.subnet(),
         &config.qos,
         sweep.qos_setup(),
-        sweep.routed_by(),
+        &**sweep.layering(),
         config.use_optimized_slvl,
     );
     if sets.is_empty() {

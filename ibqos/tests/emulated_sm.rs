@@ -7,10 +7,9 @@ use std::process::Command;
 
 use ibqos_emu::{Emulator, attach_port};
 use ibqos_fabric::PortRef;
-use ibqos_fabric::Topology;
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::generate::fat_tree;
-use ibqos_fabric::routing::{Engine, MinHop, Routes, RoutingError, RoutingOptions};
+use ibqos_fabric::routing::Layering;
 use ibqos_mad::{
     Attribute, AttributeId, Guid, Method, PortState, SlToVlModifier, VlArbBlock, VlArbModifier,
 };
@@ -150,7 +149,7 @@ fn the_sm_routes_with_the_first_engine_of_the_list_it_has() {
     assert_eq!(routed(Some("lash")), (default, minhop));
 }
 
-/// An engine that writes tables of its own, as torus-2QoS does: all SLs on VL 1 from S1's
+/// A routing that writes tables of its own, as torus-2QoS does: all SLs on VL 1 from S1's
 /// input 2 to its output 3 and at H1's port, and a low VLArb table of VL 1 alone at H1's port.
 #[derive(Debug)]
 struct OwnTables {
@@ -158,15 +157,7 @@ struct OwnTables {
     h1: u64,
 }
 
-impl Engine for OwnTables {
-    fn name(&self) -> &'static str {
-        "own-tables"
-    }
-
-    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
-        MinHop.unicast(topo, options)
-    }
-
+impl Layering for OwnTables {
     fn update_sl2vl(&self, node: u64, input: u8, output: u8, table: &mut Sl2VlTable) {
         if [(self.s1, 2, 3), (self.h1, 0, 0)].contains(&(node, input, output)) {
             *table = Sl2VlTable([Vl::new(1).unwrap(); 16]);
@@ -203,17 +194,17 @@ fn the_qos_manager_writes_the_tables_the_routing_engine_rewrites() {
         s1: guid("S1"),
         h1: guid("H1"),
     };
-    let sets_with = |engine: &dyn Engine| {
+    let sets_with = |layering: &dyn Layering| {
         let (subnet, setup) = (sweep.subnet(), sweep.qos_setup());
         qos_sets(
             subnet,
             &config.qos,
             setup,
-            engine,
+            layering,
             config.use_optimized_slvl,
         )
     };
-    let (planned, rewritten) = (sets_with(sweep.routed_by()), sets_with(&engine));
+    let (planned, rewritten) = (sets_with(&**sweep.layering()), sets_with(&engine));
     let all_vl1 = [1; 16];
     let sl2vl = |node: u64, scope: SlToVlModifier| {
         rewritten.iter().find_map(|set| match set.attribute {
@@ -323,7 +314,7 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         sweep.subnet(),
         &config.qos,
         sweep.qos_setup(),
-        sweep.routed_by(),
+        &**sweep.layering(),
         config.use_optimized_slvl,
     );
     assert!(!sets.is_empty());

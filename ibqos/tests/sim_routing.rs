@@ -11,6 +11,7 @@ use ibqos_fabric::generate::assign_lids;
 use ibqos_fabric::netfile::parse_net_file;
 use ibqos_fabric::routing::{Engine, FatTree, MinHop, RoutingOptions, UpDown, trace};
 use ibqos_fabric::{PortRef, Topology};
+use ibqos_qos::VlCount;
 use tempfile::TempDir;
 
 mod common;
@@ -60,7 +61,10 @@ fn path_of(net: &Path, engine: &dyn Engine, src: &str, dst: &str) -> BTreeSet<St
     let mut topo = parse_net_file(net).unwrap().topology;
     // The simulator's LIDs: a net file without them gets them in endport order.
     assign_lids(&mut topo, 0).unwrap();
-    let routes = engine.unicast(&topo, &RoutingOptions::default()).unwrap();
+    let routes = engine
+        .unicast(&topo, &RoutingOptions::default(), VlCount::Fifteen)
+        .unwrap()
+        .routes;
     let end = |name: &str| PortRef::new(topo.node_by_name(name).unwrap(), 1);
     let dlid = topo.port(end(dst)).unwrap().lid;
     let hops = trace(&topo, &routes, end(src), dlid).unwrap();

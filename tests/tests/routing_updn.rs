@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use ibqos_fabric::netfile::parse_net_file;
 use ibqos_fabric::routing::{DownUp, Engine, RoutingOptions, UpDown};
 use ibqos_fabric::{PortRef, Topology};
+use ibqos_qos::VlCount;
 use ibqos_tests::TestDir;
 use ibqos_tests::lfts::{
     compare_tables, destinations, lfts_match_opensm, opensm_tables, tables_of,
@@ -201,8 +202,9 @@ fn engine_matches_opensm(
     let owners = destinations(&dir.subdir("opensm").join("cache/guid2lid")).unwrap();
     let topo = with_opensm_lids(fabric, &owners);
     let routes = engine
-        .unicast(&topo, options)
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        .unicast(&topo, options, VlCount::Fifteen)
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .routes;
     let ours = tables_of(&topo, &routes);
     let mut f = Failures::new(what);
     compare_tables(&mut f, &ours, &oracle);

@@ -12,7 +12,9 @@
 //! does. A count that reaches the hop limit marks the port unusable, as OpenSM's ERR AE02 does.
 
 use super::balance::{self, NoPath};
-use super::engine::Engine;
+use ibqos_qos::VlCount;
+
+use super::engine::{Engine, Routing};
 use super::updn::{Dir, Links, Turns, search};
 use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
 use crate::topology::Topology;
@@ -26,8 +28,13 @@ impl Engine for DownUp {
         "dnup"
     }
 
-    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
-        dnup(topo, options)
+    fn unicast(
+        &self,
+        topo: &Topology,
+        options: &RoutingOptions,
+        _vls: VlCount,
+    ) -> Result<Routing, RoutingError> {
+        dnup(topo, options).map(Routing::from)
     }
 }
 

@@ -6,10 +6,12 @@
 //! ibqos has no engine for is skipped as an engine that failed would be. `no_fallback` is no
 //! engine: it stops the last resort, minhop, after every listed engine failed.
 
+use std::sync::Arc;
+
 use ibqos_qos::VlCount;
 
 use super::dnup::DownUp;
-use super::engine::Engine;
+use super::engine::{Engine, Layering, Routing};
 use super::ftree::FatTree;
 use super::minhop::MinHop;
 use super::updn::UpDown;
@@ -66,8 +68,6 @@ pub enum Skipped {
     Unknown,
     #[error("OpenSM has this routing engine, ibqos does not yet")]
     OpenSmOnly,
-    #[error("its routes need {needed} VLs, and the fabric runs {available}")]
-    TooFewVls { needed: VlCount, available: VlCount },
     #[error(transparent)]
     Failed(RoutingError),
 }
@@ -79,11 +79,13 @@ pub struct Attempt {
     pub skipped: Skipped,
 }
 
-/// The routes, the engine that computed them, and the engines tried before it.
+/// The routes, what the routing decided beside them, the engine that computed them, and the
+/// engines tried before it.
 #[derive(Debug, Clone)]
 pub struct Routed {
     pub engine: &'static dyn Engine,
     pub routes: Routes,
+    pub layering: Arc<dyn Layering>,
     pub attempts: Vec<Attempt>,
 }
 
@@ -186,13 +188,7 @@ impl EngineList {
             };
             tried_minhop |= engine.name() == MINHOP.name();
             match try_engine(engine, topo, available, &self.options) {
-                Ok(routes) => {
-                    return Ok(Routed {
-                        engine,
-                        routes,
-                        attempts,
-                    });
-                }
+                Ok(routing) => return Ok(Routed::new(engine, routing, attempts)),
                 Err(skipped) => attempts.push(Attempt {
                     name: entry.name.clone(),
                     skipped,
@@ -202,13 +198,7 @@ impl EngineList {
         // The last resort; minhop failing once fails again on the same fabric.
         if !self.no_fallback() && !tried_minhop {
             match try_engine(&MINHOP, topo, available, &self.options) {
-                Ok(routes) => {
-                    return Ok(Routed {
-                        engine: &MINHOP,
-                        routes,
-                        attempts,
-                    });
-                }
+                Ok(routing) => return Ok(Routed::new(&MINHOP, routing, attempts)),
                 Err(skipped) => attempts.push(Attempt {
                     name: MINHOP.name().to_owned(),
                     skipped,
@@ -219,18 +209,27 @@ impl EngineList {
     }
 }
 
-/// The routes of one engine, or why it gave none.
+/// The routing of one engine, or why it gave none.
 fn try_engine(
     engine: &dyn Engine,
     topo: &Topology,
     available: VlCount,
     options: &RoutingOptions,
-) -> Result<Routes, Skipped> {
-    let needed = engine.vls_needed();
-    if needed > available {
-        return Err(Skipped::TooFewVls { needed, available });
+) -> Result<Routing, Skipped> {
+    engine
+        .unicast(topo, options, available)
+        .map_err(Skipped::Failed)
+}
+
+impl Routed {
+    fn new(engine: &'static dyn Engine, routing: Routing, attempts: Vec<Attempt>) -> Routed {
+        Routed {
+            engine,
+            routes: routing.routes,
+            layering: routing.layering,
+            attempts,
+        }
     }
-    engine.unicast(topo, options).map_err(Skipped::Failed)
 }
 
 impl Entry {
@@ -363,9 +362,13 @@ mod tests {
         let list = |value| EngineList::parse(Some(value));
         let tables = |value| list(value).route(&topo, VlCount::One).unwrap().routes;
         let defaults = RoutingOptions::default();
-        assert_eq!(tables("lash,updn"), UPDN.unicast(&topo, &defaults).unwrap());
-        assert_eq!(tables("minhop"), MINHOP.unicast(&topo, &defaults).unwrap());
-        assert_eq!(tables("dnup"), DNUP.unicast(&topo, &defaults).unwrap());
+        let alone = |engine: &dyn Engine| {
+            let routing = engine.unicast(&topo, &defaults, VlCount::One);
+            routing.unwrap().routes
+        };
+        assert_eq!(tables("lash,updn"), alone(&UPDN));
+        assert_eq!(tables("minhop"), alone(&MINHOP));
+        assert_eq!(tables("dnup"), alone(&DNUP));
         assert_ne!(tables("updn"), tables("minhop"));
     }
 
@@ -381,7 +384,7 @@ mod tests {
         assert_eq!(list.fallback_after(0), None);
     }
 
-    /// An engine whose routes need four VLs, as a layered engine's might.
+    /// An engine whose routes need four VLs, as a layered engine's might: it fails on fewer.
     #[derive(Debug)]
     struct FourLayers;
 
@@ -394,24 +397,27 @@ mod tests {
             &self,
             topo: &Topology,
             options: &RoutingOptions,
-        ) -> Result<Routes, RoutingError> {
-            MINHOP.unicast(topo, options)
-        }
-
-        fn vls_needed(&self) -> VlCount {
-            VlCount::Four
+            vls: VlCount,
+        ) -> Result<Routing, RoutingError> {
+            if vls < VlCount::Four {
+                return Err(RoutingError::TooFewVls {
+                    needed: VlCount::Four,
+                    available: vls,
+                });
+            }
+            MINHOP.unicast(topo, options, vls)
         }
     }
 
     #[test]
-    fn an_engine_needing_more_vls_than_the_fabric_runs_fails() {
+    fn the_engine_routes_on_the_vls_the_list_is_given() {
         let topo = small_tree();
         assert_eq!(
-            try_engine(&FourLayers, &topo, VlCount::Two, &RoutingOptions::default()),
-            Err(Skipped::TooFewVls {
+            try_engine(&FourLayers, &topo, VlCount::Two, &RoutingOptions::default()).err(),
+            Some(Skipped::Failed(RoutingError::TooFewVls {
                 needed: VlCount::Four,
                 available: VlCount::Two,
-            })
+            }))
         );
         assert!(
             try_engine(

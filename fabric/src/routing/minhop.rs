@@ -1,7 +1,9 @@
 //! Min-hop routing (OpenSM's default engine, `osm_ucast_mgr.c`).
 
 use super::balance::{self, NoPath};
-use super::engine::Engine;
+use ibqos_qos::VlCount;
+
+use super::engine::{Engine, Routing};
 use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
 use crate::topology::Topology;
 
@@ -14,8 +16,13 @@ impl Engine for MinHop {
         "minhop"
     }
 
-    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
-        minhop(topo, options)
+    fn unicast(
+        &self,
+        topo: &Topology,
+        options: &RoutingOptions,
+        _vls: VlCount,
+    ) -> Result<Routing, RoutingError> {
+        minhop(topo, options).map(Routing::from)
     }
 }
 

@@ -30,7 +30,7 @@ mod updn;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 pub use dnup::{DownUp, dnup};
-pub use engine::{Engine, update_port_tables};
+pub use engine::{Engine, Layering, Routing, Unlayered, update_port_tables};
 pub use ftree::{FatTree, ftree};
 pub use lft_load::{LftLoad, PortLoad, SwitchLoad, Toward, WorstPort, lft_load};
 pub use list::{
@@ -45,6 +45,7 @@ pub use options::{GuidFile, RoutingOptions};
 pub use updn::{Ranks, UpDown, updn, updn_roots};
 
 use ibqos_mad::Guid;
+use ibqos_qos::VlCount;
 
 use crate::topology::{LidError, NodeId, PortRef, Topology, TopologyError};
 
@@ -124,6 +125,10 @@ pub enum RoutingError {
     /// OpenSM's words.
     #[error("{0}")]
     Refused(String),
+    /// The routes need more VLs than the switch ports run (OpenSM's LASH `ERR 4D02`, DFSSSP
+    /// `ERR AD25`).
+    #[error("its routes need {needed} VLs, and the fabric runs {available}")]
+    TooFewVls { needed: VlCount, available: VlCount },
 }
 
 /// The switches of a topology, numbered 0.. in node order, and the switch-to-switch links.

@@ -26,7 +26,9 @@
 use std::collections::VecDeque;
 
 use super::balance::{self, NoPath};
-use super::engine::Engine;
+use ibqos_qos::VlCount;
+
+use super::engine::{Engine, Routing};
 use super::minhop::shortest_toward;
 use super::{GuidFile, Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
 use crate::topology::{NodeId, PortRef, Topology};
@@ -40,8 +42,13 @@ impl Engine for UpDown {
         "updn"
     }
 
-    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
-        updn(topo, options)
+    fn unicast(
+        &self,
+        topo: &Topology,
+        options: &RoutingOptions,
+        _vls: VlCount,
+    ) -> Result<Routing, RoutingError> {
+        updn(topo, options).map(Routing::from)
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use ibqos_fabric::routing::{Engine, update_port_tables};
+use ibqos_fabric::routing::{Layering, update_port_tables};
 use ibqos_mad::{
     Attribute, CapabilityMask, Guid, NodeType, SlToVlMappingTableRepr, SlToVlModifier,
     VlArbModifier, VlArbitrationTableRepr,
@@ -97,7 +97,7 @@ pub fn port_plan(
     subnet: &Subnet,
     config: &QosConfig,
     setup: &SetupTables,
-    engine: &dyn Engine,
+    layering: &dyn Layering,
     key: PortKey,
     oper_vls: u8,
 ) -> Option<PortPlan> {
@@ -127,7 +127,7 @@ pub fn port_plan(
     let mut settings = setup.settings(config, class, key.node, key.port);
     // OpenSM's update_sl2vl and update_vlarb: the routing engine may rewrite the configured
     // tables, which the planner then masks.
-    update_port_tables(engine, &mut settings, class, key.node, key.port);
+    update_port_tables(layering, &mut settings, class, key.node, key.port);
     plan_settings(&settings, class, &caps).ok()
 }
 
@@ -136,7 +136,7 @@ pub fn qos_sets(
     subnet: &Subnet,
     config: &QosConfig,
     setup: &SetupTables,
-    engine: &dyn Engine,
+    layering: &dyn Layering,
     use_optimized_slvl: bool,
 ) -> Vec<TableWrite> {
     let mut sets = Vec::new();
@@ -146,7 +146,7 @@ pub fn qos_sets(
                 subnet,
                 config,
                 setup,
-                engine,
+                layering,
                 use_optimized_slvl,
             };
             switch.sets(*guid, node, &mut sets);
@@ -155,7 +155,7 @@ pub fn qos_sets(
         for (number, port) in &node.ports {
             let key = PortKey::new(*guid, *number);
             let oper_vls = port.info.operational_vls;
-            let Some(plan) = port_plan(subnet, config, setup, engine, key, oper_vls) else {
+            let Some(plan) = port_plan(subnet, config, setup, layering, key, oper_vls) else {
                 continue;
             };
             if let Some(table) = plan.sl2vl {
@@ -181,7 +181,7 @@ struct SwitchQos<'a> {
     subnet: &'a Subnet,
     config: &'a QosConfig,
     setup: &'a SetupTables,
-    engine: &'a dyn Engine,
+    layering: &'a dyn Layering,
     use_optimized_slvl: bool,
 }
 
@@ -193,7 +193,7 @@ impl SwitchQos<'_> {
         for (number, port) in node.ports.iter().filter(|(n, _)| up(**n)) {
             let key = PortKey::new(guid, *number);
             let oper = port.info.operational_vls;
-            let plan = port_plan(subnet, self.config, self.setup, self.engine, key, oper);
+            let plan = port_plan(subnet, self.config, self.setup, self.layering, key, oper);
             if let Some(plan) = plan {
                 vlarb_sets(&plan, guid, via, *number, sets);
             }
@@ -282,7 +282,7 @@ impl SwitchQos<'_> {
             let mask = oper.unwrap_or(VlCount::One).vl_mask();
             for &input in inputs {
                 let mut table = configured;
-                self.engine.update_sl2vl(guid, input, output, &mut table);
+                self.layering.update_sl2vl(guid, input, output, &mut table);
                 if table != configured {
                     let scope = SlToVlModifier::Pair { input, output };
                     let table = table.masked(mask);

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use ibqos_fabric::routing::{Engine, EngineList, Unrouted};
+use std::sync::Arc;
+
+use ibqos_fabric::routing::{Engine, EngineList, Layering, Unrouted};
 use ibqos_fabric::{Node as FabricNode, NodeKind, PortRef, Topology, TopologyError};
 use ibqos_mad::{Guid, NodeType};
 use ibqos_qos::VlCount;
@@ -30,6 +32,15 @@ impl Lfts {
     }
 }
 
+/// A sweep's routing: the LFTs, the engine that computed them, and what it decided beside them
+/// (the SLs of paths, its SL2VL and VLArb tables).
+#[derive(Debug, Clone)]
+pub struct SweepRoutes {
+    pub lfts: Lfts,
+    pub engine: &'static dyn Engine,
+    pub layering: Arc<dyn Layering>,
+}
+
 /// Why the sweep could not route.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
@@ -45,7 +56,7 @@ pub fn route(
     subnet: &Subnet,
     engines: &EngineList,
     vls: VlCount,
-) -> Result<(Lfts, &'static dyn Engine), RouteError> {
+) -> Result<SweepRoutes, RouteError> {
     let (topology, guids) = topology(subnet).map_err(RouteError::Topology)?;
     // OpenSM logs a GUID file it cannot parse at each routing; so does the sweep.
     let options = engines.options();
@@ -72,7 +83,11 @@ pub fn route(
         .iter()
         .map(|(id, lft)| (guids[id.0 as usize], lft.to_vec()))
         .collect();
-    Ok((Lfts { tables }, routed.engine))
+    Ok(SweepRoutes {
+        lfts: Lfts { tables },
+        engine: routed.engine,
+        layering: routed.layering,
+    })
 }
 
 /// The subnet as a fabric topology (node ids in GUID order), and the GUID of each node id.

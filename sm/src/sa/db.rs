@@ -4,8 +4,9 @@
 //! the fabric.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use ibqos_fabric::routing::Engine;
+use ibqos_fabric::routing::Layering;
 use ibqos_mad::{
     Attribute, Guid, NodeType, PortState, SlToVlMappingTableRepr, SmInfoRepr,
     VlArbitrationTableRepr,
@@ -35,7 +36,7 @@ pub struct SaDb {
     /// Forwarding tables by switch GUID: entry `lid` is the egress port.
     pub(super) lfts: BTreeMap<u64, Vec<u8>>,
     /// The routing engine that computed them, which has the last word on a path's SL.
-    pub(super) routed_by: Option<&'static dyn Engine>,
+    pub(super) layering: Option<Arc<dyn Layering>>,
     /// SL2VL tables as programmed, by node, input port and output port.
     pub(super) sl2vl: Sl2VlTables,
     /// VLArb blocks as programmed, by (node, output port, block 1-4).
@@ -91,7 +92,7 @@ impl SaDb {
             by_lid,
             by_guid,
             lfts: sweep.lfts().tables.clone(),
-            routed_by: Some(sweep.routed_by()),
+            layering: Some(Arc::clone(sweep.layering())),
             pkeys,
             pkey_rule,
             pkey_maps,

@@ -13,7 +13,7 @@ use ibqos_mad::{CapabilityMask, Gid, Method, PortInfoRepr, SlToVlMappingTableRep
 use tracing::debug;
 
 use super::db::SaDb;
-use ibqos_fabric::routing::Engine;
+use ibqos_fabric::routing::Layering;
 use ibqos_qos::policy::ResolvedPolicy;
 
 use super::{Query, Records, SaConfig, policy};
@@ -103,7 +103,7 @@ pub(super) fn path_records(
         policy,
         requester: query.requester,
         mask,
-        path_sl: db.routed_by,
+        path_sl: db.layering.as_deref(),
         request: &request,
         wanted: if query.method == Method::Get {
             1
@@ -306,9 +306,9 @@ struct Ask<'a> {
     request: &'a PathRecordRepr,
     /// Paths per pair of ports: 1 for a Get (IBA 1.2 erratum), else NumbPath if given.
     wanted: usize,
-    /// The routing engine whose SL replaces the one chosen: a PathRecord's; OpenSM asks it
-    /// for no MultiPathRecord.
-    path_sl: Option<&'a dyn Engine>,
+    /// What the routing decided, whose SL replaces the one chosen: a PathRecord's; OpenSM asks
+    /// its engine for no MultiPathRecord.
+    path_sl: Option<&'a dyn Layering>,
 }
 
 impl Ask<'_> {
@@ -594,7 +594,7 @@ impl Ask<'_> {
         // (osm_sa_path_record.c:810-831).
         let sl = self
             .path_sl
-            .map_or(sl, |engine| engine.path_sl(sl, slid, dlid));
+            .map_or(sl, |layering| layering.path_sl(sl, slid, dlid));
         if mask & bit::SL != 0 && sl != request.sl {
             debug!(
                 sl,

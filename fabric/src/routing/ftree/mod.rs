@@ -16,7 +16,9 @@ mod route;
 
 use std::collections::HashMap;
 
-use super::engine::Engine;
+use ibqos_qos::VlCount;
+
+use super::engine::{Engine, Routing};
 use super::{NO_ROUTE, Routes, RoutingError, RoutingOptions};
 use crate::topology::{NodeId, Topology};
 
@@ -29,8 +31,13 @@ impl Engine for FatTree {
         "ftree"
     }
 
-    fn unicast(&self, topo: &Topology, options: &RoutingOptions) -> Result<Routes, RoutingError> {
-        ftree(topo, options)
+    fn unicast(
+        &self,
+        topo: &Topology,
+        options: &RoutingOptions,
+        _vls: VlCount,
+    ) -> Result<Routing, RoutingError> {
+        ftree(topo, options).map(Routing::from)
     }
 }
 

@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use ibqos_fabric::routing::{Engine, EngineList, update_port_tables};
+use ibqos_fabric::routing::{EngineList, Layering, Routed, update_port_tables};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_opensm::Settings;
 use ibqos_qos::policy::setup::{ScopeId, Scoped, SetupTables};
@@ -70,8 +70,8 @@ pub(super) fn run(
         return Ok(Outcome::from_report(&report));
     }
     let setup = setup_on(&topo, settings, config)?;
-    let engine = route(&topo, settings, args.routing_engine.as_deref(), topology)?;
-    let ports = planned_ports(&topo, settings, &setup, engine);
+    let routed = route(&topo, settings, args.routing_engine.as_deref(), topology)?;
+    let ports = planned_ports(&topo, settings, &setup, &*routed.layering);
     let place = |scope: ScopeId| {
         settings
             .qos_setup_places
@@ -82,7 +82,7 @@ pub(super) fn run(
     if args.json {
         let object = json!({
             "topology": topology,
-            "routing_engine": engine.name(),
+            "routing_engine": routed.engine.name(),
             "ports": ports.iter().map(|p| port_json(p, &place)).collect::<Vec<_>>(),
             "diagnostics": report.to_json(),
         });
@@ -111,29 +111,29 @@ pub(super) fn run(
     Ok(Outcome::from_report(&report))
 }
 
-/// The engine that routes `topo` as the SM would: the first of `routing_engine` (the option,
-/// else the configuration's) that routes it, each engine passed over said on standard error.
+/// `topo` routed as the SM would: by the first of `routing_engine` (the option, else the
+/// configuration's) that routes it, each engine passed over said on standard error.
 fn route(
     topo: &Topology,
     settings: &Settings,
     routing_engine: Option<&str>,
     topology: &str,
-) -> Result<&'static dyn Engine> {
+) -> Result<Routed> {
     let engines = match routing_engine {
         Some(names) => EngineList::parse(Some(names)).with_options(routing_options(settings)),
         None => routing_engines(settings),
     };
     let vls = settings.links.oper_vls_cap().unwrap_or(VlCount::Fifteen);
-    Ok(route_offline(&mut topo.clone(), &engines, vls, topology)?.engine)
+    route_offline(&mut topo.clone(), &engines, vls, topology)
 }
 
-/// Every port the scopes give a value, in the fabric's node order, with what `engine` makes of
-/// its tables.
+/// Every port the scopes give a value, in the fabric's node order, with what the routing's
+/// `layering` makes of its tables.
 fn planned_ports(
     topo: &Topology,
     settings: &Settings,
     setup: &SetupTables,
-    engine: &dyn Engine,
+    layering: &dyn Layering,
 ) -> Vec<PortSetupPlan> {
     let max_op_vls = settings.links.oper_vls_cap();
     // A scope has one table: the entries of a port group by scope.
@@ -163,7 +163,7 @@ fn planned_ports(
                 .unwrap_or(port.link.vl_cap);
             let caps = port.link.planner_caps(oper);
             let mut settings_here = setup.settings(&settings.qos, class, node.guid, number);
-            update_port_tables(engine, &mut settings_here, class, node.guid, number);
+            update_port_tables(layering, &mut settings_here, class, node.guid, number);
             let Ok(plan) = plan_settings(&settings_here, class, &caps) else {
                 continue;
             };

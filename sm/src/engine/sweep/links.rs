@@ -136,12 +136,12 @@ impl Sweep {
         // left as the port has it.
         let plan = self.config.qos.enabled.then(|| {
             let oper_vls = info.operational_vls;
-            let engine = self.routed_by;
+            let layering = &*self.layering;
             port_plan(
                 &self.subnet,
                 &self.config.qos,
                 &self.setup,
-                engine,
+                layering,
                 key,
                 oper_vls,
             )

@@ -17,11 +17,12 @@ mod switches;
 mod writes;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ibqos_exchange::Transmit;
 use ibqos_exchange::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats};
-use ibqos_fabric::routing::{Engine, EngineList, MinHop};
+use ibqos_fabric::routing::{Engine, EngineList, Layering, MinHop, Unlayered};
 use ibqos_mad::{
     Attribute, AttributeId, CapabilityMask, Guid, PhysPortState, PortInfoRepr, PortState,
     SmInfoRepr, SmpRepr,
@@ -231,6 +232,8 @@ pub struct Sweep {
     lfts: Lfts,
     /// The engine that routed them, which the multicast manager and the SA ask next.
     routed_by: &'static dyn Engine,
+    /// What the routing decided beside the LFTs: path SLs, the engine's SL2VL and VLArb.
+    layering: Arc<dyn Layering>,
     pending_reads: Vec<PendingRead>,
     changes: Vec<Change>,
     failed_requests: usize,
@@ -308,6 +311,7 @@ impl Sweep {
         sweep.subnet = last.subnet.clone();
         sweep.lfts = last.lfts.clone();
         sweep.routed_by = last.routed_by;
+        sweep.layering = Arc::clone(&last.layering);
         sweep.multicast_only = true;
         sweep.program_multicast();
         sweep.advance(now);
@@ -330,6 +334,7 @@ impl Sweep {
             pkeys: PkeyState::default(),
             lfts: Lfts::default(),
             routed_by: &MinHop,
+            layering: Arc::new(Unlayered),
             pending_reads: Vec::new(),
             changes: Vec::new(),
             failed_requests: 0,
@@ -384,6 +389,11 @@ impl Sweep {
     /// The engine that routed this sweep's forwarding tables.
     pub fn routed_by(&self) -> &'static dyn Engine {
         self.routed_by
+    }
+
+    /// What that routing decided beside the LFTs.
+    pub fn layering(&self) -> &Arc<dyn Layering> {
+        &self.layering
     }
 
     pub fn stats(&self) -> &SchedulerStats {

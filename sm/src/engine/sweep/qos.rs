@@ -40,7 +40,7 @@ impl Sweep {
             &self.subnet,
             &self.config.qos,
             &self.setup,
-            self.routed_by,
+            &*self.layering,
             self.config.use_optimized_slvl,
         ));
         for index in 0..self.qos_writes.len() {

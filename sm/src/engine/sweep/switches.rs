@@ -14,14 +14,14 @@ impl Sweep {
     /// SwitchInfo.LinearFDBTop and the LFT blocks up to it, on every switch.
     pub(super) fn program_switches(&mut self) {
         self.phase = Phase::ProgrammingSwitches;
-        let (lfts, engine) = match route(&self.subnet, &self.config.routing, self.config.max_op_vls)
-        {
+        let routed = match route(&self.subnet, &self.config.routing, self.config.max_op_vls) {
             Ok(routed) => routed,
             Err(error) => {
                 self.fail(error);
                 return;
             }
         };
+        let lfts = routed.lfts;
         let top = lfts.max_lid();
         for (guid, lft) in &lfts.tables {
             let Some(node) = self.subnet.nodes.get(guid) else {
@@ -76,6 +76,7 @@ impl Sweep {
             self.logged("configured", "planned")
         );
         self.lfts = lfts;
-        self.routed_by = engine;
+        self.routed_by = routed.engine;
+        self.layering = routed.layering;
     }
 }
