@@ -197,6 +197,15 @@ impl<C, M: Message> Scheduler<C, M> {
         self.delayed.push((not_before, request));
     }
 
+    /// Nothing waits to be sent and the wire has room: a request submitted now is the next
+    /// to go out. A caller that plans its requests one at a time submits them then, and the
+    /// queues stay short.
+    pub fn wants_work(&self) -> bool {
+        self.turn.is_empty()
+            && self.resend.is_empty()
+            && self.in_flight.len() < self.config.max_outstanding
+    }
+
     /// Nothing queued, nothing held back, nothing on the wire.
     pub fn is_idle(&self) -> bool {
         self.in_flight.is_empty()

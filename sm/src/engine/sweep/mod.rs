@@ -40,7 +40,7 @@ use crate::election::{OwnPort, RemoteSm};
 use crate::mkey::{KeyHidden, MKeyConfig};
 use partitions::PkeyState;
 use reconcile::PendingRead;
-use writes::{HighLimits, TableKind, Writes};
+use writes::{Feed, HighLimits, TableKind, Writes};
 
 pub use diff::{Difference, Field, Found, PortInfoField};
 pub use multicast::MulticastMembers;
@@ -235,6 +235,8 @@ pub struct Sweep {
     /// What the routing decided beside the LFTs: path SLs, the engine's SL2VL and VLArb.
     layering: Arc<dyn Layering>,
     pending_reads: Vec<PendingRead>,
+    /// The table Sets of the phase not yet planned.
+    feed: Feed,
     changes: Vec<Change>,
     failed_requests: usize,
     started: Instant,
@@ -336,6 +338,7 @@ impl Sweep {
             routed_by: &MinHop,
             layering: Arc::new(Unlayered),
             pending_reads: Vec::new(),
+            feed: Feed::default(),
             changes: Vec::new(),
             failed_requests: 0,
             started: now,
@@ -451,6 +454,7 @@ impl Sweep {
 
     /// The next SMP to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.feed_writes();
         self.scheduler.poll_transmit(now)
     }
 
@@ -564,7 +568,7 @@ impl Sweep {
 
     /// When a phase has nothing left on the wire, the next one starts.
     fn advance(&mut self, now: Instant) {
-        while self.scheduler.is_idle() && !self.is_done() {
+        while self.scheduler.is_idle() && self.feed.is_empty() && !self.is_done() {
             match self.phase {
                 Phase::Discovering => {
                     let counts = self.counts();

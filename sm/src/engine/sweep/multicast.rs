@@ -124,11 +124,7 @@ impl Sweep {
         let pending = writes.pending();
         self.mft_writes = writes;
         for index in pending {
-            let Some(planned) = self.planned_write(TableKind::Mft, index, 1) else {
-                continue;
-            };
-            let held = Held::Read(vec![planned.modifier]);
-            self.plan_set(planned, held);
+            self.plan_write(TableKind::Mft, index);
         }
         self.program_mft_tops(&mfts.tops, &guids);
     }

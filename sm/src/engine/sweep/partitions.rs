@@ -12,8 +12,7 @@ use ibqos_mad::{
 use ibqos_qos::partitions::{EndPort, PartitionOptions, Partitions, SubnetPartitions, resolve};
 use tracing::{info, warn};
 
-use super::reconcile::Held;
-use super::writes::{TableKind, Writes};
+use super::writes::{Feed, TableKind, Writes};
 use super::{Op, Phase, Sweep};
 use crate::engine::pkeys::{BLOCK, KeyRule, PartEnforce, PortPkeys, peer_plan, place};
 use crate::engine::subnet::{PortKey, Subnet};
@@ -256,19 +255,8 @@ impl Sweep {
         self.pkeys.partitions = partitions;
         self.pkeys.enforce = enforce;
         let pending = writes.pending();
+        self.feed = Feed::new(TableKind::PKey, &writes, &pending);
         self.pkey_writes = writes;
-        for index in pending {
-            let Some(set) = self.pkey_writes.get(index) else {
-                continue;
-            };
-            let Attribute::PKeyTable(_) = set.attribute else {
-                continue;
-            };
-            let held = self.held_block(set);
-            if let Some(planned) = self.planned_write(TableKind::PKey, index, 1) {
-                self.plan_set(planned, Held::Known(Attribute::PKeyTable(held)));
-            }
-        }
         info!(
             partitions = self.pkeys.partitions.partitions.len(),
             ports = self.pkey_writes.counts().configured,
@@ -278,7 +266,7 @@ impl Sweep {
     }
 
     /// The block a P_Key Set overwrites, as read.
-    fn held_block(&self, set: &TableWrite) -> PKeyTableRepr {
+    pub(super) fn held_block(&self, set: &TableWrite) -> PKeyTableRepr {
         let mut p_keys = [0; BLOCK];
         if let TableModifier::PKey(m) = set.modifier
             && let Some(held) = set

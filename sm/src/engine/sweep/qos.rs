@@ -4,8 +4,7 @@
 use ibqos_mad::SlToVlModifier;
 use tracing::info;
 
-use super::reconcile::Held;
-use super::writes::{TableKind, Writes};
+use super::writes::{Feed, TableKind, Writes};
 use super::{Phase, Sweep};
 use crate::engine::qos::qos_sets;
 use crate::engine::subnet::Subnet;
@@ -43,16 +42,8 @@ impl Sweep {
             &*self.layering,
             self.config.use_optimized_slvl,
         ));
-        for index in 0..self.qos_writes.len() {
-            let Some(planned) = self.planned_write(TableKind::Qos, index, 1) else {
-                continue;
-            };
-            let Some(set) = self.qos_writes.get(index) else {
-                continue;
-            };
-            let held = Held::Read(read_modifiers(&self.subnet, set));
-            self.plan_set(planned, held);
-        }
+        let every: Vec<usize> = (0..self.qos_writes.len()).collect();
+        self.feed = Feed::new(TableKind::Qos, &self.qos_writes, &every);
         info!(
             sets = self.qos_writes.len(),
             "{} QoS tables",
