@@ -9,6 +9,7 @@
 //! responses by those low 32 bits and the management class (the kernel and ibsim rewrite the high
 //! bits). It resends a request that gets no answer until its retries are spent.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -139,12 +140,22 @@ struct InFlight<C, M> {
     dropped: u32,
 }
 
+/// How many emptied queues the scheduler keeps for reuse.
+const SPARE_QUEUES: usize = 64;
+
+/// The requests a kept queue has room for: a node's usual share of a phase.
+const SPARE_CAPACITY: usize = 8;
+
 /// The scheduler itself; `C` is whatever the caller needs back with each completion.
 #[derive(Debug)]
 pub struct Scheduler<C, M = SmpRepr> {
     config: SchedulerConfig,
-    /// Requests not yet on the wire, per node.
+    /// Requests not yet on the wire, per node with any.
     queues: HashMap<u64, VecDeque<Request<C, M>>>,
+    /// Emptied queues kept for reuse, so that a node asked again needs no new allocation. At
+    /// most [`SPARE_QUEUES`], each cut to [`SPARE_CAPACITY`]: the queues of a whole discovery
+    /// are not kept to the end of the sweep.
+    spare: Vec<VecDeque<Request<C, M>>>,
     /// Nodes with queued requests, in the order they are served next.
     turn: VecDeque<u64>,
     /// Requests on the wire, by the low 32 bits of their TID.
@@ -165,6 +176,7 @@ impl<C, M: Message> Scheduler<C, M> {
                 ..config
             },
             queues: HashMap::new(),
+            spare: Vec::new(),
             turn: VecDeque::new(),
             in_flight: HashMap::new(),
             resend: VecDeque::new(),
@@ -185,10 +197,13 @@ impl<C, M: Message> Scheduler<C, M> {
 
     /// Queues a request behind the others for the same node.
     pub fn submit(&mut self, request: Request<C, M>) {
-        let queue = self.queues.entry(request.node).or_default();
-        if queue.is_empty() {
-            self.turn.push_back(request.node);
-        }
+        let queue = match self.queues.entry(request.node) {
+            Entry::Occupied(queue) => queue.into_mut(),
+            Entry::Vacant(slot) => {
+                self.turn.push_back(request.node);
+                slot.insert(self.spare.pop().unwrap_or_default())
+            }
+        };
         queue.push_back(request);
     }
 
@@ -237,10 +252,13 @@ impl<C, M: Message> Scheduler<C, M> {
                 let node = self.turn.pop_front()?;
                 let queue = self.queues.get_mut(&node)?;
                 let request = queue.pop_front()?;
-                // An emptied queue stays: the node is soon asked again, and its queue then
-                // needs no new allocation.
                 if !queue.is_empty() {
                     self.turn.push_back(node);
+                } else if let Some(mut emptied) = self.queues.remove(&node)
+                    && self.spare.len() < SPARE_QUEUES
+                {
+                    emptied.shrink_to(SPARE_CAPACITY);
+                    self.spare.push(emptied);
                 }
                 InFlight {
                     request,
@@ -495,6 +513,30 @@ mod tests {
             })
             .collect();
         assert_eq!(order, vec![1, 2, 3, 1, 2, 1, 2]);
+    }
+
+    /// A node asked again after its queue emptied is served in its turn, and the queues of
+    /// many nodes served once are not all kept.
+    #[test]
+    fn emptied_queues_are_reused_and_bounded() {
+        let mut s = scheduler(100_000, 0);
+        let now = Instant::now();
+        (0..1000).for_each(|node| (0..20).for_each(|n| s.submit(request(node, n))));
+        assert_eq!(drain(&mut s, now).len(), 20_000);
+        assert!(s.queues.is_empty());
+        assert_eq!(s.spare.len(), SPARE_QUEUES);
+        assert!(s.spare.iter().all(|q| q.capacity() < 20));
+        s.submit(request(5, 0));
+        s.submit(request(6, 0));
+        s.submit(request(5, 1));
+        let order: Vec<(u64, u32)> = drain(&mut s, now)
+            .iter()
+            .map(|t| match s.on_response(answer(t, Status::OK)) {
+                Some(Completion::Answered { context, .. }) => context,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(order, [(5, 0), (6, 0), (5, 1)]);
     }
 
     #[test]
