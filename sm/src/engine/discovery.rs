@@ -14,7 +14,7 @@ use ibqos_mad::{
 };
 use tracing::debug;
 
-use super::subnet::{DiscoveredNode, Port, PortKey, Subnet};
+use super::subnet::{DiscoveredNode, Port, PortKey, PortMap, Subnet};
 
 /// What a discovery Get asks, and so what its answer is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,7 +109,10 @@ impl Discovery {
                     description: String::new(),
                     switch: None,
                     path: path.clone(),
-                    ports: BTreeMap::new(),
+                    ports: PortMap::with_capacity(
+                        usize::from(info.num_ports)
+                            + usize::from(info.node_type == NodeType::Switch),
+                    ),
                 },
             );
             let description = Probe::NodeDescription { guid };

@@ -62,7 +62,7 @@ mod tests {
         VlArbitrationTableRepr,
     };
 
-    use crate::engine::subnet::{DiscoveredNode, PortKey};
+    use crate::engine::subnet::{DiscoveredNode, PortKey, PortMap};
 
     fn set(attribute: Attribute, modifier: TableModifier, outputs: &[u8]) -> TableWrite {
         TableWrite {
@@ -87,7 +87,7 @@ mod tests {
             description: String::new(),
             switch: None,
             path: Vec::new(),
-            ports: BTreeMap::new(),
+            ports: PortMap::default(),
         };
         Subnet {
             nodes: BTreeMap::from([(1, node)]),
