@@ -367,6 +367,12 @@ impl Manager {
         self.last_sweep.as_deref()
     }
 
+    /// The SA's snapshot: that of the last sweep that brought the subnet up (a dry run leaves
+    /// it as it was).
+    pub fn sa_snapshot(&self) -> Option<&SaDb> {
+        self.sa.snapshot()
+    }
+
     /// A MAD from `from` (LID 0xFFFF for a directed-route MAD): an answer to the sweep, a
     /// request or trap for the SM, or a query for the SA.
     pub fn on_mad(&mut self, now: Instant, mad: &[u8], from: Peer) {

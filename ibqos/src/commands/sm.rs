@@ -37,6 +37,7 @@ use ibqos_sm::election::state_name;
 use ibqos_sm::engine::sweep::SweepMode;
 use ibqos_sm::manager::{self, Event, Manager, Run};
 use ibqos_sm::mkey::{Neighbors, read_guid2mkey, read_neighbors};
+use ibqos_sm::sa::SaDb;
 use ibqos_sm::summary::SweepSummary;
 use ibqos_transport::driver;
 use ibqos_transport::fault::{FaultConfig, Faulty};
@@ -258,7 +259,7 @@ fn drive(
             && summary.mode != SweepMode::DryRun
             && let Some(sweep) = manager.last_sweep()
         {
-            dumps.write(sweep, &mut daemon.problems);
+            dumps.write(sweep, manager.sa_snapshot(), &mut daemon.problems);
         }
         match event {
             // The election logged it ("Entering MASTER state"); each summary carries the state;
@@ -432,7 +433,9 @@ impl Daemon<'_> {
                 let Some(sweep) = manager.last_sweep() else {
                     return Err("no sweep has ended yet".to_string());
                 };
-                let written = dumps.write(sweep, &mut self.problems);
+                // The last sweep may be a dry run, which leaves the SA's snapshot as it was:
+                // the tables come from the sweep itself.
+                let written = dumps.write(sweep, None, &mut self.problems);
                 Ok(written
                     .iter()
                     .map(|name| format!("{}\n", dumps.dir.join(name).display()))
@@ -596,33 +599,43 @@ impl Dumps {
         })
     }
 
-    /// Writes the files; the names of those written. A file that cannot be written is warned
-    /// of once while the problem lasts, not after every sweep.
+    /// Writes the files of `sweep`, the tables as verified from `snapshot` (the SA's of that
+    /// sweep, made anew if there is none); the names of those written. Each file is written as
+    /// soon as its text is made, so only one is held at a time. A file that cannot be written
+    /// is warned of once while the problem lasts, not after every sweep.
     fn write(
         &self,
         sweep: &ibqos_sm::engine::sweep::Sweep,
+        snapshot: Option<&SaDb>,
         problems: &mut Problems,
     ) -> Vec<&'static str> {
-        let mut files = vec![("opensm-subnet.lst", dumps::subnet_lst(sweep.subnet()))];
-        if self.routing {
-            files.push((
-                "opensm-lfts.dump",
-                dumps::lfts_dump(sweep.subnet(), sweep.lfts()),
-            ));
-            if self.qos {
-                let db = ibqos_sm::sa::SaDb::new(sweep);
-                files.push(("opensm-sl2vl.dump", dumps::sl2vl_dump(&db)));
-                files.push(("ibqos-vlarb.dump", dumps::vlarb_dump(&db)));
-            }
-        }
         let mut written = Vec::new();
-        for (name, text) in files {
+        let mut write = |name: &'static str, text: String| {
             let outcome = write_atomically(&self.dir, name, &text, PUBLIC);
             if outcome.is_ok() {
                 written.push(name);
             }
             let what = format!("write the dump file {}", self.dir.join(name).display());
             problems.note(&what, outcome);
+        };
+        write("opensm-subnet.lst", dumps::subnet_lst(sweep.subnet()));
+        if self.routing {
+            write(
+                "opensm-lfts.dump",
+                dumps::lfts_dump(sweep.subnet(), sweep.lfts()),
+            );
+            if self.qos {
+                let made;
+                let db = match snapshot {
+                    Some(db) => db,
+                    None => {
+                        made = SaDb::new(sweep);
+                        &made
+                    }
+                };
+                write("opensm-sl2vl.dump", dumps::sl2vl_dump(db));
+                write("ibqos-vlarb.dump", dumps::vlarb_dump(db));
+            }
         }
         written
     }

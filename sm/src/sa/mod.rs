@@ -178,6 +178,11 @@ impl Sa {
     /// issues them at the end of a heavy sweep (osm_state_mgr.c, osm_drop_mgr.c). Ports that
     /// went leave their multicast groups, and the partitions' groups are created (see
     /// `multicast::Groups::on_snapshot`).
+    /// The snapshot the SA answers from, once a sweep brought the subnet up.
+    pub fn snapshot(&self) -> Option<&SaDb> {
+        self.db.as_ref()
+    }
+
     pub fn update(&mut self, now: Instant, db: SaDb) {
         if let Some(old) = &self.db {
             let (old_ports, new_ports) = (old.endport_guids(), db.endport_guids());
