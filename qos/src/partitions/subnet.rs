@@ -3,7 +3,7 @@
 //! result is what the partition manager programs into P_Key tables and what the SA answers
 //! partition questions from.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use ibqos_mad::{Gid, NodeType};
 
@@ -152,6 +152,7 @@ pub fn resolve(
 ) -> SubnetPartitions {
     let mut builder = Builder {
         ports,
+        known: ports.iter().map(|p| p.guid).collect(),
         sm_port,
         options,
         partitions: Vec::new(),
@@ -179,6 +180,8 @@ pub fn resolve(
 
 struct Builder<'a> {
     ports: &'a [EndPort],
+    /// The GUIDs of `ports`: a member is looked up once per definition that names it.
+    known: HashSet<u64>,
     sm_port: Option<u64>,
     options: PartitionOptions,
     partitions: Vec<SubnetPartition>,
@@ -304,7 +307,7 @@ impl Builder<'_> {
     /// `osm_prtn_add_port` (`osm_prtn.c:123-176`): a port the subnet does not have is ignored;
     /// without `allow_both_pkeys` a port is in one of the two lists only, the last one given.
     fn add_port(&mut self, index: usize, guid: u64, full: bool, indx0: bool) {
-        if !self.ports.iter().any(|p| p.guid == guid) {
+        if !self.known.contains(&guid) {
             return;
         }
         let partition = &mut self.partitions[index];
