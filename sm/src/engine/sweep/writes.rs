@@ -242,15 +242,22 @@ impl Writes {
         &self,
         mut group: impl FnMut(PortKey) -> G,
     ) -> BTreeMap<G, TableCounts> {
-        let mut ports: BTreeMap<PortKey, Settled> = BTreeMap::new();
+        // Each port's worst state over its Sets: sorted by port, then state, so the last of
+        // a port's entries is its worst.
+        let mut each: Vec<(PortKey, Settled)> = Vec::with_capacity(self.sets.len());
         for (set, settled) in self.sets.iter().zip(&self.settled) {
-            for port in &set.ports {
-                let state = ports.entry(*port).or_insert(Settled::Held);
-                *state = (*state).max(*settled);
-            }
+            each.extend(set.ports.iter().map(|port| (*port, *settled)));
         }
+        each.sort_unstable();
+        each.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = later.1;
+            }
+            same
+        });
         let mut groups: BTreeMap<G, TableCounts> = BTreeMap::new();
-        for (port, settled) in ports {
+        for (port, settled) in each {
             let counts = groups.entry(group(port)).or_default();
             counts.configured += 1;
             match settled {
