@@ -297,6 +297,13 @@ impl KeyRing {
         let Routing::Directed(path) = response.routing else {
             return;
         };
+        // Only these two tell anything: the rest (most answers) are not parsed at all.
+        if !matches!(
+            response.attribute_id,
+            AttributeId::NodeInfo | AttributeId::PortInfo
+        ) {
+            return;
+        }
         let route = path.egress_ports();
         match Attribute::parse(response.attribute_id, &response.data) {
             Ok(Attribute::NodeInfo(info)) => {
