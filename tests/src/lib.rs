@@ -22,6 +22,7 @@
 //! - [`scenario`]: the fabrics `ibqos sm` runs on, and the checks every run must pass.
 //! - [`trees`]: the fabrics of the routing oracle, from `scripts/routing-trees`.
 //! - [`sa`]: the SA oracle: saquery and osmtest against OpenSM and ibqos, compared by diff.
+//! - [`path_sls`]: every pair's PathRecord SL against OpenSM's, for the engines that choose SLs.
 //!
 //! Everything here is Linux-only, as ibsim and its LD_PRELOAD shim are.
 
@@ -33,6 +34,7 @@ pub mod lfts;
 pub mod multicast;
 pub mod netfile;
 pub mod opensm;
+pub mod path_sls;
 pub mod planner;
 pub mod process;
 pub mod qos;

@@ -178,16 +178,16 @@ pub type Lids = BTreeMap<PortKey, u16>;
 
 /// What both SMs of a comparison run with: opensm.conf lines and, if any, a qos-policy.conf.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SmSetup {
+pub struct SmSetup<'a> {
     /// Lines added to the opensm.conf both SMs read.
-    pub options: &'static str,
+    pub options: &'a str,
     /// The qos-policy.conf both SMs read, instead of the default level alone.
-    pub policy: Option<&'static str>,
+    pub policy: Option<&'a str>,
     /// The partitions.conf both SMs read, instead of the harness's Default line alone.
-    pub partitions: Option<&'static str>,
+    pub partitions: Option<&'a str>,
 }
 
-impl SmSetup {
+impl SmSetup<'_> {
     /// The opensm.conf lines that point at `setup`'s policy, written into `dir`, and its
     /// options.
     fn conf_lines(&self, dir: &Path) -> Result<String> {

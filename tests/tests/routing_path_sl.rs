@@ -1,0 +1,74 @@
+//! PathRecord SLs as OpenSM gives them, per routing engine and QoS policy, through the shared
+//! oracle of `ibqos_tests::path_sls`: every ordered pair of endports asked of both SAs.
+
+use ibqos_fabric::generate;
+use ibqos_tests::path_sls::path_sls_match_opensm;
+use ibqos_tests::sa::SmSetup;
+use ibqos_tests::scenario::Fabric;
+use ibqos_tests::{NodeKind, TestDir};
+
+/// A policy whose SL depends on the pair: SL 5 toward a switch, SL 3 between CAs.
+const POLICY: &str = "\
+port-groups
+    port-group
+        name: Switches
+        node-type: SWITCH
+    end-port-group
+end-port-groups
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 3
+    end-qos-level
+    qos-level
+        name: Management
+        sl: 5
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        destination: Switches
+        qos-level-name: Management
+    end-qos-match-rule
+end-qos-match-rules
+";
+
+/// MinHop has no path SL: every PathRecord carries the policy's SL, on both SMs, on a ring
+/// (a fabric with a cycle, where the layered engines would spend SLs).
+#[test]
+fn minhop_keeps_the_policys_sl_for_every_pair() {
+    let dir = TestDir::new("path-sl-minhop");
+    let fabric = Fabric::generated("ring-4", &generate::ring(4, 2).unwrap(), dir.path()).unwrap();
+    let setup = SmSetup {
+        options: "routing_engine minhop\nqos TRUE\n",
+        policy: Some(POLICY),
+        ..SmSetup::default()
+    };
+    let sls = path_sls_match_opensm(&fabric, &setup, &dir);
+    let is_switch = |name: &str| fabric.topology.node(name).unwrap().kind == NodeKind::Switch;
+    for ((_, destination), answers) in &sls {
+        let expected = if is_switch(&destination.0) { 5 } else { 3 };
+        assert_eq!(answers, &[Some(expected)], "toward {}", destination.0);
+    }
+}
+
+/// Pairs the requester (the query node, a limited member) may not see have no record on both
+/// SAs; the pairs with the SM's port, the one full member, have a path.
+#[test]
+fn pairs_without_a_shared_partition_have_no_record_on_both() {
+    let dir = TestDir::new("path-sl-partitions");
+    let fabric = Fabric::generated("ring-3", &generate::ring(3, 1).unwrap(), dir.path()).unwrap();
+    let setup = SmSetup {
+        options: "routing_engine minhop\n",
+        partitions: Some("Default=0x7fff : ALL, SELF=full ;\n"),
+        ..SmSetup::default()
+    };
+    let sls = path_sls_match_opensm(&fabric, &setup, &dir);
+    let answers: std::collections::BTreeSet<&[Option<u8>]> =
+        sls.values().map(Vec::as_slice).collect();
+    assert_eq!(
+        answers,
+        [&[None][..], &[Some(0)][..]].into(),
+        "both kinds of answer"
+    );
+}
