@@ -20,8 +20,8 @@ const POLL_INTERVAL: Duration = Duration::from_millis(10);
 
 /// A qos-policy.conf with just the mandatory default level. Without a valid one OpenSM logs
 /// "ERR AC10"/"ERR AC04" on every sweep (and brings the subnet up anyway), which would hide real
-/// errors in the log.
-const QOS_POLICY: &str = "\
+/// errors in the log. Its level's SL decides every path with qos on, over a partition's `sl=`.
+pub const QOS_POLICY: &str = "\
 qos-levels
     qos-level
         name: DEFAULT

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::RangeInclusive;
 
+use crate::opensm;
 use crate::readback::{PortKey, port_name};
 use crate::sa::{Query, SaTools, Session, SmKind, SmSetup};
 use crate::scenario::Fabric;
@@ -100,6 +101,9 @@ fn record_sl(transcript: &str) -> Result<Option<u8>> {
 
 /// Starts `kind` on a fresh ibsim of `fabric` with `setup` in `dir` and reads every pair's SL,
 /// `samples` times each. The session ends (both processes killed by PID) before this returns.
+///
+/// Without a policy of the setup's own, both SMs read the one OpenSM's harness gives it: its
+/// default level's SL would otherwise decide OpenSM's paths alone.
 fn sls_of(
     kind: SmKind,
     fabric: &Fabric,
@@ -109,7 +113,11 @@ fn sls_of(
 ) -> PathSls {
     let tools = SaTools::require();
     let what = format!("{} with {kind}", fabric.name);
-    let session = Session::start(kind, &tools, fabric, setup, &dir.subdir(&kind.to_string()))
+    let setup = SmSetup {
+        policy: setup.policy.or(Some(opensm::QOS_POLICY)),
+        ..*setup
+    };
+    let session = Session::start(kind, &tools, fabric, &setup, &dir.subdir(&kind.to_string()))
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     path_sls(&session, samples).unwrap_or_else(|e| panic!("{what}: {e}\n{}", session.sm_output()))
 }

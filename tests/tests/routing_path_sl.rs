@@ -53,14 +53,15 @@ fn minhop_keeps_the_policys_sl_for_every_pair() {
 }
 
 /// Pairs the requester (the query node, a limited member) may not see have no record on both
-/// SAs; the pairs with the SM's port, the one full member, have a path.
+/// SAs; the pairs with the SM's port, the one full member, have a path. Its SL is the policy's
+/// default level's (0), which wins over the partition's `sl=2`.
 #[test]
-fn pairs_without_a_shared_partition_have_no_record_on_both() {
+fn hidden_pairs_have_no_record_and_the_default_level_beats_the_partition_sl() {
     let dir = TestDir::new("path-sl-partitions");
     let fabric = Fabric::generated("ring-3", &generate::ring(3, 1).unwrap(), dir.path()).unwrap();
     let setup = SmSetup {
-        options: "routing_engine minhop\n",
-        partitions: Some("Default=0x7fff : ALL, SELF=full ;\n"),
+        options: "routing_engine minhop\nqos TRUE\n",
+        partitions: Some("Default=0x7fff, sl=2 : ALL, SELF=full ;\n"),
         ..SmSetup::default()
     };
     let sls = path_sls_match_opensm(&fabric, &setup, &dir);
