@@ -719,7 +719,150 @@ fn port_rate(info: &PortInfoRepr, extended: bool) -> Rate {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::sa::tests::{Outcome, ask, serving_changed};
+    use crate::sa::{Sa, SaConfig};
+    use crate::testing::{Fabric, sa_request};
+    use ibqos_exchange::Peer;
+    use ibqos_fabric::routing::Unlayered;
+    use ibqos_mad::sa::{PathRecordMask, SaAttributeId, SaRecord};
+    use ibqos_qos::policy::{QosLevel, QosPolicy};
+
+    /// A routing that spends SLs, as LASH's lanes: each path's SL comes from its LIDs, whatever
+    /// the hint, and is never the default SL 0.
+    #[derive(Debug)]
+    struct Lanes;
+
+    impl Layering for Lanes {
+        fn path_sl(&self, _hint: u8, slid: u16, dlid: u16) -> u8 {
+            ((slid + dlid) % 15 + 1) as u8
+        }
+    }
+
+    /// The SL `Lanes` gives every path from H1 to H2 of the two-switch fabric, once swept.
+    fn lane(fabric: &Fabric) -> u8 {
+        let (slid, dlid) = h1_to_h2(fabric);
+        Lanes.path_sl(0, slid, dlid)
+    }
+
+    fn h1_to_h2(fabric: &Fabric) -> (u16, u16) {
+        let lid = |name| fabric.lid_of(fabric.port_of(name, 1));
+        (lid("H1"), lid("H2"))
+    }
+
+    /// The SA of a sweep of the two-switch fabric with `config`, its paths' SLs from `layering`
+    /// and the SL2VL table of H1's port `h1_sl2vl` when given.
+    fn sa_with(
+        config: SaConfig,
+        layering: Arc<dyn Layering>,
+        h1_sl2vl: Option<[u8; 16]>,
+    ) -> (Fabric, Sa) {
+        let two_switch = Fabric::two_switch();
+        let h1 = two_switch.port_of("H1", 1);
+        let guid = two_switch.emulator.topology().node(h1.node).unwrap().guid;
+        serving_changed(config, |db| {
+            db.layering = Some(layering);
+            if let Some(vls) = h1_sl2vl {
+                let table = SlToVlMappingTableRepr { vls };
+                db.sl2vl.insert(guid, 2, [(0, 1)], table);
+            }
+        })
+    }
+
+    /// The SLs of the PathRecords a GetTable from H1 to H2 answers, requesting `sl` if given.
+    fn path_sls(sa: &mut Sa, fabric: &Fabric, sl: Option<u8>) -> Vec<u8> {
+        let (slid, dlid) = h1_to_h2(fabric);
+        let mut mask = PathRecordMask::SLID.0 | PathRecordMask::DLID.0;
+        if sl.is_some() {
+            mask |= PathRecordMask::SL.0;
+        }
+        let mad = sa_request(
+            Method::GetTable,
+            SaAttributeId::PathRecord,
+            mask,
+            0,
+            |data| {
+                let mut record = PathRecord::new_unchecked(data);
+                record.set_slid(slid);
+                record.set_dlid(dlid);
+                record.set_sl(sl.unwrap_or(0));
+            },
+        );
+        let Outcome::Answered(_, Status::OK, records) = ask(sa, fabric, &mad, Peer::lid(slid))
+        else {
+            panic!("no answer");
+        };
+        records
+            .into_iter()
+            .map(|record| match record {
+                SaRecord::PathRecord(path) => path.sl,
+                other => panic!("not a PathRecord: {other:?}"),
+            })
+            .collect()
+    }
+
+    /// A policy whose only level, the default, has SL 3.
+    fn level_sl_3() -> QosPolicy {
+        QosPolicy {
+            qos_levels: vec![QosLevel {
+                name: "DEFAULT".into(),
+                sl: 3,
+                ..QosLevel::default()
+            }],
+            ..QosPolicy::default()
+        }
+    }
+
+    #[test]
+    fn the_routings_sl_replaces_the_policys_and_an_explicit_other_sl_gets_no_path() {
+        let config = SaConfig {
+            qos: true,
+            policy: Some(level_sl_3()),
+            ..SaConfig::default()
+        };
+        let (fabric, mut sa) = sa_with(config.clone(), Arc::new(Lanes), None);
+        let lane = lane(&fabric);
+        assert_ne!(lane, 3, "the test needs a lane other than the level's SL");
+        assert_eq!(path_sls(&mut sa, &fabric, None), [lane]);
+        // The level's SL passes ERR 1F1F, then the routing's differs: ERR 1F2A, no record.
+        assert_eq!(path_sls(&mut sa, &fabric, Some(3)), [0u8; 0]);
+        // The lane is not the level's: ERR 1F1F comes first.
+        assert_eq!(path_sls(&mut sa, &fabric, Some(lane)), [0u8; 0]);
+        // Without a routing that spends SLs, the level's SL stands, and only it may be asked.
+        let (fabric, mut sa) = sa_with(config, Arc::new(Unlayered), None);
+        assert_eq!(path_sls(&mut sa, &fabric, None), [3]);
+        assert_eq!(path_sls(&mut sa, &fabric, Some(3)), [3]);
+        assert_eq!(path_sls(&mut sa, &fabric, Some(lane)), [0u8; 0]);
+    }
+
+    #[test]
+    fn an_explicit_sl_the_routing_gives_is_answered() {
+        let (fabric, mut sa) = sa_with(SaConfig::default(), Arc::new(Lanes), None);
+        let lane = lane(&fabric);
+        assert_eq!(path_sls(&mut sa, &fabric, Some(lane)), [lane]);
+        assert_eq!(path_sls(&mut sa, &fabric, Some((lane + 1) % 16)), [0u8; 0]);
+    }
+
+    #[test]
+    fn the_routings_sl_is_not_checked_for_vl15() {
+        let lane = lane(&sa_with(SaConfig::default(), Arc::new(Lanes), None).0);
+        // H1's port drops the lane's SL (VL15), and keeps SL 0 on VL 0.
+        let mut vls = [0; 16];
+        vls[usize::from(lane)] = DROP_VL;
+        let config = SaConfig {
+            qos: true,
+            ..SaConfig::default()
+        };
+        let (fabric, mut sa) = sa_with(config.clone(), Arc::new(Lanes), Some(vls));
+        // SL 0 passes the VL15 check; the routing then gives the lane, unchecked.
+        assert_eq!(path_sls(&mut sa, &fabric, None), [lane]);
+        // Asked for explicitly, the lane fails the check that comes first (ERR 1F24).
+        assert_eq!(path_sls(&mut sa, &fabric, Some(lane)), [0u8; 0]);
+        let (fabric, mut sa) = sa_with(config, Arc::new(Unlayered), Some(vls));
+        assert_eq!(path_sls(&mut sa, &fabric, None), [0]);
+    }
 
     #[test]
     fn rates_compare_by_speed_not_code() {
