@@ -13,6 +13,7 @@ use ibqos_mad::{Guid, NodeType};
 use ibqos_qos::VlCount;
 use tracing::warn;
 
+use super::lids::endport_lmc;
 use super::subnet::Subnet;
 
 /// Every switch's linear forwarding table, by switch GUID; entry `lid` is the egress port.
@@ -52,12 +53,16 @@ pub enum RouteError {
 
 /// Every switch's LFT for the discovered subnet, from the first engine of `engines` that routes
 /// it on links running `vls` data VLs, and that engine. Each engine passed over is logged.
+///
+/// Endports route with the LMC `lmc` gives them, the one the link manager's PortInfo Sets
+/// write: routing comes before those Sets, as in OpenSM's sweep.
 pub fn route(
     subnet: &Subnet,
     engines: &EngineList,
     vls: VlCount,
+    lmc: u8,
 ) -> Result<SweepRoutes, RouteError> {
-    let (topology, guids) = topology(subnet).map_err(RouteError::Topology)?;
+    let (topology, guids) = topology(subnet, Some(lmc)).map_err(RouteError::Topology)?;
     // OpenSM logs a GUID file it cannot parse at each routing; so does the sweep.
     let options = engines.options();
     for file in &options.failed_files {
@@ -91,7 +96,11 @@ pub fn route(
 }
 
 /// The subnet as a fabric topology (node ids in GUID order), and the GUID of each node id.
-pub(crate) fn topology(subnet: &Subnet) -> Result<(Topology, Vec<u64>), TopologyError> {
+/// Endports have the LMC `planned_lmc` gives them ([`endport_lmc`]), or the one they hold.
+pub(crate) fn topology(
+    subnet: &Subnet,
+    planned_lmc: Option<u8>,
+) -> Result<(Topology, Vec<u64>), TopologyError> {
     let mut topology = Topology::new();
     let mut ids = BTreeMap::new();
     for (guid, node) in &subnet.nodes {
@@ -107,7 +116,10 @@ pub(crate) fn topology(subnet: &Subnet) -> Result<(Topology, Vec<u64>), Topology
             if let Some(fabric_port) = fabric_node.port_mut(*number) {
                 fabric_port.guid = port.guid;
                 fabric_port.lid = port.lid;
-                fabric_port.lmc = port.info.lmc;
+                fabric_port.lmc = match planned_lmc {
+                    Some(lmc) if port.lid != 0 => endport_lmc(node.is_switch(), lmc),
+                    _ => port.info.lmc,
+                };
             }
         }
         ids.insert(*guid, topology.add_node(fabric_node)?);

@@ -146,7 +146,7 @@ impl Survey {
     /// The fabric discovery found, as a topology: its nodes (by NodeDescription), links, and
     /// every port's LID and LMC. With [`Survey::dump`]'s LFTs, what routes the fabric holds.
     pub fn topology(&self) -> Result<Topology, TopologyError> {
-        topology(&self.subnet).map(|(topology, _)| topology)
+        topology(&self.subnet, None).map(|(topology, _)| topology)
     }
 
     fn complete(&mut self, done: Completion<Op>) {

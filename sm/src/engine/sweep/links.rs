@@ -4,6 +4,8 @@ use ibqos_mad::{
     Attribute, CapabilityMask, Guid, NodeType, PhysPortState, PortInfoModifier, PortInfoRepr,
     PortState,
 };
+use std::sync::Arc;
+
 use ibqos_qos::{VlCount, oper_vls};
 use tracing::info;
 
@@ -32,6 +34,14 @@ impl Sweep {
             .map_or(0, |p| p.lid);
         let assigned = self.logged("assigned", "planned");
         info!(lids = self.counts().lids, sm_lid, "LIDs {assigned}");
+        // OpenSM routes before its link and QoS managers run: the engine's layering decides
+        // each port's MasterSMSL and rewrites the SL2VL tables. A routing failure still ends
+        // the sweep where the switches are programmed.
+        let routing = self.route();
+        if let Ok(routed) = &routing {
+            self.layering = Arc::clone(&routed.layering);
+        }
+        self.routing = Some(routing);
         if self.config.qos.enabled
             && let Some(setup) = &self.config.qos_setup
         {
@@ -100,7 +110,7 @@ impl Sweep {
             info.lmc = endport_lmc(node.is_switch(), self.config.lmc);
             info.master_sm_lid = sm_lid;
             info.gid_prefix = self.config.subnet_prefix;
-            info.master_sm_sl = self.config.sm_sl;
+            info.master_sm_sl = self.master_sm_sl(port.lid, sm_lid);
             info.subnet_timeout = self.config.subnet_timeout;
             // Only an end port's key governs (a switch's port 0 for the whole switch), and
             // OpenSM writes them whatever they were, 0 included (`osm_link_mgr.c:225-265`).
@@ -150,6 +160,16 @@ impl Sweep {
             info.vl_high_limit = plan.vl_high_limit;
         }
         Some((info, matches!(plan, Some(Some(_)))))
+    }
+
+    /// The SL the SM's packets to an endport of LID `lid` use (`link_mgr_get_smsl`): `sm_sl`,
+    /// as the routing's path SL from that port to the SM's LID takes it.
+    fn master_sm_sl(&self, lid: u16, sm_lid: u16) -> u8 {
+        let sm_sl = self.config.sm_sl;
+        if lid == 0 {
+            return sm_sl;
+        }
+        self.layering.path_sl(sm_sl, lid, sm_lid)
     }
 
     /// Whether an endport holding `held` is asked for a client reregistration

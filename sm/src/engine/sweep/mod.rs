@@ -34,7 +34,7 @@ use tracing::{debug, info, warn};
 use super::discovery::{Discovery, Probe, WrongAnswer};
 use super::lids::LidError;
 use super::qos::SetupConfig;
-use super::routing::{Lfts, RouteError};
+use super::routing::{Lfts, RouteError, SweepRoutes};
 use super::subnet::{DiscoveredNode, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
 use crate::mkey::{KeyHidden, MKeyConfig};
@@ -234,6 +234,8 @@ pub struct Sweep {
     routed_by: &'static dyn Engine,
     /// What the routing decided beside the LFTs: path SLs, the engine's SL2VL and VLArb.
     layering: Arc<dyn Layering>,
+    /// The routing done once the LIDs are known, until the switches are programmed with it.
+    routing: Option<Result<SweepRoutes, RouteError>>,
     pending_reads: Vec<PendingRead>,
     /// The table Sets of the phase not yet planned.
     feed: Feed,
@@ -337,6 +339,7 @@ impl Sweep {
             lfts: Lfts::default(),
             routed_by: &MinHop,
             layering: Arc::new(Unlayered),
+            routing: None,
             pending_reads: Vec::new(),
             feed: Feed::default(),
             changes: Vec::new(),

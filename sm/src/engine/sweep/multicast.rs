@@ -27,7 +27,7 @@ impl Sweep {
     /// when its group goes); and the MulticastFDBTop of switches that have one.
     pub(super) fn program_multicast(&mut self) {
         self.phase = Phase::ProgrammingMulticast;
-        let (topo, guids) = match topology(&self.subnet) {
+        let (topo, guids) = match topology(&self.subnet, None) {
             Ok(t) => t,
             Err(error) => {
                 warn!(%error, "no multicast routing: the fabric is inconsistent");

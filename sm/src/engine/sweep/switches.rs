@@ -5,16 +5,26 @@ use tracing::info;
 
 use super::reconcile::{Held, Planned, SetTarget};
 use super::{Op, Phase, Sweep};
-use crate::engine::routing::route;
+use crate::engine::routing::{RouteError, SweepRoutes, route};
 
 /// OpenSM's `packet_life_time` default (0x12): 4.096 us x 2^18, about a second.
 const SWITCH_PACKET_LIFE_TIME: u8 = 0x12;
 
 impl Sweep {
+    /// Routes the subnet as its LIDs now stand, with the configured LMC.
+    pub(super) fn route(&self) -> Result<SweepRoutes, RouteError> {
+        route(
+            &self.subnet,
+            &self.config.routing,
+            self.config.max_op_vls,
+            self.config.lmc,
+        )
+    }
+
     /// SwitchInfo.LinearFDBTop and the LFT blocks up to it, on every switch.
     pub(super) fn program_switches(&mut self) {
         self.phase = Phase::ProgrammingSwitches;
-        let routed = match route(&self.subnet, &self.config.routing, self.config.max_op_vls) {
+        let routed = match self.routing.take().unwrap_or_else(|| self.route()) {
             Ok(routed) => routed,
             Err(error) => {
                 self.fail(error);

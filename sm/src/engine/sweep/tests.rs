@@ -136,3 +136,45 @@ fn a_dead_host_leaves_the_sweep_incomplete_with_its_switch_port_not_active() {
     let (_, up) = subnet_up("");
     assert_eq!(counts.nodes + 1, up.counts().nodes);
 }
+
+/// A routing that spends SLs: each path's SL from its LIDs and the hint.
+#[derive(Debug)]
+struct SlFromLids;
+
+impl Layering for SlFromLids {
+    fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
+        ((u16::from(hint) + 2 * slid + dlid) % 16) as u8
+    }
+}
+
+/// MasterSMSL is the routing's SL of the path from each endport to the SM, with `sm_sl` as
+/// the hint (OpenSM `link_mgr_get_smsl`); without a routing that spends SLs, `sm_sl` itself.
+#[test]
+fn each_endports_master_sm_sl_is_the_routings_sl_toward_the_sm() {
+    let (_, mut sweep) = subnet_up("sm_sl 2\n");
+    let sm_lid = sweep
+        .subnet
+        .sm_port
+        .and_then(|key| sweep.subnet.port(key))
+        .unwrap()
+        .lid;
+    let endports: Vec<(PortKey, u16)> = sweep
+        .subnet
+        .endports()
+        .map(|(guid, number, port)| (PortKey::new(guid, number), port.lid))
+        .collect();
+    let sm_sls = |sweep: &Sweep| -> Vec<u8> {
+        endports
+            .iter()
+            .map(|&(key, _)| sweep.port_settings(key, sm_lid).unwrap().0.master_sm_sl)
+            .collect()
+    };
+    assert!(sm_sls(&sweep).iter().all(|&sl| sl == 2));
+    sweep.layering = Arc::new(SlFromLids);
+    let expected: Vec<u8> = endports
+        .iter()
+        .map(|&(_, lid)| SlFromLids.path_sl(2, lid, sm_lid))
+        .collect();
+    assert_eq!(sm_sls(&sweep), expected);
+    assert!(expected.iter().any(|&sl| sl != 2), "{expected:?}");
+}
