@@ -4,41 +4,8 @@
 
 mod common;
 
-use common::{ibqos, scratch_file};
-use serde_json::Value;
+use common::{check, ibqos, places, scratch_file};
 use tempfile::TempDir;
-
-/// One diagnostic of `ibqos check --json`: code, file name, line, column and message.
-type Found = (String, String, u64, u64, String);
-
-/// `ibqos check --json FILE`: whether it passed, and its diagnostics.
-fn check(file: &std::path::Path) -> (bool, Vec<Found>) {
-    let output = ibqos(&["check", "--json", file.to_str().unwrap()]);
-    let found = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
-        .map(|d| {
-            let file = d["file"].as_str().unwrap_or_default();
-            let name = file.rsplit('/').next().unwrap_or_default().to_owned();
-            (
-                d["code"].as_str().unwrap().to_owned(),
-                name,
-                d["line"].as_u64().unwrap_or(0),
-                d["col"].as_u64().unwrap_or(0),
-                d["message"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    (output.status.success(), found)
-}
-
-/// The code, file, line and column of each diagnostic.
-fn places(found: &[Found]) -> Vec<(&str, &str, u64, u64)> {
-    found
-        .iter()
-        .map(|(code, file, line, col, _)| (code.as_str(), file.as_str(), *line, *col))
-        .collect()
-}
 
 #[test]
 fn check_places_each_routing_option_and_guid_file_problem() {
