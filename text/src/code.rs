@@ -153,6 +153,14 @@ codes! {
     GuidMisread = "guid-misread" in Config;
     /// A routing option that no engine which may route reads.
     RoutingOptionUnused = "routing-option-unused" in Config;
+    /// A routing engine that may route replaces the SLs the QoS policy or the partitions
+    /// choose with its own (LASH, DFSSSP, Nue on several VLs), or keeps only their bit 3
+    /// (torus-2QoS).
+    EngineReplacesSl = "engine-replaces-sl" in Config;
+    /// The ports run fewer data VLs than a routing engine that may route needs.
+    EngineShortOfVls = "engine-short-of-vls" in Config;
+    /// An SL-to-VL table puts two of a layered routing engine's SLs on one VL.
+    Sl2vlMergesLayers = "sl2vl-merges-layers" in Config;
     /// A warning OpenSM itself prints, verbatim.
     OpensmSays = "opensm-says" in Config;
     /// QoS is off, so none of the QoS options are used.

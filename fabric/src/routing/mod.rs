@@ -23,6 +23,7 @@ mod list;
 mod minhop;
 mod multicast;
 mod options;
+mod policy_sl;
 #[cfg(test)]
 mod testing;
 mod updn;
@@ -42,6 +43,7 @@ pub use multicast::{
     UnreachedReason, mft_blocks,
 };
 pub use options::{GuidFile, RoutingOptions};
+pub use policy_sl::{PolicySl, TORUS_VLS};
 pub use updn::{Ranks, UpDown, updn, updn_roots};
 
 use ibqos_mad::Guid;

@@ -8,14 +8,16 @@ use std::path::Path;
 use anyhow::Result;
 use ibqos_fabric::routing::{ENGINES, EngineList, Listed, OPENSM_ONLY_ENGINES};
 use ibqos_opensm::{
-    Code, Diagnostic, LoadError, Loaded, Location, PartitionsLoad, PolicyLoad, Settings,
-    changed_options, load, load_partitions, qos_policy, sort_in_reading_order,
+    Code, Diagnostic, LoadError, Loaded, PartitionsLoad, PolicyLoad, Settings, changed_options,
+    load, load_partitions, qos_policy, sort_in_reading_order,
 };
 use ibqos_sm::config::{Takes, takes_effect};
 
 use crate::cli::CheckArgs;
 use crate::commands::Outcome;
 use crate::diagnostics::Report;
+
+mod qos_routing;
 
 pub fn run(args: &CheckArgs) -> Result<Outcome> {
     let mut out = std::io::stdout().lock();
@@ -35,6 +37,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
         let mut diagnostics = at_options;
         diagnostics.extend(not_acted_on(&loaded));
         diagnostics.extend(unused_routing_options(&loaded));
+        diagnostics.extend(qos_routing::diagnostics(&loaded));
         diagnostics.extend(loaded.diagnostics);
         sort_in_reading_order(&mut diagnostics);
         report.extend(diagnostics);
@@ -180,24 +183,15 @@ fn unused_routing_options(loaded: &Loaded) -> Vec<Diagnostic> {
 /// A warning at each name of `routing_engine` that does not route: one OpenSM has and ibqos
 /// does not yet (the next engine routes in its place), and one OpenSM does not know either.
 fn routing_engine_names(loaded: &Loaded) -> Vec<Diagnostic> {
-    let Some(value) = loaded.settings.sm.routing_engine.as_deref() else {
-        return Vec::new();
-    };
-    let place = loaded.places.get("routing_engine");
-    // The value's first byte in its line, to place each name at its own column.
-    let value_at = place.and_then(|p| {
-        let after = p.col.checked_sub(1)?;
-        Some(after + p.line_text.get(after..)?.find(value)?)
-    });
-    let list = EngineList::parse(Some(value));
+    let list = EngineList::parse(loaded.settings.sm.routing_engine.as_deref());
     let mut diagnostics = Vec::new();
-    for (index, entry) in list.entries().iter().enumerate() {
-        let name = &entry.name;
+    for (index, engine) in qos_routing::named_engines(loaded).into_iter().enumerate() {
+        let name = &engine.name;
         let in_its_place = match list.fallback_after(index) {
             Some(engine) => format!("{engine} routes in its place"),
             None => "nothing routes in its place (`no_fallback`)".to_string(),
         };
-        let diagnostic = match entry.listed {
+        let diagnostic = match engine.listed {
             Listed::Engine(_) | Listed::NoFallback => continue,
             Listed::OpenSmOnly => Diagnostic::warning(
                 Code::NotActedOn,
@@ -216,15 +210,7 @@ fn routing_engine_names(loaded: &Loaded) -> Vec<Diagnostic> {
                 OPENSM_ONLY_ENGINES.join(", ")
             )),
         };
-        let location = place.map(|p| match value_at {
-            Some(at) => Location {
-                col: at + entry.offset + 1,
-                len: name.len(),
-                ..p.clone()
-            },
-            None => p.clone(),
-        });
-        diagnostics.push(diagnostic.at(location));
+        diagnostics.push(diagnostic.at(engine.location));
     }
     diagnostics
 }

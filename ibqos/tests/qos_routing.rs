@@ -1,0 +1,153 @@
+//! Where a configuration's QoS levels cannot survive its routing engines, as `ibqos check`
+//! reports it: the SLs a policy chooses replaced by a layered engine's or cut to bit 3 by
+//! torus-2QoS, fewer data VLs than an engine needs, and SL-to-VL tables that merge layers.
+
+mod common;
+
+use common::{check, places, scratch_file};
+use tempfile::TempDir;
+
+/// A policy choosing SLs 3 (the default level) and 5.
+const POLICY: &str = "\
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 3
+    end-qos-level
+    qos-level
+        name: Storage
+        sl: 5
+    end-qos-level
+end-qos-levels
+";
+
+/// `ibqos check` of an opensm.conf of `lines` after `qos_policy_file` naming [`POLICY`]: its
+/// diagnostics of the codes this file is about.
+fn qos_routing_diagnostics(lines: &str) -> Vec<common::Found> {
+    let dir = TempDir::new().unwrap();
+    let policy = scratch_file(&dir, "qos-policy.conf", POLICY);
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        format!("qos_policy_file {}\n{lines}", policy.display()),
+    );
+    let (_, found) = check(&conf);
+    found
+        .into_iter()
+        .filter(|(code, ..)| {
+            [
+                "engine-replaces-sl",
+                "engine-short-of-vls",
+                "sl2vl-merges-layers",
+            ]
+            .contains(&code.as_str())
+        })
+        .collect()
+}
+
+#[test]
+fn each_engine_that_replaces_or_cuts_the_policys_sls_is_named_at_its_column() {
+    let found = qos_routing_diagnostics("qos TRUE\nrouting_engine updn,lash,torus-2QoS,minhop\n");
+    assert_eq!(
+        places(&found),
+        [
+            ("engine-replaces-sl", "opensm.conf", 3, 21),
+            ("engine-replaces-sl", "opensm.conf", 3, 26),
+        ],
+        "{found:#?}"
+    );
+    assert_eq!(
+        found[0].4,
+        "if lash routes, every PathRecord carries its layer's SL: the SLs the configuration \
+         chooses (3 and 5) do not reach the fabric"
+    );
+    assert_eq!(
+        found[1].4,
+        "if torus-2QoS routes, it keeps only bit 3 of the SL the configuration chooses: SLs 3 \
+         and 5 become its QoS level 0"
+    );
+}
+
+#[test]
+fn with_qos_off_or_engines_that_keep_the_sl_nothing_is_lost() {
+    // OpenSM reads the policy only with qos on.
+    assert_eq!(
+        qos_routing_diagnostics("qos FALSE\nrouting_engine lash\n"),
+        []
+    );
+    assert_eq!(
+        qos_routing_diagnostics("qos TRUE\nrouting_engine updn,ftree,dor,sssp\n"),
+        []
+    );
+    // Nue spends one VL unless nue_max_num_vls says otherwise: it keeps the hint.
+    assert_eq!(
+        qos_routing_diagnostics("qos TRUE\nrouting_engine nue\n"),
+        []
+    );
+    let found = qos_routing_diagnostics("qos TRUE\nrouting_engine nue\nnue_max_num_vls 0\n");
+    assert_eq!(
+        places(&found),
+        [("engine-replaces-sl", "opensm.conf", 3, 16)]
+    );
+}
+
+#[test]
+fn too_few_vls_for_the_engine_are_placed_at_max_op_vls() {
+    let found = qos_routing_diagnostics("qos TRUE\nrouting_engine torus-2QoS\nmax_op_vls 2\n");
+    assert_eq!(
+        places(&found),
+        [
+            ("engine-replaces-sl", "opensm.conf", 3, 16),
+            ("engine-short-of-vls", "opensm.conf", 4, 12),
+            ("engine-short-of-vls", "opensm.conf", 4, 12),
+        ],
+        "{found:#?}"
+    );
+    assert!(found[1].4.contains("below 4 data VLs"), "{found:#?}");
+    assert!(found[2].4.contains("below 8 data VLs"), "{found:#?}");
+    let found = qos_routing_diagnostics("routing_engine dfsssp\nmax_op_vls 1\n");
+    assert_eq!(
+        places(&found),
+        [("engine-short-of-vls", "opensm.conf", 3, 12)]
+    );
+    assert_eq!(
+        found[0].4,
+        "the switch ports run at most 1 data VL (`max_op_vls`); for dfsssp, it has one VL layer, \
+         so it routes only a fabric without a credit loop and fails on any other"
+    );
+}
+
+#[test]
+fn an_sl2vl_table_that_merges_two_layers_is_named() {
+    // With 4 VLs DFSSSP hands out SLs 0-3: 1 and 2 share VL 1.
+    let found = qos_routing_diagnostics(
+        "routing_engine dfsssp\nmax_op_vls 3\nqos_ca_sl2vl 0,1,1,3,4,5,6,7,8,9,10,11,12,13,14,7\n",
+    );
+    assert_eq!(
+        places(&found),
+        [("sl2vl-merges-layers", "opensm.conf", 4, 14)],
+        "{found:#?}"
+    );
+    assert!(
+        found[0]
+            .4
+            .starts_with("`qos_ca_sl2vl` maps SLs 1 and 2 to VL 1 on ports of 4 data VLs"),
+        "{found:#?}"
+    );
+    // LASH from lash_start_vl 2 hands out SLs 2-3 only: SLs 1 and 2 may share a VL.
+    let found = qos_routing_diagnostics(
+        "routing_engine lash\nlash_start_vl 2\nmax_op_vls 3\n\
+         qos_ca_sl2vl 0,1,1,3,4,5,6,7,8,9,10,11,12,13,14,7\n",
+    );
+    assert_eq!(places(&found), []);
+    // Masked to 2 VLs, the default table keeps SLs 0 and 1 apart; a table mapping SL 1 to VL 2
+    // puts it on VL 0 there.
+    let found = qos_routing_diagnostics(
+        "routing_engine dfsssp\nmax_op_vls 2\nqos_sl2vl 0,2,2,3,4,5,6,7,8,9,10,11,12,13,14,7\n",
+    );
+    assert_eq!(
+        places(&found),
+        [("sl2vl-merges-layers", "opensm.conf", 4, 11)],
+        "{found:#?}"
+    );
+}
