@@ -23,6 +23,7 @@
 //! - [`trees`]: the fabrics of the routing oracle, from `scripts/routing-trees`.
 //! - [`sa`]: the SA oracle: saquery and osmtest against OpenSM and ibqos, compared by diff.
 //! - [`path_sls`]: every pair's PathRecord SL against OpenSM's, for the engines that choose SLs.
+//! - [`sl2vls`]: every port's SL2VL tables against OpenSM's, per routing engine.
 //!
 //! Everything here is Linux-only, as ibsim and its LD_PRELOAD shim are.
 
@@ -42,6 +43,7 @@ pub mod query;
 pub mod readback;
 pub mod sa;
 pub mod scenario;
+pub mod sl2vls;
 pub mod sm;
 pub mod smpquery;
 pub mod testdir;

@@ -148,18 +148,7 @@ fn compare_port(
         format!("{:#x}", ours.info.hoq_life),
         format!("{:#x}", theirs.info.hoq_life),
     );
-    same(
-        "SL2VL row count",
-        ours.sl2vl.len().to_string(),
-        theirs.sl2vl.len().to_string(),
-    );
-    for (a, b) in ours.sl2vl.iter().zip(&theirs.sl2vl) {
-        same(
-            &format!("SL2VL in {} -> out {}", b.in_port, b.out_port),
-            format!("in {} out {} {:?}", a.in_port, a.out_port, a.vls),
-            format!("in {} out {} {:?}", b.in_port, b.out_port, b.vls),
-        );
-    }
+    same_sl2vl(&mut same, ours, theirs);
     match (&ours.vlarb, &theirs.vlarb) {
         (Some(a), Some(b)) => {
             same("VLArb low", format!("{:?}", a.low), format!("{:?}", b.low));
@@ -174,6 +163,42 @@ fn compare_port(
             if a.is_some() { "tables" } else { "none" }.to_owned(),
             if b.is_some() { "tables" } else { "none" }.to_owned(),
         ),
+    }
+}
+
+/// Requires `ours`'s SL2VL rows to be `theirs`'s, through `same(what, ours, theirs)`.
+fn same_sl2vl(same: &mut impl FnMut(&str, String, String), ours: &PortQos, theirs: &PortQos) {
+    same(
+        "SL2VL row count",
+        ours.sl2vl.len().to_string(),
+        theirs.sl2vl.len().to_string(),
+    );
+    for (a, b) in ours.sl2vl.iter().zip(&theirs.sl2vl) {
+        same(
+            &format!("SL2VL in {} -> out {}", b.in_port, b.out_port),
+            format!("in {} out {} {:?}", a.in_port, a.out_port, a.vls),
+            format!("in {} out {} {:?}", b.in_port, b.out_port, b.vls),
+        );
+    }
+}
+
+/// Every port of `ours` has the SL2VL tables of the same port of `theirs`, and nothing else is
+/// compared: what a routing engine decides of the QoS tables.
+pub fn compare_sl2vl(f: &mut Failures, ours: &QosReadback, theirs: &QosReadback) {
+    f.check(ours.ports.keys().eq(theirs.ports.keys()), || {
+        "the two fabrics have different ports read back".to_string()
+    });
+    for (key, theirs_port) in &theirs.ports {
+        let Some(our_port) = ours.port(key) else {
+            continue;
+        };
+        let at = port_name(key);
+        let mut same = |what: &str, a: String, b: String| {
+            f.check(a == b, || {
+                format!("{at}: {what}: ibqos has {a}, OpenSM has {b}")
+            });
+        };
+        same_sl2vl(&mut same, our_port, theirs_port);
     }
 }
 
