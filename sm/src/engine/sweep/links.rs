@@ -1,13 +1,13 @@
 //! The link manager: LIDs, link settings and ARMED in one PortInfo Set per port, then ACTIVE.
 
+use std::sync::Arc;
+
 use ibqos_mad::{
     Attribute, CapabilityMask, Guid, NodeType, PhysPortState, PortInfoModifier, PortInfoRepr,
     PortState,
 };
-use std::sync::Arc;
-
 use ibqos_qos::{VlCount, oper_vls};
-use tracing::info;
+use tracing::{info, warn};
 
 use super::diff::PortInfoField;
 use super::reconcile::{Held, Planned, SetTarget};
@@ -40,6 +40,7 @@ impl Sweep {
         let routing = self.route();
         if let Ok(routed) = &routing {
             self.layering = Arc::clone(&routed.layering);
+            self.warn_ports_short_of_vls(routed.engine.name());
         }
         self.routing = Some(routing);
         if self.config.qos.enabled
@@ -160,6 +161,56 @@ impl Sweep {
             info.vl_high_limit = plan.vl_high_limit;
         }
         Some((info, matches!(plan, Some(Some(_)))))
+    }
+
+    /// The switch-to-switch ports whose OperVLs, as this sweep programs them, are fewer than
+    /// the data VLs the routing needs to be free of credit loops: on them, two of its layers
+    /// share a VL.
+    pub(super) fn ports_short_of_vls(&self) -> Vec<PortKey> {
+        let needed = self.layering.vls_used();
+        let is_switch = |key: PortKey| {
+            self.subnet
+                .nodes
+                .get(&key.node)
+                .is_some_and(|n| n.is_switch())
+        };
+        self.subnet
+            .links
+            .iter()
+            .filter(|&(&local, &peer)| is_switch(local) && is_switch(peer))
+            .filter_map(|(&local, &peer)| {
+                let (ours, theirs) = (self.subnet.port(local)?, self.subnet.port(peer)?);
+                let oper = reported_vl_cap(self.oper_vls(&ours.info, &theirs.info));
+                (oper < needed).then_some(local)
+            })
+            .collect()
+    }
+
+    /// One warning per sweep naming the ports [`ports_short_of_vls`](Self::ports_short_of_vls)
+    /// finds, if any: the QoS levels and the deadlock freedom of `engine`'s layers do not
+    /// survive there.
+    fn warn_ports_short_of_vls(&self, engine: &str) {
+        let short = self.ports_short_of_vls();
+        if short.is_empty() {
+            return;
+        }
+        let names: Vec<String> = short
+            .iter()
+            .map(|key| {
+                let node = self.subnet.nodes.get(&key.node);
+                let name =
+                    node.map_or_else(|| Guid(key.node).to_string(), |n| n.description.clone());
+                format!("{name}/P{}", key.port)
+            })
+            .collect();
+        warn!(
+            engine,
+            needed = self.layering.vls_used().count(),
+            ports = names.join(", "),
+            "the routing's layers need more data VLs than {} switch ports run: two layers share a \
+             VL there, and a credit loop the engine broke can close",
+            short.len()
+        );
     }
 
     /// The SL the SM's packets to an endport of LID `lid` use (`link_mgr_get_smsl`): `sm_sl`,

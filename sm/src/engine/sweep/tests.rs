@@ -178,3 +178,42 @@ fn each_endports_master_sm_sl_is_the_routings_sl_toward_the_sm() {
     assert_eq!(sm_sls(&sweep), expected);
     assert!(expected.iter().any(|&sl| sl != 2), "{expected:?}");
 }
+
+/// A routing whose layers need eight data VLs.
+#[derive(Debug)]
+struct EightLayers;
+
+impl Layering for EightLayers {
+    fn vls_used(&self) -> VlCount {
+        VlCount::Eight
+    }
+}
+
+/// The ports the sweep warns about: every switch-to-switch port when the routing needs more
+/// data VLs than `max_op_vls` lets the links run; none when it needs no more.
+#[test]
+fn the_switch_ports_short_of_the_routings_vls_are_found() {
+    let (fabric, mut sweep) = subnet_up("max_op_vls 2\n");
+    assert_eq!(sweep.ports_short_of_vls(), []);
+    sweep.layering = Arc::new(EightLayers);
+    let topology = fabric.emulator.topology();
+    let mut expected: Vec<PortKey> = topology
+        .links()
+        .flat_map(|(a, b)| [a, b])
+        .filter(|port| {
+            let is_switch = |p: ibqos_fabric::PortRef| topology.node(p.node).unwrap().is_switch();
+            is_switch(*port)
+                && topology
+                    .port(*port)
+                    .and_then(|p| p.peer)
+                    .is_some_and(is_switch)
+        })
+        .map(|port| PortKey::new(topology.node(port.node).unwrap().guid, port.port))
+        .collect();
+    expected.sort();
+    assert!(!expected.is_empty());
+    assert_eq!(sweep.ports_short_of_vls(), expected);
+    let (_, mut sweep) = subnet_up("");
+    sweep.layering = Arc::new(EightLayers);
+    assert_eq!(sweep.ports_short_of_vls(), [], "ibsim's ports run 8 VLs");
+}
