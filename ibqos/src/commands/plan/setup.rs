@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Result;
 use ibqos_fabric::routing::{EngineList, Layering, Routed, update_port_tables};
 use ibqos_fabric::{PortRef, Topology};
-use ibqos_opensm::Settings;
+use ibqos_opensm::{Code, Diagnostic, Settings};
 use ibqos_qos::policy::setup::{ScopeId, Scoped, SetupTables};
 use ibqos_qos::{PortCaps, PortClass, PortPlan, Priority, Sl2VlTable, VlCount, plan_settings};
 use ibqos_sm::config::{routing_engines, routing_options};
@@ -48,10 +48,15 @@ pub(super) fn run(
     config: &Path,
     settings: &Settings,
     topology: &str,
-    report: Report,
+    mut report: Report,
 ) -> Result<Outcome> {
     let topo = fabric::load(topology)?;
     let mut out = std::io::stdout().lock();
+    // Routed before anything else, for what it says of the VLs whatever the policy holds.
+    let routed = route(&topo, settings, args.routing_engine.as_deref(), topology);
+    if let Ok(routed) = &routed {
+        report.extend(short_of_vls(&topo, settings, routed));
+    }
     let off = match (&settings.qos_policy, settings.program_policy_setup) {
         (None, _) => Some("the configuration has no QoS policy"),
         (Some(_), false) => Some("the configuration does not set [qos] program_policy_setup"),
@@ -70,7 +75,7 @@ pub(super) fn run(
         return Ok(Outcome::from_report(&report));
     }
     let setup = setup_on(&topo, settings, config)?;
-    let routed = route(&topo, settings, args.routing_engine.as_deref(), topology)?;
+    let routed = routed?;
     let ports = planned_ports(&topo, settings, &setup, &*routed.layering);
     let place = |scope: ScopeId| {
         settings
@@ -125,6 +130,49 @@ fn route(
     };
     let vls = settings.links.oper_vls_cap().unwrap_or(VlCount::Fifteen);
     route_offline(&mut topo.clone(), &engines, vls, topology)
+}
+
+/// A warning naming the switch-to-switch ports whose OperVLs (as `max_op_vls` and both ends'
+/// VLCaps give them) are fewer than the data VLs the routing's layers need: two layers share a
+/// VL there, and the QoS levels and deadlock freedom of the engine do not survive.
+fn short_of_vls(topo: &Topology, settings: &Settings, routed: &Routed) -> Option<Diagnostic> {
+    let needed = routed.layering.vls_used();
+    let ports = ports_short_of(topo, settings.links.oper_vls_cap(), needed);
+    if ports.is_empty() {
+        return None;
+    }
+    let message = format!(
+        "{} needs {} data VLs for its layers; {} switch ports run fewer: {}",
+        routed.engine.name(),
+        needed.count(),
+        ports.len(),
+        ports.join(", ")
+    );
+    Some(
+        Diagnostic::warning(Code::EngineShortOfVls, message).with_help(
+            "two of its layers share a VL on those ports, and a credit loop it broke can close",
+        ),
+    )
+}
+
+/// The switch-to-switch ports of `topo` (`Node/Pn`) running fewer than `needed` data VLs under
+/// the cap `max_op_vls`.
+fn ports_short_of(topo: &Topology, max_op_vls: Option<VlCount>, needed: VlCount) -> Vec<String> {
+    let is_switch = |port: PortRef| topo.node(port.node).is_some_and(|n| n.is_switch());
+    topo.links()
+        .flat_map(|(a, b)| [a, b])
+        .filter(|&port| {
+            is_switch(port) && topo.port(port).and_then(|p| p.peer).is_some_and(is_switch)
+        })
+        .filter(|&port| {
+            topo.link_oper_vls(port, max_op_vls)
+                .is_some_and(|oper| oper < needed)
+        })
+        .filter_map(|port| {
+            let node = topo.node(port.node)?;
+            Some(format!("{}/P{}", node.description, port.port))
+        })
+        .collect()
 }
 
 /// Every port the scopes give a value, in the fabric's node order, with what the routing's
@@ -298,4 +346,27 @@ fn port_json(port: &PortSetupPlan, place: &dyn Fn(ScopeId) -> String) -> Value {
             "at": place(*scope),
         })).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use ibqos_fabric::generate::ring;
+
+    use super::*;
+
+    #[test]
+    fn the_switch_ports_under_the_needed_vls_are_named() {
+        let topo = ring(3, 1).unwrap();
+        let short = |cap, needed| ports_short_of(&topo, Some(cap), needed);
+        assert_eq!(short(VlCount::Eight, VlCount::Eight), Vec::<String>::new());
+        // Each of the three ring links, from both ends; never a host's.
+        let named = short(VlCount::Two, VlCount::Four);
+        assert_eq!(named.len(), 6, "{named:?}");
+        assert!(
+            named
+                .iter()
+                .all(|n| n.ends_with("/P1") || n.ends_with("/P2")),
+            "{named:?}"
+        );
+    }
 }
