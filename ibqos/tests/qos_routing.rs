@@ -151,3 +151,41 @@ fn an_sl2vl_table_that_merges_two_layers_is_named() {
         "{found:#?}"
     );
 }
+
+/// `ibqos plan` says it too, among its diagnostics.
+#[test]
+fn plan_says_the_policys_sls_do_not_survive() {
+    let dir = TempDir::new().unwrap();
+    let policy = scratch_file(&dir, "qos-policy.conf", POLICY);
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        format!(
+            "qos_policy_file {}\nqos TRUE\nrouting_engine dfsssp\n",
+            policy.display()
+        ),
+    );
+    let output = common::ibqos(&[
+        "plan",
+        "-F",
+        conf.to_str().unwrap(),
+        "--class",
+        "ca",
+        "--vls",
+        "8",
+        "--low-cap",
+        "8",
+        "--high-cap",
+        "8",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let plan: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let codes: Vec<&str> = plan["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"engine-replaces-sl"), "{plan}");
+}

@@ -17,7 +17,7 @@ use crate::cli::CheckArgs;
 use crate::commands::Outcome;
 use crate::diagnostics::Report;
 
-mod qos_routing;
+pub(crate) mod qos_routing;
 
 pub fn run(args: &CheckArgs) -> Result<Outcome> {
     let mut out = std::io::stdout().lock();

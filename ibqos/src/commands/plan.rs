@@ -8,6 +8,7 @@ use ibqos_qos::{PortCaps, PortPlan, Sl2VlTable, VlArbEntry, VlArbSet, plan};
 use serde_json::json;
 
 use crate::cli::PlanArgs;
+use crate::commands::check::qos_routing;
 use crate::commands::{Outcome, load_config};
 use crate::diagnostics::Report;
 
@@ -21,6 +22,7 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
         .expect("clap requires one");
     let loaded = load_config(path)?;
     let mut report = Report::new(args.diagnostics.strict);
+    report.extend(qos_routing::diagnostics(&loaded));
     report.extend(loaded.diagnostics);
     if let Some(topology) = &args.topology {
         return setup::run(args, path, &loaded.settings, topology, report);

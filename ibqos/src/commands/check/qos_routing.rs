@@ -47,8 +47,9 @@ pub(super) fn named_engines(loaded: &Loaded) -> Vec<Named> {
         .collect()
 }
 
-/// The QoS-routing diagnostics of `loaded`, in no particular order.
-pub(super) fn diagnostics(loaded: &Loaded) -> Vec<Diagnostic> {
+/// The QoS-routing diagnostics of `loaded`, in no particular order: `ibqos check`'s and
+/// `ibqos plan`'s.
+pub(crate) fn diagnostics(loaded: &Loaded) -> Vec<Diagnostic> {
     let settings = &loaded.settings;
     let vls = data_vls(settings);
     let mut found = Vec::new();
