@@ -4,7 +4,8 @@
 //! advancing by ports + 1), and nodes are created switches first, so a generated fabric written
 //! with [`to_net_file`](crate::netfile::to_net_file) and one ibsim builds from an equivalent
 //! hand-written file without GUID lines agree. [`fat_tree`] builds exactly the fabrics of the
-//! shared `fat-tree-16.net` and `fat-tree-648.net`; [`fat_tree3`] builds three-level ones.
+//! shared `fat-tree-16.net` and `fat-tree-648.net`; [`fat_tree3`] builds three-level ones;
+//! [`torus_2d`], [`mesh_2d`] and [`dragonfly`] the fabrics with cycles that layered routing serves.
 
 use crate::topology::{Node, NodeId, NodeKind, PortRef, Topology, TopologyError};
 
@@ -252,29 +253,111 @@ pub fn fat_tree3(radix: usize, pods: usize, hosts_per_edge: usize) -> Result<Top
 /// dimension of size 1 has no links, of size 2 two parallel ones), `hosts` CAs `H{i}_{j}_{h}` on
 /// ports 5...
 pub fn torus_2d(x: usize, y: usize, hosts: usize) -> Result<Topology, GenError> {
+    grid_2d("torus", x, y, hosts, true)
+}
+
+/// A `x` by `y` mesh: [`torus_2d`]'s switches, ports and hosts without the wrap-around links, so
+/// a switch on an edge leaves the port towards the missing neighbour unlinked.
+pub fn mesh_2d(x: usize, y: usize, hosts: usize) -> Result<Topology, GenError> {
+    grid_2d("mesh", x, y, hosts, false)
+}
+
+/// The torus (`wrap`) or mesh `shape` of [`torus_2d`] and [`mesh_2d`].
+fn grid_2d(
+    shape: &str,
+    x: usize,
+    y: usize,
+    hosts: usize,
+    wrap: bool,
+) -> Result<Topology, GenError> {
     if x == 0 || y == 0 || (x == 1 && y == 1) {
-        return Err(GenError::Shape(format!("a {x}x{y} torus")));
+        return Err(GenError::Shape(format!("a {x}x{y} {shape}")));
     }
     let ports = hosts
         .checked_add(1)
         .and_then(|per_switch| end_ports(x.checked_mul(y)?, per_switch, 0));
-    check_lid_space(&format!("a {x}x{y} torus"), ports, 0)?;
+    check_lid_space(&format!("a {x}x{y} {shape}"), ports, 0)?;
     let mut b = Builder::new();
     let sw = b.switches(x * y, 4 + hosts, |n| format!("S{}_{}", n / y, n % y))?;
     let at = |i: usize, j: usize| sw[i * y + j];
+    // The neighbour one step up a dimension of `size` switches: wrapping on a torus, none past
+    // the last switch of a mesh, and none in a dimension of one switch.
+    let next = |i: usize, size: usize| match i + 1 {
+        _ if size == 1 => None,
+        n if n < size => Some(n),
+        _ => wrap.then_some(0),
+    };
     for i in 0..x {
         for j in 0..y {
-            if x > 1 {
-                b.link(at(i, j), 1, at((i + 1) % x, j), 2)?;
+            if let Some(up) = next(i, x) {
+                b.link(at(i, j), 1, at(up, j), 2)?;
             }
-            if y > 1 {
-                b.link(at(i, j), 3, at(i, (j + 1) % y), 4)?;
+            if let Some(up) = next(j, y) {
+                b.link(at(i, j), 3, at(i, up), 4)?;
             }
         }
     }
     for i in 0..x {
         for j in 0..y {
             b.hosts(at(i, j), &format!("{i}_{j}"), 5..5 + hosts)?;
+        }
+    }
+    Ok(b.topo)
+}
+
+/// A dragonfly-like fabric: `groups` groups of `per_group` switches `S{g}_{s}`, the switches of a
+/// group linked all-to-all, and one global link between each pair of groups.
+///
+/// Every switch has the same ports, in the same order:
+///
+/// - ports `1..per_group`: the other switches of its group, in index order (switch `s` skipped);
+/// - the next `global` ports, `global = ceil((groups - 1) / per_group)`: the global links. Group
+///   `g`'s `k`th global link (`k` in `0..groups - 1`) leads to the `k`th other group in index
+///   order, from switch `k / global`, port `per_group + k % global`; a switch without its full
+///   share leaves the rest unlinked;
+/// - then `hosts` CAs `H{g}_{s}_{h}`.
+///
+/// With `groups = per_group * global + 1` (say 4 groups of 3) every global port is linked.
+/// Switches are created group by group, then the hosts in the same order.
+pub fn dragonfly(groups: usize, per_group: usize, hosts: usize) -> Result<Topology, GenError> {
+    if groups < 2 || per_group == 0 {
+        return Err(GenError::Shape(format!(
+            "a dragonfly of {groups} groups of {per_group} switches: it needs at least 2 groups \
+             of at least 1 switch"
+        )));
+    }
+    let switches = groups.checked_mul(per_group);
+    let ports = hosts
+        .checked_add(1)
+        .and_then(|per_switch| end_ports(switches?, per_switch, 0));
+    check_lid_space(&format!("a dragonfly of {groups} groups"), ports, 0)?;
+    let global = (groups - 1).div_ceil(per_group);
+    let first_global = per_group;
+    let first_host = first_global + global;
+    let mut b = Builder::new();
+    let sw = (0..groups)
+        .map(|g| b.switches(per_group, first_host - 1 + hosts, |s| format!("S{g}_{s}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    for group in &sw {
+        for (s, &a) in group.iter().enumerate() {
+            for (t, &c) in group.iter().enumerate().skip(s + 1) {
+                // Switch `t`'s ports skip `t` itself, so `s < t` is on port `s + 1`.
+                b.link(a, t, c, s + 1)?;
+            }
+        }
+    }
+    // The end of group `g`'s global link to the `k`th other group.
+    let end = |g: usize, k: usize| (sw[g][k / global], first_global + k % global);
+    for g in 0..groups {
+        for h in g + 1..groups {
+            let (a, pa) = end(g, h - 1);
+            let (c, pc) = end(h, g);
+            b.link(a, pa, c, pc)?;
+        }
+    }
+    for (g, group) in sw.iter().enumerate() {
+        for (s, &switch) in group.iter().enumerate() {
+            b.hosts(switch, &format!("{g}_{s}"), first_host..first_host + hosts)?;
         }
     }
     Ok(b.topo)
@@ -349,6 +432,108 @@ mod tests {
         assert!(ring(1, 1).is_err());
     }
 
+    /// Every link of a generated fabric, as (name, port, name, port) both ways round.
+    fn links_by_name(t: &Topology) -> BTreeSet<(String, usize, String, usize)> {
+        let name = |id: NodeId| t.node(id).unwrap().name.clone();
+        t.nodes()
+            .flat_map(|(id, n)| {
+                n.existing_ports().filter_map(move |(p, port)| {
+                    let peer = port.peer?;
+                    Some((id, p, peer))
+                })
+            })
+            .map(|(id, p, peer)| {
+                let (p, q) = (usize::from(p), usize::from(peer.port));
+                (name(id), p, name(peer.node), q)
+            })
+            .collect()
+    }
+
+    /// A set of designed links, entered one way round and stored both ways.
+    #[derive(Default)]
+    struct Design(BTreeSet<(String, usize, String, usize)>);
+
+    impl Design {
+        fn link(&mut self, a: String, pa: usize, b: String, pb: usize) {
+            self.0.insert((a.clone(), pa, b.clone(), pb));
+            self.0.insert((b, pb, a, pa));
+        }
+    }
+
+    #[test]
+    fn mesh_is_the_torus_without_wrap_around() {
+        let mesh = mesh_2d(3, 3, 2).unwrap();
+        let mut design = Design::default();
+        for i in 0..3 {
+            for j in 0..3 {
+                let s = format!("S{i}_{j}");
+                if i < 2 {
+                    design.link(s.clone(), 1, format!("S{}_{j}", i + 1), 2);
+                }
+                if j < 2 {
+                    design.link(s.clone(), 3, format!("S{i}_{}", j + 1), 4);
+                }
+                for h in 0..2 {
+                    design.link(s.clone(), 5 + h, format!("H{i}_{j}_{h}"), 1);
+                }
+            }
+        }
+        assert_eq!(links_by_name(&mesh), design.0);
+        let torus = torus_2d(3, 3, 2).unwrap();
+        let wrap = links_by_name(&torus);
+        assert!(design.0.is_subset(&wrap));
+        // The 3 wrap-around links of each dimension, both ways round.
+        assert_eq!(wrap.len() - design.0.len(), 2 * 6);
+        assert!(mesh_2d(1, 1, 1).is_err());
+        assert_eq!(mesh_2d(1, 3, 0).unwrap().links().count(), 2);
+    }
+
+    #[test]
+    fn dragonfly_ports_follow_the_documented_numbering() {
+        // (groups, switches per group, hosts): balanced, with spare global ports, one per group.
+        for (groups, a, hosts) in [(4, 3, 1), (3, 2, 2), (6, 2, 1), (2, 1, 1)] {
+            let t = dragonfly(groups, a, hosts).unwrap();
+            let global = (groups - 1).div_ceil(a);
+            let mut design = Design::default();
+            let end = |g: usize, k: usize| (format!("S{g}_{}", k / global), a + k % global);
+            for g in 0..groups {
+                for s in 0..a {
+                    for t in s + 1..a {
+                        design.link(format!("S{g}_{s}"), t, format!("S{g}_{t}"), s + 1);
+                    }
+                    for h in 0..hosts {
+                        let port = a + global + h;
+                        design.link(format!("S{g}_{s}"), port, format!("H{g}_{s}_{h}"), 1);
+                    }
+                }
+                for other in g + 1..groups {
+                    let ((x, px), (y, py)) = (end(g, other - 1), end(other, g));
+                    design.link(x, px, y, py);
+                }
+            }
+            assert_eq!(links_by_name(&t), design.0, "({groups}, {a}, {hosts})");
+            let ports = a - 1 + global + hosts;
+            assert!(
+                t.switches()
+                    .all(|(_, n)| usize::from(n.num_ports()) == ports)
+            );
+            assert_eq!(t.switches().count(), groups * a);
+            assert_eq!(t.cas().count(), groups * a * hosts);
+        }
+        // Balanced: every switch port is linked.
+        let t = dragonfly(4, 3, 1).unwrap();
+        let used = |n: &Node| n.existing_ports().filter(|(_, p)| p.peer.is_some()).count();
+        assert!(t.switches().all(|(_, n)| used(n) == 4));
+        for (groups, a) in [(1, 3), (0, 1), (3, 0)] {
+            match dragonfly(groups, a, 1) {
+                Err(GenError::Shape(m)) => assert!(m.contains("at least 2 groups"), "{m}"),
+                other => panic!("({groups}, {a}): {other:?}"),
+            }
+        }
+        assert!(dragonfly(300, 1, 0).is_err());
+        assert!(dragonfly(2, usize::MAX, 1).is_err());
+    }
+
     #[test]
     fn three_level_sizes() {
         // (radix, pods, hosts per edge) -> (switches, hosts, links).
@@ -378,11 +563,8 @@ mod tests {
         for (k, pods, hosts) in [(4, 4, 2), (8, 8, 4), (6, 3, 1)] {
             let t = fat_tree3(k, pods, hosts).unwrap();
             let m = k / 2;
-            let mut designed = BTreeSet::new();
-            let mut link = |a: String, pa: usize, b: String, pb: usize| {
-                designed.insert((a.clone(), pa, b.clone(), pb));
-                designed.insert((b, pb, a, pa));
-            };
+            let mut designed = Design::default();
+            let mut link = |a, pa, b, pb| designed.link(a, pa, b, pb);
             for p in 0..pods {
                 for e in 0..m {
                     for h in 0..hosts {
@@ -403,21 +585,7 @@ mod tests {
                     }
                 }
             }
-            let name = |id: NodeId| t.node(id).unwrap().name.clone();
-            let linked: BTreeSet<_> = t
-                .nodes()
-                .flat_map(|(id, n)| {
-                    n.existing_ports().filter_map(move |(p, port)| {
-                        let peer = port.peer?;
-                        Some((id, p, peer))
-                    })
-                })
-                .map(|(id, p, peer)| {
-                    let (p, q) = (usize::from(p), usize::from(peer.port));
-                    (name(id), p, name(peer.node), q)
-                })
-                .collect();
-            assert_eq!(linked, designed, "({k}, {pods}, {hosts})");
+            assert_eq!(links_by_name(&t), designed.0, "({k}, {pods}, {hosts})");
             if (pods, hosts) == (k, m) {
                 let used = |n: &Node| n.existing_ports().filter(|(_, p)| p.peer.is_some()).count();
                 assert!(

@@ -258,7 +258,9 @@ pub enum FabricCommand {
         ibqos fabric gen fat-tree --leaves 4 --spines 2 --hosts 4 --radix 8 -o ft.net\n  \
         ibqos fabric gen fat-tree3 --radix 8 -o ft3.net\n  \
         ibqos fabric gen ring --switches 5 --hosts 2 -o ring.net\n  \
-        ibqos fabric gen torus --x 4 --y 4 --hosts 1 -o torus.net")]
+        ibqos fabric gen torus --x 4 --y 4 --hosts 1 -o torus.net\n  \
+        ibqos fabric gen mesh --x 3 --y 3 --hosts 1 -o mesh.net\n  \
+        ibqos fabric gen dragonfly --groups 4 --switches 3 --hosts 1 -o dragonfly.net")]
     Gen(FabricGenArgs),
     /// Write every port's state of an emulated fabric, as loaded, as JSON: SL2VL per input port,
     /// VLArb low and high, VLHighLimit, OperVLs, HOQLife, VLStallCount, NeighborMTU, LID and
@@ -535,6 +537,43 @@ pub enum GenShape {
         /// Switches along the second dimension, the last linked back to the first.
         #[arg(long, value_name = "N")]
         y: usize,
+        /// Hosts (single-port CAs) per switch.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        hosts: usize,
+    },
+    /// A 2-D mesh: the torus without its wrap-around links.
+    ///
+    /// Switch S{i}_{j} has port 1 to +x, 2 to -x, 3 to +y, 4 to -y (unlinked on an edge), and
+    /// its hosts H{i}_{j}_{h} on ports 5...
+    #[command(after_help = "Examples:\n  \
+        ibqos fabric gen mesh --x 3 --y 3 --hosts 1 -o mesh.net")]
+    Mesh {
+        /// Switches along the first dimension.
+        #[arg(long, value_name = "N")]
+        x: usize,
+        /// Switches along the second dimension.
+        #[arg(long, value_name = "N")]
+        y: usize,
+        /// Hosts (single-port CAs) per switch.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        hosts: usize,
+    },
+    /// A dragonfly-like fabric: groups of switches linked all-to-all, one link between each pair
+    /// of groups.
+    ///
+    /// Switch S{g}_{s} has the other switches of its group on ports 1..A-1 (A = --switches, in
+    /// index order), then G = ceil((groups-1)/A) global ports, then its hosts H{g}_{s}_{h}. Group
+    /// g's k-th global link goes to the k-th other group, from switch k/G, port A+k%G. With
+    /// groups = A*G+1 every global port is linked: --groups 4 --switches 3 is 12 switches.
+    #[command(after_help = "Examples:\n  \
+        ibqos fabric gen dragonfly --groups 4 --switches 3 --hosts 1 -o dragonfly.net")]
+    Dragonfly {
+        /// Groups, at least 2.
+        #[arg(long, value_name = "N")]
+        groups: usize,
+        /// Switches per group.
+        #[arg(long, value_name = "A")]
+        switches: usize,
         /// Hosts (single-port CAs) per switch.
         #[arg(long, value_name = "N", default_value_t = 1)]
         hosts: usize,

@@ -149,6 +149,12 @@ fn gen_net_file(args: &FabricGenArgs) -> Result<Outcome> {
         }
         GenShape::Ring { switches, hosts } => generate::ring(switches, hosts),
         GenShape::Torus { x, y, hosts } => generate::torus_2d(x, y, hosts),
+        GenShape::Mesh { x, y, hosts } => generate::mesh_2d(x, y, hosts),
+        GenShape::Dragonfly {
+            groups,
+            switches,
+            hosts,
+        } => generate::dragonfly(groups, switches, hosts),
     }?;
     let text = to_net_file(&topology)?;
     match &args.output {
