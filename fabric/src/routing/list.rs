@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use ibqos_qos::VlCount;
 
+use super::dfsssp::{Dfsssp, Sssp};
 use super::dnup::DownUp;
 use super::engine::{Engine, Layering, Routing};
 use super::ftree::FatTree;
@@ -19,15 +20,16 @@ use super::{Routes, RoutingError, RoutingOptions};
 use crate::topology::Topology;
 
 /// The engines ibqos has, by the names OpenSM gives them.
-pub const ENGINES: [&dyn Engine; 4] = [&MINHOP, &UPDN, &DNUP, &FTREE];
+pub const ENGINES: [&dyn Engine; 6] = [&MINHOP, &UPDN, &DNUP, &FTREE, &DFSSSP, &SSSP];
 static MINHOP: MinHop = MinHop;
 static UPDN: UpDown = UpDown;
 static DNUP: DownUp = DownUp;
 static FTREE: FatTree = FatTree;
+static DFSSSP: Dfsssp = Dfsssp;
+static SSSP: Sssp = Sssp;
 
 /// The engines OpenSM 3.3.23 has and ibqos does not (`osm_opensm.c` `routing_modules`).
-pub const OPENSM_ONLY_ENGINES: [&str; 7] =
-    ["file", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp"];
+pub const OPENSM_ONLY_ENGINES: [&str; 5] = ["file", "lash", "dor", "torus-2QoS", "nue"];
 
 /// The list entry that turns the fallback to minhop off.
 const NO_FALLBACK: &str = "no_fallback";

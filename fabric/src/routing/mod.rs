@@ -14,6 +14,7 @@
 //! [`ftree`] lays its routes with its own walks and counters, as OpenSM's fat-tree engine does.
 
 mod balance;
+mod dfsssp;
 mod dnup;
 mod engine;
 mod ftree;
@@ -30,6 +31,7 @@ mod updn;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
+pub use dfsssp::{Dfsssp, Sssp};
 pub use dnup::{DownUp, dnup};
 pub use engine::{Engine, Layering, Routing, Unlayered, update_port_tables};
 pub use ftree::{FatTree, ftree};
