@@ -44,3 +44,10 @@ fn updn_leaves_the_qos_managers_sl2vl_tables() {
         &generate::fat_tree(2, 2, 2, 4).unwrap(),
     );
 }
+
+/// DFSSSP spends SLs as VL layers and leaves the tables to the QoS manager: on the ring it
+/// needs two layers, which the default tables keep apart.
+#[test]
+fn dfsssp_leaves_the_qos_managers_sl2vl_tables() {
+    on("dfsssp", "ring-4", &generate::ring(4, 1).unwrap());
+}
