@@ -2,7 +2,7 @@
 //! oracle of `ibqos_tests::path_sls`: every ordered pair of endports asked of both SAs.
 
 use ibqos_fabric::generate;
-use ibqos_tests::path_sls::path_sls_match_opensm;
+use ibqos_tests::path_sls::{path_sls_match_opensm, path_sls_within};
 use ibqos_tests::sa::SmSetup;
 use ibqos_tests::scenario::Fabric;
 use ibqos_tests::{NodeKind, TestDir};
@@ -72,4 +72,19 @@ fn hidden_pairs_have_no_record_and_the_default_level_beats_the_partition_sl() {
         [&[None][..], &[Some(0)][..]].into(),
         "both kinds of answer"
     );
+}
+
+/// DFSSSP sizes its layers from the OperVLs the switch ports hold when it routes, as OpenSM's
+/// does: ibsim's ports run 8 VLs, so every SL it hands out is below 8 on both SMs (OpenSM draws
+/// one at random in the pair's layer group, several times per pair), though `max_op_vls`
+/// allows 15.
+#[test]
+fn dfsssp_hands_out_sls_within_the_vls_the_switch_ports_run() {
+    let dir = TestDir::new("path-sl-dfsssp");
+    let fabric = Fabric::generated("ring-4", &generate::ring(4, 1).unwrap(), dir.path()).unwrap();
+    let setup = SmSetup {
+        options: "routing_engine dfsssp\nqos TRUE\n",
+        ..SmSetup::default()
+    };
+    path_sls_within(&fabric, &setup, &dir, |_| Some(0..=7));
 }

@@ -1,6 +1,7 @@
 //! Switch programming: the routes as LinearFDBTop and the LFT blocks of every switch.
 
 use ibqos_mad::{Attribute, Guid, LinearForwardingTableRepr};
+use ibqos_qos::VlCount;
 use tracing::info;
 
 use super::reconcile::{Held, Planned, SetTarget};
@@ -16,9 +17,35 @@ impl Sweep {
         route(
             &self.subnet,
             &self.config.routing,
-            self.config.max_op_vls,
+            self.routing_vls(),
             self.config.lmc,
         )
+    }
+
+    /// The data VLs the engines that spend VLs size their layers from, as OpenSM's DFSSSP and
+    /// LASH find them (`get_avail_vl_in_subn`, `osm_ucast_dfsssp.c:1724`): the fewest OperVLs
+    /// any linked switch port (port 0 aside) holds now. Routing comes before the link manager,
+    /// so on a first sweep that is what the ports ran before, not `max_op_vls`; `max_op_vls`
+    /// when no switch port has a link.
+    pub(super) fn routing_vls(&self) -> VlCount {
+        self.subnet
+            .ports()
+            .filter(|(key, port)| {
+                key.port != 0
+                    && port.info.operational_vls != 0
+                    && self.subnet.peer(*key).is_some()
+                    && self
+                        .subnet
+                        .nodes
+                        .get(&key.node)
+                        .is_some_and(|n| n.is_switch())
+            })
+            // An encoding above 5 is more than 15 VLs, which OpenSM caps at 15.
+            .map(|(_, port)| {
+                VlCount::from_encoding(port.info.operational_vls).unwrap_or(VlCount::Fifteen)
+            })
+            .min()
+            .unwrap_or(self.config.max_op_vls)
     }
 
     /// SwitchInfo.LinearFDBTop and the LFT blocks up to it, on every switch.
