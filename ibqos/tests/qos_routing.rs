@@ -189,3 +189,40 @@ fn plan_says_the_policys_sls_do_not_survive() {
         .collect();
     assert!(codes.contains(&"engine-replaces-sl"), "{plan}");
 }
+
+/// On a first sweep DFSSSP sizes its layers from the OperVLs the ports ran before (ibsim's and
+/// the emulator's 8), then the link manager cuts them to `max_op_vls` 2: the SM says so once,
+/// naming the ring's switch-to-switch ports, in a dry run as in a real one.
+#[test]
+fn the_sm_names_the_ports_short_of_the_routings_vls_once_per_sweep() {
+    let dir = TempDir::new().unwrap();
+    let net = common::ring_net(&dir, 3, 1);
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        "routing_engine dfsssp\nqos TRUE\nmax_op_vls 2\n",
+    );
+    let fabric = format!("sim:{}", net.display());
+    for mode in ["--once", "--dry-run"] {
+        let output = common::ibqos(&[
+            "sm",
+            mode,
+            "--fabric",
+            &fabric,
+            "-F",
+            conf.to_str().unwrap(),
+        ]);
+        let log = String::from_utf8_lossy(&output.stderr);
+        let warnings: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("the routing's layers need more data VLs"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{mode}:\n{log}");
+        assert!(
+            warnings[0].contains("engine=\"dfsssp\"")
+                && warnings[0].contains("ports=\"S0/P1, S0/P2, S1/P1, S1/P2, S2/P1, S2/P2\""),
+            "{mode}: {}",
+            warnings[0]
+        );
+    }
+}
