@@ -41,6 +41,9 @@
 //! | `guid-file-unreadable` | E | a GUID file named by `root_guid_file`, `cn_guid_file`, `io_guid_file` or `guid_routing_order_file` cannot be read: the engine sees it as failed |
 //! | `guid-file-stops` | E | a GUID file line that is not a GUID: OpenSM stops reading the file there and the engine sees it as failed |
 //! | `guid-misread` | W | a GUID `strtoull` reads as another number (octal, negative, more than 64 bits) |
+//! | `torus-config-unreadable` | E | the torus-2QoS.conf `torus_config` names cannot be read: torus-2QoS fails and the next engine routes |
+//! | `torus-config-fails` | E | a torus-2QoS.conf line OpenSM rejects (no keyword, a value missing, a second `torus`, a dateline beyond the radix): torus-2QoS fails |
+//! | `torus-config-ignored` | W | torus-2QoS.conf text OpenSM ignores (tokens after a keyword's values, a comment `port_order` reads as ports) or a number `strtoul` reads as another |
 //! | `routing-option-unused` | W | a routing option set that no engine which may route reads: none of `routing_engine`'s, nor minhop unless `no_fallback` (`ibqos check`) |
 //! | `engine-replaces-sl` | W | an engine of `routing_engine` (lash, dfsssp, nue on several VLs) gives every path its own layer's SL, so the SLs the QoS policy and the partitions choose do not reach the fabric; torus-2QoS keeps only their bit 3 (`ibqos check`) |
 //! | `engine-short-of-vls` | W | the ports run fewer data VLs than an engine of `routing_engine` needs: torus-2QoS below 2, 4 or 8, a layered engine on one VL (`ibqos check`); the ports concerned (`ibqos plan --topology`) |
@@ -59,6 +62,7 @@ pub mod partitions;
 pub mod qos_policy;
 mod settings;
 mod tables;
+pub mod torus_config;
 
 pub use ibqos_text::{Code, Diagnostic, Location, MAX_PER_CODE, Severity, sort_in_reading_order};
 pub use load::{

@@ -10,6 +10,7 @@ use crate::options;
 use crate::partitions::{self, PartitionsError, PartitionsRead};
 use crate::qos_policy::{self, PolicyError, PolicyRead};
 use crate::settings::{Settings, compare};
+use crate::torus_config::{self, DEFAULT_TORUS_CONFIG};
 use crate::{conf, native};
 
 /// OpenSM's compiled-in `qos_policy_file` (`OSM_DEFAULT_QOS_POLICY_FILE`, `osm_base.h:258-264`):
@@ -55,7 +56,7 @@ pub struct Loaded {
     pub partitions: Option<PartitionsLoad>,
     /// What the GUID files the routing options name say about themselves ([`load`] only):
     /// where OpenSM stops reading one, a file it cannot open (placed at the option), and GUIDs
-    /// it reads as other numbers.
+    /// it reads as other numbers. So does the torus-2QoS.conf, when torus-2QoS is listed.
     pub guid_files: Vec<Diagnostic>,
 }
 
@@ -282,6 +283,7 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let mut loaded = load_bytes(&name, &bytes, Format::from_path(path))?;
     let native = loaded.format == Format::NativeToml;
     load_guid_files(&mut loaded);
+    load_torus_config(&mut loaded);
     // ibqos.toml is strict: a GUID file it names must read to its end.
     if native && loaded.guid_files.iter().any(Diagnostic::is_error) {
         return Err(LoadError::Invalid {
@@ -366,6 +368,40 @@ fn load_guid_files(loaded: &mut Loaded) {
         loaded.guid_files.extend(file.diagnostics);
     }
 }
+
+/// Reads the torus-2QoS.conf `torus_config` names (OpenSM's default path when unset) into the
+/// settings of `loaded`, when `routing_engine` lists torus-2QoS: OpenSM reads it only then.
+fn load_torus_config(loaded: &mut Loaded) {
+    let settings = &mut loaded.settings;
+    let listed = settings.sm.routing_engine.as_deref().is_some_and(|names| {
+        names
+            .split([',', ' ', '\t', '\n'])
+            .any(|name| name == TORUS_2QOS)
+    });
+    if !listed {
+        return;
+    }
+    let path = settings
+        .opensm
+        .get(TORUS_CONFIG)
+        .map_or(DEFAULT_TORUS_CONFIG, String::as_str);
+    let mut file = torus_config::load(path);
+    for d in &mut file.diagnostics {
+        if d.code == Code::TorusConfigUnreadable {
+            d.location = loaded
+                .places
+                .get(TORUS_CONFIG)
+                .cloned()
+                .or(d.location.take());
+        }
+    }
+    settings.torus_config = Some(file.config);
+    loaded.guid_files.extend(file.diagnostics);
+}
+
+/// The engine that reads `torus_config`, as `routing_engine` spells it.
+const TORUS_2QOS: &str = "torus-2QoS";
+const TORUS_CONFIG: &str = "torus_config";
 
 /// Reads `bytes` as a file called `name` (used in locations) of `format`. An opensm.conf always
 /// loads, as it does in OpenSM, with errors among the diagnostics; an ibqos.toml with an error

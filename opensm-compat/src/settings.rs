@@ -12,6 +12,7 @@ use ibqos_text::{Code, Diagnostic, Location};
 use crate::guid_file::GuidList;
 use crate::options::{self, Anchor, Kind, OPTIONS, Parsed, Value};
 use crate::tables;
+use crate::torus_config::TorusConfig;
 
 /// Everything ibqos takes from a configuration file. [`Settings::default`] is OpenSM 3.3.23's
 /// defaults, exactly what `opensm -c` writes with no configuration file.
@@ -39,6 +40,9 @@ pub struct Settings {
     /// The GUID files the routing options name (`root_guid_file`, ...), keyed by the option,
     /// as [`crate::load`] read them; empty from [`crate::load_bytes`].
     pub guid_files: BTreeMap<String, GuidList>,
+    /// The torus-2QoS.conf `torus_config` names, as [`crate::load`] read it when
+    /// `routing_engine` lists torus-2QoS; `None` otherwise and from [`crate::load_bytes`].
+    pub torus_config: Option<TorusConfig>,
     pub sm: SmSettings,
     pub links: LinkSettings,
     /// Every other option OpenSM recognises that the file sets (or that OpenSM's verify step
@@ -698,6 +702,7 @@ fn blank() -> Settings {
         m_key_per_port_secret: None,
         partitions: None,
         guid_files: BTreeMap::new(),
+        torus_config: None,
         sm: SmSettings {
             guid: 0,
             subnet_prefix: 0,

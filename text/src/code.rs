@@ -151,6 +151,12 @@ codes! {
     GuidFileStops = "guid-file-stops" in Config;
     /// A GUID that `strtoull` reads as another number (octal, negative, too long).
     GuidMisread = "guid-misread" in Config;
+    /// The torus-2QoS.conf `torus_config` names cannot be read: torus-2QoS fails.
+    TorusConfigUnreadable = "torus-config-unreadable" in Config;
+    /// A torus-2QoS.conf line OpenSM rejects: torus-2QoS fails.
+    TorusConfigFails = "torus-config-fails" in Config;
+    /// Text of a torus-2QoS.conf OpenSM ignores or reads as another number.
+    TorusConfigIgnored = "torus-config-ignored" in Config;
     /// A routing option that no engine which may route reads.
     RoutingOptionUnused = "routing-option-unused" in Config;
     /// A routing engine that may route replaces the SLs the QoS policy or the partitions
