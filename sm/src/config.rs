@@ -283,6 +283,8 @@ pub fn routing_options(settings: &Settings) -> RoutingOptions {
         connect_roots: flag(settings, "connect_roots", false),
         avoid_throttled_links: flag(settings, "avoid_throttled_links", false),
         failed_files,
+        qos: settings.qos.enabled,
+        torus_config: settings.torus_config.clone(),
     }
 }
 
@@ -459,6 +461,8 @@ m_key 0X0a
                 connect_roots: true,
                 avoid_throttled_links: true,
                 failed_files: BTreeSet::from([GuidFile::ComputeNodes, GuidFile::RoutingOrder]),
+                qos: false,
+                torus_config: None,
             }
         );
         assert_eq!(
@@ -469,6 +473,28 @@ m_key 0X0a
         assert_eq!(
             *routing_engines(&defaults).options(),
             RoutingOptions::default()
+        );
+    }
+
+    /// torus-2QoS gets `qos` and its torus-2QoS.conf, read when the list names the engine.
+    #[test]
+    fn torus_2qos_routes_with_qos_and_its_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("torus-2QoS.conf");
+        std::fs::write(&conf, "torus 3 3 1\nxp_link 0x1 0x2\nyp_link 0x1 0x4\n").unwrap();
+        let text = format!(
+            "routing_engine torus-2QoS,minhop\nqos TRUE\ntorus_config {}\n",
+            conf.display()
+        );
+        let options = routing_options(&read(dir.path(), &text));
+        assert!(options.qos);
+        let config = options.torus_config.expect("read");
+        assert_eq!(config.radix, [3, 3, 1]);
+        assert_eq!(config.seeds[0].links[1][1], Some((1, 4)));
+        let unlisted = format!("qos TRUE\ntorus_config {}\n", conf.display());
+        assert_eq!(
+            routing_options(&read(dir.path(), &unlisted)).torus_config,
+            None
         );
     }
 }

@@ -2,10 +2,12 @@
 //! files of OpenSM's `osm_subn_opt_t` that `osm_ucast_*.c` read. The LMC is not here: the
 //! topology's LIDs carry it.
 //!
-//! The GUID files arrive parsed (reading and checking them is the configuration's job), so an
+//! The GUID files and torus-2QoS.conf arrive parsed (reading and checking them is the configuration's job), so an
 //! engine stays a pure function of its inputs.
 
 use std::collections::BTreeSet;
+
+use ibqos_opensm::torus_config::TorusConfig;
 
 /// A GUID file an engine reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -61,4 +63,10 @@ pub struct RoutingOptions {
     /// line that is not a GUID. Their field holds the GUIDs read before that (none for a file
     /// that would not open), and each engine reacts as OpenSM's does to a file that failed.
     pub failed_files: BTreeSet<GuidFile>,
+    /// `qos`: whether the QoS manager programs SL2VL and VLArb tables. torus-2QoS writes its
+    /// own through them, so it refuses to route without (OpenSM's `ERR 4E44`).
+    pub qos: bool,
+    /// The torus-2QoS.conf `torus_config` names, as read (torus-2QoS); `None` when it was not
+    /// read, which torus-2QoS takes as a file it could not open.
+    pub torus_config: Option<TorusConfig>,
 }
