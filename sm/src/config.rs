@@ -33,8 +33,9 @@ pub enum Takes {
 
 /// The options the sweep, the election, the SA and the M_Key ring read (through
 /// [`sweep_config`], [`election_config`], [`sa_config`], [`mkey_config`] and the sweep
-/// interval): each reload applies them. A reload reads the routing options' GUID files again.
-const READ_EACH_SWEEP: [&str; 42] = [
+/// interval): each reload applies them. A reload reads the routing options' GUID files and
+/// torus-2QoS.conf again.
+const READ_EACH_SWEEP: [&str; 43] = [
     "sm_priority",
     "sm_key",
     "sa_key",
@@ -62,6 +63,7 @@ const READ_EACH_SWEEP: [&str; 42] = [
     "scatter_ports",
     "connect_roots",
     "avoid_throttled_links",
+    "torus_config",
     "use_mfttop",
     "use_optimized_slvl",
     "qos",
@@ -403,12 +405,18 @@ m_key 0X0a
             "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
         ];
         values.extend(files.iter().map(String::as_str));
-        let base = "qos TRUE\n";
-        let baseline = what_the_sm_runs_with(&read(dir.path(), base));
+        // torus-2QoS.conf is read only when the engine that reads it is listed.
+        let plain = "qos TRUE\n";
+        let torus = "qos TRUE\nrouting_engine torus-2QoS\n";
+        let baselines = [plain, torus].map(|base| what_the_sm_runs_with(&read(dir.path(), base)));
         for key in ibqos_opensm::option_names() {
+            let (base, baseline) = match key {
+                "torus_config" => (torus, &baselines[1]),
+                _ => (plain, &baselines[0]),
+            };
             let changes = values.iter().any(|value| {
                 let settings = read(dir.path(), &format!("{base}{key} {value}\n"));
-                what_the_sm_runs_with(&settings) != baseline
+                what_the_sm_runs_with(&settings) != *baseline
             });
             match takes_effect(key) {
                 Takes::Never => assert!(

@@ -15,21 +15,31 @@ use super::dnup::DownUp;
 use super::engine::{Engine, Layering, Routing};
 use super::ftree::FatTree;
 use super::minhop::MinHop;
+use super::torus::Torus2QoS;
 use super::updn::UpDown;
 use super::{Routes, RoutingError, RoutingOptions};
 use crate::topology::Topology;
 
 /// The engines ibqos has, by the names OpenSM gives them.
-pub const ENGINES: [&dyn Engine; 6] = [&MINHOP, &UPDN, &DNUP, &FTREE, &DFSSSP, &SSSP];
+pub const ENGINES: [&dyn Engine; 7] = [
+    &MINHOP,
+    &UPDN,
+    &DNUP,
+    &FTREE,
+    &DFSSSP,
+    &SSSP,
+    &TORUS_2QOS,
+];
 static MINHOP: MinHop = MinHop;
 static UPDN: UpDown = UpDown;
 static DNUP: DownUp = DownUp;
 static FTREE: FatTree = FatTree;
 static DFSSSP: Dfsssp = Dfsssp;
 static SSSP: Sssp = Sssp;
+static TORUS_2QOS: Torus2QoS = Torus2QoS;
 
 /// The engines OpenSM 3.3.23 has and ibqos does not (`osm_opensm.c` `routing_modules`).
-pub const OPENSM_ONLY_ENGINES: [&str; 5] = ["file", "lash", "dor", "torus-2QoS", "nue"];
+pub const OPENSM_ONLY_ENGINES: [&str; 4] = ["file", "lash", "dor", "nue"];
 
 /// The list entry that turns the fallback to minhop off.
 const NO_FALLBACK: &str = "no_fallback";

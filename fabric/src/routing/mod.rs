@@ -12,6 +12,8 @@
 //! refuses turns from down to up (from up to down for dnup). Where that search reaches no
 //! path, the entry stays unset, as OpenSM leaves it.
 //! [`ftree`] lays its routes with its own walks and counters, as OpenSM's fat-tree engine does.
+//! [`Torus2QoS`] routes a torus in dimension order and spends SLs and VLs on its datelines, as
+//! OpenSM's torus-2QoS does.
 
 mod balance;
 mod dfsssp;
@@ -27,6 +29,7 @@ mod options;
 mod policy_sl;
 #[cfg(test)]
 mod testing;
+mod torus;
 mod updn;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -46,6 +49,7 @@ pub use multicast::{
 };
 pub use options::{GuidFile, RoutingOptions};
 pub use policy_sl::{PolicySl, TORUS_VLS};
+pub use torus::Torus2QoS;
 pub use updn::{Ranks, UpDown, updn, updn_roots};
 
 use ibqos_mad::Guid;

@@ -1,0 +1,79 @@
+//! OpenSM's torus-2QoS engine (`osm_torus.c`): dimension-order routing on a 2D or 3D torus or
+//! mesh, free of credit loops by the SL bits of the datelines a path crosses, with two QoS
+//! levels.
+//!
+//! The torus comes from torus-2QoS.conf (`torus_config`): its radix per dimension and a seed,
+//! the switches that fix the origin and the directions ([`build`]). The LFTs go x, then y,
+//! then z, each ring the short way round ([`route`]). The SL of a path and the SL2VL tables
+//! that keep it off credit loops are the engine's, whatever the QoS policy chose: only the
+//! QoS level, SL bit 3, survives ([`layering`]).
+//!
+//! ibqos routes a complete torus: OpenSM's routing around failed switches and links is not
+//! here yet, and such a fabric is refused, so the next engine of the list routes. So is a
+//! torus without `qos`, as OpenSM refuses it (`ERR 4E44`). The order of destination switches
+//! after the seed's is OpenSM's coordinate order, where OpenSM keeps the order its search met
+//! them in; it decides only which of several parallel links a route takes.
+
+mod build;
+mod layering;
+mod route;
+mod setup;
+
+use std::sync::Arc;
+
+use ibqos_opensm::torus_config::DEFAULT_TORUS_CONFIG;
+use ibqos_qos::VlCount;
+
+use super::engine::{Engine, Routing};
+use super::{RoutingError, RoutingOptions};
+use crate::topology::Topology;
+use build::Torus;
+use layering::TorusLayering;
+use setup::DataVls;
+
+/// OpenSM's `torus-2QoS` engine behind the [`Engine`] seam.
+#[derive(Debug, Clone, Copy)]
+pub struct Torus2QoS;
+
+impl Engine for Torus2QoS {
+    fn name(&self) -> &'static str {
+        "torus-2QoS"
+    }
+
+    fn unicast(
+        &self,
+        topo: &Topology,
+        options: &RoutingOptions,
+        vls: VlCount,
+    ) -> Result<Routing, RoutingError> {
+        topo.validate()?;
+        if !options.qos {
+            return Err(RoutingError::Refused(
+                "ERR 4E44: Routing engine list contains torus-2QoS. Enable QoS for correct \
+                 operation (-Q or 'qos TRUE' in opensm.conf)."
+                    .to_string(),
+            ));
+        }
+        let config = options.torus_config.as_ref().ok_or_else(|| {
+            RoutingError::Refused(format!(
+                "ERR 4E11: Opening {DEFAULT_TORUS_CONFIG}: the file was not read"
+            ))
+        })?;
+        if let Some(failure) = &config.failure {
+            return Err(RoutingError::Refused(failure.clone()));
+        }
+        let data_vls = DataVls::of(topo, vls);
+        let seed = setup::verify(config, topo, data_vls)?;
+        let torus = Torus::build(config, seed, topo)?;
+        let dests = route::destinations(&torus, config, topo)?;
+        let routes = route::lfts(&torus, &dests)?;
+        let layering = TorusLayering::new(&torus, &dests, data_vls);
+        Ok(Routing {
+            routes,
+            layering: Arc::new(layering),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
