@@ -1,0 +1,247 @@
+//! torus-2QoS against OpenSM 3.3.23's: a torus with its torus-2QoS.conf, configured by
+//! `ibqos sm --once` and by `opensm -o` on two fresh ibsims with the same opensm.conf. Every
+//! switch's forwarding table (read with ibroute, compared by switch and destination GUID, see
+//! `ibqos_tests::lfts`), every SL-to-VL table the engine writes (read with smpquery: every
+//! switch input and output pair, every CA port), and the PathRecord SL of every pair of end
+//! ports (`ibqos_tests::path_sls`).
+
+use std::path::PathBuf;
+
+use ibqos_fabric::generate::torus_2d;
+use ibqos_tests::lfts::{Logs, lfts_match_opensm_logs};
+use ibqos_tests::opensm::run_opensm_once;
+use ibqos_tests::path_sls::path_sls_match_opensm;
+use ibqos_tests::readback::Failures;
+use ibqos_tests::sa::SmSetup;
+use ibqos_tests::scenario::Fabric;
+use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
+use ibqos_tests::smpquery::{SmpQuery, Target};
+use ibqos_tests::{Ibsim, NodeKind, SimTools, TestDir};
+
+/// An x by y torus of `torus_2d` (one host per switch) as a net file, and its torus-2QoS.conf
+/// seeded at `S0_0`: both directions of every ring of radix 4, which needs them, else +x, +y.
+fn torus(x: usize, y: usize, dir: &TestDir) -> (Fabric, PathBuf) {
+    let topology = torus_2d(x, y, 1).unwrap();
+    let name = format!("torus-{x}x{y}");
+    let fabric = Fabric::generated(&name, &topology, dir.path()).unwrap();
+    let guid = |name: &str| {
+        let id = topology.node_by_name(name).unwrap();
+        topology.node(id).unwrap().guid
+    };
+    let mut conf = format!("torus {x} {y} 1\n");
+    for (dim, radix, plus, minus) in [
+        ("x", x, "S1_0".to_string(), format!("S{}_0", x - 1)),
+        ("y", y, "S0_1".to_string(), format!("S0_{}", y - 1)),
+    ] {
+        conf += &format!("{dim}p_link {:#x} {:#x}\n", guid("S0_0"), guid(&plus));
+        if radix == 4 {
+            conf += &format!("{dim}m_link {:#x} {:#x}\n", guid("S0_0"), guid(&minus));
+        }
+    }
+    let path = dir.path().join("torus-2QoS.conf");
+    std::fs::write(&path, conf).unwrap();
+    (fabric, path)
+}
+
+fn options(conf: &std::path::Path, qos: bool) -> String {
+    let qos = if qos { "TRUE" } else { "FALSE" };
+    format!(
+        "routing_engine torus-2QoS\nqos {qos}\ntorus_config {}\n",
+        conf.display()
+    )
+}
+
+/// Both SMs routed with `engine`: OpenSM says so, and ibqos passed over no engine.
+fn routed_by(logs: &Logs, engine: &str) {
+    let opensm = format!("{engine} tables configured on all switches");
+    assert!(
+        logs.opensm.contains(&opensm),
+        "OpenSM did not route with {engine}:\n{}",
+        logs.opensm
+    );
+    assert!(
+        !logs.ibqos.contains("fell back"),
+        "ibqos fell back:\n{}",
+        logs.ibqos
+    );
+}
+
+#[test]
+fn lfts_match_opensm_on_a_4x4_torus() {
+    let dir = TestDir::new("routing-torus-4x4");
+    let (fabric, conf) = torus(4, 4, &dir);
+    routed_by(
+        &lfts_match_opensm_logs(&fabric, &options(&conf, true), &dir),
+        "torus-2QoS",
+    );
+}
+
+#[test]
+fn lfts_match_opensm_on_a_3x5_torus() {
+    let dir = TestDir::new("routing-torus-3x5");
+    let (fabric, conf) = torus(3, 5, &dir);
+    routed_by(
+        &lfts_match_opensm_logs(&fabric, &options(&conf, true), &dir),
+        "torus-2QoS",
+    );
+}
+
+/// Without `qos` both refuse with OpenSM's ERR 4E44 and route with minhop.
+#[test]
+fn without_qos_both_fall_back_to_minhop() {
+    let dir = TestDir::new("routing-torus-noqos");
+    let (fabric, conf) = torus(4, 4, &dir);
+    let logs = lfts_match_opensm_logs(&fabric, &options(&conf, false), &dir);
+    assert!(logs.opensm.contains("ERR 4E44"), "{}", logs.opensm);
+    assert!(
+        logs.opensm
+            .contains("minhop tables configured on all switches")
+    );
+    let ibqos = logs
+        .ibqos
+        .lines()
+        .find(|l| l.contains("fell back") && l.contains("torus-2QoS"))
+        .unwrap_or_else(|| panic!("ibqos did not say torus-2QoS failed:\n{}", logs.ibqos));
+    assert!(ibqos.contains("ERR 4E44"), "{ibqos}");
+}
+
+/// One SM's fabric: the ibsim it configured, kept running while its tables are read.
+struct Configured {
+    sim: Ibsim,
+    _dir: TestDir,
+}
+
+fn configure(fabric: &Fabric, options: &str, opensm: bool, label: &str) -> Configured {
+    let tools = SimTools::require();
+    let dir = TestDir::new(label);
+    let sim = Ibsim::start(&tools, &fabric.netfile, &dir.subdir("ibsim")).unwrap();
+    if opensm {
+        run_opensm_once(
+            &tools,
+            &sim,
+            &fabric.sm_node,
+            options,
+            &dir.subdir("opensm"),
+        )
+        .unwrap();
+    } else {
+        let ibqos = ibqos_tests::planner::ibqos_binary().unwrap();
+        let conf = write_opensm_conf(&dir.subdir("ibqos"), options).unwrap();
+        SmInvocation::new(SmFabric::Native, &fabric.sm_node, &dir.subdir("cache"))
+            .opensm_conf(&conf)
+            .run_up(&ibqos, &sim)
+            .unwrap();
+    }
+    Configured { sim, _dir: dir }
+}
+
+/// Every SL-to-VL table of the fabric: each switch's, output by output (a row per input), and
+/// each CA port's, by node id.
+fn sl2vl_tables(fabric: &Fabric, sim: &Ibsim) -> Vec<(String, u8, u8, [u8; 16])> {
+    let tools = SimTools::require();
+    let query = SmpQuery::new(&tools, sim, &fabric.query_node);
+    let mut tables = Vec::new();
+    for node in fabric.topology.nodes() {
+        let dr = |port: Option<u8>| {
+            let path = match port {
+                Some(port) => fabric
+                    .topology
+                    .dr_path_to_port(&fabric.query_node, &node.id, port),
+                None => fabric.topology.dr_path(&fabric.query_node, &node.id),
+            };
+            Target::Dr(path.unwrap())
+        };
+        if node.kind == NodeKind::Switch {
+            for out in 0..=node.num_ports {
+                for row in query.sl2vl(&dr(None), Some(out)).unwrap() {
+                    tables.push((node.id.clone(), row.in_port, row.out_port, row.vls));
+                }
+            }
+        } else {
+            for &port in node.links.keys() {
+                for row in query.sl2vl(&dr(Some(port)), None).unwrap() {
+                    tables.push((node.id.clone(), port, 0, row.vls));
+                }
+            }
+        }
+    }
+    tables
+}
+
+/// The SL-to-VL tables torus-2QoS writes are OpenSM's, switch pair by pair and CA port by CA
+/// port: the dateline, turn and QoS bits.
+#[test]
+fn sl2vl_tables_match_opensm_on_a_4x4_torus() {
+    let dir = TestDir::new("routing-torus-sl2vl");
+    let (fabric, conf) = torus(4, 4, &dir);
+    let options = options(&conf, true);
+    let ours = configure(&fabric, &options, false, "routing-torus-sl2vl-ibqos");
+    let theirs = configure(&fabric, &options, true, "routing-torus-sl2vl-opensm");
+    let (ours, theirs) = (
+        sl2vl_tables(&fabric, &ours.sim),
+        sl2vl_tables(&fabric, &theirs.sim),
+    );
+    let mut f = Failures::new("SL2VL tables of torus-2QoS on a 4x4 torus");
+    f.check(ours.len() == theirs.len(), || {
+        format!("{} tables, OpenSM {}", ours.len(), theirs.len())
+    });
+    let differing: Vec<String> = ours
+        .iter()
+        .zip(&theirs)
+        .filter(|(a, b)| a != b)
+        .take(10)
+        .map(|(a, b)| format!("  ibqos {a:?}\n  OpenSM {b:?}"))
+        .collect();
+    f.check(differing.is_empty(), || differing.join("\n"));
+    // Not the default table: the engine's bits are there.
+    f.check(theirs.iter().any(|t| t.3[1] == 1 && t.3[9] == 5), || {
+        "OpenSM wrote no dateline and QoS bits".to_string()
+    });
+    f.assert_none();
+}
+
+/// A policy whose SL differs by QoS level (SL bit 3): 9 between CAs, 2 toward switches.
+const POLICY: &str = "\
+port-groups
+    port-group
+        name: Switches
+        node-type: SWITCH
+    end-port-group
+end-port-groups
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 9
+    end-qos-level
+    qos-level
+        name: Management
+        sl: 2
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        destination: Switches
+        qos-level-name: Management
+    end-qos-match-rule
+end-qos-match-rules
+";
+
+/// The PathRecord SL of every ordered pair of end ports, switches' port 0 included, is
+/// OpenSM's: the datelines the pair's path crosses, and only the QoS level of the policy's SL.
+#[test]
+fn path_sls_match_opensm_on_a_4x4_torus() {
+    let dir = TestDir::new("routing-torus-path-sl");
+    let (fabric, conf) = torus(4, 4, &dir);
+    let options = options(&conf, true);
+    let setup = SmSetup {
+        options: &options,
+        policy: Some(POLICY),
+        ..SmSetup::default()
+    };
+    let sls = path_sls_match_opensm(&fabric, &setup, &dir);
+    let answered: Vec<u8> = sls.values().flatten().flatten().copied().collect();
+    // Both QoS levels and dateline bits of both rings show, not the policy's SLs as they are.
+    for sl in [0b0011, 0b1011, 0b0001, 0b1010] {
+        assert!(answered.contains(&sl), "no pair has SL {sl}: {answered:?}");
+    }
+}
