@@ -135,9 +135,12 @@ fn configure(fabric: &Fabric, options: &str, opensm: bool, label: &str) -> Confi
     Configured { sim, _dir: dir }
 }
 
-/// Every SL-to-VL table of the fabric: each switch's, output by output (a row per input), and
-/// each CA port's, by node id.
-fn sl2vl_tables(fabric: &Fabric, sim: &Ibsim) -> Vec<(String, u8, u8, [u8; 16])> {
+/// One table a port holds, by node id, ports and kind, as smpquery prints it.
+type Held = (String, u8, u8, String);
+
+/// Every SL-to-VL table of the fabric (each switch's, output by output with a row per input,
+/// and each CA port's) and every VL arbitration table (each switch port's and CA port's).
+fn port_tables(fabric: &Fabric, sim: &Ibsim) -> Vec<Held> {
     let tools = SimTools::require();
     let query = SmpQuery::new(&tools, sim, &fabric.query_node);
     let mut tables = Vec::new();
@@ -151,17 +154,24 @@ fn sl2vl_tables(fabric: &Fabric, sim: &Ibsim) -> Vec<(String, u8, u8, [u8; 16])>
             };
             Target::Dr(path.unwrap())
         };
+        let mut held = |input: u8, output: u8, table: String| {
+            tables.push((node.id.clone(), input, output, table));
+        };
         if node.kind == NodeKind::Switch {
             for out in 0..=node.num_ports {
                 for row in query.sl2vl(&dr(None), Some(out)).unwrap() {
-                    tables.push((node.id.clone(), row.in_port, row.out_port, row.vls));
+                    held(row.in_port, row.out_port, format!("sl2vl {:?}", row.vls));
                 }
+                let vlarb = query.vlarb(&dr(None), Some(out)).unwrap();
+                held(out, out, format!("vlarb {vlarb:?}"));
             }
         } else {
             for &port in node.links.keys() {
                 for row in query.sl2vl(&dr(Some(port)), None).unwrap() {
-                    tables.push((node.id.clone(), port, 0, row.vls));
+                    held(port, 0, format!("sl2vl {:?}", row.vls));
                 }
+                let vlarb = query.vlarb(&dr(Some(port)), None).unwrap();
+                held(port, port, format!("vlarb {vlarb:?}"));
             }
         }
     }
@@ -169,19 +179,20 @@ fn sl2vl_tables(fabric: &Fabric, sim: &Ibsim) -> Vec<(String, u8, u8, [u8; 16])>
 }
 
 /// The SL-to-VL tables torus-2QoS writes are OpenSM's, switch pair by pair and CA port by CA
-/// port: the dateline, turn and QoS bits.
+/// port (the dateline, turn and QoS bits), and so are the VL arbitration tables, those of the
+/// switch ports to hosts rewritten for the two QoS levels.
 #[test]
-fn sl2vl_tables_match_opensm_on_a_4x4_torus() {
-    let dir = TestDir::new("routing-torus-sl2vl");
+fn port_tables_match_opensm_on_a_4x4_torus() {
+    let dir = TestDir::new("routing-torus-tables");
     let (fabric, conf) = torus(4, 4, &dir);
     let options = options(&conf, true);
-    let ours = configure(&fabric, &options, false, "routing-torus-sl2vl-ibqos");
-    let theirs = configure(&fabric, &options, true, "routing-torus-sl2vl-opensm");
+    let ours = configure(&fabric, &options, false, "routing-torus-tables-ibqos");
+    let theirs = configure(&fabric, &options, true, "routing-torus-tables-opensm");
     let (ours, theirs) = (
-        sl2vl_tables(&fabric, &ours.sim),
-        sl2vl_tables(&fabric, &theirs.sim),
+        port_tables(&fabric, &ours.sim),
+        port_tables(&fabric, &theirs.sim),
     );
-    let mut f = Failures::new("SL2VL tables of torus-2QoS on a 4x4 torus");
+    let mut f = Failures::new("SL2VL and VLArb tables of torus-2QoS on a 4x4 torus");
     f.check(ours.len() == theirs.len(), || {
         format!("{} tables, OpenSM {}", ours.len(), theirs.len())
     });
@@ -194,7 +205,8 @@ fn sl2vl_tables_match_opensm_on_a_4x4_torus() {
         .collect();
     f.check(differing.is_empty(), || differing.join("\n"));
     // Not the default table: the engine's bits are there.
-    f.check(theirs.iter().any(|t| t.3[1] == 1 && t.3[9] == 5), || {
+    let engine_bits = "sl2vl [0, 1, 0, 1, 0, 1, 0, 1, 4, 5, 4, 5, 4, 5, 4, 5]";
+    f.check(theirs.iter().any(|t| t.3 == engine_bits), || {
         "OpenSM wrote no dateline and QoS bits".to_string()
     });
     f.assert_none();
