@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use ibqos_mad::Guid;
 use ibqos_opensm::torus_config::{DIMENSIONS, TorusConfig, TorusSeed};
 
-use super::super::RoutingError;
+use super::super::{RoutingError, SwitchGraph};
 use crate::topology::{NodeId, Topology};
 
 /// The port group of a switch's end ports: port 0 and the CA and router ports (OpenSM's
@@ -75,18 +75,18 @@ impl Torus {
         };
         let physical = Physical::new(topo);
         let size = ideal.len();
-        if physical.ids.len() != size {
+        if physical.graph.len() != size {
             return Err(RoutingError::Refused(format!(
                 "the fabric has {} switches and a {} x {} x {} torus {}: ibqos routes a \
                  complete torus only",
-                physical.ids.len(),
+                physical.graph.len(),
                 radix[0],
                 radix[1],
                 radix[2],
                 size
             )));
         }
-        let mut placement = Placement::new(size, physical.ids.len());
+        let mut placement = Placement::new(size, physical.graph.len());
         let origin: Coord =
             std::array::from_fn(|d| canonical(-i64::from(seed.dateline[d]), radix[d]));
         // The seed's switches, in the order OpenSM installs them: x, y, z, each + then -.
@@ -144,8 +144,8 @@ impl Torus {
         let mut switches: Vec<TorusSwitch> = order
             .iter()
             .map(|&s| TorusSwitch {
-                node: physical.ids[s],
-                guid: physical.guid[s],
+                node: physical.graph.ids[s],
+                guid: physical.graph.guid[s],
                 coord: placement.coord[s].expect("complete"),
                 groups: Default::default(),
                 toward: [None; 6],
@@ -304,46 +304,26 @@ impl Ideal {
     }
 }
 
-/// The switches of the fabric and which are linked, in OpenSM's switch table order.
+/// The switches of the fabric and the switches each is linked to.
 struct Physical {
-    ids: Vec<NodeId>,
-    guid: Vec<u64>,
+    graph: SwitchGraph,
     neighbours: Vec<BTreeSet<usize>>,
 }
 
 impl Physical {
     fn new(topo: &Topology) -> Physical {
-        let mut ids: Vec<(u64, NodeId)> = topo
-            .switches()
-            .map(|(id, n)| (Guid(n.guid).opensm_order(), id))
-            .collect();
-        ids.sort();
-        let ids: Vec<NodeId> = ids.into_iter().map(|(_, id)| id).collect();
-        let slot = |id: NodeId| ids.iter().position(|&i| i == id);
-        let neighbours = ids
+        let graph = SwitchGraph::new(topo);
+        let neighbours = graph
+            .adj
             .iter()
-            .map(|&id| {
-                topo.node(id)
-                    .into_iter()
-                    .flat_map(|n| n.existing_ports())
-                    .filter_map(|(_, port)| slot(port.peer?.node))
-                    .filter(|&n| ids[n] != id)
-                    .collect()
-            })
+            .enumerate()
+            .map(|(s, links)| links.iter().map(|&(_, n)| n).filter(|&n| n != s).collect())
             .collect();
-        let guid = ids
-            .iter()
-            .map(|&id| topo.node(id).map_or(0, |n| n.guid))
-            .collect();
-        Physical {
-            ids,
-            guid,
-            neighbours,
-        }
+        Physical { graph, neighbours }
     }
 
     fn by_guid(&self, guid: u64) -> Option<usize> {
-        self.guid.iter().position(|&g| g == guid)
+        self.graph.guid.iter().position(|&g| g == guid)
     }
 }
 
@@ -437,7 +417,7 @@ impl Placement {
                     stack.push((c, candidates, 0));
                 }
                 None => {
-                    let complete = (0..physical.ids.len())
+                    let complete = (0..physical.graph.len())
                         .all(|s| self.coord[s].is_some_and(|c| self.fits(ideal, physical, c, s)));
                     if complete {
                         return true;
