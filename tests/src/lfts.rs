@@ -189,6 +189,24 @@ pub struct Logs {
     pub opensm: String,
 }
 
+impl Logs {
+    /// Requires both SMs to have routed with `engine`: OpenSM's "<engine> tables configured on
+    /// all switches", and no engine passed over in ibqos's log.
+    pub fn assert_routed_by(&self, engine: &str) {
+        let opensm = format!("{engine} tables configured on all switches");
+        assert!(
+            self.opensm.contains(&opensm),
+            "OpenSM did not route with {engine}:\n{}",
+            self.opensm
+        );
+        assert!(
+            !self.ibqos.contains("fell back"),
+            "ibqos fell back:\n{}",
+            self.ibqos
+        );
+    }
+}
+
 /// [`lfts_match_opensm`], returning both SMs' logs, for tests that check why an engine did not
 /// route.
 pub fn lfts_match_opensm_logs(fabric: &Fabric, options: &str, dir: &TestDir) -> Logs {

@@ -18,22 +18,6 @@ fn routed(name: &str, test: &str, options: &str) -> Logs {
     lfts_match_opensm_logs(&fabric, options, &dir)
 }
 
-/// The tables match, and each SM says `engine` routed: OpenSM's "<engine> tables configured",
-/// and no engine passed over in ibqos's log.
-fn routed_by(logs: &Logs, engine: &str) {
-    let opensm = format!("{engine} tables configured on all switches");
-    assert!(
-        logs.opensm.contains(&opensm),
-        "OpenSM did not route with {engine}:\n{}",
-        logs.opensm
-    );
-    assert!(
-        !logs.ibqos.contains("fell back"),
-        "ibqos fell back:\n{}",
-        logs.ibqos
-    );
-}
-
 /// ftree refused the fabric: OpenSM logs `reason` and routes with `fallback`; ibqos logs the
 /// same reason for ftree and routes with `fallback` too.
 fn refused(logs: &Logs, reason: &str, fallback: &str) {
@@ -62,31 +46,22 @@ fn refused(logs: &Logs, reason: &str, fallback: &str) {
 
 #[test]
 fn ftree_on_fat_tree_16() {
-    routed_by(
-        &routed("fat-tree-16", "ftree", "routing_engine ftree\n"),
-        "ftree",
-    );
+    routed("fat-tree-16", "ftree", "routing_engine ftree\n").assert_routed_by("ftree");
 }
 
 #[test]
 fn ftree_on_fat_tree_648() {
-    routed_by(
-        &routed("fat-tree-648", "ftree", "routing_engine ftree\n"),
-        "ftree",
-    );
+    routed("fat-tree-648", "ftree", "routing_engine ftree\n").assert_routed_by("ftree");
 }
 
 #[test]
 fn ftree_on_three_level() {
-    routed_by(
-        &routed("three-level", "ftree", "routing_engine ftree\n"),
-        "ftree",
-    );
+    routed("three-level", "ftree", "routing_engine ftree\n").assert_routed_by("ftree");
 }
 
 #[test]
 fn ftree_on_wide() {
-    routed_by(&routed("wide", "ftree", "routing_engine ftree\n"), "ftree");
+    routed("wide", "ftree", "routing_engine ftree\n").assert_routed_by("ftree");
 }
 
 /// `connect_roots`: the spines reach each other through the last leaf, as OpenSM routes them.
@@ -98,7 +73,7 @@ fn ftree_connects_the_roots_on_fat_tree_16_and_three_level() {
             "connect-roots",
             "routing_engine ftree\nconnect_roots TRUE\n",
         );
-        routed_by(&logs, "ftree");
+        logs.assert_routed_by("ftree");
     }
 }
 
@@ -132,7 +107,7 @@ fn ftree_no_fallback_on_fat_tree_16() {
         "no-fallback",
         "routing_engine ftree,no_fallback\n",
     );
-    routed_by(&logs, "ftree");
+    logs.assert_routed_by("ftree");
 }
 
 /// ftree routes no LMC > 0: both SMs fall back to minhop.
@@ -222,7 +197,7 @@ fn ftree_with_files_end_to_end(name: &str, test: &str, files: &[GuidFile], extra
     let dir = TestDir::new(&format!("routing-ftree-{test}-{name}"));
     let fabric = tree(name, &dir).unwrap();
     let (conf, _) = write_files(&dir, &addressed(&fabric, 0), files, extra);
-    routed_by(&lfts_match_opensm_logs(&fabric, &conf, &dir), "ftree");
+    lfts_match_opensm_logs(&fabric, &conf, &dir).assert_routed_by("ftree");
 }
 
 const SPINES_16: GuidFile = GuidFile {

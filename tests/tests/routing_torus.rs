@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use ibqos_fabric::generate::torus_2d;
-use ibqos_tests::lfts::{Logs, lfts_match_opensm_logs};
+use ibqos_tests::lfts::lfts_match_opensm_logs;
 use ibqos_tests::opensm::run_opensm_once;
 use ibqos_tests::path_sls::path_sls_match_opensm;
 use ibqos_tests::readback::Failures;
@@ -51,39 +51,21 @@ fn options(conf: &std::path::Path, qos: bool) -> String {
     )
 }
 
-/// Both SMs routed with `engine`: OpenSM says so, and ibqos passed over no engine.
-fn routed_by(logs: &Logs, engine: &str) {
-    let opensm = format!("{engine} tables configured on all switches");
-    assert!(
-        logs.opensm.contains(&opensm),
-        "OpenSM did not route with {engine}:\n{}",
-        logs.opensm
-    );
-    assert!(
-        !logs.ibqos.contains("fell back"),
-        "ibqos fell back:\n{}",
-        logs.ibqos
-    );
+/// Both SMs leave the same LFTs on the x by y torus, routed by torus-2QoS.
+fn lfts_match_on_torus(x: usize, y: usize) {
+    let dir = TestDir::new(&format!("routing-torus-{x}x{y}"));
+    let (fabric, conf) = torus(x, y, &dir);
+    lfts_match_opensm_logs(&fabric, &options(&conf, true), &dir).assert_routed_by("torus-2QoS");
 }
 
 #[test]
 fn lfts_match_opensm_on_a_4x4_torus() {
-    let dir = TestDir::new("routing-torus-4x4");
-    let (fabric, conf) = torus(4, 4, &dir);
-    routed_by(
-        &lfts_match_opensm_logs(&fabric, &options(&conf, true), &dir),
-        "torus-2QoS",
-    );
+    lfts_match_on_torus(4, 4);
 }
 
 #[test]
 fn lfts_match_opensm_on_a_3x5_torus() {
-    let dir = TestDir::new("routing-torus-3x5");
-    let (fabric, conf) = torus(3, 5, &dir);
-    routed_by(
-        &lfts_match_opensm_logs(&fabric, &options(&conf, true), &dir),
-        "torus-2QoS",
-    );
+    lfts_match_on_torus(3, 5);
 }
 
 /// Without `qos` both refuse with OpenSM's ERR 4E44 and route with minhop.
