@@ -13,13 +13,15 @@ use std::collections::BTreeSet;
 use ibqos_mad::Guid;
 use ibqos_opensm::torus_config::{DIMENSIONS, TorusConfig, TorusSeed};
 
-use super::super::{RoutingError, SwitchGraph};
 use crate::topology::{NodeId, Topology};
 
 /// The port group of a switch's end ports: port 0 and the CA and router ports (OpenSM's
 /// `ptgrp[2 * TORUS_MAX_DIM]`). Groups `2d` and `2d + 1` lead in the negative and positive
 /// direction of dimension `d`.
 pub(super) const ENDPORT_GROUP: usize = 6;
+
+/// Why torus-2QoS does not route the fabric: OpenSM's error line.
+pub(super) type Refusal = String;
 
 /// A coordinate: x, y and z.
 pub(super) type Coord = [usize; 3];
@@ -62,31 +64,32 @@ impl Torus {
         self.at[Torus::index(self.radix, c)]
     }
 
-    /// Places the switches of `topo` in the torus `config` describes, from `seed`.
+    /// Places the switches of `topo` (`physical`) in the torus `config` describes, from
+    /// `seed`.
     pub fn build(
         config: &TorusConfig,
         seed: &TorusSeed,
         topo: &Topology,
-    ) -> Result<Torus, RoutingError> {
+        physical: &Physical,
+    ) -> Result<Torus, Refusal> {
         let radix = config.radix.map(|r| r as usize);
         let ideal = Ideal {
             radix,
             mesh: config.mesh,
         };
-        let physical = Physical::new(topo);
         let size = ideal.len();
-        if physical.graph.len() != size {
-            return Err(RoutingError::Refused(format!(
+        if physical.len() != size {
+            return Err(format!(
                 "the fabric has {} switches and a {} x {} x {} torus {}: ibqos routes a \
                  complete torus only",
-                physical.graph.len(),
+                physical.len(),
                 radix[0],
                 radix[1],
                 radix[2],
                 size
-            )));
+            ));
         }
-        let mut placement = Placement::new(size, physical.graph.len());
+        let mut placement = Placement::new(size, physical.len());
         let origin: Coord =
             std::array::from_fn(|d| canonical(-i64::from(seed.dateline[d]), radix[d]));
         // The seed's switches, in the order OpenSM installs them: x, y, z, each + then -.
@@ -106,22 +109,22 @@ impl Torus {
                         // OpenSM keeps the switch installed first at a coordinate.
                         (Some(_), _) => {}
                         (None, Some(_)) => {
-                            return Err(RoutingError::Refused(format!(
+                            return Err(format!(
                                 "ERR 4E57: build_torus finished with errors (the seed places \
                                  switch {} twice)",
                                 Guid(guid)
-                            )));
+                            ));
                         }
                     }
                 }
             }
         }
-        if !placement.extend(&ideal, &physical) {
-            return Err(RoutingError::Refused(
+        if !placement.extend(&ideal, physical) {
+            return Err(
                 "ERR 4E57: build_torus finished with errors (the switches do not form the \
                  configured torus around its seed; ibqos routes a complete torus only)"
                     .to_string(),
-            ));
+            );
         }
         let mut order = installed;
         for k in 0..radix[2] {
@@ -144,8 +147,8 @@ impl Torus {
         let mut switches: Vec<TorusSwitch> = order
             .iter()
             .map(|&s| TorusSwitch {
-                node: physical.graph.ids[s],
-                guid: physical.graph.guid[s],
+                node: physical.ids[s],
+                guid: physical.guid[s],
                 coord: placement.coord[s].expect("complete"),
                 groups: Default::default(),
                 toward: [None; 6],
@@ -182,12 +185,12 @@ impl Torus {
     }
 }
 
-fn seed_error(guid: u64) -> RoutingError {
-    RoutingError::Refused(format!(
+fn seed_error(guid: u64) -> Refusal {
+    format!(
         "ERR 4E30: Every configured torus seed has at least one switch missing in fabric! \
          (switch {})",
         Guid(guid)
-    ))
+    )
 }
 
 /// `v` on a ring of `radix`, as OpenSM's `canonicalize`.
@@ -205,7 +208,7 @@ fn link_switches(
     upper: usize,
     d: usize,
     max: usize,
-) -> Result<(), RoutingError> {
+) -> Result<(), Refusal> {
     let (from, to) = (switches[lower].node, switches[upper].node);
     let links: Vec<(u8, u8)> = topo
         .node(from)
@@ -231,7 +234,7 @@ fn link_switches(
 }
 
 /// Port 0 and the CA and router ports, in port order (`link_srcsink`).
-fn group_endports(topo: &Topology, sw: &mut TorusSwitch, max: usize) -> Result<(), RoutingError> {
+fn group_endports(topo: &Topology, sw: &mut TorusSwitch, max: usize) -> Result<(), Refusal> {
     let Some(node) = topo.node(sw.node) else {
         return Ok(());
     };
@@ -255,11 +258,11 @@ fn group_endports(topo: &Topology, sw: &mut TorusSwitch, max: usize) -> Result<(
     Ok(())
 }
 
-fn group_full(code: &str, max: usize, guid: u64) -> RoutingError {
-    RoutingError::Refused(format!(
+fn group_full(code: &str, max: usize, guid: u64) -> Refusal {
+    format!(
         "ERR {code}: exceeded port group max port count ({max}): switch GUID {}",
         Guid(guid)
-    ))
+    )
 }
 
 /// The torus the configuration describes, before any switch is placed in it.
@@ -304,26 +307,20 @@ impl Ideal {
     }
 }
 
-/// The switches of the fabric and the switches each is linked to.
-struct Physical {
-    graph: SwitchGraph,
-    neighbours: Vec<BTreeSet<usize>>,
+/// The switches of the fabric, numbered 0.., and the switches each is linked to.
+pub(super) struct Physical {
+    pub ids: Vec<NodeId>,
+    pub guid: Vec<u64>,
+    pub neighbours: Vec<BTreeSet<usize>>,
 }
 
 impl Physical {
-    fn new(topo: &Topology) -> Physical {
-        let graph = SwitchGraph::new(topo);
-        let neighbours = graph
-            .adj
-            .iter()
-            .enumerate()
-            .map(|(s, links)| links.iter().map(|&(_, n)| n).filter(|&n| n != s).collect())
-            .collect();
-        Physical { graph, neighbours }
+    fn len(&self) -> usize {
+        self.ids.len()
     }
 
     fn by_guid(&self, guid: u64) -> Option<usize> {
-        self.graph.guid.iter().position(|&g| g == guid)
+        self.guid.iter().position(|&g| g == guid)
     }
 }
 
@@ -417,7 +414,7 @@ impl Placement {
                     stack.push((c, candidates, 0));
                 }
                 None => {
-                    let complete = (0..physical.graph.len())
+                    let complete = (0..physical.len())
                         .all(|s| self.coord[s].is_some_and(|c| self.fits(ideal, physical, c, s)));
                     if complete {
                         return true;

@@ -10,9 +10,8 @@
 
 use std::collections::HashMap;
 
-use ibqos_qos::{Priority, Sl2VlTable, Vl, VlArbTable, VlCount};
+use ibqos_qos::{Sl2VlTable, Vl, VlArbTable, VlCount};
 
-use super::super::Layering;
 use super::build::{Coord, ENDPORT_GROUP, Torus};
 use super::route::{Dest, crosses_dateline};
 use super::setup::DataVls;
@@ -101,10 +100,11 @@ impl TorusLayering {
     }
 }
 
-impl Layering for TorusLayering {
+/// The answers of [`super::super::Layering`], which the engine's module implements with them.
+impl TorusLayering {
     /// The dateline bits of the path's ends, and the QoS level of `hint`; 0 for a LID outside
     /// the torus.
-    fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
+    pub fn sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
         let (Some(from), Some(to)) = (self.by_lid.get(&slid), self.by_lid.get(&dlid)) else {
             return 0;
         };
@@ -115,7 +115,7 @@ impl Layering for TorusLayering {
     }
 
     /// Up to 8: two per QoS level for the datelines, doubled for the turns a failure forces.
-    fn vls_used(&self) -> VlCount {
+    pub fn vls(&self) -> VlCount {
         match self.vls.switchport {
             8.. => VlCount::Eight,
             4..=7 => VlCount::Four,
@@ -123,7 +123,8 @@ impl Layering for TorusLayering {
         }
     }
 
-    fn update_sl2vl(&self, node: u64, input: u8, output: u8, table: &mut Sl2VlTable) {
+    /// The VL of each SL from `input` to `output` of the node with NodeGUID `node`.
+    pub fn sl2vl(&self, node: u64, input: u8, output: u8, table: &mut Sl2VlTable) {
         let groups = self.groups.get(&node).map(Vec::as_slice);
         for (sl, vl) in table.0.iter_mut().enumerate() {
             *vl = Vl::from_nibble(self.vl(groups, input, output, sl as u8));
@@ -133,7 +134,7 @@ impl Layering for TorusLayering {
     /// On a switch port to an end port only VL0 and VL1 carry data: VL0 stays, VL4 (the second
     /// QoS level between switches) becomes VL1, the rest is dropped and the table compacted,
     /// block by block.
-    fn update_vlarb(&self, node: u64, port: u8, _priority: Priority, table: &mut VlArbTable) {
+    pub fn vlarb(&self, node: u64, port: u8, table: &mut VlArbTable) {
         let Some(groups) = self.groups.get(&node) else {
             return;
         };

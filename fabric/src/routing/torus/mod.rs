@@ -22,12 +22,12 @@ mod setup;
 use std::sync::Arc;
 
 use ibqos_opensm::torus_config::DEFAULT_TORUS_CONFIG;
-use ibqos_qos::VlCount;
+use ibqos_qos::{Priority, Sl2VlTable, VlArbTable, VlCount};
 
-use super::engine::{Engine, Routing};
-use super::{RoutingError, RoutingOptions};
+use super::engine::{Engine, Layering, Routing};
+use super::{Routes, RoutingError, RoutingOptions, SwitchGraph};
 use crate::topology::Topology;
-use build::Torus;
+use build::{Physical, Torus};
 use layering::TorusLayering;
 use setup::DataVls;
 
@@ -63,15 +63,54 @@ impl Engine for Torus2QoS {
             return Err(RoutingError::Refused(failure.clone()));
         }
         let data_vls = DataVls::of(topo, vls);
-        let seed = setup::verify(config, topo, data_vls)?;
-        let torus = Torus::build(config, seed, topo)?;
-        let dests = route::destinations(&torus, config, topo)?;
-        let routes = route::lfts(&torus, &dests)?;
+        let seed = setup::verify(config, topo, data_vls).map_err(RoutingError::Refused)?;
+        let torus =
+            Torus::build(config, seed, topo, &physical(topo)).map_err(RoutingError::Refused)?;
+        let dests = route::destinations(&torus, config, topo)
+            .map_err(|port| RoutingError::MissingLid(topo.describe(port)))?;
+        let (lfts, max_lid) = route::lfts(&torus, &dests).map_err(RoutingError::Refused)?;
         let layering = TorusLayering::new(&torus, &dests, data_vls);
         Ok(Routing {
-            routes,
+            routes: Routes { lfts, max_lid },
             layering: Arc::new(layering),
         })
+    }
+}
+
+/// The switches of `topo` and their neighbours, for the torus to be placed on. The modules of
+/// the engine take what they need of the routing seam from here, so that none of them depends
+/// on the seam that lists the engine.
+fn physical(topo: &Topology) -> Physical {
+    let graph = SwitchGraph::new(topo);
+    let neighbours = graph
+        .adj
+        .iter()
+        .enumerate()
+        .map(|(s, links)| links.iter().map(|&(_, n)| n).filter(|&n| n != s).collect())
+        .collect();
+    Physical {
+        ids: graph.ids,
+        guid: graph.guid,
+        neighbours,
+    }
+}
+
+impl Layering for TorusLayering {
+    fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
+        self.sl(hint, slid, dlid)
+    }
+
+    fn vls_used(&self) -> VlCount {
+        self.vls()
+    }
+
+    fn update_sl2vl(&self, node: u64, input: u8, output: u8, table: &mut Sl2VlTable) {
+        self.sl2vl(node, input, output, table);
+    }
+
+    /// Both priorities alike.
+    fn update_vlarb(&self, node: u64, port: u8, _priority: Priority, table: &mut VlArbTable) {
+        self.vlarb(node, port, table);
     }
 }
 

@@ -6,9 +6,13 @@ use std::collections::BTreeMap;
 use ibqos_mad::Guid;
 use ibqos_opensm::torus_config::TorusConfig;
 
-use super::super::{NO_ROUTE, Routes, RoutingError};
-use super::build::{Coord, ENDPORT_GROUP, Torus};
-use crate::topology::{PortRef, Topology};
+use ibqos_mad::LinearForwardingTableRepr;
+
+use super::build::{Coord, ENDPORT_GROUP, Refusal, Torus};
+use crate::topology::{NodeId, PortRef, Topology};
+
+/// The LFT entry for no route.
+const NO_ROUTE: u8 = LinearForwardingTableRepr::NO_ROUTE;
 
 /// One end port of the torus, as `torus_lft` visits them.
 #[derive(Debug)]
@@ -24,12 +28,13 @@ pub(super) struct Dest {
 }
 
 /// The end ports in OpenSM's order: destination switch by destination switch in pool order,
-/// and on each, its end-port group in `port_order`.
+/// and on each, its end-port group in `port_order`. Fails with the first end port without a
+/// LID.
 pub(super) fn destinations(
     torus: &Torus,
     config: &TorusConfig,
     topo: &Topology,
-) -> Result<Vec<Dest>, RoutingError> {
+) -> Result<Vec<Dest>, PortRef> {
     let mut dests = Vec::new();
     for (s, sw) in torus.switches.iter().enumerate() {
         let group = &sw.groups[ENDPORT_GROUP];
@@ -42,7 +47,7 @@ pub(super) fn destinations(
             let range = owner
                 .and_then(|o| topo.port(o))
                 .and_then(|p| p.lid_range())
-                .ok_or_else(|| RoutingError::MissingLid(topo.describe(owner.unwrap_or(at))))?;
+                .ok_or(owner.unwrap_or(at))?;
             dests.push(Dest {
                 switch: s,
                 port,
@@ -55,8 +60,11 @@ pub(super) fn destinations(
     Ok(dests)
 }
 
-/// Every torus switch's LFT toward `dests`.
-pub(super) fn lfts(torus: &Torus, dests: &[Dest]) -> Result<Routes, RoutingError> {
+/// Every torus switch's LFT toward `dests`, and the highest LID they cover.
+pub(super) fn lfts(
+    torus: &Torus,
+    dests: &[Dest],
+) -> Result<(BTreeMap<NodeId, Vec<u8>>, u16), Refusal> {
     let max_lid = dests
         .iter()
         .map(|d| d.base + (d.count - 1))
@@ -75,12 +83,12 @@ pub(super) fn lfts(torus: &Torus, dests: &[Dest]) -> Result<Routes, RoutingError
                 let group = next_group(torus, s, dest.switch)
                     .filter(|&g| !sw.groups[g].is_empty())
                     .ok_or_else(|| {
-                        RoutingError::Refused(format!(
+                        format!(
                             "ERR 4E39: routing on sw {}: sending traffic for dest sw {} to \
                              port {NO_ROUTE}",
                             Guid(sw.guid),
                             Guid(torus.switches[dest.switch].guid)
-                        ))
+                        )
                     })?;
                 let ports = &sw.groups[group];
                 let count = &mut counts[group][usize::from(dest.ca)];
@@ -94,7 +102,7 @@ pub(super) fn lfts(torus: &Torus, dests: &[Dest]) -> Result<Routes, RoutingError
         }
         lfts.insert(sw.node, lft);
     }
-    Ok(Routes { lfts, max_lid })
+    Ok((lfts, max_lid))
 }
 
 /// The group of switch `s` toward switch `d` (`lft_port`): along the first dimension in which

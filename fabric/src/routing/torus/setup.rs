@@ -6,8 +6,7 @@ use ibqos_mad::Guid;
 use ibqos_opensm::torus_config::{TorusConfig, TorusSeed};
 use ibqos_qos::VlCount;
 
-use super::super::RoutingError;
-use super::build::dimension;
+use super::build::{Refusal, dimension};
 use crate::topology::Topology;
 
 /// The fewest data VLs the ports run, as OpenSM's `min_data_vls` and `min_sw_data_vls` count
@@ -54,8 +53,8 @@ pub(super) fn verify<'c>(
     config: &'c TorusConfig,
     topo: &Topology,
     vls: DataVls,
-) -> Result<&'c TorusSeed, RoutingError> {
-    let refuse = |line: String| Err(RoutingError::Refused(line));
+) -> Result<&'c TorusSeed, Refusal> {
+    let refuse = |line: String| Err(line);
     if config.radix.contains(&0) {
         return refuse("ERR 4E20: missing required torus size specification!".to_string());
     }
@@ -134,10 +133,8 @@ static EMPTY_SEED: TorusSeed = TorusSeed {
 
 /// One seed's links, as `verify_setup` checks them: both directions of a radix-4 ring from one
 /// switch, at least one direction per dimension, and one common switch.
-fn check_seed(config: &TorusConfig, seed: &TorusSeed) -> Result<(), RoutingError> {
-    let refuse = |code: &str, what: String, why: &str| {
-        Err(RoutingError::Refused(format!("ERR {code}: {what}{why}")))
-    };
+fn check_seed(config: &TorusConfig, seed: &TorusSeed) -> Result<(), Refusal> {
+    let refuse = |code: &str, what: String, why: &str| Err(format!("ERR {code}: {what}{why}"));
     let [minus, plus] = [0, 1];
     let codes = [
         ["4E22", "4E23", "4E24"],
