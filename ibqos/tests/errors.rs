@@ -248,7 +248,7 @@ fn check_places_each_routing_engine_it_cannot_route_with() {
     ]));
     assert!(text.contains("opensm.conf:2:21"), "{text}");
     assert!(
-        text.contains("help: ibqos routes with minhop, updn, dnup, ftree, dfsssp, sssp, torus-2QoS;"),
+        text.contains("help: ibqos routes with minhop, updn, dnup, ftree, dor, dfsssp, sssp, torus-2QoS;"),
         "{text}"
     );
 }

@@ -3,15 +3,41 @@
 //! `ibqos sm --once` and after `opensm -o` with the same opensm.conf, compared by switch and
 //! destination GUID (see `ibqos_tests::lfts`).
 
+use ibqos_fabric::generate::torus_2d;
 use ibqos_tests::TestDir;
 use ibqos_tests::lfts::lfts_match_opensm;
-use ibqos_tests::trees::layered;
+use ibqos_tests::scenario::Fabric;
+use ibqos_tests::trees::{layered, tree};
 
-/// The LFTs of `engine` on the fabric `name` of `scripts/routing-layered` equal OpenSM's.
-fn engine_on(engine: &str, name: &str) {
+/// The LFTs of `engine` on the fabric `name` of `scripts/routing-layered` equal OpenSM's, with
+/// `options` added to opensm.conf.
+fn engine_with(engine: &str, name: &str, options: &str) -> String {
     let dir = TestDir::new(&format!("routing-{engine}-{name}"));
     let fabric = layered(name, &dir).unwrap();
-    lfts_match_opensm(&fabric, &format!("routing_engine {engine}\n"), &dir);
+    lfts_match_opensm(
+        &fabric,
+        &format!("routing_engine {engine}\n{options}"),
+        &dir,
+    )
+}
+
+fn engine_on(engine: &str, name: &str) -> String {
+    engine_with(engine, name, "")
+}
+
+/// The LFTs of `engine` on fat-tree-16 (of `scripts/routing-trees`) equal OpenSM's.
+fn engine_on_fat_tree_16(engine: &str) -> String {
+    let dir = TestDir::new(&format!("routing-{engine}-fat-tree-16"));
+    let fabric = tree("fat-tree-16", &dir).unwrap();
+    lfts_match_opensm(&fabric, &format!("routing_engine {engine}\n"), &dir)
+}
+
+/// OpenSM routed with `engine` itself, not a fallback.
+fn routed_by(log: &str, engine: &str) {
+    assert!(
+        log.contains(&format!("{engine} tables configured")),
+        "OpenSM did not route with {engine}:\n{log}"
+    );
 }
 
 /// minhop routes each fabric as OpenSM does: ibsim loads every file and OpenSM brings it up.
@@ -28,4 +54,36 @@ fn minhop_on_mesh_3x3() {
 #[test]
 fn minhop_on_dragonfly() {
     engine_on("minhop", "dragonfly");
+}
+
+#[test]
+fn dor_on_torus_4x4() {
+    routed_by(&engine_on("dor", "torus-4x4"), "dor");
+}
+
+#[test]
+fn dor_on_mesh_3x3() {
+    routed_by(&engine_on("dor", "mesh-3x3"), "dor");
+}
+
+#[test]
+fn dor_on_dragonfly() {
+    routed_by(&engine_on("dor", "dragonfly"), "dor");
+}
+
+#[test]
+fn dor_on_fat_tree_16() {
+    routed_by(&engine_on_fat_tree_16("dor"), "dor");
+}
+
+/// With LMC 2 DOR starts every LID's search at port 1 and spreads a destination's LIDs over the
+/// parallel links of one dimension by remote port: a 2x4 torus, whose x dimension is two
+/// parallel links, with two hosts on each switch.
+#[test]
+fn dor_with_lmc_on_parallel_links() {
+    let dir = TestDir::new("routing-dor-lmc");
+    let torus = torus_2d(2, 4, 2).unwrap();
+    let fabric = Fabric::generated("torus-2x4", &torus, &dir.subdir("net")).unwrap();
+    let log = lfts_match_opensm(&fabric, "routing_engine dor\nlmc 2\n", &dir);
+    routed_by(&log, "dor");
 }

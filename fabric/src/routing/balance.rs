@@ -19,6 +19,10 @@
 //! - `scatter_ports` picks at random among the ports tied at the lowest count, for base LIDs,
 //!   with glibc's `random()` seeded afresh for each routing, so the tables are OpenSM's.
 //!
+//! DOR (OpenSM's `is_dor`) changes two things: the search starts at port 1 for every LID, and
+//! for the LIDs after a base LID the only preference is the remote (node, port) this
+//! destination's LIDs went to fewest times; its engine gives the candidates of one dimension.
+//!
 //! Not mirrored: keeping existing LFT entries (the engines are pure functions), and the hop
 //! weights, port search ordering and port-profile-ignore files.
 
@@ -39,10 +43,50 @@ pub(super) enum NoPath {
     Unset,
 }
 
+/// Which of OpenSM's two balancing modes chooses among the candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    /// minhop and up*/down*.
+    MinHop,
+    /// DOR: OpenSM's `is_dor`.
+    Dor,
+}
+
 /// Builds every switch's table. `toward(is_switch, t, s)` lists the ports of switch `s` an engine
 /// allows toward a destination attached to switch `t` (a switch's own port 0 when `is_switch`),
 /// in port order; where it lists none, `no_path` says what happens.
 pub(super) fn build<'t>(
+    topo: &Topology,
+    graph: &SwitchGraph,
+    dests: &[Dest],
+    no_path: NoPath,
+    options: &RoutingOptions,
+    toward: impl Fn(bool, usize, usize) -> &'t [u8],
+) -> Result<Routes, RoutingError> {
+    build_in(Style::MinHop, topo, graph, dests, no_path, options, toward)
+}
+
+/// [`build`] the way DOR balances (see the module's comment); every route must exist.
+pub(super) fn build_dor<'t>(
+    topo: &Topology,
+    graph: &SwitchGraph,
+    dests: &[Dest],
+    options: &RoutingOptions,
+    toward: impl Fn(bool, usize, usize) -> &'t [u8],
+) -> Result<Routes, RoutingError> {
+    build_in(
+        Style::Dor,
+        topo,
+        graph,
+        dests,
+        NoPath::Fail,
+        options,
+        toward,
+    )
+}
+
+fn build_in<'t>(
+    style: Style,
     topo: &Topology,
     graph: &SwitchGraph,
     dests: &[Dest],
@@ -66,12 +110,16 @@ pub(super) fn build<'t>(
     for s in order {
         let id = graph.ids[s];
         let Some(node) = topo.node(id) else { continue };
-        // (system image GUID, node GUID) behind each port.
-        let remote: Vec<(u64, u64)> = (0..node.ports.len())
+        // What is behind each port.
+        let remote: Vec<Remote> = (0..node.ports.len())
             .map(|p| {
-                node.port(p as u8)
-                    .and_then(|port| topo.node(port.peer?.node))
-                    .map_or((0, 0), |n| (n.system_image_guid, n.guid))
+                let peer = node.port(p as u8).and_then(|port| port.peer);
+                peer.and_then(|peer| Some((topo.node(peer.node)?, peer.port)))
+                    .map_or(Remote::default(), |(n, port)| Remote {
+                        system: n.system_image_guid,
+                        node: n.guid,
+                        port,
+                    })
             })
             .collect();
         let mut lft = vec![NO_ROUTE; usize::from(max_lid) + 1];
@@ -103,12 +151,13 @@ pub(super) fn build<'t>(
                         cursor.least_loaded(candidates, &profile)
                     }
                     Some((t, _)) => {
-                        let start = if offset == 0 {
+                        let start = if offset == 0 || style == Style::Dor {
                             1
                         } else {
                             usize::from(lft[usize::from(lid - 1)]) + 1
                         };
                         let choice = Choice {
+                            style,
                             profile: &profile,
                             remote: &remote,
                             used: (offset > 0).then_some(used[d].as_slice()),
@@ -129,7 +178,7 @@ pub(super) fn build<'t>(
                 if !dest.is_switch {
                     profile[usize::from(port)] += 1;
                     if dest.count > 1 && port != 0 {
-                        Forwarded::count(&mut used[d], remote[usize::from(port)]);
+                        Forwarded::count(&mut used[d], remote[usize::from(port)], style);
                     }
                 }
             }
@@ -172,25 +221,37 @@ impl Cursor {
     }
 }
 
-/// A remote node one switch forwarded some of a destination's LIDs to (OpenSM's
-/// `osm_remote_node`), with how many.
-#[derive(Debug, Clone, Copy)]
-struct Forwarded {
+/// What is behind one port of a switch: the system image GUID, node GUID and port number of
+/// its peer (zeros for no peer).
+#[derive(Debug, Clone, Copy, Default)]
+struct Remote {
     system: u64,
     node: u64,
+    port: u8,
+}
+
+impl Remote {
+    /// Whether `self` and `other` are one remote as `style` tells them apart: by node, or for
+    /// DOR by node and port.
+    fn same(&self, other: &Remote, style: Style) -> bool {
+        self.node == other.node && (style == Style::MinHop || self.port == other.port)
+    }
+}
+
+/// A remote one switch forwarded some of a destination's LIDs to (OpenSM's `osm_remote_node`),
+/// with how many.
+#[derive(Debug, Clone, Copy)]
+struct Forwarded {
+    remote: Remote,
     lids: u32,
 }
 
 impl Forwarded {
-    /// Counts one more LID forwarded to `(system, node)`.
-    fn count(used: &mut Vec<Forwarded>, (system, node): (u64, u64)) {
-        match used.iter_mut().find(|f| f.node == node) {
+    /// Counts one more LID forwarded to `remote`.
+    fn count(used: &mut Vec<Forwarded>, remote: Remote, style: Style) {
+        match used.iter_mut().find(|f| f.remote.same(&remote, style)) {
             Some(f) => f.lids += 1,
-            None => used.push(Forwarded {
-                system,
-                node,
-                lids: 1,
-            }),
+            None => used.push(Forwarded { remote, lids: 1 }),
         }
     }
 }
@@ -276,8 +337,9 @@ impl Best {
 
 /// One switch's state while choosing a port for one LID.
 struct Choice<'a> {
+    style: Style,
     profile: &'a [u32],
-    remote: &'a [(u64, u64)],
+    remote: &'a [Remote],
     /// The remote nodes this destination's earlier LIDs went to, for a LID after its base LID;
     /// `None` for a base LID.
     used: Option<&'a [Forwarded]>,
@@ -327,7 +389,18 @@ impl Choice<'_> {
             let first = total as usize / scan.len();
             best = Best::NONE;
             for i in 0..scan.len() {
-                best.consider(&scan[(first + i) % scan.len()], self.used.is_some());
+                let c = scan[(first + i) % scan.len()];
+                // OpenSM never marks a system or node found for DOR, and its second search
+                // reads those marks: every port leads to a new system there.
+                let c = match self.style {
+                    Style::MinHop => c,
+                    Style::Dor => Candidate {
+                        system_used: false,
+                        forwarded: None,
+                        ..c
+                    },
+                };
+                best.consider(&c, self.used.is_some());
             }
         }
         best.port()
@@ -335,17 +408,36 @@ impl Choice<'_> {
 
     /// What the choice reads of `port`.
     fn candidate(&self, port: u8) -> Candidate {
-        let (system, node) = self.remote[usize::from(port)];
-        let used = self.used.unwrap_or_default();
-        let system_used = used.iter().any(|f| f.system == system);
+        let remote = self.remote[usize::from(port)];
+        let count = self.profile[usize::from(port)];
+        let Some(used) = self.used else {
+            return Candidate {
+                port,
+                count,
+                system_used: false,
+                forwarded: None,
+            };
+        };
+        if self.style == Style::Dor {
+            // DOR prefers no new system or node: each port counts as used, and one to a remote
+            // port none of the LIDs went to as forwarded to zero times.
+            let forwarded = used.iter().find(|f| f.remote.same(&remote, Style::Dor));
+            return Candidate {
+                port,
+                count,
+                system_used: true,
+                forwarded: Some(forwarded.map_or(0, |f| f.lids)),
+            };
+        }
+        let system_used = used.iter().any(|f| f.remote.system == remote.system);
         Candidate {
             port,
-            count: self.profile[usize::from(port)],
+            count,
             system_used,
             // A node of a system not used yet is not used either.
             forwarded: used
                 .iter()
-                .find(|f| system_used && f.node == node)
+                .find(|f| system_used && f.remote.same(&remote, Style::MinHop))
                 .map(|f| f.lids),
         }
     }

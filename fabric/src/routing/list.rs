@@ -12,6 +12,7 @@ use ibqos_qos::VlCount;
 
 use super::dfsssp::{Dfsssp, Sssp};
 use super::dnup::DownUp;
+use super::dor::Dor;
 use super::engine::{Engine, Layering, Routing};
 use super::ftree::FatTree;
 use super::minhop::MinHop;
@@ -21,11 +22,12 @@ use super::{Routes, RoutingError, RoutingOptions};
 use crate::topology::Topology;
 
 /// The engines ibqos has, by the names OpenSM gives them.
-pub const ENGINES: [&dyn Engine; 7] = [
+pub const ENGINES: [&dyn Engine; 8] = [
     &MINHOP,
     &UPDN,
     &DNUP,
     &FTREE,
+    &DOR,
     &DFSSSP,
     &SSSP,
     &TORUS_2QOS,
@@ -34,12 +36,13 @@ static MINHOP: MinHop = MinHop;
 static UPDN: UpDown = UpDown;
 static DNUP: DownUp = DownUp;
 static FTREE: FatTree = FatTree;
+static DOR: Dor = Dor;
 static DFSSSP: Dfsssp = Dfsssp;
 static SSSP: Sssp = Sssp;
 static TORUS_2QOS: Torus2QoS = Torus2QoS;
 
 /// The engines OpenSM 3.3.23 has and ibqos does not (`osm_opensm.c` `routing_modules`).
-pub const OPENSM_ONLY_ENGINES: [&str; 4] = ["file", "lash", "dor", "nue"];
+pub const OPENSM_ONLY_ENGINES: [&str; 3] = ["file", "lash", "nue"];
 
 /// The list entry that turns the fallback to minhop off.
 const NO_FALLBACK: &str = "no_fallback";
@@ -386,7 +389,7 @@ mod tests {
 
     #[test]
     fn what_routes_in_place_of_each_name() {
-        let list = EngineList::parse(Some("lash,foo,updn,dor"));
+        let list = EngineList::parse(Some("lash,foo,updn,file"));
         let fallbacks: Vec<_> = (0..4).map(|i| list.fallback_after(i)).collect();
         assert_eq!(
             fallbacks,

@@ -18,6 +18,7 @@
 mod balance;
 mod dfsssp;
 mod dnup;
+mod dor;
 mod engine;
 mod ftree;
 mod glibc_random;
@@ -36,6 +37,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 pub use dfsssp::{Dfsssp, Sssp};
 pub use dnup::{DownUp, dnup};
+pub use dor::{Dor, dor};
 pub use engine::{Engine, Layering, Routing, Unlayered, update_port_tables};
 pub use ftree::{FatTree, ftree};
 pub use lft_load::{LftLoad, PortLoad, SwitchLoad, Toward, WorstPort, lft_load};
