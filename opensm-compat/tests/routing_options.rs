@@ -20,6 +20,8 @@ scatter_ports 7
 connect_roots TRUE
 use_ucast_cache TRUE
 avoid_throttled_links TRUE
+lash_start_vl 1
+do_mesh_analysis TRUE
 lmc 2
 ";
 

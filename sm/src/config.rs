@@ -35,7 +35,7 @@ pub enum Takes {
 /// [`sweep_config`], [`election_config`], [`sa_config`], [`mkey_config`] and the sweep
 /// interval): each reload applies them. A reload reads the routing options' GUID files and
 /// torus-2QoS.conf again.
-const READ_EACH_SWEEP: [&str; 43] = [
+const READ_EACH_SWEEP: [&str; 45] = [
     "sm_priority",
     "sm_key",
     "sa_key",
@@ -64,6 +64,8 @@ const READ_EACH_SWEEP: [&str; 43] = [
     "connect_roots",
     "avoid_throttled_links",
     "torus_config",
+    "lash_start_vl",
+    "do_mesh_analysis",
     "use_mfttop",
     "use_optimized_slvl",
     "qos",
@@ -284,6 +286,10 @@ pub fn routing_options(settings: &Settings) -> RoutingOptions {
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
         connect_roots: flag(settings, "connect_roots", false),
         avoid_throttled_links: flag(settings, "avoid_throttled_links", false),
+        lash_start_vl: settings
+            .opensm_uint("lash_start_vl")
+            .map_or(0, |n| u8::try_from(n).unwrap_or(u8::MAX)),
+        do_mesh_analysis: flag(settings, "do_mesh_analysis", false),
         failed_files,
         qos: settings.qos.enabled,
         torus_config: settings.torus_config.clone(),
@@ -447,7 +453,7 @@ m_key 0X0a
             "routing_engine updn\nroot_guid_file {}\nguid_routing_order_file {}\n\
              cn_guid_file {}\nmax_reverse_hops 3\nscatter_ports 010\nport_shifting TRUE\n\
              connect_roots TRUE\nguid_routing_order_no_scatter TRUE\n\
-             avoid_throttled_links TRUE\n",
+             avoid_throttled_links TRUE\nlash_start_vl 2\ndo_mesh_analysis TRUE\n",
             roots.display(),
             order.display(),
             missing.display()
@@ -468,6 +474,8 @@ m_key 0X0a
                 scatter_ports: 8,
                 connect_roots: true,
                 avoid_throttled_links: true,
+                lash_start_vl: 2,
+                do_mesh_analysis: true,
                 failed_files: BTreeSet::from([GuidFile::ComputeNodes, GuidFile::RoutingOrder]),
                 qos: false,
                 torus_config: None,

@@ -59,6 +59,10 @@ pub struct RoutingOptions {
     pub connect_roots: bool,
     /// `avoid_throttled_links`: links running below what both ends enable are not used.
     pub avoid_throttled_links: bool,
+    /// `lash_start_vl`: the first SL (and VL) LASH hands out.
+    pub lash_start_vl: u8,
+    /// `do_mesh_analysis`: LASH merges parallel links and orders ports by the mesh's geometry.
+    pub do_mesh_analysis: bool,
     /// The GUID files OpenSM did not read to their end: missing, unreadable, or stopped at a
     /// line that is not a GUID. Their field holds the GUIDs read before that (none for a file
     /// that would not open), and each engine reacts as OpenSM's does to a file that failed.
