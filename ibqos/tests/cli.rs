@@ -649,10 +649,10 @@ fn plan_topology_routes_with_the_configured_engines() {
     };
     assert_eq!(engine(&plan(&[])), "minhop");
     // Two switches of equal load give updn no root, as OpenSM finds none: dnup routes.
-    let listed = plan(&["--routing-engine", "lash,updn,dnup"]);
+    let listed = plan(&["--routing-engine", "file,updn,dnup"]);
     assert_eq!(engine(&listed), "dnup");
     assert!(
-        stderr(&listed).contains("note: routing engine `lash` passed over"),
+        stderr(&listed).contains("note: routing engine `file` passed over"),
         "{}",
         stderr(&listed)
     );
@@ -662,7 +662,7 @@ fn plan_topology_routes_with_the_configured_engines() {
         "{}",
         stderr(&listed)
     );
-    let none = plan(&["--routing-engine", "lash,no_fallback"]);
+    let none = plan(&["--routing-engine", "file,no_fallback"]);
     assert!(!none.status.success());
     assert!(
         stderr(&none).contains("cannot route two-switch: no routing engine could route"),

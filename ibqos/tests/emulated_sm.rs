@@ -122,7 +122,7 @@ fn sm_brings_up_a_generated_three_level_fat_tree() {
     assert!(states.iter().all(|s| s == "Active"), "{states:?}");
 }
 
-/// `routing_engine` is OpenSM's ordered list: a name ibqos has no engine for (`lash`) or no
+/// `routing_engine` is OpenSM's ordered list: a name ibqos has no engine for (`file`) or no
 /// engine has (`foo`) passes to the next, here up*/down*, whose tables on a two-level tree
 /// differ from minhop's (it leaves each spine's LID unset on the other spine).
 #[test]
@@ -140,13 +140,13 @@ fn the_sm_routes_with_the_first_engine_of_the_list_it_has() {
         assert_eq!(*sweep.phase(), Phase::SubnetUp, "{engines:?}");
         (sweep.routed_by().name(), sweep.lfts().clone())
     };
-    let (engine, fell_back) = routed(Some("lash,foo,updn"));
+    let (engine, fell_back) = routed(Some("file,foo,updn"));
     assert_eq!(engine, "updn");
     assert_eq!(fell_back, routed(Some("updn")).1);
     let (default, minhop) = routed(None);
     assert_eq!(default, "minhop");
     assert_ne!(fell_back, minhop);
-    assert_eq!(routed(Some("lash")), (default, minhop));
+    assert_eq!(routed(Some("file")), (default, minhop));
 }
 
 /// A routing that writes tables of its own, as torus-2QoS does: all SLs on VL 1 from S1's

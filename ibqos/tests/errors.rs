@@ -158,7 +158,7 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     let conf = scratch_file(
         &dir,
         "opensm.conf",
-        "qos TRUE\ncongestion_control TRUE\nperfmgr FALSE\nrouting_engine lash\nperfmgr_sweep_time_s 180\n",
+        "qos TRUE\ncongestion_control TRUE\nperfmgr FALSE\nrouting_engine file\nperfmgr_sweep_time_s 180\n",
     );
     let output = ibqos(&["check", "--json", conf.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -172,7 +172,7 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     let lines: Vec<u64> = warned.iter().map(|(line, _)| *line).collect();
     assert_eq!(lines, [2, 4], "{warned:?}");
     assert!(warned[0].1.contains("congestion_control"), "{warned:?}");
-    assert!(warned[1].1.contains("lash"), "{warned:?}");
+    assert!(warned[1].1.contains("file"), "{warned:?}");
 
     let toml = scratch_file(
         &dir,
@@ -214,7 +214,7 @@ fn check_places_each_routing_engine_it_cannot_route_with() {
             })
             .collect::<Vec<_>>()
     };
-    let conf = located("opensm.conf", "qos TRUE\nrouting_engine lash,foo\n");
+    let conf = located("opensm.conf", "qos TRUE\nrouting_engine file,foo\n");
     let places: Vec<_> = conf
         .iter()
         .map(|(code, at, _)| (code.as_str(), *at))
@@ -230,7 +230,7 @@ fn check_places_each_routing_engine_it_cannot_route_with() {
     assert!(
         conf[0]
             .2
-            .contains("ibqos has no routing engine `lash` yet: minhop routes")
+            .contains("ibqos has no routing engine `file` yet: minhop routes")
     );
     assert!(conf[1].2.contains("`foo` is unknown"), "{conf:?}");
 
@@ -248,7 +248,7 @@ fn check_places_each_routing_engine_it_cannot_route_with() {
     ]));
     assert!(text.contains("opensm.conf:2:21"), "{text}");
     assert!(
-        text.contains("help: ibqos routes with minhop, updn, dnup, ftree, dor, dfsssp, sssp, torus-2QoS;"),
+        text.contains("help: ibqos routes with minhop, updn, dnup, ftree, dor, lash, dfsssp, sssp, torus-2QoS;"),
         "{text}"
     );
 }

@@ -90,7 +90,7 @@ fn sim_routes_with_the_configured_engine() {
     let conf = |name: &str, text: &str| scratch_file(&dir, name, text);
     let minhop_conf = conf("minhop.conf", "qos TRUE\n");
     let updn_conf = conf("updn.conf", "qos TRUE\nrouting_engine updn\n");
-    let listed_conf = conf("listed.conf", "qos TRUE\nrouting_engine lash,foo,updn\n");
+    let listed_conf = conf("listed.conf", "qos TRUE\nrouting_engine file,foo,updn\n");
     let run = |args: &[&str]| loaded_links(&net, &traffic, args);
     let path = |engine: &dyn Engine| path_of(&net, engine, "H0_0", "H2_0");
     let (minhop, updn) = (path(&MinHop), path(&UpDown));
@@ -155,20 +155,20 @@ fn sim_names_each_engine_passed_over_and_fails_when_none_routes() {
             traffic.to_str().unwrap(),
         ])
     };
-    let output = sim("lash,updn");
+    let output = sim("file,updn");
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         stderr,
-        "note: routing engine `lash` passed over: OpenSM has this routing engine, ibqos does \
+        "note: routing engine `file` passed over: OpenSM has this routing engine, ibqos does \
          not yet\n"
     );
 
-    let output = sim("lash,no_fallback");
+    let output = sim("file,no_fallback");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("no routing engine could route the fabric: lash: OpenSM has"),
+        stderr.contains("no routing engine could route the fabric: file: OpenSM has"),
         "{stderr}"
     );
 }

@@ -6,6 +6,8 @@
 use ibqos_fabric::generate::torus_2d;
 use ibqos_tests::TestDir;
 use ibqos_tests::lfts::lfts_match_opensm;
+use ibqos_tests::path_sls::{PathSls, path_sls_match_opensm};
+use ibqos_tests::sa::SmSetup;
 use ibqos_tests::scenario::Fabric;
 use ibqos_tests::trees::{layered, tree};
 
@@ -86,4 +88,66 @@ fn dor_with_lmc_on_parallel_links() {
     let fabric = Fabric::generated("torus-2x4", &torus, &dir.subdir("net")).unwrap();
     let log = lfts_match_opensm(&fabric, "routing_engine dor\nlmc 2\n", &dir);
     routed_by(&log, "dor");
+}
+
+#[test]
+fn lash_on_torus_4x4() {
+    routed_by(&engine_on("lash", "torus-4x4"), "lash");
+}
+
+#[test]
+fn lash_on_mesh_3x3() {
+    routed_by(&engine_on("lash", "mesh-3x3"), "lash");
+}
+
+#[test]
+fn lash_on_dragonfly() {
+    routed_by(&engine_on("lash", "dragonfly"), "lash");
+}
+
+/// On a fat tree LASH's routes are DOR's (one lane, no cycle).
+#[test]
+fn lash_on_fat_tree_16() {
+    routed_by(&engine_on_fat_tree_16("lash"), "lash");
+}
+
+/// Every pair's PathRecord SL under LASH equals OpenSM's, on the fabric `name` with `options`.
+/// Returns the SLs.
+fn lash_sls(name: &str, options: &str) -> PathSls {
+    let dir = TestDir::new(&format!("path-sl-lash-{name}"));
+    let fabric = layered(name, &dir).unwrap();
+    let options = format!("routing_engine lash\n{options}");
+    let setup = SmSetup {
+        options: &options,
+        ..SmSetup::default()
+    };
+    path_sls_match_opensm(&fabric, &setup, &dir)
+}
+
+/// The SLs that LASH hands out on the torus: more than one lane, so the comparison sees lanes.
+fn lanes_of(sls: &PathSls) -> std::collections::BTreeSet<u8> {
+    sls.values().flatten().flatten().copied().collect()
+}
+
+#[test]
+fn lash_path_sls_on_torus_4x4() {
+    let sls = lash_sls("torus-4x4", "");
+    assert!(lanes_of(&sls).len() > 1, "{:?}", lanes_of(&sls));
+}
+
+/// With qos on the policy's SL (the default level's) gives way to the lane.
+#[test]
+fn lash_path_sls_on_torus_4x4_with_qos() {
+    let sls = lash_sls("torus-4x4", "qos TRUE\n");
+    assert!(lanes_of(&sls).len() > 1, "{:?}", lanes_of(&sls));
+}
+
+#[test]
+fn lash_path_sls_on_mesh_3x3() {
+    lash_sls("mesh-3x3", "");
+}
+
+#[test]
+fn lash_path_sls_on_dragonfly() {
+    lash_sls("dragonfly", "");
 }

@@ -15,6 +15,7 @@ use super::dnup::DownUp;
 use super::dor::Dor;
 use super::engine::{Engine, Layering, Routing};
 use super::ftree::FatTree;
+use super::lash::Lash;
 use super::minhop::MinHop;
 use super::torus::Torus2QoS;
 use super::updn::UpDown;
@@ -22,12 +23,13 @@ use super::{Routes, RoutingError, RoutingOptions};
 use crate::topology::Topology;
 
 /// The engines ibqos has, by the names OpenSM gives them.
-pub const ENGINES: [&dyn Engine; 8] = [
+pub const ENGINES: [&dyn Engine; 9] = [
     &MINHOP,
     &UPDN,
     &DNUP,
     &FTREE,
     &DOR,
+    &LASH,
     &DFSSSP,
     &SSSP,
     &TORUS_2QOS,
@@ -37,12 +39,13 @@ static UPDN: UpDown = UpDown;
 static DNUP: DownUp = DownUp;
 static FTREE: FatTree = FatTree;
 static DOR: Dor = Dor;
+static LASH: Lash = Lash;
 static DFSSSP: Dfsssp = Dfsssp;
 static SSSP: Sssp = Sssp;
 static TORUS_2QOS: Torus2QoS = Torus2QoS;
 
 /// The engines OpenSM 3.3.23 has and ibqos does not (`osm_opensm.c` `routing_modules`).
-pub const OPENSM_ONLY_ENGINES: [&str; 3] = ["file", "lash", "nue"];
+pub const OPENSM_ONLY_ENGINES: [&str; 2] = ["file", "nue"];
 
 /// The list entry that turns the fallback to minhop off.
 const NO_FALLBACK: &str = "no_fallback";
@@ -304,7 +307,7 @@ mod tests {
 
     #[test]
     fn names_match_case_sensitively() {
-        let list = EngineList::parse(Some("updn,Updn,dnup,lash,no_fallback"));
+        let list = EngineList::parse(Some("updn,Updn,dnup,file,no_fallback"));
         let kinds: Vec<&str> = list
             .entries()
             .iter()
@@ -332,10 +335,10 @@ mod tests {
     fn the_first_engine_that_routes_routes() {
         assert_eq!(routed_by("updn,minhop"), Ok(("updn", vec![])));
         assert_eq!(routed_by("minhop,updn"), Ok(("minhop", vec![])));
-        let passed = vec!["lash".to_string(), "foo".to_string()];
-        assert_eq!(routed_by("lash,foo,updn"), Ok(("updn", passed)));
+        let passed = vec!["file".to_string(), "foo".to_string()];
+        assert_eq!(routed_by("file,foo,updn"), Ok(("updn", passed)));
         assert_eq!(routed_by(""), Ok(("minhop", vec![])));
-        assert_eq!(routed_by("lash"), Ok(("minhop", vec!["lash".into()])));
+        assert_eq!(routed_by("file"), Ok(("minhop", vec!["file".into()])));
     }
 
     /// A ring has no root by OpenSM's rule: updn fails and passes to the next engine, or to
@@ -360,11 +363,11 @@ mod tests {
 
     #[test]
     fn no_fallback_leaves_the_fabric_unrouted_when_every_engine_fails() {
-        let unrouted = routed_by("no_fallback,lash").unwrap_err();
+        let unrouted = routed_by("no_fallback,file").unwrap_err();
         assert_eq!(
             unrouted.attempts,
             [Attempt {
-                name: "lash".into(),
+                name: "file".into(),
                 skipped: Skipped::OpenSmOnly,
             }]
         );
@@ -381,7 +384,7 @@ mod tests {
             let routing = engine.unicast(&topo, &defaults, VlCount::One);
             routing.unwrap().routes
         };
-        assert_eq!(tables("lash,updn"), alone(&UPDN));
+        assert_eq!(tables("file,updn"), alone(&UPDN));
         assert_eq!(tables("minhop"), alone(&MINHOP));
         assert_eq!(tables("dnup"), alone(&DNUP));
         assert_ne!(tables("updn"), tables("minhop"));
@@ -389,13 +392,13 @@ mod tests {
 
     #[test]
     fn what_routes_in_place_of_each_name() {
-        let list = EngineList::parse(Some("lash,foo,updn,file"));
+        let list = EngineList::parse(Some("file,foo,updn,nue"));
         let fallbacks: Vec<_> = (0..4).map(|i| list.fallback_after(i)).collect();
         assert_eq!(
             fallbacks,
             [Some("updn"), Some("updn"), Some("minhop"), Some("minhop")]
         );
-        let list = EngineList::parse(Some("lash,no_fallback"));
+        let list = EngineList::parse(Some("file,no_fallback"));
         assert_eq!(list.fallback_after(0), None);
     }
 

@@ -22,6 +22,7 @@ mod dor;
 mod engine;
 mod ftree;
 mod glibc_random;
+mod lash;
 mod lft_load;
 mod list;
 mod minhop;
@@ -40,6 +41,7 @@ pub use dnup::{DownUp, dnup};
 pub use dor::{Dor, dor};
 pub use engine::{Engine, Layering, Routing, Unlayered, update_port_tables};
 pub use ftree::{FatTree, ftree};
+pub use lash::{Lash, lash};
 pub use lft_load::{LftLoad, PortLoad, SwitchLoad, Toward, WorstPort, lft_load};
 pub use list::{
     Attempt, ENGINES, EngineList, Entry, Listed, OPENSM_ONLY_ENGINES, Routed, Skipped, Unrouted,
