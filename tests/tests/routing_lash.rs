@@ -151,3 +151,23 @@ fn lash_path_sls_on_mesh_3x3() {
 fn lash_path_sls_on_dragonfly() {
     lash_sls("dragonfly", "");
 }
+
+/// `lash_start_vl` shifts every lane: the SLs start at 1, on both SMs.
+#[test]
+fn lash_path_sls_from_lash_start_vl() {
+    let sls = lash_sls("torus-4x4", "lash_start_vl 1\n");
+    assert_eq!(lanes_of(&sls).first(), Some(&1), "{:?}", lanes_of(&sls));
+}
+
+/// With LMC 1 every LID of a port follows its switch pair's route.
+#[test]
+fn lash_with_lmc_on_torus_4x4() {
+    routed_by(&engine_with("lash", "torus-4x4", "lmc 1\n"), "lash");
+}
+
+/// `scatter_ports` seeds glibc's generator before each routing, and LASH's balancing draws from
+/// it: the lanes follow the seed, on both SMs.
+#[test]
+fn lash_path_sls_with_scatter_ports() {
+    lash_sls("dragonfly", "scatter_ports 7\n");
+}
