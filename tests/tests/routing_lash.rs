@@ -90,6 +90,35 @@ fn dor_with_lmc_on_parallel_links() {
     routed_by(&log, "dor");
 }
 
+/// Two switches joined by three parallel links, two hosts on each. With LMC 1, the second LID of
+/// the second host ties on all three links: DOR searches from port 1 and takes it, where a search
+/// from after the previous LID's port (minhop's) would take port 3.
+#[test]
+fn dor_searches_from_port_1_for_every_lid() {
+    let dir = TestDir::new("routing-dor-triple");
+    let mut net = String::new();
+    for (me, peer) in [("SA", "SB"), ("SB", "SA")] {
+        net += &format!("Switch\t8 \"{me}\"\n");
+        for p in 1..=3 {
+            net += &format!("[{p}]\t\"{peer}\"[{p}]\n");
+        }
+        for h in 0..2 {
+            net += &format!("[{}]\t\"H{me}_{h}\"[1]\n", h + 4);
+        }
+        net += "\n";
+    }
+    for me in ["SA", "SB"] {
+        for h in 0..2 {
+            net += &format!("Hca\t1 \"H{me}_{h}\"\n[1]\t\"{me}\"[{}]\n\n", h + 4);
+        }
+    }
+    let path = dir.subdir("net").join("triple.net");
+    std::fs::write(&path, net).unwrap();
+    let fabric = Fabric::load("triple", &path).unwrap();
+    let log = lfts_match_opensm(&fabric, "routing_engine dor\nlmc 1\n", &dir);
+    routed_by(&log, "dor");
+}
+
 #[test]
 fn lash_on_torus_4x4() {
     routed_by(&engine_on("lash", "torus-4x4"), "lash");
