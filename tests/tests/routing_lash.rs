@@ -12,26 +12,24 @@ use ibqos_tests::scenario::Fabric;
 use ibqos_tests::trees::{layered, tree};
 
 /// The LFTs of `engine` on the fabric `name` of `scripts/routing-layered` equal OpenSM's, with
-/// `options` added to opensm.conf.
-fn engine_with(engine: &str, name: &str, options: &str) -> String {
+/// `options` added to opensm.conf, and OpenSM routed with `engine` itself.
+fn engine_with(engine: &str, name: &str, options: &str) {
     let dir = TestDir::new(&format!("routing-{engine}-{name}"));
     let fabric = layered(name, &dir).unwrap();
-    lfts_match_opensm(
-        &fabric,
-        &format!("routing_engine {engine}\n{options}"),
-        &dir,
-    )
+    let options = format!("routing_engine {engine}\n{options}");
+    routed_by(&lfts_match_opensm(&fabric, &options, &dir), engine);
 }
 
-fn engine_on(engine: &str, name: &str) -> String {
-    engine_with(engine, name, "")
+fn engine_on(engine: &str, name: &str) {
+    engine_with(engine, name, "");
 }
 
 /// The LFTs of `engine` on fat-tree-16 (of `scripts/routing-trees`) equal OpenSM's.
-fn engine_on_fat_tree_16(engine: &str) -> String {
+fn engine_on_fat_tree_16(engine: &str) {
     let dir = TestDir::new(&format!("routing-{engine}-fat-tree-16"));
     let fabric = tree("fat-tree-16", &dir).unwrap();
-    lfts_match_opensm(&fabric, &format!("routing_engine {engine}\n"), &dir)
+    let options = format!("routing_engine {engine}\n");
+    routed_by(&lfts_match_opensm(&fabric, &options, &dir), engine);
 }
 
 /// OpenSM routed with `engine` itself, not a fallback.
@@ -60,22 +58,22 @@ fn minhop_on_dragonfly() {
 
 #[test]
 fn dor_on_torus_4x4() {
-    routed_by(&engine_on("dor", "torus-4x4"), "dor");
+    engine_on("dor", "torus-4x4");
 }
 
 #[test]
 fn dor_on_mesh_3x3() {
-    routed_by(&engine_on("dor", "mesh-3x3"), "dor");
+    engine_on("dor", "mesh-3x3");
 }
 
 #[test]
 fn dor_on_dragonfly() {
-    routed_by(&engine_on("dor", "dragonfly"), "dor");
+    engine_on("dor", "dragonfly");
 }
 
 #[test]
 fn dor_on_fat_tree_16() {
-    routed_by(&engine_on_fat_tree_16("dor"), "dor");
+    engine_on_fat_tree_16("dor");
 }
 
 /// With LMC 2 DOR starts every LID's search at port 1 and spreads a destination's LIDs over the
@@ -121,23 +119,23 @@ fn dor_searches_from_port_1_for_every_lid() {
 
 #[test]
 fn lash_on_torus_4x4() {
-    routed_by(&engine_on("lash", "torus-4x4"), "lash");
+    engine_on("lash", "torus-4x4");
 }
 
 #[test]
 fn lash_on_mesh_3x3() {
-    routed_by(&engine_on("lash", "mesh-3x3"), "lash");
+    engine_on("lash", "mesh-3x3");
 }
 
 #[test]
 fn lash_on_dragonfly() {
-    routed_by(&engine_on("lash", "dragonfly"), "lash");
+    engine_on("lash", "dragonfly");
 }
 
 /// On a fat tree LASH's routes are DOR's (one lane, no cycle).
 #[test]
 fn lash_on_fat_tree_16() {
-    routed_by(&engine_on_fat_tree_16("lash"), "lash");
+    engine_on_fat_tree_16("lash");
 }
 
 /// Every pair's PathRecord SL under LASH equals OpenSM's, on the fabric `name` with `options`.
@@ -191,7 +189,7 @@ fn lash_path_sls_from_lash_start_vl() {
 /// With LMC 1 every LID of a port follows its switch pair's route.
 #[test]
 fn lash_with_lmc_on_torus_4x4() {
-    routed_by(&engine_with("lash", "torus-4x4", "lmc 1\n"), "lash");
+    engine_with("lash", "torus-4x4", "lmc 1\n");
 }
 
 /// `scatter_ports` seeds glibc's generator before each routing, and LASH's balancing draws from
