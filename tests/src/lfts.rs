@@ -220,3 +220,34 @@ pub fn lfts_match_opensm_logs(fabric: &Fabric, options: &str, dir: &TestDir) -> 
     f.assert_none();
     Logs { ibqos, opensm }
 }
+
+/// The port GUID and LMC of every LID range a guid2lid file gives.
+fn lid_ranges(owners: &BTreeMap<u16, Destination>) -> BTreeMap<u64, (u16, u8)> {
+    let mut ranges: BTreeMap<u64, (u16, u16)> = BTreeMap::new();
+    for (&lid, &(guid, offset)) in owners {
+        let range = ranges.entry(guid).or_insert((lid - offset, 0));
+        range.1 = range.1.max(offset);
+    }
+    ranges
+        .into_iter()
+        .map(|(guid, (base, last))| (guid, (base, (last + 1).trailing_zeros() as u8)))
+        .collect()
+}
+
+/// The fabric of `fabric`'s net file with the LIDs of `owners` (an SM's guid2lid file, read by
+/// [`destinations`]): OpenSM's, to route in-process as OpenSM routed.
+pub fn with_opensm_lids(fabric: &Fabric, owners: &BTreeMap<u16, Destination>) -> Topology {
+    let mut topo = parse_net_file(&fabric.netfile)
+        .unwrap_or_else(|e| panic!("{}: {e}", fabric.netfile.display()))
+        .topology;
+    let ranges = lid_ranges(owners);
+    let ends: Vec<PortRef> = topo.endports().collect();
+    for end in ends {
+        let port = topo.port_mut(end).unwrap();
+        if let Some(&(lid, lmc)) = ranges.get(&port.guid) {
+            port.lid = lid;
+            port.lmc = lmc;
+        }
+    }
+    topo
+}

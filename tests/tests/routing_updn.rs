@@ -7,15 +7,12 @@
 //! same options and OpenSM's LIDs. That keeps the engine's parity apart from how the SM reads
 //! the options and hands out LIDs.
 
-use std::collections::BTreeMap;
-
 use ibqos_fabric::netfile::parse_net_file;
 use ibqos_fabric::routing::{DownUp, Engine, RoutingOptions, UpDown};
-use ibqos_fabric::{PortRef, Topology};
 use ibqos_qos::VlCount;
 use ibqos_tests::TestDir;
 use ibqos_tests::lfts::{
-    compare_tables, destinations, lfts_match_opensm, opensm_tables, tables_of,
+    compare_tables, destinations, lfts_match_opensm, opensm_tables, tables_of, with_opensm_lids,
 };
 use ibqos_tests::readback::Failures;
 use ibqos_tests::scenario::Fabric;
@@ -158,34 +155,6 @@ fn updn_without_roots_falls_back_to_minhop() {
     let log = lfts_match_opensm(&fabric, "routing_engine updn,minhop\n", &dir);
     assert!(log.contains("no root nodes were found"), "{log}");
     assert!(routed_by(&log, "minhop"), "{log}");
-}
-
-/// The port GUID and LMC of every LID range a guid2lid file gives.
-fn lid_ranges(owners: &BTreeMap<u16, (u64, u16)>) -> BTreeMap<u64, (u16, u8)> {
-    let mut ranges: BTreeMap<u64, (u16, u16)> = BTreeMap::new();
-    for (&lid, &(guid, offset)) in owners {
-        let range = ranges.entry(guid).or_insert((lid - offset, 0));
-        range.1 = range.1.max(offset);
-    }
-    ranges
-        .into_iter()
-        .map(|(guid, (base, last))| (guid, (base, (last + 1).trailing_zeros() as u8)))
-        .collect()
-}
-
-/// The fabric of `fabric`'s net file with the LIDs OpenSM gave in `dir`.
-fn with_opensm_lids(fabric: &Fabric, owners: &BTreeMap<u16, (u64, u16)>) -> Topology {
-    let mut topo = parse_net_file(&fabric.netfile).unwrap().topology;
-    let ranges = lid_ranges(owners);
-    let ends: Vec<PortRef> = topo.endports().collect();
-    for end in ends {
-        let port = topo.port_mut(end).unwrap();
-        if let Some(&(lid, lmc)) = ranges.get(&port.guid) {
-            port.lid = lid;
-            port.lmc = lmc;
-        }
-    }
-    topo
 }
 
 /// OpenSM with `conf` on a served `fabric` leaves the tables `engine` computes in-process with
