@@ -20,11 +20,9 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 rounds=${2:-3}
-shim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-for tool in ibsim opensm python3; do
-    command -v "$tool" >/dev/null || { echo "bench: $tool is missing" >&2; exit 1; }
-done
-[ -f "$shim" ] || { echo "bench: $shim is missing (apt-get install ibsim-utils)" >&2; exit 1; }
+socket_prefix=benchr
+. scripts/lib/ibsim.sh
+require_tools ibsim opensm python3
 
 cargo build --release --quiet -p ibqos
 ibqos=$PWD/target/release/ibqos
@@ -43,19 +41,6 @@ echo "fabric: $net ($nodes nodes), $rounds rounds, load: $(uptime | sed 's/.*loa
 echo "ibqos (in-process routing call, ms):"
 cargo bench --quiet -p ibqos-fabric --bench routing -- "$net" "$rounds" | sed 's/^/  /'
 
-ibsim_pid=
-start_ibsim() {
-    export IBSIM_SOCKNAME="benchr$$-$1"
-    ibsim -s -n "$net" >"$work/ibsim-$1.out" 2>&1 &
-    ibsim_pid=$!
-    for _ in $(seq 600); do
-        grep -q "@$IBSIM_SOCKNAME:ctl@" /proc/net/unix && return
-        sleep 0.05
-    done
-    echo "bench: ibsim did not come up" >&2
-    exit 1
-}
-stop_ibsim() { kill "$ibsim_pid"; wait "$ibsim_pid" 2>/dev/null || true; }
 trap 'stop_ibsim 2>/dev/null || true' EXIT
 
 # OpenSM's own defaults with every path inside $work, DFSSSP, and VERBOSE for the start line.

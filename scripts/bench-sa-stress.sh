@@ -12,33 +12,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 net=$(realpath "${1:-fabric/data/two-switch.net}")
 rounds=${2:-3}
-shim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-for tool in ibsim opensm osmtest python3; do
-    command -v "$tool" >/dev/null || { echo "bench: $tool is missing" >&2; exit 1; }
-done
-[ -f "$shim" ] || { echo "bench: $shim is missing (apt-get install ibsim-utils)" >&2; exit 1; }
+socket_prefix=sabench
+. scripts/lib/ibsim.sh
+require_tools ibsim opensm osmtest python3
 
 cargo build --release --quiet -p ibqos
 ibqos=$PWD/target/release/ibqos
 work=$(mktemp -d)
 read -r sm_node client _ <<<"$(awk '/^(Hca|Ca)[ \t]/ { gsub(/"/, "", $3); printf "%s ", $3 }' "$net")"
 
-ibsim_pid= sm_pid=
-start_ibsim() {
-    export IBSIM_SOCKNAME="sabench$$-$1"
-    ibsim -s -n "$net" >"$work/ibsim-$1.out" 2>&1 &
-    ibsim_pid=$!
-    for _ in $(seq 100); do
-        grep -q "@$IBSIM_SOCKNAME:ctl@" /proc/net/unix && return
-        sleep 0.05
-    done
-    echo "bench: ibsim did not come up" >&2
-    exit 1
-}
+sm_pid=
 stop() {
     [ -n "$sm_pid" ] && { kill "$sm_pid"; wait "$sm_pid" 2>/dev/null || true; }
-    [ -n "$ibsim_pid" ] && { kill "$ibsim_pid"; wait "$ibsim_pid" 2>/dev/null || true; }
-    sm_pid= ibsim_pid=
+    stop_ibsim
+    sm_pid=
 }
 trap 'stop 2>/dev/null || true' EXIT
 

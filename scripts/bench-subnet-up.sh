@@ -11,11 +11,9 @@ cd "$(dirname "$0")/.."
 net=$(realpath "${1:-fabric/data/fat-tree-648.net}")
 rounds=${2:-5}
 qos=${QOS:-FALSE}
-shim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-for tool in ibsim opensm python3; do
-    command -v "$tool" >/dev/null || { echo "bench: $tool is missing" >&2; exit 1; }
-done
-[ -f "$shim" ] || { echo "bench: $shim is missing (apt-get install ibsim-utils)" >&2; exit 1; }
+socket_prefix=bench
+. scripts/lib/ibsim.sh
+require_tools ibsim opensm python3
 
 cargo build --release --quiet -p ibqos
 ibqos=$PWD/target/release/ibqos
@@ -23,19 +21,6 @@ work=$(mktemp -d)
 # The SMs attach at the first CA of the net file.
 node=$(awk '/^(Hca|Ca)[ \t]/ { gsub(/"/, "", $3); print $3; exit }' "$net")
 
-ibsim_pid=
-start_ibsim() {
-    export IBSIM_SOCKNAME="bench$$-$1"
-    ibsim -s -n "$net" >"$work/ibsim-$1.out" 2>&1 &
-    ibsim_pid=$!
-    for _ in $(seq 100); do
-        grep -q "@$IBSIM_SOCKNAME:ctl@" /proc/net/unix && return
-        sleep 0.05
-    done
-    echo "bench: ibsim did not come up" >&2
-    exit 1
-}
-stop_ibsim() { kill "$ibsim_pid"; wait "$ibsim_pid" 2>/dev/null || true; }
 trap 'stop_ibsim 2>/dev/null || true' EXIT
 
 # OpenSM's configuration: its own defaults with every path inside $work.
