@@ -8,6 +8,8 @@
 //!   a net file's path;
 //! - [`generate`]: generated fabrics (ring, two- and three-level fat trees, 2-D torus) for tests
 //!   and the simulator;
+//! - [`credit_loops`]: the channel dependency graph of a fabric's forwarding and SL-to-VL tables,
+//!   and the credit loops (cycles) in it;
 //! - [`dump`]: a fabric's QoS state as JSON (every port's PortInfo fields and tables as its SMA
 //!   answers them), and the one rule for which SubnGets read it;
 //! - [`routing`]: the routing engines (minhop, up*/down*) as pure, deterministic functions from a
@@ -18,6 +20,7 @@
 //! answers SMPs for these topologies is the `ibqos-emu` crate.
 
 pub mod builtin;
+pub mod credit_loops;
 pub mod dump;
 pub mod generate;
 pub mod groups;
