@@ -45,7 +45,7 @@ pub use infiniband::arbiter;
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
 pub use build::held::{Mismatch, held_forwarding};
 pub use build::{
-    BuildError, Forwarding, Tables, TopologyHosts, build_network, build_routed_network,
+    BuildError, Forwarding, Tables, TopologyHosts, build_network, build_nodes, build_routed_network,
 };
 pub use dcqcn::{
     Cnp, DcqcnConfig, DcqcnConfigError, EcnConfig, EcnConfigError, EcnMarker, NotificationPoint,

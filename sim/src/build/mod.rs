@@ -133,6 +133,36 @@ pub fn build_routed_network(
     forwarding: Forwarding<'_>,
     traffic: &Traffic,
 ) -> Result<(Network, Vec<Attempt>), BuildError> {
+    let (nodes, passed_over) = build_nodes(topo, tables, forwarding)?;
+    let links = topo
+        .links()
+        .map(|(a, b)| Link {
+            a: PortAddr {
+                node: a.node.index(),
+                port: a.port,
+            },
+            b: PortAddr {
+                node: b.node.index(),
+                port: b.port,
+            },
+            params: traffic.link,
+        })
+        .collect();
+    let network = Network {
+        nodes,
+        links,
+        ethernet: None,
+    };
+    Ok((network, passed_over))
+}
+
+/// Every node of `topo` (by node index) with `tables` on its ports and, on a switch, the LFT
+/// `forwarding` gives; and the routing engines passed over before the one that routed.
+pub fn build_nodes(
+    topo: &mut Topology,
+    tables: Tables<'_>,
+    forwarding: Forwarding<'_>,
+) -> Result<(Vec<Node>, Vec<Attempt>), BuildError> {
     let (mut lfts, passed_over): (BTreeMap<NodeId, Vec<u8>>, _) = match forwarding {
         Forwarding::Engines(engines) => {
             assign_missing_lids(topo).map_err(BuildError::Lids)?;
@@ -176,26 +206,7 @@ pub fn build_routed_network(
         }
         nodes.push(node);
     }
-    let links = topo
-        .links()
-        .map(|(a, b)| Link {
-            a: PortAddr {
-                node: a.node.index(),
-                port: a.port,
-            },
-            b: PortAddr {
-                node: b.node.index(),
-                port: b.port,
-            },
-            params: traffic.link,
-        })
-        .collect();
-    let network = Network {
-        nodes,
-        links,
-        ethernet: None,
-    };
-    Ok((network, passed_over))
+    Ok((nodes, passed_over))
 }
 
 /// Sets the tables of `node` (being built for `fnode`, node `id` of `topo`) to what the planner
