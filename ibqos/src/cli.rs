@@ -162,6 +162,42 @@ pub enum Command {
             ibqos lft-balance --topology fabric.net --dump held.json --json | jq .unbalanced"
     )]
     LftBalance(LftBalanceArgs),
+    /// Prove that no credit loop can deadlock the fabric's unicast traffic, or name each loop.
+    ///
+    /// On a lossless fabric a packet waits in one channel (an output port and a VL) for credits
+    /// on the next. When those waits close a cycle, a loaded fabric can stop for good: minhop
+    /// does this on a torus or a ring. This builds the channel dependency graph of the routes
+    /// and finds its cycles.
+    ///
+    /// Every path counts: from every CA and router port and every switch, to every LID. Each hop
+    /// follows the switch's LFT and maps the path's SL to a VL with the switch's SL-to-VL table
+    /// for that input and output port. The SLs are those PathRecords give: SL 0, and with qos
+    /// on each qos-level's SL of the configuration, through the routing engine's own choice of
+    /// SL (LASH, DFSSSP, torus-2QoS). --every-sl puts every SL on every path instead: the worst
+    /// case, for applications that pick their SL themselves.
+    ///
+    /// Each loop is printed as its channels, `"S1"/P3 VL0` (node, output port, VL), with one
+    /// route per dependency that closes it. The report also names forwarding that cannot
+    /// deliver (no route, a forwarding loop, an unlinked port) and channels that drop packets
+    /// (an SL mapped to VL15 or above the port's OperVLs).
+    ///
+    /// The routes and tables come from one of three places. A net file (--topology) is routed
+    /// as the SM would route it, with the tables the configuration (-F, -c) programs. A live
+    /// fabric (--fabric) is read by SubnGets alone, as `ibqos dump` reads it. A dump (--dump,
+    /// with the --topology it was taken of) gives what a fabric held. A configuration given
+    /// with --fabric or --dump only says which SLs paths use: a fabric's PathRecords are not
+    /// in a dump, so an engine's own SLs are not known there; use --every-sl.
+    ///
+    /// Exit status: 0 when no credit loop exists, 1 when one does or the check could not run.
+    #[command(
+        name = "credit-loops",
+        after_help = "Examples:\n  \
+            ibqos credit-loops --topology torus.net --routing-engine minhop\n  \
+            ibqos credit-loops --topology fabric.net -F /etc/opensm/opensm.conf\n  \
+            ibqos credit-loops --fabric umad --every-sl\n  \
+            ibqos credit-loops --topology fabric.net --dump held.json --json | jq .credit_loops"
+    )]
+    CreditLoops(CreditLoopsArgs),
     /// Serve or generate emulated fabrics.
     #[command(subcommand)]
     Fabric(FabricCommand),
@@ -338,6 +374,53 @@ pub struct LftBalanceArgs {
 }
 
 impl LftBalanceArgs {
+    /// The configuration file given, if any.
+    pub fn config(&self) -> Option<&PathBuf> {
+        self.opensm_conf.as_ref().or(self.toml.as_ref())
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("routes_source").required(true).args(["topology", "fabric"])))]
+#[command(group(clap::ArgGroup::new("config_file").args(["opensm_conf", "toml"])))]
+pub struct CreditLoopsArgs {
+    /// A net file (or the built-in two-switch) to route as the SM would, or, with --dump, the
+    /// fabric the dump was taken of.
+    #[arg(
+        long,
+        value_name = "NET",
+        conflicts_with_all = ["timeout_ms", "retries", "max_wire_smps"]
+    )]
+    pub topology: Option<String>,
+    /// An opensm.conf: its routing_engine list, its QoS tables and its policy's SLs.
+    #[arg(short = 'F', long = "opensm-conf", value_name = "OPENSM_CONF")]
+    pub opensm_conf: Option<PathBuf>,
+    /// An ibqos.toml: its routing engines, its QoS tables and its policy's SLs.
+    #[arg(short = 'c', long = "config", value_name = "IBQOS_TOML")]
+    pub toml: Option<PathBuf>,
+    /// The routing engines for --topology, as OpenSM's `routing_engine` lists them (`updn`,
+    /// `ftree,updn`), in place of the configuration's; without either, minhop.
+    #[arg(long, value_name = "NAMES", conflicts_with_all = ["dump", "fabric"])]
+    pub routing_engine: Option<String>,
+    /// A dump of the --topology fabric (`ibqos dump`, `ibqos fabric dump`): every switch's LFT,
+    /// every end port's LID, every port's SL-to-VL tables and OperVLs as it holds them.
+    #[arg(long, value_name = "DUMP_JSON")]
+    pub dump: Option<PathBuf>,
+    /// A live fabric, read by SubnGets alone: `umad[:DEVICE[:PORT]]`, `ibsim:SOCKNAME@NODE` or
+    /// `sim:TOPOLOGY[@NODE]`, as `ibqos dump` takes it.
+    #[arg(long, value_name = "SPEC", conflicts_with = "dump")]
+    pub fabric: Option<FabricSpec>,
+    #[command(flatten)]
+    pub survey: SurveyArgs,
+    /// Every SL on every path, whatever PathRecords give: the worst case.
+    #[arg(long)]
+    pub every_sl: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl CreditLoopsArgs {
     /// The configuration file given, if any.
     pub fn config(&self) -> Option<&PathBuf> {
         self.opensm_conf.as_ref().or(self.toml.as_ref())

@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Command::Query(args) => commands::query::run(args),
         Command::Sim(args) => commands::sim::run(args),
         Command::LftBalance(args) => commands::lft_balance::run(args),
+        Command::CreditLoops(args) => commands::credit_loops::run(args),
         Command::Fabric(command) => commands::fabric::run(command),
         Command::Ctl(args) => commands::ctl::run(args),
         Command::Ports(args) => commands::ports::run(args),

@@ -44,6 +44,7 @@ pub use infiniband::arbiter;
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
 pub use build::held::{Mismatch, held_forwarding};
+pub use build::port_vls::NodeVls;
 pub use build::{
     BuildError, Forwarding, Tables, TopologyHosts, build_network, build_nodes, build_routed_network,
 };

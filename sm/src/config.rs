@@ -4,11 +4,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use ibqos_exchange::scheduler::SchedulerConfig;
+use ibqos_fabric::credit_loops::SlSet;
 use ibqos_fabric::routing::{EngineList, GuidFile, RoutingOptions};
 use ibqos_mad::Guid;
 use ibqos_opensm::Settings;
-use ibqos_qos::VlCount;
 use ibqos_qos::partitions::PartitionOptions;
+use ibqos_qos::{Sl, VlCount};
 use tracing::error;
 
 use crate::election::ElectionConfig;
@@ -294,6 +295,20 @@ pub fn routing_options(settings: &Settings) -> RoutingOptions {
         qos: settings.qos.enabled,
         torus_config: settings.torus_config.clone(),
     }
+}
+
+/// The SLs a PathRecord can start from before the routing's `path_sl` has its say: SL 0 (the
+/// default), and with `qos` on every qos-level's SL of the policy (levels above 15 give no
+/// path, so no SL).
+pub fn path_sl_hints(settings: &Settings) -> SlSet {
+    let mut hints = SlSet::SL0;
+    if settings.qos.enabled {
+        let levels = settings.qos_policy.iter().flat_map(|p| &p.qos_levels);
+        levels
+            .filter_map(|level| Sl::new(level.sl))
+            .for_each(|sl| hints.insert(sl));
+    }
+    hints
 }
 
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.

@@ -447,8 +447,8 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// Every source: each switch from its port 0, each linked CA or router port from the switch it
-/// is linked to, each from every LID it answers.
+/// Every source: each linked CA or router port from the switch it is linked to, then each
+/// switch from its port 0, each from every LID it answers.
 fn sources(topology: &Topology, switch_index: &[u32]) -> Vec<Source> {
     let mut sources = Vec::new();
     for port in topology.endports() {
@@ -469,5 +469,8 @@ fn sources(topology: &Topology, switch_index: &[u32]) -> Vec<Source> {
         };
         sources.extend(lids.map(|lid| Source { lid, port, entry }));
     }
+    // The first source to reach a channel names the routes that use it: CA and router ports
+    // first, since their traffic is what a loaded fabric carries.
+    sources.sort_by_key(|source| matches!(source.entry, Entry::Switch(_)));
     sources
 }

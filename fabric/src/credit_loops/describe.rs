@@ -14,7 +14,9 @@ pub(super) fn report(report: &CreditReport, topology: &Topology) -> String {
     if report.loops.is_empty() {
         let _ = writeln!(out, "No credit loop: {size}.");
     } else {
-        let _ = writeln!(out, "{} credit loops: {size}.", report.loops.len());
+        let count = report.loops.len();
+        let loops = if count == 1 { "loop" } else { "loops" };
+        let _ = writeln!(out, "{count} credit {loops}: {size}.");
     }
     for (number, found) in report.loops.iter().enumerate() {
         let _ = writeln!(

@@ -107,6 +107,8 @@ pub struct SlSet(u16);
 
 impl SlSet {
     pub const EVERY: SlSet = SlSet(u16::MAX);
+    /// SL 0 alone: what paths use without QoS.
+    pub const SL0: SlSet = SlSet(1);
 
     pub fn insert(&mut self, sl: Sl) {
         self.0 |= 1 << sl.get();
@@ -224,6 +226,12 @@ impl CreditReport {
     pub fn describe(&self, topology: &Topology) -> String {
         describe::report(self, topology)
     }
+}
+
+/// `LID 5 "H0_0"[1] to LID 9 "H2_0"[1] on SL0`: a route, its ends named as `topology` names
+/// them.
+pub fn describe_route(route: Route, topology: &Topology) -> String {
+    describe::route(route, topology)
 }
 
 impl CreditLoop {

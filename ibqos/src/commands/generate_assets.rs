@@ -124,11 +124,19 @@ fn items(title: &'static str, items: &[(&'static str, &str)]) -> Section {
 
 /// EXIT STATUS, the same three values for every command: `failure` says what 1 means for it.
 fn exit_status(failure: &str) -> Section {
+    exit_statuses(
+        "Success.",
+        &format!("{failure} The reason is on standard error."),
+    )
+}
+
+/// EXIT STATUS with the meaning of 0 and 1 as given, 2 a wrong command line.
+fn exit_statuses(success: &str, failure: &str) -> Section {
     Section {
         title: "EXIT STATUS",
         items: vec![
-            ("0", "Success.".to_string()),
-            ("1", format!("{failure} The reason is on standard error.")),
+            ("0", success.to_string()),
+            ("1", failure.to_string()),
             (
                 "2",
                 "The command line is wrong: an unknown flag, a missing or invalid value."
@@ -163,7 +171,7 @@ fn sections_of(page: &str) -> Vec<Section> {
             exit_status(RUN_FAILED),
             see_also(
                 "ibqos-sm(8), ibqos-check(8), ibqos-plan(8), ibqos-migrate(8), ibqos-sim(8), \
-                 ibqos-lft-balance(8), \
+                 ibqos-lft-balance(8), ibqos-credit-loops(8), \
                  ibqos-traffic(5), ibqos-ctl(8), opensm(8)",
             ),
         ],
@@ -233,6 +241,16 @@ fn sections_of(page: &str) -> Vec<Section> {
                  answered after its retries. An unbalanced switch is no failure.",
             ),
             see_also("check_lft_balance(8), ibqos-dump(8), ibqos-sim(8)"),
+        ],
+        "ibqos-credit-loops" => vec![
+            exit_statuses(
+                "No credit loop exists.",
+                "A credit loop exists, and standard output names it. Or the check could not \
+                 run, and standard error says why: the topology, configuration or dump cannot \
+                 be read or does not fit, no routing engine routes the fabric, or a Get of \
+                 the live fabric was not answered after its retries.",
+            ),
+            see_also("ibqos-dump(8), ibqos-lft-balance(8), ibqos-sim(8)"),
         ],
         "ibqos-dump" | "ibqos-query" => vec![exit_status(
             "The fabric could not be opened, or a Get was not answered after its retries.",

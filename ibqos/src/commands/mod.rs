@@ -14,6 +14,7 @@ use ibqos_qos::policy::setup::SetupTables;
 use crate::diagnostics::{FileError, Report};
 
 pub mod check;
+pub mod credit_loops;
 pub mod ctl;
 pub mod dump;
 pub mod fabric;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::generate::{GenError, assign_missing_lids};
-use ibqos_fabric::routing::{Attempt, EngineList, Unrouted};
+use ibqos_fabric::routing::{Attempt, EngineList, Routes, Unrouted};
 use ibqos_fabric::{NodeId, PortRef, Topology};
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{
@@ -18,6 +18,7 @@ use ibqos_qos::{
 };
 
 pub(crate) mod held;
+pub(crate) mod port_vls;
 
 use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
 use crate::traffic::{HostDirectory, HostRef, Traffic};
@@ -112,6 +113,8 @@ pub enum Forwarding<'a> {
     /// What a fabric held (a dump that carries LFTs): every switch's LFT and every end port's
     /// LID exactly as the dump has them, matched to the topology by NodeGUID and port number.
     Held(&'a FabricDump),
+    /// LFTs routed already, for the LIDs the topology holds.
+    Routed(&'a Routes),
 }
 
 /// The simulator's view of `topo` with `tables` on its ports and minhop routes.
@@ -173,6 +176,10 @@ pub fn build_nodes(
             let routed = engines.route(topo, max_op_vls.unwrap_or(VlCount::Fifteen))?;
             let lfts = routed.routes.iter().map(|(id, lft)| (id, lft.to_vec()));
             (lfts.collect(), routed.attempts)
+        }
+        Forwarding::Routed(routes) => {
+            let lfts = routes.iter().map(|(id, lft)| (id, lft.to_vec()));
+            (lfts.collect(), Vec::new())
         }
         Forwarding::Held(dump) => (held_forwarding(topo, dump)?, Vec::new()),
     };
