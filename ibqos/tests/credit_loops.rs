@@ -1,18 +1,16 @@
-//! The credit-loop checker on the emulated fabric: tables changed behind the SM's back found in
-//! what the fabric holds, and `ibqos credit-loops` on net files and dumps.
+//! The credit-loop checker on the emulated fabric: the SM's check after each routing (its count
+//! and the loops it finds), tables changed behind the SM's back found in what the fabric holds,
+//! and `ibqos credit-loops` on net files and dumps.
 
 mod common;
 
-use std::collections::HashSet;
-
 use ibqos_emu::{Emulator, attach_port};
-use ibqos_fabric::credit_loops::{CreditReport, FabricTables, PathSls, SlSet, check};
+use ibqos_fabric::credit_loops::CreditReport;
 use ibqos_fabric::generate::{assign_missing_lids, ring};
-use ibqos_fabric::routing::{Layering, Routes, trace};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_mad::{Attribute, Routing, SlToVlMappingTableRepr, SlToVlModifier, Smp, SmpRepr};
-use ibqos_sim::{Forwarding, NodeVls, Tables, build_nodes};
 use ibqos_sm::manager::Run;
+use ibqos_tests::credit_loops::{check_with_dateline, dateline_tables, names_the_loop_up_the_ring};
 use ibqos_transport::emulated::EmulatedTransport;
 use tempfile::TempDir;
 
@@ -31,38 +29,29 @@ fn settings(dir: &TempDir, text: &str) -> ibqos_opensm::Settings {
     ibqos_opensm::load(&conf).unwrap().settings
 }
 
-/// Paths over the link between S5 and S0 take SL1: a dateline, as torus-2QoS draws one. This
-/// stands in for a layered engine's `path_sl`, which main has none of yet.
-#[derive(Debug)]
-struct Dateline {
-    crossing: HashSet<(u16, u16)>,
-}
+/// Each routing is checked once: minhop's two loops on the ring (one each way) after the first
+/// sweep, no second check of the same routing, and a new check when a reload routes by updn.
+#[test]
+fn the_sm_checks_each_routing_once() {
+    let dir = TempDir::new().unwrap();
+    let minhop = settings(&dir, "routing_engine minhop\nqos TRUE\n");
+    let mut sm = EmulatedSm::new(ring6(), Run::Daemon, &minhop);
+    assert!(sm.sweep_done().subnet_up);
+    assert_eq!(sm.manager.credit_loops(), Some(2));
+    assert_eq!(sm.manager.counters().credit_loop_checks, 1);
+    assert!(sm.sweep_done().subnet_up);
+    assert_eq!(sm.manager.counters().credit_loop_checks, 1);
 
-impl Layering for Dateline {
-    fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
-        if self.crossing.contains(&(slid, dlid)) {
-            1
-        } else {
-            hint
-        }
-    }
-}
-
-fn dateline(topology: &Topology, routes: &Routes) -> Dateline {
-    let s0 = topology.node_by_name("S0").unwrap();
-    let s5 = topology.node_by_name("S5").unwrap();
-    let wrap = [PortRef::new(s5, 2), PortRef::new(s0, 1)];
-    let lid = |port| topology.port(port).map_or(0, |p| p.lid);
-    let mut crossing = HashSet::new();
-    for from in topology.endports() {
-        for to in topology.endports() {
-            let path = trace(topology, routes, from, lid(to));
-            if path.is_ok_and(|path| path.iter().any(|p| wrap.contains(p))) {
-                crossing.insert((lid(from), lid(to)));
-            }
-        }
-    }
-    Dateline { crossing }
+    let s0 = "0x0000000000200000\n";
+    let roots = scratch_file(&dir, "roots", s0);
+    let updn = format!(
+        "routing_engine updn\nroot_guid_file {}\nqos TRUE\n",
+        roots.display()
+    );
+    sm.manager.reload(settings(&dir, &updn));
+    assert!(sm.sweep_done().subnet_up);
+    assert_eq!(sm.manager.credit_loops(), Some(0));
+    assert_eq!(sm.manager.counters().credit_loop_checks, 2);
 }
 
 /// Sends an SL2VL Set of (`input`, `output`) on switch `name` by its LID, as another SM would.
@@ -85,45 +74,17 @@ fn set_sl2vl(transport: &mut EmulatedTransport, name: &str, input: u8, output: u
     assert!(reply.is_some(), "the Set of {name} was answered");
 }
 
-/// SL1 on VL1 once past the dateline (S0 to S2 going up, S3 to S5 going down), else VL0, on
-/// every input: the tables that make the dateline work.
+/// Another SM's Sets of the dateline's tables.
 fn program_dateline(transport: &mut EmulatedTransport) {
-    for k in 0..6u8 {
-        for (output, past) in [(2, k <= 2), (1, k >= 3)] {
-            let mut vls = [0; 16];
-            vls[1] = u8::from(past);
-            for input in 0..=3 {
-                set_sl2vl(transport, &format!("S{k}"), input, output, vls);
-            }
-        }
+    for (switch, input, output, vls) in dateline_tables() {
+        set_sl2vl(transport, &switch, input, output, vls);
     }
 }
 
 /// What the emulated fabric holds (its own dump), checked with the dateline's SLs.
 fn check_held(transport: &EmulatedTransport) -> (Topology, CreditReport) {
     let emulator = transport.emulator();
-    let held = ibqos_emu::dump(emulator);
-    let mut topology = emulator.topology().clone();
-    let (nodes, _) =
-        build_nodes(&mut topology, Tables::Held(&held), Forwarding::Held(&held)).unwrap();
-    let lfts = topology
-        .switches()
-        .map(|(id, _)| (id, nodes[id.index()].lft.clone()))
-        .collect();
-    let routes = Routes::from_tables(lfts);
-    let layering = dateline(&topology, &routes);
-    let vls = NodeVls(&nodes);
-    let tables = FabricTables {
-        topology: &topology,
-        routes: &routes,
-        vls: &vls,
-    };
-    let sls = PathSls::Routed {
-        layering: &layering,
-        hints: SlSet::SL0,
-    };
-    let report = check(tables, sls);
-    (topology, report)
+    check_with_dateline(emulator.topology(), &ibqos_emu::dump(emulator)).unwrap()
 }
 
 /// The ring is free of credit loops with the dateline's tables; once another SM sets one table
@@ -143,16 +104,11 @@ fn a_table_changed_behind_the_sms_back_closes_the_loop_again() {
 
     set_sl2vl(&mut sm.transport, "S0", 1, 2, [0; 16]);
     let (topology, report) = check_held(&sm.transport);
-    let forward: Vec<String> = (0..6).map(|s| format!("\"S{s}\"/P2 VL0")).collect();
-    let named = report.loops.iter().any(|found| {
-        let ports: Vec<String> = found
-            .channels
-            .iter()
-            .map(|c| c.display(&topology).to_string())
-            .collect();
-        ports == forward
-    });
-    assert!(named, "{}", report.describe(&topology));
+    assert!(
+        names_the_loop_up_the_ring(&report, &topology),
+        "{}",
+        report.describe(&topology)
+    );
 }
 
 /// The command on a torus: minhop's loop named with its closing routes and exit status 1; updn
@@ -212,6 +168,11 @@ fn the_command_finds_minhops_loop_on_a_torus_and_none_with_updn() {
         dump.to_str().unwrap(),
     ]);
     assert!(sm.status.success(), "{sm:?}");
+    let log = String::from_utf8(sm.stderr).unwrap();
+    assert!(
+        log.contains("credit loop: \"0x0000000000200000\"/P1 VL0 -> "),
+        "{log}"
+    );
     let held = ibqos(&[
         "credit-loops",
         "--topology",

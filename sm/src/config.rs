@@ -341,6 +341,7 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         ignore_other_sm: flag(settings, "ignore_other_sm", false),
         mode: SweepMode::Forced,
         m_key: mkey_config(settings),
+        path_sls: path_sl_hints(settings),
     }
 }
 

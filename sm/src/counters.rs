@@ -31,6 +31,8 @@ pub struct Counters {
     pub traps: BTreeMap<u16, u64>,
     /// The sweeps' table Sets, drift found and repaired.
     pub tables: TableTally,
+    /// Routings checked for credit loops (each once, after the sweep that programmed it).
+    pub credit_loop_checks: u64,
 }
 
 impl Counters {

@@ -58,6 +58,7 @@ use crate::cache::write_guid2lid;
 use crate::config::{election_config, mkey_config, sa_config, sweep_config};
 use crate::counters::Counters;
 use crate::election::{Election, Next, StateChange, Verdict};
+use crate::engine::credit_loops::CreditLoopWatch;
 use crate::engine::lids::endport_lmc;
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::mkey::{KeyRing, Neighbors};
@@ -231,6 +232,8 @@ pub struct Manager {
     events: VecDeque<Event>,
     /// What the SM has done since it started, for monitoring.
     counters: Counters,
+    /// Each routing checked for credit loops.
+    credit_loops: CreditLoopWatch,
 }
 
 impl Manager {
@@ -272,6 +275,7 @@ impl Manager {
             queued: VecDeque::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
+            credit_loops: CreditLoopWatch::default(),
         }
     }
 
@@ -305,6 +309,11 @@ impl Manager {
     }
 
     /// What the SM has done since it started, for monitoring.
+    /// The credit loops the last check of a routing found; `None` before the first routing.
+    pub fn credit_loops(&self) -> Option<usize> {
+        self.credit_loops.loops()
+    }
+
     pub fn counters(&self) -> &Counters {
         &self.counters
     }
@@ -849,6 +858,11 @@ impl Manager {
         }
         self.learned = sweep.learned().clone();
         self.counters.add_sweep(&sweep);
+        // A dry run writes no table: what it would route is not what the fabric holds.
+        if mode != SweepMode::DryRun && self.credit_loops.after_sweep(&sweep, self.config.path_sls)
+        {
+            self.counters.credit_loop_checks += 1;
+        }
         let heard = self.responder.take_heard();
         let up = *sweep.phase() == Phase::SubnetUp;
         if up {

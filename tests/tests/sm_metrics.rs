@@ -194,6 +194,9 @@ fn metrics_follow_drift_and_its_repair() {
     assert_eq!(value(&up, r#"ibqos_sm_state{state="standby"}"#), 0.0);
     assert_eq!(value(&up, "ibqos_subnet_up"), 1.0);
     assert!(value(&up, r#"ibqos_sweeps_total{kind="forced"}"#) == 1.0);
+    // The routing was checked for credit loops, and two switches can close none.
+    assert!(value(&up, "ibqos_credit_loop_checks_total") >= 1.0);
+    assert_eq!(value(&up, "ibqos_credit_loops"), 0.0);
     let count = |field: &str| first[field].as_f64().unwrap();
     assert_eq!(
         value(&up, r#"ibqos_fabric_nodes{type="switch"}"#),

@@ -2,6 +2,7 @@
 //! send. It never touches a file descriptor or the clock, which is what makes the emulated
 //! fabric, fault injection and deterministic tests cheap.
 
+pub mod credit_loops;
 pub mod discovery;
 pub mod groups;
 pub mod lids;

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use ibqos_exchange::Transmit;
 use ibqos_exchange::scheduler::{Completion, Scheduler, SchedulerConfig, SchedulerStats};
+use ibqos_fabric::credit_loops::SlSet;
 use ibqos_fabric::routing::{Engine, EngineList, Layering, MinHop, Unlayered};
 use ibqos_mad::{
     Attribute, AttributeId, CapabilityMask, Guid, PhysPortState, PortInfoRepr, PortState,
@@ -90,6 +91,9 @@ pub struct SweepConfig {
     pub mode: SweepMode,
     /// The M_Key, protect bits and lease every end port is given.
     pub m_key: MKeyConfig,
+    /// The SLs PathRecords start from (SL 0, and the QoS policy's), which the routing's
+    /// `path_sl` turns into the SLs paths take: what the credit-loop check follows.
+    pub path_sls: SlSet,
 }
 
 /// How a sweep treats what the fabric already holds.
