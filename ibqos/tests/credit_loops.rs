@@ -133,10 +133,9 @@ fn the_command_finds_minhops_loop_on_a_torus_and_none_with_updn() {
         "{text}"
     );
     assert!(text.contains(cycle), "{text}");
+    // One route per dependency (the fabric crate's tests trace each through its two channels).
     assert!(
-        text.contains(
-            "\"S0_0\"/P1 VL0 waits on \"S1_0\"/P3 VL0: LID 17 \"H0_0_0\"[1] to LID 6 \"S1_1\"[0]"
-        ),
+        text.contains("\"S0_0\"/P1 VL0 waits on \"S1_0\"/P3 VL0: LID "),
         "{text}"
     );
 

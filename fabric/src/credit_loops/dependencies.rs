@@ -4,11 +4,12 @@
 
 use std::collections::HashSet;
 
-use ibqos_qos::{Sl, Vl};
+use ibqos_qos::{Sl, Sl2VlTable, Vl};
 
 use super::scc::{cycle_in, cyclic_components};
 use super::{
-    Channel, CreditLoop, CreditReport, Discard, EXAMPLES, FabricTables, Misforward, PathSls, Route,
+    Channel, CreditLoop, CreditReport, Discard, EXAMPLES, FabricTables, Misforward, PathSls,
+    PortVls, Route, SlSet,
 };
 use crate::routing::NO_ROUTE;
 use crate::{NodeId, PortRef, Topology};
@@ -47,10 +48,78 @@ struct Source {
     lid: u16,
     port: PortRef,
     entry: Entry,
+    /// The VL of each SL on the source's own port (a CA's or router's), and the data VLs it
+    /// runs: read once, not once per destination.
+    vls: Sl2VlTable,
+    oper_vls: u8,
+}
+
+/// What the sources put on each switch output when every path takes the same SLs: per (switch
+/// port slot, SL of `sls`), `slot * sls.len() + k`, the VLs and a source LID per VL. Read once,
+/// so that each (destination, SL) costs a pass over the switches, not over the sources.
+#[derive(Debug)]
+struct Seeds {
+    sls: Vec<Sl>,
+    by_output: Vec<SeedVls>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SeedVls {
+    vls: u16,
+    slids: [u16; 16],
+}
+
+/// A switch's SL-to-VL tables, read once: the distinct tables, and per (input, output) pair
+/// (`input * ports + output`) the index of its own.
+#[derive(Debug)]
+struct SwitchTables {
+    ports: usize,
+    pairs: Vec<u16>,
+    tables: Vec<Sl2VlTable>,
+}
+
+impl SwitchTables {
+    fn read(vls: &dyn PortVls, node: NodeId, num_ports: u8) -> SwitchTables {
+        let ports = usize::from(num_ports) + 1;
+        let mut tables: Vec<Sl2VlTable> = Vec::new();
+        let mut pairs = Vec::with_capacity(ports * ports);
+        for input in 0..=num_ports {
+            for output in 0..=num_ports {
+                let table = vls.sl2vl(node, input, output);
+                let index = match tables.iter().position(|t| *t == table) {
+                    Some(index) => index,
+                    None => {
+                        tables.push(table);
+                        tables.len() - 1
+                    }
+                };
+                // At most one table per pair: 65,536 pairs is more than 255 ports make.
+                pairs.push(index as u16);
+            }
+        }
+        SwitchTables {
+            ports,
+            pairs,
+            tables,
+        }
+    }
+
+    fn vl(&self, input: u8, output: u8, sl: Sl) -> Vl {
+        let pair = usize::from(input) * self.ports + usize::from(output);
+        self.tables[usize::from(self.pairs[pair])].vl(sl)
+    }
 }
 
 /// The per-SL state of one switch during a walk: the VLs its output carries toward the
 /// destination, and one route per VL that puts it there.
+/// The forwarding toward one destination LID: each switch's hop, and the switches that deliver
+/// in the order packets reach them.
+struct Dlid<'a> {
+    dlid: u16,
+    hops: &'a [Hop],
+    order: &'a [u32],
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Carried {
     vls: u16,
@@ -65,6 +134,10 @@ pub(super) struct Walk<'a> {
     /// Per LID, the end port answering it.
     owner: Vec<Option<PortRef>>,
     sources: Vec<Source>,
+    /// Per switch, its SL-to-VL tables.
+    switch_tables: Vec<SwitchTables>,
+    /// Per switch port (`port_base[switch] + port`), the data VLs it runs.
+    oper_vls: Vec<u8>,
     /// Per switch, the index of its first port in the switch-to-switch channel numbering.
     port_base: Vec<u32>,
     /// Per switch port (`port_base[switch] + port`), its index among switch-to-switch ports, or
@@ -101,17 +174,19 @@ impl<'a> Walk<'a> {
                 owner[lid].get_or_insert(port);
             }
         }
-        let sources = sources(topology, &switch_index);
+        let sources = sources(topology, &switch_index, tables.vls);
         let mut port_base = Vec::with_capacity(switches.len());
+        let mut switch_tables = Vec::with_capacity(switches.len());
+        let mut oper_vls = Vec::new();
         let mut link_index = Vec::new();
         let mut links = Vec::new();
         for &id in &switches {
             port_base.push(link_index.len() as u32);
-            let Some(node) = topology.node(id) else {
-                continue;
-            };
-            for number in 0..=node.num_ports() {
+            let num_ports = topology.node(id).map_or(0, |node| node.num_ports());
+            switch_tables.push(SwitchTables::read(tables.vls, id, num_ports));
+            for number in 0..=num_ports {
                 let here = PortRef::new(id, number);
+                oper_vls.push(tables.vls.oper_vls(here).count());
                 let to_switch = topology
                     .peer(here)
                     .is_some_and(|peer| switch_index[peer.node.index()] != NONE);
@@ -130,6 +205,8 @@ impl<'a> Walk<'a> {
             switch_index,
             owner,
             sources,
+            switch_tables,
+            oper_vls,
             port_base,
             link_index,
             links,
@@ -140,6 +217,12 @@ impl<'a> Walk<'a> {
     }
 
     pub(super) fn run(mut self, sls: PathSls<'_>) -> CreditReport {
+        let uniform = match sls {
+            PathSls::Every => Some(SlSet::EVERY),
+            PathSls::Routed { layering, hints } if layering.keeps_hint() => Some(hints),
+            PathSls::Routed { .. } => None,
+        };
+        let seeds = uniform.map(|set| self.seeds(set));
         let blank = Carried {
             vls: 0,
             routes: [Route {
@@ -156,6 +239,20 @@ impl<'a> Walk<'a> {
             };
             let hops = self.hops(dlid);
             let order = self.order(dlid, &hops);
+            let walk = Dlid {
+                dlid,
+                hops: &hops,
+                order: &order,
+            };
+            if let Some(seeds) = &seeds {
+                for k in 0..seeds.sls.len() {
+                    self.propagate(&walk, seeds.sls[k], Some((seeds, k)), &mut carried);
+                    for &switch in &order {
+                        carried[switch as usize].vls = 0;
+                    }
+                }
+                continue;
+            }
             for list in &mut by_sl {
                 list.clear();
             }
@@ -165,13 +262,68 @@ impl<'a> Walk<'a> {
                     continue;
                 }
                 self.seed(dlid, sl, sources, &hops, &mut carried);
-                self.propagate(sl, &order, &hops, &mut carried);
+                self.propagate(&walk, sl, None, &mut carried);
                 for &switch in &order {
                     carried[switch as usize].vls = 0;
                 }
             }
         }
         self.finish()
+    }
+
+    /// What every source puts on each output of the switch it enters, for each SL of `set`.
+    /// A source's packets do not come back out of the port they entered by (that is a CA
+    /// sending to itself). A CA port that drops an SL itself is recorded here, once.
+    fn seeds(&mut self, set: SlSet) -> Seeds {
+        let sls: Vec<Sl> = set.iter().collect();
+        let mut by_output = vec![SeedVls::default(); self.oper_vls.len() * sls.len()];
+        for index in 0..self.sources.len() {
+            let source = self.sources[index];
+            let (switch, input) = match source.entry {
+                Entry::Switch(switch) => (switch, 0),
+                Entry::End { switch, input, .. } => (switch, input),
+            };
+            for (k, &sl) in sls.iter().enumerate() {
+                if let Entry::End { port, .. } = source.entry {
+                    let vl = source.vls.vl(sl);
+                    if drops(vl, source.oper_vls) {
+                        let dlid = self.other_lid(port);
+                        let route = Route {
+                            slid: source.lid,
+                            dlid,
+                            sl,
+                        };
+                        self.discard(Channel::new(port, vl), route);
+                        continue;
+                    }
+                }
+                let tables = &self.switch_tables[switch as usize];
+                let base = self.port_base[switch as usize] as usize;
+                for out in 0..tables.ports {
+                    let out = out as u8;
+                    if out == input {
+                        continue;
+                    }
+                    let vl = tables.vl(input, out, sl).get();
+                    let seed = &mut by_output[(base + usize::from(out)) * sls.len() + k];
+                    if seed.vls & (1 << vl) == 0 {
+                        seed.vls |= 1 << vl;
+                        seed.slids[usize::from(vl)] = source.lid;
+                    }
+                }
+            }
+        }
+        Seeds { sls, by_output }
+    }
+
+    /// A LID some other end port than `port` answers: the destination named with a drop at a
+    /// source's own port, which drops whatever it sends.
+    fn other_lid(&self, port: PortRef) -> u16 {
+        let other = self
+            .owner
+            .iter()
+            .position(|owner| owner.is_some_and(|o| o != port));
+        other.map_or(0, |lid| lid as u16)
     }
 
     /// What every switch does with packets for `dlid`; each misforward is recorded.
@@ -284,7 +436,13 @@ impl<'a> Walk<'a> {
     /// Puts the packets of `sources` on `sl` into the switches they enter.
     fn seed(&mut self, dlid: u16, sl: Sl, sources: &[u32], hops: &[Hop], carried: &mut [Carried]) {
         for &source in sources {
-            let Source { lid, entry, .. } = self.sources[source as usize];
+            let Source {
+                lid,
+                entry,
+                vls,
+                oper_vls,
+                ..
+            } = self.sources[source as usize];
             let route = Route {
                 slid: lid,
                 dlid,
@@ -297,8 +455,9 @@ impl<'a> Walk<'a> {
                     switch,
                     input,
                 } => {
-                    let vl = self.tables.vls.sl2vl(port.node, 0, port.port).vl(sl);
-                    if self.discards(Channel::new(port, vl), route) {
+                    let vl = vls.vl(sl);
+                    if drops(vl, oper_vls) {
+                        self.discard(Channel::new(port, vl), route);
                         continue;
                     }
                     (switch, input)
@@ -322,10 +481,25 @@ impl<'a> Walk<'a> {
             Hop::Next { out, .. } | Hop::DeliverEnd { out } => out,
             Hop::Deliver | Hop::Fail => return None,
         };
-        let node = self.switches[switch as usize];
-        let vl = self.tables.vls.sl2vl(node, input, out).vl(route.sl);
-        if self.discards(Channel::new(PortRef::new(node, out), vl), route) {
-            return None;
+        let vl = self.switch_tables[switch as usize].vl(input, out, route.sl);
+        self.carry(switch, out, vl, route, carried).then_some(vl)
+    }
+
+    /// Packets of `route` leaving `switch` by `out` on `vl`: carried unless the port drops
+    /// them. Returns whether they are carried.
+    fn carry(
+        &mut self,
+        switch: u32,
+        out: u8,
+        vl: Vl,
+        route: Route,
+        carried: &mut [Carried],
+    ) -> bool {
+        let slot = self.port_base[switch as usize] as usize + usize::from(out);
+        if drops(vl, self.oper_vls[slot]) {
+            let node = self.switches[switch as usize];
+            self.discard(Channel::new(PortRef::new(node, out), vl), route);
+            return false;
         }
         let state = &mut carried[switch as usize];
         let bit = 1u16 << vl.get();
@@ -333,13 +507,52 @@ impl<'a> Walk<'a> {
             state.vls |= bit;
             state.routes[usize::from(vl.get())] = route;
         }
-        Some(vl)
+        true
     }
 
-    /// Carries the packets from switch to switch in `order`, recording each dependency between
-    /// two switch-to-switch channels.
-    fn propagate(&mut self, sl: Sl, order: &[u32], hops: &[Hop], carried: &mut [Carried]) {
-        for &switch in order {
+    /// Puts what the sources send toward `dlid` on `sl` onto `switch`'s output, from `seeds`'
+    /// `k`th SL.
+    fn plant(
+        &mut self,
+        walk: &Dlid<'_>,
+        switch: u32,
+        sl: Sl,
+        (seeds, k): (&Seeds, usize),
+        carried: &mut [Carried],
+    ) {
+        let out = match walk.hops[switch as usize] {
+            Hop::Next { out, .. } | Hop::DeliverEnd { out } => out,
+            Hop::Deliver | Hop::Fail => return,
+        };
+        let slot = self.port_base[switch as usize] as usize + usize::from(out);
+        let seed = seeds.by_output[slot * seeds.sls.len() + k];
+        for vl in 0..16u8 {
+            if seed.vls & (1 << vl) != 0 {
+                let route = Route {
+                    slid: seed.slids[usize::from(vl)],
+                    dlid: walk.dlid,
+                    sl,
+                };
+                self.carry(switch, out, Vl::from_nibble(vl), route, carried);
+            }
+        }
+    }
+
+    /// Carries the packets from switch to switch in the walk's order, recording each dependency
+    /// between two switch-to-switch channels; with `seeds`, each switch first takes on what
+    /// the sources send through it.
+    fn propagate(
+        &mut self,
+        walk: &Dlid<'_>,
+        sl: Sl,
+        seeds: Option<(&Seeds, usize)>,
+        carried: &mut [Carried],
+    ) {
+        let hops = walk.hops;
+        for &switch in walk.order {
+            if let Some(seeds) = seeds {
+                self.plant(walk, switch, sl, seeds, carried);
+            }
             let Carried { vls, routes } = carried[switch as usize];
             let Hop::Next { out, next, input } = hops[switch as usize] else {
                 continue;
@@ -375,18 +588,14 @@ impl<'a> Walk<'a> {
         self.link_index[slot] * 16 + u32::from(vl.get())
     }
 
-    /// Whether `channel` drops the packets of `route` (VL15, or a VL above the port's
-    /// OperVLs); a channel that does is recorded once.
-    fn discards(&mut self, channel: Channel, route: Route) -> bool {
-        let oper = self.tables.vls.oper_vls(channel.from).count();
-        let dropped = channel.vl.is_management() || channel.vl.get() >= oper;
-        if dropped && self.discarding.insert(channel) {
+    /// Records that `channel` drops the packets of `route`, once per channel.
+    fn discard(&mut self, channel: Channel, route: Route) {
+        if self.discarding.insert(channel) {
             self.report.discard_count += 1;
             if self.report.discards.len() < EXAMPLES {
                 self.report.discards.push(Discard { channel, route });
             }
         }
-        dropped
     }
 
     fn misforward(&mut self, misforward: Misforward) {
@@ -447,9 +656,15 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// Whether a port running `oper_vls` data VLs drops packets on `vl`: VL15 carries no data, and
+/// a VL at or above the count is not running.
+fn drops(vl: Vl, oper_vls: u8) -> bool {
+    vl.is_management() || vl.get() >= oper_vls
+}
+
 /// Every source: each linked CA or router port from the switch it is linked to, then each
 /// switch from its port 0, each from every LID it answers.
-fn sources(topology: &Topology, switch_index: &[u32]) -> Vec<Source> {
+fn sources(topology: &Topology, switch_index: &[u32], vls: &dyn PortVls) -> Vec<Source> {
     let mut sources = Vec::new();
     for port in topology.endports() {
         let Some(lids) = topology.port(port).and_then(|p| p.lid_range()) else {
@@ -467,7 +682,21 @@ fn sources(topology: &Topology, switch_index: &[u32]) -> Vec<Source> {
             },
             switch => Entry::Switch(switch),
         };
-        sources.extend(lids.map(|lid| Source { lid, port, entry }));
+        let (vls, oper_vls) = match entry {
+            Entry::End { .. } => (
+                vls.sl2vl(port.node, 0, port.port),
+                vls.oper_vls(port).count(),
+            ),
+            // A switch's own packets take their VL at the switch's output.
+            Entry::Switch(_) => (Sl2VlTable::ALL_VL0, 1),
+        };
+        sources.extend(lids.map(|lid| Source {
+            lid,
+            port,
+            entry,
+            vls,
+            oper_vls,
+        }));
     }
     // The first source to reach a channel names the routes that use it: CA and router ports
     // first, since their traffic is what a loaded fabric carries.

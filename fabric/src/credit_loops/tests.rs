@@ -310,3 +310,48 @@ fn forwarding_that_cannot_deliver_is_named() {
         "{text}"
     );
 }
+
+/// Keeps the hint, as [`Unlayered`] does, without saying so: the checker then asks path by path.
+#[derive(Debug)]
+struct Unannounced;
+
+impl crate::routing::Layering for Unannounced {}
+
+#[test]
+fn asking_path_by_path_finds_what_the_shared_sources_find() {
+    let (topology, routes) = routed(torus_2d(4, 4, 2).unwrap(), minhop);
+    let mut table = identity();
+    // SL 2 is dropped on every port, so both ways record drops too.
+    table.0[2] = Vl::VL15;
+    let vls = VlTables::new(table, VlCount::Four);
+    let tables = FabricTables {
+        topology: &topology,
+        routes: &routes,
+        vls: &vls,
+    };
+    let hints: SlSet = [0, 1, 2].map(|sl| Sl::ALL[sl]).into_iter().collect();
+    let shared = check(
+        tables,
+        PathSls::Routed {
+            layering: &Unlayered,
+            hints,
+        },
+    );
+    let asked = check(
+        tables,
+        PathSls::Routed {
+            layering: &Unannounced,
+            hints,
+        },
+    );
+    assert!(!shared.is_free());
+    assert!(shared.discard_count > 0);
+    assert_eq!(shared.channels, asked.channels);
+    assert_eq!(shared.dependencies, asked.dependencies);
+    assert_eq!(shared.discard_count, asked.discard_count);
+    let cycles = |report: &CreditReport| -> Vec<Vec<Channel>> {
+        report.loops.iter().map(|l| l.channels.clone()).collect()
+    };
+    assert_eq!(cycles(&shared), cycles(&asked));
+    assert_witnessed(&topology, &routes, &shared);
+}

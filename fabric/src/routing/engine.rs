@@ -57,6 +57,13 @@ pub trait Layering: fmt::Debug + Send + Sync {
         hint
     }
 
+    /// Whether [`Layering::path_sl`] returns its hint for every path: then every path of the
+    /// fabric takes the SLs the policy hands out, and the credit-loop checker need not ask path
+    /// by path. False unless a layering says so.
+    fn keeps_hint(&self) -> bool {
+        false
+    }
+
     /// The data VLs the routes need to be free of credit loops.
     fn vls_used(&self) -> VlCount {
         VlCount::One
@@ -76,7 +83,11 @@ pub trait Layering: fmt::Debug + Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Unlayered;
 
-impl Layering for Unlayered {}
+impl Layering for Unlayered {
+    fn keeps_hint(&self) -> bool {
+        true
+    }
+}
 
 /// An engine's result: the LFTs and what the routing decided beside them.
 #[derive(Debug, Clone)]
