@@ -32,6 +32,12 @@ impl Channel {
             topology,
         }
     }
+
+    /// The channel as [`Channel::display`] prints it, its node named `node`: for a reader that
+    /// holds the node names but not the topology (the simulator's network).
+    pub fn named(&self, node: &str) -> String {
+        format!("\"{node}\"/P{} {}", self.from.port, self.vl)
+    }
 }
 
 /// A [`Channel`] printed with its node's name; see [`Channel::display`].
@@ -45,7 +51,7 @@ impl fmt::Display for ChannelDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Channel { from, vl } = self.channel;
         match self.topology.node(from.node) {
-            Some(node) => write!(f, "\"{}\"/P{} {vl}", node.name, from.port),
+            Some(node) => f.write_str(&self.channel.named(&node.name)),
             // A channel from another topology: the id still says which node it was.
             None => write!(f, "{}/P{} {vl}", from.node, from.port),
         }
