@@ -7,7 +7,28 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{Histogram, Report};
+use crate::report::{Deadlock, Histogram, Report};
+
+/// The credit loop that stopped the run: when, how many channels it froze, and its cycle.
+fn describe_deadlock(out: &mut String, deadlock: &Deadlock) {
+    let _ = writeln!(
+        out,
+        "DEADLOCK at {} us: a credit loop of {} channels stopped the run; {} channels can never \
+         send again.\nNothing moved after it: the figures below are those of a frozen fabric \
+         from then on.",
+        deadlock.at_ns as f64 / 1e3,
+        deadlock.cycle.len(),
+        deadlock.stuck_channels
+    );
+    let _ = writeln!(
+        out,
+        "The cycle, in the order packets go (each waits for the next one's credits):"
+    );
+    for channel in &deadlock.cycle_names {
+        let _ = writeln!(out, "  {channel}");
+    }
+    let _ = writeln!(out);
+}
 
 /// Rows of each table before "... more".
 const TABLE_ROWS: usize = 20;
@@ -23,6 +44,9 @@ pub fn describe(report: &Report) -> String {
         report.events,
         report.packet_hops
     );
+    if let Some(deadlock) = &report.deadlock {
+        describe_deadlock(&mut out, deadlock);
+    }
     let ethernet = report.links.iter().any(|l| l.ethernet.is_some());
     // On Ethernet a flow's class is its priority.
     let (class, classes) = if ethernet {

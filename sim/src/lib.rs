@@ -73,8 +73,8 @@ pub use pfc::{
     PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PauseStormConfig, PfcConfig,
 };
 pub use report::{
-    BufferOccupancy, DcqcnRates, EthernetLinkReport, FlowDcqcnReport, FlowReport, Histogram,
-    Latency, LinkReport, OccupancySeries, PoolReport, PriorityReport, Report, SlReport,
+    BufferOccupancy, DcqcnRates, Deadlock, EthernetLinkReport, FlowDcqcnReport, FlowReport,
+    Histogram, Latency, LinkReport, OccupancySeries, PoolReport, PriorityReport, Report, SlReport,
     SwitchReport, Timeline, TrafficClassReport, VlReport,
 };
 pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use ibqos_fabric::credit_loops::Channel;
 use serde::Serialize;
 
 /// Sub-buckets per power of two in a [`Histogram`]: a value is known within 1/16 (6.25 %).
@@ -410,6 +411,30 @@ pub struct Report {
     /// Ethernet, when a timeline is recorded: the switch buffers' occupancy over time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub buffer_occupancy: Option<BufferOccupancy>,
+    /// InfiniBand, on one core: the credit loop that stopped the run, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadlock: Option<Deadlock>,
+}
+
+/// A credit loop that stopped the fabric for good: full receive buffers, each waiting for
+/// credits that only the next one's packets leaving could return. The run stopped when it was
+/// found; nothing moved after `at_ns`, so the report's figures are those of a fabric frozen
+/// from then to the run's end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Deadlock {
+    /// When the watch found it (the loop closed up to one watch interval before).
+    pub at_ns: u64,
+    /// Every channel that can never send again: the cycle's, and those stuck behind it.
+    pub stuck_channels: usize,
+    /// One cycle among the stuck channels, in the order packets go: each channel's packets
+    /// wait in the receive buffer at the far end of the one before it, for the next channel's
+    /// credits. It starts at its smallest channel. A node is named by its index in the
+    /// network: a topology's [`ibqos_fabric::NodeId`] when built from one.
+    #[serde(skip)]
+    pub cycle: Vec<Channel>,
+    /// `cycle` as the credit-loop checker prints it, `"S1"/P3 VL0`.
+    #[serde(rename = "cycle")]
+    pub cycle_names: Vec<String>,
 }
 
 /// What a lane (a VL, or an Ethernet traffic class) or an Ethernet priority of one port sent:

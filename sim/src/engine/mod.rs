@@ -91,11 +91,13 @@
 //! window's end, and the report is put together from each port's and flow's owner.
 use std::collections::VecDeque;
 
+mod deadlock;
 mod parallel;
 mod report;
 mod run;
 mod setup;
 
+use deadlock::Watch;
 use report::Counts;
 use run::{Clock, Fabric, Sources};
 use setup::Layout;
@@ -502,6 +504,9 @@ pub struct Simulation<'n> {
     pub(crate) eth: Option<Box<ethernet::EthernetState>>,
     /// The partition this is of a [`Parallel`] run; `None` in a run of one.
     split: Option<Box<parallel::Split>>,
+    /// The deadlock watch of an InfiniBand run on one core; `None` on Ethernet and in a
+    /// partition.
+    pub(crate) watch: Option<Watch>,
 }
 
 /// Runs `flows` over `network` for the whole duration.

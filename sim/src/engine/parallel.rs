@@ -274,6 +274,7 @@ impl<'n> Simulation<'n> {
             .unzip();
         self.clock.schedule = schedule;
         self.clock.queue.number_from(PROVISIONAL);
+        self.watch = None;
         self.split = Some(Box::new(Split {
             me,
             owner,

@@ -105,6 +105,7 @@ impl<'n> Simulation<'n> {
             dcqcn_rates,
             buffer_occupancy,
             timeline,
+            deadlock: self.watch.and_then(|watch| watch.found),
         }
     }
 

@@ -61,11 +61,20 @@ impl<'n> Simulation<'n> {
         self.clock.events
     }
 
-    /// Processes every event up to `until` (at most the run's duration).
+    /// Processes every event up to `until` (at most the run's duration), unless a credit
+    /// loop stopped the run: then none. The deadlock watch looks between events, at its
+    /// times, and takes no part in them, so the events and the report are the same as
+    /// without it until it finds a loop.
     pub fn run_until(&mut self, until: u64) {
         if self.split.is_some() {
             self.take_events::<true>(until);
-        } else {
+            return;
+        }
+        while let Some(look) = self.look_due(until) {
+            self.take_events::<false>(look);
+            self.look_for_deadlock();
+        }
+        if !self.deadlocked() {
             self.take_events::<false>(until);
         }
     }

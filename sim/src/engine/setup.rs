@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::{
     Buffer, Clock, Counts, DELIVERY_BATCH, Event, Fabric, FlowHot, FlowState, Lane, LinkKind,
     NO_LANES, NO_PORT, PortState, Rotation, Shape, SimOptions, Simulation, Sources, Tally,
-    UNLINKED, VL15, VLS, ethernet,
+    UNLINKED, VL15, VLS, Watch, ethernet,
 };
 use crate::ethernet::frame::{CNP_PAYLOAD_BYTES, ethernet_wire_ps, frame_bytes};
 use crate::infiniband::arbiter::ArbiterTables;
@@ -244,6 +244,7 @@ impl<'n> Simulation<'n> {
             counts,
             eth: None,
             split: None,
+            watch: None,
         };
         if let Some(config) = ethernet {
             let state = ethernet::EthernetState::new(
@@ -254,6 +255,8 @@ impl<'n> Simulation<'n> {
             )?;
             sim.eth = Some(Box::new(state));
             sim.start_storms();
+        } else {
+            sim.watch = Some(Watch::new(sim.fabric.lanes.len()));
         }
         // The greedy flows that will join each lane's rotation, to size it once: growing
         // every rotation as its flows start was a tenth of the flows' start events.
