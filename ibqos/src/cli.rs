@@ -991,7 +991,8 @@ pub struct SimArgs {
     /// Run on N threads, each taking a part of the fabric's switches (with their hosts): the
     /// same output, byte for byte, as on one. Each thread adds memory (its copy of the flows'
     /// state and its ports' queues); more threads than cores make any run slower. InfiniBand
-    /// only (a lossless-Ethernet run takes one thread).
+    /// only (a lossless-Ethernet run takes one thread). Only a run on one thread watches for
+    /// credit loops: on more, a deadlocked fabric runs to the end, frozen, and is not named.
     #[arg(
         long,
         value_name = "N",

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
+        Ok(Outcome::Deadlocked) => ExitCode::from(3),
         // `ibqos plan ... | head` closes the pipe early; that is the reader's choice, not a failure.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {

@@ -146,6 +146,13 @@ fn exit_statuses(success: &str, failure: &str) -> Section {
     }
 }
 
+/// [`exit_status`] and one more status of the command's own.
+fn exit_status_and(failure: &str, (status, meaning): (&'static str, &str)) -> Section {
+    let mut section = exit_status(failure);
+    section.items.push((status, meaning.to_string()));
+    section
+}
+
 fn see_also(pages: &str) -> Section {
     items("SEE ALSO", &[("", pages)])
 }
@@ -196,9 +203,14 @@ fn sections_of(page: &str) -> Vec<Section> {
                      thousands of hosts runs are a little faster.",
                 )],
             ),
-            exit_status(
+            exit_status_and(
                 "The topology, configuration, dump or traffic file has an error, or \
                  cannot be read.",
+                (
+                    "3",
+                    "A credit loop stopped the simulated fabric (InfiniBand, one thread): \
+                     the report names its channels, and the run stopped there.",
+                ),
             ),
             see_also("ibqos-traffic(5), ibqos-dump(8), ibqos(8)"),
         ],

@@ -35,6 +35,8 @@ pub enum Outcome {
     Success,
     /// The command ran but found errors (or, with --strict, warnings): exit status 1.
     Failed,
+    /// `ibqos sim`: a credit loop stopped the simulated fabric: exit status 3.
+    Deadlocked,
 }
 
 impl Outcome {

@@ -64,6 +64,15 @@ pub fn run(args: &SimArgs) -> Result<Outcome> {
         return Ok(Outcome::Success);
     }
     let report = simulate(&setup, usize::from(args.threads))?;
+    if let Some(deadlock) = &report.deadlock {
+        eprintln!(
+            "error: the fabric deadlocked at {} us: a credit loop of {} channels (the report \
+             names them), {} channels stopped for good",
+            deadlock.at_ns as f64 / 1e3,
+            deadlock.cycle.len(),
+            deadlock.stuck_channels
+        );
+    }
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&report)?)?;
     } else {
@@ -75,7 +84,10 @@ pub fn run(args: &SimArgs) -> Result<Outcome> {
             eprintln!("wrote {}", path.display());
         }
     }
-    Ok(Outcome::Success)
+    Ok(match report.deadlock {
+        Some(_) => Outcome::Deadlocked,
+        None => Outcome::Success,
+    })
 }
 
 /// Where a run's QoS tables come from.
@@ -211,6 +223,12 @@ pub fn simulate(setup: &Setup, threads: usize) -> Result<Report> {
         eprintln!(
             "note: --threads {threads} on {cores} cores: the same report, but more slowly than \
              with --threads {cores}"
+        );
+    }
+    if threads > 1 && setup.network.ethernet.is_none() {
+        eprintln!(
+            "note: --threads {threads}: only a run on one thread watches for credit loops; a \
+             deadlock here runs to the end unnamed"
         );
     }
     let mut sim = setup.run(threads)?;

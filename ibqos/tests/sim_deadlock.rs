@@ -1,0 +1,142 @@
+//! `ibqos sim` shows a credit loop: minhop on a 4x4 torus (four hosts on each switch) under
+//! all-to-all traffic closes one round a ring, the run stops, names it and exits with status
+//! 3; up*/down* on the same torus and traffic runs to the end.
+
+use std::path::{Path, PathBuf};
+
+use ibqos_fabric::netfile::parse_net_file;
+use ibqos_fabric::{PortRef, Topology};
+use serde_json::Value;
+use tempfile::TempDir;
+
+mod common;
+use common::{generated_net, ibqos, json_report, scratch_file};
+
+/// Every host sends to every other as fast as it can, on SL 0.
+const ALL_TO_ALL: &str = "duration_us = 300\n[[pattern]]\nkind = \"all-to-all\"\npayload = 2048\n";
+
+/// The torus, its traffic, and an opensm.conf whose root file names S0_0 (up*/down* finds no
+/// root on a torus by itself).
+struct Torus {
+    _dir: TempDir,
+    net: PathBuf,
+    traffic: PathBuf,
+    conf: PathBuf,
+}
+
+fn torus() -> Torus {
+    let dir = tempfile::tempdir().unwrap();
+    let net = generated_net(
+        &dir,
+        "torus.net",
+        &["torus", "--x", "4", "--y", "4", "--hosts", "4"],
+    );
+    let topo = parse_net_file(&net).unwrap().topology;
+    let root = topo.node(topo.node_by_name("S0_0").unwrap()).unwrap().guid;
+    let roots = scratch_file(&dir, "roots", format!("{root:#018x}\n"));
+    let conf = format!("root_guid_file {}\n", roots.display());
+    Torus {
+        traffic: scratch_file(&dir, "traffic.toml", ALL_TO_ALL),
+        conf: scratch_file(&dir, "opensm.conf", conf),
+        net,
+        _dir: dir,
+    }
+}
+
+/// `ibqos sim` on the torus, routed by `engine`, with `extra` arguments.
+fn sim(torus: &Torus, engine: &str, extra: &[&str]) -> std::process::Output {
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let (net, conf, traffic) = (path(&torus.net), path(&torus.conf), path(&torus.traffic));
+    let mut args = vec![
+        "sim",
+        "--topology",
+        &net,
+        "-F",
+        &conf,
+        "--traffic",
+        &traffic,
+    ];
+    args.extend(["--routing-engine", engine]);
+    args.extend(extra);
+    ibqos(&args)
+}
+
+/// The cycle's channels as the checker prints them, `"S0_1"/P2 VL0`.
+fn cycle(deadlock: &Value) -> Vec<String> {
+    let channels = deadlock["cycle"].as_array().unwrap();
+    channels
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The port a channel's name leaves by.
+fn port_of(topo: &Topology, channel: &str) -> PortRef {
+    let (node, rest) = channel.trim_start_matches('"').split_once("\"/P").unwrap();
+    let port = rest.split(' ').next().unwrap().parse().unwrap();
+    PortRef::new(topo.node_by_name(node).unwrap(), port)
+}
+
+#[test]
+fn minhop_deadlocks_the_torus_and_the_run_names_the_loop() {
+    let torus = torus();
+    let output = sim(&torus, "minhop", &["--json"]);
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("error: the fabric deadlocked at"),
+        "{stderr}"
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let deadlock = &report["deadlock"];
+    let channels = cycle(deadlock);
+    assert!(channels.len() >= 2, "{deadlock}");
+    // A cycle: each channel's far end is on the switch the next one leaves.
+    let topo = parse_net_file(&torus.net).unwrap().topology;
+    for (k, channel) in channels.iter().enumerate() {
+        let next = &channels[(k + 1) % channels.len()];
+        let far = topo.peer(port_of(&topo, channel)).unwrap();
+        assert_eq!(far.node, port_of(&topo, next).node, "{deadlock}");
+    }
+    // Stopped: nothing was simulated past the loop's discovery.
+    let at_ns = deadlock["at_ns"].as_u64().unwrap();
+    assert!(
+        at_ns < report["duration_ns"].as_u64().unwrap(),
+        "{deadlock}"
+    );
+    // The text names the same channels, in the same order.
+    let text = sim(&torus, "minhop", &[]);
+    assert_eq!(text.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("DEADLOCK at "), "{text}");
+    let listed: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.starts_with("The cycle"))
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        .map(str::trim)
+        .collect();
+    assert_eq!(listed, channels);
+}
+
+#[test]
+fn updn_on_the_same_torus_and_traffic_runs_to_the_end() {
+    let torus = torus();
+    let report = json_report(sim(&torus, "updn,no_fallback", &["--json"]));
+    assert!(report.get("deadlock").is_none(), "{}", report["deadlock"]);
+    assert_eq!(report["duration_ns"], 300_000);
+}
+
+/// A run on two threads does not watch: it says so, and runs the frozen fabric to its end.
+#[test]
+fn a_run_on_two_threads_says_it_does_not_watch() {
+    let torus = torus();
+    let output = sim(&torus, "minhop", &["--json", "--threads", "2"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("only a run on one thread watches for credit loops"),
+        "{stderr}"
+    );
+    let report = json_report(output);
+    assert!(report.get("deadlock").is_none());
+}
