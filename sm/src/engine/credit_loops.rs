@@ -63,7 +63,7 @@ pub fn check_sweep(sweep: &Sweep, hints: SlSet) -> Option<CreditCheck> {
     if lfts.is_empty() {
         return None;
     }
-    let (topology, guids) = topology(sweep.subnet()).ok()?;
+    let (topology, guids) = topology(sweep.subnet(), None).ok()?;
     let id_of = |guid: u64| {
         guids
             .binary_search(&guid)
