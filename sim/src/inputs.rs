@@ -2,8 +2,8 @@
 
 use ibqos_fabric::Topology;
 use ibqos_fabric::routing::Attempt;
-use ibqos_qos::QosConfig;
 use ibqos_qos::policy::setup::SetupTables;
+use ibqos_qos::{QosConfig, Sl};
 
 use crate::build::{BuildError, Forwarding, Tables, TopologyHosts, build_routed_network};
 use crate::engine::{Run, SimOptions};
@@ -70,10 +70,21 @@ pub fn sim(
             max_op_vls: None,
         },
     };
-    let (mut network, passed_over) = build_routed_network(topology, tables, forwarding, &traffic)?;
+    let built = build_routed_network(topology, tables, forwarding, &traffic)?;
+    let (mut network, passed_over) = (built.network, built.passed_over);
     let hosts = TopologyHosts(topology);
-    let flows = traffic.flows(&hosts, seed)?;
+    let mut flows = traffic.flows(&hosts, seed)?;
     network.ethernet = traffic.ethernet(&hosts)?;
+    if network.ethernet.is_none() {
+        // A host sends on the SL the SA's PathRecord gives it: the one the routing chose for
+        // the pair, the traffic file's SL its hint. An Ethernet flow's class is a priority the
+        // routing does not choose; SMPs go on VL15 whatever their SL.
+        for flow in flows.iter_mut().filter(|f| !f.management) {
+            let slid = network.nodes[flow.src.node].lids[usize::from(flow.src.port)];
+            let sl = built.layering.path_sl(flow.sl.get(), slid, flow.dlid);
+            flow.sl = Sl::new(sl).unwrap_or(flow.sl);
+        }
+    }
     Ok(Setup {
         network,
         flows,

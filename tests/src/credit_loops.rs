@@ -78,7 +78,7 @@ pub fn check_with_dateline(
     dump: &FabricDump,
 ) -> Result<(Topology, CreditReport)> {
     let mut topology = topology.clone();
-    let (nodes, _) = build_nodes(&mut topology, Tables::Held(dump), Forwarding::Held(dump))
+    let (nodes, _, _) = build_nodes(&mut topology, Tables::Held(dump), Forwarding::Held(dump))
         .map_err(|e| Error::new(format!("the dump does not fit: {e}")))?;
     let lfts = topology
         .switches()

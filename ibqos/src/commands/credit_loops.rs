@@ -170,7 +170,11 @@ fn held(args: &CreditLoopsArgs, loaded: Option<&Loaded>) -> Result<Held> {
         setup,
         max_op_vls,
     };
-    let (nodes, _) = build_nodes(&mut topo, tables, Forwarding::Routed(&routed.routes))
+    let forwarding = Forwarding::Routed {
+        routes: &routed.routes,
+        layering: &routed.layering,
+    };
+    let (nodes, _, _) = build_nodes(&mut topo, tables, forwarding)
         .with_context(|| format!("cannot plan the tables of {topology}"))?;
     Ok(Held {
         topo,
@@ -184,7 +188,7 @@ fn held(args: &CreditLoopsArgs, loaded: Option<&Loaded>) -> Result<Held> {
 
 /// The LFTs, LIDs and tables `dump` holds, on `topo`.
 fn from_dump(mut topo: Topology, dump: &FabricDump, source: String) -> Result<Held> {
-    let (nodes, _) = build_nodes(&mut topo, Tables::Held(dump), Forwarding::Held(dump))?;
+    let (nodes, _, _) = build_nodes(&mut topo, Tables::Held(dump), Forwarding::Held(dump))?;
     let lfts = topo
         .switches()
         .map(|(id, _)| (id, nodes[id.index()].lft.clone()))

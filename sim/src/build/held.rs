@@ -426,7 +426,8 @@ mod tests {
     fn build_forwarding(dump: &FabricDump) -> Result<(Topology, Network), BuildError> {
         let mut topo = two_switch();
         let held = Forwarding::Held(dump);
-        let (network, _) = build_routed_network(&mut topo, Tables::Held(dump), held, &traffic())?;
+        let network =
+            build_routed_network(&mut topo, Tables::Held(dump), held, &traffic())?.network;
         Ok((topo, network))
     }
 

@@ -6,15 +6,18 @@
 //! file: net files carry ibsim's defaults (4x SDR), not the hardware's.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::generate::{GenError, assign_missing_lids};
-use ibqos_fabric::routing::{Attempt, EngineList, Routes, Unrouted};
+use ibqos_fabric::routing::{
+    Attempt, EngineList, Layering, Routes, Unlayered, Unrouted, update_port_tables,
+};
 use ibqos_fabric::{NodeId, PortRef, Topology};
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{
-    PlanError, QosConfig, Sl2VlProgramming, Sl2VlTable, SwitchSl2VlView, VlCount, plan_settings,
-    setup_sl2vl, switch_sl2vl,
+    PlanError, PortClass, QosConfig, Sl2VlProgramming, Sl2VlTable, SwitchSl2VlView, VlCount,
+    plan_settings, setup_sl2vl, switch_sl2vl,
 };
 
 pub(crate) mod held;
@@ -113,8 +116,12 @@ pub enum Forwarding<'a> {
     /// What a fabric held (a dump that carries LFTs): every switch's LFT and every end port's
     /// LID exactly as the dump has them, matched to the topology by NodeGUID and port number.
     Held(&'a FabricDump),
-    /// LFTs routed already, for the LIDs the topology holds.
-    Routed(&'a Routes),
+    /// LFTs routed already, for the LIDs the topology holds, and what that routing decided
+    /// beside them.
+    Routed {
+        routes: &'a Routes,
+        layering: &'a Arc<dyn Layering>,
+    },
 }
 
 /// The simulator's view of `topo` with `tables` on its ports and minhop routes.
@@ -124,19 +131,30 @@ pub fn build_network(
     traffic: &Traffic,
 ) -> Result<Network, BuildError> {
     let minhop = Forwarding::Engines(&EngineList::default());
-    let (network, _) = build_routed_network(topo, tables, minhop, traffic)?;
-    Ok(network)
+    Ok(build_routed_network(topo, tables, minhop, traffic)?.network)
+}
+
+/// A network built, with what its routing decided beside the LFTs.
+#[derive(Debug)]
+pub struct Built {
+    pub network: Network,
+    /// The routing engines passed over before the one that routed.
+    pub passed_over: Vec<Attempt>,
+    /// The SLs and VLs the routing spends on its layers ([`Unlayered`] for a dump's LFTs):
+    /// the flows' SLs go through its `path_sl`, as the SA's PathRecords do.
+    pub layering: Arc<dyn Layering>,
 }
 
 /// The simulator's view of `topo` with `tables` on its ports and the switches forwarding as
-/// `forwarding` says, and the routing engines passed over before the one that routed.
+/// `forwarding` says. Planned tables are what the routing's layering makes of the
+/// configuration's, as the SM's QoS manager programs them; held tables stay as held.
 pub fn build_routed_network(
     topo: &mut Topology,
     tables: Tables<'_>,
     forwarding: Forwarding<'_>,
     traffic: &Traffic,
-) -> Result<(Network, Vec<Attempt>), BuildError> {
-    let (nodes, passed_over) = build_nodes(topo, tables, forwarding)?;
+) -> Result<Built, BuildError> {
+    let (nodes, passed_over, layering) = build_nodes(topo, tables, forwarding)?;
     let links = topo
         .links()
         .map(|(a, b)| Link {
@@ -156,17 +174,22 @@ pub fn build_routed_network(
         links,
         ethernet: None,
     };
-    Ok((network, passed_over))
+    Ok(Built {
+        network,
+        passed_over,
+        layering,
+    })
 }
 
 /// Every node of `topo` (by node index) with `tables` on its ports and, on a switch, the LFT
-/// `forwarding` gives; and the routing engines passed over before the one that routed.
+/// `forwarding` gives; the routing engines passed over before the one that routed; and what
+/// that routing decided beside the LFTs.
 pub fn build_nodes(
     topo: &mut Topology,
     tables: Tables<'_>,
     forwarding: Forwarding<'_>,
-) -> Result<(Vec<Node>, Vec<Attempt>), BuildError> {
-    let (mut lfts, passed_over): (BTreeMap<NodeId, Vec<u8>>, _) = match forwarding {
+) -> Result<(Vec<Node>, Vec<Attempt>, Arc<dyn Layering>), BuildError> {
+    let (mut lfts, passed_over, layering): (BTreeMap<NodeId, Vec<u8>>, _, _) = match forwarding {
         Forwarding::Engines(engines) => {
             assign_missing_lids(topo).map_err(BuildError::Lids)?;
             let max_op_vls = match tables {
@@ -175,13 +198,16 @@ pub fn build_nodes(
             };
             let routed = engines.route(topo, max_op_vls.unwrap_or(VlCount::Fifteen))?;
             let lfts = routed.routes.iter().map(|(id, lft)| (id, lft.to_vec()));
-            (lfts.collect(), routed.attempts)
+            (lfts.collect(), routed.attempts, routed.layering)
         }
-        Forwarding::Routed(routes) => {
+        Forwarding::Held(dump) => {
+            let layering: Arc<dyn Layering> = Arc::new(Unlayered);
+            (held_forwarding(topo, dump)?, Vec::new(), layering)
+        }
+        Forwarding::Routed { routes, layering } => {
             let lfts = routes.iter().map(|(id, lft)| (id, lft.to_vec()));
-            (lfts.collect(), Vec::new())
+            (lfts.collect(), Vec::new(), Arc::clone(layering))
         }
-        Forwarding::Held(dump) => (held_forwarding(topo, dump)?, Vec::new()),
     };
     let mut nodes = Vec::with_capacity(topo.len());
     for (id, fnode) in topo.nodes() {
@@ -205,7 +231,15 @@ pub fn build_nodes(
                 qos,
                 setup,
                 max_op_vls,
-            } => plan_tables(&mut node, topo, id, fnode, qos, setup, max_op_vls)?,
+            } => {
+                let planned = Planned {
+                    qos,
+                    setup,
+                    max_op_vls,
+                    layering: &*layering,
+                };
+                planned.tables(&mut node, topo, id, fnode)?;
+            }
             Tables::Held(dump) => held_tables(&mut node, topo, id, fnode, dump)?,
         }
         if fnode.is_switch() {
@@ -213,66 +247,118 @@ pub fn build_nodes(
         }
         nodes.push(node);
     }
-    Ok((nodes, passed_over))
+    Ok((nodes, passed_over, layering))
 }
 
-/// Sets the tables of `node` (being built for `fnode`, node `id` of `topo`) to what the planner
-/// programs on it.
-fn plan_tables(
-    node: &mut Node,
-    topo: &Topology,
-    id: NodeId,
-    fnode: &ibqos_fabric::Node,
-    qos: &QosConfig,
-    setup: &SetupTables,
+/// What a port's tables are planned from: the configuration, and the routing's layering.
+struct Planned<'a> {
+    qos: &'a QosConfig,
+    setup: &'a SetupTables,
     max_op_vls: Option<VlCount>,
-) -> Result<(), BuildError> {
-    let mut up = vec![None; usize::from(fnode.num_ports())];
-    for (p, port) in fnode.existing_ports() {
-        let Some(oper) = topo.link_oper_vls(PortRef::new(id, p), max_op_vls) else {
-            continue;
-        };
-        let Some(class) = fnode.port_class(p) else {
-            continue;
-        };
-        let caps = port.link.planner_caps(oper);
-        let settings = setup.settings(qos, class, fnode.guid, p);
-        let planned = plan_settings(&settings, class, &caps).map_err(|error| BuildError::Plan {
-            port: topo.describe(PortRef::new(id, p)),
-            error,
-        })?;
-        node.arbitration[usize::from(p)] = PortArbitration {
-            high: planned.vlarb_high(),
-            low: planned.vlarb_low(),
-            high_limit: planned.vl_high_limit,
-            oper_vls: oper,
-        };
+    layering: &'a dyn Layering,
+}
+
+impl Planned<'_> {
+    /// Sets the tables of `node` (being built for `fnode`, node `id` of `topo`) to what the SM
+    /// programs on it: the planner's, after the layering rewrote the configured ones.
+    fn tables(
+        &self,
+        node: &mut Node,
+        topo: &Topology,
+        id: NodeId,
+        fnode: &ibqos_fabric::Node,
+    ) -> Result<(), BuildError> {
+        let Planned {
+            qos,
+            setup,
+            max_op_vls,
+            layering,
+        } = *self;
+        let mut up = vec![None; usize::from(fnode.num_ports())];
+        for (p, port) in fnode.existing_ports() {
+            let Some(oper) = topo.link_oper_vls(PortRef::new(id, p), max_op_vls) else {
+                continue;
+            };
+            let Some(class) = fnode.port_class(p) else {
+                continue;
+            };
+            let caps = port.link.planner_caps(oper);
+            let mut settings = setup.settings(qos, class, fnode.guid, p);
+            // The routing may rewrite the configured tables (a CA's SL2VL, every port's
+            // VLArb); the planner masks what it leaves, as the SM's QoS manager does.
+            update_port_tables(layering, &mut settings, class, fnode.guid, p);
+            let planned =
+                plan_settings(&settings, class, &caps).map_err(|error| BuildError::Plan {
+                    port: topo.describe(PortRef::new(id, p)),
+                    error,
+                })?;
+            node.arbitration[usize::from(p)] = PortArbitration {
+                high: planned.vlarb_high(),
+                low: planned.vlarb_low(),
+                high_limit: planned.vl_high_limit,
+                oper_vls: oper,
+            };
+            if fnode.is_switch() {
+                up[usize::from(p) - 1] = Some(oper);
+            } else if let Some(table) = planned.sl2vl {
+                node.set_sl2vl(0, p, table);
+            }
+        }
         if fnode.is_switch() {
-            up[usize::from(p) - 1] = Some(oper);
-        } else if let Some(table) = planned.sl2vl {
-            node.set_sl2vl(0, p, table);
+            let port0 = fnode.port(0);
+            let view = SwitchSl2VlView {
+                sl_mapping_supported: port0.is_some_and(|p| p.link.sl_mapping_supported),
+                enhanced_port0: fnode.enhanced_port0,
+                optimized_supported: false,
+                port0_oper_vls: port0.map_or(VlCount::One, |p| p.link.vl_cap),
+                ports: up,
+            };
+            let all = 0..=fnode.num_ports();
+            for set in switch_sl2vl(qos, &view, Sl2VlProgramming::PerPair) {
+                for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
+                    node.set_sl2vl(input, output, set.table);
+                }
+            }
+            for set in setup_sl2vl(&view, setup.switch_entries(fnode.guid)) {
+                for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
+                    node.set_sl2vl(input, output, set.table);
+                }
+            }
+            if view.sl_mapping_supported {
+                self.layered_sl2vl(node, fnode, &view);
+            }
         }
+        Ok(())
     }
-    if fnode.is_switch() {
-        let port0 = fnode.port(0);
-        let view = SwitchSl2VlView {
-            sl_mapping_supported: port0.is_some_and(|p| p.link.sl_mapping_supported),
-            enhanced_port0: fnode.enhanced_port0,
-            optimized_supported: false,
-            port0_oper_vls: port0.map_or(VlCount::One, |p| p.link.vl_cap),
-            ports: up,
+
+    /// The switch pairs whose configured SL2VL table the layering rewrites, each rewritten
+    /// table masked with its output's OperVLs and set over what the configuration gave the
+    /// pair, as the SM's QoS manager writes them.
+    fn layered_sl2vl(&self, node: &mut Node, fnode: &ibqos_fabric::Node, view: &SwitchSl2VlView) {
+        let linked = |n: u8| {
+            n == 0
+                || view
+                    .ports
+                    .get(usize::from(n) - 1)
+                    .is_some_and(Option::is_some)
         };
-        let all = 0..=fnode.num_ports();
-        for set in switch_sl2vl(qos, &view, Sl2VlProgramming::PerPair) {
-            for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
-                node.set_sl2vl(input, output, set.table);
-            }
-        }
-        for set in setup_sl2vl(&view, setup.switch_entries(fnode.guid)) {
-            for (input, output) in set.scope.pairs(all.clone(), all.clone()) {
-                node.set_sl2vl(input, output, set.table);
+        let inputs: Vec<u8> = (0..=fnode.num_ports()).filter(|&n| linked(n)).collect();
+        let outputs = inputs.iter().filter(|&&n| n != 0 || view.enhanced_port0);
+        for &output in outputs {
+            let (class, oper) = match output {
+                0 => (PortClass::Sw0, Some(view.port0_oper_vls)),
+                n => (PortClass::Swe, view.ports[usize::from(n) - 1]),
+            };
+            let configured = self.qos.effective(class).sl2vl;
+            let mask = oper.unwrap_or(VlCount::One).vl_mask();
+            for &input in &inputs {
+                let mut table = configured;
+                self.layering
+                    .update_sl2vl(fnode.guid, input, output, &mut table);
+                if table != configured {
+                    node.set_sl2vl(input, output, table.masked(mask));
+                }
             }
         }
     }
-    Ok(())
 }
