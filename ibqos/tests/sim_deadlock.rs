@@ -1,6 +1,8 @@
 //! `ibqos sim` shows a credit loop: minhop on a 4x4 torus (four hosts on each switch) under
 //! all-to-all traffic closes one round a ring, the run stops, names it and exits with status
-//! 3; up*/down* on the same torus and traffic runs to the end.
+//! 3; up*/down* on the same torus and traffic runs to the end, and so do the engines that
+//! break the torus's credit loops with SLs and VLs (LASH, DFSSSP, torus-2QoS), each flow on
+//! the SL the routing chose for its pair and the switches' tables as the routing left them.
 
 use std::path::{Path, PathBuf};
 
@@ -15,13 +17,14 @@ use common::{generated_net, ibqos, json_report, scratch_file};
 /// Every host sends to every other as fast as it can, on SL 0.
 const ALL_TO_ALL: &str = "duration_us = 300\n[[pattern]]\nkind = \"all-to-all\"\npayload = 2048\n";
 
-/// The torus, its traffic, and an opensm.conf whose root file names S0_0 (up*/down* finds no
-/// root on a torus by itself).
+/// The torus, its traffic, an opensm.conf whose root file names S0_0 (up*/down* finds no
+/// root on a torus by itself), and its torus-2QoS.conf.
 struct Torus {
-    _dir: TempDir,
+    dir: TempDir,
     net: PathBuf,
     traffic: PathBuf,
     conf: PathBuf,
+    torus_conf: PathBuf,
 }
 
 fn torus() -> Torus {
@@ -38,15 +41,56 @@ fn torus() -> Torus {
     Torus {
         traffic: scratch_file(&dir, "traffic.toml", ALL_TO_ALL),
         conf: scratch_file(&dir, "opensm.conf", conf),
+        torus_conf: scratch_file(&dir, "torus-2QoS.conf", torus_2qos_conf(&topo)),
         net,
-        _dir: dir,
+        dir,
     }
+}
+
+/// An opensm.conf routing with `engine` alone, with QoS and VLs for its layers. The engine is
+/// named there, not with `--routing-engine`: the torus-2QoS.conf is read only when the
+/// configuration's own list names torus-2QoS.
+fn layered_conf(torus: &Torus, engine: &str) -> PathBuf {
+    let conf = format!(
+        "routing_engine {engine},no_fallback\n{LAYERED}torus_config {}\n",
+        torus.torus_conf.display()
+    );
+    scratch_file(&torus.dir, &format!("opensm-{engine}.conf"), conf)
+}
+
+/// QoS on, SL i on VL i at every port, and eight data VLs on every link (the generated
+/// ports' VLCap): each layer the engines make gets a VL of its own. torus-2QoS routes only
+/// with QoS on.
+const LAYERED: &str = "qos TRUE\nmax_op_vls 4\nqos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7\n";
+
+/// The 4x4 torus's torus-2QoS.conf, seeded at S0_0: both directions of both rings, which a
+/// radix of 4 needs.
+fn torus_2qos_conf(topo: &Topology) -> String {
+    let guid = |name: &str| topo.node(topo.node_by_name(name).unwrap()).unwrap().guid;
+    let mut conf = String::from("torus 4 4 1\n");
+    for (dim, plus, minus) in [("x", "S1_0", "S3_0"), ("y", "S0_1", "S0_3")] {
+        let seed = guid("S0_0");
+        conf += &format!("{dim}p_link {seed:#x} {:#x}\n", guid(plus));
+        conf += &format!("{dim}m_link {seed:#x} {:#x}\n", guid(minus));
+    }
+    conf
 }
 
 /// `ibqos sim` on the torus, routed by `engine`, with `extra` arguments.
 fn sim(torus: &Torus, engine: &str, extra: &[&str]) -> std::process::Output {
+    sim_with(torus, &torus.conf, Some(engine), extra)
+}
+
+/// `ibqos sim` on the torus with the configuration `conf`, routed by `engine` if given, else
+/// by the configuration's engines.
+fn sim_with(
+    torus: &Torus,
+    conf: &Path,
+    engine: Option<&str>,
+    extra: &[&str],
+) -> std::process::Output {
     let path = |p: &Path| p.to_str().unwrap().to_owned();
-    let (net, conf, traffic) = (path(&torus.net), path(&torus.conf), path(&torus.traffic));
+    let (net, conf, traffic) = (path(&torus.net), path(conf), path(&torus.traffic));
     let mut args = vec![
         "sim",
         "--topology",
@@ -56,7 +100,9 @@ fn sim(torus: &Torus, engine: &str, extra: &[&str]) -> std::process::Output {
         "--traffic",
         &traffic,
     ];
-    args.extend(["--routing-engine", engine]);
+    if let Some(engine) = engine {
+        args.extend(["--routing-engine", engine]);
+    }
     args.extend(extra);
     ibqos(&args)
 }
@@ -125,6 +171,55 @@ fn updn_on_the_same_torus_and_traffic_runs_to_the_end() {
     let report = json_report(sim(&torus, "updn,no_fallback", &["--json"]));
     assert!(report.get("deadlock").is_none(), "{}", report["deadlock"]);
     assert_eq!(report["duration_ns"], 300_000);
+}
+
+/// The VLs that carried packets between two switches.
+fn switch_link_vls(report: &Value) -> Vec<u64> {
+    let switch = |end: &Value| {
+        end.as_str()
+            .unwrap()
+            .trim_start_matches('"')
+            .starts_with('S')
+    };
+    let mut vls: Vec<u64> = report["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|link| switch(&link["from"]) && switch(&link["to"]))
+        .flat_map(|link| link["vls"].as_array().unwrap())
+        .filter(|vl| vl["packets"].as_u64().unwrap() > 0)
+        .map(|vl| vl["vl"].as_u64().unwrap())
+        .collect();
+    vls.sort_unstable();
+    vls.dedup();
+    vls
+}
+
+/// The engines that break the torus's credit loops with SLs and VLs run the traffic that
+/// deadlocks minhop to its end, their layers on several VLs; minhop, with the same
+/// configuration, still deadlocks: the VLs alone do not free it.
+#[test]
+fn layered_engines_on_the_same_torus_and_traffic_run_to_the_end() {
+    let torus = torus();
+    for engine in ["lash", "dfsssp", "torus-2QoS"] {
+        let conf = layered_conf(&torus, engine);
+        let output = sim_with(&torus, &conf, None, &["--json"]);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{engine}: {stderr}");
+        let report = json_report(output);
+        assert!(
+            report.get("deadlock").is_none(),
+            "{engine}: {}",
+            report["deadlock"]
+        );
+        assert_eq!(report["duration_ns"], 300_000, "{engine}");
+        let vls = switch_link_vls(&report);
+        assert!(vls.len() > 1, "{engine} used VLs {vls:?}");
+        let sls = report["sls"].as_array().unwrap();
+        assert!(sls.len() > 1, "{engine} used SLs {sls:?}");
+    }
+    let minhop = sim_with(&torus, &layered_conf(&torus, "minhop"), None, &["--json"]);
+    assert_eq!(minhop.status.code(), Some(3), "{minhop:?}");
 }
 
 /// A run on two threads does not watch: it says so, and runs the frozen fabric to its end.
