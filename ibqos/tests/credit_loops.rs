@@ -10,10 +10,10 @@ use ibqos_fabric::generate::{assign_missing_lids, ring};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_mad::{Attribute, Routing, SlToVlMappingTableRepr, SlToVlModifier, Smp, SmpRepr};
 use ibqos_sm::manager::Run;
-use ibqos_tests::credit_loops::{check_with_dateline, dateline_tables, names_the_loop_up_the_ring};
 use ibqos_transport::emulated::EmulatedTransport;
 use tempfile::TempDir;
 
+use common::dateline::{check_with_dateline, dateline_tables, names_the_loop_up_the_ring};
 use common::{EmulatedSm, generated_net, ibqos, scratch_file};
 
 /// A 6-switch ring with one host each, the SM attached at H0_0.

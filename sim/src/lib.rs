@@ -46,7 +46,7 @@ pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight}
 pub use build::held::{Mismatch, held_forwarding};
 pub use build::port_vls::NodeVls;
 pub use build::{
-    BuildError, Built, Forwarding, Tables, TopologyHosts, build_network, build_nodes,
+    BuildError, Built, BuiltNodes, Forwarding, Tables, TopologyHosts, build_network, build_nodes,
     build_routed_network,
 };
 pub use dcqcn::{

@@ -27,7 +27,6 @@
 //!
 //! Everything here is Linux-only, as ibsim and its LD_PRELOAD shim are.
 
-pub mod credit_loops;
 pub mod daemon;
 pub mod error;
 pub mod ibsim;

@@ -11,7 +11,10 @@ use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::generate::{ring, torus_2d};
 use ibqos_fabric::netfile::parse_net_file;
 use ibqos_mad::{Attribute, Routing, SlToVlMappingTableRepr, SlToVlModifier, SmpRepr};
-use ibqos_tests::credit_loops::{check_with_dateline, dateline_tables, names_the_loop_up_the_ring};
+#[path = "../../ibqos/tests/common/dateline.rs"]
+mod dateline;
+
+use dateline::{check_with_dateline, dateline_tables, names_the_loop_up_the_ring};
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::process::run_bounded;
 use ibqos_tests::scenario::Fabric;

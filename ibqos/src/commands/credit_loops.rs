@@ -174,8 +174,9 @@ fn held(args: &CreditLoopsArgs, loaded: Option<&Loaded>) -> Result<Held> {
         routes: &routed.routes,
         layering: &routed.layering,
     };
-    let (nodes, _, _) = build_nodes(&mut topo, tables, forwarding)
-        .with_context(|| format!("cannot plan the tables of {topology}"))?;
+    let nodes = build_nodes(&mut topo, tables, forwarding)
+        .with_context(|| format!("cannot plan the tables of {topology}"))?
+        .nodes;
     Ok(Held {
         topo,
         routes: routed.routes,
@@ -188,7 +189,7 @@ fn held(args: &CreditLoopsArgs, loaded: Option<&Loaded>) -> Result<Held> {
 
 /// The LFTs, LIDs and tables `dump` holds, on `topo`.
 fn from_dump(mut topo: Topology, dump: &FabricDump, source: String) -> Result<Held> {
-    let (nodes, _, _) = build_nodes(&mut topo, Tables::Held(dump), Forwarding::Held(dump))?;
+    let nodes = build_nodes(&mut topo, Tables::Held(dump), Forwarding::Held(dump))?.nodes;
     let lfts = topo
         .switches()
         .map(|(id, _)| (id, nodes[id.index()].lft.clone()))

@@ -18,6 +18,7 @@ use ibqos_transport::emulated::EmulatedTransport;
 use tempfile::TempDir;
 
 pub mod daemon;
+pub mod dateline;
 pub mod sysfs;
 
 /// The settings an opensm.conf (or ibqos.toml) in the repository gives.

@@ -154,7 +154,11 @@ pub fn build_routed_network(
     forwarding: Forwarding<'_>,
     traffic: &Traffic,
 ) -> Result<Built, BuildError> {
-    let (nodes, passed_over, layering) = build_nodes(topo, tables, forwarding)?;
+    let BuiltNodes {
+        nodes,
+        passed_over,
+        layering,
+    } = build_nodes(topo, tables, forwarding)?;
     let links = topo
         .links()
         .map(|(a, b)| Link {
@@ -181,14 +185,22 @@ pub fn build_routed_network(
     })
 }
 
-/// Every node of `topo` (by node index) with `tables` on its ports and, on a switch, the LFT
-/// `forwarding` gives; the routing engines passed over before the one that routed; and what
-/// that routing decided beside the LFTs.
+/// A network's nodes built, without its links, with what their routing decided.
+#[derive(Debug)]
+pub struct BuiltNodes {
+    /// By node index of the topology.
+    pub nodes: Vec<Node>,
+    pub passed_over: Vec<Attempt>,
+    pub layering: Arc<dyn Layering>,
+}
+
+/// Every node of `topo` with `tables` on its ports and, on a switch, the LFT `forwarding`
+/// gives.
 pub fn build_nodes(
     topo: &mut Topology,
     tables: Tables<'_>,
     forwarding: Forwarding<'_>,
-) -> Result<(Vec<Node>, Vec<Attempt>, Arc<dyn Layering>), BuildError> {
+) -> Result<BuiltNodes, BuildError> {
     let (mut lfts, passed_over, layering): (BTreeMap<NodeId, Vec<u8>>, _, _) = match forwarding {
         Forwarding::Engines(engines) => {
             assign_missing_lids(topo).map_err(BuildError::Lids)?;
@@ -247,7 +259,11 @@ pub fn build_nodes(
         }
         nodes.push(node);
     }
-    Ok((nodes, passed_over, layering))
+    Ok(BuiltNodes {
+        nodes,
+        passed_over,
+        layering,
+    })
 }
 
 /// What a port's tables are planned from: the configuration, and the routing's layering.

@@ -1,7 +1,8 @@
 //! A dateline on the ring of six switches (`ibqos_fabric::generate::ring(6, _)`): the SLs and
 //! the SL-to-VL tables that free minhop's routes there of credit loops, as a layered engine
 //! (torus-2QoS) would choose them. The credit-loop tests read them back from a fabric that holds
-//! them, until such an engine routes in ibqos.
+//! them: on the emulated fabric (ibqos/tests/credit_loops.rs) and on ibsim
+//! (tests/tests/credit_loops_ibsim.rs), which both include this one file.
 
 use std::collections::HashSet;
 
@@ -11,7 +12,8 @@ use ibqos_fabric::routing::{Layering, Routes, trace};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_sim::{Forwarding, NodeVls, Tables, build_nodes};
 
-use crate::{Error, Result};
+/// What goes wrong: said in words, for a test to panic with.
+type Result<T> = std::result::Result<T, String>;
 
 /// Paths over the link between S5 and S0 take SL1; the others keep the SL asked for.
 #[derive(Debug)]
@@ -25,7 +27,7 @@ impl Dateline {
         let switch = |name| {
             topology
                 .node_by_name(name)
-                .ok_or_else(|| Error::new(format!("no switch {name}: not the ring of six")))
+                .ok_or_else(|| format!("no switch {name}: not the ring of six"))
         };
         let wrap = [
             PortRef::new(switch("S5")?, 2),
@@ -78,8 +80,9 @@ pub fn check_with_dateline(
     dump: &FabricDump,
 ) -> Result<(Topology, CreditReport)> {
     let mut topology = topology.clone();
-    let (nodes, _, _) = build_nodes(&mut topology, Tables::Held(dump), Forwarding::Held(dump))
-        .map_err(|e| Error::new(format!("the dump does not fit: {e}")))?;
+    let nodes = build_nodes(&mut topology, Tables::Held(dump), Forwarding::Held(dump))
+        .map_err(|e| format!("the dump does not fit: {e}"))?
+        .nodes;
     let lfts = topology
         .switches()
         .map(|(id, _)| (id, nodes[id.index()].lft.clone()))
