@@ -43,11 +43,21 @@ pub trait PortVls: fmt::Debug {
 
 /// Port tables given one by one, every other port holding a default: how the SM describes the
 /// tables it verified, and how tests describe a fabric.
+///
+/// A switch programmed with optimized SL2VL Sets holds one table per output for every input:
+/// kept once per output (`every_input`), not once per pair, which on a fabric of a thousand
+/// 36-port switches is the difference between a thousand tables and a million. The later of a
+/// pair's own table and its output's is the one held, as the Sets were made.
 #[derive(Debug, Clone)]
 pub struct VlTables {
     default_sl2vl: Sl2VlTable,
     default_oper_vls: VlCount,
-    sl2vl: HashMap<(NodeId, u8, u8), Sl2VlTable>,
+    /// By (node, input, output): the table and when it was set.
+    sl2vl: HashMap<(NodeId, u8, u8), (u64, Sl2VlTable)>,
+    /// By (node, output), for every input: the table and when it was set.
+    every_input: HashMap<(NodeId, u8), (u64, Sl2VlTable)>,
+    /// How many tables were set so far: the order of the Sets.
+    sets: u64,
     oper_vls: HashMap<PortRef, VlCount>,
 }
 
@@ -58,13 +68,22 @@ impl VlTables {
             default_sl2vl: sl2vl,
             default_oper_vls: oper_vls,
             sl2vl: HashMap::new(),
+            every_input: HashMap::new(),
+            sets: 0,
             oper_vls: HashMap::new(),
         }
     }
 
     /// Sets the table of (`input`, `output`) on `node` ([`PortVls::sl2vl`] says which).
     pub fn set_sl2vl(&mut self, node: NodeId, input: u8, output: u8, table: Sl2VlTable) {
-        self.sl2vl.insert((node, input, output), table);
+        self.sets += 1;
+        self.sl2vl.insert((node, input, output), (self.sets, table));
+    }
+
+    /// Sets the table of every input to `output` on switch `node`.
+    pub fn set_sl2vl_every_input(&mut self, node: NodeId, output: u8, table: Sl2VlTable) {
+        self.sets += 1;
+        self.every_input.insert((node, output), (self.sets, table));
     }
 
     pub fn set_oper_vls(&mut self, port: PortRef, vls: VlCount) {
@@ -74,10 +93,19 @@ impl VlTables {
 
 impl PortVls for VlTables {
     fn sl2vl(&self, node: NodeId, input: u8, output: u8) -> Sl2VlTable {
-        self.sl2vl
-            .get(&(node, input, output))
-            .copied()
-            .unwrap_or(self.default_sl2vl)
+        let pair = self.sl2vl.get(&(node, input, output));
+        let every = self.every_input.get(&(node, output));
+        match (pair, every) {
+            (Some((when, table)), Some((later, every))) => {
+                if when > later {
+                    *table
+                } else {
+                    *every
+                }
+            }
+            (Some((_, table)), None) | (None, Some((_, table))) => *table,
+            (None, None) => self.default_sl2vl,
+        }
     }
 
     fn oper_vls(&self, port: PortRef) -> VlCount {

@@ -355,3 +355,26 @@ fn asking_path_by_path_finds_what_the_shared_sources_find() {
     assert_eq!(cycles(&shared), cycles(&asked));
     assert_witnessed(&topology, &routes, &shared);
 }
+
+/// A switch's table for every input and a pair's own table: the later Set is what it holds.
+#[test]
+fn the_later_of_a_pairs_table_and_its_outputs_is_held() {
+    let node = NodeId(3);
+    let table = |vl: u8| Sl2VlTable([Vl::from_nibble(vl); 16]);
+    let mut vls = VlTables::new(table(0), VlCount::Eight);
+    vls.set_sl2vl_every_input(node, 2, table(1));
+    vls.set_sl2vl(node, 5, 2, table(2));
+    assert_eq!(vls.sl2vl(node, 5, 2), table(2), "the pair's, set later");
+    assert_eq!(
+        vls.sl2vl(node, 4, 2),
+        table(1),
+        "the output's, for the other inputs"
+    );
+    vls.set_sl2vl_every_input(node, 2, table(3));
+    assert_eq!(vls.sl2vl(node, 5, 2), table(3), "the output's, set later");
+    assert_eq!(
+        vls.sl2vl(node, 5, 1),
+        table(0),
+        "another output: the default"
+    );
+}

@@ -10,7 +10,7 @@ use ibqos_fabric::credit_loops::{
 };
 use ibqos_fabric::routing::Routes;
 use ibqos_fabric::{NodeId, PortRef, Topology};
-use ibqos_mad::Attribute;
+use ibqos_mad::{Attribute, SlToVlModifier};
 use ibqos_qos::{Sl2VlTable, Vl, VlCount};
 use tracing::{debug, warn};
 
@@ -96,8 +96,18 @@ pub fn check_sweep(sweep: &Sweep, hints: SlSet) -> Option<CreditCheck> {
         };
         if fabric_node.is_switch() {
             let outputs = write.ports.iter().map(|key| key.port);
-            for (input, output) in scope.pairs(0..=fabric_node.num_ports(), outputs) {
-                vls.set_sl2vl(node, input, output, table);
+            match scope {
+                // An optimized Set: one table per output, kept once.
+                SlToVlModifier::AllInputs { .. } | SlToVlModifier::All => {
+                    for output in outputs {
+                        vls.set_sl2vl_every_input(node, output, table);
+                    }
+                }
+                _ => {
+                    for (input, output) in scope.pairs(0..=fabric_node.num_ports(), outputs) {
+                        vls.set_sl2vl(node, input, output, table);
+                    }
+                }
             }
         } else {
             // A CA's one table: the Set names the port it programs.
