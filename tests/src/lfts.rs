@@ -190,7 +190,7 @@ pub struct Logs {
 }
 
 impl Logs {
-    /// Requires both SMs to have routed with `engine`: OpenSM's "<engine> tables configured on
+    /// Requires both SMs to have routed with `engine`: OpenSM's "`<engine>` tables configured on
     /// all switches", and no engine passed over in ibqos's log.
     pub fn assert_routed_by(&self, engine: &str) {
         let opensm = format!("{engine} tables configured on all switches");

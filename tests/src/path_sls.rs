@@ -44,6 +44,36 @@ const EXITED_0: &str = "--- exit status: 0";
 /// At most this many differing pairs are shown in a failure.
 const SHOWN: usize = 20;
 
+/// A qos-policy.conf of two QoS levels: SL `between_cas` by default, SL `toward_switches` for
+/// paths to a switch's port 0.
+pub fn two_level_policy(between_cas: u8, toward_switches: u8) -> String {
+    format!(
+        "port-groups
+    port-group
+        name: Switches
+        node-type: SWITCH
+    end-port-group
+end-port-groups
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: {between_cas}
+    end-qos-level
+    qos-level
+        name: Management
+        sl: {toward_switches}
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        destination: Switches
+        qos-level-name: Management
+    end-qos-match-rule
+end-qos-match-rules
+"
+    )
+}
+
 /// `session`'s PathRecord SL for every ordered pair of endports (each port with itself
 /// included), asking `samples` times per pair.
 pub fn path_sls(session: &Session, samples: usize) -> Result<PathSls> {

@@ -2,36 +2,10 @@
 //! oracle of `ibqos_tests::path_sls`: every ordered pair of endports asked of both SAs.
 
 use ibqos_fabric::generate;
-use ibqos_tests::path_sls::{path_sls_match_opensm, path_sls_within};
+use ibqos_tests::path_sls::{path_sls_match_opensm, path_sls_within, two_level_policy};
 use ibqos_tests::sa::SmSetup;
 use ibqos_tests::scenario::Fabric;
 use ibqos_tests::{NodeKind, TestDir};
-
-/// A policy whose SL depends on the pair: SL 5 toward a switch, SL 3 between CAs.
-const POLICY: &str = "\
-port-groups
-    port-group
-        name: Switches
-        node-type: SWITCH
-    end-port-group
-end-port-groups
-qos-levels
-    qos-level
-        name: DEFAULT
-        sl: 3
-    end-qos-level
-    qos-level
-        name: Management
-        sl: 5
-    end-qos-level
-end-qos-levels
-qos-match-rules
-    qos-match-rule
-        destination: Switches
-        qos-level-name: Management
-    end-qos-match-rule
-end-qos-match-rules
-";
 
 /// MinHop has no path SL: every PathRecord carries the policy's SL, on both SMs, on a ring
 /// (a fabric with a cycle, where the layered engines would spend SLs).
@@ -39,9 +13,11 @@ end-qos-match-rules
 fn minhop_keeps_the_policys_sl_for_every_pair() {
     let dir = TestDir::new("path-sl-minhop");
     let fabric = Fabric::generated("ring-4", &generate::ring(4, 2).unwrap(), dir.path()).unwrap();
+    // SL 5 toward a switch, SL 3 between CAs.
+    let policy = two_level_policy(3, 5);
     let setup = SmSetup {
         options: "routing_engine minhop\nqos TRUE\n",
-        policy: Some(POLICY),
+        policy: Some(&policy),
         ..SmSetup::default()
     };
     let sls = path_sls_match_opensm(&fabric, &setup, &dir);

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use ibqos_fabric::generate::torus_2d;
 use ibqos_tests::lfts::lfts_match_opensm_logs;
 use ibqos_tests::opensm::run_opensm_once;
-use ibqos_tests::path_sls::path_sls_match_opensm;
+use ibqos_tests::path_sls::{path_sls_match_opensm, two_level_policy};
 use ibqos_tests::readback::Failures;
 use ibqos_tests::sa::SmSetup;
 use ibqos_tests::scenario::Fabric;
@@ -194,32 +194,6 @@ fn port_tables_match_opensm_on_a_4x4_torus() {
     f.assert_none();
 }
 
-/// A policy whose SL differs by QoS level (SL bit 3): 9 between CAs, 2 toward switches.
-const POLICY: &str = "\
-port-groups
-    port-group
-        name: Switches
-        node-type: SWITCH
-    end-port-group
-end-port-groups
-qos-levels
-    qos-level
-        name: DEFAULT
-        sl: 9
-    end-qos-level
-    qos-level
-        name: Management
-        sl: 2
-    end-qos-level
-end-qos-levels
-qos-match-rules
-    qos-match-rule
-        destination: Switches
-        qos-level-name: Management
-    end-qos-match-rule
-end-qos-match-rules
-";
-
 /// The PathRecord SL of every ordered pair of end ports, switches' port 0 included, is
 /// OpenSM's: the datelines the pair's path crosses, and only the QoS level of the policy's SL.
 #[test]
@@ -227,9 +201,12 @@ fn path_sls_match_opensm_on_a_4x4_torus() {
     let dir = TestDir::new("routing-torus-path-sl");
     let (fabric, conf) = torus(4, 4, &dir);
     let options = options(&conf, true);
+    // SLs that differ in bit 3, the QoS level torus-2QoS keeps: 9 between CAs, 2 toward
+    // switches.
+    let policy = two_level_policy(9, 2);
     let setup = SmSetup {
         options: &options,
-        policy: Some(POLICY),
+        policy: Some(&policy),
         ..SmSetup::default()
     };
     let sls = path_sls_match_opensm(&fabric, &setup, &dir);
