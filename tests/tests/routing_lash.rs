@@ -141,9 +141,15 @@ fn lash_on_fat_tree_16() {
 /// Every pair's PathRecord SL under LASH equals OpenSM's, on the fabric `name` with `options`.
 /// Returns the SLs.
 fn lash_sls(name: &str, options: &str) -> PathSls {
-    let dir = TestDir::new(&format!("path-sl-lash-{name}"));
+    engine_sls("lash", name, options)
+}
+
+/// Every pair's PathRecord SL under `engine` equals OpenSM's, on the fabric `name` with
+/// `options`. Returns the SLs.
+fn engine_sls(engine: &str, name: &str, options: &str) -> PathSls {
+    let dir = TestDir::new(&format!("path-sl-{engine}-{name}"));
     let fabric = layered(name, &dir).unwrap();
-    let options = format!("routing_engine lash\n{options}");
+    let options = format!("routing_engine {engine}\n{options}");
     let setup = SmSetup {
         options: &options,
         ..SmSetup::default()
@@ -167,6 +173,12 @@ fn lash_path_sls_on_torus_4x4() {
 fn lash_path_sls_on_torus_4x4_with_qos() {
     let sls = lash_sls("torus-4x4", "qos TRUE\n");
     assert!(lanes_of(&sls).len() > 1, "{:?}", lanes_of(&sls));
+}
+
+/// DOR has no path SL of its own: every pair keeps the policy's, as on OpenSM.
+#[test]
+fn dor_path_sls_on_torus_4x4() {
+    engine_sls("dor", "torus-4x4", "qos TRUE\n");
 }
 
 #[test]

@@ -45,6 +45,17 @@ fn updn_leaves_the_qos_managers_sl2vl_tables() {
     );
 }
 
+/// LASH spends SLs as lanes and DOR none; neither writes SL2VL tables.
+#[test]
+fn lash_leaves_the_qos_managers_sl2vl_tables() {
+    on("lash", "ring-4", &generate::ring(4, 1).unwrap());
+}
+
+#[test]
+fn dor_leaves_the_qos_managers_sl2vl_tables() {
+    on("dor", "ring-4", &generate::ring(4, 1).unwrap());
+}
+
 /// DFSSSP spends SLs as VL layers and leaves the tables to the QoS manager: on the ring it
 /// needs two layers, which the default tables keep apart.
 #[test]
