@@ -222,6 +222,62 @@ fn layered_engines_on_the_same_torus_and_traffic_run_to_the_end() {
     assert_eq!(minhop.status.code(), Some(3), "{minhop:?}");
 }
 
+/// The checker, the simulator's independent witness, agrees: with that same configuration
+/// `ibqos credit-loops` finds minhop's loop on the torus and none where LASH or torus-2QoS
+/// route (their path SLs through the layering, their tables as planned). DFSSSP's routes
+/// between hosts are free, but it never checks paths that start at a switch (OpenSM's
+/// `dfsssp_remove_deadlocks` adds no channel for them), and those close loops on VL0: every
+/// loop the checker names there has a closing route from a switch's port 0.
+#[test]
+fn the_checker_agrees_with_the_simulator_on_the_layered_engines() {
+    let torus = torus();
+    let net = torus.net.to_str().unwrap();
+    for (engine, status) in [("minhop", 1), ("lash", 0), ("torus-2QoS", 0), ("dfsssp", 1)] {
+        let conf = layered_conf(&torus, engine);
+        let output = ibqos(&[
+            "credit-loops",
+            "--topology",
+            net,
+            "-F",
+            conf.to_str().unwrap(),
+        ]);
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(
+            output.status.code(),
+            Some(status),
+            "{engine}: {text}{stderr}"
+        );
+        assert!(
+            text.contains(&format!("(routed by {engine})")),
+            "{engine}: {text}"
+        );
+        if status == 0 {
+            assert!(text.contains("No credit loop"), "{engine}: {text}");
+        }
+        if engine == "dfsssp" {
+            let loops: Vec<&str> = text.split("\nLoop ").skip(1).collect();
+            assert!(!loops.is_empty(), "{text}");
+            for found in loops {
+                assert!(
+                    found.lines().any(starts_at_a_switch),
+                    "a loop without a switch's path: {found}"
+                );
+            }
+        }
+    }
+}
+
+/// Whether a closing route of the checker's report, `... : LID 1 "S0_0"[0] to LID ...`, starts
+/// at a switch's port 0 (the torus's switches are named S, its hosts H).
+fn starts_at_a_switch(line: &str) -> bool {
+    let Some((_, route)) = line.split_once(": LID ") else {
+        return false;
+    };
+    let source = route.split(" to ").next().unwrap_or_default();
+    source.contains(" \"S") && source.ends_with("[0]")
+}
+
 /// A run on two threads does not watch: it says so, and runs the frozen fabric to its end.
 #[test]
 fn a_run_on_two_threads_says_it_does_not_watch() {
