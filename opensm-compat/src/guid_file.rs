@@ -201,6 +201,7 @@ fn pieces(bytes: &[u8]) -> impl Iterator<Item = Piece> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::located_codes;
 
     fn read(text: &str) -> GuidFile {
         parse("root_guid_file", "roots", text.as_bytes())
@@ -208,16 +209,6 @@ mod tests {
 
     fn guids(file: &GuidFile) -> (&[u64], bool) {
         (&file.list.guids, file.list.complete)
-    }
-
-    fn codes(file: &GuidFile) -> Vec<(&str, usize, usize)> {
-        file.diagnostics
-            .iter()
-            .map(|d| {
-                let at = d.location.as_ref().expect("located");
-                (d.code.as_str(), at.line, at.col)
-            })
-            .collect()
     }
 
     #[test]
@@ -232,7 +223,10 @@ mod tests {
     fn the_first_bad_line_stops_the_reading() {
         let file = read("0x1\n0x2g\n0x3\n");
         assert_eq!(guids(&file), (&[1][..], false));
-        assert_eq!(codes(&file), [("guid-file-stops", 2, 1)]);
+        assert_eq!(
+            located_codes(&file.diagnostics),
+            [("guid-file-stops", 2, 1)]
+        );
         assert!(
             file.diagnostics[0].message.contains("`0x2g` is not a GUID"),
             "{:?}",
@@ -240,7 +234,10 @@ mod tests {
         );
         let file = read("0x1\n  spine-1\n");
         assert_eq!(guids(&file), (&[1][..], false));
-        assert_eq!(codes(&file), [("guid-file-stops", 2, 3)]);
+        assert_eq!(
+            located_codes(&file.diagnostics),
+            [("guid-file-stops", 2, 3)]
+        );
     }
 
     #[test]
@@ -258,7 +255,7 @@ mod tests {
         let line = format!("0x1 {}0x5\n", "x".repeat(251));
         let file = read(&line);
         assert_eq!(guids(&file), (&[1, 5][..], true));
-        assert_eq!(codes(&file), [("line-split", 1, 256)]);
+        assert_eq!(located_codes(&file.diagnostics), [("line-split", 1, 256)]);
         let line = format!("0x1 {}nope\n", "x".repeat(251));
         assert!(!read(&line).list.complete);
     }

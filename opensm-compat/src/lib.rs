@@ -74,6 +74,18 @@ pub use settings::{
     LinkSettings, MKeySecret, OptionChange, Settings, SmSettings, changed_options, option_names,
 };
 
+/// Each diagnostic's code, line and column: what the readers' tests compare.
+#[cfg(test)]
+fn located_codes(diagnostics: &[Diagnostic]) -> Vec<(&str, usize, usize)> {
+    diagnostics
+        .iter()
+        .map(|d| {
+            let at = d.location.as_ref().expect("located");
+            (d.code.as_str(), at.line, at.col)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;

@@ -448,19 +448,10 @@ enum SeedKeyword {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::located_codes;
 
     fn read(text: &str) -> TorusConfigFile {
         parse("torus-2QoS.conf", text.as_bytes())
-    }
-
-    fn codes(file: &TorusConfigFile) -> Vec<(&str, usize, usize)> {
-        file.diagnostics
-            .iter()
-            .map(|d| {
-                let at = d.location.as_ref().expect("located");
-                (d.code.as_str(), at.line, at.col)
-            })
-            .collect()
     }
 
     /// The example of torus-2QoS.conf(5), read as OpenSM reads it.
@@ -512,7 +503,7 @@ mod tests {
             Some("ERR 4E13: parsing 'xp_link': line 2")
         );
         assert_eq!(
-            codes(&file),
+            located_codes(&file.diagnostics),
             [
                 ("torus-config-fails", 2, 1),
                 ("torus-config-fails", 3, 1),
@@ -530,7 +521,10 @@ mod tests {
         let file = read("port_order 3 1 3 # first\n");
         assert_eq!(file.config.port_order[..4], [3, 1, 0, 2]);
         assert_eq!(file.config.port_order.len(), PORT_ORDER_LEN);
-        assert_eq!(codes(&file), [("torus-config-ignored", 1, 18)]);
+        assert_eq!(
+            located_codes(&file.diagnostics),
+            [("torus-config-ignored", 1, 18)]
+        );
     }
 
     #[test]
@@ -539,7 +533,7 @@ mod tests {
         assert_eq!(file.config.portgroup_max_ports, 8);
         assert_eq!(file.config.max_changes, 4);
         assert_eq!(
-            codes(&file),
+            located_codes(&file.diagnostics),
             [
                 ("torus-config-ignored", 1, 21),
                 ("torus-config-ignored", 2, 15)
