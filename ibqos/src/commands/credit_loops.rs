@@ -123,17 +123,7 @@ fn held(args: &CreditLoopsArgs, loaded: Option<&Loaded>) -> Result<Held> {
     };
     let mut topo = fabric::load(topology)?;
     if let Some(path) = &args.dump {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let dump = FabricDump::from_json(&text)
-            .with_context(|| format!("{} is no fabric dump", path.display()))?;
-        if !dump.has_lfts() {
-            bail!(
-                "{} holds no LFT: no SM had programmed the fabric, or an ibqos older than \
-                 dumps with LFTs wrote it",
-                path.display()
-            );
-        }
+        let dump = dump::read_with_lfts(path)?;
         return from_dump(topo, &dump, path.display().to_string())
             .with_context(|| format!("{} does not fit {topology}", path.display()));
     }

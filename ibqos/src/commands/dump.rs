@@ -3,10 +3,12 @@
 //! writes of an emulated fabric.
 
 use std::io::Write as _;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use ibqos_exchange::scheduler::SchedulerConfig;
+use ibqos_fabric::dump::FabricDump;
 use ibqos_opensm::Settings;
 use ibqos_sm::config::scheduler_config;
 use ibqos_sm::engine::survey::Survey;
@@ -37,6 +39,27 @@ pub fn run(args: &DumpArgs) -> Result<Outcome> {
         surveyed.stats().total_sent()
     );
     Ok(Outcome::Success)
+}
+
+/// The fabric dump in the file `path` (`ibqos dump`, `ibqos fabric dump`).
+pub fn read(path: &Path) -> Result<FabricDump> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    FabricDump::from_json(&text).with_context(|| format!("{} is no fabric dump", path.display()))
+}
+
+/// The fabric dump in the file `path`, which must hold the switches' LFTs: the forwarding a
+/// report on routes reads.
+pub fn read_with_lfts(path: &Path) -> Result<FabricDump> {
+    let dump = read(path)?;
+    if !dump.has_lfts() {
+        bail!(
+            "{} holds no LFT: no SM had programmed the fabric, or an ibqos older than dumps \
+             with LFTs wrote it",
+            path.display()
+        );
+    }
+    Ok(dump)
 }
 
 /// Surveys `fabric` to the end, sending Gets as `args` says. A Get with no usable answer after

@@ -90,17 +90,7 @@ fn forwarding(args: &LftBalanceArgs) -> Result<Forwarding> {
     };
     let mut topo = fabric::load(topology)?;
     if let Some(path) = &args.dump {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let held = FabricDump::from_json(&text)
-            .with_context(|| format!("{} is no fabric dump", path.display()))?;
-        if !held.has_lfts() {
-            bail!(
-                "{} holds no LFT: no SM had programmed the fabric, or an ibqos older than \
-                 dumps with LFTs wrote it",
-                path.display()
-            );
-        }
+        let held = dump::read_with_lfts(path)?;
         let routes = held_routes(&mut topo, &held)
             .with_context(|| format!("{} does not fit {topology}", path.display()))?;
         return Ok(Forwarding {

@@ -7,7 +7,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use ibqos_fabric::dump::FabricDump;
 use ibqos_fabric::netfile::parse_net_file;
 use ibqos_fabric::routing::EngineList;
 use ibqos_sim::{
@@ -17,7 +16,7 @@ use ibqos_sim::{
 use ibqos_sm::config::{routing_engines, routing_options};
 
 use crate::cli::SimArgs;
-use crate::commands::{Outcome, load_config, setup_on};
+use crate::commands::{Outcome, dump, load_config, setup_on};
 use crate::diagnostics::FileError;
 
 /// Steps a run is cut into, to drive the progress bar.
@@ -160,10 +159,7 @@ pub fn setup(
             (Some(tables), Forwarding::Engines(&engines))
         }
         TableSource::Dump(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            dump = FabricDump::from_json(&text)
-                .with_context(|| format!("{} is no fabric dump", path.display()))?;
+            dump = dump::read(path)?;
             // The dump's own LFTs, unless engines are named or it has none (an older dump).
             let forwarding = if named.is_none() && dump.has_lfts() {
                 Forwarding::Held(&dump)
