@@ -11,9 +11,9 @@
 //! highest count of the first search to each of them, so they serve only where nothing else
 //! does. A count that reaches the hop limit marks the port unusable, as OpenSM's ERR AE02 does.
 
-use super::balance::{self, NoPath};
 use ibqos_qos::VlCount;
 
+use super::balance::{self, NoPath};
 use super::engine::{Engine, Routing};
 use super::updn::{Dir, Links, Turns, search};
 use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};

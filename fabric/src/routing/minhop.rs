@@ -1,8 +1,8 @@
 //! Min-hop routing (OpenSM's default engine, `osm_ucast_mgr.c`).
 
-use super::balance::{self, NoPath};
 use ibqos_qos::VlCount;
 
+use super::balance::{self, NoPath};
 use super::engine::{Engine, Routing};
 use super::{Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
 use crate::topology::Topology;

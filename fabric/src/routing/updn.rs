@@ -25,9 +25,9 @@
 
 use std::collections::VecDeque;
 
-use super::balance::{self, NoPath};
 use ibqos_qos::VlCount;
 
+use super::balance::{self, NoPath};
 use super::engine::{Engine, Routing};
 use super::minhop::shortest_toward;
 use super::{GuidFile, Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
