@@ -1,15 +1,16 @@
-//! DFSSSP and SSSP routing time, in-process, on a net file: each engine's `unicast` call alone,
-//! after the file is read and LIDs given (LMC 0, where the file has none), on 8 data VLs (what
-//! ibsim's ports run when OpenSM routes its first sweep). The median of the rounds, in ms.
+//! Routing time, in-process, on a net file: each engine's `unicast` call alone, after the file
+//! is read and LIDs given (LMC 0, where the file has none), on 8 data VLs (what ibsim's ports
+//! run when OpenSM routes its first sweep). The median of the rounds, in ms.
 //!
-//! `cargo bench -p ibqos-fabric --bench routing -- NETFILE [ROUNDS]`; scripts/bench-routing.sh
-//! runs it beside OpenSM's DFSSSP.
+//! `cargo bench -p ibqos-fabric --bench routing -- NETFILE [ROUNDS [ENGINES]]`, ENGINES a
+//! comma-separated list of engine names (default `dfsssp,sssp`); scripts/bench-routing.sh runs
+//! it beside OpenSM's DFSSSP.
 
 use std::time::Instant;
 
 use ibqos_fabric::generate::assign_missing_lids;
 use ibqos_fabric::netfile::parse_net_file;
-use ibqos_fabric::routing::{Dfsssp, Engine, RoutingOptions, Sssp};
+use ibqos_fabric::routing::{ENGINES, RoutingOptions};
 use ibqos_qos::VlCount;
 
 fn main() {
@@ -19,7 +20,9 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let Some(net) = args.first() else {
-        eprintln!("usage: cargo bench -p ibqos-fabric --bench routing -- NETFILE [ROUNDS]");
+        eprintln!(
+            "usage: cargo bench -p ibqos-fabric --bench routing -- NETFILE [ROUNDS [ENGINES]]"
+        );
         std::process::exit(2);
     };
     let rounds: usize = args
@@ -29,6 +32,19 @@ fn main() {
             eprintln!("routing bench: ROUNDS: {e}");
             std::process::exit(2);
         });
+    let names = args.get(2).map_or("dfsssp,sssp", String::as_str);
+    let engines: Vec<_> = names
+        .split(',')
+        .map(|name| {
+            ENGINES
+                .iter()
+                .find(|e| e.name() == name)
+                .unwrap_or_else(|| {
+                    eprintln!("routing bench: no engine named {name:?}");
+                    std::process::exit(2);
+                })
+        })
+        .collect();
     let mut topo = match parse_net_file(std::path::Path::new(net)) {
         Ok(parsed) => parsed.topology,
         Err(e) => {
@@ -41,7 +57,7 @@ fn main() {
         std::process::exit(1);
     }
     let options = RoutingOptions::default();
-    for engine in [&Dfsssp as &dyn Engine, &Sssp] {
+    for engine in engines {
         let mut times: Vec<f64> = (0..rounds.max(1))
             .map(|_| {
                 let start = Instant::now();

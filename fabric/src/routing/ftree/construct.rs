@@ -104,6 +104,7 @@ impl Tree {
             leaves: Vec::new(),
             max_cn_per_leaf: 0,
             max_lid: max_lid(topo),
+            ends: Vec::new(),
         };
         tree.add_ca_ports(topo, &slots, &ca_nodes, options)?;
         tree.add_switch_ports(topo, &slots);

@@ -142,6 +142,35 @@ struct Tree {
     lfts: PerLid,
     /// Every switch's hops toward each LID on the route set so far, [`NO_ROUTE`] for none.
     hops: PerLid,
+    /// What the walks read of each group, by group index, packed so that a switch's scan of
+    /// its down groups stays in cache; made when routing starts, once the groups are final.
+    ends: Vec<GroupEnd>,
+}
+
+/// The far end of a group as [`Tree::up_by_going_down`] scans it: the remote switch's index
+/// and LID, or [`GroupEnd::NO_SWITCH`] for a group toward a CA or without a link, which a
+/// scan passes over.
+#[derive(Debug, Clone, Copy)]
+struct GroupEnd {
+    switch: u32,
+    remote_lid: u16,
+}
+
+impl GroupEnd {
+    const NO_SWITCH: u32 = u32::MAX;
+
+    fn of(group: &Group) -> GroupEnd {
+        let switch = match group.remote {
+            Remote::Switch(s) if !group.links.is_empty() => {
+                u32::try_from(s).unwrap_or(Self::NO_SWITCH)
+            }
+            _ => Self::NO_SWITCH,
+        };
+        GroupEnd {
+            switch,
+            remote_lid: group.remote_lid,
+        }
+    }
 }
 
 /// One byte per switch and LID, [`NO_ROUTE`] at first. Stored LID by LID: a route is laid for
@@ -171,6 +200,12 @@ impl PerLid {
     fn set(&mut self, s: usize, lid: u16, value: u8) {
         let at = self.at(s, lid);
         self.bytes[at] = value;
+    }
+
+    /// Every switch's byte for `lid`, by switch index.
+    fn row(&self, lid: u16) -> &[u8] {
+        let start = usize::from(lid) * self.switches;
+        &self.bytes[start..start + self.switches]
     }
 
     /// Switch `s`'s bytes, LID by LID.

@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 
-use super::{NO_ROUTE, Remote, RoutingOptions, Tree};
+use super::{GroupEnd, NO_ROUTE, Remote, RoutingOptions, Tree};
 
 /// How a route is being laid: on the main path (its counters move) or a secondary one.
 #[derive(Debug, Clone, Copy)]
@@ -22,6 +22,7 @@ struct Walk {
 
 impl Tree {
     pub(super) fn route(&mut self, options: &RoutingOptions) {
+        self.ends = self.groups.iter().map(GroupEnd::of).collect();
         self.route_to_cns();
         self.route_to_non_cns(options.max_reverse_hops);
         self.route_to_switches();
@@ -262,24 +263,11 @@ impl Tree {
         let to_cas = self.switches[s].down_to_cas;
         let mut created = to_cas > 0;
         let first = if to_cas == downs { downs } else { 0 };
-        for k in first..downs + siblings {
-            let sw = &self.switches[s];
-            let g = if k < downs {
-                sw.down[k]
-            } else {
-                sw.sibling[k - downs]
-            };
-            let group = &self.groups[g];
-            let Remote::Switch(r) = group.remote else {
-                continue;
-            };
-            if prev_lid == Some(group.remote_lid) || group.links.is_empty() {
-                continue;
-            }
-            let least = self.hops.get(r, walk.lid);
-            if least != NO_ROUTE && u32::from(hops) + 1 >= u32::from(least) {
-                continue;
-            }
+        let mut from = first;
+        while let Some((k, g, r)) =
+            self.next_shorter(s, from..downs + siblings, walk.lid, prev_lid, hops)
+        {
+            from = k + 1;
             let link = self.least_loaded(g, |l| l.counter_up);
             self.set(r, walk.lid, self.groups[g].links[link].remote_port, next);
             let routed = self.up_by_going_down(r, None, walk, next);
@@ -295,6 +283,46 @@ impl Tree {
             sw.down_index = (sw.down_index + 1) % downs;
         }
         created
+    }
+
+    /// The first of switch `s`'s down groups (then siblings), at positions `positions`, whose
+    /// remote switch is not `prev_lid`'s and has no route to `lid` as short as `hops` + 1:
+    /// its position, group and remote switch. Nearly every group of a scan fails this, so it
+    /// reads only the packed [`GroupEnd`]s and the LID's row of hops. The lists are read
+    /// afresh at each call, as OpenSM indexes them while the walks below may re-sort them.
+    fn next_shorter(
+        &self,
+        s: usize,
+        positions: std::ops::Range<usize>,
+        lid: u16,
+        prev_lid: Option<u16>,
+        hops: u8,
+    ) -> Option<(usize, usize, usize)> {
+        let sw = &self.switches[s];
+        let row = self.hops.row(lid);
+        let limit = u32::from(hops) + 1;
+        let shorter = |offset: usize, list: &[usize], from: usize, to: usize| {
+            let (from, to) = (from.min(list.len()), to.min(list.len()));
+            list[from..to].iter().enumerate().find_map(|(i, &g)| {
+                let end = self.ends[g];
+                if end.switch == GroupEnd::NO_SWITCH || prev_lid == Some(end.remote_lid) {
+                    return None;
+                }
+                let r = end.switch as usize;
+                let least = row[r];
+                (least == NO_ROUTE || limit < u32::from(least)).then_some((offset + from + i, g, r))
+            })
+        };
+        let downs = sw.down.len();
+        shorter(0, &sw.down, positions.start, positions.end).or_else(|| {
+            let start = positions.start.saturating_sub(downs);
+            shorter(
+                downs,
+                &sw.sibling,
+                start,
+                positions.end.saturating_sub(downs),
+            )
+        })
     }
 
     /// The first link of group `g` with the least `counter`.
