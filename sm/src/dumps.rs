@@ -1,7 +1,8 @@
 //! OpenSM's dump files, byte for byte where OpenSM has them, from what a sweep found: text
-//! only, the caller writes it (under `dump_files_dir`).
+//! only, written into what the caller gives (a file under `dump_files_dir`, as it is made: a
+//! large fabric's dump is tens of megabytes).
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write};
 
 use ibqos_mad::{
     CapabilityMask, CapabilityMask2, Guid, NodeType, PortState, SlToVlMappingTableRepr, VlArbEntry,
@@ -17,10 +18,9 @@ use crate::sa::SaDb;
 /// link's width, state and speed. Kept as OpenSM writes it: the local VenID has 6 hex digits and
 /// the neighbour's 8, the neighbour's DevID is its 16-bit value shifted up 16 bits (OpenSM
 /// byte-swaps it as a 32-bit value), and the speed reads the neighbour's capability mask.
-pub fn subnet_lst(subnet: &Subnet) -> String {
+pub fn subnet_lst(subnet: &Subnet, out: &mut dyn Write) -> fmt::Result {
     let mut nodes: Vec<(&u64, &DiscoveredNode)> = subnet.nodes.iter().collect();
     nodes.sort_by_key(|(guid, _)| Guid(**guid).opensm_order());
-    let mut out = String::new();
     for (&guid, node) in nodes {
         for port in 1..=node.info.num_ports {
             let key = PortKey::new(guid, port);
@@ -38,31 +38,31 @@ pub fn subnet_lst(subnet: &Subnet) -> String {
             let Some(peer_default) = default_port(peer_node, peer) else {
                 continue;
             };
-            end(&mut out, node, local, local_default, port, End::Local);
+            end(out, node, local, local_default, port, End::Local)?;
             end(
-                &mut out,
+                out,
                 peer_node,
                 peer,
                 peer_default,
                 peer_key.port,
                 End::Neighbour,
-            );
+            )?;
             let speed = speed(local, peer_default);
-            let _ = writeln!(
+            writeln!(
                 out,
                 "PHY={} LOG={} SPD={speed}",
                 width(local, peer_default),
                 state(local.info.port_state)
-            );
+            )?;
         }
     }
-    out
+    Ok(())
 }
 
 /// `opensm-lfts.dump` (`dump_ucast_lfts`, osm_dump.c:331-366), which OpenSM writes when its log
 /// flags have ROUTING (0x40): every switch in OpenSM's switch table order, its routes for LIDs
 /// 0 to the subnet's highest, each with the node that owns the LID.
-pub fn lfts_dump(subnet: &Subnet, lfts: &Lfts) -> String {
+pub fn lfts_dump(subnet: &Subnet, lfts: &Lfts, out: &mut dyn Write) -> fmt::Result {
     let max_lid = lfts.max_lid();
     let mut owners = std::collections::BTreeMap::new();
     for (guid, number, port) in subnet.endports() {
@@ -73,59 +73,57 @@ pub fn lfts_dump(subnet: &Subnet, lfts: &Lfts) -> String {
     }
     let mut switches: Vec<(&u64, &Vec<u8>)> = lfts.tables.iter().collect();
     switches.sort_by_key(|(guid, _)| Guid(**guid).opensm_order());
-    let mut out = String::new();
     for (&guid, lft) in switches {
         let Some(node) = subnet.nodes.get(&guid) else {
             continue;
         };
         let lid = node.ports.get(&0).map_or(0, |p| p.lid);
-        let _ = writeln!(
+        writeln!(
             out,
             "Unicast lids [0-{max_lid}] of switch Lid {lid} guid 0x{guid:016x} ('{}'):",
             node.description
-        );
+        )?;
         for lid in 0..=max_lid {
             let port = lft.get(usize::from(lid)).copied().unwrap_or(u8::MAX);
             // OpenSM skips a LID whose port is past the switch's: no route (0xFF).
             if port > node.info.num_ports {
                 continue;
             }
-            let _ = write!(out, "0x{lid:04x} {port:03} # ");
+            write!(out, "0x{lid:04x} {port:03} # ")?;
             let owner = owners.get(&lid).and_then(|(g, n)| {
                 Some((subnet.nodes.get(g)?, subnet.port(PortKey::new(*g, *n))?))
             });
             match owner {
                 Some((owner, owner_port)) => {
-                    let _ = write!(
+                    write!(
                         out,
                         "{} portguid 0x{:016x}: '{}'",
                         node_type_name(owner.info.node_type),
                         owner_port.guid,
                         owner.description
-                    );
+                    )?;
                 }
-                None => out.push_str("unknown node and type"),
+                None => out.write_str("unknown node and type")?,
             }
-            out.push('\n');
+            out.write_char('\n')?;
         }
-        let _ = writeln!(out, "{max_lid} lids dumped");
+        writeln!(out, "{max_lid} lids dumped")?;
     }
-    out
+    Ok(())
 }
 
 /// `opensm-sl2vl.dump` (`dump_sl2vl_tbl`, osm_dump.c:502-552), which OpenSM writes with the
 /// routing dumps when QoS is on: every end port in OpenSM's port table order, a switch's table
 /// for every input to each linked output port (port 0 has no link, so never), a CA's one
 /// table; zeros where the SM programmed none, as OpenSM's cache holds them.
-pub fn sl2vl_dump(db: &SaDb) -> String {
+pub fn sl2vl_dump(db: &SaDb, out: &mut dyn Write) -> fmt::Result {
     const HEADER: &str = "#in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15";
     const SEPARATOR: &str = "#--------------------------------------------------------";
     let unprogrammed = SlToVlMappingTableRepr { vls: [0; 16] };
-    let row = |out: &mut String, input: u8, output: u8, table: &SlToVlMappingTableRepr| {
+    let row = |out: &mut dyn Write, input: u8, output: u8, table: &SlToVlMappingTableRepr| {
         let vls: String = table.vls.iter().map(|vl| format!(" {vl:<2}")).collect();
-        let _ = writeln!(out, "{input:<3} {output:<3} :{vls}");
+        writeln!(out, "{input:<3} {output:<3} :{vls}")
     };
-    let mut out = String::new();
     for key in db.endports_by_guid() {
         let (Some(node), Some(port)) = (db.node(key.node), db.port(key)) else {
             continue;
@@ -134,7 +132,7 @@ pub fn sl2vl_dump(db: &SaDb) -> String {
         if num_ports == 0 {
             continue;
         }
-        let _ = writeln!(out, "{}\n{HEADER}\n{SEPARATOR}", port_title(node, port));
+        writeln!(out, "{}\n{HEADER}\n{SEPARATOR}", port_title(node, port))?;
         if node.is_switch() {
             for output in 0..=num_ports {
                 if db.peer(PortKey::new(key.node, output)).is_none() {
@@ -142,25 +140,24 @@ pub fn sl2vl_dump(db: &SaDb) -> String {
                 }
                 for input in 0..=num_ports {
                     let table = db.sl2vl_table(key.node, input, output);
-                    row(&mut out, input, output, table.unwrap_or(&unprogrammed));
+                    row(out, input, output, table.unwrap_or(&unprogrammed))?;
                 }
             }
         } else {
             let table = db.sl2vl_table(key.node, 0, key.port);
-            row(&mut out, 0, 0, table.unwrap_or(&unprogrammed));
+            row(out, 0, 0, table.unwrap_or(&unprogrammed))?;
         }
-        let _ = writeln!(out, "{SEPARATOR}\n");
+        writeln!(out, "{SEPARATOR}\n")?;
     }
-    out
+    Ok(())
 }
 
 /// `ibqos-vlarb.dump`, which OpenSM lacks, in the style of its SL2VL dump. It lists every end port
 /// in OpenSM's port table order, and each of its ports (every port of a switch) with a
 /// VLArbitration table the sweep programmed. For each port it gives the VLHighLimit the port
 /// answered, and the high and low tables as `vl:weight` up to their last entry in use.
-pub fn vlarb_dump(db: &SaDb) -> String {
+pub fn vlarb_dump(db: &SaDb, out: &mut dyn Write) -> fmt::Result {
     const HEADER: &str = "#port VLHighLimit : high (vl:weight) | low (vl:weight)";
-    let mut out = String::new();
     for key in db.endports_by_guid() {
         let (Some(node), Some(port)) = (db.node(key.node), db.port(key)) else {
             continue;
@@ -184,19 +181,19 @@ pub fn vlarb_dump(db: &SaDb) -> String {
                 continue;
             }
             let limit = node.ports.get(&number).map_or(0, |p| p.info.vl_high_limit);
-            let _ = writeln!(
+            writeln!(
                 rows,
                 "{number:<5} {limit:<11} : {} | {}",
                 entries(high.as_deref()),
                 entries(low.as_deref())
-            );
+            )?;
         }
         if rows.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "{}\n{HEADER}\n{rows}", port_title(node, port));
+        writeln!(out, "{}\n{HEADER}\n{rows}", port_title(node, port))?;
     }
-    out
+    Ok(())
 }
 
 /// A VLArb table's entries up to its last in use, as `vl:weight` separated by blanks.
@@ -251,7 +248,14 @@ fn default_port<'a>(node: &'a DiscoveredNode, port: &'a Port) -> Option<&'a Port
     }
 }
 
-fn end(out: &mut String, node: &DiscoveredNode, port: &Port, default: &Port, number: u8, end: End) {
+fn end(
+    out: &mut dyn Write,
+    node: &DiscoveredNode,
+    port: &Port,
+    default: &Port,
+    number: u8,
+    end: End,
+) -> fmt::Result {
     let kind = match node.info.node_type {
         NodeType::Switch => "SW",
         NodeType::Ca => "CA",
@@ -274,7 +278,7 @@ fn end(out: &mut String, node: &DiscoveredNode, port: &Port, default: &Port, num
             format!("{:04X}", u32::from(info.device_id) << 16),
         ),
     };
-    let _ = write!(
+    write!(
         out,
         "{{ {kind}{sm} Ports:{:02X} SystemGUID:{:016x} NodeGUID:{:016x} PortGUID:{:016x} \
          VenID:{vendor} DevID:{device} Rev:{:08X} {{{}}} LID:{:04X} PN:{number:02X} }} ",
@@ -285,7 +289,7 @@ fn end(out: &mut String, node: &DiscoveredNode, port: &Port, default: &Port, num
         info.revision,
         node.description,
         default.lid,
-    );
+    )
 }
 
 /// `PHY=`: the local port's active width; 2x only where the neighbour's default port says it
@@ -397,7 +401,8 @@ mod tests {
             ..Subnet::default()
         };
         subnet.link(PortKey::new(0x10, 1), PortKey::new(0x20, 1));
-        let text = subnet_lst(&subnet);
+        let mut text = String::new();
+        subnet_lst(&subnet, &mut text).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         // 0x10 before 0x20 in OpenSM's order (byte-swapped GUIDs: 0x10.. < 0x20..). The SM's
         // port (its LID is the master SM's) is CA-SM; the local VenID has 6 digits, the

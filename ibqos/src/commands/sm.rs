@@ -8,6 +8,7 @@
 //! dump file in OpenSM's default `dump_files_dir`. On umad, OpenSM's defaults hold.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +25,7 @@ use crate::commands::status::Status;
 use crate::commands::{Outcome, load_config, reload};
 use crate::control::{self, Command, ControlSocket};
 use crate::diagnostics::Report;
-use crate::files::{PUBLIC, SECRET, write_atomically};
+use crate::files::{PUBLIC, SECRET, write_atomically, write_text_atomically};
 use crate::logging::{Logging, Problems};
 use crate::metrics::Exporter;
 use crate::port_wait::{ONCE_PORT_WAIT, Waited, wait_for_port};
@@ -600,8 +601,8 @@ impl Dumps {
     }
 
     /// Writes the files of `sweep`, the tables as verified from `snapshot` (the SA's of that
-    /// sweep, made anew if there is none); the names of those written. Each file is written as
-    /// soon as its text is made, so only one is held at a time. A file that cannot be written
+    /// sweep, made anew if there is none); the names of those written. Each file's text goes to
+    /// the file as it is made, so none is held whole. A file that cannot be written
     /// is warned of once while the problem lasts, not after every sweep.
     fn write(
         &self,
@@ -610,20 +611,21 @@ impl Dumps {
         problems: &mut Problems,
     ) -> Vec<&'static str> {
         let mut written = Vec::new();
-        let mut write = |name: &'static str, text: String| {
-            let outcome = write_atomically(&self.dir, name, &text, PUBLIC);
+        let mut write = |name: &'static str, fill: &dyn Fn(&mut dyn fmt::Write) -> fmt::Result| {
+            let outcome = write_text_atomically(&self.dir, name, PUBLIC, fill);
             if outcome.is_ok() {
                 written.push(name);
             }
             let what = format!("write the dump file {}", self.dir.join(name).display());
             problems.note(&what, outcome);
         };
-        write("opensm-subnet.lst", dumps::subnet_lst(sweep.subnet()));
+        write("opensm-subnet.lst", &|out| {
+            dumps::subnet_lst(sweep.subnet(), out)
+        });
         if self.routing {
-            write(
-                "opensm-lfts.dump",
-                dumps::lfts_dump(sweep.subnet(), sweep.lfts()),
-            );
+            write("opensm-lfts.dump", &|out| {
+                dumps::lfts_dump(sweep.subnet(), sweep.lfts(), out)
+            });
             if self.qos {
                 let made;
                 let db = match snapshot {
@@ -633,8 +635,8 @@ impl Dumps {
                         &made
                     }
                 };
-                write("opensm-sl2vl.dump", dumps::sl2vl_dump(db));
-                write("ibqos-vlarb.dump", dumps::vlarb_dump(db));
+                write("opensm-sl2vl.dump", &|out| dumps::sl2vl_dump(db, out));
+                write("ibqos-vlarb.dump", &|out| dumps::vlarb_dump(db, out));
             }
         }
         written
