@@ -135,10 +135,10 @@ fn converged(
         let modifier = u32::from(set.modifier);
         let held = emulator.get(
             PortRef::new(node, set.via.port),
-            set.attribute.id(),
+            set.block.attribute().id(),
             modifier,
         );
-        if held != Ok(set.attribute) {
+        if held != Ok(set.block.attribute()) {
             return Err(format!("{:#x} {modifier:#x}: {held:?}", set.node.0));
         }
     }

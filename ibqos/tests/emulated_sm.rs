@@ -207,31 +207,41 @@ fn the_qos_manager_writes_the_tables_the_routing_engine_rewrites() {
     let (planned, rewritten) = (sets_with(&**sweep.layering()), sets_with(&engine));
     let all_vl1 = [1; 16];
     let sl2vl = |node: u64, scope: SlToVlModifier| {
-        rewritten.iter().find_map(|set| match set.attribute {
-            Attribute::SlToVlMappingTable(table)
-                if set.node == Guid(node) && u32::from(set.modifier) == u32::from(scope) =>
-            {
-                Some(table.vls)
-            }
-            _ => None,
-        })
+        rewritten
+            .iter()
+            .find_map(|set| match set.block.attribute() {
+                Attribute::SlToVlMappingTable(table)
+                    if set.node == Guid(node) && u32::from(set.modifier) == u32::from(scope) =>
+                {
+                    Some(table.vls)
+                }
+                _ => None,
+            })
     };
     let pair = |input, output| SlToVlModifier::Pair { input, output };
     assert_eq!(sl2vl(engine.s1, pair(2, 3)), Some(all_vl1));
     assert_eq!(sl2vl(engine.h1, pair(0, 0)), Some(all_vl1));
     assert_ne!(sl2vl(engine.s1, pair(3, 2)), Some(all_vl1));
-    let h1_low = rewritten.iter().find_map(|set| match set.attribute {
-        Attribute::VlArbitrationTable(table) if set.node == Guid(engine.h1) => {
-            Some(table.entries[0])
-        }
-        _ => None,
-    });
+    let h1_low = rewritten
+        .iter()
+        .find_map(|set| match set.block.attribute() {
+            Attribute::VlArbitrationTable(table) if set.node == Guid(engine.h1) => {
+                Some(table.entries[0])
+            }
+            _ => None,
+        });
     assert_eq!(h1_low, Some(VlArbEntry::new(1, 200)));
     // Only those differ: S1's (2, 3) pair, H1's SL2VL and H1's low VLArb blocks.
     let differ: Vec<(u64, AttributeId, u32)> = planned
         .iter()
         .filter(|set| !rewritten.contains(set))
-        .map(|set| (set.node.0, set.attribute.id(), u32::from(set.modifier)))
+        .map(|set| {
+            (
+                set.node.0,
+                set.block.attribute().id(),
+                u32::from(set.modifier),
+            )
+        })
         .collect();
     let low_block = VlArbModifier {
         block: VlArbBlock::Low0To31,
@@ -331,16 +341,16 @@ fn sm_converges_on_ports_of_mixed_qos_capabilities() {
         let node = t.node_by_guid(set.node.0).unwrap();
         let modifier = u32::from(set.modifier);
         let (Attribute::SlToVlMappingTable(table), TableModifier::SlToVl(scope)) =
-            (set.attribute, set.modifier)
+            (set.block.attribute(), set.modifier)
         else {
             let held = emu.get(
                 PortRef::new(node, set.via.port),
-                set.attribute.id(),
+                set.block.attribute().id(),
                 modifier,
             );
             assert_eq!(
                 held,
-                Ok(set.attribute),
+                Ok(set.block.attribute()),
                 "{:#x} modifier {modifier:#x}",
                 set.node.0,
             );

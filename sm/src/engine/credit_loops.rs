@@ -10,13 +10,13 @@ use ibqos_fabric::credit_loops::{
 };
 use ibqos_fabric::routing::Routes;
 use ibqos_fabric::{NodeId, PortRef, Topology};
-use ibqos_mad::{Attribute, SlToVlModifier};
+use ibqos_mad::SlToVlModifier;
 use ibqos_qos::{Sl2VlTable, Vl, VlCount};
 use tracing::{debug, warn};
 
 use super::routing::topology;
 use super::sweep::Sweep;
-use super::write::TableModifier;
+use super::write::{TableBlock, TableModifier};
 
 /// What a port holds where the SM wrote no SL-to-VL table: SL n on VL n, as the IBA's reset
 /// value and ibsim have it.
@@ -44,7 +44,7 @@ pub fn fingerprint(sweep: &Sweep, hints: SlSet) -> u64 {
     let mut hasher = DefaultHasher::new();
     sweep.lfts().tables.hash(&mut hasher);
     for write in sweep.verified_qos() {
-        if let Attribute::SlToVlMappingTable(table) = &write.attribute {
+        if let TableBlock::SlToVl(table) = &write.block {
             (write.node.0, u32::from(write.modifier), &write.ports).hash(&mut hasher);
             table.vls.hash(&mut hasher);
         }
@@ -85,8 +85,8 @@ pub fn check_sweep(sweep: &Sweep, hints: SlSet) -> Option<CreditCheck> {
         }
     }
     for write in sweep.verified_qos() {
-        let (Attribute::SlToVlMappingTable(table), TableModifier::SlToVl(scope), Some(node)) =
-            (&write.attribute, write.modifier, id_of(write.node.0))
+        let (TableBlock::SlToVl(table), TableModifier::SlToVl(scope), Some(node)) =
+            (&write.block, write.modifier, id_of(write.node.0))
         else {
             continue;
         };

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use ibqos_fabric::routing::{Layering, update_port_tables};
 use ibqos_mad::{
-    Attribute, CapabilityMask, Guid, NodeType, SlToVlMappingTableRepr, SlToVlModifier,
-    VlArbModifier, VlArbitrationTableRepr,
+    CapabilityMask, Guid, NodeType, SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier,
+    VlArbitrationTableRepr,
 };
 use ibqos_qos::partitions::SubnetPartitions;
 use ibqos_qos::policy::QosPolicy;
@@ -22,7 +22,7 @@ use tracing::{error, info, warn};
 
 use super::groups::{directory, setup_ports};
 use super::subnet::{DiscoveredNode, PortKey, Subnet};
-use super::write::{TableModifier, TableWrite};
+use super::write::{TableBlock, TableModifier, TableWrite};
 
 /// The qos-setup section to program (OpenSM ignores it; ibqos.toml's `[qos]
 /// program_policy_setup` asks for it): the policy whose port groups the scopes name, and the
@@ -324,7 +324,7 @@ fn sl2vl_set(
     TableWrite {
         node: Guid(node),
         via,
-        attribute: Attribute::SlToVlMappingTable(table),
+        block: TableBlock::SlToVl(table),
         modifier: TableModifier::SlToVl(scope),
         ports,
     }
@@ -346,7 +346,7 @@ fn vlarb_sets(
         sets.push(TableWrite {
             node: Guid(node),
             via,
-            attribute: Attribute::VlArbitrationTable(VlArbitrationTableRepr {
+            block: TableBlock::VlArb(VlArbitrationTableRepr {
                 entries: block.entries,
             }),
             modifier: TableModifier::VlArb(modifier),

@@ -1,7 +1,10 @@
 //! A table the sweep writes with a Set and verifies by its echo: the QoS manager's SL2VL and
 //! VLArb Sets, the partition manager's P_Key blocks, the multicast manager's MFT blocks.
 
-use ibqos_mad::{Attribute, Guid, MftModifier, PKeyTableModifier, SlToVlModifier, VlArbModifier};
+use ibqos_mad::{
+    Attribute, Guid, MftModifier, MulticastForwardingTableRepr, PKeyTableModifier, PKeyTableRepr,
+    SlToVlMappingTableRepr, SlToVlModifier, VlArbModifier, VlArbitrationTableRepr,
+};
 
 use super::subnet::PortKey;
 
@@ -11,7 +14,7 @@ pub struct TableWrite {
     pub node: Guid,
     /// The port whose directed route reaches the node (a CA answers for its arrival port).
     pub via: PortKey,
-    pub attribute: Attribute,
+    pub block: TableBlock,
     pub modifier: TableModifier,
     /// The ports this Set programs, for the per-port summary.
     pub ports: Vec<PortKey>,
@@ -25,6 +28,29 @@ impl TableWrite {
                 AnswerWait::Long
             }
             _ => AnswerWait::Usual,
+        }
+    }
+}
+
+/// What a table Set writes: one block of one of the four tables the SM programs. A sweep plans
+/// a Set per port and table block (65,536 VLArb blocks on a 10,416-node fat tree), so this is
+/// kept to the tables' own size rather than that of any [`Attribute`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableBlock {
+    SlToVl(SlToVlMappingTableRepr),
+    VlArb(VlArbitrationTableRepr),
+    PKey(PKeyTableRepr),
+    Mft(MulticastForwardingTableRepr),
+}
+
+impl TableBlock {
+    /// The attribute a Set of this block carries, and its echo.
+    pub fn attribute(self) -> Attribute {
+        match self {
+            TableBlock::SlToVl(table) => Attribute::SlToVlMappingTable(table),
+            TableBlock::VlArb(table) => Attribute::VlArbitrationTable(table),
+            TableBlock::PKey(table) => Attribute::PKeyTable(table),
+            TableBlock::Mft(table) => Attribute::MulticastForwardingTable(table),
         }
     }
 }
@@ -62,14 +88,14 @@ pub enum AnswerWait {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ibqos_mad::{SlToVlMappingTableRepr, VlArbBlock};
+    use ibqos_mad::VlArbBlock;
 
     #[test]
     fn only_an_all_ports_sl2vl_set_waits_long_and_modifiers_are_their_wire_values() {
         let write = |modifier| TableWrite {
             node: Guid(1),
             via: PortKey::new(1, 0),
-            attribute: Attribute::SlToVlMappingTable(SlToVlMappingTableRepr { vls: [0; 16] }),
+            block: TableBlock::SlToVl(SlToVlMappingTableRepr { vls: [0; 16] }),
             modifier,
             ports: Vec::new(),
         };

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ibqos_fabric::routing::Layering;
 use ibqos_mad::{
-    Attribute, Guid, NodeType, PortState, SlToVlMappingTableRepr, SmInfoRepr,
+    Guid, NodeType, PortState, SlToVlMappingTableRepr, SlToVlModifier, SmInfoRepr,
     VlArbitrationTableRepr,
 };
 
@@ -17,9 +17,10 @@ use ibqos_qos::partitions::{SubnetPartition, SubnetPartitions};
 use crate::engine::pkeys::KeyRule;
 use crate::engine::subnet::{DiscoveredNode, Port, PortKey, Subnet};
 use crate::engine::sweep::Sweep;
-use crate::engine::write::{TableModifier, TableWrite};
+use crate::engine::write::{TableBlock, TableModifier, TableWrite};
 
 use super::sl2vl::Sl2VlTables;
+use super::vlarb::VlArbTables;
 
 /// What the SA answers from, as of the last sweep.
 #[derive(Debug, Clone, Default)]
@@ -40,7 +41,7 @@ pub struct SaDb {
     /// SL2VL tables as programmed, by node, input port and output port.
     pub(super) sl2vl: Sl2VlTables,
     /// VLArb blocks as programmed, by (node, output port, block 1-4).
-    pub(super) vlarb: BTreeMap<(u64, u8, u8), VlArbitrationTableRepr>,
+    pub(super) vlarb: VlArbTables,
     /// Every P_Key table the last sweep read, with its Sets written in.
     pub(super) pkeys: BTreeMap<PortKey, Vec<u16>>,
     /// Which P_Keys count as one (`allow_both_pkeys`).
@@ -121,11 +122,13 @@ impl SaDb {
             return;
         };
         let switch = node.is_switch();
-        match (write.attribute, write.modifier) {
-            (Attribute::SlToVlMappingTable(table), TableModifier::SlToVl(modifier)) => {
+        match (write.block, write.modifier) {
+            (TableBlock::SlToVl(table), TableModifier::SlToVl(modifier)) => {
                 let last = node.ports.keys().next_back();
                 let dimension = last.map_or(0, |&last| usize::from(last) + 1);
-                if switch {
+                if switch && modifier == SlToVlModifier::All && node.ports.len() == dimension {
+                    self.sl2vl.insert_every_pair(guid, dimension, table);
+                } else if switch {
                     // Without SL2VL programming for all pairs at once, a switch takes one Set
                     // per pair: 72,576 on fat-tree-648. Its ports are listed only when asked.
                     let ports = || node.ports.keys().copied();
@@ -136,18 +139,18 @@ impl SaDb {
                     self.sl2vl.insert(guid, dimension, pairs, table);
                 }
             }
-            (Attribute::MulticastForwardingTable(table), TableModifier::Mft(m)) => {
+            (TableBlock::Mft(table), TableModifier::Mft(m)) => {
                 let key = (guid, m.block(), m.position());
                 self.mfts.insert(key, table.port_masks);
             }
-            (Attribute::VlArbitrationTable(table), TableModifier::VlArb(modifier)) => {
+            (TableBlock::VlArb(table), TableModifier::VlArb(modifier)) => {
                 let block = modifier.block.number();
                 let port = if switch {
                     modifier.port
                 } else {
                     write.via.port
                 };
-                self.vlarb.insert((guid, port, block), table);
+                self.vlarb.insert(guid, port, block, table);
             }
             _ => {}
         }
@@ -267,7 +270,7 @@ impl SaDb {
 
     /// VLArbitration block `block` (1-4) of `port` as the last sweep programmed it.
     pub fn vlarb_table(&self, node: u64, port: u8, block: u8) -> Option<&VlArbitrationTableRepr> {
-        self.vlarb.get(&(node, port, block))
+        self.vlarb.get(node, port, block)
     }
 
     pub fn is_switch(&self, key: PortKey) -> bool {

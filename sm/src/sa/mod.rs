@@ -21,6 +21,7 @@ mod policy;
 mod records;
 mod service;
 mod sl2vl;
+mod vlarb;
 
 use std::time::Instant;
 

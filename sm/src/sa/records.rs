@@ -393,7 +393,7 @@ fn vlarb_records(db: &SaDb, query: &Query<'_>) -> Records {
                 {
                     continue;
                 }
-                let table = db.vlarb.get(&(node, port, block)).unwrap_or(&unprogrammed);
+                let table = db.vlarb.get(node, port, block).unwrap_or(&unprogrammed);
                 let record = VlArbTableRecordRepr {
                     lid: db.base_lid(PortKey::new(node, port)),
                     out_port: port,

@@ -20,7 +20,10 @@ struct NodeTables {
     ports: usize,
     distinct: Vec<SlToVlMappingTableRepr>,
     /// Per pair (`input * ports + output`), 1 + the table's index in `distinct`; 0 for none.
+    /// Empty while every pair holds `every_pair`: one Set for all pairs (OpenSM's optimized
+    /// SL2VL programming) needs no matrix, which on a 128-port switch is 33 KB.
     by_pair: Vec<u16>,
+    every_pair: u16,
 }
 
 impl Sl2VlTables {
@@ -33,20 +36,11 @@ impl Sl2VlTables {
         pairs: impl IntoIterator<Item = (u8, u8)>,
         table: SlToVlMappingTableRepr,
     ) {
-        let tables = self.nodes.entry(node).or_insert_with(|| NodeTables {
-            ports,
-            distinct: Vec::new(),
-            by_pair: vec![0; ports * ports],
-        });
-        let index = match tables.distinct.iter().position(|t| *t == table) {
-            Some(index) => index,
-            None => {
-                tables.distinct.push(table);
-                tables.distinct.len() - 1
-            }
-        };
-        // At most 255 * 255 pairs, so at most that many distinct tables: the index fits.
-        let entry = u16::try_from(index + 1).unwrap_or(u16::MAX);
+        let tables = self.node(node, ports);
+        let entry = tables.entry(table);
+        if tables.by_pair.is_empty() {
+            tables.by_pair = vec![tables.every_pair; ports * ports];
+        }
         for (input, output) in pairs {
             if let Some(slot) = tables.slot(input, output) {
                 tables.by_pair[slot] = entry;
@@ -54,15 +48,49 @@ impl Sl2VlTables {
         }
     }
 
+    /// Records `table` for every pair of ports below `ports` of `node`.
+    pub fn insert_every_pair(&mut self, node: u64, ports: usize, table: SlToVlMappingTableRepr) {
+        let tables = self.node(node, ports);
+        tables.every_pair = tables.entry(table);
+        tables.by_pair = Vec::new();
+    }
+
     /// The table of (`input`, `output`) of `node`, if one was recorded.
     pub fn get(&self, node: u64, input: u8, output: u8) -> Option<&SlToVlMappingTableRepr> {
         let tables = self.nodes.get(&node)?;
-        let entry = *tables.by_pair.get(tables.slot(input, output)?)?;
+        let slot = tables.slot(input, output)?;
+        let entry = if tables.by_pair.is_empty() {
+            tables.every_pair
+        } else {
+            *tables.by_pair.get(slot)?
+        };
         tables.distinct.get(usize::from(entry).checked_sub(1)?)
+    }
+
+    fn node(&mut self, node: u64, ports: usize) -> &mut NodeTables {
+        self.nodes.entry(node).or_insert_with(|| NodeTables {
+            ports,
+            distinct: Vec::new(),
+            by_pair: Vec::new(),
+            every_pair: 0,
+        })
     }
 }
 
 impl NodeTables {
+    /// 1 + `table`'s index among the node's distinct tables, added if new.
+    fn entry(&mut self, table: SlToVlMappingTableRepr) -> u16 {
+        let index = match self.distinct.iter().position(|t| *t == table) {
+            Some(index) => index,
+            None => {
+                self.distinct.push(table);
+                self.distinct.len() - 1
+            }
+        };
+        // At most 255 * 255 pairs, so at most that many distinct tables: the index fits.
+        u16::try_from(index + 1).unwrap_or(u16::MAX)
+    }
+
     fn slot(&self, input: u8, output: u8) -> Option<usize> {
         let (input, output) = (usize::from(input), usize::from(output));
         (input < self.ports && output < self.ports).then_some(input * self.ports + output)
@@ -94,6 +122,23 @@ mod tests {
             2,
             "tables are shared, not copied"
         );
+    }
+
+    #[test]
+    fn a_set_for_every_pair_holds_until_a_pair_is_set_again() {
+        let mut tables = Sl2VlTables::default();
+        tables.insert_every_pair(7, 4, table(1));
+        assert_eq!(tables.get(7, 3, 0), Some(&table(1)));
+        assert_eq!(tables.get(7, 4, 0), None, "no port 4");
+        assert!(
+            tables.nodes[&7].by_pair.is_empty(),
+            "no matrix for one table"
+        );
+        tables.insert(7, 4, [(2, 3)], table(2));
+        assert_eq!(tables.get(7, 2, 3), Some(&table(2)));
+        assert_eq!(tables.get(7, 3, 2), Some(&table(1)));
+        tables.insert_every_pair(7, 4, table(3));
+        assert_eq!(tables.get(7, 2, 3), Some(&table(3)));
     }
 
     #[test]

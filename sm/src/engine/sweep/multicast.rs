@@ -15,7 +15,7 @@ use super::writes::{TableKind, Writes};
 use super::{Op, Phase, Sweep};
 use crate::engine::routing::topology;
 use crate::engine::subnet::PortKey;
-use crate::engine::write::{TableModifier, TableWrite};
+use crate::engine::write::{TableBlock, TableModifier, TableWrite};
 
 /// The members of every multicast LID: the port GUIDs of all members of all its groups, as
 /// the SA holds them.
@@ -201,7 +201,7 @@ fn mft_write(guid: u64, modifier: MftModifier, table: MulticastForwardingTableRe
     TableWrite {
         node: Guid(guid),
         via: PortKey::new(guid, 0),
-        attribute: Attribute::MulticastForwardingTable(table),
+        block: TableBlock::Mft(table),
         modifier: TableModifier::Mft(modifier),
         ports: vec![PortKey::new(guid, 0)],
     }

@@ -6,9 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use ibqos_mad::{
-    Attribute, AttributeId, Guid, NodeType, PKeyTableModifier, PKeyTableRepr, PortInfoRepr,
-};
+use ibqos_mad::{AttributeId, Guid, NodeType, PKeyTableModifier, PKeyTableRepr, PortInfoRepr};
 use ibqos_qos::partitions::{EndPort, PartitionOptions, Partitions, SubnetPartitions, resolve};
 use tracing::{info, warn};
 
@@ -16,7 +14,7 @@ use super::writes::{Feed, TableKind, Writes};
 use super::{Op, Phase, Sweep};
 use crate::engine::pkeys::{BLOCK, KeyRule, PartEnforce, PortPkeys, peer_plan, place};
 use crate::engine::subnet::{PortKey, Subnet};
-use crate::engine::write::{TableModifier, TableWrite};
+use crate::engine::write::{TableBlock, TableModifier, TableWrite};
 
 /// How the partition manager runs (opensm.conf's partition options).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -292,8 +290,8 @@ impl Sweep {
     pub fn pkey_tables(&self) -> BTreeMap<PortKey, Vec<u16>> {
         let mut tables = self.pkeys.held.clone();
         for set in self.pkey_writes.verified() {
-            let (Some(port), Attribute::PKeyTable(block), TableModifier::PKey(m)) =
-                (set.ports.first(), set.attribute, set.modifier)
+            let (Some(port), TableBlock::PKey(block), TableModifier::PKey(m)) =
+                (set.ports.first(), set.block, set.modifier)
             else {
                 continue;
             };
@@ -346,7 +344,7 @@ fn block_writes(key: PortKey, target: Target, held: &[u16], table: &[u16], write
         let write = TableWrite {
             node: Guid(key.node),
             via: target.via,
-            attribute: Attribute::PKeyTable(PKeyTableRepr { p_keys }),
+            block: TableBlock::PKey(PKeyTableRepr { p_keys }),
             modifier: TableModifier::PKey(target.modifier(block)),
             ports: vec![key],
         };

@@ -58,24 +58,24 @@ mod tests {
 
     use super::*;
     use ibqos_mad::{
-        Attribute, Guid, NodeInfo, NodeInfoRepr, SlToVlMappingTableRepr, VlArbModifier,
-        VlArbitrationTableRepr,
+        Guid, NodeInfo, NodeInfoRepr, SlToVlMappingTableRepr, VlArbModifier, VlArbitrationTableRepr,
     };
 
     use crate::engine::subnet::{DiscoveredNode, PortKey, PortMap};
+    use crate::engine::write::TableBlock;
 
-    fn set(attribute: Attribute, modifier: TableModifier, outputs: &[u8]) -> TableWrite {
+    fn set(block: TableBlock, modifier: TableModifier, outputs: &[u8]) -> TableWrite {
         TableWrite {
             node: Guid(1),
             via: PortKey::new(1, 0),
-            attribute,
+            block,
             modifier,
             ports: outputs.iter().map(|&p| PortKey::new(1, p)).collect(),
         }
     }
 
-    fn sl2vl() -> Attribute {
-        Attribute::SlToVlMappingTable(SlToVlMappingTableRepr { vls: [0; 16] })
+    fn sl2vl() -> TableBlock {
+        TableBlock::SlToVl(SlToVlMappingTableRepr { vls: [0; 16] })
     }
 
     /// A subnet of one switch with ports 0..=2.
@@ -119,7 +119,7 @@ mod tests {
         };
         let one = set(sl2vl(), TableModifier::SlToVl(one), &[2]);
         assert_eq!(read_modifiers(&subnet, &one), [pair(1, 2)]);
-        let vlarb = Attribute::VlArbitrationTable(VlArbitrationTableRepr {
+        let vlarb = TableBlock::VlArb(VlArbitrationTableRepr {
             entries: Default::default(),
         });
         let block = TableModifier::VlArb(VlArbModifier::try_from(0x1_0002).unwrap());

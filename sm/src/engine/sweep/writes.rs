@@ -15,7 +15,7 @@ use super::{Op, Sweep, SweepMode};
 use crate::engine::add_counts;
 use crate::engine::qos::port_class;
 use crate::engine::subnet::PortKey;
-use crate::engine::write::{AnswerWait, TableWrite};
+use crate::engine::write::{AnswerWait, TableBlock, TableWrite};
 
 /// Echo mismatches a Set may have before the port is reported failed.
 pub(super) const ATTEMPTS: u32 = 3;
@@ -276,7 +276,7 @@ impl Writes {
         let mut tally = TableTally::default();
         let each = self.sets.iter().zip(&self.settled).zip(&self.drifted);
         for ((set, settled), drifted) in each {
-            let Some(table) = Table::of(&set.attribute, set.modifier.into()) else {
+            let Some(table) = Table::of(&set.block.attribute(), set.modifier.into()) else {
                 continue;
             };
             if *drifted {
@@ -498,7 +498,7 @@ impl Sweep {
         Some(Planned {
             node: set.node.0,
             path,
-            attribute: set.attribute,
+            attribute: set.block.attribute(),
             modifier: set.modifier.into(),
             op: Op::SetTable {
                 kind,
@@ -527,7 +527,7 @@ impl Sweep {
         let Some(set) = self.writes(kind).get(index) else {
             return;
         };
-        if set.attribute == echo {
+        if set.block.attribute() == echo {
             self.settle_write(kind, index, Settled::Verified);
         } else if attempt < ATTEMPTS {
             warn!(ports = ?set.ports, ?kind, attempt, "table echoed back different; sending it again");
@@ -547,7 +547,7 @@ impl Sweep {
         // change.
         if let (TableKind::Mft, Settled::Held | Settled::Verified) = (kind, settled)
             && let Some(set) = self.mft_writes.get(index)
-            && let Attribute::MulticastForwardingTable(table) = set.attribute
+            && let TableBlock::Mft(table) = set.block
         {
             let key = (set.node.0, set.modifier.into());
             self.learned.mfts.insert(key, table);
@@ -615,7 +615,7 @@ mod tests {
         TableWrite {
             node: Guid(1),
             via: PortKey::new(1, 0),
-            attribute: Attribute::SlToVlMappingTable(SlToVlMappingTableRepr { vls: [0; 16] }),
+            block: TableBlock::SlToVl(SlToVlMappingTableRepr { vls: [0; 16] }),
             modifier: TableModifier::SlToVl(modifier),
             ports: outputs.iter().map(|&p| PortKey::new(1, p)).collect(),
         }
