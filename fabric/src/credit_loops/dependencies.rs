@@ -6,13 +6,24 @@ use std::collections::HashSet;
 
 use ibqos_qos::{Sl, Sl2VlTable, Vl};
 
-use super::scc::{cycle_in, cyclic_components};
+use super::scc::{Graph, cycle_in, cyclic_components};
 use super::{
     Channel, CreditLoop, CreditReport, Discard, EXAMPLES, FabricTables, Misforward, PathSls,
     PortVls, Route, SlSet,
 };
 use crate::routing::NO_ROUTE;
 use crate::{NodeId, PortRef, Topology};
+
+/// Channel `v`'s successors are the channels of `self[v]`, each with the route that makes it.
+impl Graph for [Vec<(u32, Route)>] {
+    fn vertices(&self) -> usize {
+        self.len()
+    }
+
+    fn successor(&self, v: u32, i: usize) -> Option<u32> {
+        self[v as usize].get(i).map(|&(to, _)| to)
+    }
+}
 
 /// Not an index: a switch outside the list, a port without a switch-to-switch link.
 const NONE: u32 = u32::MAX;
@@ -607,30 +618,26 @@ impl<'a> Walk<'a> {
 
     /// The graph's size and cycles, into the report.
     fn finish(mut self) -> CreditReport {
-        let graph: Vec<Vec<u32>> = self
-            .successors
-            .iter()
-            .map(|edges| edges.iter().map(|&(to, _)| to).collect())
-            .collect();
+        let graph = self.successors.as_slice();
         let mut used = vec![false; graph.len()];
         for (from, edges) in graph.iter().enumerate() {
             if !edges.is_empty() {
                 used[from] = true;
             }
-            for &to in edges {
+            for &(to, _) in edges {
                 used[to as usize] = true;
             }
         }
         self.report.channels = used.iter().filter(|&&u| u).count();
         self.report.dependencies = graph.iter().map(Vec::len).sum();
-        for component in cyclic_components(&graph) {
-            let cycle = cycle_in(&graph, &component);
+        for component in cyclic_components(graph) {
+            let cycle = cycle_in(graph, &component);
             let closing = cycle
                 .iter()
                 .enumerate()
                 .map(|(k, &from)| {
                     let to = cycle[(k + 1) % cycle.len()];
-                    self.successors[from as usize]
+                    graph[from as usize]
                         .iter()
                         .find(|&&(t, _)| t == to)
                         .map(|&(_, route)| route)
@@ -641,8 +648,9 @@ impl<'a> Walk<'a> {
                         })
                 })
                 .collect();
+            let channels = cycle.iter().map(|&c| self.channel(c)).collect();
             self.report.loops.push(CreditLoop {
-                channels: cycle.iter().map(|&c| self.channel(c)).collect(),
+                channels,
                 closing,
                 component: component.len(),
             });

@@ -2,19 +2,38 @@
 
 use std::collections::{HashMap, VecDeque};
 
-/// Every strongly connected component of the graph whose vertex `v` has the successors
-/// `successors[v]` that can close a cycle: of more than one vertex, or one vertex with an edge
-/// to itself. Each component lists its vertices in increasing order; components come in the
-/// order of their smallest vertex.
-pub(super) fn cyclic_components(successors: &[Vec<u32>]) -> Vec<Vec<u32>> {
-    let mut components: Vec<Vec<u32>> = strongly_connected(successors)
-        .into_iter()
-        .filter(|c| c.len() > 1 || successors[c[0] as usize].contains(&c[0]))
-        .map(|mut c| {
-            c.sort_unstable();
-            c
-        })
-        .collect();
+/// A directed graph on the vertices `0..vertices()`, read in place: the dependency graph of a
+/// large fabric has hundreds of thousands of vertices, and is not copied to be searched.
+pub(super) trait Graph {
+    fn vertices(&self) -> usize;
+    /// The `i`th successor of `v`, `None` past its last.
+    fn successor(&self, v: u32, i: usize) -> Option<u32>;
+
+    /// Every successor of `v`.
+    fn successors(&self, v: u32) -> impl Iterator<Item = u32> {
+        (0..).map_while(move |i| self.successor(v, i))
+    }
+}
+
+/// Vertex `v`'s successors are `self[v]`.
+impl Graph for [Vec<u32>] {
+    fn vertices(&self) -> usize {
+        self.len()
+    }
+
+    fn successor(&self, v: u32, i: usize) -> Option<u32> {
+        self[v as usize].get(i).copied()
+    }
+}
+
+/// Every strongly connected component of `graph` that can close a cycle: of more than one
+/// vertex, or one vertex with an edge to itself. Each component lists its vertices in
+/// increasing order; components come in the order of their smallest vertex.
+pub(super) fn cyclic_components(graph: &(impl Graph + ?Sized)) -> Vec<Vec<u32>> {
+    let mut components = strongly_connected(graph);
+    for component in &mut components {
+        component.sort_unstable();
+    }
     components.sort_unstable_by_key(|c| c[0]);
     components
 }
@@ -22,9 +41,10 @@ pub(super) fn cyclic_components(successors: &[Vec<u32>]) -> Vec<Vec<u32>> {
 const UNVISITED: u32 = u32::MAX;
 
 /// Tarjan's algorithm with an explicit stack: deep dependency chains (a large torus) would
-/// overflow the thread's stack with recursion.
-fn strongly_connected(successors: &[Vec<u32>]) -> Vec<Vec<u32>> {
-    let n = successors.len();
+/// overflow the thread's stack with recursion. Only the cyclic components are kept: nearly
+/// every vertex of a fabric's graph is a component of its own.
+fn strongly_connected(graph: &(impl Graph + ?Sized)) -> Vec<Vec<u32>> {
+    let n = graph.vertices();
     let mut index = vec![UNVISITED; n];
     let mut low = vec![0u32; n];
     let mut on_stack = vec![false; n];
@@ -47,7 +67,7 @@ fn strongly_connected(successors: &[Vec<u32>]) -> Vec<Vec<u32>> {
                 stack.push(v);
                 on_stack[vi] = true;
             }
-            if let Some(&w) = successors[vi].get(*seen) {
+            if let Some(w) = graph.successor(v, *seen) {
                 *seen += 1;
                 let wi = w as usize;
                 if index[wi] == UNVISITED {
@@ -63,6 +83,14 @@ fn strongly_connected(successors: &[Vec<u32>]) -> Vec<Vec<u32>> {
                 low[parent] = low[parent].min(low[vi]);
             }
             if low[vi] == index[vi] {
+                if stack.last() == Some(&v) {
+                    stack.pop();
+                    on_stack[vi] = false;
+                    if graph.successors(v).any(|w| w == v) {
+                        components.push(vec![v]);
+                    }
+                    continue;
+                }
                 let mut component = Vec::new();
                 while let Some(w) = stack.pop() {
                     on_stack[w as usize] = false;
@@ -80,14 +108,14 @@ fn strongly_connected(successors: &[Vec<u32>]) -> Vec<Vec<u32>> {
 
 /// One cycle through `component` (a cyclic component of the graph), starting and ending at its
 /// smallest vertex and staying inside it: the shortest such cycle, found breadth first.
-pub(super) fn cycle_in(successors: &[Vec<u32>], component: &[u32]) -> Vec<u32> {
+pub(super) fn cycle_in(graph: &(impl Graph + ?Sized), component: &[u32]) -> Vec<u32> {
     let start = component[0];
     let inside = |v: u32| component.binary_search(&v).is_ok();
     // Each vertex reached, with the vertex it was reached from.
     let mut reached_from: HashMap<u32, u32> = HashMap::from([(start, start)]);
     let mut frontier = VecDeque::from([start]);
     while let Some(v) = frontier.pop_front() {
-        for &w in &successors[v as usize] {
+        for w in graph.successors(v) {
             if w == start {
                 let mut cycle = vec![v];
                 let mut at = v;
@@ -141,7 +169,7 @@ mod tests {
         /// as a brute-force search finds them.
         #[test]
         fn components_match_a_brute_force_search(successors in graph(9)) {
-            let components = cyclic_components(&successors);
+            let components = cyclic_components(successors.as_slice());
             let n = successors.len() as u32;
             for v in 0..n {
                 let on_cycle = reaches(&successors, v, v);
@@ -161,8 +189,8 @@ mod tests {
         /// visiting no vertex twice.
         #[test]
         fn each_cycle_is_made_of_edges(successors in graph(9)) {
-            for component in cyclic_components(&successors) {
-                let cycle = cycle_in(&successors, &component);
+            for component in cyclic_components(successors.as_slice()) {
+                let cycle = cycle_in(successors.as_slice(), &component);
                 prop_assert_eq!(cycle[0], component[0]);
                 for (k, &v) in cycle.iter().enumerate() {
                     let w = cycle[(k + 1) % cycle.len()];
@@ -182,7 +210,7 @@ mod tests {
         let n = 200_000u32;
         let mut successors: Vec<Vec<u32>> = (0..n).map(|v| vec![v + 1]).collect();
         successors[(n - 1) as usize] = vec![0];
-        let components = cyclic_components(&successors);
+        let components = cyclic_components(successors.as_slice());
         assert_eq!(components.len(), 1);
         assert_eq!(components[0].len(), n as usize);
     }
