@@ -254,6 +254,7 @@ impl Sweep {
         self.pkeys.enforce = enforce;
         let pending = writes.pending();
         self.feed = Feed::new(TableKind::PKey, &writes, &pending);
+        writes.planned();
         self.pkey_writes = writes;
         info!(
             partitions = self.pkeys.partitions.partitions.len(),
