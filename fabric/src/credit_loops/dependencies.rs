@@ -81,11 +81,14 @@ struct SeedVls {
 }
 
 /// A switch's SL-to-VL tables, read once: the distinct tables, and per (input, output) pair
-/// (`input * ports + output`) the index of its own.
+/// (`input * ports + output`) the index of its own. Where every output has one table for all
+/// its inputs (optimized SL2VL), only an index per output is kept.
 #[derive(Debug)]
 struct SwitchTables {
     ports: usize,
+    /// Empty when `by_output` says it all.
     pairs: Vec<u16>,
+    by_output: Vec<u16>,
     tables: Vec<Sl2VlTable>,
 }
 
@@ -108,16 +111,26 @@ impl SwitchTables {
                 pairs.push(index as u16);
             }
         }
+        let by_output = pairs[..ports].to_vec();
+        let per_output = pairs.chunks(ports).all(|row| row == by_output);
+        if per_output {
+            pairs = Vec::new();
+        }
         SwitchTables {
             ports,
             pairs,
+            by_output,
             tables,
         }
     }
 
     fn vl(&self, input: u8, output: u8, sl: Sl) -> Vl {
-        let pair = usize::from(input) * self.ports + usize::from(output);
-        self.tables[usize::from(self.pairs[pair])].vl(sl)
+        let index = if self.pairs.is_empty() {
+            self.by_output[usize::from(output)]
+        } else {
+            self.pairs[usize::from(input) * self.ports + usize::from(output)]
+        };
+        self.tables[usize::from(index)].vl(sl)
     }
 }
 
