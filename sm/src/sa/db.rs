@@ -25,7 +25,7 @@ use super::vlarb::VlArbTables;
 /// What the SA answers from, as of the last sweep.
 #[derive(Debug, Clone, Default)]
 pub struct SaDb {
-    pub(super) subnet: Subnet,
+    pub(super) subnet: Arc<Subnet>,
     /// Every LID an endport answers to (base to base + 2^LMC - 1), and the endport.
     by_lid: BTreeMap<u16, PortKey>,
     /// Endports by port GUID.
@@ -62,7 +62,7 @@ pub struct SaDb {
 impl SaDb {
     /// The snapshot of a finished sweep.
     pub fn new(sweep: &Sweep) -> SaDb {
-        let subnet = sweep.subnet().clone();
+        let subnet = sweep.shared_subnet();
         let mut by_lid = BTreeMap::new();
         let mut by_guid = BTreeMap::new();
         for (guid, number, port) in subnet.endports() {

@@ -888,7 +888,7 @@ mod tests {
     fn a_port_info_records_m_key_shows_only_to_a_trusted_requester() {
         // Every port as holding an M_Key of its own.
         let keyed = |db: &mut SaDb| {
-            for (guid, node) in &mut db.subnet.nodes {
+            for (guid, node) in &mut std::sync::Arc::make_mut(&mut db.subnet).nodes {
                 for (number, port) in &mut node.ports {
                     port.info.m_key = guid ^ u64::from(*number);
                 }

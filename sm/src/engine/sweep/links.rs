@@ -23,7 +23,11 @@ impl Sweep {
     /// ports in INIT.
     pub(super) fn configure_ports(&mut self) {
         self.phase = Phase::ConfiguringPorts;
-        if let Err(error) = assign_lids(&mut self.subnet, self.config.lmc, &self.config.guid2lid) {
+        if let Err(error) = assign_lids(
+            Arc::make_mut(&mut self.subnet),
+            self.config.lmc,
+            &self.config.guid2lid,
+        ) {
             self.fail(error);
             return;
         }

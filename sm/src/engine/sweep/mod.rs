@@ -217,7 +217,8 @@ pub struct Sweep {
     /// What earlier sweeps learned, added to as this one learns more.
     learned: Learned,
     scheduler: Scheduler<Op>,
-    subnet: Subnet,
+    /// Shared with the SA snapshots made of this sweep: a change after one clones it first.
+    subnet: Arc<Subnet>,
     phase: Phase,
     discovery: Discovery,
     /// What the qos-setup scopes program on this subnet (empty without them).
@@ -331,7 +332,7 @@ impl Sweep {
             scheduler: Scheduler::new(config.scheduler),
             config,
             learned,
-            subnet: Subnet::default(),
+            subnet: Arc::default(),
             phase: Phase::Discovering,
             discovery: Discovery::default(),
             setup: SetupTables::default(),
@@ -379,6 +380,16 @@ impl Sweep {
 
     pub fn phase(&self) -> &Phase {
         &self.phase
+    }
+
+    /// The subnet, shared: an SA snapshot holds it without a copy.
+    pub fn shared_subnet(&self) -> Arc<Subnet> {
+        Arc::clone(&self.subnet)
+    }
+
+    /// The subnet to change: cloned first if a snapshot still shares it.
+    fn subnet_mut(&mut self) -> &mut Subnet {
+        Arc::make_mut(&mut self.subnet)
     }
 
     pub fn subnet(&self) -> &Subnet {
@@ -528,7 +539,7 @@ impl Sweep {
     fn answered(&mut self, now: Instant, op: Op, attribute: Attribute) {
         match (op, attribute) {
             (Op::Discover(probe), answer) => {
-                let (subnet, scheduler) = (&mut self.subnet, &mut self.scheduler);
+                let (subnet, scheduler) = (Arc::make_mut(&mut self.subnet), &mut self.scheduler);
                 if let Err(WrongAnswer { probe, answer }) =
                     self.discovery.answered(subnet, scheduler, probe, answer)
                 {
@@ -539,12 +550,12 @@ impl Sweep {
             (Op::SetPortInfo { port, sent }, Attribute::PortInfo(info)) => {
                 self.high_limits.echoed(port, info.vl_high_limit);
                 self.learn_unkept(port, &sent.0, &info);
-                if let Some(p) = self.subnet.port_mut(port) {
+                if let Some(p) = self.subnet_mut().port_mut(port) {
                     p.info = info;
                 }
             }
             (Op::SetSwitchInfo { guid }, Attribute::SwitchInfo(info)) => {
-                if let Some(node) = self.subnet.nodes.get_mut(&guid) {
+                if let Some(node) = self.subnet_mut().nodes.get_mut(&guid) {
                     node.switch = Some(info);
                 }
             }

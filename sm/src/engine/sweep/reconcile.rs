@@ -209,7 +209,7 @@ impl Sweep {
             self.send(planned);
         } else if let (Op::SetPortInfo { port, .. }, Attribute::PortInfo(info)) =
             (&planned.op, &planned.attribute)
-            && let Some(p) = self.subnet.port_mut(*port)
+            && let Some(p) = self.subnet_mut().port_mut(*port)
         {
             p.info = PortInfoRepr {
                 port_state: resulting_state(p.info.port_state, info.port_state),
