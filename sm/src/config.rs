@@ -298,17 +298,19 @@ pub fn routing_options(settings: &Settings) -> RoutingOptions {
 }
 
 /// The SLs a PathRecord can start from before the routing's `path_sl` has its say: SL 0 (the
-/// default), and with `qos` on every qos-level's SL of the policy (levels above 15 give no
-/// path, so no SL).
+/// default), and the [`policy_sls`].
 pub fn path_sl_hints(settings: &Settings) -> SlSet {
-    let mut hints = SlSet::SL0;
-    if settings.qos.enabled {
-        let levels = settings.qos_policy.iter().flat_map(|p| &p.qos_levels);
-        levels
-            .filter_map(|level| Sl::new(level.sl))
-            .for_each(|sl| hints.insert(sl));
+    SlSet::SL0 | policy_sls(settings)
+}
+
+/// The SLs the QoS policy's qos-levels choose, with `qos` on (OpenSM reads the policy only
+/// then); levels above 15 give no path, so no SL.
+pub fn policy_sls(settings: &Settings) -> SlSet {
+    if !settings.qos.enabled {
+        return SlSet::default();
     }
-    hints
+    let levels = settings.qos_policy.iter().flat_map(|p| &p.qos_levels);
+    levels.filter_map(|level| Sl::new(level.sl)).collect()
 }
 
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
@@ -341,7 +343,7 @@ pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepC
         ignore_other_sm: flag(settings, "ignore_other_sm", false),
         mode: SweepMode::Forced,
         m_key: mkey_config(settings),
-        path_sls: path_sl_hints(settings),
+        policy_sls: policy_sls(settings),
     }
 }
 

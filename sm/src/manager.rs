@@ -859,7 +859,10 @@ impl Manager {
         self.learned = sweep.learned().clone();
         self.counters.add_sweep(&sweep);
         // A dry run writes no table: what it would route is not what the fabric holds.
-        if mode != SweepMode::DryRun && self.credit_loops.after_sweep(&sweep, self.config.path_sls)
+        if mode != SweepMode::DryRun
+            && self
+                .credit_loops
+                .after_sweep(&sweep, self.config.path_sls())
         {
             self.counters.credit_loop_checks += 1;
         }

@@ -151,6 +151,14 @@ impl SlSet {
     }
 }
 
+impl std::ops::BitOr for SlSet {
+    type Output = SlSet;
+
+    fn bitor(self, other: SlSet) -> SlSet {
+        SlSet(self.0 | other.0)
+    }
+}
+
 impl FromIterator<Sl> for SlSet {
     fn from_iter<I: IntoIterator<Item = Sl>>(iter: I) -> SlSet {
         let mut set = SlSet::default();

@@ -91,9 +91,16 @@ pub struct SweepConfig {
     pub mode: SweepMode,
     /// The M_Key, protect bits and lease every end port is given.
     pub m_key: MKeyConfig,
+    /// The SLs the QoS policy's levels choose (none with qos off or without a policy).
+    pub policy_sls: SlSet,
+}
+
+impl SweepConfig {
     /// The SLs PathRecords start from (SL 0, and the QoS policy's), which the routing's
     /// `path_sl` turns into the SLs paths take: what the credit-loop check follows.
-    pub path_sls: SlSet,
+    pub fn path_sls(&self) -> SlSet {
+        SlSet::SL0 | self.policy_sls
+    }
 }
 
 /// How a sweep treats what the fabric already holds.
