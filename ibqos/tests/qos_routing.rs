@@ -226,3 +226,79 @@ fn the_sm_names_the_ports_short_of_the_routings_vls_once_per_sweep() {
         );
     }
 }
+
+/// A policy whose levels choose SLs 1 (the default level), 2 and 3.
+const THREE_LEVELS: &str = "\
+qos-levels
+    qos-level
+        name: default
+        sl: 1
+    end-qos-level
+    qos-level
+        name: Storage
+        sl: 2
+    end-qos-level
+    qos-level
+        name: Interactive
+        sl: 3
+    end-qos-level
+end-qos-levels
+";
+
+/// What the SM's warning about the policy's SLs says, whichever way the engine replaces them.
+const POLICY_SLS_REPLACED: &str = "the SLs the QoS policy's levels choose";
+
+/// The lines of `ibqos sm --once`'s log on the emulated fabric `net`, with an opensm.conf of
+/// `lines` written in `dir`, that contain `needle`.
+fn sm_log_lines(dir: &TempDir, net: &std::path::Path, lines: &str, needle: &str) -> Vec<String> {
+    let conf = scratch_file(dir, "opensm.conf", lines);
+    let fabric = format!("sim:{}", net.display());
+    let output = common::ibqos(&[
+        "sm",
+        "--once",
+        "--fabric",
+        &fabric,
+        "-F",
+        conf.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let log = String::from_utf8_lossy(&output.stderr);
+    log.lines()
+        .filter(|l| l.contains(needle))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The SM says in one warning per sweep which SLs of the policy the engine that routed
+/// replaces: LASH and DFSSSP give every path their layer's SL, torus-2QoS keeps bit 3 alone.
+/// Minhop keeps them, and without a policy there are none to replace.
+#[test]
+fn the_sm_names_the_policys_sls_the_engine_replaces_once_per_sweep() {
+    let dir = TempDir::new().unwrap();
+    let (net, torus_conf) = common::torus_4x4_net(&dir, 1);
+    let policy = scratch_file(&dir, "qos-policy.conf", THREE_LEVELS);
+    let qos = format!("qos TRUE\ntorus_config {}\n", torus_conf.display());
+    let with_policy = format!("{qos}qos_policy_file {}\n", policy.display());
+    for engine in ["lash", "dfsssp", "torus-2QoS"] {
+        let lines = format!("routing_engine {engine},no_fallback\n{with_policy}");
+        let warnings = sm_log_lines(&dir, &net, &lines, POLICY_SLS_REPLACED);
+        assert_eq!(warnings.len(), 1, "{engine}: {warnings:#?}");
+        assert!(
+            warnings[0].contains("WARN")
+                && warnings[0].contains(&format!("engine=\"{engine}\""))
+                && warnings[0].contains("sls=\"1, 2, 3\""),
+            "{}",
+            warnings[0]
+        );
+    }
+    let minhop = format!("routing_engine minhop\n{with_policy}");
+    assert_eq!(
+        sm_log_lines(&dir, &net, &minhop, POLICY_SLS_REPLACED),
+        Vec::<String>::new()
+    );
+    let no_policy = format!("routing_engine lash,no_fallback\n{qos}");
+    assert_eq!(
+        sm_log_lines(&dir, &net, &no_policy, POLICY_SLS_REPLACED),
+        Vec::<String>::new()
+    );
+}

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 mod common;
-use common::{generated_net, ibqos, json_report, scratch_file};
+use common::{ibqos, json_report, scratch_file, torus_4x4_net};
 
 /// Every host sends to every other as fast as it can, on SL 0.
 const ALL_TO_ALL: &str = "duration_us = 300\n[[pattern]]\nkind = \"all-to-all\"\npayload = 2048\n";
@@ -29,11 +29,7 @@ struct Torus {
 
 fn torus() -> Torus {
     let dir = tempfile::tempdir().unwrap();
-    let net = generated_net(
-        &dir,
-        "torus.net",
-        &["torus", "--x", "4", "--y", "4", "--hosts", "4"],
-    );
+    let (net, torus_conf) = torus_4x4_net(&dir, 4);
     let topo = parse_net_file(&net).unwrap().topology;
     let root = topo.node(topo.node_by_name("S0_0").unwrap()).unwrap().guid;
     let roots = scratch_file(&dir, "roots", format!("{root:#018x}\n"));
@@ -41,7 +37,7 @@ fn torus() -> Torus {
     Torus {
         traffic: scratch_file(&dir, "traffic.toml", ALL_TO_ALL),
         conf: scratch_file(&dir, "opensm.conf", conf),
-        torus_conf: scratch_file(&dir, "torus-2QoS.conf", torus_2qos_conf(&topo)),
+        torus_conf,
         net,
         dir,
     }
@@ -62,19 +58,6 @@ fn layered_conf(torus: &Torus, engine: &str) -> PathBuf {
 /// ports' VLCap): each layer the engines make gets a VL of its own. torus-2QoS routes only
 /// with QoS on.
 const LAYERED: &str = "qos TRUE\nmax_op_vls 4\nqos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7\n";
-
-/// The 4x4 torus's torus-2QoS.conf, seeded at S0_0: both directions of both rings, which a
-/// radix of 4 needs.
-fn torus_2qos_conf(topo: &Topology) -> String {
-    let guid = |name: &str| topo.node(topo.node_by_name(name).unwrap()).unwrap().guid;
-    let mut conf = String::from("torus 4 4 1\n");
-    for (dim, plus, minus) in [("x", "S1_0", "S3_0"), ("y", "S0_1", "S0_3")] {
-        let seed = guid("S0_0");
-        conf += &format!("{dim}p_link {seed:#x} {:#x}\n", guid(plus));
-        conf += &format!("{dim}m_link {seed:#x} {:#x}\n", guid(minus));
-    }
-    conf
-}
 
 /// `ibqos sim` on the torus, routed by `engine`, with `extra` arguments.
 fn sim(torus: &Torus, engine: &str, extra: &[&str]) -> std::process::Output {

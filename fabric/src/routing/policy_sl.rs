@@ -42,6 +42,11 @@ impl PolicySl {
             PolicySl::Bit3Kept => Some(sl & 0x8),
         }
     }
+
+    /// Whether a path chosen at `sl` reaches the fabric on another SL.
+    pub fn replaces(self, sl: u8) -> bool {
+        self.surviving(sl) != Some(sl)
+    }
 }
 
 /// The data VLs torus-2QoS needs on every switch port (`verify_setup`, `osm_torus.c:7010`):
@@ -72,5 +77,7 @@ mod tests {
         assert_eq!(fate("nue", true), None);
         assert_eq!(fate("nue", false), Some(13));
         assert_eq!(fate("torus-2QoS", false), Some(8));
+        assert!(PolicySl::Bit3Kept.replaces(3) && !PolicySl::Bit3Kept.replaces(8));
+        assert!(PolicySl::Layered.replaces(0) && !PolicySl::Kept.replaces(3));
     }
 }

@@ -304,6 +304,35 @@ pub fn generated_net(dir: &TempDir, name: &str, shape: &[&str]) -> PathBuf {
     net
 }
 
+/// A 4x4 torus with `hosts` hosts on each switch, written by `ibqos fabric gen` as `torus.net`
+/// in `dir`, and its torus-2QoS.conf as `torus-2QoS.conf` beside it.
+pub fn torus_4x4_net(dir: &TempDir, hosts: usize) -> (PathBuf, PathBuf) {
+    let hosts = hosts.to_string();
+    let net = generated_net(
+        dir,
+        "torus.net",
+        &["torus", "--x", "4", "--y", "4", "--hosts", &hosts],
+    );
+    let topo = ibqos_fabric::netfile::parse_net_file(&net)
+        .unwrap()
+        .topology;
+    let conf = scratch_file(dir, "torus-2QoS.conf", torus_4x4_conf(&topo));
+    (net, conf)
+}
+
+/// The 4x4 torus's torus-2QoS.conf, seeded at S0_0: both directions of both rings, which a
+/// radix of 4 needs.
+fn torus_4x4_conf(topo: &ibqos_fabric::Topology) -> String {
+    let guid = |name: &str| topo.node(topo.node_by_name(name).unwrap()).unwrap().guid;
+    let mut conf = String::from("torus 4 4 1\n");
+    for (dim, plus, minus) in [("x", "S1_0", "S3_0"), ("y", "S0_1", "S0_3")] {
+        let seed = guid("S0_0");
+        conf += &format!("{dim}p_link {seed:#x} {:#x}\n", guid(plus));
+        conf += &format!("{dim}m_link {seed:#x} {:#x}\n", guid(minus));
+    }
+    conf
+}
+
 /// The JSON report of an `ibqos ... --json` run that must succeed.
 pub fn json_report(output: std::process::Output) -> serde_json::Value {
     assert!(

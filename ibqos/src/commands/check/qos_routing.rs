@@ -130,7 +130,7 @@ fn chosen_sls_lost(loaded: &Loaded, engine: &Named, fate: PolicySl) -> Option<Di
     let lost: BTreeSet<u8> = sls
         .iter()
         .copied()
-        .filter(|&sl| fate.surviving(sl) != Some(sl))
+        .filter(|&sl| fate.replaces(sl))
         .collect();
     if lost.is_empty() {
         return None;

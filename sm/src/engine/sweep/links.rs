@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use ibqos_fabric::routing::PolicySl;
 use ibqos_mad::{
     Attribute, CapabilityMask, Guid, NodeType, PhysPortState, PortInfoModifier, PortInfoRepr,
     PortState,
@@ -45,6 +46,7 @@ impl Sweep {
         if let Ok(routed) = &routing {
             self.layering = Arc::clone(&routed.layering);
             self.warn_ports_short_of_vls(routed.engine.name());
+            self.warn_policy_sls_replaced(routed.engine.name());
         }
         self.routing = Some(routing);
         if self.config.qos.enabled
@@ -215,6 +217,58 @@ impl Sweep {
              VL there, and a credit loop the engine broke can close",
             short.len()
         );
+    }
+
+    /// What the routing `engine` made does with the SLs the QoS policy's levels choose: kept
+    /// when its layering keeps each path's hint, else as OpenSM's engine of that name does
+    /// (a layering that does not keep the hint is Nue's on several VLs, never on one).
+    fn policy_sl_fate(&self, engine: &str) -> PolicySl {
+        if self.layering.keeps_hint() {
+            PolicySl::Kept
+        } else {
+            PolicySl::of(engine, true)
+        }
+    }
+
+    /// The SLs of the QoS policy's levels that reach the fabric as another SL under the
+    /// routing `engine` made: all of them under a layered engine, all but bit 3 under
+    /// torus-2QoS, none when the routing keeps the policy's SL.
+    pub(super) fn policy_sls_replaced(&self, engine: &str) -> Vec<u8> {
+        let fate = self.policy_sl_fate(engine);
+        self.config
+            .policy_sls
+            .iter()
+            .map(|sl| sl.get())
+            .filter(|&sl| fate.replaces(sl))
+            .collect()
+    }
+
+    /// One warning per sweep naming the SLs of the QoS policy
+    /// [`policy_sls_replaced`](Self::policy_sls_replaced) finds, if any: the policy's levels
+    /// do not reach the fabric as it wrote them.
+    fn warn_policy_sls_replaced(&self, engine: &str) {
+        let replaced = self.policy_sls_replaced(engine);
+        if replaced.is_empty() {
+            return;
+        }
+        let sls: Vec<String> = replaced.iter().map(u8::to_string).collect();
+        let sls = sls.join(", ");
+        if self.policy_sl_fate(engine) == PolicySl::Bit3Kept {
+            warn!(
+                engine,
+                sls,
+                "the routing keeps only bit 3 of the SLs the QoS policy's levels choose, its QoS \
+                 level; their other bits become the datelines of each path"
+            );
+        } else {
+            warn!(
+                engine,
+                sls,
+                "the routing gives every path its layer's SL: the SLs the QoS policy's levels \
+                 choose do not reach the fabric, and a request naming one gets no path where \
+                 the layer's SL differs"
+            );
+        }
     }
 
     /// The SL the SM's packets to an endport of LID `lid` use (`link_mgr_get_smsl`): `sm_sl`,
