@@ -133,3 +133,76 @@ fn the_sm_says_a_guid_file_failed_when_it_reads_it_and_when_it_routes() {
         .count();
     assert_eq!(routed, 1, "{log}");
 }
+
+/// `--routing-engine` naming torus-2QoS reads the configuration's `torus_config`, as OpenSM's
+/// `-R` does and as the configuration's own `routing_engine` would: `credit-loops`,
+/// `lft-balance`, `plan` and `sim` all route the torus with it.
+#[test]
+fn the_routing_engine_flag_reads_torus_config() {
+    let dir = TempDir::new().unwrap();
+    let (net, torus_conf) = common::torus_4x4_net(&dir, 1);
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        format!("qos TRUE\ntorus_config {}\n", torus_conf.display()),
+    );
+    let traffic = scratch_file(
+        &dir,
+        "traffic.toml",
+        "duration_us = 5\n[[pattern]]\nkind = \"all-to-all\"\npayload = 256\n",
+    );
+    let (net, conf, traffic) = (
+        net.to_str().unwrap(),
+        conf.to_str().unwrap(),
+        traffic.to_str().unwrap(),
+    );
+    let engine = ["--routing-engine", "torus-2QoS,no_fallback"];
+    let runs: [&[&str]; 4] = [
+        &["credit-loops", "--topology", net, "-F", conf],
+        &["lft-balance", "--topology", net, "-F", conf, "--json"],
+        &["plan", "-F", conf, "--topology", net],
+        &["sim", "--topology", net, "-F", conf, "--traffic", traffic],
+    ];
+    for run in runs {
+        let output = ibqos(&[run, &engine].concat());
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{run:?}: {stdout}{stderr}");
+        assert!(!stderr.contains("passed over"), "{run:?}: {stderr}");
+    }
+    let checked = ibqos(&[runs[0], &engine].concat());
+    let text = String::from_utf8_lossy(&checked.stdout);
+    assert!(text.contains("(routed by torus-2QoS)"), "{text}");
+}
+
+/// A `torus_config` that cannot be read, with torus-2QoS chosen by `--routing-engine`, is said
+/// as when the configuration lists the engine: the file has errors, and torus-2QoS passes
+/// over with OpenSM's error line.
+#[test]
+fn the_routing_engine_flag_says_a_torus_config_cannot_be_read() {
+    let dir = TempDir::new().unwrap();
+    let net = common::ring_net(&dir, 3, 1);
+    let missing = dir.path().join("torus-2QoS.conf");
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        format!("qos TRUE\ntorus_config {}\n", missing.display()),
+    );
+    let output = ibqos(&[
+        "credit-loops",
+        "--topology",
+        net.to_str().unwrap(),
+        "-F",
+        conf.to_str().unwrap(),
+        "--routing-engine",
+        "torus-2QoS",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("opensm.conf has errors"), "{stderr}");
+    let passed_over = format!(
+        "note: routing engine `torus-2QoS` passed over: ERR 4E11: Opening {}: No such file or \
+         directory",
+        missing.display()
+    );
+    assert!(stderr.contains(&passed_over), "{stderr}");
+}

@@ -43,9 +43,7 @@ fn torus() -> Torus {
     }
 }
 
-/// An opensm.conf routing with `engine` alone, with QoS and VLs for its layers. The engine is
-/// named there, not with `--routing-engine`: the torus-2QoS.conf is read only when the
-/// configuration's own list names torus-2QoS.
+/// An opensm.conf routing with `engine` alone, with QoS and VLs for its layers.
 fn layered_conf(torus: &Torus, engine: &str) -> PathBuf {
     let conf = format!(
         "routing_engine {engine},no_fallback\n{LAYERED}torus_config {}\n",

@@ -234,6 +234,17 @@ impl Loaded {
             .chain(&self.guid_files)
             .any(Diagnostic::is_error)
     }
+
+    /// Routes with the engines `names` lists in place of the file's `routing_engine`, as
+    /// OpenSM's `-R` does. OpenSM reads `torus_config` whenever the list it routes with names
+    /// torus-2QoS, so the file is read here if `names` lists it and the file's own list did
+    /// not; its problems join [`Loaded::guid_files`] as at loading.
+    pub fn set_routing_engine(&mut self, names: &str) {
+        self.settings.sm.routing_engine = Some(names.to_string());
+        if self.settings.torus_config.is_none() {
+            load_torus_config(self);
+        }
+    }
 }
 
 /// Why a configuration could not be loaded at all.
@@ -371,6 +382,7 @@ fn load_guid_files(loaded: &mut Loaded) {
 
 /// Reads the torus-2QoS.conf `torus_config` names (OpenSM's default path when unset) into the
 /// settings of `loaded`, when `routing_engine` lists torus-2QoS: OpenSM reads it only then.
+/// A list given in place of the file's reads it too ([`Loaded::set_routing_engine`]).
 fn load_torus_config(loaded: &mut Loaded) {
     let settings = &mut loaded.settings;
     let listed = settings.sm.routing_engine.as_deref().is_some_and(|names| {

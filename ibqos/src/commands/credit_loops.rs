@@ -10,16 +10,18 @@ use ibqos_fabric::credit_loops::{
     CreditLoop, CreditReport, FabricTables, Misforward, PathSls, Route, SlSet, check,
 };
 use ibqos_fabric::dump::FabricDump;
-use ibqos_fabric::routing::{EngineList, Layering, Routes, Unlayered};
+use ibqos_fabric::routing::{Layering, Routes, Unlayered};
 use ibqos_opensm::Loaded;
 use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{QosConfig, VlCount};
 use ibqos_sim::{Forwarding, NodeVls, Tables, build_nodes};
-use ibqos_sm::config::{path_sl_hints, routing_engines};
+use ibqos_sm::config::path_sl_hints;
 use serde::Serialize;
 
 use crate::cli::CreditLoopsArgs;
-use crate::commands::{Outcome, dump, fabric, load_config, route_offline, setup_on};
+use crate::commands::{
+    Outcome, dump, fabric, load_config_routed, route_offline, routing_engines_of, setup_on,
+};
 
 /// What the checker reads, and where it comes from.
 struct Held {
@@ -34,7 +36,11 @@ struct Held {
 }
 
 pub fn run(args: &CreditLoopsArgs) -> Result<Outcome> {
-    let loaded = args.config().map(|path| load_config(path)).transpose()?;
+    let routing_engine = args.routing_engine.as_deref();
+    let loaded = args
+        .config()
+        .map(|path| load_config_routed(path, routing_engine))
+        .transpose()?;
     if let (Some(loaded), Some(path)) = (&loaded, args.config())
         && loaded.has_errors()
     {
@@ -127,17 +133,8 @@ fn held(args: &CreditLoopsArgs, loaded: Option<&Loaded>) -> Result<Held> {
         return from_dump(topo, &dump, path.display().to_string())
             .with_context(|| format!("{} does not fit {topology}", path.display()));
     }
-    let named = args
-        .routing_engine
-        .as_deref()
-        .map(|names| EngineList::parse(Some(names)));
-    let (engines, max_op_vls) = match loaded {
-        Some(loaded) => (
-            named.unwrap_or_else(|| routing_engines(&loaded.settings)),
-            loaded.settings.links.oper_vls_cap(),
-        ),
-        None => (named.unwrap_or_default(), None),
-    };
+    let engines = routing_engines_of(loaded, args.routing_engine.as_deref());
+    let max_op_vls = loaded.and_then(|loaded| loaded.settings.links.oper_vls_cap());
     let routed = route_offline(
         &mut topo,
         &engines,

@@ -8,14 +8,15 @@ use std::io::Write as _;
 use anyhow::{Context, Result, bail};
 use ibqos_fabric::Topology;
 use ibqos_fabric::dump::FabricDump;
-use ibqos_fabric::routing::{EngineList, LftLoad, Routes, SwitchLoad, Toward, lft_load};
+use ibqos_fabric::routing::{LftLoad, Routes, SwitchLoad, Toward, lft_load};
 use ibqos_qos::VlCount;
 use ibqos_sim::held_forwarding;
-use ibqos_sm::config::routing_engines;
 use serde::Serialize;
 
 use crate::cli::LftBalanceArgs;
-use crate::commands::{Outcome, dump, fabric, load_config, route_offline};
+use crate::commands::{
+    Outcome, dump, fabric, load_config_routed, route_offline, routing_engines_of,
+};
 
 /// The report as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -100,28 +101,23 @@ fn forwarding(args: &LftBalanceArgs) -> Result<Forwarding> {
             routed_by: None,
         });
     }
-    let named = args
-        .routing_engine
-        .as_deref()
-        .map(|names| EngineList::parse(Some(names)));
-    let (engines, vls) = match args.config() {
-        Some(config) => {
-            let loaded = load_config(config)?;
-            if loaded.has_errors() {
-                eprintln!(
-                    "note: {} has errors (see `ibqos check`); routing as OpenSM would make of it",
-                    config.display()
-                );
-            }
-            let vls = loaded.settings.links.oper_vls_cap();
-            (
-                named.unwrap_or_else(|| routing_engines(&loaded.settings)),
-                vls,
-            )
-        }
-        None => (named.unwrap_or_default(), None),
-    };
-    let vls = vls.unwrap_or(VlCount::Fifteen);
+    let routing_engine = args.routing_engine.as_deref();
+    let loaded = args
+        .config()
+        .map(|config| load_config_routed(config, routing_engine))
+        .transpose()?;
+    if let (Some(loaded), Some(config)) = (&loaded, args.config())
+        && loaded.has_errors()
+    {
+        eprintln!(
+            "note: {} has errors (see `ibqos check`); routing as OpenSM would make of it",
+            config.display()
+        );
+    }
+    let engines = routing_engines_of(loaded.as_ref(), routing_engine);
+    let vls = loaded
+        .and_then(|loaded| loaded.settings.links.oper_vls_cap())
+        .unwrap_or(VlCount::Fifteen);
     let routed = route_offline(&mut topo, &engines, vls, topology)?;
     Ok(Forwarding {
         topo,

@@ -10,6 +10,7 @@ use ibqos_fabric::routing::{EngineList, Routed};
 use ibqos_opensm::{Loaded, Settings, load, qos_policy};
 use ibqos_qos::VlCount;
 use ibqos_qos::policy::setup::SetupTables;
+use ibqos_sm::config::routing_engines;
 
 use crate::diagnostics::{FileError, Report};
 
@@ -52,6 +53,27 @@ impl Outcome {
 /// Reads a configuration file, choosing the reader by its name.
 pub fn load_config(path: &Path) -> Result<Loaded> {
     Ok(load(path)?)
+}
+
+/// Reads a configuration file as [`load_config`] does, to route with the engines
+/// `routing_engine` lists (`--routing-engine`) in place of its own when given, with its routing
+/// options and the files they name (torus-2QoS's `torus_config` included).
+pub fn load_config_routed(path: &Path, routing_engine: Option<&str>) -> Result<Loaded> {
+    let mut loaded = load_config(path)?;
+    if let Some(names) = routing_engine {
+        loaded.set_routing_engine(names);
+    }
+    Ok(loaded)
+}
+
+/// The engines a command routes with: those of the configuration `loaded`
+/// ([`load_config_routed`]), or without one those `routing_engine` lists with OpenSM's default
+/// options (minhop when it lists none).
+pub fn routing_engines_of(loaded: Option<&Loaded>, routing_engine: Option<&str>) -> EngineList {
+    match loaded {
+        Some(loaded) => routing_engines(&loaded.settings),
+        None => EngineList::parse(routing_engine),
+    }
 }
 
 /// What the configuration's qos-setup programs on `topo`: nothing unless it sets

@@ -20,11 +20,15 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
         .as_ref()
         .or(args.toml.as_ref())
         .expect("clap requires one");
-    let loaded = load_config(path)?;
+    let mut loaded = load_config(path)?;
     let mut report = Report::new(args.diagnostics.strict);
     report.extend(qos_routing::diagnostics(&loaded));
-    report.extend(loaded.diagnostics);
+    report.extend(std::mem::take(&mut loaded.diagnostics));
     if let Some(topology) = &args.topology {
+        // The file's diagnostics are of its own engines; the fabric is routed as asked.
+        if let Some(names) = &args.routing_engine {
+            loaded.set_routing_engine(names);
+        }
         return setup::run(args, path, &loaded.settings, topology, report);
     }
     // clap requires these without --topology.

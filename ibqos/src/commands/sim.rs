@@ -8,15 +8,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use ibqos_fabric::netfile::parse_net_file;
-use ibqos_fabric::routing::EngineList;
 use ibqos_sim::{
     Forwarding, Report, Setup, SimError, Tables, describe, pfc_delay_table, plot::write_plots, sim,
     sweep_pfc_delay,
 };
-use ibqos_sm::config::{routing_engines, routing_options};
 
 use crate::cli::SimArgs;
-use crate::commands::{Outcome, dump, load_config, setup_on};
+use crate::commands::{Outcome, dump, load_config_routed, routing_engines_of, setup_on};
 use crate::diagnostics::FileError;
 
 /// Steps a run is cut into, to drive the progress bar.
@@ -122,16 +120,15 @@ pub fn setup(
             topology.display()
         );
     }
-    let named = routing_engine.map(|names| EngineList::parse(Some(names)));
     // What the tables and the forwarding borrow from, kept for the run's set-up.
     let (loaded, planned, dump, engines);
     let (tables, forwarding) = match tables_source {
         TableSource::None => {
-            engines = named.unwrap_or_default();
+            engines = routing_engines_of(None, routing_engine);
             (None, Forwarding::Engines(&engines))
         }
         TableSource::Config(config) => {
-            loaded = load_config(config)?;
+            loaded = load_config_routed(config, routing_engine)?;
             if loaded.has_errors() {
                 eprintln!(
                     "note: {} has errors (see `ibqos check`); simulating what OpenSM would make \
@@ -147,10 +144,7 @@ pub fn setup(
                 );
             }
             planned = setup_on(&topo, &loaded.settings, config)?;
-            engines = match named {
-                Some(list) => list.with_options(routing_options(&loaded.settings)),
-                None => routing_engines(&loaded.settings),
-            };
+            engines = routing_engines_of(Some(&loaded), routing_engine);
             let tables = Tables::Planned {
                 qos: &loaded.settings.qos,
                 setup: &planned,
@@ -161,10 +155,10 @@ pub fn setup(
         TableSource::Dump(path) => {
             dump = dump::read(path)?;
             // The dump's own LFTs, unless engines are named or it has none (an older dump).
-            let forwarding = if named.is_none() && dump.has_lfts() {
+            let forwarding = if routing_engine.is_none() && dump.has_lfts() {
                 Forwarding::Held(&dump)
             } else {
-                engines = named.unwrap_or_default();
+                engines = routing_engines_of(None, routing_engine);
                 Forwarding::Engines(&engines)
             };
             (Some(Tables::Held(&dump)), forwarding)

@@ -7,12 +7,12 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use ibqos_fabric::routing::{EngineList, Layering, Routed, update_port_tables};
+use ibqos_fabric::routing::{Layering, Routed, update_port_tables};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_opensm::{Code, Diagnostic, Settings};
 use ibqos_qos::policy::setup::{ScopeId, Scoped, SetupTables};
 use ibqos_qos::{PortCaps, PortClass, PortPlan, Priority, Sl2VlTable, VlCount, plan_settings};
-use ibqos_sm::config::{routing_engines, routing_options};
+use ibqos_sm::config::routing_engines;
 use serde_json::{Value, json};
 
 use super::{sl2vl_rows, vlarb_line};
@@ -53,7 +53,7 @@ pub(super) fn run(
     let topo = fabric::load(topology)?;
     let mut out = std::io::stdout().lock();
     // Routed before anything else, for what it says of the VLs whatever the policy holds.
-    let routed = route(&topo, settings, args.routing_engine.as_deref(), topology);
+    let routed = route(&topo, settings, topology);
     if let Ok(routed) = &routed {
         report.extend(short_of_vls(&topo, settings, routed));
     }
@@ -116,18 +116,11 @@ pub(super) fn run(
     Ok(Outcome::from_report(&report))
 }
 
-/// `topo` routed as the SM would: by the first of `routing_engine` (the option, else the
-/// configuration's) that routes it, each engine passed over said on standard error.
-fn route(
-    topo: &Topology,
-    settings: &Settings,
-    routing_engine: Option<&str>,
-    topology: &str,
-) -> Result<Routed> {
-    let engines = match routing_engine {
-        Some(names) => EngineList::parse(Some(names)).with_options(routing_options(settings)),
-        None => routing_engines(settings),
-    };
+/// `topo` routed as the SM would: by the first of the configuration's engines (those of
+/// `--routing-engine` when given) that routes it, each engine passed over said on standard
+/// error.
+fn route(topo: &Topology, settings: &Settings, topology: &str) -> Result<Routed> {
+    let engines = routing_engines(settings);
     let vls = settings.links.oper_vls_cap().unwrap_or(VlCount::Fifteen);
     route_offline(&mut topo.clone(), &engines, vls, topology)
 }
