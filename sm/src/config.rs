@@ -294,6 +294,11 @@ pub fn routing_options(settings: &Settings) -> RoutingOptions {
         failed_files,
         qos: settings.qos.enabled,
         torus_config: settings.torus_config.clone(),
+        // A cap of 15 VLs caps nothing: OpenSM's default (5) is no cap, as is its 0.
+        max_op_vls: settings
+            .links
+            .oper_vls_cap()
+            .filter(|&cap| cap != VlCount::Fifteen),
     }
 }
 
@@ -471,7 +476,8 @@ m_key 0X0a
             "routing_engine updn\nroot_guid_file {}\nguid_routing_order_file {}\n\
              cn_guid_file {}\nmax_reverse_hops 3\nscatter_ports 010\nport_shifting TRUE\n\
              connect_roots TRUE\nguid_routing_order_no_scatter TRUE\n\
-             avoid_throttled_links TRUE\nlash_start_vl 2\ndo_mesh_analysis TRUE\n",
+             avoid_throttled_links TRUE\nlash_start_vl 2\ndo_mesh_analysis TRUE\n\
+             max_op_vls 3\n",
             roots.display(),
             order.display(),
             missing.display()
@@ -497,6 +503,7 @@ m_key 0X0a
                 failed_files: BTreeSet::from([GuidFile::ComputeNodes, GuidFile::RoutingOrder]),
                 qos: false,
                 torus_config: None,
+                max_op_vls: Some(VlCount::Four),
             }
         );
         assert_eq!(

@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use ibqos_opensm::torus_config::TorusConfig;
+use ibqos_qos::VlCount;
 
 /// A GUID file an engine reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -73,4 +74,8 @@ pub struct RoutingOptions {
     /// The torus-2QoS.conf `torus_config` names, as read (torus-2QoS); `None` when it was not
     /// read, which torus-2QoS takes as a file it could not open.
     pub torus_config: Option<TorusConfig>,
+    /// `max_op_vls` as a cap on the data VLs a port may run; `None` caps nothing below 15
+    /// (OpenSM's default, and its 0).
+    /// torus-2QoS counts its VLs from each port's VLCap under this cap, not from OperVLs.
+    pub max_op_vls: Option<VlCount>,
 }

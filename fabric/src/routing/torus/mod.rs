@@ -40,11 +40,13 @@ impl Engine for Torus2QoS {
         "torus-2QoS"
     }
 
+    /// The data VLs come from each port's VLCap under `max_op_vls`, as OpenSM counts them for
+    /// torus-2QoS, not from the OperVLs the ports run now (`_vls`).
     fn unicast(
         &self,
         topo: &Topology,
         options: &RoutingOptions,
-        vls: VlCount,
+        _vls: VlCount,
     ) -> Result<Routing, RoutingError> {
         topo.validate()?;
         if !options.qos {
@@ -62,7 +64,7 @@ impl Engine for Torus2QoS {
         if let Some(failure) = &config.failure {
             return Err(RoutingError::Refused(failure.clone()));
         }
-        let data_vls = DataVls::of(topo, vls);
+        let data_vls = DataVls::of(topo, options.max_op_vls);
         let seed = setup::verify(config, topo, data_vls).map_err(RoutingError::Refused)?;
         let torus =
             Torus::build(config, seed, topo, &physical(topo)).map_err(RoutingError::Refused)?;

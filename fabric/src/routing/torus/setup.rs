@@ -9,18 +9,19 @@ use ibqos_qos::VlCount;
 use super::build::{Refusal, dimension};
 use crate::topology::Topology;
 
-/// The fewest data VLs the ports run, as OpenSM's `min_data_vls` and `min_sw_data_vls` count
-/// them (`osm_port_info_rcv.c`): each linked port's VLCap, capped by the VLs the links may run.
+/// The fewest data VLs the ports may run, as OpenSM counts them while it reads each PortInfo
+/// (`osm_port_info_rcv.c:119-129,425-437`): a port's VLCap under the cap of `max_op_vls`, at
+/// most 15, whatever OperVLs the port runs when the engine routes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct DataVls {
-    /// Over every linked port but switch port 0.
+    /// Over the linked CA and router ports (`min_data_vls`).
     pub endport: u8,
-    /// Over the ports linked to a switch.
+    /// Over the switch ports linked to a switch, port 0 aside (`min_sw_data_vls`).
     pub switchport: u8,
 }
 
 impl DataVls {
-    pub fn of(topo: &Topology, cap: VlCount) -> DataVls {
+    pub fn of(topo: &Topology, max_op_vls: Option<VlCount>) -> DataVls {
         let mut vls = DataVls {
             endport: VlCount::Fifteen.count(),
             switchport: VlCount::Fifteen.count(),
@@ -30,9 +31,11 @@ impl DataVls {
                 let Some(peer) = port.peer.filter(|_| p != 0) else {
                     continue;
                 };
-                let data = port.link.vl_cap.min(cap).count();
-                vls.endport = vls.endport.min(data);
-                if topo.node(peer.node).is_some_and(|n| n.is_switch()) {
+                let cap = port.link.vl_cap;
+                let data = max_op_vls.map_or(cap, |max| cap.min(max)).count();
+                if !node.is_switch() {
+                    vls.endport = vls.endport.min(data);
+                } else if topo.node(peer.node).is_some_and(|n| n.is_switch()) {
                     vls.switchport = vls.switchport.min(data);
                 }
             }

@@ -173,29 +173,53 @@ fn sl2vl_tables_follow_the_datelines_turns_and_qos_level() {
     assert_eq!(sl2vl(layering, host, 0, 0), expect(&|sl| sl >> 3));
 }
 
-/// With 4 data VLs the QoS bit goes; with 2 the turn bit too.
+/// With 4 data VLs the QoS bit goes; with 2 the turn bit too. The VLs are the ports' VLCap
+/// under `max_op_vls`, whatever OperVLs the switch ports run when the engine routes.
 #[test]
 fn fewer_vls_drop_the_qos_bit_then_the_turn_bit() {
     let topo = four_by_four();
-    let options = options(config(&topo, ""));
+    let capped = |max_op_vls| RoutingOptions {
+        max_op_vls: Some(max_op_vls),
+        ..options(config(&topo, ""))
+    };
     let s00 = guid(&topo, "S0_0");
-    let four = Torus2QoS.unicast(&topo, &options, VlCount::Four).unwrap();
+    let four = Torus2QoS
+        .unicast(&topo, &capped(VlCount::Four), VlCount::Eight)
+        .unwrap();
     assert_eq!(four.layering.vls_used(), VlCount::Four);
     assert_eq!(sl2vl(four.layering.as_ref(), s00, 4, 2)[9], 0b11);
-    let two = Torus2QoS.unicast(&topo, &options, VlCount::Two).unwrap();
+    let two = Torus2QoS
+        .unicast(&topo, &capped(VlCount::Two), VlCount::Eight)
+        .unwrap();
     assert_eq!(sl2vl(two.layering.as_ref(), s00, 4, 2)[9], 0b01);
     assert_eq!(
-        refusal_with(&topo, &options, VlCount::One),
+        refusal(&topo, &capped(VlCount::One)),
         "ERR 4E48: Too few data VLs to support torus routing without credit loops (have \
          switchport 1 need 2)"
     );
+    let uncapped = Torus2QoS
+        .unicast(&topo, &options(config(&topo, "")), VlCount::Two)
+        .unwrap();
+    assert_eq!(uncapped.layering.vls_used(), VlCount::Eight, "VLCap 8");
 }
 
-fn refusal_with(topo: &Topology, options: &RoutingOptions, vls: VlCount) -> String {
-    match Torus2QoS.unicast(topo, options, vls) {
-        Err(RoutingError::Refused(reason)) => reason,
-        other => panic!("torus-2QoS did not refuse: {other:?}"),
-    }
+/// A host's VLCap counts for the links to hosts alone (`min_data_vls`), a switch's toward
+/// switches for the links between switches (`min_sw_data_vls`): a host of 2 VLs leaves the
+/// switches their 8, and its links one QoS level per VL.
+#[test]
+fn a_hosts_vlcap_counts_for_the_links_to_hosts_alone() {
+    let mut topo = four_by_four();
+    let host = host(&topo, 0, 0);
+    topo.port_mut(PortRef::new(host, 1)).unwrap().link.vl_cap = VlCount::Two;
+    let routing = route(&topo, &options(config(&topo, ""))).unwrap();
+    assert_eq!(routing.layering.vls_used(), VlCount::Eight);
+    let s00 = guid(&topo, "S0_0");
+    assert_eq!(sl2vl(routing.layering.as_ref(), s00, 4, 2)[9], 0b111);
+    let h00 = guid(&topo, "H0_0_0");
+    assert_eq!(sl2vl(routing.layering.as_ref(), h00, 0, 0)[9], 1);
+    topo.port_mut(PortRef::new(host, 1)).unwrap().link.vl_cap = VlCount::One;
+    let routing = route(&topo, &options(config(&topo, ""))).unwrap();
+    assert_eq!(sl2vl(routing.layering.as_ref(), h00, 0, 0)[9], 0);
 }
 
 /// Toward a host, VL0 stays, VL4 becomes VL1 and the rest goes, compacted.
