@@ -49,13 +49,16 @@ impl PolicySl {
     }
 }
 
-/// The data VLs torus-2QoS needs on every switch port (`verify_setup`, `osm_torus.c:7010`):
-/// below the first it does not route; below the others it warns and loses a feature.
-pub const TORUS_VLS: [(u8, &str); 3] = [
-    (
-        2,
-        "it does not route (ERR 4E48), and the next engine routes in its place",
-    ),
+/// The data VLs torus-2QoS needs on every switch port linked to a switch (`verify_setup`,
+/// `osm_torus.c:7010`) to route at all, and what becomes of it below.
+pub const TORUS_ROUTES: (u8, &str) = (
+    2,
+    "it does not route (ERR 4E48), and the next engine routes in its place",
+);
+
+/// The data VLs torus-2QoS needs on every switch port linked to a switch for each of its
+/// features: below one, OpenSM warns and routes without it.
+pub const TORUS_FEATURES: [(u8, &str); 2] = [
     (
         4,
         "it cannot route around a failed switch without risking a credit loop",

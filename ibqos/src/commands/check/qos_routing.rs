@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use ibqos_fabric::routing::{EngineList, Listed, PolicySl, TORUS_VLS};
+use ibqos_fabric::routing::{EngineList, Listed, PolicySl, TORUS_FEATURES, TORUS_ROUTES};
 use ibqos_opensm::{Code, Diagnostic, Loaded, Location, Settings};
 use ibqos_qos::{PortClass, VlCount};
 
@@ -171,8 +171,8 @@ fn short_of_vls(loaded: &Loaded, engine: &Named, fate: PolicySl, vls: VlCount) -
     let name = &engine.name;
     let have = vls.count();
     let shortages: Vec<String> = match fate {
-        PolicySl::Bit3Kept => TORUS_VLS
-            .iter()
+        PolicySl::Bit3Kept => std::iter::once(&TORUS_ROUTES)
+            .chain(&TORUS_FEATURES)
             .filter(|(needed, _)| have < *needed)
             .map(|(needed, what)| format!("below {needed} data VLs {what}"))
             .collect(),
