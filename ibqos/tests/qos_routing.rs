@@ -302,3 +302,36 @@ fn the_sm_names_the_policys_sls_the_engine_replaces_once_per_sweep() {
         Vec::<String>::new()
     );
 }
+
+/// torus-2QoS on switch ports of 2 data VLs routes, as OpenSM's does, without the turn bit
+/// (no route around a failed switch) and without the QoS bit, and the SM says both, each once
+/// per sweep; on ports of 8 it says nothing.
+#[test]
+fn the_sm_says_what_torus_2qos_does_without_on_too_few_vls() {
+    let dir = TempDir::new().unwrap();
+    let (net, torus_conf) = common::torus_4x4_net(&dir, 1);
+    let torus = format!(
+        "routing_engine torus-2QoS,no_fallback\nqos TRUE\ntorus_config {}\n",
+        torus_conf.display()
+    );
+    let needle = "run too few data VLs for the routing";
+    let warnings = sm_log_lines(&dir, &net, &format!("{torus}max_op_vls 2\n"), needle);
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    for (warning, needed, without) in [
+        (&warnings[0], 4, "around a failed switch"),
+        (&warnings[1], 8, "one QoS level"),
+    ] {
+        assert!(
+            warning.contains("WARN")
+                && warning.contains("switch ports linked to a switch")
+                && warning.contains(without)
+                && warning.contains("engine=\"torus-2QoS\"")
+                && warning.contains(&format!("have=2 needed={needed}")),
+            "{warning}"
+        );
+    }
+    assert_eq!(
+        sm_log_lines(&dir, &net, &torus, needle),
+        Vec::<String>::new()
+    );
+}

@@ -69,6 +69,12 @@ pub trait Layering: fmt::Debug + Send + Sync {
         VlCount::One
     }
 
+    /// What the routing does without because some ports run too few data VLs, where OpenSM
+    /// warns and routes all the same; none unless a layering says so.
+    fn vl_shortfalls(&self) -> Vec<VlShortfall> {
+        Vec::new()
+    }
+
     /// May rewrite `table`, the configured SL-to-VL table of traffic from `input` to `output`
     /// of the node with NodeGUID `node` (a CA port: input and output 0). The QoS manager masks
     /// the result with the output's OperVLs and writes it.
@@ -77,6 +83,19 @@ pub trait Layering: fmt::Debug + Send + Sync {
     /// May rewrite `table`, the configured VLArb table of `priority` on `port` of the node with
     /// NodeGUID `node`, before the QoS manager cuts it to the port's cap and masks it.
     fn update_vlarb(&self, _node: u64, _port: u8, _priority: Priority, _table: &mut VlArbTable) {}
+}
+
+/// A feature a routing does without, for lack of data VLs on some ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VlShortfall {
+    /// The ports that lack them, as a person names them: `switch ports linked to a switch`.
+    pub ports: &'static str,
+    /// The fewest data VLs those ports run.
+    pub have: u8,
+    /// The data VLs the feature needs.
+    pub needed: u8,
+    /// What the routing does without, as a clause.
+    pub without: &'static str,
 }
 
 /// Routes that spend no SL or VL: every hook keeps what the configuration chose.

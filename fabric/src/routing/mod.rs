@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 pub use dfsssp::{Dfsssp, Sssp};
 pub use dnup::{DownUp, dnup};
 pub use dor::{Dor, dor};
-pub use engine::{Engine, Layering, Routing, Unlayered, update_port_tables};
+pub use engine::{Engine, Layering, Routing, Unlayered, VlShortfall, update_port_tables};
 pub use ftree::{FatTree, ftree};
 pub use lash::{Lash, lash};
 pub use lft_load::{LftLoad, PortLoad, SwitchLoad, Toward, WorstPort, lft_load};

@@ -66,6 +66,13 @@ pub const TORUS_FEATURES: [(u8, &str); 2] = [
     (8, "it has one QoS level, not two: SL bit 3 is lost"),
 ];
 
+/// The data VLs torus-2QoS needs on every CA and router port to keep its two QoS levels on
+/// separate VLs there: below, OpenSM warns and routes all the same.
+pub const TORUS_ENDPORT_FEATURE: (u8, &str) = (
+    2,
+    "its two QoS levels share one VL on the links to end ports",
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

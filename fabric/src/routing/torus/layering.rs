@@ -114,6 +114,11 @@ impl TorusLayering {
         loops | (hint & (1 << QOS_SL_BIT))
     }
 
+    /// The fewest data VLs the ports run, as the routing counted them.
+    pub fn data_vls(&self) -> DataVls {
+        self.vls
+    }
+
     /// Up to 8: two per QoS level for the datelines, doubled for the turns a failure forces.
     pub fn vls(&self) -> VlCount {
         match self.vls.switchport {

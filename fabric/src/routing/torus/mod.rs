@@ -24,7 +24,8 @@ use std::sync::Arc;
 use ibqos_opensm::torus_config::DEFAULT_TORUS_CONFIG;
 use ibqos_qos::{Priority, Sl2VlTable, VlArbTable, VlCount};
 
-use super::engine::{Engine, Layering, Routing};
+use super::engine::{Engine, Layering, Routing, VlShortfall};
+use super::policy_sl::{TORUS_ENDPORT_FEATURE, TORUS_FEATURES};
 use super::{Routes, RoutingError, RoutingOptions, SwitchGraph};
 use crate::topology::Topology;
 use build::{Physical, Torus};
@@ -104,6 +105,29 @@ impl Layering for TorusLayering {
 
     fn vls_used(&self) -> VlCount {
         self.vls()
+    }
+
+    /// OpenSM's warnings of `verify_setup` (`osm_torus.c:7030-7045`): the features the switch
+    /// ports linked to switches, and the end ports, run too few data VLs for.
+    fn vl_shortfalls(&self) -> Vec<VlShortfall> {
+        let vls = self.data_vls();
+        let between_switches = TORUS_FEATURES.iter().map(|&(needed, without)| VlShortfall {
+            ports: "switch ports linked to a switch",
+            have: vls.switchport,
+            needed,
+            without,
+        });
+        let (needed, without) = TORUS_ENDPORT_FEATURE;
+        let to_endports = VlShortfall {
+            ports: "CA and router ports",
+            have: vls.endport,
+            needed,
+            without,
+        };
+        between_switches
+            .chain([to_endports])
+            .filter(|shortfall| shortfall.have < shortfall.needed)
+            .collect()
     }
 
     fn update_sl2vl(&self, node: u64, input: u8, output: u8, table: &mut Sl2VlTable) {

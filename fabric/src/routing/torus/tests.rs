@@ -203,6 +203,38 @@ fn fewer_vls_drop_the_qos_bit_then_the_turn_bit() {
     assert_eq!(uncapped.layering.vls_used(), VlCount::Eight, "VLCap 8");
 }
 
+/// OpenSM's warnings: below 8 data VLs between switches one QoS level, below 4 no route
+/// around a failed switch either; below 2 on a host's link its QoS levels share a VL.
+#[test]
+fn too_few_vls_for_a_feature_are_said() {
+    let mut topo = four_by_four();
+    let shortfalls = |topo: &Topology, max_op_vls| {
+        let options = RoutingOptions {
+            max_op_vls,
+            ..options(config(topo, ""))
+        };
+        let routing = route(topo, &options).unwrap();
+        let found = routing.layering.vl_shortfalls();
+        found
+            .iter()
+            .map(|s| (s.ports, s.have, s.needed))
+            .collect::<Vec<_>>()
+    };
+    let between_switches = "switch ports linked to a switch";
+    assert_eq!(shortfalls(&topo, None), []);
+    assert_eq!(
+        shortfalls(&topo, Some(VlCount::Four)),
+        [(between_switches, 4, 8)]
+    );
+    assert_eq!(
+        shortfalls(&topo, Some(VlCount::Two)),
+        [(between_switches, 2, 4), (between_switches, 2, 8)]
+    );
+    let host = host(&topo, 2, 1);
+    topo.port_mut(PortRef::new(host, 1)).unwrap().link.vl_cap = VlCount::One;
+    assert_eq!(shortfalls(&topo, None), [("CA and router ports", 1, 2)]);
+}
+
 /// A host's VLCap counts for the links to hosts alone (`min_data_vls`), a switch's toward
 /// switches for the links between switches (`min_sw_data_vls`): a host of 2 VLs leaves the
 /// switches their 8, and its links one QoS level per VL.

@@ -47,6 +47,7 @@ impl Sweep {
             self.layering = Arc::clone(&routed.layering);
             self.warn_ports_short_of_vls(routed.engine.name());
             self.warn_policy_sls_replaced(routed.engine.name());
+            self.warn_vl_shortfalls(routed.engine.name());
         }
         self.routing = Some(routing);
         if self.config.qos.enabled
@@ -267,6 +268,22 @@ impl Sweep {
                 "the routing gives every path its layer's SL: the SLs the QoS policy's levels \
                  choose do not reach the fabric, and a request naming one gets no path where \
                  the layer's SL differs"
+            );
+        }
+    }
+
+    /// One warning per sweep for each feature the routing `engine` made does without for lack
+    /// of data VLs (torus-2QoS's, below 4 or 8 on the links between switches, or 2 on the
+    /// links to end ports), as OpenSM warns at each routing.
+    fn warn_vl_shortfalls(&self, engine: &str) {
+        for shortfall in self.layering.vl_shortfalls() {
+            warn!(
+                engine,
+                have = shortfall.have,
+                needed = shortfall.needed,
+                "the {} run too few data VLs for the routing: {}",
+                shortfall.ports,
+                shortfall.without
             );
         }
     }
