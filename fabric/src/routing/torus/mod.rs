@@ -72,10 +72,12 @@ impl Engine for Torus2QoS {
         let dests = route::destinations(&torus, config, topo)
             .map_err(|port| RoutingError::MissingLid(topo.describe(port)))?;
         let (lfts, max_lid) = route::lfts(&torus, &dests).map_err(RoutingError::Refused)?;
-        let layering = TorusLayering::new(&torus, &dests, data_vls);
+        let decided = Decided {
+            layering: TorusLayering::new(&torus, &dests, data_vls),
+        };
         Ok(Routing {
             routes: Routes { lfts, max_lid },
-            layering: Arc::new(layering),
+            layering: Arc::new(decided),
         })
     }
 }
@@ -98,19 +100,34 @@ fn physical(topo: &Topology) -> Physical {
     }
 }
 
-impl Layering for TorusLayering {
+/// What the routing decided beside the LFTs: the answers of its layering.
+#[derive(Debug)]
+struct Decided {
+    layering: TorusLayering,
+}
+
+impl Layering for Decided {
     fn path_sl(&self, hint: u8, slid: u16, dlid: u16) -> u8 {
-        self.sl(hint, slid, dlid)
+        self.layering.sl(hint, slid, dlid)
     }
 
     fn vls_used(&self) -> VlCount {
-        self.vls()
+        self.layering.vls()
+    }
+
+    fn update_sl2vl(&self, node: u64, input: u8, output: u8, table: &mut Sl2VlTable) {
+        self.layering.sl2vl(node, input, output, table);
+    }
+
+    /// Both priorities alike.
+    fn update_vlarb(&self, node: u64, port: u8, _priority: Priority, table: &mut VlArbTable) {
+        self.layering.vlarb(node, port, table);
     }
 
     /// OpenSM's warnings of `verify_setup` (`osm_torus.c:7030-7045`): the features the switch
     /// ports linked to switches, and the end ports, run too few data VLs for.
     fn vl_shortfalls(&self) -> Vec<VlShortfall> {
-        let vls = self.data_vls();
+        let vls = self.layering.data_vls();
         let between_switches = TORUS_FEATURES.iter().map(|&(needed, without)| VlShortfall {
             ports: "switch ports linked to a switch",
             have: vls.switchport,
@@ -128,15 +145,6 @@ impl Layering for TorusLayering {
             .chain([to_endports])
             .filter(|shortfall| shortfall.have < shortfall.needed)
             .collect()
-    }
-
-    fn update_sl2vl(&self, node: u64, input: u8, output: u8, table: &mut Sl2VlTable) {
-        self.sl2vl(node, input, output, table);
-    }
-
-    /// Both priorities alike.
-    fn update_vlarb(&self, node: u64, port: u8, _priority: Priority, table: &mut VlArbTable) {
-        self.vlarb(node, port, table);
     }
 }
 
