@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use ibqos_exchange::{Address, OutgoingMad, Peer};
 use ibqos_mad::sa::{
-    JoinState, McMemberRecordRepr, RmppFlags, RmppType, SaAttributeId, SaHeaderRepr, SaRecord,
-    emit_sa, parse_sa,
+    JoinState, McMemberRecordRepr, Record, RmppFlags, RmppType, SaAttributeId, SaHeaderRepr,
+    SaRecord, emit_sa, parse_sa,
 };
 use ibqos_mad::{Gid, Method, MgmtClass, Status};
 use ibqos_transport::{FabricSpec, Incoming, OpenOptions, Role, Transport, open};
@@ -17,6 +17,8 @@ use ibqos_transport::{FabricSpec, Incoming, OpenOptions, Role, Transport, open};
 use crate::netfile::NodeKind;
 use crate::process::{command_line, run_bounded};
 use crate::readback::route_to;
+use crate::sa::{SaTools, Session};
+use crate::scenario::Fabric;
 use crate::{Error, Ibsim, Result, SimTools, Topology};
 
 /// How long a join waits for its answer before it is sent again; ibsim answers in
@@ -154,6 +156,60 @@ impl McClient {
 
 /// The JoinState of a full member, as IPoIB joins its broadcast group.
 pub const FULL: JoinState = JoinState::FULL;
+
+/// The IPv4 broadcast group of the Default partition, which IPoIB joins.
+pub const IPOIB_BROADCAST: Gid = Gid(0xff12_401b_ffff_0000_0000_0000_ffff_ffff);
+
+/// What the kernel's IPoIB sends to join its broadcast group (ComponentMask 0x10083): MGID,
+/// PortGID, P_Key and JoinState (IBA 15.2.5.17 bits 0, 1, 7 and 16).
+pub const IPOIB_JOIN: u64 = 1 | 1 << 1 | 1 << 7 | 1 << 16;
+
+/// A record of zeros, for a join to fill.
+pub fn blank_record() -> McMemberRecordRepr {
+    McMemberRecordRepr::parse_bytes(&[0u8; 56]).expect("a zero record parses")
+}
+
+impl McClient {
+    /// A full member's join of [`IPOIB_BROADCAST`] on a subnet of `prefix`, as IPoIB sends it.
+    pub fn join_ipoib_broadcast(&mut self, prefix: u64) -> Result<McAnswer> {
+        let record = McMemberRecordRepr {
+            mgid: IPOIB_BROADCAST,
+            port_gid: self.port_gid(prefix),
+            p_key: 0xffff,
+            join_state: FULL,
+            ..blank_record()
+        };
+        self.join(IPOIB_JOIN, record)
+    }
+}
+
+/// The multicast forwarding tables once the SM of `session` has caught up with a join or
+/// leave, as [`read_mfts`] reads them: read until two reads a quarter of a second apart agree
+/// (an SM reprograms them after it answered), or for 10 seconds at most.
+pub fn settled_mfts(
+    session: &Session,
+    fabric: &Fabric,
+    tools: &SaTools,
+) -> Result<BTreeMap<(String, u16), Vec<u8>>> {
+    let read = || {
+        read_mfts(
+            &tools.sim,
+            session.sim(),
+            &fabric.topology,
+            &fabric.query_node,
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = read()?;
+    loop {
+        std::thread::sleep(Duration::from_millis(250));
+        let now = read()?;
+        if now == last || Instant::now() > deadline {
+            return Ok(now);
+        }
+        last = now;
+    }
+}
 
 /// Every switch's multicast forwarding table as `ibroute -M` reads it from `query_node`: for
 /// each (switch, MLID) with an entry, its ports in order.

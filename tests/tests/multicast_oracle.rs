@@ -13,12 +13,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::time::{Duration, Instant};
 
 use ibqos_mad::Gid;
-use ibqos_mad::sa::{JoinState, McMemberRecordRepr, Record};
+use ibqos_mad::sa::{JoinState, McMemberRecordRepr};
 use ibqos_tests::TestDir;
-use ibqos_tests::multicast::{McAnswer, McClient, read_mfts};
+use ibqos_tests::multicast::{IPOIB_BROADCAST, McAnswer, McClient, blank_record, settled_mfts};
 use ibqos_tests::sa::{
     Backend, Flow, OUT_VAR, Query, SaTools, Session, SmKind, SmSetup, assert_same_answers_with,
     compare, unified_diff,
@@ -30,21 +29,16 @@ const PARTITIONS: &str = "Default=0x7fff,ipoib : ALL=full ;\n";
 
 const PREFIX: u64 = 0xfe80_0000_0000_0000;
 
-/// The IPv4 broadcast group of the Default partition.
-const BROADCAST: Gid = Gid(0xff12_401b_ffff_0000_0000_0000_ffff_ffff);
-
 /// The masks clients send (IBA 15.2.5.17 ComponentMask bits).
 mod mask {
     pub const MGID: u64 = 1 << 0;
     pub const PORT_GID: u64 = 1 << 1;
     pub const Q_KEY: u64 = 1 << 2;
     pub const TCLASS: u64 = 1 << 6;
-    pub const P_KEY: u64 = 1 << 7;
     pub const SL: u64 = 1 << 12;
     pub const FLOW_LABEL: u64 = 1 << 13;
     pub const JOIN_STATE: u64 = 1 << 16;
-    /// What the kernel's IPoIB sends to join its broadcast group (0x10083).
-    pub const IPOIB_JOIN: u64 = MGID | PORT_GID | P_KEY | JOIN_STATE;
+    pub use ibqos_tests::multicast::IPOIB_JOIN;
     /// What a create must give (OpenSM's 0x130C7).
     pub const CREATE: u64 = IPOIB_JOIN | Q_KEY | TCLASS | SL | FLOW_LABEL;
     /// A leave: the group, the port and the states to drop.
@@ -80,38 +74,6 @@ const SEQUENCE: [Step; 12] = [
 
 /// After this step, the saquery comparisons run (the most groups and members).
 const PEAK: usize = 4;
-
-fn blank() -> McMemberRecordRepr {
-    McMemberRecordRepr::parse_bytes(&[0u8; 56]).expect("a zero record parses")
-}
-
-/// The multicast forwarding tables once the SM has caught up with a step: read until two reads
-/// a quarter of a second apart agree (an SM reprograms them after it answered the join).
-fn settled_mfts(
-    session: &Session,
-    fabric: &Fabric,
-    tools: &SaTools,
-) -> BTreeMap<(String, u16), Vec<u8>> {
-    let read = || {
-        read_mfts(
-            &tools.sim,
-            session.sim(),
-            &fabric.topology,
-            &fabric.query_node,
-        )
-        .unwrap()
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut last = read();
-    loop {
-        std::thread::sleep(Duration::from_millis(250));
-        let now = read();
-        if now == last || Instant::now() > deadline {
-            return now;
-        }
-        last = now;
-    }
-}
 
 fn describe(answer: &McAnswer) -> String {
     match &answer.record {
@@ -174,16 +136,16 @@ fn run(
         let mut record = McMemberRecordRepr {
             port_gid: client.port_gid(PREFIX),
             join_state: JoinState::FULL,
-            ..blank()
+            ..blank_record()
         };
         let answer = match step {
             Step::JoinBroadcast(_) => {
-                record.mgid = BROADCAST;
+                record.mgid = IPOIB_BROADCAST;
                 record.p_key = 0xffff;
                 client.join(mask::IPOIB_JOIN, record)
             }
             Step::LeaveBroadcast(_) => {
-                record.mgid = BROADCAST;
+                record.mgid = IPOIB_BROADCAST;
                 client.leave(mask::LEAVE, record)
             }
             Step::Create(_) => {
@@ -211,7 +173,7 @@ fn run(
             created = Some(r.mgid);
         }
         writeln!(text, "step {number}: {step:?}: {}", describe(&answer)).unwrap();
-        for ((switch, mlid), ports) in settled_mfts(&session, fabric, tools) {
+        for ((switch, mlid), ports) in settled_mfts(&session, fabric, tools).unwrap() {
             writeln!(text, "  {switch} {mlid:#06x} {ports:?}").unwrap();
         }
         if number == PEAK {
