@@ -2,17 +2,21 @@
 //! `ibqos sm --once` and by `opensm -o` on two fresh ibsims with the same opensm.conf. Every
 //! switch's forwarding table (read with ibroute, compared by switch and destination GUID, see
 //! `ibqos_tests::lfts`), every SL-to-VL table the engine writes (read with smpquery: every
-//! switch input and output pair, every CA port), and the PathRecord SL of every pair of end
-//! ports (`ibqos_tests::path_sls`).
+//! switch input and output pair, every CA port), the PathRecord SL of every pair of end ports
+//! (`ibqos_tests::path_sls`), and the multicast forwarding tables of the IPoIB broadcast group
+//! once hosts joined it (read with `ibroute -M`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ibqos_fabric::generate::torus_2d;
+use ibqos_mad::Status;
 use ibqos_tests::lfts::lfts_match_opensm_logs;
+use ibqos_tests::multicast::{McClient, settled_mfts};
 use ibqos_tests::opensm::run_opensm_once;
 use ibqos_tests::path_sls::{path_sls_match_opensm, two_level_policy};
 use ibqos_tests::readback::Failures;
-use ibqos_tests::sa::SmSetup;
+use ibqos_tests::sa::{SaTools, Session, SmKind, SmSetup};
 use ibqos_tests::scenario::Fabric;
 use ibqos_tests::sm::{SmFabric, SmInvocation, write_opensm_conf};
 use ibqos_tests::smpquery::{SmpQuery, Target};
@@ -215,4 +219,77 @@ fn path_sls_match_opensm_on_a_4x4_torus() {
     for sl in [0b0011, 0b1011, 0b0001, 0b1010] {
         assert!(answered.contains(&sl), "no pair has SL {sl}: {answered:?}");
     }
+}
+
+/// The Default partition, with its IPoIB broadcast group.
+const PARTITIONS: &str = "Default=0x7fff,ipoib : ALL=full ;\n";
+
+const PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+/// The multicast forwarding tables an SM of `kind` leaves on `fabric` once `hosts` joined the
+/// IPoIB broadcast group, one after the other.
+fn broadcast_mfts(
+    kind: SmKind,
+    fabric: &Fabric,
+    options: &str,
+    hosts: &[&str],
+    dir: &TestDir,
+) -> BTreeMap<(String, u16), Vec<u8>> {
+    let tools = SaTools::require();
+    let setup = SmSetup {
+        options,
+        partitions: Some(PARTITIONS),
+        ..SmSetup::default()
+    };
+    let session = Session::start(kind, &tools, fabric, &setup, &dir.subdir(&kind.to_string()))
+        .unwrap_or_else(|e| panic!("{kind}: {e}"));
+    let sm_lid = session.lids[&(fabric.sm_node.clone(), 1)];
+    for host in hosts {
+        let answer = McClient::connect(session.sim(), host, sm_lid)
+            .and_then(|mut client| client.join_ipoib_broadcast(PREFIX))
+            .unwrap_or_else(|e| panic!("{kind}: {host} joins: {e}\n{}", session.sm_output()));
+        assert_eq!(answer.status, Status::OK, "{kind}: {host} joins");
+    }
+    settled_mfts(&session, fabric, &tools)
+        .unwrap_or_else(|e| panic!("{kind}: {e}\n{}", session.sm_output()))
+}
+
+/// torus-2QoS builds each multicast group's tree from its master spanning tree, rooted at the
+/// middle of the torus, not OpenSM's generic tree: every switch's entry for the broadcast group
+/// is OpenSM's once hosts all over the torus joined it.
+#[test]
+fn broadcast_mfts_match_opensm_on_a_4x4_torus() {
+    let dir = TestDir::new("routing-torus-mfts");
+    let (fabric, conf) = torus(4, 4, &dir);
+    let options = options(&conf, true);
+    let hosts: Vec<&str> = ["H1_0_0", "H3_1_0", "H0_2_0", "H2_3_0"]
+        .into_iter()
+        .filter(|&h| h != fabric.sm_node && h != fabric.query_node)
+        .collect();
+    assert_eq!(hosts.len(), 4, "the SM and the reader sit elsewhere");
+    let theirs = broadcast_mfts(SmKind::OpenSm, &fabric, &options, &hosts, &dir);
+    let ours = broadcast_mfts(SmKind::Ibqos, &fabric, &options, &hosts, &dir);
+    assert!(
+        theirs.len() > hosts.len(),
+        "OpenSM's tree passes through more switches than the members': {theirs:?}"
+    );
+    let differing: Vec<String> = theirs
+        .keys()
+        .chain(ours.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|key| theirs.get(key) != ours.get(key))
+        .map(|key| {
+            format!(
+                "  {key:?}: ibqos {:?}, OpenSM {:?}",
+                ours.get(key),
+                theirs.get(key)
+            )
+        })
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "multicast forwarding tables of torus-2QoS on a 4x4 torus:\n{}",
+        differing.join("\n")
+    );
 }

@@ -8,7 +8,8 @@
 //!   `update_vlarb`): the [`Layering`] that comes back with the LFTs in a [`Routing`]. Engines
 //!   that spend SLs and VLs to break credit loops (LASH, DFSSSP, torus-2QoS) decide them while
 //!   routing, so the answers belong to that routing, not to the engine;
-//! - `mcast_build_stree`: [`Engine::multicast`], the spanning trees of the MLIDs.
+//! - `mcast_build_stree`: [`Engine::multicast`], the spanning trees of the MLIDs, parts of the
+//!   layering's [`Layering::multicast_master`] when the routing chose one.
 //!
 //! An engine without layers returns [`Unlayered`], OpenSM's behaviour for the NULL hooks of
 //! minhop and up*/down*: the policy's SL, one VL, the configured tables.
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 use ibqos_qos::{EffectiveQos, PortClass, Priority, Sl2VlTable, VlArbTable, VlCount};
 
-use super::{MulticastRouting, Routes, RoutingError, RoutingOptions};
+use super::{MasterTree, MulticastRouting, Routes, RoutingError, RoutingOptions};
 use crate::topology::{NodeId, Topology};
 
 /// A routing engine: what computes the forwarding tables, and the multicast trees.
@@ -37,14 +38,17 @@ pub trait Engine: fmt::Debug + Sync {
         vls: VlCount,
     ) -> Result<Routing, RoutingError>;
 
-    /// The multicast routing the MLIDs' spanning trees come from: OpenSM's generic tree over
-    /// min-hop counts (`osm_mcast_mgr.c`), through the switches `multicast_capable` accepts.
+    /// The multicast routing the MLIDs' spanning trees come from, through the switches
+    /// `multicast_capable` accepts: parts of the master tree `layering` (the unicast routing's)
+    /// chose, else OpenSM's generic tree over min-hop counts (`osm_mcast_mgr.c`).
     fn multicast<'t>(
         &self,
         topo: &'t Topology,
+        layering: &dyn Layering,
         multicast_capable: &dyn Fn(NodeId) -> bool,
     ) -> Result<MulticastRouting<'t>, RoutingError> {
-        MulticastRouting::min_hop(topo, multicast_capable)
+        let routing = MulticastRouting::min_hop(topo, multicast_capable)?;
+        Ok(routing.within(layering.multicast_master()))
     }
 }
 
@@ -67,6 +71,12 @@ pub trait Layering: fmt::Debug + Send + Sync {
     /// The data VLs the routes need to be free of credit loops.
     fn vls_used(&self) -> VlCount {
         VlCount::One
+    }
+
+    /// The spanning tree every MLID's tree is a part of, when the routing chose one
+    /// (torus-2QoS's, OpenSM's `mcast_build_stree` hook); `None`: OpenSM's generic trees.
+    fn multicast_master(&self) -> Option<&MasterTree> {
+        None
     }
 
     /// What the routing does without because some ports run too few data VLs, where OpenSM

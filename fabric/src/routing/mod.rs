@@ -48,8 +48,8 @@ pub use list::{
 };
 pub use minhop::{MinHop, minhop};
 pub use multicast::{
-    MftBlock, Mfts, MulticastError, MulticastRouting, MulticastTree, PortMask, Unreached,
-    UnreachedReason, mft_blocks,
+    MasterTree, MftBlock, Mfts, MulticastError, MulticastRouting, MulticastTree, PortMask,
+    Unreached, UnreachedReason, mft_blocks,
 };
 pub use options::{GuidFile, RoutingOptions};
 pub use policy_sl::{PolicySl, TORUS_FEATURES, TORUS_ROUTES};

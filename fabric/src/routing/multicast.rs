@@ -23,6 +23,9 @@
 //! The hop counts are those OpenSM's min-hop unicast routing leaves in its switches' hop tables
 //! (`osm_ucast_mgr.c` `osm_ucast_mgr_build_lid_matrices`, hop weights 1): the fewest
 //! switch-to-switch links between two switches.
+//!
+//! A routing may choose one spanning tree of the switches instead ([`MasterTree`], torus-2QoS's
+//! `mcast_build_stree`): every MLID's tree is then the part of it that leads to the members.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::BitOrAssign;
@@ -137,6 +140,18 @@ pub struct MulticastTree {
     pub unreached: Vec<Unreached>,
 }
 
+/// A spanning tree of the switches that the tree of every MLID is a part of, as a routing
+/// chose it: torus-2QoS's master tree (`torus_master_stree`, `osm_torus.c:9117`), laid so that
+/// multicast cannot close a credit loop with the unicast routes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MasterTree {
+    /// The NodeGUID of the switch at its root.
+    pub root: u64,
+    /// By switch NodeGUID, its branches: the ports of its links to a child (parallel links,
+    /// of which each MLID takes one) and the child's NodeGUID.
+    pub branches: BTreeMap<u64, Vec<(Vec<u8>, u64)>>,
+}
+
 /// A member port and where it hangs: the switch slot that is it or that it is attached to, and
 /// the port of that switch it is reached by (0 for the switch itself); `None` for a CA port
 /// linked to no switch.
@@ -157,6 +172,8 @@ pub struct MulticastRouting<'t> {
     capable: Vec<bool>,
     /// Switch slots in OpenSM's switch table order.
     table_order: Vec<usize>,
+    /// The spanning tree the routing chose, which every MLID's tree is a part of.
+    master: Option<MasterTree>,
 }
 
 impl<'t> MulticastRouting<'t> {
@@ -185,7 +202,87 @@ impl<'t> MulticastRouting<'t> {
             hops,
             capable,
             table_order,
+            master: None,
         })
+    }
+
+    /// The same switches, every MLID's tree taken from `master` when the routing gave one.
+    pub fn within(self, master: Option<&MasterTree>) -> Self {
+        Self {
+            master: master.cloned(),
+            ..self
+        }
+    }
+
+    /// The tree of MLID `mlid`, whose members are `members`: the part of the routing's
+    /// [`MasterTree`] that leads to them, else OpenSM's generic [`tree`](Self::tree).
+    pub fn tree_for(
+        &self,
+        mlid: u16,
+        members: &[PortRef],
+    ) -> Result<MulticastTree, MulticastError> {
+        let Some(master) = &self.master else {
+            return self.tree(members);
+        };
+        let mut homes = BTreeSet::new();
+        for &port in members {
+            if let Some((slot, number)) = self.member(port)?.home {
+                homes.insert(PortRef::new(self.graph.ids[slot], number));
+            }
+        }
+        let mut tree = MulticastTree::default();
+        let root = self.topo.node_by_guid(master.root);
+        if let Some(root) = root.filter(|&r| self.within_branch(master, &mut tree, mlid, &homes, r))
+        {
+            tree.root = Some(root);
+        }
+        Ok(tree)
+    }
+
+    /// `mcast_stree_branch`: whether the branch of `master` from switch `at` leads to a member
+    /// of `homes` (a switch's port 0, or the switch port a member CA hangs off). Each switch
+    /// that does forwards to its members and to the children whose branch does, by the port
+    /// `mlid` picks among parallel links, and each such child back to it. A switch that does
+    /// not do multicast ends its branch (OpenSM's ERR 4E3F).
+    fn within_branch(
+        &self,
+        master: &MasterTree,
+        tree: &mut MulticastTree,
+        mlid: u16,
+        homes: &BTreeSet<PortRef>,
+        at: NodeId,
+    ) -> bool {
+        let (Some(slot), Some(node)) = (self.graph.slot_of(at), self.topo.node(at)) else {
+            return false;
+        };
+        if !self.capable[slot] {
+            return false;
+        }
+        let mut mask = PortMask::default();
+        for (ports, child) in master.branches.get(&node.guid).into_iter().flatten() {
+            let Some(&port) = ports.get(usize::from(mlid) % ports.len().max(1)) else {
+                continue;
+            };
+            let peer = self.topo.peer(PortRef::new(at, port));
+            let Some(peer) =
+                peer.filter(|q| self.topo.node(q.node).map(|n| n.guid) == Some(*child))
+            else {
+                continue;
+            };
+            if self.within_branch(master, tree, mlid, homes, peer.node) {
+                mask.insert(port);
+                tree.masks.entry(peer.node).or_default().insert(peer.port);
+            }
+        }
+        let on_this_switch = PortRef::new(at, 0)..=PortRef::new(at, u8::MAX);
+        homes
+            .range(on_this_switch)
+            .for_each(|home| mask.insert(home.port));
+        if mask.is_empty() {
+            return false;
+        }
+        *tree.masks.entry(at).or_default() |= mask;
+        true
     }
 
     /// The tree of an MLID whose members are `members` (CA or router ports, or switch port 0

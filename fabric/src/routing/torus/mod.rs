@@ -18,6 +18,7 @@ mod build;
 mod layering;
 mod route;
 mod setup;
+mod stree;
 
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ use ibqos_qos::{Priority, Sl2VlTable, VlArbTable, VlCount};
 
 use super::engine::{Engine, Layering, Routing, VlShortfall};
 use super::policy_sl::{TORUS_ENDPORT_FEATURE, TORUS_FEATURES};
-use super::{Routes, RoutingError, RoutingOptions, SwitchGraph};
+use super::{MasterTree, Routes, RoutingError, RoutingOptions, SwitchGraph};
 use crate::topology::Topology;
 use build::{Physical, Torus};
 use layering::TorusLayering;
@@ -74,11 +75,35 @@ impl Engine for Torus2QoS {
         let (lfts, max_lid) = route::lfts(&torus, &dests).map_err(RoutingError::Refused)?;
         let decided = Decided {
             layering: TorusLayering::new(&torus, &dests, data_vls),
+            master: master_tree(&torus),
         };
         Ok(Routing {
             routes: Routes { lfts, max_lid },
             layering: Arc::new(decided),
         })
+    }
+}
+
+/// The master spanning tree of `torus` (`torus_master_stree`), by NodeGUID: each switch's
+/// branches with the ports of the group that leads to each child.
+fn master_tree(torus: &Torus) -> MasterTree {
+    let stree = stree::master_tree(torus);
+    let branches = stree
+        .children
+        .iter()
+        .enumerate()
+        .map(|(s, children)| {
+            let sw = &torus.switches[s];
+            let branches = children
+                .iter()
+                .map(|&(group, child)| (sw.groups[group].clone(), torus.switches[child].guid))
+                .collect();
+            (sw.guid, branches)
+        })
+        .collect();
+    MasterTree {
+        root: torus.switches[stree.root].guid,
+        branches,
     }
 }
 
@@ -100,10 +125,12 @@ fn physical(topo: &Topology) -> Physical {
     }
 }
 
-/// What the routing decided beside the LFTs: the answers of its layering.
+/// What the routing decided beside the LFTs: the answers of its layering, and the master
+/// tree of its multicast.
 #[derive(Debug)]
 struct Decided {
     layering: TorusLayering,
+    master: MasterTree,
 }
 
 impl Layering for Decided {
@@ -122,6 +149,10 @@ impl Layering for Decided {
     /// Both priorities alike.
     fn update_vlarb(&self, node: u64, port: u8, _priority: Priority, table: &mut VlArbTable) {
         self.layering.vlarb(node, port, table);
+    }
+
+    fn multicast_master(&self) -> Option<&MasterTree> {
+        Some(&self.master)
     }
 
     /// OpenSM's warnings of `verify_setup` (`osm_torus.c:7030-7045`): the features the switch

@@ -352,3 +352,66 @@ fn a_dateline_moves_the_sls() {
         "the LFTs do not depend on the dateline"
     );
 }
+
+/// The entries of `tree` as (switch name, ports), by name.
+fn entries(topo: &Topology, tree: &crate::routing::MulticastTree) -> Vec<(String, Vec<u8>)> {
+    let mut entries: Vec<(String, Vec<u8>)> = tree
+        .masks
+        .iter()
+        .map(|(&s, mask)| (topo.node(s).unwrap().name.clone(), mask.ports().collect()))
+        .collect();
+    entries.sort();
+    entries
+}
+
+/// An MLID's tree is the part of the master tree, rooted at S2_2 and grown along x, then y,
+/// without crossing a dateline, that leads to its members: each switch on the way forwards
+/// toward them and back toward the root. One member is enough, where OpenSM's generic tree
+/// needs two.
+#[test]
+fn multicast_trees_are_parts_of_the_master_tree() {
+    let topo = four_by_four();
+    let routing = route(&topo, &options(config(&topo, ""))).unwrap();
+    let multicast = Torus2QoS
+        .multicast(&topo, routing.layering.as_ref(), &|_| true)
+        .unwrap();
+    let member = |i, j| PortRef::new(host(&topo, i, j), 1);
+    let tree = multicast
+        .tree_for(0xc000, &[member(0, 0), member(3, 1)])
+        .unwrap();
+    assert_eq!(tree.root, topo.node_by_name("S2_2"));
+    let expected: Vec<(String, Vec<u8>)> = [
+        ("S0_0", vec![3, 5]),
+        ("S0_1", vec![3, 4]),
+        ("S0_2", vec![1, 4]),
+        ("S1_2", vec![1, 2]),
+        ("S2_2", vec![1, 2]),
+        ("S3_1", vec![3, 5]),
+        ("S3_2", vec![2, 4]),
+    ]
+    .into_iter()
+    .map(|(name, ports)| (name.to_string(), ports))
+    .collect();
+    assert_eq!(entries(&topo, &tree), expected);
+    let generic = multicast
+        .within(None)
+        .tree_for(0xc000, &[member(0, 0), member(3, 1)])
+        .unwrap();
+    assert_ne!(
+        entries(&topo, &generic),
+        expected,
+        "the generic tree differs"
+    );
+    let alone = Torus2QoS
+        .multicast(&topo, routing.layering.as_ref(), &|_| true)
+        .unwrap()
+        .tree_for(0xc000, &[member(2, 3)])
+        .unwrap();
+    assert_eq!(
+        entries(&topo, &alone),
+        [
+            ("S2_2".to_string(), vec![3]),
+            ("S2_3".to_string(), vec![4, 5])
+        ]
+    );
+}

@@ -42,7 +42,7 @@ impl Sweep {
                 .and_then(|n| n.switch)
                 .is_some_and(|s| s.multicast_fdb_cap > 0)
         };
-        let routing = match self.routed_by.multicast(&topo, &capable) {
+        let routing = match self.routed_by.multicast(&topo, &*self.layering, &capable) {
             Ok(routing) => routing,
             Err(error) => {
                 warn!(%error, "no multicast routing");
@@ -62,7 +62,7 @@ impl Sweep {
                 .iter()
                 .filter_map(|g| port_of_guid.get(g).copied())
                 .collect();
-            match routing.tree(&ports) {
+            match routing.tree_for(*mlid, &ports) {
                 Ok(tree) => {
                     for unreached in &tree.unreached {
                         warn!(
