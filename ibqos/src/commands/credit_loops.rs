@@ -37,18 +37,11 @@ struct Held {
 
 pub fn run(args: &CreditLoopsArgs) -> Result<Outcome> {
     let routing_engine = args.routing_engine.as_deref();
+    let going_on = "checking what OpenSM would make of it";
     let loaded = args
         .config()
-        .map(|path| load_config_routed(path, routing_engine))
+        .map(|path| load_config_routed(path, routing_engine, going_on))
         .transpose()?;
-    if let (Some(loaded), Some(path)) = (&loaded, args.config())
-        && loaded.has_errors()
-    {
-        eprintln!(
-            "note: {} has errors (see `ibqos check`); checking what OpenSM would make of it",
-            path.display()
-        );
-    }
     let held = held(args, loaded.as_ref())?;
     if !held
         .topo

@@ -102,18 +102,11 @@ fn forwarding(args: &LftBalanceArgs) -> Result<Forwarding> {
         });
     }
     let routing_engine = args.routing_engine.as_deref();
+    let going_on = "routing as OpenSM would make of it";
     let loaded = args
         .config()
-        .map(|config| load_config_routed(config, routing_engine))
+        .map(|config| load_config_routed(config, routing_engine, going_on))
         .transpose()?;
-    if let (Some(loaded), Some(config)) = (&loaded, args.config())
-        && loaded.has_errors()
-    {
-        eprintln!(
-            "note: {} has errors (see `ibqos check`); routing as OpenSM would make of it",
-            config.display()
-        );
-    }
     let engines = routing_engines_of(loaded.as_ref(), routing_engine);
     let vls = loaded
         .and_then(|loaded| loaded.settings.links.oper_vls_cap())

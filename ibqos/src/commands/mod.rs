@@ -57,11 +57,23 @@ pub fn load_config(path: &Path) -> Result<Loaded> {
 
 /// Reads a configuration file as [`load_config`] does, to route with the engines
 /// `routing_engine` lists (`--routing-engine`) in place of its own when given, with its routing
-/// options and the files they name (torus-2QoS's `torus_config` included).
-pub fn load_config_routed(path: &Path, routing_engine: Option<&str>) -> Result<Loaded> {
+/// options and the files they name (torus-2QoS's `torus_config` included). A file with errors
+/// is noted on standard error, with what the command does all the same: `going_on` ("routing
+/// as OpenSM would make of it").
+pub fn load_config_routed(
+    path: &Path,
+    routing_engine: Option<&str>,
+    going_on: &str,
+) -> Result<Loaded> {
     let mut loaded = load_config(path)?;
     if let Some(names) = routing_engine {
         loaded.set_routing_engine(names);
+    }
+    if loaded.has_errors() {
+        eprintln!(
+            "note: {} has errors (see `ibqos check`); {going_on}",
+            path.display()
+        );
     }
     Ok(loaded)
 }

@@ -128,14 +128,8 @@ pub fn setup(
             (None, Forwarding::Engines(&engines))
         }
         TableSource::Config(config) => {
-            loaded = load_config_routed(config, routing_engine)?;
-            if loaded.has_errors() {
-                eprintln!(
-                    "note: {} has errors (see `ibqos check`); simulating what OpenSM would make \
-                     of it",
-                    config.display()
-                );
-            }
+            let going_on = "simulating what OpenSM would make of it";
+            loaded = load_config_routed(config, routing_engine, going_on)?;
             if !loaded.settings.qos.enabled {
                 eprintln!(
                     "note: `qos` is not TRUE in {}: OpenSM would program none of these tables; \
