@@ -164,21 +164,28 @@ fn port_tables(fabric: &Fabric, sim: &Ibsim) -> Vec<Held> {
     tables
 }
 
-/// The SL-to-VL tables torus-2QoS writes are OpenSM's, switch pair by pair and CA port by CA
-/// port (the dateline, turn and QoS bits), and so are the VL arbitration tables, those of the
-/// switch ports to hosts rewritten for the two QoS levels.
-#[test]
-fn port_tables_match_opensm_on_a_4x4_torus() {
-    let dir = TestDir::new("routing-torus-tables");
-    let (fabric, conf) = torus(4, 4, &dir);
-    let options = options(&conf, true);
-    let ours = configure(&fabric, &options, false, "routing-torus-tables-ibqos");
-    let theirs = configure(&fabric, &options, true, "routing-torus-tables-opensm");
+/// The tables of the `kinds` given (`sl2vl`, `vlarb`) both SMs leave on `fabric` with
+/// `options`: none differs, and OpenSM's hold `engine_bits` somewhere (the engine wrote them).
+fn port_tables_match(
+    fabric: &Fabric,
+    options: &str,
+    kinds: &[&str],
+    engine_bits: &str,
+    label: &str,
+) {
+    let ours = configure(fabric, options, false, &format!("{label}-ibqos"));
+    let theirs = configure(fabric, options, true, &format!("{label}-opensm"));
+    let of_kinds = |tables: Vec<Held>| -> Vec<Held> {
+        tables
+            .into_iter()
+            .filter(|t| kinds.iter().any(|kind| t.3.starts_with(kind)))
+            .collect()
+    };
     let (ours, theirs) = (
-        port_tables(&fabric, &ours.sim),
-        port_tables(&fabric, &theirs.sim),
+        of_kinds(port_tables(fabric, &ours.sim)),
+        of_kinds(port_tables(fabric, &theirs.sim)),
     );
-    let mut f = Failures::new("SL2VL and VLArb tables of torus-2QoS on a 4x4 torus");
+    let mut f = Failures::new(format!("{kinds:?} tables of torus-2QoS with {options:?}"));
     f.check(ours.len() == theirs.len(), || {
         format!("{} tables, OpenSM {}", ours.len(), theirs.len())
     });
@@ -190,12 +197,53 @@ fn port_tables_match_opensm_on_a_4x4_torus() {
         .map(|(a, b)| format!("  ibqos {a:?}\n  OpenSM {b:?}"))
         .collect();
     f.check(differing.is_empty(), || differing.join("\n"));
-    // Not the default table: the engine's bits are there.
-    let engine_bits = "sl2vl [0, 1, 0, 1, 0, 1, 0, 1, 4, 5, 4, 5, 4, 5, 4, 5]";
     f.check(theirs.iter().any(|t| t.3 == engine_bits), || {
-        "OpenSM wrote no dateline and QoS bits".to_string()
+        format!("OpenSM wrote no {engine_bits}")
     });
     f.assert_none();
+}
+
+/// The SL-to-VL tables torus-2QoS writes are OpenSM's, switch pair by pair and CA port by CA
+/// port (the dateline, turn and QoS bits), and so are the VL arbitration tables, those of the
+/// switch ports to hosts rewritten for the two QoS levels.
+#[test]
+fn port_tables_match_opensm_on_a_4x4_torus() {
+    let dir = TestDir::new("routing-torus-tables");
+    let (fabric, conf) = torus(4, 4, &dir);
+    // Not the default table: the dateline and QoS bits are there.
+    let engine_bits = "sl2vl [0, 1, 0, 1, 0, 1, 0, 1, 4, 5, 4, 5, 4, 5, 4, 5]";
+    let options = options(&conf, true);
+    let kinds = ["sl2vl", "vlarb"];
+    port_tables_match(
+        &fabric,
+        &options,
+        &kinds,
+        engine_bits,
+        "routing-torus-tables",
+    );
+}
+
+/// With `max_op_vls 2` OpenSM's torus-2QoS counts 2 data VLs from the ports' VLCap of 8 (the
+/// ports still run 8 when it routes): it warns that it has neither the turn bit nor the QoS
+/// bit, and keeps the dateline bit alone. ibqos routes the same LFTs, says the same two things
+/// and writes the same SL-to-VL tables. (The VLArb tables between switches differ: OpenSM's
+/// QoS manager runs before its link manager and masks them to the 8 VLs the ports ran then.)
+#[test]
+fn on_two_data_vls_both_warn_and_keep_the_dateline_bit_alone() {
+    let dir = TestDir::new("routing-torus-two-vls");
+    let (fabric, conf) = torus(4, 4, &dir);
+    let options = format!("{}max_op_vls 2\n", options(&conf, true));
+    let logs = lfts_match_opensm_logs(&fabric, &options, &dir);
+    logs.assert_routed_by("torus-2QoS");
+    for needed in [4, 8] {
+        let opensm = format!("(have switchport 2 need {needed})");
+        assert!(logs.opensm.contains(&opensm), "{}", logs.opensm);
+        let ibqos = format!("have=2 needed={needed}");
+        assert!(logs.ibqos.contains(&ibqos), "{}", logs.ibqos);
+    }
+    let dateline_bit = "sl2vl [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]";
+    let label = "routing-torus-two-vls-tables";
+    port_tables_match(&fabric, &options, &["sl2vl"], dateline_bit, label);
 }
 
 /// The PathRecord SL of every ordered pair of end ports, switches' port 0 included, is
