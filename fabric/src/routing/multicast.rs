@@ -231,8 +231,8 @@ impl<'t> MulticastRouting<'t> {
             }
         }
         let mut tree = MulticastTree::default();
-        let root = self.topo.node_by_guid(master.root);
-        if let Some(root) = root.filter(|&r| self.within_branch(master, &mut tree, mlid, &homes, r))
+        if let Some(root) = self.topo.node_by_guid(master.root)
+            && self.within_branch(master, &mut tree, mlid, &homes, root, 0)
         {
             tree.root = Some(root);
         }
@@ -243,7 +243,8 @@ impl<'t> MulticastRouting<'t> {
     /// of `homes` (a switch's port 0, or the switch port a member CA hangs off). Each switch
     /// that does forwards to its members and to the children whose branch does, by the port
     /// `mlid` picks among parallel links, and each such child back to it. A switch that does
-    /// not do multicast ends its branch (OpenSM's ERR 4E3F).
+    /// not do multicast ends its branch (OpenSM's ERR 4E3F), and so does a `depth` beyond the
+    /// number of switches, which only a master tree with a loop reaches.
     fn within_branch(
         &self,
         master: &MasterTree,
@@ -251,11 +252,12 @@ impl<'t> MulticastRouting<'t> {
         mlid: u16,
         homes: &BTreeSet<PortRef>,
         at: NodeId,
+        depth: usize,
     ) -> bool {
         let (Some(slot), Some(node)) = (self.graph.slot_of(at), self.topo.node(at)) else {
             return false;
         };
-        if !self.capable[slot] {
+        if !self.capable[slot] || depth > self.graph.len() {
             return false;
         }
         let mut mask = PortMask::default();
@@ -269,7 +271,7 @@ impl<'t> MulticastRouting<'t> {
             else {
                 continue;
             };
-            if self.within_branch(master, tree, mlid, homes, peer.node) {
+            if self.within_branch(master, tree, mlid, homes, peer.node, depth + 1) {
                 mask.insert(port);
                 tree.masks.entry(peer.node).or_default().insert(peer.port);
             }
@@ -854,5 +856,43 @@ mod tests {
             Err(MulticastError::NotMulticast(0xbfff))
         );
         assert_eq!(mft_blocks(&t, []).unwrap().blocks, []);
+    }
+
+    /// A master tree's part for the members, picking among parallel links by MLID; a master
+    /// tree that loops (no engine makes one) ends at the depth of the switch count, not in a
+    /// stack overflow.
+    #[test]
+    fn trees_within_a_master_tree() {
+        let t = generate::ring(3, 1).unwrap();
+        let guid = |name| t.node(id(&t, name)).unwrap().guid;
+        // S0's port 2 leads to S1, S1's port 2 to S2.
+        let chain = MasterTree {
+            root: guid("S0"),
+            branches: BTreeMap::from([
+                (guid("S0"), vec![(vec![2], guid("S1"))]),
+                (guid("S1"), vec![(vec![2], guid("S2"))]),
+            ]),
+        };
+        let routing = MulticastRouting::min_hop(&t, |_| true)
+            .unwrap()
+            .within(Some(&chain));
+        let tree = routing.tree_for(0xc000, &[endport(&t, "H2_0")]).unwrap();
+        assert_eq!(tree.root, Some(id(&t, "S0")));
+        assert_eq!(
+            entries(&t, &tree),
+            expect(&[("S0", &[2]), ("S1", &[1, 2]), ("S2", &[1, 3])])
+        );
+        let looped = MasterTree {
+            root: guid("S0"),
+            branches: BTreeMap::from([
+                (guid("S0"), vec![(vec![2], guid("S1"))]),
+                (guid("S1"), vec![(vec![1], guid("S0"))]),
+            ]),
+        };
+        let routing = MulticastRouting::min_hop(&t, |_| true)
+            .unwrap()
+            .within(Some(&looped));
+        let tree = routing.tree_for(0xc000, &[endport(&t, "H0_0")]).unwrap();
+        assert_eq!(tree.root, Some(id(&t, "S0")));
     }
 }
