@@ -224,19 +224,62 @@ impl<'t> MulticastRouting<'t> {
         let Some(master) = &self.master else {
             return self.tree(members);
         };
-        let mut homes = BTreeSet::new();
+        let mut placed = BTreeMap::new();
         for &port in members {
             if let Some((slot, number)) = self.member(port)?.home {
-                homes.insert(PortRef::new(self.graph.ids[slot], number));
+                placed.insert(port, PortRef::new(self.graph.ids[slot], number));
             }
         }
+        let homes: BTreeSet<PortRef> = placed.values().copied().collect();
         let mut tree = MulticastTree::default();
         if let Some(root) = self.topo.node_by_guid(master.root)
             && self.within_branch(master, &mut tree, mlid, &homes, root, 0)
         {
             tree.root = Some(root);
         }
+        for (member, home) in placed {
+            let reached = tree.masks.get(&home.node);
+            if !reached.is_some_and(|mask| mask.contains(home.port)) {
+                tree.unreached
+                    .push(self.stopped_short(master, member, home.node));
+            }
+        }
         Ok(tree)
+    }
+
+    /// Where the branch of `master` toward `member`, on switch `home`, stopped: at the switch
+    /// nearest the root on its way that does not do multicast; at `home` when it is not in the
+    /// master tree or the tree's links are not the fabric's.
+    fn stopped_short(&self, master: &MasterTree, member: PortRef, home: NodeId) -> Unreached {
+        let parent: BTreeMap<u64, u64> = master
+            .branches
+            .iter()
+            .flat_map(|(&parent, children)| children.iter().map(move |&(_, c)| (c, parent)))
+            .collect();
+        let guid_of = |id: NodeId| self.topo.node(id).map(|n| n.guid);
+        let mut way = Vec::new();
+        let mut at = guid_of(home);
+        while let Some(guid) = at.filter(|g| !way.contains(g) && way.len() <= self.graph.len()) {
+            way.push(guid);
+            at = parent.get(&guid).copied();
+        }
+        let incapable = way.iter().rev().find_map(|&guid| {
+            let id = self.topo.node_by_guid(guid)?;
+            let slot = self.graph.slot_of(id)?;
+            (!self.capable[slot]).then_some(id)
+        });
+        match incapable {
+            Some(switch) => Unreached {
+                member,
+                switch,
+                reason: UnreachedReason::NotMulticastCapable,
+            },
+            None => Unreached {
+                member,
+                switch: home,
+                reason: UnreachedReason::NoPath,
+            },
+        }
     }
 
     /// `mcast_stree_branch`: whether the branch of `master` from switch `at` leads to a member
@@ -894,5 +937,31 @@ mod tests {
             .within(Some(&looped));
         let tree = routing.tree_for(0xc000, &[endport(&t, "H0_0")]).unwrap();
         assert_eq!(tree.root, Some(id(&t, "S0")));
+        // A member past a switch without multicast, and one off the master tree, are said.
+        let routing = MulticastRouting::min_hop(&t, |s| s != id(&t, "S1"))
+            .unwrap()
+            .within(Some(&MasterTree {
+                branches: BTreeMap::from([(guid("S0"), vec![(vec![2], guid("S1"))])]),
+                ..chain
+            }));
+        let members = [
+            endport(&t, "H0_0"),
+            endport(&t, "H1_0"),
+            endport(&t, "H2_0"),
+        ];
+        let tree = routing.tree_for(0xc000, &members).unwrap();
+        assert_eq!(entries(&t, &tree), expect(&[("S0", &[3])]));
+        let unreached = |name, switch, reason| Unreached {
+            member: endport(&t, name),
+            switch: id(&t, switch),
+            reason,
+        };
+        assert_eq!(
+            tree.unreached,
+            [
+                unreached("H1_0", "S1", UnreachedReason::NotMulticastCapable),
+                unreached("H2_0", "S2", UnreachedReason::NoPath),
+            ]
+        );
     }
 }
