@@ -29,7 +29,9 @@ use ibqos_qos::VlCount;
 
 use super::engine::{Engine, Layering, Routing};
 use super::glibc_random::GlibcRandom;
-use super::{NO_ROUTE, Routes, RoutingError, RoutingOptions, SwitchGraph, destinations};
+use super::{
+    NO_ROUTE, Routes, RoutingError, RoutingOptions, SwitchGraph, destinations, vl_count_for,
+};
 use crate::topology::{NodeId, PortRef, Topology};
 
 /// OpenSM's `lash`: [`lash`] behind the [`Engine`] seam.
@@ -128,14 +130,6 @@ pub fn lash(
         routes: Routes { lfts, max_lid },
         layering: Arc::new(layering),
     })
-}
-
-/// The smallest VL count of at least `vls` VLs (15 when none is that large).
-fn vl_count_for(vls: usize) -> VlCount {
-    VlCount::ALL
-        .into_iter()
-        .find(|c| usize::from(c.count()) >= vls)
-        .unwrap_or(VlCount::Fifteen)
 }
 
 /// LASH's view of the switches: numbered in OpenSM's GUID order, each with its links.

@@ -22,6 +22,7 @@ mod dor;
 mod engine;
 mod ftree;
 mod glibc_random;
+mod heap;
 mod lash;
 mod lft_load;
 mod list;
@@ -141,6 +142,14 @@ pub enum RoutingError {
     /// `ERR AD25`).
     #[error("its routes need {needed} VLs, and the fabric runs {available}")]
     TooFewVls { needed: VlCount, available: VlCount },
+}
+
+/// The smallest VL count of at least `vls` VLs (15 when none is that large).
+fn vl_count_for(vls: usize) -> VlCount {
+    VlCount::ALL
+        .into_iter()
+        .find(|c| usize::from(c.count()) >= vls)
+        .unwrap_or(VlCount::Fifteen)
 }
 
 /// The switches of a topology, numbered 0.. in node order, and the switch-to-switch links.

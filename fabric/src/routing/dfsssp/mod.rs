@@ -3,7 +3,6 @@
 //! source-destination pairs over as many layers, each its own SL, as keep every layer free of
 //! credit loops ([`layers`]). SSSP stops after the paths and keeps the configuration's SLs.
 
-mod heap;
 mod layers;
 mod paths;
 

@@ -12,8 +12,8 @@ use std::collections::{HashMap, HashSet};
 
 use ibqos_mad::Guid;
 
-use super::heap::Heap;
 use super::{Attachment, Destination, Graph, Link, Switch, Tables};
+use crate::routing::heap::Heap;
 use crate::routing::{GuidFile, NO_ROUTE, RoutingError, RoutingOptions};
 use crate::topology::{NodeId, NodeKind, PortRef, Topology};
 
