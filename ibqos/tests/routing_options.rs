@@ -74,6 +74,36 @@ fn check_places_each_routing_option_and_guid_file_problem() {
     assert_eq!(codes, [("guid-file-stops", "roots", 3, 1)], "{found:#?}");
 }
 
+/// Nue's two options have no effect unless nue may route; with nue listed they raise nothing.
+#[test]
+fn check_places_the_nue_options_only_without_nue() {
+    let dir = TempDir::new().unwrap();
+    let options = "nue_max_num_vls 2\nnue_include_switches TRUE\n";
+    let conf = scratch_file(
+        &dir,
+        "minhop.conf",
+        format!("routing_engine minhop\n{options}"),
+    );
+    let (_, found) = check(&conf);
+    assert_eq!(
+        places(&found),
+        [
+            ("routing-option-unused", "minhop.conf", 2, 17),
+            ("routing-option-unused", "minhop.conf", 3, 22),
+        ],
+        "{found:#?}"
+    );
+    assert!(found[0].4.contains("only nue read it"), "{found:#?}");
+    let conf = scratch_file(&dir, "nue.conf", format!("routing_engine nue\n{options}"));
+    let (_, found) = check(&conf);
+    assert!(
+        !places(&found)
+            .iter()
+            .any(|(code, ..)| *code == "routing-option-unused"),
+        "{found:#?}"
+    );
+}
+
 /// ibqos.toml is strict: a GUID file that does not read to its end refuses it, at the place
 /// of the option in [opensm].
 #[test]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ibqos_exchange::scheduler::SchedulerConfig;
 use ibqos_fabric::credit_loops::SlSet;
-use ibqos_fabric::routing::{EngineList, GuidFile, RoutingOptions};
+use ibqos_fabric::routing::{EngineList, GuidFile, NueMaxVls, RoutingOptions};
 use ibqos_mad::Guid;
 use ibqos_opensm::Settings;
 use ibqos_qos::partitions::PartitionOptions;
@@ -36,7 +36,7 @@ pub enum Takes {
 /// [`sweep_config`], [`election_config`], [`sa_config`], [`mkey_config`] and the sweep
 /// interval): each reload applies them. A reload reads the routing options' GUID files and
 /// torus-2QoS.conf again.
-const READ_EACH_SWEEP: [&str; 45] = [
+const READ_EACH_SWEEP: [&str; 47] = [
     "sm_priority",
     "sm_key",
     "sa_key",
@@ -67,6 +67,8 @@ const READ_EACH_SWEEP: [&str; 45] = [
     "torus_config",
     "lash_start_vl",
     "do_mesh_analysis",
+    "nue_max_num_vls",
+    "nue_include_switches",
     "use_mfttop",
     "use_optimized_slvl",
     "qos",
@@ -291,6 +293,12 @@ pub fn routing_options(settings: &Settings) -> RoutingOptions {
             .opensm_uint("lash_start_vl")
             .map_or(0, |n| u8::try_from(n).unwrap_or(u8::MAX)),
         do_mesh_analysis: flag(settings, "do_mesh_analysis", false),
+        nue_max_num_vls: settings
+            .opensm_uint("nue_max_num_vls")
+            .map_or_else(NueMaxVls::default, |n| {
+                NueMaxVls(u8::try_from(n).unwrap_or(u8::MAX))
+            }),
+        nue_include_switches: flag(settings, "nue_include_switches", false),
         failed_files,
         qos: settings.qos.enabled,
         torus_config: settings.torus_config.clone(),
@@ -477,7 +485,7 @@ m_key 0X0a
              cn_guid_file {}\nmax_reverse_hops 3\nscatter_ports 010\nport_shifting TRUE\n\
              connect_roots TRUE\nguid_routing_order_no_scatter TRUE\n\
              avoid_throttled_links TRUE\nlash_start_vl 2\ndo_mesh_analysis TRUE\n\
-             max_op_vls 3\n",
+             max_op_vls 3\nnue_max_num_vls 0\nnue_include_switches TRUE\n",
             roots.display(),
             order.display(),
             missing.display()
@@ -500,6 +508,8 @@ m_key 0X0a
                 avoid_throttled_links: true,
                 lash_start_vl: 2,
                 do_mesh_analysis: true,
+                nue_max_num_vls: NueMaxVls(0),
+                nue_include_switches: true,
                 failed_files: BTreeSet::from([GuidFile::ComputeNodes, GuidFile::RoutingOrder]),
                 qos: false,
                 torus_config: None,

@@ -52,7 +52,7 @@ pub use multicast::{
     MasterTree, MftBlock, Mfts, MulticastError, MulticastRouting, MulticastTree, PortMask,
     Unreached, UnreachedReason, mft_blocks,
 };
-pub use options::{GuidFile, RoutingOptions};
+pub use options::{GuidFile, NueMaxVls, RoutingOptions};
 pub use policy_sl::{PolicySl, TORUS_FEATURES, TORUS_ROUTES};
 pub use torus::Torus2QoS;
 pub use updn::{Ranks, UpDown, updn, updn_roots};

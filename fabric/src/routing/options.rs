@@ -35,6 +35,17 @@ impl GuidFile {
     }
 }
 
+/// `nue_max_num_vls`: the most VL layers Nue spreads its destinations over; 0 is as many as
+/// the switch ports run, and OpenSM's default is 1. Nue keeps to one layer without `qos`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NueMaxVls(pub u8);
+
+impl Default for NueMaxVls {
+    fn default() -> NueMaxVls {
+        NueMaxVls(1)
+    }
+}
+
 /// The options that feed the engines; [`Default`] is OpenSM's default for each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoutingOptions {
@@ -64,6 +75,11 @@ pub struct RoutingOptions {
     pub lash_start_vl: u8,
     /// `do_mesh_analysis`: LASH merges parallel links and orders ports by the mesh's geometry.
     pub do_mesh_analysis: bool,
+    /// `nue_max_num_vls`: the most VL layers Nue spreads its destinations over.
+    pub nue_max_num_vls: NueMaxVls,
+    /// `nue_include_switches`: Nue routes to switches on its layers too, deadlock-free, not
+    /// afterwards on plain shortest paths.
+    pub nue_include_switches: bool,
     /// The GUID files OpenSM did not read to their end: missing, unreadable, or stopped at a
     /// line that is not a GUID. Their field holds the GUIDs read before that (none for a file
     /// that would not open), and each engine reacts as OpenSM's does to a file that failed.

@@ -133,7 +133,7 @@ fn not_acted_on(loaded: &Loaded) -> Vec<Diagnostic> {
 const MINHOP_FAMILY: &[&str] = &["minhop", "updn", "dnup", "dor"];
 
 /// The OpenSM engines that read each routing option (`osm_ucast_*.c`).
-const OPTION_READERS: [(&str, &[&str]); 13] = [
+const OPTION_READERS: [(&str, &[&str]); 15] = [
     ("root_guid_file", &["updn", "ftree"]),
     ("cn_guid_file", &["ftree", "dfsssp", "sssp"]),
     ("io_guid_file", &["ftree", "dfsssp", "sssp"]),
@@ -147,6 +147,8 @@ const OPTION_READERS: [(&str, &[&str]); 13] = [
     ("torus_config", &["torus-2QoS"]),
     ("lash_start_vl", &["lash"]),
     ("do_mesh_analysis", &["lash"]),
+    ("nue_max_num_vls", &["nue"]),
+    ("nue_include_switches", &["nue"]),
 ];
 
 /// A warning at each routing option the file sets that no engine which may route reads: none
