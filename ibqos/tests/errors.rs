@@ -248,7 +248,10 @@ fn check_places_each_routing_engine_it_cannot_route_with() {
     ]));
     assert!(text.contains("opensm.conf:2:21"), "{text}");
     assert!(
-        text.contains("help: ibqos routes with minhop, updn, dnup, ftree, dor, lash, dfsssp, sssp, torus-2QoS;"),
+        text.contains(
+            "help: ibqos routes with minhop, updn, dnup, ftree, dor, lash, dfsssp, sssp, \
+             torus-2QoS, nue; OpenSM also has file"
+        ),
         "{text}"
     );
 }

@@ -1,10 +1,14 @@
-//! The d-ary min-heap DFSSSP's Dijkstra runs on, sifting exactly as OpenSM's `cl_heap`
-//! (`complib/cl_heap.c`). Which of two equally distant switches leaves the heap first decides
-//! which one relaxes a third, so the tables match OpenSM's only with its sift rules:
+//! The d-ary min-heap the Dijkstras of DFSSSP and Nue run on, sifting exactly as OpenSM's
+//! `cl_heap` (`complib/cl_heap.c`). Which of two equally distant switches leaves the heap first
+//! decides which one relaxes a third, so the tables match OpenSM's only with its sift rules:
 //! - up: an element passes its parent only on a strictly smaller key;
 //! - down: among children of equal key the last one is chosen, and the element moves only
 //!   when its key is strictly larger than that child's;
-//! - extracting the root moves the last element to the root and sifts it down.
+//! - deleting an element (the root, to extract it) moves the last element to its place and
+//!   sifts that one down, or up past a larger parent.
+//!
+//! Nue deletes by the place an item last held, as `cl_heap_delete` does by index, so each item
+//! keeps the place cl_heap last told it: a deleted item's is the heap's new length.
 
 /// A min-heap of `(key, item)` that knows where each item is, so a key can change in place.
 #[derive(Debug)]
@@ -46,14 +50,41 @@ impl Heap {
 
     /// `cl_heap_extract_root`: the item of least key, `None` when empty.
     pub(super) fn extract_root(&mut self) -> Option<usize> {
+        self.delete(0)
+    }
+
+    /// `cl_heap_delete`: removes the element at place `at` and returns its item, `None` when
+    /// `at` is past the end.
+    pub(super) fn delete(&mut self, at: usize) -> Option<usize> {
+        if at >= self.elements.len() {
+            return None;
+        }
         let last = self.elements.pop()?;
-        if self.elements.is_empty() {
+        let len = self.elements.len();
+        if at == len {
+            self.position[last.1] = len;
             return Some(last.1);
         }
-        let root = std::mem::replace(&mut self.elements[0], last);
-        self.position[last.1] = 0;
-        self.down(0);
-        Some(root.1)
+        let removed = std::mem::replace(&mut self.elements[at], last);
+        self.position[removed.1] = len;
+        self.position[last.1] = at;
+        if at == 0 {
+            self.down(0);
+        } else {
+            let parent = self.elements[(at - 1) / self.arity].0;
+            if parent < last.0 {
+                self.down(at);
+            } else if parent > last.0 {
+                self.up(at);
+            }
+        }
+        Some(removed.1)
+    }
+
+    /// The place `item` last held: where it is while in the heap, the heap's length at the
+    /// time it left otherwise (`heap_index` in OpenSM's callbacks).
+    pub(super) fn position(&self, item: usize) -> usize {
+        self.position[item]
     }
 
     fn place(&mut self, at: usize, element: (u64, usize)) {
@@ -143,5 +174,25 @@ mod tests {
         let mut sorted = keys.to_vec();
         sorted.sort();
         assert_eq!(out, sorted);
+    }
+    /// The deleted element's place goes to the last one, which rises past a larger parent; the
+    /// deleted item is told the heap's new length, as cl_heap tells it.
+    #[test]
+    fn a_deleted_place_takes_the_last_element_up_or_down() {
+        let keys = [1u64, 7, 6, 7, 8, 9, 9, 9, 9, 2];
+        let mut heap = Heap::new(4, keys.len());
+        for (item, key) in keys.iter().enumerate() {
+            heap.insert(*key, item);
+        }
+        // Item 9 (key 2) rose to place 2, and item 2 (key 6) went down to place 9.
+        assert_eq!((heap.position(9), heap.position(2)), (2, 9));
+        // Item 5 sits at place 5, under place 1 (item 1, key 7): item 2 takes place 5, then
+        // passes its parent.
+        assert_eq!(heap.delete(5), Some(5));
+        assert_eq!(heap.position(5), 9);
+        assert_eq!((heap.position(2), heap.position(1)), (1, 5));
+        assert_eq!(heap.delete(9), None);
+        let out: Vec<u64> = drain(&mut heap).iter().map(|&i| keys[i]).collect();
+        assert_eq!(out, [1, 2, 6, 7, 7, 8, 9, 9, 9]);
     }
 }

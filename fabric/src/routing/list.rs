@@ -17,13 +17,14 @@ use super::engine::{Engine, Layering, Routing};
 use super::ftree::FatTree;
 use super::lash::Lash;
 use super::minhop::MinHop;
+use super::nue::Nue;
 use super::torus::Torus2QoS;
 use super::updn::UpDown;
 use super::{Routes, RoutingError, RoutingOptions};
 use crate::topology::Topology;
 
 /// The engines ibqos has, by the names OpenSM gives them.
-pub const ENGINES: [&dyn Engine; 9] = [
+pub const ENGINES: [&dyn Engine; 10] = [
     &MINHOP,
     &UPDN,
     &DNUP,
@@ -33,6 +34,7 @@ pub const ENGINES: [&dyn Engine; 9] = [
     &DFSSSP,
     &SSSP,
     &TORUS_2QOS,
+    &NUE,
 ];
 static MINHOP: MinHop = MinHop;
 static UPDN: UpDown = UpDown;
@@ -43,9 +45,10 @@ static LASH: Lash = Lash;
 static DFSSSP: Dfsssp = Dfsssp;
 static SSSP: Sssp = Sssp;
 static TORUS_2QOS: Torus2QoS = Torus2QoS;
+static NUE: Nue = Nue;
 
 /// The engines OpenSM 3.3.23 has and ibqos does not (`osm_opensm.c` `routing_modules`).
-pub const OPENSM_ONLY_ENGINES: [&str; 2] = ["file", "nue"];
+pub const OPENSM_ONLY_ENGINES: [&str; 1] = ["file"];
 
 /// The list entry that turns the fallback to minhop off.
 const NO_FALLBACK: &str = "no_fallback";
@@ -396,7 +399,7 @@ mod tests {
         let fallbacks: Vec<_> = (0..4).map(|i| list.fallback_after(i)).collect();
         assert_eq!(
             fallbacks,
-            [Some("updn"), Some("updn"), Some("minhop"), Some("minhop")]
+            [Some("updn"), Some("updn"), Some("nue"), Some("minhop")]
         );
         let list = EngineList::parse(Some("file,no_fallback"));
         assert_eq!(list.fallback_after(0), None);

@@ -28,6 +28,7 @@ mod lft_load;
 mod list;
 mod minhop;
 mod multicast;
+mod nue;
 mod options;
 mod policy_sl;
 #[cfg(test)]
@@ -52,6 +53,7 @@ pub use multicast::{
     MasterTree, MftBlock, Mfts, MulticastError, MulticastRouting, MulticastTree, PortMask,
     Unreached, UnreachedReason, mft_blocks,
 };
+pub use nue::Nue;
 pub use options::{GuidFile, NueMaxVls, RoutingOptions};
 pub use policy_sl::{PolicySl, TORUS_FEATURES, TORUS_ROUTES};
 pub use torus::Torus2QoS;
