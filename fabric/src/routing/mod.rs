@@ -146,6 +146,17 @@ pub enum RoutingError {
     TooFewVls { needed: VlCount, available: VlCount },
 }
 
+/// Checks `topo` and its LIDs, and returns the highest LID an end port holds.
+fn checked_max_lid(topo: &Topology) -> Result<u16, RoutingError> {
+    topo.validate()?;
+    topo.lid_map()?
+        .values()
+        .filter_map(|&ep| topo.port(ep)?.lid_range())
+        .map(|range| *range.end())
+        .max()
+        .ok_or(RoutingError::NoLids)
+}
+
 /// The smallest VL count of at least `vls` VLs (15 when none is that large).
 fn vl_count_for(vls: usize) -> VlCount {
     VlCount::ALL

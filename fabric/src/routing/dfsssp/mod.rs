@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ibqos_qos::VlCount;
 
 use super::engine::{Engine, Routing};
-use super::{Routes, RoutingError, RoutingOptions};
+use super::{Routes, RoutingError, RoutingOptions, checked_max_lid};
 use crate::topology::{NodeId, PortRef, Topology};
 
 /// A directed link: `to` reaches `from` through its port `to_port`.
@@ -132,14 +132,7 @@ fn shortest_paths(
     topo: &Topology,
     options: &RoutingOptions,
 ) -> Result<(Graph, Vec<Destination>, Tables), RoutingError> {
-    topo.validate()?;
-    let lids = topo.lid_map()?;
-    let max_lid = lids
-        .values()
-        .filter_map(|&ep| topo.port(ep)?.lid_range())
-        .map(|range| *range.end())
-        .max()
-        .ok_or(RoutingError::NoLids)?;
+    let max_lid = checked_max_lid(topo)?;
     let mut graph = Graph::new(topo)?;
     let order = graph.destinations(topo, options)?;
     let tables = graph.route(&order, max_lid);

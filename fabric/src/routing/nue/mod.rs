@@ -34,7 +34,7 @@ use self::ccdg::{Ccdg, ESCAPE};
 use self::network::{HEAP_ARITY, Network};
 use super::engine::{Engine, Layering, Routing};
 use super::heap::Heap;
-use super::{NO_ROUTE, Routes, RoutingError, RoutingOptions, vl_count_for};
+use super::{NO_ROUTE, Routes, RoutingError, RoutingOptions, checked_max_lid, vl_count_for};
 use crate::topology::{NodeId, NodeKind, Topology};
 
 /// OpenSM's `nue`.
@@ -53,14 +53,7 @@ impl Engine for Nue {
         options: &RoutingOptions,
         vls: VlCount,
     ) -> Result<Routing, RoutingError> {
-        topo.validate()?;
-        let lids = topo.lid_map()?;
-        let max_lid = lids
-            .values()
-            .filter_map(|&ep| topo.port(ep)?.lid_range())
-            .map(|range| *range.end())
-            .max()
-            .ok_or(RoutingError::NoLids)?;
+        let max_lid = checked_max_lid(topo)?;
         let layers = layer_count(options, vls);
         let (ports, total_lids) = routed_ports(topo);
         let net = Network::new(topo, switch_lids(topo)?, total_lids);
