@@ -74,7 +74,8 @@ fn check_places_each_routing_option_and_guid_file_problem() {
     assert_eq!(codes, [("guid-file-stops", "roots", 3, 1)], "{found:#?}");
 }
 
-/// Nue's two options have no effect unless nue may route; with nue listed they raise nothing.
+/// Nue's two options have no effect unless nue may route; with nue listed (and qos on) they
+/// raise nothing, and with qos off `nue_max_num_vls` is lost.
 #[test]
 fn check_places_the_nue_options_only_without_nue() {
     let dir = TempDir::new().unwrap();
@@ -94,12 +95,36 @@ fn check_places_the_nue_options_only_without_nue() {
         "{found:#?}"
     );
     assert!(found[0].4.contains("only nue read it"), "{found:#?}");
-    let conf = scratch_file(&dir, "nue.conf", format!("routing_engine nue\n{options}"));
+    let conf = scratch_file(
+        &dir,
+        "nue.conf",
+        format!("routing_engine nue\nqos TRUE\n{options}"),
+    );
     let (_, found) = check(&conf);
     assert!(
         !places(&found)
             .iter()
             .any(|(code, ..)| *code == "routing-option-unused"),
+        "{found:#?}"
+    );
+    // With qos off OpenSM's Nue keeps to one layer (WRN NUE48): nue_max_num_vls is lost.
+    let conf = scratch_file(
+        &dir,
+        "no-qos.conf",
+        format!("routing_engine nue\n{options}"),
+    );
+    let (_, found) = check(&conf);
+    let unused: Vec<_> = places(&found)
+        .into_iter()
+        .filter(|(code, ..)| *code == "routing-option-unused")
+        .collect();
+    assert_eq!(
+        unused,
+        [("routing-option-unused", "no-qos.conf", 2, 17)],
+        "{found:#?}"
+    );
+    assert!(
+        found.iter().any(|d| d.4.contains("WRN NUE48")),
         "{found:#?}"
     );
 }

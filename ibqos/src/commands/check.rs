@@ -169,7 +169,7 @@ fn unused_routing_options(loaded: &Loaded) -> Vec<Diagnostic> {
         may_route.push("minhop");
     }
     let changed = changed_options(&Settings::default(), settings);
-    OPTION_READERS
+    let mut found: Vec<Diagnostic> = OPTION_READERS
         .iter()
         .filter(|(option, _)| changed.iter().any(|c| c.key == *option))
         .filter(|(_, readers)| !readers.iter().any(|r| may_route.contains(r)))
@@ -182,7 +182,29 @@ fn unused_routing_options(loaded: &Loaded) -> Vec<Diagnostic> {
             Diagnostic::warning(Code::RoutingOptionUnused, message)
                 .at(loaded.places.get(*option).cloned())
         })
-        .collect()
+        .collect();
+    found.extend(nue_layers_without_qos(loaded, &may_route));
+    found
+}
+
+/// A warning at `nue_max_num_vls` when it asks nue for other than one VL layer with qos off:
+/// Nue then routes on one (OpenSM's `WRN NUE48`), since the SL2VL tables it would need are
+/// the QoS manager's.
+fn nue_layers_without_qos(loaded: &Loaded, may_route: &[&str]) -> Option<Diagnostic> {
+    let settings = &loaded.settings;
+    let asked = settings.opensm_uint("nue_max_num_vls")?;
+    if asked == 1 || settings.qos.enabled || !may_route.contains(&"nue") {
+        return None;
+    }
+    let message = format!(
+        "`nue_max_num_vls` {asked} has no effect with qos FALSE: nue routes on one VL layer \
+         (OpenSM's WRN NUE48)"
+    );
+    Some(
+        Diagnostic::warning(Code::RoutingOptionUnused, message)
+            .at(loaded.places.get("nue_max_num_vls").cloned())
+            .with_help("set `qos TRUE` for the SL2VL tables that keep Nue's layers apart"),
+    )
 }
 
 /// A warning at each name of `routing_engine` that does not route: one OpenSM has and ibqos
