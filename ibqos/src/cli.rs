@@ -173,8 +173,8 @@ pub enum Command {
     /// follows the switch's LFT and maps the path's SL to a VL with the switch's SL-to-VL table
     /// for that input and output port. The SLs are those PathRecords give: SL 0, and with qos
     /// on each qos-level's SL of the configuration, through the routing engine's own choice of
-    /// SL (LASH, DFSSSP, torus-2QoS). --every-sl puts every SL on every path instead: the worst
-    /// case, for applications that pick their SL themselves.
+    /// SL (LASH, DFSSSP, Nue, torus-2QoS). --every-sl puts every SL on every path instead: the
+    /// worst case, for applications that pick their SL themselves.
     ///
     /// Each loop is printed as its channels, `"S1"/P3 VL0` (node, output port, VL), with one
     /// route per dependency that closes it. The report also names forwarding that cannot

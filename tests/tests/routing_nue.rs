@@ -1,5 +1,6 @@
 //! Nue against OpenSM 3.3.23's `nue` (Debian's build, without METIS), on issue 33's fabrics with
-//! cycles (`scripts/routing-layered`) and on fat-tree-16 (`scripts/routing-trees`):
+//! cycles (`scripts/routing-layered`) and on fat-tree-16 and fat-tree-648
+//! (`scripts/routing-trees`):
 //! - every switch's forwarding table, read back with ibroute from ibsim after `ibqos sm --once`
 //!   and after `opensm -o` with the same opensm.conf, compared by switch and destination GUID
 //!   (see `ibqos_tests::lfts`): with qos off (one layer), and with qos on and
@@ -75,6 +76,12 @@ fn nue_with_lmc_and_switches_on_torus_4x4() {
 #[test]
 fn nue_on_fat_tree_16() {
     lfts_on("fat-tree-16", tree);
+}
+
+/// 54 switches and 648 CAs: many destinations per layer, and CA LIDs past 255.
+#[test]
+fn nue_on_fat_tree_648() {
+    lfts_on("fat-tree-648", tree);
 }
 
 /// Every pair's PathRecord SL under nue on the fabric `name`, with `options` and `policy`,

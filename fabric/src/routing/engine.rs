@@ -6,8 +6,8 @@
 //!   topology with LIDs, and the data VLs the switch ports run, to every switch's LFT;
 //! - the hooks that read what routing left in the engine's context (`path_sl`, `update_sl2vl`,
 //!   `update_vlarb`): the [`Layering`] that comes back with the LFTs in a [`Routing`]. Engines
-//!   that spend SLs and VLs to break credit loops (LASH, DFSSSP, torus-2QoS) decide them while
-//!   routing, so the answers belong to that routing, not to the engine;
+//!   that spend SLs and VLs to break credit loops (LASH, DFSSSP, Nue, torus-2QoS) decide them
+//!   while routing, so the answers belong to that routing, not to the engine;
 //! - `mcast_build_stree`: [`Engine::multicast`], the spanning trees of the MLIDs, parts of the
 //!   layering's [`Layering::multicast_master`] when the routing chose one.
 //!
