@@ -89,6 +89,12 @@ fn with_qos_off_or_engines_that_keep_the_sl_nothing_is_lost() {
         places(&found),
         [("engine-replaces-sl", "opensm.conf", 3, 16)]
     );
+    // On one data VL Nue has one layer whatever nue_max_num_vls asks: it keeps the policy's
+    // SL, and its escape paths route any fabric.
+    assert_eq!(
+        qos_routing_diagnostics("qos TRUE\nrouting_engine nue\nnue_max_num_vls 0\nmax_op_vls 1\n"),
+        []
+    );
 }
 
 #[test]

@@ -23,7 +23,8 @@ pub enum PolicySl {
 
 impl PolicySl {
     /// What the engine OpenSM names `engine` does with the chosen SL. Nue spends more than one
-    /// VL only with qos on and `nue_max_num_vls` other than 1 (0 is "all"): `nue_layered`.
+    /// VL only with qos on, `nue_max_num_vls` other than 1 (0 is "all") and more than one data VL
+    /// on the switch ports: `nue_layered`.
     pub fn of(engine: &str, nue_layered: bool) -> PolicySl {
         match engine {
             "lash" | "dfsssp" => PolicySl::Layered,

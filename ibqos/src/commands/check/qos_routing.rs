@@ -57,7 +57,7 @@ pub(crate) fn diagnostics(loaded: &Loaded) -> Vec<Diagnostic> {
         if !matches!(engine.listed, Listed::Engine(_) | Listed::OpenSmOnly) {
             continue;
         }
-        let fate = PolicySl::of(&engine.name, nue_layered(settings));
+        let fate = PolicySl::of(&engine.name, nue_layered(settings, vls));
         found.extend(chosen_sls_lost(loaded, &engine, fate));
         found.extend(short_of_vls(loaded, &engine, fate, vls));
         if fate == PolicySl::Layered {
@@ -73,10 +73,14 @@ fn data_vls(settings: &Settings) -> VlCount {
     settings.links.oper_vls_cap().unwrap_or(VlCount::One)
 }
 
-/// Whether Nue spends more than one VL: with qos on, and `nue_max_num_vls` (default 1) other
-/// than 1 (OpenSM forces 1 with qos off, `WRN NUE48`).
-fn nue_layered(settings: &Settings) -> bool {
-    settings.qos.enabled && settings.opensm_uint("nue_max_num_vls").unwrap_or(1) != 1
+/// Whether Nue spends more than one VL: with qos on (OpenSM forces one layer with qos off,
+/// `WRN NUE48`), `nue_max_num_vls` (default 1) other than 1, and more than one data VL on the
+/// switch ports (Nue takes no more layers than the ports run, and on one it keeps the policy's
+/// SL and routes any fabric, on its escape paths).
+fn nue_layered(settings: &Settings, vls: VlCount) -> bool {
+    settings.qos.enabled
+        && settings.opensm_uint("nue_max_num_vls").unwrap_or(1) != 1
+        && vls > VlCount::One
 }
 
 /// The SLs the policy's levels and qos-ulps and the partitions' `sl=` choose, where each is
