@@ -1,7 +1,7 @@
 //! `ibqos sim` shows a credit loop: minhop on a 4x4 torus (four hosts on each switch) under
 //! all-to-all traffic closes one round a ring, the run stops, names it and exits with status
 //! 3; up*/down* on the same torus and traffic runs to the end, and so do the engines that
-//! break the torus's credit loops with SLs and VLs (LASH, DFSSSP, torus-2QoS), each flow on
+//! break the torus's credit loops with SLs and VLs (LASH, DFSSSP, Nue, torus-2QoS), each flow on
 //! the SL the routing chose for its pair and the switches' tables as the routing left them.
 
 use std::path::{Path, PathBuf};
@@ -54,8 +54,9 @@ fn layered_conf(torus: &Torus, engine: &str) -> PathBuf {
 
 /// QoS on, SL i on VL i at every port, and eight data VLs on every link (the generated
 /// ports' VLCap): each layer the engines make gets a VL of its own. torus-2QoS routes only
-/// with QoS on.
-const LAYERED: &str = "qos TRUE\nmax_op_vls 4\nqos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7\n";
+/// with QoS on; Nue takes as many layers as the ports run, and routes the switches on them too.
+const LAYERED: &str = "qos TRUE\nmax_op_vls 4\nqos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7\n\
+                       nue_max_num_vls 0\nnue_include_switches TRUE\n";
 
 /// `ibqos sim` on the torus, routed by `engine`, with `extra` arguments.
 fn sim(torus: &Torus, engine: &str, extra: &[&str]) -> std::process::Output {
@@ -182,7 +183,7 @@ fn switch_link_vls(report: &Value) -> Vec<u64> {
 #[test]
 fn layered_engines_on_the_same_torus_and_traffic_run_to_the_end() {
     let torus = torus();
-    for engine in ["lash", "dfsssp", "torus-2QoS"] {
+    for engine in ["lash", "dfsssp", "torus-2QoS", "nue"] {
         let conf = layered_conf(&torus, engine);
         let output = sim_with(&torus, &conf, None, &["--json"]);
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -204,8 +205,8 @@ fn layered_engines_on_the_same_torus_and_traffic_run_to_the_end() {
 }
 
 /// The checker, the simulator's independent witness, agrees: with that same configuration
-/// `ibqos credit-loops` finds minhop's loop on the torus and none where LASH or torus-2QoS
-/// route (their path SLs through the layering, their tables as planned). DFSSSP's routes
+/// `ibqos credit-loops` finds minhop's loop on the torus and none where LASH, torus-2QoS or
+/// Nue route (their path SLs through the layering, their tables as planned). DFSSSP's routes
 /// between hosts are free, but it never checks paths that start at a switch (OpenSM's
 /// `dfsssp_remove_deadlocks` adds no channel for them), and those close loops on VL0: every
 /// loop the checker names there has a closing route from a switch's port 0.
@@ -213,7 +214,14 @@ fn layered_engines_on_the_same_torus_and_traffic_run_to_the_end() {
 fn the_checker_agrees_with_the_simulator_on_the_layered_engines() {
     let torus = torus();
     let net = torus.net.to_str().unwrap();
-    for (engine, status) in [("minhop", 1), ("lash", 0), ("torus-2QoS", 0), ("dfsssp", 1)] {
+    let engines = [
+        ("minhop", 1),
+        ("lash", 0),
+        ("torus-2QoS", 0),
+        ("nue", 0),
+        ("dfsssp", 1),
+    ];
+    for (engine, status) in engines {
         let conf = layered_conf(&torus, engine);
         let output = ibqos(&[
             "credit-loops",
