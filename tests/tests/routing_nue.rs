@@ -9,7 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use ibqos_tests::lfts::lfts_match_opensm_logs;
+use ibqos_fabric::generate::torus_2d;
+use ibqos_tests::lfts::{Logs, lfts_match_opensm_logs};
 use ibqos_tests::path_sls::{path_sls_match_opensm, two_level_policy};
 use ibqos_tests::sa::SmSetup;
 use ibqos_tests::scenario::Fabric;
@@ -24,14 +25,37 @@ const LAYERS: [(&str, &str); 3] = [
     ("two-vls", "qos TRUE\nnue_max_num_vls 2\n"),
 ];
 
-/// The LFTs of nue on the fabric `load` writes equal OpenSM's with each of [`LAYERS`].
-fn lfts_on(name: &str, load: fn(&str, &TestDir) -> Result<Fabric>) {
-    for (layers, options) in LAYERS {
-        let dir = TestDir::new(&format!("routing-nue-{name}-{layers}"));
-        let fabric = load(name, &dir).unwrap();
-        let options = format!("routing_engine nue\n{options}");
-        lfts_match_opensm_logs(&fabric, &options, &dir).assert_routed_by("nue");
-    }
+/// The same with `nue_include_switches`: the switches routed on the layers too.
+const WITH_SWITCHES: [(&str, &str); 2] = [
+    ("switches", "nue_include_switches TRUE\n"),
+    (
+        "switches-two-vls",
+        "nue_include_switches TRUE\nqos TRUE\nnue_max_num_vls 2\n",
+    ),
+];
+
+/// The LFTs of nue on the fabric `load` writes equal OpenSM's with each of `setups` (a name and
+/// opensm.conf lines); both SMs' logs, in that order.
+fn lfts_with(name: &str, load: Load, setups: &[(&str, &str)]) -> Vec<Logs> {
+    setups
+        .iter()
+        .map(|(setup, options)| {
+            let dir = TestDir::new(&format!("routing-nue-{name}-{setup}"));
+            let fabric = load(name, &dir).unwrap();
+            let options = format!("routing_engine nue\n{options}");
+            let logs = lfts_match_opensm_logs(&fabric, &options, &dir);
+            logs.assert_routed_by("nue");
+            logs
+        })
+        .collect()
+}
+
+/// How a test gets its fabric: by name, into a test directory.
+type Load = fn(&str, &TestDir) -> Result<Fabric>;
+
+/// [`lfts_with`] each of [`LAYERS`].
+fn lfts_on(name: &str, load: Load) {
+    lfts_with(name, load, &LAYERS);
 }
 
 fn lfts_on_layered(name: &str) {
@@ -57,25 +81,39 @@ fn nue_on_dragonfly() {
 /// `nue_include_switches` the switches are routed on the layers too.
 #[test]
 fn nue_with_lmc_and_switches_on_torus_4x4() {
-    for (setup, options) in [
+    let lmc = [
         ("lmc", "lmc 1\n"),
         ("lmc-all-vls", "lmc 1\nqos TRUE\nnue_max_num_vls 0\n"),
-        ("switches", "nue_include_switches TRUE\n"),
-        (
-            "switches-two-vls",
-            "nue_include_switches TRUE\nqos TRUE\nnue_max_num_vls 2\n",
-        ),
-    ] {
-        let dir = TestDir::new(&format!("routing-nue-torus-4x4-{setup}"));
-        let fabric = layered("torus-4x4", &dir).unwrap();
-        let options = format!("routing_engine nue\n{options}");
-        lfts_match_opensm_logs(&fabric, &options, &dir).assert_routed_by("nue");
-    }
+    ];
+    lfts_with("torus-4x4", layered, &lmc);
+    lfts_with("torus-4x4", layered, &WITH_SWITCHES);
 }
 
 #[test]
 fn nue_on_fat_tree_16() {
     lfts_on("fat-tree-16", tree);
+}
+
+/// An 8x8 torus, one host per switch: there the modified Dijkstra reaches impasses (with two
+/// layers, or with the switches as destinations), and the local backtracking, the shortcuts
+/// and the fall back to the escape paths all decide routes, as OpenSM's log shows.
+#[test]
+fn nue_on_torus_8x8() {
+    let load: Load = |name, dir| {
+        let torus = torus_2d(8, 8, 1).unwrap();
+        Fabric::generated(name, &torus, &dir.subdir("net"))
+    };
+    let setups: Vec<(&str, &str)> = LAYERS.into_iter().chain(WITH_SWITCHES).collect();
+    let logs = lfts_with("torus-8x8", load, &setups);
+    // OpenSM logs each step at level INFO, which its default log_flags hold.
+    for step in [
+        "backtracking worked",
+        "found new shortcut",
+        "fallback to escape paths",
+    ] {
+        let seen = logs.iter().any(|l| l.opensm.contains(step));
+        assert!(seen, "no {step:?} in OpenSM's logs");
+    }
 }
 
 /// 54 switches and 648 CAs: many destinations per layer, and CA LIDs past 255.
