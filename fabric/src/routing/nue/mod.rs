@@ -16,8 +16,10 @@
 //!
 //! Nue writes no SL2VL or VLArb table: the QoS manager's (SL i on VL i, masked) carry the
 //! layers. Not mirrored: `avoid_throttled_links` (the topology knows no link's active speed or
-//! width, so no link is throttled); and where OpenSM would read past its arrays or crash (a
-//! channel missing from the heap, a dependency the cCDG lacks), this engine refuses or skips.
+//! width, so no link is throttled); Nue's own multicast trees (a spanning tree over its link
+//! weights: the MLIDs get OpenSM's generic trees); and where OpenSM would read past its arrays
+//! or crash (a channel missing from the heap, a dependency the cCDG lacks), this engine refuses
+//! or skips.
 
 mod ccdg;
 mod escape;
@@ -268,7 +270,7 @@ impl Context {
             for lid in dest.lids.clone() {
                 self.route_toward(dest.switch, colour)?;
                 colour += 1;
-                self.write_lfts(dest, lid, tables);
+                self.write_lfts(lid, dest.ca_port, tables);
                 self.net.add_weights(dest.switch);
                 tables.layer_of[usize::from(lid)] = Some(layer);
             }
@@ -280,15 +282,10 @@ impl Context {
     /// shortest paths of a spanning tree rooted at it, on layer 0.
     fn route_switches(&mut self, topo: &Topology, tables: &mut Tables) {
         for s in 0..self.net.switches.len() {
-            let dest = Destination {
-                lids: 0..=0,
-                switch: s,
-                ca_port: None,
-            };
             for lid in own_lids(topo, self.net.switches[s].node) {
                 self.net.spanning_tree(s);
                 self.use_escape_paths(s);
-                self.write_lfts(&dest, lid, tables);
+                self.write_lfts(lid, None, tables);
                 self.net.add_weights(s);
                 tables.layer_of[usize::from(lid)] = Some(0);
             }
@@ -296,11 +293,11 @@ impl Context {
     }
 
     /// `update_linear_forwarding_tables`: each switch forwards `lid` out of the link it was
-    /// reached by, and a CA's switch (or, as in OpenSM, any switch no route reached) to the
-    /// CA's port.
-    fn write_lfts(&self, dest: &Destination, lid: u16, tables: &mut Tables) {
+    /// reached by; the switch a CA hangs off (or, as in OpenSM, any switch no route reached)
+    /// forwards it to `ca_port`, the CA's.
+    fn write_lfts(&self, lid: u16, ca_port: Option<u8>, tables: &mut Tables) {
         for (s, switch) in self.net.switches.iter().enumerate() {
-            let exit = match (switch.used_link, dest.ca_port) {
+            let exit = match (switch.used_link, ca_port) {
                 (Some(link), _) => self.net.links[link].to_port,
                 (None, Some(port)) => port,
                 (None, None) => continue,
