@@ -14,6 +14,8 @@
 //! [`ftree`] lays its routes with its own walks and counters, as OpenSM's fat-tree engine does.
 //! [`Torus2QoS`] routes a torus in dimension order and spends SLs and VLs on its datelines, as
 //! OpenSM's torus-2QoS does.
+//! [`Nue`] routes any fabric free of credit loops on the complete channel dependency graph,
+//! on as many VL layers as it is allowed, as OpenSM's nue does.
 
 mod balance;
 mod dfsssp;
