@@ -111,7 +111,7 @@ pub fn check_sweep(sweep: &Sweep, hints: SlSet) -> Option<CreditCheck> {
             }
         } else {
             // A CA's one table: the Set names the port it programs.
-            for key in &write.ports {
+            for key in write.ports.iter() {
                 vls.set_sl2vl(node, 0, key.port, table);
             }
         }

@@ -22,7 +22,7 @@ use tracing::{error, info, warn};
 
 use super::groups::{directory, setup_ports};
 use super::subnet::{DiscoveredNode, PortKey, Subnet};
-use super::write::{TableBlock, TableModifier, TableWrite};
+use super::write::{Ports, TableBlock, TableModifier, TableWrite};
 
 /// The qos-setup section to program (OpenSM ignores it; ibqos.toml's `[qos]
 /// program_policy_setup` asks for it): the policy whose port groups the scopes name, and the
@@ -326,7 +326,7 @@ fn sl2vl_set(
         via,
         block: TableBlock::SlToVl(table),
         modifier: TableModifier::SlToVl(scope),
-        ports,
+        ports: ports.into(),
     }
 }
 
@@ -350,14 +350,14 @@ fn vlarb_sets(
                 entries: block.entries,
             }),
             modifier: TableModifier::VlArb(modifier),
-            ports: vec![PortKey::new(
+            ports: Ports::One(PortKey::new(
                 node,
                 if port_field == 0 {
                     via.port
                 } else {
                     port_field
                 },
-            )],
+            )),
         });
     }
 }

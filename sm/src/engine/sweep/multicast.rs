@@ -15,7 +15,7 @@ use super::writes::{TableKind, Writes};
 use super::{Op, Phase, Sweep};
 use crate::engine::routing::topology;
 use crate::engine::subnet::PortKey;
-use crate::engine::write::{TableBlock, TableModifier, TableWrite};
+use crate::engine::write::{Ports, TableBlock, TableModifier, TableWrite};
 
 /// The members of every multicast LID: the port GUIDs of all members of all its groups, as
 /// the SA holds them.
@@ -203,7 +203,7 @@ fn mft_write(guid: u64, modifier: MftModifier, table: MulticastForwardingTableRe
         via: PortKey::new(guid, 0),
         block: TableBlock::Mft(table),
         modifier: TableModifier::Mft(modifier),
-        ports: vec![PortKey::new(guid, 0)],
+        ports: Ports::One(PortKey::new(guid, 0)),
     }
 }
 

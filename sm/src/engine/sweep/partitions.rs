@@ -14,7 +14,7 @@ use super::writes::{Feed, TableKind, Writes};
 use super::{Op, Phase, Sweep};
 use crate::engine::pkeys::{BLOCK, KeyRule, PartEnforce, PortPkeys, peer_plan, place};
 use crate::engine::subnet::{PortKey, Subnet};
-use crate::engine::write::{TableBlock, TableModifier, TableWrite};
+use crate::engine::write::{Ports, TableBlock, TableModifier, TableWrite};
 
 /// How the partition manager runs (opensm.conf's partition options).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -347,7 +347,7 @@ fn block_writes(key: PortKey, target: Target, held: &[u16], table: &[u16], write
             via: target.via,
             block: TableBlock::PKey(PKeyTableRepr { p_keys }),
             modifier: TableModifier::PKey(target.modifier(block)),
-            ports: vec![key],
+            ports: Ports::One(key),
         };
         let start = usize::from(block) * BLOCK;
         if held.get(start..start + BLOCK) == Some(entries) {
