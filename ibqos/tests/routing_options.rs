@@ -94,7 +94,7 @@ fn check_places_the_nue_options_only_without_nue() {
         ],
         "{found:#?}"
     );
-    assert!(found[0].4.contains("only nue read it"), "{found:#?}");
+    assert!(found[0].4.contains("only nue reads it"), "{found:#?}");
     let conf = scratch_file(
         &dir,
         "nue.conf",

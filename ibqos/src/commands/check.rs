@@ -174,8 +174,9 @@ fn unused_routing_options(loaded: &Loaded) -> Vec<Diagnostic> {
         .filter(|(option, _)| changed.iter().any(|c| c.key == *option))
         .filter(|(_, readers)| !readers.iter().any(|r| may_route.contains(r)))
         .map(|(option, readers)| {
+            let verb = if readers.len() == 1 { "reads" } else { "read" };
             let message = format!(
-                "`{option}` has no effect: only {} read it, and the engines that may route are {}",
+                "`{option}` has no effect: only {} {verb} it, and the engines that may route are {}",
                 readers.join(", "),
                 may_route.join(", ")
             );
