@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{Attribute, Guid, Priority, VlArbModifier};
+use ibqos_mad::{Attribute, Guid, Priority};
 use ibqos_qos::PortClass;
 use tracing::warn;
 
@@ -15,7 +15,7 @@ use super::{Op, Sweep, SweepMode};
 use crate::engine::add_counts;
 use crate::engine::qos::port_class;
 use crate::engine::subnet::PortKey;
-use crate::engine::write::{AnswerWait, TableBlock, TableWrite};
+use crate::engine::write::{AnswerWait, TableBlock, TableModifier, TableWrite};
 
 /// Echo mismatches a Set may have before the port is reported failed.
 pub(super) const ATTEMPTS: u32 = 3;
@@ -73,21 +73,16 @@ impl Table {
         Table::Mft,
     ];
 
-    /// The table a Set of `attribute` with `modifier` writes; `None` for an attribute that is
-    /// no table (or a VLArb modifier naming no block).
-    pub fn of(attribute: &Attribute, modifier: u32) -> Option<Table> {
-        match attribute {
-            Attribute::SlToVlMappingTable(_) => Some(Table::Sl2Vl),
-            Attribute::VlArbitrationTable(_) => {
-                let block = VlArbModifier::try_from(modifier).ok()?.block;
-                Some(match block.priority() {
-                    Priority::Low => Table::VlArbLow,
-                    Priority::High => Table::VlArbHigh,
-                })
-            }
-            Attribute::PKeyTable(_) => Some(Table::PKey),
-            Attribute::MulticastForwardingTable(_) => Some(Table::Mft),
-            _ => None,
+    /// The table a Set with `modifier` writes.
+    pub fn of(modifier: TableModifier) -> Table {
+        match modifier {
+            TableModifier::SlToVl(_) => Table::Sl2Vl,
+            TableModifier::VlArb(m) => match m.block.priority() {
+                Priority::Low => Table::VlArbLow,
+                Priority::High => Table::VlArbHigh,
+            },
+            TableModifier::PKey(_) => Table::PKey,
+            TableModifier::Mft(_) => Table::Mft,
         }
     }
 
@@ -286,9 +281,7 @@ impl Writes {
         let mut tally = TableTally::default();
         let each = self.sets.iter().zip(&self.settled).zip(&self.drifted);
         for ((set, settled), drifted) in each {
-            let Some(table) = Table::of(&set.block.attribute(), set.modifier.into()) else {
-                continue;
-            };
+            let table = Table::of(set.modifier);
             if *drifted {
                 *tally.drift_found.entry(table).or_default() += 1;
             }
@@ -617,7 +610,6 @@ impl Sweep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::write::TableModifier;
     use ibqos_mad::{Guid, SlToVlMappingTableRepr, SlToVlModifier};
 
     fn set(modifier: u32, outputs: &[u8]) -> TableWrite {
