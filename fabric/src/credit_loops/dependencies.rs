@@ -80,16 +80,22 @@ struct SeedVls {
     slids: [u16; 16],
 }
 
-/// A switch's SL-to-VL tables, read once: the distinct tables, and per (input, output) pair
-/// (`input * ports + output`) the index of its own. Where every output has one table for all
-/// its inputs (optimized SL2VL), only an index per output is kept.
+/// A switch's SL-to-VL tables, read once: the distinct tables, and which one each (input,
+/// output) pair maps with.
 #[derive(Debug)]
 struct SwitchTables {
     ports: usize,
-    /// Empty when `by_output` says it all.
-    pairs: Vec<u16>,
-    by_output: Vec<u16>,
+    index: PairIndex,
     tables: Vec<Sl2VlTable>,
+}
+
+/// Per pair, the index of its table in [`SwitchTables::tables`].
+#[derive(Debug)]
+enum PairIndex {
+    /// Every output has one table for all its inputs (optimized SL2VL): by output.
+    PerOutput(Vec<u16>),
+    /// By pair, `input * ports + output`.
+    PerPair(Vec<u16>),
 }
 
 impl SwitchTables {
@@ -111,24 +117,25 @@ impl SwitchTables {
                 pairs.push(index as u16);
             }
         }
-        let by_output = pairs[..ports].to_vec();
-        let per_output = pairs.chunks(ports).all(|row| row == by_output);
-        if per_output {
-            pairs = Vec::new();
-        }
+        let first_input = &pairs[..ports];
+        let index = if pairs.chunks(ports).all(|row| row == first_input) {
+            PairIndex::PerOutput(first_input.to_vec())
+        } else {
+            PairIndex::PerPair(pairs)
+        };
         SwitchTables {
             ports,
-            pairs,
-            by_output,
+            index,
             tables,
         }
     }
 
     fn vl(&self, input: u8, output: u8, sl: Sl) -> Vl {
-        let index = if self.pairs.is_empty() {
-            self.by_output[usize::from(output)]
-        } else {
-            self.pairs[usize::from(input) * self.ports + usize::from(output)]
+        let index = match &self.index {
+            PairIndex::PerOutput(by_output) => by_output[usize::from(output)],
+            PairIndex::PerPair(pairs) => {
+                pairs[usize::from(input) * self.ports + usize::from(output)]
+            }
         };
         self.tables[usize::from(index)].vl(sl)
     }
