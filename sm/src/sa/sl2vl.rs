@@ -19,11 +19,17 @@ struct NodeTables {
     /// Ports 0 to `ports - 1` in each dimension.
     ports: usize,
     distinct: Vec<SlToVlMappingTableRepr>,
-    /// Per pair (`input * ports + output`), 1 + the table's index in `distinct`; 0 for none.
-    /// Empty while every pair holds `every_pair`: one Set for all pairs (OpenSM's optimized
-    /// SL2VL programming) needs no matrix, which on a 128-port switch is 33 KB.
-    by_pair: Vec<u16>,
-    every_pair: u16,
+    pairs: Pairs,
+}
+
+/// Each pair's entry: 1 + its table's index in `distinct`, 0 for none.
+#[derive(Debug, Clone)]
+enum Pairs {
+    /// The same for every pair: one Set for all pairs (OpenSM's optimized SL2VL programming)
+    /// needs no matrix, which on a 128-port switch is 33 KB.
+    Every(u16),
+    /// Per pair, `input * ports + output`.
+    ByPair(Vec<u16>),
 }
 
 impl Sl2VlTables {
@@ -38,12 +44,11 @@ impl Sl2VlTables {
     ) {
         let tables = self.node(node, ports);
         let entry = tables.entry(table);
-        if tables.by_pair.is_empty() {
-            tables.by_pair = vec![tables.every_pair; ports * ports];
-        }
+        let ports = tables.ports;
+        let by_pair = tables.by_pair();
         for (input, output) in pairs {
-            if let Some(slot) = tables.slot(input, output) {
-                tables.by_pair[slot] = entry;
+            if let Some(slot) = slot(ports, input, output) {
+                by_pair[slot] = entry;
             }
         }
     }
@@ -51,18 +56,16 @@ impl Sl2VlTables {
     /// Records `table` for every pair of ports below `ports` of `node`.
     pub fn insert_every_pair(&mut self, node: u64, ports: usize, table: SlToVlMappingTableRepr) {
         let tables = self.node(node, ports);
-        tables.every_pair = tables.entry(table);
-        tables.by_pair = Vec::new();
+        tables.pairs = Pairs::Every(tables.entry(table));
     }
 
     /// The table of (`input`, `output`) of `node`, if one was recorded.
     pub fn get(&self, node: u64, input: u8, output: u8) -> Option<&SlToVlMappingTableRepr> {
         let tables = self.nodes.get(&node)?;
-        let slot = tables.slot(input, output)?;
-        let entry = if tables.by_pair.is_empty() {
-            tables.every_pair
-        } else {
-            *tables.by_pair.get(slot)?
+        let slot = slot(tables.ports, input, output)?;
+        let entry = match &tables.pairs {
+            Pairs::Every(entry) => *entry,
+            Pairs::ByPair(by_pair) => *by_pair.get(slot)?,
         };
         tables.distinct.get(usize::from(entry).checked_sub(1)?)
     }
@@ -71,8 +74,7 @@ impl Sl2VlTables {
         self.nodes.entry(node).or_insert_with(|| NodeTables {
             ports,
             distinct: Vec::new(),
-            by_pair: Vec::new(),
-            every_pair: 0,
+            pairs: Pairs::Every(0),
         })
     }
 }
@@ -91,10 +93,22 @@ impl NodeTables {
         u16::try_from(index + 1).unwrap_or(u16::MAX)
     }
 
-    fn slot(&self, input: u8, output: u8) -> Option<usize> {
-        let (input, output) = (usize::from(input), usize::from(output));
-        (input < self.ports && output < self.ports).then_some(input * self.ports + output)
+    /// The entry of every pair, made one per pair if it was one for all.
+    fn by_pair(&mut self) -> &mut [u16] {
+        if let Pairs::Every(every) = self.pairs {
+            self.pairs = Pairs::ByPair(vec![every; self.ports * self.ports]);
+        }
+        match &mut self.pairs {
+            Pairs::ByPair(by_pair) => by_pair,
+            Pairs::Every(_) => &mut [],
+        }
     }
+}
+
+/// Pair (`input`, `output`)'s place among `ports` x `ports` pairs, if both ports are there.
+fn slot(ports: usize, input: u8, output: u8) -> Option<usize> {
+    let (input, output) = (usize::from(input), usize::from(output));
+    (input < ports && output < ports).then_some(input * ports + output)
 }
 
 #[cfg(test)]
@@ -131,7 +145,7 @@ mod tests {
         assert_eq!(tables.get(7, 3, 0), Some(&table(1)));
         assert_eq!(tables.get(7, 4, 0), None, "no port 4");
         assert!(
-            tables.nodes[&7].by_pair.is_empty(),
+            matches!(tables.nodes[&7].pairs, Pairs::Every(_)),
             "no matrix for one table"
         );
         tables.insert(7, 4, [(2, 3)], table(2));
