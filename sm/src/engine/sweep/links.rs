@@ -11,6 +11,7 @@ use ibqos_qos::{VlCount, oper_vls};
 use tracing::{info, warn};
 
 use super::diff::PortInfoField;
+use super::feed::Feed;
 use super::reconcile::{Held, Planned, SetTarget};
 use super::{Op, Phase, Sweep};
 use crate::engine::lids::{assign_lids, endport_lmc};
@@ -56,6 +57,7 @@ impl Sweep {
             self.setup = setup_tables(&self.subnet, &self.pkeys.partitions, setup);
         }
         let keys: Vec<PortKey> = self.subnet.ports().map(|(key, _)| key).collect();
+        let mut sets = Vec::new();
         for key in keys {
             if let Some((info, high_limit)) = self.port_settings(key, sm_lid) {
                 let unkept = self.learned.unkept.get(&key);
@@ -66,10 +68,11 @@ impl Sweep {
                 if self.key_changes_first(key, sm_lid) {
                     self.after_new_keys.push((key, info));
                 } else {
-                    self.set_port_info(key, info);
+                    sets.push((key, info));
                 }
             }
         }
+        self.feed = Feed::port_infos(sets);
     }
 
     /// Whether `key` is an external port of a switch whose port 0 is given another M_Key in
@@ -93,9 +96,7 @@ impl Sweep {
     /// The Sets [`key_changes_first`](Self::key_changes_first) held back, once the new keys
     /// are in place.
     pub(super) fn configure_ports_after_new_keys(&mut self) {
-        for (key, info) in std::mem::take(&mut self.after_new_keys) {
-            self.set_port_info(key, info);
-        }
+        self.feed = Feed::port_infos(std::mem::take(&mut self.after_new_keys));
     }
 
     /// The PortInfo to Set on a port, and whether it carries the QoS plan's VLHighLimit; `None`
@@ -334,19 +335,19 @@ impl Sweep {
     /// ACTIVE on every ARMED port.
     pub(super) fn activate(&mut self) {
         self.phase = Phase::Activating;
-        let armed: Vec<(PortKey, PortInfoRepr)> = self
+        let armed = self
             .subnet
             .ports()
             .filter(|(_, port)| port.info.port_state == PortState::Armed)
-            .map(|(key, port)| (key, port.info))
+            .map(|(key, port)| {
+                let info = PortInfoRepr {
+                    port_state: PortState::Active,
+                    ..quiet(port.info)
+                };
+                (key, info)
+            })
             .collect();
-        for (key, info) in armed {
-            let info = PortInfoRepr {
-                port_state: PortState::Active,
-                ..quiet(info)
-            };
-            self.set_port_info(key, info);
-        }
+        self.feed = Feed::port_infos(armed);
     }
 
     pub(super) fn set_port_info(&mut self, key: PortKey, info: PortInfoRepr) {

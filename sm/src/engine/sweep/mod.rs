@@ -8,6 +8,7 @@
 //! status) is logged and counted, and the sweep goes on with the rest of the fabric.
 
 mod diff;
+mod feed;
 mod links;
 mod multicast;
 mod partitions;
@@ -39,9 +40,10 @@ use super::routing::{Lfts, RouteError, SweepRoutes};
 use super::subnet::{DiscoveredNode, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
 use crate::mkey::{KeyHidden, MKeyConfig};
+use feed::Feed;
 use partitions::PkeyState;
 use reconcile::PendingRead;
-use writes::{Feed, HighLimits, TableKind, Writes};
+use writes::{HighLimits, TableKind, Writes};
 
 pub use diff::{Difference, Field, Found, PortInfoField};
 pub use multicast::MulticastMembers;
@@ -479,7 +481,11 @@ impl Sweep {
 
     /// The next SMP to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.feed_writes();
+        // With nothing on the wire, `advance` feeds: jobs that need no SMP could otherwise
+        // empty the feed here, and no answer would come to start the next phase.
+        if !self.scheduler.is_idle() {
+            self.feed_jobs();
+        }
         self.scheduler.poll_transmit(now)
     }
 
@@ -593,7 +599,11 @@ impl Sweep {
 
     /// When a phase has nothing left on the wire, the next one starts.
     fn advance(&mut self, now: Instant) {
-        while self.scheduler.is_idle() && self.feed.is_empty() && !self.is_done() {
+        loop {
+            self.feed_jobs();
+            if !self.scheduler.is_idle() || !self.feed.is_empty() || self.is_done() {
+                return;
+            }
             match self.phase {
                 Phase::Discovering => {
                     let counts = self.counts();

@@ -10,7 +10,8 @@ use ibqos_mad::{AttributeId, Guid, NodeType, PKeyTableModifier, PKeyTableRepr, P
 use ibqos_qos::partitions::{EndPort, PartitionOptions, Partitions, SubnetPartitions, resolve};
 use tracing::{info, warn};
 
-use super::writes::{Feed, TableKind, Writes};
+use super::feed::{Feed, Job};
+use super::writes::{TableKind, Writes};
 use super::{Op, Phase, Sweep};
 use crate::engine::pkeys::{BLOCK, KeyRule, PartEnforce, PortPkeys, peer_plan, place};
 use crate::engine::subnet::{PortKey, Subnet};
@@ -140,30 +141,42 @@ impl Sweep {
         self.phase = Phase::ProgrammingPartitions;
         let targets = targets(&self.subnet);
         let mut held = BTreeMap::new();
-        let mut reads = 0;
+        let mut reads = Vec::new();
         for (key, target) in &targets {
-            let Some(path) = self.subnet.port(target.via).map(|p| p.path.clone()) else {
+            if self.subnet.port(target.via).is_none() {
                 continue;
-            };
-            held.insert(*key, vec![0; usize::from(target.blocks()) * BLOCK]);
-            for block in 0..target.blocks() {
-                let op = Op::ReadPKeys { port: *key, block };
-                let modifier = target.modifier(block).into();
-                self.scheduler
-                    .get_directed(key.node, &path, AttributeId::PKeyTable, modifier, op);
-                reads += 1;
             }
+            held.insert(*key, vec![0; usize::from(target.blocks()) * BLOCK]);
+            reads.extend(
+                (0..target.blocks()).map(|block| (key.node, Job::ReadPKeys { port: *key, block })),
+            );
         }
         info!(
             ports = targets.len(),
-            blocks = reads,
+            blocks = reads.len(),
             "reading P_Key tables"
         );
+        self.feed = Feed::new(reads);
         self.pkeys = PkeyState {
             targets,
             held,
             ..PkeyState::default()
         };
+    }
+
+    /// The Get of block `block` of `port`'s P_Key table, by the route to the port that answers
+    /// for it.
+    pub(super) fn read_pkey_block(&mut self, port: PortKey, block: u16) {
+        let Some(target) = self.pkeys.targets.get(&port) else {
+            return;
+        };
+        let Some(path) = self.subnet.port(target.via).map(|p| p.path.clone()) else {
+            return;
+        };
+        let modifier = target.modifier(block).into();
+        let op = Op::ReadPKeys { port, block };
+        self.scheduler
+            .get_directed(port.node, &path, AttributeId::PKeyTable, modifier, op);
     }
 
     /// A P_Key block read.
@@ -252,8 +265,7 @@ impl Sweep {
         }
         self.pkeys.partitions = partitions;
         self.pkeys.enforce = enforce;
-        let pending = writes.pending();
-        self.feed = Feed::new(TableKind::PKey, &writes, &pending);
+        self.feed = Feed::new(writes.pending_jobs(TableKind::PKey));
         writes.planned();
         self.pkey_writes = writes;
         info!(

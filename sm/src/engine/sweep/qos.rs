@@ -4,7 +4,8 @@
 use ibqos_mad::SlToVlModifier;
 use tracing::info;
 
-use super::writes::{Feed, TableKind, Writes};
+use super::feed::Feed;
+use super::writes::{TableKind, Writes};
 use super::{Phase, Sweep};
 use crate::engine::qos::qos_sets;
 use crate::engine::subnet::Subnet;
@@ -42,8 +43,7 @@ impl Sweep {
             &*self.layering,
             self.config.use_optimized_slvl,
         ));
-        let every: Vec<usize> = (0..self.qos_writes.len()).collect();
-        self.feed = Feed::new(TableKind::Qos, &self.qos_writes, &every);
+        self.feed = Feed::new(self.qos_writes.pending_jobs(TableKind::Qos));
         info!(
             sets = self.qos_writes.len(),
             "{} QoS tables",

@@ -4,12 +4,16 @@ use ibqos_mad::{Attribute, Guid, LinearForwardingTableRepr};
 use ibqos_qos::VlCount;
 use tracing::info;
 
+use super::feed::{Feed, Job};
 use super::reconcile::{Held, Planned, SetTarget};
 use super::{Op, Phase, Sweep};
 use crate::engine::routing::{RouteError, SweepRoutes, route};
 
 /// OpenSM's `packet_life_time` default (0x12): 4.096 us x 2^18, about a second.
 const SWITCH_PACKET_LIFE_TIME: u8 = 0x12;
+
+/// Entries in one LFT block.
+const LFT_BLOCK: usize = 64;
 
 impl Sweep {
     /// Routes the subnet as its LIDs now stand, with the configured LMC.
@@ -59,61 +63,85 @@ impl Sweep {
             }
         };
         let lfts = routed.lfts;
-        let top = lfts.max_lid();
-        for (guid, lft) in &lfts.tables {
-            let Some(node) = self.subnet.nodes.get(guid) else {
+        let mut jobs = Vec::new();
+        for (&switch, lft) in &lfts.tables {
+            let Some(node) = self.subnet.nodes.get(&switch) else {
                 continue;
             };
-            let path = node.path.clone();
-            if let Some(held) = node.switch {
-                let mut switch = held;
-                switch.linear_fdb_top = top;
-                // Writing 1 clears PortStateChange: the SM has seen this topology.
-                switch.port_state_change = true;
-                // How long a packet may wait in the switch, as OpenSM's `packet_life_time`
-                // (osm_ucast_mgr.c `ucast_mgr_set_fwd_top`).
-                switch.life_time_value = SWITCH_PACKET_LIFE_TIME;
-                let planned = Planned {
-                    node: *guid,
-                    path: path.clone(),
-                    attribute: Attribute::SwitchInfo(switch),
-                    modifier: 0,
-                    op: Op::SetSwitchInfo { guid: *guid },
-                    timeout: None,
-                    target: SetTarget::SwitchInfo {
-                        switch: Guid(*guid),
-                    },
-                };
-                self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
+            if node.switch.is_some() {
+                jobs.push((switch, Job::SwitchInfo { switch }));
             }
-            for (block, ports) in lft.chunks(64).enumerate() {
-                let mut table = LinearForwardingTableRepr {
-                    ports: [LinearForwardingTableRepr::NO_ROUTE; 64],
-                };
-                table.ports[..ports.len()].copy_from_slice(ports);
-                let planned = Planned {
-                    node: *guid,
-                    path: path.clone(),
-                    attribute: Attribute::LinearForwardingTable(table),
-                    modifier: block as u32,
-                    op: Op::SetLft { guid: *guid },
-                    timeout: None,
-                    target: SetTarget::LftBlock {
-                        switch: Guid(*guid),
-                        block,
-                    },
-                };
-                self.plan_set(planned, Held::Read(vec![block as u32]));
-            }
+            let blocks = lft.len().div_ceil(LFT_BLOCK) as u16;
+            jobs.extend((0..blocks).map(|block| (switch, Job::LftBlock { switch, block })));
         }
+        self.feed = Feed::new(jobs);
         info!(
             switches = lfts.tables.len(),
-            max_lid = top,
+            max_lid = lfts.max_lid(),
             "switches {}",
             self.logged("configured", "planned")
         );
         self.lfts = lfts;
         self.routed_by = routed.engine;
         self.layering = routed.layering;
+    }
+
+    /// The Set of `switch`'s SwitchInfo with the LinearFDBTop of the sweep's LFTs.
+    pub(super) fn set_switch_info(&mut self, switch: u64) {
+        let Some(node) = self.subnet.nodes.get(&switch) else {
+            return;
+        };
+        let Some(held) = node.switch else {
+            return;
+        };
+        let mut info = held;
+        info.linear_fdb_top = self.lfts.max_lid();
+        // Writing 1 clears PortStateChange: the SM has seen this topology.
+        info.port_state_change = true;
+        // How long a packet may wait in the switch, as OpenSM's `packet_life_time`
+        // (osm_ucast_mgr.c `ucast_mgr_set_fwd_top`).
+        info.life_time_value = SWITCH_PACKET_LIFE_TIME;
+        let planned = Planned {
+            node: switch,
+            path: node.path.clone(),
+            attribute: Attribute::SwitchInfo(info),
+            modifier: 0,
+            op: Op::SetSwitchInfo { guid: switch },
+            timeout: None,
+            target: SetTarget::SwitchInfo {
+                switch: Guid(switch),
+            },
+        };
+        self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
+    }
+
+    /// The Set of block `block` of `switch`'s LFT.
+    pub(super) fn set_lft_block(&mut self, switch: u64, block: u16) {
+        let (Some(node), Some(lft)) = (
+            self.subnet.nodes.get(&switch),
+            self.lfts.tables.get(&switch),
+        ) else {
+            return;
+        };
+        let Some(ports) = lft.chunks(LFT_BLOCK).nth(usize::from(block)) else {
+            return;
+        };
+        let mut table = LinearForwardingTableRepr {
+            ports: [LinearForwardingTableRepr::NO_ROUTE; LFT_BLOCK],
+        };
+        table.ports[..ports.len()].copy_from_slice(ports);
+        let planned = Planned {
+            node: switch,
+            path: node.path.clone(),
+            attribute: Attribute::LinearForwardingTable(table),
+            modifier: u32::from(block),
+            op: Op::SetLft { guid: switch },
+            timeout: None,
+            target: SetTarget::LftBlock {
+                switch: Guid(switch),
+                block: usize::from(block),
+            },
+        };
+        self.plan_set(planned, Held::Read(vec![u32::from(block)]));
     }
 }

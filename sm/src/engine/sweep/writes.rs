@@ -2,13 +2,14 @@
 //! resent after a backoff when it differs, and counted per port. The QoS manager's SL2VL and
 //! VLArb Sets and the partition manager's P_Key blocks go through here alike.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ibqos_mad::{Attribute, Guid, Priority};
+use ibqos_mad::{Attribute, Priority};
 use ibqos_qos::PortClass;
 use tracing::warn;
 
+use super::feed::Job;
 use super::qos::read_modifiers;
 use super::reconcile::{Held, Planned, SetTarget};
 use super::{Op, Sweep, SweepMode};
@@ -221,6 +222,13 @@ impl Writes {
             .collect()
     }
 
+    /// A feed job for each Set not settled yet, with the node it goes to.
+    pub(super) fn pending_jobs(&self, kind: TableKind) -> impl Iterator<Item = (u64, Job)> + '_ {
+        self.pending()
+            .into_iter()
+            .map(move |index| (self.sets[index].node.0, Job::Write(kind, index as u32)))
+    }
+
     pub(super) fn settle(&mut self, index: usize, settled: Settled) {
         if let Some(slot) = self.settled.get_mut(index) {
             *slot = settled;
@@ -395,66 +403,7 @@ impl HighLimits {
     }
 }
 
-/// Table Sets not yet planned, in the order the scheduler serves them: one per node in turn,
-/// nodes in the order of their first Set. Each is planned only when the scheduler wants work,
-/// so a sweep of a large fabric never holds every SMP it will send at once.
-#[derive(Debug, Default)]
-pub(super) struct Feed {
-    kind: Option<TableKind>,
-    order: Vec<u32>,
-    next: usize,
-}
-
-impl Feed {
-    /// `indexes` of the `kind` Sets in `writes`, put in the scheduler's turn order.
-    pub(super) fn new(kind: TableKind, writes: &Writes, indexes: &[usize]) -> Feed {
-        let mut slots: HashMap<Guid, usize> = HashMap::new();
-        let mut per_node: Vec<Vec<u32>> = Vec::new();
-        for &index in indexes {
-            let Some(set) = writes.get(index) else {
-                continue;
-            };
-            let slot = *slots.entry(set.node).or_insert_with(|| {
-                per_node.push(Vec::new());
-                per_node.len() - 1
-            });
-            per_node[slot].push(index as u32);
-        }
-        let rounds = per_node.iter().map(Vec::len).max().unwrap_or(0);
-        let order = (0..rounds)
-            .flat_map(|round| per_node.iter().filter_map(move |sets| sets.get(round)))
-            .copied()
-            .collect();
-        Feed {
-            kind: Some(kind),
-            order,
-            next: 0,
-        }
-    }
-
-    /// Every Set has been planned.
-    pub(super) fn is_empty(&self) -> bool {
-        self.next >= self.order.len()
-    }
-
-    fn pop(&mut self) -> Option<(TableKind, usize)> {
-        let index = *self.order.get(self.next)?;
-        self.next += 1;
-        Some((self.kind?, index as usize))
-    }
-}
-
 impl Sweep {
-    /// Plans the next Sets of the feed while the scheduler wants work.
-    pub(super) fn feed_writes(&mut self) {
-        while self.scheduler.wants_work() {
-            let Some((kind, index)) = self.feed.pop() else {
-                return;
-            };
-            self.plan_write(kind, index);
-        }
-    }
-
     /// Set `index` of `kind`, first sent or compared with what the fabric holds.
     pub(super) fn plan_write(&mut self, kind: TableKind, index: usize) {
         let Some(planned) = self.planned_write(kind, index, 1) else {
