@@ -2,7 +2,7 @@
 //! switch does toward it; per SL, the VLs each switch's output carries, from every source at
 //! once, in the order packets reach the switches.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use ibqos_qos::{Sl, Sl2VlTable, Vl};
 
@@ -14,19 +14,63 @@ use super::{
 use crate::routing::NO_ROUTE;
 use crate::{NodeId, PortRef, Topology};
 
-/// Channel `v`'s successors are the channels of `self[v]`, each with the route that makes it.
-impl Graph for [Vec<(u32, Route)>] {
+/// The channel dependency graph as the walk builds it. Most channels have no successor (a link
+/// has 16 VLs and a routing uses a few), so only those with some have a list. The routes that
+/// make each dependency are not kept: a second walk finds those of the loops, if any.
+struct Dependencies {
+    /// Per channel, its list in `lists`, or [`NONE`].
+    list_of: Vec<u32>,
+    lists: Vec<Vec<u32>>,
+}
+
+impl Dependencies {
+    fn new(channels: usize) -> Dependencies {
+        Dependencies {
+            list_of: vec![NONE; channels],
+            lists: Vec::new(),
+        }
+    }
+
+    /// Records that channel `from` depends on channel `to`.
+    fn insert(&mut self, from: u32, to: u32) {
+        let list = &mut self.list_of[from as usize];
+        if *list == NONE {
+            *list = self.lists.len() as u32;
+            self.lists.push(Vec::new());
+        }
+        let successors = &mut self.lists[*list as usize];
+        if !successors.contains(&to) {
+            successors.push(to);
+        }
+    }
+
+    fn of(&self, from: u32) -> &[u32] {
+        match self.list_of[from as usize] {
+            NONE => &[],
+            list => &self.lists[list as usize],
+        }
+    }
+}
+
+impl Graph for Dependencies {
     fn vertices(&self) -> usize {
-        self.len()
+        self.list_of.len()
     }
 
     fn successor(&self, v: u32, i: usize) -> Option<u32> {
-        self[v as usize].get(i).map(|&(to, _)| to)
+        self.of(v).get(i).copied()
     }
 }
 
 /// Not an index: a switch outside the list, a port without a switch-to-switch link.
 const NONE: u32 = u32::MAX;
+
+/// A route slot nothing has filled.
+const BLANK: Route = Route {
+    slid: 0,
+    dlid: 0,
+    sl: Sl::ALL[0],
+};
 
 /// What a switch does with packets for the destination being walked.
 #[derive(Debug, Clone, Copy)]
@@ -175,8 +219,11 @@ pub(super) struct Walk<'a> {
     /// [`NONE`]. A channel's index is that times 16 plus its VL.
     link_index: Vec<u32>,
     links: Vec<PortRef>,
-    /// Per channel, the channels it depends on and one route making each dependency.
-    successors: Vec<Vec<(u32, Route)>>,
+    /// Per channel, the channels it depends on.
+    dependencies: Dependencies,
+    /// The dependencies of the loops found, each with the first route that makes it, while a
+    /// second walk looks for those routes.
+    closing: Option<HashMap<(u32, u32), Option<Route>>>,
     report: CreditReport,
     discarding: HashSet<Channel>,
 }
@@ -229,7 +276,7 @@ impl<'a> Walk<'a> {
                 }
             }
         }
-        let successors = vec![Vec::new(); links.len() * 16];
+        let dependencies = Dependencies::new(links.len() * 16);
         Walk {
             tables,
             switches,
@@ -241,7 +288,8 @@ impl<'a> Walk<'a> {
             port_base,
             link_index,
             links,
-            successors,
+            dependencies,
+            closing: None,
             report: CreditReport::default(),
             discarding: HashSet::new(),
         }
@@ -254,13 +302,15 @@ impl<'a> Walk<'a> {
             PathSls::Routed { .. } => None,
         };
         let seeds = uniform.map(|set| self.seeds(set));
+        self.walk(sls, seeds.as_ref());
+        self.finish(sls, seeds.as_ref())
+    }
+
+    /// Every destination LID's packets, from every source, through the switches.
+    fn walk(&mut self, sls: PathSls<'_>, seeds: Option<&Seeds>) {
         let blank = Carried {
             vls: 0,
-            routes: [Route {
-                slid: 0,
-                dlid: 0,
-                sl: Sl::ALL[0],
-            }; 16],
+            routes: [BLANK; 16],
         };
         let mut carried = vec![blank; self.switches.len()];
         let mut by_sl: [Vec<u32>; 16] = Default::default();
@@ -275,7 +325,7 @@ impl<'a> Walk<'a> {
                 hops: &hops,
                 order: &order,
             };
-            if let Some(seeds) = &seeds {
+            if let Some(seeds) = seeds {
                 for k in 0..seeds.sls.len() {
                     self.propagate(&walk, seeds.sls[k], Some((seeds, k)), &mut carried);
                     for &switch in &order {
@@ -299,7 +349,6 @@ impl<'a> Walk<'a> {
                 }
             }
         }
-        self.finish()
     }
 
     /// What every source puts on each output of the switch it enters, for each SL of `set`.
@@ -603,9 +652,11 @@ impl<'a> Walk<'a> {
             for vl in 0..16u8 {
                 if vls & (1 << vl) != 0 {
                     let from = self.channel_index(switch, out, Vl::from_nibble(vl));
-                    let edges = &mut self.successors[from as usize];
-                    if !edges.iter().any(|&(t, _)| t == to) {
-                        edges.push((to, routes[usize::from(vl)]));
+                    self.dependencies.insert(from, to);
+                    if let Some(closing) = &mut self.closing
+                        && let Some(route @ None) = closing.get_mut(&(from, to))
+                    {
+                        *route = Some(routes[usize::from(vl)]);
                     }
                 }
             }
@@ -636,43 +687,50 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// The graph's size and cycles, into the report.
-    fn finish(mut self) -> CreditReport {
-        let graph = self.successors.as_slice();
-        let mut used = vec![false; graph.len()];
-        for (from, edges) in graph.iter().enumerate() {
-            if !edges.is_empty() {
-                used[from] = true;
+    /// The graph's size and cycles, into the report. The routes that close the cycles come
+    /// from a second walk, which finds every drop and misforward again: those of the first
+    /// stay.
+    fn finish(mut self, sls: PathSls<'_>, seeds: Option<&Seeds>) -> CreditReport {
+        let graph = &self.dependencies;
+        let mut used = vec![false; graph.vertices()];
+        for from in 0..graph.vertices() as u32 {
+            let successors = graph.of(from);
+            if !successors.is_empty() {
+                used[from as usize] = true;
             }
-            for &(to, _) in edges {
+            for &to in successors {
                 used[to as usize] = true;
             }
         }
         self.report.channels = used.iter().filter(|&&u| u).count();
-        self.report.dependencies = graph.iter().map(Vec::len).sum();
-        for component in cyclic_components(graph) {
-            let cycle = cycle_in(graph, &component);
-            let closing = cycle
+        self.report.dependencies = graph.lists.iter().map(Vec::len).sum();
+        let cycles: Vec<(usize, Vec<u32>)> = cyclic_components(graph)
+            .into_iter()
+            .map(|component| (component.len(), cycle_in(graph, &component)))
+            .collect();
+        let edges = |cycle: &[u32]| -> Vec<(u32, u32)> {
+            (0..cycle.len())
+                .map(|k| (cycle[k], cycle[(k + 1) % cycle.len()]))
+                .collect()
+        };
+        if !cycles.is_empty() {
+            let wanted = cycles.iter().flat_map(|(_, cycle)| edges(cycle));
+            self.closing = Some(wanted.map(|edge| (edge, None)).collect());
+            let found = std::mem::take(&mut self.report);
+            self.walk(sls, seeds);
+            self.report = found;
+        }
+        let closing = self.closing.take().unwrap_or_default();
+        for (component, cycle) in cycles {
+            let routes = edges(&cycle)
                 .iter()
-                .enumerate()
-                .map(|(k, &from)| {
-                    let to = cycle[(k + 1) % cycle.len()];
-                    graph[from as usize]
-                        .iter()
-                        .find(|&&(t, _)| t == to)
-                        .map(|&(_, route)| route)
-                        .unwrap_or(Route {
-                            slid: 0,
-                            dlid: 0,
-                            sl: Sl::ALL[0],
-                        })
-                })
+                .map(|edge| closing.get(edge).copied().flatten().unwrap_or(BLANK))
                 .collect();
             let channels = cycle.iter().map(|&c| self.channel(c)).collect();
             self.report.loops.push(CreditLoop {
                 channels,
-                closing,
-                component: component.len(),
+                closing: routes,
+                component,
             });
         }
         self.report
