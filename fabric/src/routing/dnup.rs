@@ -28,6 +28,10 @@ impl Engine for DownUp {
         "dnup"
     }
 
+    fn is_unlayered(&self) -> bool {
+        true
+    }
+
     fn unicast(
         &self,
         topo: &Topology,

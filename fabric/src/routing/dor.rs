@@ -24,6 +24,10 @@ impl Engine for Dor {
         "dor"
     }
 
+    fn is_unlayered(&self) -> bool {
+        true
+    }
+
     fn unicast(
         &self,
         topo: &Topology,

@@ -38,6 +38,13 @@ pub trait Engine: fmt::Debug + Sync {
         vls: VlCount,
     ) -> Result<Routing, RoutingError>;
 
+    /// Whether every routing of this engine is [`Unlayered`]: each path keeps the SL chosen for
+    /// it and no SL2VL or VLArb table changes. Nothing the link and QoS managers plan then
+    /// waits for the routes.
+    fn is_unlayered(&self) -> bool {
+        false
+    }
+
     /// The multicast routing the MLIDs' spanning trees come from, through the switches
     /// `multicast_capable` accepts: parts of the master tree `layering` (the unicast routing's)
     /// chose, else OpenSM's generic tree over min-hop counts (`osm_mcast_mgr.c`).

@@ -179,6 +179,15 @@ impl EngineList {
         next.or_else(|| (!self.no_fallback()).then(|| MINHOP.name()))
     }
 
+    /// Whether whichever engine of the list routes, its routing is
+    /// [`Unlayered`](super::Unlayered) ([`Engine::is_unlayered`]): minhop, the last resort, is.
+    pub fn is_unlayered(&self) -> bool {
+        self.entries.iter().all(|e| match e.listed {
+            Listed::Engine(engine) => engine.is_unlayered(),
+            _ => true,
+        })
+    }
+
     /// Whether the list says `no_fallback`: nothing routes when every listed engine failed.
     fn no_fallback(&self) -> bool {
         self.entries
@@ -325,6 +334,33 @@ mod tests {
             kinds,
             ["updn", "unknown", "dnup", "opensm only", "no fallback"]
         );
+    }
+
+    /// An engine that says it is unlayered routes with [`Unlayered`](super::super::Unlayered),
+    /// and a list is unlayered only when each of its engines is.
+    #[test]
+    fn the_engines_that_say_they_are_unlayered_are() {
+        let topo = small_tree();
+        let options = RoutingOptions::default();
+        let unlayered: Vec<&str> = ENGINES
+            .iter()
+            .filter(|engine| engine.is_unlayered())
+            .map(|engine| engine.name())
+            .collect();
+        assert_eq!(unlayered, ["minhop", "updn", "dnup", "ftree", "dor"]);
+        for engine in ENGINES.iter().filter(|engine| engine.is_unlayered()) {
+            let routing = engine.unicast(&topo, &options, VlCount::Eight).unwrap();
+            assert_eq!(
+                format!("{:?}", routing.layering),
+                "Unlayered",
+                "{}",
+                engine.name()
+            );
+        }
+        assert!(EngineList::parse(Some("ftree,updn")).is_unlayered());
+        assert!(EngineList::parse(Some("ftree,file,no_fallback")).is_unlayered());
+        assert!(!EngineList::parse(Some("ftree,lash")).is_unlayered());
+        assert!(EngineList::parse(None).is_unlayered());
     }
 
     /// The engine that routed and the names passed over before it.

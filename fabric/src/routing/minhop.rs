@@ -16,6 +16,10 @@ impl Engine for MinHop {
         "minhop"
     }
 
+    fn is_unlayered(&self) -> bool {
+        true
+    }
+
     fn unicast(
         &self,
         topo: &Topology,

@@ -42,6 +42,10 @@ impl Engine for UpDown {
         "updn"
     }
 
+    fn is_unlayered(&self) -> bool {
+        true
+    }
+
     fn unicast(
         &self,
         topo: &Topology,

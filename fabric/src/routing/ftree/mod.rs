@@ -31,6 +31,10 @@ impl Engine for FatTree {
         "ftree"
     }
 
+    fn is_unlayered(&self) -> bool {
+        true
+    }
+
     fn unicast(
         &self,
         topo: &Topology,
