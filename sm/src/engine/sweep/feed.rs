@@ -80,8 +80,12 @@ impl Feed {
         self.next >= self.order.len()
     }
 
+    /// The next job; the feed lets go of its lists once it has handed out the last.
     fn pop(&mut self) -> Option<Job> {
-        let job = *self.order.get(self.next)?;
+        let Some(&job) = self.order.get(self.next) else {
+            *self = Feed::default();
+            return None;
+        };
         self.next += 1;
         Some(job)
     }
