@@ -62,7 +62,17 @@ pub fn route(
     vls: VlCount,
     lmc: u8,
 ) -> Result<SweepRoutes, RouteError> {
-    let (topology, guids) = topology(subnet, Some(lmc)).map_err(RouteError::Topology)?;
+    route_topology(topology(subnet, Some(lmc)), engines, vls)
+}
+
+/// [`route`] on the subnet already made a topology ([`topology`] with the planned LMC): the
+/// part that needs no subnet, so that it can run on a thread of its own.
+pub fn route_topology(
+    topology: Result<(Topology, Vec<u64>), TopologyError>,
+    engines: &EngineList,
+    vls: VlCount,
+) -> Result<SweepRoutes, RouteError> {
+    let (topology, guids) = topology.map_err(RouteError::Topology)?;
     // OpenSM logs a GUID file it cannot parse at each routing; so does the sweep.
     let options = engines.options();
     for file in &options.failed_files {

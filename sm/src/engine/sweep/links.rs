@@ -16,6 +16,7 @@ use super::reconcile::{Held, Planned, SetTarget};
 use super::{Op, Phase, Sweep};
 use crate::engine::lids::{assign_lids, endport_lmc};
 use crate::engine::qos::{port_plan, setup_tables};
+use crate::engine::routing::{RouteError, SweepRoutes};
 use crate::engine::subnet::PortKey;
 use crate::mkey::KeyHidden;
 
@@ -43,14 +44,7 @@ impl Sweep {
         // OpenSM routes before its link and QoS managers run: the engine's layering decides
         // each port's MasterSMSL and rewrites the SL2VL tables. A routing failure still ends
         // the sweep where the switches are programmed.
-        let routing = self.route();
-        if let Ok(routed) = &routing {
-            self.layering = Arc::clone(&routed.layering);
-            self.warn_ports_short_of_vls(routed.engine.name());
-            self.warn_policy_sls_replaced(routed.engine.name());
-            self.warn_vl_shortfalls(routed.engine.name());
-        }
-        self.routing = Some(routing);
+        self.routing = Some(self.start_routing());
         if self.config.qos.enabled
             && let Some(setup) = &self.config.qos_setup
         {
@@ -197,6 +191,17 @@ impl Sweep {
     /// One warning per sweep naming the ports [`ports_short_of_vls`](Self::ports_short_of_vls)
     /// finds, if any: the QoS levels and the deadlock freedom of `engine`'s layers do not
     /// survive there.
+    /// What the sweep takes from a routing before the switches are programmed: the layering,
+    /// and a warning for each QoS level or VL the engine goes without.
+    pub(super) fn take_layering(&mut self, routing: &Result<SweepRoutes, RouteError>) {
+        if let Ok(routed) = routing {
+            self.layering = Arc::clone(&routed.layering);
+            self.warn_ports_short_of_vls(routed.engine.name());
+            self.warn_policy_sls_replaced(routed.engine.name());
+            self.warn_vl_shortfalls(routed.engine.name());
+        }
+    }
+
     fn warn_ports_short_of_vls(&self, engine: &str) {
         let short = self.ports_short_of_vls();
         if short.is_empty() {

@@ -36,13 +36,14 @@ use tracing::{debug, info, warn};
 use super::discovery::{Discovery, Probe, WrongAnswer};
 use super::lids::LidError;
 use super::qos::SetupConfig;
-use super::routing::{Lfts, RouteError, SweepRoutes};
+use super::routing::{Lfts, RouteError};
 use super::subnet::{DiscoveredNode, PortKey, Subnet};
 use crate::election::{OwnPort, RemoteSm};
 use crate::mkey::{KeyHidden, MKeyConfig};
 use feed::Feed;
 use partitions::PkeyState;
 use reconcile::PendingRead;
+use switches::RoutingJob;
 use writes::{HighLimits, TableKind, Writes};
 
 pub use diff::{Difference, Field, Found, PortInfoField};
@@ -249,7 +250,7 @@ pub struct Sweep {
     /// What the routing decided beside the LFTs: path SLs, the engine's SL2VL and VLArb.
     layering: Arc<dyn Layering>,
     /// The routing done once the LIDs are known, until the switches are programmed with it.
-    routing: Option<Result<SweepRoutes, RouteError>>,
+    routing: Option<RoutingJob>,
     pending_reads: Vec<PendingRead>,
     /// The table Sets of the phase not yet planned.
     feed: Feed,

@@ -7,7 +7,10 @@ use tracing::info;
 use super::feed::{Feed, Job};
 use super::reconcile::{Held, Planned, SetTarget};
 use super::{Op, Phase, Sweep};
-use crate::engine::routing::{RouteError, SweepRoutes, route};
+use std::panic::resume_unwind;
+use std::thread::JoinHandle;
+
+use crate::engine::routing::{RouteError, SweepRoutes, route, route_topology, topology};
 
 /// OpenSM's `packet_life_time` default (0x12): 4.096 us x 2^18, about a second.
 const SWITCH_PACKET_LIFE_TIME: u8 = 0x12;
@@ -15,7 +18,48 @@ const SWITCH_PACKET_LIFE_TIME: u8 = 0x12;
 /// Entries in one LFT block.
 const LFT_BLOCK: usize = 64;
 
+/// The sweep's routing, from the time its LIDs are known until the switches are programmed.
+#[derive(Debug)]
+pub(super) enum RoutingJob {
+    Done(Result<SweepRoutes, RouteError>),
+    /// Under way on a thread of its own. An unlayered routing leaves the link and QoS managers
+    /// nothing to wait for ([`is_unlayered`]), so their SMPs go out meanwhile.
+    ///
+    /// [`is_unlayered`]: ibqos_fabric::routing::EngineList::is_unlayered
+    Running(JoinHandle<Result<SweepRoutes, RouteError>>),
+}
+
 impl Sweep {
+    /// Starts routing the subnet as its LIDs now stand: beside the sweep when the routing
+    /// cannot change what the sweep plans before the LFTs, at once otherwise.
+    pub(super) fn start_routing(&mut self) -> RoutingJob {
+        if self.config.routing.is_unlayered() {
+            let topology = topology(&self.subnet, Some(self.config.lmc));
+            let engines = self.config.routing.clone();
+            let vls = self.routing_vls();
+            let thread = std::thread::Builder::new().name("routing".to_string());
+            if let Ok(handle) = thread.spawn(move || route_topology(topology, &engines, vls)) {
+                return RoutingJob::Running(handle);
+            }
+        }
+        let routing = self.route();
+        self.take_layering(&routing);
+        RoutingJob::Done(routing)
+    }
+
+    /// The routing started earlier, waited for if it is still under way; a new one if none was.
+    fn finish_routing(&mut self) -> Result<SweepRoutes, RouteError> {
+        match self.routing.take() {
+            Some(RoutingJob::Done(routing)) => routing,
+            Some(RoutingJob::Running(handle)) => {
+                let routing = handle.join().unwrap_or_else(|panic| resume_unwind(panic));
+                self.take_layering(&routing);
+                routing
+            }
+            None => self.route(),
+        }
+    }
+
     /// Routes the subnet as its LIDs now stand, with the configured LMC.
     pub(super) fn route(&self) -> Result<SweepRoutes, RouteError> {
         route(
@@ -55,7 +99,7 @@ impl Sweep {
     /// SwitchInfo.LinearFDBTop and the LFT blocks up to it, on every switch.
     pub(super) fn program_switches(&mut self) {
         self.phase = Phase::ProgrammingSwitches;
-        let routed = match self.routing.take().unwrap_or_else(|| self.route()) {
+        let routed = match self.finish_routing() {
             Ok(routed) => routed,
             Err(error) => {
                 self.fail(error);
