@@ -10,11 +10,12 @@
 //! bits). It resends a request that gets no answer until its retries are spent.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
 use ibqos_mad::{AttributeId, DrPath, Mad, Method, MgmtClass, Routing, SmpRepr, Status};
+use rustc_hash::FxHashMap;
 use tracing::warn;
 
 use crate::Transmit;
@@ -150,8 +151,9 @@ const SPARE_CAPACITY: usize = 8;
 #[derive(Debug)]
 pub struct Scheduler<C, M = SmpRepr> {
     config: SchedulerConfig,
-    /// Requests not yet on the wire, per node with any.
-    queues: HashMap<u64, VecDeque<Request<C, M>>>,
+    /// Requests not yet on the wire, per node with any. This map and `in_flight` are read for
+    /// every MAD, by integer keys: a plain multiplicative hash, not SipHash, hashes them.
+    queues: FxHashMap<u64, VecDeque<Request<C, M>>>,
     /// Emptied queues kept for reuse, so that a node asked again needs no new allocation. At
     /// most [`SPARE_QUEUES`], each cut to [`SPARE_CAPACITY`]: the queues of a whole discovery
     /// are not kept to the end of the sweep.
@@ -159,7 +161,7 @@ pub struct Scheduler<C, M = SmpRepr> {
     /// Nodes with queued requests, in the order they are served next.
     turn: VecDeque<u64>,
     /// Requests on the wire, by the low 32 bits of their TID.
-    in_flight: HashMap<u32, InFlight<C, M>>,
+    in_flight: FxHashMap<u32, InFlight<C, M>>,
     /// Requests whose attempt timed out, to be sent again before new work.
     resend: VecDeque<InFlight<C, M>>,
     /// Requests held back until a time (a retry after a backoff), in submission order.
@@ -175,10 +177,10 @@ impl<C, M: Message> Scheduler<C, M> {
                 max_outstanding: config.max_outstanding.max(1),
                 ..config
             },
-            queues: HashMap::new(),
+            queues: FxHashMap::default(),
             spare: Vec::new(),
             turn: VecDeque::new(),
-            in_flight: HashMap::new(),
+            in_flight: FxHashMap::default(),
             resend: VecDeque::new(),
             delayed: Vec::new(),
             next_tid: 0,

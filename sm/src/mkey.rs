@@ -25,13 +25,14 @@
 //! Keys are secrets: nothing here logs one, and the cache text is handed to the caller only
 //! to be written to its file.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
 use hmac::{Hmac, KeyInit, Mac};
 use ibqos_exchange::OutgoingMad;
 use ibqos_mad::{Attribute, PortInfoRepr};
 use ibqos_mad::{AttributeId, Guid, Method, NodeType, PortInfoModifier, Routing, Smp, SmpRepr};
+use rustc_hash::FxHashMap;
 use sha2::Sha256;
 use thiserror::Error;
 
@@ -153,8 +154,8 @@ pub struct KeyRing {
     /// guid2mkey: the key each port holds, by port GUID, as last read or programmed.
     held: BTreeMap<u64, u64>,
     /// Directed routes (the egress ports from the SM's node) and the port each reached in
-    /// this run.
-    routes: HashMap<Vec<u8>, Target>,
+    /// this run. Looked up for every SMP, so hashed with FxHash rather than SipHash.
+    routes: FxHashMap<Vec<u8>, Target>,
     /// Links as (port GUID, port number) pairs, both ways: a switch's ports all have its port
     /// GUID. Kept across runs, to name a route's target before it answers.
     neighbors: Neighbors,
@@ -198,7 +199,7 @@ impl KeyRing {
         KeyRing {
             config,
             held,
-            routes: HashMap::from([(Vec::new(), own)]),
+            routes: FxHashMap::from_iter([(Vec::new(), own)]),
             neighbors,
             own_guid: own_guid.0,
             lids: BTreeMap::new(),

@@ -5,13 +5,14 @@
 //! through (with its own request context, made from a [`Probe`]) and the [`Subnet`] they build;
 //! [`Discovery`] keeps what only discovery needs.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_exchange::scheduler::Scheduler;
 use ibqos_mad::{
     Attribute, AttributeId, Guid, NodeInfoRepr, NodeType, PhysPortState, PortInfoModifier,
     PortInfoRepr,
 };
+use rustc_hash::FxHashMap;
 use tracing::debug;
 
 use super::subnet::{DiscoveredNode, Port, PortKey, PortMap, Subnet};
@@ -39,7 +40,7 @@ pub struct Discovery {
     /// Switch ports whose far end has been (or is being) probed.
     probed: BTreeSet<PortKey>,
     /// The node each route answered from, to attribute a new link to its near end.
-    by_path: HashMap<Vec<u8>, u64>,
+    by_path: FxHashMap<Vec<u8>, u64>,
     /// The route and port GUID by which each CA port was first reached: a CA answers PortInfo
     /// for the port a request arrives on, so each CA port is read through its own route.
     arrivals: BTreeMap<PortKey, (Vec<u8>, u64)>,

@@ -7,9 +7,8 @@
 //! order of their first job), so the SMPs leave in the order a submission of all of them at
 //! once would send them.
 
-use std::collections::HashMap;
-
 use ibqos_mad::PortInfoRepr;
+use rustc_hash::FxHashMap;
 
 use super::Sweep;
 use super::writes::TableKind;
@@ -43,7 +42,7 @@ pub(super) struct Feed {
 impl Feed {
     /// `jobs`, each with the node it goes to, put in the scheduler's turn order.
     pub(super) fn new(jobs: impl IntoIterator<Item = (u64, Job)>) -> Feed {
-        let mut slots: HashMap<u64, usize> = HashMap::new();
+        let mut slots: FxHashMap<u64, usize> = FxHashMap::default();
         let mut per_node: Vec<Vec<Job>> = Vec::new();
         for (node, job) in jobs {
             let slot = *slots.entry(node).or_insert_with(|| {
