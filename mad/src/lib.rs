@@ -66,12 +66,19 @@ pub use modifier::{
     SlToVlModifier, SmInfoModifier, VlArbBlock, VlArbModifier,
 };
 pub use perf::class_port_info::{ClassPortInfo, ClassPortInfoRepr};
+pub use perf::congestion_counters::{
+    PortRcvConCtrl, PortRcvDataSl, PortSlRcvBecn, PortSlRcvFecn, PortVlXmitTimeCong,
+    PortXmitConCtrl, PortXmitDataSl, SwPortVlCongestion,
+};
 pub use perf::optional_counters::{
     PortFlowCtlCounters, PortOpRcvCounters, PortRcvErrorDetails, PortVlOpData, PortVlOpPackets,
     PortVlXmitFlowCtlUpdateErrors, PortVlXmitWaitCounters, PortXmitDiscardDetails,
 };
 pub use perf::port_counters::{PortCounters, PortCountersRepr};
-pub use perf::port_counters_extended::{PortCountersExtended, PortCountersExtendedRepr};
+pub use perf::port_counters_extended::{
+    PortCountersExtended, PortCountersExtendedErrors, PortCountersExtendedErrorsRepr,
+    PortCountersExtendedRepr,
+};
 pub use perf::{COUNTERS_OFFSET, CounterHeader, PerfAttributeId, PerfCapabilityMask, PerfMgtMad};
 pub use smp::{Direction, DrPath, Routing, Smp, SmpRepr};
 pub use vocabulary::{Gid, Guid, Lid, PortNum, Priority};

@@ -11,6 +11,7 @@
 //! counter. The counters follow from byte [`COUNTERS_OFFSET`].
 
 pub(crate) mod class_port_info;
+pub(crate) mod congestion_counters;
 pub(crate) mod optional_counters;
 pub(crate) mod port_counters;
 pub(crate) mod port_counters_extended;
@@ -46,6 +47,22 @@ open_enum! {
         PortVlXmitWaitCounters = 0x001c,
         /// PortCountersExtended: 64-bit data and packet counters.
         PortCountersExtended = 0x001d,
+        /// SwPortVLCongestion (switches only).
+        SwPortVlCongestion = 0x0030,
+        /// PortRcvConCtrl: packets received with FECN or BECN.
+        PortRcvConCtrl = 0x0031,
+        /// PortSLRcvFECN.
+        PortSlRcvFecn = 0x0032,
+        /// PortSLRcvBECN.
+        PortSlRcvBecn = 0x0033,
+        /// PortXmitConCtrl.
+        PortXmitConCtrl = 0x0034,
+        /// PortVLXmitTimeCong.
+        PortVlXmitTimeCong = 0x0035,
+        /// PortXmitDataSL: data sent per SL.
+        PortXmitDataSl = 0x0036,
+        /// PortRcvDataSL: data received per SL.
+        PortRcvDataSl = 0x0037,
     }
 }
 

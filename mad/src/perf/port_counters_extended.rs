@@ -3,8 +3,8 @@
 
 layout! {
     /// A view of PortCountersExtended (72 bytes; byte 0 is reserved). The error counters IBA 1.3
-    /// appends after byte 72, for PMAs that advertise them in CapabilityMask2, are not part of
-    /// it.
+    /// appends after byte 72, for PMAs that advertise them in CapabilityMask2, are
+    /// [`PortCountersExtendedErrors`].
     ///
     /// CounterSelect bit `i` clears the `i`-th counter, PortXmitData first. The counters stop at
     /// their largest value instead of wrapping.
@@ -34,6 +34,49 @@ layout! {
         port_multicast_xmit_pkts / set_port_multicast_xmit_pkts: u64 = 448, 64;
         /// PortMulticastRcvPkts.
         port_multicast_rcv_pkts / set_port_multicast_rcv_pkts: u64 = 512, 64;
+    }
+}
+
+layout! {
+    /// A view of the 64-bit error counters IBA 1.3 appends to PortCountersExtended (184 bytes
+    /// in all; the first 72 are [`PortCountersExtended`]). Only a PMA whose ClassPortInfo sets
+    /// CapabilityMask2 bit 1 (IsAdditionalPortCountersExtendedSupported) fills them.
+    ///
+    /// CounterSelect2 bit `i` clears the `i`-th of these counters, SymbolErrorCounter first.
+    pub struct PortCountersExtendedErrors[184];
+    /// The appended error counters, every field.
+    pub struct PortCountersExtendedErrorsRepr;
+    {
+        /// CounterSelect2: in a Set, the error counters to clear.
+        counter_select2 / set_counter_select2: u32 = 32, 32;
+        /// SymbolErrorCounter.
+        symbol_error_counter / set_symbol_error_counter: u64 = 576, 64;
+        /// LinkErrorRecoveryCounter.
+        link_error_recovery_counter / set_link_error_recovery_counter: u64 = 640, 64;
+        /// LinkDownedCounter.
+        link_downed_counter / set_link_downed_counter: u64 = 704, 64;
+        /// PortRcvErrors.
+        port_rcv_errors / set_port_rcv_errors: u64 = 768, 64;
+        /// PortRcvRemotePhysicalErrors.
+        port_rcv_remote_physical_errors / set_port_rcv_remote_physical_errors: u64 = 832, 64;
+        /// PortRcvSwitchRelayErrors.
+        port_rcv_switch_relay_errors / set_port_rcv_switch_relay_errors: u64 = 896, 64;
+        /// PortXmitDiscards.
+        port_xmit_discards / set_port_xmit_discards: u64 = 960, 64;
+        /// PortXmitConstraintErrors.
+        port_xmit_constraint_errors / set_port_xmit_constraint_errors: u64 = 1024, 64;
+        /// PortRcvConstraintErrors.
+        port_rcv_constraint_errors / set_port_rcv_constraint_errors: u64 = 1088, 64;
+        /// LocalLinkIntegrityErrors.
+        local_link_integrity_errors / set_local_link_integrity_errors: u64 = 1152, 64;
+        /// ExcessiveBufferOverrunErrors.
+        excessive_buffer_overrun_errors / set_excessive_buffer_overrun_errors: u64 = 1216, 64;
+        /// VL15Dropped.
+        vl15_dropped / set_vl15_dropped: u64 = 1280, 64;
+        /// PortXmitWait.
+        port_xmit_wait / set_port_xmit_wait: u64 = 1344, 64;
+        /// QP1Dropped.
+        qp1_dropped / set_qp1_dropped: u64 = 1408, 64;
     }
 }
 
@@ -100,10 +143,59 @@ mod tests {
         );
     }
 
+    /// The error counters where libibmad's fields.c puts them: 14 of 64 bits from bit 576
+    /// (byte 72), counter `i` holding `i + 1` in its low byte and `0x80 + i` in its high byte.
+    #[test]
+    fn appended_error_counters_follow_the_data_counters() {
+        let mut bytes = [0u8; 184];
+        bytes[4..8].copy_from_slice(&[0, 0, 0x3f, 0xff]);
+        for i in 0..14 {
+            let at = 72 + 8 * i;
+            bytes[at] = 0x80 + i as u8;
+            bytes[at + 7] = i as u8 + 1;
+        }
+        let counter = |i: u64| ((0x80 + i) << 56) | (i + 1);
+        let view = PortCountersExtendedErrors::new_checked(&bytes[..]).unwrap();
+        let repr = PortCountersExtendedErrorsRepr::parse(&view).unwrap();
+        assert_eq!(
+            repr,
+            PortCountersExtendedErrorsRepr {
+                counter_select2: 0x3fff,
+                symbol_error_counter: counter(0),
+                link_error_recovery_counter: counter(1),
+                link_downed_counter: counter(2),
+                port_rcv_errors: counter(3),
+                port_rcv_remote_physical_errors: counter(4),
+                port_rcv_switch_relay_errors: counter(5),
+                port_xmit_discards: counter(6),
+                port_xmit_constraint_errors: counter(7),
+                port_rcv_constraint_errors: counter(8),
+                local_link_integrity_errors: counter(9),
+                excessive_buffer_overrun_errors: counter(10),
+                vl15_dropped: counter(11),
+                port_xmit_wait: counter(12),
+                qp1_dropped: counter(13),
+            }
+        );
+        let mut out = [0xa5u8; 184];
+        repr.emit(&mut PortCountersExtendedErrors::new_unchecked(&mut out[..]));
+        assert_eq!(out, bytes, "emit zeroes the bytes it has no field for");
+        assert!(PortCountersExtendedErrors::new_checked(&bytes[..183]).is_err());
+    }
+
     proptest! {
         #[test]
         fn round_trip(repr: PortCountersExtendedRepr) {
             prop_assert_round_trip!(PortCountersExtended, PortCountersExtendedRepr, repr);
+        }
+
+        #[test]
+        fn errors_round_trip(repr: PortCountersExtendedErrorsRepr) {
+            prop_assert_round_trip!(
+                PortCountersExtendedErrors,
+                PortCountersExtendedErrorsRepr,
+                repr
+            );
         }
     }
 }
