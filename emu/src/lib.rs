@@ -23,6 +23,7 @@
 mod attach;
 mod due;
 mod dump;
+mod input;
 mod link;
 mod mkey;
 mod models;
@@ -49,6 +50,7 @@ use sma::NodeSma;
 pub use attach::{AttachError, attach_port};
 pub use due::DueQueue;
 pub use dump::dump;
+pub use input::InputError;
 pub use models::{Faults, Latency, Models, precise_timers};
 pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
 pub use sma::{LINEAR_FDB_CAP, MULTICAST_FDB_CAP};

@@ -14,13 +14,15 @@
 //! Times count from the emulator's time 0 (for `ibqos sm`, when the fabric was opened). A node
 //! is named as in the net file or by its NodeDescription.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use ibqos_fabric::{NodeId, PortRef, Topology};
-use ibqos_text::{Code, Coded, Diagnostic, Located, Location, Severity};
+use ibqos_text::{Code, Coded, Located, Severity};
+
+use crate::input::{self, InputError};
 
 /// A link that goes down at `down_ns` and, if `up_ns` is given, trains again then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,29 +76,7 @@ impl Coded for ScheduleProblem {
 }
 
 /// Why a schedule file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ScheduleError {
-    #[error("cannot read the fault schedule {path}: {error}")]
-    Read {
-        path: PathBuf,
-        error: std::io::Error,
-    },
-    #[error("{0}")]
-    Invalid(Located<ScheduleProblem>),
-}
-
-impl ScheduleError {
-    /// The diagnostic that reports this, for [`ibqos_text::render`].
-    pub fn to_diagnostic(&self) -> Diagnostic {
-        match self {
-            ScheduleError::Read { path, .. } => {
-                Diagnostic::error(Code::UnreadableFile, self.to_string())
-                    .at(Some(Location::whole_file(path.display().to_string())))
-            }
-            ScheduleError::Invalid(problem) => problem.to_diagnostic(),
-        }
-    }
-}
+pub type ScheduleError = InputError<ScheduleProblem>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,12 +105,9 @@ struct DeadEntry {
 impl FaultSchedule {
     /// Reads a schedule file; errors name the file, line and column.
     pub fn load(path: &Path, topology: &Topology) -> Result<FaultSchedule, ScheduleError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ScheduleError::Read {
-            path: path.to_owned(),
-            error,
-        })?;
-        FaultSchedule::parse(&path.display().to_string(), &text, topology)
-            .map_err(ScheduleError::Invalid)
+        input::load("fault schedule", path, |file, text| {
+            FaultSchedule::parse(file, text, topology)
+        })
     }
 
     /// Parses a schedule's text (`file` names it in errors) and resolves its nodes and ports in
@@ -140,12 +117,7 @@ impl FaultSchedule {
         text: &str,
         topology: &Topology,
     ) -> Result<FaultSchedule, Located<ScheduleProblem>> {
-        let at = |span: std::ops::Range<usize>, problem| {
-            Located::new(
-                Location::in_source(file, text.as_bytes(), span.start, span.end),
-                problem,
-            )
-        };
+        let at = |span, problem| input::at(file, text, span, problem);
         let file: File = toml::from_str(text).map_err(|e| {
             at(
                 e.span().unwrap_or(0..0),

@@ -1,7 +1,7 @@
 //! One report of the diagnostics of every file a command read (opensm.conf, ibqos.toml, net
 //! files, traffic files, fault schedules), drawn by [`ibqos_text::render`] so all read alike.
 
-use ibqos_emu::ScheduleError;
+use ibqos_emu::InputError;
 use ibqos_opensm::LoadError;
 use ibqos_text::{Coded, Diagnostic, Located, Severity, render};
 use serde_json::Value;
@@ -32,8 +32,8 @@ impl<T: Coded> From<Located<T>> for FileError {
     }
 }
 
-impl From<ScheduleError> for FileError {
-    fn from(error: ScheduleError) -> FileError {
+impl<P: Coded + std::fmt::Debug> From<InputError<P>> for FileError {
+    fn from(error: InputError<P>) -> FileError {
         FileError(vec![error.to_diagnostic()])
     }
 }
