@@ -17,7 +17,9 @@
 //! The `link` module does the link-level effects of PortInfo Sets and flaps (a port taken down
 //! takes its neighbour with it). The `trap` module sends the traps they raise. Which SMPs an SMA
 //! answers when it holds an M_Key is in the `mkey` module. The PMAs' port counters (the `perf`
-//! module) count every MAD the fabric carries on every link it crosses, as ibsim's do. The `serve`
+//! module) count every MAD the fabric carries on every link it crosses, as ibsim's do, and per
+//! VL and SL as hardware does; [`Emulator::add_traffic`] adds other traffic and
+//! [`Emulator::preset_counters`] sets chosen counters. The `serve`
 //! module serves the fabric over ibsim's socket protocol.
 
 mod attach;
@@ -44,7 +46,7 @@ use ibqos_mad::{
 use ibqos_fabric::{NodeId, PortRef, Topology};
 use link::LinkEvent;
 use models::Dice;
-use perf::{Pmas, Trace};
+use perf::{Carrier, Pmas, Trace};
 use sma::NodeSma;
 
 pub use attach::{AttachError, attach_port};
@@ -52,6 +54,10 @@ pub use due::DueQueue;
 pub use dump::dump;
 pub use input::InputError;
 pub use models::{Faults, Latency, Models, precise_timers};
+pub use perf::{
+    CounterId, CounterPresets, LaneTraffic, PortTraffic, PresetError, PresetProblem, UnknownPort,
+    XmitDiscards,
+};
 pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
 pub use sma::{LINEAR_FDB_CAP, MULTICAST_FDB_CAP};
 pub use trap::Trap;
@@ -183,7 +189,7 @@ impl Emulator {
     ///
     /// Any other bytes are taken as a PerfMgt GMP, answered as ibsim's PMAs answer them (see the
     /// `perf` module). The PMAs take ClassPortInfo, PortCounters, PortCountersExtended and the
-    /// optional counters. They take Get and Set (which clears the counters CounterSelect names),
+    /// optional counters, per VL and per SL among them (0x15-0x1C, 0x30-0x37). They take Get and Set (which clears the counters CounterSelect names),
     /// and PortSelect 0xFF for all of a switch's ports. `None` for bytes that are no PerfMgt
     /// request: shorter than 256 bytes, BaseVersion not 1, another class, a response or
     /// TrapRepress. Any other request is answered, with a real PMA's status where it asks for
@@ -191,7 +197,8 @@ impl Emulator {
     ///
     /// - 0x0004 for a ClassVersion other than 1;
     /// - 0x0008 for a method other than Get and Set (and, as in ibsim, for a Set of ClassPortInfo);
-    /// - 0x000C for an attribute the PMA does not have (ibsim drops those);
+    /// - 0x000C for an attribute the PMA does not have (ibsim drops those), and for
+    ///   SwPortVLCongestion at a CA;
     /// - 0x001C for a PortSelect naming no port.
     ///
     /// A GMP goes where `dlid` leads through the switches' forwarding tables, as ibsim routes it.
@@ -252,6 +259,25 @@ impl Emulator {
         }
     }
 
+    /// Adds to the PMA counters of `port` what it sent, received, waited for and discarded over
+    /// a stretch of time: one call per port for each sampling step of the packet simulator
+    /// (see [`PortTraffic`] for the counters each figure goes to). Nothing else moves: this
+    /// is not a packet, it crosses no link and its peer counts nothing.
+    pub fn add_traffic(&mut self, port: PortRef, traffic: &PortTraffic) -> Result<(), UnknownPort> {
+        self.sma_port(port).ok_or(UnknownPort(port))?;
+        self.pmas.add_traffic(port, traffic);
+        Ok(())
+    }
+
+    /// Sets PMA counters to chosen values (a counter past its maximum stops there), as if
+    /// the fabric had counted them: for testing what a performance manager does near a
+    /// counter's limit.
+    pub fn preset_counters(&mut self, presets: &CounterPresets) {
+        for &(port, counter, value) in &presets.presets {
+            self.pmas.preset(port, counter, value);
+        }
+    }
+
     /// How many PortInfo Sets with ClientReregister `port` received.
     pub fn client_reregistrations(&self, port: PortRef) -> u32 {
         self.sma(port.node)
@@ -287,7 +313,7 @@ impl Emulator {
         if request.method.is_response() {
             return None;
         }
-        let mut there = Trace::default();
+        let mut there = Trace::new(Carrier::Smp);
         let routed = self.route(origin, &request, dlid, &mut there);
         self.pmas.record(&there);
         let (at, routing) = routed?;
@@ -306,7 +332,7 @@ impl Emulator {
                 self.pmas.record(&there.reversed());
                 there.links()
             }
-            Routing::Lid => self.reply_by_lid(origin, at)?,
+            Routing::Lid => self.reply_by_lid(origin, at, Carrier::Smp)?,
         };
         let response = SmpRepr {
             method: Method::GetResp,
@@ -344,7 +370,7 @@ impl Emulator {
         {
             return None;
         }
-        let mut there = Trace::default();
+        let mut there = Trace::new(Carrier::Gmp);
         let routed = self.gmp_route(origin, dlid, &mut there);
         self.pmas.record(&there);
         let at = routed?;
@@ -352,7 +378,7 @@ impl Emulator {
             return None;
         }
         let mad = self.pmas.respond(at, request);
-        let back = self.reply_by_lid(origin, at)?;
+        let back = self.reply_by_lid(origin, at, Carrier::Gmp)?;
         Some(Exchange {
             mad,
             at,

@@ -19,28 +19,63 @@
 //!
 //! Beyond ibsim, LinkDownedCounter counts the times a link went down (a scheduled flap, or the
 //! SM disabling a port); nothing does that on a fabric that only an SM has touched, so its
-//! counters read as ibsim's. Every other counter reads 0, as in ibsim, and so do the unicast and
-//! multicast packets of PortCountersExtended.
+//! counters read as ibsim's.
+//!
+//! Beyond ibsim too, a MAD counts per VL and per SL as a real port counts it. ibsim keeps no
+//! such counters: it answers the per-VL attributes with zeros and drops the per-SL ones. Here:
+//!
+//! - the VL: an SMP travels on VL 15. Any other MAD travels on the VL that the SL2VL table of
+//!   each hop maps its SL to: the port's table on a CA, the (in port, out port) table on a
+//!   switch, as the SM programmed them;
+//! - the SL: every MAD is sent on SL 0 (ibsim's protocol carries no SL; OpenSM's PerfMgr and the
+//!   kernel's MAD layer use SL 0), so PortXmitDataSL and PortRcvDataSL count MADs at SL 0;
+//! - sent, a MAD counts in PortXmitDataSL. Received, it counts in PortRcvDataSL, and in
+//!   PortVLOpPackets and PortVLOpData of its VL. Those two count every packet, whatever OpCode
+//!   the request names: the emulator does not tell opcodes apart.
+//!
+//! Other traffic comes from outside the fabric's MADs: [`PortTraffic`], one call per port per
+//! sampling step of the packet simulator. It also moves PortXmitWait and PortVLXmitWait, the
+//! FECN and BECN counters, the discard details, and the unicast packets of PortCountersExtended.
+//! Any kept counter can also be set to a chosen value ([`CounterPresets`]). Every other counter
+//! reads 0, as in ibsim, and so do the multicast packets of PortCountersExtended.
+//!
+//! Every optional attribute of IBA 16.1.4 and annex A10 is answered from counters kept per
+//! port: PortRcvErrorDetails to PortVLXmitWaitCounters (0x15-0x1C) and SwPortVLCongestion to
+//! PortRcvDataSL (0x30-0x37). A Set clears what CounterSelect names, and PortSelect 0xFF sums a
+//! switch's ports, as for PortCounters. No CapabilityMask bit advertises them (IBA has none),
+//! so ClassPortInfo stays ibsim's.
 //!
 //! Where ibsim has bugs, this PMA does not copy them. A PortCountersExtended Set clears PortRcvPkts
 //! when CounterSelect bit 3 asks for it (ibsim clears PortXmitPkts instead). The PortXmitDiscards
 //! of all of a switch's ports stop at 0xFFFF (ibsim stops the sum at 0xFF). A request ibsim takes
 //! leniently gets a real PMA's status here. That is 0x000C for an attribute the PMA does not have
-//! (PortSamplesControl, PortRcvDataSL, ...), which ibsim forwards to a client or drops. It is
-//! 0x0004 for a ClassVersion other than 1 (ibsim answers 2 as 1). It is 0x0008 for a method other
-//! than Get and Set (ibsim answers it as a Get).
+//! (PortSamplesControl, PortExtendedSpeedsCounters, SwPortVLCongestion on a CA, ...), which ibsim
+//! forwards to a client or drops. It is 0x0004 for a ClassVersion other than 1 (ibsim answers 2
+//! as 1). It is 0x0008 for a method other than Get and Set (ibsim answers it as a Get).
+
+mod optional;
+mod preset;
+mod traffic;
 
 use std::ops::RangeInclusive;
 
 use ibqos_mad::{
-    COUNTERS_OFFSET, ClassPortInfo, ClassPortInfoRepr, CounterHeader, Method, PerfAttributeId,
+    ClassPortInfo, ClassPortInfoRepr, CounterHeader, Method, MgmtClass, PerfAttributeId,
     PerfCapabilityMask, PerfMgtMad, PortCounters as PortCountersView, PortCountersExtended,
-    PortCountersExtendedRepr, PortCountersRepr, PortFlowCtlCounters, PortOpRcvCounters,
-    PortRcvErrorDetails, PortVlOpData, PortVlOpPackets, PortVlXmitFlowCtlUpdateErrors,
-    PortVlXmitWaitCounters, PortXmitDiscardDetails, Status,
+    PortCountersExtendedRepr, PortCountersRepr, Status,
 };
+use ibqos_qos::{Sl, Vl};
 
 use ibqos_fabric::{PortRef, Topology};
+use optional::{Optional, OptionalCounters};
+
+pub use preset::{CounterId, CounterPresets, PresetError, PresetProblem};
+pub use traffic::{LaneTraffic, PortTraffic, XmitDiscards};
+
+/// A port the fabric does not have, named to a PMA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the fabric has no port {0}")]
+pub struct UnknownPort(pub PortRef);
 
 /// The PerfMgt class version a PMA implements (IBA 16.1.1).
 const CLASS_VERSION: u8 = 1;
@@ -55,39 +90,9 @@ const ALL_PORTS: u8 = 0xff;
 /// ClassPortInfo.RespTimeValue, ibsim's: 4.096 us * 2^18, about a second.
 const RESP_TIME_VALUE: u8 = 0x12;
 
-/// The attributes whose counters nothing in the fabric counts (ibsim neither), with the length
-/// of each: all their counters, from [`COUNTERS_OFFSET`] to the end, read 0.
-const UNCOUNTED: [(PerfAttributeId, usize); 8] = [
-    (
-        PerfAttributeId::PortRcvErrorDetails,
-        PortRcvErrorDetails::<&[u8]>::LEN,
-    ),
-    (
-        PerfAttributeId::PortXmitDiscardDetails,
-        PortXmitDiscardDetails::<&[u8]>::LEN,
-    ),
-    (
-        PerfAttributeId::PortOpRcvCounters,
-        PortOpRcvCounters::<&[u8]>::LEN,
-    ),
-    (
-        PerfAttributeId::PortFlowCtlCounters,
-        PortFlowCtlCounters::<&[u8]>::LEN,
-    ),
-    (
-        PerfAttributeId::PortVlOpPackets,
-        PortVlOpPackets::<&[u8]>::LEN,
-    ),
-    (PerfAttributeId::PortVlOpData, PortVlOpData::<&[u8]>::LEN),
-    (
-        PerfAttributeId::PortVlXmitFlowCtlUpdateErrors,
-        PortVlXmitFlowCtlUpdateErrors::<&[u8]>::LEN,
-    ),
-    (
-        PerfAttributeId::PortVlXmitWaitCounters,
-        PortVlXmitWaitCounters::<&[u8]>::LEN,
-    ),
-];
+/// The SL of every MAD's packet: OpenSM, the kernel's MAD layer and ibsim's clients send MADs
+/// on SL 0, and ibsim's protocol carries no SL.
+const MAD_SL: Sl = Sl::ALL[0];
 
 /// A PortCounters counter the fabric counts; the others read 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,10 +105,11 @@ pub(crate) enum Counter {
     RcvData,
     XmitPkts,
     RcvPkts,
+    XmitWait,
 }
 
 impl Counter {
-    const ALL: [Counter; 8] = [
+    const ALL: [Counter; 9] = [
         Counter::LinkDowned,
         Counter::RcvErrors,
         Counter::RcvSwitchRelayErrors,
@@ -112,11 +118,13 @@ impl Counter {
         Counter::RcvData,
         Counter::XmitPkts,
         Counter::RcvPkts,
+        Counter::XmitWait,
     ];
 
-    /// Its CounterSelect bit and its largest value (its width in PortCounters: counters stop
-    /// there, IBA 16.1.3.5).
-    const fn select_and_max(self) -> (u16, u32) {
+    /// Its select bit and its largest value (its width in PortCounters: counters stop there,
+    /// IBA 16.1.3.5). The select bit is CounterSelect's in bits 0-15, CounterSelect2's from
+    /// bit 16 (PortXmitWait).
+    const fn select_and_max(self) -> (u32, u32) {
         match self {
             Counter::LinkDowned => (1 << 2, 0xff),
             Counter::RcvErrors => (1 << 3, 0xffff),
@@ -126,6 +134,22 @@ impl Counter {
             Counter::RcvData => (1 << 13, u32::MAX),
             Counter::XmitPkts => (1 << 14, u32::MAX),
             Counter::RcvPkts => (1 << 15, u32::MAX),
+            Counter::XmitWait => (1 << 16, u32::MAX),
+        }
+    }
+
+    /// Its name, as perfquery prints it.
+    const fn name(self) -> &'static str {
+        match self {
+            Counter::LinkDowned => "LinkDownedCounter",
+            Counter::RcvErrors => "PortRcvErrors",
+            Counter::RcvSwitchRelayErrors => "PortRcvSwitchRelayErrors",
+            Counter::XmitDiscards => "PortXmitDiscards",
+            Counter::XmitData => "PortXmitData",
+            Counter::RcvData => "PortRcvData",
+            Counter::XmitPkts => "PortXmitPkts",
+            Counter::RcvPkts => "PortRcvPkts",
+            Counter::XmitWait => "PortXmitWait",
         }
     }
 }
@@ -137,14 +161,47 @@ enum Extended {
     RcvData,
     XmitPkts,
     RcvPkts,
+    UnicastXmitPkts,
+    UnicastRcvPkts,
+}
+
+impl Extended {
+    const ALL: [Extended; 6] = [
+        Extended::XmitData,
+        Extended::RcvData,
+        Extended::XmitPkts,
+        Extended::RcvPkts,
+        Extended::UnicastXmitPkts,
+        Extended::UnicastRcvPkts,
+    ];
+
+    /// Its name, as perfquery prints it.
+    const fn name(self) -> &'static str {
+        match self {
+            Extended::XmitData => "PortXmitData",
+            Extended::RcvData => "PortRcvData",
+            Extended::XmitPkts => "PortXmitPkts",
+            Extended::RcvPkts => "PortRcvPkts",
+            Extended::UnicastXmitPkts => "PortUnicastXmitPkts",
+            Extended::UnicastRcvPkts => "PortUnicastRcvPkts",
+        }
+    }
+}
+
+/// Which way a packet crossed a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    Sent,
+    Received,
 }
 
 /// One port's counters. PortCounters and PortCountersExtended are kept apart, as in ibsim:
-/// clearing one leaves the other.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// clearing one leaves the other. The optional attributes' counters are kept beside them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct PortCounters {
     counts: [u32; Counter::ALL.len()],
-    extended: [u64; 4],
+    extended: [u64; Extended::ALL.len()],
+    optional: OptionalCounters,
 }
 
 impl PortCounters {
@@ -152,10 +209,13 @@ impl PortCounters {
         self.counts[counter as usize]
     }
 
-    fn add(&mut self, counter: Counter, n: u32) {
+    /// Adds `n`, stopping at the counter's maximum.
+    fn add(&mut self, counter: Counter, n: u64) {
         let (_, max) = counter.select_and_max();
         let count = &mut self.counts[counter as usize];
-        *count = count.saturating_add(n).min(max);
+        *count = u32::try_from(u64::from(*count).saturating_add(n))
+            .unwrap_or(max)
+            .min(max);
     }
 
     fn add_extended(&mut self, counter: Extended, n: u64) {
@@ -163,35 +223,56 @@ impl PortCounters {
         *count = count.saturating_add(n);
     }
 
-    /// One MAD sent (`sent`) or received.
-    fn count_mad(&mut self, sent: bool) {
-        let (packets, data, ext_packets, ext_data) = if sent {
-            let ext = (Extended::XmitPkts, Extended::XmitData);
-            (Counter::XmitPkts, Counter::XmitData, ext.0, ext.1)
-        } else {
-            let ext = (Extended::RcvPkts, Extended::RcvData);
-            (Counter::RcvPkts, Counter::RcvData, ext.0, ext.1)
-        };
-        self.add(packets, 1);
-        self.add(data, MAD_DWORDS);
-        self.add_extended(ext_packets, 1);
-        self.add_extended(ext_data, MAD_DWORDS.into());
+    /// Data (`words` of 4 octets) and `packets` that crossed the port `way` on `sl` and `vl`,
+    /// in every counter that counts them: PortCounters, PortCountersExtended (the packets as
+    /// unicast when `unicast`), the per-SL data and, received, the per-VL packets and data.
+    fn count_packets(&mut self, way: Way, lane: (Sl, Vl), words: u64, packets: u64, unicast: bool) {
+        let (sl, vl) = (lane.0.get(), lane.1.get());
+        let unicast_packets = if unicast { packets } else { 0 };
+        match way {
+            Way::Sent => {
+                self.add(Counter::XmitPkts, packets);
+                self.add(Counter::XmitData, words);
+                self.add_extended(Extended::XmitPkts, packets);
+                self.add_extended(Extended::XmitData, words);
+                self.add_extended(Extended::UnicastXmitPkts, unicast_packets);
+                self.optional.add(Optional::XmitDataSl, sl, words);
+            }
+            Way::Received => {
+                self.add(Counter::RcvPkts, packets);
+                self.add(Counter::RcvData, words);
+                self.add_extended(Extended::RcvPkts, packets);
+                self.add_extended(Extended::RcvData, words);
+                self.add_extended(Extended::UnicastRcvPkts, unicast_packets);
+                self.optional.add(Optional::RcvDataSl, sl, words);
+                self.optional.add(Optional::VlOpPackets, vl, packets);
+                self.optional.add(Optional::VlOpData, vl, words);
+            }
+        }
+    }
+
+    /// One MAD that crossed the port `way` on `vl`. ibsim leaves the unicast packets at 0, and
+    /// so does this PMA for MADs.
+    fn count_mad(&mut self, way: Way, vl: Vl) {
+        self.count_packets(way, (MAD_SL, vl), MAD_DWORDS.into(), 1, false);
     }
 
     /// Adds `other` in, each counter stopping at its maximum: the counters of several ports as
     /// PortSelect 0xFF reads them.
     fn sum(&mut self, other: &PortCounters) {
         for counter in Counter::ALL {
-            self.add(counter, other.get(counter));
+            self.add(counter, other.get(counter).into());
         }
         for (mine, theirs) in self.extended.iter_mut().zip(other.extended) {
             *mine = mine.saturating_add(theirs);
         }
+        self.optional.sum(&other.optional);
     }
 
-    /// A PortCounters Set: the counters whose CounterSelect bit is set go to 0. Those of
-    /// CounterSelect2 (PortXmitWait, QP1Dropped) are never counted.
-    fn clear(&mut self, select: u16) {
+    /// A PortCounters Set: the counters whose CounterSelect or CounterSelect2 bit is set go to
+    /// 0. QP1Dropped (CounterSelect2 bit 1) is never counted.
+    fn clear(&mut self, select: u16, select2: u8) {
+        let select = u32::from(select) | u32::from(select2) << 16;
         for counter in Counter::ALL {
             if select & counter.select_and_max().0 != 0 {
                 self.counts[counter as usize] = 0;
@@ -199,7 +280,7 @@ impl PortCounters {
         }
     }
 
-    /// A PortCountersExtended Set; CounterSelect bits 4-7 name counters never counted.
+    /// A PortCountersExtended Set; CounterSelect bits 6 and 7 name counters never counted.
     fn clear_extended(&mut self, select: u16) {
         for (bit, count) in self.extended.iter_mut().enumerate() {
             if select & (1 << bit) != 0 {
@@ -232,7 +313,7 @@ impl PortCounters {
             local_link_integrity_errors: 0,
             excessive_buffer_overrun_errors: 0,
             vl15_dropped: 0,
-            port_xmit_wait: 0,
+            port_xmit_wait: self.get(Counter::XmitWait),
             // Not kept (ClassPortInfo does not claim it); ibsim leaves the request's value.
             qp1_dropped: request.qp1_dropped,
         }
@@ -252,26 +333,70 @@ impl PortCounters {
             port_rcv_data: get(Extended::RcvData),
             port_xmit_pkts: get(Extended::XmitPkts),
             port_rcv_pkts: get(Extended::RcvPkts),
-            port_unicast_xmit_pkts: 0,
-            port_unicast_rcv_pkts: 0,
+            port_unicast_xmit_pkts: get(Extended::UnicastXmitPkts),
+            port_unicast_rcv_pkts: get(Extended::UnicastRcvPkts),
             port_multicast_xmit_pkts: 0,
             port_multicast_rcv_pkts: 0,
         }
     }
 }
 
-/// Where one MAD went, for the counters: the links it crossed, each as (egress, ingress), and
-/// the ports that lost it with the counter each adds to.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// How a MAD crosses links: an SMP on VL 15, the management VL (IBA 7.6.5); any other MAD as
+/// data, on the VL the SL2VL table of each hop maps [`MAD_SL`] to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Carrier {
+    Smp,
+    Gmp,
+}
+
+impl Carrier {
+    /// How the MAD `mad` travels, by its management class.
+    pub(crate) fn of(mad: &[u8]) -> Carrier {
+        match mad.get(1).copied().map(MgmtClass::from) {
+            Some(MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute) => Carrier::Smp,
+            _ => Carrier::Gmp,
+        }
+    }
+
+    /// The VL it takes out of a port whose SL2VL table (for the port it came in by) is
+    /// `sl2vl`, an SMP's VL 15 whatever the table.
+    pub(crate) fn vl(self, sl2vl: Option<&ibqos_mad::SlToVlMappingTableRepr>) -> Vl {
+        match self {
+            Carrier::Smp => Vl::VL15,
+            Carrier::Gmp => sl2vl.map_or(Vl::from_nibble(0), |table| {
+                Vl::from_nibble(table.vls[usize::from(MAD_SL.get())])
+            }),
+        }
+    }
+}
+
+/// Where one MAD went, for the counters: how it travels, the links it crossed, each as
+/// (egress, ingress, the VL it took), and the ports that lost it with the counter each adds
+/// to.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Trace {
-    crossings: Vec<(PortRef, PortRef)>,
+    carrier: Carrier,
+    crossings: Vec<(PortRef, PortRef, Vl)>,
     losses: Vec<(PortRef, Counter)>,
 }
 
 impl Trace {
-    /// The MAD went out of `egress` and came in at `ingress`.
-    pub(crate) fn cross(&mut self, egress: PortRef, ingress: PortRef) {
-        self.crossings.push((egress, ingress));
+    /// The way of a MAD that travels as `carrier` says, before it left.
+    pub(crate) fn new(carrier: Carrier) -> Trace {
+        Trace {
+            carrier,
+            crossings: Vec::new(),
+            losses: Vec::new(),
+        }
+    }
+
+    pub(crate) fn carrier(&self) -> Carrier {
+        self.carrier
+    }
+
+    /// The MAD went out of `egress` on `vl` and came in at `ingress`.
+    pub(crate) fn cross(&mut self, egress: PortRef, ingress: PortRef, vl: Vl) {
+        self.crossings.push((egress, ingress, vl));
     }
 
     /// The MAD was lost at `port`, which counts it in `counter`.
@@ -284,10 +409,17 @@ impl Trace {
         self.crossings.len() as u64
     }
 
-    /// The same links crossed back the other way: the way of a directed-route response.
+    /// The same links crossed back the other way, on the same VLs: the way of a directed-route
+    /// response, which is an SMP on VL 15 as its request was.
     pub(crate) fn reversed(&self) -> Trace {
         Trace {
-            crossings: self.crossings.iter().rev().map(|&(a, b)| (b, a)).collect(),
+            carrier: self.carrier,
+            crossings: self
+                .crossings
+                .iter()
+                .rev()
+                .map(|&(a, b, vl)| (b, a, vl))
+                .collect(),
             losses: Vec::new(),
         }
     }
@@ -329,10 +461,10 @@ impl Pmas {
 
     /// Counts what `trace` says a MAD did.
     pub(crate) fn record(&mut self, trace: &Trace) {
-        for &(egress, ingress) in &trace.crossings {
-            for (port, sent) in [(egress, true), (ingress, false)] {
+        for &(egress, ingress, vl) in &trace.crossings {
+            for (port, way) in [(egress, Way::Sent), (ingress, Way::Received)] {
                 if let Some(counters) = self.port_mut(port) {
-                    counters.count_mad(sent);
+                    counters.count_mad(way, vl);
                 }
             }
         }
@@ -340,6 +472,20 @@ impl Pmas {
             if let Some(counters) = self.port_mut(port) {
                 counters.add(counter, 1);
             }
+        }
+    }
+
+    /// Sets `counter` of `port` to `value`, at most the counter's maximum.
+    pub(crate) fn preset(&mut self, port: PortRef, counter: CounterId, value: u64) {
+        if let Some(counters) = self.port_mut(port) {
+            counter.set(counters, value);
+        }
+    }
+
+    /// Counts `traffic` at `port` (see [`PortTraffic`]).
+    pub(crate) fn add_traffic(&mut self, port: PortRef, traffic: &PortTraffic) {
+        if let Some(counters) = self.port_mut(port) {
+            counters.add_traffic(traffic);
         }
     }
 
@@ -392,7 +538,9 @@ impl Pmas {
             PerfAttributeId::PortCounters => {
                 let request = PortCountersRepr::parse(&PortCountersView::new_unchecked(&*data))
                     .map_err(|_| Status::INVALID_VALUE)?;
-                let clear = |c: &mut PortCounters| c.clear(request.counter_select);
+                let clear = |c: &mut PortCounters| {
+                    c.clear(request.counter_select, request.counter_select2);
+                };
                 let total = self.read(at, request.port_select, set.then_some(clear))?;
                 total
                     .port_counters(&request)
@@ -409,17 +557,16 @@ impl Pmas {
                     .emit(&mut PortCountersExtended::new_unchecked(data));
             }
             other => {
-                let &(_, len) = UNCOUNTED
-                    .iter()
-                    .find(|(id, _)| *id == other)
+                let switch = self.nodes.get(at.node.index()).is_some_and(|n| n.switch);
+                let optional = Optional::of(other)
+                    .filter(|o| switch || !o.switch_only())
                     .ok_or(Status::METHOD_ATTRIBUTE_UNSUPPORTED)?;
-                let port_select = CounterHeader::new_checked(&*data)
-                    .map_err(|_| Status::INVALID_VALUE)?
-                    .port_select();
-                self.read(at, port_select, None::<fn(&mut PortCounters)>)?;
-                data.get_mut(COUNTERS_OFFSET..len)
-                    .ok_or(Status::INVALID_VALUE)?
-                    .fill(0);
+                let header =
+                    CounterHeader::new_checked(&*data).map_err(|_| Status::INVALID_VALUE)?;
+                let select = header.counter_select();
+                let clear = |c: &mut PortCounters| c.optional.clear(optional, select);
+                let total = self.read(at, header.port_select(), set.then_some(clear))?;
+                total.optional.emit(optional, data);
             }
         }
         Ok(())
@@ -518,16 +665,18 @@ mod tests {
             c.add(Counter::LinkDowned, 1);
         }
         c.add(Counter::XmitDiscards, 0x1_0000);
-        c.add(Counter::XmitData, u32::MAX);
-        c.add(Counter::XmitData, MAD_DWORDS);
+        c.add(Counter::XmitData, u32::MAX.into());
+        c.add(Counter::XmitData, MAD_DWORDS.into());
+        c.add(Counter::XmitWait, u64::MAX);
         c.add_extended(Extended::RcvData, u64::MAX);
         c.add_extended(Extended::RcvData, 1);
         assert_eq!(c.get(Counter::LinkDowned), 0xff);
         assert_eq!(c.get(Counter::XmitDiscards), 0xffff);
         assert_eq!(c.get(Counter::XmitData), u32::MAX);
+        assert_eq!(c.get(Counter::XmitWait), u32::MAX);
         assert_eq!(c.extended[Extended::RcvData as usize], u64::MAX);
 
-        let mut total = c;
+        let mut total = c.clone();
         total.sum(&c);
         assert_eq!(total, c, "a sum stops at the maximum too");
     }
@@ -535,14 +684,40 @@ mod tests {
     #[test]
     fn a_mad_is_one_packet_of_72_dwords_in_both_attributes() {
         let mut c = PortCounters::default();
-        c.count_mad(true);
-        c.count_mad(true);
-        c.count_mad(false);
+        c.count_mad(Way::Sent, Vl::VL15);
+        c.count_mad(Way::Sent, Vl::VL15);
+        c.count_mad(Way::Received, Vl::VL15);
         assert_eq!(c.get(Counter::XmitPkts), 2);
         assert_eq!(c.get(Counter::XmitData), 144);
         assert_eq!(c.get(Counter::RcvPkts), 1);
         assert_eq!(c.get(Counter::RcvData), 72);
-        assert_eq!(c.extended, [144, 72, 2, 1]);
+        assert_eq!(c.extended, [144, 72, 2, 1, 0, 0], "no unicast, as in ibsim");
+    }
+
+    #[test]
+    fn a_mad_counts_on_sl_0_and_received_on_its_vl() {
+        let mut c = PortCounters::default();
+        c.count_mad(Way::Sent, Vl::VL15);
+        c.count_mad(Way::Received, Vl::VL15);
+        c.count_mad(Way::Received, Vl::new(2).unwrap());
+        assert_eq!(c.optional.get(Optional::XmitDataSl, 0), 72);
+        assert_eq!(c.optional.get(Optional::RcvDataSl, 0), 144);
+        assert_eq!(c.optional.get(Optional::VlOpPackets, 15), 1);
+        assert_eq!(c.optional.get(Optional::VlOpData, 15), 72);
+        assert_eq!(c.optional.get(Optional::VlOpPackets, 2), 1);
+        assert_eq!(c.optional.get(Optional::VlOpPackets, 0), 0);
+    }
+
+    #[test]
+    fn an_smp_takes_vl_15_and_a_gmp_the_vl_its_sl_maps_to() {
+        let mut table = ibqos_mad::SlToVlMappingTableRepr { vls: [7; 16] };
+        table.vls[0] = 3;
+        assert_eq!(Carrier::Smp.vl(Some(&table)), Vl::VL15);
+        assert_eq!(Carrier::Gmp.vl(Some(&table)), Vl::new(3).unwrap());
+        assert_eq!(Carrier::of(&[1, 0x81]), Carrier::Smp);
+        assert_eq!(Carrier::of(&[1, 0x01]), Carrier::Smp);
+        assert_eq!(Carrier::of(&[1, 0x04]), Carrier::Gmp);
+        assert_eq!(Carrier::of(&[]), Carrier::Gmp);
     }
 
     #[test]
@@ -551,22 +726,32 @@ mod tests {
         for counter in Counter::ALL {
             c.add(counter, 5);
         }
-        c.extended = [5; 4];
+        c.extended = [5; 6];
         // PortXmitDiscards (bit 6) and PortRcvPkts (bit 15).
-        c.clear(0x8040);
+        c.clear(0x8040, 0);
         for counter in Counter::ALL {
             let cleared = matches!(counter, Counter::XmitDiscards | Counter::RcvPkts);
             assert_eq!(c.get(counter), if cleared { 0 } else { 5 }, "{counter:?}");
         }
+        // CounterSelect2 bit 0: PortXmitWait.
+        c.clear(0, 1);
+        assert_eq!(c.get(Counter::XmitWait), 0);
+        assert_eq!(c.get(Counter::XmitData), 5);
         assert_eq!(
-            c.extended, [5; 4],
+            c.extended, [5; 6],
             "PortCounters leaves the extended counters"
         );
         // Bit 3 is PortRcvPkts, which ibsim leaves and a real PMA clears.
         c.clear_extended(0x0008);
-        assert_eq!(c.extended, [5, 5, 5, 0]);
-        c.clear_extended(0xfff0);
-        assert_eq!(c.extended, [5, 5, 5, 0], "bits 4-15 name no counter kept");
+        assert_eq!(c.extended, [5, 5, 5, 0, 5, 5]);
+        c.clear_extended(0xffc0);
+        assert_eq!(
+            c.extended,
+            [5, 5, 5, 0, 5, 5],
+            "bits 6-15 name no counter kept"
+        );
+        c.clear_extended(0x0030);
+        assert_eq!(c.extended, [5, 5, 5, 0, 0, 0], "the unicast packets");
     }
 
     #[test]
@@ -577,12 +762,12 @@ mod tests {
             PortRef::new(NodeId(1), 3),
         );
         let d = PortRef::new(NodeId(2), 3);
-        let mut trace = Trace::default();
-        trace.cross(a, b);
-        trace.cross(c, d);
+        let mut trace = Trace::new(Carrier::Smp);
+        trace.cross(a, b, Vl::VL15);
+        trace.cross(c, d, Vl::VL15);
         trace.lose(d, Counter::XmitDiscards);
         let back = trace.reversed();
-        assert_eq!(back.crossings, [(d, c), (b, a)]);
+        assert_eq!(back.crossings, [(d, c, Vl::VL15), (b, a, Vl::VL15)]);
         assert!(back.losses.is_empty());
         assert_eq!(back.links(), 2);
     }

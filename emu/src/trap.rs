@@ -7,7 +7,7 @@ use ibqos_mad::{
 };
 
 use crate::Emulator;
-use crate::perf::Trace;
+use crate::perf::{Carrier, Trace};
 
 /// A trap an SMA sends: a LID-routed SubnTrap(Notice) to the MasterSMLID its port 0 holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +38,7 @@ impl Emulator {
     /// A TrapRepress that reaches the trap's issuer ends that trap. ibsim drops it before it
     /// travels, so it is not counted on the links.
     pub(crate) fn repress(&mut self, origin: PortRef, request: &SmpRepr, dlid: Option<u16>) {
-        let mut uncounted = Trace::default();
+        let mut uncounted = Trace::new(Carrier::Smp);
         let at = match request.routing {
             Routing::Directed(path) => self
                 .directed(origin, path, &mut uncounted)
@@ -93,7 +93,7 @@ impl Emulator {
         if issuer == 0 || sm_lid == 0 || self.is_dead(port.node) {
             return;
         }
-        let mut way = Trace::default();
+        let mut way = Trace::new(Carrier::Smp);
         let Some(to) = self.lid_route(port, sm_lid, &mut way) else {
             return;
         };

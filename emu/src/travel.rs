@@ -5,9 +5,9 @@
 //! lost, goes into a [`Trace`] for the port counters.
 
 use ibqos_fabric::{NodeId, NodeKind, PortRef};
-use ibqos_mad::{Direction, DrPath, MftModifier, MgmtClass, Routing, Smp, SmpRepr};
+use ibqos_mad::{Direction, DrPath, MftModifier, Routing, Smp, SmpRepr};
 
-use crate::perf::{Counter, Trace};
+use crate::perf::{Carrier, Counter, Trace};
 use crate::{Arrival, Emulator, sma};
 
 /// The most switches a LID-routed SMP crosses before the emulator calls it a loop (ibsim: 16;
@@ -32,13 +32,13 @@ impl Emulator {
     /// route, or by `dlid`; any other MAD by `dlid` through the forwarding tables as ibsim
     /// routes it, or with no LID (the permissive LID) to `origin` itself.
     pub fn carry(&mut self, origin: PortRef, mad: &[u8], dlid: Option<u16>) -> Option<PortRef> {
-        let mut trace = Trace::default();
-        let at = match mad.get(1).copied().map(MgmtClass::from) {
-            Some(MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute) => {
+        let mut trace = Trace::new(Carrier::of(mad));
+        let at = match trace.carrier() {
+            Carrier::Smp => {
                 let smp = SmpRepr::parse_bytes(mad).ok()?;
                 self.route(origin, &smp, dlid, &mut trace).map(|(at, _)| at)
             }
-            _ => self.gmp_route(origin, dlid, &mut trace),
+            Carrier::Gmp => self.gmp_route(origin, dlid, &mut trace),
         };
         self.pmas.record(&trace);
         at
@@ -70,7 +70,7 @@ impl Emulator {
             Some(mut path) => {
                 path.direction = Direction::Outbound;
                 path.hop_pointer = 0;
-                let mut out = Trace::default();
+                let mut out = Trace::new(Carrier::Smp);
                 let reached = self.directed(requester, path, &mut out).map(|(at, _)| at);
                 let arrived = reached == Some(responder);
                 if arrived {
@@ -79,7 +79,7 @@ impl Emulator {
                 arrived
             }
             None => {
-                let mut trace = Trace::default();
+                let mut trace = Trace::new(Carrier::of(mad));
                 let reached = self.gmp_route(responder, dlid, &mut trace);
                 self.pmas.record(&trace);
                 reached.is_some_and(|at| at.node == requester.node)
@@ -132,15 +132,20 @@ impl Emulator {
     }
 
     /// The response of a LID-routed request answered at `at` goes back to the requester's LID,
-    /// counted on its way. Returns the links it crosses. `None` where it does not reach the
+    /// counted on its way as `carrier` travels. Returns the links it crosses. `None` where it does not reach the
     /// requester's node: no route, or a requester without a LID. The request was answered all the
     /// same, as in ibsim and on a real fabric.
-    pub(crate) fn reply_by_lid(&mut self, origin: PortRef, at: Arrival) -> Option<u64> {
+    pub(crate) fn reply_by_lid(
+        &mut self,
+        origin: PortRef,
+        at: Arrival,
+        carrier: Carrier,
+    ) -> Option<u64> {
         if at == origin {
             return Some(0);
         }
         let requester_lid = self.sma_port(origin)?.info.lid;
-        let mut back = Trace::default();
+        let mut back = Trace::new(carrier);
         let reached = self.lid_route(at, requester_lid, &mut back);
         self.pmas.record(&back);
         reached
@@ -219,7 +224,7 @@ impl Emulator {
             trace.lose(peer, Counter::RcvErrors);
             return None;
         }
-        trace.cross(out, peer);
+        trace.cross(out, peer, self.hop_vl(trace.carrier(), at, out));
         Some(peer)
     }
 
@@ -262,7 +267,7 @@ impl Emulator {
                 trace.lose(out, Counter::XmitDiscards);
                 return None;
             };
-            trace.cross(out, peer);
+            trace.cross(out, peer, self.hop_vl(trace.carrier(), at, out));
             at = peer;
         }
         None
@@ -306,6 +311,14 @@ impl Emulator {
             }
         }
         reached
+    }
+
+    /// The VL a MAD travelling as `carrier` takes out of port `out`, having come in at `at`
+    /// (where it started, on a CA or at a switch's port 0): the SL2VL table of that pair of
+    /// ports decides. A GMP whose SL the table sends to VL 15 would be dropped by a real port;
+    /// here it travels on and counts on VL 15, since ibsim routes GMPs with no VL at all.
+    fn hop_vl(&self, carrier: Carrier, at: PortRef, out: PortRef) -> ibqos_qos::Vl {
+        carrier.vl(self.sl2vl(at, out.port))
     }
 
     /// Whether the end port `port` answers `lid`: its base LID with LMC (IBA 7.11.1).

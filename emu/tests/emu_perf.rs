@@ -5,7 +5,10 @@
 
 mod support;
 
-use ibqos_emu::{Emulator, FaultSchedule, Flap, builtin_topology};
+use ibqos_emu::{
+    CounterId, CounterPresets, Emulator, FaultSchedule, Flap, LaneTraffic, PortTraffic,
+    UnknownPort, builtin_topology,
+};
 use ibqos_fabric::netfile::parse_net_str;
 use ibqos_fabric::{NodeId, PortRef, Topology};
 use ibqos_mad::{
@@ -13,6 +16,7 @@ use ibqos_mad::{
     PerfMgtMad, PhysPortState, PortCounters, PortCountersExtended, PortCountersExtendedRepr,
     PortCountersRepr, PortState, PortVlOpData, Routing, Smp, SmpRepr, Status,
 };
+use ibqos_qos::{Sl, Vl};
 use proptest::prelude::*;
 use support::{exchange, sm_exchange, with_sm_at};
 
@@ -468,9 +472,9 @@ fn statuses_are_a_real_pmas_and_non_requests_are_dropped() {
     assert_eq!(answer(&with(2, 2)), Some(Status(0x0004)), "ClassVersion 2");
     assert_eq!(answer(&with(3, 0x03)), Some(Status(0x0008)), "Send");
     assert_eq!(answer(&with(3, 0x14)), Some(Status(0x0008)), "GetMulti");
-    // PortSamplesControl and PortRcvDataSL: attributes this PMA does not have.
+    // PortSamplesControl and PortExtendedSpeedsCounters: attributes this PMA does not have.
     assert_eq!(answer(&with(17, 0x10)), Some(Status(0x000c)));
-    assert_eq!(answer(&with(17, 0x37)), Some(Status(0x000c)));
+    assert_eq!(answer(&with(17, 0x1f)), Some(Status(0x000c)));
     // No answer: not a MAD, not PerfMgt, a response, TrapRepress, too short.
     assert_eq!(answer(&with(0, 2)), None);
     assert_eq!(answer(&with(1, 0x03)), None);
@@ -483,7 +487,7 @@ fn statuses_are_a_real_pmas_and_non_requests_are_dropped() {
 }
 
 #[test]
-fn the_optional_counters_read_zero_whatever_the_request_holds() {
+fn the_optional_counters_keep_the_request_head_and_take_every_port_select() {
     let (mut emu, t) = fabric(builtin_topology("two-switch").unwrap());
     let s1 = port(&t, "S1", 0);
     sm_exchange(
@@ -501,9 +505,11 @@ fn the_optional_counters_read_zero_whatever_the_request_holds() {
         (view.op_code(), view.port_select(), view.counter_select()),
         (0x5a, 0xff, 0xffff)
     );
-    assert!((0..16).all(|vl| view.data(vl) == 0));
+    // Received on VL 15 at S1: the SMP from H1 at port 1, its response from S2 at port 3.
+    assert!((0..15).all(|vl| view.data(vl) == 0));
+    assert_eq!(view.data(15), 144);
     assert_eq!(response[64 + 68..], request[64 + 68..]);
-    for attribute in 0x15..=0x1c {
+    for attribute in (0x15..=0x1c).chain(0x30..=0x37) {
         let request = gmp(
             Method::Set,
             PerfAttributeId::from(attribute),
@@ -514,6 +520,275 @@ fn the_optional_counters_read_zero_whatever_the_request_holds() {
         let bad = gmp(Method::Get, PerfAttributeId::from(attribute), &select(9, 0));
         assert_eq!(status(&perf(&mut emu, s1, None, &bad).unwrap()), INVALID);
     }
+}
+
+/// The unsigned field of `width` bits at bit `offset` of a response's data area, read at the
+/// offsets libibmad's fields.c gives, independently of the layouts the PMA writes with.
+fn field(response: &[u8], offset: usize, width: usize) -> u64 {
+    let data = &response[64..];
+    (offset..offset + width).fold(0, |value, bit| {
+        value << 1 | u64::from(data[bit / 8] >> (7 - bit % 8) & 1)
+    })
+}
+
+/// An optional attribute as a test reads it: its ID and name, the name of its counter
+/// `index`, that counter's bit offset and width.
+struct Row {
+    id: u16,
+    attribute: &'static str,
+    counter: String,
+    offset: usize,
+    width: usize,
+}
+
+/// Each optional attribute as libibmad's fields.c lays it out: its ID, name, the name of its
+/// first counter, and a row of `count` counters from bit 32, each `width` bits.
+const ROWS: [(u16, &str, &str, usize, usize); 16] = [
+    (
+        0x15,
+        "PortRcvErrorDetails",
+        "PortLocalPhysicalErrors",
+        6,
+        16,
+    ),
+    (
+        0x16,
+        "PortXmitDiscardDetails",
+        "PortInactiveDiscards",
+        4,
+        16,
+    ),
+    (0x17, "PortOpRcvCounters", "PortOpRcvPkts", 2, 32),
+    (0x18, "PortFlowCtlCounters", "PortXmitFlowPkts", 2, 32),
+    (0x19, "PortVLOpPackets", "PortVLOpPackets", 16, 16),
+    (0x1a, "PortVLOpData", "PortVLOpData", 16, 32),
+    (
+        0x1b,
+        "PortVLXmitFlowCtlUpdateErrors",
+        "PortVLXmitFlowCtlUpdateErrors",
+        16,
+        2,
+    ),
+    (0x1c, "PortVLXmitWaitCounters", "PortVLXmitWait", 16, 16),
+    (0x30, "SwPortVLCongestion", "SWPortVLCongestion", 16, 16),
+    (0x31, "PortRcvConCtrl", "PortPktRcvFECN", 2, 32),
+    (0x32, "PortSLRcvFECN", "PortSLRcvFECN", 16, 32),
+    (0x33, "PortSLRcvBECN", "PortSLRcvBECN", 16, 32),
+    (0x34, "PortXmitConCtrl", "PortXmitTimeCong", 1, 32),
+    (0x35, "PortVLXmitTimeCong", "PortVLXmitTimeCong", 15, 32),
+    (0x36, "PortXmitDataSL", "XmtDataSL", 16, 32),
+    (0x37, "PortRcvDataSL", "RcvDataSL", 16, 32),
+];
+
+/// Counter `index` of every per-VL and per-SL row that has one; with `index` 0, the first
+/// counter of the others too.
+fn rows(index: usize) -> Vec<Row> {
+    ROWS.iter()
+        .filter(|&&(_, _, _, count, _)| index < count && (count >= 15 || index == 0))
+        .map(|&(id, ..)| row(id, index))
+        .collect()
+}
+
+/// Counter `index` of attribute `id`. A row of named counters is asked for by its first name
+/// only, so `index` 0; a per-VL or per-SL row's names end in their index.
+fn row(id: u16, index: usize) -> Row {
+    let &(id, attribute, first, count, width) = ROWS.iter().find(|r| r.0 == id).unwrap();
+    Row {
+        id,
+        attribute,
+        counter: if count >= 15 {
+            format!("{first}{index}")
+        } else {
+            first.to_owned()
+        },
+        offset: 32 + index * width,
+        width,
+    }
+}
+
+/// Sets `row`'s counter of S1 port 2 to `value`.
+fn preset(emu: &mut Emulator, t: &Topology, row: &Row, value: u64) {
+    let counter = CounterId::named(row.attribute, &row.counter).unwrap();
+    emu.preset_counters(&CounterPresets {
+        presets: vec![(port(t, "S1", 2), counter, value)],
+    });
+}
+
+/// Counter `row` of S1 port `port_select`, Get or Set with `counter_select`, from S1 itself.
+fn read_row(emu: &mut Emulator, t: &Topology, row: &Row, port_select: u8, set: Option<u16>) -> u64 {
+    let (method, clear) = set.map_or((Method::Get, 0), |c| (Method::Set, c));
+    let request = gmp(
+        method,
+        PerfAttributeId::from(row.id),
+        &select(port_select, clear),
+    );
+    let response = perf(emu, port(t, "S1", 0), None, &request).unwrap();
+    assert_eq!(status(&response), Status::OK, "{}", row.attribute);
+    field(&response, row.offset, row.width)
+}
+
+#[test]
+fn every_optional_counter_holds_a_preset_stops_at_its_width_and_clears_alone() {
+    let (mut emu, t) = fabric(builtin_topology("two-switch").unwrap());
+    for index in [0, 1, 14, 15] {
+        for row in rows(index) {
+            let max = (1u64 << row.width) - 1;
+            let what = format!("{} {}", row.attribute, row.counter);
+            preset(&mut emu, &t, &row, max - 1);
+            assert_eq!(read_row(&mut emu, &t, &row, 2, None), max - 1, "{what}");
+            // Too large a value stops at the counter's maximum.
+            preset(&mut emu, &t, &row, u64::MAX);
+            assert_eq!(read_row(&mut emu, &t, &row, 2, None), max, "{what}");
+            // A Set of every other counter leaves it; its own bit clears it, in the answer.
+            let others = !(1u16 << index);
+            assert_eq!(read_row(&mut emu, &t, &row, 2, Some(others)), max, "{what}");
+            assert_eq!(
+                read_row(&mut emu, &t, &row, 2, Some(1 << index)),
+                0,
+                "{what}"
+            );
+            assert_eq!(read_row(&mut emu, &t, &row, 2, None), 0, "{what}");
+        }
+    }
+}
+
+#[test]
+fn all_port_select_sums_a_switchs_ports_and_stops_at_the_width() {
+    let (mut emu, t) = fabric(builtin_topology("two-switch").unwrap());
+    let sl3 = CounterId::named("PortXmitDataSL", "XmtDataSL3").unwrap();
+    let wait7 = CounterId::named("PortVLXmitWaitCounters", "PortVLXmitWait7").unwrap();
+    let presets = |values: [u64; 2]| CounterPresets {
+        presets: vec![
+            (port(&t, "S1", 1), sl3, values[0]),
+            (port(&t, "S1", 5), sl3, values[1]),
+            (port(&t, "S1", 1), wait7, values[0] & 0xffff),
+            (port(&t, "S1", 5), wait7, values[1] & 0xffff),
+        ],
+    };
+    let sl3_row = &row(0x36, 3);
+    let wait7_row = &row(0x1c, 7);
+    assert_eq!(
+        (sl3_row.attribute, wait7_row.attribute),
+        ("PortXmitDataSL", "PortVLXmitWaitCounters")
+    );
+    emu.preset_counters(&presets([10, 20]));
+    assert_eq!(read_row(&mut emu, &t, sl3_row, 0xff, None), 30);
+    assert_eq!(read_row(&mut emu, &t, wait7_row, 0xff, None), 30);
+    emu.preset_counters(&presets([u64::from(u32::MAX) - 1, 0xfffe]));
+    assert_eq!(
+        read_row(&mut emu, &t, sl3_row, 0xff, None),
+        u64::from(u32::MAX)
+    );
+    assert_eq!(read_row(&mut emu, &t, wait7_row, 0xff, None), 0xffff);
+    // A Set with PortSelect 0xFF clears the counter at every port.
+    assert_eq!(read_row(&mut emu, &t, sl3_row, 0xff, Some(1 << 3)), 0);
+    assert_eq!(read_row(&mut emu, &t, sl3_row, 5, None), 0);
+}
+
+#[test]
+fn switch_port_vl_congestion_is_a_switchs_alone() {
+    let (mut emu, t) = fabric(builtin_topology("two-switch").unwrap());
+    let request = gmp(
+        Method::Get,
+        PerfAttributeId::SwPortVlCongestion,
+        &select(1, 0),
+    );
+    let ca = perf(&mut emu, port(&t, "H1", 1), None, &request).unwrap();
+    assert_eq!(status(&ca), Status(0x000c));
+    let switch = perf(&mut emu, port(&t, "S1", 0), None, &request).unwrap();
+    assert_eq!(status(&switch), Status::OK);
+}
+
+#[test]
+fn a_gmp_counts_on_the_vl_the_sl2vl_table_maps_sl_0_to_and_an_smp_on_vl_15() {
+    let (mut emu, t) = fabric(STAR);
+    bring_up(&mut emu);
+    // H1 sends SL 0 on VL 2; S1 keeps the power-on table, SL 0 on VL 0.
+    dr_update(
+        &mut emu,
+        &[],
+        AttributeId::SlToVlMappingTable,
+        0,
+        |a| match a {
+            Attribute::SlToVlMappingTable(table) => table.vls[0] = 2,
+            other => panic!("{other:?}"),
+        },
+    );
+    let h1 = port(&t, "H1", 1);
+    let vl_offset = |vl: usize| row(0x19, vl).offset;
+    // S1 (LID 2) counts the request itself, received at port 1 on VL 2, before it answers.
+    let request = gmp(Method::Get, PerfAttributeId::PortVlOpPackets, &select(1, 0));
+    let response = perf(&mut emu, h1, Some(2), &request).unwrap();
+    let received = |vl: usize| field(&response, vl_offset(vl), 16);
+    assert_eq!((received(2), received(0)), (1, 0));
+    assert!(received(15) > 0, "the SMPs of the bring-up");
+    // The response came back to H1 by S1's table: VL 0.
+    let own = gmp(Method::Get, PerfAttributeId::PortVlOpPackets, &select(1, 0));
+    let own = perf(&mut emu, h1, None, &own).unwrap();
+    assert_eq!(field(&own, vl_offset(0), 16), 1);
+    assert_eq!(field(&own, vl_offset(2), 16), 0);
+    // Both ways on SL 0: 72 dwords each.
+    let sent = gmp(Method::Get, PerfAttributeId::PortXmitDataSl, &select(1, 0));
+    let sent = perf(&mut emu, h1, None, &sent).unwrap();
+    let sl0 = &row(0x36, 0);
+    assert!(field(&sent, sl0.offset, 32) > 72, "the SMPs and the GMP");
+    assert_eq!(field(&sent, row(0x36, 1).offset, 32), 0);
+}
+
+#[test]
+fn traffic_from_the_simulator_reads_back_in_every_attribute_it_belongs_to() {
+    let (mut emu, t) = fabric(builtin_topology("two-switch").unwrap());
+    let h2 = port(&t, "H2", 1);
+    let lane = |sl: u8, vl: u8, words: u64, packets: u64| LaneTraffic {
+        sl: Sl::new(sl).unwrap(),
+        vl: Vl::new(vl).unwrap(),
+        words,
+        packets,
+    };
+    let mut step = PortTraffic {
+        sent: vec![lane(4, 1, 4000, 16)],
+        received: vec![lane(5, 2, 2000, 8)],
+        ..PortTraffic::default()
+    };
+    step.xmit_wait[1] = 300;
+    step.becn[4] = 2;
+    step.discards.sw_hoq_lifetime_limit = 1;
+    emu.add_traffic(h2, &step).unwrap();
+    emu.add_traffic(h2, &step).unwrap();
+    let read = |emu: &mut Emulator, id: PerfAttributeId| {
+        perf(emu, h2, None, &gmp(Method::Get, id, &select(1, 0))).unwrap()
+    };
+    let sent = read(&mut emu, PerfAttributeId::PortXmitDataSl);
+    assert_eq!(field(&sent, row(0x36, 4).offset, 32), 8000);
+    let received = read(&mut emu, PerfAttributeId::PortRcvDataSl);
+    assert_eq!(field(&received, row(0x37, 5).offset, 32), 4000);
+    let vl_packets = read(&mut emu, PerfAttributeId::PortVlOpPackets);
+    assert_eq!(field(&vl_packets, row(0x19, 2).offset, 16), 16);
+    let wait = read(&mut emu, PerfAttributeId::PortVlXmitWaitCounters);
+    assert_eq!(field(&wait, row(0x1c, 1).offset, 16), 600);
+    let becn = read(&mut emu, PerfAttributeId::PortSlRcvBecn);
+    assert_eq!(field(&becn, row(0x33, 4).offset, 32), 4);
+    let discards = read(&mut emu, PerfAttributeId::PortXmitDiscardDetails);
+    assert_eq!(field(&discards, 32 + 3 * 16, 16), 2);
+    let totals = port_counters(&mut emu, h2, None, 1, None).unwrap();
+    assert_eq!(
+        (
+            totals.port_xmit_data,
+            totals.port_xmit_pkts,
+            totals.port_xmit_wait
+        ),
+        (8000, 32, 600)
+    );
+    assert_eq!((totals.port_rcv_data, totals.port_xmit_discards), (4000, 2));
+    let ext = extended(&mut emu, h2, 1, None);
+    assert_eq!(
+        (ext.port_unicast_xmit_pkts, ext.port_unicast_rcv_pkts),
+        (32, 16)
+    );
+    assert_eq!(
+        emu.add_traffic(port(&t, "H2", 3), &step),
+        Err(UnknownPort(port(&t, "H2", 3)))
+    );
 }
 
 #[test]

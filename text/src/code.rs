@@ -14,6 +14,8 @@ pub enum Reader {
     Traffic,
     /// Fault schedules of the emulated fabric (`ibqos-emu`).
     Schedule,
+    /// Counter presets of the emulated fabric (`ibqos-emu`).
+    Counters,
     /// OpenSM's qos-policy.conf (`ibqos-opensm`).
     QosPolicy,
     /// OpenSM's partitions.conf (`ibqos-opensm`).
@@ -187,7 +189,7 @@ codes! {
     TooManyDiagnostics = "too-many-diagnostics" in Config;
 
     /// A file that cannot be read.
-    UnreadableFile = "unreadable-file" in Config | NetFile | Schedule;
+    UnreadableFile = "unreadable-file" in Config | NetFile | Schedule | Counters;
     /// Includes nested deeper than ibsim allows.
     IncludeTooDeep = "include-too-deep" in NetFile;
     /// An `include` line without a quoted file name.
@@ -234,7 +236,7 @@ codes! {
     UnknownLinkData = "unknown-link-data" in NetFile;
 
     /// TOML syntax, an unknown key or a wrong type.
-    InvalidToml = "invalid-toml" in Traffic | Schedule;
+    InvalidToml = "invalid-toml" in Traffic | Schedule | Counters;
     /// A run of no time.
     ZeroDuration = "zero-duration" in Traffic;
     /// A time that is negative, not finite or too long.
@@ -254,7 +256,7 @@ codes! {
     /// A flow that stops before it starts.
     StopBeforeStart = "stop-before-start" in Traffic;
     /// A node name that is not a host of the topology.
-    UnknownNode = "unknown-node" in Traffic | Schedule;
+    UnknownNode = "unknown-node" in Traffic | Schedule | Counters;
     /// A flow from a host to itself.
     SelfFlow = "self-flow" in Traffic;
     /// An incast pattern without `dst`.
@@ -278,13 +280,17 @@ codes! {
     InvalidEthernetSetting = "invalid-ethernet-setting" in Traffic;
 
     /// A port number the node does not have.
-    NoSuchPort = "no-such-port" in Schedule;
+    NoSuchPort = "no-such-port" in Schedule | Counters;
     /// A flap of a port without a link.
     UnlinkedPort = "unlinked-port" in Schedule;
     /// A link that comes up before it goes down.
     UpBeforeDown = "up-before-down" in Schedule;
     /// A time beyond what the emulator counts.
     TimeOverflow = "time-overflow" in Schedule;
+    /// An attribute or counter the emulated PMAs do not keep.
+    UnknownCounter = "unknown-counter" in Counters;
+    /// A value wider than its counter.
+    CounterTooLarge = "counter-too-large" in Counters;
 
     /// OpenSM rejects the policy file (its own message): the whole policy is dropped.
     PolicySyntax = "policy-syntax" in QosPolicy;
