@@ -527,6 +527,14 @@ pub struct FabricServeArgs {
     /// On SIGTERM or SIGINT, write every port's state as JSON here (the `fabric dump` format).
     #[arg(long, value_name = "FILE")]
     pub dump: Option<PathBuf>,
+    /// A TOML file of PMA counters to set when the fabric starts, to test a performance
+    /// manager near a counter's limit: `[[counter]] node = "S1" port = 3 attribute =
+    /// "PortCounters" counter = "PortXmitData" value = 3221225472`. The attribute is named as
+    /// IBA names it (PortCountersExtended, PortXmitDataSL, PortVLXmitWaitCounters, ...), the
+    /// counter as perfquery prints it (XmtDataSL3, PortVLXmitWait7, ...). A value wider than its
+    /// counter is an error.
+    #[arg(long, value_name = "FILE")]
+    pub preset_counters: Option<PathBuf>,
     #[command(flatten)]
     pub faults: FaultArgs,
     #[command(flatten)]

@@ -282,3 +282,35 @@ fn fabric_gen_refuses_shapes_beyond_the_unicast_lid_space() {
         assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
     }
 }
+
+#[test]
+fn fabric_serve_refuses_counter_presets_it_cannot_set_before_it_binds() {
+    let dir = TempDir::new().unwrap();
+    let presets = scratch_file(
+        &dir,
+        "presets.toml",
+        "[[counter]]\nnode = \"S1\"\nport = 3\nattribute = \"PortVLXmitWaitCounters\"\n\
+         counter = \"PortVLXmitWait1\"\nvalue = 65536\n",
+    );
+    let sockname = format!("ibqos-presets-{}", std::process::id());
+    let output = ibqos(&[
+        "fabric",
+        "serve",
+        "two-switch",
+        "--sockname",
+        &sockname,
+        "--preset-counters",
+        presets.to_str().unwrap(),
+    ]);
+    fails_saying_once(
+        &output,
+        "error[counter-too-large]: PortVLXmitWait1 holds at most 65535, not 65536\n \
+         --> ",
+    );
+    assert!(
+        stderr(&output).contains("presets.toml:6:9"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stderr(&output).contains("serving"), "{}", stderr(&output));
+}

@@ -320,6 +320,12 @@ mod tests {
     }
 
     #[test]
+    fn the_example_file_reads() {
+        let text = include_str!("../../../examples/counter-presets.toml");
+        assert_eq!(parse(text).unwrap().presets.len(), 3);
+    }
+
+    #[test]
     fn every_mistake_is_located_and_says_what_would_do() {
         let problem = |text: &str| {
             let e = parse(text).unwrap_err();

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
 use ibqos_emu::serve::{Server, Switchboard};
-use ibqos_emu::{Emulator, FaultSchedule, Faults, Models, attach_port, dump, load_topology};
+use ibqos_emu::{
+    CounterPresets, Emulator, FaultSchedule, Faults, Models, attach_port, dump, load_topology,
+};
 use ibqos_fabric::netfile::to_net_file;
 use ibqos_fabric::{Topology, generate};
 use ibqos_text::Code;
@@ -34,6 +36,11 @@ fn serve(args: &FabricServeArgs) -> Result<Outcome> {
     let nodes = topology.nodes().count();
     let mut board = Switchboard::new(topology, args.attach.as_deref())?;
     configure_emulator(board.emulator_mut(), &args.faults, &args.latency)?;
+    if let Some(path) = &args.preset_counters {
+        let emulator = board.emulator_mut();
+        let presets = CounterPresets::load(path, emulator.topology()).map_err(FileError::from)?;
+        emulator.preset_counters(&presets);
+    }
     let mut server = Server::bind(board, &args.sockname)?;
     let signals = Signals::install(Hangup::Ends)?;
     let attach = server.switchboard().default_port();
