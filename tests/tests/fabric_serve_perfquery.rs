@@ -18,25 +18,19 @@
 //! A missing tool (ibsim, libumad2sim.so, opensm, smpquery, ibroute, perfquery) fails the test.
 
 use std::path::Path;
-use std::time::Duration;
 
-use ibqos_tests::netfile::DrPath;
 use ibqos_tests::opensm::run_opensm_once;
+use ibqos_tests::perfquery::PerfQuery;
 use ibqos_tests::planner::ibqos_binary;
-use ibqos_tests::process::{command_line, run_bounded};
 use ibqos_tests::readback::write_net_file;
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
-use ibqos_tests::smpquery::{SmpQuery, Target};
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 
 /// Where the SM runs, and where perfquery and smpquery run: another CA, so that their queries
 /// cross links.
 const SM_NODE: &str = "H1";
 const QUERY_NODE: &str = "H2";
-
-/// perfquery takes milliseconds; the limit only bounds a hang.
-const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The PortRcvPkts line of PortCountersExtended, which ibsim's reset leaves.
 const EXT_RCV_PKTS: &str = "PortRcvPkts:";
@@ -148,15 +142,15 @@ fn compare(name: &str, net: Option<&str>, bring_up: impl Fn(&SimTools, &Ibsim, &
     bring_up(&tools, &served, &served_dir);
     bring_up(&tools, &ibsim, &ibsim_dir);
 
-    let ours = Session::new(&tools, &served);
-    let theirs = Session::new(&tools, &ibsim);
+    let ours = PerfQuery::new(&tools, &served, QUERY_NODE, &TARGETS);
+    let theirs = PerfQuery::new(&tools, &ibsim, QUERY_NODE, &TARGETS);
     assert_eq!(
         ours.lids, theirs.lids,
         "the SM gave both fabrics the same LIDs"
     );
     let mut last = String::new();
     for step in STEPS {
-        let (a, b) = (ours.perfquery(step), theirs.perfquery(step));
+        let (a, b) = (ours.run(step), theirs.run(step));
         assert_eq!(a, b, "perfquery {step:?}: served (left) vs ibsim (right)");
         last = a;
     }
@@ -170,8 +164,8 @@ fn compare(name: &str, net: Option<&str>, bring_up: impl Fn(&SimTools, &Ibsim, &
     }
 
     let (reset, read) = (EXT_RESET[0], EXT_RESET[1]);
-    assert_eq!(ours.perfquery(reset), theirs.perfquery(reset));
-    let (a, b) = (ours.perfquery(read), theirs.perfquery(read));
+    assert_eq!(ours.run(reset), theirs.run(reset));
+    let (a, b) = (ours.run(read), theirs.run(read));
     let without = |out: &str| {
         out.lines()
             .filter(|l| !l.starts_with(EXT_RCV_PKTS))
@@ -192,72 +186,4 @@ fn compare(name: &str, net: Option<&str>, bring_up: impl Fn(&SimTools, &Ibsim, &
     // Two received since the reset (ClassPortInfo, then the read itself); ibsim kept its count.
     assert_eq!(rcv_pkts(&a), 2, "{a}");
     assert!(rcv_pkts(&b) > 2, "{b}");
-}
-
-/// perfquery and smpquery at [`QUERY_NODE`] of one fabric, and the LIDs of [`TARGETS`] there.
-struct Session<'a> {
-    tools: &'a SimTools,
-    sim: &'a Ibsim,
-    lids: Vec<(&'static str, u16)>,
-}
-
-impl<'a> Session<'a> {
-    fn new(tools: &'a SimTools, sim: &'a Ibsim) -> Session<'a> {
-        let query = SmpQuery::new(tools, sim, QUERY_NODE);
-        let lids = TARGETS
-            .iter()
-            .map(|&(node, path)| {
-                let target = Target::Dr(DrPath(path.to_vec()));
-                let info = query
-                    .portinfo(&target, None)
-                    .unwrap_or_else(|e| panic!("the LID of {node}: {e}"));
-                (node, info.lid)
-            })
-            .collect();
-        Session { tools, sim, lids }
-    }
-
-    /// perfquery with `step`'s arguments, node names replaced by their LIDs: its exit status,
-    /// stdout and stderr, perfquery's own process ID left out.
-    fn perfquery(&self, step: Step) -> String {
-        let mut cmd = self.sim.client(&self.tools.perfquery.path, QUERY_NODE);
-        for arg in step {
-            match self.lids.iter().find(|(node, _)| node == arg) {
-                Some((_, lid)) => cmd.arg(lid.to_string()),
-                None => cmd.arg(arg),
-            };
-        }
-        let line = command_line(&cmd);
-        let out = run_bounded(&mut cmd, QUERY_TIMEOUT).unwrap_or_else(|e| panic!("{line}: {e}"));
-        format!(
-            "{}\n--- stdout ---\n{}--- stderr ---\n{}",
-            out.status,
-            out.stdout,
-            without_pids(&out.stderr)
-        )
-    }
-}
-
-/// `ibwarn: [12345] main: ...` with the process ID taken out: two runs never share it.
-fn without_pids(text: &str) -> String {
-    text.lines()
-        .map(|line| match line.strip_prefix("ibwarn: [") {
-            Some(rest) => {
-                let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
-                format!("ibwarn: [pid{rest}\n")
-            }
-            None => format!("{line}\n"),
-        })
-        .collect()
-}
-
-#[test]
-fn only_the_process_id_is_left_out_of_ibwarn_lines() {
-    let stderr = "ibwarn: [27455] main: Emulating AllPortSelect by iterating through all ports\n\
-                  perfquery: iberror: failed: perfquery\n";
-    assert_eq!(
-        without_pids(stderr),
-        "ibwarn: [pid] main: Emulating AllPortSelect by iterating through all ports\n\
-         perfquery: iberror: failed: perfquery\n"
-    );
 }
