@@ -70,6 +70,14 @@ impl<'a> PerfQuery<'a> {
     }
 }
 
+/// One `[[counter]]` entry of a file for `ibqos fabric serve --preset-counters`.
+pub fn counter_preset(node: &str, port: u8, attribute: &str, counter: &str, value: u64) -> String {
+    format!(
+        "[[counter]]\nnode = \"{node}\"\nport = {port}\nattribute = \"{attribute}\"\n\
+         counter = \"{counter}\"\nvalue = {value}\n\n"
+    )
+}
+
 /// `ibwarn: [12345] main: ...` with the process ID taken out: two runs never share it.
 pub fn without_pids(text: &str) -> String {
     text.lines()

@@ -10,7 +10,7 @@
 //!
 //! A missing tool (libumad2sim.so, smpquery, perfquery) fails the test.
 
-use ibqos_tests::perfquery::PerfQuery;
+use ibqos_tests::perfquery::{PerfQuery, counter_preset};
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
@@ -194,13 +194,7 @@ fn presets_file() -> String {
     PRESETS
         .into_iter()
         .chain(summed)
-        .map(|p| {
-            format!(
-                "[[counter]]\nnode = \"{}\"\nport = {}\nattribute = \"{}\"\ncounter = \"{}\"\n\
-                 value = {}\n\n",
-                p.node, p.port, p.attribute, p.counter, p.value
-            )
-        })
+        .map(|p| counter_preset(p.node, p.port, p.attribute, p.counter, p.value))
         .collect()
 }
 
