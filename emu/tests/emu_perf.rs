@@ -847,7 +847,9 @@ proptest! {
                 bytes[..3].copy_from_slice(&[1, 0x04, 1]);
                 bytes[3] &= 0x03;
                 bytes[16] = 0;
-                bytes[17] %= 0x20;
+                // Attributes 0x00-0x1F and 0x30-0x3F: every one the PMA keeps, and around.
+                let attribute = bytes[17] % 0x30;
+                bytes[17] = if attribute < 0x20 { attribute } else { attribute + 0x10 };
             }
             let origin = PortRef::new(nodes[node as usize % nodes.len()], port);
             if let Some(response) = perf(&mut emu, origin, dlid, &bytes) {

@@ -319,6 +319,16 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any text is a set of presets or a located problem, never a panic.
+        #[test]
+        fn any_text_never_panics(text in ".{0,200}", entry_value: u64, port: u8) {
+            let _ = parse(&text);
+            let entry = entry("S1", port, "PortXmitDataSL", "XmtDataSL1", entry_value);
+            let _ = parse(&format!("{entry}{text}"));
+        }
+    }
+
     #[test]
     fn the_example_file_reads() {
         let text = include_str!("../../../examples/counter-presets.toml");
