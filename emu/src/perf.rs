@@ -228,26 +228,37 @@ impl PortCounters {
     /// unicast when `unicast`), the per-SL data and, received, the per-VL packets and data.
     fn count_packets(&mut self, way: Way, lane: (Sl, Vl), words: u64, packets: u64, unicast: bool) {
         let (sl, vl) = (lane.0.get(), lane.1.get());
+        let (total, extended, per_sl) = match way {
+            Way::Sent => (
+                [Counter::XmitPkts, Counter::XmitData],
+                [
+                    Extended::XmitPkts,
+                    Extended::XmitData,
+                    Extended::UnicastXmitPkts,
+                ],
+                Optional::XmitDataSl,
+            ),
+            Way::Received => (
+                [Counter::RcvPkts, Counter::RcvData],
+                [
+                    Extended::RcvPkts,
+                    Extended::RcvData,
+                    Extended::UnicastRcvPkts,
+                ],
+                Optional::RcvDataSl,
+            ),
+        };
         let unicast_packets = if unicast { packets } else { 0 };
-        match way {
-            Way::Sent => {
-                self.add(Counter::XmitPkts, packets);
-                self.add(Counter::XmitData, words);
-                self.add_extended(Extended::XmitPkts, packets);
-                self.add_extended(Extended::XmitData, words);
-                self.add_extended(Extended::UnicastXmitPkts, unicast_packets);
-                self.optional.add(Optional::XmitDataSl, sl, words);
-            }
-            Way::Received => {
-                self.add(Counter::RcvPkts, packets);
-                self.add(Counter::RcvData, words);
-                self.add_extended(Extended::RcvPkts, packets);
-                self.add_extended(Extended::RcvData, words);
-                self.add_extended(Extended::UnicastRcvPkts, unicast_packets);
-                self.optional.add(Optional::RcvDataSl, sl, words);
-                self.optional.add(Optional::VlOpPackets, vl, packets);
-                self.optional.add(Optional::VlOpData, vl, words);
-            }
+        for (counter, n) in total.into_iter().zip([packets, words]) {
+            self.add(counter, n);
+        }
+        for (counter, n) in extended.into_iter().zip([packets, words, unicast_packets]) {
+            self.add_extended(counter, n);
+        }
+        self.optional.add(per_sl, sl, words);
+        if way == Way::Received {
+            self.optional.add(Optional::VlOpPackets, vl, packets);
+            self.optional.add(Optional::VlOpData, vl, words);
         }
     }
 
