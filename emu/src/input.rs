@@ -6,7 +6,10 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use ibqos_fabric::{NodeId, Topology};
 use ibqos_text::{Code, Coded, Diagnostic, Located, Location};
+use serde::de::DeserializeOwned;
+use toml::Spanned;
 
 /// Why an input file cannot be used: it cannot be read, or the problem `P` at a place in it.
 #[derive(Debug, thiserror::Error)]
@@ -50,10 +53,43 @@ pub(crate) fn load<T, P: fmt::Debug + fmt::Display>(
     parse(&path.display().to_string(), &text).map_err(InputError::Invalid)
 }
 
-/// `problem` at the bytes `span` of `text`, the file `file`.
-pub(crate) fn at<P>(file: &str, text: &str, span: Range<usize>, problem: P) -> Located<P> {
-    Located::new(
-        Location::in_source(file, text.as_bytes(), span.start, span.end),
-        problem,
-    )
+/// An input file's text and name, for reading it and placing its problems.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Source<'a> {
+    pub(crate) file: &'a str,
+    pub(crate) text: &'a str,
+}
+
+impl Source<'_> {
+    /// `problem` at the bytes `span` of the text.
+    pub(crate) fn at<P>(&self, span: Range<usize>, problem: P) -> Located<P> {
+        Located::new(
+            Location::in_source(self.file, self.text.as_bytes(), span.start, span.end),
+            problem,
+        )
+    }
+
+    /// The text read as the TOML document `T`; a syntax error is what `syntax` makes of its
+    /// message, at its place.
+    pub(crate) fn toml<T: DeserializeOwned, P>(
+        &self,
+        syntax: impl FnOnce(String) -> P,
+    ) -> Result<T, Located<P>> {
+        toml::from_str(self.text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            self.at(span, syntax(e.message().to_owned()))
+        })
+    }
+
+    /// The node of `topology` that `name` names (see [`crate::node_named`]); none is what
+    /// `unknown` makes of the name, at its place.
+    pub(crate) fn node<P>(
+        &self,
+        topology: &Topology,
+        name: &Spanned<String>,
+        unknown: impl FnOnce(String) -> P,
+    ) -> Result<NodeId, Located<P>> {
+        crate::node_named(topology, name.get_ref())
+            .ok_or_else(|| self.at(name.span(), unknown(name.get_ref().clone())))
+    }
 }

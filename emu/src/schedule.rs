@@ -117,18 +117,11 @@ impl FaultSchedule {
         text: &str,
         topology: &Topology,
     ) -> Result<FaultSchedule, Located<ScheduleProblem>> {
-        let at = |span, problem| input::at(file, text, span, problem);
-        let file: File = toml::from_str(text).map_err(|e| {
-            at(
-                e.span().unwrap_or(0..0),
-                ScheduleProblem::Syntax(e.message().to_owned()),
-            )
-        })?;
+        let source = input::Source { file, text };
+        let at = |span, problem| source.at(span, problem);
+        let file: File = source.toml(ScheduleProblem::Syntax)?;
         let node = |name: &Spanned<String>| {
-            super::node_named(topology, name.get_ref()).ok_or_else(|| {
-                let node = name.get_ref().clone();
-                at(name.span(), ScheduleProblem::UnknownNode { node })
-            })
+            source.node(topology, name, |node| ScheduleProblem::UnknownNode { node })
         };
         let ns = |ms: &Spanned<u64>| {
             ms.get_ref()

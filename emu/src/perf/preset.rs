@@ -204,19 +204,14 @@ impl CounterPresets {
         text: &str,
         topology: &Topology,
     ) -> Result<CounterPresets, Located<PresetProblem>> {
-        let at = |span, problem| input::at(file, text, span, problem);
-        let parsed: File = toml::from_str(text).map_err(|e| {
-            at(
-                e.span().unwrap_or(0..0),
-                PresetProblem::Syntax(e.message().to_owned()),
-            )
-        })?;
+        let source = input::Source { file, text };
+        let at = |span, problem| source.at(span, problem);
+        let parsed: File = source.toml(PresetProblem::Syntax)?;
         let mut presets = CounterPresets::default();
         for entry in &parsed.counter {
             let name = entry.node.get_ref();
-            let node = crate::node_named(topology, name).ok_or_else(|| {
-                let node = name.clone();
-                at(entry.node.span(), PresetProblem::UnknownNode { node })
+            let node = source.node(topology, &entry.node, |node| PresetProblem::UnknownNode {
+                node,
             })?;
             let port = PortRef::new(node, *entry.port.get_ref());
             if !has_counters(topology, port) {
