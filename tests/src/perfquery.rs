@@ -1,12 +1,13 @@
 //! perfquery (infiniband-diags) as an ibsim client: run from one node against the LIDs of
 //! others, its output kept whole for comparison.
 
+use std::path::Path;
 use std::time::Duration;
 
 use crate::netfile::DrPath;
 use crate::process::{command_line, run_bounded};
 use crate::smpquery::{SmpQuery, Target};
-use crate::{Ibsim, SimTools};
+use crate::{Error, Ibsim, Result, SimTools};
 
 /// perfquery takes milliseconds; the limit only bounds a hang.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -68,6 +69,30 @@ impl<'a> PerfQuery<'a> {
             without_pids(&out.stderr)
         )
     }
+}
+
+/// `ibqos fabric serve NETFILE --attach NODE --preset-counters` with `presets` (entries made
+/// by [`counter_preset`]), its files under `dir`.
+pub fn serve_with_presets(
+    tools: &SimTools,
+    ibqos: &Path,
+    netfile: &Path,
+    attach: &str,
+    dir: &Path,
+    presets: &str,
+) -> Result<Ibsim> {
+    let file = dir.join("presets.toml");
+    std::fs::write(&file, presets)
+        .map_err(|e| Error::new(format!("cannot write {}: {e}", file.display())))?;
+    let file = file.to_string_lossy();
+    Ibsim::serve_with(
+        tools,
+        ibqos,
+        netfile,
+        attach,
+        dir,
+        &["--preset-counters", &file],
+    )
 }
 
 /// One `[[counter]]` entry of a file for `ibqos fabric serve --preset-counters`.

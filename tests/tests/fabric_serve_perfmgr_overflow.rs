@@ -16,10 +16,10 @@ use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use ibqos_tests::opensm::OpenSmDaemon;
-use ibqos_tests::perfquery::{PerfQuery, counter_preset};
+use ibqos_tests::perfquery::{PerfQuery, counter_preset, serve_with_presets};
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
-use ibqos_tests::{Ibsim, SimTools, TestDir};
+use ibqos_tests::{SimTools, TestDir};
 
 /// Where OpenSM runs, and where perfquery runs.
 const SM_NODE: &str = "H1";
@@ -51,29 +51,40 @@ struct Preset {
     cleared: bool,
 }
 
-/// 16-bit PortRcvErrors, 32-bit PortXmitWait and 64-bit PortUnicastXmitPkts, each at its
-/// threshold on one port and one below it on another.
+/// A counter: its attribute, its name, and perfquery's flag for the attribute.
+type Kind = (&'static str, &'static str, Option<&'static str>);
+
+/// 16 bits; OpenSM clears from 49152.
+const RCV_ERRORS: Kind = ("PortCounters", "PortRcvErrors", None);
+/// 32 bits; OpenSM clears from 3221225472.
+const XMIT_WAIT: Kind = ("PortCounters", "PortXmitWait", None);
+/// 64 bits, PortCountersExtended; OpenSM clears from 0xC000000000000000.
+const UNICAST_XMIT: Kind = ("PortCountersExtended", "PortUnicastXmitPkts", Some("-x"));
+
+/// Each kind of counter at its threshold on one port and one below it on another.
 const PRESETS: [Preset; 6] = [
-    error_counter("S1", "sw-one", 3, 49_152, true),
-    error_counter("S1", "sw-one", 4, 49_151, false),
-    Preset {
-        attribute: "PortCounters",
-        counter: "PortXmitWait",
-        ..error_counter("S2", "sw-two", 1, 3_221_225_472, true)
-    },
-    Preset {
-        attribute: "PortCounters",
-        counter: "PortXmitWait",
-        ..error_counter("S2", "sw-two", 2, 3_221_225_471, false)
-    },
-    unicast("H3", "host-three HCA-1", 0xc000_0000_0000_0000, true),
-    unicast("H4", "host-four HCA-1", 0xbfff_ffff_ffff_ffff, false),
+    preset(("S1", "sw-one", 3), RCV_ERRORS, 49_152, true),
+    preset(("S1", "sw-one", 4), RCV_ERRORS, 49_151, false),
+    preset(("S2", "sw-two", 1), XMIT_WAIT, 3_221_225_472, true),
+    preset(("S2", "sw-two", 2), XMIT_WAIT, 3_221_225_471, false),
+    preset(
+        ("H3", "host-three HCA-1", 1),
+        UNICAST_XMIT,
+        0xc000_0000_0000_0000,
+        true,
+    ),
+    preset(
+        ("H4", "host-four HCA-1", 1),
+        UNICAST_XMIT,
+        0xbfff_ffff_ffff_ffff,
+        false,
+    ),
 ];
 
-const fn error_counter(
-    node: &'static str,
-    description: &'static str,
-    port: u8,
+/// `kind` of port `port` of node `node` (described as `description`) preset to `value`.
+const fn preset(
+    (node, description, port): (&'static str, &'static str, u8),
+    (attribute, counter, flag): Kind,
     value: u64,
     cleared: bool,
 ) -> Preset {
@@ -81,27 +92,9 @@ const fn error_counter(
         node,
         description,
         port,
-        attribute: "PortCounters",
-        counter: "PortRcvErrors",
-        flag: None,
-        value,
-        cleared,
-    }
-}
-
-const fn unicast(
-    node: &'static str,
-    description: &'static str,
-    value: u64,
-    cleared: bool,
-) -> Preset {
-    Preset {
-        node,
-        description,
-        port: 1,
-        attribute: "PortCountersExtended",
-        counter: "PortUnicastXmitPkts",
-        flag: Some("-x"),
+        attribute,
+        counter,
+        flag,
         value,
         cleared,
     }
@@ -194,22 +187,14 @@ fn opensm_perfmgr_clears_served_counters_at_three_quarters_of_their_range() {
     let tools = SimTools::require();
     let ibqos = ibqos_binary().unwrap();
     let dir = TestDir::new("fabric-serve-perfmgr-overflow");
-    let presets = dir.path().join("presets.toml");
-    let text: String = PRESETS
+    let presets: String = PRESETS
         .iter()
         .map(|p| counter_preset(p.node, p.port, p.attribute, p.counter, p.value))
         .collect();
-    std::fs::write(&presets, text).unwrap();
+    let netfile = testdata("two-switch.net");
     let served_dir = dir.subdir("served");
-    let served = Ibsim::serve_with(
-        &tools,
-        &ibqos,
-        &testdata("two-switch.net"),
-        SM_NODE,
-        &served_dir,
-        &["--preset-counters", presets.to_str().unwrap()],
-    )
-    .unwrap();
+    let served =
+        serve_with_presets(&tools, &ibqos, &netfile, SM_NODE, &served_dir, &presets).unwrap();
     let opensm_dir = dir.subdir("opensm");
     let dump = opensm_dir.join("port-counters.log");
     let console_port = free_port();

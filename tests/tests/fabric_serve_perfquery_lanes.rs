@@ -10,11 +10,11 @@
 //!
 //! A missing tool (libumad2sim.so, smpquery, perfquery) fails the test.
 
-use ibqos_tests::perfquery::{PerfQuery, counter_preset};
+use ibqos_tests::perfquery::{PerfQuery, counter_preset, serve_with_presets};
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
-use ibqos_tests::{Ibsim, SimTools, TestDir};
+use ibqos_tests::{SimTools, TestDir};
 
 /// Where the SM runs, and where perfquery runs: another CA, so that its queries cross links.
 const SM_NODE: &str = "H1";
@@ -225,16 +225,15 @@ fn perfquery_reads_every_preset_per_vl_and_per_sl_counter_of_the_served_fabric()
     let tools = SimTools::require();
     let ibqos = ibqos_binary().unwrap();
     let dir = TestDir::new("fabric-serve-perfquery-lanes");
-    let presets = dir.path().join("presets.toml");
-    std::fs::write(&presets, presets_file()).unwrap();
+    let netfile = testdata("two-switch.net");
     let served_dir = dir.subdir("served");
-    let served = Ibsim::serve_with(
+    let served = serve_with_presets(
         &tools,
         &ibqos,
-        &testdata("two-switch.net"),
+        &netfile,
         SM_NODE,
         &served_dir,
-        &["--preset-counters", presets.to_str().unwrap()],
+        &presets_file(),
     )
     .unwrap();
     let sm = SmInvocation::new(SmFabric::Native, SM_NODE, &served_dir.join("cache"));
