@@ -199,7 +199,7 @@ impl Optional {
     }
 
     /// The largest value one of its counters holds.
-    pub(crate) fn max(self) -> u32 {
+    pub(crate) const fn max(self) -> u32 {
         u32::MAX >> (32 - self.describe().2)
     }
 
@@ -326,26 +326,83 @@ impl Optional {
     }
 }
 
-/// One port's optional counters. Most ports only ever count a few (the VL and SL that MADs
-/// use), so they are kept sparse: the counters that are not 0, by attribute and index, in
-/// order. A port costs bytes instead of the kilobyte every row would take.
+/// One port's optional counters. The rows every MAD moves (the per-SL data and the per-VL
+/// packets and data) are counted at each hop, so they are kept whole. The others, rarely more
+/// than a few counters a port, are kept sparse: the counters that are not 0, by attribute and
+/// index, in order. A port costs 256 bytes and a few more, not the kilobyte every row would take.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct OptionalCounters {
+    lanes: [[u32; 16]; LANE_ROWS.len()],
     counts: Vec<(Key, u32)>,
 }
 
-/// An attribute (its place in [`Optional::ALL`]) and the index of a counter in its row.
-type Key = (u8, u8);
+/// The rows kept whole, in the order of [`OptionalCounters::lanes`].
+const LANE_ROWS: [Optional; 4] = [
+    Optional::XmitDataSl,
+    Optional::RcvDataSl,
+    Optional::VlOpPackets,
+    Optional::VlOpData,
+];
+
+/// The largest value of each row's counters, row by row.
+const LANE_MAX: [u32; 4] = [
+    LANE_ROWS[0].max(),
+    LANE_ROWS[1].max(),
+    LANE_ROWS[2].max(),
+    LANE_ROWS[3].max(),
+];
+
+/// The place of `attribute` in [`LANE_ROWS`], if it is kept whole.
+const fn lane_row(attribute: Optional) -> Option<usize> {
+    match attribute {
+        Optional::XmitDataSl => Some(0),
+        Optional::RcvDataSl => Some(1),
+        Optional::VlOpPackets => Some(2),
+        Optional::VlOpData => Some(3),
+        _ => None,
+    }
+}
+
+/// `count` plus `n`, stopping at `max`.
+fn plus(count: u32, n: u64, max: u32) -> u32 {
+    u32::try_from(u64::from(count).saturating_add(n))
+        .unwrap_or(max)
+        .min(max)
+}
+
+/// An attribute (its place in [`Optional::ALL`]) in the high byte and the index of a counter in
+/// its row in the low one.
+type Key = u16;
 
 fn key(attribute: Optional, index: u8) -> Key {
-    (attribute as u8, index)
+    (u16::from(attribute as u8) << 8) | u16::from(index)
+}
+
+/// Where counter `index` of `attribute` is kept.
+enum Slot {
+    Lane(usize, usize),
+    Sparse(Result<usize, usize>),
 }
 
 impl OptionalCounters {
-    pub(crate) fn get(&self, attribute: Optional, index: u8) -> u32 {
+    fn slot(&self, attribute: Optional, index: u8) -> Slot {
+        match lane_row(attribute) {
+            Some(row) => Slot::Lane(row, usize::from(index)),
+            None => Slot::Sparse(self.find(attribute, index)),
+        }
+    }
+
+    /// Where a counter of a sparse row is, or would go.
+    fn find(&self, attribute: Optional, index: u8) -> Result<usize, usize> {
         self.counts
             .binary_search_by_key(&key(attribute, index), |&(k, _)| k)
-            .map_or(0, |at| self.counts[at].1)
+    }
+
+    pub(crate) fn get(&self, attribute: Optional, index: u8) -> u32 {
+        match self.slot(attribute, index) {
+            Slot::Lane(row, i) => self.lanes[row].get(i).copied().unwrap_or(0),
+            Slot::Sparse(found) => found.map_or(0, |at| self.counts[at].1),
+        }
     }
 
     /// Adds `n` to counter `index` of `attribute`, stopping at its maximum; an index past the
@@ -354,9 +411,24 @@ impl OptionalCounters {
         if n == 0 {
             return;
         }
-        let sum = u64::from(self.get(attribute, index)).saturating_add(n);
+        // The lanes first, without the row's description: MADs count here at every hop.
+        if let Some(row) = lane_row(attribute) {
+            if let Some(count) = self.lanes[row].get_mut(usize::from(index)) {
+                *count = plus(*count, n, LANE_MAX[row]);
+            }
+            return;
+        }
+        if index >= attribute.len() {
+            return;
+        }
         let max = attribute.max();
-        self.set(attribute, index, u32::try_from(sum).unwrap_or(max).min(max));
+        match self.find(attribute, index) {
+            Ok(at) => self.counts[at].1 = plus(self.counts[at].1, n, max),
+            Err(at) => {
+                self.counts
+                    .insert(at, (key(attribute, index), plus(0, n, max)));
+            }
+        }
     }
 
     /// Sets counter `index` of `attribute` to `value`, which the caller checked against
@@ -365,28 +437,35 @@ impl OptionalCounters {
         if index >= attribute.len() {
             return;
         }
-        let k = key(attribute, index);
-        match self.counts.binary_search_by_key(&k, |&(k, _)| k) {
-            Ok(at) if value == 0 => {
+        match self.slot(attribute, index) {
+            Slot::Lane(row, i) => self.lanes[row][i] = value,
+            Slot::Sparse(Ok(at)) if value == 0 => {
                 self.counts.remove(at);
             }
-            Ok(at) => self.counts[at].1 = value,
-            Err(_) if value == 0 => {}
-            Err(at) => self.counts.insert(at, (k, value)),
+            Slot::Sparse(Ok(at)) => self.counts[at].1 = value,
+            Slot::Sparse(Err(_)) if value == 0 => {}
+            Slot::Sparse(Err(at)) => self.counts.insert(at, (key(attribute, index), value)),
         }
     }
 
     /// A Set of `attribute`: the counters whose CounterSelect bit is set go to 0.
     pub(crate) fn clear(&mut self, attribute: Optional, select: u16) {
-        let row = attribute as u8;
-        self.counts
-            .retain(|&((a, i), _)| a != row || select & (1 << i) == 0);
+        for index in 0..attribute.len() {
+            if select & (1 << index) != 0 {
+                self.set(attribute, index, 0);
+            }
+        }
     }
 
     /// Adds `other` in, each counter stopping at its maximum.
     pub(crate) fn sum(&mut self, other: &OptionalCounters) {
-        for &((row, index), n) in &other.counts {
-            self.add(Optional::ALL[usize::from(row)], index, n.into());
+        for (row, counts) in LANE_ROWS.iter().zip(&other.lanes) {
+            for (index, &n) in (0u8..).zip(counts) {
+                self.add(*row, index, n.into());
+            }
+        }
+        for &(k, n) in &other.counts {
+            self.add(Optional::ALL[usize::from(k >> 8)], k as u8, n.into());
         }
     }
 
