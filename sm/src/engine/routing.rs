@@ -67,7 +67,7 @@ pub fn route(
 
 /// [`route`] on the subnet already made a topology ([`topology`] with the planned LMC): the
 /// part that needs no subnet, so that it can run on a thread of its own.
-pub fn route_topology(
+pub(crate) fn route_topology(
     topology: Result<(Topology, Vec<u64>), TopologyError>,
     engines: &EngineList,
     vls: VlCount,
