@@ -8,6 +8,7 @@ use ibqos_fabric::credit_loops::SlSet;
 use ibqos_fabric::routing::{EngineList, GuidFile, NueMaxVls, RoutingOptions};
 use ibqos_mad::Guid;
 use ibqos_opensm::Settings;
+use ibqos_perfmgr::PerfMgrConfig;
 use ibqos_qos::partitions::PartitionOptions;
 use ibqos_qos::{Sl, VlCount};
 use tracing::error;
@@ -326,6 +327,48 @@ pub fn policy_sls(settings: &Settings) -> SlSet {
     levels.filter_map(|level| Sl::new(level.sl)).collect()
 }
 
+/// The performance manager's options, OpenSM's default for each the file does not set:
+/// `perfmgr` and the `perfmgr_*` family, `event_db_dump_file` (`(null)`: the default file),
+/// and the SM's `transaction_timeout` and `transaction_retries`, which OpenSM binds the
+/// PerfMgr's agent with. Values below 1 for the sweep time and the query cap are OpenSM's
+/// defaults (`PerfMgrConfig::verified`).
+pub fn perfmgr_config(settings: &Settings) -> PerfMgrConfig {
+    let defaults = PerfMgrConfig::default();
+    let scheduler = scheduler_config(settings);
+    PerfMgrConfig {
+        enabled: flag(settings, "perfmgr", defaults.enabled),
+        redirect: flag(settings, "perfmgr_redir", defaults.redirect),
+        sweep_time_s: settings
+            .opensm_uint("perfmgr_sweep_time_s")
+            .map_or(defaults.sweep_time_s, |n| {
+                u16::try_from(n).unwrap_or(u16::MAX)
+            }),
+        max_outstanding_queries: settings
+            .opensm_uint("perfmgr_max_outstanding_queries")
+            .map_or(defaults.max_outstanding_queries, |n| {
+                u32::try_from(n).unwrap_or(u32::MAX)
+            }),
+        ignore_cas: flag(settings, "perfmgr_ignore_cas", defaults.ignore_cas),
+        remove_nodes: flag(settings, "perfmgr_rm_nodes", defaults.remove_nodes),
+        log_errors: flag(settings, "perfmgr_log_errors", defaults.log_errors),
+        query_cpi: flag(settings, "perfmgr_query_cpi", defaults.query_cpi),
+        xmit_wait_log: flag(settings, "perfmgr_xmit_wait_log", defaults.xmit_wait_log),
+        xmit_wait_threshold: settings
+            .opensm_uint("perfmgr_xmit_wait_threshold")
+            .map_or(defaults.xmit_wait_threshold, |n| {
+                u32::try_from(n).unwrap_or(u32::MAX)
+            }),
+        dump_file: settings
+            .opensm
+            .get("event_db_dump_file")
+            .filter(|path| *path != "(null)")
+            .cloned(),
+        timeout: scheduler.timeout,
+        retries: scheduler.retries,
+    }
+    .verified()
+}
+
 /// The sweep configuration `ibqos sm` runs with, from the settings read and a LID cache.
 pub fn sweep_config(settings: &Settings, guid2lid: BTreeMap<u64, u16>) -> SweepConfig {
     let sm = &settings.sm;
@@ -525,6 +568,67 @@ m_key 0X0a
             *routing_engines(&defaults).options(),
             RoutingOptions::default()
         );
+    }
+
+    /// The PerfMgr's options from opensm.conf, read as OpenSM reads them: TRUE and FALSE,
+    /// numbers in C's bases, a sweep time or cap of 0 replaced by the default.
+    #[test]
+    fn the_perfmgr_runs_with_its_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "perfmgr TRUE\nperfmgr_redir FALSE\nperfmgr_sweep_time_s 0x1e\n\
+                    perfmgr_max_outstanding_queries 0\nperfmgr_ignore_cas TRUE\n\
+                    perfmgr_rm_nodes FALSE\nperfmgr_log_errors FALSE\n\
+                    perfmgr_query_cpi FALSE\nperfmgr_xmit_wait_log TRUE\n\
+                    perfmgr_xmit_wait_threshold 010\n\
+                    event_db_dump_file /var/log/counters.log\n\
+                    transaction_timeout 300\ntransaction_retries 2\n";
+        let settings = read(dir.path(), text);
+        let config = perfmgr_config(&settings);
+        // `ibqos migrate` carries them to ibqos.toml and back (an octal number it reports as
+        // lost, so this file says 8 plainly).
+        let plain = read(dir.path(), &text.replace(" 010", " 8"));
+        let (native, lost) = ibqos_opensm::to_native_toml(&plain);
+        assert!(lost.is_empty(), "{lost:?}");
+        let format = ibqos_opensm::Format::NativeToml;
+        let migrated = ibqos_opensm::load_bytes("ibqos.toml", native.as_bytes(), format).unwrap();
+        assert_eq!(perfmgr_config(&migrated.settings), config, "{native}");
+        assert_eq!(
+            config,
+            PerfMgrConfig {
+                enabled: true,
+                redirect: false,
+                sweep_time_s: 30,
+                max_outstanding_queries: 500,
+                ignore_cas: true,
+                remove_nodes: false,
+                log_errors: false,
+                query_cpi: false,
+                xmit_wait_log: true,
+                xmit_wait_threshold: 8,
+                dump_file: Some("/var/log/counters.log".into()),
+                timeout: Duration::from_millis(300),
+                retries: 2,
+            }
+        );
+        let defaults = perfmgr_config(&read(dir.path(), ""));
+        let scheduler = scheduler_config(&read(dir.path(), ""));
+        assert_eq!(
+            defaults,
+            PerfMgrConfig {
+                timeout: scheduler.timeout,
+                retries: scheduler.retries,
+                ..PerfMgrConfig::default()
+            }
+        );
+        let toml = dir.path().join("ibqos.toml");
+        std::fs::write(
+            &toml,
+            "[opensm]\nperfmgr = true\nperfmgr_sweep_time_s = 10\nperfmgr_rm_nodes = false\n",
+        )
+        .unwrap();
+        let native = perfmgr_config(&ibqos_opensm::load(&toml).unwrap().settings);
+        assert!(native.enabled && !native.remove_nodes);
+        assert_eq!(native.sweep_time_s, 10);
     }
 
     /// torus-2QoS gets `qos` and its torus-2QoS.conf, read when the list names the engine.
