@@ -178,7 +178,7 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
         &dir,
         "ibqos.toml",
         "[sm]\nlog_file = \"/var/log/ibqos.log\"\nm_key_per_port_secret = \"0123456789abcdef0123\"\n\
-         [opensm]\nperfmgr = true\nm_key_lookup = true\n",
+         [opensm]\nperfmgr_redir = false\nm_key_lookup = true\n",
     );
     let output = ibqos(&["check", "--json", toml.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));

@@ -95,6 +95,20 @@ const READ_BY_DAEMON_AT_RELOAD: [&str; 3] = ["dump_files_dir", "log_flags", "log
 /// transport waits for each response, which the SMP timeout and retries make.
 const READ_AT_START: [&str; 3] = ["guid", "transaction_timeout", "transaction_retries"];
 
+/// The performance manager's options, read once when the daemon creates it
+/// (`Manager::with_perfmgr`). `perfmgr_redir` is not among them: ibqos follows no redirection.
+const READ_BY_PERFMGR_AT_START: [&str; 9] = [
+    "perfmgr",
+    "perfmgr_sweep_time_s",
+    "perfmgr_max_outstanding_queries",
+    "perfmgr_ignore_cas",
+    "perfmgr_rm_nodes",
+    "perfmgr_log_errors",
+    "perfmgr_query_cpi",
+    "perfmgr_xmit_wait_log",
+    "perfmgr_xmit_wait_threshold",
+];
+
 /// When a change of option `key` (OpenSM's name, or one of [`ibqos_opensm::OptionChange`]'s
 /// names for the files' contents) takes effect.
 pub fn takes_effect(key: &str) -> Takes {
@@ -103,7 +117,7 @@ pub fn takes_effect(key: &str) -> Takes {
         key,
         "[qos_policy]" | "[partitions]" | "program_policy_setup"
     );
-    if READ_AT_START.contains(&key) {
+    if READ_AT_START.contains(&key) || READ_BY_PERFMGR_AT_START.contains(&key) {
         Takes::Restart
     } else if is_qos_option
         || whole_file
@@ -629,6 +643,10 @@ m_key 0X0a
         let native = perfmgr_config(&ibqos_opensm::load(&toml).unwrap().settings);
         assert!(native.enabled && !native.remove_nodes);
         assert_eq!(native.sweep_time_s, 10);
+        // The daemon creates its PerfMgr once; it follows no redirection.
+        assert_eq!(takes_effect("perfmgr_sweep_time_s"), Takes::Restart);
+        assert_eq!(takes_effect("perfmgr_redir"), Takes::Never);
+        assert_eq!(takes_effect("event_plugin_name"), Takes::Never);
     }
 
     /// torus-2QoS gets `qos` and its torus-2QoS.conf, read when the list names the engine.

@@ -12,6 +12,7 @@ pub mod election;
 pub mod engine;
 pub mod manager;
 pub mod mkey;
+pub mod perf;
 pub mod responder;
 pub mod sa;
 pub mod summary;

@@ -43,6 +43,10 @@
 //! goes to, as the [`KeyRing`] knows it (the `mkey` module). Every response that comes back teaches
 //! the key ring. When what it knows of the keys changed, the manager hands out the guid2mkey cache
 //! to keep ([`Event::SaveMkeys`]) after the sweep.
+//!
+//! With a [`PerfMgr`] ([`with_perfmgr`](Manager::with_perfmgr)), a master also reads the
+//! ports' counters: each sweep that brings the subnet up hands it the subnet, its PerfMgt MADs
+//! go out after the sweep's, and it keeps its own timer. Its notices are logged here.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -52,7 +56,8 @@ use ibqos_exchange::smp::parse_smp;
 use ibqos_exchange::{OutgoingMad, Peer};
 use ibqos_mad::{Guid, Mad, Method, MgmtClass, SmState};
 use ibqos_opensm::Settings;
-use tracing::{debug, info, warn};
+use ibqos_perfmgr::{Level, PerfMgr, PerfMgrConfig};
+use tracing::{debug, error, info, warn};
 
 use crate::cache::write_guid2lid;
 use crate::config::{election_config, mkey_config, sa_config, sweep_config};
@@ -62,6 +67,7 @@ use crate::engine::credit_loops::CreditLoopWatch;
 use crate::engine::lids::endport_lmc;
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::mkey::{KeyRing, Neighbors};
+use crate::perf::monitored_nodes;
 use crate::responder::{Heard, Responder, Unsolicited, generic_notice};
 use crate::sa::{Sa, SaDb};
 use crate::summary::{SmSummary, SweepSummary};
@@ -234,6 +240,8 @@ pub struct Manager {
     counters: Counters,
     /// Each routing checked for credit loops.
     credit_loops: CreditLoopWatch,
+    /// The performance manager, which sweeps while this SM is master.
+    perfmgr: Option<PerfMgr>,
 }
 
 impl Manager {
@@ -276,6 +284,43 @@ impl Manager {
             events: VecDeque::new(),
             counters: Counters::default(),
             credit_loops: CreditLoopWatch::default(),
+            perfmgr: None,
+        }
+    }
+
+    /// A performance manager with `config`, created at `now`, which was `unix_now` on the
+    /// wall clock (its readings are dated from it). It runs while this SM is master.
+    pub fn with_perfmgr(mut self, config: PerfMgrConfig, now: Instant, unix_now: i64) -> Self {
+        self.perfmgr = Some(PerfMgr::new(config, now, unix_now));
+        self
+    }
+
+    pub fn perfmgr(&self) -> Option<&PerfMgr> {
+        self.perfmgr.as_ref()
+    }
+
+    pub fn perfmgr_mut(&mut self) -> Option<&mut PerfMgr> {
+        self.perfmgr.as_mut()
+    }
+
+    /// The PerfMgr, while this SM is master (OpenSM's standby runs its own discovery for it,
+    /// which ibqos does not).
+    fn running_perfmgr(&mut self) -> Option<&mut PerfMgr> {
+        let master = self.election.state() == SmState::Master;
+        self.perfmgr.as_mut().filter(|_| master)
+    }
+
+    /// Logs what the PerfMgr noticed, at OpenSM's levels.
+    fn log_perf_notices(&mut self) {
+        let Some(perfmgr) = self.perfmgr.as_mut() else {
+            return;
+        };
+        for notice in perfmgr.take_notices() {
+            match notice.level() {
+                Level::Error => error!(target: "ibqos::perfmgr", "{notice}"),
+                Level::Info => info!(target: "ibqos::perfmgr", "{notice}"),
+                Level::Verbose => debug!(target: "ibqos::perfmgr", "{notice}"),
+            }
         }
     }
 
@@ -296,11 +341,14 @@ impl Manager {
                 self.keys.stamp(&mut queued);
                 queued
             }
-            None => {
-                let mut transmit = self.running().and_then(|sweep| sweep.poll_transmit(now))?;
-                self.keys.stamp_smp(&mut transmit.mad, transmit.dlid);
-                OutgoingMad::from(&transmit)
-            }
+            None => match self.running().and_then(|sweep| sweep.poll_transmit(now)) {
+                Some(mut transmit) => {
+                    self.keys.stamp_smp(&mut transmit.mad, transmit.dlid);
+                    OutgoingMad::from(&transmit)
+                }
+                // The PerfMgr's GMPs carry no M_Key and are no SMPs to count.
+                None => return self.running_perfmgr()?.poll_transmit(now),
+            },
         };
         if self.counters.count_sent(&next.mad) {
             self.election.count_smp_sent();
@@ -365,7 +413,10 @@ impl Manager {
             return state;
         }
         let election = self.election.next_deadline();
-        [state, self.sa.next_deadline(), election]
+        let master = self.election.state() == SmState::Master;
+        let perfmgr = self.perfmgr.as_ref().filter(|_| master);
+        let perfmgr = perfmgr.and_then(|perfmgr| perfmgr.next_deadline());
+        [state, self.sa.next_deadline(), election, perfmgr]
             .into_iter()
             .flatten()
             .min()
@@ -395,10 +446,21 @@ impl Manager {
             Ok(MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute) => {
                 self.on_smp(now, mad, from.lid)
             }
-            // No class this SM serves (PerfMgt, a vendor's), or no MAD at all.
+            Ok(MgmtClass::PerfMgt) if self.perfmgr.is_some() => {
+                return self.on_perf_mad(now, mad, from);
+            }
+            // No class this SM serves (a vendor's, PerfMgt without a PerfMgr), or no MAD at all.
             _ => self.responder.on_malformed(),
         }
         self.end_sweep_if_done(now);
+    }
+
+    /// A PerfMgt answer: the PerfMgr's, whatever the SM's state (it asked as master).
+    fn on_perf_mad(&mut self, now: Instant, mad: &[u8], from: Peer) {
+        if let Some(perfmgr) = self.perfmgr.as_mut() {
+            perfmgr.on_mad(now, mad, from);
+        }
+        self.log_perf_notices();
     }
 
     /// An SA request: answered by the SA, and only by a master.
@@ -464,6 +526,13 @@ impl Manager {
 
     /// One of the SM's own MADs handed back undelivered.
     pub fn on_dropped(&mut self, now: Instant, mad: &[u8]) {
+        let class = Mad::new_checked(mad).map(|header| header.mgmt_class());
+        if class == Ok(MgmtClass::PerfMgt)
+            && let Some(perfmgr) = self.perfmgr.as_mut()
+        {
+            perfmgr.on_dropped(now, mad);
+            return self.log_perf_notices();
+        }
         if matches!(self.state, State::Stopping { .. }) {
             return self.count_answered();
         }
@@ -496,6 +565,10 @@ impl Manager {
         self.follow_election(now, next);
         self.sa.on_time(now);
         self.queued.extend(self.sa.take_outgoing());
+        if let Some(perfmgr) = self.running_perfmgr() {
+            perfmgr.on_time(now);
+        }
+        self.log_perf_notices();
         self.end_sweep_if_done(now);
         self.start_sweep_if_due(now);
     }
@@ -878,6 +951,12 @@ impl Manager {
             let sms = self.election.known().map(|sm| sm.info);
             self.sa.update(now, SaDb::new(&sweep).with_remote_sms(sms));
             self.queued.extend(self.sa.take_outgoing());
+        }
+        if up
+            && mode != SweepMode::DryRun
+            && let Some(perfmgr) = self.perfmgr.as_mut()
+        {
+            perfmgr.set_subnet(monitored_nodes(sweep.subnet()));
         }
         if mode != SweepMode::DryRun {
             let subnet = sweep.subnet();

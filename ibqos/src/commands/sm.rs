@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use ibqos_emu::{Latency, dump};
@@ -32,7 +33,7 @@ use crate::port_wait::{ONCE_PORT_WAIT, Waited, wait_for_port};
 use crate::signals::{Hangup, Signals};
 use crate::systemd::{Watchdog, tell_systemd};
 use ibqos_sm::cache::read_guid2lid;
-use ibqos_sm::config::response_timeout;
+use ibqos_sm::config::{perfmgr_config, response_timeout};
 use ibqos_sm::dumps;
 use ibqos_sm::election::state_name;
 use ibqos_sm::engine::sweep::SweepMode;
@@ -87,6 +88,10 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     let port_guid = transport.local_port().port_guid;
     let mut manager = Manager::new(run, &settings, guid2lid, Guid(port_guid))
         .with_key_caches(guid2mkey, neighbors);
+    let perfmgr = perfmgr_config(&settings);
+    if perfmgr.enabled {
+        manager = manager.with_perfmgr(perfmgr, transport.now(), unix_now());
+    }
     let outcome = drive(
         args,
         transport,
@@ -113,6 +118,16 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
     } else {
         Outcome::Failed
     })
+}
+
+/// The wall clock in seconds since the Unix epoch, OpenSM's `time(NULL)`: the PerfMgr dates
+/// its readings from it.
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+        })
 }
 
 /// Opens the fabric with the fault flags applied: on a `sim:` fabric inside the emulator (the

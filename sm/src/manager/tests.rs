@@ -347,3 +347,51 @@ fn a_reload_sweeps_at_once_and_its_interval_rules_the_wait_after() {
     );
     assert_eq!(fabric.now() - done, Duration::from_secs(40));
 }
+
+/// With a PerfMgr, a master hands it the subnet after the sweep that brought it up, and the
+/// PerfMgr reads every port on its own timer: ClassPortInfo first, then the counters, whose
+/// answers reach it.
+#[test]
+fn a_master_runs_the_perfmgr_on_its_timer() {
+    let mut fabric = Fabric::two_switch();
+    let conf = "perfmgr TRUE\nperfmgr_sweep_time_s 1\nsweep_interval 100\n";
+    let config = crate::config::perfmgr_config(&settings(conf));
+    let start = fabric.now();
+    let mut manager = manager(&fabric, Run::Daemon, conf).with_perfmgr(config, start, 0);
+    assert!(sweep_done(&mut fabric, &mut manager).subnet_up);
+    let sent = fabric.sent.len();
+    // Every switch port (S1's enhanced port 0 included) and every CA port.
+    let read_everywhere = |manager: &mut Manager| {
+        let perfmgr = manager.perfmgr().unwrap();
+        let valid = perfmgr.db().nodes().flat_map(|node| &node.ports);
+        valid.filter(|port| port.valid).count() == 23 && perfmgr.outstanding() == 0
+    };
+    fabric.drive(&mut manager, read_everywhere);
+    let classes: Vec<(MgmtClass, AttributeId)> = fabric.sent[sent..]
+        .iter()
+        .map(|out| {
+            let header = Mad::new_checked(&out.mad[..]).unwrap();
+            (header.mgmt_class(), header.attribute_id())
+        })
+        .collect();
+    let cpi = AttributeId::from(u16::from(ibqos_mad::PerfAttributeId::ClassPortInfo));
+    assert_eq!(classes[..8], [(MgmtClass::PerfMgt, cpi); 8]);
+    assert!(
+        classes
+            .iter()
+            .all(|(class, _)| *class == MgmtClass::PerfMgt)
+    );
+    assert_eq!(classes.len(), 8 + 2 * 23);
+    assert!(
+        fabric.now() < start + Duration::from_secs(3),
+        "two PerfMgr sweeps"
+    );
+    let s1 = fabric.emulator.topology().node_by_name("S1").unwrap();
+    let s1_guid = fabric.emulator.topology().node(s1).unwrap().guid;
+    let db = manager.perfmgr().unwrap().db();
+    let s1_port1 = &db.node(s1_guid).unwrap().ports[1];
+    assert!(
+        s1_port1.data_total.counts[0] > 0,
+        "the sweep's SMPs crossed it"
+    );
+}
