@@ -212,7 +212,8 @@ pub enum Command {
         ibqos ctl status --json | jq .last_sweep.qos_ports_failed\n  \
         ibqos ctl --socket /tmp/sm.sock sweep\n  \
         ibqos ctl reload          # as SIGHUP, and prints what each changed option became\n  \
-        ibqos ctl loglevel 0x07   # OpenSM's log flags, until the next reload")]
+        ibqos ctl loglevel 0x07   # OpenSM's log flags, until the next reload\n  \
+        ibqos ctl perf dump mach  # the PerfMgr's counters, as OpenSM's dump_counters mach")]
     Ctl(CtlArgs),
     /// List this host's InfiniBand ports: device, port, port GUID, link state and rate.
     ///
@@ -260,6 +261,41 @@ pub enum CtlRequest {
         #[arg(value_parser = crate::logging::parse_log_flags)]
         flags: u8,
     },
+    /// The performance manager (`perfmgr TRUE`), as OpenSM's console `perfmgr`: its state
+    /// without a request.
+    Perf {
+        #[command(subcommand)]
+        request: Option<PerfRequest>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PerfRequest {
+    /// Sweep the ports' counters now (`perfmgr sweep`).
+    Sweep,
+    /// Write the counters to event_db_dump_file, else opensm_port_counters.log in
+    /// dump_files_dir (`perfmgr dump_counters [mach]`).
+    Dump {
+        /// `mach`: OpenSM's tab-separated format.
+        format: Option<PerfDumpFormat>,
+    },
+    /// Print the counters of every node, or of one (`perfmgr print_counters`).
+    Counters {
+        /// A node's GUID or description, with `:PORT` for one port.
+        node: Option<String>,
+    },
+    /// Print the error counters that are not 0 (`perfmgr print_errors`).
+    Errors {
+        /// A node's GUID or description.
+        node: Option<String>,
+    },
+}
+
+/// The PerfMgr dump's other format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PerfDumpFormat {
+    /// Tab-separated, a header before each node.
+    Mach,
 }
 
 #[derive(Debug, Args)]

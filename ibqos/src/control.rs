@@ -1,7 +1,7 @@
 //! The control socket of `ibqos sm` and its client `ibqos ctl`: OpenSM's console, over a Unix
 //! socket only its owner (and root) may use. One request per connection, one line of text
-//! ("status", "status --json", "sweep", "reload", "dump", "loglevel 0x03"); one answer: a first
-//! line `OK` or `ERR`, then the text.
+//! ("status", "status --json", "sweep", "reload", "dump", "loglevel 0x03", "perf dump mach");
+//! one answer: a first line `OK` or `ERR`, then the text.
 //!
 //! A thread accepts and reads requests, so that a slow or silent client never holds up the
 //! SM; the daemon's loop answers them between MADs, where it can read and change its state.
@@ -46,6 +46,60 @@ pub enum Command {
     Dump,
     /// Log what OpenSM's log flags say, until the next reload.
     LogLevel(u8),
+    /// The performance manager, as OpenSM's console `perfmgr`.
+    Perf(PerfCommand),
+}
+
+/// What an operator asks the performance manager (OpenSM's console `perfmgr ...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PerfCommand {
+    /// Its state (`perfmgr`).
+    Status,
+    /// A sweep now (`perfmgr sweep`).
+    Sweep,
+    /// Its counters into the dump file (`perfmgr dump_counters [mach]`).
+    Dump { machine: bool },
+    /// Its counters, of one node (a name or GUID, and `:port`) or all
+    /// (`perfmgr print_counters`).
+    Counters(Option<String>),
+    /// The error counters that are not 0 (`perfmgr print_errors`).
+    Errors(Option<String>),
+}
+
+impl PerfCommand {
+    fn to_words(&self) -> String {
+        let with = |word: &str, node: &Option<String>| match node {
+            Some(node) => format!("{word} {node}"),
+            None => word.to_string(),
+        };
+        match self {
+            PerfCommand::Status => String::new(),
+            PerfCommand::Sweep => " sweep".to_string(),
+            PerfCommand::Dump { machine: false } => " dump".to_string(),
+            PerfCommand::Dump { machine: true } => " dump mach".to_string(),
+            PerfCommand::Counters(node) => with(" counters", node),
+            PerfCommand::Errors(node) => with(" errors", node),
+        }
+    }
+
+    /// The words after `perf`; a node is the rest of the line, spaces and all (a node
+    /// description such as "host-one HCA-1").
+    fn parse(rest: &str) -> Option<PerfCommand> {
+        let (word, node) = match rest.split_once(' ') {
+            Some((word, node)) => (word, Some(node.trim().to_string())),
+            None => (rest, None),
+        };
+        let node = node.filter(|node| !node.is_empty());
+        Some(match (word, node) {
+            ("", None) => PerfCommand::Status,
+            ("sweep", None) => PerfCommand::Sweep,
+            ("dump", None) => PerfCommand::Dump { machine: false },
+            ("dump", Some(mach)) if mach == "mach" => PerfCommand::Dump { machine: true },
+            ("counters", node) => PerfCommand::Counters(node),
+            ("errors", node) => PerfCommand::Errors(node),
+            _ => return None,
+        })
+    }
 }
 
 impl Command {
@@ -58,11 +112,24 @@ impl Command {
             Command::Reload => "reload".to_string(),
             Command::Dump => "dump".to_string(),
             Command::LogLevel(flags) => format!("loglevel {flags:#04x}"),
+            Command::Perf(perf) => format!("perf{}", perf.to_words()),
         }
     }
 
     /// A request line read from a client.
     pub fn parse(line: &str) -> Result<Command, String> {
+        if let Some(rest) = line.trim().strip_prefix("perf")
+            && (rest.is_empty() || rest.starts_with(' '))
+        {
+            return PerfCommand::parse(rest.trim_start())
+                .map(Command::Perf)
+                .ok_or_else(|| {
+                    format!(
+                        "unknown request {line:?}: perf [sweep | dump [mach] | counters [NODE] \
+                         | errors [NODE]]"
+                    )
+                });
+        }
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["status"] => Ok(Command::Status { json: false }),
@@ -72,7 +139,8 @@ impl Command {
             ["dump"] => Ok(Command::Dump),
             ["loglevel", flags] => crate::logging::parse_log_flags(flags).map(Command::LogLevel),
             _ => Err(format!(
-                "unknown request {line:?}: status [--json], sweep, reload, dump or loglevel FLAGS"
+                "unknown request {line:?}: status [--json], sweep, reload, dump, loglevel FLAGS \
+                 or perf ..."
             )),
         }
     }
@@ -338,6 +406,13 @@ mod tests {
             Command::Reload,
             Command::Dump,
             Command::LogLevel(0x43),
+            Command::Perf(PerfCommand::Status),
+            Command::Perf(PerfCommand::Sweep),
+            Command::Perf(PerfCommand::Dump { machine: false }),
+            Command::Perf(PerfCommand::Dump { machine: true }),
+            Command::Perf(PerfCommand::Counters(None)),
+            Command::Perf(PerfCommand::Counters(Some("host-one HCA-1:1".into()))),
+            Command::Perf(PerfCommand::Errors(Some("0x2c90000001000".into()))),
         ] {
             assert_eq!(Command::parse(&command.to_line()), Ok(command));
         }
@@ -352,6 +427,9 @@ mod tests {
             "loglevel",
             "loglevel 0x100",
             "sweep now",
+            "perfx",
+            "perf dump json",
+            "perf clear",
         ] {
             let error = Command::parse(line).unwrap_err();
             assert!(

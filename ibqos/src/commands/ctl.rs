@@ -5,9 +5,9 @@ use std::io::Write as _;
 
 use anyhow::Result;
 
-use crate::cli::{CtlArgs, CtlRequest};
+use crate::cli::{CtlArgs, CtlRequest, PerfRequest};
 use crate::commands::Outcome;
-use crate::control::{self, Command};
+use crate::control::{self, Command, PerfCommand};
 
 pub fn run(args: &CtlArgs) -> Result<Outcome> {
     let command = match &args.request {
@@ -16,6 +16,15 @@ pub fn run(args: &CtlArgs) -> Result<Outcome> {
         CtlRequest::Reload => Command::Reload,
         CtlRequest::Dump => Command::Dump,
         CtlRequest::Loglevel { flags } => Command::LogLevel(*flags),
+        CtlRequest::Perf { request } => Command::Perf(match request {
+            None => PerfCommand::Status,
+            Some(PerfRequest::Sweep) => PerfCommand::Sweep,
+            Some(PerfRequest::Dump { format }) => PerfCommand::Dump {
+                machine: format.is_some(),
+            },
+            Some(PerfRequest::Counters { node }) => PerfCommand::Counters(node.clone()),
+            Some(PerfRequest::Errors { node }) => PerfCommand::Errors(node.clone()),
+        }),
     };
     let socket = match &args.socket {
         Some(path) => path.clone(),

@@ -11,12 +11,15 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use ibqos_emu::{Latency, dump};
 use ibqos_mad::{Guid, SmState};
 use ibqos_opensm::{Format, Settings};
+use ibqos_perfmgr::PerfMgrConfig;
+use ibqos_perfmgr::config::DEFAULT_DUMP_FILE;
+use ibqos_perfmgr::dump::{self as perf_dump, DumpFormat, ctime_utc};
 use ibqos_text::cnum::strtoull;
 use tracing::{debug, info, warn};
 
@@ -24,7 +27,7 @@ use crate::cli::SmArgs;
 use crate::commands::fabric::configure_emulator;
 use crate::commands::status::Status;
 use crate::commands::{Outcome, load_config, reload};
-use crate::control::{self, Command, ControlSocket};
+use crate::control::{self, Command, ControlSocket, PerfCommand};
 use crate::diagnostics::Report;
 use crate::files::{PUBLIC, SECRET, write_atomically, write_text_atomically};
 use crate::logging::{Logging, Problems};
@@ -250,7 +253,7 @@ fn drive(
                 tell_systemd(&[NotifyState::Ready]);
             }
             while let Some(request) = control.as_ref().and_then(ControlSocket::next_request) {
-                let answer = daemon.answer(manager, &request.command);
+                let answer = daemon.answer(manager, &request.command, transport.now());
                 request.answer(answer);
             }
             continue;
@@ -405,7 +408,12 @@ impl Daemon<'_> {
     }
 
     /// The answer to an operator's request on the control socket.
-    fn answer(&mut self, manager: &mut Manager, command: &Command) -> Result<String, String> {
+    fn answer(
+        &mut self,
+        manager: &mut Manager,
+        command: &Command,
+        now: Instant,
+    ) -> Result<String, String> {
         match command {
             Command::Status { json } => {
                 let status = Status::of(
@@ -473,6 +481,79 @@ impl Daemon<'_> {
                     crate::logging::directives_for(*flags)
                 ))
             }
+            Command::Perf(perf) => self.answer_perf(manager, perf, now),
+        }
+    }
+
+    /// The answer to `ibqos ctl perf ...`, in OpenSM's console words. Dates are printed in
+    /// UTC, where OpenSM's ctime uses the local time zone.
+    fn answer_perf(
+        &mut self,
+        manager: &mut Manager,
+        command: &PerfCommand,
+        now: Instant,
+    ) -> Result<String, String> {
+        let master = manager.election().state() == SmState::Master;
+        let Some(perfmgr) = manager.perfmgr_mut() else {
+            return Err("the performance manager is off (perfmgr FALSE)".to_string());
+        };
+        let mut text = String::new();
+        match command {
+            PerfCommand::Status => text = perfmgr.status(),
+            PerfCommand::Sweep if !master => {
+                return Err(
+                    "this SM is not master: the performance manager sweeps only on a \
+                            master"
+                        .to_string(),
+                );
+            }
+            PerfCommand::Sweep => {
+                perfmgr.sweep(now);
+                text = "sweep initiated...\n".to_string();
+            }
+            PerfCommand::Dump { machine } => {
+                let format = if *machine {
+                    DumpFormat::Machine
+                } else {
+                    DumpFormat::Human
+                };
+                let path = perf_dump_path(perfmgr.config(), &self.settings);
+                let (dir, name) = match (path.parent(), path.file_name()) {
+                    (Some(dir), Some(name)) => (dir, name.to_string_lossy()),
+                    _ => return Err(format!("{} names no file", path.display())),
+                };
+                let db = perfmgr.db();
+                write_text_atomically(dir, &name, PUBLIC, |mut out| {
+                    perf_dump::dump(db, format, &ctime_utc, &mut out)
+                })
+                .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+                text = format!("{}\n", path.display());
+            }
+            PerfCommand::Counters(node) => {
+                perf_dump::print(perfmgr.db(), node.as_deref(), false, &ctime_utc, &mut text)
+                    .map_err(|e| e.to_string())?;
+            }
+            PerfCommand::Errors(node) => {
+                perf_dump::print(perfmgr.db(), node.as_deref(), true, &ctime_utc, &mut text)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(text)
+    }
+}
+
+/// Where `perfmgr dump_counters` writes, as OpenSM: `event_db_dump_file`, else
+/// opensm_port_counters.log in `dump_files_dir`.
+fn perf_dump_path(config: &PerfMgrConfig, settings: &Settings) -> PathBuf {
+    match &config.dump_file {
+        Some(file) => PathBuf::from(file),
+        None => {
+            let dir = settings
+                .sm
+                .dump_files_dir
+                .as_deref()
+                .unwrap_or(OPENSM_DUMP_DIR);
+            Path::new(dir).join(DEFAULT_DUMP_FILE)
         }
     }
 }

@@ -1,0 +1,145 @@
+//! The performance manager of a running `ibqos sm` on the built-in emulated fabric, through
+//! `ibqos ctl perf`: OpenSM's console `perfmgr` status, `sweep`, `dump_counters [mach]`,
+//! `print_counters` and `print_errors`.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::daemon::{Daemon, ibqos_sm, notified_until, notify_socket, signal};
+
+/// `ibqos ctl --socket SOCKET perf ARGS`: whether it succeeded, its standard output and error.
+fn perf(socket: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .arg("perf")
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+    (out.status.success(), text(out.stdout), text(out.stderr))
+}
+
+fn perf_ok(socket: &Path, args: &[&str]) -> String {
+    let (ok, out, err) = perf(socket, args);
+    assert!(ok, "ibqos ctl perf {args:?}: {err}");
+    out
+}
+
+/// A daemon on the two-switch fabric with `conf` as opensm.conf and a control socket: the
+/// daemon, its socket, once the subnet is up.
+fn daemon(dir: &Path, conf: &str) -> (Daemon, std::path::PathBuf) {
+    let path = dir.join("opensm.conf");
+    std::fs::write(&path, conf).unwrap();
+    let socket = dir.join("ctl.sock");
+    let (notified, notify) = notify_socket(dir);
+    let daemon = Daemon(
+        ibqos_sm(dir)
+            .arg("-F")
+            .arg(&path)
+            .arg("--control-socket")
+            .arg(&socket)
+            .env("NOTIFY_SOCKET", &notify)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    notified_until(&notified, "SUBNET UP");
+    (daemon, socket)
+}
+
+/// Every port of the two-switch fabric (S1's enhanced port 0, 8 + 8 switch ports, 6 CA
+/// ports), read and printed.
+const PORTS: usize = 23;
+
+#[test]
+fn ibqos_ctl_perf_prints_and_dumps_the_counters_as_opensm() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("counters.log");
+    let conf = format!(
+        "perfmgr TRUE\nperfmgr_sweep_time_s 1\nevent_db_dump_file {}\n",
+        dump.display()
+    );
+    let (mut daemon, socket) = daemon(dir.path(), &conf);
+
+    // The first PerfMgr sweep reads ClassPortInfo; the second, a second later, the counters.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let counters = loop {
+        let counters = perf_ok(&socket, &["counters"]);
+        if counters.matches(" active TRUE port ").count() == PORTS {
+            break counters;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never read every port:\n{counters}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        counters.contains("\"sw-one\" 0x2c90000001000 active TRUE port 0\n"),
+        "{counters}"
+    );
+
+    let status = perf_ok(&socket, &[]);
+    for line in [
+        "Performance Manager status:",
+        "state                        : Enabled",
+        "sweep time                   : 1s",
+        "remove missing nodes from DB : TRUE",
+        "query ClassPortInfo          : TRUE",
+    ] {
+        assert!(status.contains(line), "{line:?} in\n{status}");
+    }
+
+    let one = perf_ok(&socket, &["counters", "sw-one:3"]);
+    assert!(
+        one.starts_with("\"sw-one\" 0x2c90000001000 active TRUE port 3\n     Last Reset  "),
+        "{one}"
+    );
+    assert_eq!(one.lines().count(), 25, "{one}");
+    assert_eq!(perf_ok(&socket, &["errors"]), "", "no error counted");
+    assert_eq!(
+        perf_ok(&socket, &["counters", "nobody"]),
+        "Node nobody not found...\n"
+    );
+
+    assert_eq!(
+        perf_ok(&socket, &["dump", "mach"]),
+        format!("{}\n", dump.display())
+    );
+    let machine = std::fs::read_to_string(&dump).unwrap();
+    let headers = machine.matches("\nName\tGUID\tActive\tPort\t").count();
+    assert_eq!(headers, 7, "one header per node:\n{machine}");
+    let rows: Vec<&str> = machine
+        .lines()
+        .filter(|line| !line.is_empty() && !line.starts_with("Name\t"))
+        .collect();
+    assert_eq!(rows.len(), PORTS, "{machine}");
+    assert!(rows.iter().all(|row| row.split('\t').count() == 7 + 13 + 8));
+
+    perf_ok(&socket, &["dump"]);
+    let human = std::fs::read_to_string(&dump).unwrap();
+    assert_eq!(human.matches(" active TRUE port ").count(), PORTS);
+
+    assert_eq!(perf_ok(&socket, &["sweep"]), "sweep initiated...\n");
+    signal(daemon.0.id(), "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+}
+
+#[test]
+fn ibqos_ctl_perf_says_when_the_performance_manager_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut daemon, socket) = daemon(dir.path(), "perfmgr FALSE\n");
+    let (ok, _, err) = perf(&socket, &["dump"]);
+    assert!(!ok);
+    assert!(
+        err.contains("the performance manager is off (perfmgr FALSE)"),
+        "{err}"
+    );
+    signal(daemon.0.id(), "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+}
