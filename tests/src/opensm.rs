@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -117,6 +118,8 @@ fn opensm_command(
 #[derive(Debug)]
 pub struct OpenSmDaemon {
     child: Child,
+    /// Its standard input, with `console local`: OpenSM's console.
+    console: Option<ChildStdin>,
     line: String,
     log_path: PathBuf,
     stdout_path: PathBuf,
@@ -146,6 +149,43 @@ impl OpenSmDaemon {
         dir: &Path,
         text: &str,
     ) -> Result<OpenSmDaemon> {
+        OpenSmDaemon::spawn(tools, sim, node, options, dir, text, Stdio::null())
+    }
+
+    /// Starts it like [`OpenSmDaemon::start`] with OpenSM's console on its standard input
+    /// (`console local`), for [`OpenSmDaemon::console`].
+    pub fn start_with_console(
+        tools: &SimTools,
+        sim: &Ibsim,
+        node: &str,
+        options: &str,
+        dir: &Path,
+    ) -> Result<OpenSmDaemon> {
+        let options = format!("console local\n{options}");
+        OpenSmDaemon::spawn(tools, sim, node, &options, dir, "SUBNET UP", Stdio::piped())
+    }
+
+    /// Sends one line to OpenSM's console; its answer goes to opensm.stdout ([`output`]).
+    ///
+    /// [`output`]: OpenSmDaemon::output
+    pub fn console(&mut self, command: &str) -> Result<()> {
+        let stdin = self.console.as_mut().ok_or_else(|| {
+            Error::new("this OpenSM has no console; start it with start_with_console")
+        })?;
+        writeln!(stdin, "{command}")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| Error::new(format!("cannot send `{command}` to OpenSM: {e}")))
+    }
+
+    fn spawn(
+        tools: &SimTools,
+        sim: &Ibsim,
+        node: &str,
+        options: &str,
+        dir: &Path,
+        text: &str,
+        stdin: Stdio,
+    ) -> Result<OpenSmDaemon> {
         // OpenSM buffers its log unless told otherwise, and SUBNET UP is written only there.
         let config_file = write_files(dir, &format!("force_log_flush TRUE\n{options}"))?;
         let mut cmd = opensm_command(tools, sim, node, &config_file, dir);
@@ -156,15 +196,16 @@ impl OpenSmDaemon {
         let err = out
             .try_clone()
             .map_err(|e| Error::new(format!("cannot duplicate a file handle: {e}")))?;
-        let child = cmd
+        let mut child = cmd
             .current_dir(dir)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(out)
             .stderr(err)
             .spawn()
             .map_err(|e| Error::new(format!("cannot start `{line}`: {e}")))?;
         // From here on the guard owns the process, so every early return below kills it.
         let mut daemon = OpenSmDaemon {
+            console: child.stdin.take(),
             child,
             line,
             log_path: dir.join("opensm.log"),
