@@ -7,6 +7,11 @@
 //! packets (ibsim's are always 0). The data counters carry each SM's own MADs, read at different
 //! times, so they cannot be equal; in both, every packet counts 72 dwords, as ibsim counts it.
 //!
+//! Before each SM starts, ibsim's console sets S2 port 6's SymbolErrorCounter to 50000, past
+//! three quarters of its 16 bits. Each PerfMgr logs the growth (ERR 5431) in the same words and
+//! clears the counters with a Set: two sweeps later its total is still 50000. Then the counter
+//! is set to 3, and each counts it from 0 with no out-of-band clear (ERR 540A).
+//!
 //! A missing tool (ibsim, libumad2sim.so, opensm) fails the test.
 
 use std::collections::BTreeMap;
@@ -15,12 +20,12 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ibqos_tests::SimTools;
 use ibqos_tests::daemon::Daemon;
 use ibqos_tests::opensm::OpenSmDaemon;
 use ibqos_tests::planner::ibqos_binary;
-use ibqos_tests::scenario::fresh_ibsim;
+use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
+use ibqos_tests::{Ibsim, SimTools, TestDir};
 
 /// Every port of two-switch.net: S1's enhanced port 0 and its 8 ports, S2's 8, the CAs' 6.
 const PORTS: usize = 23;
@@ -62,14 +67,18 @@ fn read_dump(path: &Path) -> MachineDump {
     MachineDump { headers, rows }
 }
 
-/// Asks for a dump with `ask` until `path` holds a row for every port.
-fn dump_when_read(path: &Path, mut ask: impl FnMut()) -> MachineDump {
+/// Asks for a dump with `ask` until `path` holds a row for every port and `done` holds.
+fn dump_when(
+    path: &Path,
+    ask: &mut impl FnMut(),
+    done: impl Fn(&MachineDump) -> bool,
+) -> MachineDump {
     let deadline = Instant::now() + READ_WITHIN;
     loop {
         ask();
         thread::sleep(Duration::from_millis(300));
         let dump = read_dump(path);
-        if dump.rows.len() == PORTS {
+        if dump.rows.len() == PORTS && done(&dump) {
             return dump;
         }
         assert!(
@@ -81,6 +90,59 @@ fn dump_when_read(path: &Path, mut ask: impl FnMut()) -> MachineDump {
     }
 }
 
+/// The node and port whose counter ibsim's console sets: a switch port without a link, which
+/// no MAD crosses.
+const SET_AT: &str = "\"S2\"[6]";
+
+/// S2 port 6's SymbolErrorCounter total in a dump.
+fn symbol_errors(dump: &MachineDump) -> u64 {
+    let key = (
+        "sw-two".to_string(),
+        "0x2c90000002000".to_string(),
+        "6".to_string(),
+    );
+    dump.rows
+        .get(&key)
+        .map_or(0, |fields| number(fields, ERRORS.start))
+}
+
+/// The log line of a PerfMgr that saw S2 port 6's SymbolErrorCounter grow by `growth`.
+fn growth_logged(growth: u64) -> String {
+    format!(
+        "ERR 5431: SymbolErrorCounter : {growth} : node \"sw-two\" (NodeGUID: 0x2c90000002000) \
+         : port 6"
+    )
+}
+
+/// One SM's PerfMgr on `sim`: its first full dump, with S2 port 6 near full, and then that the
+/// counter it cleared counts again from 0. `log` gives the SM's log so far.
+fn near_full_then_cleared(
+    sim: &mut Ibsim,
+    path: &Path,
+    mut ask: impl FnMut(),
+    log: impl Fn() -> String,
+) -> MachineDump {
+    let first = dump_when(path, &mut ask, |dump| symbol_errors(dump) == 50_000);
+    // Two sweeps later the total is the same: the counter was cleared, not read again.
+    thread::sleep(Duration::from_millis(2500));
+    let later = dump_when(path, &mut ask, |_| true);
+    assert_eq!(symbol_errors(&later), 50_000);
+    sim.console(&format!(
+        "PerformanceSet {SET_AT} PortCounters.SymbolErrorCounter=3"
+    ))
+    .unwrap();
+    dump_when(path, &mut ask, |dump| symbol_errors(dump) == 50_003);
+    let log = log();
+    for growth in [50_000, 3] {
+        assert!(log.contains(&growth_logged(growth)), "{growth}:\n{log}");
+    }
+    assert!(
+        !log.contains("540A"),
+        "the clear did not reach ibsim:\n{log}"
+    );
+    first
+}
+
 fn number(fields: &[String], column: usize) -> u64 {
     fields[column].parse().unwrap()
 }
@@ -88,19 +150,30 @@ fn number(fields: &[String], column: usize) -> u64 {
 #[test]
 fn ibqos_perfmgr_reads_the_ports_opensms_reads_with_the_same_counters() {
     let tools = SimTools::require();
-    let (sim, dir) = fresh_ibsim(&tools, "two-switch.net", "perfmgr-oracle").unwrap();
+    let dir = TestDir::new("perfmgr-oracle");
+    let mut sim =
+        Ibsim::start_with_console(&tools, &testdata("two-switch.net"), dir.path()).unwrap();
+    let near_full = format!("PerformanceSet {SET_AT} PortCounters.SymbolErrorCounter=50000");
     let options = "perfmgr TRUE\nperfmgr_sweep_time_s 1\n";
 
     let opensm_dir = dir.path().join("opensm");
     std::fs::create_dir_all(&opensm_dir).unwrap();
     let opensm_dump = opensm_dir.join("counters.log");
     let conf = format!("{options}event_db_dump_file {}\n", opensm_dump.display());
-    let mut opensm =
-        OpenSmDaemon::start_with_console(&tools, &sim, "H1", &conf, &opensm_dir).unwrap();
-    let theirs = dump_when_read(&opensm_dump, || {
-        opensm.console("perfmgr dump_counters mach").unwrap()
-    });
-    opensm.kill().unwrap();
+    sim.console(&near_full).unwrap();
+    let opensm = std::cell::RefCell::new(
+        OpenSmDaemon::start_with_console(&tools, &sim, "H1", &conf, &opensm_dir).unwrap(),
+    );
+    let theirs = near_full_then_cleared(
+        &mut sim,
+        &opensm_dump,
+        || {
+            let mut opensm = opensm.borrow_mut();
+            opensm.console("perfmgr dump_counters mach").unwrap()
+        },
+        || opensm.borrow().log(),
+    );
+    opensm.borrow_mut().kill().unwrap();
 
     let ibqos = ibqos_binary().unwrap();
     let ibqos_dir = dir.path().join("ibqos");
@@ -114,16 +187,22 @@ fn ibqos_perfmgr_reads_the_ports_opensms_reads_with_the_same_counters() {
     let invocation = SmInvocation::new(SmFabric::Native, "H2", &ibqos_dir.join("cache"))
         .opensm_conf(&conf_path)
         .args(&["--control-socket", socket.to_str().unwrap()]);
-    let mut daemon = Daemon::start(&invocation, &ibqos, &sim).unwrap();
-    let ours = dump_when_read(&ibqos_dump, || {
-        // Before the socket is up the request fails; the next try asks again.
-        let _ = Command::new(&ibqos)
-            .args(["ctl", "--socket"])
-            .arg(&socket)
-            .args(["perf", "dump", "mach"])
-            .output();
-    });
-    daemon.stop(Duration::from_secs(10)).unwrap();
+    sim.console(&near_full).unwrap();
+    let daemon = std::cell::RefCell::new(Daemon::start(&invocation, &ibqos, &sim).unwrap());
+    let ours = near_full_then_cleared(
+        &mut sim,
+        &ibqos_dump,
+        || {
+            // Before the socket is up the request fails; the next try asks again.
+            let _ = Command::new(&ibqos)
+                .args(["ctl", "--socket"])
+                .arg(&socket)
+                .args(["perf", "dump", "mach"])
+                .output();
+        },
+        || daemon.borrow().output(),
+    );
+    daemon.borrow_mut().stop(Duration::from_secs(10)).unwrap();
 
     assert_eq!(
         ours.headers, theirs.headers,
