@@ -237,6 +237,14 @@ fn flag(settings: &Settings, name: &str, default: bool) -> bool {
         .map_or(default, |value| value == "TRUE")
 }
 
+/// A number of opensm.conf as `strtoull` reads it, `default` when the file does not set it,
+/// `max` when it does not fit.
+fn number<T: TryFrom<u64>>(settings: &Settings, name: &str, default: T, max: T) -> T {
+    settings
+        .opensm_uint(name)
+        .map_or(default, |n| T::try_from(n).unwrap_or(max))
+}
+
 /// The partitions and the partition manager's options: `allow_both_pkeys` (FALSE),
 /// `keep_pkey_indexes` (TRUE), `part_enforce` (both; `no_partition_enforcement` TRUE turns it
 /// off, `osm_subnet.c:2128-2146`).
@@ -352,26 +360,29 @@ pub fn perfmgr_config(settings: &Settings) -> PerfMgrConfig {
     PerfMgrConfig {
         enabled: flag(settings, "perfmgr", defaults.enabled),
         redirect: flag(settings, "perfmgr_redir", defaults.redirect),
-        sweep_time_s: settings
-            .opensm_uint("perfmgr_sweep_time_s")
-            .map_or(defaults.sweep_time_s, |n| {
-                u16::try_from(n).unwrap_or(u16::MAX)
-            }),
-        max_outstanding_queries: settings
-            .opensm_uint("perfmgr_max_outstanding_queries")
-            .map_or(defaults.max_outstanding_queries, |n| {
-                u32::try_from(n).unwrap_or(u32::MAX)
-            }),
+        sweep_time_s: number(
+            settings,
+            "perfmgr_sweep_time_s",
+            defaults.sweep_time_s,
+            u16::MAX,
+        ),
+        max_outstanding_queries: number(
+            settings,
+            "perfmgr_max_outstanding_queries",
+            defaults.max_outstanding_queries,
+            u32::MAX,
+        ),
         ignore_cas: flag(settings, "perfmgr_ignore_cas", defaults.ignore_cas),
         remove_nodes: flag(settings, "perfmgr_rm_nodes", defaults.remove_nodes),
         log_errors: flag(settings, "perfmgr_log_errors", defaults.log_errors),
         query_cpi: flag(settings, "perfmgr_query_cpi", defaults.query_cpi),
         xmit_wait_log: flag(settings, "perfmgr_xmit_wait_log", defaults.xmit_wait_log),
-        xmit_wait_threshold: settings
-            .opensm_uint("perfmgr_xmit_wait_threshold")
-            .map_or(defaults.xmit_wait_threshold, |n| {
-                u32::try_from(n).unwrap_or(u32::MAX)
-            }),
+        xmit_wait_threshold: number(
+            settings,
+            "perfmgr_xmit_wait_threshold",
+            defaults.xmit_wait_threshold,
+            u32::MAX,
+        ),
         dump_file: settings
             .opensm
             .get("event_db_dump_file")
