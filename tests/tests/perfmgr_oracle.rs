@@ -12,6 +12,8 @@
 //! clears the counters with a Set: two sweeps later its total is still 50000. Then the counter
 //! is set to 3, and each counts it from 0 with no out-of-band clear (ERR 540A).
 //!
+//! Last, each writes the human-readable dump: line for line the same, numbers aside.
+//!
 //! A missing tool (ibsim, libumad2sim.so, opensm) fails the test.
 
 use std::collections::BTreeMap;
@@ -143,6 +145,46 @@ fn near_full_then_cleared(
     first
 }
 
+/// The human-readable dump `ask` writes over the machine-readable one at `path`.
+fn human_dump(path: &Path, ask: impl FnOnce()) -> String {
+    let before = std::fs::read_to_string(path).unwrap();
+    ask();
+    let deadline = Instant::now() + READ_WITHIN;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        // A file being written is not the machine dump any more, and not whole yet.
+        if text != before && text.matches(" active TRUE port ").count() == PORTS {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "no human-readable dump:\n{text}");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A human-readable dump without what two runs cannot share: every number is 0, and what a
+/// data counter's value says in units is left out.
+fn shape(dump: &str) -> String {
+    let mut shaped = String::new();
+    let mut in_units = false;
+    for c in dump.chars() {
+        match c {
+            '(' if !in_units => {
+                in_units = true;
+                shaped.push(c);
+            }
+            ')' if in_units => {
+                in_units = false;
+                shaped.push(c);
+            }
+            _ if in_units => {}
+            '0'..='9' if shaped.ends_with('0') => {}
+            '0'..='9' => shaped.push('0'),
+            _ => shaped.push(c),
+        }
+    }
+    shaped
+}
+
 fn number(fields: &[String], column: usize) -> u64 {
     fields[column].parse().unwrap()
 }
@@ -173,6 +215,10 @@ fn ibqos_perfmgr_reads_the_ports_opensms_reads_with_the_same_counters() {
         },
         || opensm.borrow().log(),
     );
+    let their_human = human_dump(&opensm_dump, || {
+        let mut opensm = opensm.borrow_mut();
+        opensm.console("perfmgr dump_counters").unwrap()
+    });
     opensm.borrow_mut().kill().unwrap();
 
     let ibqos = ibqos_binary().unwrap();
@@ -202,7 +248,21 @@ fn ibqos_perfmgr_reads_the_ports_opensms_reads_with_the_same_counters() {
         },
         || daemon.borrow().output(),
     );
+    let our_human = human_dump(&ibqos_dump, || {
+        let asked = Command::new(&ibqos)
+            .args(["ctl", "--socket"])
+            .arg(&socket)
+            .args(["perf", "dump"])
+            .output()
+            .unwrap();
+        assert!(asked.status.success(), "{asked:?}");
+    });
     daemon.borrow_mut().stop(Duration::from_secs(10)).unwrap();
+    let (our_human, their_human) = (shape(&our_human), shape(&their_human));
+    for (n, (mine, other)) in our_human.lines().zip(their_human.lines()).enumerate() {
+        assert_eq!(mine, other, "line {} of the human-readable dumps", n + 1);
+    }
+    assert_eq!(our_human.lines().count(), their_human.lines().count());
 
     assert_eq!(
         ours.headers, theirs.headers,
