@@ -1006,6 +1006,36 @@ mod tests {
     }
 
     #[test]
+    fn without_query_cpi_only_port_counters_are_read_from_the_first_sweep() {
+        let config = PerfMgrConfig {
+            query_cpi: false,
+            ..PerfMgrConfig::default()
+        };
+        let mut bench = Bench::new(config);
+        bench.pmas.counters.insert(
+            (2, 1),
+            PortCountersRepr {
+                port_xmit_data: 40,
+                port_xmit_wait: 9,
+                ..quiet()
+            },
+        );
+        bench.sweep();
+        // No CapabilityMask known: no PortCountersExtended, no PortXmitWait, 32-bit data.
+        assert_eq!(
+            bench.asked_since(0),
+            [
+                (2, Pc, Method::Get, 1),
+                (1, Pc, Method::Get, 1),
+                (1, Pc, Method::Get, 2),
+            ]
+        );
+        let (errors, data) = bench.total(H1, 1);
+        assert_eq!(errors.get(ErrorCounter::XmitWait), 0);
+        assert_eq!(data.get(DataCounter::XmitData), 40);
+    }
+
+    #[test]
     fn totals_come_from_the_extended_counters_and_grow_by_differences() {
         let mut bench = Bench::new(PerfMgrConfig::default());
         bench.sweep();
