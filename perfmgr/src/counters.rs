@@ -67,10 +67,10 @@ impl ErrorCounter {
         }
     }
 
-    /// The IBA name and OpenSM's error number when it grows (`perfmgr_log_errors`); PortXmitWait
-    /// has its own rule and none here.
-    pub fn logged_as(self) -> Option<(&'static str, &'static str)> {
-        Some(match self {
+    /// The name and error number OpenSM logs its growth with (`perfmgr_log_errors`):
+    /// ERR 5431 to 543C, and 543D for XmitWait, which has a threshold of its own.
+    pub fn logged_as(self) -> (&'static str, &'static str) {
+        match self {
             ErrorCounter::SymbolErrors => ("SymbolErrorCounter", "5431"),
             ErrorCounter::LinkErrorRecovery => ("LinkErrorRecoveryCounter", "5432"),
             ErrorCounter::LinkDowned => ("LinkDownedCounter", "5433"),
@@ -83,8 +83,8 @@ impl ErrorCounter {
             ErrorCounter::LocalLinkIntegrityErrors => ("LocalLinkIntegrityErrors", "543A"),
             ErrorCounter::ExcessiveBufferOverrunErrors => ("ExcessiveBufferOverrunErrors", "543B"),
             ErrorCounter::Vl15Dropped => ("VL15Dropped", "543C"),
-            ErrorCounter::XmitWait => return None,
-        })
+            ErrorCounter::XmitWait => ("XmitWait", "543D"),
+        }
     }
 }
 

@@ -631,21 +631,22 @@ impl PerfMgr {
             if now <= before {
                 continue;
             }
-            if counter.logged_as().is_some() {
-                self.notices.push(Notice::ErrorsGrew {
-                    counter,
-                    growth: now - before,
-                    about: self.about(query),
-                    remote: port.remote.clone(),
-                });
-            } else if self.config.xmit_wait_log
-                && now - before >= u64::from(self.config.xmit_wait_threshold)
-            {
-                self.notices.push(Notice::XmitWaitGrew {
-                    growth: now - before,
-                    about: self.about(query),
-                });
-            }
+            let growth = now - before;
+            let remote = if counter == ErrorCounter::XmitWait {
+                let threshold = u64::from(self.config.xmit_wait_threshold);
+                if !self.config.xmit_wait_log || growth < threshold {
+                    continue;
+                }
+                None
+            } else {
+                port.remote.clone()
+            };
+            self.notices.push(Notice::ErrorsGrew {
+                counter,
+                growth,
+                about: self.about(query),
+                remote,
+            });
         }
     }
 }

@@ -51,15 +51,14 @@ pub enum Notice {
     ErrorsClearedOutOfBand(About),
     /// ERR 540B: a data counter fell since the previous reading.
     DataClearedOutOfBand(About),
-    /// ERR 5431 to 543C: an error counter grew.
+    /// ERR 5431 to 543C: an error counter grew; ERR 543D: PortXmitWait grew by at least
+    /// `perfmgr_xmit_wait_threshold` (OpenSM names no far end for it).
     ErrorsGrew {
         counter: ErrorCounter,
         growth: u64,
         about: About,
         remote: Option<RemotePort>,
     },
-    /// ERR 543D: PortXmitWait grew by at least `perfmgr_xmit_wait_threshold`.
-    XmitWaitGrew { growth: u64, about: About },
     /// A counter close to full: the PerfMgr clears them (`extended`: PortCountersExtended's).
     NearFull { extended: bool, about: About },
     /// A sweep was due while the last one still had queries to send.
@@ -114,7 +113,7 @@ impl fmt::Display for Notice {
                 about,
                 remote,
             } => {
-                let (name, number) = counter.logged_as().unwrap_or(("PortXmitWait", "543D"));
+                let (name, number) = counter.logged_as();
                 write!(
                     f,
                     "ERR {number}: {name} : {growth} : node \"{}\" (NodeGUID: {:#x}) : port {}",
@@ -133,11 +132,6 @@ impl fmt::Display for Notice {
                 }
                 Ok(())
             }
-            Notice::XmitWaitGrew { growth, about } => write!(
-                f,
-                "ERR 543D: XmitWait : {growth} : node \"{}\" (NodeGUID: {:#x}) : port {}",
-                about.name, about.guid, about.port
-            ),
             Notice::NearFull { extended, about } => write!(
                 f,
                 "PerfMgr: {} overflow: {} ({:#x}) port {}; clearing counters",
@@ -191,9 +185,11 @@ mod tests {
             "ERR 543A: LocalLinkIntegrityErrors : 4 : node \"S1\" (NodeGUID: 0x200000) : port 3 \
              connected to \"H1/U1\" (NodeGUID: 0x100100003c90200) : port 1"
         );
-        let wait = Notice::XmitWaitGrew {
+        let wait = Notice::ErrorsGrew {
+            counter: ErrorCounter::XmitWait,
             growth: 70_000,
             about: about(),
+            remote: None,
         };
         assert_eq!(
             wait.to_string(),
