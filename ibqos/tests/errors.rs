@@ -178,7 +178,7 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
         &dir,
         "ibqos.toml",
         "[sm]\nlog_file = \"/var/log/ibqos.log\"\nm_key_per_port_secret = \"0123456789abcdef0123\"\n\
-         [opensm]\nperfmgr_redir = false\nm_key_lookup = true\n",
+         [opensm]\ncongestion_control = true\nm_key_lookup = true\n",
     );
     let output = ibqos(&["check", "--json", toml.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -190,6 +190,27 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
         .collect();
     // The per-port secret is ibqos.toml's own, and used.
     assert_eq!(lines, [2, 5]);
+}
+
+/// The performance manager's options are acted on; `perfmgr_redir FALSE` is what ibqos does
+/// anyway, as it follows no redirection.
+#[test]
+fn check_takes_the_perfmgr_options_as_used() {
+    let dir = TempDir::new().unwrap();
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        "perfmgr TRUE\nperfmgr_sweep_time_s 60\nperfmgr_redir FALSE\n\
+         perfmgr_xmit_wait_log TRUE\nevent_db_dump_file /var/log/ibqos/counters.log\n",
+    );
+    let output = ibqos(&["check", "--json", conf.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let warned: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+        .filter(|d| d["code"] == "not-acted-on")
+        .collect();
+    assert!(warned.is_empty(), "{warned:?}");
 }
 
 /// Each name of `routing_engine` that does not route gets one warning at its own column: one
