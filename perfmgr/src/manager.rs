@@ -1313,6 +1313,48 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Answers are wire input: whatever the PMAs answer, with any counters, and whatever
+        /// other bytes arrive, the PerfMgr takes them without a panic, and its database still
+        /// prints.
+        #[test]
+        fn any_answer_is_taken_without_a_panic(
+            answers in proptest::collection::vec(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+                1..16,
+            ),
+        ) {
+            // One CA port, so that its counters are read again and again.
+            let mut bench = Bench::new(PerfMgrConfig::default());
+            bench.pm.set_subnet([ca()]);
+            bench.sweep();
+            for answer in answers {
+                bench.now += Duration::from_secs(1);
+                bench.pm.sweep(bench.now);
+                let Some(out) = bench.pm.poll_transmit(bench.now) else {
+                    continue;
+                };
+                // The request's header as an answer, so that it matches, and any data.
+                let mut bytes = out.mad.clone();
+                bytes[3] = u8::from(Method::GetResp);
+                let data = &mut bytes[64..];
+                let n = answer.len().min(data.len());
+                data[..n].copy_from_slice(&answer[..n]);
+                bench.pm.on_mad(bench.now, &bytes, Peer::lid(1));
+                bench.pm.on_mad(bench.now, &answer, Peer::lid(1));
+                bench.pm.on_dropped(bench.now, &answer);
+                bench.pm.on_time(bench.now + Duration::from_secs(5));
+            }
+            let mut text = String::new();
+            let both = [crate::dump::DumpFormat::Human, crate::dump::DumpFormat::Machine];
+            for format in both {
+                crate::dump::dump(bench.pm.db(), format, &crate::dump::ctime_utc, &mut text)
+                    .unwrap();
+            }
+            bench.pm.take_notices().iter().for_each(|notice| text.push_str(&notice.to_string()));
+        }
+    }
+
     #[test]
     fn the_timer_sweeps_every_sweep_time_and_failures_are_logged() {
         let config = PerfMgrConfig {
