@@ -289,6 +289,19 @@ pub enum PerfRequest {
         /// A node's GUID or description.
         node: Option<String>,
     },
+    /// Start the sweep timer (`perfmgr enable`).
+    Enable,
+    /// Stop the sweep timer (`perfmgr disable`).
+    Disable,
+    /// Set the totals to 0, the fabric's counters untouched (`perfmgr clear_counters`).
+    ClearCounters,
+    /// Forget the nodes gone from the subnet (`perfmgr clear_inactive`).
+    ClearInactive,
+    /// Sweep every SECONDS from now on, starting now (`perfmgr sweep_time`).
+    SweepTime {
+        /// At least 1.
+        seconds: String,
+    },
 }
 
 /// The PerfMgr dump's other format.

@@ -64,6 +64,14 @@ pub enum PerfCommand {
     Counters(Option<String>),
     /// The error counters that are not 0 (`perfmgr print_errors`).
     Errors(Option<String>),
+    /// Start or stop the sweep timer (`perfmgr enable`, `perfmgr disable`).
+    Enable(bool),
+    /// The database's totals to 0 (`perfmgr clear_counters`).
+    ClearCounters,
+    /// Forget the nodes gone from the subnet (`perfmgr clear_inactive`).
+    ClearInactive,
+    /// The time between sweeps, as typed (`perfmgr sweep_time`, which reads it with atoi).
+    SweepTime(String),
 }
 
 impl PerfCommand {
@@ -79,6 +87,11 @@ impl PerfCommand {
             PerfCommand::Dump { machine: true } => " dump mach".to_string(),
             PerfCommand::Counters(node) => with(" counters", node),
             PerfCommand::Errors(node) => with(" errors", node),
+            PerfCommand::Enable(true) => " enable".to_string(),
+            PerfCommand::Enable(false) => " disable".to_string(),
+            PerfCommand::ClearCounters => " clear-counters".to_string(),
+            PerfCommand::ClearInactive => " clear-inactive".to_string(),
+            PerfCommand::SweepTime(seconds) => format!(" sweep-time {seconds}"),
         }
     }
 
@@ -97,6 +110,11 @@ impl PerfCommand {
             ("dump", Some(mach)) if mach == "mach" => PerfCommand::Dump { machine: true },
             ("counters", node) => PerfCommand::Counters(node),
             ("errors", node) => PerfCommand::Errors(node),
+            ("enable", None) => PerfCommand::Enable(true),
+            ("disable", None) => PerfCommand::Enable(false),
+            ("clear-counters", None) => PerfCommand::ClearCounters,
+            ("clear-inactive", None) => PerfCommand::ClearInactive,
+            ("sweep-time", Some(seconds)) => PerfCommand::SweepTime(seconds),
             _ => return None,
         })
     }
@@ -126,7 +144,8 @@ impl Command {
                 .ok_or_else(|| {
                     format!(
                         "unknown request {line:?}: perf [sweep | dump [mach] | counters [NODE] \
-                         | errors [NODE]]"
+                         | errors [NODE] | enable | disable | clear-counters | clear-inactive \
+                         | sweep-time SECONDS]"
                     )
                 });
         }
@@ -413,6 +432,10 @@ mod tests {
             Command::Perf(PerfCommand::Counters(None)),
             Command::Perf(PerfCommand::Counters(Some("host-one HCA-1:1".into()))),
             Command::Perf(PerfCommand::Errors(Some("0x2c90000001000".into()))),
+            Command::Perf(PerfCommand::Enable(false)),
+            Command::Perf(PerfCommand::ClearCounters),
+            Command::Perf(PerfCommand::ClearInactive),
+            Command::Perf(PerfCommand::SweepTime("30".into())),
         ] {
             assert_eq!(Command::parse(&command.to_line()), Ok(command));
         }

@@ -1,6 +1,7 @@
 //! The performance manager of a running `ibqos sm` on the built-in emulated fabric, through
 //! `ibqos ctl perf`: OpenSM's console `perfmgr` status, `sweep`, `dump_counters [mach]`,
-//! `print_counters` and `print_errors`.
+//! `print_counters`, `print_errors`, `clear_inactive`, `clear_counters`, `sweep_time` and
+//! `disable`.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -126,6 +127,34 @@ fn ibqos_ctl_perf_prints_and_dumps_the_counters_as_opensm() {
     assert_eq!(human.matches(" active TRUE port ").count(), PORTS);
 
     assert_eq!(perf_ok(&socket, &["sweep"]), "sweep initiated...\n");
+    // No more sweeps, and the last one's answers in, before the totals are cleared.
+    perf_ok(&socket, &["disable"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        perf_ok(&socket, &["clear-inactive"]),
+        "Removed 0 nodes from Database\n"
+    );
+    perf_ok(&socket, &["clear-counters"]);
+    let cleared = perf_ok(&socket, &["counters", "sw-one:3"]);
+    assert!(
+        cleared.contains("     xmit_pkts            : 0 (0.000)\n"),
+        "{cleared}"
+    );
+    let (ok, _, err) = perf(&socket, &["sweep-time", "0"]);
+    assert!(
+        !ok && err.contains("sweep_time requires a positive time period"),
+        "{err}"
+    );
+    perf_ok(&socket, &["sweep-time", "2"]);
+    let status = perf_ok(&socket, &[]);
+    assert!(
+        status.contains("state                        : Disabled\n"),
+        "{status}"
+    );
+    assert!(
+        status.contains("sweep time                   : 2s\n"),
+        "{status}"
+    );
     signal(daemon.0.id(), "TERM");
     assert!(daemon.0.wait().unwrap().success());
 }

@@ -374,6 +374,23 @@ impl PerfMgr {
         self.db.delete_inactive()
     }
 
+    /// The console's `perfmgr enable` and `disable`: the sweep timer starts, one sweep time
+    /// from `now`, or stops.
+    pub fn set_enabled(&mut self, now: Instant, enabled: bool) {
+        self.next_sweep = enabled.then(|| now + self.config.sweep_period());
+    }
+
+    /// The console's `perfmgr sweep_time`: the time between sweeps from the next one on, and a
+    /// sweep now, as OpenSM signals one. A time below 1 is refused, as the console refuses it.
+    pub fn set_sweep_time(&mut self, now: Instant, seconds: u16) -> bool {
+        if seconds < 1 {
+            return false;
+        }
+        self.config.sweep_time_s = seconds;
+        self.sweep(now);
+        true
+    }
+
     /// The console's `perfmgr` with no argument.
     pub fn status(&self) -> String {
         let truth = |b: bool| if b { "TRUE" } else { "FALSE" };
@@ -1353,6 +1370,40 @@ mod tests {
             }
             bench.pm.take_notices().iter().for_each(|notice| text.push_str(&notice.to_string()));
         }
+    }
+
+    #[test]
+    fn the_console_starts_and_stops_the_timer_and_sets_its_period() {
+        let start = Instant::now();
+        let mut pm = PerfMgr::new(PerfMgrConfig::default(), start, UNIX_START);
+        pm.set_subnet([ca()]);
+        assert_eq!(pm.next_deadline(), None, "perfmgr FALSE: no timer");
+        assert!(
+            pm.status()
+                .contains("state                        : Disabled\n")
+        );
+        pm.set_enabled(start, true);
+        assert_eq!(pm.next_deadline(), Some(start + Duration::from_secs(180)));
+        assert!(
+            pm.status()
+                .contains("state                        : Enabled\n")
+        );
+        assert!(!pm.set_sweep_time(start, 0));
+        assert!(
+            pm.poll_transmit(start).is_none(),
+            "a refused time sweeps nothing"
+        );
+        assert!(pm.set_sweep_time(start, 30));
+        assert!(
+            pm.poll_transmit(start).is_some(),
+            "a new time sweeps at once"
+        );
+        assert!(pm.status().contains("sweep time                   : 30s\n"));
+        pm.set_enabled(start, false);
+        assert!(
+            pm.next_deadline().unwrap() < start + Duration::from_secs(1),
+            "the query's"
+        );
     }
 
     #[test]

@@ -24,6 +24,11 @@ pub fn run(args: &CtlArgs) -> Result<Outcome> {
             },
             Some(PerfRequest::Counters { node }) => PerfCommand::Counters(node.clone()),
             Some(PerfRequest::Errors { node }) => PerfCommand::Errors(node.clone()),
+            Some(PerfRequest::Enable) => PerfCommand::Enable(true),
+            Some(PerfRequest::Disable) => PerfCommand::Enable(false),
+            Some(PerfRequest::ClearCounters) => PerfCommand::ClearCounters,
+            Some(PerfRequest::ClearInactive) => PerfCommand::ClearInactive,
+            Some(PerfRequest::SweepTime { seconds }) => PerfCommand::SweepTime(seconds.clone()),
         }),
     };
     let socket = match &args.socket {

@@ -20,7 +20,7 @@ use ibqos_opensm::{Format, Settings};
 use ibqos_perfmgr::PerfMgrConfig;
 use ibqos_perfmgr::config::DEFAULT_DUMP_FILE;
 use ibqos_perfmgr::dump::{self as perf_dump, DumpFormat, ctime_utc};
-use ibqos_text::cnum::strtoull;
+use ibqos_text::cnum::{atoi, strtoull};
 use tracing::{debug, info, warn};
 
 use crate::cli::SmArgs;
@@ -536,6 +536,26 @@ impl Daemon<'_> {
             PerfCommand::Errors(node) => {
                 perf_dump::print(perfmgr.db(), node.as_deref(), true, &ctime_utc, &mut text)
                     .map_err(|e| e.to_string())?;
+            }
+            PerfCommand::Enable(enabled) => perfmgr.set_enabled(now, *enabled),
+            PerfCommand::ClearCounters => {
+                perfmgr.clear_counters(now);
+                info!("PerfMgr counters cleared");
+            }
+            PerfCommand::ClearInactive => {
+                let removed = perfmgr.delete_inactive();
+                text = format!("Removed {removed} nodes from Database\n");
+            }
+            PerfCommand::SweepTime(seconds) => {
+                // The console reads it with atoi into 16 bits.
+                let seconds = atoi(seconds.as_bytes()) as u16;
+                if !perfmgr.set_sweep_time(now, seconds) {
+                    return Err(
+                        "sweep_time requires a positive time period (in seconds) to \
+                                be specified"
+                            .to_string(),
+                    );
+                }
             }
         }
         Ok(text)
