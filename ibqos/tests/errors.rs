@@ -192,8 +192,7 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     assert_eq!(lines, [2, 5]);
 }
 
-/// The performance manager's options are acted on; `perfmgr_redir FALSE` is what ibqos does
-/// anyway, as it follows no redirection.
+/// The performance manager's options are acted on, `perfmgr_redir` and the dump file included.
 #[test]
 fn check_takes_the_perfmgr_options_as_used() {
     let dir = TempDir::new().unwrap();

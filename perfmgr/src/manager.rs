@@ -4,7 +4,9 @@
 //! A sweep goes over the monitored nodes in host-order GUID order. A port whose PMA's
 //! ClassPortInfo is not known yet gets a ClassPortInfo Get and nothing else that sweep (a
 //! switch gets one for all its ports). A known port gets PortCounters and, when its PMA keeps
-//! PortCountersExtended, that too. Every query goes to QP1 at SL 0, as OpenSM sends them.
+//! PortCountersExtended, that too. Every query goes to QP1 at SL 0, as OpenSM sends them, unless
+//! the port's PMA redirected the PerfMgr (a LID, a QP and a P_Key; GID redirection is not
+//! followed, as in OpenSM).
 //!
 //! Sans-IO: the caller hands in the subnet after each SM sweep, the MADs that arrive and the
 //! time, and takes out the MADs to send and the notices to log.
@@ -12,12 +14,13 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
-use ibqos_exchange::scheduler::{Completion, Request, Scheduler, SchedulerConfig};
-use ibqos_exchange::{Engine, Gmp, Message, OutgoingMad, Peer};
+use ibqos_exchange::class::GSI_QKEY;
+use ibqos_exchange::scheduler::{Completion, Failure, Request, Scheduler, SchedulerConfig};
+use ibqos_exchange::{Address, Engine, Gmp, Message, OutgoingMad, Peer};
 use ibqos_mad::{
     AttributeId, ClassPortInfo, ClassPortInfoRepr, Mad, Method, MgmtClass, NodeType,
     PerfAttributeId, PerfCapabilityMask, PerfMgtMad, PortCounters, PortCountersExtended,
-    PortCountersExtendedRepr, PortCountersRepr,
+    PortCountersExtendedRepr, PortCountersRepr, Status,
 };
 
 use crate::config::PerfMgrConfig;
@@ -29,6 +32,12 @@ use crate::notice::{About, Notice, RemotePort};
 
 /// The PerfMgt class version every PMA implements (IBA 16.1.1).
 const CLASS_VERSION: u8 = 1;
+
+/// The default partition's full-member P_Key.
+const DEFAULT_PKEY: u16 = 0xffff;
+
+/// A P_Key without its membership bit.
+const PKEY_BASE: u16 = 0x7fff;
 
 /// One node of the subnet as the SM last swept it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +98,8 @@ struct MonitoredPort {
     cpi_valid: bool,
     cap_mask: PerfCapabilityMask,
     remote: Option<RemotePort>,
+    /// Where its PMA redirected the PerfMgr.
+    redirect: Option<Peer>,
 }
 
 impl MonitoredPort {
@@ -129,6 +140,7 @@ impl MonitoredNode {
                 cpi_valid: false,
                 cap_mask: PerfCapabilityMask(0),
                 remote: None,
+                redirect: None,
             };
             usize::from(node.num_ports) + 1
         ];
@@ -243,6 +255,10 @@ pub struct PerfMgr {
     next_sweep: Option<Instant>,
     /// An Instant and the Unix time it was, from which every reading is dated.
     epoch: (Instant, UnixTime),
+    /// The P_Key table of the PerfMgr's own port, by index, for a redirection's P_Key.
+    local_pkeys: Vec<u16>,
+    /// The redirected PMAs by LID, where the queries to that LID go instead of QP1.
+    redirected: BTreeMap<u16, Peer>,
     notices: Vec<Notice>,
 }
 
@@ -263,6 +279,8 @@ impl PerfMgr {
             clears: VecDeque::new(),
             epoch: (now, unix_now),
             notices: Vec::new(),
+            local_pkeys: vec![DEFAULT_PKEY],
+            redirected: BTreeMap::new(),
         }
     }
 
@@ -277,6 +295,13 @@ impl PerfMgr {
     /// The subnet the next sweeps monitor: the SM's last sweep.
     pub fn set_subnet(&mut self, nodes: impl IntoIterator<Item = SubnetNode>) {
         self.subnet = nodes.into_iter().map(|node| (node.guid, node)).collect();
+    }
+
+    /// The P_Key table of the PerfMgr's port, which a redirection's P_Key must be in (OpenSM's
+    /// `validate_redir_pkey`). Until it is given, the default P_Key at index 0, where the
+    /// partition manager puts it.
+    pub fn set_local_pkeys(&mut self, pkeys: Vec<u16>) {
+        self.local_pkeys = pkeys;
     }
 
     /// What happened since the last call, oldest first.
@@ -445,22 +470,137 @@ impl PerfMgr {
 
     fn settle(&mut self, now: Instant, completion: Completion<Query, Gmp>) {
         match completion {
-            Completion::Answered { context, response } => self.on_answer(now, context, &response),
+            Completion::Answered { context, response } => {
+                self.on_answer(now, context, &response, false)
+            }
             Completion::Failed {
                 context,
                 request,
                 failure,
-            } => self.notices.push(Notice::QueryFailed {
-                about: self.about(&context),
-                lid: context.lid,
-                tid: request.transaction_id(),
-                failure,
-            }),
+            } => {
+                self.notices.push(Notice::QueryFailed {
+                    about: self.about(&context),
+                    lid: context.lid,
+                    tid: request.transaction_id(),
+                    failure,
+                });
+                if self.config.redirect && matches!(failure, Failure::TimedOut { .. }) {
+                    self.forget_redirect(&context);
+                }
+            }
         }
     }
 
-    /// `pc_recv_process`.
-    fn on_answer(&mut self, now: Instant, query: Query, response: &Gmp) {
+    /// After a timeout, the port is asked at its own LID again (`perfmgr_mad_send_err_callback`).
+    fn forget_redirect(&mut self, query: &Query) {
+        let Some(port) = self.monitored_port_mut(query) else {
+            return;
+        };
+        let Some(gone) = port.redirect.take() else {
+            return;
+        };
+        let still_used = self.monitored.values().flat_map(|node| &node.ports);
+        if !still_used
+            .filter_map(|port| port.redirect)
+            .any(|peer| peer.lid == gone.lid)
+        {
+            self.redirected.remove(&gone.lid);
+        }
+    }
+
+    fn monitored_port_mut(&mut self, query: &Query) -> Option<&mut MonitoredPort> {
+        self.monitored
+            .get_mut(&query.node)?
+            .ports
+            .get_mut(usize::from(query.port))
+    }
+
+    /// `handle_redirect`: a ClassPortInfo answered with the redirect status. A valid LID
+    /// redirection is followed: ClassPortInfo asked again there (or, without
+    /// `perfmgr_query_cpi`, the query itself). Whether the redirection is valid; a GID
+    /// redirection counts as valid without being followed, as in OpenSM.
+    fn on_redirect(&mut self, query: &Query, info: &ClassPortInfoRepr) -> bool {
+        let about = self.about(query);
+        let refuse = |notices: &mut Vec<Notice>, why| {
+            notices.push(Notice::RedirectRefused {
+                about: about.clone(),
+                why,
+            })
+        };
+        let mut valid = true;
+        if !self.config.redirect {
+            refuse(&mut self.notices, "Redirection requested but disabled");
+            valid = false;
+        }
+        let gid_set = info.redirect_gid_prefix != 0 || info.redirect_gid_interface_id != 0;
+        if info.redirect_lid == 0 && !gid_set {
+            refuse(
+                &mut self.notices,
+                "Invalid redirection (both redirect LID and GID are zero)",
+            );
+            valid = false;
+        }
+        if info.redirect_qp == 0 {
+            refuse(&mut self.notices, "Invalid RedirectQP");
+            valid = false;
+        }
+        if info.redirect_p_key == 0 {
+            refuse(&mut self.notices, "Invalid RedirectP_Key");
+            valid = false;
+        }
+        if info.redirect_q_key != GSI_QKEY {
+            refuse(&mut self.notices, "Invalid RedirectQ_Key");
+            valid = false;
+        }
+        let base = info.redirect_p_key & PKEY_BASE;
+        let pkey_index = self
+            .local_pkeys
+            .iter()
+            .position(|&pkey| pkey & PKEY_BASE == base && base != 0);
+        if pkey_index.is_none() {
+            refuse(&mut self.notices, "Index for Pkey not found");
+            valid = false;
+        }
+        if info.redirect_lid == 0 {
+            refuse(&mut self.notices, "GID redirection not currently supported");
+            return valid;
+        }
+        let (true, Some(pkey_index)) = (valid, pkey_index) else {
+            return false;
+        };
+        let peer = Peer {
+            lid: info.redirect_lid,
+            qp: info.redirect_qp,
+            pkey_index: u16::try_from(pkey_index).unwrap_or(u16::MAX),
+        };
+        self.notices.push(Notice::Redirected {
+            about,
+            lid: peer.lid,
+            qp: peer.qp,
+        });
+        self.redirected.insert(peer.lid, peer);
+        let query_cpi = self.config.query_cpi;
+        if let Some(port) = self.monitored_port_mut(query) {
+            port.redirect = Some(peer);
+            if query_cpi {
+                port.cpi_valid = false;
+            }
+        }
+        let again = if query_cpi {
+            Ask::ClassPortInfo
+        } else {
+            query.ask
+        };
+        self.clears.push_back(Query {
+            lid: peer.lid,
+            ask: again,
+            ..*query
+        });
+        true
+    }
+
+    /// `pc_recv_process`. `redirect`: the answer came with the redirect status.
+    fn on_answer(&mut self, now: Instant, query: Query, response: &Gmp, redirect: bool) {
         if !self.monitored.contains_key(&query.node) {
             return;
         }
@@ -474,7 +614,12 @@ impl PerfMgr {
             Ask::ClassPortInfo => ClassPortInfo::new_checked(data)
                 .ok()
                 .and_then(|view| ClassPortInfoRepr::parse(&view).ok())
-                .map(|info| self.on_class_port_info(&query, info.capability_mask)),
+                .map(|info| {
+                    // OpenSM then keeps the redirecting answer's CapabilityMask as well.
+                    if !redirect || self.on_redirect(&query, &info) {
+                        self.on_class_port_info(&query, info.capability_mask);
+                    }
+                }),
             Ask::PortCounters { method, .. } => PortCounters::new_checked(data)
                 .ok()
                 .and_then(|view| PortCountersRepr::parse(&view).ok())
@@ -690,11 +835,15 @@ fn plan_node(
         let Some(port) = node.ports.get(usize::from(number)).filter(|p| p.valid) else {
             continue;
         };
-        let Some(lid) = current
+        let found = current
             .ports
             .iter()
             .find(|p| p.port == number)
-            .map(|p| p.lid)
+            .map(|p| p.lid);
+        let Some(lid) = port
+            .redirect
+            .map(|peer| peer.lid)
+            .or(found)
             .filter(|&lid| lid != 0)
         else {
             continue;
@@ -730,7 +879,11 @@ impl Engine for PerfMgr {
     fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
         self.feed();
         let transmit = self.scheduler.poll_transmit(now)?;
-        Some(OutgoingMad::from(&transmit))
+        let mut out = OutgoingMad::from(&transmit);
+        if let Some(peer) = transmit.dlid.and_then(|lid| self.redirected.get(&lid)) {
+            out.address = Address::Peer(*peer);
+        }
+        Some(out)
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -741,12 +894,21 @@ impl Engine for PerfMgr {
     }
 
     fn on_mad(&mut self, now: Instant, mad: &[u8], _from: Peer) {
-        let Some(response) = Gmp::from_bytes(mad).filter(|gmp| gmp.class == MgmtClass::PerfMgt)
+        let Some(mut response) = Gmp::from_bytes(mad).filter(|gmp| gmp.class == MgmtClass::PerfMgt)
         else {
             return;
         };
-        if let Some(completion) = self.scheduler.on_response(response) {
-            self.settle(now, completion);
+        // A redirection is the PMA's answer, not a failure to retry: matched as one.
+        let redirect = response.status.is_redirect();
+        if redirect {
+            response.status = Status::OK;
+        }
+        match self.scheduler.on_response(response) {
+            Some(Completion::Answered { context, response }) if redirect => {
+                self.on_answer(now, context, &response, true)
+            }
+            Some(completion) => self.settle(now, completion),
+            None => {}
         }
     }
 
@@ -852,14 +1014,21 @@ mod tests {
         extended: HashMap<(u16, u8), PortCountersExtendedRepr>,
         /// Every request, with its LID.
         asked: Vec<(u16, Gmp)>,
+        /// Every request's QP.
+        qps: Vec<u32>,
+        /// The LID whose ClassPortInfo redirects, and where to.
+        redirect: Option<(u16, ClassPortInfoRepr)>,
     }
 
     impl FakePmas {
         fn answer(&mut self, out: &OutgoingMad) -> Vec<u8> {
-            let Address::Lid(lid) = out.address else {
-                panic!("a PerfMgt query goes by LID: {out:?}");
+            let (lid, qp) = match out.address {
+                Address::Lid(lid) => (lid, 1),
+                Address::Peer(peer) => (peer.lid, peer.qp),
+                Address::Directed => panic!("a PerfMgt query goes by LID: {out:?}"),
             };
             self.asked.push((lid, Gmp::from_bytes(&out.mad).unwrap()));
+            self.qps.push(qp);
             let mut bytes = out.mad.clone();
             let mut mad = PerfMgtMad::new_unchecked(&mut bytes[..]);
             let method = mad.header().method();
@@ -878,7 +1047,11 @@ mod tests {
                     info.base_version = 1;
                     info.class_version = 1;
                     info.capability_mask = self.caps[&lid];
-                    info.emit(&mut ClassPortInfo::new_unchecked(&mut data[..72]));
+                    if let Some((_, redirect)) = self.redirect.filter(|(from, _)| *from == lid) {
+                        info = redirect;
+                        mad.header_mut().set_status(Status(0x0002));
+                    }
+                    info.emit(&mut ClassPortInfo::new_unchecked(&mut mad.data_mut()[..72]));
                 }
                 PerfAttributeId::PortCounters => {
                     let counters = self.counters.entry(key).or_insert_with(quiet);
@@ -1370,6 +1543,95 @@ mod tests {
             }
             bench.pm.take_notices().iter().for_each(|notice| text.push_str(&notice.to_string()));
         }
+    }
+
+    /// H1's PMA (LID 2) redirects to LID 9, QP 5, the default P_Key.
+    fn redirecting(config: PerfMgrConfig) -> Bench {
+        let mut bench = Bench::new(config);
+        bench.pm.set_subnet([ca()]);
+        let mut to =
+            ClassPortInfoRepr::parse(&ClassPortInfo::new_checked(&[0u8; 72][..]).unwrap()).unwrap();
+        to.base_version = 1;
+        to.class_version = 1;
+        to.redirect_lid = 9;
+        to.redirect_qp = 5;
+        to.redirect_p_key = 0xffff;
+        to.redirect_q_key = GSI_QKEY;
+        bench.pmas.redirect = Some((2, to));
+        bench.pmas.caps.insert(9, PerfCapabilityMask(0x1200));
+        bench
+    }
+
+    #[test]
+    fn a_lid_redirection_is_followed_and_forgotten_after_a_timeout() {
+        let mut bench = redirecting(PerfMgrConfig::default());
+        let notices = bench.sweep();
+        assert_eq!(
+            notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["Redirection to LID 9 QP 0x5 received from H1/U1 (0x100002) port 1"]
+        );
+        // ClassPortInfo again, at the redirected PMA, then the counters there.
+        bench.sweep();
+        assert_eq!(
+            bench.asked_since(0),
+            [
+                (2, Cpi, Method::Get, 0),
+                (9, Cpi, Method::Get, 0),
+                (9, Pc, Method::Get, 1),
+                (9, Pce, Method::Get, 1),
+            ]
+        );
+        assert_eq!(bench.pmas.qps, [1, 5, 5, 5]);
+        assert!(bench.pm.db().node(H1).unwrap().ports[1].valid);
+
+        // The redirected PMA stops answering: once the query times out, H1 is asked at LID 2.
+        bench.now += Duration::from_secs(10);
+        bench.pm.sweep(bench.now);
+        assert!(bench.pm.poll_transmit(bench.now).is_some());
+        for _ in 0..=bench.pm.config().retries {
+            bench.now += Duration::from_secs(1);
+            bench.pm.on_time(bench.now);
+            while bench.pm.poll_transmit(bench.now).is_some() {}
+        }
+        let failed = bench.pm.take_notices();
+        assert!(
+            matches!(failed[..], [Notice::QueryFailed { lid: 9, .. }]),
+            "{failed:?}"
+        );
+        bench.pmas.redirect = None;
+        let asked = bench.pmas.asked.len();
+        bench.sweep();
+        assert_eq!(bench.asked_since(asked)[0].0, 2);
+        assert_eq!(bench.pmas.qps.last(), Some(&1));
+    }
+
+    #[test]
+    fn a_redirection_is_refused_when_disabled_or_its_p_key_is_not_ours() {
+        let disabled = PerfMgrConfig {
+            redirect: false,
+            ..PerfMgrConfig::default()
+        };
+        let mut bench = redirecting(disabled);
+        let notices = bench.sweep();
+        assert_eq!(
+            notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["Redirection requested but disabled: H1/U1 (0x100002) port 1"]
+        );
+        bench.sweep();
+        // Refused: no CapabilityMask kept, ClassPortInfo asked again at LID 2.
+        assert_eq!(
+            bench.asked_since(0),
+            [(2, Cpi, Method::Get, 0), (2, Cpi, Method::Get, 0)]
+        );
+
+        let mut bench = redirecting(PerfMgrConfig::default());
+        bench.pm.set_local_pkeys(vec![0x8001]);
+        let notices = bench.sweep();
+        assert_eq!(
+            notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["Index for Pkey not found: H1/U1 (0x100002) port 1"]
+        );
+        assert_eq!(bench.pmas.qps, [1]);
     }
 
     #[test]

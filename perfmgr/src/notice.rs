@@ -61,6 +61,10 @@ pub enum Notice {
     },
     /// A counter close to full: the PerfMgr clears them (`extended`: PortCountersExtended's).
     NearFull { extended: bool, about: About },
+    /// A PMA's ClassPortInfo redirected the PerfMgr, which follows it.
+    Redirected { about: About, lid: u16, qp: u32 },
+    /// Why a redirection is not followed, in OpenSM's words.
+    RedirectRefused { about: About, why: &'static str },
     /// A sweep was due while the last one still had queries to send.
     SweepSkipped { state: u8 },
     /// An answer whose attribute could not be read.
@@ -73,7 +77,10 @@ pub enum Notice {
 impl Notice {
     pub fn level(&self) -> Level {
         match self {
-            Notice::NearFull { .. } | Notice::Unreadable { .. } => Level::Verbose,
+            Notice::NearFull { .. }
+            | Notice::Unreadable { .. }
+            | Notice::Redirected { .. }
+            | Notice::RedirectRefused { .. } => Level::Verbose,
             Notice::SweepSkipped { .. } => Level::Info,
             _ => Level::Error,
         }
@@ -143,6 +150,16 @@ impl fmt::Display for Notice {
                 about.name,
                 about.guid,
                 about.port
+            ),
+            Notice::Redirected { about, lid, qp } => write!(
+                f,
+                "Redirection to LID {lid} QP {qp:#x} received from {} ({:#x}) port {}",
+                about.name, about.guid, about.port
+            ),
+            Notice::RedirectRefused { about, why } => write!(
+                f,
+                "{why}: {} ({:#x}) port {}",
+                about.name, about.guid, about.port
             ),
             Notice::SweepSkipped { state } => {
                 write!(f, "PM sweep state {state}, skipping sweep")

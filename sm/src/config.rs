@@ -96,10 +96,10 @@ const READ_BY_DAEMON_AT_RELOAD: [&str; 3] = ["dump_files_dir", "log_flags", "log
 const READ_AT_START: [&str; 3] = ["guid", "transaction_timeout", "transaction_retries"];
 
 /// The performance manager's options, read once when the daemon creates it
-/// (`Manager::with_perfmgr`), and where its dump goes. `perfmgr_redir` is not among them: ibqos
-/// follows no redirection.
-const READ_BY_PERFMGR_AT_START: [&str; 10] = [
+/// (`Manager::with_perfmgr`), and where its dump goes.
+const READ_BY_PERFMGR_AT_START: [&str; 11] = [
     "event_db_dump_file",
+    "perfmgr_redir",
     "perfmgr",
     "perfmgr_sweep_time_s",
     "perfmgr_max_outstanding_queries",
@@ -656,10 +656,10 @@ m_key 0X0a
         let native = perfmgr_config(&ibqos_opensm::load(&toml).unwrap().settings);
         assert!(native.enabled && !native.remove_nodes);
         assert_eq!(native.sweep_time_s, 10);
-        // The daemon creates its PerfMgr once; it follows no redirection.
+        // The daemon creates its PerfMgr once.
         assert_eq!(takes_effect("perfmgr_sweep_time_s"), Takes::Restart);
         assert_eq!(takes_effect("event_db_dump_file"), Takes::Restart);
-        assert_eq!(takes_effect("perfmgr_redir"), Takes::Never);
+        assert_eq!(takes_effect("perfmgr_redir"), Takes::Restart);
         assert_eq!(takes_effect("event_plugin_name"), Takes::Never);
     }
 

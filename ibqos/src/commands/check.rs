@@ -110,8 +110,6 @@ fn not_acted_on(loaded: &Loaded) -> Vec<Diagnostic> {
     let mut diagnostics: Vec<Diagnostic> = changed_options(&Settings::default(), settings)
         .into_iter()
         .filter(|change| takes_effect(&change.key) == Takes::Never)
-        // ibqos's PerfMgr follows no ClassPortInfo redirection: FALSE is what it does.
-        .filter(|change| change.key != "perfmgr_redir")
         .map(|change| {
             let place = loaded.places.get(&change.key).cloned();
             if change.key == "use_ucast_cache" {
