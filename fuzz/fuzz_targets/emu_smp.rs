@@ -59,7 +59,7 @@ fn frame(how: u8, bytes: &mut Vec<u8>) {
     if is_perf(how) {
         bytes[1] = 0x04;
         bytes[16] = 0;
-        bytes[17] %= 0x20;
+        bytes[17] %= 0x40;
     } else {
         bytes[1] = if how & 4 == 0 { 0x01 } else { 0x81 };
         bytes[7] %= 6;
