@@ -44,6 +44,9 @@ pub struct PerfMgrConfig {
     pub timeout: Duration,
     /// `transaction_retries`.
     pub retries: u32,
+    /// ibqos.toml's `perfmgr_lanes`, beyond OpenSM: read the per-VL and per-SL counters after
+    /// PortCounters (see [`crate::lanes`]).
+    pub lanes: bool,
 }
 
 impl Default for PerfMgrConfig {
@@ -62,6 +65,7 @@ impl Default for PerfMgrConfig {
             dump_file: None,
             timeout: Duration::from_millis(200),
             retries: 3,
+            lanes: false,
         }
     }
 }

@@ -6,7 +6,8 @@
 //! switch gets one for all its ports). A known port gets PortCounters and, when its PMA keeps
 //! PortCountersExtended, that too. Every query goes to QP1 at SL 0, as OpenSM sends them, unless
 //! the port's PMA redirected the PerfMgr (a LID, a QP and a P_Key; GID redirection is not
-//! followed, as in OpenSM).
+//! followed, as in OpenSM). With `perfmgr_lanes`, beyond OpenSM, each port's per-VL and per-SL
+//! attributes follow its PortCounters, except those its PMA showed it lacks ([`crate::lanes`]).
 //!
 //! Sans-IO: the caller hands in the subnet after each SM sweep, the MADs that arrive and the
 //! time, and takes out the MADs to send and the notices to log.
@@ -28,6 +29,7 @@ use crate::counters::{
     DataReading, ErrorCounter, ErrorReading, UnixTime, extended_near_full, port_counters_near_full,
 };
 use crate::db::Database;
+use crate::lanes::{Lane, LaneDatabase, LaneSet};
 use crate::notice::{About, Notice, RemotePort};
 
 /// The PerfMgt class version every PMA implements (IBA 16.1.1).
@@ -100,6 +102,8 @@ struct MonitoredPort {
     remote: Option<RemotePort>,
     /// Where its PMA redirected the PerfMgr.
     redirect: Option<Peer>,
+    /// The per-VL and per-SL attributes its PMA does not keep.
+    lacking: LaneSet,
 }
 
 impl MonitoredPort {
@@ -141,6 +145,7 @@ impl MonitoredNode {
                 cap_mask: PerfCapabilityMask(0),
                 remote: None,
                 redirect: None,
+                lacking: LaneSet::default(),
             };
             usize::from(node.num_ports) + 1
         ];
@@ -164,6 +169,17 @@ impl MonitoredNode {
     fn first_port(&self) -> u8 {
         u8::from(!self.enhanced_port0)
     }
+
+    /// The ports one PMA answers for, with `port`: every port of a switch, else `port` alone.
+    fn pma_ports_mut(&mut self, port: u8) -> &mut [MonitoredPort] {
+        if self.is_switch {
+            let first = usize::from(self.first_port());
+            &mut self.ports[first..]
+        } else {
+            let port = usize::from(port);
+            self.ports.get_mut(port..=port).unwrap_or_default()
+        }
+    }
 }
 
 /// What a query asks.
@@ -178,6 +194,11 @@ enum Ask {
     },
     /// PortCountersExtended, CounterSelect 0x00FF.
     Extended {
+        method: Method,
+    },
+    /// A per-VL or per-SL attribute: a Get to read, a Set to clear all its counters.
+    Lane {
+        lane: Lane,
         method: Method,
     },
 }
@@ -197,6 +218,7 @@ impl Query {
             Ask::ClassPortInfo => PerfAttributeId::ClassPortInfo,
             Ask::PortCounters { .. } => PerfAttributeId::PortCounters,
             Ask::Extended { .. } => PerfAttributeId::PortCountersExtended,
+            Ask::Lane { lane, .. } => lane.attribute(),
         }
     }
 
@@ -226,6 +248,15 @@ impl Query {
                 counters.set_counter_select(0x00ff);
                 method
             }
+            Ask::Lane { lane, method } => {
+                let select = if method == Method::Set {
+                    lane.clear_all()
+                } else {
+                    0
+                };
+                Lane::write_request(data, self.port, select);
+                method
+            }
         };
         let mut header = mad.header_mut();
         header.set_base_version(1);
@@ -246,6 +277,8 @@ pub struct PerfMgr {
     /// The monitored nodes, by host-order GUID.
     monitored: BTreeMap<u64, MonitoredNode>,
     db: Database,
+    /// The per-VL and per-SL counters, with `perfmgr_lanes`.
+    lanes: LaneDatabase,
     scheduler: Scheduler<Query, Gmp>,
     /// The sweep's queries not yet handed to the scheduler, in order.
     planned: VecDeque<Query>,
@@ -274,6 +307,7 @@ impl PerfMgr {
             subnet: BTreeMap::new(),
             monitored: BTreeMap::new(),
             db: Database::default(),
+            lanes: LaneDatabase::default(),
             scheduler,
             planned: VecDeque::new(),
             clears: VecDeque::new(),
@@ -290,6 +324,11 @@ impl PerfMgr {
 
     pub fn db(&self) -> &Database {
         &self.db
+    }
+
+    /// The per-VL and per-SL counters read with `perfmgr_lanes`.
+    pub fn lanes(&self) -> &LaneDatabase {
+        &self.lanes
     }
 
     /// The subnet the next sweeps monitor: the SM's last sweep.
@@ -367,6 +406,7 @@ impl PerfMgr {
         }
         for guid in gone {
             self.monitored.remove(&guid);
+            self.lanes.delete(guid);
             if self.config.remove_nodes {
                 self.db.delete(guid);
             } else {
@@ -474,6 +514,11 @@ impl PerfMgr {
                 self.on_answer(now, context, &response, false)
             }
             Completion::Failed {
+                context, failure, ..
+            } if matches!(context.ask, Ask::Lane { .. }) && lacks_attribute(failure) => {
+                self.mark_lacking(&context, failure)
+            }
+            Completion::Failed {
                 context,
                 request,
                 failure,
@@ -489,6 +534,26 @@ impl PerfMgr {
                 }
             }
         }
+    }
+
+    /// A PMA that does not keep a per-VL or per-SL attribute: none of its ports is asked for it
+    /// again while the node stays monitored.
+    fn mark_lacking(&mut self, query: &Query, failure: Failure) {
+        let Ask::Lane { lane, .. } = query.ask else {
+            return;
+        };
+        let about = self.about(query);
+        let Some(node) = self.monitored.get_mut(&query.node) else {
+            return;
+        };
+        for port in node.pma_ports_mut(query.port) {
+            port.lacking.insert(lane);
+        }
+        self.notices.push(Notice::LaneLacking {
+            about,
+            attribute: lane.attribute(),
+            failure,
+        });
     }
 
     /// After a timeout, the port is asked at its own LID again (`perfmgr_mad_send_err_callback`).
@@ -628,6 +693,9 @@ impl PerfMgr {
                 .ok()
                 .and_then(|view| PortCountersExtendedRepr::parse(&view).ok())
                 .map(|wire| self.on_extended(&query, method, &wire, time)),
+            Ask::Lane { lane, method } => lane
+                .read(data)
+                .map(|counters| self.on_lanes(&query, lane, method, counters, now)),
         };
         if read.is_none() {
             self.notices.push(Notice::Unreadable {
@@ -646,17 +714,7 @@ impl PerfMgr {
         let Some(node) = self.monitored.get_mut(&query.node) else {
             return;
         };
-        let first = usize::from(node.first_port());
-        let ports = if node.is_switch {
-            &mut node.ports[first..]
-        } else {
-            let port = usize::from(query.port);
-            match node.ports.get_mut(port..=port) {
-                Some(one) => one,
-                None => return,
-            }
-        };
-        for port in ports {
+        for port in node.pma_ports_mut(query.port) {
             port.cap_mask = cap_mask;
             port.cpi_valid = true;
         }
@@ -768,6 +826,45 @@ impl PerfMgr {
         }
     }
 
+    /// A per-VL or per-SL answer: a Get's counters and rate are kept, and counters near full
+    /// cleared; a Set's answer says nothing new.
+    fn on_lanes(
+        &mut self,
+        query: &Query,
+        lane: Lane,
+        method: Method,
+        counters: Vec<u64>,
+        now: Instant,
+    ) {
+        if method != Method::Get {
+            return;
+        }
+        let (guid, port) = (query.node, query.port);
+        let near_full = lane.near_full(&counters);
+        let taken = self.lanes.take(guid, port, lane, counters, now);
+        let attribute = lane.attribute();
+        if taken.cleared_out_of_band {
+            self.notices.push(Notice::LaneClearedOutOfBand {
+                about: self.about(query),
+                attribute,
+            });
+        }
+        if near_full {
+            self.notices.push(Notice::LaneNearFull {
+                about: self.about(query),
+                attribute,
+            });
+            self.clears.push_back(Query {
+                ask: Ask::Lane {
+                    lane,
+                    method: Method::Set,
+                },
+                ..*query
+            });
+            self.lanes.cleared(guid, port, lane);
+        }
+    }
+
     /// `perfmgr_check_data_cnt_oob_clear`.
     fn check_data_cleared(&mut self, query: &Query, data: &DataReading, time: UnixTime) {
         let (guid, port) = (query.node, query.port);
@@ -872,6 +969,28 @@ fn plan_node(
                 method: Method::Get,
             }));
         }
+        if config.lanes {
+            let kept = Lane::ALL
+                .into_iter()
+                .filter(|&lane| !port.lacking.contains(lane));
+            planned.extend(kept.map(|lane| {
+                query(Ask::Lane {
+                    lane,
+                    method: Method::Get,
+                })
+            }));
+        }
+    }
+}
+
+/// Whether a per-VL or per-SL query's failure says the PMA does not keep the attribute: status
+/// 0x000C (method and attribute unsupported), no answer, or the query handed back undelivered,
+/// as ibsim hands back a MAD it has no handler for.
+fn lacks_attribute(failure: Failure) -> bool {
+    match failure {
+        Failure::Status(status) => status == Status::METHOD_ATTRIBUTE_UNSUPPORTED,
+        Failure::TimedOut { .. } | Failure::Dropped { .. } => true,
+        Failure::Mismatched => false,
     }
 }
 
@@ -1018,10 +1137,26 @@ mod tests {
         qps: Vec<u32>,
         /// The LID whose ClassPortInfo redirects, and where to.
         redirect: Option<(u16, ClassPortInfoRepr)>,
+        /// Per-VL and per-SL counters by (LID, port, attribute); 0 where unset.
+        lanes: HashMap<(u16, u8, Lane), Vec<u64>>,
+        /// The per-VL and per-SL attributes a LID answers with status 0x000C.
+        unsupported: Vec<(u16, Lane)>,
+        /// The per-VL and per-SL attributes a LID never answers.
+        silent: Vec<(u16, Lane)>,
+        /// The per-VL and per-SL attributes whose queries to a LID come back undelivered, as
+        /// ibsim hands back the per-SL ones.
+        handed_back: Vec<(u16, Lane)>,
+    }
+
+    /// What comes back for a query.
+    enum Reply {
+        Answer(Vec<u8>),
+        HandedBack(Vec<u8>),
     }
 
     impl FakePmas {
-        fn answer(&mut self, out: &OutgoingMad) -> Vec<u8> {
+        /// The answer to `out`, or `None` when the PMA keeps silent.
+        fn answer(&mut self, out: &OutgoingMad) -> Option<Reply> {
             let (lid, qp) = match out.address {
                 Address::Lid(lid) => (lid, 1),
                 Address::Peer(peer) => (peer.lid, peer.qp),
@@ -1078,9 +1213,51 @@ mod tests {
                     }
                     counters.emit(&mut PortCountersExtended::new_unchecked(&mut data[..72]));
                 }
-                other => panic!("the PerfMgr asked for {other}"),
+                other => {
+                    let lane = Lane::ALL
+                        .into_iter()
+                        .find(|lane| lane.attribute() == other)
+                        .unwrap_or_else(|| panic!("the PerfMgr asked for {other}"));
+                    if self.silent.contains(&(lid, lane)) {
+                        return None;
+                    }
+                    if self.handed_back.contains(&(lid, lane)) {
+                        return Some(Reply::HandedBack(out.mad.clone()));
+                    }
+                    if self.unsupported.contains(&(lid, lane)) {
+                        mad.header_mut()
+                            .set_status(Status::METHOD_ATTRIBUTE_UNSUPPORTED);
+                        return Some(Reply::Answer(bytes));
+                    }
+                    let counters = self
+                        .lanes
+                        .entry((lid, header.port_select(), lane))
+                        .or_insert_with(|| vec![0; lane.counters()]);
+                    if method == Method::Set {
+                        assert_eq!(select, lane.clear_all(), "every counter cleared");
+                        counters.iter_mut().for_each(|count| *count = 0);
+                    }
+                    // Placed by hand, as IBA lays them out: 16 or 32 bits each from byte 4.
+                    let wide = matches!(
+                        lane,
+                        Lane::XmitDataSl
+                            | Lane::RcvDataSl
+                            | Lane::SlRcvFecn
+                            | Lane::SlRcvBecn
+                            | Lane::VlOpData
+                    );
+                    for (i, &count) in counters.iter().enumerate() {
+                        if wide {
+                            let at = 4 + 4 * i;
+                            data[at..at + 4].copy_from_slice(&(count as u32).to_be_bytes());
+                        } else {
+                            let at = 4 + 2 * i;
+                            data[at..at + 2].copy_from_slice(&(count as u16).to_be_bytes());
+                        }
+                    }
+                }
             }
-            bytes
+            Some(Reply::Answer(bytes))
         }
     }
 
@@ -1115,19 +1292,27 @@ mod tests {
             self.settle()
         }
 
-        /// Everything sent is answered, in order, until nothing more is sent.
+        /// Everything sent is answered, in order, until nothing more is sent; what stays
+        /// unanswered waits, a second at a time, until it times out.
         fn settle(&mut self) -> Vec<Notice> {
             loop {
                 let mut answers = Vec::new();
                 while let Some(out) = self.pm.poll_transmit(self.now) {
-                    answers.push(self.pmas.answer(&out));
+                    answers.extend(self.pmas.answer(&out));
                 }
                 self.most_outstanding = self.most_outstanding.max(self.pm.outstanding());
                 if answers.is_empty() {
-                    return self.pm.take_notices();
+                    if self.pm.outstanding() == 0 {
+                        return self.pm.take_notices();
+                    }
+                    self.now += Duration::from_secs(1);
+                    self.pm.on_time(self.now);
                 }
                 for answer in answers {
-                    self.pm.on_mad(self.now, &answer, Peer::lid(1));
+                    match answer {
+                        Reply::Answer(mad) => self.pm.on_mad(self.now, &mad, Peer::lid(1)),
+                        Reply::HandedBack(mad) => self.pm.on_dropped(self.now, &mad),
+                    }
                 }
             }
         }
@@ -1503,6 +1688,204 @@ mod tests {
         }
     }
 
+    fn with_lanes(config: PerfMgrConfig) -> Bench {
+        Bench::new(PerfMgrConfig {
+            lanes: true,
+            ..config
+        })
+    }
+
+    /// The attributes asked since the `from`th request, as (LID, attribute, PortSelect).
+    fn lanes_asked(bench: &Bench, from: usize) -> Vec<(u16, PerfAttributeId, u8)> {
+        let lane_ids: Vec<_> = Lane::ALL.iter().map(|lane| lane.attribute()).collect();
+        bench
+            .asked_since(from)
+            .into_iter()
+            .filter(|(_, attribute, ..)| lane_ids.contains(attribute))
+            .map(|(lid, attribute, _, port)| (lid, attribute, port))
+            .collect()
+    }
+
+    #[test]
+    fn with_lanes_off_no_per_vl_or_per_sl_attribute_is_asked() {
+        let mut bench = Bench::new(PerfMgrConfig::default());
+        bench
+            .pmas
+            .lanes
+            .insert((2, 1, Lane::VlXmitWait), vec![5; 16]);
+        bench.sweep();
+        bench.sweep();
+        let attributes: Vec<_> = bench.asked_since(0).into_iter().map(|a| a.1).collect();
+        assert!(attributes.iter().all(|a| [Cpi, Pc, Pce].contains(a)));
+        assert!(bench.pm.lanes().iter().next().is_none());
+    }
+
+    #[test]
+    fn lanes_are_read_after_the_port_counters_and_kept_with_rates() {
+        let mut bench = with_lanes(PerfMgrConfig::default());
+        bench.sweep();
+        assert!(lanes_asked(&bench, 0).is_empty(), "ClassPortInfo first");
+        let asked = bench.pmas.asked.len();
+        let wait = |vl3| {
+            let mut row = vec![0; 16];
+            row[3] = vl3;
+            row
+        };
+        bench.pmas.lanes.insert((2, 1, Lane::VlXmitWait), wait(100));
+        bench
+            .pmas
+            .lanes
+            .insert((2, 1, Lane::XmitDataSl), wait(4_000));
+        bench.sweep();
+        let to_ca: Vec<_> = bench
+            .asked_since(asked)
+            .into_iter()
+            .filter(|(lid, ..)| *lid == 2)
+            .map(|(_, attribute, method, _)| (attribute, method))
+            .collect();
+        let mut expected = vec![(Pc, Method::Get), (Pce, Method::Get)];
+        expected.extend(Lane::ALL.map(|lane| (lane.attribute(), Method::Get)));
+        assert_eq!(to_ca, expected);
+        // The switch is asked for each of its ports.
+        assert_eq!(lanes_asked(&bench, asked).len(), 3 * Lane::ALL.len());
+        let kept = bench.pm.lanes().get(H1, 1, Lane::VlXmitWait).unwrap();
+        assert_eq!((kept.last[3], kept.rate.clone()), (100, None));
+
+        bench.pmas.lanes.insert((2, 1, Lane::VlXmitWait), wait(600));
+        bench
+            .pmas
+            .lanes
+            .insert((2, 1, Lane::XmitDataSl), wait(4_000 + 20_000));
+        assert!(bench.sweep().is_empty());
+        let rate = |lane| bench.pm.lanes().get(H1, 1, lane).unwrap().rate.clone();
+        // Ten seconds between sweeps.
+        assert_eq!(
+            rate(Lane::VlXmitWait),
+            Some(wait(50).iter().map(|&n| n as f64).collect())
+        );
+        assert_eq!(rate(Lane::XmitDataSl).unwrap()[3], 2_000.0);
+    }
+
+    #[test]
+    fn a_pma_that_answers_0x000c_or_nothing_is_not_asked_again() {
+        let mut bench = with_lanes(PerfMgrConfig::default());
+        bench.pmas.unsupported.push((2, Lane::XmitDataSl));
+        // ibsim hands a per-SL query back undelivered; another PMA might keep silent.
+        bench.pmas.handed_back.push((2, Lane::SlRcvBecn));
+        bench.pmas.silent.push((1, Lane::RcvDataSl));
+        bench.sweep();
+        let notices = bench.sweep();
+        let texts: Vec<String> = notices.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            texts,
+            [
+                "PerfMgr: H1/U1 (0x100002) port 1 does not keep PortXmitDataSl (MAD status \
+                 0x000c (method/attribute combination not supported)); not asked again until \
+                 it is rediscovered",
+                "PerfMgr: H1/U1 (0x100002) port 1 does not keep PortSlRcvBecn (handed back \
+                 undelivered on all 4 attempts (no route, or a path into a port that is not \
+                 LinkUp)); not asked again until it is rediscovered",
+                "PerfMgr: S1 (0x200000) port 1 does not keep PortRcvDataSl (no answer after 4 \
+                 attempts); not asked again until it is rediscovered",
+                // Asked before the first timed out: both ports' queries were on the wire.
+                "PerfMgr: S1 (0x200000) port 2 does not keep PortRcvDataSl (no answer after 4 \
+                 attempts); not asked again until it is rediscovered",
+            ]
+        );
+        let asked = bench.pmas.asked.len();
+        assert!(bench.sweep().is_empty());
+        let lanes = lanes_asked(&bench, asked);
+        assert!(!lanes.contains(&(2, PerfAttributeId::PortXmitDataSl, 1)));
+        assert!(!lanes.contains(&(2, PerfAttributeId::PortSlRcvBecn, 1)));
+        // One PMA for the switch: neither of its ports is asked again.
+        assert!(!lanes.contains(&(1, PerfAttributeId::PortRcvDataSl, 1)));
+        assert!(!lanes.contains(&(1, PerfAttributeId::PortRcvDataSl, 2)));
+        assert!(lanes.contains(&(2, PerfAttributeId::PortRcvDataSl, 1)));
+        assert!(lanes.contains(&(1, PerfAttributeId::PortXmitDataSl, 2)));
+
+        // Rediscovered: gone from the subnet, then back, it is asked again.
+        bench.pm.set_subnet([switch()]);
+        bench.sweep();
+        bench.pm.set_subnet([switch(), ca()]);
+        bench.pmas.unsupported.clear();
+        bench.sweep();
+        let asked = bench.pmas.asked.len();
+        bench.sweep();
+        assert!(lanes_asked(&bench, asked).contains(&(2, PerfAttributeId::PortXmitDataSl, 1)));
+    }
+
+    #[test]
+    fn lane_counters_near_full_are_cleared_and_a_fall_counts_from_zero() {
+        let mut bench = with_lanes(PerfMgrConfig::default());
+        bench.pm.set_subnet([ca()]);
+        bench.sweep();
+        let row = |vl0| {
+            let mut row = vec![0; 16];
+            row[0] = vl0;
+            row
+        };
+        bench
+            .pmas
+            .lanes
+            .insert((2, 1, Lane::VlXmitWait), row(40_000));
+        bench.sweep();
+        bench
+            .pmas
+            .lanes
+            .insert((2, 1, Lane::VlXmitWait), row(49_152));
+        let asked = bench.pmas.asked.len();
+        let notices = bench.sweep();
+        assert_eq!(
+            notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "PerfMgr: PortVlXmitWaitCounters overflow: H1/U1 (0x100002) port 1; clearing \
+              counters"
+            ]
+        );
+        let sets: Vec<_> = bench
+            .asked_since(asked)
+            .into_iter()
+            .filter(|(.., method, _)| *method == Method::Set)
+            .collect();
+        assert_eq!(
+            sets,
+            [(2, PerfAttributeId::PortVlXmitWaitCounters, Method::Set, 1)]
+        );
+        assert_eq!(bench.pmas.lanes[&(2, 1, Lane::VlXmitWait)][0], 0);
+        // After the PerfMgr's own clear, the next reading grows from 0 with no notice.
+        bench.pmas.lanes.insert((2, 1, Lane::VlXmitWait), row(30));
+        assert!(bench.sweep().is_empty());
+        let kept = bench.pm.lanes().get(H1, 1, Lane::VlXmitWait).unwrap();
+        assert_eq!(kept.rate.as_ref().unwrap()[0], 3.0);
+        // Cleared behind its back: noticed, and counted from 0.
+        bench.pmas.lanes.insert((2, 1, Lane::VlXmitWait), row(10));
+        let notices = bench.sweep();
+        assert_eq!(
+            notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "PerfMgr: PortVlXmitWaitCounters of H1/U1 (0x100002) port 1 fell: cleared out of \
+              band; counted from 0"
+            ]
+        );
+        let kept = bench.pm.lanes().get(H1, 1, Lane::VlXmitWait).unwrap();
+        assert_eq!(kept.rate.as_ref().unwrap()[0], 1.0);
+    }
+
+    #[test]
+    fn lane_queries_keep_to_the_cap_on_the_wire() {
+        let config = PerfMgrConfig {
+            max_outstanding_queries: 2,
+            ..PerfMgrConfig::default()
+        };
+        let mut bench = with_lanes(config);
+        bench.sweep();
+        let asked = bench.pmas.asked.len();
+        bench.most_outstanding = 0;
+        bench.sweep();
+        assert_eq!(bench.most_outstanding, 2);
+        assert_eq!(lanes_asked(&bench, asked).len(), 3 * Lane::ALL.len());
+    }
+
     proptest::proptest! {
         /// Answers are wire input: whatever the PMAs answer, with any counters, and whatever
         /// other bytes arrive, the PerfMgr takes them without a panic, and its database still
@@ -1514,8 +1897,9 @@ mod tests {
                 1..16,
             ),
         ) {
-            // One CA port, so that its counters are read again and again.
-            let mut bench = Bench::new(PerfMgrConfig::default());
+            // One CA port, so that its counters are read again and again, the per-VL and
+            // per-SL ones too.
+            let mut bench = with_lanes(PerfMgrConfig::default());
             bench.pm.set_subnet([ca()]);
             bench.sweep();
             for answer in answers {

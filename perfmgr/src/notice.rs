@@ -72,6 +72,23 @@ pub enum Notice {
         about: About,
         attribute: PerfAttributeId,
     },
+    /// A PMA does not keep a per-VL or per-SL attribute (status 0x000C, no answer, or the query
+    /// handed back undelivered): the port is not asked for it again until it is rediscovered.
+    LaneLacking {
+        about: About,
+        attribute: PerfAttributeId,
+        failure: Failure,
+    },
+    /// A per-VL or per-SL counter fell since the previous reading.
+    LaneClearedOutOfBand {
+        about: About,
+        attribute: PerfAttributeId,
+    },
+    /// A per-VL or per-SL counter close to full: the PerfMgr clears the attribute's counters.
+    LaneNearFull {
+        about: About,
+        attribute: PerfAttributeId,
+    },
 }
 
 impl Notice {
@@ -80,8 +97,11 @@ impl Notice {
             Notice::NearFull { .. }
             | Notice::Unreadable { .. }
             | Notice::Redirected { .. }
-            | Notice::RedirectRefused { .. } => Level::Verbose,
-            Notice::SweepSkipped { .. } => Level::Info,
+            | Notice::RedirectRefused { .. }
+            | Notice::LaneNearFull { .. } => Level::Verbose,
+            Notice::SweepSkipped { .. }
+            | Notice::LaneLacking { .. }
+            | Notice::LaneClearedOutOfBand { .. } => Level::Info,
             _ => Level::Error,
         }
     }
@@ -167,6 +187,27 @@ impl fmt::Display for Notice {
             Notice::Unreadable { about, attribute } => write!(
                 f,
                 "{} ({:#x}) port {}: the {attribute} answer could not be read; ignored",
+                about.name, about.guid, about.port
+            ),
+            Notice::LaneLacking {
+                about,
+                attribute,
+                failure,
+            } => write!(
+                f,
+                "PerfMgr: {} ({:#x}) port {} does not keep {attribute} ({failure}); not asked \
+                 again until it is rediscovered",
+                about.name, about.guid, about.port
+            ),
+            Notice::LaneClearedOutOfBand { about, attribute } => write!(
+                f,
+                "PerfMgr: {attribute} of {} ({:#x}) port {} fell: cleared out of band; \
+                 counted from 0",
+                about.name, about.guid, about.port
+            ),
+            Notice::LaneNearFull { about, attribute } => write!(
+                f,
+                "PerfMgr: {attribute} overflow: {} ({:#x}) port {}; clearing counters",
                 about.name, about.guid, about.port
             ),
         }

@@ -392,6 +392,7 @@ pub fn perfmgr_config(settings: &Settings) -> PerfMgrConfig {
             .cloned(),
         timeout: scheduler.timeout,
         retries: scheduler.retries,
+        lanes: defaults.lanes,
     }
     .verified()
 }
@@ -635,6 +636,7 @@ m_key 0X0a
                 dump_file: Some("/var/log/counters.log".into()),
                 timeout: Duration::from_millis(300),
                 retries: 2,
+                lanes: false,
             }
         );
         let defaults = perfmgr_config(&read(dir.path(), ""));
