@@ -463,6 +463,13 @@ pub fn to_opensm_conf(s: &Settings) -> (String, Vec<Diagnostic>) {
              the one `m_key`",
         ));
     }
+    if s.perfmgr_lanes {
+        diagnostics.push(Diagnostic::warning(
+            Code::NotExpressible,
+            "`perfmgr_lanes` cannot be said in opensm.conf: OpenSM's PerfMgr reads no per-VL \
+             or per-SL counter",
+        ));
+    }
     (text, diagnostics)
 }
 

@@ -227,6 +227,7 @@ struct NativeSm {
     log_file: Option<Spanned<String>>,
     dump_files_dir: Option<Spanned<String>>,
     m_key_per_port_secret: Option<Spanned<String>>,
+    perfmgr_lanes: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -531,6 +532,7 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
         }
     }
     check_m_key_lease(&s, &file.opensm, errors);
+    s.perfmgr_lanes = file.sm.perfmgr_lanes.unwrap_or(false);
     if let Some(secret) = &file.sm.m_key_per_port_secret {
         match MKeySecret::new(secret.get_ref()) {
             Ok(secret) => s.m_key_per_port_secret = Some(secret),
@@ -796,6 +798,9 @@ pub(crate) fn write(s: &Settings) -> String {
     if let Some(secret) = &s.m_key_per_port_secret {
         let text = String::from_utf8_lossy(secret.expose());
         kv(&mut out, "m_key_per_port_secret", toml_str(&text));
+    }
+    if s.perfmgr_lanes {
+        kv(&mut out, "perfmgr_lanes", "true".to_string());
     }
     let l = &s.links;
     out.push_str("\n[links]\n");

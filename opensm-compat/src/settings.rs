@@ -34,6 +34,9 @@ pub struct Settings {
     /// this secret and the port GUID, instead of OpenSM's one `m_key` for the whole subnet.
     /// opensm.conf cannot say it.
     pub m_key_per_port_secret: Option<MKeySecret>,
+    /// ibqos.toml's `[sm] perfmgr_lanes`: the performance manager reads the per-VL and per-SL
+    /// counters as well. opensm.conf cannot say it.
+    pub perfmgr_lanes: bool,
     /// The partitions of the partitions.conf an opensm.conf names (`partition_config_file`),
     /// when it loaded (see [`crate::PartitionsLoad`]); from ibqos.toml, its `[partitions]`.
     pub partitions: Option<Partitions>,
@@ -442,9 +445,9 @@ pub(crate) fn describe(s: &Settings) -> BTreeMap<String, String> {
 /// One option whose value differs between two configurations: a line of what a reload applies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionChange {
-    /// OpenSM's name of the option; `[qos_policy]`, `[partitions]`, `program_policy_setup` or
-    /// `m_key_per_port_secret` for what the policy file, the partitions file or ibqos.toml
-    /// alone say.
+    /// OpenSM's name of the option; `[qos_policy]`, `[partitions]`, `program_policy_setup`,
+    /// `m_key_per_port_secret` or `perfmgr_lanes` for what the policy file, the partitions file
+    /// or ibqos.toml alone say.
     pub key: String,
     /// The value before, as a message shows it (strings quoted, `unset` for an unset QoS field).
     pub old: String,
@@ -498,12 +501,21 @@ pub fn changed_options(old: &Settings, new: &Settings) -> Vec<OptionChange> {
         old.m_key_per_port_secret != new.m_key_per_port_secret,
         "secret",
     );
-    if old.program_policy_setup != new.program_policy_setup {
-        changes.push(OptionChange {
-            key: "program_policy_setup".to_string(),
-            old: old.program_policy_setup.to_string(),
-            new: new.program_policy_setup.to_string(),
-        });
+    for (key, old, new) in [
+        (
+            "program_policy_setup",
+            old.program_policy_setup,
+            new.program_policy_setup,
+        ),
+        ("perfmgr_lanes", old.perfmgr_lanes, new.perfmgr_lanes),
+    ] {
+        if old != new {
+            changes.push(OptionChange {
+                key: key.to_string(),
+                old: old.to_string(),
+                new: new.to_string(),
+            });
+        }
     }
     changes
 }
@@ -700,6 +712,7 @@ fn blank() -> Settings {
         program_policy_setup: false,
         qos_setup_places: BTreeMap::new(),
         m_key_per_port_secret: None,
+        perfmgr_lanes: false,
         partitions: None,
         guid_files: BTreeMap::new(),
         torus_config: None,

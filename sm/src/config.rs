@@ -97,8 +97,9 @@ const READ_AT_START: [&str; 3] = ["guid", "transaction_timeout", "transaction_re
 
 /// The performance manager's options, read once when the daemon creates it
 /// (`Manager::with_perfmgr`), and where its dump goes.
-const READ_BY_PERFMGR_AT_START: [&str; 11] = [
+const READ_BY_PERFMGR_AT_START: [&str; 12] = [
     "event_db_dump_file",
+    "perfmgr_lanes",
     "perfmgr_redir",
     "perfmgr",
     "perfmgr_sweep_time_s",
@@ -392,7 +393,7 @@ pub fn perfmgr_config(settings: &Settings) -> PerfMgrConfig {
             .cloned(),
         timeout: scheduler.timeout,
         retries: scheduler.retries,
-        lanes: defaults.lanes,
+        lanes: settings.perfmgr_lanes,
     }
     .verified()
 }
@@ -656,8 +657,24 @@ m_key 0X0a
         )
         .unwrap();
         let native = perfmgr_config(&ibqos_opensm::load(&toml).unwrap().settings);
-        assert!(native.enabled && !native.remove_nodes);
+        assert!(native.enabled && !native.remove_nodes && !native.lanes);
         assert_eq!(native.sweep_time_s, 10);
+        // Beyond OpenSM, ibqos.toml alone asks for the per-VL and per-SL counters.
+        std::fs::write(
+            &toml,
+            "[sm]\nperfmgr_lanes = true\n[opensm]\nperfmgr = true\n",
+        )
+        .unwrap();
+        let lanes = ibqos_opensm::load(&toml).unwrap().settings;
+        assert!(perfmgr_config(&lanes).lanes);
+        let (native, _) = ibqos_opensm::to_native_toml(&lanes);
+        assert!(native.contains("perfmgr_lanes = true\n"), "{native}");
+        let (_, lost) = ibqos_opensm::to_opensm_conf(&lanes);
+        assert!(
+            lost.iter().any(|d| d.message.contains("`perfmgr_lanes`")),
+            "{lost:?}"
+        );
+        assert_eq!(takes_effect("perfmgr_lanes"), Takes::Restart);
         // The daemon creates its PerfMgr once.
         assert_eq!(takes_effect("perfmgr_sweep_time_s"), Takes::Restart);
         assert_eq!(takes_effect("event_db_dump_file"), Takes::Restart);
