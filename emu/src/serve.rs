@@ -70,6 +70,10 @@ const SPIN_BELOW: Duration = Duration::from_micros(100);
 /// sets a flag cannot be relied on to interrupt `poll` (it may run on another thread).
 const STOP_CHECK: Duration = Duration::from_millis(100);
 
+/// How long a datagram waits before it is sent again to a client whose queue was full (the
+/// client is busy sending a burst, and reads when it is done).
+const FULL_QUEUE_RETRY_NS: u64 = 50_000;
+
 /// Why the fabric cannot be served.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -652,21 +656,32 @@ impl Server {
         }
     }
 
-    /// Sends one datagram to a client's `NAME:in<pid>`; false if the client is gone.
+    /// Sends one datagram to a client's `NAME:in<pid>`; false if the client is gone. A client
+    /// whose queue is full gets it a little later, as a link's buffers would hold it: a full
+    /// queue is a busy client, not a gone one.
     fn deliver(&mut self, delivery: &DatagramDelivery) -> bool {
         let Some(pid) = self.board.client_pid(delivery.client) else {
             return false;
         };
         let name = format!("{}:in{pid}", self.sockname);
-        let sent = abstract_addr(&name).is_ok_and(|addr| {
-            self.out[delivery.client]
-                .send_to_addr(&delivery.datagram, &addr)
-                .is_ok()
-        });
-        if !sent {
-            self.board.disconnect(delivery.client);
+        let sent = abstract_addr(&name)
+            .and_then(|addr| self.out[delivery.client].send_to_addr(&delivery.datagram, &addr));
+        match sent {
+            Ok(_) => true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let at_ns = self.now_ns().saturating_add(FULL_QUEUE_RETRY_NS);
+                let again = DatagramDelivery {
+                    at_ns,
+                    ..delivery.clone()
+                };
+                self.pending.push(at_ns, again);
+                true
+            }
+            Err(_) => {
+                self.board.disconnect(delivery.client);
+                false
+            }
         }
-        sent
     }
 
     fn error(&self, what: &str, op: &'static str, error: io::Error) -> ServeError {
