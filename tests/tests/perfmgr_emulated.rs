@@ -278,6 +278,18 @@ fn the_perfmgr_accumulates_what_the_emulated_pmas_count() {
         after.get(DataCounter::RcvPkts),
         before.get(DataCounter::RcvPkts) + read
     );
+
+    // Without `perfmgr_lanes` the MADs are OpenSM's, though these PMAs answer every per-VL and
+    // per-SL attribute: ClassPortInfo once per PMA, then the two counter attributes per port
+    // and sweep, and nothing else.
+    assert_eq!(
+        recorded.answers,
+        BTreeMap::from([
+            (PerfAttributeId::ClassPortInfo, 2 + 6),
+            (PerfAttributeId::PortCounters, 3 * monitored),
+            (PerfAttributeId::PortCountersExtended, 3 * monitored),
+        ])
+    );
 }
 
 /// A PortCountersExtended Set clearing every data counter of `port` at `lid`, sent from the
