@@ -802,6 +802,12 @@ pub struct MetricsArgs {
     /// [{targets: ['localhost:9464']}]}]`.
     #[arg(long, value_name = "[ADDR:]PORT", value_parser = parse_listen)]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// The most per-VL and per-SL series exported (ibqos.toml's `[sm] perfmgr_lanes`),
+    /// readings and rates together. Each port can make 232, so a large fabric needs a bound.
+    /// Past it, the ports last in node GUID order are left out, and
+    /// ibqos_perfmgr_lane_series_left_out counts their series.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub metrics_lane_series_max: usize,
 }
 
 impl SmArgs {

@@ -4,9 +4,11 @@
 //!
 //! The SM itself keeps only plain numbers (`ibqos_sm::counters`, the sweep summaries); the
 //! names, labels and encoding are all here. Counters the SM already adds up are mirrored into
-//! the registry's counters by storing their value, so nothing is counted twice. Every label is a
-//! small closed set (SM states, sweep modes, tables, port classes, node types, port states,
-//! attributes, methods, trap numbers): there is no per-port label.
+//! the registry's counters by storing their value, so nothing is counted twice. Every label of
+//! the SM's metrics is a small closed set (SM states, sweep modes, tables, port classes, node
+//! types, port states, attributes, methods, trap numbers). The PerfMgr's per-VL and per-SL
+//! counters (`perfmgr_lanes`) are the one exception: they are by port, so their number is capped
+//! by `--metrics-lane-series-max`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read, Write as _};
@@ -18,6 +20,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use ibqos_mad::{AttributeId, InvalidField, Method, NodeType, PortState, SmState, Status};
+use ibqos_perfmgr::SweepState;
+use ibqos_perfmgr::lanes::{DISCARD_CAUSES, Index, Lane, LaneDatabase};
 use ibqos_qos::PortClass;
 use ibqos_sm::counters::{Counters, Inventory, QosPorts};
 use ibqos_sm::engine::sweep::{SetResult, SweepMode, Table};
@@ -75,6 +79,14 @@ impl<M: Clone> SortedFamily<M> {
             .or_insert_with(self.new_metric)
             .clone()
     }
+
+    /// Every series gone.
+    fn clear(&self) {
+        self.series
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
 }
 
 impl<M: TypedMetric> TypedMetric for SortedFamily<M> {
@@ -123,6 +135,7 @@ const MAX_REQUEST: u64 = 16 * 1024;
 #[derive(Debug)]
 pub struct Exporter {
     metrics: SmMetrics,
+    lanes: LaneMetrics,
     registry: Arc<Registry>,
     textfile: Option<PathBuf>,
 }
@@ -136,21 +149,41 @@ impl Exporter {
         }
         let mut registry = Registry::with_prefix("ibqos");
         let metrics = SmMetrics::register(&mut registry);
+        let lanes = LaneMetrics::register(&mut registry, args.metrics_lane_series_max);
+        // Last, as it always was: a reader knows a whole exposition by its last line.
+        let start_time = Gauge::<f64, AtomicU64>::default();
+        start_time.set(unix_now());
+        registry.register_with_unit(
+            "start_time",
+            "When this SM started (Unix time)",
+            Unit::Seconds,
+            start_time,
+        );
         let registry = Arc::new(registry);
         if let Some(address) = args.metrics_listen {
             serve(address, Arc::clone(&registry))?;
         }
         Ok(Some(Exporter {
             metrics,
+            lanes,
             registry,
             textfile: args.metrics_textfile.clone(),
         }))
     }
 
-    /// Between events: what changes while a sweep runs.
+    /// Between events: what changes while a sweep runs, and the PerfMgr's per-VL and per-SL
+    /// counters once its sweep has read them all, every answer in (the textfile then
+    /// replaced): a scrape never sees half a sweep.
     pub fn watch(&self, manager: &Manager) {
         let outstanding = i64::try_from(manager.smps_outstanding()).unwrap_or(i64::MAX);
         self.metrics.smps_outstanding.set(outstanding);
+        if let Some(perfmgr) = manager.perfmgr()
+            && perfmgr.sweep_state() == SweepState::Sleep
+            && perfmgr.outstanding() == 0
+            && self.lanes.export(perfmgr.lanes())
+        {
+            self.write_textfile();
+        }
     }
 
     /// After each event of the manager: the metrics brought up to date, and after a sweep, a
@@ -175,11 +208,168 @@ impl Exporter {
             Event::Finished(_) => m.set_state(SmState::NotActive),
             _ => return,
         }
+        self.write_textfile();
+    }
+
+    fn write_textfile(&self) {
         if let Some(path) = &self.textfile
             && let Err(error) = write_textfile(path, &self.registry)
         {
             warn!(path = %path.display(), %error, "cannot write the metrics textfile");
         }
+    }
+}
+
+/// The PerfMgr's per-VL and per-SL counters: per attribute, a family of last readings and one
+/// of rates, by node GUID, port and SL, VL or discard cause. A fabric of P ports can make
+/// 2 x 116 x P series (16 per SL or VL attribute, 4 discard causes), so at most `max_series`
+/// are exported: whole attributes of ports in node GUID and port order, up to the first that
+/// does not fit.
+#[derive(Debug)]
+struct LaneMetrics {
+    /// By lane, in the order of [`Lane::ALL`].
+    families: [LaneFamilies; Lane::ALL.len()],
+    left_out: Gauge,
+    max_series: usize,
+    /// The PerfMgr's [`LaneDatabase::changes`] at the last export.
+    exported: AtomicU64,
+}
+
+/// One lane attribute's two families.
+#[derive(Debug, Default)]
+struct LaneFamilies {
+    readings: SortedFamily<Gauge>,
+    rates: SortedFamily<Gauge<f64, AtomicU64>>,
+}
+
+impl LaneMetrics {
+    fn register(r: &mut Registry, max_series: usize) -> LaneMetrics {
+        let metrics = LaneMetrics {
+            families: Default::default(),
+            left_out: Gauge::default(),
+            max_series,
+            exported: AtomicU64::new(0),
+        };
+        for (lane, families) in Lane::ALL.into_iter().zip(&metrics.families) {
+            let (name, what) = lane_metric(lane);
+            let by = index_label(lane);
+            r.register(
+                format!("perfmgr_{name}"),
+                format!("The PerfMgr's last reading of {what}, by port and {by}"),
+                families.readings.clone(),
+            );
+            r.register(
+                format!("perfmgr_{name}_per_second"),
+                format!(
+                    "How fast {what} grew between the PerfMgr's last two readings, by port and \
+                     {by}"
+                ),
+                families.rates.clone(),
+            );
+        }
+        r.register(
+            "perfmgr_lane_series_left_out",
+            "Per-VL and per-SL series not exported, beyond --metrics-lane-series-max",
+            metrics.left_out.clone(),
+        );
+        metrics
+    }
+
+    /// Replaces the series with `lanes`' when they changed since the last export; whether they
+    /// did.
+    fn export(&self, lanes: &LaneDatabase) -> bool {
+        let changes = lanes.changes();
+        if self.exported.swap(changes, Ordering::Relaxed) == changes {
+            return false;
+        }
+        for families in &self.families {
+            families.readings.clear();
+            families.rates.clear();
+        }
+        let mut exported = 0;
+        let mut left_out = 0;
+        for (guid, port, lane, counters) in lanes.iter() {
+            let cost = counters.last.len() * if counters.rate.is_some() { 2 } else { 1 };
+            if left_out > 0 || exported + cost > self.max_series {
+                left_out += cost;
+                continue;
+            }
+            exported += cost;
+            let place = [
+                ("node_guid", format!("{guid:#018x}")),
+                ("port", port.to_string()),
+            ];
+            let LaneFamilies { readings, rates } = &self.families[lane as usize];
+            for (i, &value) in counters.last.iter().enumerate() {
+                let mut labels = place.to_vec();
+                labels.push((index_label(lane), index_value(lane, i)));
+                readings
+                    .get_or_create(&labels)
+                    .set(i64::try_from(value).unwrap_or(i64::MAX));
+                if let Some(rate) = counters.rate.as_ref().and_then(|rates| rates.get(i)) {
+                    rates.get_or_create(&labels).set(*rate);
+                }
+            }
+        }
+        if left_out > 0 && self.left_out.get() == 0 {
+            warn!(
+                exported,
+                left_out,
+                "the per-VL and per-SL series exceed --metrics-lane-series-max; the ports past \
+                 it are left out"
+            );
+        }
+        self.left_out
+            .set(i64::try_from(left_out).unwrap_or(i64::MAX));
+        true
+    }
+}
+
+/// A lane attribute's metric name (after `ibqos_perfmgr_`) and what its counters count.
+fn lane_metric(lane: Lane) -> (&'static str, &'static str) {
+    match lane {
+        Lane::XmitDataSl => (
+            "xmit_data_sl_words",
+            "PortXmitDataSL (words of 4 octets sent)",
+        ),
+        Lane::RcvDataSl => (
+            "rcv_data_sl_words",
+            "PortRcvDataSL (words of 4 octets received)",
+        ),
+        Lane::SlRcvFecn => ("rcv_fecn_sl_packets", "PortSLRcvFECN (packets with FECN)"),
+        Lane::SlRcvBecn => ("rcv_becn_sl_packets", "PortSLRcvBECN (packets with BECN)"),
+        Lane::VlXmitWait => (
+            "xmit_wait_vl_ticks",
+            "PortVLXmitWait (ticks with data to send and no credit)",
+        ),
+        Lane::VlOpPackets => ("vl_op_packets", "PortVLOpPackets (packets received)"),
+        Lane::VlOpData => (
+            "vl_op_data_words",
+            "PortVLOpData (words of 4 octets received)",
+        ),
+        Lane::XmitDiscardDetails => (
+            "xmit_discards_packets",
+            "PortXmitDiscardDetails (outbound packets discarded)",
+        ),
+    }
+}
+
+fn index_label(lane: Lane) -> &'static str {
+    match lane.index() {
+        Index::Sl => "sl",
+        Index::Vl => "vl",
+        Index::Cause => "cause",
+    }
+}
+
+fn index_value(lane: Lane, i: usize) -> String {
+    match lane.index() {
+        Index::Cause => DISCARD_CAUSES
+            .get(i)
+            .copied()
+            .unwrap_or("other")
+            .to_string(),
+        Index::Sl | Index::Vl => i.to_string(),
     }
 }
 
@@ -367,14 +557,6 @@ impl SmMetrics {
             "Credit loops (cycles of channels waiting on each other's credits) the last check \
              of a routing found; 0 proves the unicast routes deadlock-free",
             m.credit_loops.clone(),
-        );
-        let start_time = Gauge::<f64, AtomicU64>::default();
-        start_time.set(unix_now());
-        r.register_with_unit(
-            "start_time",
-            "When this SM started (Unix time)",
-            Unit::Seconds,
-            start_time,
         );
         m
     }
@@ -871,5 +1053,69 @@ mod tests {
              # HELP ibqos_subnet_up Up.\n# TYPE ibqos_subnet_up gauge\n\
              ibqos_subnet_up 1\n"
         );
+    }
+
+    /// Two ports' per-VL wait counters and one port's per-SL data, read twice ten seconds
+    /// apart: rates for all.
+    fn lanes_read() -> LaneDatabase {
+        let start = std::time::Instant::now();
+        let later = start + Duration::from_secs(10);
+        let mut lanes = LaneDatabase::default();
+        for (port, lane) in [
+            (1, Lane::VlXmitWait),
+            (2, Lane::VlXmitWait),
+            (1, Lane::XmitDataSl),
+        ] {
+            lanes.take(0x0002_c903_0000_0001, port, lane, vec![0; 16], start);
+            let mut row = vec![0; 16];
+            row[3] = 250;
+            lanes.take(0x0002_c903_0000_0001, port, lane, row, later);
+        }
+        lanes
+    }
+
+    #[test]
+    fn lane_series_are_by_port_and_lane_and_stop_at_the_bound() {
+        let lanes = lanes_read();
+        let exposition = |max_series| {
+            let mut registry = Registry::with_prefix("ibqos");
+            let metrics = LaneMetrics::register(&mut registry, max_series);
+            assert!(metrics.export(&lanes));
+            assert!(!metrics.export(&lanes), "nothing new to export");
+            classic_text(&openmetrics(&registry))
+        };
+        let series = |text: &str| {
+            text.lines()
+                .filter(|line| line.starts_with("ibqos_perfmgr_") && line.contains('{'))
+                .count()
+        };
+        let all = exposition(10_000);
+        // 3 attributes of 16 counters, each a reading and a rate.
+        assert_eq!(series(&all), 96, "{all}");
+        assert!(all.contains(
+            "ibqos_perfmgr_xmit_wait_vl_ticks{node_guid=\"0x0002c90300000001\",port=\"2\",\
+             vl=\"3\"} 250\n"
+        ));
+        assert!(all.contains(
+            "ibqos_perfmgr_xmit_data_sl_words_per_second{node_guid=\"0x0002c90300000001\",\
+             port=\"1\",sl=\"3\"} 25.0\n"
+        ));
+        assert!(all.contains("ibqos_perfmgr_lane_series_left_out 0\n"));
+        // Room for two attributes and a half: the third is left out whole.
+        let bounded = exposition(80);
+        assert_eq!(series(&bounded), 64, "{bounded}");
+        assert!(bounded.contains("ibqos_perfmgr_lane_series_left_out 32\n"));
+        assert!(
+            !bounded.contains("port=\"2\""),
+            "the last port in order is left out"
+        );
+        assert_eq!(series(&exposition(0)), 0);
+    }
+
+    #[test]
+    fn lane_families_follow_the_order_of_every_lane() {
+        for (i, lane) in Lane::ALL.into_iter().enumerate() {
+            assert_eq!(lane as usize, i, "{lane:?}");
+        }
     }
 }

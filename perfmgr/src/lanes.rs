@@ -84,20 +84,6 @@ impl Lane {
         }
     }
 
-    /// A short name in snake case, for metric names.
-    pub fn name(self) -> &'static str {
-        match self {
-            Lane::XmitDataSl => "xmit_data_sl",
-            Lane::RcvDataSl => "rcv_data_sl",
-            Lane::SlRcvFecn => "rcv_fecn_sl",
-            Lane::SlRcvBecn => "rcv_becn_sl",
-            Lane::VlXmitWait => "xmit_wait_vl",
-            Lane::VlOpPackets => "rcv_packets_vl",
-            Lane::VlOpData => "rcv_data_vl",
-            Lane::XmitDiscardDetails => "xmit_discards",
-        }
-    }
-
     pub fn index(self) -> Index {
         match self {
             Lane::XmitDataSl | Lane::RcvDataSl | Lane::SlRcvFecn | Lane::SlRcvBecn => Index::Sl,
@@ -218,9 +204,16 @@ pub struct Taken {
 #[derive(Debug, Clone, Default)]
 pub struct LaneDatabase {
     ports: BTreeMap<(u64, u8, Lane), LaneCounters>,
+    /// How many times the database changed: an exporter compares it to know when to export.
+    changes: u64,
 }
 
 impl LaneDatabase {
+    /// How many times the database changed since it was made.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
     pub fn get(&self, guid: u64, port: u8, lane: Lane) -> Option<&LaneCounters> {
         self.ports.get(&(guid, port, lane))
     }
@@ -241,6 +234,7 @@ impl LaneDatabase {
         counters: Vec<u64>,
         now: Instant,
     ) -> Taken {
+        self.changes += 1;
         let Some(kept) = self.ports.get_mut(&(guid, port, lane)) else {
             self.ports.insert(
                 (guid, port, lane),
@@ -275,6 +269,7 @@ impl LaneDatabase {
 
     /// The PerfMgr cleared the port's counters: the next reading grows from 0.
     pub fn cleared(&mut self, guid: u64, port: u8, lane: Lane) {
+        self.changes += 1;
         if let Some(kept) = self.ports.get_mut(&(guid, port, lane)) {
             kept.last.iter_mut().for_each(|count| *count = 0);
         }
@@ -282,6 +277,7 @@ impl LaneDatabase {
 
     /// Forgets a node, as it leaves the subnet.
     pub fn delete(&mut self, guid: u64) {
+        self.changes += 1;
         self.ports.retain(|&(node, ..), _| node != guid);
     }
 }

@@ -3,7 +3,8 @@
 //! `--metrics-textfile`. curl scrapes the endpoint, and promtool (Debian package prometheus) checks
 //! every exposition. The counters must follow the fabric: tables rewritten behind the SM's back by
 //! another SM show up as drift found and then repaired. The textfile must always be whole: it is
-//! replaced by a rename, never rewritten in place.
+//! replaced by a rename, never rewritten in place. With `perfmgr_lanes`, the PerfMgr's per-VL
+//! and per-SL series must hold what the emulated PMAs count.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -18,6 +19,7 @@ use std::thread;
 use std::time::Duration;
 
 use ibqos_tests::daemon::Daemon;
+use ibqos_tests::perfquery::{counter_preset, serve_with_presets};
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::{Fabric, testdata};
 use ibqos_tests::sm::{DAEMON_CONF, SmFabric, SmInvocation, write_opensm_conf};
@@ -333,6 +335,161 @@ fn metrics_follow_drift_and_its_repair() {
         "{} of {reads} reads saw a partial textfile: {torn:?}",
         torn.len()
     );
+
+    let status = daemon.stop(STOP_TIMEOUT).unwrap();
+    assert!(status.success(), "daemon exited with {status}");
+}
+
+/// One counter `ibqos fabric serve --preset-counters` sets, and the series that must show it:
+/// off SL 0, VL 0 and VL 15, which MADs move, and below 75% of its range, which the PerfMgr
+/// would clear.
+struct LanePreset {
+    node: &'static str,
+    port: u8,
+    attribute: &'static str,
+    counter: &'static str,
+    value: u64,
+    metric: &'static str,
+    lane: &'static str,
+}
+
+const LANE_PRESETS: [LanePreset; 6] = [
+    LanePreset {
+        node: "H1",
+        port: 1,
+        attribute: "PortXmitDataSL",
+        counter: "XmtDataSL3",
+        value: 123_456,
+        metric: "xmit_data_sl_words",
+        lane: "sl=\"3\"",
+    },
+    LanePreset {
+        node: "S1",
+        port: 3,
+        attribute: "PortRcvDataSL",
+        counter: "RcvDataSL7",
+        value: 1_000_000,
+        metric: "rcv_data_sl_words",
+        lane: "sl=\"7\"",
+    },
+    LanePreset {
+        node: "S2",
+        port: 3,
+        attribute: "PortVLXmitWaitCounters",
+        counter: "PortVLXmitWait2",
+        value: 4_000,
+        metric: "xmit_wait_vl_ticks",
+        lane: "vl=\"2\"",
+    },
+    LanePreset {
+        node: "S1",
+        port: 1,
+        attribute: "PortVLOpPackets",
+        counter: "PortVLOpPackets4",
+        value: 555,
+        metric: "vl_op_packets",
+        lane: "vl=\"4\"",
+    },
+    LanePreset {
+        node: "S1",
+        port: 2,
+        attribute: "PortSLRcvFECN",
+        counter: "PortSLRcvFECN1",
+        value: 11,
+        metric: "rcv_fecn_sl_packets",
+        lane: "sl=\"1\"",
+    },
+    LanePreset {
+        node: "S1",
+        port: 3,
+        attribute: "PortXmitDiscardDetails",
+        counter: "PortSwHOQLifetimeLimitDiscards",
+        value: 9,
+        metric: "xmit_discards_packets",
+        lane: "cause=\"sw_hoq_lifetime_limit\"",
+    },
+];
+
+/// The daemon with the PerfMgr and `perfmgr_lanes` on the served two-switch fabric whose PMAs
+/// start with preset per-VL and per-SL counters: the textfile holds each preset as the series
+/// of its port and lane, and rates once two sweeps have read them, and passes promtool.
+#[test]
+fn lane_series_hold_the_emulated_pmas_counters() {
+    let dir = TestDir::new("sm-metrics-lanes");
+    let tools = Tools::require();
+    let sim_tools = SimTools::require();
+    let ibqos = ibqos_binary().unwrap();
+    let fabric = Fabric::load("two-switch", &testdata("two-switch.net")).unwrap();
+    let presets: String = LANE_PRESETS
+        .iter()
+        .map(|p| counter_preset(p.node, p.port, p.attribute, p.counter, p.value))
+        .collect();
+    let sim = serve_with_presets(
+        &sim_tools,
+        &ibqos,
+        &fabric.netfile,
+        &fabric.sm_node,
+        &dir.subdir("serve"),
+        &presets,
+    )
+    .unwrap();
+    let toml = dir.path().join("ibqos.toml");
+    std::fs::write(
+        &toml,
+        "[sm]\nperfmgr_lanes = true\n[opensm]\nperfmgr = true\nperfmgr_sweep_time_s = 1\n",
+    )
+    .unwrap();
+    let textfile = dir.subdir("textfile").join("ibqos.prom");
+    let invocation = SmInvocation::new(SmFabric::Native, &fabric.sm_node, &dir.subdir("cache"))
+        .args(&[
+            "-c".to_owned(),
+            toml.display().to_string(),
+            "--metrics-textfile".to_owned(),
+            textfile.display().to_string(),
+        ]);
+    let mut daemon = Daemon::start(&invocation, &ibqos, &sim).unwrap();
+    // The served fabric's GUIDs: two-switch.net is the built-in fabric.
+    let topology = ibqos_emu::load_topology("two-switch").unwrap().topology;
+    let guid = |node: &str| {
+        let id = topology.node_by_name(node).unwrap();
+        format!("{:#018x}", topology.node(id).unwrap().guid)
+    };
+    // The SM's own port sends every MAD on SL 0: its rate there grows once read twice.
+    let sm_port_rate = format!(
+        "ibqos_perfmgr_xmit_data_sl_words_per_second{{node_guid=\"{}\",port=\"1\",sl=\"0\"}}",
+        guid(&fabric.sm_node)
+    );
+    let deadline = std::time::Instant::now() + SUMMARY_TIMEOUT;
+    let read = loop {
+        let text = std::fs::read_to_string(&textfile).unwrap_or_default();
+        if samples(&text)
+            .get(&sm_port_rate)
+            .is_some_and(|&rate| rate > 0.0)
+        {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no rate of {sm_port_rate} in the textfile:\n{text}\n{}",
+            daemon.output()
+        );
+        thread::sleep(Duration::from_millis(200));
+    };
+    tools.check(&read, "the textfile with lane series");
+    let read = samples(&read);
+    for preset in &LANE_PRESETS {
+        let labels = format!(
+            "{{node_guid=\"{}\",port=\"{}\",{}}}",
+            guid(preset.node),
+            preset.port,
+            preset.lane
+        );
+        let metric = format!("ibqos_perfmgr_{}{labels}", preset.metric);
+        assert_eq!(value(&read, &metric), preset.value as f64, "{metric}");
+        let rate = format!("ibqos_perfmgr_{}_per_second{labels}", preset.metric);
+        assert_eq!(value(&read, &rate), 0.0, "{rate}: a preset does not grow");
+    }
+    assert_eq!(value(&read, "ibqos_perfmgr_lane_series_left_out"), 0.0);
 
     let status = daemon.stop(STOP_TIMEOUT).unwrap();
     assert!(status.success(), "daemon exited with {status}");
