@@ -1,7 +1,8 @@
 //! Any bytes answering the performance manager's queries: a PerfMgt answer whose header matches
 //! the query (so it reaches the counters, the overflow clears and the redirection), and the same
 //! bytes as they came, as an answer and as a MAD handed back undelivered. The PerfMgr takes
-//! them without a panic, and its database still prints in both of OpenSM's formats.
+//! them without a panic, and its database still prints in both of OpenSM's formats. The
+//! per-VL and per-SL reads (`perfmgr_lanes`) are on, so their answers are fuzzed too.
 #![no_main]
 
 use std::time::{Duration, Instant};
@@ -42,7 +43,11 @@ fn subnet() -> Vec<SubnetNode> {
 
 fuzz_target!(|answers: Vec<Vec<u8>>| {
     let mut now = Instant::now();
-    let mut pm = PerfMgr::new(PerfMgrConfig::default(), now, 1_700_000_000);
+    let config = PerfMgrConfig {
+        lanes: true,
+        ..PerfMgrConfig::default()
+    };
+    let mut pm = PerfMgr::new(config, now, 1_700_000_000);
     pm.set_subnet(subnet());
     for answer in answers {
         now += Duration::from_secs(1);
