@@ -17,47 +17,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 leaves=${1:-128} spines=${2:-48} hosts=${3:-80} radix=${4:-128}
-shim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-for tool in opensm python3; do
-    command -v "$tool" >/dev/null || { echo "bench: $tool is missing" >&2; exit 1; }
-done
-[ -f "$shim" ] || { echo "bench: $shim is missing (apt-get install ibsim-utils)" >&2; exit 1; }
-
-cargo build --release --quiet -p ibqos
-ibqos=${CARGO_TARGET_DIR:-$PWD/target}/release/ibqos
-work=$(mktemp -d)
-net=$work/fat-tree.net
-"$ibqos" fabric gen fat-tree --leaves "$leaves" --spines "$spines" --hosts "$hosts" \
-    --radix "$radix" -o "$net"
-node=H0_0
-echo "fabric: $(grep -c '^Switch' "$net") switches, $(grep -c '^Ca' "$net") CAs ($net)"
-
-serve_pid=
-start_serve() { # $1: label. Prints the time from start to the bound control socket.
-    export IBSIM_SOCKNAME="bench$$-$1"
-    local t0 t1
-    t0=$(date +%s%N)
-    # shellcheck disable=SC2086 # SERVE_ARGS is a list of flags
-    "$ibqos" fabric serve "$net" --sockname "$IBSIM_SOCKNAME" --attach "$node" ${SERVE_ARGS:-} \
-        2>"$work/serve-$1.log" &
-    serve_pid=$!
-    for _ in $(seq 2000); do
-        if grep -q "@$IBSIM_SOCKNAME:ctl@" /proc/net/unix; then
-            t1=$(date +%s%N)
-            echo "serve $1: ready in $(( (t1 - t0) / 1000000 )) ms"
-            return
-        fi
-        sleep 0.01
-    done
-    echo "bench: ibqos fabric serve did not come up" >&2
-    exit 1
-}
-stop_serve() { # Prints the fabric's own count of what it carried.
-    kill "$serve_pid"
-    wait "$serve_pid" 2>/dev/null || true
-    serve_pid=
-    tail -n 1 "$work/serve-$1.log"
-}
+. scripts/lib/served.sh
+served_fat_tree
 trap '[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; true' EXIT
 
 printf 'qos-levels\nqos-level\nname: DEFAULT\nsl: 0\nend-qos-level\nend-qos-levels\n' \

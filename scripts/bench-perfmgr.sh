@@ -15,41 +15,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 leaves=${1:-128} spines=${2:-48} hosts=${3:-80} radix=${4:-128}
-shim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-for tool in opensm python3; do
-    command -v "$tool" >/dev/null || { echo "bench: $tool is missing" >&2; exit 1; }
-done
-[ -f "$shim" ] || { echo "bench: $shim is missing (apt-get install ibsim-utils)" >&2; exit 1; }
-cargo build --release --quiet -p ibqos
-ibqos=${CARGO_TARGET_DIR:-$PWD/target}/release/ibqos
-work=$(mktemp -d)
-net=$work/fat-tree.net
-"$ibqos" fabric gen fat-tree --leaves "$leaves" --spines "$spines" --hosts "$hosts" \
-    --radix "$radix" -o "$net"
-node=H0_0
-echo "fabric: $(grep -c '^Switch' "$net") switches, $(grep -c '^Ca' "$net") CAs ($net)"
-serve_pid= sm_pid=
+. scripts/lib/served.sh
+served_fat_tree
+sm_pid=
 trap '[ -n "$sm_pid" ] && kill "$sm_pid" 2>/dev/null; [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; true' EXIT
 
-start_serve() { # $1: label
-    export IBSIM_SOCKNAME="pmbench$$-$1"
-    "$ibqos" fabric serve "$net" --sockname "$IBSIM_SOCKNAME" --attach "$node" \
-        2>"$work/serve-$1.log" &
-    serve_pid=$!
-    for _ in $(seq 2000); do
-        grep -q "@$IBSIM_SOCKNAME:ctl@" /proc/net/unix && return
-        sleep 0.01
-    done
-    echo "bench: ibqos fabric serve did not come up" >&2
-    exit 1
-}
-stop() { # ends the SM, then the served fabric
+stop() { # $1: label. Ends the SM, then the served fabric.
     kill "$sm_pid"
     wait "$sm_pid" 2>/dev/null || true
     sm_pid=
-    kill "$serve_pid"
-    wait "$serve_pid" 2>/dev/null || true
-    serve_pid=
+    stop_serve "$1"
 }
 cpu_ms() { # CPU time of process $1 so far, in ms (utime + stime, clock ticks of 10 ms)
     awk '{ print ($14 + $15) * 10 }' "/proc/$1/stat"
@@ -103,7 +78,7 @@ status() { "$ibqos" ctl --socket "$socket" perf; }
 time_sweep "ibqos sweep 1 (ClassPortInfo)" ask status
 time_sweep "ibqos sweep 2 (PortCounters, PortCountersExtended)" ask status
 echo "ibqos peak RSS: $(peak_rss)"
-stop
+stop ibqos
 
 # OpenSM, its console on a FIFO (`console local`)
 conf opensm
@@ -130,5 +105,5 @@ time_sweep "opensm sweep 1 (ClassPortInfo)" ask status
 time_sweep "opensm sweep 2 (PortCounters, PortCountersExtended)" ask status
 echo "opensm peak RSS: $(peak_rss)"
 exec 3>&-
-stop
+stop opensm
 echo "files in $work"
