@@ -104,7 +104,7 @@ impl Sweep {
                         self.set_port_info(key, info);
                     }
                 }
-                Job::SwitchInfo { switch } => self.set_switch_info(switch),
+                Job::SwitchInfo { switch } => self.set_linear_fdb_top(switch),
                 Job::LftBlock { switch, block } => self.set_lft_block(switch, block),
                 Job::ReadPKeys { port, block } => self.read_pkey_block(port, block),
             }

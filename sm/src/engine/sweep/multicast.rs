@@ -7,12 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_fabric::PortRef;
 use ibqos_fabric::routing::{MulticastTree, mft_blocks};
-use ibqos_mad::{Attribute, CapabilityMask, Guid, MftModifier, MulticastForwardingTableRepr};
+use ibqos_mad::{CapabilityMask, Guid, MftModifier, MulticastForwardingTableRepr};
 use tracing::{info, warn};
 
-use super::reconcile::{Held, Planned, SetTarget};
 use super::writes::{TableKind, Writes};
-use super::{Op, Phase, Sweep};
+use super::{Phase, Sweep};
 use crate::engine::routing::topology;
 use crate::engine::subnet::PortKey;
 use crate::engine::write::{Ports, TableBlock, TableModifier, TableWrite};
@@ -182,16 +181,7 @@ impl Sweep {
             switch.multicast_fdb_top = top;
             // Leave PortStateChange alone: writing 1 would clear it.
             switch.port_state_change = false;
-            let planned = Planned {
-                node: guid,
-                path: node.path.clone(),
-                attribute: Attribute::SwitchInfo(switch),
-                modifier: 0,
-                op: Op::SetSwitchInfo { guid },
-                timeout: None,
-                target: SetTarget::SwitchInfo { switch: Guid(guid) },
-            };
-            self.plan_set(planned, Held::Known(Attribute::SwitchInfo(held)));
+            self.set_switch_info(guid, held, switch);
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Switch programming: the routes as LinearFDBTop and the LFT blocks of every switch.
 
-use ibqos_mad::{Attribute, Guid, LinearForwardingTableRepr};
+use ibqos_mad::{Attribute, Guid, LinearForwardingTableRepr, SwitchInfoRepr};
 use ibqos_qos::VlCount;
 use tracing::info;
 
@@ -131,11 +131,8 @@ impl Sweep {
     }
 
     /// The Set of `switch`'s SwitchInfo with the LinearFDBTop of the sweep's LFTs.
-    pub(super) fn set_switch_info(&mut self, switch: u64) {
-        let Some(node) = self.subnet.nodes.get(&switch) else {
-            return;
-        };
-        let Some(held) = node.switch else {
+    pub(super) fn set_linear_fdb_top(&mut self, switch: u64) {
+        let Some(held) = self.subnet.nodes.get(&switch).and_then(|node| node.switch) else {
             return;
         };
         let mut info = held;
@@ -145,6 +142,19 @@ impl Sweep {
         // How long a packet may wait in the switch, as OpenSM's `packet_life_time`
         // (osm_ucast_mgr.c `ucast_mgr_set_fwd_top`).
         info.life_time_value = SWITCH_PACKET_LIFE_TIME;
+        self.set_switch_info(switch, held, info);
+    }
+
+    /// A Set of `switch`'s SwitchInfo to `info`, compared with `held`, what it holds.
+    pub(super) fn set_switch_info(
+        &mut self,
+        switch: u64,
+        held: SwitchInfoRepr,
+        info: SwitchInfoRepr,
+    ) {
+        let Some(node) = self.subnet.nodes.get(&switch) else {
+            return;
+        };
         let planned = Planned {
             node: switch,
             path: node.path.clone(),
