@@ -188,9 +188,6 @@ impl Sweep {
             .collect()
     }
 
-    /// One warning per sweep naming the ports [`ports_short_of_vls`](Self::ports_short_of_vls)
-    /// finds, if any: the QoS levels and the deadlock freedom of `engine`'s layers do not
-    /// survive there.
     /// What the sweep takes from a routing before the switches are programmed: the layering,
     /// and a warning for each QoS level or VL the engine goes without.
     pub(super) fn take_layering(&mut self, routing: &Result<SweepRoutes, RouteError>) {
@@ -202,6 +199,9 @@ impl Sweep {
         }
     }
 
+    /// One warning per sweep naming the ports [`ports_short_of_vls`](Self::ports_short_of_vls)
+    /// finds, if any: the QoS levels and the deadlock freedom of `engine`'s layers do not
+    /// survive there.
     fn warn_ports_short_of_vls(&self, engine: &str) {
         let short = self.ports_short_of_vls();
         if short.is_empty() {
