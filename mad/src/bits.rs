@@ -2,9 +2,9 @@
 //!
 //! The IBA (and libibmad's `fields.c`) names every field by a bit offset counted from the most
 //! significant bit of byte 0, and a width. Fields are big-endian, 1 to 128 bits wide (a GID is
-//! 128), and need not start or end on a byte boundary (PortInfo's HOQLife is bits 339..344). [`read`] and [`write`]
-//! take exactly that pair, so a layout table copied from the IBA is used as written, with
-//! no hand conversion to byte indexes and shifts.
+//! 128), and need not start or end on a byte boundary (PortInfo's HOQLife is bits 339..344).
+//! [`read()`] and [`write()`] take exactly that pair, so a layout table copied from the IBA is
+//! used as written, with no hand conversion to byte indexes and shifts.
 
 /// A Rust type that a bit field decodes into.
 ///
