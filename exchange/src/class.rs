@@ -53,7 +53,8 @@ mod tests {
             (MgmtClass::SubnDirectedRoute, 0, 0, false),
             (MgmtClass::SubnAdm, 1, GSI_QKEY, true),
             (MgmtClass::PerfMgt, 1, GSI_QKEY, false),
-            (MgmtClass::Unknown(0x21), 1, GSI_QKEY, false),
+            (MgmtClass::CongestionControl, 1, GSI_QKEY, false),
+            (MgmtClass::Unknown(0x30), 1, GSI_QKEY, false),
         ];
         for (class, qp, qkey, rmpp) in cases {
             assert_eq!(Channel::of(class), Channel { qp, qkey, rmpp }, "{class:?}");

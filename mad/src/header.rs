@@ -11,6 +11,8 @@ open_enum! {
         SubnAdm = 0x03,
         /// Performance management GMP.
         PerfMgt = 0x04,
+        /// Congestion control GMP.
+        CongestionControl = 0x21,
         /// Directed-route SMP.
         SubnDirectedRoute = 0x81,
     }

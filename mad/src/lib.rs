@@ -30,6 +30,7 @@ mod macros;
 
 mod attr;
 mod bits;
+mod cc;
 mod damage;
 mod error;
 mod header;
@@ -58,6 +59,16 @@ pub use attr::sl_to_vl_mapping_table::{SlToVlMappingTable, SlToVlMappingTableRep
 pub use attr::sm_info::{SmInfo, SmInfoRepr, SmState};
 pub use attr::switch_info::{SwitchInfo, SwitchInfoRepr};
 pub use attr::vl_arbitration_table::{VlArbEntry, VlArbitrationTable, VlArbitrationTableRepr};
+pub use cc::info::{
+    CongestionInfo, CongestionInfoRepr, CongestionKeyInfo, CongestionKeyInfoRepr, TimeStamp,
+    TimeStampRepr,
+};
+pub use cc::log::{CaCongestionLog, LOG_TYPE_CA, LOG_TYPE_SWITCH, SwitchCongestionLog};
+pub use cc::settings::{
+    CaCongestionSetting, CctEntry, CongestionControlTable, SwitchCongestionSetting,
+    SwitchControlMap, SwitchPortCongestionSetting,
+};
+pub use cc::{CC_CLASS_VERSION, CcAttributeId, CcMad};
 pub use damage::damage;
 pub use error::{Error, Result};
 pub use header::{AttributeId, InvalidField, Mad, Method, MgmtClass, Status};
