@@ -50,14 +50,14 @@ layout! {
         threshold_congestion_event_map / set_threshold_congestion_event_map: u16 = 32, 16;
         /// CurrentTimeStamp, in 1.024 us units.
         current_time_stamp / set_current_time_stamp: u32 = 64, 32;
-        /// Local QP of event `index`.
+        /// Local QP of event `index` (0 when the port as a whole reached its threshold).
         local_qp / set_local_qp: u32[13] = 96, 24, 128;
-        /// SL of event `index`.
-        sl / set_sl: u8[13] = 120, 4, 128;
-        /// Service type of event `index`.
-        service_type / set_service_type: u8[13] = 124, 4, 128;
-        /// Remote QP of event `index`.
+        /// Remote QP of event `index` (0 for a datagram QP).
         remote_qp / set_remote_qp: u32[13] = 128, 24, 128;
+        /// SL of event `index`.
+        sl / set_sl: u8[13] = 152, 4, 128;
+        /// Service type of event `index`: 0 RC, 1 UC, 2 RD, 3 UD.
+        service_type / set_service_type: u8[13] = 156, 4, 128;
         /// Remote LID of event `index`.
         remote_lid / set_remote_lid: u16[13] = 160, 16, 128;
         /// Timestamp of event `index`.
@@ -110,13 +110,13 @@ mod tests {
     fn a_ca_log_has_13_events_of_16_bytes() {
         let mut log = [0u8; 220];
         log[..12].copy_from_slice(&[0x02, 0, 0, 3, 0x80, 0x01, 0, 0, 0, 0, 0x10, 0]);
-        // Event 0 from byte 12: QP 0x123456, SL 2, service 1 (UC), remote QP 0xabcdef,
+        // Event 0 from byte 12: QP 0x123456, remote QP 0xabcdef, SL 2, service 1 (UC),
         // remote LID 0x0042, time 9.
         log[12..28].copy_from_slice(&[
-            0x12, 0x34, 0x56, 0x21, 0xab, 0xcd, 0xef, 0, 0x00, 0x42, 0, 0, 0, 0, 0, 9,
+            0x12, 0x34, 0x56, 0, 0xab, 0xcd, 0xef, 0x21, 0x00, 0x42, 0, 0, 0, 0, 0, 9,
         ]);
         // Event 12 from byte 12 + 12 * 16 = 204.
-        log[204..220].copy_from_slice(&[0, 0, 1, 0xf0, 0, 0, 2, 0, 0, 3, 0, 0, 0, 0, 0, 4]);
+        log[204..220].copy_from_slice(&[0, 0, 1, 0, 0, 0, 2, 0xf0, 0, 3, 0, 0, 0, 0, 0, 4]);
         let view = CaCongestionLog::new_checked(&log[..]).unwrap();
         assert_eq!(
             (view.log_type(), view.threshold_event_counter()),
@@ -127,14 +127,14 @@ mod tests {
         let event = |i| {
             (
                 view.local_qp(i),
+                view.remote_qp(i),
                 view.sl(i),
                 view.service_type(i),
-                view.remote_qp(i),
                 view.remote_lid(i),
                 view.timestamp(i),
             )
         };
-        assert_eq!(event(0), (0x12_3456, 2, 1, 0xab_cdef, 0x42, 9));
-        assert_eq!(event(12), (1, 15, 0, 2, 3, 4));
+        assert_eq!(event(0), (0x12_3456, 0xab_cdef, 2, 1, 0x42, 9));
+        assert_eq!(event(12), (1, 2, 15, 0, 3, 4));
     }
 }
