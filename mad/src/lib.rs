@@ -65,8 +65,10 @@ pub use cc::info::{
 };
 pub use cc::log::{CaCongestionLog, LOG_TYPE_CA, LOG_TYPE_SWITCH, SwitchCongestionLog};
 pub use cc::settings::{
-    CaCongestionSetting, CctEntry, CongestionControlTable, SwitchCongestionSetting,
-    SwitchControlMap, SwitchPortCongestionSetting,
+    CaCongestionEntry, CaCongestionSetting, CaCongestionSettingRepr, CctEntry,
+    CongestionControlTable, CongestionControlTableRepr, SwitchCongestionSetting,
+    SwitchCongestionSettingRepr, SwitchControlMap, SwitchPortCongestionElement,
+    SwitchPortCongestionSetting,
 };
 pub use cc::{CC_CLASS_VERSION, CcAttributeId, CcMad};
 pub use damage::damage;

@@ -117,6 +117,182 @@ impl CctEntry {
     }
 }
 
+/// Every field of a [`SwitchCongestionSetting`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SwitchCongestionSettingRepr {
+    /// Control_Map: the fields a Set changes.
+    pub control_map: SwitchControlMap,
+    /// Victim_Mask, port 0 in the last byte's lowest bit.
+    pub victim_mask: [u8; 32],
+    /// Credit_Mask, laid out as Victim_Mask.
+    pub credit_mask: [u8; 32],
+    /// Threshold: 0 never marks, 15 marks most.
+    pub threshold: u8,
+    /// Packet_Size, in 64-byte credits.
+    pub packet_size: u8,
+    /// CS_Threshold.
+    pub cs_threshold: u8,
+    /// CS_ReturnDelay.
+    pub cs_return_delay: CctEntry,
+    /// Marking_Rate.
+    pub marking_rate: u16,
+}
+
+impl SwitchCongestionSettingRepr {
+    /// Reads every field, after checking the view's length.
+    pub fn parse<T: AsRef<[u8]>>(view: &SwitchCongestionSetting<T>) -> crate::Result<Self> {
+        view.check_len()?;
+        let mask = |bytes: &[u8]| <[u8; 32]>::try_from(bytes).unwrap_or_default();
+        Ok(SwitchCongestionSettingRepr {
+            control_map: view.control_map(),
+            victim_mask: mask(view.victim_mask()),
+            credit_mask: mask(view.credit_mask()),
+            threshold: view.threshold(),
+            packet_size: view.packet_size(),
+            cs_threshold: view.cs_threshold(),
+            cs_return_delay: CctEntry(view.cs_return_delay()),
+            marking_rate: view.marking_rate(),
+        })
+    }
+
+    /// Writes every byte of the view: each field, and zero in reserved bits.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, view: &mut SwitchCongestionSetting<T>) {
+        view.clear();
+        view.set_control_map(self.control_map);
+        view.victim_mask_mut().copy_from_slice(&self.victim_mask);
+        view.credit_mask_mut().copy_from_slice(&self.credit_mask);
+        view.set_threshold(self.threshold);
+        view.set_packet_size(self.packet_size);
+        view.set_cs_threshold(self.cs_threshold);
+        view.set_cs_return_delay(self.cs_return_delay.0);
+        view.set_marking_rate(self.marking_rate);
+    }
+}
+
+/// One port's element of a [`SwitchPortCongestionSetting`] block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SwitchPortCongestionElement {
+    /// Valid: the element takes the place of the switch's settings.
+    pub valid: bool,
+    /// False for congestion control, true for credit starvation.
+    pub control_type: bool,
+    /// Threshold: 0 never marks, 15 marks most.
+    pub threshold: u8,
+    /// Packet_Size, in 64-byte credits.
+    pub packet_size: u8,
+    /// Cong_Parm: Marking_Rate, or CS_ReturnDelay for credit starvation.
+    pub cong_parm: u16,
+}
+
+impl SwitchPortCongestionElement {
+    /// Element `index` (0-31) of a block.
+    pub fn read<T: AsRef<[u8]>>(view: &SwitchPortCongestionSetting<T>, index: usize) -> Self {
+        SwitchPortCongestionElement {
+            valid: view.valid(index),
+            control_type: view.control_type(index),
+            threshold: view.threshold(index),
+            packet_size: view.packet_size(index),
+            cong_parm: view.cong_parm(index),
+        }
+    }
+
+    /// Writes this element as element `index` (0-31) of a block.
+    pub fn write<T: AsRef<[u8]> + AsMut<[u8]>>(
+        &self,
+        view: &mut SwitchPortCongestionSetting<T>,
+        index: usize,
+    ) {
+        view.set_valid(index, self.valid);
+        view.set_control_type(index, self.control_type);
+        view.set_threshold(index, self.threshold);
+        view.set_packet_size(index, self.packet_size);
+        view.set_cong_parm(index, self.cong_parm);
+    }
+}
+
+/// One SL's entry of a [`CaCongestionSetting`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CaCongestionEntry {
+    /// CCTI_Timer, in 1.024 us units.
+    pub ccti_timer: u16,
+    /// CCTI_Increase.
+    pub ccti_increase: u8,
+    /// Trigger_Threshold.
+    pub trigger_threshold: u8,
+    /// CCTI_Min.
+    pub ccti_min: u8,
+}
+
+/// Every field of a [`CaCongestionSetting`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CaCongestionSettingRepr {
+    /// Port_Control: bit 0 set for SL-based (per port) control.
+    pub port_control: u16,
+    /// Control_Map: the SLs a Set changes.
+    pub control_map: u16,
+    /// By SL.
+    pub entries: [CaCongestionEntry; 16],
+}
+
+impl CaCongestionSettingRepr {
+    /// Reads every field, after checking the view's length.
+    pub fn parse<T: AsRef<[u8]>>(view: &CaCongestionSetting<T>) -> crate::Result<Self> {
+        view.check_len()?;
+        Ok(CaCongestionSettingRepr {
+            port_control: view.port_control(),
+            control_map: view.control_map(),
+            entries: std::array::from_fn(|sl| CaCongestionEntry {
+                ccti_timer: view.ccti_timer(sl),
+                ccti_increase: view.ccti_increase(sl),
+                trigger_threshold: view.trigger_threshold(sl),
+                ccti_min: view.ccti_min(sl),
+            }),
+        })
+    }
+
+    /// Writes every byte of the view: each field, and zero in reserved bits.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, view: &mut CaCongestionSetting<T>) {
+        view.clear();
+        view.set_port_control(self.port_control);
+        view.set_control_map(self.control_map);
+        for (sl, entry) in self.entries.iter().enumerate() {
+            view.set_ccti_timer(sl, entry.ccti_timer);
+            view.set_ccti_increase(sl, entry.ccti_increase);
+            view.set_trigger_threshold(sl, entry.trigger_threshold);
+            view.set_ccti_min(sl, entry.ccti_min);
+        }
+    }
+}
+
+/// Every field of one [`CongestionControlTable`] block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CongestionControlTableRepr {
+    /// CCTI_Limit: the table's last index.
+    pub ccti_limit: u16,
+    /// The block's 64 entries.
+    pub entries: [CctEntry; 64],
+}
+
+impl CongestionControlTableRepr {
+    /// Reads every field, after checking the view's length.
+    pub fn parse<T: AsRef<[u8]>>(view: &CongestionControlTable<T>) -> crate::Result<Self> {
+        view.check_len()?;
+        Ok(CongestionControlTableRepr {
+            ccti_limit: view.ccti_limit(),
+            entries: std::array::from_fn(|i| CctEntry(view.entry(i))),
+        })
+    }
+
+    /// Writes every byte of the view: each field, and zero in reserved bits.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, view: &mut CongestionControlTable<T>) {
+        view.clear();
+        view.set_ccti_limit(self.ccti_limit);
+        for (i, entry) in self.entries.iter().enumerate() {
+            view.set_entry(i, entry.0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +345,16 @@ mod tests {
         view.set_cs_return_delay(CctEntry::new(1, 0x0102).0);
         view.set_marking_rate(10);
         assert_eq!(out, bytes);
+
+        let repr = SwitchCongestionSettingRepr::parse(
+            &SwitchCongestionSetting::new_checked(&bytes[..]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(repr.cs_return_delay, CctEntry::new(1, 0x0102));
+        assert_eq!((repr.victim_mask[31], repr.credit_mask[0]), (0x02, 0x80));
+        let mut again = [0xa5u8; 76];
+        repr.emit(&mut SwitchCongestionSetting::new_unchecked(&mut again[..]));
+        assert_eq!(again, bytes);
     }
 
     #[test]
@@ -191,6 +377,13 @@ mod tests {
         );
         assert_eq!(view.cong_parm(31), 0xffff);
         assert!(SwitchPortCongestionSetting::new_checked(&bytes[..127]).is_err());
+
+        let mut out = [0u8; 128];
+        let mut block = SwitchPortCongestionSetting::new_unchecked(&mut out[..]);
+        for i in [0, 31] {
+            SwitchPortCongestionElement::read(&view, i).write(&mut block, i);
+        }
+        assert_eq!(out, bytes);
     }
 
     #[test]
@@ -225,6 +418,15 @@ mod tests {
             view.set_ccti_min(i, min);
         }
         assert_eq!(out, bytes);
+
+        let repr =
+            CaCongestionSettingRepr::parse(&CaCongestionSetting::new_checked(&bytes[..]).unwrap())
+                .unwrap();
+        assert_eq!(repr.entries[0].ccti_timer, 0x0150);
+        assert_eq!(repr.entries[15].ccti_min, 9);
+        let mut again = [0xa5u8; 132];
+        repr.emit(&mut CaCongestionSetting::new_unchecked(&mut again[..]));
+        assert_eq!(again, bytes);
     }
 
     #[test]
@@ -241,6 +443,12 @@ mod tests {
         assert_eq!((entry(1).shift(), entry(1).multiplier()), (1, 1));
         assert_eq!((entry(63).shift(), entry(63).multiplier()), (3, 0x3fff));
         assert!(CongestionControlTable::new_checked(&bytes[..131]).is_err());
+
+        let repr = CongestionControlTableRepr::parse(&view).unwrap();
+        assert_eq!((repr.ccti_limit, repr.entries[63]), (127, CctEntry(0xffff)));
+        let mut again = [0xa5u8; 132];
+        repr.emit(&mut CongestionControlTable::new_unchecked(&mut again[..]));
+        assert_eq!(again, bytes);
     }
 
     #[test]
