@@ -3,10 +3,10 @@
 //! that an SM can run with no hardware and no ibsim.
 //!
 //! [`Emulator`] is sans-IO and deterministic, with one way in: [`Emulator::exchange`]. It takes a
-//! [`Request`]: the bytes of one SMP or PerfMgt GMP, the port it leaves from and the emulated time
-//! it leaves. It returns the [`Reply`] that comes back and when. It returns `None` where a real
-//! fabric drops the request: a bad directed route, no LID route, a malformed MAD, a dead node, a
-//! wrong M_Key, a loss. Scheduled link flaps up to then take effect first ([`FaultSchedule`]). The
+//! [`Request`]: the bytes of one SMP, PerfMgt GMP or congestion control GMP, the port it leaves
+//! from and the emulated time it leaves. It returns the [`Reply`] that comes back and when. It
+//! returns `None` where a real fabric drops the request: a bad directed route, no LID route, a
+//! malformed MAD, a dead node, a wrong M_Key or CC_Key, a loss. Scheduled link flaps up to then take effect first ([`FaultSchedule`]). The
 //! fabric's [`Models`] may lose, damage or delay what travels, all drawn from one seeded generator.
 //! So the same seed, requests and times give the same bytes at the same times. Where a client sits
 //! is the `attach` module's rule. A client that is an SM claims CapabilityMask.IsSM with
@@ -19,10 +19,12 @@
 //! answers when it holds an M_Key is in the `mkey` module. The PMAs' port counters (the `perf`
 //! module) count every MAD the fabric carries on every link it crosses, as ibsim's do, and per
 //! VL and SL as hardware does; [`Emulator::add_traffic`] adds other traffic and
-//! [`Emulator::preset_counters`] sets chosen counters. The `serve`
+//! [`Emulator::preset_counters`] sets chosen counters. A congestion control agent per switch and
+//! CA port (the `cc` module) keeps what it is Set ([`Emulator::congestion_agent`]). The `serve`
 //! module serves the fabric over ibsim's socket protocol.
 
 mod attach;
+mod cc;
 mod due;
 mod dump;
 mod input;
@@ -39,8 +41,8 @@ mod travel;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_mad::{
-    Attribute, AttributeId, Method, MftModifier, MgmtClass, PerfMgtMad, PortInfoRepr, Priority,
-    Routing, SlToVlMappingTableRepr, Smp, SmpRepr, Status, SwitchInfoRepr, VlArbEntry,
+    Attribute, AttributeId, CcMad, Mad, Method, MftModifier, MgmtClass, PerfMgtMad, PortInfoRepr,
+    Priority, Routing, SlToVlMappingTableRepr, Smp, SmpRepr, Status, SwitchInfoRepr, VlArbEntry,
 };
 
 use ibqos_fabric::{NodeId, PortRef, Topology};
@@ -50,6 +52,9 @@ use perf::{Carrier, Pmas, Trace};
 use sma::NodeSma;
 
 pub use attach::{AttachError, attach_port};
+pub use cc::{
+    CONTROL_TABLE_CAP, CaCongestion, CongestionAgent, CongestionSettings, SwitchCongestion,
+};
 pub use due::DueQueue;
 pub use dump::dump;
 pub use input::InputError;
@@ -103,10 +108,12 @@ pub struct Emulator {
     leases: mkey::Leases,
     /// Every node's performance management agent and its port counters.
     pmas: Pmas,
+    /// The congestion control agents MADs have reached.
+    ccas: cc::Ccas,
 }
 
-/// One MAD a client sends into the fabric for an agent to answer: an SMP for an SMA, or a
-/// PerfMgt GMP (class 0x04) for a PMA.
+/// One MAD a client sends into the fabric for an agent to answer: an SMP for an SMA, a PerfMgt
+/// GMP (class 0x04) for a PMA, or a congestion control GMP (class 0x21) for a CCA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request<'a> {
     /// The port it leaves from, where the client sits (see the `attach` module): a CA or router
@@ -131,7 +138,7 @@ pub struct Reply {
 /// Where an SMP is answered: the node and the port it arrived at.
 type Arrival = PortRef;
 
-/// A request answered (an SMP by an SMA, a PerfMgt GMP by a PMA): the response, where it was
+/// A request answered (an SMP by an SMA, a GMP by its agent): the response, where it was
 /// answered, and how many links it crossed there and back.
 struct Exchange {
     mad: Vec<u8>,
@@ -160,6 +167,7 @@ impl Emulator {
             next_trap_tid: 1,
             leases: mkey::Leases::default(),
             pmas,
+            ccas: cc::Ccas::default(),
         };
         let links: Vec<(PortRef, PortRef)> = emulator.topology.links().collect();
         for (a, b) in links {
@@ -186,6 +194,9 @@ impl Emulator {
     /// the SMA it reaches (see the `sma` and `mkey` modules); `None` for a bad directed route,
     /// no LID route, a malformed MAD, a dead node, a wrong M_Key, a response, or a TrapRepress
     /// (which has no answer: it ends its trap at the SMA it reaches).
+    ///
+    /// A congestion control GMP (class 0x21) is answered by the congestion control agent of the
+    /// node or CA port it reaches (see the `cc` module); `None` when its CC_Key check drops it.
     ///
     /// Any other bytes are taken as a PerfMgt GMP, answered as ibsim's PMAs answer them (see the
     /// `perf` module). The PMAs take ClassPortInfo, PortCounters, PortCountersExtended and the
@@ -226,7 +237,7 @@ impl Emulator {
         let answered = if is_smp {
             self.smp_exchange(origin, mad, dlid)
         } else {
-            self.perf_exchange(origin, mad, dlid)
+            self.gmp_exchange(origin, mad, dlid)
         };
         let Exchange { mut mad, at, links } = answered?;
         if self.dice.chance(faults.loss) {
@@ -267,6 +278,13 @@ impl Emulator {
         self.sma_port(port).ok_or(UnknownPort(port))?;
         self.pmas.add_traffic(port, traffic);
         Ok(())
+    }
+
+    /// What the congestion control agent of `port` holds now (a switch's agent, for any of its
+    /// ports): what it was Set, or its power-on state. `None` for a port the topology does not
+    /// have.
+    pub fn congestion_agent(&self, port: PortRef) -> Option<CongestionAgent> {
+        self.ccas.agent(&self.topology, port, self.now_ns)
     }
 
     /// Sets PMA counters to chosen values (a counter past its maximum stops there), as if
@@ -350,21 +368,20 @@ impl Emulator {
         })
     }
 
-    /// Routes, answers and counts one PerfMgt GMP: what [`Emulator::exchange`] does with it,
-    /// and where.
-    fn perf_exchange(
+    /// Routes, answers and counts one PerfMgt or congestion control GMP: what
+    /// [`Emulator::exchange`] does with it, and where.
+    fn gmp_exchange(
         &mut self,
         origin: PortRef,
         request: &[u8],
         dlid: Option<u16>,
     ) -> Option<Exchange> {
-        let request = PerfMgtMad::new_checked(request).ok()?;
-        let header = request.header();
-        let method = header.method();
+        let header = Mad::new_checked(request.get(..256)?).ok()?;
+        let (class, method) = (header.mgmt_class(), header.method());
         // As ibsim: a MAD whose BaseVersion is not 1 is no MAD, and TrapRepress is dropped
-        // unanswered; a PMA answers requests only.
+        // unanswered; an agent answers requests only.
         if header.base_version() != 1
-            || header.mgmt_class() != MgmtClass::PerfMgt
+            || !matches!(class, MgmtClass::PerfMgt | MgmtClass::CongestionControl)
             || method == Method::TrapRepress
             || method.is_response()
         {
@@ -377,7 +394,14 @@ impl Emulator {
         if self.is_dead(at.node) {
             return None;
         }
-        let mad = self.pmas.respond(at, request);
+        let mad = if class == MgmtClass::PerfMgt {
+            self.pmas
+                .respond(at, PerfMgtMad::new_checked(request).ok()?)
+        } else {
+            let request = CcMad::new_checked(request).ok()?;
+            self.ccas
+                .respond(&self.topology, at, request, self.now_ns)?
+        };
         let back = self.reply_by_lid(origin, at, Carrier::Gmp)?;
         Some(Exchange {
             mad,

@@ -400,7 +400,8 @@ impl Switchboard {
             self.stats.dropped += 1;
             return None;
         }
-        if class == MgmtClass::PerfMgt || (smp && SMA_ATTRIBUTES.contains(&header.attribute_id())) {
+        let agent_class = matches!(class, MgmtClass::PerfMgt | MgmtClass::CongestionControl);
+        if agent_class || (smp && SMA_ATTRIBUTES.contains(&header.attribute_id())) {
             let Some(reply) = self.emu.exchange(request) else {
                 return Some(self.drop_back(from, dgram));
             };

@@ -1,7 +1,8 @@
-//! Any bytes sent to the emulated fabric as SMPs, directed or LID-routed, or as PerfMgt GMPs,
-//! from any port, in sequence and over emulated time (so Sets change what later MADs meet:
-//! M_Keys, leases, link states, the traps they raise and the port counters every MAD adds to):
-//! the status a real SMA or PMA returns or silence, never a panic.
+//! Any bytes sent to the emulated fabric as SMPs, directed or LID-routed, or as PerfMgt or
+//! congestion control GMPs, from any port, in sequence and over emulated time (so Sets change
+//! what later MADs meet: M_Keys, CC_Keys, leases, link states, the traps they raise and the port
+//! counters every MAD adds to): the status a real SMA, PMA or CCA returns or silence, never a
+//! panic.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -40,29 +41,35 @@ struct Send {
     bytes: Vec<u8>,
 }
 
-/// Whether `how` frames the MAD for the PMAs (one in four) rather than the SMAs.
-fn is_perf(how: u8) -> bool {
-    how & 0x18 == 0x18
-}
-
 /// Three times in four, the bytes become a 256-byte MAD with valid versions and the class of the
-/// agent they go to. That is a LID-routed or directed-route SMP with a short route, or a PerfMgt
-/// GMP of an attribute the PMAs know. So most inputs reach the attribute code instead of stopping
-/// at the header checks. The fourth time, the bytes are sent as they came.
+/// agent they go to. That is a LID-routed or directed-route SMP with a short route (half of
+/// them), a PerfMgt GMP of an attribute the PMAs know, or a congestion control GMP of an
+/// attribute the CCAs know (a quarter each). So most inputs reach the attribute code instead of
+/// stopping at the header checks. The fourth time, the bytes are sent as they came.
 fn frame(how: u8, bytes: &mut Vec<u8>) {
     if how & 3 == 0 {
         return;
     }
     bytes.resize(256, 0);
     bytes[0] = 1;
-    bytes[2] = 1;
-    if is_perf(how) {
-        bytes[1] = 0x04;
-        bytes[16] = 0;
-        bytes[17] %= 0x40;
-    } else {
-        bytes[1] = if how & 4 == 0 { 0x01 } else { 0x81 };
-        bytes[7] %= 6;
+    match how & 0x18 {
+        0x18 => {
+            bytes[1] = 0x04;
+            bytes[2] = 1;
+            bytes[16] = 0;
+            bytes[17] %= 0x40;
+        }
+        0x10 => {
+            bytes[1] = 0x21;
+            bytes[2] = 2;
+            bytes[16] = 0;
+            bytes[17] = 0x11 + bytes[17] % 8;
+        }
+        _ => {
+            bytes[1] = if how & 4 == 0 { 0x01 } else { 0x81 };
+            bytes[2] = 1;
+            bytes[7] %= 6;
+        }
     }
 }
 
