@@ -1,5 +1,5 @@
 //! perfquery (infiniband-diags) as an ibsim client: run from one node against the LIDs of
-//! others, its output kept whole for comparison.
+//! others, its output kept whole for comparison. ibccquery and ibccconfig run the same way.
 
 use std::path::Path;
 use std::time::Duration;
@@ -53,7 +53,15 @@ impl<'a> PerfQuery<'a> {
     /// perfquery with `args`, target names replaced by their LIDs: its exit status, stdout and
     /// stderr, perfquery's own process ID left out.
     pub fn run(&self, args: &[&str]) -> String {
-        let mut cmd = self.sim.client(&self.tools.perfquery.path, self.node);
+        self.run_tool(&self.tools.perfquery.path, args)
+    }
+
+    /// Another infiniband-diags tool at the same node (ibccquery, ibccconfig), as [`run`]
+    /// runs perfquery.
+    ///
+    /// [`run`]: PerfQuery::run
+    pub fn run_tool(&self, tool: &Path, args: &[&str]) -> String {
+        let mut cmd = self.sim.client(tool, self.node);
         for arg in args {
             match self.lids.iter().find(|(name, _)| name == arg) {
                 Some((_, lid)) => cmd.arg(lid.to_string()),

@@ -50,7 +50,7 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// Everything an ibsim-based test runs: the simulator, its LD_PRELOAD shim, OpenSM, smpquery,
-/// ibroute and perfquery.
+/// ibroute, perfquery, ibccquery and ibccconfig.
 #[derive(Debug, Clone)]
 pub struct SimTools {
     pub ibsim: Tool,
@@ -63,6 +63,10 @@ pub struct SimTools {
     pub ibroute: Tool,
     /// Reads and clears a port's performance counters (PerfMgt GMPs).
     pub perfquery: Tool,
+    /// Reads a congestion control agent's attributes (class 0x21).
+    pub ibccquery: Tool,
+    /// Sets them.
+    pub ibccconfig: Tool,
 }
 
 impl SimTools {
@@ -78,6 +82,8 @@ impl SimTools {
             smpquery: Tool::require("smpquery", "infiniband-diags"),
             ibroute: Tool::require("ibroute", "infiniband-diags"),
             perfquery: Tool::require("perfquery", "infiniband-diags"),
+            ibccquery: Tool::require("ibccquery", "infiniband-diags"),
+            ibccconfig: Tool::require("ibccconfig", "infiniband-diags"),
         }
     }
 }
