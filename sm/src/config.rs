@@ -3,11 +3,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use ibqos_congestion::{CcOptions, CctOption};
 use ibqos_exchange::scheduler::SchedulerConfig;
 use ibqos_fabric::credit_loops::SlSet;
 use ibqos_fabric::routing::{EngineList, GuidFile, NueMaxVls, RoutingOptions};
-use ibqos_mad::Guid;
-use ibqos_opensm::Settings;
+use ibqos_mad::{CaCongestionEntry, Guid};
+use ibqos_opensm::{Settings, cc_values};
 use ibqos_perfmgr::PerfMgrConfig;
 use ibqos_qos::partitions::PartitionOptions;
 use ibqos_qos::{Sl, VlCount};
@@ -246,6 +247,60 @@ fn number<T: TryFrom<u64>>(settings: &Settings, name: &str, default: T, max: T) 
     settings
         .opensm_uint(name)
         .map_or(default, |n| T::try_from(n).unwrap_or(max))
+}
+
+/// The congestion control manager's options: `congestion_control` and the `cc_*` family, read
+/// as OpenSM stores them, with the SM's transaction timeout and retries (OpenSM binds its CC
+/// agent with them).
+pub fn congestion_options(settings: &Settings) -> CcOptions {
+    let defaults = CcOptions::default();
+    let scheduler = scheduler_config(settings);
+    let text = |name: &str| settings.opensm.get(name).map(String::as_str);
+    let mask = |name: &str| text(name).map_or([0; 32], cc_values::mask_256);
+    let per_sl = |name: &str, sl: usize| settings.opensm_uint(&format!("{name} {sl}")).unwrap_or(0);
+    let ca_entries = std::array::from_fn(|sl| CaCongestionEntry {
+        ccti_timer: per_sl("cc_ca_cong_setting_ccti_timer", sl) as u16,
+        ccti_increase: per_sl("cc_ca_cong_setting_ccti_increase", sl) as u8,
+        trigger_threshold: per_sl("cc_ca_cong_setting_trigger_threshold", sl) as u8,
+        ccti_min: per_sl("cc_ca_cong_setting_ccti_min", sl) as u8,
+    });
+    let entry = |(shift, multiplier)| CctOption { shift, multiplier };
+    CcOptions {
+        enabled: flag(settings, "congestion_control", defaults.enabled),
+        cc_key: number(settings, "cc_key", defaults.cc_key, u64::MAX),
+        max_outstanding_mads: number(
+            settings,
+            "cc_max_outstanding_mads",
+            defaults.max_outstanding_mads,
+            u32::MAX,
+        ),
+        switch_control_map: number(settings, "cc_sw_cong_setting_control_map", 0, u32::MAX),
+        switch_victim_mask: mask("cc_sw_cong_setting_victim_mask"),
+        switch_credit_mask: mask("cc_sw_cong_setting_credit_mask"),
+        switch_threshold: number(settings, "cc_sw_cong_setting_threshold", 0, u8::MAX),
+        switch_packet_size: number(settings, "cc_sw_cong_setting_packet_size", 0, u8::MAX),
+        switch_cs_threshold: number(
+            settings,
+            "cc_sw_cong_setting_credit_starvation_threshold",
+            0,
+            u8::MAX,
+        ),
+        switch_cs_return_delay: text("cc_sw_cong_setting_credit_starvation_return_delay")
+            .and_then(cc_values::cct_entry)
+            .map_or(defaults.switch_cs_return_delay, entry),
+        switch_marking_rate: number(settings, "cc_sw_cong_setting_marking_rate", 0, u16::MAX),
+        ca_port_control: number(settings, "cc_ca_cong_setting_port_control", 0, u16::MAX),
+        ca_control_map: number(settings, "cc_ca_cong_setting_control_map", 0, u16::MAX),
+        ca_entries,
+        cct: text("cc_cct")
+            .map(cc_values::cct)
+            .unwrap_or_default()
+            .into_iter()
+            .map(entry)
+            .collect(),
+        timeout: scheduler.timeout,
+        retries: scheduler.retries,
+    }
 }
 
 /// The partitions and the partition manager's options: `allow_both_pkeys` (FALSE),
@@ -601,6 +656,76 @@ m_key 0X0a
 
     /// The PerfMgr's options from opensm.conf, read as OpenSM reads them: TRUE and FALSE,
     /// numbers in C's bases, a sweep time or cap of 0 replaced by the default.
+    /// Every congestion control option reaches the manager as OpenSM stores it, and `ibqos
+    /// migrate` carries them to ibqos.toml and back.
+    #[test]
+    fn congestion_control_runs_with_its_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "congestion_control TRUE\ncc_key 0x1234\ncc_max_outstanding_mads 20\n\
+                    cc_sw_cong_setting_control_map 0x1f\n\
+                    cc_sw_cong_setting_victim_mask 0x106\n\
+                    cc_sw_cong_setting_credit_mask ff\n\
+                    cc_sw_cong_setting_threshold 0xf\ncc_sw_cong_setting_packet_size 8\n\
+                    cc_sw_cong_setting_credit_starvation_threshold 3\n\
+                    cc_sw_cong_setting_credit_starvation_return_delay 1:7\n\
+                    cc_sw_cong_setting_marking_rate 10\n\
+                    cc_ca_cong_setting_port_control 1\ncc_ca_cong_setting_control_map 0x3\n\
+                    cc_ca_cong_setting_ccti_timer 0 150\ncc_ca_cong_setting_ccti_timer 1 300\n\
+                    cc_ca_cong_setting_ccti_increase 1 2\n\
+                    cc_ca_cong_setting_trigger_threshold 1 4\n\
+                    cc_ca_cong_setting_ccti_min 1 1\ncc_cct 0:0,1:2,2:0x3fff\n\
+                    transaction_timeout 300\ntransaction_retries 2\n";
+        let settings = read(dir.path(), text);
+        let options = congestion_options(&settings);
+        let (native, lost) = ibqos_opensm::to_native_toml(&settings);
+        assert!(lost.is_empty(), "{lost:?}");
+        let format = ibqos_opensm::Format::NativeToml;
+        let migrated = ibqos_opensm::load_bytes("ibqos.toml", native.as_bytes(), format).unwrap();
+        assert_eq!(congestion_options(&migrated.settings), options, "{native}");
+        let mut victim_mask = [0; 32];
+        victim_mask[30..].copy_from_slice(&[0x01, 0x06]);
+        let mut credit_mask = [0; 32];
+        credit_mask[31] = 0xff;
+        let mut ca_entries = [CaCongestionEntry::default(); 16];
+        ca_entries[0].ccti_timer = 150;
+        ca_entries[1] = CaCongestionEntry {
+            ccti_timer: 300,
+            ccti_increase: 2,
+            trigger_threshold: 4,
+            ccti_min: 1,
+        };
+        let entry = |shift, multiplier| CctOption { shift, multiplier };
+        assert_eq!(
+            options,
+            CcOptions {
+                enabled: true,
+                cc_key: 0x1234,
+                max_outstanding_mads: 20,
+                switch_control_map: 0x1f,
+                switch_victim_mask: victim_mask,
+                switch_credit_mask: credit_mask,
+                switch_threshold: 0xf,
+                switch_packet_size: 8,
+                switch_cs_threshold: 3,
+                switch_cs_return_delay: entry(1, 7),
+                switch_marking_rate: 10,
+                ca_port_control: 1,
+                ca_control_map: 3,
+                ca_entries,
+                cct: vec![entry(0, 0), entry(1, 2), entry(2, 0x3fff)],
+                timeout: Duration::from_millis(300),
+                retries: 2,
+            }
+        );
+        assert_eq!(
+            congestion_options(&Settings::default()),
+            CcOptions {
+                timeout: Duration::from_millis(200),
+                ..CcOptions::default()
+            }
+        );
+    }
+
     #[test]
     fn the_perfmgr_runs_with_its_options() {
         let dir = tempfile::tempdir().unwrap();
