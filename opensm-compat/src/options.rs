@@ -387,7 +387,23 @@ pub(crate) fn parse_value(
                 text: bool_text(value).to_string(),
             });
         }
-        Uint(max) | PerSl(max) => Value::Uint(parse_uint(key, max, raw, anchor, diags)?),
+        Uint(max) | PerSl(max) => {
+            let value = parse_uint(key, max, raw, anchor, diags)?;
+            if NIBBLE_KEYS.contains(&key) && value > 0xf {
+                diags.push(
+                    Diagnostic::warning(
+                        Code::FieldTruncated,
+                        format!(
+                            "`{key}` {value} does not fit its 4-bit field: OpenSM shifts it into \
+                             the high nibble and programs {}",
+                            value & 0xf
+                        ),
+                    )
+                    .at(here()),
+                );
+            }
+            Value::Uint(value)
+        }
         Int32 => Value::Int(parse_int32(key, raw, anchor, diags)),
         Str | VlArb | Sl2Vl if raw == NULL.as_bytes() => Value::Str(None),
         Str => {
@@ -467,6 +483,23 @@ pub(crate) fn parse_value(
                 ));
                 return None;
             }
+            for entry in &entries {
+                cct_entry_quirks(key, raw, entry, anchor, diags);
+            }
+            if kind == Cct && entries.len() == 1 {
+                diags.push(
+                    Diagnostic::warning(
+                        Code::FieldTruncated,
+                        format!(
+                            "`{key}` has one entry: OpenSM sends CCTI_Limit 0 and leaves the \
+                             entry out, an all-zero table (ibqos does the same, so that both \
+                             leave the same tables)"
+                        ),
+                    )
+                    .with_help("give at least two entries, the first usually 0:0")
+                    .at(here()),
+                );
+            }
             if entries.len() > 128 {
                 diags.push(
                     Diagnostic::warning(
@@ -486,6 +519,47 @@ pub(crate) fn parse_value(
         value,
         text: verbatim(),
     })
+}
+
+/// The congestion control options OpenSM shifts into a 4-bit field (`cc_setup_mad_data`).
+const NIBBLE_KEYS: [&str; 2] = [
+    "cc_sw_cong_setting_threshold",
+    "cc_sw_cong_setting_credit_starvation_threshold",
+];
+
+/// A warning for a `shift:multiplier` entry that does not fit its fields: OpenSM writes
+/// `shift << 14 | multiplier` into 16 bits unmasked, so a larger shift loses bits and a larger
+/// multiplier runs into the shift.
+fn cct_entry_quirks(
+    key: &str,
+    raw: &[u8],
+    entry: &[u8],
+    anchor: Option<&Anchor>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let Some(colon) = entry.iter().position(|b| *b == b':') else {
+        return;
+    };
+    let shift = cnum::scan(&entry[..colon], 0).strtoul() as u8;
+    let multiplier = cnum::scan(&entry[colon + 1..], 0).strtoul() as u16;
+    if shift <= 3 && multiplier <= 0x3fff {
+        return;
+    }
+    let sent = ((u32::from(shift) << 14) as u16) | multiplier;
+    let offset = entry.as_ptr() as usize - raw.as_ptr() as usize;
+    diags.push(
+        Diagnostic::warning(
+            Code::FieldTruncated,
+            format!(
+                "`{key}` entry `{}` does not fit a CCT entry (shift 0-3, multiplier 0-16383): \
+                 OpenSM sends 0x{sent:04x}, shift {} and multiplier {}",
+                shown(entry),
+                sent >> 14,
+                sent & 0x3fff
+            ),
+        )
+        .at(span(anchor, offset, entry.len())),
+    );
 }
 
 /// An error for a value OpenSM refuses: it prints `opensm_says` and keeps the previous value.
@@ -750,6 +824,46 @@ mod tests {
             assert!(diags.is_empty(), "{}: {diags:?}", spec.key);
             assert_eq!(parsed.value.render(spec), spec.default, "{}", spec.key);
         }
+    }
+
+    /// The congestion control values OpenSM bends on their way to the wire: a threshold past
+    /// its nibble, a CCT entry past its fields, a one-entry table.
+    #[test]
+    fn congestion_values_that_do_not_fit_their_fields() {
+        let codes = |key: &str, kind: Kind, raw: &str| {
+            let mut diags = Vec::new();
+            let value = parse_value(key, kind, raw.as_bytes(), None, &mut diags);
+            assert!(value.is_some(), "{key} {raw}: OpenSM accepts it");
+            let messages: Vec<String> = diags.iter().map(|d| d.message.clone()).collect();
+            (diags.iter().map(|d| d.code).collect::<Vec<_>>(), messages)
+        };
+        let threshold = "cc_sw_cong_setting_threshold";
+        assert_eq!(codes(threshold, Uint(U8), "15").0, []);
+        let (found, messages) = codes(threshold, Uint(U8), "0x1f");
+        assert_eq!(found, [Code::FieldTruncated]);
+        assert!(messages[0].ends_with("programs 15"), "{messages:?}");
+        // Other 8-bit options keep their whole byte.
+        assert_eq!(
+            codes("cc_sw_cong_setting_packet_size", Uint(U8), "0x1f").0,
+            []
+        );
+
+        let delay = "cc_sw_cong_setting_credit_starvation_return_delay";
+        assert_eq!(codes(delay, CctEntry, "3:16383").0, []);
+        let (found, messages) = codes(delay, CctEntry, "5:0x7fff");
+        assert_eq!(found, [Code::FieldTruncated]);
+        assert!(
+            messages[0].contains("OpenSM sends 0x7fff, shift 1 and multiplier 16383"),
+            "{messages:?}"
+        );
+        assert_eq!(codes("cc_cct", Cct, "0:0,1:2").0, []);
+        assert_eq!(
+            codes("cc_cct", Cct, "0:0,1:16384").0,
+            [Code::FieldTruncated]
+        );
+        let (found, messages) = codes("cc_cct", Cct, "1:5");
+        assert_eq!(found, [Code::FieldTruncated]);
+        assert!(messages[0].contains("one entry"), "{messages:?}");
     }
 
     #[test]

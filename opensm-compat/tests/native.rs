@@ -70,6 +70,10 @@ fn strict_values() {
         "[opensm]\nsminfo_polling_timeout = \"010\"\n",
         "[opensm]\n\"cc_ca_cong_setting_ccti_timer 16\" = 1\n",
         "[opensm]\ndimn_ports_file = \"/x\"\n",
+        "[opensm]\ncc_sw_cong_setting_threshold = 16\n",
+        "[opensm]\ncc_sw_cong_setting_credit_starvation_return_delay = \"4:1\"\n",
+        "[opensm]\ncc_cct = \"0:0,1:16384\"\n",
+        "[opensm]\ncc_cct = \"1:5\"\n",
     ] {
         let result = load_bytes("s.toml", text.as_bytes(), Format::NativeToml);
         let Err(LoadError::Invalid { diagnostics, .. }) = result else {
