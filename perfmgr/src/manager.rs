@@ -428,6 +428,20 @@ impl PerfMgr {
         }
     }
 
+    /// Whether the sweep timer went off by `now`; if so it is set again, one sweep time on, as
+    /// OpenSM's timer restarts when it signals. [`on_time`](Engine::on_time) then sweeps at
+    /// once; an SM that is not master takes the timer first, to discover the subnet before it
+    /// calls [`sweep`](PerfMgr::sweep) (`osm_perfmgr_process`).
+    pub fn take_due_sweep(&mut self, now: Instant) -> bool {
+        match self.next_sweep {
+            Some(due) if due <= now => {
+                self.next_sweep = Some(now + self.config.sweep_period());
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The console's `clear_counters`: the database's totals to 0, the fabric untouched.
     pub fn clear_counters(&mut self, now: Instant) {
         let time = self.unix(now);
@@ -1048,11 +1062,8 @@ impl Engine for PerfMgr {
         for completion in self.scheduler.poll_timeouts(now) {
             self.settle(now, completion);
         }
-        if let Some(due) = self.next_sweep
-            && due <= now
-        {
+        if self.take_due_sweep(now) {
             self.sweep(now);
-            self.next_sweep = Some(now + self.config.sweep_period());
         }
     }
 }
