@@ -44,9 +44,13 @@
 //! the key ring. When what it knows of the keys changed, the manager hands out the guid2mkey cache
 //! to keep ([`Event::SaveMkeys`]) after the sweep.
 //!
-//! With a [`PerfMgr`] ([`with_perfmgr`](Manager::with_perfmgr)), a master also reads the
-//! ports' counters: each sweep that brings the subnet up hands it the subnet, its PerfMgt MADs
-//! go out after the sweep's, and it keeps its own timer. Its notices are logged here.
+//! With a [`PerfMgr`] ([`with_perfmgr`](Manager::with_perfmgr)), the SM also reads the ports'
+//! counters, on the PerfMgr's own timer, as OpenSM's `osm_perfmgr_process`. A master hands it
+//! the subnet of each sweep that brings the subnet up, and its PerfMgt MADs go out after the
+//! sweep's. A STANDBY (or NOTACTIVE) SM sweeps no subnet, so each PerfMgr sweep starts with a
+//! discovery of its own (`perfmgr_discovery`): the sweep's discovery and nothing after it. The
+//! nodes it no longer finds leave the PerfMgr, as OpenSM's drop manager takes them out, and the
+//! PMAs are asked at the LIDs the master gave. Its notices are logged here.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -56,7 +60,7 @@ use ibqos_exchange::smp::parse_smp;
 use ibqos_exchange::{OutgoingMad, Peer};
 use ibqos_mad::{Guid, Mad, Method, MgmtClass, SmState};
 use ibqos_opensm::Settings;
-use ibqos_perfmgr::{Level, PerfMgr, PerfMgrConfig};
+use ibqos_perfmgr::{Level, Notice, PerfMgr, PerfMgrConfig, SweepState};
 use tracing::{debug, error, info, warn};
 
 use crate::cache::write_guid2lid;
@@ -67,7 +71,7 @@ use crate::engine::credit_loops::CreditLoopWatch;
 use crate::engine::lids::endport_lmc;
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::mkey::{KeyRing, Neighbors};
-use crate::perf::monitored_nodes;
+use crate::perf::{PortLids, monitored_nodes};
 use crate::responder::{Heard, Responder, Unsolicited, generic_notice};
 use crate::sa::{Sa, SaDb};
 use crate::summary::{SmSummary, SweepSummary};
@@ -240,8 +244,11 @@ pub struct Manager {
     counters: Counters,
     /// Each routing checked for credit loops.
     credit_loops: CreditLoopWatch,
-    /// The performance manager, which sweeps while this SM is master.
+    /// The performance manager, which sweeps while this SM is master, standby or NOTACTIVE.
     perfmgr: Option<PerfMgr>,
+    /// A standby's discovery for the PerfMgr's sweep under way, which ends at
+    /// [`Phase::Discovered`].
+    perf_discovery: Option<Box<Sweep>>,
 }
 
 impl Manager {
@@ -285,11 +292,13 @@ impl Manager {
             counters: Counters::default(),
             credit_loops: CreditLoopWatch::default(),
             perfmgr: None,
+            perf_discovery: None,
         }
     }
 
     /// A performance manager with `config`, created at `now`, which was `unix_now` on the
-    /// wall clock (its readings are dated from it). It runs while this SM is master.
+    /// wall clock (its readings are dated from it). It runs once the first sweep has found
+    /// whether this SM is master.
     pub fn with_perfmgr(mut self, config: PerfMgrConfig, now: Instant, unix_now: i64) -> Self {
         self.perfmgr = Some(PerfMgr::new(config, now, unix_now));
         self
@@ -303,11 +312,70 @@ impl Manager {
         self.perfmgr.as_mut()
     }
 
-    /// The PerfMgr, while this SM is master (OpenSM's standby runs its own discovery for it,
-    /// which ibqos does not).
+    /// Whether the PerfMgr runs: on a master, and on an SM that is not master between the
+    /// election's polls. Not while the SM's first sweep finds out which it is.
+    fn perfmgr_runs(&self) -> bool {
+        self.election.state() == SmState::Master || self.is_not_master()
+    }
+
+    /// STANDBY or NOTACTIVE, with no sweep of its own: a PerfMgr sweep discovers first.
+    fn is_not_master(&self) -> bool {
+        matches!(self.state, State::NotMaster)
+    }
+
+    /// The PerfMgr, while it runs.
     fn running_perfmgr(&mut self) -> Option<&mut PerfMgr> {
-        let master = self.election.state() == SmState::Master;
-        self.perfmgr.as_mut().filter(|_| master)
+        let runs = self.perfmgr_runs();
+        self.perfmgr.as_mut().filter(|_| runs)
+    }
+
+    /// A PerfMgr sweep now (its timer, or the console's `perfmgr sweep`): at once on a
+    /// master; on an SM that is not master, after a discovery of the subnet, unless the last
+    /// sweep still has queries to send (then it is skipped, as `osm_perfmgr_process` skips
+    /// it before it discovers). `false` when the PerfMgr does not run yet.
+    pub fn perf_sweep(&mut self, now: Instant) -> bool {
+        let discover = self.is_not_master();
+        let discovering = self.perf_discovery.is_some();
+        let Some(perfmgr) = self.running_perfmgr() else {
+            return false;
+        };
+        if !discover || perfmgr.sweep_state() != SweepState::Sleep {
+            perfmgr.sweep(now);
+        } else if discovering {
+            let skipped = Notice::SweepSkipped {
+                state: SweepState::Active as u8,
+            };
+            info!(target: "ibqos::perfmgr", "{skipped}");
+        } else {
+            let config = SweepConfig {
+                mode: SweepMode::Diff,
+                ..self.config.clone()
+            };
+            let discovery = Sweep::start_electing(config, self.learned.clone(), now);
+            self.perf_discovery = Some(Box::new(discovery));
+        }
+        self.log_perf_notices();
+        true
+    }
+
+    /// The standby's discovery reached [`Phase::Discovered`] (or failed): the PerfMgr monitors
+    /// what it found, and sweeps. A discovery that failed leaves the subnet it had.
+    fn end_perf_discovery_if_done(&mut self, now: Instant) {
+        let ended = self.perf_discovery.as_deref().is_some_and(|discovery| {
+            *discovery.phase() == Phase::Discovered || discovery.is_done()
+        });
+        let Some(discovery) = self.perf_discovery.take_if(|_| ended) else {
+            return;
+        };
+        self.counters.add_sweep(&discovery);
+        let Some(perfmgr) = self.perfmgr.as_mut() else {
+            return;
+        };
+        if *discovery.phase() == Phase::Discovered {
+            perfmgr.set_subnet(monitored_nodes(discovery.subnet(), PortLids::Held));
+        }
+        perfmgr.sweep(now);
+        self.log_perf_notices();
     }
 
     /// Logs what the PerfMgr noticed, at OpenSM's levels.
@@ -371,6 +439,7 @@ impl Manager {
         match &self.state {
             State::Sweeping { sweep, .. } => sweep.outstanding(),
             State::UpdatingMulticast { update, .. } => update.outstanding(),
+            State::NotMaster => self.perf_discovery.as_ref().map_or(0, |d| d.outstanding()),
             _ => 0,
         }
     }
@@ -380,11 +449,13 @@ impl Manager {
         self.keys.held()
     }
 
-    /// The sweep under way: a whole sweep, or an update of the multicast forwarding tables.
+    /// The sweep under way: a whole sweep, an update of the multicast forwarding tables, or
+    /// a standby's discovery for the PerfMgr.
     fn running(&mut self) -> Option<&mut Sweep> {
         match &mut self.state {
             State::Sweeping { sweep, .. } => Some(sweep),
             State::UpdatingMulticast { update, .. } => Some(update),
+            State::NotMaster => self.perf_discovery.as_deref_mut(),
             _ => None,
         }
     }
@@ -413,10 +484,11 @@ impl Manager {
             return state;
         }
         let election = self.election.next_deadline();
-        let master = self.election.state() == SmState::Master;
-        let perfmgr = self.perfmgr.as_ref().filter(|_| master);
+        let perfmgr = self.perfmgr.as_ref().filter(|_| self.perfmgr_runs());
         let perfmgr = perfmgr.and_then(|perfmgr| perfmgr.next_deadline());
-        [state, self.sa.next_deadline(), election, perfmgr]
+        let discovery = self.perf_discovery.as_ref();
+        let discovery = discovery.and_then(|discovery| discovery.next_deadline());
+        [state, self.sa.next_deadline(), election, perfmgr, discovery]
             .into_iter()
             .flatten()
             .min()
@@ -565,6 +637,15 @@ impl Manager {
         self.follow_election(now, next);
         self.sa.on_time(now);
         self.queued.extend(self.sa.take_outgoing());
+        // Not master, the timer's sweep discovers first; a master's PerfMgr sweeps on its own.
+        let discover = self.is_not_master();
+        if discover
+            && self
+                .running_perfmgr()
+                .is_some_and(|pm| pm.take_due_sweep(now))
+        {
+            self.perf_sweep(now);
+        }
         if let Some(perfmgr) = self.running_perfmgr() {
             perfmgr.on_time(now);
         }
@@ -863,6 +944,8 @@ impl Manager {
         if let Some(settings) = self.reloaded.take() {
             self.apply(&settings);
         }
+        // A standby that takes over sweeps the subnet itself.
+        self.perf_discovery = None;
         // The first sweep Sets everything; a standby that takes over, like every later sweep,
         // Sets only what differs from what the fabric holds.
         let mode = match self.run {
@@ -908,6 +991,7 @@ impl Manager {
     }
 
     fn end_sweep_if_done(&mut self, now: Instant) {
+        self.end_perf_discovery_if_done(now);
         self.elect_if_discovered(now);
         match &self.state {
             State::Sweeping { sweep, .. } if sweep.is_done() => {}
@@ -956,7 +1040,7 @@ impl Manager {
             && mode != SweepMode::DryRun
             && let Some(perfmgr) = self.perfmgr.as_mut()
         {
-            perfmgr.set_subnet(monitored_nodes(sweep.subnet()));
+            perfmgr.set_subnet(monitored_nodes(sweep.subnet(), PortLids::Assigned));
         }
         if mode != SweepMode::DryRun {
             let subnet = sweep.subnet();

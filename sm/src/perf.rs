@@ -3,18 +3,36 @@
 
 use ibqos_perfmgr::{RemotePort, SubnetNode, SubnetPort};
 
-use crate::engine::subnet::{PortKey, Subnet};
+use crate::engine::subnet::{Port, PortKey, Subnet};
+
+/// Which LIDs address the PMAs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortLids {
+    /// Those a master's sweep gave the ports.
+    Assigned,
+    /// Those the ports held when discovery read their PortInfo: on a standby, the master's.
+    Held,
+}
+
+impl PortLids {
+    fn of(self, port: &Port) -> u16 {
+        match self {
+            PortLids::Assigned => port.lid,
+            PortLids::Held => port.info.lid,
+        }
+    }
+}
 
 /// Every node of `subnet` with its ports: all of a switch's (its port 0 only when enhanced),
 /// addressed at the switch's LID; each port a CA or router was found on, at its own LID. Each
 /// port names the far end of its link.
-pub fn monitored_nodes(subnet: &Subnet) -> Vec<SubnetNode> {
+pub fn monitored_nodes(subnet: &Subnet, lids: PortLids) -> Vec<SubnetNode> {
     subnet
         .nodes
         .iter()
         .map(|(&guid, node)| {
             let enhanced_port0 = node.switch.as_ref().is_some_and(|info| info.enhanced_port0);
-            let switch_lid = node.ports.get(&0).map_or(0, |port| port.lid);
+            let switch_lid = node.ports.get(&0).map_or(0, |port| lids.of(port));
             let ports = node
                 .ports
                 .iter()
@@ -24,7 +42,7 @@ pub fn monitored_nodes(subnet: &Subnet) -> Vec<SubnetNode> {
                     lid: if node.is_switch() {
                         switch_lid
                     } else {
-                        port.lid
+                        lids.of(port)
                     },
                     remote: subnet
                         .peer(PortKey::new(guid, number))

@@ -493,22 +493,21 @@ impl Daemon<'_> {
         command: &PerfCommand,
         now: Instant,
     ) -> Result<String, String> {
-        let master = manager.election().state() == SmState::Master;
         let Some(perfmgr) = manager.perfmgr_mut() else {
             return Err("the performance manager is off (perfmgr FALSE)".to_string());
         };
         let mut text = String::new();
         match command {
             PerfCommand::Status => text = perfmgr.status(),
-            PerfCommand::Sweep if !master => {
-                return Err(
-                    "this SM is not master: the performance manager sweeps only on a \
-                            master"
-                        .to_string(),
-                );
-            }
+            // On a standby it discovers the subnet first, as OpenSM's does.
             PerfCommand::Sweep => {
-                perfmgr.sweep(now);
+                if !manager.perf_sweep(now) {
+                    return Err(
+                        "the SM's first sweep is under way: the performance manager \
+                                sweeps once it is over"
+                            .to_string(),
+                    );
+                }
                 text = "sweep initiated...\n".to_string();
             }
             PerfCommand::Dump { machine } => {
