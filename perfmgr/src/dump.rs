@@ -1,6 +1,7 @@
 //! The database as OpenSM prints it, byte for byte (`osm_perfmgr_db.c`): the human-readable
 //! dump of `dump_counters` and the console's `print_counters` and `print_errors`, and the
-//! tab-separated one of `dump_counters mach`.
+//! tab-separated one of `dump_counters mach`. Also the console's `dump_redir` table
+//! (`osm_console.c`).
 //!
 //! Dates are the caller's: OpenSM prints `ctime` (local time), which needs the time zone, so
 //! every function takes the formatter. [`ctime_utc`] is `ctime` with the zone UTC.
@@ -61,19 +62,130 @@ pub fn print(
         Some((name, port)) => (name, Some(port)),
         None => (selector, None),
     };
-    let number = cnum::scan(name.as_bytes(), 0);
-    if number.end == name.len() {
-        let guid = number.strtoul();
-        match db.node(guid) {
-            Some(node) => write_node_human(node, port, errors_only, date, out),
-            None => writeln!(out, "Node {guid:#x} not found..."),
-        }
-    } else {
-        match db.nodes().find(|node| node.name == name) {
-            Some(node) => write_node_human(node, port, errors_only, date, out),
-            None => writeln!(out, "Node {name} not found..."),
+    let wanted = NodeSelector::parse(name);
+    match db
+        .nodes()
+        .find(|node| wanted.matches(node.guid, &node.name))
+    {
+        Some(node) => write_node_human(node, port, errors_only, date, out),
+        None => wanted.not_found(out),
+    }
+}
+
+/// The node a console command names: by its GUID when the whole of the text reads as a C
+/// number, else by its name (the first node with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeSelector<'a> {
+    Guid(u64),
+    Name(&'a str),
+}
+
+impl<'a> NodeSelector<'a> {
+    pub fn parse(text: &'a str) -> NodeSelector<'a> {
+        let number = cnum::scan(text.as_bytes(), 0);
+        if number.end == text.len() {
+            NodeSelector::Guid(number.strtoul())
+        } else {
+            NodeSelector::Name(text)
         }
     }
+
+    pub fn matches(self, guid: u64, name: &str) -> bool {
+        match self {
+            NodeSelector::Guid(wanted) => guid == wanted,
+            NodeSelector::Name(wanted) => name == wanted,
+        }
+    }
+
+    /// The console's line for a node it does not know.
+    pub fn not_found(self, out: &mut impl Write) -> fmt::Result {
+        match self {
+            NodeSelector::Guid(guid) => writeln!(out, "Node {guid:#x} not found..."),
+            NodeSelector::Name(name) => writeln!(out, "Node {name} not found..."),
+        }
+    }
+}
+
+/// A monitored node with the ports whose PMA redirected the PerfMgr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedirectedNode {
+    pub guid: u64,
+    pub name: String,
+    pub enhanced_port0: bool,
+    /// In port order; none when no PMA of the node redirected.
+    pub ports: Vec<RedirectedPort>,
+}
+
+/// Where a port's PMA sent the PerfMgr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RedirectedPort {
+    pub port: u8,
+    pub valid: bool,
+    /// The LID the port is asked at without the redirection.
+    pub original_lid: u16,
+    pub lid: u16,
+    pub p_key: u16,
+    pub qp: u32,
+    pub p_key_index: u16,
+}
+
+/// The console's `dump_redir [name|guid]`: a block per node with redirected ports, under the
+/// table's title; `redirect` is `perfmgr_redir`, whose absence is said first.
+pub fn redirections(
+    redirect: bool,
+    nodes: &[RedirectedNode],
+    selector: Option<&str>,
+    out: &mut impl Write,
+) -> fmt::Result {
+    if !redirect {
+        writeln!(out, "Perfmgr redirection not enabled")?;
+    }
+    write!(out, "\nRedirection Table\n-----------------\n")?;
+    let Some(selector) = selector else {
+        return nodes
+            .iter()
+            .try_for_each(|node| write_redirected(node, out));
+    };
+    let wanted = NodeSelector::parse(selector);
+    match nodes
+        .iter()
+        .find(|node| wanted.matches(node.guid, &node.name))
+    {
+        Some(node) => write_redirected(node, out),
+        None => wanted.not_found(out),
+    }
+}
+
+/// `dump_redir_entry`.
+fn write_redirected(node: &RedirectedNode, out: &mut impl Write) -> fmt::Result {
+    if node.ports.is_empty() {
+        return Ok(());
+    }
+    write!(
+        out,
+        "   Node GUID       ESP0   Name\n   ---------       ----   ----\n   {:#x} {}      {}\n",
+        node.guid,
+        u8::from(node.enhanced_port0),
+        node.name
+    )?;
+    write!(
+        out,
+        "\n   Port Valid  LIDs     PKey  QP    PKey Index\n   ---- -----  ----     ----  --    ----------\n"
+    )?;
+    for port in &node.ports {
+        writeln!(
+            out,
+            "   {}    {}      {}->{}  {:#x} {:#x}   {}",
+            port.port,
+            u8::from(port.valid),
+            port.original_lid,
+            port.lid,
+            port.p_key,
+            port.qp,
+            port.p_key_index
+        )?;
+    }
+    writeln!(out)
 }
 
 /// The ports of `node` to print: all, or the one `port` names when it is one of them (else a

@@ -32,6 +32,8 @@ use crate::db::Database;
 use crate::lanes::{Lane, LaneDatabase, LaneSet};
 use crate::notice::{About, Notice, RemotePort};
 
+mod console;
+
 /// The PerfMgt class version every PMA implements (IBA 16.1.1).
 const CLASS_VERSION: u8 = 1;
 
@@ -101,7 +103,7 @@ struct MonitoredPort {
     cap_mask: PerfCapabilityMask,
     remote: Option<RemotePort>,
     /// Where its PMA redirected the PerfMgr.
-    redirect: Option<Peer>,
+    redirect: Option<Redirect>,
     /// The per-VL and per-SL attributes its PMA does not keep.
     lacking: LaneSet,
 }
@@ -124,6 +126,14 @@ impl MonitoredPort {
     fn xmit_wait(&self) -> bool {
         self.has(PerfCapabilityMask::PORT_XMIT_WAIT)
     }
+}
+
+/// A LID redirection a PMA asked for, and followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Redirect {
+    peer: Peer,
+    /// The P_Key it named, as it named it.
+    p_key: u16,
 }
 
 /// A node the PerfMgr monitors (OpenSM's `monitored_node_t`).
@@ -575,15 +585,19 @@ impl PerfMgr {
         let Some(port) = self.monitored_port_mut(query) else {
             return;
         };
-        let Some(gone) = port.redirect.take() else {
-            return;
-        };
+        if let Some(gone) = port.redirect.take() {
+            self.unlink_redirect(gone);
+        }
+    }
+
+    /// A redirection no port keeps any more: the queries to its LID go to QP1 again.
+    fn unlink_redirect(&mut self, gone: Redirect) {
         let still_used = self.monitored.values().flat_map(|node| &node.ports);
         if !still_used
             .filter_map(|port| port.redirect)
-            .any(|peer| peer.lid == gone.lid)
+            .any(|kept| kept.peer.lid == gone.peer.lid)
         {
-            self.redirected.remove(&gone.lid);
+            self.redirected.remove(&gone.peer.lid);
         }
     }
 
@@ -660,7 +674,10 @@ impl PerfMgr {
         self.redirected.insert(peer.lid, peer);
         let query_cpi = self.config.query_cpi;
         if let Some(port) = self.monitored_port_mut(query) {
-            port.redirect = Some(peer);
+            port.redirect = Some(Redirect {
+                peer,
+                p_key: info.redirect_p_key,
+            });
             if query_cpi {
                 port.cpi_valid = false;
             }
@@ -946,15 +963,10 @@ fn plan_node(
         let Some(port) = node.ports.get(usize::from(number)).filter(|p| p.valid) else {
             continue;
         };
-        let found = current
-            .ports
-            .iter()
-            .find(|p| p.port == number)
-            .map(|p| p.lid);
         let Some(lid) = port
             .redirect
-            .map(|peer| peer.lid)
-            .or(found)
+            .map(|redirect| redirect.peer.lid)
+            .or(port_lid(current, number))
             .filter(|&lid| lid != 0)
         else {
             continue;
@@ -995,6 +1007,11 @@ fn plan_node(
             }));
         }
     }
+}
+
+/// The LID the subnet gives `node`'s PMA for `port`, if the SM found the port.
+fn port_lid(node: &SubnetNode, port: u8) -> Option<u16> {
+    node.ports.iter().find(|p| p.port == port).map(|p| p.lid)
 }
 
 /// Whether a per-VL or per-SL query's failure says the PMA does not keep the attribute: status
@@ -1998,6 +2015,114 @@ mod tests {
         bench.sweep();
         assert_eq!(bench.asked_since(asked)[0].0, 2);
         assert_eq!(bench.pmas.qps.last(), Some(&1));
+    }
+
+    fn redirections(pm: &PerfMgr, selector: Option<&str>) -> String {
+        let mut out = String::new();
+        pm.dump_redirections(selector, &mut out).unwrap();
+        out
+    }
+
+    fn cleared(pm: &mut PerfMgr, selector: Option<&str>) -> String {
+        let mut out = String::new();
+        pm.clear_redirections(selector, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn the_console_dumps_the_redirections_and_clears_them_back_to_the_port_lid() {
+        let mut bench = redirecting(PerfMgrConfig::default());
+        bench.sweep();
+        let title = "\nRedirection Table\n-----------------\n";
+        let table = format!(
+            "{title}   Node GUID       ESP0   Name
+   ---------       ----   ----
+   0x100002 0      H1/U1
+
+   Port Valid  LIDs     PKey  QP    PKey Index
+   ---- -----  ----     ----  --    ----------
+   1    1      2->9  0xffff 0x5   0
+
+"
+        );
+        assert_eq!(redirections(&bench.pm, None), table);
+        assert_eq!(redirections(&bench.pm, Some("H1/U1")), table);
+        assert_eq!(redirections(&bench.pm, Some("0x100002")), table);
+        assert_eq!(
+            redirections(&bench.pm, Some("H9")),
+            format!("{title}Node H9 not found...\n")
+        );
+        assert_eq!(
+            cleared(&mut bench.pm, Some("0x7")),
+            "Node 0x7 not found...\n"
+        );
+        assert_eq!(redirections(&bench.pm, None), table);
+
+        assert_eq!(cleared(&mut bench.pm, Some("H1/U1")), "");
+        assert_eq!(redirections(&bench.pm, None), title);
+        // Asked at its own LID again, from its ClassPortInfo on, as a zeroed port is.
+        bench.pmas.redirect = None;
+        let asked = bench.pmas.asked.len();
+        bench.sweep();
+        let h1: Vec<_> = bench
+            .asked_since(asked)
+            .into_iter()
+            .filter(|q| q.0 == 2)
+            .collect();
+        assert_eq!(h1, [(2, Cpi, Method::Get, 0)]);
+        assert_eq!(bench.pmas.qps.last(), Some(&1));
+    }
+
+    #[test]
+    fn the_console_says_when_redirection_is_off() {
+        let config = PerfMgrConfig {
+            redirect: false,
+            ..PerfMgrConfig::default()
+        };
+        let mut pm = Bench::new(config).pm;
+        assert_eq!(
+            redirections(&pm, None),
+            "Perfmgr redirection not enabled\n\nRedirection Table\n-----------------\n"
+        );
+        assert_eq!(cleared(&mut pm, None), "Perfmgr redirection not enabled\n");
+    }
+
+    #[test]
+    fn the_console_turns_classportinfo_and_node_removal_on_and_off() {
+        let mut bench = Bench::new(PerfMgrConfig::default());
+        bench.pm.set_query_cpi(false);
+        bench.pm.set_remove_nodes(false);
+        let status = bench.pm.status();
+        assert!(
+            status.contains("remove missing nodes from DB : FALSE\n"),
+            "{status}"
+        );
+        assert!(
+            status.contains("query ClassPortInfo          : FALSE\n"),
+            "{status}"
+        );
+        bench.sweep();
+        assert_eq!(
+            bench.asked_since(0),
+            [
+                (2, Pc, Method::Get, 1),
+                (1, Pc, Method::Get, 1),
+                (1, Pc, Method::Get, 2),
+            ]
+        );
+        bench.pm.set_subnet([switch()]);
+        bench.sweep();
+        assert_eq!(bench.pm.db().node(H1).map(|node| node.active), Some(false));
+
+        bench.pm.set_query_cpi(true);
+        bench.pm.set_remove_nodes(true);
+        bench.pm.set_subnet([switch(), ca()]);
+        let asked = bench.pmas.asked.len();
+        bench.sweep();
+        assert_eq!(bench.asked_since(asked)[0], (2, Cpi, Method::Get, 0));
+        bench.pm.set_subnet([switch()]);
+        bench.sweep();
+        assert!(bench.pm.db().node(H1).is_none());
     }
 
     #[test]
