@@ -297,6 +297,25 @@ pub enum PerfRequest {
     ClearCounters,
     /// Forget the nodes gone from the subnet (`perfmgr clear_inactive`).
     ClearInactive,
+    /// Take the nodes gone from the subnet out of the database (`perfmgr set_rm_nodes`).
+    SetRmNodes,
+    /// Keep the nodes gone from the subnet in the database, inactive (`perfmgr
+    /// clear_rm_nodes`).
+    ClearRmNodes,
+    /// Read each PMA's ClassPortInfo before its counters (`perfmgr set_query_cpi`).
+    SetQueryCpi,
+    /// Read the counters without ClassPortInfo (`perfmgr clear_query_cpi`).
+    ClearQueryCpi,
+    /// Print the PMAs' redirections, of every node or of one (`perfmgr dump_redir`).
+    DumpRedir {
+        /// A node's GUID or description.
+        node: Option<String>,
+    },
+    /// Forget the PMAs' redirections, of every node or of one (`perfmgr clear_redir`).
+    ClearRedir {
+        /// A node's GUID or description.
+        node: Option<String>,
+    },
     /// Sweep every SECONDS from now on, starting now (`perfmgr sweep_time`).
     SweepTime {
         /// At least 1.

@@ -70,6 +70,16 @@ pub enum PerfCommand {
     ClearCounters,
     /// Forget the nodes gone from the subnet (`perfmgr clear_inactive`).
     ClearInactive,
+    /// Whether the nodes gone from the subnet leave the database (`perfmgr set_rm_nodes`,
+    /// `perfmgr clear_rm_nodes`).
+    RemoveNodes(bool),
+    /// Whether ClassPortInfo is read before the counters (`perfmgr set_query_cpi`,
+    /// `perfmgr clear_query_cpi`).
+    QueryCpi(bool),
+    /// The PMAs' redirections, of one node or all (`perfmgr dump_redir`).
+    Redirections(Option<String>),
+    /// Forget the PMAs' redirections, of one node or all (`perfmgr clear_redir`).
+    ClearRedirections(Option<String>),
     /// The time between sweeps, as typed (`perfmgr sweep_time`, which reads it with atoi).
     SweepTime(String),
 }
@@ -91,6 +101,12 @@ impl PerfCommand {
             PerfCommand::Enable(false) => " disable".to_string(),
             PerfCommand::ClearCounters => " clear-counters".to_string(),
             PerfCommand::ClearInactive => " clear-inactive".to_string(),
+            PerfCommand::RemoveNodes(true) => " set-rm-nodes".to_string(),
+            PerfCommand::RemoveNodes(false) => " clear-rm-nodes".to_string(),
+            PerfCommand::QueryCpi(true) => " set-query-cpi".to_string(),
+            PerfCommand::QueryCpi(false) => " clear-query-cpi".to_string(),
+            PerfCommand::Redirections(node) => with(" dump-redir", node),
+            PerfCommand::ClearRedirections(node) => with(" clear-redir", node),
             PerfCommand::SweepTime(seconds) => format!(" sweep-time {seconds}"),
         }
     }
@@ -114,6 +130,12 @@ impl PerfCommand {
             ("disable", None) => PerfCommand::Enable(false),
             ("clear-counters", None) => PerfCommand::ClearCounters,
             ("clear-inactive", None) => PerfCommand::ClearInactive,
+            ("set-rm-nodes", None) => PerfCommand::RemoveNodes(true),
+            ("clear-rm-nodes", None) => PerfCommand::RemoveNodes(false),
+            ("set-query-cpi", None) => PerfCommand::QueryCpi(true),
+            ("clear-query-cpi", None) => PerfCommand::QueryCpi(false),
+            ("dump-redir", node) => PerfCommand::Redirections(node),
+            ("clear-redir", node) => PerfCommand::ClearRedirections(node),
             ("sweep-time", Some(seconds)) => PerfCommand::SweepTime(seconds),
             _ => return None,
         })
@@ -145,7 +167,8 @@ impl Command {
                     format!(
                         "unknown request {line:?}: perf [sweep | dump [mach] | counters [NODE] \
                          | errors [NODE] | enable | disable | clear-counters | clear-inactive \
-                         | sweep-time SECONDS]"
+                         | set-rm-nodes | clear-rm-nodes | set-query-cpi | clear-query-cpi \
+                         | dump-redir [NODE] | clear-redir [NODE] | sweep-time SECONDS]"
                     )
                 });
         }
@@ -435,6 +458,10 @@ mod tests {
             Command::Perf(PerfCommand::Enable(false)),
             Command::Perf(PerfCommand::ClearCounters),
             Command::Perf(PerfCommand::ClearInactive),
+            Command::Perf(PerfCommand::RemoveNodes(false)),
+            Command::Perf(PerfCommand::QueryCpi(true)),
+            Command::Perf(PerfCommand::Redirections(None)),
+            Command::Perf(PerfCommand::ClearRedirections(Some("sw-one".into()))),
             Command::Perf(PerfCommand::SweepTime("30".into())),
         ] {
             assert_eq!(Command::parse(&command.to_line()), Ok(command));

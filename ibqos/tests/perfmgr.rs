@@ -1,7 +1,8 @@
 //! The performance manager of a running `ibqos sm` on the built-in emulated fabric, through
 //! `ibqos ctl perf`: OpenSM's console `perfmgr` status, `sweep`, `dump_counters [mach]`,
-//! `print_counters`, `print_errors`, `clear_inactive`, `clear_counters`, `sweep_time` and
-//! `disable`.
+//! `print_counters`, `print_errors`, `clear_inactive`, `clear_counters`, `sweep_time`,
+//! `disable`, `set_rm_nodes`, `clear_rm_nodes`, `set_query_cpi`, `clear_query_cpi`,
+//! `dump_redir` and `clear_redir`.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -154,6 +155,58 @@ fn ibqos_ctl_perf_prints_and_dumps_the_counters_as_opensm() {
     assert!(
         status.contains("sweep time                   : 2s\n"),
         "{status}"
+    );
+    signal(daemon.0.id(), "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+}
+
+/// The status lines the console's `set_*` and `clear_*` requests turn.
+fn switches(socket: &Path) -> (bool, bool) {
+    let status = perf_ok(socket, &[]);
+    let truth = |label: &str| {
+        let line = status.lines().find(|line| line.starts_with(label)).unwrap();
+        match line.rsplit(": ").next() {
+            Some("TRUE") => true,
+            Some("FALSE") => false,
+            _ => panic!("{line}"),
+        }
+    };
+    (
+        truth("remove missing nodes from DB"),
+        truth("query ClassPortInfo"),
+    )
+}
+
+#[test]
+fn ibqos_ctl_perf_turns_node_removal_and_classportinfo_and_shows_redirections() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut daemon, socket) = daemon(dir.path(), "perfmgr TRUE\nperfmgr_sweep_time_s 1\n");
+    assert_eq!(switches(&socket), (true, true));
+    assert_eq!(perf_ok(&socket, &["clear-rm-nodes"]), "");
+    assert_eq!(switches(&socket), (false, true));
+    perf_ok(&socket, &["clear-query-cpi"]);
+    assert_eq!(switches(&socket), (false, false));
+    perf_ok(&socket, &["set-rm-nodes"]);
+    perf_ok(&socket, &["set-query-cpi"]);
+    assert_eq!(switches(&socket), (true, true));
+
+    // The emulated PMAs redirect nobody. The nodes are monitored from the first PerfMgr sweep.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while perf_ok(&socket, &["counters", "sw-one"]) == "Node sw-one not found...\n" {
+        assert!(Instant::now() < deadline, "sw-one never monitored");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let title = "\nRedirection Table\n-----------------\n";
+    assert_eq!(perf_ok(&socket, &["dump-redir"]), title);
+    assert_eq!(perf_ok(&socket, &["dump-redir", "sw-one"]), title);
+    assert_eq!(
+        perf_ok(&socket, &["dump-redir", "nobody"]),
+        format!("{title}Node nobody not found...\n")
+    );
+    assert_eq!(perf_ok(&socket, &["clear-redir"]), "");
+    assert_eq!(
+        perf_ok(&socket, &["clear-redir", "0x7"]),
+        "Node 0x7 not found...\n"
     );
     signal(daemon.0.id(), "TERM");
     assert!(daemon.0.wait().unwrap().success());

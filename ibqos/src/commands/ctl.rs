@@ -28,6 +28,12 @@ pub fn run(args: &CtlArgs) -> Result<Outcome> {
             Some(PerfRequest::Disable) => PerfCommand::Enable(false),
             Some(PerfRequest::ClearCounters) => PerfCommand::ClearCounters,
             Some(PerfRequest::ClearInactive) => PerfCommand::ClearInactive,
+            Some(PerfRequest::SetRmNodes) => PerfCommand::RemoveNodes(true),
+            Some(PerfRequest::ClearRmNodes) => PerfCommand::RemoveNodes(false),
+            Some(PerfRequest::SetQueryCpi) => PerfCommand::QueryCpi(true),
+            Some(PerfRequest::ClearQueryCpi) => PerfCommand::QueryCpi(false),
+            Some(PerfRequest::DumpRedir { node }) => PerfCommand::Redirections(node.clone()),
+            Some(PerfRequest::ClearRedir { node }) => PerfCommand::ClearRedirections(node.clone()),
             Some(PerfRequest::SweepTime { seconds }) => PerfCommand::SweepTime(seconds.clone()),
         }),
     };

@@ -545,6 +545,14 @@ impl Daemon<'_> {
                 let removed = perfmgr.delete_inactive();
                 text = format!("Removed {removed} nodes from Database\n");
             }
+            PerfCommand::RemoveNodes(remove) => perfmgr.set_remove_nodes(*remove),
+            PerfCommand::QueryCpi(query) => perfmgr.set_query_cpi(*query),
+            PerfCommand::Redirections(node) => perfmgr
+                .dump_redirections(node.as_deref(), &mut text)
+                .map_err(|e| e.to_string())?,
+            PerfCommand::ClearRedirections(node) => perfmgr
+                .clear_redirections(node.as_deref(), &mut text)
+                .map_err(|e| e.to_string())?,
             PerfCommand::SweepTime(seconds) => {
                 // The console reads it with atoi into 16 bits.
                 let seconds = atoi(seconds.as_bytes()) as u16;
