@@ -11,6 +11,7 @@
 //! - [`opensm`]: run `opensm -o` (one sweep, then exit), or OpenSM as a daemon, against an ibsim.
 //! - [`smpquery`]: read SL2VL, VLArb and PortInfo back, parsed into typed values.
 //! - [`perfquery`]: run perfquery from one node against the LIDs of others.
+//! - [`perfmgr`]: read a PerfMgr's machine-readable counter dump.
 //! - [`netfile`]: the topology from an ibsim net file, and directed-route paths through it.
 //! - [`planner`]: run `ibqos plan` and parse its JSON.
 //! - [`query`]: run `ibqos query` (native ibsim client or umad under the shim) and read it.
@@ -37,6 +38,7 @@ pub mod multicast;
 pub mod netfile;
 pub mod opensm;
 pub mod path_sls;
+pub mod perfmgr;
 pub mod perfquery;
 pub mod planner;
 pub mod process;

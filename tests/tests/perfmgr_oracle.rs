@@ -16,7 +16,6 @@
 //!
 //! A missing tool (ibsim, libumad2sim.so, opensm) fails the test.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::thread;
@@ -24,6 +23,9 @@ use std::time::{Duration, Instant};
 
 use ibqos_tests::daemon::Daemon;
 use ibqos_tests::opensm::OpenSmDaemon;
+use ibqos_tests::perfmgr::{
+    CAST_PKTS, ERRORS, MachineDump, RCV_DATA, RCV_PKTS, XMIT_DATA, XMIT_PKTS, number, read_dump,
+};
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
@@ -37,37 +39,6 @@ const READ_WITHIN: Duration = Duration::from_secs(30);
 
 /// What ibsim counts for every MAD: 72 dwords.
 const MAD_DWORDS: u64 = 72;
-
-/// The columns of a machine-readable row: 7 of the port, 13 error and 8 data counters.
-const ERRORS: std::ops::Range<usize> = 7..20;
-const XMIT_DATA: usize = 20;
-const RCV_DATA: usize = 21;
-const XMIT_PKTS: usize = 22;
-const RCV_PKTS: usize = 23;
-const CAST_PKTS: std::ops::Range<usize> = 24..28;
-
-/// A machine-readable dump: its header lines, and its rows by (name, GUID, port).
-struct MachineDump {
-    headers: Vec<String>,
-    rows: BTreeMap<(String, String, String), Vec<String>>,
-}
-
-fn read_dump(path: &Path) -> MachineDump {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut headers = Vec::new();
-    let mut rows = BTreeMap::new();
-    for line in text.lines().filter(|line| !line.is_empty()) {
-        if line.starts_with("Name\t") {
-            headers.push(line.to_string());
-            continue;
-        }
-        let fields: Vec<String> = line.split('\t').map(str::to_string).collect();
-        assert_eq!(fields.len(), 28, "{line:?} in {}", path.display());
-        let key = (fields[0].clone(), fields[1].clone(), fields[3].clone());
-        rows.insert(key, fields);
-    }
-    MachineDump { headers, rows }
-}
 
 /// Asks for a dump with `ask` until `path` holds a row for every port and `done` holds.
 fn dump_when(
@@ -183,10 +154,6 @@ fn shape(dump: &str) -> String {
         }
     }
     shaped
-}
-
-fn number(fields: &[String], column: usize) -> u64 {
-    fields[column].parse().unwrap()
 }
 
 #[test]
