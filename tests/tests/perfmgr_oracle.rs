@@ -4,8 +4,10 @@
 //!
 //! The two dumps must name the same ports of the same nodes, under the same header, and agree on
 //! what does not move: the error counters (ibsim's stay 0) and the unicast and multicast
-//! packets (ibsim's are always 0). The data counters carry each SM's own MADs, read at different
-//! times, so they cannot be equal; in both, every packet counts 72 dwords, as ibsim counts it.
+//! packets (ibsim's are always 0). Here the data counters carry each SM's own MADs, read at
+//! different times, so they cannot be equal; in both, every packet counts 72 dwords, as ibsim
+//! counts it. `perfmgr_data_oracle` compares them value for value, on fabrics where only the
+//! PerfMgrs' MADs move them.
 //!
 //! Before each SM starts, ibsim's console sets S2 port 6's SymbolErrorCounter to 50000, past
 //! three quarters of its 16 bits. Each PerfMgr logs the growth (ERR 5431) in the same words and
