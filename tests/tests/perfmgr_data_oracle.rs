@@ -35,7 +35,8 @@ use std::time::{Duration, Instant};
 use ibqos_tests::daemon::Daemon;
 use ibqos_tests::opensm::OpenSmDaemon;
 use ibqos_tests::perfmgr::{
-    DATES, MachineDump, RCV_DATA, RCV_PKTS, XMIT_DATA, XMIT_PKTS, number, read_dump,
+    DATES, MachineDump, TWO_SWITCH_PORTS, XMIT_PKTS, assert_mad_sized,
+    assert_same_ports_and_errors, number, read_dump,
 };
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
@@ -53,7 +54,6 @@ const NODE_PORTS: [(&str, &[u8]); 7] = [
     ("H4", &[1]),
     ("H5", &[1, 2]),
 ];
-const PORTS: usize = 23;
 
 /// The counters of PortCountersExtended that fill the dumps' data columns on ibsim.
 const DATA_COUNTERS: [&str; 4] = ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"];
@@ -63,9 +63,6 @@ const OPTIONS: &str = "perfmgr TRUE\nperfmgr_sweep_time_s 3600\nsweep_interval 3
 
 /// Counters sweeps between the two dumps compared.
 const LATER_SWEEPS: usize = 2;
-
-/// What ibsim counts for every MAD: 72 dwords.
-const MAD_DWORDS: u64 = 72;
 
 /// How long an SM may take to come up, a PerfMgr sweep to end, or a dump to be written.
 const WITHIN: Duration = Duration::from_secs(30);
@@ -151,7 +148,7 @@ impl Sm {
                 && std::fs::read_to_string(path).unwrap_or_default() == text
             {
                 let dump = read_dump(path);
-                assert_eq!(dump.rows.len(), PORTS, "{text}");
+                assert_eq!(dump.rows.len(), TWO_SWITCH_PORTS, "{text}");
                 return dump;
             }
             assert!(Instant::now() < deadline, "no whole dump:\n{text}");
@@ -233,12 +230,7 @@ fn dumps(tools: &SimTools, dir: &Path, which: Which) -> (MachineDump, MachineDum
 
 /// Every field of every row the same, the dates aside.
 fn assert_same(ours: &MachineDump, theirs: &MachineDump, when: &str) {
-    assert_eq!(ours.headers, theirs.headers, "{when}: the headers");
-    assert_eq!(
-        ours.rows.keys().collect::<Vec<_>>(),
-        theirs.rows.keys().collect::<Vec<_>>(),
-        "{when}: the same ports of the same nodes"
-    );
+    assert_same_ports_and_errors(ours, theirs);
     for (key, mine) in &ours.rows {
         let other = &theirs.rows[key];
         for (column, (a, b)) in mine.iter().zip(other).enumerate() {
@@ -252,16 +244,7 @@ fn assert_same(ours: &MachineDump, theirs: &MachineDump, when: &str) {
             }
         }
         // What ibsim counts, so the comparison is of real readings.
-        assert_eq!(
-            number(mine, XMIT_DATA),
-            MAD_DWORDS * number(mine, XMIT_PKTS),
-            "{key:?}"
-        );
-        assert_eq!(
-            number(mine, RCV_DATA),
-            MAD_DWORDS * number(mine, RCV_PKTS),
-            "{key:?}"
-        );
+        assert_mad_sized(mine);
     }
 }
 

@@ -26,21 +26,16 @@ use std::time::{Duration, Instant};
 use ibqos_tests::daemon::Daemon;
 use ibqos_tests::opensm::OpenSmDaemon;
 use ibqos_tests::perfmgr::{
-    CAST_PKTS, ERRORS, MachineDump, RCV_DATA, RCV_PKTS, XMIT_DATA, XMIT_PKTS, number, read_dump,
+    self, CAST_PKTS, ERRORS, MachineDump, TWO_SWITCH_PORTS as PORTS, assert_mad_sized,
+    assert_same_ports_and_errors, number,
 };
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
 use ibqos_tests::{Ibsim, SimTools, TestDir};
 
-/// Every port of two-switch.net: S1's enhanced port 0 and its 8 ports, S2's 8, the CAs' 6.
-const PORTS: usize = 23;
-
 /// How long each PerfMgr has to read every port: two sweeps a second apart, and slack.
 const READ_WITHIN: Duration = Duration::from_secs(30);
-
-/// What ibsim counts for every MAD: 72 dwords.
-const MAD_DWORDS: u64 = 72;
 
 /// Asks for a dump with `ask` until `path` holds a row for every port and `done` holds.
 fn dump_when(
@@ -48,21 +43,7 @@ fn dump_when(
     ask: &mut impl FnMut(),
     done: impl Fn(&MachineDump) -> bool,
 ) -> MachineDump {
-    let deadline = Instant::now() + READ_WITHIN;
-    loop {
-        ask();
-        thread::sleep(Duration::from_millis(300));
-        let dump = read_dump(path);
-        if dump.rows.len() == PORTS && done(&dump) {
-            return dump;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} rows in {} after {READ_WITHIN:?}",
-            dump.rows.len(),
-            path.display()
-        );
-    }
+    perfmgr::dump_when(path, PORTS, READ_WITHIN, ask, done)
 }
 
 /// The node and port whose counter ibsim's console sets: a switch port without a link, which
@@ -233,35 +214,14 @@ fn ibqos_perfmgr_reads_the_ports_opensms_reads_with_the_same_counters() {
     }
     assert_eq!(our_human.lines().count(), their_human.lines().count());
 
-    assert_eq!(
-        ours.headers, theirs.headers,
-        "one header per node, the same"
-    );
-    assert_eq!(
-        ours.rows.keys().collect::<Vec<_>>(),
-        theirs.rows.keys().collect::<Vec<_>>(),
-        "the same ports of the same nodes"
-    );
+    assert_same_ports_and_errors(&ours, &theirs);
     for (key, mine) in &ours.rows {
         let other = &theirs.rows[key];
-        assert_eq!(mine[2], other[2], "{key:?}: Active");
-        assert_eq!(mine[ERRORS], other[ERRORS], "{key:?}: error counters");
         assert_eq!(
             mine[CAST_PKTS], other[CAST_PKTS],
             "{key:?}: unicast, multicast"
         );
-        for fields in [mine, other] {
-            let what = format!("{key:?}: {fields:?}");
-            assert_eq!(
-                number(fields, XMIT_DATA),
-                MAD_DWORDS * number(fields, XMIT_PKTS),
-                "{what}"
-            );
-            assert_eq!(
-                number(fields, RCV_DATA),
-                MAD_DWORDS * number(fields, RCV_PKTS),
-                "{what}"
-            );
-        }
+        assert_mad_sized(mine);
+        assert_mad_sized(other);
     }
 }

@@ -11,40 +11,24 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ibqos_tests::daemon::Daemon;
 use ibqos_tests::opensm::OpenSmDaemon;
-use ibqos_tests::perfmgr::{ERRORS, MachineDump, read_dump};
+use ibqos_tests::perfmgr::{
+    MachineDump, TWO_SWITCH_PORTS, assert_same_ports_and_errors, dump_when,
+};
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
 use ibqos_tests::{Ibsim, SimTools, TestDir};
-
-/// Every port of two-switch.net: S1's enhanced port 0 and its 8 ports, S2's 8, the CAs' 6.
-const PORTS: usize = 23;
 
 /// How long the standby, or a PerfMgr, has to do its part.
 const WITHIN: Duration = Duration::from_secs(30);
 
 /// Asks for a dump with `ask` until `path` holds a row for every port.
 fn full_dump(path: &Path, mut ask: impl FnMut()) -> MachineDump {
-    let deadline = Instant::now() + WITHIN;
-    loop {
-        ask();
-        thread::sleep(Duration::from_millis(300));
-        let dump = read_dump(path);
-        if dump.rows.len() == PORTS {
-            return dump;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} rows in {} after {WITHIN:?}",
-            dump.rows.len(),
-            path.display()
-        );
-    }
+    dump_when(path, TWO_SWITCH_PORTS, WITHIN, &mut ask, |_| true)
 }
 
 #[test]
@@ -111,18 +95,5 @@ fn a_standby_ibqos_reads_every_port_beside_an_opensm_master() {
     daemon.stop(Duration::from_secs(10)).unwrap();
     opensm.kill().unwrap();
 
-    assert_eq!(
-        ours.headers, theirs.headers,
-        "one header per node, the same"
-    );
-    assert_eq!(
-        ours.rows.keys().collect::<Vec<_>>(),
-        theirs.rows.keys().collect::<Vec<_>>(),
-        "the same ports of the same nodes"
-    );
-    for (key, mine) in &ours.rows {
-        let other = &theirs.rows[key];
-        assert_eq!(mine[2], other[2], "{key:?}: Active");
-        assert_eq!(mine[ERRORS], other[ERRORS], "{key:?}: error counters");
-    }
+    assert_same_ports_and_errors(&ours, &theirs);
 }
