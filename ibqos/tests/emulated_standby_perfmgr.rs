@@ -136,6 +136,17 @@ fn a_standby_discovers_the_subnet_for_its_perfmgr_and_reads_every_port() {
     assert!(h1_port.data_total.counts[0] > 0, "{h1_port:?}");
     assert!(db.node(h4).is_some_and(|node| node.active));
 
+    // A sweep the operator asks for discovers first too: its first MAD is a directed NodeInfo.
+    let now = fabric.now();
+    assert!(sms[1].manager.perf_sweep(now));
+    let first = sms[1].manager.poll_transmit(now).unwrap();
+    let smp = SmpRepr::parse_bytes(&first.mad).unwrap();
+    assert_eq!(
+        (smp.method, smp.attribute_id),
+        (Method::Get, AttributeId::NodeInfo)
+    );
+    fabric.send(sms[1].client, &first);
+
     // H4's link goes down: the master sweeps it away, and the standby's next discovery no
     // longer finds H4, which leaves the PerfMgr's database (perfmgr_rm_nodes TRUE).
     let down = fabric.now() + Duration::from_millis(100);

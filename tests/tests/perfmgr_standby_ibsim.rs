@@ -81,6 +81,9 @@ fn a_standby_ibqos_reads_every_port_beside_an_opensm_master() {
     let theirs = full_dump(&opensm_dump, || {
         opensm.console("perfmgr dump_counters mach").unwrap()
     });
+    // The console sweeps on a standby too, each sweep after a discovery.
+    assert_eq!(ctl(&["perf", "sweep"]), "sweep initiated...\n");
+    assert_eq!(ctl(&["perf", "sweep-time", "2"]), "");
     let status = ctl(&["status"]);
     assert!(
         status.contains("SM State             : STANDBY"),

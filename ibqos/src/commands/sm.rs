@@ -556,13 +556,15 @@ impl Daemon<'_> {
             PerfCommand::SweepTime(seconds) => {
                 // The console reads it with atoi into 16 bits.
                 let seconds = atoi(seconds.as_bytes()) as u16;
-                if !perfmgr.set_sweep_time(now, seconds) {
+                if !perfmgr.set_sweep_time(seconds) {
                     return Err(
                         "sweep_time requires a positive time period (in seconds) to \
                                 be specified"
                             .to_string(),
                     );
                 }
+                // A sweep at once, as OpenSM signals one.
+                manager.perf_sweep(now);
             }
         }
         Ok(text)
