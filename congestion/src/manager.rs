@@ -167,15 +167,21 @@ pub struct CongestionManager {
     notices: Vec<CcNotice>,
 }
 
+/// The scheduler OpenSM's CC poller amounts to: `cc_max_outstanding_mads` on the wire, the SM's
+/// timeout and retries.
+fn scheduler(options: &CcOptions) -> Scheduler<Op, Gmp> {
+    Scheduler::new(SchedulerConfig {
+        max_outstanding: usize::try_from(options.max_outstanding_mads)
+            .unwrap_or(usize::MAX)
+            .max(1),
+        timeout: options.timeout,
+        retries: options.retries,
+    })
+}
+
 impl CongestionManager {
     pub fn new(options: CcOptions) -> CongestionManager {
-        let scheduler = Scheduler::new(SchedulerConfig {
-            max_outstanding: usize::try_from(options.max_outstanding_mads)
-                .unwrap_or(usize::MAX)
-                .max(1),
-            timeout: options.timeout,
-            retries: options.retries,
-        });
+        let scheduler = scheduler(&options);
         CongestionManager {
             data: options.data(),
             options,
@@ -188,6 +194,20 @@ impl CongestionManager {
 
     pub fn options(&self) -> &CcOptions {
         &self.options
+    }
+
+    /// New options (a configuration read again): what each port answered is kept, so the next
+    /// [`program`](Self::program) sends what now differs. The wire's limits change once nothing
+    /// is in flight.
+    pub fn set_options(&mut self, options: CcOptions) {
+        if options == self.options {
+            return;
+        }
+        if self.is_idle() {
+            self.scheduler = scheduler(&options);
+        }
+        self.data = options.data();
+        self.options = options;
     }
 
     /// What each port last answered, by port GUID.

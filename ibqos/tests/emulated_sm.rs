@@ -887,7 +887,7 @@ fn a_reload_reports_what_became_of_each_changed_option() {
     let log = dir.path().join("ibqos.log");
     std::fs::write(
         &conf,
-        "log_flags 0x01\nsm_priority 1\ncongestion_control FALSE\nsm_key 0x0000000000000001\n",
+        "log_flags 0x01\nsm_priority 1\nevent_plugin_name (null)\nsm_key 0x0000000000000001\n",
     )
     .unwrap();
     let (socket, notify) = notify_socket(dir.path());
@@ -909,7 +909,7 @@ fn a_reload_reports_what_became_of_each_changed_option() {
     assert!(!quiet.contains("SUBNET UP"), "log_flags 0x01: {quiet}");
     std::fs::write(
         &conf,
-        "log_flags 0x03\nsm_priority 5\nguid 0x0002c90000001234\ncongestion_control TRUE\n\
+        "log_flags 0x03\nsm_priority 5\nguid 0x0002c90000001234\nevent_plugin_name osmeventplugin\n\
          sm_key 0x00000000deadbeef\n",
     )
     .unwrap();
@@ -923,7 +923,8 @@ fn a_reload_reports_what_became_of_each_changed_option() {
         "option changed: applied from this sweep option=sm_priority from=1 to=5",
         "option changed: takes effect only after a restart option=guid \
          from=0x0000000000000000 to=0x0002c90000001234",
-        "option changed: ibqos does not use it option=congestion_control from=\"FALSE\" to=\"TRUE\"",
+        "option changed: ibqos does not use it option=event_plugin_name from=\"(null)\" \
+         to=\"osmeventplugin\"",
         "option changed: applied from this sweep option=sm_key from=(secret) \
          to=(secret, changed)",
         "configuration re-read applied=3 need_restart=1 unused=1",

@@ -158,7 +158,7 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     let conf = scratch_file(
         &dir,
         "opensm.conf",
-        "qos TRUE\ncongestion_control TRUE\nperfmgr FALSE\nrouting_engine file\nperfmgr_sweep_time_s 180\n",
+        "qos TRUE\nevent_plugin_name osmeventplugin\nperfmgr FALSE\nrouting_engine file\nperfmgr_sweep_time_s 180\n",
     );
     let output = ibqos(&["check", "--json", conf.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -171,14 +171,14 @@ fn check_warns_for_each_option_ibqos_does_not_act_on() {
     // perfmgr FALSE is OpenSM's default; perfmgr_sweep_time_s 180 too.
     let lines: Vec<u64> = warned.iter().map(|(line, _)| *line).collect();
     assert_eq!(lines, [2, 4], "{warned:?}");
-    assert!(warned[0].1.contains("congestion_control"), "{warned:?}");
+    assert!(warned[0].1.contains("event_plugin_name"), "{warned:?}");
     assert!(warned[1].1.contains("file"), "{warned:?}");
 
     let toml = scratch_file(
         &dir,
         "ibqos.toml",
         "[sm]\nlog_file = \"/var/log/ibqos.log\"\nm_key_per_port_secret = \"0123456789abcdef0123\"\n\
-         [opensm]\ncongestion_control = true\nm_key_lookup = true\n",
+         [opensm]\nevent_plugin_name = \"osmeventplugin\"\nm_key_lookup = true\n",
     );
     let output = ibqos(&["check", "--json", toml.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));

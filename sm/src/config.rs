@@ -117,6 +117,8 @@ const READ_BY_PERFMGR_AT_START: [&str; 12] = [
 /// names for the files' contents) takes effect.
 pub fn takes_effect(key: &str) -> Takes {
     let is_qos_option = key.starts_with("qos");
+    // Read by the congestion control manager at each sweep that brings the subnet up.
+    let is_congestion_option = key == "congestion_control" || key.starts_with("cc_");
     let whole_file = matches!(
         key,
         "[qos_policy]" | "[partitions]" | "program_policy_setup"
@@ -124,6 +126,7 @@ pub fn takes_effect(key: &str) -> Takes {
     if READ_AT_START.contains(&key) || READ_BY_PERFMGR_AT_START.contains(&key) {
         Takes::Restart
     } else if is_qos_option
+        || is_congestion_option
         || whole_file
         || READ_EACH_SWEEP.contains(&key)
         || READ_BY_DAEMON_AT_RELOAD.contains(&key)
@@ -496,8 +499,9 @@ mod tests {
     /// Everything the sweep, the election and the SA take from `settings`, as one text.
     fn what_the_sm_runs_with(settings: &Settings) -> String {
         format!(
-            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
             sweep_config(settings, BTreeMap::new()),
+            congestion_options(settings),
             election_config(settings, Guid(1)),
             sa_config(settings),
             mkey_config(settings),
@@ -567,6 +571,8 @@ m_key 0X0a
             "in",
             "0:8,1:8",
             "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
+            // A per-SL option's `SL value`.
+            "3 7",
         ];
         values.extend(files.iter().map(String::as_str));
         // torus-2QoS.conf is read only when the engine that reads it is listed.

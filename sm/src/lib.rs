@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod congestion;
 pub mod counters;
 pub mod dumps;
 pub mod election;

@@ -55,6 +55,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
+use ibqos_congestion::{CcNotice, CongestionManager};
 use ibqos_exchange::Engine;
 use ibqos_exchange::smp::parse_smp;
 use ibqos_exchange::{OutgoingMad, Peer};
@@ -64,7 +65,8 @@ use ibqos_perfmgr::{Level, Notice, PerfMgr, PerfMgrConfig, SweepState};
 use tracing::{debug, error, info, warn};
 
 use crate::cache::write_guid2lid;
-use crate::config::{election_config, mkey_config, sa_config, sweep_config};
+use crate::config::{congestion_options, election_config, mkey_config, sa_config, sweep_config};
+use crate::congestion::cc_ports;
 use crate::counters::Counters;
 use crate::election::{Election, Next, StateChange, Verdict};
 use crate::engine::credit_loops::CreditLoopWatch;
@@ -249,6 +251,14 @@ pub struct Manager {
     /// A standby's discovery for the PerfMgr's sweep under way, which ends at
     /// [`Phase::Discovered`].
     perf_discovery: Option<Box<Sweep>>,
+    /// The congestion control manager, which a master runs after each sweep that brings the
+    /// subnet up (with `congestion_control TRUE`).
+    congestion: CongestionManager,
+    /// The next congestion control programming sends every Set, whatever the ports hold
+    /// (OpenSM's `need_update`): the first after a sweep that began this SM's mastership.
+    congestion_forced: bool,
+    /// The sweep under way has sent its congestion control Sets.
+    congestion_programmed: bool,
 }
 
 impl Manager {
@@ -293,6 +303,9 @@ impl Manager {
             credit_loops: CreditLoopWatch::default(),
             perfmgr: None,
             perf_discovery: None,
+            congestion: CongestionManager::new(congestion_options(settings)),
+            congestion_forced: false,
+            congestion_programmed: false,
         }
     }
 
@@ -378,6 +391,25 @@ impl Manager {
         self.log_perf_notices();
     }
 
+    /// The congestion control manager, while this SM is master: OpenSM's runs from its state
+    /// manager's master sweeps.
+    fn running_congestion(&mut self) -> Option<&mut CongestionManager> {
+        let master = self.election.state() == SmState::Master;
+        Some(&mut self.congestion).filter(|_| master)
+    }
+
+    /// Logs what the congestion control manager noticed.
+    fn log_congestion_notices(&mut self) {
+        for notice in self.congestion.take_notices() {
+            match notice {
+                CcNotice::NoAnswer { .. } => error!(target: "ibqos::congestion", "{notice}"),
+                CcNotice::Unavailable { .. } | CcNotice::NotKept { .. } => {
+                    warn!(target: "ibqos::congestion", "{notice}")
+                }
+            }
+        }
+    }
+
     /// Logs what the PerfMgr noticed, at OpenSM's levels.
     fn log_perf_notices(&mut self) {
         let Some(perfmgr) = self.perfmgr.as_mut() else {
@@ -414,8 +446,17 @@ impl Manager {
                     self.keys.stamp_smp(&mut transmit.mad, transmit.dlid);
                     OutgoingMad::from(&transmit)
                 }
-                // The PerfMgr's GMPs carry no M_Key and are no SMPs to count.
-                None => return self.running_perfmgr()?.poll_transmit(now),
+                // The congestion manager's and the PerfMgr's GMPs carry no M_Key and are no
+                // SMPs to count.
+                None => {
+                    if let Some(set) = self
+                        .running_congestion()
+                        .and_then(|cc| cc.poll_transmit(now))
+                    {
+                        return Some(set);
+                    }
+                    return self.running_perfmgr()?.poll_transmit(now);
+                }
             },
         };
         if self.counters.count_sent(&next.mad) {
@@ -488,10 +529,18 @@ impl Manager {
         let perfmgr = perfmgr.and_then(|perfmgr| perfmgr.next_deadline());
         let discovery = self.perf_discovery.as_ref();
         let discovery = discovery.and_then(|discovery| discovery.next_deadline());
-        [state, self.sa.next_deadline(), election, perfmgr, discovery]
-            .into_iter()
-            .flatten()
-            .min()
+        let congestion = self.congestion.next_deadline();
+        [
+            state,
+            self.sa.next_deadline(),
+            election,
+            perfmgr,
+            discovery,
+            congestion,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The last sweep that ended: what the SM knows of the fabric.
@@ -520,6 +569,10 @@ impl Manager {
             }
             Ok(MgmtClass::PerfMgt) if self.perfmgr.is_some() => {
                 return self.on_perf_mad(now, mad, from);
+            }
+            Ok(MgmtClass::CongestionControl) => {
+                self.congestion.on_mad(now, mad, from);
+                self.log_congestion_notices();
             }
             // No class this SM serves (a vendor's, PerfMgt without a PerfMgr), or no MAD at all.
             _ => self.responder.on_malformed(),
@@ -599,6 +652,11 @@ impl Manager {
     /// One of the SM's own MADs handed back undelivered.
     pub fn on_dropped(&mut self, now: Instant, mad: &[u8]) {
         let class = Mad::new_checked(mad).map(|header| header.mgmt_class());
+        if class == Ok(MgmtClass::CongestionControl) {
+            self.congestion.on_dropped(now, mad);
+            self.log_congestion_notices();
+            return self.end_sweep_if_done(now);
+        }
         if class == Ok(MgmtClass::PerfMgt)
             && let Some(perfmgr) = self.perfmgr.as_mut()
         {
@@ -650,6 +708,8 @@ impl Manager {
             perfmgr.on_time(now);
         }
         self.log_perf_notices();
+        self.congestion.on_time(now);
+        self.log_congestion_notices();
         self.end_sweep_if_done(now);
         self.start_sweep_if_due(now);
     }
@@ -869,7 +929,9 @@ impl Manager {
         let own = sweep.own_port();
         match self.election.after_discovery(now, found, own) {
             Verdict::Proceed => {
-                sweep.proceed(now, self.election.is_first_master_sweep());
+                let first = self.election.is_first_master_sweep();
+                self.congestion_forced |= first;
+                sweep.proceed(now, first);
                 self.follow_election(now, Next::Continue);
             }
             Verdict::Stop if self.election.state() == SmState::Master => {
@@ -954,6 +1016,7 @@ impl Manager {
             _ => SweepMode::Diff,
         };
         self.sweeps += 1;
+        self.congestion_programmed = false;
         // The sweep routes the members the SA holds now; joins from here on make another update.
         self.multicast_due = false;
         let config = SweepConfig {
@@ -988,11 +1051,15 @@ impl Manager {
             .set_config(election_config(settings, self.port_guid));
         self.sa.set_config(sa_config(settings));
         self.keys.set_config(mkey_config(settings));
+        self.congestion.set_options(congestion_options(settings));
     }
 
     fn end_sweep_if_done(&mut self, now: Instant) {
         self.end_perf_discovery_if_done(now);
         self.elect_if_discovered(now);
+        if self.awaiting_congestion() {
+            return;
+        }
         match &self.state {
             State::Sweeping { sweep, .. } if sweep.is_done() => {}
             State::UpdatingMulticast { update, .. } if update.is_done() => {
@@ -1103,6 +1170,24 @@ impl Manager {
         if let State::Waiting { until } = self.state {
             self.update_multicast_if_due(now, until);
         }
+    }
+
+    /// `osm_congestion_control_setup` after a sweep that brought the subnet up, and its wait
+    /// for every answer before SUBNET UP: whether the sweep must still wait. The Sets go out
+    /// once per sweep; with `congestion_control` FALSE there are none.
+    fn awaiting_congestion(&mut self) -> bool {
+        let State::Sweeping { sweep, mode, .. } = &self.state else {
+            return false;
+        };
+        if *sweep.phase() != Phase::SubnetUp || *mode == SweepMode::DryRun {
+            return false;
+        }
+        if !self.congestion_programmed {
+            self.congestion_programmed = true;
+            let force = std::mem::take(&mut self.congestion_forced);
+            self.congestion.program(&cc_ports(sweep.subnet()), force);
+        }
+        !self.congestion.is_idle()
     }
 
     /// An update of the multicast forwarding tables ended: the SA learns the tables, and the SM

@@ -245,6 +245,23 @@ fn an_invalid_value_status_ends_a_port_as_opensm_tests_the_bits() {
 }
 
 #[test]
+fn new_options_send_what_now_differs() {
+    let mut manager = CongestionManager::new(options());
+    let now = Instant::now();
+    manager.program(&ports(), true);
+    run(&mut manager, &[], &[], now);
+    manager.set_options(CcOptions {
+        switch_marking_rate: 20,
+        ..options()
+    });
+    manager.program(&ports(), false);
+    assert_eq!(
+        run(&mut manager, &[], &[], now),
+        [(1, CcAttributeId::SwitchCongestionSetting, 0)]
+    );
+}
+
+#[test]
 fn disabled_sends_nothing() {
     let mut manager = CongestionManager::new(CcOptions::default());
     manager.program(&ports(), true);

@@ -395,3 +395,89 @@ fn a_master_runs_the_perfmgr_on_its_timer() {
         "the sweep's SMPs crossed it"
     );
 }
+
+/// The congestion control options of the tests below: a switch setting, SL 1 of the CAs and a
+/// two-entry table.
+const CONGESTION: &str = "congestion_control TRUE\ncc_sw_cong_setting_control_map 0x1f\n\
+                          cc_sw_cong_setting_threshold 0xf\ncc_sw_cong_setting_marking_rate 10\n\
+                          cc_ca_cong_setting_port_control 1\ncc_ca_cong_setting_control_map 0x2\n\
+                          cc_ca_cong_setting_ccti_timer 1 150\ncc_cct 0:0,1:5\n";
+
+/// The congestion control MADs among those sent since the `from`th: (attribute, modifier).
+fn cc_sets_since(fabric: &Fabric, from: usize) -> Vec<(u16, u32)> {
+    fabric.sent[from..]
+        .iter()
+        .filter(|out| out.class == MgmtClass::CongestionControl)
+        .map(|out| {
+            let header = Mad::new_checked(&out.mad[..]).unwrap();
+            assert_eq!(header.method(), Method::Set);
+            (
+                u16::from(header.attribute_id()),
+                header.attribute_modifier(),
+            )
+        })
+        .collect()
+}
+
+/// With `congestion_control TRUE` every switch gets its setting and every CA port its setting
+/// and table before the sweep reports SUBNET UP; a diff sweep sends none of them again.
+#[test]
+fn congestion_control_is_programmed_before_subnet_up_and_not_again() {
+    use ibqos_emu::CongestionSettings;
+    let mut fabric = Fabric::two_switch();
+    let mut manager = manager(&fabric, Run::Daemon, CONGESTION);
+    let summary = sweep_done(&mut fabric, &mut manager);
+    assert!(summary.subnet_up, "{summary:?}");
+    let sets = cc_sets_since(&fabric, 0);
+    let topology = fabric.emulator.topology().clone();
+    let switches = topology.nodes().filter(|(_, n)| n.is_switch()).count();
+    let ca_ports: usize = topology
+        .nodes()
+        .filter(|(_, n)| !n.is_switch())
+        .map(|(_, n)| usize::from(n.num_ports()))
+        .sum();
+    assert_eq!(sets.len(), switches + 2 * ca_ports, "{sets:?}");
+    // Each CA port: its setting, then its one table block.
+    assert!(
+        sets.windows(2).any(|w| w == [(0x16, 0), (0x17, 0)]),
+        "{sets:?}"
+    );
+    for (id, node) in topology.nodes() {
+        let port = PortRef::new(id, if node.is_switch() { 0 } else { 1 });
+        let agent = fabric.emulator.congestion_agent(port).unwrap();
+        match agent.settings {
+            CongestionSettings::Switch(switch) => {
+                assert_eq!(
+                    (switch.setting.threshold, switch.setting.marking_rate),
+                    (15, 10)
+                );
+            }
+            CongestionSettings::Ca(ca) => {
+                assert_eq!(ca.setting.port_control, 1, "{}", node.name);
+                assert_eq!(ca.setting.entries[1].ccti_timer, 150, "{}", node.name);
+                assert_eq!(ca.ccti_limit, 1);
+                assert_eq!(ca.table[1].multiplier(), 5);
+            }
+        }
+    }
+    assert!(manager.congestion.is_idle());
+
+    // The next sweep finds every port holding what it wants: nothing is sent again.
+    let from = fabric.sent.len();
+    assert!(manager.sweep_now());
+    sweep_done(&mut fabric, &mut manager);
+    assert_eq!(cc_sets_since(&fabric, from), []);
+}
+
+/// With `congestion_control` FALSE (OpenSM's default) no congestion control MAD goes out.
+#[test]
+fn congestion_control_off_sends_nothing() {
+    let mut fabric = Fabric::two_switch();
+    let mut manager = manager(
+        &fabric,
+        Run::Daemon,
+        "congestion_control FALSE\ncc_cct 0:0,1:5\n",
+    );
+    sweep_done(&mut fabric, &mut manager);
+    assert_eq!(cc_sets_since(&fabric, 0), []);
+}
