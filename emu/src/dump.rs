@@ -37,6 +37,7 @@ pub fn dump(emulator: &Emulator) -> FabricDump {
                             dump.record(&read, &answer);
                         }
                     }
+                    dump.congestion = emulator.ccas.dump(port);
                     Some((number, dump))
                 })
                 .collect();

@@ -60,6 +60,45 @@ pub struct PortDump {
     /// `[vl, weight]`.
     pub vlarb_low: Vec<[u8; 2]>,
     pub vlarb_high: Vec<[u8; 2]>,
+    /// What the port's congestion control agent holds (a switch's at its port 0). Absent where
+    /// none was read, and in dumps written before dumps held it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<CongestionDump>,
+}
+
+/// A congestion control agent's settings, as its Gets answer them (IBA A10.4.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CongestionDump {
+    Switch(SwitchCongestionDump),
+    Ca(CaCongestionDump),
+}
+
+/// SwitchCongestionSetting, every field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchCongestionDump {
+    pub control_map: u32,
+    /// The 256-bit port masks as 64 hex digits, port 0 last.
+    pub victim_mask: String,
+    pub credit_mask: String,
+    pub threshold: u8,
+    pub packet_size: u8,
+    pub cs_threshold: u8,
+    /// CS_ReturnDelay as its 16-bit CCT entry (shift in bits 15-14).
+    pub cs_return_delay: u16,
+    pub marking_rate: u16,
+}
+
+/// CACongestionSetting, every field, and the congestion control table up to its CCTI_Limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaCongestionDump {
+    pub port_control: u16,
+    pub control_map: u16,
+    /// By SL: `[ccti_timer, ccti_increase, trigger_threshold, ccti_min]`.
+    pub sls: Vec<[u16; 4]>,
+    pub ccti_limit: u16,
+    /// Entries 0 to CCTI_Limit, each 16 bits (shift in bits 15-14).
+    pub table: Vec<u16>,
 }
 
 impl FabricDump {
@@ -147,6 +186,7 @@ impl PortDump {
             sl2vl: BTreeMap::new(),
             vlarb_low: Vec::new(),
             vlarb_high: Vec::new(),
+            congestion: None,
         }
     }
 

@@ -10,6 +10,12 @@
 //!
 //! A missing tool (libumad2sim.so, smpquery, ibccquery, ibccconfig) fails the test.
 
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use ibqos_tests::opensm::run_opensm_once;
 use ibqos_tests::perfquery::PerfQuery;
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
@@ -204,4 +210,172 @@ fn a_protected_cc_key_turns_away_a_set_without_it() {
     let out = cc.query(&["CS", "H5"]);
     assert_eq!(field(&out, "Port_Control"), "0x0001", "{out}");
     assert_eq!(field(&out, "CCTI_Timer"), "9", "{out}");
+}
+
+/// Every agent of two-switch.net by directed route from [`QUERY_NODE`], and what ibccquery
+/// reads of it: a switch's SwitchCongestionSetting, a CA port's CACongestionSetting and table.
+const AGENTS: [(&str, &[u8], &[&str]); 8] = [
+    ("S1", &[1], &["SS"]),
+    ("S2", &[1, 3], &["SS"]),
+    ("H1", &[1, 1], &["CS", "CT"]),
+    ("H2", &[], &["CS", "CT"]),
+    ("H3", &[1, 3, 1], &["CS", "CT"]),
+    ("H4", &[1, 3, 2], &["CS", "CT"]),
+    ("H5/1", &[1, 5], &["CS", "CT"]),
+    ("H5/2", &[1, 3, 5], &["CS", "CT"]),
+];
+
+/// Everything ibccquery reads of every agent of `sim`, each answer under its agent's name, the
+/// `# ...: Lid N` header lines left out (the two SMs need not give the same LIDs).
+fn cc_state(tools: &SimTools, sim: &Ibsim) -> String {
+    let targets: Vec<(&'static str, &[u8])> = AGENTS.iter().map(|&(n, p, _)| (n, p)).collect();
+    let diags = PerfQuery::new(tools, sim, QUERY_NODE, &targets);
+    let cc = Cc { tools, diags };
+    let mut state = String::new();
+    for (name, _, ops) in AGENTS {
+        for op in ops {
+            let out = cc.query(&[op, name]);
+            state.push_str(&format!("== {name} {op}\n"));
+            for line in out.lines().filter(|line| !line.starts_with("# ")) {
+                state.push_str(line);
+                state.push('\n');
+            }
+        }
+    }
+    state
+}
+
+/// A served fabric's CC state: what ibccquery reads of every agent, and every agent's whole
+/// state as the emulator dumps it when it stops (the table below CCTI_Limit included, which
+/// ibccquery does not print).
+#[derive(Debug, PartialEq)]
+struct CcState {
+    read: String,
+    dumped: Vec<(String, u8, Value)>,
+}
+
+/// `ibqos fabric serve --dump` in `dir`, brought up by `bring_up`, and its CC state.
+fn cc_state_after(dir: &Path, bring_up: impl FnOnce(&SimTools, &Path, &Ibsim)) -> CcState {
+    let tools = SimTools::require();
+    let ibqos = ibqos_binary().unwrap();
+    let netfile = testdata("two-switch.net");
+    let dump = dir.join("fabric.json");
+    let dump_arg = dump.display().to_string();
+    let served = Ibsim::serve_with(
+        &tools,
+        &ibqos,
+        &netfile,
+        SM_NODE,
+        dir,
+        &["--dump", &dump_arg],
+    )
+    .unwrap();
+    bring_up(&tools, &ibqos, &served);
+    let read = cc_state(&tools, &served);
+    served.signal("TERM").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        match std::fs::read_to_string(&dump) {
+            Ok(text) if text.ends_with('\n') => break text,
+            _ if Instant::now() > deadline => panic!("no dump at {}", dump.display()),
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    let fabric: Value = serde_json::from_str(&text).unwrap();
+    let mut dumped = Vec::new();
+    for node in fabric["nodes"].as_object().unwrap().values() {
+        for (number, port) in node["ports"].as_object().unwrap() {
+            if let Some(cc) = port.get("congestion") {
+                let name = node["name"].as_str().unwrap().to_owned();
+                dumped.push((name, number.parse().unwrap(), cc.clone()));
+            }
+        }
+    }
+    dumped.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    CcState { read, dumped }
+}
+
+/// The CC state OpenSM leaves on a fresh served fabric with `options`, and the state `ibqos
+/// sm --once` leaves on another with the same options.
+fn both_sms(name: &str, options: &str) -> (CcState, CcState) {
+    let dir = TestDir::new(name);
+    let opensm_dir = dir.subdir("opensm");
+    let theirs = cc_state_after(&opensm_dir, |tools, _, served| {
+        let run = run_opensm_once(tools, served, SM_NODE, options, &opensm_dir.join("sm")).unwrap();
+        assert_eq!(run.error_lines(), Vec::<&str>::new(), "{}", run.log);
+    });
+    let ibqos_dir = dir.subdir("ibqos");
+    let ours = cc_state_after(&ibqos_dir, |_, ibqos, served| {
+        let conf = ibqos_dir.join("opensm.conf");
+        std::fs::write(&conf, options).unwrap();
+        let sm = SmInvocation::new(SmFabric::Native, SM_NODE, &ibqos_dir.join("cache"))
+            .opensm_conf(&conf);
+        sm.run_up(ibqos, served).unwrap();
+    });
+    // Every switch and CA port was reached.
+    assert_eq!(theirs.dumped.len(), AGENTS.len(), "{:?}", theirs.dumped);
+    (theirs, ours)
+}
+
+/// Every option OpenSM sends, none at its default, the switch masks right-aligned.
+const OPTIONS: &str = "\
+congestion_control TRUE
+cc_key 0x0
+cc_max_outstanding_mads 4
+cc_sw_cong_setting_control_map 0x1f
+cc_sw_cong_setting_victim_mask 0x26
+cc_sw_cong_setting_credit_mask 0x1
+cc_sw_cong_setting_threshold 0xf
+cc_sw_cong_setting_packet_size 8
+cc_sw_cong_setting_credit_starvation_threshold 3
+cc_sw_cong_setting_credit_starvation_return_delay 1:7
+cc_sw_cong_setting_marking_rate 10
+cc_ca_cong_setting_port_control 1
+cc_ca_cong_setting_control_map 0x0006
+cc_ca_cong_setting_ccti_timer 1 150
+cc_ca_cong_setting_ccti_timer 2 300
+cc_ca_cong_setting_ccti_increase 1 1
+cc_ca_cong_setting_ccti_increase 2 2
+cc_ca_cong_setting_trigger_threshold 2 4
+cc_ca_cong_setting_ccti_min 2 1
+cc_cct 0:0,0:4,1:8,1:16,2:64,3:1000
+";
+
+/// OpenSM 3.3.23 and ibqos, each alone on a fresh served fabric with the same options, leave
+/// every switch's and CA port's agent holding the same settings and table: read by ibccquery,
+/// and whole in the emulator's dump.
+#[test]
+fn opensm_and_ibqos_leave_the_same_congestion_control_state() {
+    let (theirs, ours) = both_sms("fabric-serve-cc-opensm", OPTIONS);
+    // Not two fabrics left at power-on: the options reached the agents.
+    let read = &theirs.read;
+    assert!(
+        read.contains("Marking_Rate:....................10"),
+        "{read}"
+    );
+    assert!(
+        read.contains("CCTI_Limit:......................5"),
+        "{read}"
+    );
+    assert_eq!(ours, theirs);
+}
+
+/// A one-entry `cc_cct`: OpenSM sends CCTI_Limit 0 and an all-zero block, and ibqos sends the
+/// same, so the tables agree. ibccquery prints no entry at CCTI_Limit 0: the dump shows it.
+#[test]
+fn a_one_entry_table_is_left_as_opensm_leaves_it() {
+    let options = "congestion_control TRUE\ncc_ca_cong_setting_port_control 1\ncc_cct 1:5\n";
+    let (theirs, ours) = both_sms("fabric-serve-cc-one-entry", options);
+    // Programmed (the port control), with the table's one entry left out: entry 0 is 0.
+    let read = &theirs.read;
+    assert!(
+        read.contains("Port_Control:....................0x0001"),
+        "{read}"
+    );
+    for (name, _, cc) in &theirs.dumped {
+        if let Some(ca) = cc.get("ca") {
+            assert_eq!(ca["table"], serde_json::json!([0]), "{name}: {cc}");
+        }
+    }
+    assert_eq!(ours, theirs);
 }

@@ -272,6 +272,7 @@ mod tests {
                             sl2vl,
                             vlarb_low: vec![[number, number]; 8],
                             vlarb_high: vec![[0, 1]; 8],
+                            congestion: None,
                         };
                         (number, port)
                     })
