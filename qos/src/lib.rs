@@ -4,12 +4,14 @@
 //! encodings; SL-to-VL mapping tables ([`Sl2VlTable`]) and VL arbitration tables ([`VlArbTable`]);
 //! the four port classes ([`PortClass`]); the QoS configuration with OpenSM's per-field fallback
 //! ([`QosConfig`]); and [`plan`], which turns a configuration and a port's capabilities into exactly
-//! the tables to program. [`partitions`] models OpenSM's partitions.conf.
+//! the tables to program. [`partitions`] models OpenSM's partitions.conf. [`promise`] is the
+//! share of a port's data its VL arbitration promises each VL.
 
 mod config;
 pub mod partitions;
 mod plan;
 pub mod policy;
+pub mod promise;
 mod switch;
 mod tables;
 mod types;
