@@ -152,6 +152,12 @@ impl Lane {
         })
     }
 
+    /// Counter by counter, whether it is at its largest value.
+    fn stopped(self, counters: &[u64]) -> Vec<bool> {
+        let max = u64::MAX >> (64 - self.bits());
+        counters.iter().map(|&value| value >= max).collect()
+    }
+
     /// Whether a counter of `counters` is close enough to its largest value to be cleared.
     pub fn near_full(self, counters: &[u64]) -> bool {
         counters.iter().any(|&value| near_full(value, self.bits()))
@@ -190,6 +196,9 @@ pub struct LaneCounters {
     /// Growth per second between the last two readings, counter by counter; `None` until a
     /// second reading with time between them.
     pub rate: Option<Vec<f64>>,
+    /// Counter by counter, whether the last reading found it at its largest value: it stopped
+    /// there, and grew by more than its rate says.
+    pub stopped: Vec<bool>,
 }
 
 /// What a reading found beside the counters.
@@ -235,6 +244,7 @@ impl LaneDatabase {
         now: Instant,
     ) -> Taken {
         self.changes += 1;
+        let stopped = lane.stopped(&counters);
         let Some(kept) = self.ports.get_mut(&(guid, port, lane)) else {
             self.ports.insert(
                 (guid, port, lane),
@@ -242,6 +252,7 @@ impl LaneDatabase {
                     last: counters,
                     read_at: now,
                     rate: None,
+                    stopped,
                 },
             );
             return Taken {
@@ -262,6 +273,7 @@ impl LaneDatabase {
         }
         kept.last = counters;
         kept.read_at = now;
+        kept.stopped = stopped;
         Taken {
             cleared_out_of_band: fell,
         }
@@ -320,6 +332,9 @@ mod tests {
         let taken = db.take(1, 2, lane, vec![5, 8], start + Duration::from_secs(3));
         assert!(taken.cleared_out_of_band);
         assert_eq!(db.get(1, 2, lane).unwrap().rate, Some(vec![5.0, 8.0]));
+        assert_eq!(db.get(1, 2, lane).unwrap().stopped, [false, false]);
+        db.take(1, 2, lane, vec![65_535, 9], start + Duration::from_secs(3));
+        assert_eq!(db.get(1, 2, lane).unwrap().stopped, [true, false]);
         db.cleared(1, 2, lane);
         let taken = db.take(1, 2, lane, vec![1, 1], start + Duration::from_secs(4));
         assert!(!taken.cleared_out_of_band, "the PerfMgr's own clear");
