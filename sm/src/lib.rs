@@ -14,6 +14,7 @@ pub mod engine;
 pub mod manager;
 pub mod mkey;
 pub mod perf;
+pub mod qos_report;
 pub mod responder;
 pub mod sa;
 pub mod summary;

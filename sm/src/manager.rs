@@ -74,6 +74,7 @@ use crate::engine::lids::endport_lmc;
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::mkey::{KeyRing, Neighbors};
 use crate::perf::{PortLids, monitored_nodes};
+use crate::qos_report::{Promises, QosReport, qos_report};
 use crate::responder::{Heard, Responder, Unsolicited, generic_notice};
 use crate::sa::{Sa, SaDb};
 use crate::summary::{SmSummary, SweepSummary};
@@ -259,6 +260,9 @@ pub struct Manager {
     congestion_forced: bool,
     /// The sweep under way has sent its congestion control Sets.
     congestion_programmed: bool,
+    /// The VL arbitration the last sweep that brought the subnet up verified on each port,
+    /// which the QoS conformance report holds the ports to.
+    qos_promises: Promises,
 }
 
 impl Manager {
@@ -306,6 +310,7 @@ impl Manager {
             congestion: CongestionManager::new(congestion_options(settings)),
             congestion_forced: false,
             congestion_programmed: false,
+            qos_promises: Promises::default(),
         }
     }
 
@@ -319,6 +324,17 @@ impl Manager {
 
     pub fn perfmgr(&self) -> Option<&PerfMgr> {
         self.perfmgr.as_ref()
+    }
+
+    /// The QoS conformance report over the PerfMgr's last readings, a share allowed
+    /// `tolerance_points` percentage points from its promise; `None` without a PerfMgr.
+    pub fn qos_report(&self, tolerance_points: u8) -> Option<QosReport> {
+        let perfmgr = self.perfmgr.as_ref()?;
+        Some(qos_report(
+            &self.qos_promises,
+            perfmgr.lanes(),
+            tolerance_points,
+        ))
     }
 
     pub fn perfmgr_mut(&mut self) -> Option<&mut PerfMgr> {
@@ -1108,6 +1124,7 @@ impl Manager {
             && let Some(perfmgr) = self.perfmgr.as_mut()
         {
             perfmgr.set_subnet(monitored_nodes(sweep.subnet(), PortLids::Assigned));
+            self.qos_promises = Promises::from_sweep(&sweep);
         }
         if mode != SweepMode::DryRun {
             let subnet = sweep.subnet();

@@ -3,12 +3,14 @@
 
 use super::*;
 use crate::cache::read_guid2lid;
+use crate::qos_report::Verdict;
 use crate::sa::SaCounts;
 use crate::testing::{Fabric, sa_request, settings, trap};
 use ibqos_exchange::Address;
 use ibqos_fabric::{NodeKind, PortRef};
 use ibqos_mad::sa::{SA_HEADER_LEN, SaAttributeId, SaMad};
 use ibqos_mad::{AttributeId, Mad, MgmtClass};
+use ibqos_perfmgr::lanes::Lane;
 
 fn manager(fabric: &Fabric, run: Run, conf: &str) -> Manager {
     Manager::new(
@@ -480,4 +482,134 @@ fn congestion_control_off_sends_nothing() {
     );
     sweep_done(&mut fabric, &mut manager);
     assert_eq!(cc_sets_since(&fabric, 0), []);
+}
+
+/// Traffic a port sent on VLs 0 and 1 (SL n on VL n), `packets` 2048-byte packets on each, both
+/// backlogged (each waited while the other sent: more ticks than a 16-bit counter holds), and
+/// what its peer received of it. The PerfMgr's own MADs on VL 0 are a few hundred words.
+fn saturated_pair(packets: [u64; 2]) -> (ibqos_emu::PortTraffic, ibqos_emu::PortTraffic) {
+    use ibqos_emu::{LaneTraffic, PortTraffic};
+    use ibqos_qos::{Sl, Vl};
+    const WORDS: u64 = 2048 / 4;
+    const BLOCKS: u64 = 2048 / 64;
+    let lanes: Vec<LaneTraffic> = (0..2)
+        .map(|vl| LaneTraffic {
+            sl: Sl::new(vl as u8).unwrap(),
+            vl: Vl::new(vl as u8).unwrap(),
+            words: packets[vl] * WORDS,
+            packets: packets[vl],
+        })
+        .collect();
+    let mut xmit_wait = [0; 16];
+    xmit_wait[0] = packets[1] * BLOCKS;
+    xmit_wait[1] = packets[0] * BLOCKS;
+    let sent = PortTraffic {
+        sent: lanes.clone(),
+        xmit_wait,
+        ..PortTraffic::default()
+    };
+    let received = PortTraffic {
+        received: lanes,
+        ..PortTraffic::default()
+    };
+    (sent, received)
+}
+
+/// The conformance report holds each port to the VL arbitration the SM verified: with VL 0
+/// promised three packets to VL 1's one, the port whose VLs split 1:1 is outside the
+/// tolerance, with both figures, and the port that split 3:1 conforms.
+#[test]
+fn the_qos_report_lists_the_port_that_breaks_its_promise() {
+    let mut fabric = Fabric::two_switch();
+    let conf = "qos TRUE\nqos_max_vls 2\nqos_high_limit 0\nqos_vlarb_high 0:0\n\
+                qos_vlarb_low 0:96,1:32\nqos_sl2vl 0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1\n\
+                perfmgr TRUE\nperfmgr_sweep_time_s 1\nsweep_interval 100\n";
+    let mut settings = settings(conf);
+    settings.perfmgr_lanes = true;
+    let config = crate::config::perfmgr_config(&settings);
+    let start = fabric.now();
+    let mut manager = Manager::new(
+        Run::Daemon,
+        &settings,
+        BTreeMap::new(),
+        Guid(fabric.port_guid()),
+    )
+    .with_perfmgr(config, start, 0);
+    assert!(sweep_done(&mut fabric, &mut manager).subnet_up);
+    let (breaking, conforming) = (fabric.port_of("S1", 3), fabric.port_of("S1", 4));
+    let s2 = |port| fabric.port_of("S2", port);
+    let (breaking_peer, conforming_peer) = (s2(3), s2(4));
+    let s2_guid = fabric
+        .emulator
+        .topology()
+        .node(conforming_peer.node)
+        .unwrap()
+        .guid;
+    let read_at = move |manager: &Manager, port: PortRef| {
+        let lanes = manager.perfmgr().unwrap().lanes();
+        lanes
+            .get(s2_guid, port.port, Lane::VlOpData)
+            .map(|c| c.read_at)
+    };
+    // A first reading of every port, then the traffic, then a second reading.
+    fabric.drive(&mut manager, |m| read_at(m, conforming_peer).is_some());
+    let first = read_at(&manager, conforming_peer);
+    let (sent, received) = saturated_pair([24_000, 24_000]);
+    fabric.emulator.add_traffic(breaking, &sent).unwrap();
+    fabric
+        .emulator
+        .add_traffic(breaking_peer, &received)
+        .unwrap();
+    let (sent, received) = saturated_pair([36_000, 12_000]);
+    fabric.emulator.add_traffic(conforming, &sent).unwrap();
+    fabric
+        .emulator
+        .add_traffic(conforming_peer, &received)
+        .unwrap();
+    fabric.drive(&mut manager, |m| {
+        read_at(m, conforming_peer) != first && m.perfmgr().unwrap().outstanding() == 0
+    });
+
+    let report = manager.qos_report(2).unwrap();
+    let s1 = fabric.emulator.topology().node(breaking.node).unwrap().guid;
+    let port = |number: u8| {
+        report
+            .ports
+            .iter()
+            .find(|p| p.node_guid == Guid(s1) && p.port == number)
+            .unwrap()
+    };
+    let outside: Vec<(Guid, u8)> = report
+        .ports
+        .iter()
+        .filter(|p| p.verdict == Verdict::Outside)
+        .map(|p| (p.node_guid, p.port))
+        .collect();
+    assert_eq!(outside, [(Guid(s1), 3)], "{report:#?}");
+    let figures = |number: u8| -> Vec<(u8, u32, u32)> {
+        port(number)
+            .vls
+            .iter()
+            .map(|v| {
+                let percent = |share: f64| (share * 1000.0).round() as u32;
+                (v.vl, percent(v.measured), percent(v.promised))
+            })
+            .collect()
+    };
+    // Per mille: VL 0 got half the data against three quarters promised.
+    assert_eq!(figures(3), [(0, 500, 750), (1, 500, 250)]);
+    assert_eq!(port(4).verdict, Verdict::Conforms);
+    assert_eq!(figures(4), [(0, 750, 750), (1, 250, 250)]);
+    // Ports without traffic had nothing to arbitrate.
+    assert!(report.count(Verdict::Idle) > 0, "{report:#?}");
+    assert_eq!(report.count(Verdict::Outside), 1);
+    let text = report.to_string();
+    let s1_port3 = format!(
+        "sw-one ({}) port 3: outside: VL 0 got 25.0 points less than promised; VL 1 got 25.0 \
+         points more than promised\n  VL  measured  promised  backlogged\n   0     50.0%     \
+         75.0%  yes\n   1     50.0%     25.0%  yes\n",
+        Guid(s1)
+    );
+    assert!(text.contains(&s1_port3), "{text}");
+    assert!(text.starts_with("QoS conformance, tolerance 2 points: 1 outside, 1 conforming"));
 }
