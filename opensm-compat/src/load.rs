@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use ibqos_qos::promise::DEFAULT_TOLERANCE_POINTS;
 use ibqos_text::{Code, Diagnostic, Location, source_text};
 
 use crate::guid_file::{self, GUID_FILE_OPTIONS};
@@ -461,6 +462,13 @@ pub fn to_opensm_conf(s: &Settings) -> (String, Vec<Diagnostic>) {
             Code::NotExpressible,
             "`m_key_per_port_secret` cannot be said in opensm.conf: OpenSM gives every port \
              the one `m_key`",
+        ));
+    }
+    if s.qos_report_tolerance != DEFAULT_TOLERANCE_POINTS {
+        diagnostics.push(Diagnostic::warning(
+            Code::NotExpressible,
+            "`qos_report_tolerance` cannot be said in opensm.conf: OpenSM makes no QoS \
+             conformance report",
         ));
     }
     if s.perfmgr_lanes {

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use ibqos_mad::Guid;
+use ibqos_qos::promise::DEFAULT_TOLERANCE_POINTS;
 use ibqos_qos::{PortClass, QosSet, Sl2VlTable, Vl, VlArbEntry, VlArbTable, VlCount};
 use ibqos_text::{Code, Diagnostic, Location, MAX_PER_CODE, Severity, cnum};
 use serde::Deserialize;
@@ -228,6 +229,7 @@ struct NativeSm {
     dump_files_dir: Option<Spanned<String>>,
     m_key_per_port_secret: Option<Spanned<String>>,
     perfmgr_lanes: Option<bool>,
+    qos_report_tolerance: Option<Spanned<u8>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -533,6 +535,17 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
     }
     check_m_key_lease(&s, &file.opensm, errors);
     s.perfmgr_lanes = file.sm.perfmgr_lanes.unwrap_or(false);
+    if let Some(tolerance) = &file.sm.qos_report_tolerance {
+        if *tolerance.get_ref() > 100 {
+            let message = format!(
+                "qos_report_tolerance {} is more than 100 percentage points",
+                tolerance.get_ref()
+            );
+            errors.push(tolerance.span(), message, None);
+        } else {
+            s.qos_report_tolerance = *tolerance.get_ref();
+        }
+    }
     if let Some(secret) = &file.sm.m_key_per_port_secret {
         match MKeySecret::new(secret.get_ref()) {
             Ok(secret) => s.m_key_per_port_secret = Some(secret),
@@ -801,6 +814,13 @@ pub(crate) fn write(s: &Settings) -> String {
     }
     if s.perfmgr_lanes {
         kv(&mut out, "perfmgr_lanes", "true".to_string());
+    }
+    if s.qos_report_tolerance != DEFAULT_TOLERANCE_POINTS {
+        kv(
+            &mut out,
+            "qos_report_tolerance",
+            s.qos_report_tolerance.to_string(),
+        );
     }
     let l = &s.links;
     out.push_str("\n[links]\n");

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use ibqos_qos::partitions::Partitions;
 use ibqos_qos::policy::QosPolicy;
 use ibqos_qos::policy::setup::ScopeId;
+use ibqos_qos::promise::DEFAULT_TOLERANCE_POINTS;
 use ibqos_qos::{PortClass, QosConfig, QosSet, VlCount};
 use ibqos_text::{Code, Diagnostic, Location};
 
@@ -37,6 +38,10 @@ pub struct Settings {
     /// ibqos.toml's `[sm] perfmgr_lanes`: the performance manager reads the per-VL and per-SL
     /// counters as well. opensm.conf cannot say it.
     pub perfmgr_lanes: bool,
+    /// ibqos.toml's `[sm] qos_report_tolerance`: how many percentage points a VL's share of a
+    /// port's data may be from what its arbitration promises in the QoS conformance report.
+    /// opensm.conf cannot say it.
+    pub qos_report_tolerance: u8,
     /// The partitions of the partitions.conf an opensm.conf names (`partition_config_file`),
     /// when it loaded (see [`crate::PartitionsLoad`]); from ibqos.toml, its `[partitions]`.
     pub partitions: Option<Partitions>,
@@ -446,7 +451,7 @@ pub(crate) fn describe(s: &Settings) -> BTreeMap<String, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionChange {
     /// OpenSM's name of the option; `[qos_policy]`, `[partitions]`, `program_policy_setup`,
-    /// `m_key_per_port_secret` or `perfmgr_lanes` for what the policy file, the partitions file
+    /// `m_key_per_port_secret`, `perfmgr_lanes` or `qos_report_tolerance` for what the policy file, the partitions file
     /// or ibqos.toml alone say.
     pub key: String,
     /// The value before, as a message shows it (strings quoted, `unset` for an unset QoS field).
@@ -516,6 +521,14 @@ pub fn changed_options(old: &Settings, new: &Settings) -> Vec<OptionChange> {
                 new: new.to_string(),
             });
         }
+    }
+    let (old_tolerance, new_tolerance) = (old.qos_report_tolerance, new.qos_report_tolerance);
+    if old_tolerance != new_tolerance {
+        changes.push(OptionChange {
+            key: "qos_report_tolerance".to_string(),
+            old: old_tolerance.to_string(),
+            new: new_tolerance.to_string(),
+        });
     }
     changes
 }
@@ -713,6 +726,7 @@ fn blank() -> Settings {
         qos_setup_places: BTreeMap::new(),
         m_key_per_port_secret: None,
         perfmgr_lanes: false,
+        qos_report_tolerance: DEFAULT_TOLERANCE_POINTS,
         partitions: None,
         guid_files: BTreeMap::new(),
         torus_config: None,

@@ -23,7 +23,7 @@
 //!
 //! Against the simulator's arbiter (sim/tests/arbiter_promise.rs), on seeded random tables
 //! whose VLs each have entries in one table, the model is within 1.5 percentage points of
-//! every share; [`DEFAULT_TOLERANCE`] is 2. With VLs in both tables it can be 15 points off.
+//! every share; [`DEFAULT_TOLERANCE_POINTS`] is 2. With VLs in both tables it can be 15 points off.
 //! A VL that is not held back may still wait long behind other VLs' long turns and be judged
 //! backlogged (about one in ten of those VLs there): it is then promised its weights' share.
 //!
@@ -32,10 +32,10 @@
 
 use ibqos_mad::VlArbEntry;
 
-/// How far (as a fraction of the port's data) a measured share may be from the promise and
-/// still conform, by default: the largest gap between the model and the simulator's arbiter
-/// over seeded random tables (sim/tests/arbiter_promise.rs), 1.5 points, rounded up.
-pub const DEFAULT_TOLERANCE: f64 = 0.02;
+/// How far (in percentage points of the port's data) a measured share may be from the promise
+/// and still conform, by default: the largest gap between the model and the simulator's
+/// arbiter over seeded random tables (sim/tests/arbiter_promise.rs), 1.5 points, rounded up.
+pub const DEFAULT_TOLERANCE_POINTS: u8 = 2;
 
 /// The part of the time a port spent sending other VLs' data that a VL must have waited to
 /// count as backlogged.

@@ -4,7 +4,7 @@
 
 use ibqos_qos::VlArbEntry;
 use ibqos_qos::promise::{
-    Arbitration, DATA_VLS, DEFAULT_TOLERANCE, LaneOffer, backlogged, promised_shares,
+    Arbitration, DATA_VLS, DEFAULT_TOLERANCE_POINTS, LaneOffer, backlogged, promised_shares,
 };
 use ibqos_sim::ArbiterOptions;
 use ibqos_sim::arbiter::{ArbiterTables, BLOCK_BYTES};
@@ -211,7 +211,7 @@ fn largest_gap(seed: u64, cases: usize, overlap: bool) -> (f64, String) {
 fn the_arbiter_gives_the_shares_the_model_promises() {
     let (gap, case) = largest_gap(34, 200, false);
     assert!(
-        gap <= DEFAULT_TOLERANCE,
+        gap <= f64::from(DEFAULT_TOLERANCE_POINTS) / 100.0,
         "the model is further from the arbiter than the report's tolerance: {gap} at {case}"
     );
 }

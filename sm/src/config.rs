@@ -813,6 +813,45 @@ m_key 0X0a
         assert_eq!(takes_effect("event_plugin_name"), Takes::Never);
     }
 
+    /// ibqos.toml alone says the QoS conformance report's tolerance; the manager takes it at
+    /// the sweep after a reload, as the QoS options.
+    #[test]
+    fn the_qos_report_tolerance_is_an_ibqos_toml_option() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("ibqos.toml");
+        let load = |text: &str| {
+            std::fs::write(&toml, text).unwrap();
+            ibqos_opensm::load(&toml)
+        };
+        assert_eq!(load("").unwrap().settings.qos_report_tolerance, 2);
+        let settings = load("[sm]\nqos_report_tolerance = 5\n").unwrap().settings;
+        assert_eq!(settings.qos_report_tolerance, 5);
+        let (native, _) = ibqos_opensm::to_native_toml(&settings);
+        assert!(native.contains("qos_report_tolerance = 5\n"), "{native}");
+        let (_, lost) = ibqos_opensm::to_opensm_conf(&settings);
+        assert!(
+            lost.iter()
+                .any(|d| d.message.contains("`qos_report_tolerance`")),
+            "{lost:?}"
+        );
+        let changes = ibqos_opensm::changed_options(&Settings::default(), &settings);
+        assert!(
+            changes
+                .iter()
+                .any(|c| c.key == "qos_report_tolerance" && c.old == "2" && c.new == "5"),
+            "{changes:?}"
+        );
+        assert_eq!(takes_effect("qos_report_tolerance"), Takes::NextSweep);
+        let error = load("[sm]\nqos_report_tolerance = 101\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("ibqos.toml:2:")
+                && error.contains("qos_report_tolerance 101 is more than 100 percentage points"),
+            "{error}"
+        );
+    }
+
     /// torus-2QoS gets `qos` and its torus-2QoS.conf, read when the list names the engine.
     #[test]
     fn torus_2qos_routes_with_qos_and_its_config() {
