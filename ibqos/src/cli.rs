@@ -267,6 +267,13 @@ pub enum CtlRequest {
         #[command(subcommand)]
         request: Option<PerfRequest>,
     },
+    /// The QoS conformance report: each port's share of data per VL over the PerfMgr's last
+    /// window, against what the VL arbitration the SM verified promises (`[sm] perfmgr_lanes`).
+    QosReport {
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -48,6 +48,8 @@ pub enum Command {
     LogLevel(u8),
     /// The performance manager, as OpenSM's console `perfmgr`.
     Perf(PerfCommand),
+    /// The QoS conformance report over the PerfMgr's last readings.
+    QosReport { json: bool },
 }
 
 /// What an operator asks the performance manager (OpenSM's console `perfmgr ...`).
@@ -153,6 +155,8 @@ impl Command {
             Command::Dump => "dump".to_string(),
             Command::LogLevel(flags) => format!("loglevel {flags:#04x}"),
             Command::Perf(perf) => format!("perf{}", perf.to_words()),
+            Command::QosReport { json: false } => "qos-report".to_string(),
+            Command::QosReport { json: true } => "qos-report --json".to_string(),
         }
     }
 
@@ -180,9 +184,11 @@ impl Command {
             ["reload"] => Ok(Command::Reload),
             ["dump"] => Ok(Command::Dump),
             ["loglevel", flags] => crate::logging::parse_log_flags(flags).map(Command::LogLevel),
+            ["qos-report"] => Ok(Command::QosReport { json: false }),
+            ["qos-report", "--json"] => Ok(Command::QosReport { json: true }),
             _ => Err(format!(
-                "unknown request {line:?}: status [--json], sweep, reload, dump, loglevel FLAGS \
-                 or perf ..."
+                "unknown request {line:?}: status [--json], sweep, reload, dump, loglevel FLAGS, \
+                 qos-report [--json] or perf ..."
             )),
         }
     }
@@ -463,6 +469,8 @@ mod tests {
             Command::Perf(PerfCommand::Redirections(None)),
             Command::Perf(PerfCommand::ClearRedirections(Some("sw-one".into()))),
             Command::Perf(PerfCommand::SweepTime("30".into())),
+            Command::QosReport { json: false },
+            Command::QosReport { json: true },
         ] {
             assert_eq!(Command::parse(&command.to_line()), Ok(command));
         }

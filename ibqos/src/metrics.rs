@@ -7,8 +7,8 @@
 //! the registry's counters by storing their value, so nothing is counted twice. Every label of
 //! the SM's metrics is a small closed set (SM states, sweep modes, tables, port classes, node
 //! types, port states, attributes, methods, trap numbers). The PerfMgr's per-VL and per-SL
-//! counters (`perfmgr_lanes`) are the one exception: they are by port, so their number is capped
-//! by `--metrics-lane-series-max`.
+//! counters (`perfmgr_lanes`) and the QoS conformance report's shares are the exceptions: they
+//! are by port, so each is capped by `--metrics-lane-series-max`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read, Write as _};
@@ -26,6 +26,7 @@ use ibqos_qos::PortClass;
 use ibqos_sm::counters::{Counters, Inventory, QosPorts};
 use ibqos_sm::engine::sweep::{SetResult, SweepMode, Table};
 use ibqos_sm::manager::{Event, Manager};
+use ibqos_sm::qos_report::{QosReport, Verdict};
 use ibqos_sm::summary::SweepSummary;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
@@ -136,6 +137,7 @@ const MAX_REQUEST: u64 = 16 * 1024;
 pub struct Exporter {
     metrics: SmMetrics,
     lanes: LaneMetrics,
+    qos_report: QosReportMetrics,
     registry: Arc<Registry>,
     textfile: Option<PathBuf>,
 }
@@ -150,6 +152,7 @@ impl Exporter {
         let mut registry = Registry::with_prefix("ibqos");
         let metrics = SmMetrics::register(&mut registry);
         let lanes = LaneMetrics::register(&mut registry, args.metrics_lane_series_max);
+        let qos_report = QosReportMetrics::register(&mut registry, args.metrics_lane_series_max);
         // Last, as it always was: a reader knows a whole exposition by its last line.
         let start_time = Gauge::<f64, AtomicU64>::default();
         start_time.set(unix_now());
@@ -166,14 +169,15 @@ impl Exporter {
         Ok(Some(Exporter {
             metrics,
             lanes,
+            qos_report,
             registry,
             textfile: args.metrics_textfile.clone(),
         }))
     }
 
     /// Between events: what changes while a sweep runs, and the PerfMgr's per-VL and per-SL
-    /// counters once its sweep has read them all, every answer in (the textfile then
-    /// replaced): a scrape never sees half a sweep.
+    /// counters and the QoS conformance report once its sweep has read them all, every answer
+    /// in (the textfile then replaced): a scrape never sees half a sweep.
     pub fn watch(&self, manager: &Manager) {
         let outstanding = i64::try_from(manager.smps_outstanding()).unwrap_or(i64::MAX);
         self.metrics.smps_outstanding.set(outstanding);
@@ -182,6 +186,9 @@ impl Exporter {
             && perfmgr.outstanding() == 0
             && self.lanes.export(perfmgr.lanes())
         {
+            if let Some(report) = manager.qos_report() {
+                self.qos_report.export(&report);
+            }
             self.write_textfile();
         }
     }
@@ -322,6 +329,87 @@ impl LaneMetrics {
         self.left_out
             .set(i64::try_from(left_out).unwrap_or(i64::MAX));
         true
+    }
+}
+
+/// The QoS conformance report: how many ports stand where, and each judged port's measured
+/// and promised share by VL. A port has at most 2 x 15 series; at most `max_series` are
+/// exported, the ports outside the tolerance first, then in node GUID and port order.
+#[derive(Debug)]
+struct QosReportMetrics {
+    ports: SortedFamily<Gauge>,
+    shares: SortedFamily<Gauge<f64, AtomicU64>>,
+    left_out: Gauge,
+    max_series: usize,
+}
+
+impl QosReportMetrics {
+    fn register(r: &mut Registry, max_series: usize) -> QosReportMetrics {
+        let metrics = QosReportMetrics {
+            ports: SortedFamily::default(),
+            shares: SortedFamily::default(),
+            left_out: Gauge::default(),
+            max_series,
+        };
+        r.register(
+            "qos_report_ports",
+            "Ports the QoS conformance report holds to their VL arbitration, by verdict",
+            metrics.ports.clone(),
+        );
+        r.register(
+            "qos_report_share_ratio",
+            "The share of a port's data a VL got over the PerfMgr's last window (measured) and \
+             what its VL arbitration promises (promised), by port and VL",
+            metrics.shares.clone(),
+        );
+        r.register(
+            "qos_report_series_left_out",
+            "QoS conformance report series not exported, beyond --metrics-lane-series-max",
+            metrics.left_out.clone(),
+        );
+        metrics
+    }
+
+    fn export(&self, report: &QosReport) {
+        self.ports.clear();
+        self.shares.clear();
+        for (verdict, name) in [
+            (Verdict::Conforms, "conforms"),
+            (Verdict::Outside, "outside"),
+            (Verdict::Idle, "idle"),
+            (Verdict::Unread, "unread"),
+        ] {
+            let count = i64::try_from(report.count(verdict)).unwrap_or(i64::MAX);
+            self.ports
+                .get_or_create(&vec![("verdict", name.to_string())])
+                .set(count);
+        }
+        let judged = [Verdict::Outside, Verdict::Conforms]
+            .into_iter()
+            .flat_map(|verdict| report.ports.iter().filter(move |p| p.verdict == verdict));
+        let (mut exported, mut left_out) = (0, 0);
+        for port in judged {
+            let cost = 2 * port.vls.len();
+            if left_out > 0 || exported + cost > self.max_series {
+                left_out += cost;
+                continue;
+            }
+            exported += cost;
+            for share in &port.vls {
+                for (figure, value) in [("measured", share.measured), ("promised", share.promised)]
+                {
+                    let labels = vec![
+                        ("node_guid", format!("{:#018x}", port.node_guid.0)),
+                        ("port", port.port.to_string()),
+                        ("vl", share.vl.to_string()),
+                        ("figure", figure.to_string()),
+                    ];
+                    self.shares.get_or_create(&labels).set(value);
+                }
+            }
+        }
+        self.left_out
+            .set(i64::try_from(left_out).unwrap_or(i64::MAX));
     }
 }
 
@@ -1110,6 +1198,69 @@ mod tests {
             "the last port in order is left out"
         );
         assert_eq!(series(&exposition(0)), 0);
+    }
+
+    /// Two judged ports, one outside and one conforming, and one idle.
+    fn qos_report() -> QosReport {
+        use ibqos_mad::Guid;
+        use ibqos_sm::qos_report::{PortShares, VlShare};
+        let port = |number: u8, verdict: Verdict, shares: &[(f64, f64)]| PortShares {
+            node_guid: Guid(0x0002_c903_0000_0001),
+            node: "sw".to_string(),
+            port: number,
+            verdict,
+            vls: shares
+                .iter()
+                .enumerate()
+                .map(|(vl, &(measured, promised))| VlShare {
+                    vl: vl as u8,
+                    measured,
+                    promised,
+                    backlogged: true,
+                })
+                .collect(),
+        };
+        QosReport {
+            tolerance_points: 2,
+            ports: vec![
+                port(1, Verdict::Conforms, &[(0.75, 0.75), (0.25, 0.25)]),
+                port(2, Verdict::Outside, &[(0.5, 0.75), (0.5, 0.25)]),
+                port(3, Verdict::Idle, &[]),
+            ],
+        }
+    }
+
+    #[test]
+    fn qos_report_series_put_the_ports_outside_first_and_stop_at_the_bound() {
+        let exposition = |max_series| {
+            let mut registry = Registry::with_prefix("ibqos");
+            let metrics = QosReportMetrics::register(&mut registry, max_series);
+            metrics.export(&qos_report());
+            classic_text(&openmetrics(&registry))
+        };
+        let all = exposition(100);
+        for line in [
+            "ibqos_qos_report_ports{verdict=\"outside\"} 1\n",
+            "ibqos_qos_report_ports{verdict=\"conforms\"} 1\n",
+            "ibqos_qos_report_ports{verdict=\"idle\"} 1\n",
+            "ibqos_qos_report_ports{verdict=\"unread\"} 0\n",
+            "ibqos_qos_report_share_ratio{node_guid=\"0x0002c90300000001\",port=\"2\",vl=\"0\",\
+             figure=\"measured\"} 0.5\n",
+            "ibqos_qos_report_share_ratio{node_guid=\"0x0002c90300000001\",port=\"2\",vl=\"0\",\
+             figure=\"promised\"} 0.75\n",
+            "ibqos_qos_report_share_ratio{node_guid=\"0x0002c90300000001\",port=\"1\",vl=\"1\",\
+             figure=\"measured\"} 0.25\n",
+            "ibqos_qos_report_series_left_out 0\n",
+        ] {
+            assert!(all.contains(line), "{line} in\n{all}");
+        }
+        let shares = |text: &str| text.matches("ibqos_qos_report_share_ratio{").count();
+        assert_eq!(shares(&all), 8);
+        // Room for one port: the one outside stays, the conforming one is left out.
+        let bounded = exposition(5);
+        assert_eq!(shares(&bounded), 4, "{bounded}");
+        assert!(!bounded.contains("port=\"1\""), "{bounded}");
+        assert!(bounded.contains("ibqos_qos_report_series_left_out 4\n"));
     }
 
     #[test]

@@ -11,17 +11,23 @@ use std::time::{Duration, Instant};
 mod common;
 use common::daemon::{Daemon, ibqos_sm, notified_until, notify_socket, signal};
 
-/// `ibqos ctl --socket SOCKET perf ARGS`: whether it succeeded, its standard output and error.
-fn perf(socket: &Path, args: &[&str]) -> (bool, String, String) {
+/// `ibqos ctl --socket SOCKET REQUEST ARGS`: whether it succeeded, its standard output and
+/// error.
+fn ctl(socket: &Path, request: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ibqos"))
         .args(["ctl", "--socket"])
         .arg(socket)
-        .arg("perf")
+        .arg(request)
         .args(args)
         .output()
         .unwrap();
     let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
     (out.status.success(), text(out.stdout), text(out.stderr))
+}
+
+/// `ibqos ctl --socket SOCKET perf ARGS`.
+fn perf(socket: &Path, args: &[&str]) -> (bool, String, String) {
+    ctl(socket, "perf", args)
 }
 
 fn perf_ok(socket: &Path, args: &[&str]) -> String {
@@ -33,13 +39,23 @@ fn perf_ok(socket: &Path, args: &[&str]) -> String {
 /// A daemon on the two-switch fabric with `conf` as opensm.conf and a control socket: the
 /// daemon, its socket, once the subnet is up.
 fn daemon(dir: &Path, conf: &str) -> (Daemon, std::path::PathBuf) {
-    let path = dir.join("opensm.conf");
-    std::fs::write(&path, conf).unwrap();
+    configured_daemon(dir, "-F", "opensm.conf", conf)
+}
+
+/// [`daemon`] with `text` written to `file` in `dir`, which `flag` names to the daemon.
+fn configured_daemon(
+    dir: &Path,
+    flag: &str,
+    file: &str,
+    text: &str,
+) -> (Daemon, std::path::PathBuf) {
+    let path = dir.join(file);
+    std::fs::write(&path, text).unwrap();
     let socket = dir.join("ctl.sock");
     let (notified, notify) = notify_socket(dir);
     let daemon = Daemon(
         ibqos_sm(dir)
-            .arg("-F")
+            .arg(flag)
             .arg(&path)
             .arg("--control-socket")
             .arg(&socket)
@@ -220,6 +236,94 @@ fn ibqos_ctl_perf_says_when_the_performance_manager_is_off() {
     assert!(!ok);
     assert!(
         err.contains("the performance manager is off (perfmgr FALSE)"),
+        "{err}"
+    );
+    signal(daemon.0.id(), "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+}
+
+/// `ibqos ctl --socket SOCKET qos-report ARGS`.
+fn qos_report(socket: &Path, args: &[&str]) -> (bool, String, String) {
+    ctl(socket, "qos-report", args)
+}
+
+/// The ports the SM programs VL arbitration on: the linked ones (5 + 5 switch ports, 6 CA
+/// ports) and S1's enhanced port 0.
+const PROGRAMMED: usize = 17;
+
+/// `ibqos ctl qos-report` holds every port the SM programmed VL arbitration on to it, once the
+/// PerfMgr read the port twice. The embedded fabric's only traffic is MADs, which never make a
+/// VL wait: every port read is idle, in text and in JSON, with the configured tolerance.
+#[test]
+fn ibqos_ctl_qos_report_judges_every_port_with_vl_arbitration() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = "[qos]\nenabled = true\n[sm]\nperfmgr_lanes = true\nqos_report_tolerance = 3\n\
+                [opensm]\nperfmgr = true\nperfmgr_sweep_time_s = 1\n";
+    let (mut daemon, socket) = configured_daemon(dir.path(), "-c", "ibqos.toml", toml);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let json = loop {
+        let (ok, out, err) = qos_report(&socket, &["--json"]);
+        assert!(ok, "{err}");
+        let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let verdicts: Vec<&str> = json["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|port| port["verdict"].as_str().unwrap())
+            .collect();
+        // Every port but S1's port 0, which has no link to carry what it sends.
+        if !verdicts.is_empty() && verdicts.iter().filter(|v| **v != "idle").count() == 1 {
+            break json;
+        }
+        assert!(Instant::now() < deadline, "never read every port:\n{out}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(json["tolerance_points"], 3);
+    let ports = json["ports"].as_array().unwrap();
+    assert_eq!(ports.len(), PROGRAMMED, "{json}");
+    let port0 = &ports[0];
+    assert_eq!(
+        (
+            &port0["node_guid"],
+            &port0["node"],
+            &port0["port"],
+            &port0["verdict"]
+        ),
+        (
+            &serde_json::json!("0x0002c90000001000"),
+            &serde_json::json!("sw-one"),
+            &serde_json::json!(0),
+            &serde_json::json!("unread")
+        )
+    );
+    assert!(
+        ports
+            .iter()
+            .all(|port| port["vls"] == serde_json::json!([]))
+    );
+
+    let (ok, text, err) = qos_report(&socket, &[]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        text,
+        format!(
+            "QoS conformance, tolerance 3 points: 0 outside, 0 conforming, {} idle, 1 unread\n",
+            PROGRAMMED - 1
+        )
+    );
+    signal(daemon.0.id(), "TERM");
+    assert!(daemon.0.wait().unwrap().success());
+}
+
+/// Without the per-VL counters there is no report, and the answer says what is missing.
+#[test]
+fn ibqos_ctl_qos_report_needs_perfmgr_lanes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut daemon, socket) = daemon(dir.path(), "qos TRUE\nperfmgr TRUE\n");
+    let (ok, out, err) = qos_report(&socket, &[]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("the QoS report needs the per-VL counters: [sm] perfmgr_lanes = true"),
         "{err}"
     );
     signal(daemon.0.id(), "TERM");

@@ -263,6 +263,8 @@ pub struct Manager {
     /// The VL arbitration the last sweep that brought the subnet up verified on each port,
     /// which the QoS conformance report holds the ports to.
     qos_promises: Promises,
+    /// `qos_report_tolerance`: how many percentage points a share may be from its promise.
+    qos_report_tolerance: u8,
 }
 
 impl Manager {
@@ -311,6 +313,7 @@ impl Manager {
             congestion_forced: false,
             congestion_programmed: false,
             qos_promises: Promises::default(),
+            qos_report_tolerance: settings.qos_report_tolerance,
         }
     }
 
@@ -326,14 +329,14 @@ impl Manager {
         self.perfmgr.as_ref()
     }
 
-    /// The QoS conformance report over the PerfMgr's last readings, a share allowed
-    /// `tolerance_points` percentage points from its promise; `None` without a PerfMgr.
-    pub fn qos_report(&self, tolerance_points: u8) -> Option<QosReport> {
+    /// The QoS conformance report over the PerfMgr's last readings, with the configured
+    /// tolerance; `None` without a PerfMgr.
+    pub fn qos_report(&self) -> Option<QosReport> {
         let perfmgr = self.perfmgr.as_ref()?;
         Some(qos_report(
             &self.qos_promises,
             perfmgr.lanes(),
-            tolerance_points,
+            self.qos_report_tolerance,
         ))
     }
 
@@ -1068,6 +1071,7 @@ impl Manager {
         self.sa.set_config(sa_config(settings));
         self.keys.set_config(mkey_config(settings));
         self.congestion.set_options(congestion_options(settings));
+        self.qos_report_tolerance = settings.qos_report_tolerance;
     }
 
     fn end_sweep_if_done(&mut self, now: Instant) {

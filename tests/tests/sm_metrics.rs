@@ -410,9 +410,10 @@ const LANE_PRESETS: [LanePreset; 6] = [
     },
 ];
 
-/// The daemon with the PerfMgr and `perfmgr_lanes` on the served two-switch fabric whose PMAs
-/// start with preset per-VL and per-SL counters: the textfile holds each preset as the series
-/// of its port and lane, and rates once two sweeps have read them, and passes promtool.
+/// The daemon with QoS, the PerfMgr and `perfmgr_lanes` on the served two-switch fabric whose
+/// PMAs start with preset per-VL and per-SL counters: the textfile holds each preset as the
+/// series of its port and lane, and rates once two sweeps have read them, and the QoS
+/// conformance report's verdicts, and passes promtool.
 #[test]
 fn lane_series_hold_the_emulated_pmas_counters() {
     let dir = TestDir::new("sm-metrics-lanes");
@@ -436,7 +437,8 @@ fn lane_series_hold_the_emulated_pmas_counters() {
     let toml = dir.path().join("ibqos.toml");
     std::fs::write(
         &toml,
-        "[sm]\nperfmgr_lanes = true\n[opensm]\nperfmgr = true\nperfmgr_sweep_time_s = 1\n",
+        "[qos]\nenabled = true\n[sm]\nperfmgr_lanes = true\n[opensm]\nperfmgr = true\n\
+         perfmgr_sweep_time_s = 1\n",
     )
     .unwrap();
     let textfile = dir.subdir("textfile").join("ibqos.prom");
@@ -490,6 +492,19 @@ fn lane_series_hold_the_emulated_pmas_counters() {
         assert_eq!(value(&read, &rate), 0.0, "{rate}: a preset does not grow");
     }
     assert_eq!(value(&read, "ibqos_perfmgr_lane_series_left_out"), 0.0);
+    // The QoS conformance report: every port the SM programmed VL arbitration on (the 16
+    // linked ones and S1's enhanced port 0) has a verdict; MADs and presets make no VL
+    // backlogged, so none is judged.
+    let verdict = |name: &str| {
+        value(
+            &read,
+            &format!("ibqos_qos_report_ports{{verdict=\"{name}\"}}"),
+        )
+    };
+    let verdicts = ["conforms", "outside", "idle", "unread"].map(verdict);
+    assert_eq!(verdicts.iter().sum::<f64>(), 17.0, "{verdicts:?}");
+    assert_eq!(verdicts[..2], [0.0, 0.0]);
+    assert_eq!(value(&read, "ibqos_qos_report_series_left_out"), 0.0);
 
     let status = daemon.stop(STOP_TIMEOUT).unwrap();
     assert!(status.success(), "daemon exited with {status}");

@@ -36,6 +36,7 @@ pub fn run(args: &CtlArgs) -> Result<Outcome> {
             Some(PerfRequest::ClearRedir { node }) => PerfCommand::ClearRedirections(node.clone()),
             Some(PerfRequest::SweepTime { seconds }) => PerfCommand::SweepTime(seconds.clone()),
         }),
+        CtlRequest::QosReport { json } => Command::QosReport { json: *json },
     };
     let socket = match &args.socket {
         Some(path) => path.clone(),

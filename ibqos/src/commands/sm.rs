@@ -315,6 +315,13 @@ fn drive(
     }
 }
 
+/// `value` as one line of JSON, the answer to a request's `--json`.
+fn json_line(value: &impl serde::Serialize) -> Result<String, String> {
+    serde_json::to_string(value)
+        .map(|text| text + "\n")
+        .map_err(|e| e.to_string())
+}
+
 /// A sweep's summary, where it belongs. With `--json`, every summary on standard output, one
 /// JSON object a line. Otherwise a run that ends prints its summary on standard output, as its
 /// result, and a daemon logs it (so that the journal gives each line its priority and
@@ -424,9 +431,7 @@ impl Daemon<'_> {
                     self.last.as_ref(),
                 );
                 if *json {
-                    serde_json::to_string(&status)
-                        .map(|text| text + "\n")
-                        .map_err(|e| e.to_string())
+                    json_line(&status)
                 } else {
                     Ok(status.to_text())
                 }
@@ -482,6 +487,22 @@ impl Daemon<'_> {
                 ))
             }
             Command::Perf(perf) => self.answer_perf(manager, perf, now),
+            Command::QosReport { json } => {
+                if !self.settings.perfmgr_lanes {
+                    return Err(
+                        "the QoS report needs the per-VL counters: [sm] perfmgr_lanes = true"
+                            .to_string(),
+                    );
+                }
+                let Some(report) = manager.qos_report() else {
+                    return Err("the performance manager is off (perfmgr FALSE)".to_string());
+                };
+                if *json {
+                    json_line(&report)
+                } else {
+                    Ok(report.to_string())
+                }
+            }
         }
     }
 

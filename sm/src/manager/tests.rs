@@ -570,7 +570,7 @@ fn the_qos_report_lists_the_port_that_breaks_its_promise() {
         read_at(m, conforming_peer) != first && m.perfmgr().unwrap().outstanding() == 0
     });
 
-    let report = manager.qos_report(2).unwrap();
+    let report = manager.qos_report().unwrap();
     let s1 = fabric.emulator.topology().node(breaking.node).unwrap().guid;
     let port = |number: u8| {
         report
