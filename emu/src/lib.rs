@@ -46,7 +46,7 @@ use ibqos_mad::{
 };
 
 use ibqos_fabric::{NodeId, PortRef, Topology};
-use link::LinkEvent;
+use link::ScheduledEvent;
 use models::Dice;
 use perf::{Carrier, Pmas, Trace};
 use sma::NodeSma;
@@ -63,7 +63,7 @@ pub use perf::{
     CounterId, CounterPresets, LaneTraffic, PortTraffic, PresetError, PresetProblem, UnknownPort,
     XmitDiscards,
 };
-pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem};
+pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem, VlArbRewrite};
 pub use sma::{LINEAR_FDB_CAP, MULTICAST_FDB_CAP};
 pub use trap::Trap;
 
@@ -95,7 +95,7 @@ pub struct Emulator {
     /// Nodes whose SMA is dead: it answers nothing and forwards no directed-route SMP.
     dead: BTreeSet<NodeId>,
     /// Scheduled link events not yet due, in time order.
-    events: Vec<LinkEvent>,
+    events: Vec<ScheduledEvent>,
     /// The emulated time the fabric has reached, in ns (see [`Emulator::advance_to`]).
     now_ns: u64,
     /// Traps raised and not yet taken by [`Emulator::take_traps`].

@@ -1,65 +1,95 @@
 //! The link-level state of the emulated fabric: training when a link comes up, the PortInfo
 //! Sets that take a port down, disable or re-enable it (a port taken down takes its neighbour
-//! with it), the flaps of a [`FaultSchedule`], and SwitchInfo.PortStateChange.
+//! with it), the flaps of a [`FaultSchedule`] (and its VLArb tables rewritten, which happen on
+//! the same clock), and SwitchInfo.PortStateChange.
 
 use ibqos_fabric::PortRef;
 use ibqos_mad::{
     Attribute, AttributeId, PhysPortState, PortInfoModifier, PortInfoRepr, PortState, Status,
 };
 
+use ibqos_qos::{Priority, VlArbTable};
+
 use crate::sma::{check_port_info, negotiate};
 use crate::{Arrival, Emulator, FaultSchedule, sma};
 
-/// A scheduled change of one link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LinkEvent {
+/// A scheduled change of one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScheduledEvent {
     at_ns: u64,
     port: PortRef,
-    up: bool,
+    change: Change,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Change {
+    /// The port's link goes up or down.
+    Link { up: bool },
+    /// The port holds these VLArb tables, by priority (`None`: the one it holds stays); boxed,
+    /// as they are 256 bytes and most events are flaps.
+    VlArb(Box<[(Priority, Option<VlArbTable>); 2]>),
 }
 
 impl Emulator {
-    /// Adds a schedule: its dead nodes die at once, its flaps happen as [`Emulator::exchange`]
-    /// or [`Emulator::advance_to`] reach their times.
+    /// Adds a schedule: its dead nodes die at once, its flaps and VLArb rewrites happen as
+    /// [`Emulator::exchange`] or [`Emulator::advance_to`] reach their times.
     pub fn schedule(&mut self, schedule: &FaultSchedule) {
         self.dead.extend(schedule.dead.iter().copied());
         for flap in &schedule.flaps {
-            self.events.push(LinkEvent {
+            self.events.push(ScheduledEvent {
                 at_ns: flap.down_ns,
                 port: flap.port,
-                up: false,
+                change: Change::Link { up: false },
             });
             if let Some(up_ns) = flap.up_ns {
-                self.events.push(LinkEvent {
+                self.events.push(ScheduledEvent {
                     at_ns: up_ns,
                     port: flap.port,
-                    up: true,
+                    change: Change::Link { up: true },
                 });
             }
+        }
+        for rewrite in &schedule.vlarbs {
+            self.events.push(ScheduledEvent {
+                at_ns: rewrite.at_ns,
+                port: rewrite.port,
+                change: Change::VlArb(Box::new([
+                    (Priority::High, rewrite.high),
+                    (Priority::Low, rewrite.low),
+                ])),
+            });
         }
         // Stable: events at the same time happen in the order the schedule lists them.
         self.events.sort_by_key(|e| e.at_ns);
     }
 
-    /// Makes every scheduled link event up to `now_ns` happen, and ends the M_Key leases due
-    /// by then.
+    /// Makes every scheduled event up to `now_ns` happen, and ends the M_Key leases due by
+    /// then.
     pub fn advance_to(&mut self, now_ns: u64) {
         self.expire_leases(now_ns);
         let due = self.events.partition_point(|e| e.at_ns <= now_ns);
-        let events: Vec<LinkEvent> = self.events.drain(..due).collect();
+        let events: Vec<ScheduledEvent> = self.events.drain(..due).collect();
         for event in events {
             // A trap the event raises leaves at the event's time.
             self.now_ns = self.now_ns.max(event.at_ns);
-            if event.up {
-                self.link_up(event.port);
-            } else {
-                self.link_down(event.port);
+            match event.change {
+                Change::Link { up: true } => self.link_up(event.port),
+                Change::Link { up: false } => self.link_down(event.port),
+                Change::VlArb(tables) => {
+                    if let Some(port) = self.sma_port_mut(event.port) {
+                        for (priority, table) in tables.iter() {
+                            if let Some(table) = table {
+                                port.hold_vlarb(*priority, table);
+                            }
+                        }
+                    }
+                }
             }
         }
         self.now_ns = self.now_ns.max(now_ns);
     }
 
-    /// The emulated time of the next scheduled link event, if any is left.
+    /// The emulated time of the next scheduled event, if any is left.
     pub fn next_event_ns(&self) -> Option<u64> {
         self.events.first().map(|e| e.at_ns)
     }

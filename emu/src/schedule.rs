@@ -9,6 +9,13 @@
 //!
 //! [[dead]]          # H3's SMA answers nothing (its links still train)
 //! node = "H3"
+//!
+//! [[vlarb]]         # at 20 ms port 3 of S1 holds these tables, as if another agent Set them
+//! node = "S1"
+//! port = 3
+//! at_ms = 20
+//! low = [{ vl = 0, weight = 32 }, { vl = 1, weight = 96 }]   # the rest of the table 0:0
+//! high = []         # optional, as low: a table left out stays as it is
 //! ```
 //!
 //! Times count from the emulator's time 0 (for `ibqos sm`, when the fabric was opened). A node
@@ -20,6 +27,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use ibqos_fabric::{NodeId, PortRef, Topology};
+use ibqos_qos::{VLARB_TABLE_ENTRIES, VlArbEntry, VlArbTable};
 use ibqos_text::{Code, Coded, Located, Severity};
 
 use crate::input::{self, InputError};
@@ -33,12 +41,23 @@ pub struct Flap {
     pub up_ns: Option<u64>,
 }
 
-/// Link flaps and dead nodes, resolved against a topology.
+/// VL arbitration tables a port holds from `at_ns` on, as if an agent other than the SM had
+/// Set them: a table left `None` stays as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VlArbRewrite {
+    pub port: PortRef,
+    pub at_ns: u64,
+    pub high: Option<VlArbTable>,
+    pub low: Option<VlArbTable>,
+}
+
+/// Link flaps, dead nodes and VLArb tables rewritten, resolved against a topology.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FaultSchedule {
     pub flaps: Vec<Flap>,
     /// Nodes whose SMA answers nothing and forwards no directed-route SMP.
     pub dead: Vec<NodeId>,
+    pub vlarbs: Vec<VlArbRewrite>,
 }
 
 /// What is wrong with a schedule's text (its place is the [`Located`] around it).
@@ -56,6 +75,12 @@ pub enum ScheduleProblem {
     UpBeforeDown { down_ms: u64, up_ms: u64 },
     #[error("{ms} ms is more time than the emulator counts")]
     TooLate { ms: u64 },
+    #[error("VL {vl} is not a VL: 0-15")]
+    VlOutOfRange { vl: u8 },
+    #[error("{entries} entries: a VLArb table has at most {VLARB_TABLE_ENTRIES}")]
+    TableTooLarge { entries: usize },
+    #[error("a [[vlarb]] rewrite names no table: give low, high or both")]
+    NoTable,
 }
 
 impl Coded for ScheduleProblem {
@@ -67,6 +92,9 @@ impl Coded for ScheduleProblem {
             ScheduleProblem::Unlinked { .. } => Code::UnlinkedPort,
             ScheduleProblem::UpBeforeDown { .. } => Code::UpBeforeDown,
             ScheduleProblem::TooLate { .. } => Code::TimeOverflow,
+            ScheduleProblem::VlOutOfRange { .. } => Code::VlOutOfRange,
+            ScheduleProblem::TableTooLarge { .. } => Code::TableTooLarge,
+            ScheduleProblem::NoTable => Code::NoTable,
         }
     }
 
@@ -85,6 +113,8 @@ struct File {
     flap: Vec<FlapEntry>,
     #[serde(default)]
     dead: Vec<DeadEntry>,
+    #[serde(default)]
+    vlarb: Vec<VlArbEntryList>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -100,6 +130,23 @@ struct FlapEntry {
 #[serde(deny_unknown_fields)]
 struct DeadEntry {
     node: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VlArbEntryList {
+    node: Spanned<String>,
+    port: Spanned<u8>,
+    at_ms: Spanned<u64>,
+    high: Option<Spanned<Vec<Spanned<TableEntry>>>>,
+    low: Option<Spanned<Vec<Spanned<TableEntry>>>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableEntry {
+    vl: u8,
+    weight: u8,
 }
 
 impl FaultSchedule {
@@ -165,6 +212,47 @@ impl FaultSchedule {
         }
         for entry in &file.dead {
             schedule.dead.push(node(&entry.node)?);
+        }
+        for entry in &file.vlarb {
+            let port = PortRef::new(node(&entry.node)?, *entry.port.get_ref());
+            if topology.port(port).is_none() {
+                let (node, port) = (entry.node.get_ref().clone(), *entry.port.get_ref());
+                return Err(at(
+                    entry.port.span(),
+                    ScheduleProblem::NoSuchPort { node, port },
+                ));
+            }
+            let table = |list: &Option<Spanned<Vec<Spanned<TableEntry>>>>| {
+                let Some(list) = list else {
+                    return Ok(None);
+                };
+                let entries = list.get_ref();
+                if entries.len() > VLARB_TABLE_ENTRIES {
+                    let problem = ScheduleProblem::TableTooLarge {
+                        entries: entries.len(),
+                    };
+                    return Err(at(list.span(), problem));
+                }
+                let mut table = Vec::with_capacity(entries.len());
+                for entry in entries {
+                    let TableEntry { vl, weight } = *entry.get_ref();
+                    if vl > 15 {
+                        return Err(at(entry.span(), ScheduleProblem::VlOutOfRange { vl }));
+                    }
+                    table.push(VlArbEntry::new(vl, weight));
+                }
+                Ok(Some(VlArbTable::from_entries(&table)))
+            };
+            let (high, low) = (table(&entry.high)?, table(&entry.low)?);
+            if high.is_none() && low.is_none() {
+                return Err(at(entry.node.span(), ScheduleProblem::NoTable));
+            }
+            schedule.vlarbs.push(VlArbRewrite {
+                port,
+                at_ns: ns(&entry.at_ms)?,
+                high,
+                low,
+            });
         }
         Ok(schedule)
     }

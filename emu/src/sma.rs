@@ -13,6 +13,7 @@ use ibqos_mad::{
 use std::collections::BTreeMap;
 
 use ibqos_fabric::{Node, NodeKind, Port};
+use ibqos_qos::VlArbTable;
 
 /// SwitchInfo.LinearFDBCap: ibsim 0.12's `MAXLINEARCAP`, every unicast LID (0xC000).
 pub const LINEAR_FDB_CAP: u16 = 0xc000;
@@ -307,6 +308,14 @@ impl PortSma {
             Priority::High => &mut self.vlarb_high,
             Priority::Low => &mut self.vlarb_low,
         }
+    }
+
+    /// Holds `table` as its `priority` table, cut to the port's cap: what a Set of every block
+    /// by another agent leaves.
+    pub(crate) fn hold_vlarb(&mut self, priority: Priority, table: &VlArbTable) {
+        let entries = self.vlarb_mut(priority);
+        let len = entries.len();
+        entries.copy_from_slice(&table.0[..len]);
     }
 
     /// The entries of `block`, or `None` if the port's cap does not reach it.

@@ -9,8 +9,8 @@ use ibqos_emu::{
 use ibqos_fabric::PortRef;
 use ibqos_fabric::dump::FabricDump;
 use ibqos_mad::{
-    Attribute, AttributeId, DrPath, PhysPortState, PortState, Routing, Smp, SmpRepr, VlArbEntry,
-    VlArbitrationTableRepr,
+    Attribute, AttributeId, DrPath, PhysPortState, PortState, Priority, Routing, Smp, SmpRepr,
+    VlArbEntry, VlArbitrationTableRepr,
 };
 use proptest::prelude::*;
 use support::{emulator, node, sm_exchange, sm_exchange_at, two_switch};
@@ -152,7 +152,7 @@ fn a_flap_takes_the_link_down_then_trains_it_to_init_with_port_state_change() {
     };
     emu.schedule(&FaultSchedule {
         flaps: vec![flap],
-        dead: vec![],
+        ..FaultSchedule::default()
     });
     let state = |emu: &Emulator, n, p| {
         let info = emu.port_info(PortRef::new(n, p)).unwrap();
@@ -183,8 +183,8 @@ fn a_dead_node_answers_nothing_and_forwards_no_directed_route() {
     let mut emu = emulator();
     let t = emu.topology().clone();
     emu.schedule(&FaultSchedule {
-        flaps: vec![],
         dead: vec![node(&t, "H3"), node(&t, "S2")],
+        ..FaultSchedule::default()
     });
     assert!(sm_exchange(&mut emu, &node_info(&[1, 3]), None).is_none());
     assert!(sm_exchange(&mut emu, &node_info(&[1, 3, 1]), None).is_none());
@@ -195,6 +195,33 @@ fn a_dead_node_answers_nothing_and_forwards_no_directed_route() {
     // Its links still train: it is the SMA that is dead, not the port.
     let h3 = emu.port_info(PortRef::new(node(&t, "H3"), 1)).unwrap();
     assert_eq!(h3.port_phys_state, PhysPortState::LinkUp);
+}
+
+/// A VLArb rewrite: at its time the port holds the tables given, cut to its caps, as if another
+/// agent had Set them; the table left out stays; other ports keep theirs.
+#[test]
+fn a_vlarb_rewrite_replaces_the_port_tables_at_its_time() {
+    let mut emu = emulator();
+    let t = emu.topology().clone();
+    let text = "[[vlarb]]\nnode = \"S1\"\nport = 3\nat_ms = 20\n\
+                low = [{ vl = 0, weight = 32 }, { vl = 1, weight = 96 }]\n";
+    emu.schedule(&FaultSchedule::parse("s.toml", text, &t).unwrap());
+    let (port3, port4) = (
+        PortRef::new(node(&t, "S1"), 3),
+        PortRef::new(node(&t, "S1"), 4),
+    );
+    let low = |emu: &Emulator, port| emu.vlarb(port, Priority::Low).unwrap().to_vec();
+    let high = |emu: &Emulator, port| emu.vlarb(port, Priority::High).unwrap().to_vec();
+    let (low_before, high_before) = (low(&emu, port3), high(&emu, port3));
+    assert_eq!(emu.next_event_ns(), Some(20_000_000));
+    emu.advance_to(19_999_999);
+    assert_eq!(low(&emu, port3), low_before);
+    emu.advance_to(20_000_000);
+    let mut expected = vec![VlArbEntry::default(); low_before.len()];
+    expected[..2].copy_from_slice(&[VlArbEntry::new(0, 32), VlArbEntry::new(1, 96)]);
+    assert_eq!(low(&emu, port3), expected);
+    assert_eq!(high(&emu, port3), high_before, "no high table given");
+    assert_eq!(low(&emu, port4), low_before, "another port");
 }
 
 #[test]
@@ -220,7 +247,22 @@ fn a_schedule_file_resolves_names_and_says_precisely_what_is_wrong() {
     );
     assert_eq!(schedule.dead, vec![node(&t, "H3")]);
 
-    let cases: [(&str, &str); 6] = [
+    let entries: String = (0..65).map(|_| "{ vl = 0, weight = 1 },").collect();
+    let too_many = format!("[[vlarb]]\nnode = \"S1\"\nport = 3\nat_ms = 1\nhigh = [{entries}]\n");
+    let cases: [(&str, &str); 10] = [
+        (
+            "[[vlarb]]\nnode = \"S1\"\nport = 3\nat_ms = 1\nlow = [{ vl = 16, weight = 1 }]\n",
+            "5:8: VL 16 is not a VL: 0-15",
+        ),
+        (&too_many, "5:8: 65 entries: a VLArb table has at most 64"),
+        (
+            "[[vlarb]]\nnode = \"S1\"\nport = 3\nat_ms = 1\n",
+            "2:8: a [[vlarb]] rewrite names no table: give low, high or both",
+        ),
+        (
+            "[[vlarb]]\nnode = \"S1\"\nport = 9\nat_ms = 1\nlow = []\n",
+            "3:8: `S1` has no port 9",
+        ),
         ("[[dead]]\nnode = \"H9\"\n", "2:8: no node named `H9`"),
         (
             "[[flap]]\nnode = \"S1\"\nport = 9\ndown_ms = 1\n",

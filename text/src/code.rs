@@ -287,6 +287,12 @@ codes! {
     UpBeforeDown = "up-before-down" in Schedule;
     /// A time beyond what the emulator counts.
     TimeOverflow = "time-overflow" in Schedule;
+    /// A VLArb entry whose VL is above 15.
+    VlOutOfRange = "vl-out-of-range" in Schedule;
+    /// A VLArb table with more entries than the port holds.
+    TableTooLarge = "table-too-large" in Schedule;
+    /// A table rewrite that names no table.
+    NoTable = "no-table" in Schedule;
     /// An attribute or counter the emulated PMAs do not keep.
     UnknownCounter = "unknown-counter" in Counters;
     /// A value wider than its counter.

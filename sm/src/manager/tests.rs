@@ -9,7 +9,7 @@ use crate::testing::{Fabric, sa_request, settings, trap};
 use ibqos_exchange::Address;
 use ibqos_fabric::{NodeKind, PortRef};
 use ibqos_mad::sa::{SA_HEADER_LEN, SaAttributeId, SaMad};
-use ibqos_mad::{AttributeId, Mad, MgmtClass};
+use ibqos_mad::{AttributeId, Mad, MgmtClass, VlArbEntry};
 use ibqos_perfmgr::lanes::Lane;
 
 fn manager(fabric: &Fabric, run: Run, conf: &str) -> Manager {
@@ -515,9 +515,10 @@ fn saturated_pair(packets: [u64; 2]) -> (ibqos_emu::PortTraffic, ibqos_emu::Port
     (sent, received)
 }
 
-/// The conformance report holds each port to the VL arbitration the SM verified: with VL 0
-/// promised three packets to VL 1's one, the port whose VLs split 1:1 is outside the
-/// tolerance, with both figures, and the port that split 3:1 conforms.
+/// The conformance report holds each port to the VL arbitration the SM verified, not to what
+/// the port holds now: with VL 0 promised three packets to VL 1's one, the port whose low
+/// table another agent rewrote to the reverse, and whose VLs split 1:3 as it now says, is
+/// outside the tolerance with both figures; the port that split 3:1 conforms.
 #[test]
 fn the_qos_report_lists_the_port_that_breaks_its_promise() {
     let mut fabric = Fabric::two_switch();
@@ -551,10 +552,20 @@ fn the_qos_report_lists_the_port_that_breaks_its_promise() {
             .get(s2_guid, port.port, Lane::VlOpData)
             .map(|c| c.read_at)
     };
-    // A first reading of every port, then the traffic, then a second reading.
+    // A first reading of every port, then the rewrite and the traffic, then a second reading.
     fabric.drive(&mut manager, |m| read_at(m, conforming_peer).is_some());
     let first = read_at(&manager, conforming_peer);
-    let (sent, received) = saturated_pair([24_000, 24_000]);
+    let reverse = [VlArbEntry::new(0, 32), VlArbEntry::new(1, 96)];
+    fabric.emulator.schedule(&ibqos_emu::FaultSchedule {
+        vlarbs: vec![ibqos_emu::VlArbRewrite {
+            port: breaking,
+            at_ns: 0,
+            high: None,
+            low: Some(ibqos_qos::VlArbTable::from_entries(&reverse)),
+        }],
+        ..ibqos_emu::FaultSchedule::default()
+    });
+    let (sent, received) = saturated_pair([12_000, 36_000]);
     fabric.emulator.add_traffic(breaking, &sent).unwrap();
     fabric
         .emulator
@@ -596,8 +607,13 @@ fn the_qos_report_lists_the_port_that_breaks_its_promise() {
             })
             .collect()
     };
-    // Per mille: VL 0 got half the data against three quarters promised.
-    assert_eq!(figures(3), [(0, 500, 750), (1, 500, 250)]);
+    // Per mille: VL 0 got a quarter of the data against three quarters promised.
+    assert_eq!(figures(3), [(0, 250, 750), (1, 750, 250)]);
+    let held = fabric
+        .emulator
+        .vlarb(breaking, ibqos_mad::Priority::Low)
+        .unwrap();
+    assert_eq!(held[..2], reverse, "the port holds the rewritten table");
     assert_eq!(port(4).verdict, Verdict::Conforms);
     assert_eq!(figures(4), [(0, 750, 750), (1, 250, 250)]);
     // Ports without traffic had nothing to arbitrate.
@@ -605,9 +621,9 @@ fn the_qos_report_lists_the_port_that_breaks_its_promise() {
     assert_eq!(report.count(Verdict::Outside), 1);
     let text = report.to_string();
     let s1_port3 = format!(
-        "sw-one ({}) port 3: outside: VL 0 got 25.0 points less than promised; VL 1 got 25.0 \
-         points more than promised\n  VL  measured  promised  backlogged\n   0     50.0%     \
-         75.0%  yes\n   1     50.0%     25.0%  yes\n",
+        "sw-one ({}) port 3: outside: VL 0 got 50.0 points less than promised; VL 1 got 50.0 \
+         points more than promised\n  VL  measured  promised  backlogged\n   0     25.0%     \
+         75.0%  yes\n   1     75.0%     25.0%  yes\n",
         Guid(s1)
     );
     assert!(text.contains(&s1_port3), "{text}");
