@@ -628,4 +628,22 @@ fn the_qos_report_lists_the_port_that_breaks_its_promise() {
     );
     assert!(text.contains(&s1_port3), "{text}");
     assert!(text.starts_with("QoS conformance, tolerance 2 points: 1 outside, 1 conforming"));
+
+    // The next sweep finds the rewritten table and Sets what it verified again.
+    assert!(manager.sweep_now());
+    let summary = sweep_done(&mut fabric, &mut manager);
+    let vlarb = AttributeId::VlArbitrationTable;
+    assert!(
+        summary
+            .changes
+            .iter()
+            .any(|change| change.attribute == vlarb && change.sent),
+        "{:?}",
+        summary.changes
+    );
+    let held = fabric
+        .emulator
+        .vlarb(breaking, ibqos_mad::Priority::Low)
+        .unwrap();
+    assert_eq!(held[..2], [VlArbEntry::new(0, 96), VlArbEntry::new(1, 32)]);
 }
