@@ -6,8 +6,9 @@ use ibqos_qos::policy::setup::SetupTables;
 use ibqos_qos::{QosConfig, Sl};
 
 use crate::build::{BuildError, Forwarding, Tables, TopologyHosts, build_routed_network};
-use crate::engine::{Run, SimOptions};
+use crate::engine::{PortSample, Run, SimOptions, Simulation};
 use crate::network::{Flow, Network, NetworkError};
+use crate::report::Report;
 use crate::traffic::{self, TrafficError};
 
 /// Everything a run needs, made from its inputs by [`sim`].
@@ -24,6 +25,55 @@ impl Setup {
     /// The run of this set-up on `threads` cores.
     pub fn run(&self, threads: usize) -> Result<Run<'_>, NetworkError> {
         Run::new(&self.network, &self.flows, self.options, threads)
+    }
+}
+
+self_cell::self_cell!(
+    /// A set-up and its sampled run, which borrows it.
+    struct SetupAndRun {
+        owner: Setup,
+        #[covariant]
+        dependent: Simulation,
+    }
+    impl {Debug}
+);
+
+/// A run on one core that owns its set-up and counts per port as it goes
+/// ([`Simulation::sampled`]): for a caller that keeps it beyond the set-up's scope, as an
+/// emulated fabric steps it with its clock.
+#[derive(Debug)]
+pub struct SampledRun(SetupAndRun);
+
+impl SampledRun {
+    pub fn new(setup: Setup) -> Result<SampledRun, NetworkError> {
+        let run = SetupAndRun::try_new(setup, |setup| {
+            Simulation::sampled(&setup.network, &setup.flows, setup.options)
+        });
+        run.map(SampledRun)
+    }
+
+    pub fn setup(&self) -> &Setup {
+        self.0.borrow_owner()
+    }
+
+    /// The simulated time reached.
+    pub fn now_ps(&self) -> u64 {
+        self.0.borrow_dependent().now_ps()
+    }
+
+    /// Processes every event up to `until_ps` ([`Simulation::run_until`]).
+    pub fn run_until(&mut self, until_ps: u64) {
+        self.0.with_dependent_mut(|_, sim| sim.run_until(until_ps));
+    }
+
+    /// What every port counted since the last call ([`Simulation::take_port_samples`]).
+    pub fn take_port_samples(&mut self) -> Vec<PortSample> {
+        self.0.with_dependent_mut(|_, sim| sim.take_port_samples())
+    }
+
+    /// Runs to the end and reports.
+    pub fn finish(mut self) -> Report {
+        self.0.with_dependent_mut(|_, sim| sim.finish_in_place())
     }
 }
 
@@ -103,6 +153,7 @@ mod tests {
     use super::*;
     use crate::star;
     use ibqos_fabric::routing::EngineList;
+    use std::collections::BTreeMap;
 
     const FLOW: &str = "[[flow]]\nname = \"f\"\nsrc = \"H1\"\ndst = \"H4\"\npayload = 1024\n";
     /// A greedy flow from H1 to H4 for 10 us, over InfiniBand.
@@ -113,6 +164,96 @@ mod tests {
     /// Forwarding by the first engine of `engines` that routes.
     fn by(engines: &EngineList) -> Forwarding<'_> {
         Forwarding::Engines(engines)
+    }
+
+    /// examples/sim/traffic.toml with examples/sim/opensm.conf's tables (SL n on VL n, VL2
+    /// high priority), as a sampled run: two bulk flows share H4's link, so the switch's port
+    /// to H4 has data waiting on both VLs.
+    fn sampled_example() -> SampledRun {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/");
+        let read = |name: &str| std::fs::read(format!("{dir}{name}")).expect(name);
+        let format = ibqos_opensm::Format::OpenSmConf;
+        let conf = ibqos_opensm::load_bytes("opensm.conf", &read("opensm.conf"), format);
+        let conf = conf.expect("opensm.conf");
+        let setup_tables = SetupTables::default();
+        let tables = Tables::Planned {
+            qos: &conf.settings.qos,
+            setup: &setup_tables,
+            max_op_vls: None,
+        };
+        let minhop = EngineList::default();
+        let traffic = read("traffic.toml");
+        let setup = sim(
+            "t.toml",
+            &traffic,
+            &mut star(),
+            Some(tables),
+            by(&minhop),
+            3,
+            0,
+        );
+        SampledRun::new(setup.expect("set-up")).expect("run")
+    }
+
+    /// Over a whole run taken in steps, the samples add up to the report's figures of each
+    /// link and data VL (packets and bytes), and to its drops. The wait of the VLs sharing a congested
+    /// port is counted in ticks, and a sample taken with nothing new is empty.
+    #[test]
+    fn the_samples_of_a_run_add_up_to_its_report() {
+        let mut run = sampled_example();
+        let end = run.setup().options.duration_ps;
+        let names: Vec<String> = run
+            .setup()
+            .network
+            .nodes
+            .iter()
+            .map(|n| n.name.clone())
+            .collect();
+        // (port name, VL) -> (packets, words); port name -> ticks waited per VL.
+        let mut sent: BTreeMap<(String, u8), (u64, u64)> = BTreeMap::new();
+        let mut waits: BTreeMap<String, [u64; 16]> = BTreeMap::new();
+        let mut relay_errors = 0;
+        let mut received_words = 0;
+        for step in 1..=37 {
+            run.run_until(end / 37 * step);
+            for sample in run.take_port_samples() {
+                let name = format!("{}[{}]", names[sample.node], sample.port);
+                for lane in &sample.sent {
+                    let total = sent.entry((name.clone(), lane.vl)).or_default();
+                    total.0 += lane.packets;
+                    total.1 += lane.words;
+                }
+                received_words += sample.received.iter().map(|l| l.words).sum::<u64>();
+                let w = waits.entry(name.clone()).or_default();
+                for (total, ticks) in w.iter_mut().zip(sample.xmit_wait) {
+                    *total += ticks;
+                }
+                relay_errors += sample.relay_errors;
+            }
+        }
+        assert_eq!(
+            run.take_port_samples(),
+            Vec::new(),
+            "nothing new at the end"
+        );
+        let report = run.finish();
+        let mut from_report = BTreeMap::new();
+        for link in &report.links {
+            for vl in link.vls.iter().filter(|v| v.vl != 15 && v.packets > 0) {
+                from_report.insert((link.from.clone(), vl.vl), (vl.packets, vl.bytes / 4));
+            }
+        }
+        assert_eq!(sent, from_report);
+        let dropped: u64 = report.flows.iter().map(|f| f.dropped_packets).sum();
+        assert_eq!(relay_errors, dropped);
+        let sent_words: u64 = sent.values().map(|(_, words)| words).sum();
+        assert!(received_words > 0 && received_words <= sent_words);
+        // S1's port to H4 (port 4) carries SL0 on VL0 and SL1 on VL1 at 64:192: each waits
+        // while the other sends. A 64-byte block takes 16 ns at 4x QDR (32 Gb/s).
+        let to_h4 = waits["S1[4]"];
+        assert!(to_h4[0] > 0 && to_h4[1] > 0, "{to_h4:?}");
+        let ticks_in_run = end / 16_000;
+        assert!(to_h4[0] + to_h4[1] < 2 * ticks_in_run, "{to_h4:?}");
     }
 
     /// An InfiniBand traffic file without tables is refused; with a lossless-Ethernet link it

@@ -54,7 +54,7 @@ pub use dcqcn::{
     NpParams, ReactionPoint, RpParams,
 };
 pub use describe::describe;
-pub use engine::{Parallel, Run, SimOptions, Simulation, simulate};
+pub use engine::{LaneCount, Parallel, PortSample, Run, SimOptions, Simulation, simulate};
 pub use ethernet::frame::{
     CNP_PAYLOAD_BYTES, ETHERNET_HEADER_BYTES, FCS_BYTES, IPV4_HEADER_BYTES, ROCE_HEADER_BYTES,
     UDP_HEADER_BYTES, ethernet_wire_ps, frame_bytes,
@@ -66,7 +66,7 @@ pub use infiniband::link::{
     BTH_BYTES, HEADER_BYTES, ICRC_BYTES, LRH_BYTES, LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US,
     Speed, VCRC_BYTES, Width, wire_blocks,
 };
-pub use inputs::{Setup, SimError, sim};
+pub use inputs::{SampledRun, Setup, SimError, sim};
 pub use network::{
     Ethernet, Flow, Link, Network, NetworkError, Node, NodeKind, PortAddr, PortArbitration, Storm,
 };

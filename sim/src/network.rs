@@ -288,6 +288,8 @@ pub enum NetworkError {
     BadStorm { port: String, reason: String },
     #[error("Ethernet settings: {0}")]
     BadEthernet(String),
+    #[error("per-port counters are InfiniBand's: an Ethernet run has no PMA to sample")]
+    SampledEthernet,
 }
 
 /// One port of the network, as the engine indexes it.

@@ -95,6 +95,7 @@ mod deadlock;
 mod parallel;
 mod report;
 mod run;
+mod sample;
 mod setup;
 
 use deadlock::Watch;
@@ -105,6 +106,7 @@ use setup::Layout;
 use crate::ethernet::state as ethernet;
 
 pub use parallel::{Parallel, Run};
+pub use sample::{LaneCount, PortSample};
 
 use crate::infiniband::arbiter::ArbiterOptions;
 use crate::infiniband::link::{LinkParams, Speed, Width};
@@ -507,6 +509,8 @@ pub struct Simulation<'n> {
     /// The deadlock watch of an InfiniBand run on one core; `None` on Ethernet and in a
     /// partition.
     pub(crate) watch: Option<Watch>,
+    /// The per-port counts of a sampled run ([`Simulation::sampled`]); `None` in any other.
+    pub(crate) sampler: Option<Box<sample::Sampler>>,
 }
 
 /// Runs `flows` over `network` for the whole duration.

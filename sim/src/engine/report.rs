@@ -45,6 +45,12 @@ pub(crate) struct Counts {
 impl<'n> Simulation<'n> {
     /// Runs to the end (if not there yet) and reports.
     pub fn finish(mut self) -> Report {
+        self.finish_in_place()
+    }
+
+    /// [`Simulation::finish`] for a simulation the caller cannot give up (one that borrows
+    /// the set-up it is kept with): it is spent afterwards.
+    pub(crate) fn finish_in_place(&mut self) -> Report {
         self.run_until(self.layout.options.duration_ps);
         self.close();
         self.report()
@@ -61,7 +67,7 @@ impl<'n> Simulation<'n> {
     }
 
     /// The report of a closed run.
-    pub(super) fn report(mut self) -> Report {
+    pub(super) fn report(&mut self) -> Report {
         let end = self.layout.options.duration_ps;
         let links = self.link_reports();
         let timeline = self.timeline_report(&links);
@@ -105,7 +111,7 @@ impl<'n> Simulation<'n> {
             dcqcn_rates,
             buffer_occupancy,
             timeline,
-            deadlock: self.watch.and_then(|watch| watch.found),
+            deadlock: self.watch.take().and_then(|watch| watch.found),
         }
     }
 

@@ -223,6 +223,7 @@ impl<'n> Simulation<'n> {
                     // All refresh_lane and try_send would do: a busy port times no wait for
                     // credits and does not arbitrate.
                     bits.note_head(vl, l);
+                    self.note_waits(port);
                 } else {
                     self.refresh_lane(port, vl);
                     self.try_send(port);
@@ -413,6 +414,7 @@ impl<'n> Simulation<'n> {
             bits.waiting ^= bit;
             self.account_blocked(lane, blocked);
         }
+        self.note_waits(port);
     }
 
     /// Starts or ends a lane's wait for credits. A lane is blocked while its port is idle and
@@ -441,6 +443,7 @@ impl<'n> Simulation<'n> {
             started &= started - 1;
             self.account_blocked(state.lane(vl), true);
         }
+        self.sample_sending(port, None);
     }
 
     /// The run's time left: what a change now weighs in the integrals kept as at the run's end
@@ -493,6 +496,7 @@ impl<'n> Simulation<'n> {
         let info = self.fabric.states[port as usize];
         let p = self.fabric.packets[packet as usize];
         let (blocks, dlid, management) = (u32::from(p.blocks), p.dlid, p.management);
+        self.sample_arrival(port, p.sl, p.vl, blocks);
         self.change_buffer(port, p.vl, blocks, true);
         let network = self.layout.network;
         let node = &network.nodes[info.node as usize];
@@ -502,6 +506,9 @@ impl<'n> Simulation<'n> {
         };
         let Some(out) = out else {
             // Delivered at a host (if it owns the LID), or no route at a switch.
+            if node.kind == NodeKind::Switch {
+                self.sample_relay_error(port);
+            }
             self.release(port, p.vl, p.blocks);
             let delivered = node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == dlid;
             self.retire(packet, &p, delivered);
@@ -514,6 +521,7 @@ impl<'n> Simulation<'n> {
             node.sl2vl(info.num, out).0[usize::from(p.sl)].get()
         };
         if !management && (vl == VL15 || vl >= self.fabric.states[out_port as usize].vls) {
+            self.sample_relay_error(port);
             self.release(port, p.vl, p.blocks);
             self.counts.flow_drops[p.flow as usize] += 1;
             *self.counts.dropped.entry((out_port, vl)).or_default() += 1;
@@ -669,6 +677,7 @@ impl<'n> Simulation<'n> {
             ended &= ended - 1;
             self.account_blocked(state.lane(waited), false);
         }
+        self.sample_sending(port, Some((p.sl, vl, counted, p.management)));
         if !self.counts.timeline.is_empty() {
             self.count_in_timeline(port, vl, blocks, serialization, counted);
         }

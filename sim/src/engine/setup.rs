@@ -245,6 +245,7 @@ impl<'n> Simulation<'n> {
             eth: None,
             split: None,
             watch: None,
+            sampler: None,
         };
         if let Some(config) = ethernet {
             let state = ethernet::EthernetState::new(
