@@ -35,6 +35,7 @@ mod perf;
 mod schedule;
 pub mod serve;
 mod sma;
+mod traffic;
 mod trap;
 mod travel;
 
@@ -65,9 +66,42 @@ pub use perf::{
 };
 pub use schedule::{FaultSchedule, Flap, ScheduleError, ScheduleProblem, VlArbRewrite};
 pub use sma::{LINEAR_FDB_CAP, MULTICAST_FDB_CAP};
+pub use traffic::{
+    PortTotal, RETRY_NS, SAMPLE_NS, TrafficEvent, TrafficOutcome, TrafficPlan, TrafficPlanError,
+};
 pub use trap::Trap;
 
 pub use ibqos_fabric::builtin::{BUILTIN_TOPOLOGIES, builtin_topology, load_topology};
+
+/// What traffic inside the fabric is simulated with of an attribute a Get answers.
+#[derive(PartialEq)]
+enum SimulatedPart {
+    /// A PortInfo's LID, OperVLs and VLHighLimit.
+    Port {
+        lid: u16,
+        oper_vls: u8,
+        high_limit: u8,
+    },
+    /// A whole SL2VL, VLArb or LFT block.
+    Table(Attribute),
+}
+
+/// The part of `answer` traffic inside the fabric is simulated with, if any.
+fn simulated_part(answer: &Result<Attribute, Status>) -> Option<SimulatedPart> {
+    match answer {
+        Ok(Attribute::PortInfo(info)) => Some(SimulatedPart::Port {
+            lid: info.lid,
+            oper_vls: info.operational_vls,
+            high_limit: info.vl_high_limit,
+        }),
+        Ok(
+            table @ (Attribute::SlToVlMappingTable(_)
+            | Attribute::VlArbitrationTable(_)
+            | Attribute::LinearForwardingTable(_)),
+        ) => Some(SimulatedPart::Table(*table)),
+        _ => None,
+    }
+}
 
 /// The built-in fabric `ibqos sm` runs against by default.
 pub const DEFAULT_TOPOLOGY: &str = "two-switch";
@@ -84,7 +118,7 @@ pub fn node_named(topology: &Topology, name: &str) -> Option<NodeId> {
 }
 
 /// Every node's SMA and PMA, wired as a [`Topology`] wires them.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Emulator {
     topology: Topology,
     nodes: Vec<NodeSma>,
@@ -110,6 +144,11 @@ pub struct Emulator {
     pmas: Pmas,
     /// The congestion control agents MADs have reached.
     ccas: cc::Ccas,
+    /// The traffic the packet simulator runs inside the fabric, if any.
+    traffic: Option<Box<traffic::Traffic>>,
+    /// Sets that changed a table the traffic is simulated with: an SL2VL, VLArb or LFT block,
+    /// or a PortInfo.
+    tables_changed: u64,
 }
 
 /// One MAD a client sends into the fabric for an agent to answer: an SMP for an SMA, a PerfMgt
@@ -168,6 +207,8 @@ impl Emulator {
             leases: mkey::Leases::default(),
             pmas,
             ccas: cc::Ccas::default(),
+            traffic: None,
+            tables_changed: 0,
         };
         let links: Vec<(PortRef, PortRef)> = emulator.topology.links().collect();
         for (a, b) in links {
@@ -516,20 +557,31 @@ impl Emulator {
         match request.method {
             Method::Get => self.get(at, request.attribute_id, request.attribute_modifier),
             Method::Set => {
-                // Never fails: every attribute ID has a decoder or is kept raw, and the data
-                // area is 64 bytes.
-                let attribute = Attribute::parse(request.attribute_id, &request.data)
-                    .map_err(|_| Status::INVALID_VALUE)?;
-                if let Attribute::PortInfo(info) = attribute {
-                    return self.set_port_info(at, request.attribute_modifier, &info);
+                let (id, modifier) = (request.attribute_id, request.attribute_modifier);
+                let before = self.get(at, id, modifier);
+                let set = self.set(at, request);
+                if simulated_part(&self.get(at, id, modifier)) != simulated_part(&before) {
+                    self.tables_changed += 1;
                 }
-                self.nodes
-                    .get_mut(at.node.index())
-                    .ok_or(Status::INVALID_VALUE)?
-                    .set(at.port, request.attribute_modifier, attribute)
+                set
             }
             _ => Err(Status::METHOD_UNSUPPORTED),
         }
+    }
+
+    /// The SMA at `at` takes the Set `request`.
+    fn set(&mut self, at: Arrival, request: &SmpRepr) -> Result<Attribute, Status> {
+        // Never fails: every attribute ID has a decoder or is kept raw, and the data area is
+        // 64 bytes.
+        let attribute = Attribute::parse(request.attribute_id, &request.data)
+            .map_err(|_| Status::INVALID_VALUE)?;
+        if let Attribute::PortInfo(info) = attribute {
+            return self.set_port_info(at, request.attribute_modifier, &info);
+        }
+        self.nodes
+            .get_mut(at.node.index())
+            .ok_or(Status::INVALID_VALUE)?
+            .set(at.port, request.attribute_modifier, attribute)
     }
 
     fn count(&mut self, request: &SmpRepr) {

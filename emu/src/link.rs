@@ -63,8 +63,8 @@ impl Emulator {
         self.events.sort_by_key(|e| e.at_ns);
     }
 
-    /// Makes every scheduled event up to `now_ns` happen, and ends the M_Key leases due by
-    /// then.
+    /// Makes every scheduled event up to `now_ns` happen, ends the M_Key leases due by then,
+    /// and moves the traffic inside the fabric on (see the `traffic` module).
     pub fn advance_to(&mut self, now_ns: u64) {
         self.expire_leases(now_ns);
         let due = self.events.partition_point(|e| e.at_ns <= now_ns);
@@ -87,6 +87,7 @@ impl Emulator {
             }
         }
         self.now_ns = self.now_ns.max(now_ns);
+        self.run_traffic(now_ns);
     }
 
     /// The emulated time of the next scheduled event, if any is left.

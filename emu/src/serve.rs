@@ -40,7 +40,7 @@ use ibqos_mad::ibsim::{
 use ibqos_mad::{Attribute, AttributeId, DrPath, Mad, Method, MgmtClass, NodeInfoRepr};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-use crate::{AttachError, DueQueue, Emulator, Request, attach_port, precise_timers};
+use crate::{AttachError, DueQueue, Emulator, Request, TrafficEvent, attach_port, precise_timers};
 use ibqos_fabric::{PortRef, Topology, TopologyError};
 
 /// The attributes ibsim's SMA answers itself (`sim_mad.c`'s handler table). Everything else
@@ -543,8 +543,14 @@ impl Server {
 
     /// Serves until `stop` is set (by a SIGTERM/SIGINT handler). Datagrams are taken in a fixed
     /// order, control first, then client 0 to 9, each socket drained before the next; answers
-    /// and traps leave when the fabric's models say they arrive.
-    pub fn run(&mut self, stop: &AtomicBool) -> Result<(), ServeError> {
+    /// and traps leave when the fabric's models say they arrive. What happens to the fabric's
+    /// traffic goes to `on_traffic` as it happens; while the traffic lags the clock the loop
+    /// does not sleep, and steps it a little at each turn.
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        on_traffic: &mut dyn FnMut(TrafficEvent),
+    ) -> Result<(), ServeError> {
         precise_timers();
         while !stop.load(Ordering::Relaxed) {
             let timeout = self.until_next_due();
@@ -572,6 +578,9 @@ impl Server {
             self.board.advance_to(self.now_ns());
             self.queue_traps();
             self.send_due();
+            for event in self.board.emu.take_traffic_events() {
+                on_traffic(event);
+            }
         }
         Ok(())
     }
@@ -581,12 +590,14 @@ impl Server {
         u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// How long `poll` may wait: until the next datagram or fabric event is due, at most
-    /// [`STOP_CHECK`], and not at all when that is under [`SPIN_BELOW`].
+    /// How long `poll` may wait: until the next datagram, fabric event or traffic step is due,
+    /// at most [`STOP_CHECK`], and not at all when that is under [`SPIN_BELOW`].
     fn until_next_due(&self) -> Duration {
+        let emulator = self.board.emulator();
         let next = [
             self.pending.next_ns(),
-            self.board.emulator().next_event_ns(),
+            emulator.next_event_ns(),
+            emulator.next_traffic_ns(),
         ]
         .into_iter()
         .flatten()

@@ -360,7 +360,7 @@ fn sockets_carry_the_protocol() {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let thread = std::thread::spawn(move || {
-        server.run(&flag).unwrap();
+        server.run(&flag, &mut |_| {}).unwrap();
         server.switchboard().stats()
     });
     let pid: u32 = 4242;

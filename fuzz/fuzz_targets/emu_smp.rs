@@ -9,20 +9,18 @@ use std::sync::OnceLock;
 
 use arbitrary::Arbitrary;
 use ibqos_emu::{Emulator, Request, attach_port, load_topology};
-use ibqos_fabric::{NodeId, PortRef};
+use ibqos_fabric::{NodeId, PortRef, Topology};
 use libfuzzer_sys::fuzz_target;
 
-/// The built-in fabric with an SM at the default attach port (its first CA), built once and
-/// cloned per input.
-fn fabric() -> &'static (Emulator, Vec<NodeId>) {
-    static FABRIC: OnceLock<(Emulator, Vec<NodeId>)> = OnceLock::new();
+/// The built-in fabric, its nodes and the default attach port (its first CA), read once; each
+/// input gets a fresh emulator of it with an SM at that port.
+fn fabric() -> &'static (Topology, Vec<NodeId>, PortRef) {
+    static FABRIC: OnceLock<(Topology, Vec<NodeId>, PortRef)> = OnceLock::new();
     FABRIC.get_or_init(|| {
         let topology = load_topology("two-switch").expect("built-in fabric").topology;
         let nodes = topology.nodes().map(|(id, _)| id).collect();
         let sm = attach_port(&topology, None).expect("a port to attach at");
-        let mut emulator = Emulator::new(topology).expect("emulator");
-        emulator.set_is_sm(sm, true);
-        (emulator, nodes)
+        (topology, nodes, sm)
     })
 }
 
@@ -74,8 +72,9 @@ fn frame(how: u8, bytes: &mut Vec<u8>) {
 }
 
 fuzz_target!(|sends: Vec<Send>| {
-    let (fabric, nodes) = fabric();
-    let mut emulator = fabric.clone();
+    let (topology, nodes, sm) = fabric();
+    let mut emulator = Emulator::new(topology.clone()).expect("emulator");
+    emulator.set_is_sm(*sm, true);
     let mut now_ns = 0u64;
     for mut send in sends {
         frame(send.how, &mut send.bytes);

@@ -10,7 +10,10 @@
 //! the seed, not on the machine's speed, and a lost MAD costs no real time. A request the
 //! emulator drops (a bad route, a loss, a dead node) gets nothing back, as on a real fabric,
 //! and the SM's own timeout deals with it. Traps the fabric sends to the SM's port (trap 128
-//! when a link changes) arrive the same way as responses.
+//! when a link changes) arrive the same way as responses. Traffic inside the fabric
+//! ([`Emulator::set_traffic`]) is stepped with the clock: in virtual time through every wait,
+//! in real time a step per turn of the wait, so that a slow simulation lags rather than
+//! holding up the SM.
 
 use std::time::{Duration, Instant};
 
@@ -119,7 +122,7 @@ impl EmulatedTransport {
     /// its own time). In virtual time the clock moves on to its arrival.
     fn arrived_by(&mut self, by_ns: u64) -> Option<Incoming> {
         loop {
-            let next_event = self.emulator.next_event_ns();
+            let next_event = self.next_fabric_ns();
             match (next_event, self.responses.next_ns()) {
                 (Some(event), response) if event <= by_ns && response.is_none_or(|r| event < r) => {
                     self.emulator.advance_to(event);
@@ -149,12 +152,46 @@ impl EmulatedTransport {
         }
     }
 
-    /// When something may next reach the SM: its next response or the fabric's next event.
-    fn next_wake_ns(&self) -> Option<u64> {
-        [self.responses.next_ns(), self.emulator.next_event_ns()]
+    /// When the fabric next does something by itself: a scheduled event, and in virtual time
+    /// the next step of its traffic. In real time the traffic is stepped apart
+    /// ([`EmulatedTransport::step_traffic`]), a step per wait, so that a simulation slower than
+    /// the clock never holds the SM's MADs up.
+    fn next_fabric_ns(&self) -> Option<u64> {
+        let traffic = match self.clock {
+            Clock::Virtual { .. } => self.emulator.next_traffic_ns(),
+            Clock::Real(_) => None,
+        };
+        [self.emulator.next_event_ns(), traffic]
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// In real time, one step of the fabric's traffic if one is due by `now_ns`; true if it
+    /// stepped.
+    fn step_traffic(&mut self, now_ns: u64) -> bool {
+        let due = self
+            .emulator
+            .next_traffic_ns()
+            .is_some_and(|at| at <= now_ns);
+        if due {
+            self.emulator.advance_to(now_ns);
+            self.collect_traps();
+        }
+        due
+    }
+
+    /// When something may next reach the SM or the fabric has something to do: its next
+    /// response, the fabric's next event, or its traffic's next step.
+    fn next_wake_ns(&self) -> Option<u64> {
+        [
+            self.responses.next_ns(),
+            self.emulator.next_event_ns(),
+            self.emulator.next_traffic_ns(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
 
@@ -214,6 +251,9 @@ impl Transport for EmulatedTransport {
             }
             match &mut self.clock {
                 Clock::Real(_) => {
+                    if self.step_traffic(now) {
+                        continue;
+                    }
                     let wake = self.next_wake_ns().map_or(deadline, |at| at.min(deadline));
                     std::thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
                 }

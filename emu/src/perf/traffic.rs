@@ -49,6 +49,9 @@ pub struct PortTraffic {
     pub becn: [u64; 16],
     /// Outbound packets discarded: PortXmitDiscardDetails and PortXmitDiscards.
     pub discards: XmitDiscards,
+    /// Packets received that the switch could not relay (no route for the DLID, or an SL that
+    /// maps to no VL the output runs): PortRcvSwitchRelayErrors.
+    pub relay_errors: u64,
 }
 
 impl PortCounters {
@@ -85,6 +88,7 @@ impl PortCounters {
             &causes,
             Some(Counter::XmitDiscards),
         );
+        self.add(Counter::RcvSwitchRelayErrors, traffic.relay_errors);
     }
 
     /// Adds `row` to `attribute`'s counters, entry `i` to counter `i`, and their sum to `total`.
@@ -128,6 +132,7 @@ mod tests {
         traffic.fecn[3] = 5;
         traffic.becn[4] = 6;
         traffic.discards.sw_hoq_lifetime_limit = 9;
+        traffic.relay_errors = 4;
         c.add_traffic(&traffic);
 
         assert_eq!(c.get(Counter::XmitData), 1500);
@@ -155,6 +160,7 @@ mod tests {
         assert_eq!(c.optional.get(Optional::RcvConCtrl, 1), 6);
         assert_eq!(c.optional.get(Optional::XmitDiscardDetails, 3), 9);
         assert_eq!(c.get(Counter::XmitDiscards), 9);
+        assert_eq!(c.get(Counter::RcvSwitchRelayErrors), 4);
 
         // A second step adds to the first; the 16-bit PortVLXmitWait stops at its maximum.
         c.add_traffic(&traffic);

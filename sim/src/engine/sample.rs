@@ -34,7 +34,7 @@ const WORDS_PER_BLOCK: u64 = BLOCK_BYTES as u64 / 4;
 const NOT_SENDING: u8 = u8::MAX;
 
 /// Data and packets that crossed a port on one SL and VL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct LaneCount {
     pub sl: u8,
     pub vl: u8,
