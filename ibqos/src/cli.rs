@@ -588,6 +588,38 @@ impl LatencyArgs {
     }
 }
 
+/// Traffic the packet simulator runs inside an emulated fabric, so that its PMA counters carry
+/// it (`ibqos fabric serve`, `ibqos sm --fabric sim:...`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Traffic inside the emulated fabric")]
+pub struct TrafficArgs {
+    /// A traffic file, as `ibqos sim` takes it (ibqos-traffic(5)): its flows run over the
+    /// tables the fabric's SMAs hold when the traffic starts, as the SM programmed them, and
+    /// every port's PortXmitData, PortRcvData, per-SL data, PortVLXmitWait and
+    /// PortRcvSwitchRelayErrors count what the simulator's packets do. It starts at
+    /// --traffic-start-ms or later, once every flow has LIDs at its ends and a route between
+    /// them (checked every millisecond). A Set that changes a table while it runs rebuilds the
+    /// simulation from the new tables there, and the counters go on. An XmitWait tick is the
+    /// time one 64-byte block takes on the port's link. The counters are sampled every 10 us of
+    /// simulated time; in real time a simulation slower than the clock lags it, and the log
+    /// says by how much when it ends.
+    #[arg(long, value_name = "FILE")]
+    pub traffic: Option<PathBuf>,
+    /// The traffic starts no earlier than this, in ms after the fabric opens.
+    #[arg(long, value_name = "MS", default_value_t = 0, requires = "traffic")]
+    pub traffic_start_ms: u64,
+    /// Seeds the phases of the traffic's rate-limited flows, as `ibqos sim --seed`.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "traffic")]
+    pub traffic_seed: u64,
+    /// When the traffic ends, write its outcome to FILE as JSON: `report` (the simulator's
+    /// report, as `ibqos sim --json` prints it) and `ports` (what each port's counters were
+    /// given: words and packets sent and received per SL and VL, XmitWait ticks per VL, relay
+    /// errors), with the emulated times it started, ended and was all counted, in ns. `ibqos
+    /// sm` writes it when it stops, if the traffic ended by then.
+    #[arg(long, value_name = "FILE", requires = "traffic")]
+    pub traffic_report: Option<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub struct FabricServeArgs {
     /// An ibsim / ibnetdiscover net file, or the name of a built-in fabric (two-switch).
@@ -615,6 +647,8 @@ pub struct FabricServeArgs {
     pub faults: FaultArgs,
     #[command(flatten)]
     pub latency: LatencyArgs,
+    #[command(flatten)]
+    pub traffic: TrafficArgs,
 }
 
 #[derive(Debug, Args)]
@@ -800,6 +834,8 @@ pub struct SmArgs {
     /// same bytes.
     #[arg(long, value_name = "FILE")]
     pub dump_fabric: Option<PathBuf>,
+    #[command(flatten)]
+    pub traffic: TrafficArgs,
     /// Discover and plan, read what the fabric holds, and print every Set that would be sent
     /// with what it would change, sending no Set at all. Implies --once.
     #[arg(long)]

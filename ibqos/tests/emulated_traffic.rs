@@ -1,6 +1,7 @@
 //! Traffic inside the embedded emulated fabric: the SM programs QoS, the packet simulator runs a
 //! traffic file over the tables the SMAs hold, and the PMAs' per-SL and per-VL counters carry
-//! what the simulator's samples gave each port.
+//! what the simulator's samples gave each port. A traffic file with an error is refused at its
+//! place before anything starts.
 
 use std::collections::BTreeMap;
 
@@ -11,13 +12,22 @@ use ibqos_mad::{
     PortVlXmitWaitCounters, PortXmitDataSl,
 };
 use ibqos_sm::manager::Run;
+use tempfile::TempDir;
 
 mod common;
-use common::{EmulatedSm, settings, two_switch};
+use common::{EmulatedSm, ibqos, scratch_file, settings, two_switch};
 
 /// Two greedy flows into H3 for 100 us, on SL 1 and SL 2: with examples/sim/opensm.conf's
 /// tables SL n goes on VL n, VL 2 of high priority.
 const TRAFFIC: &str = "examples/sim/two-switch-traffic.toml";
+
+/// The bytes of [`TRAFFIC`].
+fn traffic_file() -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(TRAFFIC);
+    std::fs::read(path).unwrap()
+}
 
 /// A PerfMgt Get of `attribute` for port `port_select`, from the SM's port to `dlid`: the data
 /// area of the answer.
@@ -153,5 +163,40 @@ fn the_pmas_count_what_the_simulated_traffic_did_over_the_tables_the_sm_programm
             let expected = total.xmit_wait[vl].min(u64::from(u16::MAX));
             assert_eq!(u64::from(wait.wait(vl)), expected, "{at} VL{vl}");
         }
+    }
+}
+
+#[test]
+fn a_traffic_file_with_an_error_is_refused_at_its_place_before_anything_starts() {
+    let dir = TempDir::new().unwrap();
+    let good = String::from_utf8(traffic_file()).unwrap();
+    let bad = good.replace("dst = \"H3\"\nsl = 2", "dst = \"H9\"\nsl = 2");
+    assert_ne!(bad, good);
+    let file = scratch_file(&dir, "bad.toml", bad);
+    let file = file.to_str().unwrap();
+    for args in [
+        &[
+            "fabric",
+            "serve",
+            "two-switch",
+            "--sockname",
+            "ibqos-bad-traffic",
+            "--traffic",
+            file,
+        ][..],
+        &[
+            "sm",
+            "--fabric",
+            "sim:two-switch",
+            "--once",
+            "--traffic",
+            file,
+        ][..],
+    ] {
+        let out = ibqos(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(stderr.contains("bad.toml:22:7"), "{args:?}: {stderr}");
+        assert!(stderr.contains("unknown node `H9`"), "{args:?}: {stderr}");
     }
 }

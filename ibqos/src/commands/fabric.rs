@@ -7,7 +7,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow};
 use ibqos_emu::serve::{Server, Switchboard};
 use ibqos_emu::{
-    CounterPresets, Emulator, FaultSchedule, Faults, Models, attach_port, dump, load_topology,
+    CounterPresets, Emulator, FaultSchedule, Faults, Models, SAMPLE_NS, TrafficEvent, TrafficPlan,
+    TrafficPlanError, attach_port, dump, load_topology,
 };
 use ibqos_fabric::netfile::to_net_file;
 use ibqos_fabric::{Topology, generate};
@@ -16,7 +17,8 @@ use ibqos_text::Code;
 use tracing::warn;
 
 use crate::cli::{
-    FabricCommand, FabricDumpArgs, FabricGenArgs, FabricServeArgs, FaultArgs, GenShape, LatencyArgs,
+    FabricCommand, FabricDumpArgs, FabricGenArgs, FabricServeArgs, FaultArgs, GenShape,
+    LatencyArgs, TrafficArgs,
 };
 use crate::commands::Outcome;
 use crate::diagnostics::FileError;
@@ -41,6 +43,7 @@ fn serve(args: &FabricServeArgs) -> Result<Outcome> {
         let presets = CounterPresets::load(path, emulator.topology()).map_err(FileError::from)?;
         emulator.preset_counters(&presets);
     }
+    set_traffic(board.emulator_mut(), &args.traffic)?;
     let mut server = Server::bind(board, &args.sockname)?;
     let signals = Signals::install(Hangup::Ends)?;
     let attach = server.switchboard().default_port();
@@ -64,8 +67,9 @@ fn serve(args: &FabricServeArgs) -> Result<Outcome> {
         latency.wire_ns,
         started.elapsed().as_secs_f64()
     );
-    // No traffic runs in this fabric: nothing to hear of it.
-    server.run(signals.stop(), &mut |_| {})?;
+    server.run(signals.stop(), &mut |event| {
+        eprintln!("ibqos fabric: {}", traffic_news(&args.traffic, event));
+    })?;
     if let Some(path) = &args.dump {
         let json = dump(server.switchboard().emulator()).to_json();
         std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))?;
@@ -110,6 +114,76 @@ pub(crate) fn configure_emulator(
         emulator.schedule(&schedule);
     }
     Ok(())
+}
+
+/// Runs the traffic file the traffic flags name inside `emulator`, in real time: a bad file is
+/// an error at its place in the file, before the fabric starts.
+pub(crate) fn set_traffic(emulator: &mut Emulator, args: &TrafficArgs) -> Result<()> {
+    let Some(path) = &args.traffic else {
+        return Ok(());
+    };
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let name = path.display().to_string();
+    let plan = TrafficPlan::new(&name, bytes, emulator.topology(), args.traffic_seed);
+    let plan = plan.map_err(|error| match error {
+        TrafficPlanError::File(error) => FileError::from(error).into(),
+        error => anyhow!(error),
+    })?;
+    let start_ns = args.traffic_start_ms.saturating_mul(1_000_000);
+    // A sampling interval of simulated time per turn of the clock at most: the fabric keeps
+    // answering while a slow simulation catches up.
+    emulator.set_traffic(plan.starting_at(start_ns).in_steps_of(SAMPLE_NS));
+    Ok(())
+}
+
+/// What happened to the traffic inside the fabric, as a line for the log; when it ends, its
+/// outcome is written where --traffic-report says first.
+pub(crate) fn traffic_news(args: &TrafficArgs, event: TrafficEvent) -> String {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    match event {
+        TrafficEvent::Waiting { at_ns, why } => {
+            format!("traffic waits at {:.3} ms: {why}", ms(at_ns))
+        }
+        TrafficEvent::Started { at_ns } => format!("traffic starts at {:.3} ms", ms(at_ns)),
+        TrafficEvent::Rebuilt { at_ns } => format!(
+            "a table changed: the traffic goes on over the tables held at {:.3} ms",
+            ms(at_ns)
+        ),
+        TrafficEvent::Failed { at_ns, why } => {
+            format!("the traffic stops at {:.3} ms: {why}", ms(at_ns))
+        }
+        TrafficEvent::Finished(outcome) => {
+            let mut news = format!(
+                "traffic ran from {:.3} ms to {:.3} ms; the counters had all of it at {:.3} ms",
+                ms(outcome.started_ns),
+                ms(outcome.ended_ns),
+                ms(outcome.counted_ns)
+            );
+            if let Some(path) = &args.traffic_report {
+                let written = serde_json::to_string(&outcome)
+                    .map_err(std::io::Error::other)
+                    .and_then(|json| write_whole(path, &json));
+                match written {
+                    Ok(()) => news += &format!("; report in {}", path.display()),
+                    Err(e) => news += &format!("; cannot write {}: {e}", path.display()),
+                }
+            }
+            news
+        }
+    }
+}
+
+/// Writes `text` to `path` whole or not at all, for a reader that waits for the file.
+fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    crate::files::write_atomically(dir, &name, text, crate::files::PUBLIC)
 }
 
 /// A built-in fabric by name, else a net file.

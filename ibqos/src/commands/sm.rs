@@ -24,7 +24,7 @@ use ibqos_text::cnum::{atoi, strtoull};
 use tracing::{debug, info, warn};
 
 use crate::cli::SmArgs;
-use crate::commands::fabric::configure_emulator;
+use crate::commands::fabric::{configure_emulator, set_traffic, traffic_news};
 use crate::commands::status::Status;
 use crate::commands::{Outcome, load_config, reload};
 use crate::control::{self, Command, ControlSocket, PerfCommand};
@@ -108,12 +108,18 @@ pub fn run(args: &SmArgs, logging: &Logging) -> Result<Outcome> {
         cache_dir.as_deref(),
         settings,
     )?;
-    if let (Some(path), Fabric::Emulated(transport)) = (&args.dump_fabric, &mut fabric) {
-        // The fabric as it is now, scheduled flaps up to now included, even those no SMP saw.
+    if let Fabric::Emulated(transport) = &mut fabric {
+        // The fabric as it is now, scheduled flaps and traffic up to now included, even those
+        // no SMP saw.
         let now = transport.now_ns();
         transport.emulator_mut().advance_to(now);
-        std::fs::write(path, dump(transport.emulator()).to_json())
-            .with_context(|| format!("cannot write the fabric dump {}", path.display()))?;
+        for event in transport.emulator_mut().take_traffic_events() {
+            info!("{}", traffic_news(&args.traffic, event));
+        }
+        if let Some(path) = &args.dump_fabric {
+            std::fs::write(path, dump(transport.emulator()).to_json())
+                .with_context(|| format!("cannot write the fabric dump {}", path.display()))?;
+        }
     }
     // Dropping the transport releases the port's SM claim (issm) before exit.
     Ok(if outcome.is_success() {
@@ -143,6 +149,7 @@ fn open_with_faults(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
             (f.fault_jitter_us > 0, "--fault-jitter-us"),
             (f.fault_schedule.is_some(), "--fault-schedule"),
             (args.dump_fabric.is_some(), "--dump-fabric"),
+            (args.traffic.traffic.is_some(), "--traffic"),
             (
                 args.latency.latency() != Latency::default(),
                 "--wire-ns/--switch-sma-ns/--ca-sma-ns",
@@ -158,6 +165,7 @@ fn open_with_faults(args: &SmArgs, options: &OpenOptions) -> Result<Fabric> {
     Ok(match open_fabric(&args.fabric, options)? {
         Fabric::Emulated(mut transport) => {
             configure_emulator(transport.emulator_mut(), f, &args.latency)?;
+            set_traffic(transport.emulator_mut(), &args.traffic)?;
             Fabric::Emulated(transport)
         }
         Fabric::Other(transport) => {
