@@ -87,7 +87,7 @@ impl Emulator {
             }
         }
         self.now_ns = self.now_ns.max(now_ns);
-        self.run_traffic(now_ns);
+        self.run_traffic(self.now_ns);
     }
 
     /// The emulated time of the next scheduled event, if any is left.

@@ -10,10 +10,11 @@
 //!   and VLArb tables, VLHighLimit and OperVLs, the LIDs and the LFTs, as the SM programmed
 //!   them.
 //! - **A table changed while it runs** (a Set that changes an SL2VL, VLArb or LFT block, or a
-//!   PortInfo): at its next step the simulation is rebuilt from the tables held then. The new
-//!   one starts with empty queues at that moment of the run's timeline (each flow keeps its
-//!   start and stop times), and the counters go on from where they were. The report is the
-//!   last simulation's.
+//!   port's LID, OperVLs or VLHighLimit): at its next step the simulation is rebuilt from the
+//!   tables held then. The new one starts with empty queues at that moment of the run's
+//!   timeline (each flow keeps its start and stop times), and the counters go on from where
+//!   they were. The report is the last simulation's. Tables that cannot carry the traffic (an
+//!   SM part way through its Sets) leave it on the tables it had until the next change.
 //! - **Links.** The simulation runs on the topology's links: a flap or a dead node does not
 //!   reach it.
 //! - **Sampling.** The simulation is stepped to each multiple of [`SAMPLE_NS`] of its time, and
@@ -21,7 +22,7 @@
 //!   the counters lag the clock by less than one sampling interval.
 //! - **Pace.** A plan run [`TrafficPlan::in_steps_of`] simulates at most that much per advance
 //!   of the clock: a fabric served in real time keeps answering MADs while a slow simulation
-//!   falls behind, and catches up as it can ([`Emulator::traffic_lag_ns`] says how far).
+//!   falls behind, and catches up as it can ([`TrafficOutcome::counted_ns`] says how far).
 
 use std::collections::BTreeMap;
 
@@ -130,8 +131,9 @@ pub enum TrafficEvent {
     Rebuilt {
         at_ns: u64,
     },
-    /// The tables could not be simulated: the traffic stopped where it was.
-    Failed {
+    /// A table changed, but the tables held then cannot carry the traffic: it goes on over the
+    /// tables it had until the next change.
+    NotRebuilt {
         at_ns: u64,
         why: String,
     },
@@ -220,6 +222,8 @@ struct Running {
     duration_ns: u64,
     /// The fabric's count of table changes the simulation was built with.
     tables: u64,
+    /// The topology's nodes, by index: what the simulation's node indices name.
+    nodes: Vec<NodeId>,
     rebuilt: u32,
     totals: BTreeMap<PortRef, PortTotal>,
 }
@@ -263,14 +267,6 @@ impl Traffic {
         }
     }
 
-    /// How far the counters lag `now_ns`, beyond the sampling interval.
-    pub(crate) fn lag_ns(&self, now_ns: u64) -> u64 {
-        match &self.stage {
-            Stage::Running(running) => now_ns.saturating_sub(running.next_step_ns()),
-            _ => 0,
-        }
-    }
-
     pub(crate) fn take_events(&mut self) -> Vec<TrafficEvent> {
         std::mem::take(&mut self.events)
     }
@@ -286,12 +282,6 @@ impl Emulator {
     /// The emulated time at which the traffic next has something to do, if it has.
     pub fn next_traffic_ns(&self) -> Option<u64> {
         self.traffic.as_ref()?.next_ns()
-    }
-
-    /// How far, in ns, the counters lag emulated time `now_ns` beyond one sampling interval: 0
-    /// but for a plan run in steps whose simulation is slower than the clock.
-    pub fn traffic_lag_ns(&self, now_ns: u64) -> u64 {
-        self.traffic.as_ref().map_or(0, |t| t.lag_ns(now_ns))
     }
 
     /// What happened to the traffic since the last call.
@@ -336,6 +326,7 @@ impl Emulator {
                             segment_ns: now_ns,
                             duration_ns: 0,
                             tables: self.tables_changed,
+                            nodes: self.topology.nodes().map(|(id, _)| id).collect(),
                             rebuilt: 0,
                             totals: BTreeMap::new(),
                         }))
@@ -360,10 +351,7 @@ impl Emulator {
                 true
             }
             Stage::Running(mut running) => {
-                let Some(at_end) = self.step_running(traffic, &mut running) else {
-                    return false;
-                };
-                if !at_end {
+                if !self.step_running(traffic, &mut running) {
                     traffic.stage = Stage::Running(running);
                     return true;
                 }
@@ -392,37 +380,34 @@ impl Emulator {
         }
     }
 
-    /// Steps a running traffic to its next sampling: whether that was its end, `None` when
-    /// it failed (why among the events).
-    fn step_running(&mut self, traffic: &mut Traffic, running: &mut Running) -> Option<bool> {
+    /// Steps a running traffic to its next sampling: whether that was its end.
+    fn step_running(&mut self, traffic: &mut Traffic, running: &mut Running) -> bool {
         if running.tables != self.tables_changed {
+            running.tables = self.tables_changed;
             let at = running.reached_ns();
             match self.start_traffic(&traffic.plan, running.started_ns, at) {
                 Ok(run) => {
                     running.run = run;
                     running.segment_ns = at;
-                    running.tables = self.tables_changed;
                     running.rebuilt += 1;
                     traffic.events.push(TrafficEvent::Rebuilt { at_ns: at });
                 }
-                Err(why) => {
-                    traffic.events.push(TrafficEvent::Failed { at_ns: at, why });
-                    return None;
-                }
+                Err(why) => traffic
+                    .events
+                    .push(TrafficEvent::NotRebuilt { at_ns: at, why }),
             }
         }
         let until = running.next_step_ns();
         let ps = (until - running.segment_ns).saturating_mul(PS_PER_NS);
         running.run.run_until(ps);
         self.count_samples(running);
-        Some(running.reached_ns() >= running.ended_ns())
+        running.reached_ns() >= running.ended_ns()
     }
 
     /// Gives each port the counts its sample holds.
     fn count_samples(&mut self, running: &mut Running) {
-        let nodes: Vec<NodeId> = self.topology.nodes().map(|(id, _)| id).collect();
         for sample in running.run.take_port_samples() {
-            let Some(&node) = nodes.get(sample.node) else {
+            let Some(&node) = running.nodes.get(sample.node) else {
                 continue;
             };
             let port = PortRef::new(node, sample.port);

@@ -5,11 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use ibqos_emu::{Emulator, Request, TrafficEvent, TrafficOutcome, TrafficPlan};
+use ibqos_emu::{Emulator, Request, SAMPLE_NS, TrafficEvent, TrafficOutcome, TrafficPlan};
 use ibqos_fabric::PortRef;
 use ibqos_mad::{
-    AttributeId, Method, MgmtClass, PerfAttributeId, PerfMgtMad, PortRcvDataSl,
-    PortVlXmitWaitCounters, PortXmitDataSl,
+    Attribute, AttributeId, DrPath, Method, MgmtClass, PerfAttributeId, PerfMgtMad, PortRcvDataSl,
+    PortVlXmitWaitCounters, PortXmitDataSl, Routing, Smp, SmpRepr, VlArbBlock, VlArbEntry,
+    VlArbModifier, VlArbitrationTableRepr,
 };
 use ibqos_sm::manager::Run;
 use tempfile::TempDir;
@@ -61,29 +62,40 @@ fn perf_get(
         .to_vec()
 }
 
-/// Runs the SM with QoS on the two-switch fabric carrying [`TRAFFIC`] until the traffic ended:
-/// the fabric and the outcome.
-fn run_traffic() -> (EmulatedSm, TrafficOutcome) {
+/// The two-switch fabric carrying [`TRAFFIC`], in virtual time, once the SM's first sweep
+/// programmed QoS and brought the subnet up.
+fn programmed_with_traffic() -> EmulatedSm {
     let mut transport = two_switch();
     let emulator = transport.emulator_mut();
-    let traffic = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(TRAFFIC);
-    let bytes = std::fs::read(&traffic).unwrap();
-    let plan = TrafficPlan::new(TRAFFIC, bytes, emulator.topology(), 0);
+    let plan = TrafficPlan::new(TRAFFIC, traffic_file(), emulator.topology(), 0);
     emulator.set_traffic(plan.unwrap());
     let qos = settings("examples/sim/opensm.conf");
     let mut sm = EmulatedSm::new(transport, Run::Daemon, &qos);
-    let mut events = Vec::new();
+    assert!(sm.sweep_done().subnet_up);
+    sm
+}
+
+/// The outcome among `events`, if the traffic finished.
+fn finished(events: &[TrafficEvent]) -> Option<TrafficOutcome> {
+    events.iter().find_map(|event| match event {
+        TrafficEvent::Finished(outcome) => Some(outcome.as_ref().clone()),
+        _ => None,
+    })
+}
+
+/// Runs the SM with QoS on the two-switch fabric carrying [`TRAFFIC`] until the traffic ended:
+/// the fabric and the outcome.
+fn run_traffic() -> (EmulatedSm, TrafficOutcome) {
+    let mut sm = programmed_with_traffic();
+    let mut events = sm.transport.emulator_mut().take_traffic_events();
     // The traffic starts once the first sweep programmed the LFTs, and ends 100 us later: in
     // virtual time, the wait for the next sweep steps it through.
-    for _ in 0..3 {
-        assert!(sm.sweep_done().subnet_up);
-        events.extend(sm.transport.emulator_mut().take_traffic_events());
-        if let Some(TrafficEvent::Finished(outcome)) = events.last() {
-            let outcome = outcome.as_ref().clone();
+    for _ in 0..2 {
+        if let Some(outcome) = finished(&events) {
             return (sm, outcome);
         }
+        assert!(sm.sweep_done().subnet_up);
+        events.extend(sm.transport.emulator_mut().take_traffic_events());
     }
     panic!("the traffic did not end: {events:?}");
 }
@@ -164,6 +176,71 @@ fn the_pmas_count_what_the_simulated_traffic_did_over_the_tables_the_sm_programm
             assert_eq!(u64::from(wait.wait(vl)), expected, "{at} VL{vl}");
         }
     }
+}
+
+/// S1's low-priority VLArb table on its port 3 rewritten behind the SM while the traffic runs:
+/// the simulation is rebuilt over it there and the counters go on; the report is the rebuilt
+/// simulation's, from then on.
+#[test]
+fn a_table_rewritten_while_the_traffic_runs_rebuilds_its_simulation_there() {
+    let mut sm = programmed_with_traffic();
+    let (origin, now) = (sm.transport.port(), sm.transport.now_ns());
+    let emulator = sm.transport.emulator_mut();
+    let mut events = emulator.take_traffic_events();
+    // The fabric looked every millisecond whether it carried the traffic, and it started
+    // during the sweep: the rewrite comes 10 us after the sweep ended, in the middle.
+    let started = events.iter().find_map(|event| match event {
+        TrafficEvent::Started { at_ns } => Some(*at_ns),
+        _ => None,
+    });
+    let started = started.expect("started during the first sweep");
+    let rewritten_at = now + 10_000;
+    assert!(rewritten_at < started + 90_000, "{started} {now}");
+    let mut entries = [VlArbEntry::default(); 32];
+    entries[0] = VlArbEntry { vl: 1, weight: 1 };
+    let table = Attribute::VlArbitrationTable(VlArbitrationTableRepr { entries });
+    let modifier = VlArbModifier {
+        block: VlArbBlock::Low0To31,
+        port: 3,
+    };
+    let to_s1 = Routing::Directed(DrPath::request(&[1]).unwrap());
+    let set = SmpRepr::set(&table, u32::from(modifier), 0x5eed, to_s1);
+    let mut mad = [0u8; 256];
+    set.emit(&mut Smp::new_unchecked(&mut mad[..]));
+    let request = Request {
+        origin,
+        at_ns: rewritten_at,
+        dlid: None,
+        mad: &mad,
+    };
+    assert!(emulator.exchange(request).is_some(), "S1 took the Set");
+    emulator.advance_to(started + 200_000);
+    events.extend(emulator.take_traffic_events());
+    // At the sampling step the rewrite fell in: the fabric's counters were there.
+    let step = started + (rewritten_at - started) / SAMPLE_NS * SAMPLE_NS;
+    let rebuilt = |e: &TrafficEvent| matches!(e, TrafficEvent::Rebuilt { at_ns } if *at_ns == step);
+    assert!(events.iter().any(rebuilt), "{events:?}");
+    let outcome = finished(&events).expect("the traffic ended");
+    assert_eq!(outcome.rebuilt, 1);
+    // S1[3] was given the whole run; the report holds what followed the rewrite.
+    let given: u64 = outcome
+        .ports
+        .iter()
+        .filter(|t| t.node == "S1" && t.port == 3)
+        .flat_map(|t| &t.sent)
+        .map(|lane| lane.words * 4)
+        .sum();
+    let reported = outcome
+        .report
+        .links
+        .iter()
+        .find(|l| l.from == "S1[3]")
+        .expect("S1[3] sent")
+        .bytes;
+    assert!(
+        reported < given && reported > given / 2,
+        "{reported} of {given}"
+    );
 }
 
 #[test]

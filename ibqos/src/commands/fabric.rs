@@ -149,9 +149,10 @@ pub(crate) fn traffic_news(args: &TrafficArgs, event: TrafficEvent) -> String {
             "a table changed: the traffic goes on over the tables held at {:.3} ms",
             ms(at_ns)
         ),
-        TrafficEvent::Failed { at_ns, why } => {
-            format!("the traffic stops at {:.3} ms: {why}", ms(at_ns))
-        }
+        TrafficEvent::NotRebuilt { at_ns, why } => format!(
+            "a table changed at {:.3} ms, but the traffic goes on over the tables it had: {why}",
+            ms(at_ns)
+        ),
         TrafficEvent::Finished(outcome) => {
             let mut news = format!(
                 "traffic ran from {:.3} ms to {:.3} ms; the counters had all of it at {:.3} ms",
