@@ -257,7 +257,7 @@ mod tests {
     }
 
     /// An InfiniBand traffic file without tables is refused; with a lossless-Ethernet link it
-    /// runs, with no InfiniBand tables to read.
+    /// runs, with no InfiniBand tables to read, but not sampled.
     #[test]
     fn only_an_ethernet_run_goes_without_tables() {
         let minhop = EngineList::default();
@@ -288,6 +288,12 @@ mod tests {
             report.flows[0].delivered_packets > 0,
             "{:?}",
             report.flows[0]
+        );
+        // Its ports have no PMA to sample.
+        let sampled = SampledRun::new(setup);
+        assert!(
+            matches!(sampled, Err(NetworkError::SampledEthernet)),
+            "{sampled:?}"
         );
     }
 

@@ -21,6 +21,8 @@
 //! - [`dcqcn`] and [`host_qos`]: the RoCE host side after NVIDIA's ConnectX documentation (ECN
 //!   marking, CNPs, the DCQCN reaction point; trust and the DSCP/priority maps);
 //! - [`Simulation`]: the engine ([`engine`](self) module docs give the model and its choices);
+//!   [`Simulation::sampled`] and [`SampledRun`] also count per port what its PMA would, as the
+//!   run goes (the `engine::sample` module gives the choices);
 //! - [`Report`]: per flow, per SL and per VL on every link; [`describe`] prints it as tables,
 //!   and the `plot` module (feature `plot`) draws it as SVG charts.
 
