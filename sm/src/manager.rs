@@ -55,18 +55,17 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ibqos_congestion::{CcNotice, CongestionManager};
+use ibqos_congestion::CongestionManager;
 use ibqos_exchange::Engine;
 use ibqos_exchange::smp::parse_smp;
 use ibqos_exchange::{OutgoingMad, Peer};
 use ibqos_mad::{Guid, Mad, Method, MgmtClass, SmState};
 use ibqos_opensm::Settings;
-use ibqos_perfmgr::{Level, Notice, PerfMgr, PerfMgrConfig, SweepState};
-use tracing::{debug, error, info, warn};
+use ibqos_perfmgr::PerfMgr;
+use tracing::{debug, info, warn};
 
 use crate::cache::write_guid2lid;
 use crate::config::{congestion_options, election_config, mkey_config, sa_config, sweep_config};
-use crate::congestion::cc_ports;
 use crate::counters::Counters;
 use crate::election::{Election, Next, StateChange, Verdict};
 use crate::engine::credit_loops::CreditLoopWatch;
@@ -74,7 +73,7 @@ use crate::engine::lids::endport_lmc;
 use crate::engine::sweep::{Learned, Phase, Sweep, SweepConfig, SweepMode};
 use crate::mkey::{KeyRing, Neighbors};
 use crate::perf::{PortLids, monitored_nodes};
-use crate::qos_report::{Promises, QosReport, qos_report};
+use crate::qos_report::Promises;
 use crate::responder::{Heard, Responder, Unsolicited, generic_notice};
 use crate::sa::{Sa, SaDb};
 use crate::summary::{SmSummary, SweepSummary};
@@ -317,132 +316,6 @@ impl Manager {
         }
     }
 
-    /// A performance manager with `config`, created at `now`, which was `unix_now` on the
-    /// wall clock (its readings are dated from it). It runs once the first sweep has found
-    /// whether this SM is master.
-    pub fn with_perfmgr(mut self, config: PerfMgrConfig, now: Instant, unix_now: i64) -> Self {
-        self.perfmgr = Some(PerfMgr::new(config, now, unix_now));
-        self
-    }
-
-    pub fn perfmgr(&self) -> Option<&PerfMgr> {
-        self.perfmgr.as_ref()
-    }
-
-    /// The QoS conformance report over the PerfMgr's last readings, with the configured
-    /// tolerance; `None` without a PerfMgr.
-    pub fn qos_report(&self) -> Option<QosReport> {
-        let perfmgr = self.perfmgr.as_ref()?;
-        Some(qos_report(
-            &self.qos_promises,
-            perfmgr.lanes(),
-            self.qos_report_tolerance,
-        ))
-    }
-
-    pub fn perfmgr_mut(&mut self) -> Option<&mut PerfMgr> {
-        self.perfmgr.as_mut()
-    }
-
-    /// Whether the PerfMgr runs: on a master, and on an SM that is not master between the
-    /// election's polls. Not while the SM's first sweep finds out which it is.
-    fn perfmgr_runs(&self) -> bool {
-        self.election.state() == SmState::Master || self.is_not_master()
-    }
-
-    /// STANDBY or NOTACTIVE, with no sweep of its own: a PerfMgr sweep discovers first.
-    fn is_not_master(&self) -> bool {
-        matches!(self.state, State::NotMaster)
-    }
-
-    /// The PerfMgr, while it runs.
-    fn running_perfmgr(&mut self) -> Option<&mut PerfMgr> {
-        let runs = self.perfmgr_runs();
-        self.perfmgr.as_mut().filter(|_| runs)
-    }
-
-    /// A PerfMgr sweep now (its timer, or the console's `perfmgr sweep`): at once on a
-    /// master; on an SM that is not master, after a discovery of the subnet, unless the last
-    /// sweep still has queries to send (then it is skipped, as `osm_perfmgr_process` skips
-    /// it before it discovers). `false` when the PerfMgr does not run yet.
-    pub fn perf_sweep(&mut self, now: Instant) -> bool {
-        let discover = self.is_not_master();
-        let discovering = self.perf_discovery.is_some();
-        let Some(perfmgr) = self.running_perfmgr() else {
-            return false;
-        };
-        if !discover || perfmgr.sweep_state() != SweepState::Sleep {
-            perfmgr.sweep(now);
-        } else if discovering {
-            let skipped = Notice::SweepSkipped {
-                state: SweepState::Active as u8,
-            };
-            info!(target: "ibqos::perfmgr", "{skipped}");
-        } else {
-            let config = SweepConfig {
-                mode: SweepMode::Diff,
-                ..self.config.clone()
-            };
-            let discovery = Sweep::start_electing(config, self.learned.clone(), now);
-            self.perf_discovery = Some(Box::new(discovery));
-        }
-        self.log_perf_notices();
-        true
-    }
-
-    /// The standby's discovery reached [`Phase::Discovered`] (or failed): the PerfMgr monitors
-    /// what it found, and sweeps. A discovery that failed leaves the subnet it had.
-    fn end_perf_discovery_if_done(&mut self, now: Instant) {
-        let ended = self.perf_discovery.as_deref().is_some_and(|discovery| {
-            *discovery.phase() == Phase::Discovered || discovery.is_done()
-        });
-        let Some(discovery) = self.perf_discovery.take_if(|_| ended) else {
-            return;
-        };
-        self.counters.add_sweep(&discovery);
-        let Some(perfmgr) = self.perfmgr.as_mut() else {
-            return;
-        };
-        if *discovery.phase() == Phase::Discovered {
-            perfmgr.set_subnet(monitored_nodes(discovery.subnet(), PortLids::Held));
-        }
-        perfmgr.sweep(now);
-        self.log_perf_notices();
-    }
-
-    /// The congestion control manager, while this SM is master: OpenSM's runs from its state
-    /// manager's master sweeps.
-    fn running_congestion(&mut self) -> Option<&mut CongestionManager> {
-        let master = self.election.state() == SmState::Master;
-        Some(&mut self.congestion).filter(|_| master)
-    }
-
-    /// Logs what the congestion control manager noticed.
-    fn log_congestion_notices(&mut self) {
-        for notice in self.congestion.take_notices() {
-            match notice {
-                CcNotice::NoAnswer { .. } => error!(target: "ibqos::congestion", "{notice}"),
-                CcNotice::Unavailable { .. } | CcNotice::NotKept { .. } => {
-                    warn!(target: "ibqos::congestion", "{notice}")
-                }
-            }
-        }
-    }
-
-    /// Logs what the PerfMgr noticed, at OpenSM's levels.
-    fn log_perf_notices(&mut self) {
-        let Some(perfmgr) = self.perfmgr.as_mut() else {
-            return;
-        };
-        for notice in perfmgr.take_notices() {
-            match notice.level() {
-                Level::Error => error!(target: "ibqos::perfmgr", "{notice}"),
-                Level::Info => info!(target: "ibqos::perfmgr", "{notice}"),
-                Level::Verbose => debug!(target: "ibqos::perfmgr", "{notice}"),
-            }
-        }
-    }
-
     /// The M_Keys of an earlier run (a guid2mkey cache) and its neighbors (which port each
     /// directed route reaches before it answers), to reach the ports it protected.
     pub fn with_key_caches(mut self, guid2mkey: BTreeMap<u64, u64>, neighbors: Neighbors) -> Self {
@@ -597,14 +470,6 @@ impl Manager {
             _ => self.responder.on_malformed(),
         }
         self.end_sweep_if_done(now);
-    }
-
-    /// A PerfMgt answer: the PerfMgr's, whatever the SM's state (it asked as master).
-    fn on_perf_mad(&mut self, now: Instant, mad: &[u8], from: Peer) {
-        if let Some(perfmgr) = self.perfmgr.as_mut() {
-            perfmgr.on_mad(now, mad, from);
-        }
-        self.log_perf_notices();
     }
 
     /// An SA request: answered by the SA, and only by a master.
@@ -1193,24 +1058,6 @@ impl Manager {
         }
     }
 
-    /// `osm_congestion_control_setup` after a sweep that brought the subnet up, and its wait
-    /// for every answer before SUBNET UP: whether the sweep must still wait. The Sets go out
-    /// once per sweep; with `congestion_control` FALSE there are none.
-    fn awaiting_congestion(&mut self) -> bool {
-        let State::Sweeping { sweep, mode, .. } = &self.state else {
-            return false;
-        };
-        if *sweep.phase() != Phase::SubnetUp || *mode == SweepMode::DryRun {
-            return false;
-        }
-        if !self.congestion_programmed {
-            self.congestion_programmed = true;
-            let force = std::mem::take(&mut self.congestion_forced);
-            self.congestion.program(&cc_ports(sweep.subnet()), force);
-        }
-        !self.congestion.is_idle()
-    }
-
     /// An update of the multicast forwarding tables ended: the SA learns the tables, and the SM
     /// goes back to what it was waiting for (or to another update if members changed again).
     fn end_multicast_update(&mut self, now: Instant) {
@@ -1280,5 +1127,7 @@ pub(crate) fn interval(settings: &Settings) -> Duration {
     Duration::from_secs(u64::from(settings.sm.sweep_interval.max(1)))
 }
 
+mod congestion;
+mod perfmgr;
 #[cfg(test)]
 mod tests;
