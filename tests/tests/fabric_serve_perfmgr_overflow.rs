@@ -9,16 +9,21 @@
 //! packets), so the boundaries are exact: 49152 and 49151 for a 16-bit counter, 3221225472 and
 //! 3221225471 for a 32-bit one, 0xC000000000000000 and one less for a 64-bit one.
 //!
+//! ibqos's PerfMgr, on another served fabric with the same presets, must clear the same
+//! counters and leave the same ones.
+//!
 //! A missing tool (opensm, libumad2sim.so, smpquery, perfquery) fails the test.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+use ibqos_tests::daemon::Daemon;
 use ibqos_tests::opensm::OpenSmDaemon;
 use ibqos_tests::perfquery::{PerfQuery, counter_preset, serve_with_presets};
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
+use ibqos_tests::sm::{SmFabric, SmInvocation};
 use ibqos_tests::{SimTools, TestDir};
 
 /// Where OpenSM runs, and where perfquery runs.
@@ -248,4 +253,53 @@ fn opensm_perfmgr_clears_served_counters_at_three_quarters_of_their_range() {
         let what = format!("{name} of {}[{}]", p.node, p.port);
         assert_eq!(dump_total(&block, name), p.value, "{what}:\n{block}");
     }
+}
+
+/// ibqos's PerfMgr against the same presets on a fresh served fabric clears at the same points
+/// as OpenSM's: perfquery reads each counter at its threshold back as 0, and each counter one
+/// below it, after at least two more sweeps, as preset.
+#[test]
+fn ibqos_perfmgr_clears_served_counters_where_opensm_does() {
+    let tools = SimTools::require();
+    let ibqos = ibqos_binary().unwrap();
+    let dir = TestDir::new("fabric-serve-perfmgr-overflow-ibqos");
+    let presets: String = PRESETS
+        .iter()
+        .map(|p| counter_preset(p.node, p.port, p.attribute, p.counter, p.value))
+        .collect();
+    let netfile = testdata("two-switch.net");
+    let served_dir = dir.subdir("served");
+    let served =
+        serve_with_presets(&tools, &ibqos, &netfile, SM_NODE, &served_dir, &presets).unwrap();
+    let sm_dir = dir.subdir("ibqos");
+    let conf = sm_dir.join("opensm.conf");
+    std::fs::write(&conf, "perfmgr TRUE\nperfmgr_sweep_time_s 1\n").unwrap();
+    let invocation =
+        SmInvocation::new(SmFabric::Native, SM_NODE, &sm_dir.join("cache")).opensm_conf(&conf);
+    let mut daemon = Daemon::start(&invocation, &ibqos, &served).unwrap();
+    // The LIDs perfquery addresses are the first sweep's.
+    let first = daemon.next_summary(OVERFLOW_WAIT).unwrap();
+    assert_eq!(first["subnet_up"], true, "{first}");
+    let query = PerfQuery::new(&tools, &served, QUERY_NODE, &TARGETS);
+
+    let deadline = Instant::now() + OVERFLOW_WAIT;
+    for p in PRESETS.iter().filter(|p| p.cleared) {
+        let what = format!("{} of {}[{}]", p.counter, p.node, p.port);
+        while p.read(&query) != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "ibqos never cleared {what}\n{}",
+                daemon.output()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // The PerfMgr sweeps every second: two more sweeps, in which a clear of the counters below
+    // their threshold would come.
+    std::thread::sleep(Duration::from_millis(2500));
+    for p in PRESETS.iter().filter(|p| !p.cleared) {
+        let what = format!("{} of {}[{}]", p.counter, p.node, p.port);
+        assert_eq!(p.read(&query), p.value, "ibqos cleared {what}");
+    }
+    daemon.stop(Duration::from_secs(10)).unwrap();
 }
