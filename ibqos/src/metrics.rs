@@ -1230,6 +1230,30 @@ mod tests {
         }
     }
 
+    /// `promtool check metrics` (Debian's prometheus package, which the test command installs)
+    /// passes `text` with nothing to say.
+    fn promtool_accepts(text: &str) {
+        use std::io::Write as _;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("promtool is required: apt-get install prometheus");
+        let mut stdin = child.stdin.take().expect("promtool's stdin");
+        stdin.write_all(text.as_bytes()).expect("write to promtool");
+        drop(stdin);
+        let out = child.wait_with_output().expect("promtool");
+        assert!(
+            out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+            "promtool check metrics rejects:\n{}{}\n--- the exposition ---\n{text}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+    }
+
     #[test]
     fn qos_report_series_put_the_ports_outside_first_and_stop_at_the_bound() {
         let exposition = |max_series| {
@@ -1256,6 +1280,7 @@ mod tests {
         }
         let shares = |text: &str| text.matches("ibqos_qos_report_share_ratio{").count();
         assert_eq!(shares(&all), 8);
+        promtool_accepts(&all);
         // Room for one port: the one outside stays, the conforming one is left out.
         let bounded = exposition(5);
         assert_eq!(shares(&bounded), 4, "{bounded}");
