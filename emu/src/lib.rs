@@ -6,8 +6,9 @@
 //! [`Request`]: the bytes of one SMP, PerfMgt GMP or congestion control GMP, the port it leaves
 //! from and the emulated time it leaves. It returns the [`Reply`] that comes back and when. It
 //! returns `None` where a real fabric drops the request: a bad directed route, no LID route, a
-//! malformed MAD, a dead node, a wrong M_Key or CC_Key, a loss. Scheduled link flaps up to then take effect first ([`FaultSchedule`]). The
-//! fabric's [`Models`] may lose, damage or delay what travels, all drawn from one seeded generator.
+//! malformed MAD, a dead node, a wrong M_Key or CC_Key, a loss. Scheduled link flaps up to then
+//! take effect first ([`FaultSchedule`]). The fabric's [`Models`] may lose, damage or delay what
+//! travels, all drawn from one seeded generator.
 //! So the same seed, requests and times give the same bytes at the same times. Where a client sits
 //! is the `attach` module's rule. A client that is an SM claims CapabilityMask.IsSM with
 //! [`Emulator::set_is_sm`]. [`dump`] reads every port's QoS state back as JSON.
@@ -241,8 +242,9 @@ impl Emulator {
     ///
     /// Any other bytes are taken as a PerfMgt GMP, answered as ibsim's PMAs answer them (see the
     /// `perf` module). The PMAs take ClassPortInfo, PortCounters, PortCountersExtended and the
-    /// optional counters, per VL and per SL among them (0x15-0x1C, 0x30-0x37). They take Get and Set (which clears the counters CounterSelect names),
-    /// and PortSelect 0xFF for all of a switch's ports. `None` for bytes that are no PerfMgt
+    /// optional counters, per VL and per SL among them (0x15-0x1C, 0x30-0x37). They take Get
+    /// and Set (which clears the counters CounterSelect names), and PortSelect 0xFF for all of
+    /// a switch's ports. `None` for bytes that are no PerfMgt
     /// request: shorter than 256 bytes, BaseVersion not 1, another class, a response or
     /// TrapRepress. Any other request is answered, with a real PMA's status where it asks for
     /// something wrong:
