@@ -802,7 +802,7 @@ fn a_link_that_goes_down_counts_in_link_downed_at_both_ends() {
             up_ns: Some(2_000),
         }],
         dead: vec![],
-        vlarbs: vec![],
+        ..FaultSchedule::default()
     });
     emu.advance_to(5_000);
     let downed = |emu: &mut Emulator, origin, p| {

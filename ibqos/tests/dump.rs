@@ -118,7 +118,7 @@ fn a_node_that_answers_nothing_is_named_and_left_out() {
     transport.emulator_mut().schedule(&FaultSchedule {
         flaps: vec![],
         dead: vec![h3],
-        vlarbs: vec![],
+        ..FaultSchedule::default()
     });
     let (surveyed, (_, sets)) = survey_counted(&mut transport);
     assert_eq!(sets, 0);

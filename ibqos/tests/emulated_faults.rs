@@ -203,7 +203,7 @@ fn a_link_flapping_in_the_middle_of_a_sweep_comes_back_by_the_next() {
                 flap(2, length / 2 + 10_000_000_000),
             ],
             dead: vec![],
-            vlarbs: vec![],
+            ..FaultSchedule::default()
         }
     }));
     let config = config();
@@ -254,7 +254,7 @@ fn a_link_going_down_after_subnet_up_wakes_the_sm_with_trap_128() {
             up_ns: Some(up_ns),
         }],
         dead: vec![],
-        vlarbs: vec![],
+        ..FaultSchedule::default()
     });
     for (change_ns, what) in [(down_ns, "down"), (up_ns, "up")] {
         let (reason, at) = sm.sweep_started();
@@ -288,7 +288,7 @@ fn trap_128_names_its_switch_and_ends_with_a_repress_of_its_tid() {
                 up_ns: None,
             }],
             dead: vec![],
-            vlarbs: vec![],
+            ..FaultSchedule::default()
         });
         transport.emulator_mut().advance_to(at_ns);
         transport.emulator_mut().take_traps()
@@ -363,7 +363,7 @@ fn a_dead_node_leaves_the_rest_of_the_fabric_up() {
     let transport = fabric(faulty(9), |emulator| FaultSchedule {
         flaps: vec![],
         dead: vec![node(emulator, "H3")],
-        vlarbs: vec![],
+        ..FaultSchedule::default()
     });
     let h3 = node(transport.emulator(), "H3");
     let mut sm = daemon(transport);

@@ -158,7 +158,7 @@ fn a_standby_discovers_the_subnet_for_its_perfmgr_and_reads_every_port() {
             up_ns: None,
         }],
         dead: Vec::new(),
-        vlarbs: Vec::new(),
+        ..FaultSchedule::default()
     });
     run_until(&mut fabric, &mut sms, down + Duration::from_millis(1500));
     let [master, standby] = &sms;

@@ -228,7 +228,7 @@ fn a_subscriber_gets_reports_of_traps_and_of_ports_leaving_until_it_answers() {
             up_ns: None,
         }],
         dead: vec![],
-        vlarbs: vec![],
+        ..FaultSchedule::default()
     });
     let mut recording = Recording {
         inner: &mut sm.transport,

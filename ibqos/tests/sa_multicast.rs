@@ -797,7 +797,7 @@ fn joins_while_an_inter_switch_link_flaps_end_with_the_tree_of_the_whole_fabric(
             up_ns: Some(now + 3_000_000_000),
         }],
         dead: vec![],
-        vlarbs: vec![],
+        ..FaultSchedule::default()
     });
     // The trap's sweep routes the group over the other link, port 4.
     let (reason, _) = sm.sweep_started();

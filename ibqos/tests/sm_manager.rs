@@ -129,7 +129,7 @@ fn once_gives_up_after_four_sweeps() {
     transport.emulator_mut().schedule(&FaultSchedule {
         flaps: vec![],
         dead: vec![h3],
-        vlarbs: vec![],
+        ..FaultSchedule::default()
     });
     let mut sm = EmulatedSm::new(transport, Run::Once, &settings(CONFIG));
     let (mut reasons, mut summaries) = (Vec::new(), Vec::new());
@@ -416,7 +416,7 @@ fn flap_inter_switch_link(sm: &mut EmulatedSm, down_ns: u64, up_ns: Option<u64>)
             up_ns,
         }],
         dead: vec![],
-        vlarbs: vec![],
+        ..FaultSchedule::default()
     });
 }
 

@@ -110,7 +110,7 @@ fn a_dead_host_leaves_the_sweep_incomplete_with_its_switch_port_not_active() {
     fabric.emulator.schedule(&FaultSchedule {
         flaps: vec![],
         dead: vec![h3.node],
-        vlarbs: vec![],
+        ..FaultSchedule::default()
     });
     let sweep = sweep(
         &mut fabric,
