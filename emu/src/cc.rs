@@ -23,10 +23,10 @@
 //! lease; a lease that runs out clears the protect bit. Leases are checked when a MAD arrives or
 //! the agent is read, against the emulated time. No CC_Key violation trap is sent.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ibqos_fabric::dump::{CaCongestionDump, CongestionDump, SwitchCongestionDump};
-use ibqos_fabric::{PortRef, Topology};
+use ibqos_fabric::{NodeId, PortRef, Topology};
 use ibqos_mad::{
     CC_CLASS_VERSION, CaCongestionLog, CaCongestionSetting, CaCongestionSettingRepr, CcAttributeId,
     CcMad, CctEntry, CongestionControlTable, CongestionControlTableRepr, CongestionInfo,
@@ -157,6 +157,8 @@ enum Check {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Ccas {
     agents: BTreeMap<PortRef, CongestionAgent>,
+    /// Nodes without an agent (the fault schedule's `[[without_cc]]`).
+    without: BTreeSet<NodeId>,
 }
 
 /// Where `port`'s agent sits (a switch's port 0), and the switch's port count (ports 0..=N) or
@@ -175,14 +177,25 @@ fn agent_of(topology: &Topology, port: PortRef) -> Option<(PortRef, Option<usize
 }
 
 impl Ccas {
+    /// `nodes` have no agent from now on: every CC MAD they get is answered with status
+    /// 0x0008, the data as it came, as ibsim's switches answer a SwitchCongestionSetting Set.
+    pub(crate) fn remove_agents(&mut self, nodes: &[NodeId]) {
+        self.without.extend(nodes);
+        self.agents
+            .retain(|port, _| !self.without.contains(&port.node));
+    }
+
     /// What the agent of `port` holds at `now_ns` (a switch's, for any of its ports); `None` for
-    /// a port the topology does not have.
+    /// a port the topology does not have, or of a node without an agent.
     pub(crate) fn agent(
         &self,
         topology: &Topology,
         port: PortRef,
         now_ns: u64,
     ) -> Option<CongestionAgent> {
+        if self.without.contains(&port.node) {
+            return None;
+        }
         let (at, switch_ports) = agent_of(topology, port)?;
         let mut agent = self
             .agents
@@ -263,6 +276,12 @@ impl Ccas {
         let cc_key = request.cc_key();
         let mut response = request.into_inner().to_vec();
         let mut mad = CcMad::new_unchecked(&mut response[..]);
+        if self.without.contains(&at.node) {
+            let mut out = mad.header_mut();
+            out.set_method(Method::GetResp);
+            out.set_status(Status::METHOD_UNSUPPORTED);
+            return Some(response);
+        }
         let agent = self.agent_mut(topology, at)?;
         let set = method == Method::Set;
         let outcome = match (class_version, method) {

@@ -325,7 +325,7 @@ impl Emulator {
 
     /// What the congestion control agent of `port` holds now (a switch's agent, for any of its
     /// ports): what it was Set, or its power-on state. `None` for a port the topology does not
-    /// have.
+    /// have, or of a node the fault schedule left without an agent.
     pub fn congestion_agent(&self, port: PortRef) -> Option<CongestionAgent> {
         self.ccas.agent(&self.topology, port, self.now_ns)
     }

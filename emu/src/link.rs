@@ -35,6 +35,7 @@ impl Emulator {
     /// [`Emulator::exchange`] or [`Emulator::advance_to`] reach their times.
     pub fn schedule(&mut self, schedule: &FaultSchedule) {
         self.dead.extend(schedule.dead.iter().copied());
+        self.ccas.remove_agents(&schedule.without_cc);
         for flap in &schedule.flaps {
             self.events.push(ScheduledEvent {
                 at_ns: flap.down_ns,

@@ -16,6 +16,9 @@
 //! at_ms = 20
 //! low = [{ vl = 0, weight = 32 }, { vl = 1, weight = 96 }]   # the rest of the table 0:0
 //! high = []         # optional, as low: a table left out stays as it is
+//!
+//! [[without_cc]]    # S2 has no congestion control agent: every CC MAD is answered with
+//! node = "S2"       # status 0x0008, as ibsim's switches answer a SwitchCongestionSetting Set
 //! ```
 //!
 //! Times count from the emulator's time 0 (for `ibqos sm`, when the fabric was opened). A node
@@ -58,6 +61,9 @@ pub struct FaultSchedule {
     /// Nodes whose SMA answers nothing and forwards no directed-route SMP.
     pub dead: Vec<NodeId>,
     pub vlarbs: Vec<VlArbRewrite>,
+    /// Nodes without a congestion control agent: every CC MAD they get is answered with status
+    /// 0x0008 (method unsupported).
+    pub without_cc: Vec<NodeId>,
 }
 
 /// What is wrong with a schedule's text (its place is the [`Located`] around it).
@@ -115,6 +121,8 @@ struct File {
     dead: Vec<DeadEntry>,
     #[serde(default)]
     vlarb: Vec<VlArbEntryList>,
+    #[serde(default)]
+    without_cc: Vec<DeadEntry>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -126,6 +134,7 @@ struct FlapEntry {
     up_ms: Option<Spanned<u64>>,
 }
 
+/// An entry that names a node: `[[dead]]`, `[[without_cc]]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DeadEntry {
@@ -212,6 +221,9 @@ impl FaultSchedule {
         }
         for entry in &file.dead {
             schedule.dead.push(node(&entry.node)?);
+        }
+        for entry in &file.without_cc {
+            schedule.without_cc.push(node(&entry.node)?);
         }
         for entry in &file.vlarb {
             let port = PortRef::new(node(&entry.node)?, *entry.port.get_ref());

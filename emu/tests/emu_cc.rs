@@ -5,7 +5,7 @@
 
 mod support;
 
-use ibqos_emu::{CONTROL_TABLE_CAP, CongestionSettings, Emulator};
+use ibqos_emu::{CONTROL_TABLE_CAP, CongestionSettings, Emulator, FaultSchedule};
 use ibqos_fabric::{PortRef, Topology};
 use ibqos_mad::{
     AttributeId, CC_CLASS_VERSION, CaCongestionEntry, CaCongestionSetting, CaCongestionSettingRepr,
@@ -514,4 +514,36 @@ fn a_set_without_the_key_is_dropped_counted_and_starts_the_lease() {
         (seen.cc_key, seen.protect, seen.violations),
         (KEY, false, 2)
     );
+}
+
+/// A node the fault schedule leaves without an agent answers every CC MAD with status 0x0008,
+/// as ibsim's switches answer a SwitchCongestionSetting Set, and keeps nothing.
+#[test]
+fn a_node_without_an_agent_answers_method_unsupported() {
+    let mut emu = emulator();
+    let t = emu.topology().clone();
+    let at = switch_port(&t);
+    let schedule =
+        FaultSchedule::parse("faults.toml", "[[without_cc]]\nnode = \"S1\"\n", &t).unwrap();
+    assert_eq!(schedule.without_cc, [at.node]);
+    emu.schedule(&schedule);
+    let setting = emit_switch(&switch_setting(SwitchControlMap(0x1f)));
+    let set = cc(
+        Method::Set,
+        CcAttributeId::SwitchCongestionSetting,
+        0,
+        0,
+        &setting,
+    );
+    let get = cc(Method::Get, CcAttributeId::CongestionInfo, 0, 0, &[]);
+    for request in [set, get] {
+        let response = ask(&mut emu, at, 0, &request).unwrap();
+        assert_eq!(status(&response), Status::METHOD_UNSUPPORTED);
+    }
+    assert_eq!(emu.congestion_agent(at), None);
+    // Another switch keeps its agent.
+    let s2 = PortRef::new(node(&t, "S2"), 0);
+    assert!(emu.congestion_agent(s2).is_some());
+    let unknown = FaultSchedule::parse("faults.toml", "[[without_cc]]\nnode = \"S9\"\n", &t);
+    assert!(unknown.is_err());
 }

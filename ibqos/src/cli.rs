@@ -551,8 +551,10 @@ pub struct FaultArgs {
     /// Emulated fabrics only: a TOML file of scheduled faults, counted from when the fabric
     /// opens: `[[flap]] node = "S1" port = 3 down_ms = 5 up_ms = 50` (the link goes down, then
     /// trains to Init again; without up_ms it stays down), `[[dead]] node = "H3"` (its SMA
-    /// answers nothing) and `[[vlarb]] node = "S1" port = 3 at_ms = 20 low = [{ vl = 0, weight
-    /// = 32 }]` (the port holds that VLArb table, or `high`, as if another agent Set it).
+    /// answers nothing), `[[vlarb]] node = "S1" port = 3 at_ms = 20 low = [{ vl = 0, weight =
+    /// 32 }]` (the port holds that VLArb table, or `high`, as if another agent Set it) and
+    /// `[[without_cc]] node = "S2"` (no congestion control agent: status 0x0008 to every CC
+    /// MAD).
     #[arg(long, value_name = "FILE")]
     pub fault_schedule: Option<PathBuf>,
     /// The seed of the fault injection: the same seed loses, damages and delays the same MADs.

@@ -225,15 +225,26 @@ const AGENTS: [(&str, &[u8], &[&str]); 8] = [
     ("H5/2", &[1, 3, 5], &["CS", "CT"]),
 ];
 
-/// Everything ibccquery reads of every agent of `sim`, each answer under its agent's name, the
-/// `# ...: Lid N` header lines left out (the two SMs need not give the same LIDs).
-fn cc_state(tools: &SimTools, sim: &Ibsim) -> String {
+/// The agents of [`AGENTS`] on nodes other than `without_cc`.
+fn agents(
+    without_cc: &[&str],
+) -> impl Iterator<Item = &'static (&'static str, &'static [u8], &'static [&'static str])> {
+    AGENTS.iter().filter(move |(name, _, _)| {
+        let node = name.split('/').next().unwrap_or(name);
+        !without_cc.contains(&node)
+    })
+}
+
+/// Everything ibccquery reads of every agent of `sim` but those of the nodes `without_cc`,
+/// each answer under its agent's name, the `# ...: Lid N` header lines left out (the two SMs
+/// need not give the same LIDs).
+fn cc_state(tools: &SimTools, sim: &Ibsim, without_cc: &[&str]) -> String {
     let targets: Vec<(&'static str, &[u8])> = AGENTS.iter().map(|&(n, p, _)| (n, p)).collect();
     let diags = PerfQuery::new(tools, sim, QUERY_NODE, &targets);
     let cc = Cc { tools, diags };
     let mut state = String::new();
-    for (name, _, ops) in AGENTS {
-        for op in ops {
+    for (name, _, ops) in agents(without_cc) {
+        for op in *ops {
             let out = cc.query(&[op, name]);
             state.push_str(&format!("== {name} {op}\n"));
             for line in out.lines().filter(|line| !line.starts_with("# ")) {
@@ -254,24 +265,28 @@ struct CcState {
     dumped: Vec<(String, u8, Value)>,
 }
 
-/// `ibqos fabric serve --dump` in `dir`, brought up by `bring_up`, and its CC state.
-fn cc_state_after(dir: &Path, bring_up: impl FnOnce(&SimTools, &Path, &Ibsim)) -> CcState {
+/// `ibqos fabric serve --dump` in `dir`, its nodes `without_cc` left without an agent,
+/// brought up by `bring_up`, and its CC state.
+fn cc_state_after(
+    dir: &Path,
+    without_cc: &[&str],
+    bring_up: impl FnOnce(&SimTools, &Path, &Ibsim),
+) -> CcState {
     let tools = SimTools::require();
     let ibqos = ibqos_binary().unwrap();
     let netfile = testdata("two-switch.net");
     let dump = dir.join("fabric.json");
-    let dump_arg = dump.display().to_string();
-    let served = Ibsim::serve_with(
-        &tools,
-        &ibqos,
-        &netfile,
-        SM_NODE,
-        dir,
-        &["--dump", &dump_arg],
-    )
-    .unwrap();
+    let schedule = dir.join("faults.toml");
+    let entries: String = without_cc
+        .iter()
+        .map(|node| format!("[[without_cc]]\nnode = \"{node}\"\n"))
+        .collect();
+    std::fs::write(&schedule, entries).unwrap();
+    let (dump_arg, schedule_arg) = (dump.display().to_string(), schedule.display().to_string());
+    let args = ["--dump", &dump_arg, "--fault-schedule", &schedule_arg];
+    let served = Ibsim::serve_with(&tools, &ibqos, &netfile, SM_NODE, dir, &args).unwrap();
     bring_up(&tools, &ibqos, &served);
-    let read = cc_state(&tools, &served);
+    let read = cc_state(&tools, &served, without_cc);
     served.signal("TERM").unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let text = loop {
@@ -295,25 +310,26 @@ fn cc_state_after(dir: &Path, bring_up: impl FnOnce(&SimTools, &Path, &Ibsim)) -
     CcState { read, dumped }
 }
 
-/// The CC state OpenSM leaves on a fresh served fabric with `options`, and the state `ibqos
-/// sm --once` leaves on another with the same options.
-fn both_sms(name: &str, options: &str) -> (CcState, CcState) {
+/// The CC state OpenSM leaves on a fresh served fabric with `options` (its nodes `without_cc`
+/// without an agent), and the state `ibqos sm --once` leaves on another like it.
+fn both_sms(name: &str, options: &str, without_cc: &[&str]) -> (CcState, CcState) {
     let dir = TestDir::new(name);
     let opensm_dir = dir.subdir("opensm");
-    let theirs = cc_state_after(&opensm_dir, |tools, _, served| {
+    let theirs = cc_state_after(&opensm_dir, without_cc, |tools, _, served| {
         let run = run_opensm_once(tools, served, SM_NODE, options, &opensm_dir.join("sm")).unwrap();
         assert_eq!(run.error_lines(), Vec::<&str>::new(), "{}", run.log);
     });
     let ibqos_dir = dir.subdir("ibqos");
-    let ours = cc_state_after(&ibqos_dir, |_, ibqos, served| {
+    let ours = cc_state_after(&ibqos_dir, without_cc, |_, ibqos, served| {
         let conf = ibqos_dir.join("opensm.conf");
         std::fs::write(&conf, options).unwrap();
         let sm = SmInvocation::new(SmFabric::Native, SM_NODE, &ibqos_dir.join("cache"))
             .opensm_conf(&conf);
         sm.run_up(ibqos, served).unwrap();
     });
-    // Every switch and CA port was reached.
-    assert_eq!(theirs.dumped.len(), AGENTS.len(), "{:?}", theirs.dumped);
+    // Every switch and CA port with an agent was reached.
+    let reached = agents(without_cc).count();
+    assert_eq!(theirs.dumped.len(), reached, "{:?}", theirs.dumped);
     (theirs, ours)
 }
 
@@ -346,7 +362,7 @@ cc_cct 0:0,0:4,1:8,1:16,2:64,3:1000
 /// and whole in the emulator's dump.
 #[test]
 fn opensm_and_ibqos_leave_the_same_congestion_control_state() {
-    let (theirs, ours) = both_sms("fabric-serve-cc-opensm", OPTIONS);
+    let (theirs, ours) = both_sms("fabric-serve-cc-opensm", OPTIONS, &[]);
     // Not two fabrics left at power-on: the options reached the agents.
     let read = &theirs.read;
     assert!(
@@ -365,7 +381,7 @@ fn opensm_and_ibqos_leave_the_same_congestion_control_state() {
 #[test]
 fn a_one_entry_table_is_left_as_opensm_leaves_it() {
     let options = "congestion_control TRUE\ncc_ca_cong_setting_port_control 1\ncc_cct 1:5\n";
-    let (theirs, ours) = both_sms("fabric-serve-cc-one-entry", options);
+    let (theirs, ours) = both_sms("fabric-serve-cc-one-entry", options, &[]);
     // Programmed (the port control), with the table's one entry left out: entry 0 is 0.
     let read = &theirs.read;
     assert!(
@@ -377,5 +393,24 @@ fn a_one_entry_table_is_left_as_opensm_leaves_it() {
             assert_eq!(ca["table"], serde_json::json!([0]), "{name}: {cc}");
         }
     }
+    assert_eq!(ours, theirs);
+}
+
+/// A switch without a congestion control agent answers status 0x0008, as ibsim's switches
+/// answer a SwitchCongestionSetting Set: both SMs give it up and program every other agent
+/// alike.
+#[test]
+fn a_switch_answering_unsupported_is_left_as_opensm_leaves_it() {
+    let (theirs, ours) = both_sms("fabric-serve-cc-unsupported", OPTIONS, &["S2"]);
+    assert!(
+        theirs.read.contains("Marking_Rate:....................10"),
+        "{}",
+        theirs.read
+    );
+    assert!(
+        !theirs.dumped.iter().any(|(name, _, _)| name == "sw-two"),
+        "{:?}",
+        theirs.dumped
+    );
     assert_eq!(ours, theirs);
 }
