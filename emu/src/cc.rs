@@ -212,41 +212,11 @@ impl Ccas {
         let agent = self.agents.get(&port)?;
         Some(match &agent.settings {
             CongestionSettings::Switch(switch) => {
-                let s = &switch.setting;
-                let hex = |mask: &[u8; 32]| mask.iter().map(|b| format!("{b:02x}")).collect();
-                CongestionDump::Switch(SwitchCongestionDump {
-                    control_map: s.control_map.0,
-                    victim_mask: hex(&s.victim_mask),
-                    credit_mask: hex(&s.credit_mask),
-                    threshold: s.threshold,
-                    packet_size: s.packet_size,
-                    cs_threshold: s.cs_threshold,
-                    cs_return_delay: s.cs_return_delay.0,
-                    marking_rate: s.marking_rate,
-                })
+                CongestionDump::Switch(SwitchCongestionDump::new(&switch.setting))
             }
-            CongestionSettings::Ca(ca) => CongestionDump::Ca(CaCongestionDump {
-                port_control: ca.setting.port_control,
-                control_map: ca.setting.control_map,
-                sls: ca
-                    .setting
-                    .entries
-                    .iter()
-                    .map(|e| {
-                        [
-                            e.ccti_timer,
-                            e.ccti_increase.into(),
-                            e.trigger_threshold.into(),
-                            e.ccti_min.into(),
-                        ]
-                    })
-                    .collect(),
-                ccti_limit: ca.ccti_limit,
-                table: ca.table[..=usize::from(ca.ccti_limit)]
-                    .iter()
-                    .map(|e| e.0)
-                    .collect(),
-            }),
+            CongestionSettings::Ca(ca) => {
+                CongestionDump::Ca(CaCongestionDump::new(&ca.setting, ca.ccti_limit, &ca.table))
+            }
         })
     }
 

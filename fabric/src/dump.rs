@@ -13,8 +13,9 @@
 use std::collections::BTreeMap;
 
 use ibqos_mad::{
-    Attribute, AttributeId, CapabilityMask, Guid, LinearForwardingTableRepr, NodeType,
-    PortInfoRepr, Priority, SlToVlModifier, VlArbBlock, VlArbModifier,
+    Attribute, AttributeId, CaCongestionSettingRepr, CapabilityMask, CctEntry, Guid,
+    LinearForwardingTableRepr, NodeType, PortInfoRepr, Priority, SlToVlModifier,
+    SwitchCongestionSettingRepr, VlArbBlock, VlArbModifier,
 };
 use serde::{Deserialize, Serialize};
 
@@ -99,6 +100,56 @@ pub struct CaCongestionDump {
     pub ccti_limit: u16,
     /// Entries 0 to CCTI_Limit, each 16 bits (shift in bits 15-14).
     pub table: Vec<u16>,
+}
+
+impl SwitchCongestionDump {
+    /// The dump of a SwitchCongestionSetting.
+    pub fn new(setting: &SwitchCongestionSettingRepr) -> SwitchCongestionDump {
+        let hex = |mask: &[u8; 32]| mask.iter().map(|b| format!("{b:02x}")).collect();
+        SwitchCongestionDump {
+            control_map: setting.control_map.0,
+            victim_mask: hex(&setting.victim_mask),
+            credit_mask: hex(&setting.credit_mask),
+            threshold: setting.threshold,
+            packet_size: setting.packet_size,
+            cs_threshold: setting.cs_threshold,
+            cs_return_delay: setting.cs_return_delay.0,
+            marking_rate: setting.marking_rate,
+        }
+    }
+}
+
+impl CaCongestionDump {
+    /// The dump of a CACongestionSetting and a congestion control table whose entries start
+    /// at `table` (only entries 0 to `ccti_limit` are kept).
+    pub fn new(
+        setting: &CaCongestionSettingRepr,
+        ccti_limit: u16,
+        table: &[CctEntry],
+    ) -> CaCongestionDump {
+        CaCongestionDump {
+            port_control: setting.port_control,
+            control_map: setting.control_map,
+            sls: setting
+                .entries
+                .iter()
+                .map(|e| {
+                    [
+                        e.ccti_timer,
+                        e.ccti_increase.into(),
+                        e.trigger_threshold.into(),
+                        e.ccti_min.into(),
+                    ]
+                })
+                .collect(),
+            ccti_limit,
+            table: table
+                .iter()
+                .take(usize::from(ccti_limit) + 1)
+                .map(|e| e.0)
+                .collect(),
+        }
+    }
 }
 
 impl FabricDump {
