@@ -12,6 +12,7 @@ use ibqos_fabric::netfile::parse_net_str;
 use serde_json::Value;
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/opensm-qos.conf");
+const CONGESTION: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/opensm-cc.conf");
 const MISTAKES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../examples/opensm-mistakes.conf"
@@ -144,6 +145,108 @@ fn plan_with_one_vl_programs_no_vlarb_and_human_output_says_so() {
         "{text}"
     );
     assert!(text.contains("VLHighLimit 0"), "{text}");
+}
+
+/// With `congestion_control TRUE` a CA port's plan holds the CACongestionSetting by SL and the
+/// table OpenSM sends, in `ibqos dump`'s format; a switch's holds its SwitchCongestionSetting.
+#[test]
+fn plan_shows_the_congestion_settings_a_port_gets() {
+    let ca = plan_json("-F", Path::new(CONGESTION), "ca");
+    let ca = &ca["congestion"]["ca"];
+    assert_eq!(
+        (ca["port_control"].as_u64(), ca["control_map"].as_u64()),
+        (Some(1), Some(6))
+    );
+    assert_eq!(ca["sls"][2], serde_json::json!([300, 2, 4, 1]));
+    assert_eq!(ca["ccti_limit"], 5);
+    // shift << 14 | multiplier, the entries of `cc_cct 0:0,0:4,1:8,1:16,2:64,3:1000`.
+    assert_eq!(
+        ca["table"],
+        serde_json::json!([0, 4, 0x4008, 0x4010, 0x8040, 0xc3e8])
+    );
+    let switch = plan_json("-F", Path::new(CONGESTION), "sw0");
+    let switch = &switch["congestion"]["switch"];
+    assert_eq!(switch["threshold"], 15);
+    assert_eq!(switch["cs_return_delay"], 0x4007);
+    assert!(switch["victim_mask"].as_str().unwrap().ends_with("0026"));
+    let output = ibqos(&[
+        "plan",
+        "-F",
+        CONGESTION,
+        "--class",
+        "ca",
+        "--vls",
+        "8",
+        "--low-cap",
+        "8",
+        "--high-cap",
+        "8",
+    ]);
+    let text = stdout(&output);
+    assert!(text.contains("CACongestionSetting"), "{text}");
+    assert!(
+        text.contains("   2         300              2                  4         1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("0:0:0 1:0:4 2:1:8 3:1:16 4:2:64 5:3:1000"),
+        "{text}"
+    );
+}
+
+/// Where OpenSM sends something else than the option says, the plan says so: a one-entry table
+/// goes out all zero, a threshold wider than 4 bits loses its high bits.
+#[test]
+fn plan_says_where_opensm_changes_a_congestion_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        "congestion_control TRUE\ncc_sw_cong_setting_threshold 0x1f\ncc_cct 1:5\n",
+    );
+    let notes = |class| plan_json("-F", &conf, class)["congestion"]["notes"].clone();
+    let ca = notes("ca");
+    assert_eq!(
+        ca[0],
+        "cc_cct has one entry: OpenSM sends CCTI_Limit 0 and an all-zero table"
+    );
+    let table = &plan_json("-F", &conf, "ca")["congestion"]["ca"]["table"];
+    assert_eq!(*table, serde_json::json!([0]));
+    let switch = notes("sw0");
+    assert_eq!(
+        switch[0],
+        "cc_sw_cong_setting_threshold 31 is wider than its 4-bit field: OpenSM sends 15"
+    );
+}
+
+/// Without `congestion_control TRUE` a plan is what it was: no congestion section.
+#[test]
+fn plan_without_congestion_control_shows_no_congestion_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        "congestion_control FALSE\ncc_cct 1:5\n",
+    );
+    assert!(plan_json("-F", &conf, "ca").get("congestion").is_none());
+    let output = ibqos(&[
+        "plan",
+        "-F",
+        conf.to_str().unwrap(),
+        "--class",
+        "ca",
+        "--vls",
+        "8",
+        "--low-cap",
+        "8",
+        "--high-cap",
+        "8",
+    ]);
+    assert!(
+        !stdout(&output).contains("ongestion"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 #[test]

@@ -5,13 +5,16 @@ use std::io::Write as _;
 
 use anyhow::{Result, bail};
 use ibqos_qos::{PortCaps, PortPlan, Sl2VlTable, VlArbEntry, VlArbSet, plan};
+use ibqos_sm::config::congestion_options;
 use serde_json::json;
 
 use crate::cli::PlanArgs;
 use crate::commands::check::qos_routing;
 use crate::commands::{Outcome, load_config};
 use crate::diagnostics::Report;
+use congestion::CongestionPlan;
 
+mod congestion;
 mod setup;
 
 pub fn run(args: &PlanArgs) -> Result<Outcome> {
@@ -53,6 +56,7 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
     }
     let qos = &loaded.settings.qos;
     let port = plan(qos, class, &caps)?;
+    let congestion = CongestionPlan::new(&congestion_options(&loaded.settings), class);
     let mut out = std::io::stdout().lock();
     if args.json {
         let entries = |e: Vec<VlArbEntry>| -> Vec<_> {
@@ -60,7 +64,7 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
                 .map(|e| json!({"vl": e.vl, "weight": e.weight}))
                 .collect()
         };
-        let object = json!({
+        let mut object = json!({
             "class": class.name(),
             "qos_enabled": qos.enabled,
             "sl2vl": port.sl2vl.map(|t| t.0.map(|vl| vl.get())),
@@ -69,6 +73,9 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
             "vl_high_limit": port.vl_high_limit,
             "diagnostics": report.to_json(),
         });
+        if let Some(congestion) = &congestion {
+            object["congestion"] = congestion.to_json();
+        }
         writeln!(out, "{object}")?;
     } else {
         // Notes are for `ibqos check`; a plan shows only what changes the tables.
@@ -84,6 +91,9 @@ pub fn run(args: &PlanArgs) -> Result<Outcome> {
             )?;
         }
         write!(out, "{}", describe(&port, &caps))?;
+        if let Some(congestion) = &congestion {
+            write!(out, "{}", congestion.describe())?;
+        }
     }
     Ok(Outcome::Success)
 }
