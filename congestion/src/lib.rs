@@ -9,6 +9,7 @@
 
 pub mod config;
 mod manager;
+mod wire;
 
 pub use config::{CCT_ENTRIES_MAX, CcData, CcOptions, CctOption};
 pub use manager::{CcNodeKind, CcNotice, CcPort, CongestionManager, PortState};

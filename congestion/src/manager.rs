@@ -21,22 +21,19 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
 use ibqos_exchange::scheduler::{Completion, Failure, Request, Scheduler, SchedulerConfig};
-use ibqos_exchange::{Engine, Gmp, Message, OutgoingMad, Peer};
+use ibqos_exchange::{Engine, Gmp, OutgoingMad, Peer};
 use ibqos_mad::{
-    AttributeId, CC_CLASS_VERSION, CaCongestionSetting, CaCongestionSettingRepr, CcAttributeId,
-    CongestionControlTable, CongestionControlTableRepr, Guid, Mad, Method, MgmtClass, Status,
-    SwitchCongestionSetting, SwitchCongestionSettingRepr, SwitchControlMap,
+    CaCongestionSetting, CaCongestionSettingRepr, CcAttributeId, CongestionControlTable,
+    CongestionControlTableRepr, Guid, Method, Status, SwitchCongestionSetting,
+    SwitchCongestionSettingRepr, SwitchControlMap,
 };
 
 use crate::config::{CcData, CcOptions};
+use crate::wire::{DATA_IN_PAYLOAD, cc_mad, dropped, receive};
 
 /// Timeouts in a row after which a port is taken as having no agent
 /// (`OSM_CC_TIMEOUT_COUNT_THRESHOLD`).
 const TIMEOUT_THRESHOLD: u32 = 3;
-
-/// Where the attribute data starts in a GMP's payload (bytes 24-255 of the MAD): after the
-/// CC_Key and the log data.
-const DATA_IN_PAYLOAD: usize = 40;
 
 /// What kind of node a port to program belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,14 +285,7 @@ impl CongestionManager {
                 (block, bytes.to_vec())
             }
         };
-        let mut mad = Gmp::get(
-            MgmtClass::CongestionControl,
-            CC_CLASS_VERSION,
-            AttributeId::from(u16::from(set.attribute())),
-            modifier,
-        );
-        mad.method = Method::Set;
-        mad.payload[..8].copy_from_slice(&self.options.cc_key.to_be_bytes());
+        let mut mad = cc_mad(Method::Set, set.attribute(), modifier, self.options.cc_key);
         mad.payload[DATA_IN_PAYLOAD..DATA_IN_PAYLOAD + data.len()].copy_from_slice(&data);
         self.planned.push_back(Request {
             mad,
@@ -455,33 +445,19 @@ impl Engine for CongestionManager {
     }
 
     /// An answer. OpenSM takes an error status as the agent's answer, not as a failure to send
-    /// again: it reaches the scheduler as status 0 and is judged here.
+    /// again (see [`receive`]).
     fn on_mad(&mut self, _now: Instant, mad: &[u8], _from: Peer) {
-        let Some(mut response) =
-            Gmp::from_bytes(mad).filter(|gmp| gmp.class == MgmtClass::CongestionControl)
-        else {
-            return;
-        };
-        let status = response.status;
-        response.status = Status::OK;
-        match self.scheduler.on_response(response) {
-            Some(Completion::Answered { context, response }) => {
+        match receive(&mut self.scheduler, mad) {
+            Some((Completion::Answered { context, response }, status)) => {
                 self.answered(context, status, &response)
             }
-            Some(completion) => self.settle(completion),
+            Some((completion, _)) => self.settle(completion),
             None => {}
         }
     }
 
     fn on_dropped(&mut self, _now: Instant, mad: &[u8]) {
-        let completion = match Gmp::from_bytes(mad) {
-            Some(request) => self.scheduler.on_dropped(request),
-            None => match Mad::new_checked(mad) {
-                Ok(header) => self.scheduler.on_dropped_header(&header),
-                Err(_) => None,
-            },
-        };
-        if let Some(completion) = completion {
+        if let Some(completion) = dropped(&mut self.scheduler, mad) {
             self.settle(completion);
         }
     }

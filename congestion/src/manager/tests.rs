@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use ibqos_exchange::Address;
-use ibqos_mad::{CaCongestionEntry, CctEntry};
+use ibqos_exchange::{Address, Message};
+use ibqos_mad::{AttributeId, CC_CLASS_VERSION, CaCongestionEntry, CctEntry, MgmtClass};
 
 use super::*;
 use crate::config::CctOption;
