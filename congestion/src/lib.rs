@@ -9,7 +9,9 @@
 
 pub mod config;
 mod manager;
+mod reader;
 mod wire;
 
 pub use config::{CCT_ENTRIES_MAX, CcData, CcOptions, CctOption};
 pub use manager::{CcNodeKind, CcNotice, CcPort, CongestionManager, PortState};
+pub use reader::{CcUnread, CongestionReader};

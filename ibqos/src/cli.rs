@@ -393,6 +393,10 @@ pub struct DumpArgs {
     /// Where to write the JSON; standard output without it.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also read each congestion control agent (class 0x21 Gets to each switch's port 0 and
+    /// each CA port). Off by default: ibsim takes class 0x21 for SMPs and corrupts the fabric.
+    #[arg(long)]
+    pub congestion: bool,
     #[command(flatten)]
     pub survey: SurveyArgs,
 }

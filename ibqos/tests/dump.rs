@@ -7,8 +7,9 @@ mod common;
 
 use std::process::Command;
 
+use ibqos_congestion::CongestionReader;
 use ibqos_emu::{Emulator, FaultSchedule, attach_port, dump};
-use ibqos_fabric::dump::FabricDump;
+use ibqos_fabric::dump::{CongestionDump, FabricDump};
 use ibqos_mad::Method;
 use ibqos_opensm::Settings;
 use ibqos_sm::config::scheduler_config;
@@ -135,6 +136,93 @@ fn a_node_that_answers_nothing_is_named_and_left_out() {
             .nodes
             .values()
             .any(|n| n.name.starts_with("host-three"))
+    );
+}
+
+/// The survey of the fabric behind `transport` with what each congestion control agent holds,
+/// and the CC Gets given up, as `ibqos dump --congestion` reads them.
+fn survey_with_congestion(transport: &mut EmulatedTransport) -> (FabricDump, Vec<String>) {
+    let config = scheduler_config(&Settings::default());
+    let (surveyed, _) = survey_counted(transport);
+    let mut read = surveyed.dump();
+    let mut reader = CongestionReader::start(&read, config);
+    drive(
+        transport,
+        &mut reader,
+        |r: &mut CongestionReader| r.is_done().then_some(()),
+        &|| false,
+    )
+    .unwrap();
+    reader.fill(&mut read);
+    let unread = reader.unread().iter().map(ToString::to_string).collect();
+    (read, unread)
+}
+
+/// Every port's congestion section, by node name and port.
+fn congestion_of(dump: &FabricDump) -> Vec<(String, u8, CongestionDump)> {
+    dump.nodes
+        .values()
+        .flat_map(|node| {
+            node.ports.iter().filter_map(|(&number, port)| {
+                Some((node.name.clone(), number, port.congestion.clone()?))
+            })
+        })
+        .collect()
+}
+
+/// After `ibqos sm` programs congestion control, the agents read over the wire hold what the
+/// emulator's own dump says they hold: the dump with them is the fabric's dump.
+#[test]
+fn the_congestion_read_of_a_programmed_fabric_is_its_dump() {
+    let mut sm = EmulatedSm::new(
+        two_switch(),
+        Run::Once,
+        &settings("examples/opensm-cc.conf"),
+    );
+    assert_eq!(sm.finish().1, Outcome::SubnetUp);
+    let (read, unread) = survey_with_congestion(&mut sm.transport);
+    assert_eq!(unread, Vec::<String>::new());
+    assert_eq!(read, dump(sm.transport.emulator()));
+    let agents = congestion_of(&read);
+    // Two switches at port 0 and the six CA ports (host-five has two).
+    let switches = agents
+        .iter()
+        .filter(|(_, _, cc)| matches!(cc, CongestionDump::Switch(_)))
+        .count();
+    assert_eq!((switches, agents.len()), (2, 8), "{agents:?}");
+    let Some((_, _, CongestionDump::Ca(ca))) = agents
+        .iter()
+        .find(|(_, _, cc)| matches!(cc, CongestionDump::Ca(_)))
+    else {
+        panic!("no CA read: {agents:?}");
+    };
+    assert_eq!(ca.ccti_limit, 5);
+    assert_eq!(ca.table, [0, 4, 0x4008, 0x4010, 0x8040, 0xc3e8]);
+}
+
+/// A switch whose agent answers status 0x0008 keeps no congestion section, and the read says
+/// why; every other agent is read.
+#[test]
+fn an_agent_that_answers_an_error_is_named_and_left_out() {
+    let mut transport = two_switch();
+    let s2 = transport.emulator().topology().node_by_name("S2").unwrap();
+    transport.emulator_mut().schedule(&FaultSchedule {
+        without_cc: vec![s2],
+        ..FaultSchedule::default()
+    });
+    let mut sm = EmulatedSm::new(transport, Run::Once, &settings("examples/opensm-cc.conf"));
+    assert_eq!(sm.finish().1, Outcome::SubnetUp);
+    let (read, unread) = survey_with_congestion(&mut sm.transport);
+    assert_eq!(unread.len(), 1, "{unread:?}");
+    assert!(
+        unread[0].ends_with("[0]: SwitchCongestionSetting (modifier 0x0): answered status 0x0008"),
+        "{unread:?}"
+    );
+    let agents = congestion_of(&read);
+    assert_eq!(agents.len(), 7, "{agents:?}");
+    assert!(
+        !agents.iter().any(|(name, ..)| name == "sw-two"),
+        "{agents:?}"
     );
 }
 

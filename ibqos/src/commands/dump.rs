@@ -7,24 +7,30 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use ibqos_congestion::CongestionReader;
 use ibqos_exchange::scheduler::SchedulerConfig;
 use ibqos_fabric::dump::FabricDump;
 use ibqos_opensm::Settings;
 use ibqos_sm::config::scheduler_config;
 use ibqos_sm::engine::survey::Survey;
 use ibqos_transport::driver::drive;
-use ibqos_transport::{FabricSpec, OpenOptions, Role, open};
+use ibqos_transport::{FabricSpec, OpenOptions, Role, Transport, open};
 
 use crate::cli::{DumpArgs, SurveyArgs};
 use crate::commands::Outcome;
 
 pub fn run(args: &DumpArgs) -> Result<Outcome> {
-    let surveyed = survey(
+    let (surveyed, mut transport, config) = survey_open(
         &args.fabric,
         &args.survey,
         "no dump written, since it would lack what they read",
     )?;
-    let dump = surveyed.dump();
+    let mut dump = surveyed.dump();
+    let congestion = if args.congestion {
+        Some(read_congestion(transport.as_mut(), config, &mut dump)?)
+    } else {
+        None
+    };
     let json = dump.to_json();
     match &args.output {
         Some(path) => std::fs::write(path, json)
@@ -32,13 +38,46 @@ pub fn run(args: &DumpArgs) -> Result<Outcome> {
         None => std::io::stdout().lock().write_all(json.as_bytes())?,
     }
     let ports: usize = dump.nodes.values().map(|n| n.ports.len()).sum();
-    eprintln!(
+    eprint!(
         "ibqos dump: {} nodes, {ports} ports of {} read with {} SubnGets",
         dump.nodes.len(),
         args.fabric,
         surveyed.stats().total_sent()
     );
+    match congestion {
+        Some(gets) => {
+            let agents = dump
+                .nodes
+                .values()
+                .flat_map(|node| node.ports.values())
+                .filter(|port| port.congestion.is_some())
+                .count();
+            eprintln!(" and {gets} congestion control Gets ({agents} agents read)");
+        }
+        None => eprintln!(),
+    }
     Ok(Outcome::Success)
+}
+
+/// Reads every congestion control agent of `dump`'s fabric into it, returning the Gets sent. A
+/// port whose agent gave no usable answer keeps no congestion section, and a warning says why.
+fn read_congestion(
+    transport: &mut dyn Transport,
+    config: SchedulerConfig,
+    dump: &mut FabricDump,
+) -> Result<u64> {
+    let mut reader = CongestionReader::start(dump, config);
+    drive(
+        transport,
+        &mut reader,
+        |r: &mut CongestionReader| r.is_done().then_some(()),
+        &|| false,
+    )?;
+    for unread in reader.unread() {
+        eprintln!("warning: {unread}; its congestion settings are not in the dump");
+    }
+    reader.fill(dump);
+    Ok(reader.stats().total_sent())
 }
 
 /// The fabric dump in the file `path` (`ibqos dump`, `ibqos fabric dump`).
@@ -65,6 +104,15 @@ pub fn read_with_lfts(path: &Path) -> Result<FabricDump> {
 /// Surveys `fabric` to the end, sending Gets as `args` says. A Get with no usable answer after
 /// its retries is an error, naming each, and the whole is one that ends with `consequence`.
 pub fn survey(fabric: &FabricSpec, args: &SurveyArgs, consequence: &str) -> Result<Survey> {
+    survey_open(fabric, args, consequence).map(|(surveyed, ..)| surveyed)
+}
+
+/// [`survey`], and the fabric still open with the scheduling it was read with.
+fn survey_open(
+    fabric: &FabricSpec,
+    args: &SurveyArgs,
+    consequence: &str,
+) -> Result<(Survey, Box<dyn Transport>, SchedulerConfig)> {
     // The SM's own scheduling, OpenSM's defaults unless told otherwise.
     let defaults = scheduler_config(&Settings::default());
     let config = SchedulerConfig {
@@ -99,5 +147,5 @@ pub fn survey(fabric: &FabricSpec, args: &SurveyArgs, consequence: &str) -> Resu
             unread.len()
         );
     }
-    Ok(surveyed)
+    Ok((surveyed, transport, config))
 }
