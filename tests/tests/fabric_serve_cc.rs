@@ -296,7 +296,15 @@ fn cc_state_after(
             _ => std::thread::sleep(Duration::from_millis(50)),
         }
     };
-    let fabric: Value = serde_json::from_str(&text).unwrap();
+    CcState {
+        read,
+        dumped: congestion_sections(&text),
+    }
+}
+
+/// Every port's `congestion` section in the fabric dump `text`, by node name and port number.
+fn congestion_sections(text: &str) -> Vec<(String, u8, Value)> {
+    let fabric: Value = serde_json::from_str(text).unwrap();
     let mut dumped = Vec::new();
     for node in fabric["nodes"].as_object().unwrap().values() {
         for (number, port) in node["ports"].as_object().unwrap() {
@@ -307,7 +315,7 @@ fn cc_state_after(
         }
     }
     dumped.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-    CcState { read, dumped }
+    dumped
 }
 
 /// The CC state OpenSM leaves on a fresh served fabric with `options` (its nodes `without_cc`
@@ -334,28 +342,7 @@ fn both_sms(name: &str, options: &str, without_cc: &[&str]) -> (CcState, CcState
 }
 
 /// Every option OpenSM sends, none at its default, the switch masks right-aligned.
-const OPTIONS: &str = "\
-congestion_control TRUE
-cc_key 0x0
-cc_max_outstanding_mads 4
-cc_sw_cong_setting_control_map 0x1f
-cc_sw_cong_setting_victim_mask 0x26
-cc_sw_cong_setting_credit_mask 0x1
-cc_sw_cong_setting_threshold 0xf
-cc_sw_cong_setting_packet_size 8
-cc_sw_cong_setting_credit_starvation_threshold 3
-cc_sw_cong_setting_credit_starvation_return_delay 1:7
-cc_sw_cong_setting_marking_rate 10
-cc_ca_cong_setting_port_control 1
-cc_ca_cong_setting_control_map 0x0006
-cc_ca_cong_setting_ccti_timer 1 150
-cc_ca_cong_setting_ccti_timer 2 300
-cc_ca_cong_setting_ccti_increase 1 1
-cc_ca_cong_setting_ccti_increase 2 2
-cc_ca_cong_setting_trigger_threshold 2 4
-cc_ca_cong_setting_ccti_min 2 1
-cc_cct 0:0,0:4,1:8,1:16,2:64,3:1000
-";
+const OPTIONS: &str = include_str!("../../examples/opensm-cc.conf");
 
 /// OpenSM 3.3.23 and ibqos, each alone on a fresh served fabric with the same options, leave
 /// every switch's and CA port's agent holding the same settings and table: read by ibccquery,
@@ -413,4 +400,40 @@ fn a_switch_answering_unsupported_is_left_as_opensm_leaves_it() {
         theirs.dumped
     );
     assert_eq!(ours, theirs);
+}
+
+/// `ibqos dump --congestion` of a served fabric `ibqos sm` programmed reads, over the wire, what
+/// the emulator's own dump says every agent holds; S2, without an agent, is named and left out.
+#[test]
+fn ibqos_dump_reads_the_congestion_state_the_emulator_holds() {
+    let test_dir = TestDir::new("fabric-serve-cc-dump");
+    let dir = test_dir.path();
+    let live = dir.join("live.json");
+    let mut log = String::new();
+    let served = cc_state_after(dir, &["S2"], |_, ibqos, served| {
+        let conf = dir.join("opensm.conf");
+        std::fs::write(&conf, OPTIONS).unwrap();
+        let sm =
+            SmInvocation::new(SmFabric::Native, SM_NODE, &dir.join("cache")).opensm_conf(&conf);
+        sm.run_up(ibqos, served).unwrap();
+        let fabric = format!("ibsim:{}@{QUERY_NODE}", served.sockname());
+        let out = std::process::Command::new(ibqos)
+            .args(["dump", "--congestion", "--fabric", &fabric, "-o"])
+            .arg(&live)
+            .output()
+            .unwrap();
+        log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{log}");
+    });
+    assert!(
+        log.contains(
+            "[0]: SwitchCongestionSetting (modifier 0x0): answered status 0x0008; its \
+                      congestion settings are not in the dump"
+        ),
+        "{log}"
+    );
+    assert!(log.contains("(7 agents read)"), "{log}");
+    let read = congestion_sections(&std::fs::read_to_string(&live).unwrap());
+    assert_eq!(read.len(), 7, "{read:?}");
+    assert_eq!(read, served.dumped);
 }
