@@ -1,13 +1,19 @@
 //! Any bytes answering the congestion control manager's Sets: an answer whose header matches
 //! the Set (so it reaches the echo checks, with any status), and the same bytes as they came,
 //! as an answer and as a MAD handed back undelivered. The manager takes them without a panic
-//! and keeps programming.
+//! and keeps programming. The same answers go to the reader of `ibqos dump --congestion`,
+//! whose Gets they answer (a CCTI_Limit of block 0 asks for more blocks): it takes them
+//! without a panic, ends, and fills a dump.
 #![no_main]
 
 use std::time::{Duration, Instant};
 
-use ibqos_congestion::{CcNodeKind, CcOptions, CcPort, CctOption, CongestionManager};
+use ibqos_congestion::{
+    CcNodeKind, CcOptions, CcPort, CctOption, CongestionManager, CongestionReader,
+};
+use ibqos_exchange::scheduler::SchedulerConfig;
 use ibqos_exchange::{Engine, Peer};
+use ibqos_fabric::dump::FabricDump;
 use libfuzzer_sys::fuzz_target;
 
 /// A switch and a CA port, so that every kind of Set goes out, the table in two blocks.
@@ -25,7 +31,69 @@ fn ports() -> [CcPort; 2] {
     ]
 }
 
+/// A dump of a switch (port 0 at LID 1) and a CA (port 1 at LID 2), as a survey reads them.
+fn surveyed() -> FabricDump {
+    let port = |lid| {
+        format!(
+            r#"{{"lid":{lid},"port_state":"Active","phys_state":"LinkUp","oper_vls":4,
+            "neighbor_mtu":5,"vl_high_limit":0,"hoq_life":0,"vl_stall_count":0,"sl2vl":{{}},
+            "vlarb_low":[],"vlarb_high":[]}}"#
+        )
+    };
+    FabricDump::from_json(&format!(
+        r#"{{"nodes":{{
+        "0x0002c90000000001":{{"name":"S1","kind":"switch","ports":{{"0":{}}}}},
+        "0x0002c90000000002":{{"name":"H1","kind":"ca","ports":{{"1":{}}}}}}}}}"#,
+        port(1),
+        port(2)
+    ))
+    .expect("a dump")
+}
+
+/// `answer` (with `status`) as the answer to `mad`: its header with the response method and
+/// the status, the bytes as its log and attribute data.
+fn answer_to(mad: &[u8], status: u8, answer: &[u8]) -> Vec<u8> {
+    let mut bytes = mad.to_vec();
+    if bytes.len() > 32 {
+        bytes[3] = 0x81;
+        bytes[4..6].copy_from_slice(&u16::from(status).to_be_bytes());
+        let data = &mut bytes[32..];
+        let n = answer.len().min(data.len());
+        data[..n].copy_from_slice(&answer[..n]);
+    }
+    bytes
+}
+
+/// The reader of `ibqos dump --congestion` given `answers`, until it has given up or read all.
+fn read_agents(answers: &[(u8, Vec<u8>)]) {
+    let mut now = Instant::now();
+    let mut dump = surveyed();
+    let config = SchedulerConfig {
+        max_outstanding: 2,
+        timeout: Duration::from_millis(200),
+        retries: 1,
+    };
+    let mut reader = CongestionReader::start(&dump, config);
+    let mut answers = answers.iter().cycle().take(4 * answers.len() + 8);
+    while !reader.is_done() {
+        match (reader.poll_transmit(now), answers.next()) {
+            (Some(out), Some((status, answer))) => {
+                reader.on_mad(now, &answer_to(&out.mad, *status, answer), Peer::lid(1));
+                reader.on_mad(now, answer, Peer::lid(2));
+                reader.on_dropped(now, answer);
+            }
+            _ => {
+                now += Duration::from_secs(1);
+                reader.on_time(now);
+            }
+        }
+    }
+    reader.fill(&mut dump);
+    let _ = dump.to_json();
+}
+
 fuzz_target!(|answers: Vec<(u8, Vec<u8>)>| {
+    read_agents(&answers);
     let mut now = Instant::now();
     let options = CcOptions {
         enabled: true,
@@ -47,17 +115,7 @@ fuzz_target!(|answers: Vec<(u8, Vec<u8>)>| {
             cc.on_time(now);
             continue;
         };
-        // The Set's own header with the response method and a fuzzed status, the bytes as its
-        // log and attribute data.
-        let mut bytes = out.mad.clone();
-        if bytes.len() > 32 {
-            bytes[3] = 0x81;
-            bytes[4..6].copy_from_slice(&u16::from(status).to_be_bytes());
-            let data = &mut bytes[32..];
-            let n = answer.len().min(data.len());
-            data[..n].copy_from_slice(&answer[..n]);
-        }
-        cc.on_mad(now, &bytes, Peer::lid(1));
+        cc.on_mad(now, &answer_to(&out.mad, status, &answer), Peer::lid(1));
         cc.on_mad(now, &answer, Peer::lid(2));
         cc.on_dropped(now, &answer);
         cc.on_time(now + Duration::from_secs(1));
