@@ -302,3 +302,96 @@ impl Engine for CongestionReader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ibqos_exchange::Message;
+    use ibqos_mad::{AttributeId, MgmtClass};
+
+    use super::*;
+
+    /// A dump of one CA port at LID 2, as a survey reads it.
+    fn one_ca() -> FabricDump {
+        FabricDump::from_json(
+            r#"{"nodes":{"0x0002c90000000002":{"name":"H1","kind":"ca","ports":{"1":{
+            "lid":2,"port_state":"Active","phys_state":"LinkUp","oper_vls":4,"neighbor_mtu":5,
+            "vl_high_limit":0,"hoq_life":0,"vl_stall_count":0,"sl2vl":{},"vlarb_low":[],
+            "vlarb_high":[]}}}}}"#,
+        )
+        .unwrap()
+    }
+
+    fn config() -> SchedulerConfig {
+        SchedulerConfig {
+            max_outstanding: 4,
+            timeout: Duration::from_millis(200),
+            retries: 1,
+        }
+    }
+
+    /// Answers every Get the reader sends with `answer` applied to its echo, until it is done.
+    fn read_with(dump: &mut FabricDump, answer: impl Fn(&mut Gmp)) -> CongestionReader {
+        let mut reader = CongestionReader::start(dump, config());
+        let mut now = Instant::now();
+        while !reader.is_done() {
+            while let Some(out) = reader.poll_transmit(now) {
+                let mut response = Gmp::from_bytes(&out.mad).unwrap();
+                assert_eq!(response.class, MgmtClass::CongestionControl);
+                assert_eq!(response.method, Method::Get, "only Gets leave the reader");
+                response.method = Method::GetResp;
+                answer(&mut response);
+                reader.on_mad(now, &response.to_bytes(), Peer::lid(2));
+            }
+            now += Duration::from_secs(1);
+            reader.on_time(now);
+        }
+        reader.fill(dump);
+        reader
+    }
+
+    #[test]
+    fn a_table_past_one_block_is_read_up_to_its_ccti_limit() {
+        let mut dump = one_ca();
+        let reader = read_with(&mut dump, |response| {
+            if response.attribute_id == AttributeId::from(0x0017) {
+                // CCTI_Limit 100, and each entry its block's number.
+                let data = &mut response.payload[DATA_IN_PAYLOAD..];
+                data[..2].copy_from_slice(&100u16.to_be_bytes());
+                let block = response.attribute_modifier as u8;
+                for entry in data[4..132].chunks_mut(2) {
+                    entry.copy_from_slice(&[0, block]);
+                }
+            }
+        });
+        assert_eq!(reader.unread(), []);
+        assert_eq!(
+            reader.stats().total_sent(),
+            3,
+            "the setting and blocks 0 and 1"
+        );
+        let port = &dump.nodes["0x0002c90000000002"].ports[&1];
+        let Some(CongestionDump::Ca(ca)) = &port.congestion else {
+            panic!("no CA section: {port:?}");
+        };
+        assert_eq!((ca.ccti_limit, ca.table.len()), (100, 101));
+        assert_eq!((ca.table[63], ca.table[64], ca.table[100]), (0, 1, 1));
+    }
+
+    #[test]
+    fn an_error_status_leaves_the_port_without_a_section() {
+        let mut dump = one_ca();
+        let reader = read_with(&mut dump, |response| {
+            if response.attribute_id == AttributeId::from(0x0016) {
+                response.status = Status::METHOD_ATTRIBUTE_UNSUPPORTED;
+            }
+        });
+        let unread: Vec<String> = reader.unread().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            unread,
+            ["0x0002c90000000002[1]: CaCongestionSetting (modifier 0x0): answered status 0x000c"]
+        );
+        assert_eq!(dump.nodes["0x0002c90000000002"].ports[&1].congestion, None);
+    }
+}
