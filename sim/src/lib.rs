@@ -42,7 +42,7 @@ pub mod traffic;
 pub mod window;
 
 pub use ethernet::{dcqcn, ets, host_qos, pfc, shared_buffer};
-pub use infiniband::arbiter;
+pub use infiniband::{arbiter, cc};
 
 pub use arbiter::{Arbiter, ArbiterOptions, HighLimitMode, Overshoot, ZeroWeight};
 pub use build::held::{Mismatch, held_forwarding};
