@@ -13,6 +13,7 @@ use crate::ethernet::ets::EtsConfig;
 use crate::ethernet::host_qos::HostQos;
 use crate::ethernet::pfc::{PauseStormConfig, PfcConfig};
 use crate::ethernet::shared_buffer::BufferConfig;
+use crate::infiniband::cc::CcParams;
 use crate::infiniband::link::LinkParams;
 
 /// A host (channel adapter) or a switch.
@@ -188,6 +189,9 @@ pub struct Network {
     /// `Some`: every link is lossless Ethernet (PFC) with these settings, and the nodes' SL-to-VL
     /// and VL arbitration tables are not used; `None`: InfiniBand credit flow control.
     pub ethernet: Option<Ethernet>,
+    /// `Some`: InfiniBand congestion control (IBA annex A10) at every switch port and host,
+    /// with these settings; `None`: off.
+    pub congestion_control: Option<CcParams>,
 }
 
 /// A lossless-Ethernet fabric's settings: one of each for every port, switch and host alike
@@ -265,6 +269,12 @@ pub enum NetworkError {
         "a lossless-Ethernet run takes one thread: its pause frames and DCQCN are not split over threads"
     )]
     SplitEthernet,
+    #[error("a run with congestion control takes one thread: its BECNs are not split over threads")]
+    SplitCongestionControl,
+    #[error(
+        "InfiniBand congestion control runs on credit links: a lossless-Ethernet run has DCQCN"
+    )]
+    CongestionControlOnEthernet,
     #[error(
         "a run over several threads needs links whose packets and credits take time to cross (propagation, credit latency): here one takes none; run on one thread"
     )]

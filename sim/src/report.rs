@@ -205,6 +205,21 @@ pub struct FlowReport {
     /// rows, hundreds of thousands in an all-to-all, hold 8 bytes for it instead of 48.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dcqcn: Option<Box<FlowDcqcnReport>>,
+    /// InfiniBand congestion control's view of the flow, on a run with it. Boxed, as `dcqcn`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub congestion_control: Option<Box<FlowCcReport>>,
+}
+
+/// One flow under InfiniBand congestion control: its packets marked FECN on the way, the
+/// BECNs that reached its source, and its reaction point's index into the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlowCcReport {
+    pub fecn_marked: u64,
+    pub becns_received: u64,
+    /// The highest index a BECN raised it to, and the index at the end of the run (0 for a
+    /// flow whose SL is not controlled).
+    pub max_ccti: u16,
+    pub final_ccti: u16,
 }
 
 /// One flow under DCQCN: the CNPs its notification point (the destination) sent and its

@@ -177,6 +177,7 @@ pub fn build_routed_network(
         nodes,
         links,
         ethernet: None,
+        congestion_control: None,
     };
     Ok(Built {
         network,

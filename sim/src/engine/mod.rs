@@ -91,6 +91,7 @@
 //! window's end, and the report is put together from each port's and flow's owner.
 use std::collections::VecDeque;
 
+mod congestion;
 mod deadlock;
 mod parallel;
 mod report;
@@ -178,6 +179,11 @@ pub(crate) enum Event {
     RpTimer { flow: u32 },
     /// DCQCN: `flow`, paced by its reaction point, may send its next frame.
     Pace { flow: u32 },
+    /// InfiniBand congestion control: a BECN for `flow` reached its source.
+    Becn { flow: u32 },
+    /// InfiniBand congestion control: `flow`, paced by its table's delay, may send its next
+    /// packet.
+    CcPace { flow: u32 },
     /// Ethernet: timeline interval `interval` ends; the switch buffers are sampled (before
     /// any other event of this time).
     Sample { interval: u32 },
@@ -480,7 +486,8 @@ pub(crate) struct Packet {
     pub(crate) vl: u8,
     pub(crate) sl: u8,
     pub(crate) management: bool,
-    /// Ethernet: ECN Congestion Experienced, set by a switch's egress queue.
+    /// Ethernet: ECN Congestion Experienced, set by a switch's egress queue. InfiniBand:
+    /// BTH.FECN, set by a switch port under congestion control.
     pub(crate) ce: bool,
     /// Ethernet: a DCQCN CNP for `flow`, on its way back to the flow's source.
     pub(crate) cnp: bool,
@@ -509,6 +516,8 @@ pub struct Simulation<'n> {
     /// The deadlock watch of an InfiniBand run on one core; `None` on Ethernet and in a
     /// partition.
     pub(crate) watch: Option<Watch>,
+    /// InfiniBand congestion control, when the network has it on; `None` in any other run.
+    pub(crate) cc: Option<Box<congestion::CcState>>,
     /// The per-port counts of a sampled run ([`Simulation::sampled`]); `None` in any other.
     pub(crate) sampler: Option<Box<sample::Sampler>>,
 }

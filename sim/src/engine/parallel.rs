@@ -114,7 +114,8 @@ pub struct Parallel<'n> {
 
 impl<'n> Parallel<'n> {
     /// Sets up the run in `threads` partitions (1 to 255). Refused for an Ethernet run (its
-    /// pause frames and DCQCN are not split), and for links whose arrivals or credit returns
+    /// pause frames and DCQCN are not split), for one with congestion control (its BECNs are
+    /// not), and for links whose arrivals or credit returns
     /// take no time (a window would be as short).
     pub fn new(
         network: &'n Network,
@@ -124,6 +125,9 @@ impl<'n> Parallel<'n> {
     ) -> Result<Self, NetworkError> {
         if network.ethernet.is_some() {
             return Err(NetworkError::SplitEthernet);
+        }
+        if network.congestion_control.is_some() {
+            return Err(NetworkError::SplitCongestionControl);
         }
         let k = threads.clamp(1, 255);
         let node_owner = window::partition_nodes(network, k);

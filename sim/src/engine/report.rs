@@ -95,6 +95,7 @@ impl<'n> Simulation<'n> {
                 let spec = &self.layout.specs[i];
                 let mut report = Self::flow_report(spec, f, src, hot.sent, tally, dropped);
                 report.dcqcn = self.flow_dcqcn(i);
+                report.congestion_control = self.flow_cc(i);
                 report
             })
             .collect();
@@ -156,6 +157,7 @@ impl<'n> Simulation<'n> {
             dropped_packets: dropped,
             in_flight_packets: sent - delivered - dropped,
             dcqcn: None,
+            congestion_control: None,
         }
     }
 

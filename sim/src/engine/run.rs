@@ -213,6 +213,8 @@ impl<'n> Simulation<'n> {
             Event::Storm { storm } => self.storm(storm),
             Event::RpTimer { flow } => self.rp_timer(flow),
             Event::Pace { flow } => self.pace(flow),
+            Event::Becn { flow } => self.becn_arrive(flow),
+            Event::CcPace { flow } => self.cc_pace(flow),
             Event::Sample { interval } => self.sample_buffers(interval as usize),
             Event::Credit { port, vl, blocks } => {
                 let lane = self.lane(port, vl);
@@ -511,6 +513,9 @@ impl<'n> Simulation<'n> {
             }
             self.release(port, p.vl, p.blocks);
             let delivered = node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == dlid;
+            if delivered && p.ce {
+                self.return_becn(p.flow);
+            }
             self.retire(packet, &p, delivered);
             return;
         };
@@ -670,12 +675,15 @@ impl<'n> Simulation<'n> {
         // no wait for credits, so every wait it timed ends now.
         let bits = &mut self.fabric.states[port as usize];
         bits.busy = true;
-        bits.note_head(vl, l);
+        let starved = bits.note_head(vl, l);
         let mut ended = std::mem::take(&mut bits.waiting);
         while ended != 0 {
             let waited = ended.trailing_zeros() as u8;
             ended &= ended - 1;
             self.account_blocked(state.lane(waited), false);
+        }
+        if self.cc.is_some() && p.in_port != NO_PORT && !p.management {
+            self.mark_fecn(port, lane, packet, starved);
         }
         self.sample_sending(port, Some((p.sl, vl, counted, p.management)));
         if !self.counts.timeline.is_empty() {

@@ -246,6 +246,7 @@ impl<'n> Simulation<'n> {
             split: None,
             watch: None,
             sampler: None,
+            cc: None,
         };
         if let Some(config) = ethernet {
             let state = ethernet::EthernetState::new(
@@ -299,8 +300,13 @@ impl<'n> Simulation<'n> {
             rotation.turns.reserve_exact(flows);
         }
         if sim.eth.is_some() {
+            if network.congestion_control.is_some() {
+                return Err(NetworkError::CongestionControlOnEthernet);
+            }
             sim.start_dcqcn();
             sim.schedule_samples();
+        } else {
+            sim.start_congestion_control();
         }
         // Stable: equal times keep the order they were listed in.
         sim.clock.schedule.sort_by_key(|(time, _)| *time);

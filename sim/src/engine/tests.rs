@@ -82,6 +82,7 @@ fn more_than_65536_kinds_of_link_are_refused() {
         nodes: (0..2 * (links + 1)).map(host).collect(),
         links: (0..links).map(link).collect(),
         ethernet: None,
+        congestion_control: None,
     };
     // 65,535 kinds of link and the unlinked ports': 65,536, the most.
     assert!(Simulation::new(&network, &[], SimOptions::default()).is_ok());
@@ -127,5 +128,104 @@ proptest::proptest! {
         integral += u128::from(occupancy) * u128::from(end - last);
         proptest::prop_assert_eq!(buffer.integral(carried), integral);
         proptest::prop_assert_eq!((buffer.occupancy, buffer.peak), (occupancy, peak));
+    }
+}
+
+/// The hot-spot fabric (examples/sim/hot-spot.net) under `traffic`, with `cc` (a
+/// `[congestion_control]` section's keys) or without congestion control: each flow's
+/// throughput in Gb/s, by name, and the report.
+fn hot_spot(cc: Option<&str>) -> (std::collections::BTreeMap<String, f64>, Report) {
+    let net = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/hot-spot.net");
+    let parsed = ibqos_fabric::netfile::parse_net_file(std::path::Path::new(net));
+    let mut topo = parsed.expect("hot-spot.net").topology;
+    let mut text = String::from(
+        "duration_us = 2000\n[link]\nspeed = \"QDR\"\nvl_buffer_bytes = 8192\n\
+         propagation_ns = 100\n",
+    );
+    for (src, dst) in [
+        ("H1", "D"),
+        ("H2", "D"),
+        ("H3", "D"),
+        ("H4", "D"),
+        ("V", "W"),
+    ] {
+        text += &format!(
+            "[[flow]]\nname = \"{src}\"\nsrc = \"{src}\"\ndst = \"{dst}\"\npayload = 2048\n"
+        );
+    }
+    let traffic = traffic::parse("t.toml", text.as_bytes()).unwrap();
+    let tables = Tables::Planned {
+        qos: &QosConfig::default(),
+        setup: &SetupTables::default(),
+        max_op_vls: None,
+    };
+    let mut network = build_network(&mut topo, tables, &traffic).unwrap();
+    network.congestion_control = cc.map(|cc| {
+        toml::from_str::<crate::cc::CcConfig>(cc)
+            .unwrap()
+            .params()
+            .unwrap()
+    });
+    let flows = traffic.flows(&TopologyHosts(&topo), 7).unwrap();
+    let options = SimOptions {
+        duration_ps: traffic.duration_ps,
+        seed: 7,
+        arbiter: traffic.arbiter,
+        timeline_intervals: 0,
+    };
+    let report = simulate(&network, &flows, options).unwrap();
+    let rates = (report.flows.iter())
+        .map(|f| (f.name.to_string(), f.throughput_gbps))
+        .collect();
+    (rates, report)
+}
+
+/// The settings of the hot-spot test: mark above 1/16 of a VL buffer (threshold 15) every
+/// eligible packet, control SL0, raise the index by 1 per BECN and lower it every 20 x 1.024
+/// us, with a linear table (entry i: a delay of i packet times, a rate of 1 / (i + 1)).
+const HOT_SPOT_CC: &str = "cc_sw_cong_setting_threshold = 15\n\
+    cc_ca_cong_setting_control_map = 1\n\
+    cc_ca_cong_setting_ccti_timer = [20]\n\
+    cc_ca_cong_setting_ccti_increase = [1]\n\
+    cc_cct = \"0:0,0:1,0:2,0:3,0:4,0:5,0:6,0:7,0:8,0:9,0:10,0:11,0:12,0:13,0:14,0:15\"\n";
+
+/// A hot spot after Gran et al., "First experiences with congestion control in InfiniBand
+/// hardware" (IPDPS 2010): H1-H4 send greedily to D, and the victim V to W; H1 and V share
+/// the link S1 -> S2, and only D's link is oversubscribed. R is a link's payload rate: 4x QDR
+/// carries 32 Gb/s of 2074-byte packets (2048 of payload, 26 of headers and CRCs), 31.6 Gb/s.
+///
+/// Without congestion control, D's link gives each of S2's four inputs toward it about R/4,
+/// so H1's packets leave S1 at R/4. V's packets wait in the same FIFO at S1 behind H1's, and
+/// the credits S2 returns go to both in turn: V gets about R/4 too (the run: 6.7 Gb/s). It
+/// must stay below R/3.
+///
+/// With it, the queue at D's port marks the hot flows' packets, their sources slow to about
+/// R/4 each, S2 stops backing up into S1, and V gets what H1 leaves of the shared link: about
+/// 3R/4 (the run: 25.0 Gb/s). It must keep more than 0.6 R, and the hot spot must still carry
+/// more than R/2 (the sources slow down, they do not stop).
+#[test]
+fn congestion_control_keeps_a_hot_spot_victim_at_most_of_its_rate() {
+    let r = 32.0 * 2048.0 / 2074.0;
+    let hot = |rates: &std::collections::BTreeMap<String, f64>| {
+        ["H1", "H2", "H3", "H4"]
+            .map(|h| rates[h])
+            .iter()
+            .sum::<f64>()
+    };
+    let (off, report) = hot_spot(None);
+    assert!(off["V"] < r / 3.0, "{off:?}");
+    assert!(report.flows.iter().all(|f| f.congestion_control.is_none()));
+    let (on, report) = hot_spot(Some(HOT_SPOT_CC));
+    assert!(on["V"] > 0.6 * r, "{on:?}");
+    assert!(hot(&on) > r / 2.0 && hot(&on) <= r, "{on:?}");
+    for f in &report.flows {
+        let cc = f.congestion_control.as_deref().unwrap();
+        if f.name.starts_with('H') {
+            assert!(
+                cc.becns_received > 0 && cc.max_ccti > 0,
+                "{}: {cc:?}",
+                f.name
+            );
+        }
     }
 }

@@ -679,7 +679,7 @@ impl Simulation<'_> {
     }
 
     /// Whether a data frame of `flow` waits in the queue of `lane` (a source port's).
-    fn queued_frame_of(&self, lane: usize, flow: u32) -> bool {
+    pub(crate) fn queued_frame_of(&self, lane: usize, flow: u32) -> bool {
         let mut packet = self.fabric.lanes[lane].first;
         while packet != NO_PACKET {
             let p = &self.fabric.packets[packet as usize];
@@ -692,7 +692,7 @@ impl Simulation<'_> {
     }
 
     /// A greedy flow becomes limited: it leaves its lane's rotation.
-    fn leave_rotation(&mut self, flow: u32) {
+    pub(crate) fn leave_rotation(&mut self, flow: u32) {
         let state = &self.sources.flows[flow as usize];
         let (port, vl) = (state.port, state.vl);
         let lane = self.lane(port, vl);
@@ -709,7 +709,7 @@ impl Simulation<'_> {
     }
 
     /// A limited flow is released (back at the line rate): greedy again, unless stopped.
-    fn rejoin_rotation(&mut self, flow: u32) {
+    pub(crate) fn rejoin_rotation(&mut self, flow: u32) {
         let hot = self.sources.hot[flow as usize];
         let state = &self.sources.flows[flow as usize];
         if hot.stopped || self.clock.now >= state.stop_ps {

@@ -288,8 +288,8 @@ pub struct Marker {
 }
 
 impl Marker {
-    /// Whether a packet of `blocks` leaving a queue of `queue_blocks` (the packet included) is
-    /// marked FECN; `starved` says the queue's head waits for credits (a victim queue).
+    /// Whether a packet of `blocks` leaving a queue with `queue_blocks` behind it is marked
+    /// FECN; `starved` says the queue's head waits for credits (a victim queue).
     pub fn mark(&mut self, queue_blocks: u32, blocks: u16, starved: bool) -> bool {
         let congested = self
             .congested_above
