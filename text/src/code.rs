@@ -278,6 +278,8 @@ codes! {
     PriorityAndDscp = "priority-and-dscp" in Traffic;
     /// A `[pfc]`, `[buffer]`, `[ets]`, `[host]` or `[[storm]]` setting its model refuses.
     InvalidEthernetSetting = "invalid-ethernet-setting" in Traffic;
+    /// A `[congestion_control]` setting out of range or inconsistent.
+    InvalidCongestionControlSetting = "invalid-congestion-control-setting" in Traffic;
 
     /// A port number the node does not have.
     NoSuchPort = "no-such-port" in Schedule | Counters;

@@ -177,7 +177,7 @@ pub fn build_routed_network(
         nodes,
         links,
         ethernet: None,
-        congestion_control: None,
+        congestion_control: traffic.congestion_control.clone(),
     };
     Ok(Built {
         network,

@@ -131,7 +131,7 @@ proptest::proptest! {
     }
 }
 
-/// The hot-spot fabric (examples/sim/hot-spot.net) under `traffic`, with `cc` (a
+/// The hot-spot fabric (examples/sim/hot-spot.net), with `cc` (a
 /// `[congestion_control]` section's keys) or without congestion control: each flow's
 /// throughput in Gb/s, by name, and the report.
 fn hot_spot(cc: Option<&str>) -> (std::collections::BTreeMap<String, f64>, Report) {

@@ -91,6 +91,18 @@ pub enum CcConfigError {
     MinPastLimit { sl: usize, min: u8, limit: usize },
 }
 
+impl CcConfigError {
+    /// The key the problem is at.
+    pub fn key(&self) -> &'static str {
+        match self {
+            CcConfigError::OutOfRange { key, .. } | CcConfigError::TooManySls { key, .. } => key,
+            CcConfigError::VictimMask(_) => "cc_sw_cong_setting_victim_mask",
+            CcConfigError::CctEntry { .. } | CcConfigError::CctLength(_) => "cc_cct",
+            CcConfigError::MinPastLimit { .. } => "cc_ca_cong_setting_ccti_min",
+        }
+    }
+}
+
 /// One entry of the congestion control table: the delay between a flow's packets is its
 /// packet's transmit time shifted right by `shift`, times `multiplier`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

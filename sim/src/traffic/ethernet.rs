@@ -146,7 +146,7 @@ impl Reader<'_> {
 
     /// The span of the key at `path`, or of the nearest part of it the file has (the whole
     /// file when it has none: a default that the rest of the file makes impossible).
-    fn locate(&self, path: &[Step]) -> Range<usize> {
+    pub(super) fn locate(&self, path: &[Step]) -> Range<usize> {
         let Ok(doc) = toml::de::DeTable::parse(self.text) else {
             return 0..0;
         };
@@ -189,7 +189,7 @@ impl Reader<'_> {
 }
 
 /// One step of a path to a key in the file, to place an error.
-enum Step<'a> {
+pub(super) enum Step<'a> {
     /// A table's key.
     Key(&'a str),
     /// An array's element by index.

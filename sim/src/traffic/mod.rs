@@ -35,6 +35,11 @@
 //! zero duration, a payload of 0 or above 4096, an unknown speed, an unknown node. Reading
 //! never panics, whatever the bytes ([`parse`] is the fuzzing entry point).
 //!
+//! `[congestion_control]` (credit runs only): [`crate::cc::CcConfig`] under OpenSM's option
+//! names (`cc_sw_cong_setting_threshold`, `_marking_rate`, `_packet_size`, `_victim_mask`,
+//! `cc_ca_cong_setting_port_control`, `_control_map`, `_ccti_timer`, `_ccti_increase` and
+//! `_ccti_min` as lists by SL, `cc_cct`), each problem at its key.
+//!
 //! # Lossless Ethernet
 //! `[link] flow_control = "pfc"` makes every link lossless Ethernet (the engine's module docs
 //! give the model): `[link] gbps` is the rate (100 by default), `propagation_ns` as above, and
@@ -88,6 +93,7 @@ use crate::ethernet::host_qos::{HostQos, HostQosError};
 use crate::ethernet::pfc::{PauseStormConfig, PfcConfig, PfcError};
 use crate::ethernet::shared_buffer::{BufferConfig, BufferError};
 use crate::infiniband::arbiter::{ArbiterOptions, BLOCK_BYTES};
+use crate::infiniband::cc::{CcConfig, CcConfigError, CcParams};
 use crate::infiniband::link::{
     LinkParams, MAX_PAYLOAD, PS_PER_NS, PS_PER_US, Speed, Width, wire_blocks,
 };
@@ -95,6 +101,8 @@ use crate::network::{Ethernet, Flow, PortAddr, Storm};
 use crate::random::mix;
 
 mod ethernet;
+
+use ethernet::Step;
 
 /// The largest payload of a management (VL15) packet: a MAD.
 pub const MAX_MANAGEMENT_PAYLOAD: u32 = 256;
@@ -175,6 +183,8 @@ pub enum TrafficErrorKind {
     PriorityAndDscp,
     #[error("{0}")]
     Ethernet(EthernetError),
+    #[error("[congestion_control]: {0}")]
+    CongestionControl(CcConfigError),
 }
 
 /// An impossible lossless-Ethernet setting, as the module that checks it words it.
@@ -226,6 +236,7 @@ impl Coded for TrafficErrorKind {
             TrafficErrorKind::BadDscp(_) => Code::DscpOutOfRange,
             TrafficErrorKind::PriorityAndDscp => Code::PriorityAndDscp,
             TrafficErrorKind::Ethernet(_) => Code::InvalidEthernetSetting,
+            TrafficErrorKind::CongestionControl(_) => Code::InvalidCongestionControlSetting,
         }
     }
 
@@ -287,6 +298,7 @@ struct RawTraffic {
     storm: Vec<Spanned<RawStorm>>,
     dcqcn: Option<Spanned<DcqcnConfig>>,
     ecn: Option<Spanned<EcnConfig>>,
+    congestion_control: Option<Spanned<CcConfig>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -408,6 +420,8 @@ pub struct Traffic {
     pub requests: Vec<Request>,
     /// `flow_control = "pfc"`: the Ethernet settings, each section checked.
     pub ethernet: Option<EthernetSettings>,
+    /// `[congestion_control]`: InfiniBand congestion control, checked; `None` when not given.
+    pub congestion_control: Option<CcParams>,
 }
 
 /// A `pfc` run's settings, storm hosts not yet resolved.
@@ -490,6 +504,7 @@ impl Reader<'_> {
             self.no_ethernet_sections(&raw)?;
             None
         };
+        let congestion_control = self.congestion_control(&raw, pfc)?;
         let mut requests = Vec::new();
         for flow in &raw.flow {
             let packets = self.packets(
@@ -559,11 +574,31 @@ impl Reader<'_> {
             arbiter: raw.arbiter,
             requests,
             ethernet,
+            congestion_control,
         };
         if !pfc {
             self.check_buffer(&traffic, &raw.link)?;
         }
         Ok(traffic)
+    }
+
+    /// `[congestion_control]` checked, each problem at its key; refused on an Ethernet run.
+    fn congestion_control(
+        &self,
+        raw: &RawTraffic,
+        pfc: bool,
+    ) -> Result<Option<CcParams>, TrafficError> {
+        let Some(section) = &raw.congestion_control else {
+            return Ok(None);
+        };
+        if pfc {
+            return Err(self.wrong_key(section.span(), "[congestion_control]", true));
+        }
+        let params = section.get_ref().params().map_err(|e| {
+            let path = [Step::Key("congestion_control"), Step::Key(e.key())];
+            self.error(self.locate(&path), TrafficErrorKind::CongestionControl(e))
+        })?;
+        Ok(Some(params))
     }
 
     /// A key given that the run's flow control does not have.
@@ -1309,6 +1344,66 @@ payload = 1024
         assert!(
             credit.contains("`[ecn]` is for lossless Ethernet"),
             "{credit}"
+        );
+    }
+
+    /// `[congestion_control]` is read on a credit run, each bad value at its key, the key
+    /// named in the message; an Ethernet run refuses it.
+    #[test]
+    fn congestion_control_is_read_and_bad_values_located() {
+        // The section's header is the line after GOOD's last; its keys follow.
+        let lines = GOOD.lines().count();
+        let with = |extra: &str| format!("{GOOD}[congestion_control]\n{extra}");
+        let good = parse(
+            "t.toml",
+            with("cc_sw_cong_setting_threshold = 15\ncc_cct = \"0:0,1:4\"\n").as_bytes(),
+        )
+        .unwrap();
+        let cc = good.congestion_control.unwrap();
+        assert_eq!((cc.threshold, cc.cct.len()), (15, 2));
+        assert!(
+            parse("t.toml", GOOD.as_bytes())
+                .unwrap()
+                .congestion_control
+                .is_none()
+        );
+        let cases = [
+            (
+                "cc_cct = \"0:0\"\ncc_sw_cong_setting_threshold = 16\n",
+                lines + 3,
+                "[congestion_control]: cc_sw_cong_setting_threshold = 16 is out of range",
+            ),
+            (
+                "cc_cct = \"0:0,5:1\"\n",
+                lines + 2,
+                "[congestion_control]: cc_cct entry 1 (\"5:1\")",
+            ),
+            (
+                "cc_cct = \"0:0\"\ncc_ca_cong_setting_ccti_min = [1]\n",
+                lines + 3,
+                "[congestion_control]: cc_ca_cong_setting_ccti_min of SL 0 is 1",
+            ),
+        ];
+        for (extra, line, expected) in cases {
+            let err = error_of(&with(extra));
+            let text = err.to_string();
+            assert!(
+                text.starts_with(&format!("t.toml:{line}:1: {expected}")),
+                "{text}"
+            );
+            assert_eq!(err.what.code(), Code::InvalidCongestionControlSetting);
+        }
+        let missing = error_of(&with("cc_sw_cong_setting_threshold = 1\n")).to_string();
+        assert!(missing.contains("missing field `cc_cct`"), "{missing}");
+        let ethernet = parse(
+            "e.toml",
+            format!("{ETHERNET}[congestion_control]\ncc_cct = \"0:0\"\n").as_bytes(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            ethernet.contains("`[congestion_control]` is an InfiniBand"),
+            "{ethernet}"
         );
     }
 
