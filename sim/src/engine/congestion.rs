@@ -168,7 +168,12 @@ impl<'n> Simulation<'n> {
     /// greedy flow the table now delays is paced.
     pub(super) fn becn_arrive(&mut self, flow: u32) {
         let now = self.clock.now;
-        let greedy = self.sources.flows[flow as usize].greedy;
+        let (greedy, port) = (
+            self.sources.flows[flow as usize].greedy,
+            self.sources.flows[flow as usize].port,
+        );
+        let sl_number = self.layout.specs[flow as usize].sl.get();
+        self.sample_notification(port, sl_number, true);
         let Some(cc) = self.cc.as_deref_mut() else {
             return;
         };
@@ -178,7 +183,7 @@ impl<'n> Simulation<'n> {
         if point == UNCONTROLLED {
             return;
         }
-        let sl = &cc.params.sls[usize::from(self.layout.specs[flow as usize].sl.get())];
+        let sl = &cc.params.sls[usize::from(sl_number)];
         let limit = cc.params.cct.len() as u16 - 1;
         let rp = &mut cc.points[point as usize];
         rp.on_becn(sl, limit, now);

@@ -514,6 +514,7 @@ impl<'n> Simulation<'n> {
             self.release(port, p.vl, p.blocks);
             let delivered = node.kind == NodeKind::Host && node.lids[usize::from(info.num)] == dlid;
             if delivered && p.ce {
+                self.sample_notification(port, p.sl, false);
                 self.return_becn(p.flow);
             }
             self.retire(packet, &p, delivered);

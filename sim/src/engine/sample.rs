@@ -18,6 +18,9 @@
 //! - **Relay errors.** A packet a switch drops, for want of a route for its DLID or because its
 //!   SL maps to VL15 or to a VL the output link does not run, is counted where it came in, as
 //!   PortRcvSwitchRelayErrors counts it.
+//! - **Congestion notifications.** Under congestion control, a data packet marked FECN counts
+//!   at its destination's port when delivered, and a BECN at its source's port when it
+//!   arrives, by SL, as PortSLRcvFECN and PortSLRcvBECN count them.
 //! - **Cost.** Only a sampled run counts: a run without sampling checks one `Option` per packet
 //!   sent, received or re-queued, and its report is the same.
 
@@ -57,6 +60,10 @@ pub struct PortSample {
     pub xmit_wait: [u64; VLS],
     /// Packets received that the switch could not relay.
     pub relay_errors: u64,
+    /// Under congestion control: by SL, data packets received marked FECN (a destination's
+    /// PortSLRcvFECN) and BECNs received (a source's PortSLRcvBECN).
+    pub rcv_fecn: [u64; 16],
+    pub rcv_becn: [u64; 16],
 }
 
 /// Words and packets since the last sample.
@@ -85,6 +92,9 @@ pub(crate) struct Sampler {
     received: BTreeMap<(u32, u8, u8), Count>,
     /// Since the last sample, by the port they came in by.
     relay_errors: BTreeMap<u32, u64>,
+    /// Since the last sample, by (port, SL): FECN-marked packets and BECNs received.
+    fecn: BTreeMap<(u32, u8), u64>,
+    becn: BTreeMap<(u32, u8), u64>,
 }
 
 impl Sampler {
@@ -128,6 +138,8 @@ impl<'n> Simulation<'n> {
             sent: BTreeMap::new(),
             received: BTreeMap::new(),
             relay_errors: BTreeMap::new(),
+            fecn: BTreeMap::new(),
+            becn: BTreeMap::new(),
         }));
     }
 
@@ -166,6 +178,19 @@ impl<'n> Simulation<'n> {
     pub(super) fn sample_relay_error(&mut self, port: u32) {
         if let Some(sampler) = self.sampler.as_deref_mut() {
             *sampler.relay_errors.entry(port).or_default() += 1;
+        }
+    }
+
+    /// Notes a congestion notification of `sl` received at `port`, when sampling: a data
+    /// packet marked FECN at its destination, or a BECN at its source (`becn`).
+    pub(super) fn sample_notification(&mut self, port: u32, sl: u8, becn: bool) {
+        if let Some(sampler) = self.sampler.as_deref_mut() {
+            let counts = if becn {
+                &mut sampler.becn
+            } else {
+                &mut sampler.fecn
+            };
+            *counts.entry((port, sl)).or_default() += 1;
         }
     }
 
@@ -233,6 +258,12 @@ impl<'n> Simulation<'n> {
         }
         for (port, errors) in std::mem::take(&mut sampler.relay_errors) {
             sample_of(&mut samples, ports, port).relay_errors = errors;
+        }
+        for ((port, sl), count) in std::mem::take(&mut sampler.fecn) {
+            sample_of(&mut samples, ports, port).rcv_fecn[usize::from(sl)] = count;
+        }
+        for ((port, sl), count) in std::mem::take(&mut sampler.becn) {
+            sample_of(&mut samples, ports, port).rcv_becn[usize::from(sl)] = count;
         }
         for (port, state) in (0..).zip(&self.fabric.states) {
             if state.base == NO_LANES {

@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use super::*;
 use crate::build::{Tables, TopologyHosts, build_network};
 use crate::network::{Link, Node, NodeKind, PortAddr, PortArbitration};
@@ -131,10 +133,9 @@ proptest::proptest! {
     }
 }
 
-/// The hot-spot fabric (examples/sim/hot-spot.net), with `cc` (a
-/// `[congestion_control]` section's keys) or without congestion control: each flow's
-/// throughput in Gb/s, by name, and the report.
-fn hot_spot(cc: Option<&str>) -> (std::collections::BTreeMap<String, f64>, Report) {
+/// The hot-spot fabric (examples/sim/hot-spot.net) with its flows, with `cc` (a
+/// `[congestion_control]` section's keys) or without congestion control.
+fn hot_spot_run(cc: Option<&str>) -> (Network, Vec<Flow>, SimOptions) {
     let net = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/hot-spot.net");
     let parsed = ibqos_fabric::netfile::parse_net_file(std::path::Path::new(net));
     let mut topo = parsed.expect("hot-spot.net").topology;
@@ -142,6 +143,9 @@ fn hot_spot(cc: Option<&str>) -> (std::collections::BTreeMap<String, f64>, Repor
         "duration_us = 2000\n[link]\nspeed = \"QDR\"\nvl_buffer_bytes = 8192\n\
          propagation_ns = 100\n",
     );
+    if let Some(cc) = cc {
+        text += &format!("[congestion_control]\n{cc}");
+    }
     for (src, dst) in [
         ("H1", "D"),
         ("H2", "D"),
@@ -159,13 +163,7 @@ fn hot_spot(cc: Option<&str>) -> (std::collections::BTreeMap<String, f64>, Repor
         setup: &SetupTables::default(),
         max_op_vls: None,
     };
-    let mut network = build_network(&mut topo, tables, &traffic).unwrap();
-    network.congestion_control = cc.map(|cc| {
-        toml::from_str::<crate::cc::CcConfig>(cc)
-            .unwrap()
-            .params()
-            .unwrap()
-    });
+    let network = build_network(&mut topo, tables, &traffic).unwrap();
     let flows = traffic.flows(&TopologyHosts(&topo), 7).unwrap();
     let options = SimOptions {
         duration_ps: traffic.duration_ps,
@@ -173,6 +171,12 @@ fn hot_spot(cc: Option<&str>) -> (std::collections::BTreeMap<String, f64>, Repor
         arbiter: traffic.arbiter,
         timeline_intervals: 0,
     };
+    (network, flows, options)
+}
+
+/// [`hot_spot_run`]'s report, and each flow's throughput in Gb/s by name.
+fn hot_spot(cc: Option<&str>) -> (BTreeMap<String, f64>, Report) {
+    let (network, flows, options) = hot_spot_run(cc);
     let report = simulate(&network, &flows, options).unwrap();
     let rates = (report.flows.iter())
         .map(|f| (f.name.to_string(), f.throughput_gbps))
@@ -206,7 +210,7 @@ const HOT_SPOT_CC: &str = "cc_sw_cong_setting_threshold = 15\n\
 #[test]
 fn congestion_control_keeps_a_hot_spot_victim_at_most_of_its_rate() {
     let r = 32.0 * 2048.0 / 2074.0;
-    let hot = |rates: &std::collections::BTreeMap<String, f64>| {
+    let hot = |rates: &BTreeMap<String, f64>| {
         ["H1", "H2", "H3", "H4"]
             .map(|h| rates[h])
             .iter()
@@ -228,4 +232,44 @@ fn congestion_control_keeps_a_hot_spot_victim_at_most_of_its_rate() {
             );
         }
     }
+}
+
+/// A sampled run hands out each BECN at its source's port and each FECN-marked packet at its
+/// destination's, by SL: the BECNs add up to the flows' own counts, the destinations received
+/// at least one marked packet per BECN (D most of them), and a run without congestion control
+/// counts none.
+#[test]
+fn samples_count_fecn_at_the_destination_and_becn_at_the_source() {
+    let totals = |cc: Option<&str>| {
+        let (network, flows, options) = hot_spot_run(cc);
+        let mut sim = Simulation::sampled(&network, &flows, options).unwrap();
+        let (mut fecn, mut becn) = (BTreeMap::<String, u64>::new(), 0);
+        let mut step = 0;
+        while sim.now_ps() < options.duration_ps {
+            step += options.duration_ps / 4;
+            sim.run_until(step);
+            for sample in sim.take_port_samples() {
+                let name = &network.nodes[sample.node].name;
+                let marked = sample.rcv_fecn.iter().sum::<u64>();
+                if marked > 0 {
+                    *fecn.entry(name.clone()).or_default() += marked;
+                }
+                becn += sample.rcv_becn[0];
+                assert!(sample.rcv_becn[1..].iter().all(|&b| b == 0), "SL0 only");
+            }
+        }
+        let report = sim.finish();
+        let flow_becns = (report.flows.iter())
+            .filter_map(|f| f.congestion_control.as_deref())
+            .map(|cc| cc.becns_received)
+            .sum::<u64>();
+        (fecn, becn, flow_becns)
+    };
+    let (fecn, becn, flow_becns) = totals(Some(HOT_SPOT_CC));
+    assert!(becn > 0 && becn == flow_becns, "{becn} {flow_becns}");
+    assert!(
+        fecn.values().sum::<u64>() >= becn && fecn["D"] > 0,
+        "{fecn:?} {becn}"
+    );
+    assert_eq!(totals(None), (BTreeMap::new(), 0, 0));
 }
