@@ -76,9 +76,9 @@ pub use pfc::{
     PauseFrame, PauseGenerator, PauseResponder, PauseStorm, PauseStormConfig, PfcConfig,
 };
 pub use report::{
-    BufferOccupancy, DcqcnRates, Deadlock, EthernetLinkReport, FlowCcReport, FlowDcqcnReport,
-    FlowReport, Histogram, Latency, LinkReport, OccupancySeries, PoolReport, PriorityReport,
-    Report, SlReport, SwitchReport, Timeline, TrafficClassReport, VlReport,
+    BufferOccupancy, CctiTimeline, DcqcnRates, Deadlock, EthernetLinkReport, FlowCcReport,
+    FlowDcqcnReport, FlowReport, Histogram, Latency, LinkReport, OccupancySeries, PoolReport,
+    PriorityReport, Report, SlReport, SwitchReport, Timeline, TrafficClassReport, VlReport,
 };
 pub use shared_buffer::{Admission, BufferConfig, SwitchBuffer};
 

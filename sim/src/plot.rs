@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use crate::report::{BufferOccupancy, DcqcnRates, Report, Timeline};
+use crate::report::{BufferOccupancy, CctiTimeline, DcqcnRates, Report, Timeline};
 
 /// Why the charts could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +21,8 @@ pub enum PlotError {
 }
 
 /// Writes `share_per_vl.svg`, `latency_cdf.svg`, on Ethernet `buffer_occupancy.svg` and, with
-/// DCQCN, `dcqcn_rate.svg` into `dir`; returns their paths.
+/// DCQCN, `dcqcn_rate.svg`, with InfiniBand congestion control `ccti.svg`, into `dir`; returns
+/// their paths.
 pub fn write_plots(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(|error| PlotError::CreateDir {
         dir: dir.to_owned(),
@@ -42,6 +43,11 @@ pub fn write_plots(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, PlotErro
     if let Some(rates) = &report.dcqcn_rates {
         let path = dir.join("dcqcn_rate.svg");
         drawn(&path, plot_dcqcn_rates(&path, report, rates))?;
+        written.push(path);
+    }
+    if let Some(ccti) = &report.ccti {
+        let path = dir.join("ccti.svg");
+        drawn(&path, plot_ccti(&path, report, ccti))?;
         written.push(path);
     }
     if let Some(occupancy) = &report.buffer_occupancy {
@@ -149,7 +155,6 @@ fn plot_shares(path: &Path, report: &Report, timeline: &Timeline) -> PlotResult 
 /// Each DCQCN flow's rate at the end of each timeline interval, against the line rate.
 fn plot_dcqcn_rates(path: &Path, report: &Report, rates: &DcqcnRates) -> PlotResult {
     let line_gbps = report.links.first().map_or(1.0, |l| l.gbps);
-    let interval_us = rates.interval_ns as f64 / 1e3;
     let chart = TimeChart {
         caption: "DCQCN rate per flow",
         end_us: report.duration_ns as f64 / 1e3,
@@ -159,14 +164,41 @@ fn plot_dcqcn_rates(path: &Path, report: &Report, rates: &DcqcnRates) -> PlotRes
     chart.draw(
         path,
         rates.flows.iter().map(|(flow, series)| {
-            let points = series
-                .iter()
-                .enumerate()
-                .map(|(k, gbps)| ((k as f64 + 1.0) * interval_us, *gbps))
-                .collect();
+            let points = interval_points(series, rates.interval_ns, |gbps| gbps);
             (flow.clone(), points)
         }),
     )
+}
+
+/// Each flow's CCTI under InfiniBand congestion control at the end of each timeline interval.
+fn plot_ccti(path: &Path, report: &Report, ccti: &CctiTimeline) -> PlotResult {
+    let highest = ccti.flows.iter().flat_map(|(_, s)| s).max().copied();
+    let chart = TimeChart {
+        caption: "Congestion control table index per flow",
+        end_us: report.duration_ns as f64 / 1e3,
+        y_max: f64::from(highest.unwrap_or(0).max(1)) * 1.05,
+        y_desc: "CCTI",
+    };
+    chart.draw(
+        path,
+        ccti.flows.iter().map(|(flow, series)| {
+            let points = interval_points(series, ccti.interval_ns, f64::from);
+            (flow.clone(), points)
+        }),
+    )
+}
+
+/// A series of values at the end of each timeline interval (of `interval_ns`) as points at
+/// those times in microseconds.
+fn interval_points<T: Copy>(
+    values: &[T],
+    interval_ns: u64,
+    y: impl Fn(T) -> f64,
+) -> Vec<(f64, f64)> {
+    let interval_us = interval_ns as f64 / 1e3;
+    (values.iter().enumerate())
+        .map(|(k, &value)| ((k as f64 + 1.0) * interval_us, y(value)))
+        .collect()
 }
 
 /// The regions drawn beside the pools in the occupancy chart: the highest peaks, so that a
@@ -184,7 +216,6 @@ fn plot_occupancy(path: &Path, report: &Report, occupancy: &BufferOccupancy) -> 
     regions.truncate(OCCUPANCY_REGIONS);
     let shown: Vec<_> = pools.into_iter().chain(regions).collect();
     let kb_max = shown.iter().map(|s| peak(&s.bytes)).max().unwrap_or(0) as f64 / 1e3;
-    let interval_us = occupancy.interval_ns as f64 / 1e3;
     let chart = TimeChart {
         caption: "Switch buffer occupancy",
         end_us: report.duration_ns as f64 / 1e3,
@@ -194,9 +225,8 @@ fn plot_occupancy(path: &Path, report: &Report, occupancy: &BufferOccupancy) -> 
     chart.draw(
         path,
         shown.into_iter().map(|s| {
-            let points = (s.bytes.iter().enumerate())
-                .map(|(k, &bytes)| ((k as f64 + 1.0) * interval_us, bytes as f64 / 1e3))
-                .collect();
+            let points =
+                interval_points(&s.bytes, occupancy.interval_ns, |bytes| bytes as f64 / 1e3);
             let label = match s.port {
                 Some(port) => format!("{}[{port}] {}", s.switch, s.region),
                 None => format!("{} {}", s.switch, s.region),

@@ -376,6 +376,15 @@ pub struct DcqcnRates {
     pub flows: Vec<(String, Vec<f64>)>,
 }
 
+/// Each flow under InfiniBand congestion control: its index into the table over time, on the
+/// timeline's intervals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CctiTimeline {
+    pub interval_ns: u64,
+    /// Each flow with a reaction point, and its CCTI at the end of each interval.
+    pub flows: Vec<(String, Vec<u16>)>,
+}
+
 /// Ethernet: what the switches' shared buffers held at the end of each timeline interval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BufferOccupancy {
@@ -423,6 +432,10 @@ pub struct Report {
     /// Ethernet with `[dcqcn]`, when a timeline is recorded: each flow's DCQCN rate over time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dcqcn_rates: Option<DcqcnRates>,
+    /// InfiniBand with `[congestion_control]`, when a timeline is recorded: each flow's CCTI
+    /// over time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ccti: Option<CctiTimeline>,
     /// Ethernet, when a timeline is recorded: the switch buffers' occupancy over time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub buffer_occupancy: Option<BufferOccupancy>,

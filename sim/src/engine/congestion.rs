@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use super::{Event, NO_PORT, Simulation};
 use crate::infiniband::cc::{CcParams, Marker, ReactionPoint};
 use crate::network::NodeKind;
-use crate::report::FlowCcReport;
+use crate::report::{CctiTimeline, FlowCcReport};
 
 /// No reaction point: a flow whose SL is not controlled.
 const UNCONTROLLED: u32 = u32::MAX;
@@ -42,6 +42,10 @@ pub(crate) struct CcState {
     /// Per flow, its reaction point in `points`, or [`UNCONTROLLED`].
     point_of: Vec<u32>,
     points: Vec<ReactionPoint>,
+    /// Per reaction point, with a timeline: its state after each BECN and when. The index
+    /// between BECNs follows from it (the timer is a function of time), so the report replays
+    /// it at each interval's end instead of the run sampling it.
+    histories: Vec<Vec<(u64, ReactionPoint)>>,
     flows: Vec<FlowCc>,
     /// Per port, the packets it marked FECN as they left it.
     pub(super) fecn_marked: Vec<u64>,
@@ -99,11 +103,17 @@ impl<'n> Simulation<'n> {
                 ..FlowCc::default()
             });
         }
+        let histories = if self.layout.options.timeline_intervals > 0 {
+            vec![Vec::new(); points.len()]
+        } else {
+            Vec::new()
+        };
         self.cc = Some(Box::new(CcState {
             params,
             markers,
             point_of,
             points,
+            histories,
             flows,
             fecn_marked: vec![0; self.fabric.states.len()],
         }));
@@ -188,6 +198,9 @@ impl<'n> Simulation<'n> {
         let rp = &mut cc.points[point as usize];
         rp.on_becn(sl, limit, now);
         let ccti = rp.ccti(sl, now);
+        if let Some(history) = cc.histories.get_mut(point as usize) {
+            history.push((now, *rp));
+        }
         f.max_ccti = f.max_ccti.max(ccti);
         let delayed = cc.params.cct[usize::from(ccti)].multiplier > 0;
         if greedy && delayed && !f.paced {
@@ -257,5 +270,33 @@ impl<'n> Simulation<'n> {
             max_ccti: f.max_ccti,
             final_ccti,
         }))
+    }
+
+    /// Each controlled flow's index at the end of each timeline interval (of `interval_ns`), on
+    /// a run with congestion control and a timeline.
+    pub(super) fn ccti_timeline(&self, interval_ns: u64) -> Option<CctiTimeline> {
+        let cc = self.cc.as_deref()?;
+        let intervals = self.layout.options.timeline_intervals as u64;
+        let duration = self.layout.options.duration_ps;
+        let flows = (self.layout.specs.iter().zip(&cc.point_of))
+            .filter(|(_, point)| **point != UNCONTROLLED)
+            .map(|(spec, &point)| {
+                let sl = &cc.params.sls[usize::from(spec.sl.get())];
+                let history = &cc.histories[point as usize];
+                let ccti = (1..=intervals)
+                    .map(|i| {
+                        let end = duration * i / intervals;
+                        // The state after the last BECN by then, its timer run on to the end.
+                        let last = history.partition_point(|(at, _)| *at <= end);
+                        last.checked_sub(1).map_or(0, |k| {
+                            let mut rp = history[k].1;
+                            rp.ccti(sl, end)
+                        })
+                    })
+                    .collect();
+                (spec.name.to_string(), ccti)
+            })
+            .collect();
+        Some(CctiTimeline { interval_ns, flows })
     }
 }

@@ -80,6 +80,9 @@ impl<'n> Simulation<'n> {
         let buffer_occupancy = timeline
             .as_ref()
             .and_then(|t| self.buffer_occupancy(t.interval_ns));
+        let ccti = timeline
+            .as_ref()
+            .and_then(|t| self.ccti_timeline(t.interval_ns));
         // The flows' reports come last. Each source port's name is made once: a run of many
         // flows has few source ports.
         let mut source_names: Vec<Option<Arc<str>>> = vec![None; self.layout.ports.len()];
@@ -110,6 +113,7 @@ impl<'n> Simulation<'n> {
             switches,
             sl_latency,
             dcqcn_rates,
+            ccti,
             buffer_occupancy,
             timeline,
             deadlock: self.watch.take().and_then(|watch| watch.found),

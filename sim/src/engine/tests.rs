@@ -273,3 +273,44 @@ fn samples_count_fecn_at_the_destination_and_becn_at_the_source() {
     );
     assert_eq!(totals(None), (BTreeMap::new(), 0, 0));
 }
+
+/// With a timeline, the report gives each controlled flow's CCTI at each interval's end: the
+/// hot flows' rise above 0, the last equals the flow's final index, and none passes the
+/// highest index the flow reached. The plots draw it as ccti.svg.
+#[test]
+fn the_timeline_gives_each_flows_ccti_over_time() {
+    let (network, flows, mut options) = hot_spot_run(Some(HOT_SPOT_CC));
+    options.timeline_intervals = 20;
+    let report = simulate(&network, &flows, options).unwrap();
+    let ccti = report.ccti.as_ref().expect("a CCTI timeline");
+    assert_eq!(ccti.interval_ns, 100_000);
+    assert_eq!(ccti.flows.len(), 5);
+    for (name, series) in &ccti.flows {
+        let flow = report.flows.iter().find(|f| &*f.name == name).unwrap();
+        let cc = flow.congestion_control.as_deref().unwrap();
+        assert_eq!(series.len(), 20);
+        assert_eq!(*series.last().unwrap(), cc.final_ccti, "{name}");
+        assert!(
+            series.iter().all(|&c| c <= cc.max_ccti),
+            "{name}: {series:?}"
+        );
+        if name.starts_with('H') {
+            assert!(series.iter().any(|&c| c > 0), "{name}: {series:?}");
+        }
+    }
+    #[cfg(feature = "plot")]
+    {
+        let dir = std::env::temp_dir().join(format!("ibqos-sim-ccti-{}", std::process::id()));
+        let written = crate::plot::write_plots(&dir, &report).unwrap();
+        let svg = std::fs::read_to_string(dir.join("ccti.svg"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(written.contains(&dir.join("ccti.svg")), "{written:?}");
+        assert!(
+            svg.unwrap()
+                .contains("Congestion control table index per flow")
+        );
+    }
+    let (network, flows, mut options) = hot_spot_run(None);
+    options.timeline_intervals = 20;
+    assert!(simulate(&network, &flows, options).unwrap().ccti.is_none());
+}
