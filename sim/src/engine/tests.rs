@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use super::*;
 use crate::build::{Tables, TopologyHosts, build_network};
@@ -133,29 +134,19 @@ proptest::proptest! {
     }
 }
 
-/// The hot-spot fabric (examples/sim/hot-spot.net) with its flows, with `cc` (a
-/// `[congestion_control]` section's keys) or without congestion control.
-fn hot_spot_run(cc: Option<&str>) -> (Network, Vec<Flow>, SimOptions) {
-    let net = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/hot-spot.net");
-    let parsed = ibqos_fabric::netfile::parse_net_file(std::path::Path::new(net));
+/// The hot spot of examples/sim/hot-spot.toml on hot-spot.net, with its
+/// `[congestion_control]` section (`cc`) or without it.
+fn hot_spot_run(cc: bool) -> (Network, Vec<Flow>, SimOptions) {
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sim/");
+    let parsed = ibqos_fabric::netfile::parse_net_file(&Path::new(examples).join("hot-spot.net"));
     let mut topo = parsed.expect("hot-spot.net").topology;
-    let mut text = String::from(
-        "duration_us = 2000\n[link]\nspeed = \"QDR\"\nvl_buffer_bytes = 8192\n\
-         propagation_ns = 100\n",
-    );
-    if let Some(cc) = cc {
-        text += &format!("[congestion_control]\n{cc}");
-    }
-    for (src, dst) in [
-        ("H1", "D"),
-        ("H2", "D"),
-        ("H3", "D"),
-        ("H4", "D"),
-        ("V", "W"),
-    ] {
-        text += &format!(
-            "[[flow]]\nname = \"{src}\"\nsrc = \"{src}\"\ndst = \"{dst}\"\npayload = 2048\n"
-        );
+    let mut text = std::fs::read_to_string(Path::new(examples).join("hot-spot.toml")).unwrap();
+    if !cc {
+        // The section (its header on a line of its own, unlike the comment naming it) runs up
+        // to the first flow.
+        let start = text.find("\n[congestion_control]\n").unwrap();
+        let end = text.find("\n[[flow]]\n").unwrap();
+        text.replace_range(start..end, "");
     }
     let traffic = traffic::parse("t.toml", text.as_bytes()).unwrap();
     let tables = Tables::Planned {
@@ -175,7 +166,7 @@ fn hot_spot_run(cc: Option<&str>) -> (Network, Vec<Flow>, SimOptions) {
 }
 
 /// [`hot_spot_run`]'s report, and each flow's throughput in Gb/s by name.
-fn hot_spot(cc: Option<&str>) -> (BTreeMap<String, f64>, Report) {
+fn hot_spot(cc: bool) -> (BTreeMap<String, f64>, Report) {
     let (network, flows, options) = hot_spot_run(cc);
     let report = simulate(&network, &flows, options).unwrap();
     let rates = (report.flows.iter())
@@ -183,15 +174,6 @@ fn hot_spot(cc: Option<&str>) -> (BTreeMap<String, f64>, Report) {
         .collect();
     (rates, report)
 }
-
-/// The settings of the hot-spot test: mark above 1/16 of a VL buffer (threshold 15) every
-/// eligible packet, control SL0, raise the index by 1 per BECN and lower it every 20 x 1.024
-/// us, with a linear table (entry i: a delay of i packet times, a rate of 1 / (i + 1)).
-const HOT_SPOT_CC: &str = "cc_sw_cong_setting_threshold = 15\n\
-    cc_ca_cong_setting_control_map = 1\n\
-    cc_ca_cong_setting_ccti_timer = [20]\n\
-    cc_ca_cong_setting_ccti_increase = [1]\n\
-    cc_cct = \"0:0,0:1,0:2,0:3,0:4,0:5,0:6,0:7,0:8,0:9,0:10,0:11,0:12,0:13,0:14,0:15\"\n";
 
 /// A hot spot after Gran et al., "First experiences with congestion control in InfiniBand
 /// hardware" (IPDPS 2010): H1-H4 send greedily to D, and the victim V to W; H1 and V share
@@ -203,7 +185,9 @@ const HOT_SPOT_CC: &str = "cc_sw_cong_setting_threshold = 15\n\
 /// the credits S2 returns go to both in turn: V gets about R/4 too (the run: 6.7 Gb/s). It
 /// must stay below R/3.
 ///
-/// With it, the queue at D's port marks the hot flows' packets, their sources slow to about
+/// With it (threshold 15: mark above 1/16 of a VL buffer; SL0 controlled; index up by 1 per
+/// BECN and down every 20 x 1.024 us; a linear 16-entry table, entry i a delay of i packet
+/// times, a rate of 1 / (i + 1)), the queue at D's port marks the hot flows' packets, their sources slow to about
 /// R/4 each, S2 stops backing up into S1, and V gets what H1 leaves of the shared link: about
 /// 3R/4 (the run: 25.0 Gb/s). It must keep more than 0.6 R, and the hot spot must still carry
 /// more than R/2 (the sources slow down, they do not stop).
@@ -216,10 +200,10 @@ fn congestion_control_keeps_a_hot_spot_victim_at_most_of_its_rate() {
             .iter()
             .sum::<f64>()
     };
-    let (off, report) = hot_spot(None);
+    let (off, report) = hot_spot(false);
     assert!(off["V"] < r / 3.0, "{off:?}");
     assert!(report.flows.iter().all(|f| f.congestion_control.is_none()));
-    let (on, report) = hot_spot(Some(HOT_SPOT_CC));
+    let (on, report) = hot_spot(true);
     assert!(on["V"] > 0.6 * r, "{on:?}");
     assert!(hot(&on) > r / 2.0 && hot(&on) <= r, "{on:?}");
     for f in &report.flows {
@@ -240,7 +224,7 @@ fn congestion_control_keeps_a_hot_spot_victim_at_most_of_its_rate() {
 /// counts none.
 #[test]
 fn samples_count_fecn_at_the_destination_and_becn_at_the_source() {
-    let totals = |cc: Option<&str>| {
+    let totals = |cc: bool| {
         let (network, flows, options) = hot_spot_run(cc);
         let mut sim = Simulation::sampled(&network, &flows, options).unwrap();
         let (mut fecn, mut becn) = (BTreeMap::<String, u64>::new(), 0);
@@ -265,13 +249,13 @@ fn samples_count_fecn_at_the_destination_and_becn_at_the_source() {
             .sum::<u64>();
         (fecn, becn, flow_becns)
     };
-    let (fecn, becn, flow_becns) = totals(Some(HOT_SPOT_CC));
+    let (fecn, becn, flow_becns) = totals(true);
     assert!(becn > 0 && becn == flow_becns, "{becn} {flow_becns}");
     assert!(
         fecn.values().sum::<u64>() >= becn && fecn["D"] > 0,
         "{fecn:?} {becn}"
     );
-    assert_eq!(totals(None), (BTreeMap::new(), 0, 0));
+    assert_eq!(totals(false), (BTreeMap::new(), 0, 0));
 }
 
 /// With a timeline, the report gives each controlled flow's CCTI at each interval's end: the
@@ -279,7 +263,7 @@ fn samples_count_fecn_at_the_destination_and_becn_at_the_source() {
 /// highest index the flow reached. The plots draw it as ccti.svg.
 #[test]
 fn the_timeline_gives_each_flows_ccti_over_time() {
-    let (network, flows, mut options) = hot_spot_run(Some(HOT_SPOT_CC));
+    let (network, flows, mut options) = hot_spot_run(true);
     options.timeline_intervals = 20;
     let report = simulate(&network, &flows, options).unwrap();
     let ccti = report.ccti.as_ref().expect("a CCTI timeline");
@@ -310,7 +294,7 @@ fn the_timeline_gives_each_flows_ccti_over_time() {
                 .contains("Congestion control table index per flow")
         );
     }
-    let (network, flows, mut options) = hot_spot_run(None);
+    let (network, flows, mut options) = hot_spot_run(false);
     options.timeline_intervals = 20;
     assert!(simulate(&network, &flows, options).unwrap().ccti.is_none());
 }
