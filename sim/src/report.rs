@@ -291,6 +291,9 @@ pub struct LinkReport {
     /// An Ethernet link direction's traffic classes and priorities (absent on InfiniBand).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ethernet: Option<EthernetLinkReport>,
+    /// Under InfiniBand congestion control: the data packets its sending port marked FECN.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fecn_marked: Option<u64>,
 }
 
 /// One direction of an Ethernet link: what its sending port's egress queues (traffic classes)

@@ -302,6 +302,7 @@ impl<'n> Simulation<'n> {
                         utilization: fraction(total * 8, capacity_bits),
                         vls: Vec::new(),
                         ethernet: Some(self.ethernet_link(p, peer, capacity_bits)),
+                        fecn_marked: None,
                     };
                 }
                 // Both ends of a link run the same VLs; a VL without a lane only drops.
@@ -348,6 +349,7 @@ impl<'n> Simulation<'n> {
                     utilization: fraction(total * 8, capacity_bits),
                     vls,
                     ethernet: None,
+                    fecn_marked: self.cc.as_deref().map(|cc| cc.fecn_marked[p as usize]),
                 }
             })
             .collect()

@@ -203,8 +203,19 @@ fn congestion_control_keeps_a_hot_spot_victim_at_most_of_its_rate() {
     let (off, report) = hot_spot(false);
     assert!(off["V"] < r / 3.0, "{off:?}");
     assert!(report.flows.iter().all(|f| f.congestion_control.is_none()));
+    assert!(report.links.iter().all(|l| l.fecn_marked.is_none()));
     let (on, report) = hot_spot(true);
     assert!(on["V"] > 0.6 * r, "{on:?}");
+    // The hot spot's root, D's switch port, marks; W's, carrying the victim alone, does not.
+    let marked = |from: &str| {
+        let link = report.links.iter().find(|l| l.from == from).unwrap();
+        link.fecn_marked.unwrap()
+    };
+    assert!(
+        marked("S2[4]") > 0 && marked("S2[5]") == 0,
+        "{:?}",
+        report.links
+    );
     assert!(hot(&on) > r / 2.0 && hot(&on) <= r, "{on:?}");
     for f in &report.flows {
         let cc = f.congestion_control.as_deref().unwrap();
