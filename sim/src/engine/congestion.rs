@@ -121,7 +121,7 @@ impl<'n> Simulation<'n> {
 
     /// The time a BECN takes from the destination of packets leaving `port` for `dlid` back
     /// to `port`: per hop of their path, its propagation and a one-block packet's wire time.
-    fn path_back_ps(&self, mut port: u32, dlid: u16) -> u64 {
+    pub(super) fn path_back_ps(&self, mut port: u32, dlid: u16) -> u64 {
         let network = self.layout.network;
         let mut total = 0;
         for _ in 0..MAX_HOPS {

@@ -309,3 +309,23 @@ fn the_timeline_gives_each_flows_ccti_over_time() {
     options.timeline_intervals = 20;
     assert!(simulate(&network, &flows, options).unwrap().ccti.is_none());
 }
+
+/// A BECN takes the flow's path back: per hop, the link's propagation (100 ns) and a one-block
+/// packet's wire time (64 bytes at 32 Gb/s: 16 ns). On the hot spot H2 -> D crosses two links
+/// (H2 -> S2, S2 -> D), H1 -> D and V -> W three (through S1 and S2).
+#[test]
+fn a_becn_returns_after_the_flows_path_back() {
+    let (network, flows, options) = hot_spot_run(true);
+    let sim = Simulation::new(&network, &flows, options).unwrap();
+    let link = network.links[0].params;
+    let hop = link.propagation_ps + link.serialization_ps(1);
+    let back = |name: &str| {
+        let i = flows.iter().position(|f| &*f.name == name).unwrap();
+        sim.path_back_ps(sim.sources.flows[i].port, flows[i].dlid)
+    };
+    assert_eq!(
+        (back("H2"), back("H1"), back("V")),
+        (2 * hop, 3 * hop, 3 * hop)
+    );
+    assert_eq!(hop, 100_000 + 16_000);
+}
