@@ -445,7 +445,7 @@ impl Engine for CongestionManager {
     }
 
     /// An answer. OpenSM takes an error status as the agent's answer, not as a failure to send
-    /// again (see [`receive`]).
+    /// again (see `wire::receive`).
     fn on_mad(&mut self, _now: Instant, mad: &[u8], _from: Peer) {
         match receive(&mut self.scheduler, mad) {
             Some((Completion::Answered { context, response }, status)) => {

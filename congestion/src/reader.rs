@@ -279,7 +279,7 @@ impl Engine for CongestionReader {
         self.scheduler.next_deadline()
     }
 
-    /// An answer; an error status is the agent's (see [`receive`]).
+    /// An answer; an error status is the agent's (see `wire::receive`).
     fn on_mad(&mut self, _now: Instant, mad: &[u8], _from: Peer) {
         match receive(&mut self.scheduler, mad) {
             Some((Completion::Answered { context, response }, status)) => {
