@@ -172,14 +172,38 @@ fn figures(shares: &PortShares) -> BTreeMap<u8, (f64, f64)> {
         .collect()
 }
 
+/// A report, one port's verdict in it and that port's figures.
+type Judged = (QosReport, Verdict, BTreeMap<u8, (f64, f64)>);
+
+/// Drives the SM until the report judges [`shared_port`]: the report, that port's verdict and
+/// its figures.
+fn shared_port_judged(sm: &mut EmulatedSm) -> Judged {
+    let port = shared_port(sm);
+    let report = judged(sm, port);
+    let shares = port_shares(&report, sm, port);
+    let (verdict, measured) = (shares.verdict, figures(shares));
+    (report, verdict, measured)
+}
+
+/// The simulator's own report for the shared link gives VLs 1 and 3 the `measured` shares
+/// within 1 %.
+fn assert_matches_the_simulator(sm: &mut EmulatedSm, measured: &BTreeMap<u8, (f64, f64)>) {
+    let simulated = simulated_shares(sm, "S1[2]");
+    assert_eq!(simulated.keys().copied().collect::<Vec<_>>(), [1, 3]);
+    for (vl, share) in simulated {
+        let (got, _) = measured[&vl];
+        assert!(
+            (got - share).abs() < 0.01,
+            "VL {vl}: measured {got}, simulated {share}"
+        );
+    }
+}
+
 #[test]
 fn measured_shares_match_the_simulator_and_the_tables_promise() {
     let mut sm = fabric(FaultSchedule::default());
-    let port = shared_port(&sm);
-    let report = judged(&mut sm, port);
-    let shares = port_shares(&report, &sm, port);
-    assert_eq!(shares.verdict, Verdict::Conforms, "{report}");
-    let measured = figures(shares);
+    let (report, verdict, measured) = shared_port_judged(&mut sm);
+    assert_eq!(verdict, Verdict::Conforms, "{report}");
     // The promise: 3:1 by the low table's weights, both VLs backlogged.
     let (heavy, light) = (measured[&1], measured[&3]);
     assert!(
@@ -192,16 +216,7 @@ fn measured_shares_match_the_simulator_and_the_tables_promise() {
             "{report}"
         );
     }
-    // The simulator's own report for the link: the same shares within 1 %.
-    let simulated = simulated_shares(&mut sm, "S1[2]");
-    assert_eq!(simulated.keys().copied().collect::<Vec<_>>(), [1, 3]);
-    for (vl, share) in simulated {
-        let (got, _) = measured[&vl];
-        assert!(
-            (got - share).abs() < 0.01,
-            "VL {vl}: measured {got}, simulated {share}"
-        );
-    }
+    assert_matches_the_simulator(&mut sm, &measured);
 }
 
 #[test]
@@ -221,10 +236,8 @@ fn a_port_whose_vlarb_was_rewritten_behind_the_sm_is_flagged_with_both_figures()
         ..FaultSchedule::default()
     };
     let mut sm = fabric(schedule);
-    let report = judged(&mut sm, port);
-    let shares = port_shares(&report, &sm, port);
-    assert_eq!(shares.verdict, Verdict::Outside, "{report}");
-    let measured = figures(shares);
+    let (report, verdict, measured) = shared_port_judged(&mut sm);
+    assert_eq!(verdict, Verdict::Outside, "{report}");
     // VL 1 got about a quarter against three quarters promised, VL 3 the other way round.
     let (heavy, light) = (measured[&1], measured[&3]);
     assert!(
@@ -251,12 +264,5 @@ fn a_port_whose_vlarb_was_rewritten_behind_the_sm_is_flagged_with_both_figures()
     assert!(vl3.contains("75.0%") && vl3.contains("25.0%"), "{text}");
     // No other port breaks its promise.
     assert_eq!(report.count(Verdict::Outside), 1, "{report}");
-    let simulated = simulated_shares(&mut sm, "S1[2]");
-    for (vl, share) in simulated {
-        let (got, _) = measured[&vl];
-        assert!(
-            (got - share).abs() < 0.01,
-            "VL {vl}: measured {got}, simulated {share}"
-        );
-    }
+    assert_matches_the_simulator(&mut sm, &measured);
 }

@@ -16,6 +16,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ibqos_tests::daemon::Daemon;
@@ -24,7 +25,7 @@ use ibqos_tests::perfquery::{PerfQuery, counter_preset, serve_with_presets};
 use ibqos_tests::planner::ibqos_binary;
 use ibqos_tests::scenario::testdata;
 use ibqos_tests::sm::{SmFabric, SmInvocation};
-use ibqos_tests::{SimTools, TestDir};
+use ibqos_tests::{Ibsim, SimTools, TestDir};
 
 /// Where OpenSM runs, and where perfquery runs.
 const SM_NODE: &str = "H1";
@@ -187,11 +188,12 @@ fn dump_total(block: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name} in:\n{block}"))
 }
 
-#[test]
-fn opensm_perfmgr_clears_served_counters_at_three_quarters_of_their_range() {
+/// `ibqos fabric serve` of two-switch.net with [`PRESETS`], in a test directory named `name`:
+/// the tools, the ibqos binary, the directory and the served fabric.
+fn served_with_presets(name: &str) -> (SimTools, PathBuf, TestDir, Ibsim) {
     let tools = SimTools::require();
     let ibqos = ibqos_binary().unwrap();
-    let dir = TestDir::new("fabric-serve-perfmgr-overflow");
+    let dir = TestDir::new(name);
     let presets: String = PRESETS
         .iter()
         .map(|p| counter_preset(p.node, p.port, p.attribute, p.counter, p.value))
@@ -200,6 +202,12 @@ fn opensm_perfmgr_clears_served_counters_at_three_quarters_of_their_range() {
     let served_dir = dir.subdir("served");
     let served =
         serve_with_presets(&tools, &ibqos, &netfile, SM_NODE, &served_dir, &presets).unwrap();
+    (tools, ibqos, dir, served)
+}
+
+#[test]
+fn opensm_perfmgr_clears_served_counters_at_three_quarters_of_their_range() {
+    let (tools, _, dir, served) = served_with_presets("fabric-serve-perfmgr-overflow");
     let opensm_dir = dir.subdir("opensm");
     let dump = opensm_dir.join("port-counters.log");
     let console_port = free_port();
@@ -260,17 +268,7 @@ fn opensm_perfmgr_clears_served_counters_at_three_quarters_of_their_range() {
 /// below it, after at least two more sweeps, as preset.
 #[test]
 fn ibqos_perfmgr_clears_served_counters_where_opensm_does() {
-    let tools = SimTools::require();
-    let ibqos = ibqos_binary().unwrap();
-    let dir = TestDir::new("fabric-serve-perfmgr-overflow-ibqos");
-    let presets: String = PRESETS
-        .iter()
-        .map(|p| counter_preset(p.node, p.port, p.attribute, p.counter, p.value))
-        .collect();
-    let netfile = testdata("two-switch.net");
-    let served_dir = dir.subdir("served");
-    let served =
-        serve_with_presets(&tools, &ibqos, &netfile, SM_NODE, &served_dir, &presets).unwrap();
+    let (tools, ibqos, dir, served) = served_with_presets("fabric-serve-perfmgr-overflow-ibqos");
     let sm_dir = dir.subdir("ibqos");
     let conf = sm_dir.join("opensm.conf");
     std::fs::write(&conf, "perfmgr TRUE\nperfmgr_sweep_time_s 1\n").unwrap();
