@@ -29,7 +29,7 @@ use ibqos_mad::{
 };
 
 use crate::config::{CcData, CcOptions};
-use crate::wire::{DATA_IN_PAYLOAD, cc_mad, dropped, receive};
+use crate::wire::{CcClient, DATA_IN_PAYLOAD, cc_mad};
 
 /// Timeouts in a row after which a port is taken as having no agent
 /// (`OSM_CC_TIMEOUT_COUNT_THRESHOLD`).
@@ -129,7 +129,7 @@ impl std::fmt::Display for CcNotice {
 
 /// One Set in flight.
 #[derive(Debug, Clone, Copy)]
-struct Op {
+pub(crate) struct Op {
     port: CcPort,
     set: SetKind,
 }
@@ -306,6 +306,63 @@ impl CongestionManager {
         }
     }
 
+    /// `cc_mad_send_err_callback` for a timeout: counted; past the threshold the port is taken
+    /// as having no agent. A MAD the fabric handed back counts as one: the kernel reports both
+    /// as a timeout.
+    fn unanswered(&mut self, op: Op) {
+        let state = self.ports.entry(op.port.port_guid).or_default();
+        if state.timeouts == 0 {
+            self.notices.push(CcNotice::NoAnswer {
+                attribute: op.set.attribute(),
+                lid: op.port.lid,
+                node_guid: op.port.node_guid,
+                port: op.port.port,
+            });
+        }
+        state.timeouts += 1;
+        if state.timeouts > TIMEOUT_THRESHOLD && !state.unavailable {
+            state.unavailable = true;
+            state.timeouts = 0;
+        }
+    }
+}
+
+/// Whether `echo` holds every field of `sent` that its Control_Map selected.
+fn switch_kept(sent: &SwitchCongestionSettingRepr, echo: &SwitchCongestionSettingRepr) -> bool {
+    let map = sent.control_map;
+    let selected = |bit: SwitchControlMap, same: bool| !map.contains(bit) || same;
+    selected(
+        SwitchControlMap::VICTIM_MASK,
+        sent.victim_mask == echo.victim_mask,
+    ) && selected(
+        SwitchControlMap::CREDIT_MASK,
+        sent.credit_mask == echo.credit_mask,
+    ) && selected(
+        SwitchControlMap::THRESHOLD,
+        (sent.threshold, sent.packet_size) == (echo.threshold, echo.packet_size),
+    ) && selected(
+        SwitchControlMap::CREDIT_STARVATION,
+        (sent.cs_threshold, sent.cs_return_delay) == (echo.cs_threshold, echo.cs_return_delay),
+    ) && selected(
+        SwitchControlMap::MARKING_RATE,
+        sent.marking_rate == echo.marking_rate,
+    )
+}
+
+/// Whether `echo` holds `sent`'s Port_Control and every SL entry its Control_Map selected.
+fn ca_kept(sent: &CaCongestionSettingRepr, echo: &CaCongestionSettingRepr) -> bool {
+    sent.port_control == echo.port_control
+        && (0..16)
+            .all(|sl| sent.control_map & (1 << sl) == 0 || sent.entries[sl] == echo.entries[sl])
+}
+
+impl CcClient for CongestionManager {
+    type Op = Op;
+
+    fn scheduler(&mut self) -> &mut Scheduler<Op, Gmp> {
+        &mut self.scheduler
+    }
+
     /// `cc_rcv_mad`: an answer with its real status.
     fn answered(&mut self, op: Op, status: Status, response: &Gmp) {
         let state = self.ports.entry(op.port.port_guid).or_default();
@@ -367,26 +424,6 @@ impl CongestionManager {
         }
     }
 
-    /// `cc_mad_send_err_callback` for a timeout: counted; past the threshold the port is taken
-    /// as having no agent. A MAD the fabric handed back counts as one: the kernel reports both
-    /// as a timeout.
-    fn unanswered(&mut self, op: Op) {
-        let state = self.ports.entry(op.port.port_guid).or_default();
-        if state.timeouts == 0 {
-            self.notices.push(CcNotice::NoAnswer {
-                attribute: op.set.attribute(),
-                lid: op.port.lid,
-                node_guid: op.port.node_guid,
-                port: op.port.port,
-            });
-        }
-        state.timeouts += 1;
-        if state.timeouts > TIMEOUT_THRESHOLD && !state.unavailable {
-            state.unavailable = true;
-            state.timeouts = 0;
-        }
-    }
-
     fn settle(&mut self, completion: Completion<Op, Gmp>) {
         match completion {
             Completion::Answered { context, response } => {
@@ -404,35 +441,6 @@ impl CongestionManager {
     }
 }
 
-/// Whether `echo` holds every field of `sent` that its Control_Map selected.
-fn switch_kept(sent: &SwitchCongestionSettingRepr, echo: &SwitchCongestionSettingRepr) -> bool {
-    let map = sent.control_map;
-    let selected = |bit: SwitchControlMap, same: bool| !map.contains(bit) || same;
-    selected(
-        SwitchControlMap::VICTIM_MASK,
-        sent.victim_mask == echo.victim_mask,
-    ) && selected(
-        SwitchControlMap::CREDIT_MASK,
-        sent.credit_mask == echo.credit_mask,
-    ) && selected(
-        SwitchControlMap::THRESHOLD,
-        (sent.threshold, sent.packet_size) == (echo.threshold, echo.packet_size),
-    ) && selected(
-        SwitchControlMap::CREDIT_STARVATION,
-        (sent.cs_threshold, sent.cs_return_delay) == (echo.cs_threshold, echo.cs_return_delay),
-    ) && selected(
-        SwitchControlMap::MARKING_RATE,
-        sent.marking_rate == echo.marking_rate,
-    )
-}
-
-/// Whether `echo` holds `sent`'s Port_Control and every SL entry its Control_Map selected.
-fn ca_kept(sent: &CaCongestionSettingRepr, echo: &CaCongestionSettingRepr) -> bool {
-    sent.port_control == echo.port_control
-        && (0..16)
-            .all(|sl| sent.control_map & (1 << sl) == 0 || sent.entries[sl] == echo.entries[sl])
-}
-
 impl Engine for CongestionManager {
     fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
         self.feed();
@@ -444,28 +452,17 @@ impl Engine for CongestionManager {
         self.scheduler.next_deadline()
     }
 
-    /// An answer. OpenSM takes an error status as the agent's answer, not as a failure to send
-    /// again (see `wire::receive`).
+    /// An answer; an error status is the agent's (see `wire::receive`).
     fn on_mad(&mut self, _now: Instant, mad: &[u8], _from: Peer) {
-        match receive(&mut self.scheduler, mad) {
-            Some((Completion::Answered { context, response }, status)) => {
-                self.answered(context, status, &response)
-            }
-            Some((completion, _)) => self.settle(completion),
-            None => {}
-        }
+        self.on_cc_mad(mad);
     }
 
     fn on_dropped(&mut self, _now: Instant, mad: &[u8]) {
-        if let Some(completion) = dropped(&mut self.scheduler, mad) {
-            self.settle(completion);
-        }
+        self.on_cc_dropped(mad);
     }
 
     fn on_time(&mut self, now: Instant) {
-        for completion in self.scheduler.poll_timeouts(now) {
-            self.settle(completion);
-        }
+        self.on_cc_time(now);
     }
 }
 

@@ -21,7 +21,7 @@ use ibqos_mad::{
     SwitchCongestionSettingRepr,
 };
 
-use crate::wire::{DATA_IN_PAYLOAD, cc_mad, dropped, receive};
+use crate::wire::{CcClient, DATA_IN_PAYLOAD, cc_mad};
 
 /// Entries in one CongestionControlTable block.
 const BLOCK_ENTRIES: usize = 64;
@@ -36,7 +36,7 @@ struct Target {
 
 /// One Get in flight.
 #[derive(Debug, Clone, Copy)]
-struct Op {
+pub(crate) struct Op {
     target: Target,
     attribute: CcAttributeId,
     block: u32,
@@ -184,6 +184,48 @@ impl CongestionReader {
             reason,
         });
     }
+}
+
+impl PortRead {
+    /// Keeps `block`'s entries; block 0 gives CCTI_Limit and so the blocks still to read.
+    fn table_block(&mut self, block: u32, answer: &CongestionControlTableRepr) -> Vec<u32> {
+        let first = block as usize * BLOCK_ENTRIES;
+        if self.table.len() < first + BLOCK_ENTRIES {
+            self.table
+                .resize(first + BLOCK_ENTRIES, CctEntry::default());
+        }
+        self.table[first..first + BLOCK_ENTRIES].copy_from_slice(&answer.entries);
+        if block != 0 {
+            return Vec::new();
+        }
+        self.ccti_limit = Some(answer.ccti_limit);
+        let blocks = u32::from(answer.ccti_limit) / BLOCK_ENTRIES as u32 + 1;
+        (1..blocks).collect()
+    }
+
+    /// The port's section, when every Get of it was answered.
+    fn dump(&self) -> Option<CongestionDump> {
+        if self.failed {
+            return None;
+        }
+        if let Some(switch) = &self.switch {
+            return Some(CongestionDump::Switch(SwitchCongestionDump::new(switch)));
+        }
+        let limit = self.ccti_limit?;
+        Some(CongestionDump::Ca(CaCongestionDump::new(
+            self.ca.as_ref()?,
+            limit,
+            &self.table,
+        )))
+    }
+}
+
+impl CcClient for CongestionReader {
+    type Op = Op;
+
+    fn scheduler(&mut self) -> &mut Scheduler<Op, Gmp> {
+        &mut self.scheduler
+    }
 
     /// An answer with its real status.
     fn answered(&mut self, op: Op, status: Status, response: &Gmp) {
@@ -235,40 +277,6 @@ impl CongestionReader {
     }
 }
 
-impl PortRead {
-    /// Keeps `block`'s entries; block 0 gives CCTI_Limit and so the blocks still to read.
-    fn table_block(&mut self, block: u32, answer: &CongestionControlTableRepr) -> Vec<u32> {
-        let first = block as usize * BLOCK_ENTRIES;
-        if self.table.len() < first + BLOCK_ENTRIES {
-            self.table
-                .resize(first + BLOCK_ENTRIES, CctEntry::default());
-        }
-        self.table[first..first + BLOCK_ENTRIES].copy_from_slice(&answer.entries);
-        if block != 0 {
-            return Vec::new();
-        }
-        self.ccti_limit = Some(answer.ccti_limit);
-        let blocks = u32::from(answer.ccti_limit) / BLOCK_ENTRIES as u32 + 1;
-        (1..blocks).collect()
-    }
-
-    /// The port's section, when every Get of it was answered.
-    fn dump(&self) -> Option<CongestionDump> {
-        if self.failed {
-            return None;
-        }
-        if let Some(switch) = &self.switch {
-            return Some(CongestionDump::Switch(SwitchCongestionDump::new(switch)));
-        }
-        let limit = self.ccti_limit?;
-        Some(CongestionDump::Ca(CaCongestionDump::new(
-            self.ca.as_ref()?,
-            limit,
-            &self.table,
-        )))
-    }
-}
-
 impl Engine for CongestionReader {
     fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
         let transmit = self.scheduler.poll_transmit(now)?;
@@ -281,25 +289,15 @@ impl Engine for CongestionReader {
 
     /// An answer; an error status is the agent's (see `wire::receive`).
     fn on_mad(&mut self, _now: Instant, mad: &[u8], _from: Peer) {
-        match receive(&mut self.scheduler, mad) {
-            Some((Completion::Answered { context, response }, status)) => {
-                self.answered(context, status, &response)
-            }
-            Some((completion, _)) => self.settle(completion),
-            None => {}
-        }
+        self.on_cc_mad(mad);
     }
 
     fn on_dropped(&mut self, _now: Instant, mad: &[u8]) {
-        if let Some(completion) = dropped(&mut self.scheduler, mad) {
-            self.settle(completion);
-        }
+        self.on_cc_dropped(mad);
     }
 
     fn on_time(&mut self, now: Instant) {
-        for completion in self.scheduler.poll_timeouts(now) {
-            self.settle(completion);
-        }
+        self.on_cc_time(now);
     }
 }
 
