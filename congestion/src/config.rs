@@ -69,10 +69,13 @@ pub struct CcOptions {
     pub timeout: Duration,
     /// `transaction_retries`: how often a MAD without an answer is sent again.
     pub retries: u32,
+    /// Beyond OpenSM (ibqos.toml's `[sm] cc_read_back`): Get what each port was Set, after the
+    /// Sets and at every later programming, and Set again what a port does not hold.
+    pub read_back: bool,
 }
 
 impl Default for CcOptions {
-    /// OpenSM's defaults: off, every setting 0, no table.
+    /// OpenSM's defaults (off, every setting 0, no table), with ibqos's read back.
     fn default() -> CcOptions {
         CcOptions {
             enabled: false,
@@ -92,6 +95,7 @@ impl Default for CcOptions {
             cct: Vec::new(),
             timeout: Duration::from_millis(200),
             retries: 3,
+            read_back: true,
         }
     }
 }

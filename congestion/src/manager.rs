@@ -4,8 +4,8 @@
 //! After a sweep that routed, [`CongestionManager::program`] queues, for each port in OpenSM's
 //! port GUID order: a SwitchCongestionSetting Set to every switch (at its LID), a
 //! CACongestionSetting Set and the CongestionControlTable blocks to every CA port. A Set goes
-//! only where the data differs from what the port last answered, unless the port is new or the
-//! caller forces all. At most `cc_max_outstanding_mads` are on the wire.
+//! only where the data differs from what the port last answered, unless the caller forces all.
+//! At most `cc_max_outstanding_mads` are on the wire.
 //!
 //! The answers, as OpenSM takes them:
 //! - status 0: the echo is kept as what the port holds;
@@ -15,12 +15,22 @@
 //!   as having no agent.
 //!
 //! Beyond OpenSM, each echo is checked against the fields the Set's Control_Map selected (and
-//! a whole table block): a port that does not keep them is reported.
+//! a whole table block): a port that does not keep them is reported. One programming runs in
+//! stages, each waiting for the answers of the one before:
+//! 1. with `read_back`, a Get of each attribute whose last answer OpenSM's rule takes as held
+//!    (none when forced: every Set goes anyway). A port found not holding it is reported, and
+//!    what it holds is kept as its last answer, so that the rule Sets it again in stage 2;
+//! 2. OpenSM's Sets, unchanged: the drift stage 1 found is what adds to them;
+//! 3. with `read_back`, a Get of each attribute Set in stage 2 and answered; a port that does
+//!    not hold it is reported and Set again at the next programming.
+//!
+//! The Gets never change which ports OpenSM's rules give up on: their timeouts and statuses
+//! are reported, not counted.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
-use ibqos_exchange::scheduler::{Completion, Failure, Request, Scheduler, SchedulerConfig};
+use ibqos_exchange::scheduler::{Completion, Request, Scheduler, SchedulerConfig};
 use ibqos_exchange::{Engine, Gmp, OutgoingMad, Peer};
 use ibqos_mad::{
     CaCongestionSetting, CaCongestionSettingRepr, CcAttributeId, CongestionControlTable,
@@ -89,6 +99,20 @@ pub enum CcNotice {
         node_guid: u64,
         port: u8,
     },
+    /// A Get found a port not holding what it was programmed with: Set again, in this
+    /// programming when found before its Sets, at the next when found after them.
+    NotHeld {
+        attribute: CcAttributeId,
+        node_guid: u64,
+        port: u8,
+    },
+    /// A Get got an error status (`Some`) or no answer.
+    Unread {
+        attribute: CcAttributeId,
+        node_guid: u64,
+        port: u8,
+        status: Option<Status>,
+    },
 }
 
 impl std::fmt::Display for CcNotice {
@@ -123,32 +147,104 @@ impl std::fmt::Display for CcNotice {
                 f,
                 "node 0x{node_guid:016x} port {port} did not keep the {attribute} it was set"
             ),
+            CcNotice::NotHeld {
+                attribute,
+                node_guid,
+                port,
+            } => write!(
+                f,
+                "read back: node 0x{node_guid:016x} port {port} does not hold the {attribute} \
+                 it was programmed with; it is Set again"
+            ),
+            CcNotice::Unread {
+                attribute,
+                node_guid,
+                port,
+                status,
+            } => {
+                write!(
+                    f,
+                    "read back: node 0x{node_guid:016x} port {port} gave no {attribute}: "
+                )?;
+                match status {
+                    Some(status) => write!(f, "status 0x{:04x}", status.0),
+                    None => f.write_str("no answer"),
+                }
+            }
         }
     }
 }
 
-/// One Set in flight.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Op {
-    port: CcPort,
-    set: SetKind,
-}
-
+/// An attribute the manager programs at a port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SetKind {
+enum Target {
     Switch,
     Ca,
     Table(u32),
 }
 
-impl SetKind {
+impl Target {
     fn attribute(self) -> CcAttributeId {
         match self {
-            SetKind::Switch => CcAttributeId::SwitchCongestionSetting,
-            SetKind::Ca => CcAttributeId::CaCongestionSetting,
-            SetKind::Table(_) => CcAttributeId::CongestionControlTable,
+            Target::Switch => CcAttributeId::SwitchCongestionSetting,
+            Target::Ca => CcAttributeId::CaCongestionSetting,
+            Target::Table(_) => CcAttributeId::CongestionControlTable,
         }
     }
+
+    fn modifier(self) -> u32 {
+        match self {
+            Target::Table(block) => block,
+            Target::Switch | Target::Ca => 0,
+        }
+    }
+}
+
+/// Why a MAD goes out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// A Get before the Sets: what the port holds now.
+    Read,
+    Set,
+    /// A Get after the Sets: whether the port holds what it was Set.
+    Verify,
+}
+
+/// One MAD in flight.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Op {
+    port: CcPort,
+    target: Target,
+    access: Access,
+}
+
+/// A programming's stages, in order (see the module's comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Read,
+    Settings,
+    Verify,
+}
+
+impl Stage {
+    fn next(self) -> Option<Stage> {
+        match self {
+            Stage::Read => Some(Stage::Settings),
+            Stage::Settings => Some(Stage::Verify),
+            Stage::Verify => None,
+        }
+    }
+}
+
+/// One programming under way.
+#[derive(Debug)]
+struct Pass {
+    /// Switches and CA ports, in OpenSM's port GUID order.
+    ports: Vec<CcPort>,
+    force: bool,
+    stage: Stage,
+    /// What was Set and answered with status 0, in order: read back in the last stage.
+    set: Vec<(CcPort, Target)>,
 }
 
 /// OpenSM's congestion control manager.
@@ -159,7 +255,8 @@ pub struct CongestionManager {
     scheduler: Scheduler<Op, Gmp>,
     /// Every port that was ever programmed, by port GUID.
     ports: BTreeMap<u64, PortState>,
-    /// Sets not yet handed to the scheduler, in OpenSM's order.
+    pass: Option<Pass>,
+    /// MADs not yet handed to the scheduler, in OpenSM's order.
     planned: VecDeque<Request<Op, Gmp>>,
     notices: Vec<CcNotice>,
 }
@@ -184,6 +281,7 @@ impl CongestionManager {
             options,
             scheduler,
             ports: BTreeMap::new(),
+            pass: None,
             planned: VecDeque::new(),
             notices: Vec::new(),
         }
@@ -212,9 +310,9 @@ impl CongestionManager {
         &self.ports
     }
 
-    /// Every Set answered or given up.
+    /// Every stage of the programming done: each MAD answered or given up.
     pub fn is_idle(&self) -> bool {
-        self.planned.is_empty() && self.scheduler.outstanding() == 0
+        self.pass.is_none() && self.planned.is_empty() && self.scheduler.is_idle()
     }
 
     /// What happened since the last call, oldest first.
@@ -223,80 +321,179 @@ impl CongestionManager {
     }
 
     /// `osm_congestion_control_setup`: queues the Sets `ports` need, in OpenSM's port GUID
-    /// order. `force` sends every one whatever the ports answered before (OpenSM's subnet
-    /// `need_update`, on the first sweep).
+    /// order, with the Gets before and after them that `read_back` asks for. `force` sends
+    /// every Set whatever the ports answered before (OpenSM's subnet `need_update`, on the
+    /// first sweep).
     pub fn program(&mut self, ports: &[CcPort], force: bool) {
         if !self.options.enabled {
             return;
         }
-        let mut ordered: Vec<&CcPort> = ports.iter().collect();
+        let mut ordered: Vec<CcPort> = ports
+            .iter()
+            .filter(|port| port.kind != CcNodeKind::Router)
+            .copied()
+            .collect();
         ordered.sort_by_key(|p| Guid(p.port_guid).opensm_order());
-        for &port in ordered {
-            let known = self.ports.get(&port.port_guid);
-            if known.is_some_and(|state| state.unavailable) {
-                continue;
-            }
-            let state = known.cloned().unwrap_or_default();
-            let force = force || known.is_none();
-            match port.kind {
-                CcNodeKind::Switch if force || state.switch != Some(self.data.switch) => {
-                    self.plan(port, SetKind::Switch);
+        self.pass = Some(Pass {
+            ports: ordered,
+            force,
+            stage: Stage::Read,
+            set: Vec::new(),
+        });
+        self.plan_stage();
+        self.advance();
+    }
+
+    /// Starts the next stage once the one under way has every answer, until one plans MADs or
+    /// the programming ends.
+    fn advance(&mut self) {
+        while self.planned.is_empty() && self.scheduler.is_idle() {
+            let Some(pass) = self.pass.as_mut() else {
+                return;
+            };
+            match pass.stage.next() {
+                Some(next) => {
+                    pass.stage = next;
+                    self.plan_stage();
                 }
-                CcNodeKind::Ca => {
-                    if force || state.ca != Some(self.data.ca) {
-                        self.plan(port, SetKind::Ca);
-                    }
-                    let stale: Vec<u32> = (0..self.data.table.len())
-                        .filter(|&index| {
-                            let held = state.table.get(index).copied().flatten();
-                            force || held != Some(self.data.table[index])
-                        })
-                        .map(|index| index as u32)
-                        .collect();
-                    for block in stale {
-                        self.plan(port, SetKind::Table(block));
-                    }
-                }
-                CcNodeKind::Switch | CcNodeKind::Router => {}
+                None => self.pass = None,
             }
         }
     }
 
-    fn plan(&mut self, port: CcPort, set: SetKind) {
-        let (modifier, data) = match set {
-            SetKind::Switch => {
+    /// The attributes a port of this kind is programmed with, in OpenSM's order.
+    fn targets(&self, port: &CcPort) -> Vec<Target> {
+        match port.kind {
+            CcNodeKind::Switch => vec![Target::Switch],
+            CcNodeKind::Ca => std::iter::once(Target::Ca)
+                .chain((0..self.data.table.len() as u32).map(Target::Table))
+                .collect(),
+            CcNodeKind::Router => Vec::new(),
+        }
+    }
+
+    /// Whether a port may be sent to: OpenSM's rules have not given up on its agent.
+    fn usable(&self, port: &CcPort) -> bool {
+        !self
+            .ports
+            .get(&port.port_guid)
+            .is_some_and(|state| state.unavailable)
+    }
+
+    /// The MADs of the pass's stage.
+    fn plan_stage(&mut self) {
+        let Some(pass) = self.pass.take() else {
+            return;
+        };
+        let usable: Vec<CcPort> = pass
+            .ports
+            .iter()
+            .filter(|port| self.usable(port))
+            .copied()
+            .collect();
+        match pass.stage {
+            Stage::Read => {
+                if self.options.read_back && !pass.force {
+                    for port in usable {
+                        let state = self.ports.get(&port.port_guid).cloned().unwrap_or_default();
+                        for target in self.targets(&port) {
+                            if self.last_answer_is_wanted(&state, target) {
+                                self.plan(port, target, Access::Read);
+                            }
+                        }
+                    }
+                }
+            }
+            Stage::Settings => {
+                for port in usable {
+                    let state = self.ports.get(&port.port_guid).cloned().unwrap_or_default();
+                    for target in self.targets(&port) {
+                        if pass.force || !self.last_answer_is_wanted(&state, target) {
+                            self.plan(port, target, Access::Set);
+                        }
+                    }
+                }
+            }
+            Stage::Verify => {
+                if self.options.read_back {
+                    for &(port, target) in &pass.set {
+                        if self.usable(&port) {
+                            self.plan(port, target, Access::Verify);
+                        }
+                    }
+                }
+            }
+        }
+        self.pass = Some(pass);
+    }
+
+    /// OpenSM's rule: whether a port's last answer for `target` is the data to send.
+    fn last_answer_is_wanted(&self, state: &PortState, target: Target) -> bool {
+        match target {
+            Target::Switch => state.switch == Some(self.data.switch),
+            Target::Ca => state.ca == Some(self.data.ca),
+            Target::Table(block) => {
+                let block = block as usize;
+                state.table.get(block).copied().flatten() == self.data.table.get(block).copied()
+            }
+        }
+    }
+
+    /// The attribute data a Set of `target` carries.
+    fn set_data(&self, target: Target) -> Vec<u8> {
+        match target {
+            Target::Switch => {
                 let mut bytes = [0u8; 76];
                 self.data
                     .switch
                     .emit(&mut SwitchCongestionSetting::new_unchecked(&mut bytes[..]));
-                (0, bytes.to_vec())
+                bytes.to_vec()
             }
-            SetKind::Ca => {
+            Target::Ca => {
                 let mut bytes = [0u8; 132];
                 self.data
                     .ca
                     .emit(&mut CaCongestionSetting::new_unchecked(&mut bytes[..]));
-                (0, bytes.to_vec())
+                bytes.to_vec()
             }
-            SetKind::Table(block) => {
+            Target::Table(block) => {
                 let mut bytes = [0u8; 132];
                 self.data.table[block as usize]
                     .emit(&mut CongestionControlTable::new_unchecked(&mut bytes[..]));
-                (block, bytes.to_vec())
+                bytes.to_vec()
             }
+        }
+    }
+
+    fn plan(&mut self, port: CcPort, target: Target, access: Access) {
+        let method = match access {
+            Access::Set => Method::Set,
+            Access::Read | Access::Verify => Method::Get,
         };
-        let mut mad = cc_mad(Method::Set, set.attribute(), modifier, self.options.cc_key);
-        mad.payload[DATA_IN_PAYLOAD..DATA_IN_PAYLOAD + data.len()].copy_from_slice(&data);
+        let mut mad = cc_mad(
+            method,
+            target.attribute(),
+            target.modifier(),
+            self.options.cc_key,
+        );
+        if access == Access::Set {
+            let data = self.set_data(target);
+            mad.payload[DATA_IN_PAYLOAD..DATA_IN_PAYLOAD + data.len()].copy_from_slice(&data);
+        }
         self.planned.push_back(Request {
             mad,
             dlid: Some(port.lid),
             node: port.node_guid,
             timeout: None,
-            context: Op { port, set },
+            context: Op {
+                port,
+                target,
+                access,
+            },
         });
     }
 
-    /// Hands planned Sets to the scheduler while the wire has room.
+    /// Hands planned MADs to the scheduler while the wire has room.
     fn feed(&mut self) {
         while self.scheduler.wants_work() {
             let Some(request) = self.planned.pop_front() else {
@@ -306,14 +503,22 @@ impl CongestionManager {
         }
     }
 
+    /// A request that ended without an answer (after its retries, or handed back).
+    fn unanswered(&mut self, op: Op) {
+        match op.access {
+            Access::Set => self.set_unanswered(op),
+            Access::Read | Access::Verify => self.unread(op, None),
+        }
+    }
+
     /// `cc_mad_send_err_callback` for a timeout: counted; past the threshold the port is taken
     /// as having no agent. A MAD the fabric handed back counts as one: the kernel reports both
     /// as a timeout.
-    fn unanswered(&mut self, op: Op) {
+    fn set_unanswered(&mut self, op: Op) {
         let state = self.ports.entry(op.port.port_guid).or_default();
         if state.timeouts == 0 {
             self.notices.push(CcNotice::NoAnswer {
-                attribute: op.set.attribute(),
+                attribute: op.target.attribute(),
                 lid: op.port.lid,
                 node_guid: op.port.node_guid,
                 port: op.port.port,
@@ -323,6 +528,108 @@ impl CongestionManager {
         if state.timeouts > TIMEOUT_THRESHOLD && !state.unavailable {
             state.unavailable = true;
             state.timeouts = 0;
+        }
+    }
+
+    /// A Get without a usable answer: reported.
+    fn unread(&mut self, op: Op, status: Option<Status>) {
+        self.notices.push(CcNotice::Unread {
+            attribute: op.target.attribute(),
+            node_guid: op.port.node_guid,
+            port: op.port.port,
+            status,
+        });
+    }
+
+    /// `cc_rcv_mad`: the answer to a Set, with its real status.
+    fn set_answered(&mut self, op: Op, status: Status, data: &[u8]) {
+        let state = self.ports.entry(op.port.port_guid).or_default();
+        state.timeouts = 0;
+        if status != Status::OK {
+            let unusable = Status::BAD_VERSION.0
+                | Status::METHOD_UNSUPPORTED.0
+                | Status::METHOD_ATTRIBUTE_UNSUPPORTED.0;
+            if status.0 & unusable != 0 {
+                state.unavailable = true;
+                self.notices.push(CcNotice::Unavailable {
+                    node_guid: op.port.node_guid,
+                    port: op.port.port,
+                    status,
+                });
+            }
+            return;
+        }
+        state.unavailable = false;
+        if let Some(pass) = self.pass.as_mut() {
+            pass.set.push((op.port, op.target));
+        }
+        if !self.keep(op, data, true) {
+            self.notices.push(CcNotice::NotKept {
+                attribute: op.target.attribute(),
+                node_guid: op.port.node_guid,
+                port: op.port.port,
+            });
+        }
+    }
+
+    /// The answer to a Get: a port that does not hold what it was programmed with is reported,
+    /// and what it holds kept so that OpenSM's rule Sets it again.
+    fn get_answered(&mut self, op: Op, status: Status, data: &[u8]) {
+        if status != Status::OK {
+            return self.unread(op, Some(status));
+        }
+        if !self.keep(op, data, false) {
+            self.notices.push(CcNotice::NotHeld {
+                attribute: op.target.attribute(),
+                node_guid: op.port.node_guid,
+                port: op.port.port,
+            });
+        }
+    }
+
+    /// Keeps the attribute in `data` as what `op`'s port holds: always for an echo (OpenSM
+    /// caches it), for a Get only when it is not what was meant (else OpenSM's rule, on the
+    /// echoes, decides). Whether it holds what was meant: the fields a Control_Map selected, a
+    /// whole table block.
+    fn keep(&mut self, op: Op, data: &[u8], echo: bool) -> bool {
+        let state = self.ports.entry(op.port.port_guid).or_default();
+        match op.target {
+            Target::Switch => {
+                let read = SwitchCongestionSettingRepr::parse(
+                    &SwitchCongestionSetting::new_unchecked(data),
+                );
+                let held = read
+                    .as_ref()
+                    .is_ok_and(|read| switch_kept(&self.data.switch, read));
+                if echo || !held {
+                    state.switch = read.ok();
+                }
+                held
+            }
+            Target::Ca => {
+                let read =
+                    CaCongestionSettingRepr::parse(&CaCongestionSetting::new_unchecked(data));
+                let held = read.as_ref().is_ok_and(|read| ca_kept(&self.data.ca, read));
+                if echo || !held {
+                    state.ca = read.ok();
+                }
+                held
+            }
+            Target::Table(block) => {
+                let read =
+                    CongestionControlTableRepr::parse(&CongestionControlTable::new_unchecked(data));
+                let index = block as usize;
+                let held = read
+                    .as_ref()
+                    .is_ok_and(|read| self.data.table.get(index) == Some(read));
+                if echo || !held {
+                    if state.table.len() <= index {
+                        state.table.resize(index + 1, None);
+                    }
+                    state.table[index] = read.ok();
+                }
+                held
+            }
         }
     }
 }
@@ -363,64 +670,12 @@ impl CcClient for CongestionManager {
         &mut self.scheduler
     }
 
-    /// `cc_rcv_mad`: an answer with its real status.
+    /// An answer with its real status.
     fn answered(&mut self, op: Op, status: Status, response: &Gmp) {
-        let state = self.ports.entry(op.port.port_guid).or_default();
-        state.timeouts = 0;
-        if status != Status::OK {
-            let unusable = Status::BAD_VERSION.0
-                | Status::METHOD_UNSUPPORTED.0
-                | Status::METHOD_ATTRIBUTE_UNSUPPORTED.0;
-            if status.0 & unusable != 0 {
-                state.unavailable = true;
-                self.notices.push(CcNotice::Unavailable {
-                    node_guid: op.port.node_guid,
-                    port: op.port.port,
-                    status,
-                });
-            }
-            return;
-        }
-        state.unavailable = false;
         let data = &response.payload[DATA_IN_PAYLOAD..];
-        let kept = match op.set {
-            SetKind::Switch => {
-                let echo = SwitchCongestionSettingRepr::parse(
-                    &SwitchCongestionSetting::new_unchecked(data),
-                );
-                let kept = echo
-                    .as_ref()
-                    .is_ok_and(|echo| switch_kept(&self.data.switch, echo));
-                state.switch = echo.ok();
-                kept
-            }
-            SetKind::Ca => {
-                let echo =
-                    CaCongestionSettingRepr::parse(&CaCongestionSetting::new_unchecked(data));
-                let kept = echo.as_ref().is_ok_and(|echo| ca_kept(&self.data.ca, echo));
-                state.ca = echo.ok();
-                kept
-            }
-            SetKind::Table(block) => {
-                let echo =
-                    CongestionControlTableRepr::parse(&CongestionControlTable::new_unchecked(data));
-                let index = block as usize;
-                if state.table.len() <= index {
-                    state.table.resize(index + 1, None);
-                }
-                let kept = echo
-                    .as_ref()
-                    .is_ok_and(|echo| self.data.table.get(index) == Some(echo));
-                state.table[index] = echo.ok();
-                kept
-            }
-        };
-        if !kept {
-            self.notices.push(CcNotice::NotKept {
-                attribute: op.set.attribute(),
-                node_guid: op.port.node_guid,
-                port: op.port.port,
-            });
+        match op.access {
+            Access::Set => self.set_answered(op, status, data),
+            Access::Read | Access::Verify => self.get_answered(op, status, data),
         }
     }
 
@@ -429,13 +684,8 @@ impl CcClient for CongestionManager {
             Completion::Answered { context, response } => {
                 self.answered(context, Status::OK, &response)
             }
-            Completion::Failed {
-                context,
-                failure: Failure::TimedOut { .. } | Failure::Dropped { .. },
-                ..
-            } => self.unanswered(context),
-            // Status answers never reach the scheduler as errors (see `on_mad`), and a mismatched
-            // answer was retried like a lost one.
+            // Timed out or handed back. Status answers never reach the scheduler as errors (see
+            // `on_mad`), and a mismatched answer was retried like a lost one.
             Completion::Failed { context, .. } => self.unanswered(context),
         }
     }
@@ -443,6 +693,7 @@ impl CcClient for CongestionManager {
 
 impl Engine for CongestionManager {
     fn poll_transmit(&mut self, now: Instant) -> Option<OutgoingMad> {
+        self.advance();
         self.feed();
         let transmit = self.scheduler.poll_transmit(now)?;
         Some(OutgoingMad::from(&transmit))
@@ -455,14 +706,17 @@ impl Engine for CongestionManager {
     /// An answer; an error status is the agent's (see `wire::receive`).
     fn on_mad(&mut self, _now: Instant, mad: &[u8], _from: Peer) {
         self.on_cc_mad(mad);
+        self.advance();
     }
 
     fn on_dropped(&mut self, _now: Instant, mad: &[u8]) {
         self.on_cc_dropped(mad);
+        self.advance();
     }
 
     fn on_time(&mut self, now: Instant) {
         self.on_cc_time(now);
+        self.advance();
     }
 }
 

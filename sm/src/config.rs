@@ -303,6 +303,7 @@ pub fn congestion_options(settings: &Settings) -> CcOptions {
             .collect(),
         timeout: scheduler.timeout,
         retries: scheduler.retries,
+        read_back: defaults.read_back,
     }
 }
 
@@ -721,6 +722,7 @@ m_key 0X0a
                 cct: vec![entry(0, 0), entry(1, 2), entry(2, 0x3fff)],
                 timeout: Duration::from_millis(300),
                 retries: 2,
+                read_back: true,
             }
         );
         assert_eq!(

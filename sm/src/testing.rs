@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use ibqos_emu::{DueQueue, Emulator, Request, attach_port, load_topology};
 use ibqos_exchange::smp::parse_smp;
-use ibqos_exchange::{Address, Engine, OutgoingMad, Peer};
+use ibqos_exchange::{Address, Engine, Gmp, Message, OutgoingMad, Peer};
 use ibqos_fabric::PortRef;
 use ibqos_mad::sa::{SaAttributeId, SaMad};
 use ibqos_mad::{
-    Attribute, AttributeId, DrPath, Method, NoticeRepr, NoticeType, Routing, Smp, SmpRepr,
+    Attribute, AttributeId, CC_CLASS_VERSION, CcAttributeId, DrPath, Method, MgmtClass, NoticeRepr,
+    NoticeType, Routing, Smp, SmpRepr,
 };
 use ibqos_opensm::Settings;
 
@@ -114,6 +115,35 @@ impl Fabric {
         let answer = SmpRepr::parse(&Smp::new_checked(&reply.mad[..]).unwrap()).unwrap();
         assert_eq!(answer.status, ibqos_mad::Status::OK);
         self.emulator.take_traps();
+    }
+
+    /// A congestion control Set of `attribute` (its data, after the CC_Key and the log data)
+    /// to `port`'s agent, carrying `cc_key`, not by the SM: a change behind its back. Whether
+    /// the agent answered (a wrong key drops it).
+    pub fn cc_set_behind_the_back(
+        &mut self,
+        port: PortRef,
+        attribute: CcAttributeId,
+        data: &[u8],
+        cc_key: u64,
+    ) -> bool {
+        let mut gmp = Gmp::get(
+            MgmtClass::CongestionControl,
+            CC_CLASS_VERSION,
+            AttributeId::from(u16::from(attribute)),
+            0,
+        );
+        gmp.method = Method::Set;
+        gmp.payload[..8].copy_from_slice(&cc_key.to_be_bytes());
+        gmp.payload[40..40 + data.len()].copy_from_slice(data);
+        let mad = gmp.to_bytes();
+        let request = Request {
+            origin: self.port,
+            at_ns: self.ns,
+            dlid: Some(self.lid_of(port)),
+            mad: &mad,
+        };
+        self.emulator.exchange(request).is_some()
     }
 
     /// `mad` from `from` reaches the SM now, after what is already on its way by now.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use ibqos_exchange::{Address, Message};
-use ibqos_mad::{AttributeId, CC_CLASS_VERSION, CaCongestionEntry, CctEntry, MgmtClass};
+use ibqos_mad::{CC_CLASS_VERSION, CaCongestionEntry, CctEntry, MgmtClass};
 
 use super::*;
 use crate::config::CctOption;
@@ -57,37 +57,82 @@ fn ports() -> Vec<CcPort> {
     ]
 }
 
-/// A fake fabric: answers every Set with its echo, or with `status` at the LIDs listed, or not
-/// at all at the silent LIDs. Returns what was sent, as (LID, attribute, modifier).
-fn run(
-    manager: &mut CongestionManager,
-    status_at: &[(u16, Status)],
-    silent: &[u16],
-    now: Instant,
-) -> Vec<(u16, CcAttributeId, u32)> {
-    let mut sent = Vec::new();
-    while let Some(out) = manager.poll_transmit(now) {
-        let Address::Lid(lid) = out.address else {
-            panic!("a CC MAD by directed route: {out:?}");
-        };
-        let request = Gmp::from_bytes(&out.mad).expect("a GMP");
-        assert_eq!(request.class, MgmtClass::CongestionControl);
-        assert_eq!(request.class_version, CC_CLASS_VERSION);
-        assert_eq!(request.method, Method::Set);
-        assert_eq!(out.mad[24..32], KEY.to_be_bytes());
-        let attribute = CcAttributeId::from(u16::from(request.attribute_id));
-        sent.push((lid, attribute, request.attribute_modifier));
-        if silent.contains(&lid) {
-            continue;
+/// Fake agents by LID. Each keeps the attribute data it is Set, by attribute and modifier,
+/// echoes a Set and answers a Get with what it keeps.
+#[derive(Debug, Default)]
+struct Agents {
+    held: BTreeMap<(u16, u16, u32), Vec<u8>>,
+    /// Every MAD to these LIDs is answered with this status.
+    status_at: Vec<(u16, Status)>,
+    /// No answer from these LIDs.
+    silent: Vec<u16>,
+    /// These bytes of this attribute's data (by its ID) are neither kept nor echoed.
+    unkept: Option<(u16, std::ops::Range<usize>)>,
+    /// Every MAD sent: (LID, method, attribute, modifier).
+    seen: Vec<(u16, Method, CcAttributeId, u32)>,
+}
+
+/// (LID, attribute, modifier) of a MAD.
+type Sent = (u16, CcAttributeId, u32);
+
+impl Agents {
+    /// Answers what `manager` sends until it is idle; returns the Sets among it.
+    fn run(&mut self, manager: &mut CongestionManager, now: Instant) -> Vec<Sent> {
+        let from = self.seen.len();
+        while let Some(out) = manager.poll_transmit(now) {
+            let Address::Lid(lid) = out.address else {
+                panic!("a CC MAD by directed route: {out:?}");
+            };
+            let request = Gmp::from_bytes(&out.mad).expect("a GMP");
+            assert_eq!(request.class, MgmtClass::CongestionControl);
+            assert_eq!(request.class_version, CC_CLASS_VERSION);
+            let attribute = CcAttributeId::from(u16::from(request.attribute_id));
+            assert_eq!(out.mad[24..32], KEY.to_be_bytes());
+            self.seen
+                .push((lid, request.method, attribute, request.attribute_modifier));
+            if let Some(response) = self.answer(lid, request) {
+                manager.on_mad(now, &response.to_bytes(), Peer::lid(lid));
+            }
+        }
+        self.since(from, Method::Set)
+    }
+
+    /// The MADs of `method` seen from the `from`th on.
+    fn since(&self, from: usize, method: Method) -> Vec<Sent> {
+        self.seen[from..]
+            .iter()
+            .filter(|seen| seen.1 == method)
+            .map(|&(lid, _, attribute, modifier)| (lid, attribute, modifier))
+            .collect()
+    }
+
+    fn answer(&mut self, lid: u16, request: Gmp) -> Option<Gmp> {
+        if self.silent.contains(&lid) {
+            return None;
         }
         let mut response = request;
         response.method = Method::GetResp;
-        if let Some(&(_, status)) = status_at.iter().find(|(l, _)| *l == lid) {
+        if let Some(&(_, status)) = self.status_at.iter().find(|(l, _)| *l == lid) {
             response.status = status;
+            return Some(response);
         }
-        manager.on_mad(now, &response.to_bytes(), Peer::lid(lid));
+        let slot = (
+            lid,
+            u16::from(request.attribute_id),
+            request.attribute_modifier,
+        );
+        if request.method == Method::Set {
+            let data = &mut response.payload[DATA_IN_PAYLOAD..];
+            if let Some((_, bytes)) = self.unkept.clone().filter(|(id, _)| *id == slot.1) {
+                data[bytes].fill(0);
+            }
+            self.held.insert(slot, data.to_vec());
+        } else {
+            let held = self.held.get(&slot).cloned().unwrap_or(vec![0; 192]);
+            response.payload[DATA_IN_PAYLOAD..].copy_from_slice(&held);
+        }
+        Some(response)
     }
-    sent
 }
 
 #[test]
@@ -95,7 +140,7 @@ fn sets_go_in_opensm_port_order_switches_and_ca_ports_only() {
     let mut manager = CongestionManager::new(options());
     manager.program(&ports(), true);
     let now = Instant::now();
-    let sent = run(&mut manager, &[], &[], now);
+    let sent = Agents::default().run(&mut manager, now);
     assert_eq!(
         sent,
         [
@@ -121,12 +166,13 @@ fn sets_go_in_opensm_port_order_switches_and_ca_ports_only() {
 fn what_the_ports_hold_is_not_sent_again_unless_forced() {
     let mut manager = CongestionManager::new(options());
     let now = Instant::now();
+    let mut agents = Agents::default();
     manager.program(&ports(), true);
-    run(&mut manager, &[], &[], now);
+    agents.run(&mut manager, now);
     manager.program(&ports(), false);
-    assert_eq!(run(&mut manager, &[], &[], now), []);
+    assert_eq!(agents.run(&mut manager, now), []);
     manager.program(&ports(), true);
-    assert_eq!(run(&mut manager, &[], &[], now).len(), 4);
+    assert_eq!(agents.run(&mut manager, now).len(), 4);
 
     // A new port is sent to whatever the others hold.
     let mut more = ports();
@@ -138,9 +184,10 @@ fn what_the_ports_hold_is_not_sent_again_unless_forced() {
         kind: CcNodeKind::Ca,
     });
     manager.program(&more, false);
-    let sent = run(&mut manager, &[], &[], now);
+    let sent = agents.run(&mut manager, now);
     assert_eq!(sent.len(), 3);
     assert!(sent.iter().all(|(lid, _, _)| *lid == 5));
+    assert!(manager.take_notices().is_empty());
 }
 
 #[test]
@@ -150,8 +197,11 @@ fn an_unsupported_status_ends_a_port_for_good_and_other_statuses_do_not() {
     manager.program(&ports(), true);
     // The switch answers as ibsim does; the CA busy, which OpenSM ignores. (OpenSM tests the
     // bits, so 0x001C, an invalid value, would end the port too.)
-    let statuses = [(1, Status::METHOD_UNSUPPORTED), (3, Status(0x0001))];
-    run(&mut manager, &statuses, &[], now);
+    let mut agents = Agents {
+        status_at: vec![(1, Status::METHOD_UNSUPPORTED), (3, Status(0x0001))],
+        ..Agents::default()
+    };
+    agents.run(&mut manager, now);
     assert!(manager.ports()[&0x0200].unavailable);
     assert!(!manager.ports()[&0x0101].unavailable);
     assert_eq!(
@@ -163,8 +213,9 @@ fn an_unsupported_status_ends_a_port_for_good_and_other_statuses_do_not() {
         }]
     );
     // The CA kept nothing it answered with an error, so it is sent to again; the switch not.
+    agents.status_at.clear();
     manager.program(&ports(), true);
-    let sent = run(&mut manager, &[], &[], now);
+    let sent = agents.run(&mut manager, now);
     assert!(sent.iter().all(|(lid, _, _)| *lid == 3), "{sent:?}");
     assert_eq!(sent.len(), 3);
 }
@@ -177,9 +228,13 @@ fn more_than_three_timeouts_in_a_row_end_a_port() {
         .into_iter()
         .filter(|p| p.kind == CcNodeKind::Switch)
         .collect();
+    let mut agents = Agents {
+        silent: vec![1],
+        ..Agents::default()
+    };
     for round in 1..=4 {
         manager.program(&switch_only, true);
-        assert_eq!(run(&mut manager, &[], &[1], now).len(), 1, "round {round}");
+        assert_eq!(agents.run(&mut manager, now).len(), 1, "round {round}");
         now += Duration::from_millis(20);
         manager.on_time(now);
         assert!(manager.is_idle());
@@ -197,50 +252,54 @@ fn more_than_three_timeouts_in_a_row_end_a_port() {
             .to_string()
             .starts_with("ERR C106: MAD Error (IB_TIMEOUT)")
     );
+    agents.silent.clear();
     manager.program(&switch_only, true);
-    assert_eq!(run(&mut manager, &[], &[], now), []);
+    assert_eq!(agents.run(&mut manager, now), []);
 }
 
 #[test]
 fn an_echo_without_a_selected_field_is_reported() {
     let mut manager = CongestionManager::new(options());
     let now = Instant::now();
+    // Marking_Rate, the last two bytes of the switch setting, is neither kept nor echoed.
+    let mut agents = Agents {
+        unkept: Some((0x0014, 74..76)),
+        ..Agents::default()
+    };
     manager.program(&ports(), true);
-    while let Some(out) = manager.poll_transmit(now) {
-        let mut response = Gmp::from_bytes(&out.mad).unwrap();
-        response.method = Method::GetResp;
-        if response.attribute_id == AttributeId::from(0x0014) {
-            // Marking_Rate, the last two bytes of the switch setting, comes back 0.
-            response.payload[DATA_IN_PAYLOAD + 74..DATA_IN_PAYLOAD + 76].fill(0);
-        }
-        manager.on_mad(now, &response.to_bytes(), Peer::lid(1));
-    }
-    assert_eq!(
-        manager.take_notices(),
-        [CcNotice::NotKept {
+    agents.run(&mut manager, now);
+    let lacking = [
+        CcNotice::NotKept {
             attribute: CcAttributeId::SwitchCongestionSetting,
             node_guid: 0x0200,
             port: 0,
-        }]
-    );
+        },
+        // Read back after the Sets.
+        CcNotice::NotHeld {
+            attribute: CcAttributeId::SwitchCongestionSetting,
+            node_guid: 0x0200,
+            port: 0,
+        },
+    ];
+    assert_eq!(manager.take_notices(), lacking);
     // What the switch holds differs from what is wanted: the next sweep sends it again.
     manager.program(&ports(), false);
     assert_eq!(
-        run(&mut manager, &[], &[], now),
+        agents.run(&mut manager, now),
         [(1, CcAttributeId::SwitchCongestionSetting, 0)]
     );
+    assert_eq!(manager.take_notices(), lacking);
 }
 
 #[test]
 fn an_invalid_value_status_ends_a_port_as_opensm_tests_the_bits() {
     let mut manager = CongestionManager::new(options());
     manager.program(&ports(), true);
-    run(
-        &mut manager,
-        &[(3, Status::INVALID_VALUE)],
-        &[],
-        Instant::now(),
-    );
+    let mut agents = Agents {
+        status_at: vec![(3, Status::INVALID_VALUE)],
+        ..Agents::default()
+    };
+    agents.run(&mut manager, Instant::now());
     assert!(manager.ports()[&0x0101].unavailable);
 }
 
@@ -248,15 +307,16 @@ fn an_invalid_value_status_ends_a_port_as_opensm_tests_the_bits() {
 fn new_options_send_what_now_differs() {
     let mut manager = CongestionManager::new(options());
     let now = Instant::now();
+    let mut agents = Agents::default();
     manager.program(&ports(), true);
-    run(&mut manager, &[], &[], now);
+    agents.run(&mut manager, now);
     manager.set_options(CcOptions {
         switch_marking_rate: 20,
         ..options()
     });
     manager.program(&ports(), false);
     assert_eq!(
-        run(&mut manager, &[], &[], now),
+        agents.run(&mut manager, now),
         [(1, CcAttributeId::SwitchCongestionSetting, 0)]
     );
 }
@@ -265,5 +325,136 @@ fn new_options_send_what_now_differs() {
 fn disabled_sends_nothing() {
     let mut manager = CongestionManager::new(CcOptions::default());
     manager.program(&ports(), true);
-    assert_eq!(run(&mut manager, &[], &[], Instant::now()), []);
+    assert_eq!(Agents::default().run(&mut manager, Instant::now()), []);
+    assert!(manager.is_idle());
+}
+
+/// The MADs of one programming as (method, attribute), in the order they went.
+fn methods(agents: &Agents, from: usize) -> Vec<(Method, CcAttributeId)> {
+    agents.seen[from..]
+        .iter()
+        .map(|&(_, method, attribute, _)| (method, attribute))
+        .collect()
+}
+
+#[test]
+fn each_set_is_read_back_after_the_sets_and_at_every_later_programming() {
+    let mut manager = CongestionManager::new(options());
+    let now = Instant::now();
+    let mut agents = Agents::default();
+    manager.program(&ports(), true);
+    agents.run(&mut manager, now);
+    let (switch, ca, table) = (
+        CcAttributeId::SwitchCongestionSetting,
+        CcAttributeId::CaCongestionSetting,
+        CcAttributeId::CongestionControlTable,
+    );
+    let each = |method| {
+        [
+            (method, switch),
+            (method, ca),
+            (method, table),
+            (method, table),
+        ]
+    };
+    let forced: Vec<_> = each(Method::Set)
+        .into_iter()
+        .chain(each(Method::Get))
+        .collect();
+    assert_eq!(methods(&agents, 0), forced);
+
+    // A later programming where every port holds what it was Set: Gets alone.
+    let from = agents.seen.len();
+    manager.program(&ports(), false);
+    assert_eq!(agents.run(&mut manager, now), []);
+    assert_eq!(methods(&agents, from), each(Method::Get));
+    assert!(manager.take_notices().is_empty());
+}
+
+#[test]
+fn what_changed_behind_the_managers_back_is_found_and_set_again() {
+    let mut manager = CongestionManager::new(options());
+    let now = Instant::now();
+    let mut agents = Agents::default();
+    manager.program(&ports(), true);
+    agents.run(&mut manager, now);
+    // Someone else rewrites the switch's setting and the CA's second table block.
+    agents.held.insert((1, 0x14, 0), vec![0; 192]);
+    agents.held.insert((3, 0x17, 1), vec![0; 192]);
+
+    manager.program(&ports(), false);
+    assert_eq!(
+        agents.run(&mut manager, now),
+        [
+            (1, CcAttributeId::SwitchCongestionSetting, 0),
+            (3, CcAttributeId::CongestionControlTable, 1),
+        ]
+    );
+    let not_held = |attribute, node_guid, port| CcNotice::NotHeld {
+        attribute,
+        node_guid,
+        port,
+    };
+    assert_eq!(
+        manager.take_notices(),
+        [
+            not_held(CcAttributeId::SwitchCongestionSetting, 0x0200, 0),
+            not_held(CcAttributeId::CongestionControlTable, 0x0101, 1),
+        ]
+    );
+    // Repaired: the next programming finds everything in place.
+    manager.program(&ports(), false);
+    assert_eq!(agents.run(&mut manager, now), []);
+    assert!(manager.take_notices().is_empty());
+}
+
+#[test]
+fn without_read_back_only_opensms_sets_go() {
+    let mut manager = CongestionManager::new(CcOptions {
+        read_back: false,
+        ..options()
+    });
+    let now = Instant::now();
+    let mut agents = Agents::default();
+    manager.program(&ports(), true);
+    agents.run(&mut manager, now);
+    assert_eq!(agents.since(0, Method::Get), []);
+    agents.held.clear();
+    manager.program(&ports(), false);
+    assert_eq!(agents.run(&mut manager, now), []);
+    assert_eq!(agents.since(0, Method::Get), []);
+}
+
+#[test]
+fn a_get_without_a_usable_answer_is_reported_and_ends_no_port() {
+    let mut manager = CongestionManager::new(options());
+    let mut now = Instant::now();
+    let mut agents = Agents::default();
+    manager.program(&ports(), true);
+    agents.run(&mut manager, now);
+    // The switch stops answering, the CA answers "unsupported": Gets alone, four times over.
+    agents.silent.push(1);
+    agents
+        .status_at
+        .push((3, Status::METHOD_ATTRIBUTE_UNSUPPORTED));
+    for _ in 0..4 {
+        manager.program(&ports(), false);
+        assert_eq!(agents.run(&mut manager, now), []);
+        now += Duration::from_millis(20);
+        manager.on_time(now);
+        assert!(manager.is_idle());
+    }
+    assert!(manager.ports().values().all(|port| !port.unavailable));
+    let notices = manager.take_notices();
+    assert_eq!(notices.len(), 4 * 4, "{notices:?}");
+    assert_eq!(
+        notices[0].to_string(),
+        "read back: node 0x0000000000000101 port 1 gave no CaCongestionSetting: status 0x000c"
+    );
+    assert!(notices.contains(&CcNotice::Unread {
+        attribute: CcAttributeId::SwitchCongestionSetting,
+        node_guid: 0x0200,
+        port: 0,
+        status: None,
+    }));
 }

@@ -22,16 +22,18 @@ impl Manager {
         for notice in self.congestion.take_notices() {
             match notice {
                 CcNotice::NoAnswer { .. } => error!(target: "ibqos::congestion", "{notice}"),
-                CcNotice::Unavailable { .. } | CcNotice::NotKept { .. } => {
-                    warn!(target: "ibqos::congestion", "{notice}")
-                }
+                CcNotice::Unavailable { .. }
+                | CcNotice::NotKept { .. }
+                | CcNotice::NotHeld { .. }
+                | CcNotice::Unread { .. } => warn!(target: "ibqos::congestion", "{notice}"),
             }
         }
     }
 
     /// `osm_congestion_control_setup` after a sweep that brought the subnet up, and its wait
     /// for every answer before SUBNET UP: whether the sweep must still wait. The Sets go out
-    /// once per sweep; with `congestion_control` FALSE there are none.
+    /// once per sweep, with the read back around them (every master sweep, as the QoS tables
+    /// are read back); with `congestion_control` FALSE there are none.
     pub(super) fn awaiting_congestion(&mut self) -> bool {
         let State::Sweeping { sweep, mode, .. } = &self.state else {
             return false;

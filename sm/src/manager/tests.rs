@@ -405,20 +405,27 @@ const CONGESTION: &str = "congestion_control TRUE\ncc_sw_cong_setting_control_ma
                           cc_ca_cong_setting_port_control 1\ncc_ca_cong_setting_control_map 0x2\n\
                           cc_ca_cong_setting_ccti_timer 1 150\ncc_cct 0:0,1:5\n";
 
-/// The congestion control MADs among those sent since the `from`th: (attribute, modifier).
-fn cc_sets_since(fabric: &Fabric, from: usize) -> Vec<(u16, u32)> {
+/// The congestion control MADs of `method` among those sent since the `from`th: (attribute,
+/// modifier).
+fn cc_mads_since(fabric: &Fabric, from: usize, method: Method) -> Vec<(u16, u32)> {
     fabric.sent[from..]
         .iter()
         .filter(|out| out.class == MgmtClass::CongestionControl)
-        .map(|out| {
+        .filter_map(|out| {
             let header = Mad::new_checked(&out.mad[..]).unwrap();
-            assert_eq!(header.method(), Method::Set);
-            (
-                u16::from(header.attribute_id()),
-                header.attribute_modifier(),
-            )
+            (header.method() == method).then(|| {
+                (
+                    u16::from(header.attribute_id()),
+                    header.attribute_modifier(),
+                )
+            })
         })
         .collect()
+}
+
+/// The congestion control Sets among the MADs sent since the `from`th.
+fn cc_sets_since(fabric: &Fabric, from: usize) -> Vec<(u16, u32)> {
+    cc_mads_since(fabric, from, Method::Set)
 }
 
 /// With `congestion_control TRUE` every switch gets its setting and every CA port its setting
@@ -482,6 +489,57 @@ fn congestion_control_off_sends_nothing() {
     );
     sweep_done(&mut fabric, &mut manager);
     assert_eq!(cc_sets_since(&fabric, 0), []);
+}
+
+/// The marking rate the SwitchCongestionSetting of switch `name` holds.
+fn marking_rate(fabric: &Fabric, name: &str) -> u16 {
+    use ibqos_emu::CongestionSettings;
+    let agent = fabric.emulator.congestion_agent(fabric.port_of(name, 0));
+    match agent.unwrap().settings {
+        CongestionSettings::Switch(switch) => switch.setting.marking_rate,
+        CongestionSettings::Ca(_) => panic!("{name} is a switch"),
+    }
+}
+
+/// A SwitchCongestionSetting that sets the marking rate alone, as attribute data.
+fn marking_rate_setting(rate: u16) -> [u8; 76] {
+    use ibqos_mad::{SwitchCongestionSetting, SwitchCongestionSettingRepr, SwitchControlMap};
+    let setting = SwitchCongestionSettingRepr {
+        control_map: SwitchControlMap::MARKING_RATE,
+        marking_rate: rate,
+        ..SwitchCongestionSettingRepr::default()
+    };
+    let mut data = [0u8; 76];
+    setting.emit(&mut SwitchCongestionSetting::new_unchecked(&mut data[..]));
+    data
+}
+
+/// A switch setting rewritten behind the SM's back is read back and Set again at the next
+/// sweep; a sweep that finds every port holding what it was Set sends Gets alone.
+#[test]
+fn a_congestion_setting_changed_behind_the_back_is_set_again_at_the_next_sweep() {
+    use ibqos_mad::CcAttributeId;
+    let mut fabric = Fabric::two_switch();
+    let mut manager = manager(&fabric, Run::Daemon, CONGESTION);
+    sweep_done(&mut fabric, &mut manager);
+    assert_eq!(marking_rate(&fabric, "S1"), 10);
+    let s1 = fabric.port_of("S1", 0);
+    let setting = CcAttributeId::SwitchCongestionSetting;
+    assert!(fabric.cc_set_behind_the_back(s1, setting, &marking_rate_setting(3), 0));
+    assert_eq!(marking_rate(&fabric, "S1"), 3);
+
+    let from = fabric.sent.len();
+    assert!(manager.sweep_now());
+    sweep_done(&mut fabric, &mut manager);
+    assert_eq!(cc_sets_since(&fabric, from), [(0x14, 0)]);
+    assert_eq!(marking_rate(&fabric, "S1"), 10);
+
+    let from = fabric.sent.len();
+    assert!(manager.sweep_now());
+    sweep_done(&mut fabric, &mut manager);
+    assert_eq!(cc_sets_since(&fabric, from), []);
+    let reads = cc_mads_since(&fabric, from, Method::Get);
+    assert!(reads.contains(&(0x14, 0)), "{reads:?}");
 }
 
 /// Traffic a port sent on VLs 0 and 1 (SL n on VL n), `packets` 2048-byte packets on each, both
