@@ -72,10 +72,24 @@ pub struct CcOptions {
     /// Beyond OpenSM (ibqos.toml's `[sm] cc_read_back`): Get what each port was Set, after the
     /// Sets and at every later programming, and Set again what a port does not hold.
     pub read_back: bool,
+    /// Beyond OpenSM (ibqos.toml's `[sm] cc_key_program`): program `cc_key` into every agent
+    /// before its other Sets, with this protection.
+    pub key_program: Option<KeyProgram>,
+}
+
+/// How `cc_key` is programmed into the agents (CongestionKeyInfo, IBA A10.4.3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeyProgram {
+    /// CC_KeyProtectBit: a Get without the key reads the key as 0.
+    pub protect: bool,
+    /// CC_KeyLeasePeriod in seconds: how long after a violation the protect bit holds (0: for
+    /// ever).
+    pub lease_period: u16,
 }
 
 impl Default for CcOptions {
-    /// OpenSM's defaults (off, every setting 0, no table), with ibqos's read back.
+    /// OpenSM's defaults (off, every setting 0, no table), with ibqos's read back and no key
+    /// programmed.
     fn default() -> CcOptions {
         CcOptions {
             enabled: false,
@@ -96,6 +110,7 @@ impl Default for CcOptions {
             timeout: Duration::from_millis(200),
             retries: 3,
             read_back: true,
+            key_program: None,
         }
     }
 }

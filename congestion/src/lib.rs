@@ -12,6 +12,6 @@ mod manager;
 mod reader;
 mod wire;
 
-pub use config::{CCT_ENTRIES_MAX, CcData, CcOptions, CctOption};
+pub use config::{CCT_ENTRIES_MAX, CcData, CcOptions, CctOption, KeyProgram};
 pub use manager::{CcNodeKind, CcNotice, CcPort, CongestionManager, PortState};
 pub use reader::{CcUnread, CongestionReader};

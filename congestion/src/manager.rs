@@ -17,28 +17,37 @@
 //! Beyond OpenSM, each echo is checked against the fields the Set's Control_Map selected (and
 //! a whole table block): a port that does not keep them is reported. One programming runs in
 //! stages, each waiting for the answers of the one before:
-//! 1. with `read_back`, a Get of each attribute whose last answer OpenSM's rule takes as held
+//! 1. with `key_program`, a Get of every port's CongestionKeyInfo: whether its key lets the
+//!    SM's Sets in;
+//! 2. with `read_back`, a Get of each attribute whose last answer OpenSM's rule takes as held
 //!    (none when forced: every Set goes anyway). A port found not holding it is reported, and
-//!    what it holds is kept as its last answer, so that the rule Sets it again in stage 2;
-//! 2. OpenSM's Sets, unchanged: the drift stage 1 found is what adds to them;
-//! 3. with `read_back`, a Get of each attribute Set in stage 2 and answered; a port that does
-//!    not hold it is reported and Set again at the next programming.
+//!    what it holds is kept as its last answer, so that the rule Sets it again in stage 4;
+//! 3. with `key_program`, a CongestionKeyInfo Set where the port does not hold `cc_key` with
+//!    the protection asked;
+//! 4. OpenSM's Sets, unchanged: the drift stage 2 found is what adds to them;
+//! 5. with `read_back`, a Get of each attribute Set in stages 3 and 4 and answered; a port that
+//!    does not hold it is reported and Set again at the next programming.
 //!
 //! The Gets never change which ports OpenSM's rules give up on: their timeouts and statuses
 //! are reported, not counted.
+//!
+//! A port whose agent holds another CC_Key than `cc_key` drops every Set as a violation (IBA
+//! A10.4.1), so with `key_program` it is reported and left alone until it holds `cc_key` or
+//! none. An agent that reads its key as 0 with the protect bit set hides it: another key.
+//! Only a key this SM programmed (an earlier `cc_key`) is replaced, carried by the key Set.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
 use ibqos_exchange::scheduler::{Completion, Request, Scheduler, SchedulerConfig};
 use ibqos_exchange::{Engine, Gmp, OutgoingMad, Peer};
 use ibqos_mad::{
     CaCongestionSetting, CaCongestionSettingRepr, CcAttributeId, CongestionControlTable,
-    CongestionControlTableRepr, Guid, Method, Status, SwitchCongestionSetting,
-    SwitchCongestionSettingRepr, SwitchControlMap,
+    CongestionControlTableRepr, CongestionKeyInfo, CongestionKeyInfoRepr, Guid, Method, Status,
+    SwitchCongestionSetting, SwitchCongestionSettingRepr, SwitchControlMap,
 };
 
-use crate::config::{CcData, CcOptions};
+use crate::config::{CcData, CcOptions, KeyProgram};
 use crate::wire::{CcClient, DATA_IN_PAYLOAD, cc_mad};
 
 /// Timeouts in a row after which a port is taken as having no agent
@@ -71,6 +80,10 @@ pub struct PortState {
     pub unavailable: bool,
     /// Sets without an answer in a row.
     pub timeouts: u32,
+    /// With `key_program`: CongestionKeyInfo as last answered while it held `cc_key` or none.
+    pub key: Option<CongestionKeyInfoRepr>,
+    /// With `key_program`: the agent holds a CC_Key this SM does not know, so it is left alone.
+    pub foreign_key: bool,
     pub switch: Option<SwitchCongestionSettingRepr>,
     pub ca: Option<CaCongestionSettingRepr>,
     /// By block.
@@ -112,6 +125,19 @@ pub enum CcNotice {
         node_guid: u64,
         port: u8,
         status: Option<Status>,
+    },
+    /// The agent holds a CC_Key other than `cc_key` (`None`: hidden by its protect bit), and
+    /// drops the SM's Sets: it is not programmed while it does.
+    ForeignKey {
+        node_guid: u64,
+        port: u8,
+        held: Option<u64>,
+    },
+    /// The agent answered the CongestionKeyInfo Set with an error status: no key there.
+    KeyRefused {
+        node_guid: u64,
+        port: u8,
+        status: Status,
     },
 }
 
@@ -171,6 +197,34 @@ impl std::fmt::Display for CcNotice {
                     None => f.write_str("no answer"),
                 }
             }
+            CcNotice::ForeignKey {
+                node_guid,
+                port,
+                held,
+            } => {
+                write!(
+                    f,
+                    "node 0x{node_guid:016x} port {port} holds another CC_Key ("
+                )?;
+                match held {
+                    Some(key) => write!(f, "0x{key:016x}")?,
+                    None => f.write_str("hidden by its protect bit")?,
+                }
+                f.write_str(
+                    ") than cc_key and drops this SM's Sets as violations: its congestion \
+                     control is not programmed until it holds cc_key or none",
+                )
+            }
+            CcNotice::KeyRefused {
+                node_guid,
+                port,
+                status,
+            } => write!(
+                f,
+                "node 0x{node_guid:016x} port {port} refused its CC_Key: status 0x{:04x}; its \
+                 other settings are programmed without it",
+                status.0
+            ),
         }
     }
 }
@@ -178,6 +232,7 @@ impl std::fmt::Display for CcNotice {
 /// An attribute the manager programs at a port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
+    Key,
     Switch,
     Ca,
     Table(u32),
@@ -186,6 +241,7 @@ enum Target {
 impl Target {
     fn attribute(self) -> CcAttributeId {
         match self {
+            Target::Key => CcAttributeId::CongestionKeyInfo,
             Target::Switch => CcAttributeId::SwitchCongestionSetting,
             Target::Ca => CcAttributeId::CaCongestionSetting,
             Target::Table(_) => CcAttributeId::CongestionControlTable,
@@ -195,7 +251,7 @@ impl Target {
     fn modifier(self) -> u32 {
         match self {
             Target::Table(block) => block,
-            Target::Switch | Target::Ca => 0,
+            Target::Key | Target::Switch | Target::Ca => 0,
         }
     }
 }
@@ -221,7 +277,9 @@ pub(crate) struct Op {
 /// A programming's stages, in order (see the module's comment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
+    ReadKey,
     Read,
+    Key,
     Settings,
     Verify,
 }
@@ -229,7 +287,9 @@ enum Stage {
 impl Stage {
     fn next(self) -> Option<Stage> {
         match self {
-            Stage::Read => Some(Stage::Settings),
+            Stage::ReadKey => Some(Stage::Read),
+            Stage::Read => Some(Stage::Key),
+            Stage::Key => Some(Stage::Settings),
             Stage::Settings => Some(Stage::Verify),
             Stage::Verify => None,
         }
@@ -243,6 +303,10 @@ struct Pass {
     ports: Vec<CcPort>,
     force: bool,
     stage: Stage,
+    /// Ports left alone from here on: a CC_Key this SM does not hold, or a key Set unanswered.
+    left_alone: BTreeSet<u64>,
+    /// Ports whose CongestionKeyInfo could not be read: no key Set this time.
+    key_unread: BTreeSet<u64>,
     /// What was Set and answered with status 0, in order: read back in the last stage.
     set: Vec<(CcPort, Target)>,
 }
@@ -271,6 +335,30 @@ fn scheduler(options: &CcOptions) -> Scheduler<Op, Gmp> {
         timeout: options.timeout,
         retries: options.retries,
     })
+}
+
+/// What a CongestionKeyInfo read says of the agent's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyHeld {
+    /// `ours`, or none: the manager's MADs pass.
+    Usable,
+    /// Another key; `None` when the protect bit hides it.
+    Other(Option<u64>),
+}
+
+/// Whether `held` is `cc_key` with the protection `wanted`.
+fn key_is(held: &CongestionKeyInfoRepr, cc_key: u64, wanted: KeyProgram) -> bool {
+    (held.cc_key, held.protect, held.lease_period) == (cc_key, wanted.protect, wanted.lease_period)
+}
+
+/// What `read` says of the agent's key, for a manager whose key is `ours`.
+fn key_held(read: &CongestionKeyInfoRepr, ours: u64) -> KeyHeld {
+    match (read.cc_key, read.protect) {
+        (key, _) if key == ours => KeyHeld::Usable,
+        (0, false) => KeyHeld::Usable,
+        (0, true) => KeyHeld::Other(None),
+        (key, _) => KeyHeld::Other(Some(key)),
+    }
 }
 
 impl CongestionManager {
@@ -321,9 +409,9 @@ impl CongestionManager {
     }
 
     /// `osm_congestion_control_setup`: queues the Sets `ports` need, in OpenSM's port GUID
-    /// order, with the Gets before and after them that `read_back` asks for. `force` sends
-    /// every Set whatever the ports answered before (OpenSM's subnet `need_update`, on the
-    /// first sweep).
+    /// order, with the Gets before and after them that `read_back` and `key_program` ask for.
+    /// `force` sends every Set whatever the ports answered before (OpenSM's subnet
+    /// `need_update`, on the first sweep).
     pub fn program(&mut self, ports: &[CcPort], force: bool) {
         if !self.options.enabled {
             return;
@@ -337,7 +425,9 @@ impl CongestionManager {
         self.pass = Some(Pass {
             ports: ordered,
             force,
-            stage: Stage::Read,
+            stage: Stage::ReadKey,
+            left_alone: BTreeSet::new(),
+            key_unread: BTreeSet::new(),
             set: Vec::new(),
         });
         self.plan_stage();
@@ -388,10 +478,17 @@ impl CongestionManager {
         let usable: Vec<CcPort> = pass
             .ports
             .iter()
-            .filter(|port| self.usable(port))
+            .filter(|port| self.usable(port) && !pass.left_alone.contains(&port.port_guid))
             .copied()
             .collect();
         match pass.stage {
+            Stage::ReadKey => {
+                if self.options.key_program.is_some() {
+                    for port in usable {
+                        self.plan(port, Target::Key, Access::Read);
+                    }
+                }
+            }
             Stage::Read => {
                 if self.options.read_back && !pass.force {
                     for port in usable {
@@ -400,6 +497,18 @@ impl CongestionManager {
                             if self.last_answer_is_wanted(&state, target) {
                                 self.plan(port, target, Access::Read);
                             }
+                        }
+                    }
+                }
+            }
+            Stage::Key => {
+                if let Some(wanted) = self.options.key_program {
+                    for port in usable {
+                        let held = self.ports.get(&port.port_guid).and_then(|s| s.key);
+                        let holds =
+                            held.is_some_and(|held| key_is(&held, self.options.cc_key, wanted));
+                        if !pass.key_unread.contains(&port.port_guid) && (pass.force || !holds) {
+                            self.plan(port, Target::Key, Access::Set);
                         }
                     }
                 }
@@ -436,12 +545,29 @@ impl CongestionManager {
                 let block = block as usize;
                 state.table.get(block).copied().flatten() == self.data.table.get(block).copied()
             }
+            Target::Key => false,
+        }
+    }
+
+    /// The CongestionKeyInfo to Set.
+    fn key_info(&self, wanted: KeyProgram) -> CongestionKeyInfoRepr {
+        CongestionKeyInfoRepr {
+            cc_key: self.options.cc_key,
+            protect: wanted.protect,
+            lease_period: wanted.lease_period,
+            violations: 0,
         }
     }
 
     /// The attribute data a Set of `target` carries.
     fn set_data(&self, target: Target) -> Vec<u8> {
         match target {
+            Target::Key => {
+                let mut bytes = [0u8; 16];
+                self.key_info(self.options.key_program.unwrap_or_default())
+                    .emit(&mut CongestionKeyInfo::new_unchecked(&mut bytes[..]));
+                bytes.to_vec()
+            }
             Target::Switch => {
                 let mut bytes = [0u8; 76];
                 self.data
@@ -465,17 +591,28 @@ impl CongestionManager {
         }
     }
 
+    /// The CC_Key a MAD to `port` carries: `cc_key`, but the key Set to a port that holds a key
+    /// this SM programmed before carries that one, so that the agent takes the new key.
+    fn carried_key(&self, port: &CcPort, target: Target, access: Access) -> u64 {
+        let earlier = self
+            .ports
+            .get(&port.port_guid)
+            .and_then(|state| state.key)
+            .map(|key| key.cc_key)
+            .filter(|&key| key != 0);
+        match (target, access, earlier) {
+            (Target::Key, Access::Set, Some(key)) => key,
+            _ => self.options.cc_key,
+        }
+    }
+
     fn plan(&mut self, port: CcPort, target: Target, access: Access) {
         let method = match access {
             Access::Set => Method::Set,
             Access::Read | Access::Verify => Method::Get,
         };
-        let mut mad = cc_mad(
-            method,
-            target.attribute(),
-            target.modifier(),
-            self.options.cc_key,
-        );
+        let key = self.carried_key(&port, target, access);
+        let mut mad = cc_mad(method, target.attribute(), target.modifier(), key);
         if access == Access::Set {
             let data = self.set_data(target);
             mad.payload[DATA_IN_PAYLOAD..DATA_IN_PAYLOAD + data.len()].copy_from_slice(&data);
@@ -506,7 +643,15 @@ impl CongestionManager {
     /// A request that ended without an answer (after its retries, or handed back).
     fn unanswered(&mut self, op: Op) {
         match op.access {
-            Access::Set => self.set_unanswered(op),
+            Access::Set => {
+                if op.target == Target::Key
+                    && let Some(pass) = self.pass.as_mut()
+                {
+                    // Its other Sets carry the same key and would be dropped alike.
+                    pass.left_alone.insert(op.port.port_guid);
+                }
+                self.set_unanswered(op);
+            }
             Access::Read | Access::Verify => self.unread(op, None),
         }
     }
@@ -531,8 +676,13 @@ impl CongestionManager {
         }
     }
 
-    /// A Get without a usable answer: reported.
+    /// A Get without a usable answer: reported, and a key not read is not Set this time.
     fn unread(&mut self, op: Op, status: Option<Status>) {
+        if op.target == Target::Key
+            && let Some(pass) = self.pass.as_mut()
+        {
+            pass.key_unread.insert(op.port.port_guid);
+        }
         self.notices.push(CcNotice::Unread {
             attribute: op.target.attribute(),
             node_guid: op.port.node_guid,
@@ -546,6 +696,14 @@ impl CongestionManager {
         let state = self.ports.entry(op.port.port_guid).or_default();
         state.timeouts = 0;
         if status != Status::OK {
+            if op.target == Target::Key {
+                self.notices.push(CcNotice::KeyRefused {
+                    node_guid: op.port.node_guid,
+                    port: op.port.port,
+                    status,
+                });
+                return;
+            }
             let unusable = Status::BAD_VERSION.0
                 | Status::METHOD_UNSUPPORTED.0
                 | Status::METHOD_ATTRIBUTE_UNSUPPORTED.0;
@@ -578,6 +736,9 @@ impl CongestionManager {
         if status != Status::OK {
             return self.unread(op, Some(status));
         }
+        if op.target == Target::Key && op.access == Access::Read {
+            return self.key_read(op, data);
+        }
         if !self.keep(op, data, false) {
             self.notices.push(CcNotice::NotHeld {
                 attribute: op.target.attribute(),
@@ -587,13 +748,63 @@ impl CongestionManager {
         }
     }
 
+    /// The CongestionKeyInfo read first: whether the agent's key lets this SM's Sets in.
+    fn key_read(&mut self, op: Op, data: &[u8]) {
+        let Ok(read) = CongestionKeyInfoRepr::parse(&CongestionKeyInfo::new_unchecked(data)) else {
+            return self.unread(op, None);
+        };
+        let cc_key = self.options.cc_key;
+        let state = self.ports.entry(op.port.port_guid).or_default();
+        // A key this SM programmed before `cc_key` changed, which the key Set carries (see
+        // `carried_key`), unless the port shows another.
+        let earlier = state
+            .key
+            .map(|key| key.cc_key)
+            .filter(|&key| key != 0 && key != cc_key);
+        match key_held(&read, cc_key) {
+            KeyHeld::Usable => {
+                state.key = Some(read);
+                state.foreign_key = false;
+            }
+            KeyHeld::Other(held)
+                if earlier.is_some() && held.is_none_or(|k| Some(k) == earlier) =>
+            {
+                state.foreign_key = false
+            }
+            KeyHeld::Other(held) => {
+                if !state.foreign_key {
+                    self.notices.push(CcNotice::ForeignKey {
+                        node_guid: op.port.node_guid,
+                        port: op.port.port,
+                        held,
+                    });
+                }
+                state.foreign_key = true;
+                if let Some(pass) = self.pass.as_mut() {
+                    pass.left_alone.insert(op.port.port_guid);
+                }
+            }
+        }
+    }
+
     /// Keeps the attribute in `data` as what `op`'s port holds: always for an echo (OpenSM
     /// caches it), for a Get only when it is not what was meant (else OpenSM's rule, on the
     /// echoes, decides). Whether it holds what was meant: the fields a Control_Map selected, a
-    /// whole table block.
+    /// whole table block, the key and its protection.
     fn keep(&mut self, op: Op, data: &[u8], echo: bool) -> bool {
         let state = self.ports.entry(op.port.port_guid).or_default();
         match op.target {
+            Target::Key => {
+                let read = CongestionKeyInfoRepr::parse(&CongestionKeyInfo::new_unchecked(data));
+                let wanted = self.options.key_program.unwrap_or_default();
+                let held = read
+                    .as_ref()
+                    .is_ok_and(|read| key_is(read, self.options.cc_key, wanted));
+                if echo || !held {
+                    state.key = read.ok();
+                }
+                held
+            }
             Target::Switch => {
                 let read = SwitchCongestionSettingRepr::parse(
                     &SwitchCongestionSetting::new_unchecked(data),

@@ -1,5 +1,6 @@
-//! Any bytes answering the congestion control manager's Sets: an answer whose header matches
-//! the Set (so it reaches the echo checks, with any status), and the same bytes as they came,
+//! Any bytes answering the congestion control manager's Gets and Sets (its key programmed and
+//! every setting read back): an answer whose header matches the request (so it reaches the
+//! echo and read-back checks, with any status), and the same bytes as they came,
 //! as an answer and as a MAD handed back undelivered. The manager takes them without a panic
 //! and keeps programming. The same answers go to the reader of `ibqos dump --congestion`,
 //! whose Gets they answer (a CCTI_Limit of block 0 asks for more blocks): it takes them
@@ -9,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use ibqos_congestion::{
-    CcNodeKind, CcOptions, CcPort, CctOption, CongestionManager, CongestionReader,
+    CcNodeKind, CcOptions, CcPort, CctOption, CongestionManager, CongestionReader, KeyProgram,
 };
 use ibqos_exchange::scheduler::SchedulerConfig;
 use ibqos_exchange::{Engine, Peer};
@@ -97,6 +98,11 @@ fuzz_target!(|answers: Vec<(u8, Vec<u8>)>| {
     let mut now = Instant::now();
     let options = CcOptions {
         enabled: true,
+        cc_key: 0x1234,
+        key_program: Some(KeyProgram {
+            protect: true,
+            lease_period: 60,
+        }),
         switch_control_map: 0x1f,
         ca_control_map: 0xffff,
         cct: (0..70)

@@ -304,6 +304,7 @@ pub fn congestion_options(settings: &Settings) -> CcOptions {
         timeout: scheduler.timeout,
         retries: scheduler.retries,
         read_back: defaults.read_back,
+        key_program: defaults.key_program,
     }
 }
 
@@ -723,6 +724,7 @@ m_key 0X0a
                 timeout: Duration::from_millis(300),
                 retries: 2,
                 read_back: true,
+                key_program: None,
             }
         );
         assert_eq!(

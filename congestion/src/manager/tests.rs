@@ -6,7 +6,7 @@ use ibqos_exchange::{Address, Message};
 use ibqos_mad::{CC_CLASS_VERSION, CaCongestionEntry, CctEntry, MgmtClass};
 
 use super::*;
-use crate::config::CctOption;
+use crate::config::{CctOption, KeyProgram};
 
 const KEY: u64 = 0x0102_0304_0506_0708;
 
@@ -58,7 +58,9 @@ fn ports() -> Vec<CcPort> {
 }
 
 /// Fake agents by LID. Each keeps the attribute data it is Set, by attribute and modifier,
-/// echoes a Set and answers a Get with what it keeps.
+/// echoes a Set and answers a Get with what it keeps. One holding a CC_Key other than 0 drops a
+/// Set carrying another and, with its protect bit set, reads its key as 0 to a Get carrying
+/// another (IBA A10.4.1).
 #[derive(Debug, Default)]
 struct Agents {
     held: BTreeMap<(u16, u16, u32), Vec<u8>>,
@@ -70,6 +72,8 @@ struct Agents {
     unkept: Option<(u16, std::ops::Range<usize>)>,
     /// Every MAD sent: (LID, method, attribute, modifier).
     seen: Vec<(u16, Method, CcAttributeId, u32)>,
+    /// The CC_Key each CongestionKeyInfo Set carried.
+    key_sets_carried: Vec<u64>,
 }
 
 /// (LID, attribute, modifier) of a MAD.
@@ -87,7 +91,12 @@ impl Agents {
             assert_eq!(request.class, MgmtClass::CongestionControl);
             assert_eq!(request.class_version, CC_CLASS_VERSION);
             let attribute = CcAttributeId::from(u16::from(request.attribute_id));
-            assert_eq!(out.mad[24..32], KEY.to_be_bytes());
+            let carried = u64::from_be_bytes(out.mad[24..32].try_into().unwrap());
+            if (request.method, attribute) == (Method::Set, CcAttributeId::CongestionKeyInfo) {
+                self.key_sets_carried.push(carried);
+            } else {
+                assert_eq!(carried, manager.options().cc_key);
+            }
             self.seen
                 .push((lid, request.method, attribute, request.attribute_modifier));
             if let Some(response) = self.answer(lid, request) {
@@ -106,6 +115,17 @@ impl Agents {
             .collect()
     }
 
+    fn key_at(&self, lid: u16) -> Option<CongestionKeyInfoRepr> {
+        let data = self.held.get(&(lid, 0x12, 0))?;
+        CongestionKeyInfoRepr::parse(&CongestionKeyInfo::new_unchecked(&data[..])).ok()
+    }
+
+    fn set_key_at(&mut self, lid: u16, key: CongestionKeyInfoRepr) {
+        let mut data = vec![0u8; 192];
+        key.emit(&mut CongestionKeyInfo::new_unchecked(&mut data[..]));
+        self.held.insert((lid, 0x12, 0), data);
+    }
+
     fn answer(&mut self, lid: u16, request: Gmp) -> Option<Gmp> {
         if self.silent.contains(&lid) {
             return None;
@@ -116,12 +136,18 @@ impl Agents {
             response.status = status;
             return Some(response);
         }
+        let carried = u64::from_be_bytes(request.payload[..8].try_into().unwrap());
+        let held_key = self.key_at(lid);
+        let wrong_key = held_key.is_some_and(|key| key.cc_key != 0 && key.cc_key != carried);
         let slot = (
             lid,
             u16::from(request.attribute_id),
             request.attribute_modifier,
         );
         if request.method == Method::Set {
+            if wrong_key {
+                return None;
+            }
             let data = &mut response.payload[DATA_IN_PAYLOAD..];
             if let Some((_, bytes)) = self.unkept.clone().filter(|(id, _)| *id == slot.1) {
                 data[bytes].fill(0);
@@ -130,6 +156,9 @@ impl Agents {
         } else {
             let held = self.held.get(&slot).cloned().unwrap_or(vec![0; 192]);
             response.payload[DATA_IN_PAYLOAD..].copy_from_slice(&held);
+            if wrong_key && slot.1 == 0x12 && held_key.is_some_and(|key| key.protect) {
+                response.payload[DATA_IN_PAYLOAD..DATA_IN_PAYLOAD + 8].fill(0);
+            }
         }
         Some(response)
     }
@@ -457,4 +486,122 @@ fn a_get_without_a_usable_answer_is_reported_and_ends_no_port() {
         port: 0,
         status: None,
     }));
+}
+
+const PROTECTED: KeyProgram = KeyProgram {
+    protect: true,
+    lease_period: 60,
+};
+
+fn keyed() -> CcOptions {
+    CcOptions {
+        key_program: Some(PROTECTED),
+        ..options()
+    }
+}
+
+fn key_info(cc_key: u64, protect: bool) -> CongestionKeyInfoRepr {
+    CongestionKeyInfoRepr {
+        cc_key,
+        protect,
+        lease_period: 60,
+        violations: 0,
+    }
+}
+
+#[test]
+fn the_key_is_read_then_set_before_the_other_sets_and_read_back() {
+    let mut manager = CongestionManager::new(keyed());
+    let now = Instant::now();
+    let mut agents = Agents::default();
+    manager.program(&ports(), true);
+    let sent = agents.run(&mut manager, now);
+    let key = CcAttributeId::CongestionKeyInfo;
+    assert_eq!(
+        &methods(&agents, 0)[..4],
+        [
+            (Method::Get, key),
+            (Method::Get, key),
+            (Method::Set, key),
+            (Method::Set, key),
+        ]
+    );
+    assert_eq!(sent.len(), 2 + 4);
+    assert_eq!(agents.since(0, Method::Get).len(), 2 + (2 + 4));
+    for lid in [1, 3] {
+        assert_eq!(agents.key_at(lid), Some(key_info(KEY, true)), "LID {lid}");
+    }
+    assert!(manager.take_notices().is_empty());
+
+    // Held: the next programming reads it and Sets nothing.
+    manager.program(&ports(), false);
+    assert_eq!(agents.run(&mut manager, now), []);
+    assert!(manager.take_notices().is_empty());
+}
+
+#[test]
+fn a_port_holding_another_key_is_reported_once_and_left_alone_until_it_holds_none() {
+    let mut manager = CongestionManager::new(keyed());
+    let now = Instant::now();
+    let mut agents = Agents::default();
+    agents.set_key_at(3, key_info(0x99, true));
+    manager.program(&ports(), true);
+    let sent = agents.run(&mut manager, now);
+    assert!(sent.iter().all(|(lid, _, _)| *lid == 1), "{sent:?}");
+    let foreign = CcNotice::ForeignKey {
+        node_guid: 0x0101,
+        port: 1,
+        held: None,
+    };
+    assert!(foreign.to_string().contains("hidden by its protect bit"));
+    assert_eq!(manager.take_notices(), [foreign]);
+    assert!(manager.ports()[&0x0101].foreign_key);
+
+    manager.program(&ports(), false);
+    assert_eq!(agents.run(&mut manager, now), []);
+    assert_eq!(manager.take_notices(), []);
+
+    // Its key is cleared: the port gets the key and its settings.
+    agents.set_key_at(3, key_info(0, false));
+    manager.program(&ports(), false);
+    let sent = agents.run(&mut manager, now);
+    assert_eq!(sent.len(), 1 + 3, "{sent:?}");
+    assert!(sent.iter().all(|(lid, _, _)| *lid == 3), "{sent:?}");
+    assert_eq!(agents.key_at(3), Some(key_info(KEY, true)));
+    assert!(!manager.ports()[&0x0101].foreign_key);
+}
+
+#[test]
+fn a_new_cc_key_replaces_the_one_this_manager_programmed() {
+    let mut manager = CongestionManager::new(keyed());
+    let now = Instant::now();
+    let mut agents = Agents::default();
+    manager.program(&ports(), true);
+    agents.run(&mut manager, now);
+    let new_key = 0x0a0b_0c0d;
+    manager.set_options(CcOptions {
+        cc_key: new_key,
+        ..keyed()
+    });
+    let from = agents.seen.len();
+    manager.program(&ports(), false);
+    let sent = agents.run(&mut manager, now);
+    assert_eq!(
+        sent,
+        [
+            (1, CcAttributeId::CongestionKeyInfo, 0),
+            (3, CcAttributeId::CongestionKeyInfo, 0),
+        ],
+        "{:?}",
+        &agents.seen[from..]
+    );
+    for lid in [1, 3] {
+        assert_eq!(
+            agents.key_at(lid),
+            Some(key_info(new_key, true)),
+            "LID {lid}"
+        );
+    }
+    assert_eq!(agents.key_sets_carried, [KEY, KEY, KEY, KEY]);
+    assert!(manager.take_notices().is_empty());
 }

@@ -21,11 +21,14 @@ impl Manager {
     pub(super) fn log_congestion_notices(&mut self) {
         for notice in self.congestion.take_notices() {
             match notice {
-                CcNotice::NoAnswer { .. } => error!(target: "ibqos::congestion", "{notice}"),
+                CcNotice::NoAnswer { .. } | CcNotice::ForeignKey { .. } => {
+                    error!(target: "ibqos::congestion", "{notice}")
+                }
                 CcNotice::Unavailable { .. }
                 | CcNotice::NotKept { .. }
                 | CcNotice::NotHeld { .. }
-                | CcNotice::Unread { .. } => warn!(target: "ibqos::congestion", "{notice}"),
+                | CcNotice::Unread { .. }
+                | CcNotice::KeyRefused { .. } => warn!(target: "ibqos::congestion", "{notice}"),
             }
         }
     }
