@@ -478,6 +478,20 @@ pub fn to_opensm_conf(s: &Settings) -> (String, Vec<Diagnostic>) {
              or per-SL counter",
         ));
     }
+    if !s.cc_read_back {
+        diagnostics.push(Diagnostic::warning(
+            Code::NotExpressible,
+            "`cc_read_back = false` cannot be said in opensm.conf: ibqos reads congestion \
+             control back there, OpenSM never does",
+        ));
+    }
+    if s.cc_key_program {
+        diagnostics.push(Diagnostic::warning(
+            Code::NotExpressible,
+            "`cc_key_program` cannot be said in opensm.conf: OpenSM never programs `cc_key` \
+             into the congestion control agents",
+        ));
+    }
     (text, diagnostics)
 }
 

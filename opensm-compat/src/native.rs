@@ -230,6 +230,10 @@ struct NativeSm {
     m_key_per_port_secret: Option<Spanned<String>>,
     perfmgr_lanes: Option<bool>,
     qos_report_tolerance: Option<Spanned<u8>>,
+    cc_read_back: Option<bool>,
+    cc_key_program: Option<Spanned<bool>>,
+    cc_key_protect: Option<Spanned<bool>>,
+    cc_key_lease_period: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -546,6 +550,7 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
             s.qos_report_tolerance = *tolerance.get_ref();
         }
     }
+    read_cc_key_program(&mut s, &file.sm, errors);
     if let Some(secret) = &file.sm.m_key_per_port_secret {
         match MKeySecret::new(secret.get_ref()) {
             Ok(secret) => s.m_key_per_port_secret = Some(secret),
@@ -562,6 +567,66 @@ fn build(file: NativeFile, errors: &mut Errors<'_>) -> Settings {
         }
     }
     s
+}
+
+/// The congestion control options beyond OpenSM: the read back, and `cc_key` programmed into
+/// the agents with its protection. The key's protection means nothing without the key, and a
+/// key of 0 protects nothing (IBA A10.4.1: an agent whose CC_Key is 0 checks no MAD).
+fn read_cc_key_program(s: &mut Settings, sm: &NativeSm, errors: &mut Errors<'_>) {
+    s.cc_read_back = sm.cc_read_back.unwrap_or(true);
+    let program = sm.cc_key_program.as_ref();
+    s.cc_key_program = program.is_some_and(|p| *p.get_ref());
+    s.cc_key_protect = sm.cc_key_protect.as_ref().is_some_and(|p| *p.get_ref());
+    if let Some(period) = &sm.cc_key_lease_period {
+        match u16::try_from(*period.get_ref()) {
+            Ok(seconds) => s.cc_key_lease_period = seconds,
+            Err(_) => errors.push(
+                period.span(),
+                format!(
+                    "cc_key_lease_period {} is not 0-65535 seconds, what CC_KeyLeasePeriod's 16 \
+                     bits hold",
+                    period.get_ref()
+                ),
+                None,
+            ),
+        }
+    }
+    if !s.cc_key_program {
+        let protection = [
+            (
+                "cc_key_protect",
+                sm.cc_key_protect
+                    .as_ref()
+                    .filter(|p| *p.get_ref())
+                    .map(Spanned::span),
+            ),
+            (
+                "cc_key_lease_period",
+                sm.cc_key_lease_period
+                    .as_ref()
+                    .filter(|p| *p.get_ref() != 0)
+                    .map(Spanned::span),
+            ),
+        ];
+        for (key, span) in protection {
+            if let Some(span) = span {
+                let message = format!("{key} needs cc_key_program = true: no key, no protection");
+                errors.push(span, message, None);
+            }
+        }
+        return;
+    }
+    if s.opensm_uint("cc_key").unwrap_or(0) == 0
+        && let Some(program) = program
+    {
+        errors.push(
+            program.span(),
+            "cc_key_program needs a cc_key other than 0 in [opensm]: an agent whose CC_Key is 0 \
+             checks nothing"
+                .to_string(),
+            Some("set [opensm] cc_key = \"0x...\", a secret 64-bit key".to_string()),
+        );
+    }
 }
 
 /// OpenSM raises an `m_key_lease_period` that is not longer than `sweep_interval` when the keys
@@ -820,6 +885,18 @@ pub(crate) fn write(s: &Settings) -> String {
             &mut out,
             "qos_report_tolerance",
             s.qos_report_tolerance.to_string(),
+        );
+    }
+    if !s.cc_read_back {
+        kv(&mut out, "cc_read_back", "false".to_string());
+    }
+    if s.cc_key_program {
+        kv(&mut out, "cc_key_program", "true".to_string());
+        kv(&mut out, "cc_key_protect", s.cc_key_protect.to_string());
+        kv(
+            &mut out,
+            "cc_key_lease_period",
+            s.cc_key_lease_period.to_string(),
         );
     }
     let l = &s.links;

@@ -42,6 +42,17 @@ pub struct Settings {
     /// port's data may be from what its arbitration promises in the QoS conformance report.
     /// opensm.conf cannot say it.
     pub qos_report_tolerance: u8,
+    /// ibqos.toml's `[sm] cc_read_back`: the congestion control manager reads back what it
+    /// programs, after its Sets and at each later programming, and Sets again what a port does
+    /// not hold. On unless turned off; opensm.conf cannot say it (OpenSM never reads back).
+    pub cc_read_back: bool,
+    /// ibqos.toml's `[sm] cc_key_program`: the congestion control manager programs `cc_key`
+    /// into every agent before its other Sets. opensm.conf cannot say it.
+    pub cc_key_program: bool,
+    /// ibqos.toml's `[sm] cc_key_protect`: the key is programmed with CC_KeyProtectBit set.
+    pub cc_key_protect: bool,
+    /// ibqos.toml's `[sm] cc_key_lease_period`: CC_KeyLeasePeriod in seconds.
+    pub cc_key_lease_period: u16,
     /// The partitions of the partitions.conf an opensm.conf names (`partition_config_file`),
     /// when it loaded (see [`crate::PartitionsLoad`]); from ibqos.toml, its `[partitions]`.
     pub partitions: Option<Partitions>,
@@ -451,8 +462,9 @@ pub(crate) fn describe(s: &Settings) -> BTreeMap<String, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionChange {
     /// OpenSM's name of the option; `[qos_policy]`, `[partitions]`, `program_policy_setup`,
-    /// `m_key_per_port_secret`, `perfmgr_lanes` or `qos_report_tolerance` for what the policy file, the partitions file
-    /// or ibqos.toml alone say.
+    /// `m_key_per_port_secret`, `perfmgr_lanes`, `qos_report_tolerance` or a `cc_read_back`,
+    /// `cc_key_program`, `cc_key_protect`, `cc_key_lease_period` for what the policy file, the
+    /// partitions file or ibqos.toml alone say.
     pub key: String,
     /// The value before, as a message shows it (strings quoted, `unset` for an unset QoS field).
     pub old: String,
@@ -513,6 +525,9 @@ pub fn changed_options(old: &Settings, new: &Settings) -> Vec<OptionChange> {
             new.program_policy_setup,
         ),
         ("perfmgr_lanes", old.perfmgr_lanes, new.perfmgr_lanes),
+        ("cc_read_back", old.cc_read_back, new.cc_read_back),
+        ("cc_key_program", old.cc_key_program, new.cc_key_program),
+        ("cc_key_protect", old.cc_key_protect, new.cc_key_protect),
     ] {
         if old != new {
             changes.push(OptionChange {
@@ -522,13 +537,25 @@ pub fn changed_options(old: &Settings, new: &Settings) -> Vec<OptionChange> {
             });
         }
     }
-    let (old_tolerance, new_tolerance) = (old.qos_report_tolerance, new.qos_report_tolerance);
-    if old_tolerance != new_tolerance {
-        changes.push(OptionChange {
-            key: "qos_report_tolerance".to_string(),
-            old: old_tolerance.to_string(),
-            new: new_tolerance.to_string(),
-        });
+    for (key, old, new) in [
+        (
+            "qos_report_tolerance",
+            u16::from(old.qos_report_tolerance),
+            u16::from(new.qos_report_tolerance),
+        ),
+        (
+            "cc_key_lease_period",
+            old.cc_key_lease_period,
+            new.cc_key_lease_period,
+        ),
+    ] {
+        if old != new {
+            changes.push(OptionChange {
+                key: key.to_string(),
+                old: old.to_string(),
+                new: new.to_string(),
+            });
+        }
     }
     changes
 }
@@ -727,6 +754,10 @@ fn blank() -> Settings {
         m_key_per_port_secret: None,
         perfmgr_lanes: false,
         qos_report_tolerance: DEFAULT_TOLERANCE_POINTS,
+        cc_read_back: true,
+        cc_key_program: false,
+        cc_key_protect: false,
+        cc_key_lease_period: 0,
         partitions: None,
         guid_files: BTreeMap::new(),
         torus_config: None,

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use ibqos_congestion::{CcOptions, CctOption};
+use ibqos_congestion::{CcOptions, CctOption, KeyProgram};
 use ibqos_exchange::scheduler::SchedulerConfig;
 use ibqos_fabric::credit_loops::SlSet;
 use ibqos_fabric::routing::{EngineList, GuidFile, NueMaxVls, RoutingOptions};
@@ -254,7 +254,7 @@ fn number<T: TryFrom<u64>>(settings: &Settings, name: &str, default: T, max: T) 
 
 /// The congestion control manager's options: `congestion_control` and the `cc_*` family, read
 /// as OpenSM stores them, with the SM's transaction timeout and retries (OpenSM binds its CC
-/// agent with them).
+/// agent with them), and ibqos.toml's read back and key programming.
 pub fn congestion_options(settings: &Settings) -> CcOptions {
     let defaults = CcOptions::default();
     let scheduler = scheduler_config(settings);
@@ -303,8 +303,11 @@ pub fn congestion_options(settings: &Settings) -> CcOptions {
             .collect(),
         timeout: scheduler.timeout,
         retries: scheduler.retries,
-        read_back: defaults.read_back,
-        key_program: defaults.key_program,
+        read_back: settings.cc_read_back,
+        key_program: settings.cc_key_program.then_some(KeyProgram {
+            protect: settings.cc_key_protect,
+            lease_period: settings.cc_key_lease_period,
+        }),
     }
 }
 
@@ -853,6 +856,77 @@ m_key 0X0a
             error.contains("ibqos.toml:2:")
                 && error.contains("qos_report_tolerance 101 is more than 100 percentage points"),
             "{error}"
+        );
+    }
+
+    /// ibqos.toml alone turns the congestion control read back off and has `cc_key`
+    /// programmed; `check` locates what cannot work, and migration says what opensm.conf loses.
+    #[test]
+    fn the_congestion_read_back_and_key_are_ibqos_toml_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("ibqos.toml");
+        let load = |text: &str| {
+            std::fs::write(&toml, text).unwrap();
+            ibqos_opensm::load(&toml)
+        };
+        let defaults = congestion_options(&load("").unwrap().settings);
+        assert!(defaults.read_back && defaults.key_program.is_none());
+        let text = "[sm]\ncc_read_back = false\ncc_key_program = true\ncc_key_protect = true\n\
+                    cc_key_lease_period = 60\n[opensm]\ncc_key = \"0x1234\"\n";
+        let settings = load(text).unwrap().settings;
+        let options = congestion_options(&settings);
+        assert!(!options.read_back);
+        assert_eq!(
+            options.key_program,
+            Some(KeyProgram {
+                protect: true,
+                lease_period: 60
+            })
+        );
+        let (native, _) = ibqos_opensm::to_native_toml(&settings);
+        assert!(
+            native.contains(
+                "cc_read_back = false\ncc_key_program = true\ncc_key_protect = true\n\
+                             cc_key_lease_period = 60\n"
+            ),
+            "{native}"
+        );
+        let (_, lost) = ibqos_opensm::to_opensm_conf(&settings);
+        for key in ["`cc_read_back = false`", "`cc_key_program`"] {
+            assert!(lost.iter().any(|d| d.message.contains(key)), "{lost:?}");
+        }
+        let changes = ibqos_opensm::changed_options(&Settings::default(), &settings);
+        let changed: Vec<&str> = changes.iter().map(|c| c.key.as_str()).collect();
+        for key in [
+            "cc_read_back",
+            "cc_key_program",
+            "cc_key_protect",
+            "cc_key_lease_period",
+        ] {
+            assert!(changed.contains(&key), "{changes:?}");
+            assert_eq!(takes_effect(key), Takes::NextSweep);
+        }
+
+        let error = |text: &str| load(text).unwrap_err().to_string();
+        let found = error(
+            "[sm]\ncc_key_program = true\ncc_key_lease_period = 70000\n[opensm]\ncc_key = \"1\"\n",
+        );
+        assert!(
+            found.contains("ibqos.toml:3:23")
+                && found.contains("cc_key_lease_period 70000 is not 0-65535 seconds"),
+            "{found}"
+        );
+        let found = error("[sm]\ncc_key_program = true\n");
+        assert!(
+            found.contains("ibqos.toml:2:18")
+                && found.contains("cc_key_program needs a cc_key other than 0 in [opensm]"),
+            "{found}"
+        );
+        let found = error("[sm]\ncc_key_protect = true\n");
+        assert!(
+            found.contains("ibqos.toml:2:18")
+                && found.contains("cc_key_protect needs cc_key_program = true"),
+            "{found}"
         );
     }
 

@@ -542,6 +542,69 @@ fn a_congestion_setting_changed_behind_the_back_is_set_again_at_the_next_sweep()
     assert!(reads.contains(&(0x14, 0)), "{reads:?}");
 }
 
+/// With `[sm] cc_key_program`, every agent gets `cc_key` before its settings, and a Set
+/// without it is dropped. A port whose agent another manager gave its own key is left alone.
+#[test]
+fn the_cc_key_is_programmed_when_asked_and_a_port_with_another_is_left_alone() {
+    use ibqos_mad::{CcAttributeId, CongestionKeyInfo, CongestionKeyInfoRepr};
+    let key = 0x1234;
+    let mut settings = settings(&format!("{CONGESTION}cc_key {key:#x}\n"));
+    settings.cc_key_program = true;
+    settings.cc_key_protect = true;
+    let mut fabric = Fabric::two_switch();
+    let mut manager = Manager::new(
+        Run::Daemon,
+        &settings,
+        BTreeMap::new(),
+        Guid(fabric.port_guid()),
+    );
+    let summary = sweep_done(&mut fabric, &mut manager);
+    assert!(summary.subnet_up, "{summary:?}");
+    let sets = cc_sets_since(&fabric, 0);
+    let topology = fabric.emulator.topology().clone();
+    let agents: Vec<PortRef> = topology
+        .nodes()
+        .flat_map(|(id, node)| {
+            let ports = if node.is_switch() {
+                0..=0
+            } else {
+                1..=node.num_ports()
+            };
+            ports.map(move |port| PortRef::new(id, port))
+        })
+        .collect();
+    let key_sets = sets.iter().take_while(|set| set.0 == 0x12).count();
+    assert_eq!(key_sets, agents.len(), "{sets:?}");
+    for &port in &agents {
+        let held = fabric.emulator.congestion_agent(port).unwrap().key;
+        assert_eq!((held.cc_key, held.protect), (key, true), "{port:?}");
+    }
+    let s1 = fabric.port_of("S1", 0);
+    let setting = CcAttributeId::SwitchCongestionSetting;
+    assert!(!fabric.cc_set_behind_the_back(s1, setting, &marking_rate_setting(3), 0));
+    assert_eq!(marking_rate(&fabric, "S1"), 10);
+
+    // Another manager, knowing the key, gives S1 its own; then rewrites its setting.
+    let other = CongestionKeyInfoRepr {
+        cc_key: 0x99,
+        protect: true,
+        lease_period: 0,
+        violations: 0,
+    };
+    let mut data = [0u8; 16];
+    other.emit(&mut CongestionKeyInfo::new_unchecked(&mut data[..]));
+    let key_info = CcAttributeId::CongestionKeyInfo;
+    assert!(fabric.cc_set_behind_the_back(s1, key_info, &data, key));
+    assert!(fabric.cc_set_behind_the_back(s1, setting, &marking_rate_setting(3), 0x99));
+    let from = fabric.sent.len();
+    assert!(manager.sweep_now());
+    sweep_done(&mut fabric, &mut manager);
+    assert_eq!(cc_sets_since(&fabric, from), []);
+    assert_eq!(marking_rate(&fabric, "S1"), 3);
+    let s1_guid = fabric.guid_of(s1);
+    assert!(manager.congestion.ports()[&s1_guid].foreign_key);
+}
+
 /// Traffic a port sent on VLs 0 and 1 (SL n on VL n), `packets` 2048-byte packets on each, both
 /// backlogged (each waited while the other sent: more ticks than a 16-bit counter holds), and
 /// what its peer received of it. The PerfMgr's own MADs on VL 0 are a few hundred words.
