@@ -5,6 +5,8 @@
 //! What is checked: every field ibccconfig can set lands where libibmad reads it; a Set keeps
 //! only what its Control_Map selects; the CCT is addressed by block; a protected CC_Key hides
 //! itself from a Get without it and turns away a Set without it, counting the violations.
+//! Against OpenSM: both SMs leave the same state. Beyond it: a daemon with the key programmed
+//! keys every agent, and Sets again at its next sweep a setting changed behind its back.
 //! ibccquery reads only the first 32 bytes of a CongestionLog (its buffer is the log data's
 //! size), so only the log's header is checked.
 //!
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use ibqos_tests::daemon::Daemon;
 use ibqos_tests::opensm::run_opensm_once;
 use ibqos_tests::perfquery::PerfQuery;
 use ibqos_tests::planner::ibqos_binary;
@@ -436,4 +439,75 @@ fn ibqos_dump_reads_the_congestion_state_the_emulator_holds() {
     let read = congestion_sections(&std::fs::read_to_string(&live).unwrap());
     assert_eq!(read.len(), 7, "{read:?}");
     assert_eq!(read, served.dumped);
+}
+
+/// Beyond OpenSM, as ibqos.toml asks: every agent gets the CC_Key, protected, and a daemon
+/// sweeping every second reads its settings back.
+const KEYED: &str = "[sm]\nsweep_interval = 1\ncc_key_program = true\ncc_key_protect = true\n\
+                     cc_key_lease_period = 60\n[opensm]\ncongestion_control = true\n\
+                     cc_key = \"0x1234\"\ncc_sw_cong_setting_control_map = \"0x1f\"\n\
+                     cc_sw_cong_setting_threshold = \"0xf\"\n\
+                     cc_sw_cong_setting_marking_rate = 10\n\
+                     cc_ca_cong_setting_port_control = \"1\"\n\
+                     cc_ca_cong_setting_control_map = \"0x2\"\n\
+                     \"cc_ca_cong_setting_ccti_timer 1\" = 150\ncc_cct = \"0:0,1:5\"\n";
+
+/// How long a daemon's sweep may take to end.
+const SUMMARY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `ibqos sm` with [`KEYED`] programs the key into every agent before its settings, so a Set
+/// without it is turned away; a switch setting rewritten behind its back (by ibccconfig, with
+/// the key) is read back and Set again at the next sweep.
+#[test]
+fn a_daemon_programs_the_key_and_sets_again_what_changed_behind_its_back() {
+    let test_dir = TestDir::new("fabric-serve-cc-read-back");
+    let tools = SimTools::require();
+    let ibqos = ibqos_binary().unwrap();
+    let netfile = testdata("two-switch.net");
+    let served_dir = test_dir.subdir("served");
+    let served = Ibsim::serve(&tools, &ibqos, &netfile, SM_NODE, &served_dir).unwrap();
+    let toml = test_dir.path().join("ibqos.toml");
+    std::fs::write(&toml, KEYED).unwrap();
+    let sm =
+        SmInvocation::new(SmFabric::Native, SM_NODE, &served_dir.join("cache")).opensm_conf(&toml);
+    let mut daemon = Daemon::start(&sm, &ibqos, &served).unwrap();
+    let summary = daemon.pause_after_next_sweep(SUMMARY_TIMEOUT).unwrap();
+    assert_eq!(summary["subnet_up"], true, "{}", daemon.output());
+    let cc = Cc {
+        tools: &tools,
+        diags: PerfQuery::new(&tools, &served, QUERY_NODE, &TARGETS),
+    };
+
+    for target in ["S1", "H5"] {
+        let out = cc.query(&["CK", target]);
+        assert_eq!(field(&out, "CC_Key"), "0x0000000000000000", "hidden: {out}");
+        assert_eq!(field(&out, "CC_KeyProtectBit"), "1", "{out}");
+        let out = cc.query(&["-c", "0x1234", "CK", target]);
+        assert_eq!(field(&out, "CC_Key"), "0x0000000000001234", "{out}");
+        assert_eq!(field(&out, "CC_KeyLeasePeriod"), "60", "{out}");
+    }
+    assert_eq!(field(&cc.query(&["SS", "S1"]), "Marking_Rate"), "10");
+    let rewrite = ["SS", "S1", "0x10", "0", "0", "0", "0", "0", "0:0", "3"];
+    let (taken, out) = cc.config(&rewrite);
+    assert!(!taken, "a Set without the key was answered: {out}");
+    let keyed: Vec<&str> = ["-c", "0x1234"].iter().chain(&rewrite).copied().collect();
+    cc.set(&keyed);
+    assert_eq!(field(&cc.query(&["SS", "S1"]), "Marking_Rate"), "3");
+
+    daemon.signal("CONT").unwrap();
+    daemon.pause_after_next_sweep(SUMMARY_TIMEOUT).unwrap();
+    let out = cc.query(&["SS", "S1"]);
+    assert_eq!(
+        field(&out, "Marking_Rate"),
+        "10",
+        "{out}\n{}",
+        daemon.output()
+    );
+    let log = daemon.output();
+    assert!(
+        log.contains("does not hold the SwitchCongestionSetting it was programmed with"),
+        "{log}"
+    );
+    daemon.signal("CONT").unwrap();
+    daemon.stop(SUMMARY_TIMEOUT).unwrap();
 }
