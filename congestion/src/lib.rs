@@ -13,5 +13,5 @@ mod reader;
 mod wire;
 
 pub use config::{CCT_ENTRIES_MAX, CcData, CcOptions, CctOption, KeyProgram};
-pub use manager::{CcNodeKind, CcNotice, CcPort, CongestionManager, PortState};
+pub use manager::{CcDrift, CcNodeKind, CcNotice, CcPort, CongestionManager, PortState};
 pub use reader::{CcUnread, CongestionReader};

@@ -229,8 +229,17 @@ impl std::fmt::Display for CcNotice {
     }
 }
 
+/// What the read back found, by attribute, since the manager started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CcDrift {
+    /// Attributes a Get before the Sets found not holding what the port was programmed with.
+    pub found: BTreeMap<CcAttributeId, u64>,
+    /// Of those, Set again and echoed back holding it.
+    pub repaired: BTreeMap<CcAttributeId, u64>,
+}
+
 /// An attribute the manager programs at a port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Target {
     Key,
     Switch,
@@ -309,6 +318,8 @@ struct Pass {
     key_unread: BTreeSet<u64>,
     /// What was Set and answered with status 0, in order: read back in the last stage.
     set: Vec<(CcPort, Target)>,
+    /// What the read before the Sets found drifted, by port GUID.
+    drifted: BTreeSet<(u64, Target)>,
 }
 
 /// OpenSM's congestion control manager.
@@ -320,6 +331,7 @@ pub struct CongestionManager {
     /// Every port that was ever programmed, by port GUID.
     ports: BTreeMap<u64, PortState>,
     pass: Option<Pass>,
+    drift: CcDrift,
     /// MADs not yet handed to the scheduler, in OpenSM's order.
     planned: VecDeque<Request<Op, Gmp>>,
     notices: Vec<CcNotice>,
@@ -370,6 +382,7 @@ impl CongestionManager {
             scheduler,
             ports: BTreeMap::new(),
             pass: None,
+            drift: CcDrift::default(),
             planned: VecDeque::new(),
             notices: Vec::new(),
         }
@@ -396,6 +409,11 @@ impl CongestionManager {
     /// What each port last answered, by port GUID.
     pub fn ports(&self) -> &BTreeMap<u64, PortState> {
         &self.ports
+    }
+
+    /// The drift the read back found and repaired since the manager started.
+    pub fn drift(&self) -> &CcDrift {
+        &self.drift
     }
 
     /// Every stage of the programming done: each MAD answered or given up.
@@ -429,6 +447,7 @@ impl CongestionManager {
             left_alone: BTreeSet::new(),
             key_unread: BTreeSet::new(),
             set: Vec::new(),
+            drifted: BTreeSet::new(),
         });
         self.plan_stage();
         self.advance();
@@ -718,10 +737,18 @@ impl CongestionManager {
             return;
         }
         state.unavailable = false;
+        let kept = self.keep(op, data, true);
         if let Some(pass) = self.pass.as_mut() {
             pass.set.push((op.port, op.target));
+            if pass.drifted.remove(&(op.port.port_guid, op.target)) && kept {
+                *self
+                    .drift
+                    .repaired
+                    .entry(op.target.attribute())
+                    .or_default() += 1;
+            }
         }
-        if !self.keep(op, data, true) {
+        if !kept {
             self.notices.push(CcNotice::NotKept {
                 attribute: op.target.attribute(),
                 node_guid: op.port.node_guid,
@@ -731,7 +758,8 @@ impl CongestionManager {
     }
 
     /// The answer to a Get: a port that does not hold what it was programmed with is reported,
-    /// and what it holds kept so that OpenSM's rule Sets it again.
+    /// and what it holds kept so that OpenSM's rule Sets it again. Found before the Sets, it is
+    /// drift.
     fn get_answered(&mut self, op: Op, status: Status, data: &[u8]) {
         if status != Status::OK {
             return self.unread(op, Some(status));
@@ -739,13 +767,20 @@ impl CongestionManager {
         if op.target == Target::Key && op.access == Access::Read {
             return self.key_read(op, data);
         }
-        if !self.keep(op, data, false) {
-            self.notices.push(CcNotice::NotHeld {
-                attribute: op.target.attribute(),
-                node_guid: op.port.node_guid,
-                port: op.port.port,
-            });
+        if self.keep(op, data, false) {
+            return;
         }
+        if op.access == Access::Read
+            && let Some(pass) = self.pass.as_mut()
+        {
+            pass.drifted.insert((op.port.port_guid, op.target));
+            *self.drift.found.entry(op.target.attribute()).or_default() += 1;
+        }
+        self.notices.push(CcNotice::NotHeld {
+            attribute: op.target.attribute(),
+            node_guid: op.port.node_guid,
+            port: op.port.port,
+        });
     }
 
     /// The CongestionKeyInfo read first: whether the agent's key lets this SM's Sets in.

@@ -19,7 +19,9 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use ibqos_mad::{AttributeId, InvalidField, Method, NodeType, PortState, SmState, Status};
+use ibqos_mad::{
+    AttributeId, CcAttributeId, InvalidField, Method, NodeType, PortState, SmState, Status,
+};
 use ibqos_perfmgr::SweepState;
 use ibqos_perfmgr::lanes::{DISCARD_CAUSES, Index, Lane, LaneDatabase};
 use ibqos_qos::PortClass;
@@ -124,6 +126,13 @@ const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// minutes.
 const SWEEP_BUCKETS: [f64; 12] = [
     0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
+/// The congestion control settings the read back checks, under their `table` label.
+const CONGESTION_TABLES: [(CcAttributeId, &str); 3] = [
+    (CcAttributeId::SwitchCongestionSetting, "cc_switch"),
+    (CcAttributeId::CaCongestionSetting, "cc_ca"),
+    (CcAttributeId::CongestionControlTable, "cct"),
 ];
 
 /// A client that sends nothing for this long is dropped, so it cannot hold the endpoint.
@@ -610,7 +619,8 @@ impl SmMetrics {
         );
         r.register(
             "table_drift_found",
-            "Tables a diff sweep found holding something else than the SM programs, by table",
+            "Tables (and congestion control settings) a sweep read back holding something else \
+             than the SM programs, by table",
             m.drift_found.clone(),
         );
         r.register(
@@ -724,6 +734,13 @@ impl SmMetrics {
             let found = tables.drift_found.get(&table).copied().unwrap_or(0);
             store(&self.drift_found, &label("table", name), found);
             let repaired = tables.drift_repaired.get(&table).copied().unwrap_or(0);
+            store(&self.drift_repaired, &label("table", name), repaired);
+        }
+        let drift = &counters.congestion_drift;
+        for (attribute, name) in CONGESTION_TABLES {
+            let found = drift.found.get(&attribute).copied().unwrap_or(0);
+            store(&self.drift_found, &label("table", name), found);
+            let repaired = drift.repaired.get(&attribute).copied().unwrap_or(0);
             store(&self.drift_repaired, &label("table", name), repaired);
         }
     }
@@ -1070,6 +1087,28 @@ mod tests {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).expect("answer read");
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+
+    /// The congestion control settings the read back found drifted join the tables' drift
+    /// series, under their own `table` labels.
+    #[test]
+    fn congestion_control_drift_is_counted_with_the_tables() {
+        let mut registry = Registry::default();
+        let metrics = SmMetrics::register(&mut registry);
+        let mut counters = Counters::default();
+        let switch = CcAttributeId::SwitchCongestionSetting;
+        counters.congestion_drift.found.insert(switch, 2);
+        counters.congestion_drift.repaired.insert(switch, 1);
+        metrics.mirror(&counters);
+        let text = openmetrics(&registry);
+        for line in [
+            "table_drift_found_total{table=\"cc_switch\"} 2",
+            "table_drift_repaired_total{table=\"cc_switch\"} 1",
+            "table_drift_found_total{table=\"cct\"} 0",
+            "table_drift_found_total{table=\"sl2vl\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+        }
     }
 
     /// A family's series come in the order of their labels at every scrape, however they were

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use ibqos_congestion::CcDrift;
 use ibqos_mad::{AttributeId, Mad, Method, MgmtClass, NodeType, PortState, Status};
 use ibqos_qos::PortClass;
 
@@ -31,6 +32,8 @@ pub struct Counters {
     pub traps: BTreeMap<u16, u64>,
     /// The sweeps' table Sets, drift found and repaired.
     pub tables: TableTally,
+    /// The congestion control settings the read back found drifted, and repaired.
+    pub congestion_drift: CcDrift,
     /// Routings checked for credit loops (each once, after the sweep that programmed it).
     pub credit_loop_checks: u64,
 }

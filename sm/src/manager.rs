@@ -967,6 +967,7 @@ impl Manager {
         }
         self.learned = sweep.learned().clone();
         self.counters.add_sweep(&sweep);
+        self.counters.congestion_drift = self.congestion.drift().clone();
         // A dry run writes no table: what it would route is not what the fabric holds.
         if mode != SweepMode::DryRun
             && self

@@ -431,10 +431,17 @@ fn what_changed_behind_the_managers_back_is_found_and_set_again() {
             not_held(CcAttributeId::CongestionControlTable, 0x0101, 1),
         ]
     );
+    let counted = BTreeMap::from([
+        (CcAttributeId::SwitchCongestionSetting, 1),
+        (CcAttributeId::CongestionControlTable, 1),
+    ]);
+    assert_eq!(manager.drift().found, counted);
+    assert_eq!(manager.drift().repaired, counted);
     // Repaired: the next programming finds everything in place.
     manager.program(&ports(), false);
     assert_eq!(agents.run(&mut manager, now), []);
     assert!(manager.take_notices().is_empty());
+    assert_eq!(manager.drift().found, counted);
 }
 
 #[test]

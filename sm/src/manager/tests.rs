@@ -533,6 +533,9 @@ fn a_congestion_setting_changed_behind_the_back_is_set_again_at_the_next_sweep()
     sweep_done(&mut fabric, &mut manager);
     assert_eq!(cc_sets_since(&fabric, from), [(0x14, 0)]);
     assert_eq!(marking_rate(&fabric, "S1"), 10);
+    let once = BTreeMap::from([(setting, 1)]);
+    let drift = &manager.counters().congestion_drift;
+    assert_eq!((&drift.found, &drift.repaired), (&once, &once));
 
     let from = fabric.sent.len();
     assert!(manager.sweep_now());
