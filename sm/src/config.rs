@@ -820,16 +820,22 @@ m_key 0X0a
         assert_eq!(takes_effect("event_plugin_name"), Takes::Never);
     }
 
+    /// `text` written as an ibqos.toml in `dir`, and loaded.
+    fn load_toml(
+        dir: &tempfile::TempDir,
+        text: &str,
+    ) -> Result<ibqos_opensm::Loaded, ibqos_opensm::LoadError> {
+        let toml = dir.path().join("ibqos.toml");
+        std::fs::write(&toml, text).unwrap();
+        ibqos_opensm::load(&toml)
+    }
+
     /// ibqos.toml alone says the QoS conformance report's tolerance; the manager takes it at
     /// the sweep after a reload, as the QoS options.
     #[test]
     fn the_qos_report_tolerance_is_an_ibqos_toml_option() {
         let dir = tempfile::tempdir().unwrap();
-        let toml = dir.path().join("ibqos.toml");
-        let load = |text: &str| {
-            std::fs::write(&toml, text).unwrap();
-            ibqos_opensm::load(&toml)
-        };
+        let load = |text: &str| load_toml(&dir, text);
         assert_eq!(load("").unwrap().settings.qos_report_tolerance, 2);
         let settings = load("[sm]\nqos_report_tolerance = 5\n").unwrap().settings;
         assert_eq!(settings.qos_report_tolerance, 5);
@@ -864,11 +870,7 @@ m_key 0X0a
     #[test]
     fn the_congestion_read_back_and_key_are_ibqos_toml_options() {
         let dir = tempfile::tempdir().unwrap();
-        let toml = dir.path().join("ibqos.toml");
-        let load = |text: &str| {
-            std::fs::write(&toml, text).unwrap();
-            ibqos_opensm::load(&toml)
-        };
+        let load = |text: &str| load_toml(&dir, text);
         let defaults = congestion_options(&load("").unwrap().settings);
         assert!(defaults.read_back && defaults.key_program.is_none());
         let text = "[sm]\ncc_read_back = false\ncc_key_program = true\ncc_key_protect = true\n\

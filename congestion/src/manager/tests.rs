@@ -164,6 +164,17 @@ impl Agents {
     }
 }
 
+/// A manager with `options` that programmed the ports once, forced, to agents that keep what
+/// they were Set; the time it did.
+fn programmed(options: CcOptions) -> (CongestionManager, Agents, Instant) {
+    let mut manager = CongestionManager::new(options);
+    let mut agents = Agents::default();
+    let now = Instant::now();
+    manager.program(&ports(), true);
+    agents.run(&mut manager, now);
+    (manager, agents, now)
+}
+
 #[test]
 fn sets_go_in_opensm_port_order_switches_and_ca_ports_only() {
     let mut manager = CongestionManager::new(options());
@@ -193,11 +204,7 @@ fn sets_go_in_opensm_port_order_switches_and_ca_ports_only() {
 
 #[test]
 fn what_the_ports_hold_is_not_sent_again_unless_forced() {
-    let mut manager = CongestionManager::new(options());
-    let now = Instant::now();
-    let mut agents = Agents::default();
-    manager.program(&ports(), true);
-    agents.run(&mut manager, now);
+    let (mut manager, mut agents, now) = programmed(options());
     manager.program(&ports(), false);
     assert_eq!(agents.run(&mut manager, now), []);
     manager.program(&ports(), true);
@@ -334,11 +341,7 @@ fn an_invalid_value_status_ends_a_port_as_opensm_tests_the_bits() {
 
 #[test]
 fn new_options_send_what_now_differs() {
-    let mut manager = CongestionManager::new(options());
-    let now = Instant::now();
-    let mut agents = Agents::default();
-    manager.program(&ports(), true);
-    agents.run(&mut manager, now);
+    let (mut manager, mut agents, now) = programmed(options());
     manager.set_options(CcOptions {
         switch_marking_rate: 20,
         ..options()
@@ -368,11 +371,7 @@ fn methods(agents: &Agents, from: usize) -> Vec<(Method, CcAttributeId)> {
 
 #[test]
 fn each_set_is_read_back_after_the_sets_and_at_every_later_programming() {
-    let mut manager = CongestionManager::new(options());
-    let now = Instant::now();
-    let mut agents = Agents::default();
-    manager.program(&ports(), true);
-    agents.run(&mut manager, now);
+    let (mut manager, mut agents, now) = programmed(options());
     let (switch, ca, table) = (
         CcAttributeId::SwitchCongestionSetting,
         CcAttributeId::CaCongestionSetting,
@@ -402,11 +401,7 @@ fn each_set_is_read_back_after_the_sets_and_at_every_later_programming() {
 
 #[test]
 fn what_changed_behind_the_managers_back_is_found_and_set_again() {
-    let mut manager = CongestionManager::new(options());
-    let now = Instant::now();
-    let mut agents = Agents::default();
-    manager.program(&ports(), true);
-    agents.run(&mut manager, now);
+    let (mut manager, mut agents, now) = programmed(options());
     // Someone else rewrites the switch's setting and the CA's second table block.
     agents.held.insert((1, 0x14, 0), vec![0; 192]);
     agents.held.insert((3, 0x17, 1), vec![0; 192]);
@@ -446,14 +441,10 @@ fn what_changed_behind_the_managers_back_is_found_and_set_again() {
 
 #[test]
 fn without_read_back_only_opensms_sets_go() {
-    let mut manager = CongestionManager::new(CcOptions {
+    let (mut manager, mut agents, now) = programmed(CcOptions {
         read_back: false,
         ..options()
     });
-    let now = Instant::now();
-    let mut agents = Agents::default();
-    manager.program(&ports(), true);
-    agents.run(&mut manager, now);
     assert_eq!(agents.since(0, Method::Get), []);
     agents.held.clear();
     manager.program(&ports(), false);
@@ -463,11 +454,7 @@ fn without_read_back_only_opensms_sets_go() {
 
 #[test]
 fn a_get_without_a_usable_answer_is_reported_and_ends_no_port() {
-    let mut manager = CongestionManager::new(options());
-    let mut now = Instant::now();
-    let mut agents = Agents::default();
-    manager.program(&ports(), true);
-    agents.run(&mut manager, now);
+    let (mut manager, mut agents, mut now) = programmed(options());
     // The switch stops answering, the CA answers "unsupported": Gets alone, four times over.
     agents.silent.push(1);
     agents
@@ -580,11 +567,7 @@ fn a_port_holding_another_key_is_reported_once_and_left_alone_until_it_holds_non
 
 #[test]
 fn a_new_cc_key_replaces_the_one_this_manager_programmed() {
-    let mut manager = CongestionManager::new(keyed());
-    let now = Instant::now();
-    let mut agents = Agents::default();
-    manager.program(&ports(), true);
-    agents.run(&mut manager, now);
+    let (mut manager, mut agents, now) = programmed(keyed());
     let new_key = 0x0a0b_0c0d;
     manager.set_options(CcOptions {
         cc_key: new_key,
