@@ -37,6 +37,7 @@ mod network;
 pub mod plot;
 mod queue;
 mod random;
+pub mod ranks;
 mod report;
 pub mod traffic;
 pub mod window;
@@ -56,7 +57,7 @@ pub use dcqcn::{
     NpParams, ReactionPoint, RpParams,
 };
 pub use describe::describe;
-pub use engine::{LaneCount, Parallel, PortSample, Run, SimOptions, Simulation, simulate};
+pub use engine::{LaneCount, Parallel, PortSample, Ranked, Run, SimOptions, Simulation, simulate};
 pub use ethernet::frame::{
     CNP_PAYLOAD_BYTES, ETHERNET_HEADER_BYTES, FCS_BYTES, IPV4_HEADER_BYTES, ROCE_HEADER_BYTES,
     UDP_HEADER_BYTES, ethernet_wire_ps, frame_bytes,

@@ -279,6 +279,12 @@ pub enum NetworkError {
         "a run over several threads needs links whose packets and credits take time to cross (propagation, credit latency): here one takes none; run on one thread"
     )]
     NoLookahead,
+    #[error("a run takes at most 255 partitions (threads times processes): {partitions} asked")]
+    TooManyPartitions { partitions: usize },
+    #[error(
+        "process {rank} of the run was started on other inputs or options than process 0 (its fabric, flows, duration, seed or threads differ): every process must run the same command"
+    )]
+    RanksDisagree { rank: usize },
     #[error("node {name} does not have the per-port tables its {num_ports} ports need")]
     BadTables { name: String, num_ports: u8 },
     #[error(

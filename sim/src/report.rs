@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use ibqos_fabric::credit_loops::Channel;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Sub-buckets per power of two in a [`Histogram`]: a value is known within 1/16 (6.25 %).
 const SUB_BITS: u32 = 4;
@@ -17,7 +17,7 @@ const SUB: u64 = 1 << SUB_BITS;
 /// bucket is `first` and its count `total`, with nothing on the heap. Why: in a large
 /// all-to-all most flows deliver a packet or two, and an allocation per flow was a tenth of the
 /// run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Histogram {
     /// Index of `counts[0]`, or of the one bucket used while `counts` is empty.
     first: usize,
@@ -470,7 +470,7 @@ pub struct Deadlock {
 
 /// What a lane (a VL, or an Ethernet traffic class) or an Ethernet priority of one port sent:
 /// packets and blocks (bytes on Ethernet), counted as each packet starts.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub(crate) struct Sent {
     pub(crate) packets: u64,
     pub(crate) blocks: u64,

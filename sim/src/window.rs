@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 
 use crate::network::{Network, NodeKind};
+use crate::ranks::{Portable, Ranks};
 
 /// Push numbers given in a window (with the window's count in the low bits): above every
 /// number of an earlier window, and ordered among themselves as the partition pushed them,
@@ -107,7 +108,7 @@ impl<C> Slot<C> {
 /// One partition of a run, as [`Windows`] drives it.
 pub trait Partition: Send {
     /// An event it pushes for another partition's port.
-    type Crossing: Send + Sync;
+    type Crossing: Portable;
     /// Takes its events up to `until` (inclusive), logging each.
     fn run(&mut self, until: u64);
     /// Moves its window's log and outboxes into `slot`, and numbers the next window's pushes
@@ -151,25 +152,55 @@ impl SpinBarrier {
 }
 
 /// The windows of a run in partitions: where the run is, and what the windows' ends need.
-#[derive(Debug)]
+///
+/// A run may span processes ([`Ranks`], MPI's say): each holds `per_rank` partitions, a thread
+/// each, and the slots of every partition; at a window's end its first thread fills the other
+/// processes' slots from theirs (see [`crate::ranks`]) before any partition merges.
 pub struct Windows<C> {
     lookahead: u64,
-    /// Slots alternate between windows, so that a partition writes one while others may still
-    /// read the other.
+    /// Every partition's slots, in each process. Slots alternate between windows, so that a
+    /// partition writes one while others may still read the other.
     slots: [Vec<RwLock<Slot<C>>>; 2],
     barrier: SpinBarrier,
-    /// Each partition's numbering (the same in each, worked out by each).
+    /// The first of this process's partitions.
+    first: usize,
+    /// Each of this process's partitions' numbering (the same in each, worked out by each).
     merges: Vec<Merge>,
+    /// The other processes of a run that spans several.
+    ranks: Option<Box<dyn Ranks>>,
     /// The windows ended so far, and the time the next starts at.
     ended: usize,
     next: u64,
 }
 
-impl<C: Send + Sync> Windows<C> {
-    /// The windows of `k` partitions `lookahead` long (at least 1 ps), whose first push
-    /// number is `first_number` (numbers below it are taken before the run).
-    pub fn new(k: usize, lookahead: u64, first_number: u64) -> Self {
+impl<C> std::fmt::Debug for Windows<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Windows")
+            .field("lookahead", &self.lookahead)
+            .field("partitions", &self.slots[0].len())
+            .field("first", &self.first)
+            .field("ranks", &self.ranks.as_ref().map(|r| (r.rank(), r.size())))
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Portable> Windows<C> {
+    /// The windows of `per_rank` partitions in each of `ranks`' processes (or in this one
+    /// alone), `lookahead` long (at least 1 ps), whose first push number is `first_number`
+    /// (numbers below it are taken before the run).
+    pub fn new(
+        per_rank: usize,
+        ranks: Option<Box<dyn Ranks>>,
+        lookahead: u64,
+        first_number: u64,
+    ) -> Self {
         assert!(lookahead > 0, "a window of no time");
+        let (rank, size) = ranks.as_ref().map_or((0, 1), |r| (r.rank(), r.size()));
+        let k = per_rank * size;
+        // Every thread of every process on this machine waits at the windows' ends.
+        let threads_here = per_rank * ranks.as_ref().map_or(1, |r| r.on_this_machine());
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let slot = || {
             RwLock::new(Slot {
                 log: Vec::new(),
@@ -181,72 +212,123 @@ impl<C: Send + Sync> Windows<C> {
             lookahead,
             slots: std::array::from_fn(|_| (0..k).map(|_| slot()).collect()),
             barrier: SpinBarrier {
-                parties: k,
-                spins: if k <= std::thread::available_parallelism().map_or(1, usize::from) {
-                    1 << 12
-                } else {
-                    0
-                },
+                parties: per_rank,
+                spins: if threads_here <= cores { 1 << 12 } else { 0 },
                 arrived: AtomicUsize::new(0),
                 generation: AtomicUsize::new(0),
             },
-            merges: (0..k)
+            first: rank * per_rank,
+            merges: (0..per_rank)
                 .map(|_| Merge {
                     pushed: first_number,
                     numbers: vec![Vec::new(); k],
                 })
                 .collect(),
+            ranks,
             ended: 0,
             next: 0,
         }
     }
 
-    /// Runs `parts` (a thread each) through every event up to `until` (inclusive), window by
-    /// window, from where the last call left them. What they did before the first call (at
-    /// time 0) is the first window's end.
+    /// The processes of a run that spans several.
+    pub fn ranks(&mut self) -> Option<&mut (dyn Ranks + 'static)> {
+        self.ranks.as_deref_mut()
+    }
+
+    /// Runs `parts` (this process's partitions, a thread each: the first on the caller's)
+    /// through every event up to `until` (inclusive), window by window, from where the last
+    /// call left them. What they did before the first call (at time 0) is the first window's
+    /// end. Every process of the run makes the same calls.
     pub fn run<P: Partition<Crossing = C>>(&mut self, parts: &mut [P], until: u64) {
         assert_eq!(parts.len(), self.merges.len(), "a partition per thread");
-        let (lookahead, first, from) = (self.lookahead, self.ended, self.next);
-        let slots = &self.slots;
-        let barrier = &self.barrier;
-        let ends: Vec<(usize, u64)> = std::thread::scope(|scope| {
-            let threads: Vec<_> = parts
+        let driver = Driver {
+            slots: &self.slots,
+            barrier: &self.barrier,
+            lookahead: self.lookahead,
+            until,
+            window: self.ended,
+            start: self.next,
+            spans_ranks: self.ranks.is_some(),
+        };
+        let first = self.first;
+        let ranks = self.ranks.as_deref_mut();
+        let ((part, others), (merge, other_merges)) = (
+            parts.split_first_mut().expect("a partition at least"),
+            self.merges.split_first_mut().expect("a partition at least"),
+        );
+        (self.ended, self.next) = std::thread::scope(|scope| {
+            let threads: Vec<_> = others
                 .iter_mut()
-                .zip(&mut self.merges)
+                .zip(other_merges)
                 .enumerate()
-                .map(|(me, (part, merge))| {
-                    scope.spawn(move || {
-                        let mut start = from;
-                        let mut window = first;
-                        loop {
-                            let slots = &slots[window % 2];
-                            part.hand_over(&mut slots[me].write().expect("slot"));
-                            barrier.wait();
-                            {
-                                let guards: Vec<RwLockReadGuard<Slot<C>>> =
-                                    slots.iter().map(|s| s.read().expect("slot")).collect();
-                                let views: Vec<&Slot<C>> = guards.iter().map(|g| &**g).collect();
-                                merge.run(&views);
-                                part.take_back(me, &views, &merge.numbers);
-                            }
-                            window += 1;
-                            if start > until {
-                                break;
-                            }
-                            let end = start.saturating_add(lookahead - 1).min(until);
-                            part.run(end);
-                            start = end + 1;
-                        }
-                        (window, start)
-                    })
+                .map(|(i, (part, merge))| {
+                    scope.spawn(move || driver.drive(first + 1 + i, part, merge, None))
                 })
                 .collect();
-            threads
-                .into_iter()
-                .map(|t| t.join().expect("a partition's thread"))
-                .collect()
+            let end = driver.drive(first, part, merge, ranks);
+            for thread in threads {
+                thread.join().expect("a partition's thread");
+            }
+            end
         });
-        (self.ended, self.next) = ends[0];
+    }
+}
+
+/// What every thread of a [`Windows::run`] shares.
+struct Driver<'w, C> {
+    slots: &'w [Vec<RwLock<Slot<C>>>; 2],
+    barrier: &'w SpinBarrier,
+    lookahead: u64,
+    until: u64,
+    /// The first window of the call, and the time it starts at.
+    window: usize,
+    start: u64,
+    spans_ranks: bool,
+}
+
+impl<C> Clone for Driver<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C> Copy for Driver<'_, C> {}
+
+impl<C: Portable> Driver<'_, C> {
+    /// Drives partition `me` window by window; the thread given `ranks` exchanges this
+    /// process's slots with the others'. Returns the windows ended and where the next starts.
+    fn drive<P: Partition<Crossing = C>>(
+        self,
+        me: usize,
+        part: &mut P,
+        merge: &mut Merge,
+        mut ranks: Option<&mut (dyn Ranks + 'static)>,
+    ) -> (usize, u64) {
+        let (mut window, mut start) = (self.window, self.start);
+        loop {
+            let slots = &self.slots[window % 2];
+            part.hand_over(&mut slots[me].write().expect("slot"));
+            self.barrier.wait();
+            if self.spans_ranks {
+                if let Some(ranks) = ranks.as_deref_mut() {
+                    crate::ranks::exchange(ranks, slots, self.barrier.parties);
+                }
+                self.barrier.wait();
+            }
+            {
+                let guards: Vec<RwLockReadGuard<Slot<C>>> =
+                    slots.iter().map(|s| s.read().expect("slot")).collect();
+                let views: Vec<&Slot<C>> = guards.iter().map(|g| &**g).collect();
+                merge.run(&views);
+                part.take_back(me, &views, &merge.numbers);
+            }
+            window += 1;
+            if start > self.until {
+                return (window, start);
+            }
+            let end = start.saturating_add(self.lookahead - 1).min(self.until);
+            part.run(end);
+            start = end + 1;
+        }
     }
 }
 

@@ -91,6 +91,8 @@
 //! window's end, and the report is put together from each port's and flow's owner.
 use std::collections::VecDeque;
 
+use serde::{Deserialize, Serialize};
+
 mod congestion;
 mod deadlock;
 mod parallel;
@@ -106,7 +108,7 @@ use setup::Layout;
 
 use crate::ethernet::state as ethernet;
 
-pub use parallel::{Parallel, Run};
+pub use parallel::{Parallel, Ranked, Run};
 pub use sample::{LaneCount, PortSample};
 
 use crate::infiniband::arbiter::ArbiterOptions;
@@ -141,7 +143,7 @@ pub struct SimOptions {
 
 /// What happens at a time, 12 bytes (so that a queued event, with its time and push number,
 /// takes 32).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) enum Event {
     /// A flow's start time: it generates (a rate flow, or a flow its source drops).
     Start { flow: u32 },
@@ -288,7 +290,7 @@ impl PortState {
 /// one line of the lane, and a fabric's lanes take half the cache they would alone in a line.
 /// The greedy flows taking turns on it ([`Simulation::rotations`]: only source ports have
 /// any) and its wait for credits ([`Simulation::waits`]: rare) are apart.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[repr(align(32))]
 pub(crate) struct Lane {
     pub(crate) sent: Sent,
@@ -360,7 +362,7 @@ pub(crate) struct Turn {
 /// is kept, and at the end `to_end` is the integral. It is at most the peak times the run's
 /// length; past 2^64 block-picoseconds (a flood on VL15, which has no credits, for long) the
 /// high part is carried out ([`Buffer::change`]).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 struct Buffer {
     occupancy: u32,
     peak: u32,
@@ -429,7 +431,7 @@ struct Tally {
 const _: () = assert!(size_of::<Tally>() == 64, "a tally fills one cache line");
 
 /// What a packet copies from its flow: its destination, size and SL (priority).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct Shape {
     pub(crate) dlid: u16,
     /// At most 65 blocks (a 4 KB payload), or 4158 bytes (its frame) on Ethernet.
@@ -442,7 +444,7 @@ pub(crate) struct Shape {
 /// description and latency histogram: what a new packet copies, the packets sent (but those
 /// a greedy flow's [`Turn`] holds), and whether a greedy flow is past its stop time (it leaves
 /// its lane's rotation at the front).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct FlowHot {
     pub(crate) sent: u64,
     pub(crate) shape: Shape,
@@ -470,7 +472,7 @@ pub(crate) const NO_PORT: u32 = u32::MAX;
 /// A packet in flight, 32 bytes. It carries what forwarding needs (a copy of its flow's LID,
 /// SL, size), so that a hop touches the flow table only when the packet is delivered or
 /// dropped.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct Packet {
     pub(crate) created: u64,
     pub(crate) flow: u32,

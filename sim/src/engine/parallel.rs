@@ -1,10 +1,15 @@
 //! A run in partitions, a thread each, with the report of one core (see [`crate::window`]).
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
 use crate::network::{Flow, Network, NetworkError};
-use crate::report::Report;
+use crate::ranks::{self, Ranks};
+use crate::report::{Histogram, Report};
 use crate::window::{self, PROVISIONAL, Slot, Windows};
 
-use super::{Event, NO_PORT, Packet, SimOptions, Simulation};
+use super::{Buffer, Event, FlowHot, Lane, NO_PORT, Packet, SimOptions, Simulation};
 
 /// What makes a [`Simulation`] one partition of a run.
 #[derive(Debug)]
@@ -36,7 +41,7 @@ impl Split {
 
 /// An event pushed for another partition's port, `delay` before its time, with the packet of
 /// an arrival (it leaves this partition's packets).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Crossing {
     delay: u64,
     rank: u128,
@@ -108,12 +113,29 @@ impl window::Partition for Simulation<'_> {
 /// ports' lanes only, but the first, in which the report is put together).
 #[derive(Debug)]
 pub struct Parallel<'n> {
+    /// This process's partitions.
     parts: Vec<Simulation<'n>>,
     windows: Windows<Crossing>,
 }
 
+/// What every process of a run across processes must agree on before it starts: made of the
+/// inputs, so that a process started with other files or options is refused, not merged.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Fingerprint {
+    version: String,
+    nodes: usize,
+    links: usize,
+    flows: usize,
+    duration_ps: u64,
+    seed: u64,
+    timeline_intervals: usize,
+    per_rank: usize,
+    scheduled: usize,
+    lookahead: u64,
+}
+
 impl<'n> Parallel<'n> {
-    /// Sets up the run in `threads` partitions (1 to 255). Refused for an Ethernet run (its
+    /// Sets up the run in `threads` partitions (at most 255). Refused for an Ethernet run (its
     /// pause frames and DCQCN are not split), for one with congestion control (its BECNs are
     /// not), and for links whose arrivals or credit returns
     /// take no time (a window would be as short).
@@ -123,25 +145,45 @@ impl<'n> Parallel<'n> {
         options: SimOptions,
         threads: usize,
     ) -> Result<Self, NetworkError> {
+        Self::set_up(network, flows, options, threads, None)
+    }
+
+    /// Sets up the partitions of `ranks`' processes (`threads` each, 255 in all at most) that
+    /// are this one's. Every process makes the same calls, with the same inputs.
+    fn set_up(
+        network: &'n Network,
+        flows: &'n [Flow],
+        options: SimOptions,
+        threads: usize,
+        mut ranks: Option<Box<dyn Ranks>>,
+    ) -> Result<Self, NetworkError> {
         if network.ethernet.is_some() {
             return Err(NetworkError::SplitEthernet);
         }
         if network.congestion_control.is_some() {
             return Err(NetworkError::SplitCongestionControl);
         }
-        let k = threads.clamp(1, 255);
+        let (rank, size) = ranks.as_ref().map_or((0, 1), |r| (r.rank(), r.size()));
+        let per_rank = threads.max(1);
+        let k = per_rank.saturating_mul(size);
+        if k > 255 {
+            return Err(NetworkError::TooManyPartitions { partitions: k });
+        }
         let node_owner = window::partition_nodes(network, k);
         // Each partition set up on its own thread: a run of many flows takes a while.
         let node_owner = &node_owner;
-        let parts = std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..k as u8)
+        let mine = (rank * per_rank) as u8..((rank + 1) * per_rank) as u8;
+        let built = std::thread::scope(|scope| {
+            let threads: Vec<_> = mine
                 .map(|me| {
                     scope.spawn(move || {
                         // The first partition has every port's lanes, as the report is put
                         // together in it; the others their own ports' only.
                         let kept = |node: usize| me == 0 || node_owner[node] == me;
                         let sim = Simulation::with_lanes_of(network, flows, options, &kept)?;
-                        Ok(sim.into_partition(me, k, node_owner))
+                        // The whole schedule's events, numbered before the first push.
+                        let scheduled = sim.clock.schedule.len();
+                        Ok((sim.into_partition(me, k, node_owner), scheduled))
                     })
                 })
                 .collect();
@@ -150,16 +192,28 @@ impl<'n> Parallel<'n> {
                 .map(|t| t.join().expect("a partition's set-up"))
                 .collect::<Result<Vec<_>, NetworkError>>()
         })?;
-        // The whole schedule's events, numbered before the first push.
-        let scheduled: usize = parts
-            .iter()
-            .filter_map(|p| p.split.as_ref())
-            .map(|split| split.schedule_numbers.len())
-            .sum();
+        let scheduled = built[0].1;
+        let parts: Vec<Simulation> = built.into_iter().map(|(part, _)| part).collect();
         let lookahead = lookahead(&parts[0]).ok_or(NetworkError::NoLookahead)?;
+        if let Some(ranks) = ranks.as_deref_mut() {
+            let fingerprint = Fingerprint {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                nodes: network.nodes.len(),
+                links: network.links.len(),
+                flows: flows.len(),
+                duration_ps: options.duration_ps,
+                seed: options.seed,
+                timeline_intervals: options.timeline_intervals,
+                per_rank,
+                scheduled,
+                lookahead,
+            };
+            ranks::check_agreement(ranks, &fingerprint)
+                .map_err(|rank| NetworkError::RanksDisagree { rank })?;
+        }
         Ok(Parallel {
             parts,
-            windows: Windows::new(k, lookahead, scheduled as u64),
+            windows: Windows::new(per_rank, ranks, lookahead, scheduled as u64),
         })
     }
 
@@ -174,24 +228,82 @@ impl<'n> Parallel<'n> {
         self.parts[0].now_ps()
     }
 
-    /// The events handled so far.
+    /// The events this process's partitions handled so far.
     pub fn events(&self) -> u64 {
         self.parts.iter().map(Simulation::events).sum()
     }
 
     /// Runs to the end (if not there yet) and reports.
-    pub fn finish(mut self) -> Report {
+    pub fn finish(self) -> Report {
+        self.gather()
+            .expect("a run in one process reports in that process")
+    }
+
+    /// Runs to the end (if not there yet); the first process puts every partition's counts
+    /// together in the first partition and reports, the others hand theirs over.
+    fn gather(mut self) -> Option<Report> {
         self.run_until(u64::MAX);
         for part in &mut self.parts {
             part.close();
         }
-        let mut parts = self.parts.into_iter();
-        let mut whole = parts.next().expect("a partition at least");
-        for part in parts {
-            whole.take_owned(part);
+        let mut parts = self.parts.into_iter().peekable();
+        let whole = parts.next_if(|part| part.partition() == 0);
+        let mut owned: Vec<Owned> = parts.map(Simulation::owned).collect();
+        if let Some(ranks) = self.windows.ranks() {
+            let all = ranks.gather(&ranks::encode(&owned))?;
+            owned = all
+                .iter()
+                .flat_map(|bytes| ranks::decode::<Vec<Owned>>(bytes))
+                .collect();
+        }
+        let mut whole = whole.expect("the first process holds the first partition");
+        for owned in owned {
+            whole.take_owned(owned);
         }
         whole.split = None;
-        whole.report()
+        Some(whole.report())
+    }
+}
+
+/// A run of an InfiniBand fabric across processes (MPI's ranks, say) and, in each, across
+/// threads: [`Parallel`]'s partitions, some in each process. The first process writes the
+/// report, byte for byte the one [`Simulation`] gives.
+#[derive(Debug)]
+pub struct Ranked<'n>(Parallel<'n>);
+
+impl<'n> Ranked<'n> {
+    /// Sets up this process's `threads` partitions of a run across `ranks`' processes, each of
+    /// which makes the same calls with the same inputs. Refused as [`Parallel::new`] refuses,
+    /// and when a process was started on other inputs ([`NetworkError::RanksDisagree`]).
+    pub fn new(
+        network: &'n Network,
+        flows: &'n [Flow],
+        options: SimOptions,
+        threads: usize,
+        ranks: Box<dyn Ranks>,
+    ) -> Result<Self, NetworkError> {
+        Parallel::set_up(network, flows, options, threads, Some(ranks)).map(Ranked)
+    }
+
+    /// Processes every event up to `until` (at most the run's duration).
+    pub fn run_until(&mut self, until: u64) {
+        self.0.run_until(until);
+    }
+
+    /// The current simulated time.
+    pub fn now_ps(&self) -> u64 {
+        self.0.now_ps()
+    }
+
+    /// The events this process's partitions handled so far.
+    pub fn events(&self) -> u64 {
+        self.0.events()
+    }
+
+    /// Runs to the end (if not there yet); the report on the first process, `None` on the
+    /// others.
+    pub fn finish(self) -> Option<Report> {
+        self.0.gather()
     }
 }
 
@@ -289,47 +401,109 @@ impl<'n> Simulation<'n> {
         self
     }
 
-    /// Takes from `part`, another closed partition of the run, what it owns: its ports'
-    /// lanes, waits and buffers (where it has them, in its own order), its flows' packets
-    /// sent, and every count that adds up.
-    fn take_owned(&mut self, part: Simulation) {
-        let split = part.split.as_ref().expect("a partition");
-        for (port, state) in part.fabric.states.iter().enumerate() {
-            if split.owner[port] != split.me {
-                continue;
-            }
-            for (lane, theirs) in self.fabric.states[port].lanes().zip(state.lanes()) {
-                self.fabric.lanes[lane] = part.fabric.lanes[theirs];
-                self.counts.waits[lane] = part.counts.waits[theirs];
-                self.counts.buffers[lane] = part.counts.buffers[theirs];
-                if let Some(&carried) = part.counts.carried.get(&theirs) {
+    /// Which partition this is (0 for a run in one piece).
+    fn partition(&self) -> u8 {
+        self.split.as_ref().map_or(0, |split| split.me)
+    }
+
+    /// What this closed partition owns of the report's counts: its ports' lanes, waits and
+    /// buffers, its flows' packets sent, and every count that adds up.
+    fn owned(self) -> Owned {
+        let split = self.split.as_ref().expect("a partition");
+        let lanes = (0u32..)
+            .zip(&self.fabric.states)
+            .filter(|(port, _)| split.owner[*port as usize] == split.me)
+            .map(|(port, state)| {
+                let lanes = state.lanes().map(|lane| OwnedLane {
+                    lane: self.fabric.lanes[lane],
+                    wait: self.counts.waits[lane],
+                    buffer: self.counts.buffers[lane],
+                    carried: self.counts.carried.get(&lane).copied(),
+                });
+                (port, lanes.collect())
+            })
+            .collect();
+        let hot = (0u32..)
+            .zip(&self.sources.flows)
+            .filter(|(_, flow)| split.owner[flow.port as usize] == split.me)
+            .map(|(f, _)| (f, self.sources.hot[f as usize]))
+            .collect();
+        let latency = (0u32..)
+            .zip(&self.counts.tallies)
+            .filter(|(_, tally)| tally.latency.count() > 0)
+            .map(|(f, tally)| (f, tally.latency.clone()))
+            .collect();
+        let flow_drops = (0u32..)
+            .zip(&self.counts.flow_drops)
+            .filter(|(_, drops)| **drops > 0)
+            .map(|(f, &drops)| (f, drops))
+            .collect();
+        Owned {
+            lanes,
+            hot,
+            latency,
+            flow_drops,
+            timeline: self.counts.timeline,
+            dropped: self.counts.dropped,
+            events: self.clock.events,
+            packet_hops: self.counts.packet_hops,
+        }
+    }
+
+    /// Takes in what another closed partition of the run owns ([`Simulation::owned`]).
+    fn take_owned(&mut self, owned: Owned) {
+        for (port, lanes) in owned.lanes {
+            for (lane, theirs) in self.fabric.states[port as usize].lanes().zip(lanes) {
+                self.fabric.lanes[lane] = theirs.lane;
+                self.counts.waits[lane] = theirs.wait;
+                self.counts.buffers[lane] = theirs.buffer;
+                if let Some(carried) = theirs.carried {
                     self.counts.carried.insert(lane, carried);
                 }
             }
         }
-        for (f, flow) in self.sources.flows.iter().enumerate() {
-            if split.owner[flow.port as usize] == split.me {
-                self.sources.hot[f] = part.sources.hot[f];
-            }
+        for (f, hot) in owned.hot {
+            self.sources.hot[f as usize] = hot;
         }
-        for (mine, theirs) in self.counts.tallies.iter_mut().zip(&part.counts.tallies) {
-            mine.latency.merge(&theirs.latency);
+        for (f, latency) in owned.latency {
+            self.counts.tallies[f as usize].latency.merge(&latency);
         }
-        for (mine, theirs) in self
-            .counts
-            .flow_drops
-            .iter_mut()
-            .zip(&part.counts.flow_drops)
-        {
+        for (f, drops) in owned.flow_drops {
+            self.counts.flow_drops[f as usize] += drops;
+        }
+        for (mine, theirs) in self.counts.timeline.iter_mut().zip(&owned.timeline) {
             *mine += theirs;
         }
-        for (mine, theirs) in self.counts.timeline.iter_mut().zip(&part.counts.timeline) {
-            *mine += theirs;
-        }
-        self.counts.dropped.extend(part.counts.dropped);
-        self.clock.events += part.clock.events;
-        self.counts.packet_hops += part.counts.packet_hops;
+        self.counts.dropped.extend(owned.dropped);
+        self.clock.events += owned.events;
+        self.counts.packet_hops += owned.packet_hops;
     }
+}
+
+/// What a closed partition owns of the report's counts, to be put together in the first
+/// partition (across processes as bytes). Counts that stayed 0 are left out.
+#[derive(Debug, Serialize, Deserialize)]
+struct Owned {
+    /// Per port it owns, each lane's state and counts.
+    lanes: Vec<(u32, Vec<OwnedLane>)>,
+    /// Per flow it sources, the flow's packets sent.
+    hot: Vec<(u32, FlowHot)>,
+    /// Per flow it delivered to, the latencies.
+    latency: Vec<(u32, Histogram)>,
+    flow_drops: Vec<(u32, u64)>,
+    timeline: Vec<u64>,
+    dropped: BTreeMap<(u32, u8), u64>,
+    events: u64,
+    packet_hops: u64,
+}
+
+/// One lane a partition owns, as [`Owned`] carries it.
+#[derive(Debug, Serialize, Deserialize)]
+struct OwnedLane {
+    lane: Lane,
+    wait: u64,
+    buffer: Buffer,
+    carried: Option<i64>,
 }
 
 /// The shortest time from an event at a port to an event it pushes for its peer: an arrival
@@ -484,6 +658,67 @@ rate_gbps = 1
                 run.run_until(options.duration_ps / steps * step);
             }
             prop_assert_eq!(run.finish(), one);
+        }
+    }
+
+    /// Runs `fat_tree_16(seeds[r])` on `seeds.len()` ranks that are threads of this process,
+    /// `threads` partitions each, in `steps` calls: what each rank's set-up or finish gave.
+    fn on_ranks(
+        seeds: &[u64],
+        threads: usize,
+        steps: u64,
+    ) -> Vec<Result<Option<Report>, NetworkError>> {
+        let ranks = crate::ranks::in_process::ranks(seeds.len());
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ranks
+                .into_iter()
+                .zip(seeds)
+                .map(|(rank, &seed)| {
+                    scope.spawn(move || {
+                        let (network, flows, options) = fat_tree_16(seed);
+                        let mut run =
+                            Ranked::new(&network, &flows, options, threads, Box::new(rank))?;
+                        for step in 1..steps {
+                            run.run_until(options.duration_ps / steps * step);
+                        }
+                        Ok(run.finish())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a rank"))
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(8))]
+
+        /// The report of a run across 2 or 3 processes of 1 or 2 partitions each is the report
+        /// of one core, on the first process alone.
+        #[test]
+        fn processes_report_what_one_core_reports(
+            seed in 0u64..1_000,
+            processes in 2usize..=3,
+            threads in 1usize..=2,
+            steps in 1u64..=5,
+        ) {
+            let (network, flows, options) = fat_tree_16(seed);
+            let one = simulate(&network, &flows, options).expect("simulation");
+            let reports = on_ranks(&vec![seed; processes], threads, steps);
+            prop_assert_eq!(&reports[0], &Ok(Some(one)));
+            for report in &reports[1..] {
+                prop_assert_eq!(report, &Ok(None));
+            }
+        }
+    }
+
+    #[test]
+    fn a_process_started_on_other_inputs_is_refused_by_every_process() {
+        let reports = on_ranks(&[1, 1, 2], 1, 1);
+        for report in reports {
+            assert_eq!(report, Err(NetworkError::RanksDisagree { rank: 2 }));
         }
     }
 
