@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use ibqos_fabric::netfile::parse_net_file;
+use ibqos_sim::ranks::Ranks;
 use ibqos_sim::{
-    Forwarding, Report, Setup, SimError, Tables, describe, pfc_delay_table, plot::write_plots, sim,
-    sweep_pfc_delay,
+    Forwarding, Ranked, Report, Run, Setup, SimError, Tables, describe, pfc_delay_table,
+    plot::write_plots, sim, sweep_pfc_delay,
 };
 
 use crate::cli::SimArgs;
@@ -60,7 +61,24 @@ pub fn run(args: &SimArgs) -> Result<Outcome> {
         }
         return Ok(Outcome::Success);
     }
-    let report = simulate(&setup, usize::from(args.threads))?;
+    let threads = usize::from(args.threads);
+    let report = match processes()? {
+        None => {
+            thread_notes(&setup, threads);
+            simulate(setup.run(threads)?, &setup)?
+        }
+        Some(ranks) => {
+            if ranks.rank() == 0 {
+                thread_notes(&setup, threads);
+            }
+            let run = Ranked::new(&setup.network, &setup.flows, setup.options, threads, ranks)?;
+            match simulate(run, &setup)? {
+                Some(report) => report,
+                // The first process writes the report; the others have nothing to say.
+                None => return Ok(Outcome::Success),
+            }
+        }
+    };
     if let Some(deadlock) = &report.deadlock {
         eprintln!(
             "error: the fabric deadlocked at {} us: a credit loop of {} channels (the report \
@@ -198,9 +216,8 @@ pub fn setup(
     Ok(setup)
 }
 
-/// Runs a set-up simulation on `threads` cores, with a progress bar on a terminal when it
-/// takes over a second.
-pub fn simulate(setup: &Setup, threads: usize) -> Result<Report> {
+/// What a run on `threads` threads (in each process) should know before it starts.
+fn thread_notes(setup: &Setup, threads: usize) {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     if threads > cores {
         // Each window's end waits for every thread: one waiting for a core holds up all.
@@ -215,12 +232,16 @@ pub fn simulate(setup: &Setup, threads: usize) -> Result<Report> {
              deadlock here runs to the end unnamed"
         );
     }
-    let mut sim = setup.run(threads)?;
+}
+
+/// Runs `run`, of `setup`, with a progress bar on a terminal when it takes over a second; its
+/// report (`None` from a process of a run across several but the first, which says nothing).
+pub fn simulate<R: Steps>(mut run: R, setup: &Setup) -> Result<R::Report> {
     let started = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
     let end = setup.options.duration_ps;
     for step in 1..=PROGRESS_STEPS {
-        sim.run_until(end / PROGRESS_STEPS * step);
+        run.run_until(end / PROGRESS_STEPS * step);
         if bar.is_none() && started.elapsed() > PROGRESS_AFTER && std::io::stderr().is_terminal() {
             let style = indicatif::ProgressStyle::with_template("{bar:40} {percent:>3}% {msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
@@ -229,9 +250,9 @@ pub fn simulate(setup: &Setup, threads: usize) -> Result<Report> {
         if let Some(bar) = &bar {
             bar.set_position(step);
             bar.set_message(progress_message(
-                sim.now_ps(),
+                run.now_ps(),
                 end,
-                sim.events(),
+                run.events(),
                 started.elapsed(),
             ));
         }
@@ -239,7 +260,80 @@ pub fn simulate(setup: &Setup, threads: usize) -> Result<Report> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    Ok(sim.finish())
+    Ok(run.finish())
+}
+
+/// A run [`simulate`] takes in steps: on this process alone, or across processes.
+pub trait Steps {
+    type Report;
+    fn run_until(&mut self, until: u64);
+    fn now_ps(&self) -> u64;
+    /// The events this process handled.
+    fn events(&self) -> u64;
+    fn finish(self) -> Self::Report;
+}
+
+impl Steps for Run<'_> {
+    type Report = Report;
+    fn run_until(&mut self, until: u64) {
+        Run::run_until(self, until);
+    }
+    fn now_ps(&self) -> u64 {
+        Run::now_ps(self)
+    }
+    fn events(&self) -> u64 {
+        Run::events(self)
+    }
+    fn finish(self) -> Report {
+        Run::finish(self)
+    }
+}
+
+impl Steps for Ranked<'_> {
+    type Report = Option<Report>;
+    fn run_until(&mut self, until: u64) {
+        Ranked::run_until(self, until);
+    }
+    fn now_ps(&self) -> u64 {
+        Ranked::now_ps(self)
+    }
+    fn events(&self) -> u64 {
+        Ranked::events(self)
+    }
+    fn finish(self) -> Option<Report> {
+        Ranked::finish(self)
+    }
+}
+
+/// How many processes an MPI launcher (`mpirun`, `mpiexec`) started this one among, from the
+/// variables it sets: MPICH's and Intel MPI's Hydra (`PMI_SIZE`), Open MPI's.
+fn launched_among() -> Option<usize> {
+    ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok()?.parse().ok())
+}
+
+/// The processes of a run across several, when an MPI launcher started more than one.
+#[cfg(feature = "mpi")]
+fn processes() -> Result<Option<Box<dyn Ranks>>> {
+    Ok(match launched_among() {
+        Some(n) if n > 1 => Some(Box::new(ibqos_sim_mpi::MpiRanks::init()?)),
+        _ => None,
+    })
+}
+
+/// The processes of a run across several: none, as this build has no MPI, which it says when
+/// an MPI launcher started more than one (each would run the whole simulation and print it).
+#[cfg(not(feature = "mpi"))]
+fn processes() -> Result<Option<Box<dyn Ranks>>> {
+    match launched_among() {
+        Some(n) if n > 1 => anyhow::bail!(
+            "started as one of {n} MPI processes, but this ibqos was built without MPI: build \
+             it with `cargo build --release -p ibqos --features mpi` (it needs an MPI library \
+             and libclang), or run it without mpirun"
+        ),
+        _ => Ok(None),
+    }
 }
 
 /// What the progress bar says beside the bar: simulated time against the run's, and the
