@@ -1,4 +1,10 @@
-# Sourced by scripts/test and .ci/deb: the Debian packages a script needs, installed when missing.
+# Sourced by scripts/test, .ci/run and .ci/deb: the Debian packages a script needs, installed when
+# missing.
+
+# What `ibqos sim` across processes (ibqos-sim-mpi, the `mpi` feature) builds and runs with:
+# MPICH's library and its mpirun (Hydra), and libclang, with which the mpi crate generates its
+# bindings to the library.
+mpi_packages=(mpich libmpich-dev libclang-dev)
 
 # ensure_packages WHO PACKAGE...: installs with apt-get those of the Debian packages that are not
 # installed, when run as root. As another user it prints the command that installs them and

@@ -42,7 +42,8 @@ pub struct Plan {
 ///
 /// `$IBQOS_BIN` if set (to test another build). Otherwise this runs
 /// `cargo build -p ibqos --bin ibqos` (once per test process) for the profile and target
-/// directory of the running test, and returns `target/<profile>/ibqos`.
+/// directory of the running test, with ibqos's `mpi` feature when this crate has its own, and
+/// returns `target/<profile>/ibqos`.
 ///
 /// Why not `env!("CARGO_BIN_EXE_ibqos")`: cargo sets it only when compiling integration tests of
 /// the package that owns the binary (ibqos), not for a package that depends on it. And why
@@ -82,6 +83,10 @@ fn build_ibqos() -> Result<PathBuf> {
         .args(["--profile", profile])
         .arg("--target-dir")
         .arg(target_dir);
+    // The binary the outer build made, not one without MPI in its place.
+    if cfg!(feature = "mpi") {
+        cmd.args(["--features", "mpi"]);
+    }
     let line = command_line(&cmd);
     run_bounded(&mut cmd, BUILD_TIMEOUT)?.success(&line)?;
     let binary = profile_dir.join("ibqos");
