@@ -45,10 +45,18 @@ pub fn resolve(rank: u128, numbers: &[u64]) -> u128 {
     rank >> 64 << 64 | u128::from(numbers[(number & !PROVISIONAL) as usize])
 }
 
-/// The partition of each node: leaf switches (those with hosts) dealt out in turn, then the
-/// other switches, each host with the switch its first link reaches. Dealt, not cut in blocks:
-/// routes favour some spines, and on fat-tree-648 the first half of them took 44 % more events
-/// than the second.
+/// The partition of each node, `k` of them.
+///
+/// Pods go whole to a partition where the fabric has at least `k`: a pod is a connected group
+/// of leaf switches (those with hosts) and the switches one link above them (the edge and
+/// aggregation switches of a three-level fat tree). Then only the links above the pods cross
+/// partitions. Pods go largest first, each to the partition with the fewest hosts so far; the
+/// switches above them are dealt out in turn.
+///
+/// Other fabrics (a two-level fat tree is one pod, a torus or a dragonfly another) deal their
+/// leaf switches out in turn, then the other switches. Dealt, not cut in blocks: routes favour
+/// some spines, and on fat-tree-648 the first half of them took 44 % more events than the
+/// second. Each host goes with the switch its first link reaches.
 pub fn partition_nodes(network: &Network, k: usize) -> Vec<u8> {
     assert!((1..=255).contains(&k), "1 to 255 partitions");
     let mut neighbours = vec![Vec::new(); network.nodes.len()];
@@ -60,10 +68,34 @@ pub fn partition_nodes(network: &Network, k: usize) -> Vec<u8> {
     let (leaves, others): (Vec<usize>, Vec<usize>) = (0..network.nodes.len())
         .filter(|&n| !is_host(n))
         .partition(|&n| neighbours[n].iter().any(|&m| is_host(m)));
+    let pods = pods(&neighbours, &leaves, &is_host);
     let mut owner = vec![0u8; network.nodes.len()];
-    for group in [&leaves, &others] {
-        for (i, &n) in group.iter().enumerate() {
+    if k > 1 && pods.len() >= k {
+        let mut hosts = vec![0usize; k];
+        let mut by_size: Vec<&Pod> = pods.iter().collect();
+        by_size.sort_by_key(|pod| std::cmp::Reverse(pod.hosts));
+        for pod in by_size {
+            let fewest = (0..k)
+                .min_by_key(|&p| hosts[p])
+                .expect("a partition at least");
+            hosts[fewest] += pod.hosts;
+            for &n in &pod.switches {
+                owner[n] = fewest as u8;
+            }
+        }
+        let in_pod: std::collections::HashSet<usize> = pods
+            .iter()
+            .flat_map(|pod| pod.switches.iter().copied())
+            .collect();
+        let above = others.iter().filter(|n| !in_pod.contains(n));
+        for (i, &n) in above.enumerate() {
             owner[n] = (i % k) as u8;
+        }
+    } else {
+        for group in [&leaves, &others] {
+            for (i, &n) in group.iter().enumerate() {
+                owner[n] = (i % k) as u8;
+            }
         }
     }
     for n in (0..network.nodes.len()).filter(|&n| is_host(n)) {
@@ -72,6 +104,51 @@ pub fn partition_nodes(network: &Network, k: usize) -> Vec<u8> {
         }
     }
     owner
+}
+
+/// A pod: switches that go to one partition together, and the hosts below them.
+#[derive(Debug)]
+struct Pod {
+    switches: Vec<usize>,
+    hosts: usize,
+}
+
+/// The pods of a fabric whose nodes' links are `neighbours` and whose leaf switches are
+/// `leaves`: each connected group of leaves and the switches one link above a leaf, over the
+/// links among them, in the order of their first leaf.
+fn pods(neighbours: &[Vec<usize>], leaves: &[usize], is_host: &dyn Fn(usize) -> bool) -> Vec<Pod> {
+    let mut member = vec![false; neighbours.len()];
+    for &leaf in leaves {
+        member[leaf] = true;
+        for &above in &neighbours[leaf] {
+            member[above] = !is_host(above);
+        }
+    }
+    let mut seen = vec![false; neighbours.len()];
+    let mut pods = Vec::new();
+    for &leaf in leaves {
+        if seen[leaf] {
+            continue;
+        }
+        seen[leaf] = true;
+        let (mut switches, mut next) = (Vec::new(), vec![leaf]);
+        while let Some(n) = next.pop() {
+            switches.push(n);
+            for &m in &neighbours[n] {
+                if member[m] && !seen[m] {
+                    seen[m] = true;
+                    next.push(m);
+                }
+            }
+        }
+        switches.sort_unstable();
+        let hosts = switches
+            .iter()
+            .map(|&n| neighbours[n].iter().filter(|&&m| is_host(m)).count())
+            .sum();
+        pods.push(Pod { switches, hosts });
+    }
+    pods
 }
 
 /// What a partition hands over at a window's end: every partition reads it.

@@ -506,10 +506,12 @@ struct OwnedLane {
     carried: Option<i64>,
 }
 
-/// The shortest time from an event at a port to an event it pushes for its peer: an arrival
-/// (the smallest packet's wire time plus propagation) or a credit return. `None` if that is no
+/// The shortest time from an event at a port to an event it pushes for a peer in another
+/// partition: an arrival (the smallest packet's wire time plus propagation) or a credit return,
+/// over the links between partitions (`sim` is a partition of the run). `None` if that is no
 /// time: the run cannot be cut into windows.
 fn lookahead(sim: &Simulation) -> Option<u64> {
+    let owner = &sim.split.as_ref().expect("a partition").owner;
     let smallest = sim
         .sources
         .flows
@@ -521,8 +523,9 @@ fn lookahead(sim: &Simulation) -> Option<u64> {
         .fabric
         .states
         .iter()
-        .filter(|state| state.peer != NO_PORT)
-        .map(|state| {
+        .zip(owner)
+        .filter(|&(state, &mine)| state.peer != NO_PORT && owner[state.peer as usize] != mine)
+        .map(|(state, _)| {
             let kind = &sim.layout.kinds[usize::from(state.kind)];
             let wire = kind.wire_ps[smallest.min(kind.wire_ps.len() - 1)];
             (wire + kind.propagation_ps).min(kind.credit_return_ps)
@@ -538,6 +541,8 @@ mod tests {
     use crate::build::{Tables, TopologyHosts, build_network};
     use crate::engine::simulate;
     use crate::traffic;
+    use ibqos_fabric::Topology;
+    use ibqos_fabric::generate;
     use ibqos_fabric::netfile::parse_net_file;
     use ibqos_qos::policy::setup::SetupTables;
     use proptest::prelude::*;
@@ -592,13 +597,36 @@ rate_gbps = 1
             env!("CARGO_MANIFEST_DIR"),
             "/../fabric/data/fat-tree-16.net"
         );
-        let mut topo = parse_net_file(std::path::Path::new(net))
+        let topo = parse_net_file(std::path::Path::new(net))
             .expect("fat-tree-16.net")
             .topology;
+        run_on(topo, TRAFFIC, seed)
+    }
+
+    /// Greedy permutation and all-to-all among every host, with small buffers.
+    const EVERY_HOST: &str = r#"
+duration_us = 30
+[link]
+speed = "EDR"
+propagation_ns = 7
+vl_buffer_bytes = 16384
+credit_latency_ns = 60
+[[pattern]]
+kind = "permutation"
+sl = 0
+payload = 4096
+[[pattern]]
+kind = "all-to-all"
+sl = 1
+payload = 512
+"#;
+
+    /// The network of `topo` with the tables of [`CONF`], and the flows of `traffic`.
+    fn run_on(mut topo: Topology, traffic: &str, seed: u64) -> (Network, Vec<Flow>, SimOptions) {
         let loaded =
             ibqos_opensm::load_bytes("t.conf", CONF.as_bytes(), ibqos_opensm::Format::OpenSmConf)
                 .expect("configuration");
-        let traffic = traffic::parse("t.toml", TRAFFIC.as_bytes()).expect("traffic");
+        let traffic = traffic::parse("t.toml", traffic.as_bytes()).expect("traffic");
         let tables = Tables::Planned {
             qos: &loaded.settings.qos,
             setup: &SetupTables::default(),
@@ -613,6 +641,56 @@ rate_gbps = 1
             timeline_intervals: 7,
         };
         (network, flows, options)
+    }
+
+    /// A three-level fat tree of 4 pods of 4 switches and 4 hosts, under 4 cores, with the
+    /// flows of [`EVERY_HOST`].
+    fn fat_tree3(seed: u64) -> (Network, Vec<Flow>, SimOptions) {
+        let topo = generate::fat_tree3(4, 4, 2).expect("a fat tree");
+        run_on(topo, EVERY_HOST, seed)
+    }
+
+    /// On a three-level fat tree, pods go whole to a partition, as many hosts in each: only
+    /// the links to the cores cross partitions.
+    #[test]
+    fn pods_stay_whole_and_only_links_to_cores_cross() {
+        let (network, _, _) = fat_tree3(0);
+        let owner = window::partition_nodes(&network, 2);
+        let name = |n: usize| network.nodes[n].name.as_str();
+        for link in &network.links {
+            let (a, b) = (link.a.node, link.b.node);
+            let to_core = name(a).starts_with('C') || name(b).starts_with('C');
+            assert!(
+                to_core || owner[a] == owner[b],
+                "{} and {} are in partitions {} and {}",
+                name(a),
+                name(b),
+                owner[a],
+                owner[b]
+            );
+        }
+        let hosts = |p: u8| {
+            (0..network.nodes.len())
+                .filter(|&n| name(n).starts_with('H') && owner[n] == p)
+                .count()
+        };
+        assert_eq!((hosts(0), hosts(1)), (8, 8));
+    }
+
+    /// A window is as long as the links that cross partitions allow: links inside one may take
+    /// no time at all.
+    #[test]
+    fn windows_are_as_long_as_the_links_between_partitions_allow() {
+        let (mut network, flows, options) = fat_tree3(0);
+        let owner = window::partition_nodes(&network, 2);
+        for link in &mut network.links {
+            if owner[link.a.node] == owner[link.b.node] {
+                (link.params.propagation_ps, link.params.credit_latency_ps) = (0, 0);
+            }
+        }
+        let one = simulate(&network, &flows, options).expect("simulation");
+        let run = Parallel::new(&network, &flows, options, 2).expect("cut links take time");
+        assert_eq!(run.finish(), one);
     }
 
     /// Every partition has its own ports' events to take, and ports whose peer is another's:
