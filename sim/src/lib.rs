@@ -57,7 +57,9 @@ pub use dcqcn::{
     NpParams, ReactionPoint, RpParams,
 };
 pub use describe::describe;
-pub use engine::{LaneCount, Parallel, PortSample, Ranked, Run, SimOptions, Simulation, simulate};
+pub use engine::{
+    LaneCount, Parallel, PortSample, Ranked, Run, SimOptions, Simulation, WindowCost, simulate,
+};
 pub use ethernet::frame::{
     CNP_PAYLOAD_BYTES, ETHERNET_HEADER_BYTES, FCS_BYTES, IPV4_HEADER_BYTES, ROCE_HEADER_BYTES,
     UDP_HEADER_BYTES, ethernet_wire_ps, frame_bytes,

@@ -25,6 +25,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
 
 use crate::network::{Network, NodeKind};
 use crate::ranks::{Portable, Ranks};
@@ -241,8 +242,9 @@ pub struct Windows<C> {
     barrier: SpinBarrier,
     /// The first of this process's partitions.
     first: usize,
-    /// Each of this process's partitions' numbering (the same in each, worked out by each).
-    merges: Vec<Merge>,
+    /// Each of this process's partitions' thread: its numbering (the same in each, worked out
+    /// by each) and where its time went.
+    threads: Vec<Thread>,
     /// The other processes of a run that spans several.
     ranks: Option<Box<dyn Ranks>>,
     /// The windows ended so far, and the time the next starts at.
@@ -295,16 +297,36 @@ impl<C: Portable> Windows<C> {
                 generation: AtomicUsize::new(0),
             },
             first: rank * per_rank,
-            merges: (0..per_rank)
-                .map(|_| Merge {
-                    pushed: first_number,
-                    numbers: vec![Vec::new(); k],
+            threads: (0..per_rank)
+                .map(|_| Thread {
+                    merge: Merge {
+                        pushed: first_number,
+                        numbers: vec![Vec::new(); k],
+                    },
+                    spent: Spent::default(),
                 })
                 .collect(),
             ranks,
             ended: 0,
             next: 0,
         }
+    }
+
+    /// This process's place among the run's processes, and how many there are.
+    pub fn process(&self) -> (usize, usize) {
+        self.ranks.as_ref().map_or((0, 1), |r| (r.rank(), r.size()))
+    }
+
+    /// The windows ended so far, and their length.
+    pub fn ended(&self) -> (usize, u64) {
+        (self.ended, self.lookahead)
+    }
+
+    /// Where this process's threads spent their time so far, summed over them.
+    pub fn spent(&self) -> Spent {
+        self.threads
+            .iter()
+            .fold(Spent::default(), |sum, thread| sum + thread.spent)
     }
 
     /// The processes of a run that spans several.
@@ -317,7 +339,7 @@ impl<C: Portable> Windows<C> {
     /// call left them. What they did before the first call (at time 0) is the first window's
     /// end. Every process of the run makes the same calls.
     pub fn run<P: Partition<Crossing = C>>(&mut self, parts: &mut [P], until: u64) {
-        assert_eq!(parts.len(), self.merges.len(), "a partition per thread");
+        assert_eq!(parts.len(), self.threads.len(), "a partition per thread");
         let driver = Driver {
             slots: &self.slots,
             barrier: &self.barrier,
@@ -329,20 +351,22 @@ impl<C: Portable> Windows<C> {
         };
         let first = self.first;
         let ranks = self.ranks.as_deref_mut();
-        let ((part, others), (merge, other_merges)) = (
+        let ((part, others), (thread, other_threads)) = (
             parts.split_first_mut().expect("a partition at least"),
-            self.merges.split_first_mut().expect("a partition at least"),
+            self.threads
+                .split_first_mut()
+                .expect("a partition at least"),
         );
         (self.ended, self.next) = std::thread::scope(|scope| {
             let threads: Vec<_> = others
                 .iter_mut()
-                .zip(other_merges)
+                .zip(other_threads)
                 .enumerate()
-                .map(|(i, (part, merge))| {
-                    scope.spawn(move || driver.drive(first + 1 + i, part, merge, None))
+                .map(|(i, (part, thread))| {
+                    scope.spawn(move || driver.drive(first + 1 + i, part, thread, None))
                 })
                 .collect();
-            let end = driver.drive(first, part, merge, ranks);
+            let end = driver.drive(first, part, thread, ranks);
             for thread in threads {
                 thread.join().expect("a partition's thread");
             }
@@ -377,13 +401,15 @@ impl<C: Portable> Driver<'_, C> {
         self,
         me: usize,
         part: &mut P,
-        merge: &mut Merge,
+        thread: &mut Thread,
         mut ranks: Option<&mut (dyn Ranks + 'static)>,
     ) -> (usize, u64) {
         let (mut window, mut start) = (self.window, self.start);
+        let mut clock = Instant::now();
         loop {
             let slots = &self.slots[window % 2];
             part.hand_over(&mut slots[me].write().expect("slot"));
+            thread.spent.merging += lap(&mut clock);
             self.barrier.wait();
             if self.spans_ranks {
                 if let Some(ranks) = ranks.as_deref_mut() {
@@ -391,20 +417,61 @@ impl<C: Portable> Driver<'_, C> {
                 }
                 self.barrier.wait();
             }
+            thread.spent.waiting += lap(&mut clock);
             {
                 let guards: Vec<RwLockReadGuard<Slot<C>>> =
                     slots.iter().map(|s| s.read().expect("slot")).collect();
                 let views: Vec<&Slot<C>> = guards.iter().map(|g| &**g).collect();
-                merge.run(&views);
-                part.take_back(me, &views, &merge.numbers);
+                thread.merge.run(&views);
+                part.take_back(me, &views, &thread.merge.numbers);
             }
+            thread.spent.merging += lap(&mut clock);
             window += 1;
             if start > self.until {
                 return (window, start);
             }
             let end = start.saturating_add(self.lookahead - 1).min(self.until);
             part.run(end);
+            thread.spent.working += lap(&mut clock);
             start = end + 1;
+        }
+    }
+}
+
+/// The time since `clock`, which moves on to now.
+fn lap(clock: &mut Instant) -> Duration {
+    let now = Instant::now();
+    let lapped = now - *clock;
+    *clock = now;
+    lapped
+}
+
+/// One thread of a [`Windows::run`]: its partition's numbering, and where its time went.
+#[derive(Debug)]
+struct Thread {
+    merge: Merge,
+    spent: Spent,
+}
+
+/// Where the threads of a run spent their time, summed over them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// Taking their partitions' events.
+    pub working: Duration,
+    /// At the windows' ends, waiting for the other threads (and processes) to get there, and
+    /// for the exchange between processes.
+    pub waiting: Duration,
+    /// Handing over their windows and merging every partition's.
+    pub merging: Duration,
+}
+
+impl std::ops::Add for Spent {
+    type Output = Spent;
+    fn add(self, other: Spent) -> Spent {
+        Spent {
+            working: self.working + other.working,
+            waiting: self.waiting + other.waiting,
+            merging: self.merging + other.merging,
         }
     }
 }

@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use ibqos_fabric::netfile::parse_net_file;
 use ibqos_sim::ranks::Ranks;
 use ibqos_sim::{
-    Forwarding, Ranked, Report, Run, Setup, SimError, Tables, describe, pfc_delay_table,
-    plot::write_plots, sim, sweep_pfc_delay,
+    Forwarding, Ranked, Report, Run, Setup, SimError, Tables, WindowCost, describe,
+    pfc_delay_table, plot::write_plots, sim, sweep_pfc_delay,
 };
 
 use crate::cli::SimArgs;
@@ -260,7 +260,38 @@ pub fn simulate<R: Steps>(mut run: R, setup: &Setup) -> Result<R::Report> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    if let Some(cost) = run.window_cost() {
+        // One write, so that the lines of processes sharing a terminal do not interleave.
+        let line = format!("note: {}\n", window_cost_line(&cost));
+        std::io::stderr().write_all(line.as_bytes())?;
+    }
     Ok(run.finish())
+}
+
+/// What cutting a run into windows cost a process, for the partition and window length to be
+/// judged by: a line for each process.
+fn window_cost_line(cost: &WindowCost) -> String {
+    let share = |part: f64, whole: f64| 100.0 * part / whole.max(f64::MIN_POSITIVE);
+    let spent = cost.spent;
+    let total = (spent.working + spent.waiting + spent.merging).as_secs_f64();
+    let process = if cost.processes > 1 {
+        format!("process {} of {}, ", cost.process, cost.processes)
+    } else {
+        String::new()
+    };
+    format!(
+        "{process}{} thread{}: {} windows of {:.1} ns; {:.1} % of its {} events crossed to \
+         another partition; its threads spent {:.1} % of their time waiting at the windows' \
+         ends and {:.1} % merging",
+        cost.partitions,
+        if cost.partitions == 1 { "" } else { "s" },
+        cost.windows,
+        cost.window_ps as f64 / 1e3,
+        share(cost.crossings as f64, cost.events as f64),
+        cost.events,
+        share(spent.waiting.as_secs_f64(), total),
+        share(spent.merging.as_secs_f64(), total),
+    )
 }
 
 /// A run [`simulate`] takes in steps: on this process alone, or across processes.
@@ -270,6 +301,8 @@ pub trait Steps {
     fn now_ps(&self) -> u64;
     /// The events this process handled.
     fn events(&self) -> u64;
+    /// What cutting the run into windows cost this process, if it is cut.
+    fn window_cost(&self) -> Option<WindowCost>;
     fn finish(self) -> Self::Report;
 }
 
@@ -283,6 +316,9 @@ impl Steps for Run<'_> {
     }
     fn events(&self) -> u64 {
         Run::events(self)
+    }
+    fn window_cost(&self) -> Option<WindowCost> {
+        Run::window_cost(self)
     }
     fn finish(self) -> Report {
         Run::finish(self)
@@ -299,6 +335,9 @@ impl Steps for Ranked<'_> {
     }
     fn events(&self) -> u64 {
         Ranked::events(self)
+    }
+    fn window_cost(&self) -> Option<WindowCost> {
+        Some(Ranked::window_cost(self))
     }
     fn finish(self) -> Option<Report> {
         Ranked::finish(self)

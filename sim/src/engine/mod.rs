@@ -108,7 +108,7 @@ use setup::Layout;
 
 use crate::ethernet::state as ethernet;
 
-pub use parallel::{Parallel, Ranked, Run};
+pub use parallel::{Parallel, Ranked, Run, WindowCost};
 pub use sample::{LaneCount, PortSample};
 
 use crate::infiniband::arbiter::ArbiterOptions;

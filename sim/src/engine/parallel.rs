@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::network::{Flow, Network, NetworkError};
 use crate::ranks::{self, Ranks};
 use crate::report::{Histogram, Report};
-use crate::window::{self, PROVISIONAL, Slot, Windows};
+use crate::window::{self, PROVISIONAL, Slot, Spent, Windows};
 
 use super::{Buffer, Event, FlowHot, Lane, NO_PORT, Packet, SimOptions, Simulation};
 
@@ -25,6 +25,8 @@ pub(super) struct Split {
     /// The whole run's push number of each of this partition's scheduled events (a flow's
     /// start or stop): its place in the whole schedule, which comes before every push.
     schedule_numbers: Vec<u32>,
+    /// Events pushed for other partitions' ports so far.
+    crossings: u64,
 }
 
 impl Split {
@@ -62,6 +64,7 @@ impl Simulation<'_> {
             _ => None,
         };
         let split = self.split.as_mut().expect("only a partition has far peers");
+        split.crossings += 1;
         split.outboxes[usize::from(split.owner[peer as usize])].push(Crossing {
             delay: time - self.clock.now,
             rank: u128::from(time) << 64 | u128::from(number),
@@ -233,6 +236,23 @@ impl<'n> Parallel<'n> {
         self.parts.iter().map(Simulation::events).sum()
     }
 
+    /// What cutting the run into windows cost this process so far.
+    pub fn window_cost(&self) -> WindowCost {
+        let (windows, window_ps) = self.windows.ended();
+        let crossings = self.parts.iter().filter_map(|part| part.split.as_ref());
+        let (process, processes) = self.windows.process();
+        WindowCost {
+            process,
+            processes,
+            windows,
+            window_ps,
+            partitions: self.parts.len(),
+            events: self.events(),
+            crossings: crossings.map(|split| split.crossings).sum(),
+            spent: self.windows.spent(),
+        }
+    }
+
     /// Runs to the end (if not there yet) and reports.
     pub fn finish(self) -> Report {
         self.gather()
@@ -300,11 +320,35 @@ impl<'n> Ranked<'n> {
         self.0.events()
     }
 
+    /// What cutting the run into windows cost this process so far.
+    pub fn window_cost(&self) -> WindowCost {
+        self.0.window_cost()
+    }
+
     /// Runs to the end (if not there yet); the report on the first process, `None` on the
     /// others.
     pub fn finish(self) -> Option<Report> {
         self.0.gather()
     }
+}
+
+/// What cutting a run into windows cost one process: the figures to judge a partition and a
+/// window length by, apart from the report (which is the one-core report).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WindowCost {
+    /// Which process of how many.
+    pub process: usize,
+    pub processes: usize,
+    /// Windows ended, and their length in picoseconds.
+    pub windows: usize,
+    pub window_ps: u64,
+    /// This process's partitions (a thread each), their events, and the events they pushed for
+    /// another partition's port.
+    pub partitions: usize,
+    pub events: u64,
+    pub crossings: u64,
+    /// Where the threads' time went, summed over them.
+    pub spent: Spent,
 }
 
 /// A run on one core ([`Simulation`]) or on several ([`Parallel`]), as asked.
@@ -354,6 +398,14 @@ impl<'n> Run<'n> {
         }
     }
 
+    /// What cutting the run into windows cost so far; `None` on one core.
+    pub fn window_cost(&self) -> Option<WindowCost> {
+        match self {
+            Run::One(_) => None,
+            Run::Split(sim) => Some(sim.window_cost()),
+        }
+    }
+
     /// Runs to the end (if not there yet) and reports.
     pub fn finish(self) -> Report {
         match self {
@@ -397,6 +449,7 @@ impl<'n> Simulation<'n> {
             log: Vec::new(),
             outboxes: (0..k).map(|_| Vec::new()).collect(),
             schedule_numbers,
+            crossings: 0,
         }));
         self
     }
@@ -715,6 +768,16 @@ payload = 512
         let mut one = Simulation::new(&network, &flows, options).expect("simulation");
         one.run_until(options.duration_ps);
         assert_eq!(run.events(), one.events());
+        // One call: a window end before each window of the run and one after the last.
+        let cost = run.window_cost();
+        let windows = (options.duration_ps + 1).div_ceil(cost.window_ps) as usize + 1;
+        assert_eq!((cost.windows, cost.partitions), (windows, 3));
+        assert!(
+            0 < cost.crossings && cost.crossings < cost.events,
+            "{} crossings of {} events",
+            cost.crossings,
+            cost.events
+        );
     }
 
     proptest! {
