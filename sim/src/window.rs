@@ -247,6 +247,8 @@ pub struct Windows<C> {
     threads: Vec<Thread>,
     /// The other processes of a run that spans several.
     ranks: Option<Box<dyn Ranks>>,
+    /// The clock the caller gave, to tell where the threads' time goes.
+    clock: Option<fn() -> Instant>,
     /// The windows ended so far, and the time the next starts at.
     ended: usize,
     next: u64,
@@ -307,6 +309,7 @@ impl<C: Portable> Windows<C> {
                 })
                 .collect(),
             ranks,
+            clock: None,
             ended: 0,
             next: 0,
         }
@@ -320,6 +323,12 @@ impl<C: Portable> Windows<C> {
     /// The windows ended so far, and their length.
     pub fn ended(&self) -> (usize, u64) {
         (self.ended, self.lookahead)
+    }
+
+    /// Times the threads' work, waits and merges on `clock` from now on ([`Windows::spent`]);
+    /// without one they take no time.
+    pub fn time_with(&mut self, clock: fn() -> Instant) {
+        self.clock = Some(clock);
     }
 
     /// Where this process's threads spent their time so far, summed over them.
@@ -348,6 +357,7 @@ impl<C: Portable> Windows<C> {
             window: self.ended,
             start: self.next,
             spans_ranks: self.ranks.is_some(),
+            clock: self.clock,
         };
         let first = self.first;
         let ranks = self.ranks.as_deref_mut();
@@ -385,6 +395,7 @@ struct Driver<'w, C> {
     window: usize,
     start: u64,
     spans_ranks: bool,
+    clock: Option<fn() -> Instant>,
 }
 
 impl<C> Clone for Driver<'_, C> {
@@ -405,11 +416,11 @@ impl<C: Portable> Driver<'_, C> {
         mut ranks: Option<&mut (dyn Ranks + 'static)>,
     ) -> (usize, u64) {
         let (mut window, mut start) = (self.window, self.start);
-        let mut clock = Instant::now();
+        let mut clock = Laps::new(self.clock);
         loop {
             let slots = &self.slots[window % 2];
             part.hand_over(&mut slots[me].write().expect("slot"));
-            thread.spent.merging += lap(&mut clock);
+            thread.spent.merging += clock.lap();
             self.barrier.wait();
             if self.spans_ranks {
                 if let Some(ranks) = ranks.as_deref_mut() {
@@ -417,7 +428,7 @@ impl<C: Portable> Driver<'_, C> {
                 }
                 self.barrier.wait();
             }
-            thread.spent.waiting += lap(&mut clock);
+            thread.spent.waiting += clock.lap();
             {
                 let guards: Vec<RwLockReadGuard<Slot<C>>> =
                     slots.iter().map(|s| s.read().expect("slot")).collect();
@@ -425,25 +436,42 @@ impl<C: Portable> Driver<'_, C> {
                 thread.merge.run(&views);
                 part.take_back(me, &views, &thread.merge.numbers);
             }
-            thread.spent.merging += lap(&mut clock);
+            thread.spent.merging += clock.lap();
             window += 1;
             if start > self.until {
                 return (window, start);
             }
             let end = start.saturating_add(self.lookahead - 1).min(self.until);
             part.run(end);
-            thread.spent.working += lap(&mut clock);
+            thread.spent.working += clock.lap();
             start = end + 1;
         }
     }
 }
 
-/// The time since `clock`, which moves on to now.
-fn lap(clock: &mut Instant) -> Duration {
-    let now = Instant::now();
-    let lapped = now - *clock;
-    *clock = now;
-    lapped
+/// A thread's laps, on the clock the caller gave (none: every lap takes no time).
+struct Laps {
+    clock: Option<fn() -> Instant>,
+    last: Option<Instant>,
+}
+
+impl Laps {
+    fn new(clock: Option<fn() -> Instant>) -> Self {
+        Laps {
+            last: clock.map(|now| now()),
+            clock,
+        }
+    }
+
+    /// The time since the last lap.
+    fn lap(&mut self) -> Duration {
+        let (Some(now), Some(last)) = (self.clock, self.last) else {
+            return Duration::ZERO;
+        };
+        let now = now();
+        self.last = Some(now);
+        now - last
+    }
 }
 
 /// One thread of a [`Windows::run`]: its partition's numbering, and where its time went.

@@ -237,6 +237,7 @@ fn thread_notes(setup: &Setup, threads: usize) {
 /// Runs `run`, of `setup`, with a progress bar on a terminal when it takes over a second; its
 /// report (`None` from a process of a run across several but the first, which says nothing).
 pub fn simulate<R: Steps>(mut run: R, setup: &Setup) -> Result<R::Report> {
+    run.time_with(Instant::now);
     let started = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
     let end = setup.options.duration_ps;
@@ -301,6 +302,8 @@ pub trait Steps {
     fn now_ps(&self) -> u64;
     /// The events this process handled.
     fn events(&self) -> u64;
+    /// Times where a split run's threads spend their time, on `clock`.
+    fn time_with(&mut self, clock: fn() -> Instant);
     /// What cutting the run into windows cost this process, if it is cut.
     fn window_cost(&self) -> Option<WindowCost>;
     fn finish(self) -> Self::Report;
@@ -316,6 +319,9 @@ impl Steps for Run<'_> {
     }
     fn events(&self) -> u64 {
         Run::events(self)
+    }
+    fn time_with(&mut self, clock: fn() -> Instant) {
+        Run::time_with(self, clock);
     }
     fn window_cost(&self) -> Option<WindowCost> {
         Run::window_cost(self)
@@ -335,6 +341,9 @@ impl Steps for Ranked<'_> {
     }
     fn events(&self) -> u64 {
         Ranked::events(self)
+    }
+    fn time_with(&mut self, clock: fn() -> Instant) {
+        Ranked::time_with(self, clock);
     }
     fn window_cost(&self) -> Option<WindowCost> {
         Some(Ranked::window_cost(self))

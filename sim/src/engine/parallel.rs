@@ -1,6 +1,7 @@
 //! A run in partitions, a thread each, with the report of one core (see [`crate::window`]).
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -236,6 +237,11 @@ impl<'n> Parallel<'n> {
         self.parts.iter().map(Simulation::events).sum()
     }
 
+    /// Times where the threads' time goes on `clock` from now on ([`WindowCost::spent`]).
+    pub fn time_with(&mut self, clock: fn() -> Instant) {
+        self.windows.time_with(clock);
+    }
+
     /// What cutting the run into windows cost this process so far.
     pub fn window_cost(&self) -> WindowCost {
         let (windows, window_ps) = self.windows.ended();
@@ -320,6 +326,11 @@ impl<'n> Ranked<'n> {
         self.0.events()
     }
 
+    /// Times where the threads' time goes on `clock` from now on ([`WindowCost::spent`]).
+    pub fn time_with(&mut self, clock: fn() -> Instant) {
+        self.0.time_with(clock);
+    }
+
     /// What cutting the run into windows cost this process so far.
     pub fn window_cost(&self) -> WindowCost {
         self.0.window_cost()
@@ -347,7 +358,8 @@ pub struct WindowCost {
     pub partitions: usize,
     pub events: u64,
     pub crossings: u64,
-    /// Where the threads' time went, summed over them.
+    /// Where the threads' time went, summed over them: all zero unless the caller gave a
+    /// clock (`time_with`).
     pub spent: Spent,
 }
 
@@ -395,6 +407,13 @@ impl<'n> Run<'n> {
         match self {
             Run::One(sim) => sim.events(),
             Run::Split(sim) => sim.events(),
+        }
+    }
+
+    /// Times where the threads' time goes on `clock` from now on, when the run is split.
+    pub fn time_with(&mut self, clock: fn() -> Instant) {
+        if let Run::Split(sim) = self {
+            sim.time_with(clock);
         }
     }
 
