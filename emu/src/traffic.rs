@@ -168,14 +168,23 @@ pub struct PortTotal {
     pub received: Vec<LaneCount>,
     pub xmit_wait: [u64; 16],
     pub relay_errors: u64,
+    /// Under congestion control, by SL: data packets received marked FECN, and BECNs received.
+    pub rcv_fecn: [u64; 16],
+    pub rcv_becn: [u64; 16],
 }
 
 impl PortTotal {
     fn add(&mut self, sample: &PortSample) {
         add_lanes(&mut self.sent, &sample.sent);
         add_lanes(&mut self.received, &sample.received);
-        for (total, ticks) in self.xmit_wait.iter_mut().zip(sample.xmit_wait) {
-            *total += ticks;
+        for (totals, counts) in [
+            (&mut self.xmit_wait, &sample.xmit_wait),
+            (&mut self.rcv_fecn, &sample.rcv_fecn),
+            (&mut self.rcv_becn, &sample.rcv_becn),
+        ] {
+            for (total, count) in totals.iter_mut().zip(counts) {
+                *total += count;
+            }
         }
         self.relay_errors += sample.relay_errors;
     }
@@ -480,6 +489,8 @@ fn port_traffic(sample: &PortSample) -> PortTraffic {
         sent: lanes(&sample.sent),
         received: lanes(&sample.received),
         xmit_wait: sample.xmit_wait,
+        fecn: sample.rcv_fecn,
+        becn: sample.rcv_becn,
         relay_errors: sample.relay_errors,
         ..PortTraffic::default()
     }

@@ -9,8 +9,8 @@ use ibqos_emu::{Emulator, Request, SAMPLE_NS, TrafficEvent, TrafficOutcome, Traf
 use ibqos_fabric::PortRef;
 use ibqos_mad::{
     Attribute, AttributeId, DrPath, Method, MgmtClass, PerfAttributeId, PerfMgtMad, PortRcvDataSl,
-    PortVlXmitWaitCounters, PortXmitDataSl, Routing, Smp, SmpRepr, VlArbBlock, VlArbEntry,
-    VlArbModifier, VlArbitrationTableRepr,
+    PortSlRcvBecn, PortSlRcvFecn, PortVlXmitWaitCounters, PortXmitDataSl, Routing, Smp, SmpRepr,
+    VlArbBlock, VlArbEntry, VlArbModifier, VlArbitrationTableRepr,
 };
 use ibqos_sm::manager::Run;
 use tempfile::TempDir;
@@ -65,9 +65,14 @@ fn perf_get(
 /// The two-switch fabric carrying [`TRAFFIC`], in virtual time, once the SM's first sweep
 /// programmed QoS and brought the subnet up.
 fn programmed_with_traffic() -> EmulatedSm {
+    programmed_with(traffic_file())
+}
+
+/// The two-switch fabric carrying the traffic file `traffic`, as [`programmed_with_traffic`].
+fn programmed_with(traffic: Vec<u8>) -> EmulatedSm {
     let mut transport = two_switch();
     let emulator = transport.emulator_mut();
-    let plan = TrafficPlan::new(TRAFFIC, traffic_file(), emulator.topology(), 0);
+    let plan = TrafficPlan::new(TRAFFIC, traffic, emulator.topology(), 0);
     emulator.set_traffic(plan.unwrap());
     let qos = settings("examples/sim/opensm.conf");
     let mut sm = EmulatedSm::new(transport, Run::Daemon, &qos);
@@ -86,7 +91,12 @@ fn finished(events: &[TrafficEvent]) -> Option<TrafficOutcome> {
 /// Runs the SM with QoS on the two-switch fabric carrying [`TRAFFIC`] until the traffic ended:
 /// the fabric and the outcome.
 fn run_traffic() -> (EmulatedSm, TrafficOutcome) {
-    let mut sm = programmed_with_traffic();
+    run_traffic_of(traffic_file())
+}
+
+/// [`run_traffic`] with the traffic file `traffic`.
+fn run_traffic_of(traffic: Vec<u8>) -> (EmulatedSm, TrafficOutcome) {
+    let mut sm = programmed_with(traffic);
     let mut events = sm.transport.emulator_mut().take_traffic_events();
     // The traffic starts once the first sweep programmed the LFTs, and ends 100 us later: in
     // virtual time, the wait for the next sweep steps it through.
@@ -174,6 +184,53 @@ fn the_pmas_count_what_the_simulated_traffic_did_over_the_tables_the_sm_programm
         for vl in 0..16 {
             let expected = total.xmit_wait[vl].min(u64::from(u16::MAX));
             assert_eq!(u64::from(wait.wait(vl)), expected, "{at} VL{vl}");
+        }
+    }
+}
+
+/// Under the traffic file's congestion control, S1's port to S2 (both flows share it at twice
+/// its rate) marks packets FECN: H3 counts them by SL, H1 and H2 the BECNs that came back, and
+/// the PMAs hold what the simulator's samples gave each port.
+#[test]
+fn the_pmas_count_the_fecn_and_becn_of_congestion_controlled_traffic() {
+    let mut traffic = traffic_file();
+    traffic.extend_from_slice(
+        b"\n[congestion_control]\ncc_sw_cong_setting_threshold = 15\n\
+          cc_ca_cong_setting_control_map = 0x0006\n\
+          cc_ca_cong_setting_ccti_timer = [20, 20, 20]\n\
+          cc_ca_cong_setting_ccti_increase = [1, 1, 1]\n\
+          cc_cct = \"0:0,0:1,0:2,0:3,0:4,0:5,0:6,0:7\"\n",
+    );
+    let (mut sm, outcome) = run_traffic_of(traffic);
+    let total = |node: &str| {
+        let port = outcome.ports.iter().find(|t| t.node == node);
+        port.unwrap_or_else(|| panic!("{node} counted nothing"))
+    };
+    let h3 = total("H3");
+    assert!(h3.rcv_fecn[1] > 0 && h3.rcv_fecn[2] > 0, "{h3:?}");
+    assert!(total("H1").rcv_becn[1] > 0, "{:?}", total("H1"));
+    assert!(total("H2").rcv_becn[2] > 0, "{:?}", total("H2"));
+
+    let origin = sm.transport.port();
+    let emulator = sm.transport.emulator_mut();
+    let topology = emulator.topology().clone();
+    for total in outcome.ports.iter().filter(|t| t.node.starts_with('H')) {
+        let node = topology.node_by_name(&total.node).unwrap();
+        let lid = emulator
+            .port_info(PortRef::new(node, total.port))
+            .unwrap()
+            .lid;
+        let mut get = |attribute| perf_get(emulator, origin, lid, attribute, total.port);
+        let (fecn, becn) = (
+            get(PerfAttributeId::PortSlRcvFecn),
+            get(PerfAttributeId::PortSlRcvBecn),
+        );
+        let fecn = PortSlRcvFecn::new_checked(&fecn[..]).unwrap();
+        let becn = PortSlRcvBecn::new_checked(&becn[..]).unwrap();
+        for sl in 0..16 {
+            let at = format!("{}[{}] SL{sl}", total.node, total.port);
+            assert_eq!(u64::from(fecn.fecn(sl)), total.rcv_fecn[sl], "{at}");
+            assert_eq!(u64::from(becn.becn(sl)), total.rcv_becn[sl], "{at}");
         }
     }
 }
