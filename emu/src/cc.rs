@@ -220,6 +220,12 @@ impl Ccas {
         })
     }
 
+    /// What the agent that answers for `port` holds (a switch's at its port 0), as [`Ccas::dump`]
+    /// gives it: to tell whether a MAD changed it.
+    pub(crate) fn held_for(&self, topology: &Topology, port: PortRef) -> Option<CongestionDump> {
+        self.dump(agent_of(topology, port)?.0)
+    }
+
     fn agent_mut(&mut self, topology: &Topology, port: PortRef) -> Option<&mut CongestionAgent> {
         let (at, switch_ports) = agent_of(topology, port)?;
         Some(

@@ -442,8 +442,15 @@ impl Emulator {
                 .respond(at, PerfMgtMad::new_checked(request).ok()?)
         } else {
             let request = CcMad::new_checked(request).ok()?;
-            self.ccas
-                .respond(&self.topology, at, request, self.now_ns)?
+            let set = request.header().method() == Method::Set;
+            let before = self.ccas.held_for(&self.topology, at);
+            let answer = self.ccas.respond(&self.topology, at, request, self.now_ns);
+            // The traffic's congestion control comes from the agents when its file sets none:
+            // a Set that changed an agent rebuilds it, as one that changed a table does.
+            if set && self.ccas.held_for(&self.topology, at) != before {
+                self.tables_changed += 1;
+            }
+            answer?
         };
         let back = self.reply_by_lid(origin, at, Carrier::Gmp)?;
         Some(Exchange {

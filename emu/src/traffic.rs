@@ -8,12 +8,13 @@
 //!   fabric looks again every [`RETRY_NS`].
 //! - **Its tables.** Those the SMAs hold at that moment ([`crate::dump`]): every port's SL2VL
 //!   and VLArb tables, VLHighLimit and OperVLs, the LIDs and the LFTs, as the SM programmed
-//!   them.
-//! - **A table changed while it runs** (a Set that changes an SL2VL, VLArb or LFT block, or a
-//!   port's LID, OperVLs or VLHighLimit): at its next step the simulation is rebuilt from the
-//!   tables held then. The new one starts with empty queues at that moment of the run's
-//!   timeline (each flow keeps its start and stop times), and the counters go on from where
-//!   they were. The report is the last simulation's. Tables that cannot carry the traffic (an
+//!   them. Its congestion control is the traffic file's `[congestion_control]`, else what the
+//!   congestion control agents hold (one setting for every switch and one for every CA).
+//! - **A table changed while it runs** (a Set that changes an SL2VL, VLArb or LFT block, a
+//!   port's LID, OperVLs or VLHighLimit, or a congestion control agent's settings): at its
+//!   next step the simulation is rebuilt from the tables held then. The new one starts with
+//!   empty queues at that moment of the run's timeline (each flow keeps its start and stop
+//!   times), and the counters go on from where they were. The report is the last simulation's. Tables that cannot carry the traffic (an
 //!   SM part way through its Sets) leave it on the tables it had until the next change.
 //! - **Links.** The simulation runs on the topology's links: a flap or a dead node does not
 //!   reach it.

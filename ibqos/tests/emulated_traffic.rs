@@ -65,17 +65,17 @@ fn perf_get(
 /// The two-switch fabric carrying [`TRAFFIC`], in virtual time, once the SM's first sweep
 /// programmed QoS and brought the subnet up.
 fn programmed_with_traffic() -> EmulatedSm {
-    programmed_with(traffic_file())
+    programmed_with(traffic_file(), "examples/sim/opensm.conf")
 }
 
-/// The two-switch fabric carrying the traffic file `traffic`, as [`programmed_with_traffic`].
-fn programmed_with(traffic: Vec<u8>) -> EmulatedSm {
+/// The two-switch fabric carrying the traffic file `traffic`, once the SM's first sweep with
+/// the configuration `config` brought the subnet up.
+fn programmed_with(traffic: Vec<u8>, config: &str) -> EmulatedSm {
     let mut transport = two_switch();
     let emulator = transport.emulator_mut();
     let plan = TrafficPlan::new(TRAFFIC, traffic, emulator.topology(), 0);
     emulator.set_traffic(plan.unwrap());
-    let qos = settings("examples/sim/opensm.conf");
-    let mut sm = EmulatedSm::new(transport, Run::Daemon, &qos);
+    let mut sm = EmulatedSm::new(transport, Run::Daemon, &settings(config));
     assert!(sm.sweep_done().subnet_up);
     sm
 }
@@ -91,12 +91,12 @@ fn finished(events: &[TrafficEvent]) -> Option<TrafficOutcome> {
 /// Runs the SM with QoS on the two-switch fabric carrying [`TRAFFIC`] until the traffic ended:
 /// the fabric and the outcome.
 fn run_traffic() -> (EmulatedSm, TrafficOutcome) {
-    run_traffic_of(traffic_file())
+    run_traffic_of(traffic_file(), "examples/sim/opensm.conf")
 }
 
-/// [`run_traffic`] with the traffic file `traffic`.
-fn run_traffic_of(traffic: Vec<u8>) -> (EmulatedSm, TrafficOutcome) {
-    let mut sm = programmed_with(traffic);
+/// [`run_traffic`] with the traffic file `traffic` and the configuration `config`.
+fn run_traffic_of(traffic: Vec<u8>, config: &str) -> (EmulatedSm, TrafficOutcome) {
+    let mut sm = programmed_with(traffic, config);
     let mut events = sm.transport.emulator_mut().take_traffic_events();
     // The traffic starts once the first sweep programmed the LFTs, and ends 100 us later: in
     // virtual time, the wait for the next sweep steps it through.
@@ -201,7 +201,7 @@ fn the_pmas_count_the_fecn_and_becn_of_congestion_controlled_traffic() {
           cc_ca_cong_setting_ccti_increase = [1, 1, 1]\n\
           cc_cct = \"0:0,0:1,0:2,0:3,0:4,0:5,0:6,0:7\"\n",
     );
-    let (mut sm, outcome) = run_traffic_of(traffic);
+    let (mut sm, outcome) = run_traffic_of(traffic, "examples/sim/opensm.conf");
     let total = |node: &str| {
         let port = outcome.ports.iter().find(|t| t.node == node);
         port.unwrap_or_else(|| panic!("{node} counted nothing"))
@@ -232,6 +232,24 @@ fn the_pmas_count_the_fecn_and_becn_of_congestion_controlled_traffic() {
             assert_eq!(u64::from(fecn.fecn(sl)), total.rcv_fecn[sl], "{at}");
             assert_eq!(u64::from(becn.becn(sl)), total.rcv_becn[sl], "{at}");
         }
+    }
+}
+
+/// A traffic file without congestion control of its own runs with what the SM programmed into
+/// the agents (examples/opensm-cc.conf: SL1 and SL2 controlled, the most sensitive threshold):
+/// H3 counts FECNs, and the report has each flow's reaction point.
+#[test]
+fn traffic_runs_with_the_congestion_control_the_sm_programmed() {
+    let (_, outcome) = run_traffic_of(traffic_file(), "examples/opensm-cc.conf");
+    let h3 = outcome
+        .ports
+        .iter()
+        .find(|t| t.node == "H3")
+        .expect("H3 counted");
+    assert!(h3.rcv_fecn[1] > 0 && h3.rcv_fecn[2] > 0, "{h3:?}");
+    for flow in &outcome.report.flows {
+        let cc = flow.congestion_control.as_ref();
+        assert!(cc.is_some_and(|cc| cc.becns_received > 0), "{flow:?}");
     }
 }
 

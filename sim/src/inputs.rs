@@ -19,6 +19,8 @@ pub struct Setup {
     pub options: SimOptions,
     /// The routing engines passed over before the one that routed, for the user to read.
     pub passed_over: Vec<Attempt>,
+    /// The run has the congestion control a dump's agents held, as the traffic file set none.
+    pub congestion_from_agents: bool,
 }
 
 impl Setup {
@@ -122,6 +124,8 @@ pub fn sim(
     };
     let built = build_routed_network(topology, tables, forwarding, &traffic)?;
     let (mut network, passed_over) = (built.network, built.passed_over);
+    let congestion_from_agents =
+        traffic.congestion_control.is_none() && network.congestion_control.is_some();
     let hosts = TopologyHosts(topology);
     let mut flows = traffic.flows(&hosts, seed)?;
     network.ethernet = traffic.ethernet(&hosts)?;
@@ -145,6 +149,7 @@ pub fn sim(
             timeline_intervals,
         },
         passed_over,
+        congestion_from_agents,
     })
 }
 

@@ -202,6 +202,12 @@ pub fn setup(
             anyhow::Error::new(error).context(context)
         }
     })?;
+    if setup.congestion_from_agents {
+        eprintln!(
+            "note: the traffic file sets no [congestion_control]: the run has the congestion \
+             control the dump's agents hold"
+        );
+    }
     for attempt in &setup.passed_over {
         eprintln!(
             "note: routing engine `{}` passed over: {}",

@@ -236,9 +236,12 @@ mod tests {
     use ibqos_fabric::dump::PortDump;
 
     use super::*;
-    use crate::build::{Forwarding, Tables, build_network, build_routed_network};
+    use crate::build::held_cc::HeldCcError;
+    use crate::build::{BuildError, Forwarding, Tables, build_network, build_routed_network};
+    use crate::cc::CcConfig;
     use crate::network::Network;
     use crate::traffic;
+    use ibqos_fabric::dump::{CaCongestionDump, CongestionDump, SwitchCongestionDump};
 
     fn two_switch() -> Topology {
         load_topology("two-switch").unwrap().topology
@@ -506,5 +509,114 @@ mod tests {
             .clear();
         let network = build_network(&mut topo, Tables::Held(&dump), &traffic()).unwrap();
         assert_eq!(node(&network, "H3").sl2vl(0, 1), &Sl2VlTable::ALL_VL0);
+    }
+
+    /// `dump` with every switch holding `switch` and every CA port `ca` (S1, S2 and H1-H3 on
+    /// the two-switch fabric).
+    fn with_congestion(
+        mut dump: FabricDump,
+        switch: &SwitchCongestionDump,
+        ca: &CaCongestionDump,
+    ) -> FabricDump {
+        for node in dump.nodes.values_mut() {
+            let switch_node = node.kind == "switch";
+            for (number, port) in &mut node.ports {
+                port.congestion = match (switch_node, number) {
+                    (true, 0) => Some(CongestionDump::Switch(switch.clone())),
+                    (false, _) => Some(CongestionDump::Ca(ca.clone())),
+                    (true, _) => None,
+                };
+            }
+            if switch_node {
+                let mut port0 = node.ports.values().next().expect("a port").clone();
+                port0.congestion = Some(CongestionDump::Switch(switch.clone()));
+                node.ports.insert(0, port0);
+            }
+        }
+        dump
+    }
+
+    fn switch_setting(threshold: u8) -> SwitchCongestionDump {
+        SwitchCongestionDump {
+            control_map: 0x1f,
+            victim_mask: "0".repeat(63) + "4",
+            credit_mask: "0".repeat(64),
+            threshold,
+            packet_size: 8,
+            cs_threshold: 0,
+            cs_return_delay: 0,
+            marking_rate: 2,
+        }
+    }
+
+    fn ca_setting(increase: u16) -> CaCongestionDump {
+        CaCongestionDump {
+            port_control: 0,
+            control_map: 0x0006,
+            sls: vec![[20, increase, 0, 1]; 16],
+            ccti_limit: 3,
+            table: vec![0, 1, 0x4002, 0xc003],
+        }
+    }
+
+    #[test]
+    fn a_dumps_agents_give_a_run_without_its_own_settings_their_congestion_control() {
+        let dump = with_congestion(fitting(&two_switch()), &switch_setting(15), &ca_setting(1));
+        let network = build(&dump).unwrap();
+        let text = format!(
+            "cc_sw_cong_setting_threshold = 15\ncc_sw_cong_setting_marking_rate = 2\n\
+             cc_sw_cong_setting_packet_size = 8\ncc_sw_cong_setting_victim_mask = \"0x4\"\n\
+             cc_ca_cong_setting_control_map = 6\ncc_ca_cong_setting_ccti_timer = {:?}\n\
+             cc_ca_cong_setting_ccti_increase = {:?}\ncc_ca_cong_setting_ccti_min = {:?}\n\
+             cc_cct = \"0:0,0:1,1:2,3:3\"\n",
+            [20; 16], [1; 16], [1; 16]
+        );
+        let expected: CcConfig = toml::from_str(&text).unwrap();
+        assert_eq!(network.congestion_control, Some(expected.params().unwrap()));
+        // Agents with nothing on, or none read, give none.
+        let off = with_congestion(
+            fitting(&two_switch()),
+            &switch_setting(0),
+            &CaCongestionDump {
+                control_map: 0,
+                ..ca_setting(1)
+            },
+        );
+        assert_eq!(build(&off).unwrap().congestion_control, None);
+        assert_eq!(
+            build(&fitting(&two_switch())).unwrap().congestion_control,
+            None
+        );
+    }
+
+    #[test]
+    fn agents_that_hold_different_settings_are_named_not_run() {
+        let mut dump = with_congestion(fitting(&two_switch()), &switch_setting(15), &ca_setting(1));
+        let last_switch = dump.nodes.values_mut().rfind(|n| n.kind == "switch");
+        last_switch.unwrap().ports.get_mut(&0).unwrap().congestion =
+            Some(CongestionDump::Switch(switch_setting(7)));
+        let Err(BuildError::HeldCongestion(HeldCcError::Differ {
+            first,
+            second,
+            what,
+            ..
+        })) = build(&dump)
+        else {
+            panic!("two switches with other thresholds were run");
+        };
+        assert!(
+            first != second && first.ends_with(" port 0") && second.ends_with(" port 0"),
+            "{first} / {second}"
+        );
+        assert_eq!(what, "Thresholds");
+        let wide = with_congestion(
+            fitting(&two_switch()),
+            &switch_setting(15),
+            &ca_setting(300),
+        );
+        assert!(matches!(
+            build(&wide),
+            Err(BuildError::HeldCongestion(HeldCcError::Invalid { .. }))
+        ));
     }
 }

@@ -21,11 +21,13 @@ use ibqos_qos::{
 };
 
 pub(crate) mod held;
+pub(crate) mod held_cc;
 pub(crate) mod port_vls;
 
 use crate::network::{Link, Network, Node, NodeKind, PortAddr, PortArbitration};
 use crate::traffic::{HostDirectory, HostRef, Traffic};
 use held::{Mismatch, held_forwarding, held_tables};
+use held_cc::{HeldCcError, held_congestion};
 
 /// Why a network could not be built from a topology.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +41,8 @@ pub enum BuildError {
     /// The dump given for the tables does not fit the topology, at `place` (a node or port).
     #[error("{place}: {mismatch}")]
     Held { place: String, mismatch: Mismatch },
+    #[error(transparent)]
+    HeldCongestion(#[from] HeldCcError),
 }
 
 /// The hosts of a topology, by name or NodeDescription.
@@ -173,11 +177,18 @@ pub fn build_routed_network(
             params: traffic.link,
         })
         .collect();
+    // A traffic file's own settings, else those a dump's agents held (on credit links: a
+    // lossless-Ethernet run has DCQCN instead).
+    let congestion_control = match (&traffic.congestion_control, tables) {
+        (Some(settings), _) => Some(settings.clone()),
+        (None, Tables::Held(dump)) if traffic.ethernet.is_none() => held_congestion(dump)?,
+        (None, _) => None,
+    };
     let network = Network {
         nodes,
         links,
         ethernet: None,
-        congestion_control: traffic.congestion_control.clone(),
+        congestion_control,
     };
     Ok(Built {
         network,
