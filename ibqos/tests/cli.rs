@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{ibqos, scratch_file};
+use common::{check, ibqos, places, scratch_file};
 use ibqos_fabric::Topology;
 use ibqos_fabric::netfile::parse_net_str;
 use serde_json::Value;
@@ -220,6 +220,50 @@ fn plan_says_where_opensm_changes_a_congestion_option() {
 }
 
 /// Without `congestion_control TRUE` a plan is what it was: no congestion section.
+/// A CCTI_Min past the last index of `cc_cct` is an error at its place, in opensm.conf and
+/// ibqos.toml alike; with congestion control off it is not looked at.
+#[test]
+fn check_places_a_ccti_min_past_the_congestion_control_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = scratch_file(
+        &dir,
+        "opensm.conf",
+        "congestion_control TRUE\ncc_cct 0:0,0:1\ncc_ca_cong_setting_ccti_min 1 1\n\
+         cc_ca_cong_setting_ccti_min 2 3\n",
+    );
+    let (ok, found) = check(&conf);
+    assert!(!ok, "{found:?}");
+    assert_eq!(
+        places(&found),
+        [("cc-min-past-limit", "opensm.conf", 4, 29)],
+        "{found:#?}"
+    );
+    assert!(found[0].4.contains("3 for SL 2") && found[0].4.contains("last index, 1"));
+    let toml = scratch_file(
+        &dir,
+        "ibqos.toml",
+        "[opensm]\ncongestion_control = true\ncc_cct = \"0:0,0:1\"\n\
+         \"cc_ca_cong_setting_ccti_min 2\" = 3\n",
+    );
+    let (ok, found) = check(&toml);
+    assert!(!ok, "{found:?}");
+    assert_eq!(
+        places(&found),
+        [("cc-min-past-limit", "ibqos.toml", 4, 35)],
+        "{found:#?}"
+    );
+    let off = scratch_file(
+        &dir,
+        "off.conf",
+        "congestion_control FALSE\ncc_cct 0:0,0:1\ncc_ca_cong_setting_ccti_min 2 3\n",
+    );
+    let (_, found) = check(&off);
+    assert!(
+        !found.iter().any(|f| f.0 == "cc-min-past-limit"),
+        "{found:#?}"
+    );
+}
+
 #[test]
 fn plan_without_congestion_control_shows_no_congestion_settings() {
     let dir = tempfile::tempdir().unwrap();

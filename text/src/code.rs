@@ -169,6 +169,8 @@ codes! {
     EngineShortOfVls = "engine-short-of-vls" in Config;
     /// An SL-to-VL table puts two of a layered routing engine's SLs on one VL.
     Sl2vlMergesLayers = "sl2vl-merges-layers" in Config;
+    /// A CA's CCTI_Min past the congestion control table's last index (CCTI_Limit).
+    CcMinPastLimit = "cc-min-past-limit" in Config;
     /// A warning OpenSM itself prints, verbatim.
     OpensmSays = "opensm-says" in Config;
     /// QoS is off, so none of the QoS options are used.

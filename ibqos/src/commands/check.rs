@@ -11,7 +11,7 @@ use ibqos_opensm::{
     Code, Diagnostic, LoadError, Loaded, PartitionsLoad, PolicyLoad, Settings, changed_options,
     load, load_partitions, qos_policy, sort_in_reading_order,
 };
-use ibqos_sm::config::{Takes, takes_effect};
+use ibqos_sm::config::{Takes, congestion_options, takes_effect};
 
 use crate::cli::CheckArgs;
 use crate::commands::Outcome;
@@ -38,6 +38,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome> {
         diagnostics.extend(not_acted_on(&loaded));
         diagnostics.extend(unused_routing_options(&loaded));
         diagnostics.extend(qos_routing::diagnostics(&loaded));
+        diagnostics.extend(ccti_min_past_the_table(&loaded));
         diagnostics.extend(loaded.diagnostics);
         sort_in_reading_order(&mut diagnostics);
         report.extend(diagnostics);
@@ -206,6 +207,36 @@ fn nue_layers_without_qos(loaded: &Loaded, may_route: &[&str]) -> Option<Diagnos
             .at(loaded.places.get("nue_max_num_vls").cloned())
             .with_help("set `qos TRUE` for the SL2VL tables that keep Nue's layers apart"),
     )
+}
+
+/// An error at each SL's `cc_ca_cong_setting_ccti_min` past the last index of `cc_cct`
+/// (CCTI_Limit: OpenSM sends the table's entries less one), when congestion control is on. A
+/// CA's index may fall no lower than CCTI_Min and rise no higher than CCTI_Limit (IBA annex
+/// A10.4.3): no index fits both, and OpenSM sends them as they are.
+fn ccti_min_past_the_table(loaded: &Loaded) -> Vec<Diagnostic> {
+    let options = congestion_options(&loaded.settings);
+    if !options.enabled {
+        return Vec::new();
+    }
+    let limit = options.cct.len().saturating_sub(1);
+    (0..)
+        .zip(&options.ca_entries)
+        .filter(|(_, entry)| usize::from(entry.ccti_min) > limit)
+        .map(|(sl, entry)| {
+            let key = "cc_ca_cong_setting_ccti_min";
+            let message = format!(
+                "`{key}` {} for SL {sl} is past the congestion control table's last index, \
+                 {limit} (`cc_cct` has {} entries): a CA's index may fall no lower than \
+                 CCTI_Min and rise no higher than CCTI_Limit",
+                entry.ccti_min,
+                options.cct.len()
+            );
+            let place = loaded.places.get(&format!("{key} {sl}"));
+            Diagnostic::error(Code::CcMinPastLimit, message)
+                .at(place.or_else(|| loaded.places.get(key)).cloned())
+                .with_help("give `cc_cct` more entries, or a lower CCTI_Min")
+        })
+        .collect()
 }
 
 /// A warning at each name of `routing_engine` that does not route: one OpenSM has and ibqos
