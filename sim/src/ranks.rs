@@ -53,13 +53,23 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> T {
     postcard::from_bytes(bytes).expect("another rank of the same run sent what this one reads")
 }
 
+/// What a process handed the others at the windows' ends: its logs' bytes (each to every other
+/// process) and its crossings' bytes (each to the process it is for).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Handed {
+    pub log_bytes: u64,
+    pub crossing_bytes: u64,
+}
+
 /// At a window's end, after every partition of this process handed over its slot in `slots`
 /// (every partition's, `per_rank` to a process): fills the other processes' partitions' slots
-/// with their logs and with what they pushed to this process's partitions.
+/// with their logs and with what they pushed to this process's partitions. Adds what it sent
+/// to `handed`.
 pub(crate) fn exchange<C: Portable>(
     ranks: &mut dyn Ranks,
     slots: &[RwLock<Slot<C>>],
     per_rank: usize,
+    handed: &mut Handed,
 ) {
     let (me, size) = (ranks.rank(), ranks.size());
     let mine = me * per_rank..(me + 1) * per_rank;
@@ -87,7 +97,10 @@ pub(crate) fn exchange<C: Portable>(
                 }
             })
             .collect();
-        (ranks.all_gather(&encode(&logs)), outboxes)
+        let logs = encode(&logs);
+        handed.log_bytes += logs.len() as u64;
+        handed.crossing_bytes += outboxes.iter().map(|b| b.len() as u64).sum::<u64>();
+        (ranks.all_gather(&logs), outboxes)
     };
     let received = ranks.all_to_all(&outboxes);
     for rank in (0..size).filter(|&rank| rank != me) {

@@ -28,7 +28,7 @@ use std::sync::{RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use crate::network::{Network, NodeKind};
-use crate::ranks::{Portable, Ranks};
+use crate::ranks::{Handed, Portable, Ranks};
 
 /// Push numbers given in a window (with the window's count in the low bits): above every
 /// number of an earlier window, and ordered among themselves as the partition pushed them,
@@ -306,6 +306,7 @@ impl<C: Portable> Windows<C> {
                         numbers: vec![Vec::new(); k],
                     },
                     spent: Spent::default(),
+                    handed: Handed::default(),
                 })
                 .collect(),
             ranks,
@@ -336,6 +337,11 @@ impl<C: Portable> Windows<C> {
         self.threads
             .iter()
             .fold(Spent::default(), |sum, thread| sum + thread.spent)
+    }
+
+    /// What this process handed the others so far.
+    pub fn handed(&self) -> Handed {
+        self.threads[0].handed
     }
 
     /// The processes of a run that spans several.
@@ -424,7 +430,8 @@ impl<C: Portable> Driver<'_, C> {
             self.barrier.wait();
             if self.spans_ranks {
                 if let Some(ranks) = ranks.as_deref_mut() {
-                    crate::ranks::exchange(ranks, slots, self.barrier.parties);
+                    let parties = self.barrier.parties;
+                    crate::ranks::exchange(ranks, slots, parties, &mut thread.handed);
                 }
                 self.barrier.wait();
             }
@@ -479,6 +486,8 @@ impl Laps {
 struct Thread {
     merge: Merge,
     spent: Spent,
+    /// What the thread that exchanges with other processes handed them.
+    handed: Handed,
 }
 
 /// Where the threads of a run spent their time, summed over them.

@@ -281,15 +281,23 @@ fn window_cost_line(cost: &WindowCost) -> String {
     let share = |part: f64, whole: f64| 100.0 * part / whole.max(f64::MIN_POSITIVE);
     let spent = cost.spent;
     let total = (spent.working + spent.waiting + spent.merging).as_secs_f64();
-    let process = if cost.processes > 1 {
-        format!("process {} of {}, ", cost.process, cost.processes)
+    let (process, handed) = if cost.processes > 1 {
+        let mb = |bytes: u64| bytes as f64 / 1e6;
+        (
+            format!("process {} of {}, ", cost.process, cost.processes),
+            format!(
+                "; it handed the others {:.1} MB of logs and {:.1} MB of crossings",
+                mb(cost.handed.log_bytes),
+                mb(cost.handed.crossing_bytes)
+            ),
+        )
     } else {
-        String::new()
+        (String::new(), String::new())
     };
     format!(
         "{process}{} thread{}: {} windows of {:.1} ns; {:.1} % of its {} events crossed to \
          another partition; its threads spent {:.1} % of their time waiting at the windows' \
-         ends and {:.1} % merging",
+         ends and {:.1} % merging{handed}",
         cost.partitions,
         if cost.partitions == 1 { "" } else { "s" },
         cost.windows,

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::network::{Flow, Network, NetworkError};
-use crate::ranks::{self, Ranks};
+use crate::ranks::{self, Handed, Ranks};
 use crate::report::{Histogram, Report};
 use crate::window::{self, PROVISIONAL, Slot, Spent, Windows};
 
@@ -256,6 +256,7 @@ impl<'n> Parallel<'n> {
             events: self.events(),
             crossings: crossings.map(|split| split.crossings).sum(),
             spent: self.windows.spent(),
+            handed: self.windows.handed(),
         }
     }
 
@@ -361,6 +362,8 @@ pub struct WindowCost {
     /// Where the threads' time went, summed over them: all zero unless the caller gave a
     /// clock (`time_with`).
     pub spent: Spent,
+    /// What this process handed the other processes of the run (none on threads alone).
+    pub handed: Handed,
 }
 
 /// A run on one core ([`Simulation`]) or on several ([`Parallel`]), as asked.
@@ -871,6 +874,37 @@ payload = 512
             for report in &reports[1..] {
                 prop_assert_eq!(report, &Ok(None));
             }
+        }
+    }
+
+    /// Each process hands the others its logs and its crossings, tens of bytes a crossing
+    /// (postcard writes its numbers as varints).
+    #[test]
+    fn each_process_says_what_it_handed_the_others() {
+        let ranks = crate::ranks::in_process::ranks(2);
+        let costs: Vec<WindowCost> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ranks
+                .into_iter()
+                .map(|rank| {
+                    scope.spawn(move || {
+                        let (network, flows, options) = fat_tree_16(1);
+                        let mut run = Ranked::new(&network, &flows, options, 1, Box::new(rank))
+                            .expect("a run");
+                        run.run_until(options.duration_ps);
+                        let cost = run.window_cost();
+                        run.finish();
+                        cost
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for cost in costs {
+            let per_crossing = cost.handed.crossing_bytes / cost.crossings.max(1);
+            assert!(
+                cost.handed.log_bytes > 0 && (8..=64).contains(&per_crossing),
+                "{cost:?}"
+            );
         }
     }
 
