@@ -148,10 +148,12 @@ fn stand_ins() -> (tempfile::TempDir, String) {
     (dir, path)
 }
 
-const ORACLES: &str = "opensm ibsim-utils infiniband-diags prometheus curl systemd man-db";
+/// The oracles, then what `ibqos sim` across MPI processes builds and runs with.
+const PACKAGES: &str = "opensm ibsim-utils infiniband-diags prometheus curl systemd man-db \
+                        mpich libmpich-dev libclang-dev";
 
-/// The README's test command, as root on a machine without the oracles: it installs them with
-/// apt-get, then runs the whole workspace's tests.
+/// The README's test command, as root on a machine without the oracles: it installs them (and
+/// MPICH) with apt-get, then runs the whole workspace's tests, MPI's included.
 #[test]
 fn scripts_test_as_root_installs_the_missing_oracles_then_runs_the_tests() {
     let (_dir, path) = stand_ins();
@@ -165,7 +167,8 @@ fn scripts_test_as_root_installs_the_missing_oracles_then_runs_the_tests() {
     assert_eq!(
         said,
         format!(
-            "apt-get update\napt-get install -y {ORACLES}\ncargo test --workspace --no-fail-fast\n"
+            "apt-get update\napt-get install -y {PACKAGES}\n\
+             cargo test --workspace --features ibqos/mpi,ibqos-tests/mpi --no-fail-fast\n"
         )
     );
 }
@@ -189,7 +192,7 @@ fn scripts_test_as_a_user_names_the_install_command_and_runs_nothing() {
     assert_eq!(said, "", "nothing installed, no test run");
     assert!(
         complained.contains(&format!(
-            "sudo apt-get update && sudo apt-get install -y {ORACLES}"
+            "sudo apt-get update && sudo apt-get install -y {PACKAGES}"
         )),
         "{complained}"
     );
