@@ -48,6 +48,7 @@
 //! | `engine-replaces-sl` | W | an engine of `routing_engine` (lash, dfsssp, nue on several VLs) gives every path its own layer's SL, so the SLs the QoS policy and the partitions choose do not reach the fabric; torus-2QoS keeps only their bit 3 (`ibqos check`) |
 //! | `engine-short-of-vls` | W | the ports run fewer data VLs than an engine of `routing_engine` needs: torus-2QoS below 2, 4 or 8, a layered engine on one VL (`ibqos check`); the ports concerned (`ibqos plan --topology`) |
 //! | `sl2vl-merges-layers` | W | a `qos_*_sl2vl` table maps two SLs a layered engine hands out to one VL, merging its layers (`ibqos check`) |
+//! | `cc-min-past-limit` | E | with `congestion_control TRUE`, an SL's `cc_ca_cong_setting_ccti_min` past the last index of `cc_cct` (CCTI_Limit): no index fits both (`ibqos check`) |
 //! | `opensm-says` | N | a warning OpenSM itself prints, verbatim |
 //! | `qos-disabled`, `qos-not-verified`, `max-vls-unused`, `max-wire-smps-unlimited`, `alias-key`, `vl15-drop`, `empty-file`, `too-many-diagnostics` | N | worth knowing |
 
