@@ -824,13 +824,13 @@ payload = 512
         }
     }
 
+    /// What a rank of [`on_ranks`] ended with: its report (the first rank's alone) and what its
+    /// windows cost.
+    type RankEnd = (Option<Report>, WindowCost);
+
     /// Runs `fat_tree_16(seeds[r])` on `seeds.len()` ranks that are threads of this process,
     /// `threads` partitions each, in `steps` calls: what each rank's set-up or finish gave.
-    fn on_ranks(
-        seeds: &[u64],
-        threads: usize,
-        steps: u64,
-    ) -> Vec<Result<Option<Report>, NetworkError>> {
+    fn on_ranks(seeds: &[u64], threads: usize, steps: u64) -> Vec<Result<RankEnd, NetworkError>> {
         let ranks = crate::ranks::in_process::ranks(seeds.len());
         std::thread::scope(|scope| {
             let handles: Vec<_> = ranks
@@ -844,7 +844,9 @@ payload = 512
                         for step in 1..steps {
                             run.run_until(options.duration_ps / steps * step);
                         }
-                        Ok(run.finish())
+                        run.run_until(options.duration_ps);
+                        let cost = run.window_cost();
+                        Ok((run.finish(), cost))
                     })
                 })
                 .collect();
@@ -869,7 +871,10 @@ payload = 512
         ) {
             let (network, flows, options) = fat_tree_16(seed);
             let one = simulate(&network, &flows, options).expect("simulation");
-            let reports = on_ranks(&vec![seed; processes], threads, steps);
+            let reports: Vec<_> = on_ranks(&vec![seed; processes], threads, steps)
+                .into_iter()
+                .map(|end| end.map(|(report, _)| report))
+                .collect();
             prop_assert_eq!(&reports[0], &Ok(Some(one)));
             for report in &reports[1..] {
                 prop_assert_eq!(report, &Ok(None));
@@ -881,25 +886,8 @@ payload = 512
     /// (postcard writes its numbers as varints).
     #[test]
     fn each_process_says_what_it_handed_the_others() {
-        let ranks = crate::ranks::in_process::ranks(2);
-        let costs: Vec<WindowCost> = std::thread::scope(|scope| {
-            let handles: Vec<_> = ranks
-                .into_iter()
-                .map(|rank| {
-                    scope.spawn(move || {
-                        let (network, flows, options) = fat_tree_16(1);
-                        let mut run = Ranked::new(&network, &flows, options, 1, Box::new(rank))
-                            .expect("a run");
-                        run.run_until(options.duration_ps);
-                        let cost = run.window_cost();
-                        run.finish();
-                        cost
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        for cost in costs {
+        for end in on_ranks(&[1, 1], 1, 1) {
+            let (_, cost) = end.expect("a run");
             let per_crossing = cost.handed.crossing_bytes / cost.crossings.max(1);
             assert!(
                 cost.handed.log_bytes > 0 && (8..=64).contains(&per_crossing),
@@ -910,9 +898,8 @@ payload = 512
 
     #[test]
     fn a_process_started_on_other_inputs_is_refused_by_every_process() {
-        let reports = on_ranks(&[1, 1, 2], 1, 1);
-        for report in reports {
-            assert_eq!(report, Err(NetworkError::RanksDisagree { rank: 2 }));
+        for end in on_ranks(&[1, 1, 2], 1, 1) {
+            assert_eq!(end.err(), Some(NetworkError::RanksDisagree { rank: 2 }));
         }
     }
 
