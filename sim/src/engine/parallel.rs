@@ -277,11 +277,11 @@ impl<'n> Parallel<'n> {
         let whole = parts.next_if(|part| part.partition() == 0);
         let mut owned: Vec<Owned> = parts.map(Simulation::owned).collect();
         if let Some(ranks) = self.windows.ranks() {
-            let all = ranks.gather(&ranks::encode(&owned))?;
-            owned = all
-                .iter()
-                .flat_map(|bytes| ranks::decode::<Vec<Owned>>(bytes))
-                .collect();
+            // The first process keeps its own partitions' counts as they are.
+            let mine = (ranks.rank() > 0).then(|| ranks::encode(&owned));
+            let all = ranks.gather(mine.as_deref().unwrap_or_default())?;
+            let others = all[1..].iter();
+            owned.extend(others.flat_map(|bytes| ranks::decode::<Vec<Owned>>(bytes)));
         }
         let mut whole = whole.expect("the first process holds the first partition");
         for owned in owned {
