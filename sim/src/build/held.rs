@@ -618,5 +618,13 @@ mod tests {
             build(&wide),
             Err(BuildError::HeldCongestion(HeldCcError::Invalid { .. }))
         ));
+
+        // A switch's setting out of range is the switch's: the agent at its port 0.
+        let steep = with_congestion(fitting(&two_switch()), &switch_setting(16), &ca_setting(1));
+        let Err(BuildError::HeldCongestion(HeldCcError::Invalid { agent, .. })) = build(&steep)
+        else {
+            panic!("a Threshold of 16 was run");
+        };
+        assert!(agent.ends_with(" port 0"), "{agent}");
     }
 }

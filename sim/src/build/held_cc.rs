@@ -50,13 +50,21 @@ pub fn held_congestion(dump: &FabricDump) -> Result<Option<CcParams>, HeldCcErro
     if !on {
         return Ok(None);
     }
-    let agent = ca
-        .as_ref()
-        .map_or_else(String::new, |(agent, _)| agent.clone());
-    config(switch.map(|(_, s)| s), ca.map(|(_, c)| c))
+    let (switch, switch_agent) = switch.map_or((None, None), |(agent, s)| (Some(s), Some(agent)));
+    let (ca, ca_agent) = ca.map_or((None, None), |(agent, c)| (Some(c), Some(agent)));
+    config(switch, ca)
         .and_then(|config| config.params())
         .map(Some)
-        .map_err(|error| HeldCcError::Invalid { agent, error })
+        .map_err(|error| {
+            // A switch setting's keys are `cc_sw_*`, a CA's `cc_ca_*` and `cc_cct`.
+            let held_by = if error.key().starts_with("cc_sw_") {
+                switch_agent
+            } else {
+                ca_agent
+            };
+            let agent = held_by.unwrap_or_default();
+            HeldCcError::Invalid { agent, error }
+        })
 }
 
 /// Keeps the first agent's setting in `first`, and refuses a later one that `differs` from it.
